@@ -1,0 +1,50 @@
+"""numbagrad: PyTorch's custom-autograd workflow on numpy tensors, with kernels compiled by Numba.
+
+``import numbagrad as torch`` runs programs written for the covered subset of torch. Nothing compiles at import:
+kernels compile on first use and are cached on disk (see ``numbagrad.backend.codegen``).
+"""
+
+from . import autograd
+from ._printing import set_printoptions
+from ._tensor import Tensor, is_tensor
+from ._types import (
+    Size,
+    device,
+    dtype,
+    float32,
+    float64,
+    get_default_dtype,
+    int32,
+    int64,
+    set_default_dtype,
+)
+from ._types import bool_ as bool  # noqa: A001 - torch's name
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
+from .ops import *  # noqa: F403 - the torch-shaped function namespace
+from .ops import __all__ as _ops_all  # noqa: F401
+
+float = float32  # noqa: A001
+double = float64
+long = int64
+int = int32  # noqa: A001
+__version__ = "0.1.0"
+
+
+def is_floating_point(t: Tensor) -> bool:
+    return t.is_floating_point()
+
+
+def numel(t: Tensor) -> int:
+    return t.numel()
+
+
+def __getattr__(name: str):
+    """``numbagrad.nn``, ``numbagrad.optim``, ``numbagrad.cuda`` and ``numbagrad.elementwise`` load on first use."""
+    import importlib
+
+    if name in ("nn", "optim", "cuda", "utils"):
+        return importlib.import_module(f".{name}", __name__)
+    if name in ("elementwise", "warmup"):
+        return getattr(importlib.import_module(".kernels", __name__), name)
+    raise AttributeError(f"module 'numbagrad' has no attribute '{name}'")

@@ -1,0 +1,147 @@
+"""dtype, device and Size: the small value types every other module speaks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class dtype:  # noqa: N801 - torch spells it lowercase
+    """A tensor element type; wraps the numpy dtype that stores it."""
+
+    __slots__ = ("name", "numpy", "is_floating_point", "is_signed", "itemsize")
+
+    def __init__(self, name: str, numpy_type: type) -> None:
+        self.name = name
+        self.numpy = np.dtype(numpy_type)
+        self.is_floating_point = self.numpy.kind == "f"
+        self.is_signed = self.numpy.kind in "fi"
+        self.itemsize = self.numpy.itemsize
+
+    def __repr__(self) -> str:
+        return f"numbagrad.{self.name}"
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self.name,))
+
+
+float32 = dtype("float32", np.float32)
+float64 = dtype("float64", np.float64)
+int64 = dtype("int64", np.int64)
+int32 = dtype("int32", np.int32)
+bool_ = dtype("bool", np.bool_)
+
+ALL_DTYPES = (float32, float64, int64, int32, bool_)
+_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_default_float = [float32]
+
+
+def _dtype_by_name(name: str) -> dtype:
+    return _BY_NAME[name]
+
+
+def get_default_dtype() -> dtype:
+    """The float dtype used for Python floats and for float results of integer inputs."""
+    return _default_float[0]
+
+
+def set_default_dtype(d: dtype) -> None:
+    if d not in (float32, float64):
+        raise TypeError("only floating-point types are supported as the default type")
+    _default_float[0] = d
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    """Map a numpy dtype to ours, with torch's error for types numbagrad does not store."""
+    try:
+        return _BY_NUMPY[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).name}. The only supported types are: "
+            "float64, float32, int64, int32, and bool."
+        ) from None
+
+
+def to_dtype(d) -> dtype:
+    """Accept our dtype, a numpy dtype, or a Python type (float, int, bool) as torch does."""
+    if isinstance(d, dtype):
+        return d
+    if d is float:
+        return get_default_dtype()
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    return from_numpy_dtype(d)
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    return from_numpy_dtype(np.promote_types(a.numpy, b.numpy))
+
+
+class device:  # noqa: N801 - torch spells it lowercase
+    """Where a tensor's storage lives: 'cpu' (numpy) or 'cuda[:n]' (numba.cuda)."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str | device, index: int | None = None) -> None:  # noqa: A002 - torch's name
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        if ":" in type:
+            type, idx = type.split(":", 1)
+            index = int(idx)
+        if type not in ("cpu", "cuda"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+        self.type = type
+        self.index = index
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        if not isinstance(other, device):
+            return NotImplemented
+        if self.type != other.type:
+            return False
+        return self.index == other.index or None in (self.index, other.index) and self.type == "cpu"
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+
+CPU = device("cpu")
+CUDA0 = device("cuda", 0)
+
+
+def to_device(d) -> device:
+    """Normalise a device argument; 'cuda' means the current device, cuda:0."""
+    if d is None:
+        return CPU
+    d = device(d) if not isinstance(d, device) else d
+    if d.type == "cuda" and d.index is None:
+        return CUDA0
+    return d
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints like torch's."""
+
+    def __repr__(self) -> str:
+        return f"numbagrad.Size([{', '.join(str(s) for s in self)}])"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, key):
+        r = tuple.__getitem__(self, key)
+        return Size(r) if isinstance(key, slice) else r

@@ -1,0 +1,43 @@
+"""numbagrad.autograd: Function, the engine's entry points, grad modes and gradient checks."""
+
+from . import function, grad_mode
+from .engine import backward, grad
+from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .grad_mode import (
+    detect_anomaly,
+    enable_grad,
+    inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
+)
+
+__all__ = [
+    "Function",
+    "FunctionCtx",
+    "GradcheckError",
+    "InplaceFunction",
+    "NestedIOFunction",
+    "backward",
+    "detect_anomaly",
+    "enable_grad",
+    "function",
+    "grad",
+    "grad_mode",
+    "gradcheck",
+    "gradgradcheck",
+    "inference_mode",
+    "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "no_grad",
+    "once_differentiable",
+    "set_detect_anomaly",
+    "set_grad_enabled",
+]

@@ -1,0 +1,157 @@
+"""Grad modes (no_grad, enable_grad, set_grad_enabled, inference_mode) and anomaly mode.
+
+Each is a context manager, a decorator, and for ``set_grad_enabled`` also a plain function, as in torch.
+"""
+
+from __future__ import annotations
+
+import functools
+
+
+class _State:
+    __slots__ = ("enabled", "inference", "anomaly", "anomaly_check_nan")
+
+    def __init__(self) -> None:
+        self.enabled = True
+        self.inference = False
+        self.anomaly = False
+        self.anomaly_check_nan = True
+
+
+state = _State()
+
+
+def is_grad_enabled() -> bool:
+    return state.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return state.inference
+
+
+class _DecoratorContextManager:
+    """Base: ``with mode():`` or ``@mode()`` (or ``@mode`` for the no-argument ones)."""
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):  # noqa: N801 - torch's name
+    """Operations inside record no graph."""
+
+    def __new__(cls, fn=None):
+        self = super().__new__(cls)
+        if callable(fn):  # used as a bare decorator: @no_grad
+            self.__init__()
+            return self(fn)
+        return self
+
+    def __init__(self, fn=None) -> None:
+        self.prev = True
+
+    def __enter__(self) -> None:
+        self.prev = state.enabled
+        state.enabled = False
+
+    def __exit__(self, *exc) -> None:
+        state.enabled = self.prev
+
+
+class enable_grad(no_grad):  # noqa: N801
+    """Operations inside record a graph again (inside ``no_grad``)."""
+
+    def __enter__(self) -> None:
+        self.prev = state.enabled
+        state.enabled = True
+
+
+class set_grad_enabled(_DecoratorContextManager):  # noqa: N801
+    """``set_grad_enabled(False)`` switches grad mode now, and restores it when used as a context manager."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = state.enabled
+        self.mode = bool(mode)
+        state.enabled = self.mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        state.enabled = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):  # noqa: N801
+    """Like ``no_grad``; tensors created inside are inference tensors that cannot be saved for backward."""
+
+    def __new__(cls, mode=True):
+        self = super().__new__(cls)
+        if callable(mode):
+            self.__init__()
+            return self(mode)
+        return self
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode) if not callable(mode) else True
+        self.prev = (True, False)
+
+    def __enter__(self) -> None:
+        self.prev = (state.enabled, state.inference)
+        if self.mode:
+            state.enabled, state.inference = False, True
+
+    def __exit__(self, *exc) -> None:
+        state.enabled, state.inference = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+def is_anomaly_enabled() -> bool:
+    return state.anomaly
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return state.anomaly_check_nan
+
+
+class detect_anomaly(_DecoratorContextManager):  # noqa: N801
+    """Record each node's forward traceback, print it when its backward fails, and check for NaN grads."""
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self.check_nan = check_nan
+        self.prev = (False, True)
+
+    def __enter__(self) -> None:
+        self.prev = (state.anomaly, state.anomaly_check_nan)
+        state.anomaly, state.anomaly_check_nan = True, self.check_nan
+
+    def __exit__(self, *exc) -> None:
+        state.anomaly, state.anomaly_check_nan = self.prev
+
+    def clone(self):
+        return self.__class__(self.check_nan)
+
+
+class set_detect_anomaly:  # noqa: N801
+    """``set_detect_anomaly(True)`` switches anomaly mode now (and restores it as a context manager)."""
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self.prev = (state.anomaly, state.anomaly_check_nan)
+        state.anomaly, state.anomaly_check_nan = bool(mode), check_nan
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        state.anomaly, state.anomaly_check_nan = self.prev

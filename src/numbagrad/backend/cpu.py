@@ -1,0 +1,104 @@
+"""The CPU backend: numpy storage, Numba kernels generated from the elementwise table.
+
+Arrays are handed to kernels flat: an operand with as many elements as the output is raveled (a view when it
+is contiguous), a one-element operand is passed as a scalar, and anything else is broadcast first. Outputs are
+allocated here with numpy (huge pages, no page faults inside the kernel) and passed in.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..scalar_math import Row
+from . import codegen
+
+#: Arrays with at least this many elements use the ``prange`` kernels. Measured with
+#: ``benchmarks/compare.py --threshold`` on the 2-core development machine (see README).
+PARALLEL_THRESHOLD = int(os.environ.get("NUMBAGRAD_PARALLEL_THRESHOLD", 1 << 18))
+
+
+def _operand(value, shape, size, dtype):
+    """Flatten one operand for a kernel: (flat array or scalar, 'a' or 's')."""
+    if not isinstance(value, np.ndarray):
+        return dtype.type(value), "s"
+    if value.dtype != dtype:
+        value = value.astype(dtype)
+    if value.size == 1 and size != 1:
+        return value.reshape(-1)[0], "s"
+    if value.size != size:
+        value = np.broadcast_to(value, shape)
+    return value.reshape(-1), "a"
+
+
+def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out: np.ndarray | None = None):
+    """Forward of one row: ``out = row(*inputs, *params)`` with broadcasting, in ``dtype``."""
+    shapes = [np.shape(v) for v in inputs if isinstance(v, np.ndarray)]
+    shape = np.broadcast_shapes(*shapes) if shapes else ()
+    if out is None:
+        out = np.empty(shape, dtype)
+    size = out.size
+    flat, pattern = [], ""
+    for value in inputs:
+        v, kind = _operand(value, shape, size, dtype)
+        flat.append(v)
+        pattern += kind
+    kernel = codegen.cpu_kernel(row, "forward", pattern, size >= PARALLEL_THRESHOLD)
+    target = out.reshape(-1)
+    kernel(target, *flat, *(dtype.type(p) for p in params))
+    if not np.shares_memory(target, out):  # out was not contiguous
+        out[...] = target.reshape(shape)
+    return out
+
+
+def elementwise_grad(row: Row, i: int, g: np.ndarray, out, inputs: list, params: tuple, dtype: np.dtype):
+    """Gradient of one row with respect to input ``i``, in the output's (broadcast) shape.
+
+    ``out`` and unused inputs may be ``0`` placeholders: the kernel then takes them as scalars.
+    """
+    shape = g.shape
+    size = g.size
+    res = np.empty(shape, dtype)
+    flat, pattern = [], ""
+    for value in (g, out, *inputs):
+        v, kind = _operand(value, shape, size, dtype)
+        flat.append(v)
+        pattern += kind
+    kernel = codegen.cpu_kernel(row, f"grad{i}", pattern, size >= PARALLEL_THRESHOLD)
+    kernel(res.reshape(-1), *flat, *(dtype.type(p) for p in params))
+    return res
+
+
+def sum_to_shape(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """Sum a broadcast gradient back down to ``shape`` (leading dims, then size-1 dims)."""
+    if a.shape == tuple(shape):
+        return a
+    lead = a.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and a.shape[i + lead] != 1)
+    r = a.sum(axis=axes, keepdims=True) if axes else a
+    return r.reshape(shape)
+
+
+def accumulate_(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst += src`` in place through a compiled kernel (the leaf ``.grad`` accumulation)."""
+    from . import kernels
+
+    if dst.flags.c_contiguous and src.shape == dst.shape:
+        s = np.ascontiguousarray(src, dtype=dst.dtype)
+        kernels.accumulate(dst.reshape(-1), s.reshape(-1), dst.size >= PARALLEL_THRESHOLD)
+    else:
+        dst += src
+
+
+def is_contiguous(a: np.ndarray) -> bool:
+    return a.flags.c_contiguous
+
+
+def copy(a: np.ndarray) -> np.ndarray:
+    """A fresh, writable, C-contiguous copy (what a leaf's first ``.grad`` holds)."""
+    return np.array(a, order="C", copy=True)
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.asarray(np.matmul(a, b))

@@ -1,0 +1,130 @@
+"""Helpers every op uses: dtype promotion (torch's rules), dim wrapping, operand conversion, device checks."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._tensor import Tensor
+from .._types import bool_, dtype, float32, float64, from_numpy_dtype, get_default_dtype, int32, int64
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    """Normalise a possibly negative dim, with torch's IndexError."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def wrap_dims(dims, ndim: int) -> tuple:
+    if isinstance(dims, int):
+        dims = (dims,)
+    return tuple(sorted({wrap_dim(d, ndim) for d in dims}))
+
+
+def _category(d: dtype) -> int:
+    return 0 if d is bool_ else (2 if d.is_floating_point else 1)
+
+
+def promote(a: dtype | None, b: dtype | None) -> dtype | None:
+    """torch.promote_types for our dtypes: a float wins over any integer, otherwise the wider one."""
+    if a is None:
+        return b
+    if b is None or a is b:
+        return a
+    ca, cb = _category(a), _category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    return a if a.itemsize >= b.itemsize else b
+
+
+def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    if higher is not None and higher.is_floating_point:
+        return higher
+    if higher is bool_ or (lower is not None and lower.is_floating_point):
+        return promote(higher, lower)
+    return higher if higher is not None else lower
+
+
+def result_type(*args) -> dtype:
+    """torch's result_type: dimensioned tensors outrank 0-dim tensors, which outrank Python scalars,
+    unless a lower tier is of a higher category (bool < integer < float)."""
+    dim_result = zero_result = wrapped = None
+    for a in args:
+        if isinstance(a, Tensor):
+            d = from_numpy_dtype(a._data.dtype)
+            if a._data.ndim:
+                dim_result = promote(dim_result, d)
+            else:
+                zero_result = promote(zero_result, d)
+        elif isinstance(a, (bool, np.bool_)):
+            wrapped = promote(wrapped, bool_)
+        elif isinstance(a, numbers.Integral):
+            wrapped = promote(wrapped, int64)
+        elif isinstance(a, numbers.Real):
+            wrapped = promote(wrapped, get_default_dtype())
+    return _combine(dim_result, _combine(zero_result, wrapped))
+
+
+def float_dtype(d: dtype) -> dtype:
+    return d if d.is_floating_point else get_default_dtype()
+
+
+def as_operand(value):
+    """Tensors and Python numbers pass through; array-likes become tensors."""
+    if isinstance(value, (Tensor, numbers.Number)) and not isinstance(value, np.ndarray):
+        if isinstance(value, np.generic):
+            return value.item()
+        return value
+    if value is None:
+        raise TypeError("unsupported operand type: 'NoneType'")
+    from .creation import tensor
+
+    return tensor(value)
+
+
+def check_same_device(*args) -> bool:
+    """True when the tensors live on cuda; mixing devices (other than 0-dim cpu tensors) is an error."""
+    devices = {not isinstance(a._data, np.ndarray) for a in args if isinstance(a, Tensor) and a._data.ndim}
+    zero_dim = {not isinstance(a._data, np.ndarray) for a in args if isinstance(a, Tensor) and not a._data.ndim}
+    if len(devices) > 1:
+        raise RuntimeError(
+            "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+        )
+    if devices:
+        return devices.pop()
+    return True in zero_dim and False not in zero_dim
+
+
+def backend_of(is_cuda: bool):
+    if is_cuda:
+        from ..backend import cuda
+
+        return cuda
+    from ..backend import cpu
+
+    return cpu
+
+
+def shape_str(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+__all__ = [
+    "as_operand",
+    "backend_of",
+    "bool_",
+    "check_same_device",
+    "float32",
+    "float64",
+    "float_dtype",
+    "int32",
+    "int64",
+    "promote",
+    "result_type",
+    "shape_str",
+    "wrap_dim",
+    "wrap_dims",
+]

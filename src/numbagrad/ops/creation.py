@@ -1,0 +1,244 @@
+"""Creation functions (tensor, zeros, ones, arange, rand, ...) and numbagrad's random generator."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from .._tensor import Tensor
+from .._types import Size, bool_, from_numpy_dtype, get_default_dtype, int64, to_device, to_dtype
+
+_rng = [np.random.default_rng()]
+
+
+def manual_seed(seed: int):
+    """Seed numbagrad's generator (numpy's PCG64: the stream differs from torch's)."""
+    _rng[0] = np.random.default_rng(int(seed))
+    return _rng[0]
+
+
+def seed() -> int:
+    s = int(np.random.SeedSequence().entropy % (2**63))
+    manual_seed(s)
+    return s
+
+
+def _generator() -> np.random.Generator:
+    return _rng[0]
+
+
+def _finish(data: np.ndarray, device, requires_grad: bool) -> Tensor:
+    dev = to_device(device)
+    if dev.type == "cuda":
+        from ..backend import cuda
+
+        t = Tensor._make(cuda.to_device(np.ascontiguousarray(data)))
+    else:
+        t = Tensor._make(data)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _infer_dtype(data: np.ndarray):
+    kind = data.dtype.kind
+    if kind == "b":
+        return bool_
+    if kind in "iu":
+        return int64
+    if kind == "f":
+        return get_default_dtype()
+    raise TypeError(f"Could not infer dtype of {data.dtype}")
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A new tensor copying ``data`` (nested lists, numbers, numpy arrays, tensors)."""
+    if isinstance(data, Tensor):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
+            "sourceTensor.clone().detach().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+            UserWarning,
+            stacklevel=2,
+        )
+        array = np.array(data._host())
+        inferred = from_numpy_dtype(array.dtype)
+    elif isinstance(data, np.ndarray):
+        array = np.array(data)
+        inferred = from_numpy_dtype(array.dtype)
+    else:
+        if isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flatten(data)):
+            for d in _flatten(data):
+                if isinstance(d, Tensor) and d.numel() != 1:
+                    raise ValueError("only one element tensors can be converted to Python scalars")
+            data = _map(data, lambda d: d.item() if isinstance(d, Tensor) else d)
+        array = np.array(data)
+        if array.dtype == object:
+            raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        inferred = _infer_dtype(array)
+    dt = to_dtype(dtype) if dtype is not None else inferred
+    return _finish(np.ascontiguousarray(array, dtype=dt.numpy), device, requires_grad)
+
+
+def _flatten(data):
+    for d in data:
+        if isinstance(d, (list, tuple)):
+            yield from _flatten(d)
+        else:
+            yield d
+
+
+def _map(data, fn):
+    if isinstance(data, (list, tuple)):
+        return [_map(d, fn) for d in data]
+    return fn(data)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Share memory when possible (a numpy array, a tensor, or a CUDA-array-interface object)."""
+    if isinstance(data, Tensor):
+        return data.to(dtype=dtype, device=device) if dtype is not None or device is not None else data
+    if hasattr(data, "__cuda_array_interface__") and not isinstance(data, np.ndarray):
+        from ..backend import cuda
+
+        t = Tensor._make(cuda.as_device_array(data))
+        return t if dtype is None else t.to(dtype)
+    if isinstance(data, np.ndarray) and (dtype is None or to_dtype(dtype).numpy == data.dtype):
+        from_numpy_dtype(data.dtype)
+        return _finish(data, device, False)
+    return tensor(data, dtype=dtype, device=device)
+
+
+asarray = as_tensor
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing ``array``'s memory."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    from_numpy_dtype(array.dtype)
+    return Tensor._make(array)
+
+
+def _size(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, (numbers.Integral, Tensor)):
+            raise TypeError(
+                f"empty(): argument 'size' must be tuple of ints, but found element of type {type(s).__name__}"
+            )
+        if int(s) < 0:
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {int(s)}: [{', '.join(map(str, size))}]"
+            )
+    return tuple(int(s) for s in size)
+
+
+def _dtype_or_default(dtype):
+    return to_dtype(dtype) if dtype is not None else get_default_dtype()
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _finish(np.zeros(_size(size), _dtype_or_default(dtype).numpy), device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _finish(np.ones(_size(size), _dtype_or_default(dtype).numpy), device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _finish(np.empty(_size(size), _dtype_or_default(dtype).numpy), device, requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    if dtype is None:
+        dtype = (
+            bool_
+            if isinstance(fill_value, bool)
+            else (int64 if isinstance(fill_value, numbers.Integral) else get_default_dtype())
+        )
+    return _finish(np.full(_size((size,)), fill_value, to_dtype(dtype).numpy), device, requires_grad)
+
+
+def _like(t: Tensor, dtype, device):
+    return (to_dtype(dtype) if dtype is not None else t.dtype), (device if device is not None else t.device)
+
+
+def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(t, dtype, device)
+    return zeros(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(t, dtype, device)
+    return ones(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(t, dtype, device)
+    return empty(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(t, dtype, device)
+    return full(t.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def zeros_like_meta(shape, np_dtype, is_cuda: bool) -> Tensor:
+    """Zeros for a gradient that never arrived (what ``materialize_grads`` hands to backward)."""
+    return _finish(np.zeros(shape, np_dtype), "cuda" if is_cuda else "cpu", False)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    values = [start, end, step]
+    if dtype is None:
+        is_float = any(isinstance(v, float) or (isinstance(v, Tensor) and v.is_floating_point()) for v in values)
+        dtype = get_default_dtype() if is_float else int64
+    dt = to_dtype(dtype)
+    data = np.arange(*(v.item() if isinstance(v, Tensor) else v for v in values), dtype=np.float64)
+    return _finish(data.astype(dt.numpy), device, requires_grad)
+
+
+def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _finish(np.linspace(start, end, steps).astype(_dtype_or_default(dtype).numpy), device, requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).numpy), device, requires_grad)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt = _dtype_or_default(dtype)
+    return _finish(_generator().random(_size(size), dtype=np.float64).astype(dt.numpy), device, requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt = _dtype_or_default(dtype)
+    return _finish(_generator().standard_normal(_size(size)).astype(dt.numpy), device, requires_grad)
+
+
+def randint(low, high=None, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    if size is None:
+        low, high, size = 0, low, high
+    dt = to_dtype(dtype) if dtype is not None else int64
+    return _finish(_generator().integers(low, high, _size((size,))).astype(dt.numpy), device, requires_grad)
+
+
+def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(t, dtype, device)
+    return rand(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    dt, dev = _like(t, dtype, device)
+    return randn(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def randperm(n: int, dtype=None, device=None) -> Tensor:
+    return _finish(_generator().permutation(n).astype((to_dtype(dtype) if dtype else int64).numpy), device, False)

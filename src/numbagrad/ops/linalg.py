@@ -1,0 +1,192 @@
+"""Matrix products: mm, mv, dot, and matmul's batched case. Forward on the backend's matmul (BLAS on CPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ._common import backend_of, check_same_device, result_type
+
+
+def _matmul_data(a: Tensor, b: Tensor) -> Tensor:
+    backend = backend_of(check_same_device(a, b))
+    dt = result_type(a, b).numpy
+    return Tensor._make(backend.matmul(a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)))
+
+
+def _check_dtypes(a: Tensor, b: Tensor, op: str) -> None:
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {_name(a)} != {_name(b)}"
+            if op == "mm"
+            else f"expected scalar type {_name(a)} but found {_name(b)}"
+        )
+
+
+def _name(t: Tensor) -> str:
+    return {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "bool": "bool"}[t.dtype.name]
+
+
+class Mm(Function):
+    node_name = "MmBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _matmul_data(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = mm(g, b.t()) if ctx.needs_input_grad[0] else None
+        gb = mm(a.t(), g) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Mv(Function):
+    node_name = "MvBackward0"
+
+    @staticmethod
+    def forward(ctx, a, v):
+        ctx.save_for_backward(a, v)
+        return _matmul_data(a, v)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, v = ctx.saved_tensors
+        ga = g.unsqueeze(1) * v.unsqueeze(0) if ctx.needs_input_grad[0] else None
+        gv = mv(a.t(), g) if ctx.needs_input_grad[1] else None
+        return ga, gv
+
+
+class Dot(Function):
+    node_name = "DotBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _matmul_data(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return (g * b if ctx.needs_input_grad[0] else None), (g * a if ctx.needs_input_grad[1] else None)
+
+
+class BatchedMatmul(Function):
+    """matmul with a batch dimension (either side), broadcasting batch dims as numpy does."""
+
+    node_name = "UnsafeViewBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _matmul_data(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        a2 = a.unsqueeze(0) if a.dim() == 1 else a
+        b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+        g2 = g
+        if a.dim() == 1:
+            g2 = g2.unsqueeze(-2)
+        if b.dim() == 1:
+            g2 = g2.unsqueeze(-1)
+        ga = matmul(g2, b2.transpose(-1, -2)) if ctx.needs_input_grad[0] else None
+        gb = matmul(a2.transpose(-1, -2), g2) if ctx.needs_input_grad[1] else None
+        if ga is not None:
+            ga = _reduce_to(ga, a2.shape).reshape(a.shape)
+        if gb is not None:
+            gb = _reduce_to(gb, b2.shape).reshape(b.shape)
+        return ga, gb
+
+
+class Bmm(BatchedMatmul):
+    node_name = "BmmBackward0"
+
+
+def _reduce_to(g: Tensor, shape) -> Tensor:
+    from .reduction import sum_to_shape
+
+    return sum_to_shape(g, shape)
+
+
+def _check_2d(t: Tensor, name: str) -> None:
+    if t.dim() != 2:
+        raise RuntimeError(f"{name} must be a matrix")
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product of two 2-D tensors."""
+    _check_2d(a, "self")
+    _check_2d(b, "mat2")
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and {b.shape[0]}x{b.shape[1]})"
+        )
+    _check_dtypes(a, b, "mm")
+    return Mm.apply(a, b)
+
+
+def mv(a: Tensor, v: Tensor) -> Tensor:
+    if a.dim() != 2 or v.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {a.dim()}, {v.dim()}")
+    if a.shape[1] != v.shape[0]:
+        raise RuntimeError(
+            f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), vec ({v.shape[0]})"
+        )
+    return Mv.apply(a, v)
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    if a.dim() != 1 or b.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError(
+            "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got "
+            "{} and {} elements respectively".format(a.shape[0], b.shape[0], a.shape[0], b.shape[0])
+        )
+    _check_dtypes(a, b, "dot")
+    return Dot.apply(a, b)
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """torch.matmul: dot, mv, mm, or a broadcast batched product, by the operands' dimensions."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(
+            f"matmul(): argument 'other' (position 1) must be Tensor, not {type(b if isinstance(a, Tensor) else a).__name__}"
+        )
+    if a.dim() == 0 or b.dim() == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and {b.dim()}D")
+    if a.dim() == 1 and b.dim() == 1:
+        return dot(a, b)
+    if a.dim() == 2 and b.dim() == 1:
+        return mv(a, b)
+    if a.dim() == 2 and b.dim() == 2:
+        return mm(a, b)
+    if a.dim() == 1 and b.dim() == 2:
+        return mm(a.unsqueeze(0), b).squeeze(0)
+    k_a = a.shape[-1]
+    k_b = b.shape[-2] if b.dim() > 1 else b.shape[0]
+    if k_a != k_b:
+        lhs = "x".join(str(s) for s in (int(np.prod(a.shape[:-1])), k_a))
+        rhs = "x".join(str(s) for s in b.shape[-2:])
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lhs} and {rhs})")
+    _check_dtypes(a, b, "mm")
+    try:
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise RuntimeError(
+            f"The size of tensor a ({a.shape[0]}) must match the size of tensor b ({b.shape[0]}) at non-singleton "
+            "dimension 0"
+        ) from None
+    cls = Bmm if a.dim() == b.dim() == 3 else BatchedMatmul
+    return cls.apply(a, b)
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    if a.dim() != 3 or b.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    return Bmm.apply(a, b)
