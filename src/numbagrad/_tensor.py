@@ -265,7 +265,7 @@ class Tensor:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is None or self._retains_grad:
             return
-        self.grad_fn._retained[self._output_nr] = weakref.ref(self)
+        self.grad_fn._retain_grad_of(self)
         self._retains_grad = True
 
     def register_hook(self, hook) -> RemovableHandle:
@@ -273,7 +273,7 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
-            hooks = self.grad_fn._tensor_hooks.setdefault(self._output_nr, {})
+            hooks = self.grad_fn._tensor_hooks_for(self._output_nr)
         else:
             if self._hooks is None:
                 self._hooks = {}
@@ -531,6 +531,8 @@ class Tensor:
 
     def __xor__(self, other):
         return _ops.logical_op(self, other, "xor")
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__  # symmetric: `False & t` is `t & False`
 
     def __invert__(self):
         return _ops.logical_not(self)

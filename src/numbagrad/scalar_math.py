@@ -82,7 +82,7 @@ def abs_(x):
 
 
 def abs_grad(g, out, x):
-    return select(x > 0, g, select(x < 0, -g, 0 * g))
+    return select(x > 0, g, select(x < 0, -g, 0.0))
 
 
 def sin(x):
@@ -126,11 +126,11 @@ def sigmoid_grad(g, out, x):
 
 
 def relu(x):
-    return select(x > 0, x, 0 * x)
+    return select(x > 0, x, select(x != x, x, 0))  # +0 (not 0 * x = -0 for negative x), nan stays nan
 
 
 def relu_grad(g, out, x):
-    return select(out > 0, g, 0 * g)
+    return select(out <= 0, 0.0, g)
 
 
 def clamp(x, lo, hi):
@@ -138,7 +138,7 @@ def clamp(x, lo, hi):
 
 
 def clamp_grad(g, out, x, lo, hi):
-    return select((x >= lo) & (x <= hi), g, 0 * g)
+    return select((x >= lo) & (x <= hi), g, 0.0)
 
 
 # --- binary ------------------------------------------------------------------------------------------------
@@ -195,11 +195,11 @@ def pow_(x, y):
 
 
 def pow_grad_x(g, out, x, y):
-    return select(y == 0, 0 * g, g * y * x ** (y - 1))
+    return select(y == 0, 0.0, g * y * x ** (y - 1))
 
 
 def pow_grad_y(g, out, x, y):
-    return select((x == 0) & (y >= 0), 0 * g, g * out * math.log(x))
+    return select((x == 0) & (y >= 0), 0.0, g * out * math.log(x))
 
 
 def maximum(x, y):
@@ -207,11 +207,11 @@ def maximum(x, y):
 
 
 def maximum_grad_x(g, out, x, y):
-    return select(x > y, g, select(x == y, g * 0.5, 0 * g))
+    return select(x > y, g, select(x == y, g * 0.5, 0.0))
 
 
 def maximum_grad_y(g, out, x, y):
-    return select(y > x, g, select(x == y, g * 0.5, 0 * g))
+    return select(y > x, g, select(x == y, g * 0.5, 0.0))
 
 
 def minimum(x, y):
@@ -219,11 +219,11 @@ def minimum(x, y):
 
 
 def minimum_grad_x(g, out, x, y):
-    return select(x < y, g, select(x == y, g * 0.5, 0 * g))
+    return select(x < y, g, select(x == y, g * 0.5, 0.0))
 
 
 def minimum_grad_y(g, out, x, y):
-    return select(y < x, g, select(x == y, g * 0.5, 0 * g))
+    return select(y < x, g, select(x == y, g * 0.5, 0.0))
 
 
 # --- the table ---------------------------------------------------------------------------------------------

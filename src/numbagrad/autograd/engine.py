@@ -176,6 +176,12 @@ def _call_hooks(hooks: dict, grad):
     return grad
 
 
+def _check_nan(node, grads: list) -> None:
+    for i, g in enumerate(grads):
+        if g is not None and np.isnan(g._host()).any():
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
 def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=None, accumulate: bool = True):
     """Walk the graph from ``outputs``; accumulate into leaves, or capture the gradients of ``inputs``."""
     roots = [_root_edge(t, i) for i, t in enumerate(outputs)]
@@ -241,6 +247,8 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
             if run and any(g is not None for g in grads_in):
                 try:
                     grads_out = node._apply(grads_in)
+                    if state.anomaly and state.anomaly_check_nan:
+                        _check_nan(node, grads_out)
                 except Exception:
                     if state.anomaly and node._traceback:
                         warnings.warn(
@@ -256,10 +264,6 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
                         r = hook(tuple(grads_out), tuple(grads_in))
                         if r is not None:
                             grads_out = list(r)
-                if state.anomaly and state.anomaly_check_nan:
-                    for i, g in enumerate(grads_out):
-                        if g is not None and np.isnan(g._host()).any():
-                            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
             else:
                 grads_out = [None] * len(node.next_functions)
             if not retain_graph:

@@ -76,6 +76,18 @@ class Node:
         hooks[handle.id] = fn
         return handle
 
+    def _tensor_hooks_for(self, output_nr: int) -> dict:
+        """The hooks of the non-leaf tensor that is output ``output_nr`` of this node (created on first use)."""
+        if self._tensor_hooks is None:
+            self._tensor_hooks = {}
+        return self._tensor_hooks.setdefault(output_nr, {})
+
+    def _retain_grad_of(self, t: Tensor) -> None:
+        """Make backward store the gradient of output ``t._output_nr`` into ``t.grad`` (held weakly: no cycle)."""
+        if self._retained is None:
+            self._retained = {}
+        self._retained[t._output_nr] = weakref.ref(t)
+
     def _release(self) -> None:
         """Free what backward needed (saved tensors); called after running unless ``retain_graph``."""
 
@@ -230,7 +242,13 @@ class BackwardCFunction(Node, FunctionCtx):
     """Base of every ``<Name>Backward`` class: the ctx during forward, the graph node afterwards."""
 
     _forward_cls: type
+    _builtin = False  # built-in ops print like torch's C++ nodes: <MulBackward0 object at 0x...>
     requires_grad = True
+
+    def __repr__(self) -> str:
+        if self._builtin:
+            return f"<{self.name()} object at {hex(id(self))}>"
+        return object.__repr__(self)  # <numbagrad.autograd.function.SquareBackward object at 0x...>, as torch
 
     def _release(self) -> None:
         self._saved = None
@@ -311,7 +329,8 @@ class FunctionMeta(type):
 
     def __init__(cls, name, bases, attrs) -> None:
         node_name = attrs.get("node_name") or name + "Backward"
-        cls._backward_cls = type(node_name, (BackwardCFunction,), {"_forward_cls": cls})
+        builtin = bool(attrs.get("node_name"))
+        cls._backward_cls = type(node_name, (BackwardCFunction,), {"_forward_cls": cls, "_builtin": builtin})
         cls._new_style = "setup_context" in _overridden(cls)
         super().__init__(name, bases, attrs)
 
@@ -381,6 +400,13 @@ class Function(_SingleLevelFunction):
     @classmethod
     def _backward_fn(cls):
         """``vjp`` if overridden, else ``backward``; both overridden is torch's error (raised at backward)."""
+        fn = cls.__dict__.get("_backward_impl")
+        if fn is None:
+            fn = cls._backward_impl = cls._find_backward()
+        return fn
+
+    @classmethod
+    def _find_backward(cls):
         names = _overridden(cls)
         has_backward = "backward" in names
         has_vjp = "vjp" in names and cls.vjp is not cls.backward
@@ -429,6 +455,14 @@ class Function(_SingleLevelFunction):
         return _wrap_outputs(cls, ctx, args, output, executable)
 
 
+def _contains(items, t) -> bool:
+    """Identity membership (tensors compare elementwise, so ``in`` cannot be used)."""
+    for item in items:
+        if item is t:
+            return True
+    return False
+
+
 def _wrap_outputs(cls, ctx, args: tuple, output, executable: bool):
     is_tuple = isinstance(output, tuple)
     outputs = list(output) if is_tuple else [output]
@@ -440,13 +474,11 @@ def _wrap_outputs(cls, ctx, args: tuple, output, executable: bool):
     for nd in ctx.non_differentiable:
         if not isinstance(nd, Tensor):
             raise TypeError(f"mark_non_differentiable only accepts variable arguments, but got {type(nd).__name__}")
-    input_ids = {id(a) for a in args if isinstance(a, Tensor)}
-    dirty_ids = {id(d) for d in dirty}
     returned_as_is = []
 
     if not executable:
         for i, o in enumerate(outputs):
-            if isinstance(o, Tensor) and id(o) in input_ids and id(o) not in dirty_ids:
+            if isinstance(o, Tensor) and _contains(args, o) and not _contains(dirty, o):
                 outputs[i] = o._view_of(o._data)
                 returned_as_is.append(o)
         return tuple(outputs) if is_tuple else outputs[0]
@@ -460,23 +492,24 @@ def _wrap_outputs(cls, ctx, args: tuple, output, executable: bool):
     ctx._num_outputs = len(outputs)
     if state.anomaly:
         ctx._traceback = "".join(traceback.format_stack()[:-3])
-    non_diff_ids = {id(t) for t in ctx.non_differentiable}
+    non_diff = ctx.non_differentiable
     output_meta = []
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
             output_meta.append(None)
             continue
         original = o
-        if id(o) in dirty_ids:
+        is_dirty = bool(dirty) and _contains(dirty, o)
+        if is_dirty:
             if o.grad_fn is None and o._requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-        elif id(o) in input_ids:
+        elif _contains(args, o):
             # "Return it as a view so that we can attach a new grad_fn" (torch)
             o = outputs[i] = o._view_of(o._data)
             returned_as_is.append(original)
-        if id(original) in non_diff_ids or o._data.dtype.kind != "f":
+        if (non_diff and _contains(non_diff, original)) or o._data.dtype.kind != "f":
             o._requires_grad = False
-            if o is original and id(o) not in dirty_ids:
+            if o is original and not is_dirty:
                 o.grad_fn = None
         else:
             o.grad_fn = ctx
@@ -484,16 +517,14 @@ def _wrap_outputs(cls, ctx, args: tuple, output, executable: bool):
             o._requires_grad = False
         output_meta.append((o._data.shape, o._data.dtype, not isinstance(o._data, np.ndarray)))
     ctx._output_meta = output_meta
-    output_ids = {id(o) for o in outputs}
     for d in dirty:
-        if id(d) not in output_ids:
+        if not _contains(outputs, d):
             raise RuntimeError(
                 "Some elements marked as dirty during the forward method were not returned as output. The inputs "
                 "that are modified inplace must all be outputs of the Function."
             )
     if ctx.to_save:
         saved = []
-        returned_ids = {id(t) for t in returned_as_is}
         for i, t in enumerate(ctx.to_save):
             if t is None:
                 saved.append(None)
@@ -508,7 +539,7 @@ def _wrap_outputs(cls, ctx, args: tuple, output, executable: bool):
                     "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
                     "normal tensor and use it in autograd."
                 )
-            if cls._new_style and id(t) in returned_ids:
+            if cls._new_style and _contains(returned_as_is, t):
                 raise RuntimeError(
                     "A input that has been returned as-is as output is being saved for backward. This is not "
                     "supported if you override setup_context. You should return and save a view of the input "
@@ -523,7 +554,7 @@ def _wrap_outputs(cls, ctx, args: tuple, output, executable: bool):
 class _DelayedError(Function):
     """Attached by ``once_differentiable`` when grad mode is on: differentiating again raises."""
 
-    node_name = "DelayedError"
+    node_name = "Error"  # torch prints grad_fn=<Error>
 
     @staticmethod
     def forward(ctx, output, *grad_args):

@@ -81,6 +81,10 @@ class set_grad_enabled(_DecoratorContextManager):  # noqa: N801
         self.mode = bool(mode)
         state.enabled = self.mode
 
+    def __call__(self, fn):
+        state.enabled = self.prev  # used as a decorator: the mode applies inside calls only (torch does the same)
+        return super().__call__(fn)
+
     def __enter__(self) -> None:
         pass
 

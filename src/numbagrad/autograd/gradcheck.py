@@ -6,7 +6,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .engine import grad as autograd_grad
-from .grad_mode import no_grad
+from .grad_mode import enable_grad
 
 
 class GradcheckError(RuntimeError):
@@ -23,7 +23,7 @@ def _float_outputs(func, inputs) -> list:
 
 def _numerical_jacobians(func, inputs, diff_inputs, eps: float) -> list:
     """J[o][i] of shape (numel(input i), numel(output o)), by central differences on the storage."""
-    with no_grad():
+    with enable_grad():  # gradgradcheck differentiates inside func
         outputs = _float_outputs(func, inputs)
         result = [[np.zeros((x.numel(), o.numel())) for x in diff_inputs] for o in outputs]
         for i, x in enumerate(diff_inputs):

@@ -65,41 +65,77 @@ def load_module(tag: str, source: str):
     return module
 
 
+def is_portable(fn) -> bool:
+    """True for a module-level ``def`` whose source can be copied into a generated file (and so be served from
+    Numba's disk cache). Lambdas, closures and nested functions are compiled per process instead."""
+    name = getattr(fn, "__name__", "")
+    if not name.isidentifier() or getattr(fn, "__closure__", None) or "<locals>" in getattr(fn, "__qualname__", ""):
+        return False
+    try:
+        inspect.getsource(fn)
+    except (OSError, TypeError):
+        return False
+    return True
+
+
 def _element(arg: str, kind: str, index: str) -> str:
     return f"{arg}[{index}]" if kind == "a" else arg
 
 
-def cpu_kernel_source(row: Row, which: str, pattern: str, parallel: bool) -> str:
-    """One ``@njit`` loop: ``which`` is ``"forward"`` or ``"grad<i>"``; ``pattern`` says, per operand, whether
-    it is an array (``a``) indexed per element or a scalar (``s``) broadcast to all."""
-    if which == "forward":
-        fn = row.forward.__name__
-        operands = [f"x{i}" for i in range(row.arity)]
-    else:
-        fn = row.grads[int(which[4:])].__name__
-        operands = ["g", "o"] + [f"x{i}" for i in range(row.arity)]
+def _row_function(row: Row, which: str):
+    return row.forward if which == "forward" else row.grads[int(which[4:])]
+
+
+def _loop_source(row: Row, which: str, pattern: str, parallel: bool, fn_name: str) -> str:
+    """The ``@njit`` loop ``res[i] = fn_name(operands[i]..., params...)``; ``pattern`` says, per operand,
+    whether it is an array (``a``) indexed per element or a scalar (``s``) broadcast to all."""
+    operands = [f"x{i}" for i in range(row.arity)]
+    if which != "forward":
+        operands = ["g", "o", *operands]
     params = [f"p{i}" for i in range(len(row.params))]
     args = [_element(a, k, "i") for a, k in zip(operands, pattern)] + params
     loop = "prange" if parallel else "range"
-    header = "import math\nfrom numba import njit, prange\n\n"
-    kernel = (
-        f"@njit(cache=True, error_model='numpy', nogil=True, parallel={parallel})\n"
+    return (
+        f"@njit(cache=CACHE, error_model='numpy', nogil=True, parallel={parallel})\n"
         f"def kernel(res, {', '.join(operands + params)}):\n"
         f"    for i in {loop}(res.shape[0]):\n"
-        f"        res[i] = {fn}({', '.join(args)})\n"
+        f"        res[i] = {fn_name}({', '.join(args)})\n"
     )
+
+
+def cpu_kernel_source(row: Row, which: str, pattern: str, parallel: bool) -> str:
+    """A whole generated module: the row's scalar functions (``@njit``) and one loop over them."""
+    header = "import math\nfrom numba import njit, prange\n\nCACHE = True\n\n"
     scalars = scalar_source(row).replace("\ndef ", "\n@njit(cache=True, error_model='numpy')\ndef ")
     scalars = "@njit(cache=True, error_model='numpy')\n" + scalars
+    kernel = _loop_source(row, which, pattern, parallel, _row_function(row, which).__name__)
     return header + scalars + "\n\n" + kernel
+
+
+def _process_kernel(row: Row, which: str, pattern: str, parallel: bool):
+    """The same loop for a row whose functions are lambdas or closures: compiled per process, never cached."""
+    from numba import njit, prange
+
+    namespace = {
+        "njit": njit,
+        "prange": prange,
+        "CACHE": False,
+        "fn": njit(error_model="numpy")(_row_function(row, which)),
+    }
+    exec(_loop_source(row, which, pattern, parallel, "fn"), namespace)  # noqa: S102 - our own generated text
+    return namespace["kernel"]
 
 
 def cpu_kernel(row: Row, which: str, pattern: str, parallel: bool):
     """The compiled (lazily, cached on disk) CPU kernel for one row, operand pattern and variant."""
-    key = (row.name, which, pattern, parallel)
+    key = (row.name, which, pattern, parallel)  # row names are unique (user rows included)
     kernel = _kernels.get(key)
     if kernel is None:
-        tag = f"{row.name}_{which}_{pattern}{'_par' if parallel else ''}"
-        kernel = load_module(tag, cpu_kernel_source(row, which, pattern, parallel)).kernel
+        if all(is_portable(f) for f in (row.forward, *row.grads)):
+            tag = f"{row.name}_{which}_{pattern}{'_par' if parallel else ''}"
+            kernel = load_module(tag, cpu_kernel_source(row, which, pattern, parallel)).kernel
+        else:
+            kernel = _process_kernel(row, which, pattern, parallel)
         _kernels[key] = kernel
     return kernel
 

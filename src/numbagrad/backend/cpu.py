@@ -15,8 +15,12 @@ from ..scalar_math import Row
 from . import codegen
 
 #: Arrays with at least this many elements use the ``prange`` kernels. Measured with
-#: ``benchmarks/compare.py --threshold`` on the 2-core development machine (see README).
-PARALLEL_THRESHOLD = int(os.environ.get("NUMBAGRAD_PARALLEL_THRESHOLD", 1 << 18))
+#: ``benchmarks/compare.py --threshold`` (float32, numba 0.68.1, workqueue threads) on the 2-core development
+#: machine shared by several users: ``prange`` lost to the serial loop at every size from 2**12 to 2**22 (mul:
+#: 3.9 ms serial vs 16 ms prange at 2**22; thread wake-up under contention costs ~8 ms), so only arrays above
+#: that range (the 1e7 benchmark) go parallel. On an idle many-core machine re-measure and lower it, or set
+#: ``NUMBAGRAD_PARALLEL_THRESHOLD``.
+PARALLEL_THRESHOLD = int(os.environ.get("NUMBAGRAD_PARALLEL_THRESHOLD", 1 << 23))
 
 
 def _operand(value, shape, size, dtype):

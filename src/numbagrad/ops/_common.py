@@ -108,6 +108,21 @@ def backend_of(is_cuda: bool):
     return cpu
 
 
+def broadcast_shapes(*shapes) -> tuple:
+    """The broadcast of ``shapes``, with torch's error naming the first two sizes that clash."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for k, size in enumerate(s, start=ndim - len(s)):
+            if size != out[k] and 1 not in (size, out[k]):
+                raise RuntimeError(
+                    f"The size of tensor a ({out[k]}) must match the size of tensor b ({size}) at non-singleton "
+                    f"dimension {k}"
+                )
+            out[k] = size if out[k] == 1 else out[k]
+    return tuple(out)
+
+
 def shape_str(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
@@ -116,6 +131,7 @@ __all__ = [
     "as_operand",
     "backend_of",
     "bool_",
+    "broadcast_shapes",
     "check_same_device",
     "float32",
     "float64",

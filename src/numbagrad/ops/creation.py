@@ -34,7 +34,7 @@ def _finish(data: np.ndarray, device, requires_grad: bool) -> Tensor:
     if dev.type == "cuda":
         from ..backend import cuda
 
-        t = Tensor._make(cuda.to_device(np.ascontiguousarray(data)))
+        t = Tensor._make(cuda.to_device(np.asarray(data, order="C")))
     else:
         t = Tensor._make(data)
     if requires_grad:
@@ -78,7 +78,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         inferred = _infer_dtype(array)
     dt = to_dtype(dtype) if dtype is not None else inferred
-    return _finish(np.ascontiguousarray(array, dtype=dt.numpy), device, requires_grad)
+    return _finish(np.asarray(array, dtype=dt.numpy, order="C"), device, requires_grad)
 
 
 def _flatten(data):

@@ -15,7 +15,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..scalar_math import ROWS, Row
-from ._common import as_operand, backend_of, check_same_device, float_dtype, result_type
+from ._common import as_operand, backend_of, broadcast_shapes, check_same_device, float_dtype, result_type
 
 
 class Elementwise(Function):
@@ -36,6 +36,7 @@ class Elementwise(Function):
         if row.float_only:
             dt = float_dtype(dt)
         backend = backend_of(check_same_device(*inputs))
+        broadcast_shapes(*(a.shape for a in inputs if isinstance(a, Tensor)))
         arrays = [a._data if isinstance(a, Tensor) else a for a in inputs]
         result = Tensor._make(backend.elementwise(row, arrays, params, dt.numpy))
         ctx.save_for_backward(
@@ -90,14 +91,14 @@ def _tensor_math() -> types.SimpleNamespace:
     return ns
 
 
-def make_function(row_name: str, class_name: str, node_name: str) -> type:
-    """One Function class for a table row, shown in graphs as ``node_name``."""
-    row = ROWS[row_name]
+def make_function(row_name: str | Row, class_name: str, node_name: str) -> type:
+    """One Function class for a table row (or a user's ``Row``), shown in graphs as ``node_name``."""
+    row = row_name if isinstance(row_name, Row) else ROWS[row_name]
     uses = [row.uses(i) for i in range(len(row.grads))]
-    arg_names = ["x", "y"][: row.arity]
+    names = [f.__code__.co_varnames[: f.__code__.co_argcount] for f in row.grads]  # (g, out, inputs..., params...)
     cls = types.new_class(class_name, (Elementwise,), exec_body=lambda ns: ns.update(row=row, node_name=node_name))
-    cls._saves = tuple(any(name in u for u in uses) for name in arg_names)
-    cls._saves_out = any("out" in u for u in uses)
+    cls._saves = tuple(any(n[2 + j] in u for n, u in zip(names, uses)) for j in range(row.arity))
+    cls._saves_out = any(n[1] in u for n, u in zip(names, uses))
     cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
     cls._tensor_grads = _LazyTensorGrads(row)
     return cls
@@ -142,6 +143,7 @@ _FUNCTIONS = {
     )
 }
 Rsub = make_function("sub", "Rsub", "RsubBackward1")
+RsubTensor = make_function("sub", "RsubTensor", "RsubBackward0")
 Clamp = make_function("clamp", "Clamp", "ClampBackward1")
 Pow0 = make_function("pow", "PowTensorScalar", "PowBackward0")
 Pow1 = make_function("pow", "PowTensorTensor", "PowBackward1")
@@ -202,8 +204,9 @@ negative = neg
 
 
 def rsub(x: Tensor, other) -> Tensor:
-    """``other - x`` (what ``2 - x`` calls)."""
-    return Rsub.apply(as_operand(other), x)
+    """``other - x`` (what ``2 - x`` calls); torch names the tensor-tensor node ``RsubBackward0``."""
+    other = as_operand(other)
+    return (RsubTensor if isinstance(other, Tensor) else Rsub).apply(other, x)
 
 
 def pow(x, exponent) -> Tensor:  # noqa: A001 - torch's name

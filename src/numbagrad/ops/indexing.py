@@ -7,7 +7,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
-from ._common import as_operand, check_same_device, result_type
+from ._common import as_operand, broadcast_shapes, check_same_device, result_type
 
 
 def _host(t: Tensor) -> np.ndarray:
@@ -19,7 +19,7 @@ def _wrap(like: Tensor, data: np.ndarray) -> Tensor:
         return Tensor._make(data)
     from ..backend import cuda
 
-    return Tensor._make(cuda.to_device(np.ascontiguousarray(data)))
+    return Tensor._make(cuda.to_device(np.asarray(data, order="C")))
 
 
 def _numpy_index(index):
@@ -110,7 +110,8 @@ def getitem(x: Tensor, index) -> Tensor:
                 "C++ to convert a 0-dim tensor to a number"
             )
     _check_bounds(x, np_index)
-    return _GETITEM[_node_kind(np_index)].apply(x, np_index)
+    kind = "Slice" if isinstance(index, slice) else _node_kind(np_index)  # torch's fast path for x[a:b] slices always
+    return _GETITEM[kind].apply(x, np_index)
 
 
 def _check_bounds(x: Tensor, np_index) -> None:
@@ -208,6 +209,7 @@ class Where(Function):
     @staticmethod
     def forward(ctx, cond, a, b):
         ctx.save_for_backward(cond)
+        broadcast_shapes(*(t.shape for t in (cond, a, b) if isinstance(t, Tensor)))
         dt = result_type(a, b).numpy
         av = a._data if isinstance(a, Tensor) else a
         bv = b._data if isinstance(b, Tensor) else b
@@ -261,15 +263,16 @@ class Sort(Function):
 
 def sort(x: Tensor, dim: int = -1, descending: bool = False):
     from ._common import wrap_dim
-    from .reduction import values_indices
+    from .reduction import return_types
 
     values, indices = Sort.apply(x, wrap_dim(dim, x.dim()), descending)
-    return values_indices(values, indices)
+    return return_types["sort"](values, indices)
 
 
 def _compare(x, y, fn) -> Tensor:
     x, y = as_operand(x), as_operand(y)
     is_cuda = check_same_device(*(t for t in (x, y) if isinstance(t, Tensor)))
+    broadcast_shapes(*(t.shape for t in (x, y) if isinstance(t, Tensor)))
     dt = result_type(x, y).numpy
     xv = _host(x).astype(dt, copy=False) if isinstance(x, Tensor) else x
     yv = _host(y).astype(dt, copy=False) if isinstance(y, Tensor) else y

@@ -107,6 +107,59 @@ class Bmm(BatchedMatmul):
     node_name = "BmmBackward0"
 
 
+class MatmulClone(BatchedMatmul):
+    node_name = "CloneBackward0"
+
+
+class MatmulTranspose(BatchedMatmul):
+    node_name = "TransposeBackward0"
+
+
+class MatmulSqueeze(Function):
+    """The ``squeeze_(0)`` that ends torch's vector @ matrix (named ``SqueezeBackward4``)."""
+
+    node_name = "SqueezeBackward4"
+
+    @staticmethod
+    def forward(ctx, x):
+        return x._view_of(x._data.reshape(x.shape[1:]))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.unsqueeze(0)
+
+
+def _should_fold(a: Tensor, b: Tensor) -> bool:
+    """torch's ``should_fold``: can the larger operand be folded into a matrix for one mm?"""
+    a_larger = a.dim() >= b.dim()
+    shape, strides = (a.shape, a.stride()) if a_larger else (b.shape, b.stride())
+    if not a_larger:  # b.mT
+        shape = shape[:-2] + (shape[-1], shape[-2])
+        strides = strides[:-2] + (strides[-1], strides[-2])
+    if not (len(shape) >= 3 and (b.dim() if a_larger else a.dim()) <= 2):
+        return False
+    if (b if a_larger else a).requires_grad:
+        return True
+    if a.dim() == 2:
+        return False
+    return int(np.prod(shape)) == 0 or all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
+
+
+def _batched_class(a: Tensor, b: Tensor) -> type:
+    """Which node torch's ``_matmul_impl`` ends with for these operands (the computation is the same)."""
+    if _should_fold(a, b):
+        if b.dim() > a.dim() and a.dim() == 2:  # output.mT().contiguous()
+            n, p = a.shape[0], b.shape[-1]
+            return MatmulTranspose if 1 in (n, p) else MatmulClone
+        return BatchedMatmul
+    if a.dim() == 3 and b.dim() == 3 and a.shape[0] != b.shape[0]:
+        if a.shape[0] == 1 and a.requires_grad:
+            return _batched_class(a[0], b)
+        if b.shape[0] == 1 and b.requires_grad:
+            return _batched_class(a, b[0])
+    return BatchedMatmul
+
+
 def _reduce_to(g: Tensor, shape) -> Tensor:
     from .reduction import sum_to_shape
 
@@ -167,7 +220,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if a.dim() == 2 and b.dim() == 2:
         return mm(a, b)
     if a.dim() == 1 and b.dim() == 2:
-        return mm(a.unsqueeze(0), b).squeeze(0)
+        return MatmulSqueeze.apply(mm(a.unsqueeze(0), b))
     k_a = a.shape[-1]
     k_b = b.shape[-2] if b.dim() > 1 else b.shape[0]
     if k_a != k_b:
@@ -182,8 +235,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
             f"The size of tensor a ({a.shape[0]}) must match the size of tensor b ({b.shape[0]}) at non-singleton "
             "dimension 0"
         ) from None
-    cls = Bmm if a.dim() == b.dim() == 3 else BatchedMatmul
-    return cls.apply(a, b)
+    return _batched_class(a, b).apply(a, b)
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:

@@ -15,7 +15,18 @@ from .._types import Size, from_numpy_dtype, to_dtype
 from ..autograd.function import Function
 from ._common import float_dtype, wrap_dim, wrap_dims
 
-values_indices = namedtuple("values_indices", ["values", "indices"])
+
+def _return_type(name: str) -> type:
+    """A ``(values, indices)`` named tuple that prints like torch's ``torch.return_types.<name>``."""
+
+    def __repr__(self) -> str:
+        return f"numbagrad.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+
+    base = namedtuple(name, ["values", "indices"])
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "numbagrad.return_types"})
+
+
+return_types = {name: _return_type(name) for name in ("max", "min", "sort")}
 
 
 def _host(t: Tensor) -> np.ndarray:
@@ -28,7 +39,14 @@ def _like(t: Tensor, data: np.ndarray) -> Tensor:
         return Tensor._make(data)
     from ..backend import cuda
 
-    return Tensor._make(cuda.to_device(np.ascontiguousarray(data)))
+    return Tensor._make(cuda.to_device(np.asarray(data, order="C")))
+
+
+def _device_reduce(x: Tensor, op: str, axes, keepdim: bool, dt) -> Tensor:
+    """sum / prod / max / min of a cuda tensor on the device (``backend.cuda.reduce``)."""
+    from ..backend import cuda
+
+    return Tensor._make(cuda.reduce(x._data, op, axes, keepdim, dt))
 
 
 def _axes(t: Tensor, dim) -> tuple | None:
@@ -56,6 +74,8 @@ class Sum(Function):
     @staticmethod
     def forward(ctx, x, axes, keepdim, dt):
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
+        if x.is_cuda:
+            return _device_reduce(x, "sum", axes, keepdim, dt)
         data = _host(x).sum(axis=axes, keepdims=keepdim, dtype=dt)
         return _like(x, np.asarray(data))
 
@@ -87,6 +107,8 @@ class Mean(Function):
     def forward(ctx, x, axes, keepdim):
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         ctx.count = x.numel() if axes is None else int(np.prod([x.shape[a] for a in axes]))
+        if x.is_cuda:
+            return _device_reduce(x, "sum", axes, keepdim, x._data.dtype) / ctx.count
         return _like(x, np.asarray(_host(x).mean(axis=axes, keepdims=keepdim, dtype=x._data.dtype)))
 
     @staticmethod
@@ -124,7 +146,10 @@ class Extreme(Function):
                 "with the 'dim' argument."
             )
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        out = _like(x, np.asarray(ctx._forward_cls.reducer(_host(x), axis=axes, keepdims=keepdim)))
+        if x.is_cuda:
+            out = _device_reduce(x, ctx._forward_cls.reducer.__name__, axes, keepdim, x._data.dtype)
+        else:
+            out = _like(x, np.asarray(ctx._forward_cls.reducer(_host(x), axis=axes, keepdims=keepdim)))
         ctx.save_for_backward(x, out)
         return out
 
@@ -224,7 +249,7 @@ def _max_or_min(x: Tensor, dim, keepdim: bool, full_cls, dim_cls):
     if dim is None:
         return full_cls.apply(x, None, False)
     values, indices = dim_cls.apply(x, wrap_dim(dim, x.dim()), keepdim)
-    return values_indices(values, indices)
+    return return_types["max" if dim_cls is MaxDim else "min"](values, indices)
 
 
 def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
@@ -275,7 +300,7 @@ class Prod(Function):
         left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
         right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
         others = np.moveaxis((left * right).reshape(moved.shape), tuple(range(-len(axes), 0)), axes)
-        return g_full * _like(x, np.ascontiguousarray(others)), None, None
+        return g_full * _like(x, np.asarray(others, order="C")), None, None
 
 
 class ProdDim(Prod):
@@ -314,8 +339,7 @@ class Norm(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from .elementwise import where
-        from .indexing import sign
+        from .indexing import sign, where
 
         x, norm = ctx.saved_tensors
         p = ctx.p
@@ -371,7 +395,7 @@ class Std(Var):
     @staticmethod
     def forward(ctx, x, axes, correction, keepdim):
         v = Var.forward(ctx, x, axes, correction, keepdim)
-        out = _like(x, np.sqrt(_host(v)))
+        out = _like(x, np.asarray(np.sqrt(_host(v))))
         ctx.save_for_backward(x, out)
         return out
 

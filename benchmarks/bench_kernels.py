@@ -1,0 +1,108 @@
+"""asv suites: generated elementwise kernels, forward + backward, accumulation and apply_, by size and dtype.
+
+``setup`` warms the JIT (and the disk cache) so the timings are kernel time, not compile time. The ``device``
+parameter is ready for cuda: without a GPU those cases are skipped (``NotImplementedError`` is asv's skip).
+"""
+
+import numpy as np
+
+import numbagrad as ng
+
+SIZES = [1_000, 100_000, 10_000_000]
+DTYPES = ["float32", "float64"]
+DEVICES = ["cpu", "cuda"]
+
+
+def _require(device: str) -> None:
+    if device == "cuda" and not ng.cuda.is_available():
+        raise NotImplementedError("no CUDA device")
+
+
+def _tensors(n: int, dtype: str, device: str, k: int, requires_grad: bool):
+    gen = np.random.default_rng(0)
+    arrays = [gen.standard_normal(n).astype(dtype) for _ in range(k)]
+    return [ng.tensor(a, device=device, requires_grad=requires_grad) for a in arrays]
+
+
+class ReluAffine:
+    """``relu(x * w + b)``: three fused-kernel ops, the issue's headline benchmark."""
+
+    params = (SIZES, DTYPES, DEVICES)
+    param_names = ["n", "dtype", "device"]
+
+    def setup(self, n, dtype, device):
+        _require(device)
+        ng.warmup(["mul", "add", "relu"], dtypes=(dtype,))
+        self.x, self.w, self.b = _tensors(n, dtype, device, 3, True)
+        self.ones = ng.ones(n, dtype=getattr(ng, dtype), device=device)
+        self.time_forward_backward(n, dtype, device)
+
+    def time_forward(self, n, dtype, device):
+        with ng.no_grad():
+            ng.relu(self.x * self.w + self.b)
+
+    def time_forward_backward(self, n, dtype, device):
+        for t in (self.x, self.w, self.b):
+            t.grad = None
+        ng.relu(self.x * self.w + self.b).backward(self.ones)
+
+
+class Unary:
+    """One table row forward and backward (transcendental: arithmetic-bound rather than memory-bound)."""
+
+    params = (["sigmoid", "tanh", "exp"], [100_000], DTYPES, DEVICES)
+    param_names = ["op", "n", "dtype", "device"]
+
+    def setup(self, op, n, dtype, device):
+        _require(device)
+        ng.warmup([op], dtypes=(dtype,))
+        (self.x,) = _tensors(n, dtype, device, 1, True)
+        self.fn = getattr(ng, op)
+        self.ones = ng.ones(n, dtype=getattr(ng, dtype), device=device)
+        self.time_forward_backward(op, n, dtype, device)
+
+    def time_forward_backward(self, op, n, dtype, device):
+        self.x.grad = None
+        self.fn(self.x).backward(self.ones)
+
+
+class Accumulate:
+    """Gradient accumulation into an existing ``.grad`` (the compiled in-place kernel)."""
+
+    params = (SIZES, DTYPES, DEVICES)
+    param_names = ["n", "dtype", "device"]
+
+    def setup(self, n, dtype, device):
+        _require(device)
+        (self.x,) = _tensors(n, dtype, device, 1, True)
+        self.ones = ng.ones(n, dtype=getattr(ng, dtype), device=device)
+        self.x.backward(self.ones)  # first gradient: .grad now exists
+        self.x.backward(self.ones)
+
+    def time_accumulate(self, n, dtype, device):
+        self.x.backward(self.ones)
+
+
+def double_plus_one(v):
+    return v * 2 + 1
+
+
+class Apply:
+    """``Tensor.apply_`` with a compiled callable."""
+
+    params = ([1_000, 100_000], DTYPES + ["int64"])
+    param_names = ["n", "dtype"]
+
+    def setup(self, n, dtype):
+        self.t = ng.zeros(n, dtype=getattr(ng, dtype))
+        self.t.apply_(double_plus_one)
+
+    def time_apply(self, n, dtype):
+        self.t.zero_().apply_(double_plus_one)
+
+
+class Import:
+    """Time to import numbagrad in a fresh process (asv's ``timeraw_`` runs in a new interpreter)."""
+
+    def timeraw_import(self):
+        return "import numbagrad"

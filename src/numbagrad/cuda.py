@@ -1,0 +1,34 @@
+"""``numbagrad.cuda``: torch.cuda's few queries. Importing this module does not import numba.cuda; calling does."""
+
+from __future__ import annotations
+
+
+def is_available() -> bool:
+    """True when cuda tensors can be created: a GPU with its driver, or Numba's simulator."""
+    from .backend import cuda
+
+    return cuda.available()
+
+
+def device_count() -> int:
+    """How many GPUs numba.cuda sees (1 under the simulator, 0 without CUDA)."""
+    from .backend import cuda
+
+    if not cuda.available():
+        return 0
+    return 1 if cuda.simulator() else len(cuda._nb().gpus)
+
+
+def current_device() -> int:
+    return 0
+
+
+def synchronize(device=None) -> None:
+    """Wait for every kernel launched so far to finish (what timing code needs)."""
+    from .backend import cuda
+
+    cuda.require()
+    cuda.synchronize()
+
+
+__all__ = ["current_device", "device_count", "is_available", "synchronize"]

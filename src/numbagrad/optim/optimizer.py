@@ -1,0 +1,197 @@
+"""``optim.Optimizer``: parameter groups, per-parameter state, ``zero_grad`` and ``state_dict``, as torch has them.
+
+Subclasses implement ``_update(group, param, state)``, which runs one fused kernel (``optim._kernels``) over a
+parameter, its gradient and its state. Storage is handed to the kernel flat; CUDA parameters (when the cuda
+backend is present) are updated through a host copy until that backend has fused optimizer kernels of its own.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import enable_grad, no_grad
+
+
+class _RequiredParameter:
+    """Marks a hyper-parameter with no default (torch's ``optim.optimizer.required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _typename(obj) -> str:
+    from ..nn.module import typename
+
+    return typename(obj)
+
+
+def zero_grads(params: Iterable[Tensor], set_to_none: bool = True) -> None:
+    """torch's ``zero_grad``: drop each ``.grad`` (the default), or zero it in place, detached."""
+    for p in params:
+        g = p._grad
+        if g is None:
+            continue
+        if set_to_none:
+            p._grad = None
+        else:
+            if g.grad_fn is not None:
+                g.detach_()
+            else:
+                g.requires_grad_(False)
+            g.zero_()
+
+
+class Optimizer:
+    """Base class: holds ``param_groups`` (dicts of params and their hyper-parameters) and ``state``."""
+
+    def __init__(self, params, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict] = []
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
+                + _typename(params)
+            )
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __repr__(self) -> str:
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}"
+            for key in sorted(group):
+                if key != "params":
+                    s += f"\n    {key}: {group[key]}"
+        return s + "\n)"
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group of parameters (with its own hyper-parameters; missing ones come from ``defaults``)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the ordering of tensors in "
+                "sets will change between runs. Please use a list instead."
+            )
+        else:
+            param_group["params"] = list(params)
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(param))
+            if not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+        ids = [id(p) for p in param_group["params"]]
+        if len(ids) != len(set(ids)):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error; "
+                "see github.com/pytorch/pytorch/issues/40967 for more information",
+                stacklevel=3,
+            )
+        existing = {id(p) for group in self.param_groups for p in group["params"]}
+        if not existing.isdisjoint(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
+
+    def step(self, closure: Callable | None = None):
+        """Update every parameter that has a gradient; ``closure`` (re-evaluating the loss) runs first."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p._grad is not None:
+                        self._on_host(group, p)
+        return loss
+
+    def _on_host(self, group: dict, p: Tensor) -> None:
+        """Run ``_update`` on flat numpy storage: in place on CPU, through host copies on CUDA."""
+        grad = np.ascontiguousarray(p._grad._host()).reshape(-1)
+        if isinstance(p._data, np.ndarray):
+            data = p._data
+            work = data if data.flags.c_contiguous else np.ascontiguousarray(data)
+            self._update(group, work.reshape(-1), grad, self.state[p], data.shape)
+            if work is not data:
+                np.copyto(data, work)
+        else:
+            state = self.state[p]
+            host_state = {k: (v if k == "step" else Tensor._make(v._host().copy())) for k, v in state.items()}
+            work = p._data.copy_to_host()
+            self._update(group, work.reshape(-1), grad, host_state, work.shape)
+            p._data.copy_to_device(work)
+            for k, v in host_state.items():
+                state[k] = v if k == "step" else v.to(p.device)
+        p._bump_version()
+
+    def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict, shape: tuple) -> None:
+        """One fused update of the flat, contiguous ``param`` given ``grad``; ``state`` holds Tensors of ``shape``
+        (the parameter's), created here on the first step."""
+        raise NotImplementedError
+
+    # --- state_dict ------------------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``, parameters numbered in
+        group order (torch's format)."""
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: s for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore hyper-parameters and state saved by ``state_dict`` (state tensors are copied, cast to each
+        parameter's dtype and device, except ``step``)."""
+        groups, saved_groups = self.param_groups, state_dict["param_groups"]
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
+        id_map = {
+            old: p for g, s in zip(groups, saved_groups) for old, p in zip(s["params"], g["params"])
+        }  # fmt: skip
+        self.state = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if key in id_map:
+                p = id_map[key]
+                self.state[p] = {k: _cast_state(k, v, p) for k, v in value.items()}
+        self.param_groups = [{**s, "params": g["params"]} for g, s in zip(groups, saved_groups)]
+
+
+def _cast_state(key: str, value, p: Tensor):
+    if not isinstance(value, Tensor):
+        return value
+    if key == "step":
+        return value.clone()
+    value = value.to(p.device)
+    return (value.to(p.dtype) if p.is_floating_point() else value).clone()

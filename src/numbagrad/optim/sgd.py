@@ -1,0 +1,39 @@
+"""Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay (torch's ``SGD``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """``p -= lr * d`` where ``d`` is the (decayed, momentum-averaged) gradient; one fused kernel per parameter."""
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0, weight_decay: float = 0,
+                 nesterov: bool = False, *, maximize: bool = False) -> None:  # fmt: skip
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
+                        maximize=maximize)  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict, shape: tuple) -> None:
+        from ._kernels import sgd_step
+
+        momentum = group["momentum"]
+        buf, first = param, False  # without momentum the kernel never touches the buffer
+        if momentum != 0:
+            first = "momentum_buffer" not in state
+            if first:
+                state["momentum_buffer"] = Tensor._make(np.empty(shape, param.dtype))
+            buf = state["momentum_buffer"]._data.reshape(-1)
+        sgd_step(param, grad, buf, group["lr"], momentum, group["dampening"], group["weight_decay"],
+                 group["nesterov"], group["maximize"], first)  # fmt: skip

@@ -1,0 +1,27 @@
+import numbagrad as torch
+
+
+class AddConstant(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, input, constant):
+        ctx.save_for_backward(input)
+        ctx.constant = constant
+
+        output = input + constant
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_input = grad_output
+        grad_constant = grad_output.sum()
+
+        return grad_input, grad_constant
+
+
+t = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+res = AddConstant.apply(t, 5.0)
+
+# Вычисляем градиенты
+loss = res.sum()
+loss.backward()
+print(t.grad)

@@ -1,0 +1,135 @@
+"""Tensor.apply_: compiled in place over any dtype and layout, torch's checks, and the Python fallback."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import numbagrad as ng
+from numbagrad.ops import apply as apply_mod
+
+
+def double_plus_one(v):
+    return v * 2 + 1
+
+
+@pytest.mark.parametrize("dtype", [ng.float32, ng.float64, ng.int32, ng.int64])
+def test_apply_every_numeric_dtype_matches_python_map(dtype):
+    t = ng.tensor([1, -2, 3]).to(dtype)
+    assert t.apply_(double_plus_one) is t
+    assert t.dtype is dtype
+    assert t.tolist() == [3, -3, 7]
+
+
+def test_float_results_truncate_into_integer_tensors_like_torch():
+    t = ng.tensor([1, 2, 3])
+    t.apply_(lambda v: v / 2 + 0.7)  # torch: tensor([1, 1, 2])
+    assert t.tolist() == [1, 1, 2]
+
+
+def test_bool_tensor_stores_truthiness():
+    t = ng.tensor([True, False, True])
+    t.apply_(lambda v: not v)
+    assert t.tolist() == [False, True, False]
+
+
+def test_non_contiguous_view_writes_back_into_base():
+    base = ng.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=ng.float64)
+    view = base.t()[1:]  # columns 1 and 2, transposed: not contiguous
+    view.apply_(lambda v: -v)
+    assert base.tolist() == [[1.0, -2.0, -3.0], [4.0, -5.0, -6.0]]
+
+
+def test_apply_bumps_version_so_saved_tensors_notice():
+    t = ng.tensor([1.0])
+    before = t._version
+    t.apply_(double_plus_one)
+    assert t._version == before + 1
+
+
+def test_requires_grad_raises_torch_error():
+    t = ng.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"Can't call apply_\(\) on Variable that requires grad\. Use var\.detach"):
+        t.apply_(double_plus_one)
+
+
+def test_non_callable_raises_type_error():
+    with pytest.raises(TypeError, match="'int' object is not callable"):
+        ng.tensor([1.0]).apply_(5)
+
+
+def test_second_call_compiles_nothing():
+    def triple(v):
+        return v * 3
+
+    t = ng.tensor([1.0, 2.0], dtype=ng.float64)
+    t.apply_(triple)
+    kernel = apply_mod._kernels[apply_mod._key(triple), "d", False]
+    t.apply_(triple)
+    assert len(kernel.signatures) == 1
+    assert apply_mod._kernels[apply_mod._key(triple), "d", False] is kernel
+    assert t.tolist() == [9.0, 18.0]
+
+
+def test_fresh_lambdas_from_one_line_share_a_kernel():
+    t = ng.tensor([0.0], dtype=ng.float64)
+    fns = []
+    for _ in range(3):
+        fns.append(lambda v: v + 1)
+        t.apply_(fns[-1])
+    assert t.tolist() == [3.0]
+    assert len({apply_mod._key(f) for f in fns}) == 1
+
+
+def test_closures_with_different_values_get_different_kernels():
+    def adder(k):
+        return lambda v: v + k
+
+    t = ng.tensor([0.0], dtype=ng.float64)
+    t.apply_(adder(1.0))
+    t.apply_(adder(10.0))
+    assert t.tolist() == [11.0]
+
+
+def test_uncompilable_callable_falls_back_with_one_warning():
+    seen = {}
+
+    def record(v):  # a dict global: Numba cannot type it
+        seen[v] = True
+        return v + 1
+
+    t = ng.tensor([1.0, 2.0], dtype=ng.float64)
+    with pytest.warns(RuntimeWarning, match=r"Numba could not compile record .*slow"):
+        t.apply_(record)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t.apply_(record)
+    assert t.tolist() == [3.0, 4.0]
+    assert set(seen) == {1.0, 2.0, 3.0}  # both calls ran the Python function
+
+
+def test_builtin_callable_falls_back():
+    t = ng.tensor([4.0, 9.0], dtype=ng.float64)
+    with pytest.warns(RuntimeWarning, match="Numba could not compile"):
+        t.apply_(math.sqrt)
+    assert t.tolist() == [2.0, 3.0]
+
+
+def test_parallel_kernel_matches_serial(monkeypatch):
+    data = np.linspace(-3, 3, 1001)
+    serial = ng.tensor(data.copy())
+    serial.apply_(double_plus_one)
+    monkeypatch.setattr("numbagrad.backend.cpu.PARALLEL_THRESHOLD", 1)
+    parallel = ng.tensor(data.copy())
+    parallel.apply_(double_plus_one)
+    assert (apply_mod._key(double_plus_one), "d", True) in apply_mod._kernels
+    np.testing.assert_array_equal(parallel.numpy(), serial.numpy())
+
+
+def test_matches_torch_apply():
+    torch = pytest.importorskip("torch")
+    data = [[1.5, -2.25], [3.0, 0.0]]
+    expected = torch.tensor(data).t().apply_(lambda v: v * v - 1)
+    got = ng.tensor(data).t().apply_(lambda v: v * v - 1)
+    assert got.tolist() == expected.tolist()

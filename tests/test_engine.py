@@ -1,0 +1,434 @@
+"""The backward engine: SPEC §3, TORCH_CONTRACT §3."""
+
+import gc
+import re
+import weakref
+
+import numpy as np
+import pytest
+
+import numbagrad
+from numbagrad.autograd import Function
+
+F64 = numbagrad.float64
+
+
+def leaf(values, requires_grad=True):
+    return numbagrad.tensor(values, dtype=F64, requires_grad=requires_grad)
+
+
+def make_recorder(lib, log):
+    """A pass-through Function that appends its label to ``log`` when its backward runs."""
+
+    class Tag(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, label):
+            ctx.label = label
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, grad):
+            log.append(ctx.label)
+            return grad, None
+
+    return Tag
+
+
+def order_program(lib):
+    """A diamond and two independent branches; returns the order the custom backwards ran in."""
+    log = []
+    tag = make_recorder(lib, log).apply
+    x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+    a = tag(x, "a")
+    b = tag(a, "b")
+    c = tag(a, "c")
+    d = tag(x * 2, "d")
+    e = tag(b + c, "e")
+    f = tag(d, "f")
+    (e.sum() + f.sum() * 3 + tag(c, "g").sum()).backward()
+    return log, x.grad.tolist()
+
+
+def test_ready_nodes_run_latest_created_first():
+    log, grad = order_program(numbagrad)
+    # Among ready nodes the one created later runs first: g; then f before e; then e (created after d) before d.
+    assert log == ["g", "f", "e", "d", "c", "b", "a"]
+    assert grad == [9.0, 9.0]
+
+
+def test_execution_order_matches_torch():
+    torch = pytest.importorskip("torch")
+    assert order_program(numbagrad) == order_program(torch)
+
+
+def test_gradients_from_several_paths_are_summed_before_a_node_runs():
+    calls = []
+    x = leaf([1.0, 2.0])
+    y = make_recorder(numbagrad, calls).apply(x, "y")
+    (y * 2 + y * 3 + y.exp()).sum().backward()
+    assert calls == ["y"]  # ran once, with the summed gradient
+    np.testing.assert_allclose(x.grad.numpy(), 5 + np.exp([1.0, 2.0]))
+
+
+def test_leaf_grad_accumulates_across_backward_calls():
+    x = leaf([1.0, 2.0])
+    (x * 3).sum().backward()
+    first = x.grad
+    (x * x).sum().backward()
+    assert x.grad.tolist() == [5.0, 7.0]
+    assert x.grad is first  # accumulated in place
+
+
+def test_retain_graph_allows_a_second_backward():
+    x = leaf([1.0, 2.0])
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad.tolist() == [4.0, 8.0]
+
+
+def test_double_backward_through_builtin_ops():
+    x = leaf([0.5, 1.0])
+    y = (x**3 + x.sin()).sum()
+    (g,) = numbagrad.autograd.grad(y, x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), 3 * np.array([0.5, 1.0]) ** 2 + np.cos([0.5, 1.0]))
+    g.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 6 * np.array([0.5, 1.0]) - np.sin([0.5, 1.0]))
+
+
+class Cube(Function):
+    """A custom Function whose backward uses differentiable ops on a saved input: twice differentiable."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 3 * x**2 * grad
+
+
+def test_double_backward_through_a_custom_function():
+    x = leaf([1.0, 2.0])
+    (g,) = numbagrad.autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
+    assert g.tolist() == [3.0, 12.0]
+    (gg,) = numbagrad.autograd.grad(g.sum(), x, create_graph=True)
+    assert gg.tolist() == [6.0, 12.0]
+    (ggg,) = numbagrad.autograd.grad(gg.sum(), x)
+    assert ggg.tolist() == [6.0, 6.0]
+
+
+def test_create_graph_makes_leaf_grad_differentiable():
+    x = leaf([1.0, 2.0])
+    (x**3).sum().backward(create_graph=True)
+    assert x.grad.requires_grad
+    gx = x.grad
+    x.grad = None
+    gx.sum().backward()
+    assert x.grad.tolist() == [6.0, 12.0]
+
+
+def test_backward_inputs_limits_accumulation():
+    x, w = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    (x * w).sum().backward(inputs=[w])
+    assert w.grad.tolist() == [1.0, 2.0]
+    assert x.grad is None
+
+
+def test_backward_inputs_cannot_be_empty():
+    x = leaf([1.0])
+    with pytest.raises(RuntimeError, match="'inputs' argument to backward\\(\\) cannot be empty."):
+        (x * 2).sum().backward(inputs=[])
+
+
+def test_grad_returns_gradients_without_touching_dot_grad():
+    x, w = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    gx, gw = numbagrad.autograd.grad((x * w).sum(), (x, w))
+    assert gx.tolist() == [3.0, 4.0] and gw.tolist() == [1.0, 2.0]
+    assert x.grad is None and w.grad is None
+
+
+def test_grad_of_an_intermediate_tensor():
+    x = leaf([1.0, 2.0])
+    h = x * 2
+    (gh,) = numbagrad.autograd.grad((h * h).sum(), h)
+    assert gh.tolist() == [4.0, 8.0]
+
+
+def test_grad_with_grad_outputs():
+    x = leaf([1.0, 2.0])
+    (g,) = numbagrad.autograd.grad(x * x, x, grad_outputs=leaf([10.0, 100.0], requires_grad=False))
+    assert g.tolist() == [20.0, 400.0]
+
+
+def test_grad_unused_input():
+    x, unused = leaf([1.0]), leaf([2.0])
+    y = (x * 2).sum()
+    with pytest.raises(RuntimeError, match="One of the differentiated Tensors appears to not have been used in the graph"):
+        numbagrad.autograd.grad(y, (x, unused), retain_graph=True)
+    gx, gu = numbagrad.autograd.grad(y, (x, unused), retain_graph=True, allow_unused=True)
+    assert gx.tolist() == [2.0] and gu is None
+    gx, gu = numbagrad.autograd.grad(y, (x, unused), materialize_grads=True)
+    assert gu.tolist() == [0.0]
+
+
+def test_tensor_hook_replaces_the_gradient_flowing_on():
+    x = leaf([1.0, 2.0])
+    h = x * 2
+    seen = []
+    h.register_hook(lambda g: seen.append(g.tolist()) or g * 10)
+    (h * h).sum().backward()
+    assert seen == [[4.0, 8.0]]
+    assert x.grad.tolist() == [80.0, 160.0]
+
+
+def test_leaf_hook_runs_before_accumulation():
+    x = leaf([1.0, 2.0])
+    x.grad = leaf([100.0, 100.0], requires_grad=False)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.tolist()) or g * 2)
+    (x * 3).sum().backward()
+    assert seen == [[3.0, 3.0]]  # the new gradient, not the accumulated one
+    assert x.grad.tolist() == [106.0, 106.0]
+
+
+def test_removed_hook_is_not_called():
+    x = leaf([1.0])
+    seen = []
+    handle = x.register_hook(lambda g: seen.append(1))
+    handle.remove()
+    (x * 2).sum().backward()
+    assert seen == [] and x.grad.tolist() == [2.0]
+
+
+def test_hook_on_a_tensor_without_grad_fails():
+    with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"):
+        leaf([1.0], requires_grad=False).register_hook(lambda g: g)
+
+
+def test_retain_grad_keeps_a_non_leaf_gradient():
+    x = leaf([1.0, 2.0])
+    h = x * 3
+    h.retain_grad()
+    assert h.retains_grad
+    (h * h).sum().backward()
+    assert h.grad.tolist() == [6.0, 12.0]
+    assert x.grad.tolist() == [18.0, 36.0]
+
+
+def test_non_scalar_backward_takes_a_gradient():
+    x = leaf([1.0, 2.0, 3.0])
+    y = x * x
+    y.backward(numbagrad.tensor([1.0, 0.5, 0.0], dtype=F64))
+    assert x.grad.tolist() == [2.0, 2.0, 0.0]
+
+
+def test_grad_modes_as_context_managers():
+    x = leaf([1.0])
+    with numbagrad.no_grad():
+        assert not numbagrad.is_grad_enabled()
+        assert (x * 2).grad_fn is None
+        with numbagrad.enable_grad():
+            assert (x * 2).grad_fn is not None
+        with numbagrad.set_grad_enabled(True):
+            assert (x * 2).requires_grad
+    with numbagrad.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert numbagrad.is_grad_enabled()
+
+
+def test_grad_modes_as_decorators_and_function():
+    x = leaf([1.0])
+
+    @numbagrad.no_grad()
+    def off():
+        return x * 2
+
+    @numbagrad.no_grad
+    def off_bare():
+        return x * 2
+
+    @numbagrad.enable_grad()
+    def on():
+        return x * 2
+
+    @numbagrad.set_grad_enabled(False)
+    def off_too():
+        return x * 2
+
+    assert off().grad_fn is None and off_bare().grad_fn is None and off_too().grad_fn is None
+    with numbagrad.no_grad():
+        assert on().grad_fn is not None
+    assert numbagrad.is_grad_enabled()
+    numbagrad.set_grad_enabled(False)
+    assert not numbagrad.is_grad_enabled()
+    numbagrad.set_grad_enabled(True)
+    assert numbagrad.is_grad_enabled()
+
+
+def test_inference_mode_tensors_cannot_be_saved_for_backward():
+    x = leaf([1.0, 2.0])
+    with numbagrad.inference_mode():
+        assert numbagrad.is_inference_mode_enabled() and not numbagrad.is_grad_enabled()
+        frozen = numbagrad.tensor([3.0, 4.0], dtype=F64)
+        assert (x * 2).grad_fn is None
+    message = (
+        "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
+        "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and "
+        "use it in autograd."
+    )
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        x * frozen
+
+    @numbagrad.inference_mode()
+    def infer():
+        return numbagrad.is_inference_mode_enabled()
+
+    assert infer() and not numbagrad.is_inference_mode_enabled()
+
+
+class NaNBackward(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * float("nan")
+
+
+def test_anomaly_mode_reports_nan_gradients():
+    x = leaf([1.0])
+    with numbagrad.autograd.detect_anomaly():
+        y = NaNBackward.apply(x)
+        with pytest.raises(RuntimeError, match=re.escape("Function 'NaNBackwardBackward' returned nan values in its 0th output.")):
+            with pytest.warns(UserWarning, match="Error detected in NaNBackwardBackward"):
+                y.backward()
+    NaNBackward.apply(x).backward()  # outside anomaly mode a NaN gradient passes silently
+    assert np.isnan(x.grad.item())
+
+
+def test_set_detect_anomaly_switches_and_restores():
+    assert not numbagrad.autograd.is_anomaly_enabled()
+    with numbagrad.autograd.set_detect_anomaly(True):
+        assert numbagrad.autograd.is_anomaly_enabled()
+    assert not numbagrad.autograd.is_anomaly_enabled()
+
+
+def test_gradcheck_and_gradgradcheck_pass_on_a_correct_function():
+    x = leaf([0.5, -1.25, 2.0])
+    assert numbagrad.autograd.gradcheck(Cube.apply, (x,))
+    assert numbagrad.autograd.gradgradcheck(Cube.apply, (x,))
+
+
+def test_gradcheck_catches_a_wrong_backward():
+    class WrongCube(Cube):
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x**2 * grad
+
+    x = leaf([0.5, -1.25, 2.0])
+    with pytest.raises(numbagrad.autograd.GradcheckError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        numbagrad.autograd.gradcheck(WrongCube.apply, (x,))
+    assert numbagrad.autograd.gradcheck(WrongCube.apply, (x,), raise_exception=False) is False
+
+
+def test_gradgradcheck_catches_a_wrong_double_backward():
+    class SecondWrong(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x**3
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 3 * x.detach() ** 2 * grad  # right values, but detached: the second derivative is lost
+
+    x = leaf([0.5, -1.25])
+    assert numbagrad.autograd.gradcheck(SecondWrong.apply, (x,))
+    assert not numbagrad.autograd.gradgradcheck(SecondWrong.apply, (x,), raise_exception=False)
+
+
+def test_backward_through_a_100000_op_chain():
+    x = leaf([1.0])
+    y = x
+    for _ in range(50_000):
+        y = y * 1.0
+        y = y + 0.0
+    y.backward()
+    assert x.grad.tolist() == [1.0]
+
+
+def test_graph_and_saved_tensors_are_freed_without_the_garbage_collector():
+    class Keep(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2
+            ctx.save_for_backward(x, y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    gc.collect()
+    gc.disable()
+    try:
+        x = leaf([1.0, 2.0])
+        hidden = x * 1  # a non-leaf input, held only by the graph once this name is gone
+        out = Keep.apply(hidden)
+        saved_input = weakref.ref(hidden)
+        node = weakref.ref(out.grad_fn)
+        saved_output = weakref.ref(out.grad_fn._saved[1].tensor)
+        del hidden
+        assert saved_input() is not None
+        loss = (out * out).sum()
+        del out
+        loss.backward()
+        del loss
+        assert node() is None
+        assert saved_input() is None
+        assert saved_output() is None
+        assert x.grad.tolist() == [8.0, 16.0]
+    finally:
+        gc.enable()
+
+
+def test_unused_graph_is_freed_on_del_without_the_garbage_collector():
+    gc.collect()
+    gc.disable()
+    try:
+        x = leaf([1.0, 2.0])
+        out = Cube.apply(x * 1)
+        node = weakref.ref(out.grad_fn)
+        saved = weakref.ref(out.grad_fn._saved[0].tensor)
+        del out
+        assert node() is None and saved() is None
+    finally:
+        gc.enable()
+
+
+# --- against torch ----------------------------------------------------------------------------------------------
+def test_same_program_as_torch_hooks_retain_grad_and_double_backward():
+    torch = pytest.importorskip("torch")
+
+    def program(lib):
+        x = lib.tensor([[0.5, -1.0], [2.0, 0.25]], dtype=lib.float64, requires_grad=True)
+        w = lib.tensor([1.5, -0.5], dtype=lib.float64, requires_grad=True)
+        h = (x * w).tanh()
+        h.retain_grad()
+        h.register_hook(lambda g: g * 2)
+        loss = (h.sum(1) ** 2).mean()
+        (gx,) = lib.autograd.grad(loss, x, create_graph=True)
+        (gx * gx).sum().backward()
+        printed = [repr(loss), repr(h), repr(gx)]
+        return printed, x.grad.detach().numpy().copy(), w.grad.detach().numpy().copy()
+
+    ours, theirs = program(numbagrad), program(torch)
+    assert ours[0] == [p.replace("dtype=torch.", "dtype=numbagrad.") for p in theirs[0]]
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12)
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-12)

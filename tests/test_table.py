@@ -1,0 +1,109 @@
+"""Tests generated from the elementwise table (``scalar_math.ROWS``): adding a row adds its tests.
+
+For every row: the compiled forward against the row's numpy ``reference`` (float32 and float64, with tensor and
+Python-scalar operands), each gradient against central finite differences of the reference in float64, and the
+second derivative (``gradgradcheck``) through the tensor version of the gradient formulas.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbagrad
+from numbagrad.autograd import gradgradcheck
+from numbagrad.ops.elementwise import function_for
+from numbagrad.scalar_math import ROWS
+
+ROW_LIST = list(ROWS.values())
+BINARY_ROWS = [r for r in ROW_LIST if r.arity == 2]
+
+#: Values for the rows' non-tensor parameters (by parameter name); inside every row's domain.
+PARAM_VALUES = {"lo": -0.5, "hi": 0.5}
+
+DTYPES = {"float32": (numbagrad.float32, 2e-6), "float64": (numbagrad.float64, 1e-12)}
+
+
+def _draw(row, shape, seed: int = 0) -> list[np.ndarray]:
+    """Inputs drawn uniformly inside the row's domain (float64)."""
+    rng = np.random.default_rng(seed)
+    lo, hi = row.domain
+    return [rng.uniform(lo, hi, shape) for _ in range(row.arity)]
+
+
+def _params(row) -> tuple:
+    return tuple(PARAM_VALUES[p] for p in row.params)
+
+
+def _apply(row, *operands):
+    return function_for(row.name).apply(*operands, *_params(row))
+
+
+@pytest.mark.parametrize("dtype_name", DTYPES)
+@pytest.mark.parametrize("row", ROW_LIST, ids=lambda r: r.name)
+def test_forward_matches_reference(row, dtype_name):
+    dtype, rtol = DTYPES[dtype_name]
+    arrays = [a.astype(dtype.numpy) for a in _draw(row, (2, 5))]
+    out = _apply(row, *[numbagrad.from_numpy(a) for a in arrays])
+    expected = row.reference(*arrays, *_params(row))
+    assert out.dtype is dtype
+    np.testing.assert_allclose(out.numpy(), expected, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("scalar_first", [False, True], ids=["tensor_scalar", "scalar_tensor"])
+@pytest.mark.parametrize("row", BINARY_ROWS, ids=lambda r: r.name)
+def test_forward_with_python_scalar_operand(row, scalar_first):
+    x = _draw(row, (4,))[0]
+    s = float(np.mean(row.domain))
+    operands = [s, numbagrad.from_numpy(x)] if scalar_first else [numbagrad.from_numpy(x), s]
+    reference = row.reference(s, x) if scalar_first else row.reference(x, s)
+    out = _apply(row, *operands)
+    assert out.dtype is numbagrad.float64
+    np.testing.assert_allclose(out.numpy(), reference, rtol=1e-12)
+
+
+def _central_difference(row, arrays: list[np.ndarray], i: int, g: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """d sum(g * f) / d arrays[i], by central differences of the numpy reference."""
+    grad = np.zeros_like(arrays[i])
+    for k in range(arrays[i].size):
+        shifted = []
+        for sign in (1, -1):
+            moved = [a.copy() for a in arrays]
+            moved[i].reshape(-1)[k] += sign * eps
+            shifted.append(np.sum(g * row.reference(*moved, *_params(row))))
+        grad.reshape(-1)[k] = (shifted[0] - shifted[1]) / (2 * eps)
+    return grad
+
+
+@pytest.mark.parametrize("row", ROW_LIST, ids=lambda r: r.name)
+def test_gradients_match_finite_differences(row):
+    arrays = _draw(row, (2, 3), seed=1)
+    inputs = [numbagrad.tensor(a, requires_grad=True) for a in arrays]
+    g = np.random.default_rng(2).standard_normal((2, 3))
+    _apply(row, *inputs).backward(numbagrad.tensor(g))
+    for i, x in enumerate(inputs):
+        np.testing.assert_allclose(x.grad.numpy(), _central_difference(row, arrays, i, g), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("row", ROW_LIST, ids=lambda r: r.name)
+def test_second_derivatives_gradgradcheck(row):
+    inputs = [numbagrad.tensor(a, requires_grad=True) for a in _draw(row, (3,), seed=3)]
+    assert gradgradcheck(lambda *xs: _apply(row, *xs), inputs)
+
+
+@pytest.mark.parametrize("row", [r for r in ROW_LIST if r.float_only], ids=lambda r: r.name)
+def test_float_only_rows_promote_integers_to_the_default_float(row):
+    x = numbagrad.tensor([1, 2, 3])
+    operands = [x] * row.arity
+    out = _apply(row, *operands)
+    assert out.dtype is numbagrad.float32
+    expected = row.reference(*[np.array([1.0, 2.0, 3.0])] * row.arity, *_params(row))
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+
+
+def test_every_row_names_a_reference_and_one_gradient_per_input():
+    for row in ROW_LIST:
+        assert callable(row.reference), row.name
+        assert len(row.grads) == row.arity, row.name
+        assert row.domain[0] < row.domain[1], row.name
+        assert set(row.params) <= set(PARAM_VALUES), f"add test values for {row.name}'s params"
