@@ -1,8 +1,12 @@
 """Seed 001 (the Function class): AddConstant forward and backward, and Square.
 
-AddConstant.backward returns a gradient for the float 5.0: numbagrad warns and drops it (SPEC section 2) where torch raises.
+AddConstant.backward returns a gradient for the float 5.0: numbagrad warns and drops it (SPEC section 2)
+where torch raises.
 
-The programs as the document writes them, with ``import numbagrad as torch``."""
+The programs as the document writes them, one after another (each keeps its own imports and classes),
+with ``import numbagrad as torch``."""
+
+# ruff: noqa: F811
 
 # --- function add constant ---
 import numbagrad as torch

@@ -1,7 +1,10 @@
 """Seed 003 (the backward method): MultiplyByTwo, Square, AddAndMultiply, and a MyLinear Module
 built on a custom Function.
 
-The programs as the document writes them, with ``import numbagrad as torch``."""
+The programs as the document writes them, one after another (each keeps its own imports and classes),
+with ``import numbagrad as torch``."""
+
+# ruff: noqa: F811
 
 # --- backward multiply by two ---
 import numbagrad as torch

@@ -1,6 +1,9 @@
 """Seed 000 (Function.apply): a custom square, a sum of products, and non-tensor arguments.
 
-The programs as the document writes them, with ``import numbagrad as torch``."""
+The programs as the document writes them, one after another (each keeps its own imports and classes),
+with ``import numbagrad as torch``."""
+
+# ruff: noqa: F811
 
 # --- apply square ---
 import numbagrad as torch

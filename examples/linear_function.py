@@ -1,6 +1,10 @@
-"""Seed 002 (Extending autograd): the new-style LinearFunction, MulConstant, set_materialize_grads, and backward with an explicit gradient.
+"""Seed 002 (Extending autograd): the new-style LinearFunction, MulConstant, set_materialize_grads, and
+backward with an explicit gradient.
 
-The programs as the document writes them, with ``import numbagrad as torch``."""
+The programs as the document writes them, one after another (each keeps its own imports and classes),
+with ``import numbagrad as torch``."""
+
+# ruff: noqa: F811
 
 # --- linear function ---
 import numbagrad as torch

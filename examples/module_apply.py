@@ -1,6 +1,9 @@
 """Seed 002 (the three applys): Module.apply over a ModuleList, Tensor.apply_, and Function.apply.
 
-The programs as the document writes them, with ``import numbagrad as torch``."""
+The programs as the document writes them, one after another (each keeps its own imports and classes),
+with ``import numbagrad as torch``."""
+
+# ruff: noqa: F811
 
 # --- modulelist apply init weights ---
 import numbagrad as torch

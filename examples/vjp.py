@@ -1,6 +1,9 @@
 """Seed 004 (the vjp method): vjp as the backward of custom Functions.
 
-The programs as the document writes them, with ``import numbagrad as torch``."""
+The programs as the document writes them, one after another (each keeps its own imports and classes),
+with ``import numbagrad as torch``."""
+
+# ruff: noqa: F811
 
 # --- vjp square ---
 import numbagrad as torch

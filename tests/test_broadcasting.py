@@ -147,7 +147,11 @@ def test_python_scalars_broadcast_without_changing_the_tensor_dtype(shapes, seed
     ("a", "b", "message"),
     [
         ((2,), (3,), r"The size of tensor a \(2\) must match the size of tensor b \(3\) at non-singleton dimension 0"),
-        ((2, 3), (4,), r"The size of tensor a \(3\) must match the size of tensor b \(4\) at non-singleton dimension 1"),
+        (
+            (2, 3),
+            (4,),
+            r"The size of tensor a \(3\) must match the size of tensor b \(4\) at non-singleton dimension 1",
+        ),
     ],
 )
 def test_incompatible_shapes_raise_torchs_error(a, b, message):

@@ -121,7 +121,9 @@ def test_defining_both_backward_and_vjp_fails_at_backward_time():
             return grad
 
     y = Fn.apply(leaf([1.0]))  # apply itself is fine, as in torch
-    with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp' for a custom Function is not allowed"):
+    with pytest.raises(
+        RuntimeError, match="Implementing both 'backward' and 'vjp' for a custom Function is not allowed"
+    ):
         y.backward()
 
 
@@ -317,7 +319,7 @@ def test_saved_tensors_are_freed_after_backward():
     y = Square.apply(x)
     y.sum().backward()
     with pytest.raises(RuntimeError, match=re.escape(ERR_BACKWARD_TWICE)):
-        y.grad_fn.saved_tensors
+        _ = y.grad_fn.saved_tensors
     with pytest.raises(RuntimeError, match=re.escape(ERR_BACKWARD_TWICE)):
         y.sum().backward()
 
@@ -388,7 +390,9 @@ def test_mark_dirty_on_a_leaf_that_requires_grad_fails():
         def backward(ctx, grad):
             return grad
 
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used in an in-place operation."):
+    with pytest.raises(
+        RuntimeError, match="a leaf Variable that requires grad has been used in an in-place operation."
+    ):
         InPlace.apply(leaf([1.0]))
 
 
@@ -603,7 +607,10 @@ def test_broadcast_shaped_gradient_is_summed_to_the_input_shape():
 def test_gradient_of_incompatible_shape_fails():
     x = leaf([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     y = ReturnsGrad.apply(x, numbagrad.ones(3, dtype=F64))
-    message = "Function ReturnsGradBackward returned an invalid gradient at index 0 - got [3] but expected shape compatible with [2, 3]"
+    message = (
+        "Function ReturnsGradBackward returned an invalid gradient at index 0 - got [3] but expected shape "
+        "compatible with [2, 3]"
+    )
     with pytest.raises(RuntimeError, match=re.escape(message)):
         y.sum().backward()
 
@@ -628,7 +635,8 @@ def test_wrong_number_of_gradients_fails():
 
     y = TwoIn.apply(leaf([1.0]), leaf([2.0]))
     with pytest.raises(
-        RuntimeError, match=re.escape("function TwoInBackward returned an incorrect number of gradients (expected 2, got 1)")
+        RuntimeError,
+        match=re.escape("function TwoInBackward returned an incorrect number of gradients (expected 2, got 1)"),
     ):
         y.backward()
 
@@ -708,13 +716,17 @@ def test_once_differentiable_second_derivative_raises():
     assert not g.requires_grad  # torch: the outputs get a graph only when a grad_output requires grad
     (g,) = numbagrad.autograd.grad(CubeOnce.apply(x), x, leaf([1.0]), create_graph=True)
     assert repr(g) == "tensor([12.], dtype=numbagrad.float64, grad_fn=<Error>)"
-    with pytest.raises(RuntimeError, match="trying to differentiate twice a function that was marked with @once_differentiable"):
+    with pytest.raises(
+        RuntimeError, match="trying to differentiate twice a function that was marked with @once_differentiable"
+    ):
         g.backward()
 
 
 # --- instantiation ---------------------------------------------------------------------------------------------
 def test_instantiating_a_function_warns():
-    with pytest.warns(DeprecationWarning, match="should not be instantiated. Methods on autograd functionsare all static"):
+    with pytest.warns(
+        DeprecationWarning, match="should not be instantiated. Methods on autograd functionsare all static"
+    ):
         Square()
 
 

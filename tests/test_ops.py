@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -292,3 +292,14 @@ def test_to_another_dtype_is_differentiable_and_casts_the_gradient_back():
     assert type(y.grad_fn).__name__ == "ToCopyBackward0" and y.dtype is numbagrad.float32
     (y * numbagrad.tensor([3.0, 4.0])).sum().backward()
     assert x.grad.dtype is numbagrad.float64 and x.grad.tolist() == [3.0, 4.0]
+
+
+def test_zeros_made_by_relu_clamp_and_maximum_are_positive_like_torch():
+    """``0 * x`` would give -0. for negative x (printed as ``-0.``); torch gives +0. here."""
+    x = numbagrad.tensor([-1.0, -2.0], requires_grad=True)
+    y = x.relu()
+    assert not np.signbit(y.detach().numpy()).any()
+    for out in (y, x.clamp(0.0, 1.0), numbagrad.maximum(x, numbagrad.zeros(2))):
+        x.grad = None
+        out.backward(numbagrad.tensor([-1.0, -1.0]))
+        assert x.grad.tolist() == [0.0, 0.0] and not np.signbit(x.grad.numpy()).any()

@@ -11,9 +11,9 @@ import textwrap
 
 import numpy as np
 import pytest
-from test_ops import CASE_IDS, CASES, make_inputs
 
 import numbagrad
+from test_ops import CASE_IDS, CASES, make_inputs
 
 torch = pytest.importorskip("torch")
 
@@ -125,7 +125,8 @@ PROGRAMS = {
         print((i + 1.5).dtype, (i + 1).dtype, (i + True).dtype, (i * f).dtype, (f * d).dtype)
         print((f + torch.tensor(2., dtype=torch.float64)).dtype, (i + torch.tensor(2.)).dtype)
         print((i / 2).dtype, (i / i).dtype, i.sum().dtype, (torch.tensor([True]) + 1).dtype)
-        print((torch.tensor([1, 2], dtype=torch.int32) + 1).dtype, (torch.tensor([1, 2, 3], dtype=torch.int32) + i).dtype)
+        j = torch.tensor([1, 2, 3], dtype=torch.int32)
+        print((j + 1).dtype, (j + i).dtype, (j + 2.5).dtype, (j + torch.tensor(1.5, dtype=torch.float64)).dtype)
         print(torch.exp(i), torch.tensor([True, False]) & torch.tensor([True, True]))
     """,
     "reductions_and_shapes": """

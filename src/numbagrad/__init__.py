@@ -22,13 +22,43 @@ from ._types import bool_ as bool  # noqa: A001 - torch's name
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from .ops import *  # noqa: F403 - the torch-shaped function namespace
-from .ops import __all__ as _ops_all  # noqa: F401
+from .ops import __all__ as _ops_all
 
 float = float32  # noqa: A001
 double = float64
 long = int64
 int = int32  # noqa: A001
 __version__ = "0.1.0"
+
+__all__ = [
+    "Size",
+    "Tensor",
+    "autograd",
+    "bool",
+    "device",
+    "double",
+    "dtype",
+    "enable_grad",
+    "float",
+    "float32",
+    "float64",
+    "get_default_dtype",
+    "inference_mode",
+    "int",
+    "int32",
+    "int64",
+    "is_floating_point",
+    "is_grad_enabled",
+    "is_inference_mode_enabled",
+    "is_tensor",
+    "long",
+    "no_grad",
+    "numel",
+    "set_default_dtype",
+    "set_grad_enabled",
+    "set_printoptions",
+]
+__all__ += _ops_all
 
 
 def is_floating_point(t: Tensor) -> bool:

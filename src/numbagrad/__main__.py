@@ -116,7 +116,9 @@ def train(epochs: int, seed: int, batch_size: int = 64) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m numbagrad", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m numbagrad", description="Train a small MLP with a custom activation on two spirals."
+    )
     parser.add_argument("--epochs", type=int, default=60, help="passes over the data set (default: 60)")
     parser.add_argument("--seed", type=int, default=0, help="random seed for data and weights (default: 0)")
     args = parser.parse_args(argv)

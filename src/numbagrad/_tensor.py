@@ -231,6 +231,8 @@ class Tensor:
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if self.grad_fn is not None and requires_grad:
             return self
+        if requires_grad and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")  # the C++ method's text
         self.requires_grad = requires_grad
         return self
 
@@ -348,7 +350,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __len__(self) -> int:
@@ -780,6 +782,9 @@ class Tensor:
 
     def square(self):
         return _ops.pow(self, 2)
+
+    def narrow(self, dim, start, length):
+        return _ops.narrow(self, dim, start, length)
 
     def chunk(self, chunks, dim=0):
         return _ops.chunk(self, chunks, dim)

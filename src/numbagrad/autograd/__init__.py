@@ -3,7 +3,6 @@
 from . import function, grad_mode
 from .engine import backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
-from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import (
     detect_anomaly,
     enable_grad,
@@ -16,6 +15,7 @@ from .grad_mode import (
     set_detect_anomaly,
     set_grad_enabled,
 )
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [
     "Function",

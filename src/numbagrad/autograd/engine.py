@@ -27,18 +27,17 @@ def _make_grads(outputs: tuple, grad_outputs) -> list:
     else:
         grad_outputs = list(grad_outputs)
     if len(grad_outputs) != len(outputs):
-        raise RuntimeError(
-            f"got {len(grad_outputs)} tensors and {len(outputs)} gradients"
-            if False
-            else f"grad_tensors should be a list of length {len(outputs)}, got {len(grad_outputs)}"
-        )
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
-            if out.requires_grad and out.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if out._data.dtype.kind != "f":
-                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
+            if out.requires_grad:  # else the engine reports "element i of tensors does not require grad"
+                if out.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if out._data.dtype.kind != "f":
+                    raise RuntimeError(
+                        f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
+                    )
             g = _tensor._ops.ones_like(out)
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
@@ -230,6 +229,7 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
 
             if isinstance(node, AccumulateGrad):
                 g = grads_in[0]
+                grads_in = None  # drop the list's reference, so accumulate() can tell if g is shared
                 leaf = node.variable
                 if g is not None and leaf._hooks:
                     g = _call_hooks(leaf._hooks, g)
@@ -280,6 +280,7 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
                 deps[nxt] = remaining
                 if remaining == 0:
                     heapq.heappush(heap, (-nxt._sequence_nr, next(counter), nxt))
+            grads_out = g = buf = None  # only the buffers hold the gradients now: keeps reference counts exact
     finally:
         state.enabled = prev_mode
     return captured

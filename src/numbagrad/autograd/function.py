@@ -11,6 +11,7 @@ import functools
 import inspect
 import itertools
 import math
+import sys
 import traceback
 import warnings
 import weakref
@@ -113,12 +114,35 @@ class AccumulateGrad(Node):
         if t._grad is None:
             if create_graph:
                 t._grad = grad
+            elif _sole_owner(grad):
+                t._grad = Tensor._make(grad._data)  # take the storage, as torch does: no copy
             else:
                 t._grad = Tensor._make(backend_for(grad._data).copy(grad._data))
         elif create_graph or t._grad.requires_grad:
             t._grad = t._grad + grad
         else:
             backend_for(t._grad._data).accumulate_(t._grad._data, grad._data)
+
+
+#: References to a gradient tensor that only the engine holds, as counted inside ``_sole_owner``: the engine's
+#: local, ``accumulate``'s argument, ``_sole_owner``'s argument and ``getrefcount``'s own (CPython).
+_ENGINE_REFS = 4
+
+
+def _sole_owner(grad: Tensor) -> bool:
+    """True when nothing outside the engine can see ``grad`` or its storage, so a leaf may keep the storage as its
+    ``.grad`` instead of a copy. A gradient that another node, a hook, the user (a ``backward(gradient)``
+    argument) or a view still holds has more references and is copied."""
+    data = grad._data
+    return (
+        isinstance(data, np.ndarray)
+        and data.base is None
+        and data.flags.writeable
+        and data.flags.c_contiguous
+        and grad.grad_fn is None
+        and sys.getrefcount(data) == 2
+        and sys.getrefcount(grad) <= _ENGINE_REFS
+    )
 
 
 def accumulator_of(t: Tensor) -> AccumulateGrad:
@@ -273,7 +297,8 @@ class BackwardCFunction(Node, FunctionCtx):
                 result = result[:n]
             else:
                 raise RuntimeError(
-                    f"function {self.name()} returned an incorrect number of gradients (expected {n}, got {len(result)})"
+                    f"function {self.name()} returned an incorrect number of gradients "
+                    f"(expected {n}, got {len(result)})"
                 )
         out = []
         for i, r in enumerate(result):
@@ -400,22 +425,18 @@ class Function(_SingleLevelFunction):
     @classmethod
     def _backward_fn(cls):
         """``vjp`` if overridden, else ``backward``; both overridden is torch's error (raised at backward)."""
-        fn = cls.__dict__.get("_backward_impl")
+        fn = cls.__dict__.get("_resolved_backward")
         if fn is None:
-            fn = cls._backward_impl = cls._find_backward()
+            names = _overridden(cls)
+            has_vjp = "vjp" in names and cls.vjp is not cls.backward
+            if "backward" in names and has_vjp:
+                raise RuntimeError(
+                    "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should only "
+                    "implement one of them."
+                )
+            fn = cls.vjp if has_vjp else cls.backward
+            cls._resolved_backward = fn
         return fn
-
-    @classmethod
-    def _find_backward(cls):
-        names = _overridden(cls)
-        has_backward = "backward" in names
-        has_vjp = "vjp" in names and cls.vjp is not cls.backward
-        if has_backward and has_vjp:
-            raise RuntimeError(
-                "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should only "
-                "implement one of them."
-            )
-        return cls.vjp if has_vjp else cls.backward
 
     @classmethod
     def _bind(cls, args: tuple, kwargs: dict) -> tuple:
@@ -464,6 +485,9 @@ def _contains(items, t) -> bool:
 
 
 def _wrap_outputs(cls, ctx, args: tuple, output, executable: bool):
+    if not executable and not ctx.dirty_tensors and not ctx.non_differentiable and not isinstance(output, tuple):
+        if not (isinstance(output, Tensor) and _contains(args, output)):
+            return output  # the common no-graph case: nothing to link, check or wrap
     is_tuple = isinstance(output, tuple)
     outputs = list(output) if is_tuple else [output]
     dirty = ctx.dirty_tensors

@@ -89,7 +89,8 @@ def gradcheck(
     diff_inputs = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
     if not diff_inputs:
         raise ValueError(
-            "gradcheck expects at least one input tensor to require gradient, but none of the them have requires_grad=True."
+            "gradcheck expects at least one input tensor to require gradient, but none of the them have "
+            "requires_grad=True."
         )
     for x in diff_inputs:
         if x.dtype.name != "float64":
@@ -145,7 +146,6 @@ def gradgradcheck(
 ) -> bool:
     """``gradcheck`` of the function ``(inputs, grad_outputs) -> grad(func(inputs), inputs, grad_outputs)``."""
     inputs = _as_tuple(inputs)
-    diff_inputs = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
     if grad_outputs is None:
         rng = np.random.default_rng(0)
         outs = [o for o in _float_outputs(func, inputs) if o.requires_grad]

@@ -36,10 +36,21 @@ def _operand(value, shape, size, dtype):
     return value.reshape(-1), "a"
 
 
+def _broadcast_shape(inputs) -> tuple:
+    """The output shape; the common case (all arrays of one shape) skips numpy's general broadcasting."""
+    shape = None
+    for v in inputs:
+        if isinstance(v, np.ndarray):
+            if shape is None:
+                shape = v.shape
+            elif v.shape != shape:
+                return np.broadcast_shapes(*[v.shape for v in inputs if isinstance(v, np.ndarray)])
+    return () if shape is None else shape
+
+
 def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out: np.ndarray | None = None):
     """Forward of one row: ``out = row(*inputs, *params)`` with broadcasting, in ``dtype``."""
-    shapes = [np.shape(v) for v in inputs if isinstance(v, np.ndarray)]
-    shape = np.broadcast_shapes(*shapes) if shapes else ()
+    shape = _broadcast_shape(inputs)
     if out is None:
         out = np.empty(shape, dtype)
     size = out.size
@@ -50,8 +61,8 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out: np.
         pattern += kind
     kernel = codegen.cpu_kernel(row, "forward", pattern, size >= PARALLEL_THRESHOLD)
     target = out.reshape(-1)
-    kernel(target, *flat, *(dtype.type(p) for p in params))
-    if not np.shares_memory(target, out):  # out was not contiguous
+    kernel(target, *flat, *[dtype.type(p) for p in params])
+    if target.base is not out and target is not out and not np.shares_memory(target, out):  # out was not contiguous
         out[...] = target.reshape(shape)
     return out
 
@@ -70,7 +81,7 @@ def elementwise_grad(row: Row, i: int, g: np.ndarray, out, inputs: list, params:
         flat.append(v)
         pattern += kind
     kernel = codegen.cpu_kernel(row, f"grad{i}", pattern, size >= PARALLEL_THRESHOLD)
-    kernel(res.reshape(-1), *flat, *(dtype.type(p) for p in params))
+    kernel(res.reshape(-1), *flat, *[dtype.type(p) for p in params])
     return res
 
 

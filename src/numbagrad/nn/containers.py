@@ -106,9 +106,7 @@ class ModuleList(_IndexedModules):
                 blocks[-1][1] = i
             else:
                 blocks.append([i, i, r])
-        lines = [
-            _addindent(f"({s}): {r}" if s == e else f"({s}-{e}): {e - s + 1} x {r}", 2) for s, e, r in blocks
-        ]
+        lines = [_addindent(f"({s}): {r}" if s == e else f"({s}-{e}): {e - s + 1} x {r}", 2) for s, e, r in blocks]
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
@@ -186,5 +184,7 @@ class ModuleDict(Module):
         pairs = modules.items() if isinstance(modules, Mapping) else modules
         for j, pair in enumerate(pairs):
             if not isinstance(pair, Iterable) or isinstance(pair, str) or len(pair) != 2:
-                raise ValueError(f"ModuleDict update sequence element #{j} should be Iterable; is" + type(pair).__name__)
+                raise ValueError(
+                    f"ModuleDict update sequence element #{j} should be Iterable; is" + type(pair).__name__
+                )
             self[pair[0]] = pair[1]

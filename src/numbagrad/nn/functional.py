@@ -79,9 +79,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"{weight.shape[-1]}x{weight.shape[0]})"
         )
     if input.dtype != weight.dtype:
-        raise RuntimeError(
-            f"mat1 and mat2 must have the same dtype, but got {_names(input)} and {_names(weight)}"
-        )
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_names(input)} and {_names(weight)}")
     fused = bias is not None and all(isinstance(t._data, np.ndarray) for t in (input, weight, bias))
     if fused:
         return _Linear.apply(input, weight, bias)

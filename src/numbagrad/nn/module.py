@@ -53,7 +53,7 @@ def _check_name(kind: str, name, owner: Module) -> None:
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string. Got {typename(name)}")
     if "." in name:
-        raise KeyError(f"{kind} name can't contain \".\"" + (f", got: {name}" if kind == "module" else ""))
+        raise KeyError(f'{kind} name can\'t contain "."' + (f", got: {name}" if kind == "module" else ""))
     if name == "":
         raise KeyError(f'{kind} name can\'t be empty string ""')
 
@@ -67,9 +67,13 @@ class Module:
 
     def __init__(self, *args, **kwargs) -> None:
         if kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'"
+            )
         if args:
-            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given")
+            raise TypeError(
+                f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given"
+            )
         d = self.__dict__
         d["training"] = True
         d["_parameters"] = {}
@@ -168,7 +172,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._remove_attr(name)
+            self._remove_attr(name, keep="_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -179,7 +183,7 @@ class Module:
         elif isinstance(value, Module):
             if "_modules" not in d:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._remove_attr(name)
+            self._remove_attr(name, keep="_modules")
             d["_modules"][name] = value
         elif "_modules" in d and name in d["_modules"]:
             if value is not None:
@@ -189,17 +193,17 @@ class Module:
             d["_modules"][name] = value
         elif "_buffers" in d and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(
-                    f"cannot assign '{typename(value)}' as buffer '{name}' (torch.Tensor or None expected)"
-                )
+                raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' (torch.Tensor or None expected)")
             d["_buffers"][name] = value
         else:
             object.__setattr__(self, name, value)
 
-    def _remove_attr(self, name: str) -> None:
+    def _remove_attr(self, name: str, keep: str) -> None:
+        """Forget ``name`` everywhere except the ``keep`` store (so a replaced entry keeps its position)."""
         self.__dict__.pop(name, None)
         for store in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[store].pop(name, None)
+            if store != keep:
+                self.__dict__[store].pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
     def __delattr__(self, name: str) -> None:
@@ -358,7 +362,9 @@ class Module:
             else:
                 device = a
         if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
+            raise TypeError(
+                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
+            )
 
         def convert(t: Tensor) -> Tensor:
             if device is not None:
@@ -426,7 +432,9 @@ class Module:
         unexpected = [k for k in state_dict if k not in own]
         if strict:
             if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+                errors.insert(
+                    0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected))
+                )
             if missing:
                 errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
         if errors:

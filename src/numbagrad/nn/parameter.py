@@ -36,4 +36,3 @@ class Parameter(Tensor):
 
 def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
     return Parameter(data, requires_grad)
-

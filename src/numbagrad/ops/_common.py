@@ -87,6 +87,11 @@ def as_operand(value):
 
 def check_same_device(*args) -> bool:
     """True when the tensors live on cuda; mixing devices (other than 0-dim cpu tensors) is an error."""
+    for a in args:
+        if isinstance(a, Tensor) and not isinstance(a._data, np.ndarray):
+            break
+    else:
+        return False  # all on the CPU: the common case, decided in one pass
     devices = {not isinstance(a._data, np.ndarray) for a in args if isinstance(a, Tensor) and a._data.ndim}
     zero_dim = {not isinstance(a._data, np.ndarray) for a in args if isinstance(a, Tensor) and not a._data.ndim}
     if len(devices) > 1:
@@ -99,13 +104,18 @@ def check_same_device(*args) -> bool:
 
 
 def backend_of(is_cuda: bool):
-    if is_cuda:
-        from ..backend import cuda
+    """The backend module for a device (imported once; cuda only when asked for)."""
+    backend = _BACKENDS.get(is_cuda)
+    if backend is None:
+        import importlib
 
-        return cuda
-    from ..backend import cpu
+        backend = _BACKENDS[is_cuda] = importlib.import_module(
+            "numbagrad.backend.cuda" if is_cuda else "numbagrad.backend.cpu"
+        )
+    return backend
 
-    return cpu
+
+_BACKENDS: dict = {}
 
 
 def broadcast_shapes(*shapes) -> tuple:

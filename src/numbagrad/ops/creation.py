@@ -38,6 +38,8 @@ def _finish(data: np.ndarray, device, requires_grad: bool) -> Tensor:
     else:
         t = Tensor._make(data)
     if requires_grad:
+        if not t.is_floating_point():
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t
 
@@ -73,12 +75,35 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
                 if isinstance(d, Tensor) and d.numel() != 1:
                     raise ValueError("only one element tensors can be converted to Python scalars")
             data = _map(data, lambda d: d.item() if isinstance(d, Tensor) else d)
-        array = np.array(data)
+        try:
+            array = np.array(data)
+        except ValueError:
+            _check_rectangular(data, _first_shape(data))
+            raise
         if array.dtype == object:
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         inferred = _infer_dtype(array)
     dt = to_dtype(dtype) if dtype is not None else inferred
     return _finish(np.asarray(array, dtype=dt.numpy, order="C"), device, requires_grad)
+
+
+def _first_shape(data) -> list:
+    """The shape torch infers from the first element at each depth of a nested sequence."""
+    shape = []
+    while isinstance(data, (list, tuple)):
+        shape.append(len(data))
+        data = data[0] if data else None
+    return shape
+
+
+def _check_rectangular(data, shape: list, dim: int = 0) -> None:
+    """Raise torch's error for a ragged nested sequence."""
+    if dim >= len(shape) or not isinstance(data, (list, tuple)):
+        return
+    if len(data) != shape[dim]:
+        raise ValueError(f"expected sequence of length {shape[dim]} at dim {dim} (got {len(data)})")
+    for item in data:
+        _check_rectangular(item, shape, dim + 1)
 
 
 def _flatten(data):

@@ -17,6 +17,21 @@ from ..autograd.grad_mode import state
 from ..scalar_math import ROWS, Row
 from ._common import as_operand, backend_of, broadcast_shapes, check_same_device, float_dtype, result_type
 
+_BOOL_ERRORS = {
+    "sub": "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+    "use the `~` or `logical_not()` operator instead.",
+    "neg": "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use "
+    "the `~` or `logical_not()` operator instead.",
+}
+
+
+def _check_bool_operands(row: Row, inputs) -> None:
+    """torch refuses ``-`` on bools (it would be ambiguous with ``~``)."""
+    if row.name in _BOOL_ERRORS and any(
+        isinstance(a, bool) or (isinstance(a, Tensor) and a._data.dtype == np.bool_) for a in inputs
+    ):
+        raise RuntimeError(_BOOL_ERRORS[row.name])
+
 
 class Elementwise(Function):
     """Base of the generated classes: ``row`` says what to compute; inputs come first, then ``row.params``."""
@@ -32,12 +47,15 @@ class Elementwise(Function):
         cls = ctx._forward_cls
         row = cls.row
         inputs, params = args[: row.arity], args[row.arity :]
+        _check_bool_operands(row, inputs)
         dt = result_type(*inputs)
         if row.float_only:
             dt = float_dtype(dt)
         backend = backend_of(check_same_device(*inputs))
-        broadcast_shapes(*(a.shape for a in inputs if isinstance(a, Tensor)))
         arrays = [a._data if isinstance(a, Tensor) else a for a in inputs]
+        shapes = {a.shape for a in arrays if not isinstance(a, (int, float, bool))}
+        if len(shapes) > 1:
+            broadcast_shapes(*shapes)  # torch's error text when the shapes clash
         result = Tensor._make(backend.elementwise(row, arrays, params, dt.numpy))
         ctx.save_for_backward(
             *[a if keep and isinstance(a, Tensor) else None for a, keep in zip(inputs, cls._saves)],

@@ -151,6 +151,18 @@ def _check_bounds(x: Tensor, np_index) -> None:
         dim += 1
 
 
+def _assign(target: np.ndarray, index, value) -> None:
+    """``target[index] = value``; a value that does not broadcast is torch's RuntimeError (target untouched)."""
+    try:
+        target[index] = value
+    except ValueError:
+        got = list(np.shape(value))
+        want = list(np.shape(target[index]))
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {got} cannot be broadcast to indexing result of shape {want}"
+        ) from None
+
+
 class IndexPut(Function):
     """``x[index] = value`` as a function of (old x, value); ``setitem`` rebases x onto its node."""
 
@@ -160,7 +172,7 @@ class IndexPut(Function):
     def forward(ctx, x, value, index):
         ctx.index = index
         out = x._data.copy()
-        out[index] = value._data if isinstance(value, Tensor) else value
+        _assign(out, index, value._data if isinstance(value, Tensor) else value)
         return Tensor._make(out)
 
     @staticmethod
@@ -175,12 +187,21 @@ class CopySlices(IndexPut):
     node_name = "CopySlices"
 
 
+def _writes_through_a_view(np_index) -> bool:
+    """torch writes ``x[0] = v`` through a view of ``x`` (ints, None, partial slices) and ``x[mask] = v`` into x."""
+    return any(
+        i is None or isinstance(i, (int, np.integer)) or (isinstance(i, slice) and i != slice(None)) for i in np_index
+    )
+
+
 def setitem(x: Tensor, index, value) -> None:
     """In-place write through an index: plain storage write, or a graph node when autograd is involved."""
     from .inplace import check_inplace, rebase
 
-    check_inplace(x)
     np_index = _numpy_index(index)
+    if state.enabled and x.grad_fn is None and x._requires_grad and _writes_through_a_view(np_index):
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    check_inplace(x)
     _check_bounds(x, np_index)
     value = as_operand(value)
     if isinstance(value, Tensor):
@@ -195,7 +216,7 @@ def setitem(x: Tensor, index, value) -> None:
     if isinstance(x._data, np.ndarray):
         if isinstance(v, np.ndarray) and np.shares_memory(v, x._data):
             v = v.copy()
-        x._data[np_index] = v
+        _assign(x._data, np_index, v)
     else:
         from ..backend import cuda
 

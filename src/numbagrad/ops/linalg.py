@@ -198,8 +198,8 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
         raise RuntimeError(f"1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
     if a.shape[0] != b.shape[0]:
         raise RuntimeError(
-            "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got "
-            "{} and {} elements respectively".format(a.shape[0], b.shape[0], a.shape[0], b.shape[0])
+            f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] to have the same "
+            f"number of elements, but got {a.shape[0]} and {b.shape[0]} elements respectively"
         )
     _check_dtypes(a, b, "dot")
     return Dot.apply(a, b)
@@ -208,9 +208,8 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """torch.matmul: dot, mv, mm, or a broadcast batched product, by the operands' dimensions."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise TypeError(
-            f"matmul(): argument 'other' (position 1) must be Tensor, not {type(b if isinstance(a, Tensor) else a).__name__}"
-        )
+        wrong = type(b if isinstance(a, Tensor) else a).__name__
+        raise TypeError(f"matmul(): argument 'other' (position 1) must be Tensor, not {wrong}")
     if a.dim() == 0 or b.dim() == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and {b.dim()}D")
     if a.dim() == 1 and b.dim() == 1:

@@ -17,7 +17,8 @@ from ..backend.cpu import PARALLEL_THRESHOLD
 
 
 @njit(cache=True, inline="always")
-def _sgd_element(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first):
+def _sgd_element(p, g, buf, hyper, nesterov, maximize, first):
+    lr, momentum, dampening, weight_decay = hyper
     d = -g if maximize else g
     if weight_decay != 0:
         d = d + weight_decay * p
@@ -28,26 +29,24 @@ def _sgd_element(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, max
 
 
 @njit(cache=True, nogil=True)
-def _sgd_serial(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first):
+def _sgd_serial(p, g, buf, hyper, nesterov, maximize, first):
     for i in range(p.shape[0]):
-        new_p, new_buf = _sgd_element(p[i], g[i], buf[i], lr, momentum, dampening, weight_decay, nesterov, maximize, first)
-        if momentum != 0:
+        p[i], new_buf = _sgd_element(p[i], g[i], buf[i], hyper, nesterov, maximize, first)
+        if hyper[1] != 0:  # with momentum 0, buf is p itself and must not be written
             buf[i] = new_buf
-        p[i] = new_p
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _sgd_parallel(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first):
+def _sgd_parallel(p, g, buf, hyper, nesterov, maximize, first):
     for i in prange(p.shape[0]):
-        new_p, new_buf = _sgd_element(p[i], g[i], buf[i], lr, momentum, dampening, weight_decay, nesterov, maximize, first)
-        if momentum != 0:
+        p[i], new_buf = _sgd_element(p[i], g[i], buf[i], hyper, nesterov, maximize, first)
+        if hyper[1] != 0:
             buf[i] = new_buf
-        p[i] = new_p
 
 
 @njit(cache=True, inline="always")
-def _adam_element(p, g, m, v, vmax, step_size, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay,
-                  bias_correction2_sqrt, amsgrad, maximize):  # fmt: skip
+def _adam_element(p, g, m, v, vmax, hyper, amsgrad, maximize):
+    step_size, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay, bias_correction2_sqrt = hyper
     d = -g if maximize else g
     if weight_decay != 0:
         d = d + weight_decay * p
@@ -62,39 +61,33 @@ def _adam_element(p, g, m, v, vmax, step_size, one_minus_beta1, beta2, one_minus
 
 
 @njit(cache=True, nogil=True)
-def _adam_serial(p, g, m, v, vmax, step_size, omb1, beta2, omb2, eps, weight_decay, bc2_sqrt, amsgrad, maximize):
+def _adam_serial(p, g, m, v, vmax, hyper, amsgrad, maximize):
     for i in range(p.shape[0]):
-        new_p, m[i], new_v, new_vmax = _adam_element(
-            p[i], g[i], m[i], v[i], vmax[i], step_size, omb1, beta2, omb2, eps, weight_decay, bc2_sqrt, amsgrad, maximize
-        )
-        if amsgrad:
+        p[i], m[i], new_v, new_vmax = _adam_element(p[i], g[i], m[i], v[i], vmax[i], hyper, amsgrad, maximize)
+        if amsgrad:  # without amsgrad, vmax is v itself: write v last
             vmax[i] = new_vmax
         v[i] = new_v
-        p[i] = new_p
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _adam_parallel(p, g, m, v, vmax, step_size, omb1, beta2, omb2, eps, weight_decay, bc2_sqrt, amsgrad, maximize):
+def _adam_parallel(p, g, m, v, vmax, hyper, amsgrad, maximize):
     for i in prange(p.shape[0]):
-        new_p, m[i], new_v, new_vmax = _adam_element(
-            p[i], g[i], m[i], v[i], vmax[i], step_size, omb1, beta2, omb2, eps, weight_decay, bc2_sqrt, amsgrad, maximize
-        )
+        p[i], m[i], new_v, new_vmax = _adam_element(p[i], g[i], m[i], v[i], vmax[i], hyper, amsgrad, maximize)
         if amsgrad:
             vmax[i] = new_vmax
         v[i] = new_v
-        p[i] = new_p
 
 
 def sgd_step(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first) -> None:
     """Update flat ``p`` and ``buf`` (the momentum buffer; pass ``p`` itself when momentum is 0) in place."""
     kernel = _sgd_parallel if p.shape[0] >= PARALLEL_THRESHOLD else _sgd_serial
     s = p.dtype.type
-    kernel(p, g, buf, s(lr), s(momentum), s(dampening), s(weight_decay), nesterov, maximize, first)
+    kernel(p, g, buf, (s(lr), s(momentum), s(dampening), s(weight_decay)), nesterov, maximize, first)
 
 
 def adam_step(p, g, m, v, vmax, step_size, beta1, beta2, eps, weight_decay, bias_correction2_sqrt, amsgrad, maximize):
-    """Update flat ``p``, ``m`` (exp_avg), ``v`` (exp_avg_sq) and ``vmax`` (max_exp_avg_sq; pass ``v`` without amsgrad)."""
+    """Update flat ``p``, ``m`` (exp_avg), ``v`` (exp_avg_sq), ``vmax`` (max_exp_avg_sq; ``v`` without amsgrad)."""
     kernel = _adam_parallel if p.shape[0] >= PARALLEL_THRESHOLD else _adam_serial
     s = p.dtype.type
-    kernel(p, g, m, v, vmax, s(step_size), s(1 - beta1), s(beta2), s(1 - beta2), s(eps), s(weight_decay),
-           s(bias_correction2_sqrt), amsgrad, maximize)  # fmt: skip
+    hyper = (s(step_size), s(1 - beta1), s(beta2), s(1 - beta2), s(eps), s(weight_decay), s(bias_correction2_sqrt))
+    kernel(p, g, m, v, vmax, hyper, amsgrad, maximize)

@@ -176,7 +176,9 @@ class Optimizer:
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
-            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
+            raise ValueError(
+                "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
+            )
         id_map = {
             old: p for g, s in zip(groups, saved_groups) for old, p in zip(s["params"], g["params"])
         }  # fmt: skip
