@@ -3,6 +3,10 @@
 Run ``python benchmarks/bench_training.py``; it prints each library's median step time and the ratio
 numbagrad/torch (target: at most 1.0). torch is optional: without it only numbagrad's time is printed.
 The ``time_*`` functions are asv-style entry points.
+
+On a shared machine, multi-threaded BLAS (numpy's and torch's) can wait milliseconds for a descheduled worker
+thread; ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_training.py`` gives both libraries one
+thread and stable numbers.
 """
 
 from __future__ import annotations
@@ -36,15 +40,18 @@ def make_step(lib):
     return step
 
 
-def median_seconds(step, repeats: int = 300, warmup: int = 30) -> float:
+def median_seconds(steps: list, repeats: int = 300, warmup: int = 30) -> list[float]:
+    """Median time of each step function; the functions alternate, so both see the same machine load."""
     for _ in range(warmup):
-        step()
-    times = []
+        for step in steps:
+            step()
+    times: list[list[float]] = [[] for _ in steps]
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for step, bucket in zip(steps, times):
+            t0 = time.perf_counter()
+            step()
+            bucket.append(time.perf_counter() - t0)
+    return [statistics.median(bucket) for bucket in times]
 
 
 _numbagrad_step = None
@@ -62,14 +69,14 @@ def time_training_step_numbagrad() -> None:
 def main(repeats: int = 300) -> None:
     import numbagrad
 
-    ng = median_seconds(make_step(numbagrad), repeats)
-    print(f"numbagrad: {ng * 1e6:9.1f} us per step (median of {repeats})")
     try:
         import torch
     except ImportError:
-        print("torch not installed: no comparison")
+        (ng,) = median_seconds([make_step(numbagrad)], repeats)
+        print(f"numbagrad: {ng * 1e6:9.1f} us per step (median of {repeats}); torch not installed: no comparison")
         return
-    th = median_seconds(make_step(torch), repeats)
+    ng, th = median_seconds([make_step(numbagrad), make_step(torch)], repeats)
+    print(f"numbagrad: {ng * 1e6:9.1f} us per step (median of {repeats})")
     print(f"torch:     {th * 1e6:9.1f} us per step (median of {repeats}, {torch.get_num_threads()} threads)")
     print(f"ratio numbagrad/torch: {ng / th:.2f}x")
 

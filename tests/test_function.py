@@ -412,6 +412,28 @@ def test_mark_dirty_of_a_tensor_not_returned_fails():
         Fn.apply(leaf([1.0]), numbagrad.zeros(1, dtype=F64))
 
 
+@pytest.mark.parametrize(
+    ("mark", "message"),
+    [
+        ("mark_dirty", "mark_dirty can only accept variables, but argument 0 is of type int"),
+        ("mark_non_differentiable", "mark_non_differentiable only accepts variable arguments, but got int"),
+    ],
+)
+def test_marking_a_non_tensor_fails(mark, message):
+    class Fn(Function):
+        @staticmethod
+        def forward(ctx, x):
+            getattr(ctx, mark)(3)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    with pytest.raises(RuntimeError, match=message):  # PyTorch 2.13 raises RuntimeError here
+        Fn.apply(leaf([1.0]))
+
+
 def test_mark_non_differentiable_outputs_and_zero_grads_for_them():
     received = []
 

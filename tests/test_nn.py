@@ -409,6 +409,40 @@ def test_cross_entropy_equals_nll_of_log_softmax():
     assert numbagrad.autograd.gradcheck(lambda x: F.nll_loss(F.log_softmax(x, 1), t, reduction="sum"), (x,))
 
 
+def test_cross_entropy_class_weights_and_ignore_index_by_hand():
+    x = numbagrad.tensor([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0], [0.0, 0.0, 0.0]], dtype=numbagrad.float64)
+    t = numbagrad.tensor([1, 2, -100])
+    w = numbagrad.tensor([1.0, 2.0, 3.0], dtype=numbagrad.float64)
+    per_sample = _cross_entropy_by_hand(x.numpy()[:2], t.numpy()[:2])
+    expected = (2.0 * per_sample[0] + 3.0 * per_sample[1]) / (2.0 + 3.0)  # weighted mean, third sample ignored
+    assert F.cross_entropy(x, t, weight=w).item() == pytest.approx(expected, rel=1e-12)
+    none = F.nll_loss(F.log_softmax(x, 1), t, weight=w, reduction="none").numpy()
+    np.testing.assert_allclose(none, [2.0 * per_sample[0], 3.0 * per_sample[1], 0.0])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_weighted_cross_entropy_and_nll_loss_match_torch(reduction):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    logits, target, weight = rng.standard_normal((5, 3)), np.array([0, 2, -1, 1, 2]), rng.uniform(0.5, 2, 3)
+    results = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor(logits, requires_grad=True)
+        kw = dict(weight=lib.tensor(weight), ignore_index=-1, reduction=reduction)
+        a = lib.nn.CrossEntropyLoss(**kw)(x, lib.tensor(target))
+        b = lib.nn.NLLLoss(**kw)(lib.nn.functional.log_softmax(x, 1), lib.tensor(target))
+        (a.sum() + 2 * b.sum()).backward()
+        results.append((a.detach().numpy(), b.detach().numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-15)
+
+
+def test_weighted_cross_entropy_gradgradcheck():
+    x, t = _logits_targets()
+    w = numbagrad.tensor([0.5, 2.0, 1.0], dtype=numbagrad.float64)
+    assert numbagrad.autograd.gradgradcheck(lambda x: F.cross_entropy(x, t, weight=w), (x,))
+
+
 def test_cross_entropy_target_out_of_bounds():
     x, _ = _logits_targets()
     with pytest.raises(IndexError, match="Target 3 is out of bounds."):

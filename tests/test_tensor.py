@@ -434,3 +434,29 @@ def test_inplace_with_a_broadcast_operand_reduces_its_gradient():
     x = numbagrad.tensor([[0.5, 1.5, -1.0], [2.0, 0.1, 0.3]], dtype=numbagrad.float64, requires_grad=True)
     w = numbagrad.tensor([2.0, -1.0, 0.7], dtype=numbagrad.float64, requires_grad=True)
     assert gradcheck(f, (x, w))
+
+
+@pytest.mark.parametrize(
+    ("write", "message"),
+    [
+        (
+            lambda t: t.copy_(numbagrad.ones(4)),
+            r"The size of tensor a \(3\) must match the size of tensor b \(4\) at non-singleton dimension 0",
+        ),
+        (
+            lambda t: t.__setitem__(slice(0, 2), numbagrad.tensor([7.0, 8.0, 9.0])),
+            r"The expanded size of the tensor \(2\) must match the existing size \(3\) at non-singleton dimension 0\."
+            r"  Target sizes: \[2\]\.  Tensor sizes: \[3\]",
+        ),
+        (
+            lambda t: t.__setitem__(t > 1, numbagrad.tensor([7.0, 8.0, 9.0])),
+            r"shape mismatch: value tensor of shape \[3\] cannot be broadcast to indexing result of shape \[2\]",
+        ),
+    ],
+    ids=["copy_", "slice", "mask"],
+)
+def test_writes_of_the_wrong_shape_raise_torchs_error_and_leave_the_tensor_alone(write, message):
+    t = numbagrad.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match=f"^{message}$"):
+        write(t)
+    assert t.tolist() == [1.0, 2.0, 3.0] and t._version == 0

@@ -70,7 +70,11 @@ def backward(
     grads = _make_grads(tensors, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
-    run_backward(tensors, grads, retain_graph, create_graph, inputs, accumulate=True)
+    captured = run_backward(tensors, grads, retain_graph, create_graph, inputs, accumulate=True)
+    for t, g in zip(inputs or (), captured):
+        if t.grad_fn is not None and g is not None:  # a non-leaf in ``inputs`` gets its .grad, as in torch
+            g = g if create_graph else g.detach()
+            t._grad = _tensor._ops.clone(g) if t._grad is None else t._grad + g
 
 
 def grad(
@@ -264,10 +268,10 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
                         r = hook(tuple(grads_out), tuple(grads_in))
                         if r is not None:
                             grads_out = list(r)
-            else:
+                if not retain_graph:
+                    node._release()
+            else:  # not run (not needed for ``inputs``, or no gradient reached it): keeps its saved tensors
                 grads_out = [None] * len(node.next_functions)
-            if not retain_graph:
-                node._release()
             for (nxt, nr), g in zip(node.next_functions, grads_out):
                 if nxt is None:
                     continue

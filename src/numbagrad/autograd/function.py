@@ -113,7 +113,7 @@ class AccumulateGrad(Node):
         t = self.variable
         if t._grad is None:
             if create_graph:
-                t._grad = grad
+                t._grad = _CopyGrad.apply(grad)  # torch: a differentiable copy, grad_fn=<CopyBackwards>
             elif _sole_owner(grad):
                 t._grad = Tensor._make(grad._data)  # take the storage, as torch does: no copy
             else:
@@ -493,11 +493,11 @@ def _wrap_outputs(cls, ctx, args: tuple, output, executable: bool):
     dirty = ctx.dirty_tensors
     for i, d in enumerate(dirty):
         if not isinstance(d, Tensor):
-            raise TypeError(f"mark_dirty can only accept variables, but argument {i} is of type {type(d).__name__}")
+            raise RuntimeError(f"mark_dirty can only accept variables, but argument {i} is of type {type(d).__name__}")
         d._bump_version()
     for nd in ctx.non_differentiable:
         if not isinstance(nd, Tensor):
-            raise TypeError(f"mark_non_differentiable only accepts variable arguments, but got {type(nd).__name__}")
+            raise RuntimeError(f"mark_non_differentiable only accepts variable arguments, but got {type(nd).__name__}")
     returned_as_is = []
 
     if not executable:
@@ -573,6 +573,22 @@ def _wrap_outputs(cls, ctx, args: tuple, output, executable: bool):
         ctx._saved = saved
         ctx.to_save = ()
     return tuple(outputs) if is_tuple else outputs[0]
+
+
+class _CopyGrad(Function):
+    """The copy a leaf's first gradient is stored as under ``create_graph`` (so ``.grad`` has its own storage)."""
+
+    node_name = "CopyBackwards"
+
+    @staticmethod
+    def forward(ctx, grad):
+        from ..backend import backend_for
+
+        return Tensor._make(backend_for(grad._data).copy(grad._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
 
 
 class _DelayedError(Function):

@@ -92,16 +92,8 @@ def _check_reduction(reduction: str) -> None:
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def _reduce(loss: np.ndarray, reduction: str) -> np.ndarray:
-    if reduction == "mean":
-        return np.asarray(loss.mean(), loss.dtype)
-    if reduction == "sum":
-        return np.asarray(loss.sum(), loss.dtype)
-    return loss
-
-
-def _check_target(input: Tensor, target: Tensor) -> np.ndarray:
-    """Class-index targets: int64 of shape ``(N,)`` for input ``(N, C)`` (or 0-d for ``(C,)``), in range."""
+def _check_target(input: Tensor, target: Tensor, ignore_index: int) -> np.ndarray:
+    """Class-index targets: integers of shape ``(N,)`` for input ``(N, C)`` (or 0-d for ``(C,)``), in range."""
     if not isinstance(target, Tensor) or target.dtype.name not in ("int64", "int32"):
         found = target.dtype.name if isinstance(target, Tensor) else type(target).__name__
         raise RuntimeError(f"expected scalar type Long but found {found}")
@@ -114,17 +106,46 @@ def _check_target(input: Tensor, target: Tensor) -> np.ndarray:
             f"({target.shape[0] if target.dim() else 1})."
         )
     t = target._host().reshape(-1)
-    bad = (t < 0) | (t >= input.shape[-1])
+    bad = ((t < 0) | (t >= input.shape[-1])) & (t != ignore_index)
     if bad.any():
         raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
     return t
 
 
-def _grad_scale(g, n: int, reduction: str, ndim: int):
-    """The incoming gradient per sample (a Tensor or an array), as a column to broadcast over classes."""
-    if reduction == "none":
-        return g.reshape(-1, 1) if ndim == 2 else g
-    return g / n if reduction == "mean" else g
+class _Targets:
+    """Class-index targets with their per-sample weights: ``weight[target]``, 0 where ``target == ignore_index``.
+
+    torch's weighted mean divides by the sum of these weights (the number of counted samples when unweighted).
+    """
+
+    def __init__(self, target: np.ndarray, weight: Tensor | None, ignore_index: int, dtype: np.dtype) -> None:
+        counted = target != ignore_index
+        self.index = np.where(counted, target, 0)
+        self.rows = np.arange(len(target))
+        w = np.ones(len(target), dtype) if weight is None else weight._host().astype(dtype)[self.index]
+        self.weight = (w * counted).astype(dtype)
+
+    def onehot(self, num_classes: int, dtype: np.dtype) -> np.ndarray:
+        out = np.zeros((len(self.index), num_classes), dtype)
+        out[self.rows, self.index] = 1
+        return out
+
+    def reduce(self, loss: np.ndarray, reduction: str, ndim: int) -> np.ndarray:
+        loss = loss * self.weight
+        if reduction == "mean":
+            return np.asarray(loss.sum() / self.weight.sum(), loss.dtype)
+        if reduction == "sum":
+            return np.asarray(loss.sum(), loss.dtype)
+        return loss if ndim == 2 else loss.reshape(())
+
+    def grad_scale(self, g, reduction: str, ndim: int):
+        """The incoming gradient per sample times its weight (an array or a Tensor, like ``g``), as a column."""
+        w = self.weight if reduction != "mean" else self.weight / self.weight.sum()
+        if not isinstance(g, np.ndarray):
+            w = Tensor._make(w).to(g.device)
+        if reduction == "none" and ndim == 2:
+            g = g.reshape(-1)
+        return (g * w).reshape(-1, 1)
 
 
 class _CrossEntropy(Function):
@@ -133,76 +154,77 @@ class _CrossEntropy(Function):
     node_name = "NllLossBackward0"
 
     @staticmethod
-    def forward(ctx, x: Tensor, target: np.ndarray, reduction: str) -> Tensor:
+    def forward(ctx, x: Tensor, targets: _Targets, reduction: str) -> Tensor:
         data = x._data.reshape(-1, x._data.shape[-1])
         shifted = data - data.max(axis=1, keepdims=True)
         exp = np.exp(shifted)
         sums = exp.sum(axis=1, keepdims=True)
-        rows = np.arange(len(target))
-        loss = np.log(sums[:, 0]) - shifted[rows, target]
+        loss = np.log(sums[:, 0]) - shifted[targets.rows, targets.index]
         ctx.probs = exp / sums
-        ctx.target, ctx.reduction = target, reduction
+        ctx.targets, ctx.reduction = targets, reduction
         ctx.save_for_backward(x)
-        return Tensor._make(_reduce(loss if x.dim() == 2 else loss.reshape(()), reduction))
+        return Tensor._make(targets.reduce(loss, reduction, x.dim()))
 
     @staticmethod
     def backward(ctx, g: Tensor):
         (x,) = ctx.saved_tensors
-        n = len(ctx.target)
-        onehot = np.zeros_like(ctx.probs)
-        onehot[np.arange(n), ctx.target] = 1
+        targets = ctx.targets
+        onehot = targets.onehot(x.shape[-1], ctx.probs.dtype)
         if state.enabled:  # create_graph: recompute softmax with tensor ops so its own gradient exists
-            diff = ops.softmax(x, -1) - Tensor._make(onehot.reshape(x.shape))
-            return diff * _grad_scale(g, n, ctx.reduction, x.dim()), None, None
-        scale = _grad_scale(g._data, n, ctx.reduction, x.dim())
-        return Tensor._make(((ctx.probs - onehot) * scale).reshape(x._data.shape).astype(x._data.dtype)), None, None
+            diff = ops.softmax(x.reshape(-1, x.shape[-1]), -1) - Tensor._make(onehot)
+            return (diff * targets.grad_scale(g, ctx.reduction, x.dim())).reshape(x.shape), None, None
+        grad = (ctx.probs - onehot) * targets.grad_scale(g._data, ctx.reduction, x.dim())
+        return Tensor._make(grad.reshape(x._data.shape).astype(x._data.dtype, copy=False)), None, None
 
 
 class _NllLoss(Function):
-    """``-input[i, target[i]]``, reduced; its gradient scatters ``-g`` to the target positions."""
+    """``-input[i, target[i]]``, weighted and reduced; its gradient scatters ``-g`` to the target positions."""
 
     node_name = "NllLossBackward0"
 
     @staticmethod
-    def forward(ctx, x: Tensor, target: np.ndarray, reduction: str) -> Tensor:
+    def forward(ctx, x: Tensor, targets: _Targets, reduction: str) -> Tensor:
         data = x._host().reshape(-1, x.shape[-1])
-        loss = -data[np.arange(len(target)), target]
-        ctx.target, ctx.reduction, ctx.shape = target, reduction, x.shape
-        out = Tensor._make(_reduce(loss if x.dim() == 2 else loss.reshape(()), reduction))
+        loss = -data[targets.rows, targets.index]
+        ctx.targets, ctx.reduction, ctx.shape = targets, reduction, x.shape
+        out = Tensor._make(targets.reduce(loss, reduction, x.dim()))
         return out.to(x.device) if x.is_cuda else out
 
     @staticmethod
     def backward(ctx, g: Tensor):
-        n = len(ctx.target)
-        onehot = np.zeros((n, ctx.shape[-1]), g._data.dtype)
-        onehot[np.arange(n), ctx.target] = -1
-        onehot = Tensor._make(onehot.reshape(ctx.shape)).to(g.device)
-        return onehot * _grad_scale(g, n, ctx.reduction, len(ctx.shape)), None, None
+        targets = ctx.targets
+        onehot = Tensor._make(-targets.onehot(ctx.shape[-1], g._data.dtype)).to(g.device)
+        return (onehot * targets.grad_scale(g, ctx.reduction, len(ctx.shape))).reshape(ctx.shape), None, None
 
 
-def _loss_input(input: Tensor, target: Tensor, reduction: str):
+def _targets(input: Tensor, target: Tensor, weight, ignore_index: int, reduction: str) -> _Targets:
     _check_reduction(reduction)
-    return _check_target(input, target)
+    t = _check_target(input, target, ignore_index)
+    if weight is not None and tuple(weight.shape) != (input.shape[-1],):
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {input.shape[-1]} classes or no classes but got weight "
+            f"tensor of shape: [{', '.join(map(str, weight.shape))}]"
+        )
+    return _Targets(t, weight, ignore_index, np.dtype(input.dtype.numpy))
 
 
-def cross_entropy(input: Tensor, target: Tensor, weight=None, size_average=None, ignore_index: int = -100,
-                  reduce=None, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
-    """Mean (or sum, or per-sample) negative log-likelihood of the target classes under softmax(input)."""
-    if weight is not None or label_smoothing != 0.0:
-        raise NotImplementedError("numbagrad's cross_entropy supports class-index targets without weight/smoothing")
-    t = _loss_input(input, target, reduction)
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
+    """Negative log-likelihood of the target classes under ``softmax(input)``, weighted per class, samples with
+    ``target == ignore_index`` left out, reduced by ``reduction``."""
+    if label_smoothing != 0.0:
+        raise NotImplementedError("numbagrad's cross_entropy does not support label_smoothing")
+    targets = _targets(input, target, weight, ignore_index, reduction)
     if not isinstance(input._data, np.ndarray):
-        return nll_loss(log_softmax(input, -1), target, reduction=reduction)
-    return _CrossEntropy.apply(input, t, reduction)
+        return _NllLoss.apply(log_softmax(input, -1), targets, reduction)
+    return _CrossEntropy.apply(input, targets, reduction)
 
 
-def nll_loss(input: Tensor, target: Tensor, weight=None, size_average=None, ignore_index: int = -100,
-             reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
     """Negative log-likelihood given log-probabilities ``input`` and class-index ``target``."""
-    if weight is not None:
-        raise NotImplementedError("numbagrad's nll_loss does not support class weights")
-    t = _loss_input(input, target, reduction)
-    return _NllLoss.apply(input, t, reduction)
+    return _NllLoss.apply(input, _targets(input, target, weight, ignore_index, reduction), reduction)
 
 
 class _MseLoss(Function):

@@ -158,6 +158,14 @@ def _assign(target: np.ndarray, index, value) -> None:
     except ValueError:
         got = list(np.shape(value))
         want = list(np.shape(target[index]))
+        lead = len(want) - len(got)
+        clash = [k for k, s in enumerate(got) if lead >= 0 and s not in (1, want[k + lead])]
+        if clash and not _is_advanced(index):  # torch expands the value onto a view: expand's message
+            k = clash[-1]
+            raise RuntimeError(
+                f"The expanded size of the tensor ({want[k + lead]}) must match the existing size ({got[k]}) at "
+                f"non-singleton dimension {k + lead}.  Target sizes: {want}.  Tensor sizes: {got}"
+            ) from None
         raise RuntimeError(
             f"shape mismatch: value tensor of shape {got} cannot be broadcast to indexing result of shape {want}"
         ) from None

@@ -12,7 +12,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.grad_mode import state
 from ..scalar_math import ROWS
-from ._common import as_operand, backend_of, check_same_device, float_dtype, result_type
+from ._common import as_operand, backend_of, broadcast_shapes, check_same_device, float_dtype, result_type
 
 
 def check_inplace(t: Tensor) -> None:
@@ -108,8 +108,10 @@ def copy_(t: Tensor, src) -> Tensor:
     from .indexing import setitem
 
     src = as_operand(src)
-    if isinstance(src, Tensor) and src.is_cuda != t.is_cuda:
-        src = src.to(t.device)
+    if isinstance(src, Tensor):
+        broadcast_shapes(t.shape, src.shape)  # torch's message for sources that cannot broadcast
+        if src.is_cuda != t.is_cuda:
+            src = src.to(t.device)
     setitem(t, Ellipsis, src)
     return t
 

@@ -3,7 +3,9 @@
 Each update is written once, for one element (``_sgd_element``, ``_adam_element``, following torch's
 ``_single_tensor_sgd`` / ``_single_tensor_adam`` operation by operation so results agree to rounding), and driven by
 a serial loop or a ``prange`` loop chosen by size. Arrays arrive flat and contiguous; scalars arrive in the
-parameter's dtype, so float32 parameters update in float32 as torch's do. Imported lazily (it starts Numba).
+parameter's dtype (constants like ``1 - beta1`` are computed in Python first: an integer literal in the loop would
+promote float32 to float64), so float32 parameters update in float32 as torch's do, and ``error_model="numpy"``
+drops the division-by-zero checks that would stop the loops from vectorising. Imported lazily (it starts Numba).
 """
 
 from __future__ import annotations
@@ -16,19 +18,19 @@ from numba import njit, prange
 from ..backend.cpu import PARALLEL_THRESHOLD
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _sgd_element(p, g, buf, hyper, nesterov, maximize, first):
-    lr, momentum, dampening, weight_decay = hyper
+    lr, momentum, one_minus_dampening, weight_decay = hyper
     d = -g if maximize else g
     if weight_decay != 0:
         d = d + weight_decay * p
     if momentum != 0:
-        buf = d if first else buf * momentum + (1 - dampening) * d
+        buf = d if first else buf * momentum + one_minus_dampening * d
         d = d + momentum * buf if nesterov else buf
     return p - lr * d, buf
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _sgd_serial(p, g, buf, hyper, nesterov, maximize, first):
     for i in range(p.shape[0]):
         p[i], new_buf = _sgd_element(p[i], g[i], buf[i], hyper, nesterov, maximize, first)
@@ -36,7 +38,7 @@ def _sgd_serial(p, g, buf, hyper, nesterov, maximize, first):
             buf[i] = new_buf
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def _sgd_parallel(p, g, buf, hyper, nesterov, maximize, first):
     for i in prange(p.shape[0]):
         p[i], new_buf = _sgd_element(p[i], g[i], buf[i], hyper, nesterov, maximize, first)
@@ -44,7 +46,7 @@ def _sgd_parallel(p, g, buf, hyper, nesterov, maximize, first):
             buf[i] = new_buf
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _adam_element(p, g, m, v, vmax, hyper, amsgrad, maximize):
     step_size, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay, bias_correction2_sqrt = hyper
     d = -g if maximize else g
@@ -60,7 +62,7 @@ def _adam_element(p, g, m, v, vmax, hyper, amsgrad, maximize):
     return p - step_size * (m / denom), m, v, vmax
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _adam_serial(p, g, m, v, vmax, hyper, amsgrad, maximize):
     for i in range(p.shape[0]):
         p[i], m[i], new_v, new_vmax = _adam_element(p[i], g[i], m[i], v[i], vmax[i], hyper, amsgrad, maximize)
@@ -69,7 +71,7 @@ def _adam_serial(p, g, m, v, vmax, hyper, amsgrad, maximize):
         v[i] = new_v
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True, error_model="numpy")
 def _adam_parallel(p, g, m, v, vmax, hyper, amsgrad, maximize):
     for i in prange(p.shape[0]):
         p[i], m[i], new_v, new_vmax = _adam_element(p[i], g[i], m[i], v[i], vmax[i], hyper, amsgrad, maximize)
@@ -82,7 +84,7 @@ def sgd_step(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximiz
     """Update flat ``p`` and ``buf`` (the momentum buffer; pass ``p`` itself when momentum is 0) in place."""
     kernel = _sgd_parallel if p.shape[0] >= PARALLEL_THRESHOLD else _sgd_serial
     s = p.dtype.type
-    kernel(p, g, buf, (s(lr), s(momentum), s(dampening), s(weight_decay)), nesterov, maximize, first)
+    kernel(p, g, buf, (s(lr), s(momentum), s(1 - dampening), s(weight_decay)), nesterov, maximize, first)
 
 
 def adam_step(p, g, m, v, vmax, step_size, beta1, beta2, eps, weight_decay, bias_correction2_sqrt, amsgrad, maximize):
