@@ -20,6 +20,9 @@ import numpy as np
 
 import numbagrad as ng
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_training  # noqa: E402 - the training-step benchmark lives beside this script
+
 try:
     import torch
 except ImportError:  # the torch columns are skipped
@@ -125,6 +128,12 @@ def rows(quick: bool):
         for backward in (False, True):
             label = f"(b) relu(x*w+b) {'fwd+bwd' if backward else 'fwd'}, n={n:.0e} f32"
             yield label, relu_affine(ng, n, backward), torch and relu_affine(torch, n, backward), None
+    yield (
+        "(e) training step 784-128-10 MLP, batch 64, SGD",
+        bench_training.make_step(ng),
+        torch and bench_training.make_step(torch),
+        None,
+    )
     yield (
         "(c) apply_(v*2+1), n=1e5 f64 [numpy: a[...] = f(a)]",
         apply_double_plus_one(ng, 100_000),
