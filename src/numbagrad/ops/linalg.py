@@ -28,13 +28,17 @@ def _name(t: Tensor) -> str:
     return {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "bool": "bool"}[t.dtype.name]
 
 
-class Mm(Function):
-    node_name = "MmBackward0"
+class _Product(Function):
+    """Shared forward of the matrix products: save both operands, multiply on the backend."""
 
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
         return _matmul_data(a, b)
+
+
+class Mm(_Product):
+    node_name = "MmBackward0"
 
     @staticmethod
     def backward(ctx, g):
@@ -44,13 +48,8 @@ class Mm(Function):
         return ga, gb
 
 
-class Mv(Function):
+class Mv(_Product):
     node_name = "MvBackward0"
-
-    @staticmethod
-    def forward(ctx, a, v):
-        ctx.save_for_backward(a, v)
-        return _matmul_data(a, v)
 
     @staticmethod
     def backward(ctx, g):
@@ -60,13 +59,8 @@ class Mv(Function):
         return ga, gv
 
 
-class Dot(Function):
+class Dot(_Product):
     node_name = "DotBackward0"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return _matmul_data(a, b)
 
     @staticmethod
     def backward(ctx, g):
@@ -74,15 +68,10 @@ class Dot(Function):
         return (g * b if ctx.needs_input_grad[0] else None), (g * a if ctx.needs_input_grad[1] else None)
 
 
-class BatchedMatmul(Function):
+class BatchedMatmul(_Product):
     """matmul with a batch dimension (either side), broadcasting batch dims as numpy does."""
 
     node_name = "UnsafeViewBackward0"
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return _matmul_data(a, b)
 
     @staticmethod
     def backward(ctx, g):
