@@ -7,7 +7,6 @@ stays below the ops in the import graph. Every op is an ``autograd.Function``; s
 from __future__ import annotations
 
 import warnings
-import weakref
 
 import numpy as np
 
@@ -45,12 +44,12 @@ class RemovableHandle:
     _next_id = 0
 
     def __init__(self, hooks: dict) -> None:
-        self._hooks_ref = weakref.ref(hooks) if not isinstance(hooks, dict) else hooks
+        self._hooks = hooks
         RemovableHandle._next_id += 1
         self.id = RemovableHandle._next_id
 
     def remove(self) -> None:
-        self._hooks_ref.pop(self.id, None)
+        self._hooks.pop(self.id, None)
 
     def __enter__(self):
         return self

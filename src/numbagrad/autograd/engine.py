@@ -73,8 +73,13 @@ def backward(
     captured = run_backward(tensors, grads, retain_graph, create_graph, inputs, accumulate=True)
     for t, g in zip(inputs or (), captured):
         if t.grad_fn is not None and g is not None:  # a non-leaf in ``inputs`` gets its .grad, as in torch
-            g = g if create_graph else g.detach()
-            t._grad = _tensor._ops.clone(g) if t._grad is None else t._grad + g
+            _store_non_leaf_grad(t, g, create_graph)
+
+
+def _store_non_leaf_grad(t: Tensor, g: Tensor, create_graph: bool) -> None:
+    """``.grad`` of a non-leaf (retain_grad, or named in ``inputs=``): a copy first, then sums."""
+    g = g if create_graph else g.detach()
+    t._grad = _tensor._ops.clone(g) if t._grad is None else t._grad + g
 
 
 def grad(
@@ -222,8 +227,7 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
                 for nr, ref in node._retained.items():
                     t = ref()
                     if t is not None and grads_in[nr] is not None:
-                        g = grads_in[nr] if create_graph else grads_in[nr].detach()
-                        t._grad = _tensor._ops.clone(g) if t._grad is None else t._grad + g
+                        _store_non_leaf_grad(t, grads_in[nr], create_graph)
             pre = node.__dict__.get("_pre_hooks")
             if pre:
                 for hook in list(pre.values()):
