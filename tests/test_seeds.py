@@ -1,10 +1,13 @@
 """The seed documents' example programs (``/work/shared/seeds``) run under numbagrad and print what they show.
 
-Each program is saved in ``tests/seeds/<name>.py`` exactly as in its document except for the first line,
+Each program is saved in ``examples/seeds/<name>.py`` exactly as in its document except for the first line,
 ``import numbagrad as torch``; ``<name>.out`` holds the printed output and ``<name>.err`` the last line of an
-expected traceback. The Chinese document's code was collapsed onto single lines: it was re-indented faithfully,
-and its collapsed outputs restored to torch's layout (checked against PyTorch 2.13). The Russian documents lost
-torch's column padding (``tensor([7., 9., 11.])``): the ``.out`` files have it (``tensor([ 7.,  9., 11.])``).
+expected traceback. They are the examples users run (``python examples/seeds/<name>.py`` from the repository
+root), and they run here the same way: from the repository root, by that relative path.
+
+The Chinese document's code was collapsed onto single lines: it was re-indented faithfully, and its collapsed
+outputs restored to torch's layout (checked against PyTorch 2.13). The Russian documents lost torch's column
+padding (``tensor([7., 9., 11.])``): the ``.out`` files have it (``tensor([ 7.,  9., 11.])``).
 
 Deliberate differences from the documents:
 - ``torch.Size([1, 3])`` prints as ``numbagrad.Size([1, 3])``: numbagrad names itself (SPEC §1).
@@ -37,7 +40,9 @@ import pytest
 
 import numbagrad
 
-SEEDS = Path(__file__).parent / "seeds"
+ROOT = Path(__file__).parent.parent
+EXAMPLES = ROOT / "examples"
+SEEDS = EXAMPLES / "seeds"
 NAMES = sorted(p.stem for p in SEEDS.glob("*.py"))
 RANDOM = {"custom_relu", "tensor_apply_add", "vjp_cube", "backward_norm"}
 NEEDS_NN = {"backward_custom_linear", "modulelist_apply_init_weights"}
@@ -78,13 +83,18 @@ print(json.dumps(results))
 """
 
 
+def _as_typed(name: str) -> str:
+    """The seed's path as a user types it from the repository root."""
+    return str((SEEDS / f"{name}.py").relative_to(ROOT))
+
+
 def _run_alone(name: str) -> subprocess.CompletedProcess:
     """A seed in its own interpreter: for expected tracebacks (as Python itself prints them) and the CUDA one."""
     env = dict(os.environ)
     if name in NEEDS_CUDA:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     return subprocess.run(
-        [sys.executable, str(SEEDS / f"{name}.py")], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, _as_typed(name)], cwd=ROOT, capture_output=True, text=True, env=env, timeout=120
     )
 
 
@@ -95,8 +105,10 @@ def _runs_alone(name: str) -> bool:
 @functools.cache
 def _shared_run() -> dict:
     """{name: (succeeded, stdout, stderr)} for every seed that does not run alone."""
-    paths = [str(SEEDS / f"{n}.py") for n in NAMES if not _runs_alone(n)]
-    proc = subprocess.run([sys.executable, "-c", _RUNNER, *paths], capture_output=True, text=True, timeout=300)
+    paths = [_as_typed(n) for n in NAMES if not _runs_alone(n)]
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUNNER, *paths], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     return {Path(p).stem: tuple(r) for p, r in json.loads(proc.stdout.splitlines()[-1]).items()}
 
@@ -134,6 +146,12 @@ def test_seed_prints_the_documented_output(name):
 def test_every_seed_has_its_expected_output():
     for name in NAMES:
         assert (SEEDS / f"{name}.out").exists() or (SEEDS / f"{name}.err").exists(), name
+
+
+def test_every_example_is_a_seed_checked_here():
+    """An example outside ``examples/seeds/`` would run nowhere: put it there with its ``.out`` (or test it)."""
+    assert len(NAMES) >= 24
+    assert sorted(EXAMPLES.rglob("*.py")) == sorted(SEEDS.glob("*.py"))
 
 
 def _run_here(name: str) -> tuple[dict, str]:
