@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _tensor
 from .._tensor import Tensor
-from .function import AccumulateGrad, accumulator_of
+from .function import AccumulateGrad, accumulator_of, engine_owns
 from .grad_mode import state
 
 
@@ -245,7 +245,9 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
                     for _, k in target_slots[node]:
                         captured[k] = g
                 if g is not None and accumulate and (targets is None or node in target_slots):
-                    node.accumulate(g, create_graph)
+                    owned = engine_owns(g)  # before the call below puts g on the stack once more
+                    node.accumulate(g, create_graph, owned)
+                g = None  # (see engine_owns: no stale reference may outlive this step)
                 continue
 
             if node in target_slots:
@@ -253,6 +255,7 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
                     captured[k] = grads_in[nr]
             run = needed is None or any(n in needed for n, _ in node.next_functions if n is not None)
             if run and any(g is not None for g in grads_in):
+                node._grads_owned = tuple(engine_owns(grads_in[i]) for i in range(len(grads_in)))
                 try:
                     grads_out = node._apply(grads_in)
                     if state.anomaly and state.anomaly_check_nan:
@@ -272,6 +275,7 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
                         r = hook(tuple(grads_out), tuple(grads_in))
                         if r is not None:
                             grads_out = list(r)
+                node._grads_owned = ()
                 if not retain_graph:
                     node._release()
             else:  # not run (not needed for ``inputs``, or no gradient reached it): keeps its saved tensors

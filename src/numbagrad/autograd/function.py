@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _tensor
 from .._tensor import Tensor
+from .._types import shape_str
 from .grad_mode import no_grad, state
 
 ERR_BACKWARD_TWICE = (
@@ -31,18 +32,6 @@ ERR_BACKWARD_TWICE = (
 
 _sequence = itertools.count()
 
-_TYPE_NAMES = {
-    "float32": "FloatTensor",
-    "float64": "DoubleTensor",
-    "int64": "LongTensor",
-    "int32": "IntTensor",
-    "bool": "BoolTensor",
-}
-
-
-def _shape_str(shape) -> str:
-    return "[" + ", ".join(str(s) for s in shape) + "]"
-
 
 class Node:
     """A node of the backward graph. ``next_functions`` holds one ``(node, output_nr)`` edge per input."""
@@ -53,6 +42,7 @@ class Node:
     _tensor_hooks: dict | None = None  # output_nr -> {handle id: hook}: tensor.register_hook on non-leaves
     _retained: dict | None = None  # output_nr -> weakref of a tensor that called retain_grad()
     _traceback: str | None = None  # forward stack, kept in anomaly mode
+    _grads_owned: tuple = ()  # per output, while backward runs: may the gradient's buffer be reused?
 
     def name(self) -> str:
         return type(self).__name__
@@ -107,14 +97,16 @@ class AccumulateGrad(Node):
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
-    def accumulate(self, grad: Tensor, create_graph: bool) -> None:
+    def accumulate(self, grad: Tensor, create_graph: bool, owned: bool = False) -> None:
+        """Add ``grad`` into the leaf's ``.grad``; ``owned`` (see ``engine_owns``) lets the first one be kept
+        without a copy."""
         from ..backend import backend_for
 
         t = self.variable
         if t._grad is None:
             if create_graph:
                 t._grad = _CopyGrad.apply(grad)  # torch: a differentiable copy, grad_fn=<CopyBackwards>
-            elif _sole_owner(grad):
+            elif owned:
                 t._grad = Tensor._make(grad._data)  # take the storage, as torch does: no copy
             else:
                 t._grad = Tensor._make(backend_for(grad._data).copy(grad._data))
@@ -124,15 +116,21 @@ class AccumulateGrad(Node):
             backend_for(t._grad._data).accumulate_(t._grad._data, grad._data)
 
 
-#: References to a gradient tensor that only the engine holds, as counted inside ``_sole_owner``: the engine's
-#: local, ``accumulate``'s argument, ``_sole_owner``'s argument and ``getrefcount``'s own (CPython).
-_ENGINE_REFS = 4
+#: References to a gradient that only the engine holds, counted inside ``engine_owns``: the one place the engine
+#: keeps it (a buffer slot or a local), ``engine_owns``'s argument, and ``getrefcount``'s own (CPython).
+_ENGINE_REFS = 3
 
 
-def _sole_owner(grad: Tensor) -> bool:
-    """True when nothing outside the engine can see ``grad`` or its storage, so a leaf may keep the storage as its
-    ``.grad`` instead of a copy. A gradient that another node, a hook, the user (a ``backward(gradient)``
-    argument) or a view still holds has more references and is copied."""
+def engine_owns(grad: Tensor | None) -> bool:
+    """True when nothing outside the engine can see ``grad`` or its storage: then its buffer may be reused (a
+    leaf keeps it as ``.grad``, an elementwise backward writes its result into it) instead of allocating.
+
+    A gradient held anywhere else (another node's buffer, a hook, the user's ``backward(gradient)`` argument,
+    ``autograd.grad``'s results, a view of it) has more references and is left alone. The engine calls this
+    with the gradient in exactly one place of its own, right before handing it on.
+    """
+    if grad is None:
+        return False
     data = grad._data
     return (
         isinstance(data, np.ndarray)
@@ -140,7 +138,7 @@ def _sole_owner(grad: Tensor) -> bool:
         and data.flags.writeable
         and data.flags.c_contiguous
         and grad.grad_fn is None
-        and sys.getrefcount(data) == 2
+        and sys.getrefcount(data) <= 3  # the tensor's slot, the local ``data``, getrefcount's argument
         and sys.getrefcount(grad) <= _ENGINE_REFS
     )
 
@@ -199,7 +197,7 @@ class SavedTensor:
             )
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[numbagrad.{_TYPE_NAMES[t.dtype.name]} {_shape_str(t.shape)}]{which} is at version "
+                f"[numbagrad.{t.dtype.scalar_name}Tensor {shape_str(t.shape)}]{which} is at version "
                 f"{t._version_counter.value}; expected version {self.version} instead. {hint}"
             )
         if not self.is_output:
@@ -284,8 +282,8 @@ class BackwardCFunction(Node, FunctionCtx):
     def _apply(self, grads: list) -> list:
         """Run the user's backward on one gradient per output; return one checked gradient per input."""
         if self.materialize_grads:
-            for i, g in enumerate(grads):
-                if g is None and self._output_meta[i] is not None:
+            for i in range(len(grads)):  # (no loop variable bound to a gradient: see engine_owns)
+                if grads[i] is None and self._output_meta[i] is not None:
                     grads[i] = _tensor._ops.zeros_like_meta(*self._output_meta[i])
         cls = self._forward_cls
         result = cls._backward_fn()(self, *grads)
@@ -333,7 +331,7 @@ def validate_grad(node: Node, i: int, grad: Tensor, meta) -> Tensor:
         if not expandable:
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid gradient at index {i} - got "
-                f"{_shape_str(grad._data.shape)} but expected shape compatible with {_shape_str(shape)}"
+                f"{shape_str(grad._data.shape)} but expected shape compatible with {shape_str(shape)}"
             )
         grad = _tensor._ops.sum_to_shape(grad, shape)
     if grad._data.dtype != dtype:

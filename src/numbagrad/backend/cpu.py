@@ -67,14 +67,18 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out: np.
     return out
 
 
-def elementwise_grad(row: Row, i: int, g: np.ndarray, out, inputs: list, params: tuple, dtype: np.dtype):
+def elementwise_grad(
+    row: Row, i: int, g: np.ndarray, out, inputs: list, params: tuple, dtype: np.dtype, *, result=None
+):
     """Gradient of one row with respect to input ``i``, in the output's (broadcast) shape.
 
-    ``out`` and unused inputs may be ``0`` placeholders: the kernel then takes them as scalars.
+    ``out`` and unused inputs may be ``0`` placeholders: the kernel then takes them as scalars. ``result``, when
+    given, is a contiguous buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g`` itself: each
+    element is read before it is written).
     """
     shape = g.shape
     size = g.size
-    res = np.empty(shape, dtype)
+    res = np.empty(shape, dtype) if result is None else result
     flat, pattern = [], ""
     for value in (g, out, *inputs):
         v, kind = _operand(value, shape, size, dtype)

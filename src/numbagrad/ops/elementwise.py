@@ -73,9 +73,11 @@ class Elementwise(Function):
         n = row.arity
         values = [saved[j] if saved[j] is not None else ctx.scalars[j] for j in range(n)]
         out = saved[n]
+        needed = ctx.needs_input_grad
+        reuse = _reusable_input(cls, needed, ctx._grads_owned, g) if not state.enabled else None
         grads = []
         for i in range(n):
-            if not ctx.needs_input_grad[i]:
+            if not needed[i]:
                 grads.append(None)
             elif cls._passthrough[i]:
                 grads.append(g)
@@ -85,10 +87,31 @@ class Elementwise(Function):
                 operands = [v._data if isinstance(v, Tensor) else (0 if v is None else v) for v in values]
                 backend = backend_of(not isinstance(g._data, np.ndarray))
                 data = backend.elementwise_grad(
-                    row, i, g._data, 0 if out is None else out._data, operands, ctx.params, g._data.dtype
+                    row,
+                    i,
+                    g._data,
+                    0 if out is None else out._data,
+                    operands,
+                    ctx.params,
+                    g._data.dtype,
+                    **({"result": g._data} if i == reuse else {}),
                 )
                 grads.append(Tensor._make(data))
         return (*grads, *([None] * len(ctx.params)))
+
+
+def _reusable_input(cls, needed: tuple, owned: tuple, g: Tensor) -> int | None:
+    """The input whose gradient may be written into ``g``'s own buffer (no allocation): the last one computed by
+    a kernel, when the engine owns ``g`` and no gradient returns ``g`` itself."""
+    if not (owned and owned[0]):
+        return None
+    last = None
+    for i, need in enumerate(needed[: cls.row.arity]):
+        if need:
+            if cls._passthrough[i]:
+                return None
+            last = i
+    return last
 
 
 def _tensor_math() -> types.SimpleNamespace:

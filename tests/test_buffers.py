@@ -1,0 +1,99 @@
+"""Gradient buffers are reused only when nothing else can see them (``autograd.function.engine_owns``).
+
+Reuse saves allocations (a leaf keeps its first gradient as ``.grad``; an elementwise backward writes into the
+incoming gradient's buffer), and must never change a value that someone else holds.
+"""
+
+import numpy as np
+import pytest
+
+import numbagrad
+from numbagrad.backend import cpu
+
+
+@pytest.fixture
+def grad_kernel_calls(monkeypatch):
+    """Record, per elementwise gradient kernel call, whether it wrote into the incoming gradient's buffer."""
+    calls = []
+    original = cpu.elementwise_grad
+
+    def spy(row, i, g, *args, result=None, **kwargs):
+        calls.append((row.name, i, result is g))
+        return original(row, i, g, *args, result=result, **kwargs)
+
+    monkeypatch.setattr(cpu, "elementwise_grad", spy)
+    return calls
+
+
+def leaves(*values):
+    return [numbagrad.tensor(v, dtype=numbagrad.float64, requires_grad=True) for v in values]
+
+
+def test_backward_writes_its_last_gradient_into_an_engine_owned_buffer(grad_kernel_calls):
+    x, w, b = leaves([1.0, -2.0, 3.0], [2.0, 2.0, 2.0], [0.5, 0.5, 0.5])
+    (x * w + b).relu().sum().backward()
+    # relu's incoming gradient is sum's broadcast view (read-only): not reused; mul's is relu's fresh result
+    assert grad_kernel_calls == [("relu", 0, False), ("mul", 0, False), ("mul", 1, True)]
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 0.0, 3.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 0.0, 1.0])
+
+
+def test_user_gradient_is_never_overwritten(grad_kernel_calls):
+    x, w = leaves([1.0, 2.0], [3.0, 4.0])
+    gradient = numbagrad.tensor([1.0, 10.0], dtype=numbagrad.float64)
+    (x * w).backward(gradient)
+    assert all(not reused for *_, reused in grad_kernel_calls)
+    np.testing.assert_array_equal(gradient.numpy(), [1.0, 10.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 40.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 20.0])
+
+
+def test_a_gradient_kept_by_a_hook_is_not_overwritten():
+    x, w = leaves([1.0, 2.0], [3.0, 4.0])
+    y = (x * 2.0).exp()
+    seen = []
+    y.register_hook(lambda g: seen.append(g))
+    (y * w).sum().backward()
+    np.testing.assert_array_equal(seen[0].numpy(), [3.0, 4.0])  # d(sum(y*w))/dy = w
+
+
+def test_retained_and_captured_gradients_keep_their_values():
+    x, w = leaves([1.0, 2.0], [3.0, 4.0])
+    y = (x * 2.0).exp()
+    y.retain_grad()
+    z = (y * w).tanh()
+    gy, gx = numbagrad.autograd.grad(z.sum(), [y, x], retain_graph=True)
+    dz = 1 - np.tanh(np.exp([2.0, 4.0]) * [3.0, 4.0]) ** 2
+    np.testing.assert_allclose(gy.numpy(), dz * [3.0, 4.0])
+    np.testing.assert_allclose(gx.numpy(), dz * [3.0, 4.0] * 2 * np.exp([2.0, 4.0]))
+    z.sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), dz * [3.0, 4.0])
+
+
+def test_a_gradient_shared_by_two_leaves_is_not_aliased():
+    a, b = leaves([1.0, 2.0], [5.0, 6.0])
+    (a * 3.0 + b).relu().sum().backward()  # add hands relu's gradient to both branches
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    b.grad.add_(100.0)
+    np.testing.assert_array_equal(a.grad.numpy(), [3.0, 3.0])
+
+
+def test_a_leaf_keeps_a_fresh_first_gradient_without_copying(monkeypatch):
+    copies = []
+    original = cpu.copy
+    monkeypatch.setattr(cpu, "copy", lambda a: copies.append(a) or original(a))
+    x, w = leaves([1.0, 2.0], [3.0, 4.0])
+    (x * w).relu().sum().backward()
+    assert copies == []  # mul produced fresh gradients that only the engine held
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 2.0])
+
+
+def test_accumulation_into_a_kept_gradient_leaves_other_tensors_alone():
+    x, w = leaves([1.0, 2.0], [3.0, 4.0])
+    (x * w).relu().sum().backward()
+    first = x.grad.numpy().copy()
+    (x * w).relu().sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * first)
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 4.0])
