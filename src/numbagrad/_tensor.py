@@ -312,14 +312,12 @@ class Tensor:
         """The storage itself on CPU (shared memory, like torch)."""
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        if not _is_cpu_array(self._data):
-            if not force:
-                raise TypeError(
-                    "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
-                    "host memory first."
-                )
-            return self._data.copy_to_host()
-        return self._data
+        if not force and not _is_cpu_array(self._data):
+            raise TypeError(
+                "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+                "memory first."
+            )
+        return self._host()
 
     def _host(self) -> np.ndarray:
         return self._data if _is_cpu_array(self._data) else self._data.copy_to_host()
@@ -412,13 +410,7 @@ class Tensor:
 
     def type(self, dtype=None):
         if dtype is None:
-            return {
-                "float32": "torch.FloatTensor",
-                "float64": "torch.DoubleTensor",
-                "int64": "torch.LongTensor",
-                "int32": "torch.IntTensor",
-                "bool": "torch.BoolTensor",
-            }[self.dtype.name]
+            return f"torch.{self.dtype.scalar_name}Tensor"
         return self.to(dtype)
 
     def float(self) -> Tensor:
@@ -659,10 +651,10 @@ class Tensor:
         return _ops.std(self, dim, unbiased, keepdim, correction=correction)
 
     def softmax(self, dim, dtype=None):
-        return _ops.softmax(self, dim)
+        return _ops.softmax(self, dim, dtype)
 
     def log_softmax(self, dim, dtype=None):
-        return _ops.log_softmax(self, dim)
+        return _ops.log_softmax(self, dim, dtype)
 
     def mm(self, other):
         return _ops.mm(self, other)

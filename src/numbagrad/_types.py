@@ -8,10 +8,11 @@ import numpy as np
 class dtype:  # noqa: N801 - torch spells it lowercase
     """A tensor element type; wraps the numpy dtype that stores it."""
 
-    __slots__ = ("name", "numpy", "is_floating_point", "is_signed", "itemsize")
+    __slots__ = ("name", "scalar_name", "numpy", "is_floating_point", "is_signed", "itemsize")
 
-    def __init__(self, name: str, numpy_type: type) -> None:
+    def __init__(self, name: str, scalar_name: str, numpy_type: type) -> None:
         self.name = name
+        self.scalar_name = scalar_name  # torch's ScalarType name, as its messages spell it ("Float", "Long")
         self.numpy = np.dtype(numpy_type)
         self.is_floating_point = self.numpy.kind == "f"
         self.is_signed = self.numpy.kind in "fi"
@@ -24,11 +25,11 @@ class dtype:  # noqa: N801 - torch spells it lowercase
         return (_dtype_by_name, (self.name,))
 
 
-float32 = dtype("float32", np.float32)
-float64 = dtype("float64", np.float64)
-int64 = dtype("int64", np.int64)
-int32 = dtype("int32", np.int32)
-bool_ = dtype("bool", np.bool_)
+float32 = dtype("float32", "Float", np.float32)
+float64 = dtype("float64", "Double", np.float64)
+int64 = dtype("int64", "Long", np.int64)
+int32 = dtype("int32", "Int", np.int32)
+bool_ = dtype("bool", "Bool", np.bool_)
 
 ALL_DTYPES = (float32, float64, int64, int32, bool_)
 _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
@@ -128,6 +129,11 @@ def to_device(d) -> device:
     if d.type == "cuda" and d.index is None:
         return CUDA0
     return d
+
+
+def shape_str(shape) -> str:
+    """A shape as torch's messages write it: ``[2, 3]``."""
+    return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
 class Size(tuple):

@@ -4,7 +4,7 @@ Kernels are generated, never written per op: elementwise forward and backward ke
 rows as the CPU ones (``codegen.scalar_source`` copied into ``cuda.jit(device=True)`` functions, called from a
 grid-stride kernel written to the cache directory by ``codegen.load_module``). A few generic kernels are written
 here once: a strided N-d copy (``copy``, ``astype``, broadcasting, writes through views), a shared-memory tree
-reduction (``sum``/``prod``/``amax``/``amin`` with ``dim``), a tiled shared-memory ``matmul``, ``apply_`` and
+reduction (``sum``/``prod``/``amax``/``amin`` with ``dim``), a tiled shared-memory ``matmul``, ``apply_kernel`` and
 ``foreach`` (optimizer steps).
 
 Storage is a subclass of numba's device array (of the simulator's ``FakeCUDAArray`` under
@@ -17,9 +17,6 @@ Host round trips (documented where they happen): advanced (integer / boolean ten
 """
 
 from __future__ import annotations
-
-import warnings
-import weakref
 
 import numpy as np
 
@@ -675,45 +672,21 @@ def matmul(a, b):
 
 
 # --- apply_ and foreach: user functions compiled as device functions ----------------------------------------
-_apply_kernels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def apply_kernel(fn, dtype: np.dtype):
+    """A function running ``flat[i] = fn(flat[i])`` over a flat contiguous device array of ``dtype``, ``fn``
+    compiled as a CUDA device function now, so a callable numba.cuda cannot compile raises here (the simulator
+    runs kernels as Python and compiles nothing). ``ops.apply`` memoizes it and owns the Python fallback."""
+    kernel = _exec_kernel("def kernel(res):\n" + _grid_stride("res[i] = fn(res[i])"), fn=fn)
+    if not simulator():
+        from numba import from_dtype, types
 
+        kernel.compile((types.Array(from_dtype(dtype), 1, "C"),))
 
-def _make_apply_kernel(fn):
-    return _exec_kernel("def kernel(res):\n" + _grid_stride("res[i] = fn(res[i])"), fn=fn)
+    def run(flat) -> None:
+        blocks, threads = _grid(flat.size)
+        kernel[blocks, threads](flat)
 
-
-def apply_(data, fn) -> None:
-    """``data[i] = fn(data[i])`` in place, ``fn`` compiled as a CUDA device function. A callable numba.cuda
-    cannot compile runs on a host copy, element by element in Python, after one warning."""
-    if data.size == 0:
-        return
-    key = getattr(fn, "__func__", fn)
-    target = data if is_contiguous(data) else copy(data)
-    try:
-        kernel = _apply_kernels.get(key)
-        if kernel is None:
-            kernel = _make_apply_kernel(fn)
-        blocks, threads = _grid(target.size)
-        kernel[blocks, threads](_flat(target))
-        _apply_kernels[key] = kernel
-    except Exception as err:
-        from numba.core.errors import NumbaError
-
-        if not isinstance(err, (NumbaError, TypeError)):
-            raise
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        warnings.warn(
-            f"apply_: numba.cuda could not compile {getattr(fn, '__name__', fn)!r} ({reason}); running it element "
-            "by element in Python on a host copy instead, which is slow.",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        host = target.copy_to_host().reshape(-1)
-        for i in range(host.shape[0]):
-            host[i] = fn(host[i].item())
-        assign(target, to_device(host.reshape(target.shape)))
-    if target is not data:
-        assign(data, target)
+    return run
 
 
 _foreach_kernels: dict[tuple, object] = {}
@@ -738,7 +711,7 @@ def foreach(step, arrays: list, scalars: tuple = ()) -> None:
 
 __all__ = [
     "accumulate_",
-    "apply_",
+    "apply_kernel",
     "as_device_array",
     "assign",
     "available",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from .._tensor import Tensor
@@ -13,22 +13,30 @@ from .parameter import Parameter
 
 T = TypeVar("T", bound="Module")
 
-_TYPE_NAMES = {
-    "float32": "FloatTensor",
-    "float64": "DoubleTensor",
-    "int64": "LongTensor",
-    "int32": "IntTensor",
-    "bool": "BoolTensor",
-}
-
 
 def typename(obj) -> str:
     """torch.typename: ``numbagrad.FloatTensor`` for tensors, the qualified class name otherwise."""
     if isinstance(obj, Tensor) and not isinstance(obj, Parameter):
-        return "numbagrad." + _TYPE_NAMES[obj.dtype.name]
+        return f"numbagrad.{obj.dtype.scalar_name}Tensor"
     module = type(obj).__module__
     prefix = "" if module in ("builtins", "__main__") else module + "."
     return prefix + type(obj).__qualname__
+
+
+def zero_grads(params: Iterable[Tensor], set_to_none: bool = True) -> None:
+    """torch's ``zero_grad``: drop each ``.grad`` (the default), or zero it in place, detached."""
+    for p in params:
+        g = p._grad
+        if g is None:
+            continue
+        if set_to_none:
+            p._grad = None
+        else:
+            if g.grad_fn is not None:
+                g.detach_()
+            else:
+                g.requires_grad_(False)
+            g.zero_()
 
 
 def _addindent(s: str, num_spaces: int) -> str:
@@ -318,18 +326,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's ``.grad``: to ``None`` (the default), or to zeros in place."""
-        for p in self.parameters():
-            if p._grad is None:
-                continue
-            if set_to_none:
-                p._grad = None
-            else:
-                g = p._grad
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                g.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     # --- conversion ------------------------------------------------------------------------------------------
     def _apply(self: T, fn: Callable[[Tensor], Tensor]) -> T:

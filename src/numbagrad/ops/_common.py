@@ -7,7 +7,17 @@ import numbers
 import numpy as np
 
 from .._tensor import Tensor
-from .._types import bool_, dtype, float32, float64, from_numpy_dtype, get_default_dtype, int32, int64
+from .._types import (  # noqa: F401 - shape_str is re-exported for the ops
+    bool_,
+    dtype,
+    float32,
+    float64,
+    from_numpy_dtype,
+    get_default_dtype,
+    int32,
+    int64,
+    shape_str,
+)
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
@@ -133,8 +143,13 @@ def broadcast_shapes(*shapes) -> tuple:
     return tuple(out)
 
 
-def shape_str(shape) -> str:
-    return "[" + ", ".join(str(s) for s in shape) + "]"
+def wrap_like(like: Tensor, data: np.ndarray) -> Tensor:
+    """A tensor of the host result ``data`` on the device of ``like`` (for ops computed with numpy)."""
+    if isinstance(like._data, np.ndarray):
+        return Tensor._make(data)
+    from ..backend import cuda
+
+    return Tensor._make(cuda.to_device(np.asarray(data, order="C")))
 
 
 __all__ = [
@@ -153,4 +168,5 @@ __all__ = [
     "shape_str",
     "wrap_dim",
     "wrap_dims",
+    "wrap_like",
 ]

@@ -1,7 +1,7 @@
 """``Tensor.apply_(fn)``: ``fn`` compiled by Numba and run over the storage in place.
 
 torch calls ``fn`` once per element from C++ (about 0.5 µs each); here ``fn`` is compiled with ``numba.njit`` into
-one loop per (callable, dtype, serial/parallel), memoized, so the second call compiles nothing and costs one
+one loop per (callable, dtype, serial/parallel/cuda), memoized, so the second call compiles nothing and costs one
 kernel call. Results are stored with the tensor's dtype (floats truncate into integer tensors, as torch does).
 
 A callable Numba cannot compile still works, element by element in Python as in torch, after one warning per
@@ -18,7 +18,7 @@ import numpy as np
 
 from .._tensor import Tensor
 
-#: (callable key, dtype char, parallel) -> compiled kernel
+#: (callable key, dtype char, False (serial) / True (parallel) / "cuda") -> compiled kernel
 _kernels: dict = {}
 #: callable key -> the reason Numba could not compile it (warned once, then run in Python)
 _uncompilable: dict = {}
@@ -40,14 +40,19 @@ def _key(fn):
     return key
 
 
-def _compile(fn, dtype: np.dtype, parallel: bool):
-    """``numba.njit`` the callable and a loop over a flat array of ``dtype``; compiled now, for that dtype only."""
+def _compile(fn, dtype: np.dtype, variant):
+    """``numba.njit`` the callable and a loop over a flat array of ``dtype`` (``variant``: a serial ``False`` or
+    ``prange`` ``True`` loop), or the CUDA kernel (``"cuda"``); compiled now, for that dtype only."""
+    if variant == "cuda":
+        from ..backend import cuda
+
+        return cuda.apply_kernel(fn, dtype)
     import numba
 
     scalar = fn if hasattr(fn, "py_func") else numba.njit(fn)
-    loop = numba.prange if parallel else range
+    loop = numba.prange if variant else range
 
-    @numba.njit(nogil=True, parallel=parallel)
+    @numba.njit(nogil=True, parallel=variant)
     def kernel(flat):
         for i in loop(flat.shape[0]):
             flat[i] = scalar(flat[i])
@@ -57,18 +62,19 @@ def _compile(fn, dtype: np.dtype, parallel: bool):
     return kernel
 
 
-def _kernel_for(fn, key, dtype: np.dtype, parallel: bool):
+def _kernel_for(fn, dtype: np.dtype, variant):
     """The memoized kernel, or ``None`` (after one warning) when Numba cannot compile ``fn``."""
+    key = _key(fn)
     if key in _uncompilable:
         return None
     try:
-        return _kernels[key, dtype.char, parallel]
+        return _kernels[key, dtype.char, variant]
     except (KeyError, TypeError):
         pass
     from numba.core.errors import NumbaError
 
     try:
-        kernel = _compile(fn, dtype, parallel)
+        kernel = _compile(fn, dtype, variant)
     except (NumbaError, TypeError, ValueError, NotImplementedError) as err:
         reason = _reason(err)
         _uncompilable[key] = reason
@@ -79,7 +85,7 @@ def _kernel_for(fn, key, dtype: np.dtype, parallel: bool):
             stacklevel=4,
         )
         return None
-    _kernels[key, dtype.char, parallel] = kernel
+    _kernels[key, dtype.char, variant] = kernel
     return kernel
 
 
@@ -101,26 +107,23 @@ def apply_(t: Tensor, fn) -> Tensor:
         raise RuntimeError("Can't call apply_() on Variable that requires grad. Use var.detach().apply_() instead.")
     if not callable(fn):
         raise TypeError(f"'{type(fn).__name__}' object is not callable")
-    if t.is_cuda:
-        from ..backend import cuda
-
-        cuda.apply_(t._data, fn)
-        t._bump_version()
-        return t
-    data = t._data
-    contiguous = data.flags.c_contiguous
-    flat = data.reshape(-1) if contiguous else np.ascontiguousarray(data).reshape(-1)
-    if flat.size:
+    data = t._data  # a numpy or device array: both answer flags, copy, reshape and item assignment alike
+    if data.size:
         from ..backend.cpu import PARALLEL_THRESHOLD
 
-        key = _key(fn)
-        kernel = _kernel_for(fn, key, flat.dtype, flat.size >= PARALLEL_THRESHOLD)
-        if kernel is None:
-            _python_apply(flat, fn)
-        else:
+        work = data if data.flags.c_contiguous else data.copy()
+        flat = work.reshape(-1)
+        kernel = _kernel_for(fn, flat.dtype, "cuda" if t.is_cuda else flat.size >= PARALLEL_THRESHOLD)
+        if kernel is not None:
             kernel(flat)
-        if not contiguous:
-            data[...] = flat.reshape(data.shape)
+        elif isinstance(flat, np.ndarray):
+            _python_apply(flat, fn)
+        else:  # on a host copy
+            host = flat.copy_to_host()
+            _python_apply(host, fn)
+            flat.copy_to_device(host)
+        if work is not data:
+            data[...] = work
     t._bump_version()
     return t
 

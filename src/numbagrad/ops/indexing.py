@@ -7,19 +7,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
-from ._common import as_operand, broadcast_shapes, check_same_device, result_type
-
-
-def _host(t: Tensor) -> np.ndarray:
-    return t._data if isinstance(t._data, np.ndarray) else t._data.copy_to_host()
-
-
-def _wrap(like: Tensor, data: np.ndarray) -> Tensor:
-    if isinstance(like._data, np.ndarray):
-        return Tensor._make(data)
-    from ..backend import cuda
-
-    return Tensor._make(cuda.to_device(np.asarray(data, order="C")))
+from ._common import as_operand, broadcast_shapes, check_same_device, result_type, shape_str, wrap_like
 
 
 def _numpy_index(index):
@@ -29,7 +17,7 @@ def _numpy_index(index):
     out = []
     for item in index:
         if isinstance(item, Tensor):
-            data = _host(item)
+            data = item._host()
             if data.dtype.kind == "f":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             out.append(data if data.ndim else (data.item() if data.dtype.kind != "b" else data))
@@ -63,7 +51,7 @@ class _GetItem(Function):
     @staticmethod
     def forward(ctx, x, index):
         ctx.shape, ctx.index = x.shape, index
-        data = x._data[index] if isinstance(x._data, np.ndarray) else x._data[index]
+        data = x._data[index]
         if _is_advanced(index):
             return Tensor._make(np.array(data) if isinstance(data, np.ndarray) else data)
         if not hasattr(data, "shape") or isinstance(data, np.generic):  # a scalar from full integer indexing
@@ -91,10 +79,10 @@ class IndexAddZeros(Function):
         ctx.index = index
         out = np.zeros(shape, g._data.dtype)
         if _is_advanced(index):
-            np.add.at(out, index, _host(g))
+            np.add.at(out, index, g._host())
         else:
-            out[index] = _host(g)
-        return _wrap(g, out)
+            out[index] = g._host()
+        return wrap_like(g, out)
 
     @staticmethod
     def backward(ctx, gg):
@@ -138,8 +126,8 @@ def _check_bounds(x: Tensor, np_index) -> None:
             for k, s in enumerate(item.shape):
                 if dim + k < x.dim() and s != x.shape[dim + k]:
                     raise IndexError(
-                        f"The shape of the mask [{', '.join(map(str, item.shape))}] at index {k} does not match the "
-                        f"shape of the indexed tensor [{', '.join(map(str, x.shape))}] at index {dim + k}"
+                        f"The shape of the mask {shape_str(item.shape)} at index {k} does not match the shape of "
+                        f"the indexed tensor {shape_str(x.shape)} at index {dim + k}"
                     )
             dim += item.ndim
             continue
@@ -259,7 +247,7 @@ class Where(Function):
 def where(condition: Tensor, input=None, other=None):  # noqa: A002
     """Pick ``input`` where ``condition`` holds, else ``other`` (either may be a scalar)."""
     if input is None and other is None:
-        return tuple(_wrap(condition, i.astype(np.int64)) for i in np.nonzero(_host(condition)))
+        return nonzero(condition, as_tuple=True)
     condition = as_operand(condition)
     if condition._data.dtype != np.bool_:
         condition = condition.to("bool")
@@ -271,16 +259,16 @@ class Sort(Function):
 
     @staticmethod
     def forward(ctx, x, dim, descending):
-        data = _host(x)
+        data = x._host()
         idx = np.argsort(-data if descending and data.dtype.kind != "b" else data, axis=dim, kind="stable")
         if descending and data.dtype.kind == "b":
             idx = np.flip(idx, axis=dim)
         values = np.take_along_axis(data, idx, axis=dim)
-        indices = _wrap(x, idx.astype(np.int64))
+        indices = wrap_like(x, idx.astype(np.int64))
         ctx.mark_non_differentiable(indices)
         ctx.save_for_backward(indices)
         ctx.dim, ctx.shape = dim, x.shape
-        return _wrap(x, values), indices
+        return wrap_like(x, values), indices
 
     @staticmethod
     def backward(ctx, g, _gi):
@@ -303,11 +291,11 @@ def _compare(x, y, fn) -> Tensor:
     is_cuda = check_same_device(*(t for t in (x, y) if isinstance(t, Tensor)))
     broadcast_shapes(*(t.shape for t in (x, y) if isinstance(t, Tensor)))
     dt = result_type(x, y).numpy
-    xv = _host(x).astype(dt, copy=False) if isinstance(x, Tensor) else x
-    yv = _host(y).astype(dt, copy=False) if isinstance(y, Tensor) else y
+    xv = x._host().astype(dt, copy=False) if isinstance(x, Tensor) else x
+    yv = y._host().astype(dt, copy=False) if isinstance(y, Tensor) else y
     out = np.asarray(fn(xv, yv))
     like = x if isinstance(x, Tensor) else y
-    return _wrap(like, out) if is_cuda else Tensor._make(out)
+    return wrap_like(like, out) if is_cuda else Tensor._make(out)
 
 
 def eq(x, y) -> Tensor:
@@ -347,35 +335,35 @@ def logical_op(x: Tensor, y, how: str) -> Tensor:
 
 
 def logical_not(x: Tensor) -> Tensor:
-    return _wrap(x, np.logical_not(_host(x)))
+    return wrap_like(x, np.logical_not(x._host()))
 
 
 def sign(x: Tensor) -> Tensor:
     """The sign, as a constant (its gradient is zero almost everywhere)."""
-    return _wrap(x, np.sign(_host(x)))
+    return wrap_like(x, np.sign(x._host()))
 
 
 def rounding(x: Tensor, how: str) -> Tensor:
-    return _wrap(x, getattr(np, {"round": "round", "floor": "floor", "ceil": "ceil"}[how])(_host(x)))
+    return wrap_like(x, getattr(np, {"round": "round", "floor": "floor", "ceil": "ceil"}[how])(x._host()))
 
 
 def isnan(x: Tensor) -> Tensor:
-    return _wrap(x, np.isnan(_host(x)))
+    return wrap_like(x, np.isnan(x._host()))
 
 
 def isinf(x: Tensor) -> Tensor:
-    return _wrap(x, np.isinf(_host(x)))
+    return wrap_like(x, np.isinf(x._host()))
 
 
 def isfinite(x: Tensor) -> Tensor:
-    return _wrap(x, np.isfinite(_host(x)))
+    return wrap_like(x, np.isfinite(x._host()))
 
 
 def nonzero(x: Tensor, as_tuple: bool = False):
-    idx = np.nonzero(_host(x))
+    idx = np.nonzero(x._host())
     if as_tuple:
-        return tuple(_wrap(x, i.astype(np.int64)) for i in idx)
-    return _wrap(x, np.stack(idx, axis=1).astype(np.int64) if idx else np.zeros((0, 0), np.int64))
+        return tuple(wrap_like(x, i.astype(np.int64)) for i in idx)
+    return wrap_like(x, np.stack(idx, axis=1).astype(np.int64) if idx else np.zeros((0, 0), np.int64))
 
 
 def floor_divide(x, y) -> Tensor:
@@ -389,17 +377,17 @@ def remainder(x, y) -> Tensor:
 def allclose(a: Tensor, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     b = as_operand(b)
     return bool(
-        np.allclose(_host(a), _host(b) if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        np.allclose(a._host(), b._host() if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     )
 
 
 def isclose(a: Tensor, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     b = as_operand(b)
-    return _wrap(
-        a, np.isclose(_host(a), _host(b) if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return wrap_like(
+        a, np.isclose(a._host(), b._host() if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     )
 
 
 def equal(a: Tensor, b: Tensor) -> bool:
     """True when shapes and all values are equal."""
-    return a.shape == b.shape and bool(np.array_equal(_host(a), _host(b)))
+    return a.shape == b.shape and bool(np.array_equal(a._host(), b._host()))

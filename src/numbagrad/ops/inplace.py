@@ -12,7 +12,15 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.grad_mode import state
 from ..scalar_math import ROWS
-from ._common import as_operand, backend_of, broadcast_shapes, check_same_device, float_dtype, result_type
+from ._common import (
+    as_operand,
+    backend_of,
+    broadcast_shapes,
+    check_same_device,
+    float_dtype,
+    result_type,
+    shape_str,
+)
 
 
 def check_inplace(t: Tensor) -> None:
@@ -51,9 +59,8 @@ def _write(t: Tensor, data) -> None:
 
 def _check_cast(t: Tensor, dt) -> None:
     if dt.is_floating_point and not t.is_floating_point() or (dt.name != "bool" and t.dtype.name == "bool"):
-        names = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int", "bool": "Bool"}
         raise RuntimeError(
-            f"result type {names[dt.name]} can't be cast to the desired output type {names[t.dtype.name]}"
+            f"result type {dt.scalar_name} can't be cast to the desired output type {t.dtype.scalar_name}"
         )
 
 
@@ -77,8 +84,8 @@ def inplace(t: Tensor, name: str, *args) -> Tensor:
     for a in tensor_args:
         if a.dim() > t.dim() or np.broadcast_shapes(a.shape, t.shape) != t.shape:
             raise RuntimeError(
-                f"output with shape [{', '.join(map(str, t.shape))}] doesn't match the broadcast shape "
-                f"[{', '.join(map(str, np.broadcast_shapes(a.shape, t.shape)))}]"
+                f"output with shape {shape_str(t.shape)} doesn't match the broadcast shape "
+                f"{shape_str(np.broadcast_shapes(a.shape, t.shape))}"
             )
     if state.enabled and (t.requires_grad or any(a.requires_grad for a in tensor_args)):
         fn = elementwise.function_for(name)

@@ -7,6 +7,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import backend_of, check_same_device, result_type
+from .reduction import sum_to_shape
 
 
 def _matmul_data(a: Tensor, b: Tensor) -> Tensor:
@@ -86,9 +87,9 @@ class BatchedMatmul(_Product):
         ga = matmul(g2, b2.transpose(-1, -2)) if ctx.needs_input_grad[0] else None
         gb = matmul(a2.transpose(-1, -2), g2) if ctx.needs_input_grad[1] else None
         if ga is not None:
-            ga = _reduce_to(ga, a2.shape).reshape(a.shape)
+            ga = sum_to_shape(ga, a2.shape).reshape(a.shape)
         if gb is not None:
-            gb = _reduce_to(gb, b2.shape).reshape(b.shape)
+            gb = sum_to_shape(gb, b2.shape).reshape(b.shape)
         return ga, gb
 
 
@@ -147,12 +148,6 @@ def _batched_class(a: Tensor, b: Tensor) -> type:
         if b.shape[0] == 1 and b.requires_grad:
             return _batched_class(a, b[0])
     return BatchedMatmul
-
-
-def _reduce_to(g: Tensor, shape) -> Tensor:
-    from .reduction import sum_to_shape
-
-    return sum_to_shape(g, shape)
 
 
 def _check_2d(t: Tensor, name: str) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 from .._tensor import Tensor
 from .._types import Size, from_numpy_dtype, to_dtype
 from ..autograd.function import Function
-from ._common import float_dtype, wrap_dim, wrap_dims
+from ._common import float_dtype, wrap_dim, wrap_dims, wrap_like
 
 
 def _return_type(name: str) -> type:
@@ -27,19 +27,6 @@ def _return_type(name: str) -> type:
 
 
 return_types = {name: _return_type(name) for name in ("max", "min", "sort")}
-
-
-def _host(t: Tensor) -> np.ndarray:
-    return t._data if isinstance(t._data, np.ndarray) else t._data.copy_to_host()
-
-
-def _like(t: Tensor, data: np.ndarray) -> Tensor:
-    """Wrap a numpy result on the device of ``t``."""
-    if isinstance(t._data, np.ndarray):
-        return Tensor._make(data)
-    from ..backend import cuda
-
-    return Tensor._make(cuda.to_device(np.asarray(data, order="C")))
 
 
 def _device_reduce(x: Tensor, op: str, axes, keepdim: bool, dt) -> Tensor:
@@ -76,8 +63,8 @@ class Sum(Function):
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         if x.is_cuda:
             return _device_reduce(x, "sum", axes, keepdim, dt)
-        data = _host(x).sum(axis=axes, keepdims=keepdim, dtype=dt)
-        return _like(x, np.asarray(data))
+        data = x._host().sum(axis=axes, keepdims=keepdim, dtype=dt)
+        return wrap_like(x, np.asarray(data))
 
     @staticmethod
     def backward(ctx, g):
@@ -109,7 +96,7 @@ class Mean(Function):
         ctx.count = x.numel() if axes is None else int(np.prod([x.shape[a] for a in axes]))
         if x.is_cuda:
             return _device_reduce(x, "sum", axes, keepdim, x._data.dtype) / ctx.count
-        return _like(x, np.asarray(_host(x).mean(axis=axes, keepdims=keepdim, dtype=x._data.dtype)))
+        return wrap_like(x, np.asarray(x._host().mean(axis=axes, keepdims=keepdim, dtype=x._data.dtype)))
 
     @staticmethod
     def backward(ctx, g):
@@ -126,7 +113,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if not x.is_floating_point():
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
-            f"Got: {x.dtype.name.capitalize() if x.dtype.name != 'int64' else 'Long'}"
+            f"Got: {x.dtype.scalar_name}"
         )
     axes = _axes(x, dim)
     return (Mean if axes is None else MeanDim).apply(x, axes, keepdim)
@@ -149,7 +136,7 @@ class Extreme(Function):
         if x.is_cuda:
             out = _device_reduce(x, ctx._forward_cls.reducer.__name__, axes, keepdim, x._data.dtype)
         else:
-            out = _like(x, np.asarray(ctx._forward_cls.reducer(_host(x), axis=axes, keepdims=keepdim)))
+            out = wrap_like(x, np.asarray(ctx._forward_cls.reducer(x._host(), axis=axes, keepdims=keepdim)))
         ctx.save_for_backward(x, out)
         return out
 
@@ -191,16 +178,16 @@ class MaxDim(Function):
 
     @staticmethod
     def forward(ctx, x, dim, keepdim):
-        data = _host(x)
+        data = x._host()
         idx = ctx._forward_cls.pick(data, axis=dim, keepdims=True)
         values = np.take_along_axis(data, idx, axis=dim)
         if not keepdim:
             values, idx = values.squeeze(dim), idx.squeeze(dim)
         ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
-        indices = _like(x, idx.astype(np.int64))
+        indices = wrap_like(x, idx.astype(np.int64))
         ctx.mark_non_differentiable(indices)
         ctx.save_for_backward(indices)
-        return _like(x, values), indices
+        return wrap_like(x, values), indices
 
     @staticmethod
     def backward(ctx, g, _g_indices):
@@ -222,23 +209,23 @@ class IndexScatter(Function):
     def forward(ctx, g, indices, shape, dim, keepdim):
         ctx.dim, ctx.keepdim = dim, keepdim
         ctx.save_for_backward(indices)
-        gd, idx = _host(g), _host(indices)
+        gd, idx = g._host(), indices._host()
         if not keepdim:
             gd, idx = np.expand_dims(gd, dim), np.expand_dims(idx, dim)
         out = np.zeros(shape, gd.dtype)
         np.put_along_axis(out, idx, gd, axis=dim)
-        return _like(g, out)
+        return wrap_like(g, out)
 
     @staticmethod
     def backward(ctx, gg):
         (indices,) = ctx.saved_tensors
-        idx = _host(indices)
+        idx = indices._host()
         if not ctx.keepdim:
             idx = np.expand_dims(idx, ctx.dim)
-        picked = np.take_along_axis(_host(gg), idx, axis=ctx.dim)
+        picked = np.take_along_axis(gg._host(), idx, axis=ctx.dim)
         if not ctx.keepdim:
             picked = picked.squeeze(ctx.dim)
-        return _like(gg, picked), None, None, None, None
+        return wrap_like(gg, picked), None, None, None, None
 
 
 def _max_or_min(x: Tensor, dim, keepdim: bool, full_cls, dim_cls):
@@ -261,18 +248,19 @@ def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     return _max_or_min(x, dim, keepdim, MinAll, MinDim)
 
 
-def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    data = _host(x)
+def _arg_extreme(x: Tensor, pick, dim, keepdim: bool) -> Tensor:
+    """argmax / argmin (no gradient): over all elements flattened, or along ``dim``."""
     if dim is None:
-        return _like(x, np.asarray(np.argmax(data), dtype=np.int64))
-    return _like(x, np.argmax(data, axis=wrap_dim(dim, x.dim()), keepdims=keepdim).astype(np.int64))
+        return wrap_like(x, np.asarray(pick(x._host()), dtype=np.int64))
+    return wrap_like(x, pick(x._host(), axis=wrap_dim(dim, x.dim()), keepdims=keepdim).astype(np.int64))
+
+
+def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return _arg_extreme(x, np.argmax, dim, keepdim)
 
 
 def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    data = _host(x)
-    if dim is None:
-        return _like(x, np.asarray(np.argmin(data), dtype=np.int64))
-    return _like(x, np.argmin(data, axis=wrap_dim(dim, x.dim()), keepdims=keepdim).astype(np.int64))
+    return _arg_extreme(x, np.argmin, dim, keepdim)
 
 
 class Prod(Function):
@@ -281,7 +269,7 @@ class Prod(Function):
     @staticmethod
     def forward(ctx, x, axes, keepdim):
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        out = _like(x, np.asarray(_host(x).prod(axis=axes, keepdims=keepdim, dtype=_sum_dtype(x, None))))
+        out = wrap_like(x, np.asarray(x._host().prod(axis=axes, keepdims=keepdim, dtype=_sum_dtype(x, None))))
         ctx.save_for_backward(x, out)
         return out
 
@@ -289,10 +277,10 @@ class Prod(Function):
     def backward(ctx, g):
         x, out = ctx.saved_tensors
         g_full = _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim)
-        if not (_host(x) == 0).any():
+        data = x._host()
+        if not (data == 0).any():
             return g_full * _expand_back(out, ctx.shape, ctx.axes, ctx.keepdim) / x, None, None
         # Some zeros: the product of the *other* elements, by exclusive products (not differentiable again).
-        data = _host(x)
         axes = ctx.axes if ctx.axes is not None else tuple(range(data.ndim))
         moved = np.moveaxis(data, axes, tuple(range(-len(axes), 0)))
         flat = moved.reshape(moved.shape[: moved.ndim - len(axes)] + (-1,))
@@ -300,7 +288,7 @@ class Prod(Function):
         left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
         right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
         others = np.moveaxis((left * right).reshape(moved.shape), tuple(range(-len(axes), 0)), axes)
-        return g_full * _like(x, np.asarray(others, order="C")), None, None
+        return g_full * wrap_like(x, np.asarray(others, order="C")), None, None
 
 
 class ProdDim(Prod):
@@ -319,7 +307,7 @@ class Norm(Function):
 
     @staticmethod
     def forward(ctx, x, p, axes, keepdim):
-        a = np.abs(_host(x))
+        a = np.abs(x._host())
         if p == np.inf:
             out = a.max(axis=axes, keepdims=keepdim)
         elif p == -np.inf:
@@ -333,7 +321,7 @@ class Norm(Function):
         else:
             out = (a**p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
         ctx.p, ctx.shape, ctx.axes, ctx.keepdim = p, x.shape, axes, keepdim
-        result = _like(x, np.asarray(out, dtype=x._data.dtype))
+        result = wrap_like(x, np.asarray(out, dtype=x._data.dtype))
         ctx.save_for_backward(x, result)
         return result
 
@@ -374,11 +362,11 @@ class Var(Function):
 
     @staticmethod
     def forward(ctx, x, axes, correction, keepdim):
-        data = _host(x)
+        data = x._host()
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         n = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
         ctx.denominator = n - correction
-        out = _like(x, np.asarray(data.var(axis=axes, ddof=correction, keepdims=keepdim), dtype=data.dtype))
+        out = wrap_like(x, np.asarray(data.var(axis=axes, ddof=correction, keepdims=keepdim), dtype=data.dtype))
         ctx.save_for_backward(x, out)
         return out
 
@@ -395,7 +383,7 @@ class Std(Var):
     @staticmethod
     def forward(ctx, x, axes, correction, keepdim):
         v = Var.forward(ctx, x, axes, correction, keepdim)
-        out = _like(x, np.asarray(np.sqrt(_host(v))))
+        out = wrap_like(x, np.asarray(np.sqrt(v._host())))
         ctx.save_for_backward(x, out)
         return out
 
@@ -431,9 +419,9 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim):
-        data = _host(x)
+        data = x._host()
         shifted = np.exp(data - data.max(axis=dim, keepdims=True))
-        out = _like(x, shifted / shifted.sum(axis=dim, keepdims=True))
+        out = wrap_like(x, shifted / shifted.sum(axis=dim, keepdims=True))
         ctx.dim = dim
         ctx.save_for_backward(out)
         return out
@@ -449,9 +437,9 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim):
-        data = _host(x)
+        data = x._host()
         shifted = data - data.max(axis=dim, keepdims=True)
-        out = _like(x, shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True)))
+        out = wrap_like(x, shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True)))
         ctx.dim = dim
         ctx.save_for_backward(out)
         return out
@@ -484,9 +472,9 @@ def log_softmax(x: Tensor, dim=None, dtype=None) -> Tensor:
 
 def reduce_bool(x: Tensor, how: str, dim=None, keepdim: bool = False) -> Tensor:
     """``any`` / ``all`` (no gradient)."""
-    data = _host(x)
+    data = x._host()
     out = getattr(np, how)(data, axis=None if dim is None else wrap_dim(dim, x.dim()), keepdims=keepdim)
-    return _like(x, np.asarray(out))
+    return wrap_like(x, np.asarray(out))
 
 
 def sum_to_shape(g: Tensor, shape) -> Tensor:

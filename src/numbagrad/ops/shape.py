@@ -8,7 +8,7 @@ import numpy as np
 from .._tensor import Tensor
 from .._types import Size, to_device, to_dtype
 from ..autograd.function import Function
-from ._common import check_same_device, result_type, wrap_dim
+from ._common import check_same_device, result_type, shape_str, wrap_dim
 
 
 def _shape_arg(shape) -> tuple:
@@ -22,13 +22,10 @@ def _infer_shape(shape: tuple, numel: int) -> tuple:
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
-    if -1 in shape:
-        if known == 0 or numel % known:
-            raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
-        shape = tuple(numel // known if s == -1 else s for s in shape)
-    elif known != numel:
-        raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
-    return shape
+    fits = (known != 0 and numel % known == 0) if -1 in shape else known == numel
+    if not fits:
+        raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {numel}")
+    return tuple(numel // known if s == -1 else s for s in shape)
 
 
 class View(Function):
@@ -218,9 +215,8 @@ def expand(x: Tensor, *sizes) -> Tensor:
     sizes = _shape_arg(sizes)
     if len(sizes) < x.dim():
         raise RuntimeError(
-            f"expand(torch.FloatTensor{{[{', '.join(map(str, x.shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
-            "the number of sizes provided "
-            f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({x.dim()})"
+            f"expand(torch.FloatTensor{{{shape_str(x.shape)}}}, size={shape_str(sizes)}): the number of sizes "
+            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({x.dim()})"
         )
     lead = len(sizes) - x.dim()
     shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
@@ -228,8 +224,8 @@ def expand(x: Tensor, *sizes) -> Tensor:
         if s != 1 and s != shape[i + lead]:
             raise RuntimeError(
                 f"The expanded size of the tensor ({shape[i + lead]}) must match the existing size ({s}) at "
-                f"non-singleton dimension {i + lead}.  Target sizes: [{', '.join(map(str, sizes))}].  Tensor sizes: "
-                f"[{', '.join(map(str, x.shape))}]"
+                f"non-singleton dimension {i + lead}.  Target sizes: {shape_str(sizes)}.  Tensor sizes: "
+                f"{shape_str(x.shape)}"
             )
     if shape == x.shape and not x.requires_grad:
         return x._view_of(x._data)
@@ -285,14 +281,7 @@ class Stack(Cat):
     @staticmethod
     def forward(ctx, dim, *tensors):
         return Cat.forward(
-            ctx,
-            dim,
-            *[
-                t._view_of(np.expand_dims(t._data, dim))
-                if isinstance(t._data, np.ndarray)
-                else t._view_of(t._data.reshape(t.shape[:dim] + (1,) + t.shape[dim:]))
-                for t in tensors
-            ],
+            ctx, dim, *[t._view_of(t._data.reshape(t.shape[:dim] + (1,) + t.shape[dim:])) for t in tensors]
         )
 
     @staticmethod
@@ -331,8 +320,8 @@ def stack(tensors, dim: int = 0) -> Tensor:
     for i, t in enumerate(tensors):
         if t.shape != tensors[0].shape:
             raise RuntimeError(
-                f"stack expects each tensor to be equal size, but got [{', '.join(map(str, tensors[0].shape))}] at "
-                f"entry 0 and [{', '.join(map(str, t.shape))}] at entry {i}"
+                f"stack expects each tensor to be equal size, but got {shape_str(tensors[0].shape)} at entry 0 and "
+                f"{shape_str(t.shape)} at entry {i}"
             )
     return Stack.apply(wrap_dim(dim, tensors[0].dim() + 1), *tensors)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,22 +32,6 @@ def _typename(obj) -> str:
     from ..nn.module import typename
 
     return typename(obj)
-
-
-def zero_grads(params: Iterable[Tensor], set_to_none: bool = True) -> None:
-    """torch's ``zero_grad``: drop each ``.grad`` (the default), or zero it in place, detached."""
-    for p in params:
-        g = p._grad
-        if g is None:
-            continue
-        if set_to_none:
-            p._grad = None
-        else:
-            if g.grad_fn is not None:
-                g.detach_()
-            else:
-                g.requires_grad_(False)
-            g.zero_()
 
 
 class Optimizer:
@@ -115,6 +99,8 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        from ..nn.module import zero_grads
+
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure: Callable | None = None):
