@@ -14,12 +14,13 @@ import numpy as np
 from ..scalar_math import Row
 from . import codegen
 
-#: Arrays with at least this many elements use the ``prange`` kernels. Measured with
-#: ``benchmarks/compare.py --threshold`` (float32, numba 0.68.1, workqueue threads) on the 2-core development
-#: machine shared by several users: ``prange`` lost to the serial loop at every size from 2**12 to 2**22 (mul:
-#: 3.9 ms serial vs 16 ms prange at 2**22; thread wake-up under contention costs ~8 ms), so only arrays above
-#: that range (the 1e7 benchmark) go parallel. On an idle many-core machine re-measure and lower it, or set
-#: ``NUMBAGRAD_PARALLEL_THRESHOLD``.
+#: Arrays with at least this many elements use the ``prange`` kernels. Measured on the idle 2-core development
+#: machine (numba 0.68.1, workqueue threads, numpy's OpenBLAS): for elementwise kernels alone (``compare.py
+#: --threshold``) prange/serial time is 2.3-2.7 at 2**12, about 1 at 2**14-2**15 and 0.5-0.74 from 2**16 up; but
+#: interleaved with BLAS calls (the 784-128-10 training step of ``benchmarks/bench_training.py``, whose largest
+#: arrays have 2**17 elements) a 2**16 threshold made a step take 8.0 ms instead of 0.57-0.77 ms: OpenBLAS's
+#: spinning threads and Numba's starve each other on two cores. So only arrays above 2**23 (the 1e7 benchmark) go
+#: parallel by default; ``NUMBAGRAD_PARALLEL_THRESHOLD`` lowers it for elementwise-heavy work on more cores.
 PARALLEL_THRESHOLD = int(os.environ.get("NUMBAGRAD_PARALLEL_THRESHOLD", 1 << 23))
 
 
