@@ -116,9 +116,27 @@ class AccumulateGrad(Node):
             backend_for(t._grad._data).accumulate_(t._grad._data, grad._data)
 
 
-#: References to a gradient that only the engine holds, counted inside ``engine_owns``: the one place the engine
-#: keeps it (a buffer slot or a local), ``engine_owns``'s argument, and ``getrefcount``'s own (CPython).
-_ENGINE_REFS = 3
+def _reference_counts() -> tuple[int, int] | None:
+    """What ``engine_owns`` counts for an object held in exactly one place (as the engine holds a gradient), and
+    for an array held only by one object's attribute. Measured on this interpreter rather than assumed, because
+    interpreters count temporaries differently; ``None`` where there are no exact reference counts (not
+    CPython, or free-threaded), and then buffers are never reused."""
+    if not hasattr(sys, "getrefcount") or not getattr(sys, "_is_gil_enabled", lambda: True)():
+        return None
+
+    class Holder:
+        __slots__ = ("_data",)
+
+    def counts(obj) -> tuple[int, int]:
+        data = obj._data  # the same two steps as ``engine_owns``
+        return sys.getrefcount(data), sys.getrefcount(obj)
+
+    probe = Holder()
+    probe._data = object()
+    return counts(probe)  # ``probe`` is its one holder, as a buffer slot is for the engine
+
+
+_SOLE_REFS = _reference_counts()
 
 
 def engine_owns(grad: Tensor | None) -> bool:
@@ -127,10 +145,11 @@ def engine_owns(grad: Tensor | None) -> bool:
 
     A gradient held anywhere else (another node's buffer, a hook, the user's ``backward(gradient)`` argument,
     ``autograd.grad``'s results, a view of it) has more references and is left alone. The engine calls this
-    with the gradient in exactly one place of its own, right before handing it on.
+    with the gradient in exactly one place of its own (a buffer slot or a local), right before handing it on.
     """
-    if grad is None:
+    if grad is None or _SOLE_REFS is None:
         return False
+    data_refs, grad_refs = _SOLE_REFS
     data = grad._data
     return (
         isinstance(data, np.ndarray)
@@ -138,8 +157,8 @@ def engine_owns(grad: Tensor | None) -> bool:
         and data.flags.writeable
         and data.flags.c_contiguous
         and grad.grad_fn is None
-        and sys.getrefcount(data) <= 3  # the tensor's slot, the local ``data``, getrefcount's argument
-        and sys.getrefcount(grad) <= _ENGINE_REFS
+        and sys.getrefcount(data) <= data_refs
+        and sys.getrefcount(grad) <= grad_refs
     )
 
 
