@@ -320,3 +320,21 @@ def test_gpu_check_smoke_runs():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all ops match the CPU" in result.stdout
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+def test_optimizer_steps_run_on_the_device(name, monkeypatch):
+    """The fused update runs as a CUDA kernel (``backend.cuda.foreach``), not through a host copy."""
+    launched = []
+    original = backend.foreach
+    monkeypatch.setattr(backend, "foreach", lambda step, *args: launched.append(step.__name__) or original(step, *args))
+    w = numbagrad.nn.Parameter(numbagrad.tensor([1.0, 2.0, 3.0], device="cuda"))
+    w_cpu = numbagrad.nn.Parameter(numbagrad.tensor([1.0, 2.0, 3.0]))
+    for p in (w, w_cpu):
+        opt = getattr(numbagrad.optim, name)([p], lr=0.1)
+        for _ in range(2):
+            opt.zero_grad()
+            (p * p).sum().backward()
+            opt.step()
+    assert launched == [f"{name.lower()}_update"] * 2
+    np.testing.assert_allclose(w.cpu().tolist(), w_cpu.tolist(), rtol=1e-6)

@@ -115,6 +115,10 @@ def is_contiguous(a: np.ndarray) -> bool:
     return a.flags.c_contiguous
 
 
+def zeros(shape: tuple, dtype) -> np.ndarray:
+    return np.zeros(shape, dtype)
+
+
 def copy(a: np.ndarray) -> np.ndarray:
     """A fresh, writable, C-contiguous copy (what a leaf's first ``.grad`` holds)."""
     return np.array(a, order="C", copy=True)

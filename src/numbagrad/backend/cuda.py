@@ -240,6 +240,11 @@ def empty(shape, dtype):
     return _wrap(_nb().device_array(tuple(shape), np.dtype(dtype)))
 
 
+def zeros(shape, dtype):
+    """Zeroed device storage (uploaded once: used for optimizer state, not in hot loops)."""
+    return to_device(np.zeros(shape, dtype))
+
+
 def as_device_array(obj):
     """Zero-copy view of any object exposing ``__cuda_array_interface__`` (CuPy, PyTorch, numbagrad)."""
     require()
@@ -716,6 +721,7 @@ __all__ = [
     "assign",
     "available",
     "copy",
+    "zeros",
     "elementwise",
     "elementwise_grad",
     "foreach",

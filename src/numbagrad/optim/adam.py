@@ -28,16 +28,16 @@ class Adam(Optimizer):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize)
         super().__init__(params, defaults)
 
-    def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict, shape: tuple) -> None:
+    def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         from ._kernels import adam_step
 
         amsgrad = group["amsgrad"]
         if not state:
             state["step"] = Tensor._make(np.array(0.0, np.float32))
-            state["exp_avg"] = Tensor._make(np.zeros(shape, param.dtype))
-            state["exp_avg_sq"] = Tensor._make(np.zeros(shape, param.dtype))
+            state["exp_avg"] = self._zeros_like(p)
+            state["exp_avg_sq"] = self._zeros_like(p)
             if amsgrad:
-                state["max_exp_avg_sq"] = Tensor._make(np.zeros(shape, param.dtype))
+                state["max_exp_avg_sq"] = self._zeros_like(p)
         state["step"]._data[...] += 1
         step = float(state["step"]._data)
         beta1, beta2 = group["betas"]

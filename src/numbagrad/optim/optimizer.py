@@ -1,8 +1,7 @@
 """``optim.Optimizer``: parameter groups, per-parameter state, ``zero_grad`` and ``state_dict``, as torch has them.
 
-Subclasses implement ``_update(group, param, state)``, which runs one fused kernel (``optim._kernels``) over a
-parameter, its gradient and its state. Storage is handed to the kernel flat; CUDA parameters (when the cuda
-backend is present) are updated through a host copy until that backend has fused optimizer kernels of its own.
+Subclasses implement ``_update(group, param, grad, state, p)``, which runs one fused kernel (``optim._kernels``)
+over a parameter, its gradient and its state, on the parameter's device. Storage is handed to the kernel flat.
 """
 
 from __future__ import annotations
@@ -11,8 +10,6 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
@@ -113,31 +110,34 @@ class Optimizer:
             for group in self.param_groups:
                 for p in group["params"]:
                     if p._grad is not None:
-                        self._on_host(group, p)
+                        self._step_parameter(group, p)
         return loss
 
-    def _on_host(self, group: dict, p: Tensor) -> None:
-        """Run ``_update`` on flat numpy storage: in place on CPU, through host copies on CUDA."""
-        grad = np.ascontiguousarray(p._grad._host()).reshape(-1)
-        if isinstance(p._data, np.ndarray):
-            data = p._data
-            work = data if data.flags.c_contiguous else np.ascontiguousarray(data)
-            self._update(group, work.reshape(-1), grad, self.state[p], data.shape)
-            if work is not data:
-                np.copyto(data, work)
-        else:
-            state = self.state[p]
-            host_state = {k: (v if k == "step" else Tensor._make(v._host().copy())) for k, v in state.items()}
-            work = p._data.copy_to_host()
-            self._update(group, work.reshape(-1), grad, host_state, work.shape)
-            p._data.copy_to_device(work)
-            for k, v in host_state.items():
-                state[k] = v if k == "step" else v.to(p.device)
+    def _step_parameter(self, group: dict, p: Tensor) -> None:
+        """Run ``_update`` in place on the parameter's flat storage (a contiguous copy, written back, if needed)."""
+        from ..backend import backend_for
+
+        backend = backend_for(p._data)
+        grad = p._grad._data
+        if not backend.is_contiguous(grad):
+            grad = backend.copy(grad)
+        data = p._data
+        work = data if backend.is_contiguous(data) else backend.copy(data)
+        self._update(group, work.reshape(-1), grad.reshape(-1), self.state[p], p)
+        if work is not data:
+            data[...] = work
         p._bump_version()
 
-    def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict, shape: tuple) -> None:
-        """One fused update of the flat, contiguous ``param`` given ``grad``; ``state`` holds Tensors of ``shape``
-        (the parameter's), created here on the first step."""
+    @staticmethod
+    def _zeros_like(p: Tensor) -> Tensor:
+        """New optimizer state: zeros shaped, typed and placed like the parameter."""
+        from ..backend import backend_for
+
+        return Tensor._make(backend_for(p._data).zeros(p.shape, p._data.dtype))
+
+    def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
+        """One fused update of the flat, contiguous storage ``param`` given ``grad`` (numpy or CUDA arrays);
+        ``state`` holds Tensors shaped and placed like the parameter ``p``, created here on the first step."""
         raise NotImplementedError
 
     # --- state_dict ------------------------------------------------------------------------------------------

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from .optimizer import Optimizer
 
@@ -25,7 +23,7 @@ class SGD(Optimizer):
                         maximize=maximize)  # fmt: skip
         super().__init__(params, defaults)
 
-    def _update(self, group: dict, param: np.ndarray, grad: np.ndarray, state: dict, shape: tuple) -> None:
+    def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         from ._kernels import sgd_step
 
         momentum = group["momentum"]
@@ -33,7 +31,7 @@ class SGD(Optimizer):
         if momentum != 0:
             first = "momentum_buffer" not in state
             if first:
-                state["momentum_buffer"] = Tensor._make(np.empty(shape, param.dtype))
+                state["momentum_buffer"] = self._zeros_like(p)
             buf = state["momentum_buffer"]._data.reshape(-1)
         sgd_step(param, grad, buf, group["lr"], momentum, group["dampening"], group["weight_decay"],
                  group["nesterov"], group["maximize"], first)  # fmt: skip
