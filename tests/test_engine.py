@@ -515,3 +515,33 @@ def test_nodes_that_grad_does_not_need_keep_their_saved_tensors():
     (gx,) = numbagrad.autograd.grad(y, x)  # w * w is not on the way to x: it does not run and is not freed
     b.backward()
     assert gx.tolist() == [2.0, 4.0] and w.grad.tolist() == [6.0, 8.0]
+
+
+def test_post_accumulate_grad_hook_sees_the_accumulated_grad():
+    w = numbagrad.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    handle = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+    (w * 3).sum().backward()
+    (w * 3).sum().backward()
+    assert seen == [[3.0, 3.0], [6.0, 6.0]]
+    handle.remove()
+    (w * 3).sum().backward()
+    assert len(seen) == 2
+
+
+def test_post_accumulate_grad_hook_refuses_non_leaves():
+    w = numbagrad.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (w * 2).register_post_accumulate_grad_hook(lambda p: None)
+
+
+def test_grad_mode_is_per_thread():
+    import threading
+
+    seen = {}
+    with numbagrad.no_grad():
+        thread = threadinumbagrad.Thread(target=lambda: seen.setdefault("enabled", numbagrad.is_grad_enabled()))
+        thread.start()
+        thread.join()
+        assert not numbagrad.is_grad_enabled()
+    assert seen["enabled"] is True

@@ -247,6 +247,10 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
                 if g is not None and accumulate and (targets is None or node in target_slots):
                     owned = engine_owns(g)  # before the call below puts g on the stack once more
                     node.accumulate(g, create_graph, owned)
+                    post = leaf.__dict__.get("_post_accumulate_hooks")
+                    if post:
+                        for hook in list(post.values()):
+                            hook(leaf)
                 g = None  # (see engine_owns: no stale reference may outlive this step)
                 continue
 

@@ -474,6 +474,8 @@ class Function(_SingleLevelFunction):
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` (under no-grad) and record a graph node when an input requires grad."""
+        if state.tracer is not None:
+            return state.tracer(cls, args, kwargs)
         if kwargs:
             args = cls._bind(args, kwargs)
         ctx = cls._backward_cls()

@@ -6,16 +6,23 @@ Each is a context manager, a decorator, and for ``set_grad_enabled`` also a plai
 from __future__ import annotations
 
 import functools
+import threading
 
 
-class _State:
-    __slots__ = ("enabled", "inference", "anomaly", "anomaly_check_nan")
+class _State(threading.local):
+    """Per-thread autograd state, as torch's is: a ``no_grad()`` or a backward in one thread never changes what
+    another thread records. ``threading.local`` runs ``__init__`` afresh in every thread that reads it.
+
+    ``tracer``: while ``numbagrad.compile`` traces a function in this thread, ``Function.apply`` hands every
+    call to it (``tracer(cls, args, kwargs)``); the tracer records the call and runs it with ``tracer`` unset.
+    """
 
     def __init__(self) -> None:
         self.enabled = True
         self.inference = False
         self.anomaly = False
         self.anomaly_check_nan = True
+        self.tracer = None
 
 
 state = _State()
