@@ -540,7 +540,7 @@ def test_grad_mode_is_per_thread():
 
     seen = {}
     with numbagrad.no_grad():
-        thread = threadinumbagrad.Thread(target=lambda: seen.setdefault("enabled", numbagrad.is_grad_enabled()))
+        thread = threading.Thread(target=lambda: seen.setdefault("enabled", numbagrad.is_grad_enabled()))
         thread.start()
         thread.join()
         assert not numbagrad.is_grad_enabled()
