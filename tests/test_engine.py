@@ -545,3 +545,21 @@ def test_grad_mode_is_per_thread():
         thread.join()
         assert not numbagrad.is_grad_enabled()
     assert seen["enabled"] is True
+
+
+def test_queue_callback_runs_once_backward_has_finished():
+    from numbagrad.autograd.engine import queue_callback
+
+    w = numbagrad.tensor([1.0, 2.0], requires_grad=True)
+    order = []
+    w.register_hook(lambda g: queue_callback(lambda: order.append(("callback", w.grad.tolist()))))
+    w.register_post_accumulate_grad_hook(lambda p: order.append(("accumulated", p.grad.tolist())))
+    (w * 2).sum().backward()
+    assert order == [("accumulated", [2.0, 2.0]), ("callback", [2.0, 2.0])]
+
+
+def test_queue_callback_outside_backward_is_an_error():
+    from numbagrad.autograd.engine import queue_callback
+
+    with pytest.raises(RuntimeError, match="only be installed during backward"):
+        queue_callback(lambda: None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import threading
 import warnings
 
 import numpy as np
@@ -190,8 +191,34 @@ def _check_nan(node, grads: list) -> None:
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
+_callbacks = threading.local()  # .pending: the callbacks queued during this thread's running backward, or None
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` once the backward pass now running in this thread has finished (torch's
+    ``Variable._execution_engine.queue_callback``; DistributedDataParallel waits for its all-reduces there)."""
+    pending = getattr(_callbacks, "pending", None)
+    if pending is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    pending.append(callback)
+
+
 def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=None, accumulate: bool = True):
-    """Walk the graph from ``outputs``; accumulate into leaves, or capture the gradients of ``inputs``."""
+    """Walk the graph from ``outputs``; accumulate into leaves, or capture the gradients of ``inputs``; then run
+    the callbacks queued during the walk."""
+    outer = getattr(_callbacks, "pending", None)
+    _callbacks.pending = []
+    try:
+        captured = _walk(outputs, grads, retain_graph, create_graph, inputs, accumulate)
+        pending = _callbacks.pending
+        while pending:  # a callback may queue another
+            pending.pop(0)()
+    finally:
+        _callbacks.pending = outer
+    return captured
+
+
+def _walk(outputs, grads, retain_graph: bool, create_graph: bool, inputs, accumulate: bool):
     roots = [_root_edge(t, i) for i, t in enumerate(outputs)]
     targets = None
     if inputs is not None:
