@@ -393,7 +393,7 @@ def test_graph_and_saved_tensors_are_freed_without_the_garbage_collector():
         out = Keep.apply(hidden)
         saved_input = weakref.ref(hidden)
         node = weakref.ref(out.grad_fn)
-        saved_output = weakref.ref(out.grad_fn._saved[1].tensor)
+        saved_output = weakref.ref(out.grad_fn._saved[1][0])
         del hidden
         assert saved_input() is not None
         loss = (out * out).sum()
@@ -414,7 +414,7 @@ def test_unused_graph_is_freed_on_del_without_the_garbage_collector():
         x = leaf([1.0, 2.0])
         out = Cube.apply(x * 1)
         node = weakref.ref(out.grad_fn)
-        saved = weakref.ref(out.grad_fn._saved[0].tensor)
+        saved = weakref.ref(out.grad_fn._saved[0][0])
         del out
         assert node() is None and saved() is None
     finally:

@@ -684,7 +684,7 @@ def test_extra_trailing_none_gradients_are_allowed():
 
 def test_gradient_that_is_not_a_tensor_fails():
     y = ReturnsGrad.apply(leaf([1.0]), 3)
-    with pytest.raises(TypeError, match=re.escape("expected Variable or None (got int)")):
+    with pytest.raises(RuntimeError, match=re.escape("expected Variable or None (got int)")):
         y.backward()
 
 

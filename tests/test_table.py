@@ -17,6 +17,7 @@ from numbagrad.scalar_math import ROWS
 
 ROW_LIST = list(ROWS.values())
 BINARY_ROWS = [r for r in ROW_LIST if r.arity == 2]
+DIFFERENTIABLE_ROWS = [r for r in ROW_LIST if r.differentiable]
 
 #: Values for the rows' non-tensor parameters (by parameter name); inside every row's domain.
 PARAM_VALUES = {"lo": -0.5, "hi": 0.5}
@@ -25,10 +26,18 @@ DTYPES = {"float32": (numbagrad.float32, 2e-6), "float64": (numbagrad.float64, 1
 
 
 def _draw(row, shape, seed: int = 0) -> list[np.ndarray]:
-    """Inputs drawn uniformly inside the row's domain (float64)."""
+    """Inputs drawn uniformly inside the row's domain (float64; integers for the integral-only rows)."""
     rng = np.random.default_rng(seed)
     lo, hi = row.domain
+    if row.integral_only:
+        return [rng.integers(-5, 6, shape) for _ in range(row.arity)]
     return [rng.uniform(lo, hi, shape) for _ in range(row.arity)]
+
+
+def _expected_dtype(row, dtype):
+    if row.out_bool:
+        return numbagrad.bool
+    return numbagrad.int64 if row.integral_only else dtype
 
 
 def _params(row) -> tuple:
@@ -43,10 +52,10 @@ def _apply(row, *operands):
 @pytest.mark.parametrize("row", ROW_LIST, ids=lambda r: r.name)
 def test_forward_matches_reference(row, dtype_name):
     dtype, rtol = DTYPES[dtype_name]
-    arrays = [a.astype(dtype.numpy) for a in _draw(row, (2, 5))]
+    arrays = [a if row.integral_only else a.astype(dtype.numpy) for a in _draw(row, (2, 5))]
     out = _apply(row, *[numbagrad.from_numpy(a) for a in arrays])
     expected = row.reference(*arrays, *_params(row))
-    assert out.dtype is dtype
+    assert out.dtype is _expected_dtype(row, dtype)
     np.testing.assert_allclose(out.numpy(), expected, rtol=rtol, atol=rtol)
 
 
@@ -54,11 +63,11 @@ def test_forward_matches_reference(row, dtype_name):
 @pytest.mark.parametrize("row", BINARY_ROWS, ids=lambda r: r.name)
 def test_forward_with_python_scalar_operand(row, scalar_first):
     x = _draw(row, (4,))[0]
-    s = float(np.mean(row.domain))
+    s = 3 if row.integral_only else float(np.mean(row.domain))
     operands = [s, numbagrad.from_numpy(x)] if scalar_first else [numbagrad.from_numpy(x), s]
     reference = row.reference(s, x) if scalar_first else row.reference(x, s)
     out = _apply(row, *operands)
-    assert out.dtype is numbagrad.float64
+    assert out.dtype is _expected_dtype(row, numbagrad.float64)
     np.testing.assert_allclose(out.numpy(), reference, rtol=1e-12)
 
 
@@ -75,7 +84,7 @@ def _central_difference(row, arrays: list[np.ndarray], i: int, g: np.ndarray, ep
     return grad
 
 
-@pytest.mark.parametrize("row", ROW_LIST, ids=lambda r: r.name)
+@pytest.mark.parametrize("row", DIFFERENTIABLE_ROWS, ids=lambda r: r.name)
 def test_gradients_match_finite_differences(row):
     arrays = _draw(row, (2, 3), seed=1)
     inputs = [numbagrad.tensor(a, requires_grad=True) for a in arrays]
@@ -85,7 +94,7 @@ def test_gradients_match_finite_differences(row):
         np.testing.assert_allclose(x.grad.numpy(), _central_difference(row, arrays, i, g), rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("row", ROW_LIST, ids=lambda r: r.name)
+@pytest.mark.parametrize("row", DIFFERENTIABLE_ROWS, ids=lambda r: r.name)
 def test_second_derivatives_gradgradcheck(row):
     inputs = [numbagrad.tensor(a, requires_grad=True) for a in _draw(row, (3,), seed=3)]
     assert gradgradcheck(lambda *xs: _apply(row, *xs), inputs)
@@ -104,6 +113,23 @@ def test_float_only_rows_promote_integers_to_the_default_float(row):
 def test_every_row_names_a_reference_and_one_gradient_per_input():
     for row in ROW_LIST:
         assert callable(row.reference), row.name
-        assert len(row.grads) == row.arity, row.name
+        assert len(row.grads) in (0, row.arity), row.name
         assert row.domain[0] < row.domain[1], row.name
         assert set(row.params) <= set(PARAM_VALUES), f"add test values for {row.name}'s params"
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in ROW_LIST if not (r.differentiable or r.out_bool or r.integral_only)], ids=lambda r: r.name
+)
+def test_rows_without_a_gradient_refuse_backward(row):
+    x = numbagrad.tensor(_draw(row, (3,))[0], requires_grad=True)
+    out = _apply(row, *([x] * row.arity))
+    with pytest.raises(RuntimeError, match=f"the derivative for '{row.name}' is not implemented"):
+        out.sum().backward()
+
+
+@pytest.mark.parametrize("row", [r for r in ROW_LIST if r.out_bool], ids=lambda r: r.name)
+def test_bool_rows_record_no_graph(row):
+    x = numbagrad.tensor(_draw(row, (3,))[0], requires_grad=True)
+    out = _apply(row, *([x] * row.arity))
+    assert out.dtype is numbagrad.bool and out.grad_fn is None and not out.requires_grad

@@ -20,9 +20,11 @@ from ._types import (
 )
 from ._types import bool_ as bool  # noqa: A001 - torch's name
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
-from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
-from .ops import *  # noqa: F403 - the torch-shaped function namespace
+from .autograd.grad_mode import is_anomaly_enabled, is_grad_enabled, is_inference_mode_enabled
+from .ops import *  # noqa: F403 - the torch-shaped function namespace (declared ops only)
 from .ops import __all__ as _ops_all
+from .ops._common import promote as promote_types
+from .ops._common import result_type
 
 float = float32  # noqa: A001
 double = float64
@@ -47,6 +49,7 @@ __all__ = [
     "int",
     "int32",
     "int64",
+    "is_anomaly_enabled",
     "is_floating_point",
     "is_grad_enabled",
     "is_inference_mode_enabled",
@@ -54,6 +57,8 @@ __all__ = [
     "long",
     "no_grad",
     "numel",
+    "promote_types",
+    "result_type",
     "set_default_dtype",
     "set_grad_enabled",
     "set_printoptions",
@@ -69,12 +74,16 @@ def numel(t: Tensor) -> int:
     return t.numel()
 
 
+_LAZY_MODULES = ("nn", "optim", "cuda", "utils", "cache", "extend")
+
+
 def __getattr__(name: str):
-    """``numbagrad.nn``, ``numbagrad.optim``, ``numbagrad.cuda`` and ``numbagrad.elementwise`` load on first use."""
+    """``numbagrad.nn``, ``numbagrad.optim``, ``numbagrad.cuda`` and ``numbagrad.elementwise`` load on first use
+    (lazy: ``import numbagrad`` stays fast and never imports numba)."""
     import importlib
 
-    if name in ("nn", "optim", "cuda", "utils"):
+    if name in _LAZY_MODULES:
         return importlib.import_module(f".{name}", __name__)
     if name in ("elementwise", "warmup"):
-        return getattr(importlib.import_module(".kernels", __name__), name)
+        return getattr(importlib.import_module(".extend", __name__), name)
     raise AttributeError(f"module 'numbagrad' has no attribute '{name}'")

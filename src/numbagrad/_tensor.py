@@ -1,7 +1,8 @@
 """Tensor: a numpy (or numba.cuda) array plus autograd metadata.
 
-Operators and methods forward to ``numbagrad.ops`` (bound as ``_ops`` when the ops package loads), so this module
-stays below the ops in the import graph. Every op is an ``autograd.Function``; see ``ops/``.
+The ops' methods and operators (``t.sum()``, ``t + u``, ``t.add_(u)``) are not written here: every op declares
+itself once in ``numbagrad.ops`` and its declaration binds the Tensor methods when the ops load, so this module
+stays below the ops in the import graph. What is here is the data, the autograd metadata and the conversions.
 """
 
 from __future__ import annotations
@@ -12,21 +13,24 @@ import numpy as np
 
 from . import _printing
 from ._types import (
-    CPU,
     Size,
     bool_,
     dtype,
     float32,
     float64,
     from_numpy_dtype,
+    get_default_dtype,
     int32,
     int64,
     to_device,
     to_dtype,
+    wrap_dim,
 )
+from .backend import backend_for
 
-_ops = None  # numbagrad.ops, bound at import of that package
+_ops = None  # numbagrad.ops, bound at import of that package (what the engine and printing reach up to)
 _grad_mode = None  # numbagrad.autograd.grad_mode, bound likewise
+_autograd = None  # numbagrad.autograd, bound likewise (Tensor.backward)
 
 
 class _Version:
@@ -66,30 +70,25 @@ _NON_LEAF_GRAD_WARNING = (
 )
 
 
-def _is_cpu_array(data) -> bool:
-    return isinstance(data, np.ndarray)
-
-
 class Tensor:
-    """A multi-dimensional array that records the operations applied to it, for reverse-mode autograd."""
+    """A multi-dimensional array that records the operations applied to it, for reverse-mode autograd.
 
-    __slots__ = (
-        "_data",
-        "_requires_grad",
-        "grad_fn",
-        "_output_nr",
-        "_grad",
-        "_version_counter",
-        "_base",
-        "_retains_grad",
-        "_hooks",
-        "_accumulator",
-        "_is_inference",
-        "__dict__",
-        "__weakref__",
-    )
+    Only ``_data`` is set per instance when an op makes a tensor; every other field starts as the class default
+    below and is written only when it changes (a version counter appears at the first in-place op or view).
+    """
 
     __array_priority__ = 1000  # make numpy defer to our reflected operators
+
+    _requires_grad = False  # a leaf that requires grad (non-leaves require grad through their grad_fn)
+    grad_fn = None
+    _output_nr = 0
+    _grad = None
+    _version_counter: _Version | None = None
+    _base = None
+    _retains_grad = False
+    _hooks = None
+    _accumulator = None
+    _is_inference = False
 
     def __init__(self, *args, dtype=None, device=None, requires_grad: bool = False) -> None:
         """``Tensor(2, 3)`` is uninitialised storage of that shape, ``Tensor([1, 2])`` copies data (as float)."""
@@ -111,30 +110,38 @@ class Tensor:
     # --- construction ----------------------------------------------------------------------------------------
     def _init(self, data, requires_grad: bool = False) -> None:
         self._data = data
-        self._requires_grad = requires_grad
-        self.grad_fn = None
-        self._output_nr = 0
-        self._grad = None
-        self._version_counter = _Version()
-        self._base = None
-        self._retains_grad = False
-        self._hooks = None
-        self._accumulator = None
-        self._is_inference = _grad_mode is not None and _grad_mode.state.inference
+        if requires_grad:
+            self._requires_grad = True
+        if _grad_mode is not None and _grad_mode.state.inference:
+            self._is_inference = True
 
     @classmethod
     def _make(cls, data, requires_grad: bool = False) -> Tensor:
         """Wrap storage without copying or checking (the fast path every op uses)."""
         t = object.__new__(cls)
-        t._init(data, requires_grad)
+        t._data = data
+        if requires_grad:
+            t._requires_grad = True
         return t
+
+    def _shared_version(self) -> _Version:
+        """This tensor's version counter, created on first need (a view or a saved tensor shares it)."""
+        counter = self._version_counter
+        if counter is None:
+            counter = self._version_counter = _Version()
+        return counter
 
     def _view_of(self, data) -> Tensor:
         """A new tensor over ``data`` that is a view of ``self``: same version counter, ``_base`` set."""
         t = Tensor._make(data)
-        t._version_counter = self._version_counter
+        t._version_counter = self._shared_version()
         t._base = self if self._base is None else self._base
         return t
+
+    @property
+    def _backend(self):
+        """The backend module of this tensor's storage (``backend.cpu`` or ``backend.cuda``)."""
+        return backend_for(self._data)
 
     # --- basic properties ------------------------------------------------------------------------------------
     @property
@@ -153,7 +160,7 @@ class Tensor:
     def size(self, dim: int | None = None):
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[_ops.wrap_dim(dim, self.dim())]
+        return self._data.shape[wrap_dim(dim, self.dim())]
 
     @property
     def dtype(self) -> dtype:
@@ -161,11 +168,15 @@ class Tensor:
 
     @property
     def device(self):
-        return CPU if _is_cpu_array(self._data) else to_device("cuda")
+        return backend_for(self._data).DEVICE
 
     @property
     def is_cuda(self) -> bool:
-        return not _is_cpu_array(self._data)
+        return backend_for(self._data).DEVICE.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return backend_for(self._data).DEVICE.type == "cpu"
 
     @property
     def ndim(self) -> int:
@@ -175,7 +186,7 @@ class Tensor:
         return len(self._data.shape)
 
     def numel(self) -> int:
-        return int(np.prod(self._data.shape, dtype=np.int64))
+        return int(self._data.size)
 
     nelement = numel
 
@@ -185,24 +196,23 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
 
-    def is_contiguous(self) -> bool:
-        return bool(self._data.flags.c_contiguous) if _is_cpu_array(self._data) else self._data.is_c_contiguous()
+    def is_contiguous(self, memory_format=None) -> bool:
+        return backend_for(self._data).is_contiguous(self._data)
 
     def stride(self, dim: int | None = None):
         strides = tuple(s // self._data.dtype.itemsize for s in self._data.strides)
-        return strides if dim is None else strides[_ops.wrap_dim(dim, self.dim())]
+        return strides if dim is None else strides[wrap_dim(dim, self.dim())]
 
     def data_ptr(self) -> int:
-        if _is_cpu_array(self._data):
-            return self._data.__array_interface__["data"][0]
-        return self._data.__cuda_array_interface__["data"][0]
+        return backend_for(self._data).data_ptr(self._data)
 
     @property
     def _version(self) -> int:
-        return self._version_counter.value
+        counter = self._version_counter
+        return 0 if counter is None else counter.value
 
     def _bump_version(self) -> None:
-        self._version_counter.value += 1
+        self._shared_version().value += 1
 
     @property
     def is_leaf(self) -> bool:
@@ -297,14 +307,12 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``autograd.backward``)."""
-        from .autograd import backward
-
-        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+        _autograd.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
         """Same storage and version counter, no history."""
         t = Tensor._make(self._data)
-        t._version_counter = self._version_counter
+        t._version_counter = self._shared_version()
         return t
 
     def detach_(self) -> Tensor:
@@ -324,7 +332,7 @@ class Tensor:
         """The storage itself on CPU (shared memory, like torch)."""
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        if not force and not _is_cpu_array(self._data):
+        if not force and self.is_cuda:
             raise TypeError(
                 "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
                 "memory first."
@@ -332,7 +340,8 @@ class Tensor:
         return self._host()
 
     def _host(self) -> np.ndarray:
-        return self._data if _is_cpu_array(self._data) else self._data.copy_to_host()
+        """The values as a numpy array: the storage itself on the CPU, a copy from a device."""
+        return backend_for(self._data).to_host(self._data)
 
     def item(self):
         if self.numel() != 1:
@@ -403,23 +412,21 @@ class Tensor:
         return _printing.format_tensor(
             self._host(),
             dtype_name=self.dtype.name,
-            default_dtype_name="float32" if _ops is None else _ops.get_default_dtype().name,
+            default_dtype_name=get_default_dtype().name,
             suffixes=self._repr_suffixes(),
-            device_suffix=None if _is_cpu_array(self._data) else "cuda:0",
+            device_suffix=None if self.is_cpu else str(self.device),
             prefix=prefix,
         )
 
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        if self.dim() == 0 and spec:
+        """A 0-d tensor formats its value (``f"{t}"`` gives ``1.5``), as torch's does; others format their repr."""
+        if self.dim() == 0 and type(self) is Tensor:
             return format(self.item(), spec)
-        return repr(self)
+        return object.__format__(self, spec)
 
     # --- dtype / device movement -----------------------------------------------------------------------------
-    def to(self, *args, **kwargs) -> Tensor:
-        return _ops.to(self, *args, **kwargs)
-
     def type(self, dtype=None):
         if dtype is None:
             return f"torch.{self.dtype.scalar_name}Tensor"
@@ -447,7 +454,7 @@ class Tensor:
         return self.to("cuda" if device is None else device)
 
     def __cuda_array_interface_get(self):
-        if _is_cpu_array(self._data):
+        if self.is_cpu:
             raise AttributeError("__cuda_array_interface__ is only defined on cuda tensors")
         if self.requires_grad:
             raise RuntimeError(
@@ -457,424 +464,6 @@ class Tensor:
         return self._data.__cuda_array_interface__
 
     __cuda_array_interface__ = property(__cuda_array_interface_get)
-
-    # --- arithmetic (each is an autograd Function in numbagrad.ops) ------------------------------------------
-    def __add__(self, other):
-        return _ops.add(self, other)
-
-    def __radd__(self, other):
-        return _ops.add(other, self)
-
-    def __sub__(self, other):
-        return _ops.sub(self, other)
-
-    def __rsub__(self, other):
-        return _ops.rsub(self, other)
-
-    def __mul__(self, other):
-        return _ops.mul(self, other)
-
-    def __rmul__(self, other):
-        return _ops.mul(other, self)
-
-    def __truediv__(self, other):
-        return _ops.div(self, other)
-
-    def __rtruediv__(self, other):
-        return _ops.mul(_ops.reciprocal(self), other)
-
-    def __pow__(self, other):
-        return _ops.pow(self, other)
-
-    def __rpow__(self, other):
-        return _ops.pow(other, self)
-
-    def __matmul__(self, other):
-        return _ops.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return _ops.matmul(other, self)
-
-    def __neg__(self):
-        return _ops.neg(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return _ops.abs(self)
-
-    def __floordiv__(self, other):
-        return _ops.floor_divide(self, other)
-
-    def __mod__(self, other):
-        return _ops.remainder(self, other)
-
-    def __eq__(self, other):  # noqa: D105
-        return _ops.eq(self, other)
-
-    def __ne__(self, other):
-        return _ops.ne(self, other)
-
-    def __lt__(self, other):
-        return _ops.lt(self, other)
-
-    def __le__(self, other):
-        return _ops.le(self, other)
-
-    def __gt__(self, other):
-        return _ops.gt(self, other)
-
-    def __ge__(self, other):
-        return _ops.ge(self, other)
-
-    def __and__(self, other):
-        return _ops.logical_op(self, other, "and")
-
-    def __or__(self, other):
-        return _ops.logical_op(self, other, "or")
-
-    def __xor__(self, other):
-        return _ops.logical_op(self, other, "xor")
-
-    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__  # symmetric: `False & t` is `t & False`
-
-    def __invert__(self):
-        return _ops.logical_not(self)
-
-    def __iadd__(self, other):
-        return self.add_(other)
-
-    def __isub__(self, other):
-        return self.sub_(other)
-
-    def __imul__(self, other):
-        return self.mul_(other)
-
-    def __itruediv__(self, other):
-        return self.div_(other)
-
-    def __getitem__(self, index):
-        return _ops.getitem(self, index)
-
-    def __setitem__(self, index, value) -> None:
-        _ops.setitem(self, index, value)
-
-    # --- named methods ---------------------------------------------------------------------------------------
-    def add(self, other, *, alpha=1):
-        return _ops.add(self, other if alpha == 1 else _ops.mul(other, alpha))
-
-    def sub(self, other, *, alpha=1):
-        return _ops.sub(self, other if alpha == 1 else _ops.mul(other, alpha))
-
-    def mul(self, other):
-        return _ops.mul(self, other)
-
-    def div(self, other):
-        return _ops.div(self, other)
-
-    def pow(self, exponent):
-        return _ops.pow(self, exponent)
-
-    def neg(self):
-        return _ops.neg(self)
-
-    def exp(self):
-        return _ops.exp(self)
-
-    def log(self):
-        return _ops.log(self)
-
-    def sqrt(self):
-        return _ops.sqrt(self)
-
-    def rsqrt(self):
-        return _ops.rsqrt(self)
-
-    def reciprocal(self):
-        return _ops.reciprocal(self)
-
-    def abs(self):
-        return _ops.abs(self)
-
-    def sin(self):
-        return _ops.sin(self)
-
-    def cos(self):
-        return _ops.cos(self)
-
-    def tan(self):
-        return _ops.tan(self)
-
-    def tanh(self):
-        return _ops.tanh(self)
-
-    def sigmoid(self):
-        return _ops.sigmoid(self)
-
-    def relu(self):
-        return _ops.relu(self)
-
-    def clamp(self, min=None, max=None):  # noqa: A002
-        return _ops.clamp(self, min, max)
-
-    clip = clamp
-
-    def maximum(self, other):
-        return _ops.maximum(self, other)
-
-    def minimum(self, other):
-        return _ops.minimum(self, other)
-
-    def sum(self, dim=None, keepdim=False, *, dtype=None):
-        return _ops.sum(self, dim, keepdim, dtype=dtype)
-
-    def mean(self, dim=None, keepdim=False, *, dtype=None):
-        return _ops.mean(self, dim, keepdim, dtype=dtype)
-
-    def prod(self, dim=None, keepdim=False, *, dtype=None):
-        return _ops.prod(self, dim, keepdim, dtype=dtype)
-
-    def max(self, dim=None, keepdim=False):
-        return _ops.max(self, dim, keepdim)
-
-    def min(self, dim=None, keepdim=False):
-        return _ops.min(self, dim, keepdim)
-
-    def amax(self, dim=(), keepdim=False):
-        return _ops.amax(self, dim, keepdim)
-
-    def amin(self, dim=(), keepdim=False):
-        return _ops.amin(self, dim, keepdim)
-
-    def argmax(self, dim=None, keepdim=False):
-        return _ops.argmax(self, dim, keepdim)
-
-    def argmin(self, dim=None, keepdim=False):
-        return _ops.argmin(self, dim, keepdim)
-
-    def norm(self, p="fro", dim=None, keepdim=False):
-        return _ops.norm(self, p, dim, keepdim)
-
-    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        return _ops.var(self, dim, unbiased, keepdim, correction=correction)
-
-    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        return _ops.std(self, dim, unbiased, keepdim, correction=correction)
-
-    def softmax(self, dim, dtype=None):
-        return _ops.softmax(self, dim, dtype)
-
-    def log_softmax(self, dim, dtype=None):
-        return _ops.log_softmax(self, dim, dtype)
-
-    def mm(self, other):
-        return _ops.mm(self, other)
-
-    def matmul(self, other):
-        return _ops.matmul(self, other)
-
-    def dot(self, other):
-        return _ops.dot(self, other)
-
-    def t(self):
-        return _ops.t(self)
-
-    @property
-    def T(self):  # noqa: N802
-        return _ops.permute(self, tuple(reversed(range(self.dim()))))
-
-    def transpose(self, dim0, dim1):
-        return _ops.transpose(self, dim0, dim1)
-
-    def permute(self, *dims):
-        return _ops.permute(self, *dims)
-
-    def view(self, *shape):
-        return _ops.view(self, *shape)
-
-    def view_as(self, other):
-        return _ops.view(self, other.shape)
-
-    def reshape(self, *shape):
-        return _ops.reshape(self, *shape)
-
-    def reshape_as(self, other):
-        return _ops.reshape(self, other.shape)
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        return _ops.flatten(self, start_dim, end_dim)
-
-    def squeeze(self, dim=None):
-        return _ops.squeeze(self, dim)
-
-    def unsqueeze(self, dim):
-        return _ops.unsqueeze(self, dim)
-
-    def expand(self, *sizes):
-        return _ops.expand(self, *sizes)
-
-    def expand_as(self, other):
-        return _ops.expand(self, other.shape)
-
-    def repeat(self, *sizes):
-        return _ops.repeat(self, *sizes)
-
-    def sort(self, dim=-1, descending=False):
-        return _ops.sort(self, dim, descending)
-
-    def clone(self):
-        return _ops.clone(self)
-
-    def contiguous(self):
-        return self if self.is_contiguous() else _ops.clone(self)
-
-    def where(self, condition, other):
-        return _ops.where(condition, self, other)
-
-    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        return _ops.allclose(self, other, rtol, atol, equal_nan)
-
-    def equal(self, other):
-        return _ops.equal(self, other)
-
-    def eq(self, other):
-        return _ops.eq(self, other)
-
-    def ne(self, other):
-        return _ops.ne(self, other)
-
-    def lt(self, other):
-        return _ops.lt(self, other)
-
-    def le(self, other):
-        return _ops.le(self, other)
-
-    def gt(self, other):
-        return _ops.gt(self, other)
-
-    def ge(self, other):
-        return _ops.ge(self, other)
-
-    def any(self, dim=None, keepdim=False):
-        return _ops.reduce_bool(self, "any", dim, keepdim)
-
-    def all(self, dim=None, keepdim=False):
-        return _ops.reduce_bool(self, "all", dim, keepdim)
-
-    def logical_not(self):
-        return _ops.logical_not(self)
-
-    def sign(self):
-        return _ops.sign(self)
-
-    def floor(self):
-        return _ops.rounding(self, "floor")
-
-    def ceil(self):
-        return _ops.rounding(self, "ceil")
-
-    def round(self):
-        return _ops.rounding(self, "round")
-
-    def isnan(self):
-        return _ops.isnan(self)
-
-    def nonzero(self):
-        return _ops.nonzero(self)
-
-    def square(self):
-        return _ops.pow(self, 2)
-
-    def narrow(self, dim, start, length):
-        return _ops.narrow(self, dim, start, length)
-
-    def chunk(self, chunks, dim=0):
-        return _ops.chunk(self, chunks, dim)
-
-    def split(self, split_size, dim=0):
-        return _ops.split(self, split_size, dim)
-
-    def unbind(self, dim=0):
-        return _ops.unbind(self, dim)
-
-    def new_zeros(self, *size, dtype=None):
-        return _ops.zeros(*size, dtype=dtype or self.dtype, device=self.device)
-
-    def new_ones(self, *size, dtype=None):
-        return _ops.ones(*size, dtype=dtype or self.dtype, device=self.device)
-
-    def new_tensor(self, data, dtype=None):
-        return _ops.tensor(data, dtype=dtype or self.dtype, device=self.device)
-
-    def new_full(self, size, fill_value, dtype=None):
-        return _ops.full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
-
-    def new_empty(self, *size, dtype=None):
-        return _ops.empty(*size, dtype=dtype or self.dtype, device=self.device)
-
-    # --- in-place --------------------------------------------------------------------------------------------
-    def add_(self, other, *, alpha=1):
-        return _ops.inplace(self, "add", other if alpha == 1 else _ops.mul(other, alpha))
-
-    def sub_(self, other, *, alpha=1):
-        return _ops.inplace(self, "sub", other if alpha == 1 else _ops.mul(other, alpha))
-
-    def mul_(self, other):
-        return _ops.inplace(self, "mul", other)
-
-    def div_(self, other):
-        return _ops.inplace(self, "div", other)
-
-    def pow_(self, other):
-        return _ops.inplace(self, "pow", other)
-
-    def clamp_(self, min=None, max=None):  # noqa: A002
-        return _ops.inplace(self, "clamp", min, max)
-
-    def relu_(self):
-        return _ops.inplace(self, "relu")
-
-    def neg_(self):
-        return _ops.inplace(self, "neg")
-
-    def exp_(self):
-        return _ops.inplace(self, "exp")
-
-    def sqrt_(self):
-        return _ops.inplace(self, "sqrt")
-
-    def abs_(self):
-        return _ops.inplace(self, "abs")
-
-    def tanh_(self):
-        return _ops.inplace(self, "tanh")
-
-    def sigmoid_(self):
-        return _ops.inplace(self, "sigmoid")
-
-    def zero_(self):
-        return _ops.fill_(self, 0)
-
-    def fill_(self, value):
-        return _ops.fill_(self, value)
-
-    def copy_(self, src, non_blocking=False):
-        return _ops.copy_(self, src)
-
-    def normal_(self, mean=0.0, std=1.0):
-        return _ops.random_fill_(self, "normal", mean, std)
-
-    def uniform_(self, a=0.0, b=1.0):
-        return _ops.random_fill_(self, "uniform", a, b)
-
-    def apply_(self, fn) -> Tensor:
-        """Apply ``fn`` to every element in place, compiled by Numba (see ``numbagrad.ops.apply``)."""
-        return _ops.apply_(self, fn)
-
-    def map_(self, other, fn) -> Tensor:
-        """``self[i] = fn(self[i], other[i])`` element by element, in place (torch's ``map_``)."""
-        return _ops.map_(self, other, fn)
 
 
 def _rebuild(data, requires_grad):

@@ -151,3 +151,41 @@ class Size(tuple):
     def __getitem__(self, key):
         r = tuple.__getitem__(self, key)
         return Size(r) if isinstance(key, slice) else r
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    """Normalise a possibly negative dim, with torch's IndexError."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def wrap_dims(dims, ndim: int) -> tuple:
+    """Sorted, de-duplicated, normalised dims (an int or a sequence)."""
+    if isinstance(dims, int):
+        dims = (dims,)
+    return tuple(sorted({wrap_dim(d, ndim) for d in dims}))
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The broadcast of ``shapes``, with torch's error naming the first two sizes that clash."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for k, size in enumerate(s, start=ndim - len(s)):
+            if size != out[k] and 1 not in (size, out[k]):
+                raise RuntimeError(
+                    f"The size of tensor a ({out[k]}) must match the size of tensor b ({size}) at non-singleton "
+                    f"dimension {k}"
+                )
+            out[k] = size if out[k] == 1 else out[k]
+    return tuple(out)
+
+
+def broadcast_shapes_or_none(*shapes) -> tuple | None:
+    """The broadcast of ``shapes``, or None when they do not broadcast."""
+    try:
+        return broadcast_shapes(*shapes)
+    except RuntimeError:
+        return None

@@ -226,6 +226,131 @@ def minimum_grad_y(g, out, x, y):
     return select(y < x, g, select(x == y, g * 0.5, 0.0))
 
 
+def rsub(x, y):
+    return y - x
+
+
+def rsub_grad_x(g, out, x, y):
+    return -g
+
+
+def rsub_grad_y(g, out, x, y):
+    return g
+
+
+def zero_grad(g, out, x):
+    return 0.0 * g
+
+
+def sign(x):
+    return select(x > 0, 1, select(x < 0, -1, select(x == x, 0, x)))
+
+
+def floor(x):
+    # numba's math.floor returns an integer: exact below 2**52, and every float from there up is integral already
+    # (inf and nan fail the comparison and pass through); copysign keeps torch's -0. for -0.3's ceil and round
+    return select(abs(x) < 4503599627370496.0, math.copysign(math.floor(x), x), x)
+
+
+def ceil(x):
+    return select(abs(x) < 4503599627370496.0, math.copysign(math.ceil(x), x), x)
+
+
+def round_(x):
+    r = math.floor(x + 0.5)
+    r = r - ((r - x == 0.5) & (r % 2 != 0))  # ties to even, as torch
+    return select(abs(x) < 4503599627370496.0, math.copysign(r, x), x)
+
+
+def trunc(x):
+    return select(abs(x) < 4503599627370496.0, math.copysign(math.trunc(x), x), x)
+
+
+def remainder(x, y):
+    return x % y  # Python's modulo: the result takes the sign of the divisor, as torch's
+
+
+def remainder_grad_x(g, out, x, y):
+    return g
+
+
+def remainder_grad_y(g, out, x, y):
+    return -g * math.floor(x / y)
+
+
+def floor_divide(x, y):
+    return x // y
+
+
+# --- comparisons and predicates: bool results, no gradient --------------------------------------------------
+def eq(x, y):
+    return x == y
+
+
+def ne(x, y):
+    return x != y
+
+
+def lt(x, y):
+    return x < y
+
+
+def le(x, y):
+    return x <= y
+
+
+def gt(x, y):
+    return x > y
+
+
+def ge(x, y):
+    return x >= y
+
+
+def isnan(x):
+    return x != x
+
+
+def isinf(x):
+    return (x == math.inf) | (x == -math.inf)
+
+
+def isfinite(x):
+    return (x == x) & (x != math.inf) & (x != -math.inf)
+
+
+def logical_not(x):
+    return x == 0
+
+
+def logical_and(x, y):
+    return (x != 0) & (y != 0)
+
+
+def logical_or(x, y):
+    return (x != 0) | (y != 0)
+
+
+def logical_xor(x, y):
+    return (x != 0) != (y != 0)
+
+
+def bitwise_and(x, y):
+    return x & y
+
+
+def bitwise_or(x, y):
+    return x | y
+
+
+def bitwise_xor(x, y):
+    return x ^ y
+
+
+def bitwise_not(x):
+    return ~x
+
+
 # --- the table ---------------------------------------------------------------------------------------------
 def _loaded_names(fn) -> frozenset[str]:
     """The argument names a function actually reads (so we save only what its gradient needs)."""
@@ -234,24 +359,55 @@ def _loaded_names(fn) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class Row:
-    """One elementwise op.
+    """One elementwise op: everything numbagrad knows about it, declared once.
 
-    ``float_only`` ops promote integer inputs to the default float dtype (``exp`` of an int tensor is float).
-    ``params`` are non-tensor scalar arguments after the tensor inputs (``clamp``'s bounds).
-    ``domain`` is where tests draw inputs so that finite differences are meaningful.
+    Math: ``forward`` and one fused gradient per input (``grads``; none for ops without a gradient), a numpy
+    ``reference`` used only by tests, and ``domain``, where tests draw inputs so finite differences are meaningful.
+
+    Types: ``float_only`` ops promote integer inputs to the default float dtype (``exp`` of an int tensor is
+    float); ``out_bool`` ops compute in the promoted dtype and return bool (comparisons, ``isnan``);
+    ``integral_only`` ops refuse floating point inputs (the bitwise ops); ``integer_division`` ops raise torch's
+    ``ZeroDivisionError`` for an integer divisor of zero.
+
+    Names (``ops/elementwise.py`` builds everything public from them): ``node`` is the graph node torch prints,
+    or a dict from operand kinds (``"tt"``, ``"ts"``, ``"st"``: tensor or scalar per input) to node names;
+    ``names`` the ``numbagrad.*`` functions (the first is canonical), ``methods`` the Tensor methods (default: the
+    names), ``operators`` the Tensor operators (``__radd__`` style names take the operands reflected),
+    ``inplace`` whether each method has a ``<method>_`` in-place form, ``alpha`` whether the op takes torch's
+    ``alpha=`` keyword (``other * alpha``). ``params`` are non-tensor scalar arguments after the tensor inputs
+    (``clamp``'s bounds); ``frontend=False`` means ``ops/elementwise.py`` writes the public function by hand
+    because torch's signature needs more than the table says (``clamp``, ``pow``).
     """
 
     name: str
     forward: types.FunctionType
     grads: tuple
     reference: object
+    node: str | dict | None = None
+    names: tuple = ()
+    methods: tuple | None = None
+    operators: tuple = ()
+    inplace: bool = True
+    alpha: bool = False
+    frontend: bool = True
     float_only: bool = False
+    out_bool: bool = False
+    integral_only: bool = False
+    integer_division: bool = False
     params: tuple = ()
     domain: tuple = (-2.0, 2.0)
     arity: int = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arity", len(inspect.signature(self.forward).parameters) - len(self.params))
+        if not self.names:
+            object.__setattr__(self, "names", (self.name,))
+        if self.methods is None:
+            object.__setattr__(self, "methods", self.names)
+
+    @property
+    def differentiable(self) -> bool:
+        return bool(self.grads)
 
     def uses(self, i: int) -> frozenset[str]:
         """Which of ``g``, ``out``, ``x``, ``y`` gradient ``i`` reads."""
@@ -276,29 +432,156 @@ def _np_sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+_BINARY = ("__{}__", "__r{}__", "__i{}__")
+
+
+def _ops(name: str) -> tuple:
+    """``__name__``, ``__rname__`` and ``__iname__``."""
+    return tuple(f.format(name) for f in _BINARY)
+
+
+#: Rows whose kernels the table tests exercise through their numpy ``reference``.
 ROWS: dict[str, Row] = {
     r.name: r
     for r in [
-        Row("neg", neg, (neg_grad,), np.negative),
-        Row("exp", exp, (exp_grad,), np.exp, float_only=True),
-        Row("log", log, (log_grad,), np.log, float_only=True, domain=(0.2, 3.0)),
-        Row("sqrt", sqrt, (sqrt_grad,), np.sqrt, float_only=True, domain=(0.2, 3.0)),
-        Row("rsqrt", rsqrt, (rsqrt_grad,), lambda x: 1 / np.sqrt(x), float_only=True, domain=(0.2, 3.0)),
-        Row("reciprocal", reciprocal, (reciprocal_grad,), np.reciprocal, float_only=True, domain=(0.3, 3.0)),
-        Row("abs", abs_, (abs_grad,), np.abs),
-        Row("sin", sin, (sin_grad,), np.sin, float_only=True),
-        Row("cos", cos, (cos_grad,), np.cos, float_only=True),
-        Row("tan", tan, (tan_grad,), np.tan, float_only=True, domain=(-1.2, 1.2)),
-        Row("tanh", tanh, (tanh_grad,), np.tanh, float_only=True),
-        Row("sigmoid", sigmoid, (sigmoid_grad,), _np_sigmoid, float_only=True),
-        Row("relu", relu, (relu_grad,), lambda x: np.maximum(x, 0)),
-        Row("clamp", clamp, (clamp_grad,), np.clip, params=("lo", "hi")),
-        Row("add", add, (add_grad_x, add_grad_y), np.add),
-        Row("sub", sub, (sub_grad_x, sub_grad_y), np.subtract),
-        Row("mul", mul, (mul_grad_x, mul_grad_y), np.multiply),
-        Row("div", div, (div_grad_x, div_grad_y), np.true_divide, float_only=True, domain=(0.3, 3.0)),
-        Row("pow", pow_, (pow_grad_x, pow_grad_y), np.power, float_only=False, domain=(0.3, 2.0)),
-        Row("maximum", maximum, (maximum_grad_x, maximum_grad_y), np.maximum),
-        Row("minimum", minimum, (minimum_grad_x, minimum_grad_y), np.minimum),
+        # unary, differentiable
+        Row("neg", neg, (neg_grad,), np.negative, "NegBackward0", ("neg", "negative"), operators=("__neg__",)),
+        Row("exp", exp, (exp_grad,), np.exp, "ExpBackward0", float_only=True),
+        Row("log", log, (log_grad,), np.log, "LogBackward0", float_only=True, domain=(0.2, 3.0)),
+        Row("sqrt", sqrt, (sqrt_grad,), np.sqrt, "SqrtBackward0", float_only=True, domain=(0.2, 3.0)),
+        Row(
+            "rsqrt",
+            rsqrt,
+            (rsqrt_grad,),
+            lambda x: 1 / np.sqrt(x),
+            "RsqrtBackward0",
+            float_only=True,
+            domain=(0.2, 3.0),
+        ),  # fmt: skip
+        Row(
+            "reciprocal",
+            reciprocal,
+            (reciprocal_grad,),
+            np.reciprocal,
+            "ReciprocalBackward0",
+            float_only=True,
+            domain=(0.3, 3.0),
+        ),  # fmt: skip
+        Row("abs", abs_, (abs_grad,), np.abs, "AbsBackward0", ("abs", "absolute"), operators=("__abs__",)),
+        Row("sin", sin, (sin_grad,), np.sin, "SinBackward0", float_only=True),
+        Row("cos", cos, (cos_grad,), np.cos, "CosBackward0", float_only=True),
+        Row("tan", tan, (tan_grad,), np.tan, "TanBackward0", float_only=True, domain=(-1.2, 1.2)),
+        Row("tanh", tanh, (tanh_grad,), np.tanh, "TanhBackward0", float_only=True),
+        Row("sigmoid", sigmoid, (sigmoid_grad,), _np_sigmoid, "SigmoidBackward0", float_only=True),
+        Row("relu", relu, (relu_grad,), lambda x: np.maximum(x, 0), "ReluBackward0"),
+        Row(
+            "clamp",
+            clamp,
+            (clamp_grad,),
+            np.clip,
+            "ClampBackward1",
+            ("clamp", "clip"),
+            params=("lo", "hi"),
+            frontend=False,
+        ),  # fmt: skip
+        # zero gradient almost everywhere (torch still records a node)
+        Row("sign", sign, (zero_grad,), np.sign, "SignBackward0"),
+        Row("floor", floor, (zero_grad,), np.floor, "FloorBackward0"),
+        Row("ceil", ceil, (zero_grad,), np.ceil, "CeilBackward0"),
+        Row("round", round_, (zero_grad,), np.round, "RoundBackward0"),
+        Row("trunc", trunc, (zero_grad,), np.trunc, "TruncBackward0", ("trunc", "fix")),
+        # binary, differentiable
+        Row("add", add, (add_grad_x, add_grad_y), np.add, "AddBackward0", operators=_ops("add"), alpha=True),
+        Row(
+            "sub",
+            sub,
+            (sub_grad_x, sub_grad_y),
+            np.subtract,
+            "SubBackward0",
+            ("sub", "subtract"),
+            operators=("__sub__", "__isub__"),
+            alpha=True,
+        ),  # fmt: skip
+        Row(
+            "rsub",
+            rsub,
+            (rsub_grad_x, rsub_grad_y),
+            lambda x, y: y - x,
+            {"tt": "RsubBackward0", "ts": "RsubBackward1"},
+            methods=(),
+            inplace=False,
+            alpha=True,
+        ),  # fmt: skip (Tensor.__rsub__ is rsub)
+        Row(
+            "mul",
+            mul,
+            (mul_grad_x, mul_grad_y),
+            np.multiply,
+            "MulBackward0",
+            ("mul", "multiply"),
+            operators=_ops("mul"),
+        ),  # fmt: skip
+        Row(
+            "div",
+            div,
+            (div_grad_x, div_grad_y),
+            np.true_divide,
+            "DivBackward0",
+            ("div", "divide", "true_divide"),
+            operators=("__truediv__", "__itruediv__"),
+            float_only=True,
+            domain=(0.3, 3.0),
+        ),  # fmt: skip
+        Row(
+            "pow",
+            pow_,
+            (pow_grad_x, pow_grad_y),
+            np.power,
+            {"tt": "PowBackward1", "ts": "PowBackward0", "st": "PowBackward2"},
+            frontend=False,
+            domain=(0.3, 2.0),
+        ),  # fmt: skip
+        Row("maximum", maximum, (maximum_grad_x, maximum_grad_y), np.maximum, "MaximumBackward0"),
+        Row("minimum", minimum, (minimum_grad_x, minimum_grad_y), np.minimum, "MinimumBackward0"),
+        Row(
+            "remainder",
+            remainder,
+            (remainder_grad_x, remainder_grad_y),
+            np.remainder,
+            "RemainderBackward0",
+            operators=("__mod__", "__rmod__", "__imod__"),
+            integer_division=True,
+            domain=(0.3, 3.0),
+        ),  # fmt: skip
+        # no gradient
+        Row(
+            "floor_divide",
+            floor_divide,
+            (),
+            np.floor_divide,
+            "NotImplemented",
+            operators=("__floordiv__", "__rfloordiv__", "__ifloordiv__"),
+            integer_division=True,
+            domain=(0.3, 3.0),
+        ),  # fmt: skip
+        Row("eq", eq, (), np.equal, operators=("__eq__",), out_bool=True),
+        Row("ne", ne, (), np.not_equal, names=("ne", "not_equal"), operators=("__ne__",), out_bool=True),
+        Row("lt", lt, (), np.less, names=("lt", "less"), operators=("__lt__",), out_bool=True),
+        Row("le", le, (), np.less_equal, names=("le", "less_equal"), operators=("__le__",), out_bool=True),
+        Row("gt", gt, (), np.greater, names=("gt", "greater"), operators=("__gt__",), out_bool=True),
+        Row("ge", ge, (), np.greater_equal, names=("ge", "greater_equal"), operators=("__ge__",), out_bool=True),
+        Row("isnan", isnan, (), np.isnan, out_bool=True, inplace=False),
+        Row("isinf", isinf, (), np.isinf, out_bool=True, inplace=False),
+        Row("isfinite", isfinite, (), np.isfinite, out_bool=True, inplace=False),
+        Row("logical_not", logical_not, (), np.logical_not, out_bool=True),
+        Row("logical_and", logical_and, (), np.logical_and, out_bool=True),
+        Row("logical_or", logical_or, (), np.logical_or, out_bool=True),
+        Row("logical_xor", logical_xor, (), np.logical_xor, out_bool=True),
+        Row("bitwise_and", bitwise_and, (), np.bitwise_and, operators=_ops("and"), integral_only=True),
+        Row("bitwise_or", bitwise_or, (), np.bitwise_or, operators=_ops("or"), integral_only=True),
+        Row("bitwise_xor", bitwise_xor, (), np.bitwise_xor, operators=_ops("xor"), integral_only=True),
+        Row(
+            "bitwise_not", bitwise_not, (), np.invert, operators=("__invert__",), integral_only=True, frontend=False
+        ),  # fmt: skip
     ]
 }

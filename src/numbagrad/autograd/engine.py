@@ -1,26 +1,118 @@
 """The backward walk: iterative (no recursion limit), in torch's order, summing gradients per node input.
 
 A node runs once every edge into it from the part of the graph being differentiated has delivered; among ready
-nodes the most recently created runs first (leaf accumulators before everything). Gradients that reach the same
-node input from several paths are summed before it runs; leaf gradients accumulate into ``.grad`` in place.
+nodes the most recently created runs first, and a leaf's ``AccumulateGrad`` runs as soon as it is ready (torch
+gives leaves the highest priority). Gradients that reach the same node input from several paths are summed before
+it runs; leaf gradients accumulate into ``.grad`` in place, taking over a buffer that only the engine holds.
+
+``run_backward`` is a few named steps: find the roots and what to capture, count dependencies, seed the buffers,
+then repeatedly run a ready node (``_run_node``: hooks, the node, anomaly checks) and hand its gradients on
+(``_send``). Nothing here is global: grad mode is per thread, and each backward keeps its state in locals.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
+import sys
 import threading
 import warnings
+import weakref
 
 import numpy as np
 
 from .. import _tensor
 from .._tensor import Tensor
-from .function import AccumulateGrad, accumulator_of, engine_owns
 from .grad_mode import state
+from .graph import Node
 
 
+# --- leaves -------------------------------------------------------------------------------------------------
+class AccumulateGrad(Node):
+    """The node behind a leaf that requires grad: adds incoming gradients into ``variable.grad``."""
+
+    def __init__(self, variable: Tensor) -> None:
+        self.variable = variable
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+    def accumulate(self, grad: Tensor, create_graph: bool, owned: bool = False) -> None:
+        """Add ``grad`` into the leaf's ``.grad``; ``owned`` (see ``engine_owns``) lets the first one be kept
+        without a copy."""
+        t = self.variable
+        if t._grad is None:
+            if create_graph:
+                t._grad = _tensor._ops.copy_grad(grad)  # torch: a differentiable copy, grad_fn=<CopyBackwards>
+            elif owned:
+                t._grad = Tensor._make(grad._data)  # take the storage, as torch does: no copy
+            else:
+                t._grad = Tensor._make(grad._backend.copy(grad._data))
+        elif create_graph or t._grad.requires_grad:
+            t._grad = t._grad + grad
+        else:
+            t._grad._backend.accumulate_(t._grad._data, grad._data)
+
+
+def accumulator_of(t: Tensor) -> AccumulateGrad:
+    """The (cached, weakly held) AccumulateGrad node of a leaf."""
+    ref = t._accumulator
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(t)
+        t._accumulator = weakref.ref(node)
+    return node
+
+
+# --- buffer ownership ---------------------------------------------------------------------------------------
+def _reference_counts() -> tuple[int, int] | None:
+    """What ``engine_owns`` counts for an object held in exactly one place (as the engine holds a gradient), and
+    for an array held only by one object's attribute. Measured on this interpreter rather than assumed, because
+    interpreters count temporaries differently; ``None`` where there are no exact reference counts (not
+    CPython, or free-threaded), and then buffers are never reused."""
+    if not hasattr(sys, "getrefcount") or not getattr(sys, "_is_gil_enabled", lambda: True)():
+        return None
+
+    class Holder:
+        __slots__ = ("_data",)
+
+    def counts(obj) -> tuple[int, int]:
+        data = obj._data  # the same two steps as ``engine_owns``
+        return sys.getrefcount(data), sys.getrefcount(obj)
+
+    probe = Holder()
+    probe._data = object()
+    return counts(probe)  # ``probe`` is its one holder, as a buffer slot is for the engine
+
+
+_SOLE_REFS = _reference_counts()
+
+
+def engine_owns(grad: Tensor | None) -> bool:
+    """True when nothing outside the engine can see ``grad`` or its storage: then its buffer may be reused (a
+    leaf keeps it as ``.grad``, an elementwise backward writes its result into it) instead of allocating.
+
+    A gradient held anywhere else (another node's buffer, a hook, the user's ``backward(gradient)`` argument,
+    ``autograd.grad``'s results, a view of it) has more references and is left alone. The engine calls this
+    with the gradient in exactly one place of its own (a buffer slot or a local), right before handing it on.
+    """
+    if grad is None or _SOLE_REFS is None:
+        return False
+    data_refs, grad_refs = _SOLE_REFS
+    data = grad._data
+    return (
+        type(data) is np.ndarray
+        and data.base is None
+        and data.flags.writeable
+        and data.flags.c_contiguous
+        and grad.grad_fn is None
+        and sys.getrefcount(data) <= data_refs
+        and sys.getrefcount(grad) <= grad_refs
+    )
+
+
+# --- entry points -------------------------------------------------------------------------------------------
 def _make_grads(outputs: tuple, grad_outputs) -> list:
+    """The seed gradient of each output: ones for an implicit scalar, else the given tensor (shape-checked)."""
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     elif isinstance(grad_outputs, Tensor):
@@ -31,18 +123,19 @@ def _make_grads(outputs: tuple, grad_outputs) -> list:
         raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        data = out._data
         if g is None:
             if out.requires_grad:  # else the engine reports "element i of tensors does not require grad"
-                if out.numel() != 1:
+                if data.size != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if out._data.dtype.kind != "f":
+                if data.dtype.kind != "f":
                     raise RuntimeError(
                         f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
                     )
-            g = _tensor._ops.ones_like(out)
+            g = Tensor._make(out._backend.full(data.shape, 1, data.dtype))
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-        elif g.shape != out.shape:
+        elif g._data.shape != data.shape:
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a shape of "
                 f"{out.shape}."
@@ -80,7 +173,7 @@ def backward(
 def _store_non_leaf_grad(t: Tensor, g: Tensor, create_graph: bool) -> None:
     """``.grad`` of a non-leaf (retain_grad, or named in ``inputs=``): a copy first, then sums."""
     g = g if create_graph else g.detach()
-    t._grad = _tensor._ops.clone(g) if t._grad is None else t._grad + g
+    t._grad = g.clone() if t._grad is None else t._grad + g
 
 
 def grad(
@@ -116,7 +209,7 @@ def grad(
     for t, g in zip(inputs, captured):
         if g is None:
             if materialize_grads:
-                g = _tensor._ops.zeros_like(t)
+                g = Tensor._make(t._backend.zeros(t._data.shape, t._data.dtype))
             elif not allow_unused:
                 raise RuntimeError(
                     "One of the differentiated Tensors appears to not have been used in the graph. Set "
@@ -124,6 +217,40 @@ def grad(
                 )
         result.append(g)
     return tuple(result)
+
+
+# --- the walk -----------------------------------------------------------------------------------------------
+_callbacks = threading.local()  # .pending: the callbacks queued during this thread's running backward, or None
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` once the backward pass now running in this thread has finished (torch's
+    ``Variable._execution_engine.queue_callback``; DistributedDataParallel waits for its all-reduces there)."""
+    pending = getattr(_callbacks, "pending", None)
+    if pending is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    pending.append(callback)
+
+
+def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=None, accumulate: bool = True):
+    """Walk the graph from ``outputs``; accumulate into leaves, or capture the gradients of ``inputs``; then run
+    the callbacks queued during the walk. Grad mode is ``create_graph`` while nodes run (in this thread only)."""
+    roots = [_root_edge(t, i) for i, t in enumerate(outputs)]
+    task = _Task(retain_graph, create_graph, accumulate, inputs)
+    outer = getattr(_callbacks, "pending", None)
+    _callbacks.pending = []
+    st = state
+    prev_mode = st.enabled
+    st.enabled = create_graph
+    try:
+        task.execute(roots, grads)
+        pending = _callbacks.pending
+        while pending:  # a callback may queue another
+            pending.pop(0)()
+    finally:
+        st.enabled = prev_mode
+        _callbacks.pending = outer
+    return task.captured
 
 
 def _root_edge(t: Tensor, i: int):
@@ -140,18 +267,20 @@ def _dependencies(roots) -> dict:
     seen = set(roots)
     stack = list(seen)
     while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
+        for nxt, _ in stack.pop().next_functions:
             if nxt is not None:
-                deps[nxt] = deps.get(nxt, 0) + 1
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
     return deps
 
 
-def _needed(roots, targets: set) -> set:
-    """Nodes from which some target node is reachable (only those need to run)."""
+def _needed(roots, targets) -> set:
+    """Nodes from which some target node is reachable (only those need to run when ``inputs`` are given)."""
     needed: set = set()
     done: set = set()
     for root in roots:
@@ -185,145 +314,150 @@ def _call_hooks(hooks: dict, grad):
     return grad
 
 
-def _check_nan(node, grads: list) -> None:
+class _Task:
+    """One backward pass: its options, its gradient buffers and ready queue, and what it captures."""
+
+    def __init__(self, retain_graph: bool, create_graph: bool, accumulate: bool, inputs) -> None:
+        self.retain_graph = retain_graph
+        self.create_graph = create_graph
+        self.accumulate = accumulate
+        self.targets = None  # node -> [(output_nr, k)]: where to capture the gradients of ``inputs``
+        self.captured: list = []
+        if inputs is not None:
+            self.targets = {}
+            for k, t in enumerate(inputs):
+                node, nr = (t.grad_fn, t._output_nr) if t.grad_fn is not None else (accumulator_of(t), 0)
+                self.targets.setdefault(node, []).append((nr, k))
+            self.captured = [None] * len(inputs)
+
+    def execute(self, roots: list, grads: list) -> None:
+        root_nodes = list(dict.fromkeys(node for node, _ in roots))
+        deps = _dependencies(root_nodes)
+        needed = _needed(root_nodes, self.targets) if self.targets is not None else None
+        buffers: dict = {}
+        for (node, nr), g in zip(roots, grads):
+            buf = buffers.get(node)
+            if buf is None:
+                buf = buffers[node] = [None] * node._num_outputs
+            buf[nr] = _add(buf[nr], g)
+        ready = [(-node._sequence_nr, id(node), node) for node in root_nodes if node not in deps]
+        heapq.heapify(ready)
+        g = buf = None  # only the buffers hold the seeds now (see engine_owns)
+        while ready:
+            node = heapq.heappop(ready)[2]
+            if type(node) is AccumulateGrad:  # a leaf given as a root
+                self._accumulate_leaf(node, buffers.pop(node)[0])
+                continue
+            grads_in = buffers.pop(node, None) or [None] * node._num_outputs
+            if node._hooked:
+                grads_in = self._before_node(node, grads_in)
+            if self.targets is not None and node in self.targets:
+                for nr, k in self.targets[node]:
+                    self.captured[k] = grads_in[nr]
+            if (needed is None or node in needed) and any(x is not None for x in grads_in):
+                grads_out = self._run_node(node, grads_in)
+            else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
+                grads_out = (None,) * len(node.next_functions)
+            grads_in = None
+            leaves = self._send(node, grads_out, buffers, deps, ready)
+            grads_out = None  # only the buffers hold the gradients now: keeps reference counts exact
+            if leaves:
+                for leaf in leaves:  # the popped gradient goes straight into the call: no local holds it
+                    self._accumulate_leaf(leaf, buffers.pop(leaf)[0])
+
+    def _before_node(self, node, grads_in: list) -> list:
+        """Tensor hooks of the node's outputs, retain_grad, then the node's pre-hooks."""
+        if node._tensor_hooks:
+            for nr, hooks in node._tensor_hooks.items():
+                if grads_in[nr] is not None and hooks:
+                    grads_in[nr] = _call_hooks(hooks, grads_in[nr])
+        if node._retained:
+            for nr, ref in node._retained.items():
+                t = ref()
+                if t is not None and grads_in[nr] is not None:
+                    _store_non_leaf_grad(t, grads_in[nr], self.create_graph)
+        if node._pre_hooks:
+            for hook in list(node._pre_hooks.values()):
+                r = hook(tuple(grads_in))
+                if r is not None:
+                    grads_in = list(r)
+        return grads_in
+
+    def _run_node(self, node, grads_in: list):
+        """The node's backward (with buffer ownership known to it), anomaly checks, post-hooks, release."""
+        node._grads_owned = tuple([engine_owns(grads_in[i]) for i in range(len(grads_in))])
+        st = state
+        try:
+            grads_out = node._apply(grads_in)
+            if st.anomaly and st.anomaly_check_nan:
+                _check_nan(node, grads_out)
+        except Exception:
+            if st.anomaly and node._traceback:
+                warnings.warn(
+                    f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
+                    f"{node._traceback}",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            raise
+        finally:
+            node._grads_owned = ()
+        if node._post_hooks:
+            for hook in list(node._post_hooks.values()):
+                r = hook(tuple(grads_out), tuple(grads_in))
+                if r is not None:
+                    grads_out = list(r)
+        if not self.retain_graph:
+            node._release()
+        return grads_out
+
+    def _send(self, node, grads_out, buffers: dict, deps: dict, ready: list) -> list | None:
+        """Add each gradient into its next node's buffer; queue nodes that became ready. Returns the leaves
+        that became ready (accumulated by the caller once it holds no other reference to their gradients)."""
+        leaves = None
+        for (nxt, nr), g in zip(node.next_functions, grads_out):
+            if nxt is None:
+                continue
+            if g is not None:
+                buf = buffers.get(nxt)
+                if buf is None:
+                    buf = buffers[nxt] = [None] * nxt._num_outputs
+                    buf[nr] = g
+                else:
+                    buf[nr] = _add(buf[nr], g)
+            remaining = deps[nxt] - 1
+            deps[nxt] = remaining
+            if remaining == 0:
+                if type(nxt) is AccumulateGrad:
+                    if nxt in buffers:
+                        if leaves is None:
+                            leaves = []
+                        leaves.append(nxt)
+                else:
+                    heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
+        return leaves
+
+    def _accumulate_leaf(self, node: AccumulateGrad, g) -> None:
+        """Leaf hooks, capture for ``inputs``, accumulation into ``.grad`` and post-accumulate hooks."""
+        if g is None:
+            return
+        leaf = node.variable
+        if leaf._hooks:
+            g = _call_hooks(leaf._hooks, g)
+        targets = self.targets
+        if targets is not None and node in targets:
+            for _, k in targets[node]:
+                self.captured[k] = g
+        if self.accumulate and (targets is None or node in targets):
+            owned = engine_owns(g)  # before the call below puts g on the stack once more
+            node.accumulate(g, self.create_graph, owned)
+            post = leaf.__dict__.get("_post_accumulate_hooks")
+            if post:
+                for hook in list(post.values()):
+                    hook(leaf)
+
+
+def _check_nan(node, grads) -> None:
     for i, g in enumerate(grads):
         if g is not None and np.isnan(g._host()).any():
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
-
-
-_callbacks = threading.local()  # .pending: the callbacks queued during this thread's running backward, or None
-
-
-def queue_callback(callback) -> None:
-    """Run ``callback()`` once the backward pass now running in this thread has finished (torch's
-    ``Variable._execution_engine.queue_callback``; DistributedDataParallel waits for its all-reduces there)."""
-    pending = getattr(_callbacks, "pending", None)
-    if pending is None:
-        raise RuntimeError("Final callbacks can only be installed during backward pass.")
-    pending.append(callback)
-
-
-def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=None, accumulate: bool = True):
-    """Walk the graph from ``outputs``; accumulate into leaves, or capture the gradients of ``inputs``; then run
-    the callbacks queued during the walk."""
-    outer = getattr(_callbacks, "pending", None)
-    _callbacks.pending = []
-    try:
-        captured = _walk(outputs, grads, retain_graph, create_graph, inputs, accumulate)
-        pending = _callbacks.pending
-        while pending:  # a callback may queue another
-            pending.pop(0)()
-    finally:
-        _callbacks.pending = outer
-    return captured
-
-
-def _walk(outputs, grads, retain_graph: bool, create_graph: bool, inputs, accumulate: bool):
-    roots = [_root_edge(t, i) for i, t in enumerate(outputs)]
-    targets = None
-    if inputs is not None:
-        targets = [(t.grad_fn, t._output_nr) if t.grad_fn is not None else (accumulator_of(t), 0) for t in inputs]
-    captured = [None] * (len(targets) if targets else 0)
-    target_slots: dict = {}
-    for k, (node, nr) in enumerate(targets or ()):
-        target_slots.setdefault(node, []).append((nr, k))
-
-    root_nodes = list(dict.fromkeys(node for node, _ in roots))
-    deps = _dependencies(root_nodes)
-    needed = _needed(root_nodes, set(target_slots)) if targets is not None else None
-
-    buffers: dict = {}
-    for (node, nr), g in zip(roots, grads):
-        buf = buffers.setdefault(node, [None] * node._num_outputs)
-        buf[nr] = _add(buf[nr], g)
-
-    counter = itertools.count()
-    heap = [(-node._sequence_nr, next(counter), node) for node in root_nodes if deps.get(node, 0) == 0]
-    heapq.heapify(heap)
-    prev_mode = state.enabled
-    state.enabled = create_graph
-    try:
-        while heap:
-            node = heapq.heappop(heap)[2]
-            grads_in = buffers.pop(node, None) or [None] * node._num_outputs
-            if node._tensor_hooks:
-                for nr, hooks in node._tensor_hooks.items():
-                    if grads_in[nr] is not None and hooks:
-                        grads_in[nr] = _call_hooks(hooks, grads_in[nr])
-            if node._retained:
-                for nr, ref in node._retained.items():
-                    t = ref()
-                    if t is not None and grads_in[nr] is not None:
-                        _store_non_leaf_grad(t, grads_in[nr], create_graph)
-            pre = node.__dict__.get("_pre_hooks")
-            if pre:
-                for hook in list(pre.values()):
-                    r = hook(tuple(grads_in))
-                    if r is not None:
-                        grads_in = list(r)
-
-            if isinstance(node, AccumulateGrad):
-                g = grads_in[0]
-                grads_in = None  # drop the list's reference, so accumulate() can tell if g is shared
-                leaf = node.variable
-                if g is not None and leaf._hooks:
-                    g = _call_hooks(leaf._hooks, g)
-                if node in target_slots:
-                    for _, k in target_slots[node]:
-                        captured[k] = g
-                if g is not None and accumulate and (targets is None or node in target_slots):
-                    owned = engine_owns(g)  # before the call below puts g on the stack once more
-                    node.accumulate(g, create_graph, owned)
-                    post = leaf.__dict__.get("_post_accumulate_hooks")
-                    if post:
-                        for hook in list(post.values()):
-                            hook(leaf)
-                g = None  # (see engine_owns: no stale reference may outlive this step)
-                continue
-
-            if node in target_slots:
-                for nr, k in target_slots[node]:
-                    captured[k] = grads_in[nr]
-            run = needed is None or any(n in needed for n, _ in node.next_functions if n is not None)
-            if run and any(g is not None for g in grads_in):
-                node._grads_owned = tuple(engine_owns(grads_in[i]) for i in range(len(grads_in)))
-                try:
-                    grads_out = node._apply(grads_in)
-                    if state.anomaly and state.anomaly_check_nan:
-                        _check_nan(node, grads_out)
-                except Exception:
-                    if state.anomaly and node._traceback:
-                        warnings.warn(
-                            f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
-                            f"{node._traceback}",
-                            UserWarning,
-                            stacklevel=2,
-                        )
-                    raise
-                post = node.__dict__.get("_post_hooks")
-                if post:
-                    for hook in list(post.values()):
-                        r = hook(tuple(grads_out), tuple(grads_in))
-                        if r is not None:
-                            grads_out = list(r)
-                node._grads_owned = ()
-                if not retain_graph:
-                    node._release()
-            else:  # not run (not needed for ``inputs``, or no gradient reached it): keeps its saved tensors
-                grads_out = [None] * len(node.next_functions)
-            for (nxt, nr), g in zip(node.next_functions, grads_out):
-                if nxt is None:
-                    continue
-                if g is not None:
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        buf = buffers[nxt] = [None] * nxt._num_outputs
-                    buf[nr] = _add(buf[nr], g)
-                remaining = deps[nxt] - 1
-                deps[nxt] = remaining
-                if remaining == 0:
-                    heapq.heappush(heap, (-nxt._sequence_nr, next(counter), nxt))
-            grads_out = g = buf = None  # only the buffers hold the gradients now: keeps reference counts exact
-    finally:
-        state.enabled = prev_mode
-    return captured

@@ -3,6 +3,11 @@
 ``Function.apply`` runs ``forward`` under no-grad, then (when some input requires grad and grad mode is on)
 links the outputs to a node of class ``<Name>Backward`` whose ``next_functions`` point at the inputs' nodes.
 Built-in ops are ordinary subclasses; they set ``node_name`` to torch's names (``MulBackward0``).
+
+The hot path pays only for what a call uses: ``apply`` is three named steps (``_run_forward``, then
+``_link_outputs`` when a graph node is needed or ``_unlinked_outputs`` when not), and each step decides the rare
+cases (dirty and non-differentiable outputs, inputs returned as-is, several outputs, anomaly mode) with one cheap
+check before paying for them.
 """
 
 from __future__ import annotations
@@ -10,18 +15,14 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
-import math
-import sys
 import traceback
 import warnings
-import weakref
 
-import numpy as np
-
-from .. import _tensor
 from .._tensor import Tensor
-from .._types import shape_str
+from .._types import broadcast_shapes_or_none, shape_str
+from .engine import accumulator_of
 from .grad_mode import no_grad, state
+from .graph import Node
 
 ERR_BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -31,201 +32,6 @@ ERR_BACKWARD_TWICE = (
 )
 
 _sequence = itertools.count()
-
-
-class Node:
-    """A node of the backward graph. ``next_functions`` holds one ``(node, output_nr)`` edge per input."""
-
-    next_functions: tuple = ()
-    _sequence_nr: float = 0
-    _num_outputs: int = 1
-    _tensor_hooks: dict | None = None  # output_nr -> {handle id: hook}: tensor.register_hook on non-leaves
-    _retained: dict | None = None  # output_nr -> weakref of a tensor that called retain_grad()
-    _traceback: str | None = None  # forward stack, kept in anomaly mode
-    _grads_owned: tuple = ()  # per output, while backward runs: may the gradient's buffer be reused?
-
-    def name(self) -> str:
-        return type(self).__name__
-
-    @property
-    def metadata(self) -> dict:
-        if "_metadata" not in self.__dict__:
-            self._metadata = {}
-        return self._metadata
-
-    def register_hook(self, fn):
-        """``fn(grad_inputs, grad_outputs)`` after this node runs; a returned tuple replaces grad_inputs."""
-        hooks = self.__dict__.setdefault("_post_hooks", {})
-        handle = _tensor.RemovableHandle(hooks)
-        hooks[handle.id] = fn
-        return handle
-
-    def register_prehook(self, fn):
-        """``fn(grad_outputs)`` before this node runs; a returned tuple replaces grad_outputs."""
-        hooks = self.__dict__.setdefault("_pre_hooks", {})
-        handle = _tensor.RemovableHandle(hooks)
-        hooks[handle.id] = fn
-        return handle
-
-    def _tensor_hooks_for(self, output_nr: int) -> dict:
-        """The hooks of the non-leaf tensor that is output ``output_nr`` of this node (created on first use)."""
-        if self._tensor_hooks is None:
-            self._tensor_hooks = {}
-        return self._tensor_hooks.setdefault(output_nr, {})
-
-    def _retain_grad_of(self, t: Tensor) -> None:
-        """Make backward store the gradient of output ``t._output_nr`` into ``t.grad`` (held weakly: no cycle)."""
-        if self._retained is None:
-            self._retained = {}
-        self._retained[t._output_nr] = weakref.ref(t)
-
-    def _release(self) -> None:
-        """Free what backward needed (saved tensors); called after running unless ``retain_graph``."""
-
-    def __call__(self, *grads):
-        return self._apply(list(grads))
-
-
-class AccumulateGrad(Node):
-    """The node behind a leaf that requires grad: adds incoming gradients into ``variable.grad``."""
-
-    _sequence_nr = math.inf  # ready leaves run first, as in torch
-
-    def __init__(self, variable: Tensor) -> None:
-        self.variable = variable
-
-    def __repr__(self) -> str:
-        return f"<AccumulateGrad object at {hex(id(self))}>"
-
-    def accumulate(self, grad: Tensor, create_graph: bool, owned: bool = False) -> None:
-        """Add ``grad`` into the leaf's ``.grad``; ``owned`` (see ``engine_owns``) lets the first one be kept
-        without a copy."""
-        from ..backend import backend_for
-
-        t = self.variable
-        if t._grad is None:
-            if create_graph:
-                t._grad = _CopyGrad.apply(grad)  # torch: a differentiable copy, grad_fn=<CopyBackwards>
-            elif owned:
-                t._grad = Tensor._make(grad._data)  # take the storage, as torch does: no copy
-            else:
-                t._grad = Tensor._make(backend_for(grad._data).copy(grad._data))
-        elif create_graph or t._grad.requires_grad:
-            t._grad = t._grad + grad
-        else:
-            backend_for(t._grad._data).accumulate_(t._grad._data, grad._data)
-
-
-def _reference_counts() -> tuple[int, int] | None:
-    """What ``engine_owns`` counts for an object held in exactly one place (as the engine holds a gradient), and
-    for an array held only by one object's attribute. Measured on this interpreter rather than assumed, because
-    interpreters count temporaries differently; ``None`` where there are no exact reference counts (not
-    CPython, or free-threaded), and then buffers are never reused."""
-    if not hasattr(sys, "getrefcount") or not getattr(sys, "_is_gil_enabled", lambda: True)():
-        return None
-
-    class Holder:
-        __slots__ = ("_data",)
-
-    def counts(obj) -> tuple[int, int]:
-        data = obj._data  # the same two steps as ``engine_owns``
-        return sys.getrefcount(data), sys.getrefcount(obj)
-
-    probe = Holder()
-    probe._data = object()
-    return counts(probe)  # ``probe`` is its one holder, as a buffer slot is for the engine
-
-
-_SOLE_REFS = _reference_counts()
-
-
-def engine_owns(grad: Tensor | None) -> bool:
-    """True when nothing outside the engine can see ``grad`` or its storage: then its buffer may be reused (a
-    leaf keeps it as ``.grad``, an elementwise backward writes its result into it) instead of allocating.
-
-    A gradient held anywhere else (another node's buffer, a hook, the user's ``backward(gradient)`` argument,
-    ``autograd.grad``'s results, a view of it) has more references and is left alone. The engine calls this
-    with the gradient in exactly one place of its own (a buffer slot or a local), right before handing it on.
-    """
-    if grad is None or _SOLE_REFS is None:
-        return False
-    data_refs, grad_refs = _SOLE_REFS
-    data = grad._data
-    return (
-        isinstance(data, np.ndarray)
-        and data.base is None
-        and data.flags.writeable
-        and data.flags.c_contiguous
-        and grad.grad_fn is None
-        and sys.getrefcount(data) <= data_refs
-        and sys.getrefcount(grad) <= grad_refs
-    )
-
-
-def accumulator_of(t: Tensor) -> AccumulateGrad:
-    """The (cached, weakly held) AccumulateGrad node of a leaf."""
-    node = t._accumulator() if t._accumulator is not None else None
-    if node is None:
-        node = AccumulateGrad(t)
-        t._accumulator = weakref.ref(node)
-    return node
-
-
-def edge_of(t: Tensor):
-    """The graph edge a tensor's gradient flows along: its grad_fn slot, or its leaf accumulator."""
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
-    if t._requires_grad:
-        return (accumulator_of(t), 0)
-    return (None, 0)
-
-
-class SavedTensor:
-    """A tensor saved for backward, with its version at save time.
-
-    An output of the node that saves it is stored without its grad_fn (that would be a reference cycle
-    node -> saved -> tensor -> node) and re-linked to the node when unpacked.
-    """
-
-    __slots__ = ("tensor", "version", "is_output", "output_nr", "requires_grad", "grad_fn")
-
-    def __init__(self, t: Tensor, node: Node) -> None:
-        self.version = t._version_counter.value
-        self.is_output = t.grad_fn is node
-        if self.is_output:
-            self.tensor = t.detach()
-            self.output_nr = t._output_nr
-            self.grad_fn = None
-        else:
-            self.tensor = t
-            self.output_nr = t._output_nr
-            self.grad_fn = t.grad_fn
-        self.requires_grad = t.requires_grad
-
-    def unpack(self, node: Node) -> Tensor:
-        t = self.tensor
-        if t._version_counter.value != self.version:
-            owner = node if self.is_output else self.grad_fn
-            which = f", which is output {self.output_nr} of {owner.name()}," if owner is not None else ""
-            hint = (
-                "Hint: the backtrace further above shows the operation that failed to compute its gradient. "
-                "The variable in question was changed in there or anywhere later. Good luck!"
-                if state.anomaly
-                else "Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
-                "with torch.autograd.set_detect_anomaly(True)."
-            )
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[numbagrad.{t.dtype.scalar_name}Tensor {shape_str(t.shape)}]{which} is at version "
-                f"{t._version_counter.value}; expected version {self.version} instead. {hint}"
-            )
-        if not self.is_output:
-            return t
-        out = Tensor._make(t._data)
-        out._version_counter = t._version_counter
-        out.grad_fn = node
-        out._output_nr = self.output_nr
-        return out
 
 
 class FunctionCtx:
@@ -269,9 +75,10 @@ class FunctionCtx:
     def saved_tensors(self) -> tuple:
         if self._freed:
             raise RuntimeError(ERR_BACKWARD_TWICE)
-        if self._saved is None:
+        saved = self._saved
+        if saved is None:
             return tuple(self.to_save)
-        return tuple(None if s is None else s.unpack(self) for s in self._saved)
+        return tuple([None if s is None else _unpack_saved(s, self) for s in saved])
 
     @property
     def saved_variables(self) -> tuple:
@@ -279,11 +86,60 @@ class FunctionCtx:
         return self.saved_tensors
 
 
+# --- saved tensors ------------------------------------------------------------------------------------------
+# A saved tensor is a tuple (tensor, version at save time, output_nr or -1 for an input, the input's grad_fn).
+# An output of the node that saves it is stored without its grad_fn (that would be a reference cycle
+# node -> saved -> tensor -> node) and re-linked to the node when unpacked.
+
+
+def _save(t: Tensor, node) -> tuple:
+    counter = t._version_counter
+    version = 0 if counter is None else counter.value
+    if t.grad_fn is node:
+        detached = Tensor._make(t._data)
+        detached._version_counter = t._shared_version()
+        return (detached, version, t._output_nr, None)
+    return (t, version, -1, t.grad_fn)
+
+
+def _unpack_saved(saved: tuple, node) -> Tensor:
+    t, version, output_nr, grad_fn = saved
+    counter = t._version_counter
+    current = 0 if counter is None else counter.value
+    if current != version:
+        _raise_modified(t, current, version, node if output_nr >= 0 else grad_fn, output_nr)
+    if output_nr < 0:
+        return t
+    out = Tensor._make(t._data)
+    out._version_counter = counter
+    out.grad_fn = node
+    out._output_nr = output_nr
+    return out
+
+
+def _raise_modified(t: Tensor, current: int, version: int, owner, output_nr: int) -> None:
+    which = f", which is output {max(output_nr, 0)} of {owner.name()}," if owner is not None else ""
+    hint = (
+        "Hint: the backtrace further above shows the operation that failed to compute its gradient. "
+        "The variable in question was changed in there or anywhere later. Good luck!"
+        if state.anomaly
+        else "Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+        "with torch.autograd.set_detect_anomaly(True)."
+    )
+    raise RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace operation: "
+        f"[numbagrad.{t.dtype.scalar_name}Tensor {shape_str(t.shape)}]{which} is at version {current}; expected "
+        f"version {version} instead. {hint}"
+    )
+
+
 class BackwardCFunction(Node, FunctionCtx):
     """Base of every ``<Name>Backward`` class: the ctx during forward, the graph node afterwards."""
 
     _forward_cls: type
     _builtin = False  # built-in ops print like torch's C++ nodes: <MulBackward0 object at 0x...>
+    _input_meta: tuple = ()
+    _output_meta: tuple | None = None
     requires_grad = True
 
     def __repr__(self) -> str:
@@ -300,81 +156,102 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def _apply(self, grads: list) -> list:
         """Run the user's backward on one gradient per output; return one checked gradient per input."""
-        if self.materialize_grads:
+        if self.materialize_grads and self._output_meta is not None:
             for i in range(len(grads)):  # (no loop variable bound to a gradient: see engine_owns)
                 if grads[i] is None and self._output_meta[i] is not None:
-                    grads[i] = _tensor._ops.zeros_like_meta(*self._output_meta[i])
-        cls = self._forward_cls
-        result = cls._backward_fn()(self, *grads)
-        if not isinstance(result, tuple):
-            result = (result,)
-        n = len(self.next_functions)
-        if len(result) != n:
-            if len(result) > n and all(r is None for r in result[n:]):
-                result = result[:n]
-            else:
-                raise RuntimeError(
-                    f"function {self.name()} returned an incorrect number of gradients "
-                    f"(expected {n}, got {len(result)})"
-                )
-        out = []
-        for i, r in enumerate(result):
-            meta = self._input_meta[i]
-            if r is None:
-                out.append(None)
-            elif meta is False:
-                warnings.warn(
-                    f"function {self.name()} returned a gradient different than None at position {i + 1}, but the "
-                    "corresponding forward input was not a Tensor; it is ignored",
-                    UserWarning,
-                    stacklevel=2,
-                )
-                out.append(None)
-            elif not isinstance(r, Tensor):
-                raise TypeError(f"expected Variable or None (got {type(r).__name__})")
-            elif self.next_functions[i][0] is None:
-                out.append(None)
-            else:
-                out.append(validate_grad(self, i, r, meta))
-        return out
+                    grads[i] = _zeros_for(*self._output_meta[i])
+        result = self._forward_cls._backward_fn()(self, *grads)
+        return _check_grads(self, result if type(result) is tuple else (result,))
+
+
+class TrustedBackward(BackwardCFunction):
+    """Node of a built-in op whose backward already returns one gradient per input in the input's shape, dtype
+    and device (the elementwise ops reduce broadcast gradients themselves): nothing is re-checked."""
+
+    _builtin = True
+
+    def _apply(self, grads: list) -> list:
+        result = self._forward_cls.backward(self, *grads)
+        return result if type(result) is tuple else (result,)
+
+
+def _zeros_for(shape: tuple, np_dtype, backend) -> Tensor:
+    """Zeros for a gradient that never arrived (what ``materialize_grads`` hands to backward)."""
+    return Tensor._make(backend.zeros(shape, np_dtype))
+
+
+def _check_grads(node: BackwardCFunction, result: tuple) -> list:
+    """torch's ``validate_outputs``: one gradient per input, each a Tensor (or None) of the input's metadata."""
+    n = len(node.next_functions)
+    if len(result) != n:
+        if len(result) > n and all(r is None for r in result[n:]):
+            result = result[:n]
+        else:
+            raise RuntimeError(
+                f"function {node.name()} returned an incorrect number of gradients (expected {n}, got {len(result)})"
+            )
+    out = []
+    for i, r in enumerate(result):
+        meta = node._input_meta[i]
+        if r is None:
+            out.append(None)
+        elif meta is False:
+            warnings.warn(
+                f"function {node.name()} returned a gradient different than None at position {i + 1}, but the "
+                "corresponding forward input was not a Tensor; it is ignored",
+                UserWarning,
+                stacklevel=2,
+            )
+            out.append(None)
+        elif not isinstance(r, Tensor):
+            raise RuntimeError(f"expected Variable or None (got {type(r).__name__})")
+        elif node.next_functions[i][0] is None:
+            out.append(None)
+        else:
+            out.append(validate_grad(node, i, r, meta))
+    return out
 
 
 def validate_grad(node: Node, i: int, grad: Tensor, meta) -> Tensor:
-    """torch's ``validate_outputs``: reduce broadcast gradients, cast dtype, check shape and device."""
-    shape, dtype, is_cuda = meta
-    if grad._data.shape != shape:
-        try:
-            expandable = np.broadcast_shapes(shape, grad._data.shape) == grad._data.shape
-        except ValueError:
-            expandable = False
-        if not expandable:
+    """Reduce a broadcast gradient to the input's shape, cast its dtype, check shape and device."""
+    shape, dtype, backend = meta
+    data = grad._data
+    if data.shape != shape:
+        if broadcast_shapes_or_none(shape, data.shape) != data.shape:
             raise RuntimeError(
-                f"Function {node.name()} returned an invalid gradient at index {i} - got "
-                f"{shape_str(grad._data.shape)} but expected shape compatible with {shape_str(shape)}"
+                f"Function {node.name()} returned an invalid gradient at index {i} - got {shape_str(data.shape)} "
+                f"but expected shape compatible with {shape_str(shape)}"
             )
-        grad = _tensor._ops.sum_to_shape(grad, shape)
+        grad = grad.sum_to_size(shape)
     if grad._data.dtype != dtype:
-        grad = grad.to(_tensor.from_numpy_dtype(dtype))
-    if grad.is_cuda != is_cuda:
+        grad = grad.to(dtype)
+    if grad._backend is not backend:
         if grad.dim() == 0:
-            grad = grad.to("cuda" if is_cuda else "cpu")
+            grad = grad.to(backend.DEVICE)
         else:
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid gradient at index {i} - expected device "
-                f"{'cuda:0' if is_cuda else 'cpu'} but got {grad.device}"
+                f"{backend.DEVICE} but got {grad.device}"
             )
     return grad
 
 
+# --- Function -----------------------------------------------------------------------------------------------
 class FunctionMeta(type):
-    """Gives every Function subclass its own backward-node class, named ``<Name>Backward``."""
+    """Gives every Function subclass its own backward-node class, named ``<Name>Backward`` (or ``node_name``)."""
 
     def __init__(cls, name, bases, attrs) -> None:
-        node_name = attrs.get("node_name") or name + "Backward"
-        builtin = bool(attrs.get("node_name"))
-        cls._backward_cls = type(node_name, (BackwardCFunction,), {"_forward_cls": cls, "_builtin": builtin})
-        cls._new_style = "setup_context" in _overridden(cls)
         super().__init__(name, bases, attrs)
+        node_name = attrs.get("node_name") or name + "Backward"
+        base = TrustedBackward if getattr(cls, "_trusted", False) else BackwardCFunction
+        builtin = bool(attrs.get("node_name")) or base is TrustedBackward
+        node_attrs = {"_forward_cls": cls, "_builtin": builtin, **getattr(cls, "_node_defaults", {})}
+        cls._backward_cls = type(node_name, (base,), node_attrs)
+        cls._new_style = "setup_context" in _overridden(cls)
+        # setup_context receives forward's default arguments too, so a new-style forward with defaults binds
+        cls._binds_defaults = cls._new_style and any(
+            p.default is not p.empty for p in inspect.signature(cls.forward).parameters.values()
+        )
 
 
 def _overridden(cls) -> set:
@@ -419,9 +296,11 @@ class Function(_SingleLevelFunction):
 
     Subclass and define ``forward`` (old style ``forward(ctx, *args)``, or new style ``forward(*args)`` plus
     ``setup_context(ctx, inputs, output)``) and ``backward(ctx, *grad_outputs)`` (or its alias ``vjp``).
+    Built-in ops set ``_trusted = True`` when their backward returns gradients that need no checking.
     """
 
     _is_library_base = True
+    _trusted = False
 
     def __init__(self, *args, **kwargs) -> None:
         warnings.warn(
@@ -457,12 +336,12 @@ class Function(_SingleLevelFunction):
 
     @classmethod
     def _bind(cls, args: tuple, kwargs: dict) -> tuple:
+        """Keyword arguments to positions, as forward's signature orders them (defaults filled for new style)."""
         sig = cls.__dict__.get("_signature_cache")
         if sig is None:
             sig = inspect.signature(cls.forward)
             if not cls._new_style:
-                params = list(sig.parameters.values())[1:]
-                sig = sig.replace(parameters=params)
+                sig = sig.replace(parameters=list(sig.parameters.values())[1:])
             cls._signature_cache = sig
         bound = sig.bind(*args, **kwargs)
         if cls._new_style:
@@ -474,25 +353,39 @@ class Function(_SingleLevelFunction):
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` (under no-grad) and record a graph node when an input requires grad."""
-        if state.tracer is not None:
-            return state.tracer(cls, args, kwargs)
-        if kwargs:
+        st = state
+        if st.tracer is not None:
+            return st.tracer(cls, args, kwargs)
+        if kwargs or cls._binds_defaults:
             args = cls._bind(args, kwargs)
         ctx = cls._backward_cls()
-        needs = tuple([isinstance(a, Tensor) and a.requires_grad for a in args])
-        ctx.needs_input_grad = needs
-        executable = state.enabled and True in needs
-        prev = state.enabled
-        state.enabled = False
-        try:
-            if cls._new_style:
-                output = cls.forward(*args)
-                cls.setup_context(ctx, args, output)
-            else:
-                output = cls.forward(ctx, *args)
-        finally:
-            state.enabled = prev
-        return _wrap_outputs(cls, ctx, args, output, executable)
+        needs = ctx.needs_input_grad = tuple(
+            [isinstance(a, Tensor) and (a._requires_grad or a.grad_fn is not None) for a in args]
+        )
+        enabled = st.enabled
+        output = _run_forward(cls, ctx, args, st, enabled)
+        if enabled and True in needs:
+            return _link_outputs(cls, ctx, args, output)
+        return _unlinked_outputs(ctx, args, output, st)
+
+
+def _run_forward(cls, ctx, args: tuple, st, enabled: bool):
+    """``forward`` (and ``setup_context``) with grad mode off."""
+    if not enabled:
+        if cls._new_style:
+            output = cls.forward(*args)
+            cls.setup_context(ctx, args, output)
+            return output
+        return cls.forward(ctx, *args)
+    st.enabled = False
+    try:
+        if cls._new_style:
+            output = cls.forward(*args)
+            cls.setup_context(ctx, args, output)
+            return output
+        return cls.forward(ctx, *args)
+    finally:
+        st.enabled = True
 
 
 def _contains(items, t) -> bool:
@@ -503,113 +396,145 @@ def _contains(items, t) -> bool:
     return False
 
 
-def _wrap_outputs(cls, ctx, args: tuple, output, executable: bool):
-    if not executable and not ctx.dirty_tensors and not ctx.non_differentiable and not isinstance(output, tuple):
-        if not (isinstance(output, Tensor) and _contains(args, output)):
-            return output  # the common no-graph case: nothing to link, check or wrap
-    is_tuple = isinstance(output, tuple)
-    outputs = list(output) if is_tuple else [output]
-    dirty = ctx.dirty_tensors
-    for i, d in enumerate(dirty):
+def _check_marks(ctx) -> None:
+    for i, d in enumerate(ctx.dirty_tensors):
         if not isinstance(d, Tensor):
             raise RuntimeError(f"mark_dirty can only accept variables, but argument {i} is of type {type(d).__name__}")
-        d._bump_version()
     for nd in ctx.non_differentiable:
         if not isinstance(nd, Tensor):
             raise RuntimeError(f"mark_non_differentiable only accepts variable arguments, but got {type(nd).__name__}")
-    returned_as_is = []
 
-    if not executable:
+
+def _unlinked_outputs(ctx, args: tuple, output, st):
+    """No graph node: bump dirty inputs' versions, and return an input returned as-is as a new view of it."""
+    if ctx.dirty_tensors or ctx.non_differentiable:
+        _check_marks(ctx)
+        for d in ctx.dirty_tensors:
+            d._bump_version()
+    if type(output) is tuple:
+        outputs = list(output)
         for i, o in enumerate(outputs):
-            if isinstance(o, Tensor) and _contains(args, o) and not _contains(dirty, o):
-                outputs[i] = o._view_of(o._data)
-                returned_as_is.append(o)
-        return tuple(outputs) if is_tuple else outputs[0]
+            outputs[i] = _fresh_output(o, args, ctx, st)
+        return tuple(outputs)
+    return _fresh_output(output, args, ctx, st)
 
-    ctx.next_functions = tuple(edge_of(a) if isinstance(a, Tensor) else (None, 0) for a in args)
-    ctx._input_meta = tuple(
-        (a._data.shape, a._data.dtype, not isinstance(a._data, np.ndarray)) if isinstance(a, Tensor) else False
-        for a in args
-    )
+
+def _fresh_output(o, args: tuple, ctx, st):
+    if isinstance(o, Tensor):
+        if _contains(args, o) and not _contains(ctx.dirty_tensors, o):
+            return o._view_of(o._data)
+        if st.inference:
+            o._is_inference = True
+    return o
+
+
+def _edge(a):
+    """The graph edge an input's gradient flows along: its grad_fn slot, its leaf accumulator, or nothing."""
+    if isinstance(a, Tensor):
+        if a.grad_fn is not None:
+            return (a.grad_fn, a._output_nr)
+        if a._requires_grad:
+            return (accumulator_of(a), 0)
+    return (None, 0)
+
+
+def _link_outputs(cls, ctx, args: tuple, output):
+    """Make ``ctx`` the outputs' grad_fn: its edges, its sequence number, and what it saved."""
+    ctx.next_functions = tuple([_edge(a) for a in args])
     ctx._sequence_nr = next(_sequence)
-    ctx._num_outputs = len(outputs)
+    if not cls._trusted:
+        ctx._input_meta = tuple(
+            [(a._data.shape, a._data.dtype, a._backend) if isinstance(a, Tensor) else False for a in args]
+        )
     if state.anomaly:
         ctx._traceback = "".join(traceback.format_stack()[:-3])
-    non_diff = ctx.non_differentiable
-    output_meta = []
+    if (
+        type(output) is Tensor
+        and not ctx.dirty_tensors
+        and not ctx.non_differentiable
+        and output.grad_fn is None
+        and not _contains(args, output)
+    ):  # the common case: one fresh output
+        if output._data.dtype.kind in "fc":
+            output.grad_fn = ctx
+        returned_as_is = ()
+    else:
+        output, returned_as_is = _link_general(ctx, args, output)
+    if ctx.to_save:
+        _save_tensors(cls, ctx, returned_as_is)
+    return output
+
+
+def _link_general(ctx, args: tuple, output) -> tuple:
+    """Several outputs, non-tensor outputs, dirty or non-differentiable outputs, inputs returned as-is."""
+    _check_marks(ctx)
+    dirty, non_diff = ctx.dirty_tensors, ctx.non_differentiable
+    for d in dirty:
+        d._bump_version()
+    is_tuple = type(output) is tuple
+    outputs = list(output) if is_tuple else [output]
+    ctx._num_outputs = len(outputs)
+    returned_as_is = []
+    meta = []
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
-            output_meta.append(None)
+            meta.append(None)
             continue
         original = o
         is_dirty = bool(dirty) and _contains(dirty, o)
         if is_dirty:
             if o.grad_fn is None and o._requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-        elif _contains(args, o):
+        elif _contains(args, o) or o.grad_fn is not None:
             # "Return it as a view so that we can attach a new grad_fn" (torch)
             o = outputs[i] = o._view_of(o._data)
             returned_as_is.append(original)
-        if (non_diff and _contains(non_diff, original)) or o._data.dtype.kind != "f":
-            o._requires_grad = False
-            if o is original and not is_dirty:
-                o.grad_fn = None
+        if (non_diff and _contains(non_diff, original)) or o._data.dtype.kind not in "fc":
+            if is_dirty:
+                o.grad_fn, o._requires_grad = None, False
         else:
             o.grad_fn = ctx
             o._output_nr = i
             o._requires_grad = False
-        output_meta.append((o._data.shape, o._data.dtype, not isinstance(o._data, np.ndarray)))
-    ctx._output_meta = output_meta
+        meta.append((o._data.shape, o._data.dtype, o._backend))
+    ctx._output_meta = meta
     for d in dirty:
         if not _contains(outputs, d):
             raise RuntimeError(
                 "Some elements marked as dirty during the forward method were not returned as output. The inputs "
                 "that are modified inplace must all be outputs of the Function."
             )
-    if ctx.to_save:
-        saved = []
-        for i, t in enumerate(ctx.to_save):
-            if t is None:
-                saved.append(None)
-                continue
-            if not isinstance(t, Tensor):
-                raise TypeError(
-                    f"save_for_backward can only save variables, but argument {i} is of type {type(t).__name__}"
-                )
-            if t._is_inference:
-                raise RuntimeError(
-                    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
-                    "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
-                    "normal tensor and use it in autograd."
-                )
-            if cls._new_style and _contains(returned_as_is, t):
-                raise RuntimeError(
-                    "A input that has been returned as-is as output is being saved for backward. This is not "
-                    "supported if you override setup_context. You should return and save a view of the input "
-                    "instead, e.g. with x.view_as(x) or setup ctx inside the forward function itself."
-                )
-            saved.append(SavedTensor(t, ctx))
-        ctx._saved = saved
-        ctx.to_save = ()
-    return tuple(outputs) if is_tuple else outputs[0]
+    return (tuple(outputs) if is_tuple else outputs[0]), returned_as_is
 
 
-class _CopyGrad(Function):
-    """The copy a leaf's first gradient is stored as under ``create_graph`` (so ``.grad`` has its own storage)."""
+def _save_tensors(cls, ctx, returned_as_is) -> None:
+    saved = []
+    for i, t in enumerate(ctx.to_save):
+        if t is None:
+            saved.append(None)
+            continue
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"save_for_backward can only save variables, but argument {i} is of type {type(t).__name__}"
+            )
+        if t._is_inference:
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+                "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
+                "normal tensor and use it in autograd."
+            )
+        if returned_as_is and cls._new_style and _contains(returned_as_is, t):
+            raise RuntimeError(
+                "A input that has been returned as-is as output is being saved for backward. This is not "
+                "supported if you override setup_context. You should return and save a view of the input "
+                "instead, e.g. with x.view_as(x) or setup ctx inside the forward function itself."
+            )
+        saved.append(_save(t, ctx))
+    ctx._saved = saved
+    ctx.to_save = ()
 
-    node_name = "CopyBackwards"
 
-    @staticmethod
-    def forward(ctx, grad):
-        from ..backend import backend_for
-
-        return Tensor._make(backend_for(grad._data).copy(grad._data))
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
-
-
+# --- helpers built on Function ------------------------------------------------------------------------------
 class _DelayedError(Function):
     """Attached by ``once_differentiable`` when grad mode is on: differentiating again raises."""
 

@@ -11,8 +11,11 @@ import os
 
 import numpy as np
 
+from .._types import CPU
 from ..scalar_math import Row
 from . import codegen
+
+DEVICE = CPU
 
 #: Arrays with at least this many elements use the ``prange`` kernels. Measured on the idle 2-core development
 #: machine (numba 0.68.1, workqueue threads, numpy's OpenBLAS): for elementwise kernels alone (``compare.py
@@ -24,48 +27,75 @@ from . import codegen
 PARALLEL_THRESHOLD = int(os.environ.get("NUMBAGRAD_PARALLEL_THRESHOLD", 1 << 23))
 
 
-def _operand(value, shape, size, dtype):
-    """Flatten one operand for a kernel: (flat array or scalar, 'a' or 's')."""
-    if not isinstance(value, np.ndarray):
+def _operand(value, size: int, dtype: np.dtype):
+    """Flatten one operand for a kernel: (flat array or scalar, 'a' or 's').
+
+    A one-element or stride-0 (expanded) operand is passed as a scalar, so its kernel reads it without a branch;
+    an operand with fewer elements than the output is broadcast (and copied) first."""
+    if type(value) is not np.ndarray:
         return dtype.type(value), "s"
     if value.dtype != dtype:
         value = value.astype(dtype)
-    if value.size == 1 and size != 1:
-        return value.reshape(-1)[0], "s"
-    if value.size != size:
-        value = np.broadcast_to(value, shape)
-    return value.reshape(-1), "a"
+    if value.size == size:
+        if value.flags.c_contiguous:
+            return (value if value.ndim == 1 else value.ravel()), "a"
+        if size and not any(value.strides):
+            return value.flat[0], "s"
+        return value.ravel(), "a"  # a strided view: one copy
+    if value.size == 1:
+        return value.flat[0], "s"
+    return None, "b"  # broadcast: the caller expands it to the output's shape
+
+
+def _flat_operands(values, shape: tuple, size: int, dtype: np.dtype) -> tuple[list, str]:
+    flat, pattern = [], ""
+    for value in values:
+        v, kind = _operand(value, size, dtype)
+        if kind == "b":
+            v, kind = np.broadcast_to(value.astype(dtype, copy=False), shape).ravel(), "a"
+        flat.append(v)
+        pattern += kind
+    return flat, pattern
 
 
 def _broadcast_shape(inputs) -> tuple:
     """The output shape; the common case (all arrays of one shape) skips numpy's general broadcasting."""
     shape = None
     for v in inputs:
-        if isinstance(v, np.ndarray):
+        if type(v) is np.ndarray:
             if shape is None:
                 shape = v.shape
             elif v.shape != shape:
-                return np.broadcast_shapes(*[v.shape for v in inputs if isinstance(v, np.ndarray)])
+                return np.broadcast_shapes(*[v.shape for v in inputs if type(v) is np.ndarray])
     return () if shape is None else shape
 
 
-def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out: np.ndarray | None = None):
-    """Forward of one row: ``out = row(*inputs, *params)`` with broadcasting, in ``dtype``."""
-    shape = _broadcast_shape(inputs)
-    if out is None:
-        out = np.empty(shape, dtype)
+def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.ndarray) -> np.ndarray:
+    """``out = row.<which>(*values, *params)`` element by element, with ``values`` broadcast to ``out``."""
     size = out.size
-    flat, pattern = [], ""
-    for value in inputs:
-        v, kind = _operand(value, shape, size, dtype)
-        flat.append(v)
-        pattern += kind
-    kernel = codegen.cpu_kernel(row, "forward", pattern, size >= PARALLEL_THRESHOLD)
-    target = out.reshape(-1)
-    kernel(target, *flat, *[dtype.type(p) for p in params])
-    if target.base is not out and target is not out and not np.shares_memory(target, out):  # out was not contiguous
-        out[...] = target.reshape(shape)
+    if size == 0:
+        return out
+    flat, pattern = _flat_operands(values, out.shape, size, dtype)
+    kernel = codegen.cpu_kernel(row, which, pattern, size >= PARALLEL_THRESHOLD)
+    if out.flags.c_contiguous:
+        target = out if out.ndim == 1 else out.ravel()
+        if params:
+            kernel(target, *flat, *[dtype.type(p) for p in params])
+        else:
+            kernel(target, *flat)
+        return out
+    target = np.empty(out.shape, out.dtype)  # a strided destination: compute, then copy in
+    _run(row, which, values, params, dtype, target)
+    out[...] = target
     return out
+
+
+def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out: np.ndarray | None = None):
+    """Forward of one row: ``out = row(*inputs, *params)`` with broadcasting, computed in ``dtype`` (``out`` may
+    have another dtype: a comparison writes bools)."""
+    if out is None:
+        out = np.empty(_broadcast_shape(inputs), dtype)
+    return _run(row, "forward", inputs, params, dtype, out)
 
 
 def elementwise_grad(
@@ -77,17 +107,8 @@ def elementwise_grad(
     given, is a contiguous buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g`` itself: each
     element is read before it is written).
     """
-    shape = g.shape
-    size = g.size
-    res = np.empty(shape, dtype) if result is None else result
-    flat, pattern = [], ""
-    for value in (g, out, *inputs):
-        v, kind = _operand(value, shape, size, dtype)
-        flat.append(v)
-        pattern += kind
-    kernel = codegen.cpu_kernel(row, f"grad{i}", pattern, size >= PARALLEL_THRESHOLD)
-    kernel(res.reshape(-1), *flat, *[dtype.type(p) for p in params])
-    return res
+    res = np.empty(g.shape, dtype) if result is None else result
+    return _run(row, f"grad{i}", (g, out, *inputs), params, dtype, res)
 
 
 def sum_to_shape(a: np.ndarray, shape: tuple) -> np.ndarray:
@@ -111,12 +132,37 @@ def accumulate_(dst: np.ndarray, src: np.ndarray) -> None:
         dst += src
 
 
+# --- numpy primitives (lead) ----------------------------------------------------------------------------------
+# The rest of the backend interface, on numpy. Results are always ndarrays, never numpy scalars.
+
+
 def is_contiguous(a: np.ndarray) -> bool:
-    return a.flags.c_contiguous
+    return bool(a.flags.c_contiguous)
+
+
+def empty(shape: tuple, dtype) -> np.ndarray:
+    return np.empty(shape, dtype)
 
 
 def zeros(shape: tuple, dtype) -> np.ndarray:
     return np.zeros(shape, dtype)
+
+
+def full(shape: tuple, value, dtype) -> np.ndarray:
+    return np.full(shape, value, dtype)
+
+
+def from_host(a: np.ndarray) -> np.ndarray:
+    """CPU storage from a host array: the array itself when it is C-ordered (no copy), else a copy."""
+    return np.asarray(a, order="C")
+
+
+def to_host(a: np.ndarray) -> np.ndarray:
+    return a
+
+
+def data_ptr(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
 
 
 def copy(a: np.ndarray) -> np.ndarray:
@@ -124,5 +170,124 @@ def copy(a: np.ndarray) -> np.ndarray:
     return np.array(a, order="C", copy=True)
 
 
+def astype(a: np.ndarray, dtype) -> np.ndarray:
+    return a.astype(dtype)
+
+
+def ascontiguous(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a, order="C")
+
+
+def broadcast_to(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """A stride-0 view of ``a`` expanded to ``shape``; a one-element ``a`` takes numpy's constructor directly
+    (0.25 µs instead of ``np.broadcast_to``'s 2-4 µs: this is what a sum's backward runs)."""
+    shape = tuple(shape)
+    if a.size == 1 and a.flags.c_contiguous:
+        return np.ndarray(shape, a.dtype, a, 0, (0,) * len(shape))
+    return np.broadcast_to(a, shape)
+
+
+def reshape(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """A view when the strides allow it, else a copy."""
+    return a.reshape(shape)
+
+
+def can_view(a: np.ndarray, shape: tuple) -> bool:
+    """Whether ``a`` can take ``shape`` without a copy (what ``view`` requires)."""
+    try:
+        a.view().shape = shape  # raises when a copy would be needed
+        return True
+    except AttributeError:
+        return False
+
+
+def tile(a: np.ndarray, reps: tuple) -> np.ndarray:
+    return np.tile(a, reps)
+
+
+def overlap(a: np.ndarray, b: np.ndarray) -> str:
+    """How two arrays' memory relates: ``"none"``, ``"full"`` (the same elements, the same layout) or
+    ``"partial"`` (torch refuses an in-place op whose operand partly overlaps its destination)."""
+    if not np.may_share_memory(a, b):
+        return "none"
+    if data_ptr(a) == data_ptr(b) and a.strides == b.strides and a.shape == b.shape:
+        return "full"
+    return "partial"
+
+
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(np.matmul(a, b))
+
+
+_REDUCERS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "any": np.any, "all": np.all}
+
+
+def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None) -> np.ndarray:
+    """``sum``/``prod``/``max``/``min``/``any``/``all`` over ``axes`` (all when None)."""
+    if dtype is not None and op in ("sum", "prod"):
+        return np.asarray(_REDUCERS[op](a, axis=axes, keepdims=keepdim, dtype=dtype))
+    out = np.asarray(_REDUCERS[op](a, axis=axes, keepdims=keepdim))
+    return out if dtype is None or out.dtype == dtype else out.astype(dtype)
+
+
+def arg_reduce(a: np.ndarray, op: str, axis=None, keepdim: bool = False) -> np.ndarray:
+    """``argmax``/``argmin`` along ``axis`` (over the flattened array when None), as int64."""
+    fn = np.argmax if op == "argmax" else np.argmin
+    if axis is None:
+        out = np.asarray(fn(a), dtype=np.int64)
+        return out.reshape((1,) * a.ndim) if keepdim else out
+    return np.asarray(fn(a, axis=axis, keepdims=keepdim), dtype=np.int64)
+
+
+def where(cond: np.ndarray, a, b, dtype) -> np.ndarray:
+    return np.asarray(np.where(cond, a, b), dtype=dtype)
+
+
+def concatenate(arrays: list, dim: int, dtype) -> np.ndarray:
+    return np.concatenate([x.astype(dtype, copy=False) for x in arrays], axis=dim)
+
+
+def sort(a: np.ndarray, dim: int, descending: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Stable sort along ``dim``: (values, int64 indices). Descending sorts the reversed array ascending and
+    reverses back, so ties keep their original order and NaN comes first, as in torch (no negation to overflow)."""
+    if not descending:
+        idx = np.argsort(a, axis=dim, kind="stable")
+    else:
+        n = a.shape[dim] if a.ndim else 1
+        idx = n - 1 - np.flip(np.argsort(np.flip(a, axis=dim), axis=dim, kind="stable"), axis=dim)
+    return np.take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
+
+
+def getitem(a: np.ndarray, index: tuple) -> np.ndarray:
+    """``a[index]``: a view for basic indices, a copy for advanced ones; a full integer index gives a 0-d view."""
+    out = a[index]
+    if type(out) is not np.ndarray:
+        return a[index + (Ellipsis,)]
+    return out
+
+
+def setitem(dst: np.ndarray, index: tuple, value) -> None:
+    """``dst[index] = value``; a value sharing memory with ``dst`` is copied first."""
+    if type(value) is np.ndarray and np.may_share_memory(value, dst):
+        value = value.copy()
+    dst[index] = value
+
+
+def index_add_zeros(shape: tuple, dtype, index: tuple, values: np.ndarray) -> np.ndarray:
+    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up)."""
+    out = np.zeros(shape, dtype)
+    if any(type(i) is np.ndarray for i in index):
+        np.add.at(out, index, values)
+    else:
+        out[index] = values
+    return out
+
+
+def take_along_axis(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:
+    return np.take_along_axis(a, idx, axis=dim)
+
+
+def put_along_axis_zeros(shape: tuple, idx: np.ndarray, values: np.ndarray, dim: int) -> np.ndarray:
+    out = np.zeros(shape, values.dtype)
+    np.put_along_axis(out, idx, values, axis=dim)
+    return out

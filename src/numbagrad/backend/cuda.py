@@ -404,10 +404,10 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
     return _run_map(lambda p: row_kernel(row, "forward", p), inputs, params, dtype, shape, out)
 
 
-def elementwise_grad(row: Row, i: int, g, out, inputs: list, params: tuple, dtype: np.dtype):
+def elementwise_grad(row: Row, i: int, g, out, inputs: list, params: tuple, dtype: np.dtype, *, result=None):
     """Gradient of one row with respect to input ``i``, in ``g``'s shape (as ``cpu.elementwise_grad``)."""
     dtype = np.dtype(dtype)
-    return _run_map(lambda p: row_kernel(row, f"grad{i}", p), [g, out, *inputs], params, dtype, tuple(g.shape))
+    return _run_map(lambda p: row_kernel(row, f"grad{i}", p), [g, out, *inputs], params, dtype, tuple(g.shape), result)
 
 
 _WHERE = "def where_(c, a, b):\n    return a if c else b\n"
@@ -732,3 +732,74 @@ __all__ = [
     "to_device",
     "where",
 ]
+
+
+# --- lead: the rest of the interface, until the backend branch lands (host round trips) -----------------------
+def _host_op(name):
+    from . import cpu
+
+    fn = getattr(cpu, name)
+
+    def via_host(*args, **kwargs):
+        args = [a.copy_to_host() if is_device_array(a) else a for a in args]
+        out = fn(*args, **kwargs)
+        if isinstance(out, tuple):
+            return tuple(to_device(o) if isinstance(o, np.ndarray) else o for o in out)
+        return to_device(out) if isinstance(out, np.ndarray) else out
+
+    via_host.__name__ = name
+    return via_host
+
+
+def _device():
+    from .._types import CUDA0
+
+    return CUDA0
+
+
+DEVICE = _device()
+from_host = to_device
+
+
+def to_host(a) -> np.ndarray:
+    return a.copy_to_host()
+
+
+def data_ptr(a) -> int:
+    return a.__cuda_array_interface__["data"][0]
+
+
+def full(shape, value, dtype):
+    out = empty(shape, dtype)
+    assign(out, value)
+    return out
+
+
+def reshape(a, shape):
+    return a.reshape(shape)
+
+
+def can_view(a, shape) -> bool:
+    return is_contiguous(a)
+
+
+def ascontiguous(a):
+    return a if is_contiguous(a) else copy(a)
+
+
+def getitem(a, index):
+    return a[index]
+
+
+def overlap(a, b) -> str:
+    pa, pb = data_ptr(a), data_ptr(b)
+    end_a, end_b = pa + a.nbytes, pb + b.nbytes
+    if end_a <= pb or end_b <= pa:
+        return "none"
+    if pa == pb and a.strides == b.strides and tuple(a.shape) == tuple(b.shape):
+        return "full"
+    return "partial"
+
+
+for _name in ("arg_reduce", "sort", "index_add_zeros", "take_along_axis", "put_along_axis_zeros", "tile"):
+    globals()[_name] = _host_op(_name)

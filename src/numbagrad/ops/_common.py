@@ -1,172 +1,149 @@
-"""Helpers every op uses: dtype promotion (torch's rules), dim wrapping, operand conversion, device checks."""
+"""Helpers the ops share: torch's type promotion, operand conversion and the one device check."""
 
 from __future__ import annotations
-
-import numbers
 
 import numpy as np
 
 from .._tensor import Tensor
-from .._types import (  # noqa: F401 - shape_str is re-exported for the ops
+from .._types import (
     bool_,
+    broadcast_shapes,
     dtype,
-    float32,
-    float64,
     from_numpy_dtype,
     get_default_dtype,
-    int32,
     int64,
     shape_str,
+    wrap_dim,
+    wrap_dims,
 )
+from ..backend import backend_for
+
+__all__ = [
+    "as_operand",
+    "backend_for",
+    "broadcast_shapes",
+    "float_dtype",
+    "promote",
+    "result_np_dtype",
+    "result_type",
+    "same_backend",
+    "shape_str",
+    "wrap_dim",
+    "wrap_dims",
+]
+
+_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
+_SCALARS = (bool, int, float)
 
 
-def wrap_dim(dim: int, ndim: int) -> int:
-    """Normalise a possibly negative dim, with torch's IndexError."""
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim % n
-
-
-def wrap_dims(dims, ndim: int) -> tuple:
-    if isinstance(dims, int):
-        dims = (dims,)
-    return tuple(sorted({wrap_dim(d, ndim) for d in dims}))
-
-
-def _category(d: dtype) -> int:
-    return 0 if d is bool_ else (2 if d.is_floating_point else 1)
-
-
-def promote(a: dtype | None, b: dtype | None) -> dtype | None:
-    """torch.promote_types for our dtypes: a float wins over any integer, otherwise the wider one."""
-    if a is None:
-        return b
-    if b is None or a is b:
+def _np_promote(a: np.dtype, b: np.dtype) -> np.dtype:
+    """torch.promote_types on numpy dtypes: a float wins over any integer, otherwise the wider one."""
+    if a == b:
         return a
-    ca, cb = _category(a), _category(b)
+    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
     if ca != cb:
         return a if ca > cb else b
-    return a if a.itemsize >= b.itemsize else b
+    return np.promote_types(a, b)
 
 
-def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
-    if higher is not None and higher.is_floating_point:
+def _scalar_dtype(value) -> np.dtype:
+    if type(value) is bool:
+        return np.dtype(np.bool_)
+    if type(value) is int:
+        return np.dtype(np.int64)
+    return get_default_dtype().numpy
+
+
+def result_np_dtype(inputs) -> np.dtype:
+    """torch's result_type over tensors and Python scalars, as a numpy dtype: dimensioned tensors outrank 0-dim
+    tensors, which outrank Python scalars, unless a lower tier is of a higher category (bool < int < float)."""
+    dim = zero = scalar = None
+    for a in inputs:
+        if isinstance(a, Tensor):
+            d = a._data.dtype
+            if a._data.ndim:
+                dim = d if dim is None else _np_promote(dim, d)
+            else:
+                zero = d if zero is None else _np_promote(zero, d)
+        else:
+            d = _scalar_dtype(a)
+            scalar = d if scalar is None else _np_promote(scalar, d)
+    return _combine(dim, _combine(zero, scalar))
+
+
+def _combine(higher, lower):
+    """The result of a tier and the tiers below it."""
+    if higher is None:
+        return lower
+    if lower is None or _CATEGORY[lower.kind] <= _CATEGORY[higher.kind]:
         return higher
-    if higher is bool_ or (lower is not None and lower.is_floating_point):
-        return promote(higher, lower)
-    return higher if higher is not None else lower
+    return _np_promote(higher, lower)
 
 
 def result_type(*args) -> dtype:
-    """torch's result_type: dimensioned tensors outrank 0-dim tensors, which outrank Python scalars,
-    unless a lower tier is of a higher category (bool < integer < float)."""
-    dim_result = zero_result = wrapped = None
-    for a in args:
-        if isinstance(a, Tensor):
-            d = from_numpy_dtype(a._data.dtype)
-            if a._data.ndim:
-                dim_result = promote(dim_result, d)
-            else:
-                zero_result = promote(zero_result, d)
-        elif isinstance(a, (bool, np.bool_)):
-            wrapped = promote(wrapped, bool_)
-        elif isinstance(a, numbers.Integral):
-            wrapped = promote(wrapped, int64)
-        elif isinstance(a, numbers.Real):
-            wrapped = promote(wrapped, get_default_dtype())
-    return _combine(dim_result, _combine(zero_result, wrapped))
+    """``torch.result_type`` as one of numbagrad's dtypes."""
+    return from_numpy_dtype(result_np_dtype([as_operand(a) for a in args]))
+
+
+def promote(a: dtype | None, b: dtype | None) -> dtype | None:
+    """``torch.promote_types``."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return from_numpy_dtype(_np_promote(a.numpy, b.numpy))
 
 
 def float_dtype(d: dtype) -> dtype:
     return d if d.is_floating_point else get_default_dtype()
 
 
-def as_operand(value):
-    """Tensors and Python numbers pass through; array-likes become tensors."""
-    if isinstance(value, (Tensor, numbers.Number)) and not isinstance(value, np.ndarray):
-        if isinstance(value, np.generic):
-            return value.item()
+def as_operand(value, op: str = "", position: int = 2, name: str = "other"):
+    """A tensor or a Python number for an op: numpy scalars become numbers, numpy arrays tensors; anything else
+    is torch's TypeError (``add(): argument 'other' (position 2) must be Tensor, not list``)."""
+    if isinstance(value, Tensor):
         return value
-    if value is None:
-        raise TypeError("unsupported operand type: 'NoneType'")
-    from .creation import tensor
+    t = type(value)
+    if t is float or t is int or t is bool:
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return Tensor._make(np.array(value, dtype=_storable(value.dtype)))
+    if isinstance(value, _SCALARS):  # subclasses of the Python numbers (IntEnum, ...)
+        return bool(value) if isinstance(value, bool) else (int(value) if isinstance(value, int) else float(value))
+    raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not {t.__name__}")
 
-    return tensor(value)
+
+def _storable(d: np.dtype) -> np.dtype:
+    return d if d.kind != "u" or d.itemsize == 1 else np.dtype(np.int64)
 
 
-def check_same_device(*args) -> bool:
-    """True when the tensors live on cuda; mixing devices (other than 0-dim cpu tensors) is an error."""
-    for a in args:
-        if isinstance(a, Tensor) and not isinstance(a._data, np.ndarray):
-            break
-    else:
-        return False  # all on the CPU: the common case, decided in one pass
-    devices = {not isinstance(a._data, np.ndarray) for a in args if isinstance(a, Tensor) and a._data.ndim}
-    zero_dim = {not isinstance(a._data, np.ndarray) for a in args if isinstance(a, Tensor) and not a._data.ndim}
-    if len(devices) > 1:
+def same_backend(tensors):
+    """The backend of tensors one op combines: all on one device, except that 0-dim CPU tensors may join a
+    cuda op (as in torch). Mixing devices otherwise is torch's RuntimeError."""
+    first = None
+    for t in tensors:
+        if isinstance(t, Tensor):
+            b = backend_for(t._data)
+            if first is None:
+                first = b
+            elif b is not first:
+                return _mixed(tensors)
+    return first
+
+
+def _mixed(tensors):
+    backends = {backend_for(t._data) for t in tensors if isinstance(t, Tensor) and t._data.ndim}
+    zero_dim = {backend_for(t._data) for t in tensors if isinstance(t, Tensor) and not t._data.ndim}
+    if len(backends) > 1:
+        names = sorted(str(b.DEVICE) for b in backends)
         raise RuntimeError(
-            "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+            f"Expected all tensors to be on the same device, but found at least two devices, {names[1]} and {names[0]}!"
         )
-    if devices:
-        return devices.pop()
-    return True in zero_dim and False not in zero_dim
+    if backends:
+        return backends.pop()
+    return next(b for b in zero_dim if b.DEVICE.type != "cpu")
 
 
-def backend_of(is_cuda: bool):
-    """The backend module for a device (imported once; cuda only when asked for)."""
-    backend = _BACKENDS.get(is_cuda)
-    if backend is None:
-        import importlib
-
-        backend = _BACKENDS[is_cuda] = importlib.import_module(
-            "numbagrad.backend.cuda" if is_cuda else "numbagrad.backend.cpu"
-        )
-    return backend
-
-
-_BACKENDS: dict = {}
-
-
-def broadcast_shapes(*shapes) -> tuple:
-    """The broadcast of ``shapes``, with torch's error naming the first two sizes that clash."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = [1] * ndim
-    for s in shapes:
-        for k, size in enumerate(s, start=ndim - len(s)):
-            if size != out[k] and 1 not in (size, out[k]):
-                raise RuntimeError(
-                    f"The size of tensor a ({out[k]}) must match the size of tensor b ({size}) at non-singleton "
-                    f"dimension {k}"
-                )
-            out[k] = size if out[k] == 1 else out[k]
-    return tuple(out)
-
-
-def wrap_like(like: Tensor, data: np.ndarray) -> Tensor:
-    """A tensor of the host result ``data`` on the device of ``like`` (for ops computed with numpy)."""
-    if isinstance(like._data, np.ndarray):
-        return Tensor._make(data)
-    from ..backend import cuda
-
-    return Tensor._make(cuda.to_device(np.asarray(data, order="C")))
-
-
-__all__ = [
-    "as_operand",
-    "backend_of",
-    "bool_",
-    "broadcast_shapes",
-    "check_same_device",
-    "float32",
-    "float64",
-    "float_dtype",
-    "int32",
-    "int64",
-    "promote",
-    "result_type",
-    "shape_str",
-    "wrap_dim",
-    "wrap_dims",
-    "wrap_like",
-]
+__all__ += ["bool_", "int64", "shape_str"]

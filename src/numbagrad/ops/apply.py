@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .._tensor import Tensor
+from ._registry import declare
 
 #: (callable key, dtype char, False (serial) / True (parallel) / "cuda") -> compiled kernel
 _kernels: dict = {}
@@ -101,6 +102,7 @@ def _python_apply(flat: np.ndarray, fn) -> None:
         flat[i] = fn(flat[i].item())
 
 
+@declare(methods=("apply_",), name="_apply_")
 def apply_(t: Tensor, fn) -> Tensor:
     """Apply ``fn`` to every element of ``t`` in place; returns ``t``."""
     if t.requires_grad:
@@ -128,6 +130,7 @@ def apply_(t: Tensor, fn) -> Tensor:
     return t
 
 
+@declare(methods=("map_",), name="_map_")
 def map_(t: Tensor, other: Tensor, fn) -> Tensor:
     """``t[i] = fn(t[i], other[i])`` in place (other broadcast to t)."""
     if t.requires_grad:

@@ -9,16 +9,22 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._types import Size, bool_, from_numpy_dtype, get_default_dtype, int64, to_device, to_dtype
+from ..autograd.grad_mode import state
+from ..backend import for_device
+from ._registry import declare
+from .inplace import random_fill_
 
 _rng = [np.random.default_rng()]
 
 
+@declare
 def manual_seed(seed: int):
     """Seed numbagrad's generator (numpy's PCG64: the stream differs from torch's)."""
     _rng[0] = np.random.default_rng(int(seed))
     return _rng[0]
 
 
+@declare
 def seed() -> int:
     s = int(np.random.SeedSequence().entropy % (2**63))
     manual_seed(s)
@@ -30,13 +36,9 @@ def _generator() -> np.random.Generator:
 
 
 def _finish(data: np.ndarray, device, requires_grad: bool) -> Tensor:
-    dev = to_device(device)
-    if dev.type == "cuda":
-        from ..backend import cuda
-
-        t = Tensor._make(cuda.to_device(np.asarray(data, order="C")))
-    else:
-        t = Tensor._make(data)
+    t = Tensor._make(for_device(to_device(device)).from_host(np.asarray(data)))
+    if state.inference:
+        t._is_inference = True
     if requires_grad:
         if not t.is_floating_point():
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
@@ -55,6 +57,7 @@ def _infer_dtype(data: np.ndarray):
     raise TypeError(f"Could not infer dtype of {data.dtype}")
 
 
+@declare
 def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A new tensor copying ``data`` (nested lists, numbers, numpy arrays, tensors)."""
     if isinstance(data, Tensor):
@@ -120,14 +123,13 @@ def _map(data, fn):
     return fn(data)
 
 
+@declare(aliases=("asarray",))
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """Share memory when possible (a numpy array, a tensor, or a CUDA-array-interface object)."""
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device) if dtype is not None or device is not None else data
     if hasattr(data, "__cuda_array_interface__") and not isinstance(data, np.ndarray):
-        from ..backend import cuda
-
-        t = Tensor._make(cuda.as_device_array(data))
+        t = Tensor._make(for_device(to_device("cuda")).as_device_array(data))
         return t if dtype is None else t.to(dtype)
     if isinstance(data, np.ndarray) and (dtype is None or to_dtype(dtype).numpy == data.dtype):
         from_numpy_dtype(data.dtype)
@@ -138,6 +140,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 asarray = as_tensor
 
 
+@declare
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing ``array``'s memory."""
     if not isinstance(array, np.ndarray):
@@ -165,18 +168,22 @@ def _dtype_or_default(dtype):
     return to_dtype(dtype) if dtype is not None else get_default_dtype()
 
 
+@declare
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     return _finish(np.zeros(_size(size), _dtype_or_default(dtype).numpy), device, requires_grad)
 
 
+@declare
 def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     return _finish(np.ones(_size(size), _dtype_or_default(dtype).numpy), device, requires_grad)
 
 
+@declare
 def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     return _finish(np.empty(_size(size), _dtype_or_default(dtype).numpy), device, requires_grad)
 
 
+@declare
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     if dtype is None:
         dtype = (
@@ -191,31 +198,31 @@ def _like(t: Tensor, dtype, device):
     return (to_dtype(dtype) if dtype is not None else t.dtype), (device if device is not None else t.device)
 
 
+@declare
 def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt, dev = _like(t, dtype, device)
     return zeros(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
+@declare
 def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt, dev = _like(t, dtype, device)
     return ones(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
+@declare
 def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt, dev = _like(t, dtype, device)
     return empty(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
+@declare
 def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt, dev = _like(t, dtype, device)
     return full(t.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def zeros_like_meta(shape, np_dtype, is_cuda: bool) -> Tensor:
-    """Zeros for a gradient that never arrived (what ``materialize_grads`` hands to backward)."""
-    return _finish(np.zeros(shape, np_dtype), "cuda" if is_cuda else "cpu", False)
-
-
+@declare
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     if end is None:
         start, end = 0, start
@@ -230,24 +237,29 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
     return _finish(data.astype(dt.numpy), device, requires_grad)
 
 
+@declare
 def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     return _finish(np.linspace(start, end, steps).astype(_dtype_or_default(dtype).numpy), device, requires_grad)
 
 
+@declare
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).numpy), device, requires_grad)
 
 
+@declare
 def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt = _dtype_or_default(dtype)
     return _finish(_generator().random(_size(size), dtype=np.float64).astype(dt.numpy), device, requires_grad)
 
 
+@declare
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt = _dtype_or_default(dtype)
     return _finish(_generator().standard_normal(_size(size)).astype(dt.numpy), device, requires_grad)
 
 
+@declare
 def randint(low, high=None, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     if size is None:
         low, high, size = 0, low, high
@@ -255,15 +267,30 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad: b
     return _finish(_generator().integers(low, high, _size((size,))).astype(dt.numpy), device, requires_grad)
 
 
+@declare
 def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt, dev = _like(t, dtype, device)
     return rand(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
+@declare
 def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt, dev = _like(t, dtype, device)
     return randn(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
+@declare
 def randperm(n: int, dtype=None, device=None) -> Tensor:
     return _finish(_generator().permutation(n).astype((to_dtype(dtype) if dtype else int64).numpy), device, False)
+
+
+@declare(methods=("normal_",), name="_normal_")
+def normal_(input: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:  # noqa: A002
+    """Fill with samples of N(mean, std^2) from numbagrad's generator."""
+    return random_fill_(input, (generator or _generator()).normal(mean, std, input.shape))
+
+
+@declare(methods=("uniform_",), name="_uniform_")
+def uniform_(input: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:  # noqa: A002
+    """Fill with samples of U(a, b) from numbagrad's generator."""
+    return random_fill_(input, (generator or _generator()).uniform(a, b, input.shape))

@@ -1,7 +1,13 @@
-"""Functions generated from the elementwise table (``scalar_math.ROWS``), one class per torch node name.
+"""The elementwise ops, generated from the table (``scalar_math.ROWS``).
 
-Forward and backward run generated Numba kernels. With grad mode on inside backward (``create_graph=True``) the
-same gradient formula runs on Tensors instead (``Row.tensor_grad``), so double backward works for every row.
+For each row this module makes one Function class per node name, the public function(s), the Tensor methods,
+operators and in-place forms, and registers them as declarations. Nothing here names a particular op, except the
+few rows whose torch signature needs more than the table says (``frontend=False``): ``clamp``, ``pow`` and
+``bitwise_not``, written by hand at the end.
+
+Forward and backward run generated Numba kernels (``backend.elementwise`` / ``elementwise_grad``). With grad mode
+on inside backward (``create_graph=True``) the same gradient formula runs on Tensors instead
+(``Row.tensor_grad``), so double backward works for every row.
 """
 
 from __future__ import annotations
@@ -11,103 +17,192 @@ import types
 
 import numpy as np
 
+from .. import _tensor
 from .._tensor import Tensor
+from .._types import get_default_dtype
 from ..autograd.function import Function
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import no_grad, state
 from ..scalar_math import ROWS, Row
-from ._common import as_operand, backend_of, broadcast_shapes, check_same_device, float_dtype, result_type
+from ._common import as_operand, broadcast_shapes, result_np_dtype, same_backend
+from ._registry import Declaration, register
+from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
+
+_BOOL = np.dtype(np.bool_)
 
 _BOOL_ERRORS = {
     "sub": "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+    "use the `~` or `logical_not()` operator instead.",
+    "rsub": "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
     "use the `~` or `logical_not()` operator instead.",
     "neg": "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use "
     "the `~` or `logical_not()` operator instead.",
 }
 
 
-def _check_bool_operands(row: Row, inputs) -> None:
-    """torch refuses ``-`` on bools (it would be ambiguous with ``~``)."""
+def _compute_dtype(row: Row, inputs: tuple) -> np.dtype:
+    """The dtype the kernel computes in (torch's promotion, then the row's rules), checking what torch refuses."""
+    dt = result_np_dtype(inputs)
     if row.name in _BOOL_ERRORS and any(
-        isinstance(a, bool) or (isinstance(a, Tensor) and a._data.dtype == np.bool_) for a in inputs
+        type(a) is bool or (isinstance(a, Tensor) and a._data.dtype == _BOOL) for a in inputs
     ):
         raise RuntimeError(_BOOL_ERRORS[row.name])
+    kind = dt.kind
+    if kind == "f":
+        if row.integral_only:
+            raise RuntimeError(f"\"{row.name}_cpu\" not implemented for '{_torch_name(dt)}'")
+        return dt
+    if row.float_only:
+        return get_default_dtype().numpy
+    if row.integer_division and _has_zero(inputs[1]):
+        raise RuntimeError("ZeroDivisionError")
+    return dt
+
+
+def _torch_name(dt: np.dtype) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(dt.name, dt.name)
+
+
+def _has_zero(divisor) -> bool:
+    if isinstance(divisor, Tensor):
+        return bool((divisor == 0).any())
+    return divisor == 0
 
 
 class Elementwise(Function):
-    """Base of the generated classes: ``row`` says what to compute; inputs come first, then ``row.params``."""
+    """Base of the generated classes: ``row`` says what to compute; inputs come first, then ``row.params``.
 
+    Backward returns gradients already reduced to each input's shape and dtype (``_trusted``), so the engine
+    checks nothing; ``ctx.in_meta`` records the inputs' shapes and dtypes only when they differ from the output's.
+    """
+
+    _trusted = True
+    _node_defaults = {"values": (), "params": (), "in_meta": None}  # what backward reads when forward saved nothing
     row: Row
+    arity = 1
     _saves: tuple = ()  # per input: does some gradient read it?
     _saves_out = False
     _passthrough: tuple = ()
-    _tensor_grads: tuple = ()
+    _tensor_grads = None
 
     @staticmethod
     def forward(ctx, *args):
         cls = ctx._forward_cls
         row = cls.row
-        inputs, params = args[: row.arity], args[row.arity :]
-        _check_bool_operands(row, inputs)
-        dt = result_type(*inputs)
-        if row.float_only:
-            dt = float_dtype(dt)
-        backend = backend_of(check_same_device(*inputs))
+        n = cls.arity
+        inputs = args if len(args) == n else args[:n]
+        params = () if len(args) == n else args[n:]
+        dt = _compute_dtype(row, inputs)
+        backend = same_backend(inputs)
         arrays = [a._data if isinstance(a, Tensor) else a for a in inputs]
-        shapes = {a.shape for a in arrays if not isinstance(a, (int, float, bool))}
-        if len(shapes) > 1:
-            broadcast_shapes(*shapes)  # torch's error text when the shapes clash
-        result = Tensor._make(backend.elementwise(row, arrays, params, dt.numpy))
-        ctx.save_for_backward(
-            *[a if keep and isinstance(a, Tensor) else None for a, keep in zip(inputs, cls._saves)],
-            result if cls._saves_out else None,
-        )
-        ctx.scalars = tuple(None if isinstance(a, Tensor) else a for a in inputs)
-        ctx.params = params
+        shape = _output_shape(arrays)
+        out = backend.elementwise(row, arrays, params, dt, out=backend.empty(shape, _BOOL if row.out_bool else dt))
+        result = Tensor._make(out)
+        if row.grads and True in ctx.needs_input_grad:
+            _remember_inputs(ctx, cls, inputs, params, shape, dt)
+            if cls._saves_out:
+                ctx.to_save = (*ctx.to_save, result)
         return result
 
     @staticmethod
     def backward(ctx, g):
         cls = ctx._forward_cls
         row = cls.row
+        if not row.grads:
+            raise RuntimeError(f"the derivative for '{row.name}' is not implemented.")
+        n = cls.arity
         saved = ctx.saved_tensors
-        n = row.arity
-        values = [saved[j] if saved[j] is not None else ctx.scalars[j] for j in range(n)]
-        out = saved[n]
+        out = saved[-1] if cls._saves_out else None
+        values = ctx.values
+        if saved:
+            values = list(values)
+            k = 0
+            for j in range(n):
+                if cls._saves[j] and values[j] is None:
+                    values[j] = saved[k]
+                    k += 1
         needed = ctx.needs_input_grad
-        reuse = _reusable_input(cls, needed, ctx._grads_owned, g) if not state.enabled else None
+        create_graph = state.enabled
+        reuse = None if create_graph else _reusable_input(cls, needed, ctx._grads_owned)
         grads = []
         for i in range(n):
             if not needed[i]:
                 grads.append(None)
-            elif cls._passthrough[i]:
-                grads.append(g)
-            elif state.enabled:  # create_graph: differentiable formula on tensors
-                grads.append(cls._tensor_grads[i](g, out, *values, *ctx.params))
+                continue
+            if cls._passthrough[i]:
+                gi = g
+            elif create_graph:  # differentiable formula on tensors
+                gi = cls._tensor_grads[i](g, out, *values, *ctx.params)
+                if not isinstance(gi, Tensor):
+                    gi = Tensor._make(g._backend.full(g._data.shape, gi, g._data.dtype))
             else:
+                gd = g._data
                 operands = [v._data if isinstance(v, Tensor) else (0 if v is None else v) for v in values]
-                backend = backend_of(not isinstance(g._data, np.ndarray))
-                data = backend.elementwise_grad(
-                    row,
-                    i,
-                    g._data,
-                    0 if out is None else out._data,
-                    operands,
-                    ctx.params,
-                    g._data.dtype,
-                    **({"result": g._data} if i == reuse else {}),
-                )
-                grads.append(Tensor._make(data))
+                data = g._backend.elementwise_grad(
+                    row, i, gd, 0 if out is None else out._data, operands, ctx.params, gd.dtype,
+                    result=gd if i == reuse else None,
+                )  # fmt: skip
+                gi = Tensor._make(data)
+            if ctx.in_meta is not None:
+                gi = _to_input(gi, ctx.in_meta[i], create_graph)
+            grads.append(gi)
         return (*grads, *([None] * len(ctx.params)))
 
 
-def _reusable_input(cls, needed: tuple, owned: tuple, g: Tensor) -> int | None:
+def _output_shape(arrays: list) -> tuple:
+    """The broadcast shape of the operands (torch's error when they clash)."""
+    shape = None
+    for a in arrays:
+        if hasattr(a, "shape"):
+            if shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                return broadcast_shapes(*[a.shape for a in arrays if hasattr(a, "shape")])
+    return () if shape is None else shape
+
+
+def _remember_inputs(ctx, cls, inputs: tuple, params: tuple, shape: tuple, dt: np.dtype) -> None:
+    """What backward needs: the saved tensor inputs, the scalar inputs, the params, and (only when an input's
+    shape or dtype differs from the output's) each input's shape and dtype."""
+    values = []
+    to_save = []
+    meta = None
+    for j, a in enumerate(inputs):
+        if isinstance(a, Tensor):
+            values.append(None)
+            if cls._saves[j]:
+                to_save.append(a)
+            data = a._data
+            if data.shape != shape or data.dtype != dt:
+                meta = True
+        else:
+            values.append(a)
+    ctx.values = values
+    ctx.params = params
+    ctx.to_save = tuple(to_save)
+    if meta:
+        ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in inputs]
+
+
+def _to_input(g: Tensor, meta, create_graph: bool) -> Tensor:
+    """A gradient in the output's shape and dtype, reduced to one input's."""
+    if meta is None:
+        return g
+    shape, dtype = meta
+    if g._data.shape != shape:
+        g = g.sum_to_size(shape) if create_graph else Tensor._make(g._backend.sum_to_shape(g._data, shape))
+    if g._data.dtype != dtype:
+        g = g.to(dtype) if create_graph else Tensor._make(g._backend.astype(g._data, dtype))
+    return g
+
+
+def _reusable_input(cls, needed: tuple, owned: tuple) -> int | None:
     """The input whose gradient may be written into ``g``'s own buffer (no allocation): the last one computed by
     a kernel, when the engine owns ``g`` and no gradient returns ``g`` itself."""
     if not (owned and owned[0]):
         return None
     last = None
-    for i, need in enumerate(needed[: cls.row.arity]):
-        if need:
+    for i in range(cls.arity):
+        if needed[i]:
             if cls._passthrough[i]:
                 return None
             last = i
@@ -116,33 +211,19 @@ def _reusable_input(cls, needed: tuple, owned: tuple, g: Tensor) -> int | None:
 
 def _tensor_math() -> types.SimpleNamespace:
     """``math`` and ``select`` for tensors: what ``Row.tensor_grad`` binds when gradients run on Tensors."""
-    from . import where
 
     def select(cond, a, b):
         if isinstance(cond, Tensor):
-            return where(cond, a, b)
+            return _tensor._ops.where(cond, a, b)
         return a if cond else b
 
     def unary(name):
-        return lambda x: _FUNCTIONS[name].apply(x) if isinstance(x, Tensor) else getattr(math, name)(x)
+        return lambda x: FUNCTIONS[name].apply(x) if isinstance(x, Tensor) else getattr(math, name)(x)
 
     ns = types.SimpleNamespace(select=select, inf=math.inf, nan=math.nan, pi=math.pi, e=math.e)
-    for name in ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh"):
+    for name in ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "floor", "ceil", "trunc"):
         setattr(ns, name, unary(name))
     return ns
-
-
-def make_function(row_name: str | Row, class_name: str, node_name: str) -> type:
-    """One Function class for a table row (or a user's ``Row``), shown in graphs as ``node_name``."""
-    row = row_name if isinstance(row_name, Row) else ROWS[row_name]
-    uses = [row.uses(i) for i in range(len(row.grads))]
-    names = [f.__code__.co_varnames[: f.__code__.co_argcount] for f in row.grads]  # (g, out, inputs..., params...)
-    cls = types.new_class(class_name, (Elementwise,), exec_body=lambda ns: ns.update(row=row, node_name=node_name))
-    cls._saves = tuple(any(n[2 + j] in u for n, u in zip(names, uses)) for j in range(row.arity))
-    cls._saves_out = any(n[1] in u for n, u in zip(names, uses))
-    cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
-    cls._tensor_grads = _LazyTensorGrads(row)
-    return cls
 
 
 class _LazyTensorGrads:
@@ -159,128 +240,268 @@ class _LazyTensorGrads:
         return self.fns[i]
 
 
-_FUNCTIONS = {
-    name: make_function(name, name.capitalize(), f"{name.capitalize()}Backward0")
-    for name in (
-        "neg",
-        "exp",
-        "log",
-        "sqrt",
-        "rsqrt",
-        "reciprocal",
-        "abs",
-        "sin",
-        "cos",
-        "tan",
-        "tanh",
-        "sigmoid",
-        "relu",
-        "add",
-        "sub",
-        "mul",
-        "div",
-        "maximum",
-        "minimum",
-    )
-}
-Rsub = make_function("sub", "Rsub", "RsubBackward1")
-RsubTensor = make_function("sub", "RsubTensor", "RsubBackward0")
-Clamp = make_function("clamp", "Clamp", "ClampBackward1")
-Pow0 = make_function("pow", "PowTensorScalar", "PowBackward0")
-Pow1 = make_function("pow", "PowTensorTensor", "PowBackward1")
-Pow2 = make_function("pow", "PowScalarTensor", "PowBackward2")
-_FUNCTIONS["clamp"] = Clamp
-_FUNCTIONS["pow"] = Pow1
+def make_function(row: Row, node_name: str | None, class_name: str | None = None) -> type:
+    """One Function class for a table row (or a user's ``Row``), shown in graphs as ``node_name``."""
+    class_name = class_name or (node_name or row.name.title().replace("_", "")).replace("Backward", "_")
+    attrs = {"row": row, "arity": row.arity, "__module__": __name__}
+    if node_name:
+        attrs["node_name"] = node_name
+    cls = types.new_class(class_name, (Elementwise,), exec_body=lambda ns: ns.update(attrs))
+    if row.grads:
+        uses = [row.uses(i) for i in range(len(row.grads))]
+        names = [f.__code__.co_varnames[: f.__code__.co_argcount] for f in row.grads]  # (g, out, inputs, params)
+        cls._saves = tuple(any(n[2 + j] in u for n, u in zip(names, uses)) for j in range(row.arity))
+        cls._saves_out = any(n[1] in u for n, u in zip(names, uses))
+        cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
+        cls._tensor_grads = _LazyTensorGrads(row)
+    return cls
+
+
+# --- the generated namespace --------------------------------------------------------------------------------
+def _classes(row: Row) -> dict:
+    """The row's Function classes by operand kinds (``"tt"``, ``"ts"``, ``"st"``; ``""`` for the only one)."""
+    if isinstance(row.node, dict):
+        return {kinds: make_function(row, node) for kinds, node in row.node.items()}
+    return {"": make_function(row, row.node)}
+
+
+CLASSES = {name: _classes(row) for name, row in ROWS.items()}
+FUNCTIONS = {name: next(iter(classes.values())) for name, classes in CLASSES.items()}
 
 
 def function_for(name: str) -> type:
-    return _FUNCTIONS[name]
+    """The Function class of a row (the tensor-tensor one when the row has several node names)."""
+    classes = CLASSES[name]
+    return classes.get("tt") or next(iter(classes.values()))
 
 
-def _unary(name: str):
-    fn = _FUNCTIONS[name]
+def _make_frontend(row: Row, public: str):
+    """The public function of a row with torch's signature: ``op(input)``, ``op(input, other)`` (with
+    ``alpha=`` where the row says), checking argument types as torch's parser does."""
+    classes = CLASSES[row.name]
+    if row.arity == 1:
+        cls = classes[""]
 
-    def op(x: Tensor) -> Tensor:
-        return fn.apply(x)
+        def unary(input):  # noqa: A002 - torch's name
+            if not isinstance(input, Tensor):
+                raise TypeError(f"{public}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+            return cls.apply(input)
 
-    op.__name__ = name
-    op.__doc__ = f"Elementwise ``{name}`` (row ``{name}`` of ``scalar_math.ROWS``)."
+        fn = unary
+    elif row.arity == 2:
+        single = classes.get("")
+
+        def binary(input, other, *, alpha=1):  # noqa: A002
+            a = as_operand(input, public, 1, "input")
+            b = as_operand(other, public, 2, "other")
+            if alpha != 1:
+                b = mul(b, alpha)
+            cls = single or classes["tt" if isinstance(b, Tensor) else "ts"]
+            return cls.apply(a, b)
+
+        if not row.alpha:
+
+            def binary(input, other):  # noqa: A002, F811 - the same without alpha
+                a = as_operand(input, public, 1, "input")
+                b = as_operand(other, public, 2, "other")
+                return (single or classes["tt" if isinstance(b, Tensor) else "ts"]).apply(a, b)
+
+        fn = binary
+    else:
+        cls = classes[""]
+
+        def nary(*args):
+            return cls.apply(
+                *[as_operand(a, public, k + 1) for k, a in enumerate(args[: row.arity])], *args[row.arity :]
+            )
+
+        fn = nary
+    fn.__name__ = fn.__qualname__ = public
+    fn.__doc__ = f"Elementwise ``{row.name}`` with broadcasting (row ``{row.name}`` of ``scalar_math.ROWS``)."
+    return fn
+
+
+def _make_operator(fn, name: str):
+    """A Tensor operator: reflected operators (``__radd__``) swap the operands; an operand type the op does not
+    take gives ``NotImplemented``, so Python raises its ``unsupported operand type(s)`` TypeError (as torch)."""
+    if name.startswith("__r") and name not in ("__rshift__",):
+
+        def reflected(self, other):
+            try:
+                other = as_operand(other)
+            except TypeError:
+                return NotImplemented
+            return fn(other, self)
+
+        op = reflected
+    elif fn.__code__.co_argcount == 1:
+
+        def unary(self):
+            return fn(self)
+
+        op = unary
+    else:
+
+        def forward(self, other):
+            try:
+                other = as_operand(other)
+            except TypeError:
+                return NotImplemented
+            return fn(self, other)
+
+        op = forward
+    op.__name__ = op.__qualname__ = name
     return op
 
 
-def _binary(name: str):
-    fn = _FUNCTIONS[name]
-
-    def op(x, y) -> Tensor:
-        return fn.apply(as_operand(x), as_operand(y))
-
-    op.__name__ = name
-    op.__doc__ = f"Elementwise ``{name}`` with broadcasting (row ``{name}`` of ``scalar_math.ROWS``)."
-    return op
-
-
-neg = _unary("neg")
-exp = _unary("exp")
-log = _unary("log")
-sqrt = _unary("sqrt")
-rsqrt = _unary("rsqrt")
-reciprocal = _unary("reciprocal")
-abs = _unary("abs")  # noqa: A001 - torch's name
-sin = _unary("sin")
-cos = _unary("cos")
-tan = _unary("tan")
-tanh = _unary("tanh")
-sigmoid = _unary("sigmoid")
-relu = _unary("relu")
-add = _binary("add")
-sub = _binary("sub")
-mul = _binary("mul")
-div = _binary("div")
-maximum = _binary("maximum")
-minimum = _binary("minimum")
-true_divide = divide = div
-multiply = mul
-subtract = sub
-negative = neg
+def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
+    """``t.<row>_(*args)``: straight into ``t``'s storage without autograd, else rebased."""
+    check_inplace(t)
+    operands = [as_operand(a, row.names[0] + "_") for a in args[: row.arity - 1]]
+    check_written(t, operands)
+    if needs_graph(t, operands):
+        return rebase(t, lambda old: frontend(old, *args, **kwargs))
+    if kwargs or not row.frontend or len(args) != row.arity - 1:  # torch's own signature: compute, then write
+        with no_grad():
+            result = frontend(t, *args, **kwargs)
+        return write_result(t, result)
+    inputs = (t, *operands)
+    dt = _compute_dtype(row, inputs)
+    out_dt = np.dtype(np.bool_) if row.out_bool else dt
+    shape = broadcast_shapes(*[o._data.shape for o in inputs if isinstance(o, Tensor)])
+    check_result(t, out_dt, shape)
+    backend = same_backend(inputs)
+    arrays = [o._data if isinstance(o, Tensor) else o for o in inputs]
+    data = t._data
+    if out_dt == data.dtype:
+        backend.elementwise(row, arrays, (), dt, out=data)
+    else:
+        backend.setitem(data, (Ellipsis,), backend.elementwise(row, arrays, (), dt, out=backend.empty(shape, out_dt)))
+    t._bump_version()
+    return t
 
 
-def rsub(x: Tensor, other) -> Tensor:
-    """``other - x`` (what ``2 - x`` calls); torch names the tensor-tensor node ``RsubBackward0``."""
-    other = as_operand(other)
-    return (RsubTensor if isinstance(other, Tensor) else Rsub).apply(other, x)
+def _make_inplace(row: Row, fn, name: str):
+    """``t.<name>(...)`` for a row (see ``row_inplace``)."""
+
+    def inplace(self, *args, **kwargs):
+        return row_inplace(self, row, fn, args, kwargs)
+
+    inplace.__name__ = inplace.__qualname__ = name
+    return inplace
 
 
-def pow(x, exponent) -> Tensor:  # noqa: A001 - torch's name
-    """``x ** exponent``: tensor**scalar, tensor**tensor and scalar**tensor are torch's three nodes."""
-    x, exponent = as_operand(x), as_operand(exponent)
-    if not isinstance(exponent, Tensor):
-        return Pow0.apply(x, exponent)
-    if not isinstance(x, Tensor):
-        return Pow2.apply(x, exponent)
-    return Pow1.apply(x, exponent)
+def _declare_row(row: Row, frontend) -> None:
+    """Register a row's public names, methods, operators and in-place forms."""
+    if row.names and frontend is not None:
+        register(Declaration(row.names[0], frontend, tuple(row.methods), tuple(row.names[1:]), (), row.differentiable))
+    elif row.methods:
+        register(Declaration(f"_{row.name}_methods", frontend, tuple(row.methods), (), (), row.differentiable))
+    for op_name in row.operators:
+        if op_name.startswith("__i"):
+            continue
+        register(Declaration(f"_{row.name}{op_name}", _make_operator(frontend, op_name), (op_name,)))
 
 
-def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
+# --- the rows whose torch signature needs more than the table says ------------------------------------------
+def _row_frontend(name: str):
+    return _make_frontend(ROWS[name], ROWS[name].names[0])
+
+
+mul = _row_frontend("mul")
+
+
+def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A001, A002 - torch's names
     """Clamp into ``[min, max]``; a missing bound is unbounded. Gradient passes where ``min <= x <= max``."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = x
+        out = input
         if min is not None:
-            out = maximum(out, min)
+            out = FUNCTIONS["maximum"].apply(out, as_operand(min))
         if max is not None:
-            out = minimum(out, max)
+            out = FUNCTIONS["minimum"].apply(out, as_operand(max))
         return out
-    if x._data.dtype.kind != "f":
+    dt = input._data.dtype
+    if dt.kind != "f":
         if isinstance(min, float) or isinstance(max, float):
-            x = x.to(float_dtype(x.dtype))
+            input = input.to(get_default_dtype())
         else:  # integer tensor, integer bounds: stay integer, unbounded sides at the dtype's limits
-            info = np.iinfo(x._data.dtype) if x._data.dtype.kind != "b" else np.iinfo(np.int8)
+            info = np.iinfo(dt) if dt.kind != "b" else np.iinfo(np.int8)
             min = info.min if min is None else min
             max = info.max if max is None else max
     lo = -math.inf if min is None else min
     hi = math.inf if max is None else max
-    return Clamp.apply(x, lo, hi)
+    return CLASSES["clamp"][""].apply(input, lo, hi)
 
 
-clip = clamp
+def pow(input, exponent) -> Tensor:  # noqa: A001 - torch's name
+    """``input ** exponent``: tensor**scalar, tensor**tensor and scalar**tensor are torch's three nodes."""
+    x, e = as_operand(input, "pow", 1, "input"), as_operand(exponent, "pow", 2, "exponent")
+    classes = CLASSES["pow"]
+    if not isinstance(e, Tensor):
+        return classes["ts"].apply(x, e)
+    if not isinstance(x, Tensor):
+        return classes["st"].apply(x, e)
+    return classes["tt"].apply(x, e)
+
+
+def bitwise_not(input: Tensor) -> Tensor:  # noqa: A002
+    """``~input``: logical not on bool tensors, two's complement on integers."""
+    if input._data.dtype == _BOOL:
+        return FUNCTIONS["logical_not"].apply(input)
+    return FUNCTIONS["bitwise_not"].apply(input)
+
+
+def _rpow(self, other):
+    try:
+        other = as_operand(other)
+    except TypeError:
+        return NotImplemented
+    return pow(other, self)
+
+
+def _rtruediv(self, other):
+    """``other / self`` is ``reciprocal(self) * other`` in torch (node ``MulBackward0``)."""
+    try:
+        other = as_operand(other)
+    except TypeError:
+        return NotImplemented
+    return mul(FUNCTIONS["reciprocal"].apply(self), other)
+
+
+_HAND_WRITTEN = {"clamp": clamp, "pow": pow, "bitwise_not": bitwise_not}
+FRONTENDS = {name: _HAND_WRITTEN[name] if not row.frontend else _row_frontend(name) for name, row in ROWS.items()}
+
+for _row in ROWS.values():
+    _declare_row(_row, FRONTENDS[_row.name])
+
+
+def _rsub(self, other):
+    """``other - self``: torch's ``rsub(self, other)`` (node ``RsubBackward1`` for a scalar ``other``)."""
+    try:
+        other = as_operand(other)
+    except TypeError:
+        return NotImplemented
+    return FRONTENDS["rsub"](self, other)
+
+
+register(Declaration("_pow_operators", pow, ("__pow__",)))
+register(Declaration("_rpow_operator", _rpow, ("__rpow__",)))
+register(Declaration("_rsub_operator", _rsub, ("__rsub__",)))
+register(Declaration("_rtruediv_operator", _rtruediv, ("__rtruediv__",)))
+register(Declaration("_pos_operator", lambda self: self, ("__pos__",)))
+
+
+def register_inplace(tensor_cls: type) -> None:
+    """The rows' in-place methods (``add_``, ``mul_``, ``__iadd__``...), bound once ``ops.inplace`` has loaded."""
+    for row in ROWS.values():
+        if not row.inplace:
+            continue
+        frontend = FRONTENDS[row.name]
+        for method in row.methods:
+            setattr(tensor_cls, method + "_", _make_inplace(row, frontend, method + "_"))
+        for op_name in row.operators:
+            if op_name.startswith("__i"):
+                setattr(tensor_cls, op_name, _make_inplace(row, frontend, op_name))
+    tensor_cls.__ipow__ = _make_inplace(ROWS["pow"], pow, "__ipow__")

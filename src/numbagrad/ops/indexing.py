@@ -1,13 +1,20 @@
-"""Indexing (read and write), where, sort, comparisons and other non-differentiable elementwise helpers."""
+"""Indexing (read and write), where, sort, nonzero and the whole-tensor comparisons (allclose, equal).
+
+The elementwise comparisons and predicates (``eq``, ``isnan``, ``logical_and``...) are rows of the table.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .._tensor import Tensor
+from .._types import broadcast_shapes_or_none
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
-from ._common import as_operand, broadcast_shapes, check_same_device, result_type, shape_str, wrap_like
+from ._common import as_operand, broadcast_shapes, result_np_dtype, same_backend, shape_str, wrap_dim
+from ._registry import Sample, T, declare
+from .inplace import check_inplace, check_written, rebase
+from .reduction import IndexScatter, return_types
 
 
 def _numpy_index(index):
@@ -51,11 +58,9 @@ class _GetItem(Function):
     @staticmethod
     def forward(ctx, x, index):
         ctx.shape, ctx.index = x.shape, index
-        data = x._data[index]
+        data = x._backend.getitem(x._data, index)
         if _is_advanced(index):
-            return Tensor._make(np.array(data) if isinstance(data, np.ndarray) else data)
-        if not hasattr(data, "shape") or isinstance(data, np.generic):  # a scalar from full integer indexing
-            return x._view_of(x._data[index + (Ellipsis,)] if isinstance(x._data, np.ndarray) else data)
+            return Tensor._make(data)
         return x._view_of(data)
 
     @staticmethod
@@ -77,18 +82,14 @@ class IndexAddZeros(Function):
     @staticmethod
     def forward(ctx, g, shape, index):
         ctx.index = index
-        out = np.zeros(shape, g._data.dtype)
-        if _is_advanced(index):
-            np.add.at(out, index, g._host())
-        else:
-            out[index] = g._host()
-        return wrap_like(g, out)
+        return Tensor._make(g._backend.index_add_zeros(tuple(shape), g._data.dtype, index, g._data))
 
     @staticmethod
     def backward(ctx, gg):
         return gg[ctx.index], None, None
 
 
+@declare(methods=("__getitem__",), name="_getitem")
 def getitem(x: Tensor, index) -> Tensor:
     np_index = _numpy_index(index)
     if x.dim() == 0 and np_index not in ((Ellipsis,), (None,), ()):
@@ -139,24 +140,27 @@ def _check_bounds(x: Tensor, np_index) -> None:
         dim += 1
 
 
-def _assign(target: np.ndarray, index, value) -> None:
+def _assign(backend, target, index, value) -> None:
     """``target[index] = value``; a value that does not broadcast is torch's RuntimeError (target untouched)."""
-    try:
-        target[index] = value
-    except ValueError:
-        got = list(np.shape(value))
-        want = list(np.shape(target[index]))
-        lead = len(want) - len(got)
-        clash = [k for k, s in enumerate(got) if lead >= 0 and s not in (1, want[k + lead])]
-        if clash and not _is_advanced(index):  # torch expands the value onto a view: expand's message
-            k = clash[-1]
-            raise RuntimeError(
-                f"The expanded size of the tensor ({want[k + lead]}) must match the existing size ({got[k]}) at "
-                f"non-singleton dimension {k + lead}.  Target sizes: {want}.  Tensor sizes: {got}"
-            ) from None
+    want = list(backend.getitem(target, index).shape)
+    got = list(getattr(value, "shape", ()))
+    if got and broadcast_shapes_or_none(tuple(want), tuple(got)) != tuple(want):
+        _raise_shape(index, want, got)
+    backend.setitem(target, index, value)
+
+
+def _raise_shape(index, want: list, got: list) -> None:
+    lead = len(want) - len(got)
+    clash = [k for k, s in enumerate(got) if lead >= 0 and s not in (1, want[k + lead])]
+    if clash and not _is_advanced(index):  # torch expands the value onto a view: expand's message
+        k = clash[-1]
         raise RuntimeError(
-            f"shape mismatch: value tensor of shape {got} cannot be broadcast to indexing result of shape {want}"
-        ) from None
+            f"The expanded size of the tensor ({want[k + lead]}) must match the existing size ({got[k]}) at "
+            f"non-singleton dimension {k + lead}.  Target sizes: {want}.  Tensor sizes: {got}"
+        )
+    raise RuntimeError(
+        f"shape mismatch: value tensor of shape {got} cannot be broadcast to indexing result of shape {want}"
+    )
 
 
 class IndexPut(Function):
@@ -167,8 +171,8 @@ class IndexPut(Function):
     @staticmethod
     def forward(ctx, x, value, index):
         ctx.index = index
-        out = x._data.copy()
-        _assign(out, index, value._data if isinstance(value, Tensor) else value)
+        out = x._backend.copy(x._data)
+        _assign(x._backend, out, index, value._data if isinstance(value, Tensor) else value)
         return Tensor._make(out)
 
     @staticmethod
@@ -190,18 +194,19 @@ def _writes_through_a_view(np_index) -> bool:
     )
 
 
+@declare(methods=("__setitem__",), name="_setitem")
 def setitem(x: Tensor, index, value) -> None:
     """In-place write through an index: plain storage write, or a graph node when autograd is involved."""
-    from .inplace import check_inplace, rebase
-
     np_index = _numpy_index(index)
     if state.enabled and x.grad_fn is None and x._requires_grad and _writes_through_a_view(np_index):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(x)
     _check_bounds(x, np_index)
-    value = as_operand(value)
+    value = as_operand(value, "__setitem__", 2, "value")
     if isinstance(value, Tensor):
-        check_same_device(x, value)
+        same_backend((x, value))
+        if not _is_advanced(np_index) and value._backend is x._backend:
+            check_written(x, (value,), x._backend.getitem(x._data, np_index))
     if state.enabled and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)):
         cls = IndexPut if _is_advanced(np_index) else CopySlices
         if isinstance(value, Tensor) and value.dtype != x.dtype:
@@ -209,14 +214,9 @@ def setitem(x: Tensor, index, value) -> None:
         rebase(x, lambda old: cls.apply(old, value, np_index))
         return
     v = value._data if isinstance(value, Tensor) else value
-    if isinstance(x._data, np.ndarray):
-        if isinstance(v, np.ndarray) and np.shares_memory(v, x._data):
-            v = v.copy()
-        _assign(x._data, np_index, v)
-    else:
-        from ..backend import cuda
-
-        cuda.setitem(x._data, np_index, v)
+    if isinstance(value, Tensor) and value._backend is not x._backend:  # a 0-dim cpu value into a cuda tensor
+        v = value.item()
+    _assign(x._backend, x._data, np_index, v)
     x._bump_version()
 
 
@@ -226,32 +226,37 @@ class Where(Function):
     @staticmethod
     def forward(ctx, cond, a, b):
         ctx.save_for_backward(cond)
-        broadcast_shapes(*(t.shape for t in (cond, a, b) if isinstance(t, Tensor)))
-        dt = result_type(a, b).numpy
+        shape = broadcast_shapes(*(t.shape for t in (cond, a, b) if isinstance(t, Tensor)))
+        ctx.shapes = [t.shape if isinstance(t, Tensor) else None for t in (a, b)]
+        backend = same_backend((cond, a, b))
         av = a._data if isinstance(a, Tensor) else a
         bv = b._data if isinstance(b, Tensor) else b
-        if check_same_device(cond, *(t for t in (a, b) if isinstance(t, Tensor))):
-            from ..backend import cuda
-
-            return Tensor._make(cuda.where(cond._data, av, bv, dt))
-        return Tensor._make(np.where(cond._data, av, bv).astype(dt, copy=False))
+        out = backend.where(cond._data, av, bv, result_np_dtype((a, b)))
+        return Tensor._make(out if out.shape == shape else backend.copy(backend.broadcast_to(out, shape)))
 
     @staticmethod
     def backward(ctx, g):
         (cond,) = ctx.saved_tensors
-        ga = where(cond, g, 0.0) if ctx.needs_input_grad[1] else None
-        gb = where(cond, 0.0, g) if ctx.needs_input_grad[2] else None
+        ga = where(cond, g, 0.0).sum_to_size(ctx.shapes[0]) if ctx.needs_input_grad[1] else None
+        gb = where(cond, 0.0, g).sum_to_size(ctx.shapes[1]) if ctx.needs_input_grad[2] else None
         return None, ga, gb
 
 
+@declare(samples=(Sample(T(3, 4, dtype="bool"), T(3, 4), T(3, 4)), Sample(T(3, 1, dtype="bool"), T(3, 4), 0.5)))
 def where(condition: Tensor, input=None, other=None):  # noqa: A002
     """Pick ``input`` where ``condition`` holds, else ``other`` (either may be a scalar)."""
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
-    condition = as_operand(condition)
+    condition = as_operand(condition, "where", 1, "condition")
     if condition._data.dtype != np.bool_:
         condition = condition.to("bool")
-    return Where.apply(condition, as_operand(input), as_operand(other))
+    return Where.apply(condition, as_operand(input, "where", 2, "input"), as_operand(other, "where", 3, "other"))
+
+
+@declare(methods=("where",), name="_where_method")
+def where_method(self: Tensor, condition, other) -> Tensor:
+    """``self.where(condition, other)`` is ``where(condition, self, other)``."""
+    return where(condition, self, other)
 
 
 class Sort(Function):
@@ -259,135 +264,92 @@ class Sort(Function):
 
     @staticmethod
     def forward(ctx, x, dim, descending):
-        data = x._host()
-        idx = np.argsort(-data if descending and data.dtype.kind != "b" else data, axis=dim, kind="stable")
-        if descending and data.dtype.kind == "b":
-            idx = np.flip(idx, axis=dim)
-        values = np.take_along_axis(data, idx, axis=dim)
-        indices = wrap_like(x, idx.astype(np.int64))
+        backend = x._backend
+        if x.dim() == 0:
+            values, idx = backend.copy(x._data), backend.zeros((), np.int64)
+        else:
+            values, idx = backend.sort(x._data, dim, descending)
+        indices = Tensor._make(idx)
         ctx.mark_non_differentiable(indices)
         ctx.save_for_backward(indices)
         ctx.dim, ctx.shape = dim, x.shape
-        return wrap_like(x, values), indices
+        return Tensor._make(values), indices
 
     @staticmethod
     def backward(ctx, g, _gi):
-        from .reduction import IndexScatter
-
         (indices,) = ctx.saved_tensors
+        if not ctx.shape:
+            return g, None, None
         return IndexScatter.apply(g, indices, ctx.shape, ctx.dim, True), None, None
 
 
-def sort(x: Tensor, dim: int = -1, descending: bool = False):
-    from ._common import wrap_dim
-    from .reduction import return_types
-
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 0, True)))
+def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+    """``(values, indices)`` sorted along ``dim`` (stable: equal values keep their order)."""
     values, indices = Sort.apply(x, wrap_dim(dim, x.dim()), descending)
     return return_types["sort"](values, indices)
 
 
-def _compare(x, y, fn) -> Tensor:
-    x, y = as_operand(x), as_operand(y)
-    is_cuda = check_same_device(*(t for t in (x, y) if isinstance(t, Tensor)))
-    broadcast_shapes(*(t.shape for t in (x, y) if isinstance(t, Tensor)))
-    dt = result_type(x, y).numpy
-    xv = x._host().astype(dt, copy=False) if isinstance(x, Tensor) else x
-    yv = y._host().astype(dt, copy=False) if isinstance(y, Tensor) else y
-    out = np.asarray(fn(xv, yv))
-    like = x if isinstance(x, Tensor) else y
-    return wrap_like(like, out) if is_cuda else Tensor._make(out)
-
-
-def eq(x, y) -> Tensor:
-    if y is None or not isinstance(y, (Tensor, int, float, bool, np.ndarray, list, tuple, np.generic)):
-        return False
-    return _compare(x, y, np.equal)
-
-
-def ne(x, y) -> Tensor:
-    if y is None or not isinstance(y, (Tensor, int, float, bool, np.ndarray, list, tuple, np.generic)):
-        return True
-    return _compare(x, y, np.not_equal)
-
-
-def lt(x, y) -> Tensor:
-    return _compare(x, y, np.less)
-
-
-def le(x, y) -> Tensor:
-    return _compare(x, y, np.less_equal)
-
-
-def gt(x, y) -> Tensor:
-    return _compare(x, y, np.greater)
-
-
-def ge(x, y) -> Tensor:
-    return _compare(x, y, np.greater_equal)
-
-
-def logical_op(x: Tensor, y, how: str) -> Tensor:
-    fn = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[how]
-    x, y = as_operand(x), as_operand(y)
-    if x.is_floating_point() or (isinstance(y, Tensor) and y.is_floating_point()) or isinstance(y, float):
-        raise TypeError(f"unsupported operand type(s) for bitwise {how}: floating point tensors")
-    return _compare(x, y, fn)
-
-
-def logical_not(x: Tensor) -> Tensor:
-    return wrap_like(x, np.logical_not(x._host()))
-
-
-def sign(x: Tensor) -> Tensor:
-    """The sign, as a constant (its gradient is zero almost everywhere)."""
-    return wrap_like(x, np.sign(x._host()))
-
-
-def rounding(x: Tensor, how: str) -> Tensor:
-    return wrap_like(x, getattr(np, {"round": "round", "floor": "floor", "ceil": "ceil"}[how])(x._host()))
-
-
-def isnan(x: Tensor) -> Tensor:
-    return wrap_like(x, np.isnan(x._host()))
-
-
-def isinf(x: Tensor) -> Tensor:
-    return wrap_like(x, np.isinf(x._host()))
-
-
-def isfinite(x: Tensor) -> Tensor:
-    return wrap_like(x, np.isfinite(x._host()))
-
-
-def nonzero(x: Tensor, as_tuple: bool = False):
-    idx = np.nonzero(x._host())
+@declare(methods=True, differentiable=False)
+def nonzero(x: Tensor, *, as_tuple: bool = False):
+    """The indices of the nonzero elements: an (n, dim) int64 tensor, or one index tensor per dim."""
+    backend = x._backend
+    idx = np.nonzero(np.atleast_1d(x._host())) if x.dim() else np.nonzero(np.atleast_1d(x._host()))
     if as_tuple:
-        return tuple(wrap_like(x, i.astype(np.int64)) for i in idx)
-    return wrap_like(x, np.stack(idx, axis=1).astype(np.int64) if idx else np.zeros((0, 0), np.int64))
+        return tuple(Tensor._make(backend.from_host(i.astype(np.int64))) for i in idx[: max(x.dim(), 1)])
+    stacked = np.stack(idx, axis=1).astype(np.int64) if x.dim() else np.zeros((len(idx[0]), 0), np.int64)
+    return Tensor._make(backend.from_host(np.ascontiguousarray(stacked)))
 
 
-def floor_divide(x, y) -> Tensor:
-    return _compare(x, y, np.floor_divide)
-
-
-def remainder(x, y) -> Tensor:
-    return _compare(x, y, np.remainder)
-
-
-def allclose(a: Tensor, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
-    b = as_operand(b)
+@declare(methods=True, differentiable=False)
+def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:  # noqa: A002
+    """``|input - other| <= atol + rtol * |other|`` everywhere."""
+    b = as_operand(other, "allclose")
     return bool(
-        np.allclose(a._host(), b._host() if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        np.allclose(input._host(), b._host() if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     )
 
 
-def isclose(a: Tensor, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
-    b = as_operand(b)
-    return wrap_like(
-        a, np.isclose(a._host(), b._host() if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+@declare(methods=True, differentiable=False)
+def isclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:  # noqa: A002
+    """Elementwise ``|input - other| <= atol + rtol * |other|``."""
+    b = as_operand(other, "isclose")
+    host = np.isclose(
+        input._host(), b._host() if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan
     )
+    return Tensor._make(input._backend.from_host(np.asarray(host)))
 
 
-def equal(a: Tensor, b: Tensor) -> bool:
+@declare(methods=True, differentiable=False)
+def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
     """True when shapes and all values are equal."""
-    return a.shape == b.shape and bool(np.array_equal(a._host(), b._host()))
+    return input.shape == other.shape and bool(np.array_equal(input._host(), other._host()))
+
+
+@declare(methods=("fill_",), name="_fill_")
+def fill_(input: Tensor, value) -> Tensor:  # noqa: A002 - torch's name
+    """Fill with one value (a number or a 0-dim tensor)."""
+    if isinstance(value, Tensor) and value.dim() != 0:
+        raise RuntimeError(
+            f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions."
+        )
+    setitem(input, Ellipsis, value)
+    return input
+
+
+@declare(methods=("zero_",), name="_zero_")
+def zero_(input: Tensor) -> Tensor:  # noqa: A002
+    """Fill with zeros."""
+    return fill_(input, 0)
+
+
+@declare(methods=("copy_",), name="_copy_")
+def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:  # noqa: A002
+    """Copy ``src`` (broadcast, cast, moved to this tensor's device) into this tensor."""
+    src = as_operand(src, "copy_", 1, "src")
+    if isinstance(src, Tensor):
+        broadcast_shapes(input.shape, src.shape)  # torch's message for sources that cannot broadcast
+        if src.device != input.device:
+            src = src.to(input.device)
+    setitem(input, Ellipsis, src)
+    return input

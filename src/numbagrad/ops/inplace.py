@@ -2,7 +2,11 @@
 
 Rebasing: the op runs out of place on an alias holding the tensor's old value and history, then the result is
 written back into the same storage (so views and numpy arrays sharing it see the change) and the tensor takes
-the result's grad_fn, as torch does.
+the result's grad_fn, as torch does. Without autograd a table row writes straight into the tensor's storage.
+
+Before anything is written, torch's checks run, so no error leaves a tensor half-written: a leaf that requires
+grad, a destination whose elements share memory (an expanded view), an operand partly overlapping the destination,
+a result dtype that cannot be cast to the destination's, a broadcast that would grow the destination.
 """
 
 from __future__ import annotations
@@ -11,16 +15,9 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import state
-from ..scalar_math import ROWS
-from ._common import (
-    as_operand,
-    backend_of,
-    broadcast_shapes,
-    check_same_device,
-    float_dtype,
-    result_type,
-    shape_str,
-)
+from ._common import broadcast_shapes, shape_str
+
+_CASTS = {"b": 0, "i": 1, "u": 1, "f": 2}
 
 
 def check_inplace(t: Tensor) -> None:
@@ -34,107 +31,90 @@ def check_inplace(t: Tensor) -> None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
+def check_written(t: Tensor, operands=(), destination=None) -> None:
+    """torch's overlap checks before a write: the destination's elements (``destination``, a view of ``t``'s
+    storage, by default all of it) must not share memory, and an operand must be the destination itself or not
+    overlap it at all."""
+    data = t._data if destination is None else destination
+    if data.size > 1 and 0 in data.strides and _has_internal_overlap(data):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation."
+        )
+    for o in operands:
+        if isinstance(o, Tensor) and o._data is not data and t._backend.overlap(data, o._data) == "partial":
+            raise RuntimeError(
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                "single memory location. Please clone() the tensor before performing the operation."
+            )
+
+
+def _has_internal_overlap(data) -> bool:
+    return any(stride == 0 and size > 1 for stride, size in zip(data.strides, data.shape))
+
+
+def check_result(t: Tensor, result_dtype: np.dtype, result_shape: tuple) -> None:
+    """The result must fit the destination: castable dtype (torch's category rule) and the destination's shape."""
+    if _CASTS[result_dtype.kind] > _CASTS[t._data.dtype.kind]:
+        from .._types import from_numpy_dtype
+
+        raise RuntimeError(
+            f"result type {from_numpy_dtype(result_dtype).scalar_name} can't be cast to the desired output type "
+            f"{t.dtype.scalar_name}"
+        )
+    if tuple(result_shape) != t._data.shape:
+        raise RuntimeError(
+            f"output with shape {shape_str(t.shape)} doesn't match the broadcast shape "
+            f"{shape_str(broadcast_shapes(t._data.shape, result_shape))}"
+        )
+
+
 def rebase(t: Tensor, op) -> Tensor:
-    """Run ``op(old_value_of_t)`` with autograd, write the result into ``t`` and give ``t`` its history."""
+    """Run ``op(old_value_of_t)`` with autograd, write the result into ``t`` and give ``t`` its history.
+
+    A retained gradient follows the tensor to its new node (``retain_grad`` reports the newest version's
+    gradient, as in torch); hooks registered before stay with the old version."""
     if t._base is not None and (t._base.requires_grad or t.requires_grad):
         raise RuntimeError(
             "numbagrad does not support in-place operations that need autograd on a view of a tensor that requires "
             "grad; apply the operation to the base tensor, or clone() the view first."
         )
-    old = Tensor._make(t._data.copy())
+    old = Tensor._make(t._backend.copy(t._data))
     old.grad_fn, old._output_nr, old._requires_grad = t.grad_fn, t._output_nr, t._requires_grad
+    old_node = t.grad_fn
     result = op(old)
-    _write(t, result._data)
+    check_result(t, result._data.dtype, result._data.shape)
+    t._backend.setitem(t._data, (Ellipsis,), result._data)
     t._bump_version()
     t.grad_fn, t._output_nr = result.grad_fn, result._output_nr
+    if t._retains_grad and old_node is not None and result.grad_fn is not None:
+        retained = old_node._retained
+        if retained is not None and retained.get(old._output_nr) is not None and retained[old._output_nr]() is t:
+            del retained[old._output_nr]
+        result.grad_fn._retain_grad_of(t)
     return t
 
 
-def _write(t: Tensor, data) -> None:
-    if isinstance(t._data, np.ndarray):
-        np.copyto(t._data, data, casting="unsafe")
-    else:
-        t._data.copy_to_device(data)
+def needs_graph(t: Tensor, operands) -> bool:
+    if not state.enabled:
+        return False
+    if t._requires_grad or t.grad_fn is not None:
+        return True
+    return any(isinstance(o, Tensor) and (o._requires_grad or o.grad_fn is not None) for o in operands)
 
 
-def _check_cast(t: Tensor, dt) -> None:
-    if dt.is_floating_point and not t.is_floating_point() or (dt.name != "bool" and t.dtype.name == "bool"):
-        raise RuntimeError(
-            f"result type {dt.scalar_name} can't be cast to the desired output type {t.dtype.scalar_name}"
-        )
-
-
-def inplace(t: Tensor, name: str, *args) -> Tensor:
-    """``t.<name>_(*args)`` for a row of the elementwise table (``add_``, ``mul_``, ``clamp_``, ...)."""
-    from . import elementwise
-
-    check_inplace(t)
-    row = ROWS[name]
-    others = [as_operand(a) for a in args[: row.arity - 1]]
-    params = args[row.arity - 1 :]
-    if name == "clamp":
-        lo, hi = params
-        params = (-np.inf if lo is None else lo, np.inf if hi is None else hi)
-    dt = result_type(t, *others)
-    if row.float_only:
-        dt = float_dtype(dt)
-    _check_cast(t, dt)
-    tensor_args = [a for a in others if isinstance(a, Tensor)]
-    is_cuda = check_same_device(t, *tensor_args)
-    for a in tensor_args:
-        if a.dim() > t.dim() or np.broadcast_shapes(a.shape, t.shape) != t.shape:
-            raise RuntimeError(
-                f"output with shape {shape_str(t.shape)} doesn't match the broadcast shape "
-                f"{shape_str(np.broadcast_shapes(a.shape, t.shape))}"
-            )
-    if state.enabled and (t.requires_grad or any(a.requires_grad for a in tensor_args)):
-        fn = elementwise.function_for(name)
-        return rebase(t, lambda old: fn.apply(old, *others, *params))
-    backend = backend_of(is_cuda)
-    arrays = [t._data] + [a._data if isinstance(a, Tensor) else a for a in others]
-    if dt.numpy == t._data.dtype and backend.is_contiguous(t._data):
-        backend.elementwise(row, arrays, params, dt.numpy, out=t._data)
-    else:
-        _write(t, backend.elementwise(row, arrays, params, dt.numpy))
+def write_result(t: Tensor, result: Tensor) -> Tensor:
+    """Write an out-of-place result into ``t`` (checked first), bumping its version."""
+    check_result(t, result._data.dtype, result._data.shape)
+    t._backend.setitem(t._data, (Ellipsis,), result._data)
     t._bump_version()
     return t
 
 
-def fill_(t: Tensor, value) -> Tensor:
-    from .indexing import setitem
-
-    if isinstance(value, Tensor) and value.dim() != 0:
-        raise RuntimeError(
-            f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions."
-        )
-    setitem(t, Ellipsis, value)
-    return t
-
-
-def copy_(t: Tensor, src) -> Tensor:
-    from .indexing import setitem
-
-    src = as_operand(src)
-    if isinstance(src, Tensor):
-        broadcast_shapes(t.shape, src.shape)  # torch's message for sources that cannot broadcast
-        if src.is_cuda != t.is_cuda:
-            src = src.to(t.device)
-    setitem(t, Ellipsis, src)
-    return t
-
-
-def random_fill_(t: Tensor, how: str, a: float, b: float) -> Tensor:
-    """``normal_`` / ``uniform_`` from numbagrad's generator (no graph; the storage is overwritten)."""
-    from .creation import _generator
-
+def random_fill_(t: Tensor, values: np.ndarray) -> Tensor:
+    """Overwrite ``t`` with host ``values`` drawn by the caller (no graph; a leaf requiring grad refuses)."""
     check_inplace(t)
-    rng = _generator()
-    data = rng.normal(a, b, t.shape) if how == "normal" else rng.uniform(a, b, t.shape)
-    with_grad = state.enabled
-    state.enabled = False
-    try:
-        _write(t, data.astype(t._data.dtype))
-    finally:
-        state.enabled = with_grad
+    check_written(t)
+    t._backend.setitem(t._data, (Ellipsis,), t._backend.from_host(values.astype(t._data.dtype, copy=False)))
     t._bump_version()
     return t

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import backend_of, check_same_device, result_type
+from ._common import result_np_dtype, same_backend
+from ._registry import Sample, T, declare
 from .reduction import sum_to_shape
 
 
 def _matmul_data(a: Tensor, b: Tensor) -> Tensor:
-    backend = backend_of(check_same_device(a, b))
-    dt = result_type(a, b).numpy
-    return Tensor._make(backend.matmul(a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)))
+    backend = same_backend((a, b))
+    dt = result_np_dtype((a, b))
+    ad = a._data if a._data.dtype == dt else backend.astype(a._data, dt)
+    bd = b._data if b._data.dtype == dt else backend.astype(b._data, dt)
+    return Tensor._make(backend.matmul(ad, bd))
 
 
 def _check_dtypes(a: Tensor, b: Tensor, op: str) -> None:
@@ -132,7 +137,7 @@ def _should_fold(a: Tensor, b: Tensor) -> bool:
         return True
     if a.dim() == 2:
         return False
-    return int(np.prod(shape)) == 0 or all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
+    return math.prod(shape) == 0 or all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
 
 
 def _batched_class(a: Tensor, b: Tensor) -> type:
@@ -155,6 +160,7 @@ def _check_2d(t: Tensor, name: str) -> None:
         raise RuntimeError(f"{name} must be a matrix")
 
 
+@declare(methods=True, samples=(Sample(T(3, 4), T(4, 2)),))
 def mm(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product of two 2-D tensors."""
     _check_2d(a, "self")
@@ -167,6 +173,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
     return Mm.apply(a, b)
 
 
+@declare(methods=True, samples=(Sample(T(3, 4), T(4)),))
 def mv(a: Tensor, v: Tensor) -> Tensor:
     if a.dim() != 2 or v.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {a.dim()}, {v.dim()}")
@@ -177,6 +184,7 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
     return Mv.apply(a, v)
 
 
+@declare(methods=True, samples=(Sample(T(4), T(4)),))
 def dot(a: Tensor, b: Tensor) -> Tensor:
     if a.dim() != 1 or b.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
@@ -189,6 +197,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     return Dot.apply(a, b)
 
 
+@declare(methods=("matmul", "__matmul__"), samples=(Sample(T(2, 3, 4), T(4, 2)), Sample(T(4), T(2, 4, 3))))
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """torch.matmul: dot, mv, mm, or a broadcast batched product, by the operands' dimensions."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
@@ -207,7 +216,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     k_a = a.shape[-1]
     k_b = b.shape[-2] if b.dim() > 1 else b.shape[0]
     if k_a != k_b:
-        lhs = "x".join(str(s) for s in (int(np.prod(a.shape[:-1])), k_a))
+        lhs = "x".join(str(s) for s in (math.prod(a.shape[:-1]), k_a))
         rhs = "x".join(str(s) for s in b.shape[-2:])
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lhs} and {rhs})")
     _check_dtypes(a, b, "mm")
@@ -221,7 +230,14 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     return _batched_class(a, b).apply(a, b)
 
 
+@declare(methods=True, samples=(Sample(T(2, 3, 4), T(2, 4, 2)),))
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     if a.dim() != 3 or b.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     return Bmm.apply(a, b)
+
+
+@declare(name="_rmatmul_operator", methods=("__rmatmul__",))
+def rmatmul(b: Tensor, a) -> Tensor:
+    """``a @ b`` with the tensor on the right."""
+    return matmul(a, b)

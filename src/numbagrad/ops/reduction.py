@@ -1,19 +1,24 @@
-"""Reductions (sum, mean, max/min, amax/amin, prod, norm, var/std, argmax), softmax and log_softmax.
+"""Reductions (sum, mean, max/min, amax/amin, prod, norm, var/std, argmax, any/all), softmax and log_softmax.
 
-Forward uses numpy's reductions on the storage; every backward is written with tensor ops, so it is itself
-differentiable (double backward) and runs on any backend.
+Forward runs on the backend (``reduce``, ``arg_reduce``). A reduction's backward that only has to broadcast the
+gradient back (``sum``, ``mean``) builds the stride-0 view directly unless ``create_graph`` needs it
+differentiable; the others are written with tensor ops, so they are differentiable again and run on any device.
 """
 
 from __future__ import annotations
 
+import builtins
+import math
 from collections import namedtuple
 
 import numpy as np
 
 from .._tensor import Tensor
-from .._types import Size, from_numpy_dtype, to_dtype
+from .._types import get_default_dtype, to_dtype
 from ..autograd.function import Function
-from ._common import float_dtype, wrap_dim, wrap_dims, wrap_like
+from ..autograd.grad_mode import state
+from ._common import wrap_dim, wrap_dims
+from ._registry import Sample, T, declare
 
 
 def _return_type(name: str) -> type:
@@ -29,17 +34,12 @@ def _return_type(name: str) -> type:
 return_types = {name: _return_type(name) for name in ("max", "min", "sort")}
 
 
-def _device_reduce(x: Tensor, op: str, axes, keepdim: bool, dt) -> Tensor:
-    """sum / prod / max / min of a cuda tensor on the device (``backend.cuda.reduce``)."""
-    from ..backend import cuda
-
-    return Tensor._make(cuda.reduce(x._data, op, axes, keepdim, dt))
-
-
 def _axes(t: Tensor, dim) -> tuple | None:
+    """Normalised reduction axes; ``None`` means all. A 0-dim tensor accepts dim 0 or -1 and reduces nothing."""
     if dim is None or dim == ():
         return None
-    return wrap_dims(dim, t.dim())
+    axes = wrap_dims(dim, t.dim())
+    return () if t.dim() == 0 else axes
 
 
 def _keepdim_shape(shape, axes) -> tuple:
@@ -49,22 +49,33 @@ def _keepdim_shape(shape, axes) -> tuple:
 
 
 def _expand_back(g: Tensor, shape, axes, keepdim: bool) -> Tensor:
-    """Undo a reduction's shape change on a gradient: reshape to keepdim form, expand to ``shape``."""
-    if not keepdim:
-        g = g.reshape(_keepdim_shape(shape, axes))
-    return g.expand(shape)
+    """Undo a reduction's shape change on a gradient: reshape to keepdim form, expand to ``shape``. Under
+    ``create_graph`` it stays differentiable; otherwise it is one stride-0 view, made directly."""
+    if state.enabled:
+        if not keepdim:
+            g = g.reshape(_keepdim_shape(shape, axes))
+        return g.expand(shape)
+    data = g._data
+    backend = g._backend
+    if not keepdim and data.ndim != len(shape):
+        data = backend.reshape(data, _keepdim_shape(shape, axes))
+    return Tensor._make(backend.broadcast_to(data, shape))
+
+
+def _count(shape, axes) -> int:
+    if axes is None:
+        return math.prod(shape)
+    return math.prod(shape[a] for a in axes)
 
 
 class Sum(Function):
     node_name = "SumBackward0"
+    _trusted = True
 
     @staticmethod
     def forward(ctx, x, axes, keepdim, dt):
-        ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        if x.is_cuda:
-            return _device_reduce(x, "sum", axes, keepdim, dt)
-        data = x._host().sum(axis=axes, keepdims=keepdim, dtype=dt)
-        return wrap_like(x, np.asarray(data))
+        ctx.shape, ctx.axes, ctx.keepdim = x._data.shape, axes, keepdim
+        return Tensor._make(x._backend.reduce(x._data, "sum", axes, keepdim, dt))
 
     @staticmethod
     def backward(ctx, g):
@@ -78,25 +89,28 @@ class SumDim(Sum):
 def _sum_dtype(x: Tensor, dtype):
     if dtype is not None:
         return to_dtype(dtype).numpy
-    return np.int64 if x._data.dtype.kind in "biu" else x._data.dtype
+    return np.dtype(np.int64) if x._data.dtype.kind in "biu" else x._data.dtype
 
 
-def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(2, 3, 4), (0, 2), keepdim=True)))
+def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001, A002
     """Sum over ``dim`` (all by default); integers and bools sum to int64, as in torch."""
-    axes = _axes(x, dim)
-    return (Sum if axes is None else SumDim).apply(x, axes, keepdim, _sum_dtype(x, dtype))
+    axes = _axes(input, dim)
+    return (Sum if axes is None else SumDim).apply(input, axes, keepdim, _sum_dtype(input, dtype))
 
 
 class Mean(Function):
     node_name = "MeanBackward0"
+    _trusted = True
 
     @staticmethod
     def forward(ctx, x, axes, keepdim):
-        ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        ctx.count = x.numel() if axes is None else int(np.prod([x.shape[a] for a in axes]))
-        if x.is_cuda:
-            return _device_reduce(x, "sum", axes, keepdim, x._data.dtype) / ctx.count
-        return wrap_like(x, np.asarray(x._host().mean(axis=axes, keepdims=keepdim, dtype=x._data.dtype)))
+        data = x._data
+        ctx.shape, ctx.axes, ctx.keepdim = data.shape, axes, keepdim
+        ctx.count = _count(data.shape, axes)
+        backend = x._backend
+        total = backend.reduce(data, "sum", axes, keepdim, data.dtype)
+        return Tensor._make(total) / ctx.count
 
     @staticmethod
     def backward(ctx, g):
@@ -107,36 +121,36 @@ class MeanDim(Mean):
     node_name = "MeanBackward1"
 
 
-def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 0), Sample(T(2, 3, 4), -1, keepdim=True)))
+def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
+    """Mean over ``dim`` (all by default); integer tensors need a float ``dtype``, as in torch."""
     if dtype is not None:
-        x = x.to(dtype)
-    if not x.is_floating_point():
+        input = input.to(dtype)
+    if not input.is_floating_point():
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
-            f"Got: {x.dtype.scalar_name}"
+            f"Got: {input.dtype.scalar_name}"
         )
-    axes = _axes(x, dim)
-    return (Mean if axes is None else MeanDim).apply(x, axes, keepdim)
+    axes = _axes(input, dim)
+    return (Mean if axes is None else MeanDim).apply(input, axes, keepdim)
 
 
-class Extreme(Function):
+class Amax(Function):
     """amax / amin and full max() / min(): the gradient is shared evenly among tied extremes."""
 
     node_name = "AmaxBackward0"
-    reducer = staticmethod(np.max)
+    op = "max"
 
     @staticmethod
     def forward(ctx, x, axes, keepdim):
+        cls = ctx._forward_cls
         if x.numel() == 0 and axes is None:
             raise RuntimeError(
-                "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
-                "with the 'dim' argument."
+                f"{cls.op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "
+                "dim with the 'dim' argument."
             )
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        if x.is_cuda:
-            out = _device_reduce(x, ctx._forward_cls.reducer.__name__, axes, keepdim, x._data.dtype)
-        else:
-            out = wrap_like(x, np.asarray(ctx._forward_cls.reducer(x._host(), axis=axes, keepdims=keepdim)))
+        out = Tensor._make(x._backend.reduce(x._data, cls.op, axes, keepdim))
         ctx.save_for_backward(x, out)
         return out
 
@@ -145,16 +159,16 @@ class Extreme(Function):
         x, out = ctx.saved_tensors
         full = _expand_back(out, ctx.shape, ctx.axes, ctx.keepdim)
         mask = (x == full).to(g.dtype)
-        count = mask.sum(dim=ctx.axes if ctx.axes is not None else None, keepdim=True)
+        count = mask.sum(dim=ctx.axes, keepdim=True)
         return _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim) * mask / count, None, None
 
 
-class Amin(Extreme):
+class Amin(Amax):
     node_name = "AminBackward0"
-    reducer = staticmethod(np.min)
+    op = "min"
 
 
-class MaxAll(Extreme):
+class MaxAll(Amax):
     node_name = "MaxBackward1"
 
 
@@ -162,42 +176,58 @@ class MinAll(Amin):
     node_name = "MinBackward1"
 
 
-def amax(x: Tensor, dim=(), keepdim: bool = False) -> Tensor:
-    return Extreme.apply(x, _axes(x, dim), keepdim)
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1, keepdim=True)))
+def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002
+    """The largest value over ``dim`` (all by default); ties share the gradient."""
+    return Amax.apply(input, _axes(input, dim), keepdim)
 
 
-def amin(x: Tensor, dim=(), keepdim: bool = False) -> Tensor:
-    return Amin.apply(x, _axes(x, dim), keepdim)
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 0)))
+def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002
+    """The smallest value over ``dim`` (all by default); ties share the gradient."""
+    return Amin.apply(input, _axes(input, dim), keepdim)
 
 
 class MaxDim(Function):
     """max(dim) / min(dim): values and indices; the gradient goes to the index that was picked."""
 
     node_name = "MaxBackward0"
-    pick = staticmethod(np.argmax)
+    op = "argmax"
 
     @staticmethod
     def forward(ctx, x, dim, keepdim):
-        data = x._host()
-        idx = ctx._forward_cls.pick(data, axis=dim, keepdims=True)
-        values = np.take_along_axis(data, idx, axis=dim)
-        if not keepdim:
-            values, idx = values.squeeze(dim), idx.squeeze(dim)
+        backend = x._backend
+        data = x._data
         ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
-        indices = wrap_like(x, idx.astype(np.int64))
+        if data.ndim == 0:
+            indices = Tensor._make(backend.zeros((), np.int64))
+            ctx.mark_non_differentiable(indices)
+            ctx.save_for_backward(indices)
+            return Tensor._make(backend.copy(data)), indices
+        idx = backend.arg_reduce(data, ctx._forward_cls.op, dim, True)
+        values = backend.take_along_axis(data, idx, dim)
+        if not keepdim:
+            values, idx = backend.reshape(values, _drop(values.shape, dim)), backend.reshape(idx, _drop(idx.shape, dim))
+        indices = Tensor._make(idx)
         ctx.mark_non_differentiable(indices)
         ctx.save_for_backward(indices)
-        return wrap_like(x, values), indices
+        return Tensor._make(values), indices
 
     @staticmethod
     def backward(ctx, g, _g_indices):
         (indices,) = ctx.saved_tensors
+        if not ctx.shape:
+            return g, None, None
         return IndexScatter.apply(g, indices, ctx.shape, ctx.dim, ctx.keepdim), None, None
+
+
+def _drop(shape: tuple, dim: int) -> tuple:
+    return shape[:dim] + shape[dim + 1 :]
 
 
 class MinDim(MaxDim):
     node_name = "MinBackward0"
-    pick = staticmethod(np.argmin)
+    op = "argmin"
 
 
 class IndexScatter(Function):
@@ -209,58 +239,66 @@ class IndexScatter(Function):
     def forward(ctx, g, indices, shape, dim, keepdim):
         ctx.dim, ctx.keepdim = dim, keepdim
         ctx.save_for_backward(indices)
-        gd, idx = g._host(), indices._host()
+        backend = g._backend
+        gd, idx = g._data, indices._data
         if not keepdim:
-            gd, idx = np.expand_dims(gd, dim), np.expand_dims(idx, dim)
-        out = np.zeros(shape, gd.dtype)
-        np.put_along_axis(out, idx, gd, axis=dim)
-        return wrap_like(g, out)
+            gd = backend.reshape(gd, _keepdim_shape(shape, (dim,)))
+            idx = backend.reshape(idx, _keepdim_shape(shape, (dim,)))
+        return Tensor._make(backend.put_along_axis_zeros(tuple(shape), idx, gd, dim))
 
     @staticmethod
     def backward(ctx, gg):
         (indices,) = ctx.saved_tensors
-        idx = indices._host()
+        backend = gg._backend
+        idx = indices._data
         if not ctx.keepdim:
-            idx = np.expand_dims(idx, ctx.dim)
-        picked = np.take_along_axis(gg._host(), idx, axis=ctx.dim)
+            idx = backend.reshape(idx, _keepdim_shape(gg.shape, (ctx.dim,)))
+        picked = backend.take_along_axis(gg._data, idx, ctx.dim)
         if not ctx.keepdim:
-            picked = picked.squeeze(ctx.dim)
-        return wrap_like(gg, picked), None, None, None, None
+            picked = backend.reshape(picked, _drop(picked.shape, ctx.dim))
+        return Tensor._make(picked), None, None, None, None
 
 
-def _max_or_min(x: Tensor, dim, keepdim: bool, full_cls, dim_cls):
+def _max_or_min(x: Tensor, dim, keepdim: bool, full_cls, dim_cls, name: str):
     if isinstance(dim, Tensor):  # torch.max(a, b) is maximum
-        from .elementwise import maximum, minimum
-
-        return (maximum if full_cls is MaxAll else minimum)(x, dim)
+        return getattr(x, "maximum" if name == "max" else "minimum")(dim)
     if dim is None:
         return full_cls.apply(x, None, False)
     values, indices = dim_cls.apply(x, wrap_dim(dim, x.dim()), keepdim)
-    return return_types["max" if dim_cls is MaxDim else "min"](values, indices)
+    return return_types[name](values, indices)
 
 
-def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, keepdim=True)))
+def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001, A002
     """``max()`` of all elements, or ``(values, indices)`` along ``dim``, or ``maximum`` of two tensors."""
-    return _max_or_min(x, dim, keepdim, MaxAll, MaxDim)
+    return _max_or_min(input, dim, keepdim, MaxAll, MaxDim, "max")
 
 
-def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
-    return _max_or_min(x, dim, keepdim, MinAll, MinDim)
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)))
+def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001, A002
+    """``min()`` of all elements, or ``(values, indices)`` along ``dim``, or ``minimum`` of two tensors."""
+    return _max_or_min(input, dim, keepdim, MinAll, MinDim, "min")
 
 
-def _arg_extreme(x: Tensor, pick, dim, keepdim: bool) -> Tensor:
-    """argmax / argmin (no gradient): over all elements flattened, or along ``dim``."""
-    if dim is None:
-        return wrap_like(x, np.asarray(pick(x._host()), dtype=np.int64))
-    return wrap_like(x, pick(x._host(), axis=wrap_dim(dim, x.dim()), keepdims=keepdim).astype(np.int64))
+def _arg_extreme(x: Tensor, op: str, dim, keepdim: bool) -> Tensor:
+    backend = x._backend
+    if x.dim() == 0:
+        if dim is not None:
+            wrap_dim(dim, 0)
+        return Tensor._make(backend.zeros((), np.int64))
+    return Tensor._make(backend.arg_reduce(x._data, op, None if dim is None else wrap_dim(dim, x.dim()), keepdim))
 
 
-def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    return _arg_extreme(x, np.argmax, dim, keepdim)
+@declare(methods=True, differentiable=False, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)))
+def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    """Index of the largest value (over all elements flattened, or along ``dim``)."""
+    return _arg_extreme(input, "argmax", dim, keepdim)
 
 
-def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    return _arg_extreme(x, np.argmin, dim, keepdim)
+@declare(methods=True, differentiable=False, samples=(Sample(T(3, 4)), Sample(T(3, 4), 0)))
+def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    """Index of the smallest value (over all elements flattened, or along ``dim``)."""
+    return _arg_extreme(input, "argmin", dim, keepdim)
 
 
 class Prod(Function):
@@ -269,7 +307,7 @@ class Prod(Function):
     @staticmethod
     def forward(ctx, x, axes, keepdim):
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        out = wrap_like(x, np.asarray(x._host().prod(axis=axes, keepdims=keepdim, dtype=_sum_dtype(x, None))))
+        out = Tensor._make(x._backend.reduce(x._data, "prod", axes, keepdim, _sum_dtype(x, None)))
         ctx.save_for_backward(x, out)
         return out
 
@@ -277,10 +315,10 @@ class Prod(Function):
     def backward(ctx, g):
         x, out = ctx.saved_tensors
         g_full = _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim)
-        data = x._host()
-        if not (data == 0).any():
+        if not bool((x == 0).any()):
             return g_full * _expand_back(out, ctx.shape, ctx.axes, ctx.keepdim) / x, None, None
         # Some zeros: the product of the *other* elements, by exclusive products (not differentiable again).
+        data = x._host()
         axes = ctx.axes if ctx.axes is not None else tuple(range(data.ndim))
         moved = np.moveaxis(data, axes, tuple(range(-len(axes), 0)))
         flat = moved.reshape(moved.shape[: moved.ndim - len(axes)] + (-1,))
@@ -288,18 +326,20 @@ class Prod(Function):
         left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
         right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
         others = np.moveaxis((left * right).reshape(moved.shape), tuple(range(-len(axes), 0)), axes)
-        return g_full * wrap_like(x, np.asarray(others, order="C")), None, None
+        return g_full * Tensor._make(x._backend.from_host(np.ascontiguousarray(others))), None, None
 
 
 class ProdDim(Prod):
     node_name = "ProdBackward1"
 
 
-def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)))
+def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
+    """Product over ``dim`` (all by default)."""
     if dtype is not None:
-        x = x.to(dtype)
-    axes = None if dim is None else (wrap_dim(dim, x.dim()),)
-    return (Prod if axes is None else ProdDim).apply(x, axes, keepdim)
+        input = input.to(dtype)
+    axes = None if dim is None else _axes(input, dim)
+    return (Prod if axes is None else ProdDim).apply(input, axes, keepdim)
 
 
 class Norm(Function):
@@ -307,28 +347,25 @@ class Norm(Function):
 
     @staticmethod
     def forward(ctx, x, p, axes, keepdim):
-        a = np.abs(x._host())
-        if p == np.inf:
-            out = a.max(axis=axes, keepdims=keepdim)
-        elif p == -np.inf:
-            out = a.min(axis=axes, keepdims=keepdim)
+        a = x.abs()
+        if p == math.inf:
+            out = a.amax(axes if axes is not None else (), keepdim)
+        elif p == -math.inf:
+            out = a.amin(axes if axes is not None else (), keepdim)
         elif p == 0:
-            out = (a != 0).sum(axis=axes, keepdims=keepdim).astype(a.dtype)
+            out = (a != 0).to(x.dtype).sum(axes, keepdim)
         elif p == 1:
-            out = a.sum(axis=axes, keepdims=keepdim)
+            out = a.sum(axes, keepdim)
         elif p == 2:
-            out = np.sqrt((a * a).sum(axis=axes, keepdims=keepdim))
+            out = (a * a).sum(axes, keepdim).sqrt()
         else:
-            out = (a**p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
+            out = (a**p).sum(axes, keepdim) ** (1.0 / p)
         ctx.p, ctx.shape, ctx.axes, ctx.keepdim = p, x.shape, axes, keepdim
-        result = wrap_like(x, np.asarray(out, dtype=x._data.dtype))
-        ctx.save_for_backward(x, result)
-        return result
+        ctx.save_for_backward(x, out)
+        return out
 
     @staticmethod
     def backward(ctx, g):
-        from .indexing import sign, where
-
         x, norm = ctx.saved_tensors
         p = ctx.p
         g_full = _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim)
@@ -336,25 +373,32 @@ class Norm(Function):
         if p == 0:
             return g_full * 0, None, None, None
         if p == 1:
-            return g_full * sign(x), None, None, None
-        if p in (np.inf, -np.inf):
+            return g_full * x.sign(), None, None, None
+        if p in (math.inf, -math.inf):
             mask = (x.abs() == n_full).to(g.dtype)
             count = mask.sum(dim=ctx.axes, keepdim=True)
-            return g_full * sign(x) * mask / count, None, None, None
+            return g_full * x.sign() * mask / count, None, None, None
         if p == 2:
-            scale = where(n_full == 0, 0.0, g_full / n_full)
+            scale = _where(n_full == 0, 0.0, g_full / n_full)
             return x * scale, None, None, None
-        scale = where(n_full == 0, 0.0, g_full / n_full ** (p - 1))
+        scale = _where(n_full == 0, 0.0, g_full / n_full ** (p - 1))
         return x * x.abs() ** (p - 2) * scale, None, None, None
 
 
-def norm(x: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+def _where(cond: Tensor, a, b) -> Tensor:
+    from .indexing import where  # lazy: indexing imports this module (return_types, IndexScatter)
+
+    return where(cond, a, b)
+
+
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1, 1), Sample(T(3, 4), 3, (0, 1))))
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
     """Vector norm over ``dim`` (all elements by default); ``'fro'`` is the 2-norm."""
     if p in ("fro", None):
         p = 2
     if p == "nuc":
         raise NotImplementedError("nuclear norm is not supported by numbagrad")
-    return Norm.apply(x, float(p), _axes(x, dim), keepdim)
+    return Norm.apply(input, float(p), _axes(input, dim), keepdim)
 
 
 class Var(Function):
@@ -362,28 +406,30 @@ class Var(Function):
 
     @staticmethod
     def forward(ctx, x, axes, correction, keepdim):
-        data = x._host()
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        n = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
+        n = _count(x.shape, axes)
         ctx.denominator = n - correction
-        out = wrap_like(x, np.asarray(data.var(axis=axes, ddof=correction, keepdims=keepdim), dtype=data.dtype))
-        ctx.save_for_backward(x, out)
+        centered = x - x.mean(axes, keepdim=True)
+        out = (centered * centered).sum(axes, keepdim) / builtins.max(ctx.denominator, 0)
+        ctx.save_for_backward(x)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        x, _ = ctx.saved_tensors
+        (x,) = ctx.saved_tensors
         centered = x - x.mean(dim=ctx.axes, keepdim=True)
         return _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim) * centered * (2.0 / ctx.denominator), None, None, None
 
 
-class Std(Var):
+class Std(Function):
     node_name = "StdBackward0"
 
     @staticmethod
     def forward(ctx, x, axes, correction, keepdim):
-        v = Var.forward(ctx, x, axes, correction, keepdim)
-        out = wrap_like(x, np.asarray(np.sqrt(v._host())))
+        ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
+        ctx.denominator = _count(x.shape, axes) - correction
+        centered = x - x.mean(axes, keepdim=True)
+        out = ((centered * centered).sum(axes, keepdim) / builtins.max(ctx.denominator, 0)).sqrt()
         ctx.save_for_backward(x, out)
         return out
 
@@ -401,17 +447,20 @@ def _correction(unbiased, correction) -> int:
     return 0 if unbiased is False else 1
 
 
-def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, correction=0)))
+def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:  # noqa: A002
     """Variance over ``dim``, Bessel-corrected by default (``correction=1``) as in torch."""
     if isinstance(dim, bool):
         unbiased, dim = dim, None
-    return Var.apply(x, _axes(x, dim), _correction(unbiased, correction), keepdim)
+    return Var.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
 
 
-def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)))
+def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:  # noqa: A002
+    """Standard deviation over ``dim``, Bessel-corrected by default."""
     if isinstance(dim, bool):
         unbiased, dim = dim, None
-    return Std.apply(x, _axes(x, dim), _correction(unbiased, correction), keepdim)
+    return Std.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
 
 
 class Softmax(Function):
@@ -419,9 +468,8 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim):
-        data = x._host()
-        shifted = np.exp(data - data.max(axis=dim, keepdims=True))
-        out = wrap_like(x, shifted / shifted.sum(axis=dim, keepdims=True))
+        shifted = (x - x.amax(dim, keepdim=True)).exp() if x.numel() else x.clone()
+        out = shifted / shifted.sum(dim, keepdim=True) if x.numel() else shifted
         ctx.dim = dim
         ctx.save_for_backward(out)
         return out
@@ -437,9 +485,11 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim):
-        data = x._host()
-        shifted = data - data.max(axis=dim, keepdims=True)
-        out = wrap_like(x, shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True)))
+        if x.numel():
+            shifted = x - x.amax(dim, keepdim=True)
+            out = shifted - shifted.exp().sum(dim, keepdim=True).log()
+        else:
+            out = x.clone()
         ctx.dim = dim
         ctx.save_for_backward(out)
         return out
@@ -454,33 +504,47 @@ def _softmax_input(x: Tensor, dim, dtype) -> tuple:
     if dtype is not None:
         x = x.to(dtype)
     elif not x.is_floating_point():
-        x = x.to(float_dtype(x.dtype))
+        x = x.to(get_default_dtype())
     if dim is None:
         dim = 0 if x.dim() in (0, 1, 3) else 1  # torch's legacy implicit dim
     return x, wrap_dim(dim, x.dim())
 
 
-def softmax(x: Tensor, dim=None, dtype=None) -> Tensor:
-    x, dim = _softmax_input(x, dim, dtype)
+@declare(methods=True, samples=(Sample(T(3, 4), 1), Sample(T(2, 3, 4), 0)))
+def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:  # noqa: A002
+    """``exp(x) / sum(exp(x))`` along ``dim``, computed stably."""
+    x, dim = _softmax_input(input, dim, dtype)
     return Softmax.apply(x, dim)
 
 
-def log_softmax(x: Tensor, dim=None, dtype=None) -> Tensor:
-    x, dim = _softmax_input(x, dim, dtype)
+@declare(methods=True, samples=(Sample(T(3, 4), 1), Sample(T(2, 3, 4), -1)))
+def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:  # noqa: A002
+    """``log(softmax(x))`` along ``dim``, computed stably."""
+    x, dim = _softmax_input(input, dim, dtype)
     return LogSoftmax.apply(x, dim)
 
 
-def reduce_bool(x: Tensor, how: str, dim=None, keepdim: bool = False) -> Tensor:
-    """``any`` / ``all`` (no gradient)."""
-    data = x._host()
-    out = getattr(np, how)(data, axis=None if dim is None else wrap_dim(dim, x.dim()), keepdims=keepdim)
-    return wrap_like(x, np.asarray(out))
+def _reduce_bool(x: Tensor, op: str, dim, keepdim: bool) -> Tensor:
+    axes = None if dim is None else _axes(x, dim)
+    return Tensor._make(x._backend.reduce(x._data, op, axes, keepdim))
+
+
+@declare(methods=True, differentiable=False, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)))
+def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001, A002
+    """True where some element (over ``dim``) is nonzero."""
+    return _reduce_bool(input, "any", dim, keepdim)
+
+
+@declare(methods=True, differentiable=False, samples=(Sample(T(3, 4)), Sample(T(3, 4), 0)))
+def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001, A002
+    """True where every element (over ``dim``) is nonzero."""
+    return _reduce_bool(input, "all", dim, keepdim)
 
 
 def sum_to_shape(g: Tensor, shape) -> Tensor:
     """Reduce a broadcast gradient to ``shape``: sum leading dims, then dims where ``shape`` has 1."""
     shape = tuple(shape)
-    if g.shape == shape:
+    if g._data.shape == shape:
         return g
     lead = g.dim() - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
@@ -489,4 +553,9 @@ def sum_to_shape(g: Tensor, shape) -> Tensor:
     return g.reshape(shape) if g.shape != shape else g
 
 
-__all__ = ["Size", "from_numpy_dtype"]
+@declare(methods=("sum_to_size",), name="_sum_to_size")
+def sum_to_size(input: Tensor, *size) -> Tensor:  # noqa: A002
+    """Sum this tensor down to ``size`` (it must be expandable to this tensor's shape)."""
+    if len(size) == 1 and not isinstance(size[0], int):
+        size = tuple(size[0])
+    return sum_to_shape(input, size)

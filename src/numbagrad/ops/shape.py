@@ -1,14 +1,23 @@
 """Shape ops: views (view, reshape, transpose, permute, squeeze, unsqueeze, expand) share storage and the
-version counter with their base; cat, stack, clone, repeat and dtype/device moves copy."""
+version counter with their base; cat, stack, clone, repeat and dtype/device moves copy.
+
+The backward of a view only reshapes, permutes or sums the gradient: without ``create_graph`` it is built
+directly on the storage (``_shape_back``) instead of going through ``Function.apply`` again.
+"""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from .._tensor import Tensor
 from .._types import Size, to_device, to_dtype
 from ..autograd.function import Function
-from ._common import check_same_device, result_type, shape_str, wrap_dim
+from ..autograd.grad_mode import state
+from ..backend import backend_for, for_device
+from ._common import result_np_dtype, same_backend, shape_str, wrap_dim
+from ._registry import Sample, T, declare
 
 
 def _shape_arg(shape) -> tuple:
@@ -21,24 +30,32 @@ def _infer_shape(shape: tuple, numel: int) -> tuple:
     """Resolve a single -1, with torch's error for shapes that do not fit."""
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
-    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    known = math.prod(s for s in shape if s != -1)
     fits = (known != 0 and numel % known == 0) if -1 in shape else known == numel
     if not fits:
         raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {numel}")
     return tuple(numel // known if s == -1 else s for s in shape)
 
 
+def _reshaped(g: Tensor, shape) -> Tensor:
+    """``g`` reshaped for a view's backward: differentiable under ``create_graph``, else directly."""
+    if state.enabled:
+        return g.reshape(shape)
+    return Tensor._make(g._backend.reshape(g._data, tuple(shape)))
+
+
 class View(Function):
     node_name = "ViewBackward0"
+    _trusted = True
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.in_shape = x.shape
-        return x._view_of(x._data.reshape(shape))
+        ctx.in_shape = x._data.shape
+        return x._view_of(x._backend.reshape(x._data, shape))
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.in_shape), None
+        return _reshaped(g, ctx.in_shape), None
 
 
 class ReshapeCopy(View):
@@ -46,23 +63,16 @@ class ReshapeCopy(View):
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.in_shape = x.shape
-        return Tensor._make(
-            x._data.copy().reshape(shape) if isinstance(x._data, np.ndarray) else x._data.reshape(shape)
-        )
+        ctx.in_shape = x._data.shape
+        backend = x._backend
+        return Tensor._make(backend.reshape(backend.copy(x._data), shape))
 
 
 def _is_view_possible(data, shape) -> bool:
-    if not isinstance(data, np.ndarray):
-        return data.is_c_contiguous()
-    try:
-        r = data.view()
-        r.shape = shape  # raises when a copy would be needed
-        return True
-    except AttributeError:
-        return False
+    return backend_for(data).can_view(data, shape)
 
 
+@declare(methods=True)
 def view(x: Tensor, *shape) -> Tensor:
     """Same storage, new shape; fails (like torch) when the strides do not allow it."""
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, Size, int)):
@@ -76,6 +86,7 @@ def view(x: Tensor, *shape) -> Tensor:
     return View.apply(x, shape)
 
 
+@declare(methods=True, samples=(Sample(T(3, 4), (4, 3)), Sample(T(2, 3, 4), (-1, 4))))
 def reshape(x: Tensor, *shape) -> Tensor:
     """A view when possible, else a copy (torch's two node names follow)."""
     shape = _infer_shape(_shape_arg(shape), x.numel())
@@ -84,6 +95,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
     return (View if _is_view_possible(x._data, shape) else ReshapeCopy).apply(x, shape)
 
 
+@declare(methods=True, samples=(Sample(T(2, 3, 4)), Sample(T(2, 3, 4), 1)))
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if x.dim() == 0:
         return reshape(x, 1)
@@ -92,12 +104,13 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return x
-    shape = x.shape[:s] + (int(np.prod(x.shape[s : e + 1])),) + x.shape[e + 1 :]
+    shape = x.shape[:s] + (math.prod(x.shape[s : e + 1]),) + x.shape[e + 1 :]
     return reshape(x, shape)
 
 
 class Permute(Function):
     node_name = "PermuteBackward0"
+    _trusted = True
 
     @staticmethod
     def forward(ctx, x, dims):
@@ -106,17 +119,21 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return permute(g, tuple(np.argsort(ctx.dims))), None
+        inverse = tuple(int(i) for i in np.argsort(ctx.dims))
+        if state.enabled:
+            return permute(g, inverse), None
+        return Tensor._make(g._data.transpose(inverse)), None
 
 
 class Transpose(Permute):
     node_name = "TransposeBackward0"
 
 
-class T(Permute):
+class MatrixTranspose(Permute):
     node_name = "TBackward0"
 
 
+@declare(methods=True, samples=(Sample(T(2, 3, 4), (2, 0, 1)),))
 def permute(x: Tensor, *dims) -> Tensor:
     dims = _shape_arg(dims) if dims and not isinstance(dims[0], int) else tuple(dims)
     if len(dims) != x.dim():
@@ -130,6 +147,7 @@ def permute(x: Tensor, *dims) -> Tensor:
     return Permute.apply(x, dims)
 
 
+@declare(methods=True, aliases=("swapaxes", "swapdims"), samples=(Sample(T(2, 3, 4), 0, 2),))
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     if x.dim() == 0:
         return View.apply(x, ())
@@ -139,32 +157,35 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     return Transpose.apply(x, tuple(dims))
 
 
-swapaxes = transpose
+swapaxes = swapdims = transpose
 
 
+@declare(methods=True, samples=(Sample(T(3, 4)),))
 def t(x: Tensor) -> Tensor:
     if x.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.dim()}D")
-    return T.apply(x, tuple(reversed(range(x.dim()))))
+    return MatrixTranspose.apply(x, tuple(reversed(range(x.dim()))))
 
 
 class Squeeze(Function):
     node_name = "SqueezeBackward0"
+    _trusted = True
 
     @staticmethod
     def forward(ctx, x, dims):
-        ctx.in_shape = x.shape
-        return x._view_of(x._data.reshape([s for i, s in enumerate(x.shape) if i not in dims]))
+        ctx.in_shape = x._data.shape
+        return x._view_of(x._backend.reshape(x._data, tuple(s for i, s in enumerate(x.shape) if i not in dims)))
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.in_shape), None
+        return _reshaped(g, ctx.in_shape), None
 
 
 class SqueezeDim(Squeeze):
     node_name = "SqueezeBackward1"
 
 
+@declare(methods=True, samples=(Sample(T(3, 1, 4)), Sample(T(3, 1, 4), 1)))
 def squeeze(x: Tensor, dim=None) -> Tensor:
     if dim is None:
         return Squeeze.apply(x, tuple(i for i, s in enumerate(x.shape) if s == 1))
@@ -175,18 +196,22 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
 
 class Unsqueeze(Function):
     node_name = "UnsqueezeBackward0"
+    _trusted = True
 
     @staticmethod
     def forward(ctx, x, dim):
-        ctx.dim = dim
-        shape = x.shape[:dim] + (1,) + x.shape[dim:]
-        return x._view_of(x._data.reshape(shape))
+        ctx.dim, ctx.in_shape = dim, x._data.shape
+        shape = x._data.shape[:dim] + (1,) + x._data.shape[dim:]
+        return x._view_of(x._backend.reshape(x._data, shape))
 
     @staticmethod
     def backward(ctx, g):
-        return squeeze(g, ctx.dim), None
+        if state.enabled:
+            return squeeze(g, ctx.dim), None
+        return _reshaped(g, ctx.in_shape), None
 
 
+@declare(methods=True, samples=(Sample(T(3, 4), 1), Sample(T(3, 4), -1)))
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     return Unsqueeze.apply(x, wrap_dim(dim, x.dim() + 1))
 
@@ -196,20 +221,15 @@ class Expand(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.in_shape = x.shape
-        if isinstance(x._data, np.ndarray):
-            return x._view_of(np.broadcast_to(x._data, shape))
-        from ..backend import cuda
-
-        return x._view_of(cuda.broadcast_to(x._data, shape))
+        ctx.in_shape = x._data.shape
+        return x._view_of(x._backend.broadcast_to(x._data, shape))
 
     @staticmethod
     def backward(ctx, g):
-        from .reduction import sum_to_shape
-
-        return sum_to_shape(g, ctx.in_shape), None
+        return g.sum_to_size(ctx.in_shape), None
 
 
+@declare(methods=True, samples=(Sample(T(3, 1), (3, 4)), Sample(T(4), (2, 4))))
 def expand(x: Tensor, *sizes) -> Tensor:
     """Broadcast to ``sizes`` without copying (-1 keeps a dimension)."""
     sizes = _shape_arg(sizes)
@@ -232,24 +252,63 @@ def expand(x: Tensor, *sizes) -> Tensor:
     return Expand.apply(x, shape)
 
 
+@declare(methods=True)
 def broadcast_to(x: Tensor, shape) -> Tensor:
+    """``expand`` to ``shape``."""
     return expand(x, tuple(shape))
+
+
+@declare(methods=("expand_as",))
+def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    """``expand`` to ``other``'s shape."""
+    return expand(x, other.shape)
+
+
+@declare(methods=("view_as",))
+def view_as(x: Tensor, other: Tensor) -> Tensor:
+    """``view`` with ``other``'s shape."""
+    return view(x, other.shape)
+
+
+@declare(methods=("reshape_as",))
+def reshape_as(x: Tensor, other: Tensor) -> Tensor:
+    """``reshape`` to ``other``'s shape."""
+    return reshape(x, other.shape)
 
 
 class Clone(Function):
     node_name = "CloneBackward0"
+    _trusted = True
 
     @staticmethod
     def forward(ctx, x):
-        return Tensor._make(x._data.copy())
+        return Tensor._make(x._backend.copy(x._data))
 
     @staticmethod
     def backward(ctx, g):
         return g
 
 
+@declare(methods=True, samples=(Sample(T(3, 4)),))
 def clone(x: Tensor, memory_format=None) -> Tensor:
+    """A copy with its own storage (differentiable)."""
     return Clone.apply(x)
+
+
+class CopyGrad(Clone):
+    """The copy a leaf's first gradient is stored as under ``create_graph`` (torch's ``CopyBackwards``)."""
+
+    node_name = "CopyBackwards"
+
+
+def copy_grad(g: Tensor) -> Tensor:
+    return CopyGrad.apply(g)
+
+
+@declare(methods=True)
+def contiguous(x: Tensor, memory_format=None) -> Tensor:
+    """This tensor if it is C-contiguous, else a contiguous copy."""
+    return x if x.is_contiguous() else Clone.apply(x)
 
 
 class Cat(Function):
@@ -259,12 +318,8 @@ class Cat(Function):
     def forward(ctx, dim, *tensors):
         ctx.dim = dim
         ctx.sizes = [t.shape[dim] for t in tensors]
-        dt = result_type(*tensors).numpy
-        if check_same_device(*tensors):
-            from ..backend import cuda
-
-            return Tensor._make(cuda.concatenate([t._data for t in tensors], dim, dt))
-        return Tensor._make(np.concatenate([t._data.astype(dt, copy=False) for t in tensors], axis=dim))
+        backend = same_backend(tensors)
+        return Tensor._make(backend.concatenate([t._data for t in tensors], dim, result_np_dtype(tensors)))
 
     @staticmethod
     def backward(ctx, g):
@@ -289,6 +344,7 @@ class Stack(Cat):
         return (None, *unbind(g, ctx.dim))
 
 
+@declare(aliases=("concat", "concatenate"), samples=(Sample([T(2, 3), T(4, 3)]), Sample([T(2, 3), T(2, 1)], 1)))
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dimension."""
     tensors = list(tensors)
@@ -312,6 +368,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
+@declare(samples=(Sample([T(2, 3), T(2, 3)]), Sample([T(2, 3), T(2, 3)], 2)))
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors along a new dimension."""
     tensors = list(tensors)
@@ -326,12 +383,14 @@ def stack(tensors, dim: int = 0) -> Tensor:
     return Stack.apply(wrap_dim(dim, tensors[0].dim() + 1), *tensors)
 
 
+@declare(methods=True, samples=(Sample(T(4, 5), 1, 1, 3),))
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     index = [slice(None)] * x.dim()
     index[dim] = slice(start, start + length)
     return x[tuple(index)]
 
 
+@declare(methods=True)
 def unbind(x: Tensor, dim: int = 0) -> tuple:
     dim = wrap_dim(dim, x.dim())
     index = [slice(None)] * x.dim()
@@ -342,6 +401,7 @@ def unbind(x: Tensor, dim: int = 0) -> tuple:
     return tuple(out)
 
 
+@declare(methods=True)
 def split(x: Tensor, split_size, dim: int = 0) -> tuple:
     dim = wrap_dim(dim, x.dim())
     n = x.shape[dim]
@@ -357,6 +417,7 @@ def split(x: Tensor, split_size, dim: int = 0) -> tuple:
     return tuple(out)
 
 
+@declare(methods=True)
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
     n = x.shape[wrap_dim(dim, x.dim())]
     return split(x, -(-n // chunks), dim)
@@ -368,7 +429,7 @@ class Repeat(Function):
     @staticmethod
     def forward(ctx, x, reps):
         ctx.in_shape, ctx.reps = x.shape, reps
-        return Tensor._make(np.tile(x._data, reps))
+        return Tensor._make(x._backend.tile(x._data, reps))
 
     @staticmethod
     def backward(ctx, g):
@@ -379,12 +440,11 @@ class Repeat(Function):
         for r, s in zip(ctx.reps, full):
             split_shape += [r, s]
         gs = g.reshape(tuple(split_shape))
-        from .reduction import sum as reduce_sum
-
-        out = reduce_sum(gs, tuple(range(0, len(split_shape), 2)))
+        out = gs.sum(tuple(range(0, len(split_shape), 2)))
         return out.reshape(shape), None
 
 
+@declare(methods=True, samples=(Sample(T(2, 3), 2, 1),))
 def repeat(x: Tensor, *sizes) -> Tensor:
     sizes = _shape_arg(sizes)
     if len(sizes) < x.dim():
@@ -399,23 +459,22 @@ class ToCopy(Function):
 
     @staticmethod
     def forward(ctx, x, dtype, device):
-        ctx.in_dtype, ctx.in_cuda = x.dtype, x.is_cuda
+        ctx.in_dtype, ctx.in_device = x.dtype, x.device
         data = x._data
-        if device is not None and (device.type == "cuda") != x.is_cuda:
-            from ..backend import cuda
-
-            data = cuda.to_device(data) if device.type == "cuda" else data.copy_to_host()
+        if device is not None and device != x.device:
+            data = for_device(device).from_host(x._backend.to_host(data))
         if dtype is not None and data.dtype != dtype.numpy:
-            data = data.astype(dtype.numpy)
+            data = backend_for(data).astype(data, dtype.numpy)
         elif data is x._data:
-            data = data.copy()
+            data = x._backend.copy(data)
         return Tensor._make(data)
 
     @staticmethod
     def backward(ctx, g):
-        return to(g, ctx.in_dtype, "cuda" if ctx.in_cuda else "cpu"), None, None
+        return to(g, ctx.in_dtype, ctx.in_device), None, None
 
 
+@declare(methods=("to",), name="_to")
 def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False, non_blocking: bool = False, **kwargs) -> Tensor:
     """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``; returns ``x`` itself when
     nothing changes (unless ``copy``)."""
@@ -429,11 +488,9 @@ def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False, non_blocki
     dtype = to_dtype(dtype) if dtype is not None else None
     device = to_device(device) if device is not None else None
     same_dtype = dtype is None or dtype.numpy == x._data.dtype
-    same_device = device is None or (device.type == "cuda") == x.is_cuda
+    same_device = device is None or device == x.device
     if same_dtype and same_device and not copy:
         return x
-    if device is not None and device.type == "cuda":
-        from ..backend import cuda
-
-        cuda.require()
+    if device is not None:
+        for_device(device)
     return ToCopy.apply(x, dtype, device)

@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from ._tensor import Tensor
+from .backend import codegen
+from .ops._common import as_operand
+from .ops.elementwise import _tensor_math, function_for, make_function
 from .scalar_math import ROWS, Row
 
 _counter = itertools.count()
@@ -40,8 +43,6 @@ class _CheckedTensorGrads:
         self.row, self.lazy = row, lazy
 
     def __getitem__(self, i: int):
-        from .ops.elementwise import _tensor_math
-
         missing = _math_names(self.row.grads[i]) - set(vars(_tensor_math()))
         if missing:
             raise RuntimeError(
@@ -87,11 +88,8 @@ def elementwise(forward: Callable | None = None, *, grads: Sequence[Callable], n
     row = Row(f"user_{re.sub(r'[^0-9a-zA-Z_]', '_', label)}_{digest}", forward, grads, None, float_only=True)
     if len(grads) != row.arity:
         raise TypeError(f"elementwise: {label} takes {row.arity} input(s) but {len(grads)} gradient(s) were given")
-    from .ops._common import as_operand
-    from .ops.elementwise import make_function
-
     class_name = label[:1].upper() + label[1:]
-    cls = make_function(row, class_name, f"{class_name}Backward")
+    cls = make_function(row, f"{class_name}Backward", class_name)
     cls._tensor_grads = _CheckedTensorGrads(row, cls._tensor_grads)
 
     def op(*inputs) -> Tensor:
@@ -116,8 +114,7 @@ def warmup(ops: Iterable[str | Callable] | None = None, dtypes: Sequence[str] = 
     benchmark's setup so the first real call does not pay the compile (tensor-with-scalar forms such as ``x * 2``
     are other kernels and still compile on first use).
     """
-    from .backend import codegen, kernels
-    from .ops.elementwise import function_for
+    from .backend import kernels  # lazy: importing it starts Numba
 
     classes = [op.Function if hasattr(op, "Function") else function_for(op) for op in (ROWS if ops is None else ops)]
     for dt in dtypes:

@@ -1,0 +1,75 @@
+"""The backward graph's node (``torch.autograd.graph.Node``): edges to the next nodes, and hook registration."""
+
+from __future__ import annotations
+
+import weakref
+
+from .._tensor import RemovableHandle
+
+
+class Node:
+    """A node of the backward graph. ``next_functions`` holds one ``(node, output_nr)`` edge per input.
+
+    ``_hooked`` is True once any hook (tensor hook, retain_grad, pre or post hook) is registered on this node, so
+    the engine tests one attribute per node instead of four.
+    """
+
+    next_functions: tuple = ()
+    _sequence_nr: int = 0
+    _num_outputs: int = 1
+    _hooked = False
+    _tensor_hooks: dict | None = None  # output_nr -> {handle id: hook}: tensor.register_hook on non-leaves
+    _retained: dict | None = None  # output_nr -> weakref of a tensor that called retain_grad()
+    _pre_hooks: dict | None = None
+    _post_hooks: dict | None = None
+    _traceback: str | None = None  # forward stack, kept in anomaly mode
+    _grads_owned: tuple = ()  # per output, while backward runs: may the gradient's buffer be reused?
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def metadata(self) -> dict:
+        if "_metadata" not in self.__dict__:
+            self._metadata = {}
+        return self._metadata
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` after this node runs; a returned tuple replaces grad_inputs."""
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        self._hooked = True
+        return _add_hook(self._post_hooks, fn)
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """``fn(grad_outputs)`` before this node runs; a returned tuple replaces grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        self._hooked = True
+        return _add_hook(self._pre_hooks, fn)
+
+    def _tensor_hooks_for(self, output_nr: int) -> dict:
+        """The hooks of the non-leaf tensor that is output ``output_nr`` of this node (created on first use)."""
+        if self._tensor_hooks is None:
+            self._tensor_hooks = {}
+        self._hooked = True
+        return self._tensor_hooks.setdefault(output_nr, {})
+
+    def _retain_grad_of(self, t) -> None:
+        """Make backward store the gradient of output ``t._output_nr`` into ``t.grad`` (held weakly: no cycle)."""
+        if self._retained is None:
+            self._retained = {}
+        self._hooked = True
+        self._retained[t._output_nr] = weakref.ref(t)
+
+    def _release(self) -> None:
+        """Free what backward needed (saved tensors); called after running unless ``retain_graph``."""
+
+    def __call__(self, *grads):
+        return self._apply(list(grads))
+
+
+def _add_hook(hooks: dict, fn) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = fn
+    return handle

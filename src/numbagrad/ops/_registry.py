@@ -1,0 +1,114 @@
+"""The op declarations: every public op registers here once.
+
+``numbagrad``'s function namespace and ``__all__``, the Tensor methods and operators, and the generated tests
+(``tests/test_declarations.py``) are all read from this registry, so an op is written in one place: its
+Function class(es) and its public function, decorated with ``@declare``. Elementwise ops are declared by their
+row of the table (``scalar_math.ROWS``) and registered by ``ops/elementwise.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class T:
+    """In a ``Sample``: a random tensor of this shape (float64 requiring grad unless ``dtype`` says otherwise),
+    drawn from ``domain``; ``"int64"`` tensors draw integers in ``[0, high)``."""
+
+    shape: tuple
+    dtype: str = "float64"
+    domain: tuple = (-2.0, 2.0)
+    high: int = 3
+
+    def __init__(self, *shape: int, dtype: str = "float64", domain: tuple = (-2.0, 2.0), high: int = 3) -> None:
+        object.__setattr__(self, "shape", tuple(shape))
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "domain", domain)
+        object.__setattr__(self, "high", high)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Example arguments of an op, for the tests generated from its declaration (``T`` marks tensors)."""
+
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+    def __init__(self, *args, **kwargs) -> None:
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "kwargs", kwargs)
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What the namespace, the Tensor and the tests need to know about one public op."""
+
+    name: str
+    function: Callable
+    methods: tuple = ()
+    aliases: tuple = ()
+    samples: tuple = ()
+    differentiable: bool = True
+    torch_name: str | None = None  # the name to compare against in torch, when it differs (None: same)
+
+
+OPS: dict[str, Declaration] = {}
+METHODS: dict[str, Callable] = {}  # Tensor attribute name -> function taking the tensor first
+
+
+def register(decl: Declaration) -> None:
+    """Add a declaration; a name declared twice is a bug."""
+    for name in (decl.name, *decl.aliases):
+        if name in OPS or any(name == d.name or name in d.aliases for d in OPS.values()):
+            raise ValueError(f"op {name!r} is declared twice")
+    OPS[decl.name] = decl
+    for method in decl.methods:
+        if method in METHODS:
+            raise ValueError(f"Tensor method {method!r} is declared twice")
+        METHODS[method] = decl.function
+
+
+def declare(
+    fn: Callable | None = None,
+    *,
+    methods: bool | tuple = False,
+    aliases: tuple = (),
+    samples: tuple = (),
+    differentiable: bool = True,
+    name: str | None = None,
+    torch_name: str | None = None,
+):
+    """Register ``fn`` as the public op ``numbagrad.<name>``.
+
+    ``methods=True`` also makes it the Tensor method of the same name (and of each alias); a tuple names the
+    methods instead (``("__matmul__",)``). The tensor is the function's first argument. ``samples`` feed the
+    generated gradcheck and torch-comparison tests.
+    """
+
+    def register_fn(f: Callable) -> Callable:
+        op_name = name or f.__name__
+        if methods is True:
+            method_names = (op_name, *aliases)
+        else:
+            method_names = tuple(methods or ())
+        register(Declaration(op_name, f, method_names, tuple(aliases), tuple(samples), differentiable, torch_name))
+        return f
+
+    return register_fn(fn) if fn is not None else register_fn
+
+
+def bind_methods(tensor_cls: type) -> None:
+    """Make every declared method a Tensor attribute (a function, so ``t.op(...)`` calls ``op(t, ...)``)."""
+    for method, fn in METHODS.items():
+        setattr(tensor_cls, method, fn)
+
+
+def public_names() -> list[str]:
+    """Every declared op's name and aliases: what ``from numbagrad.ops import *`` exports."""
+    names = []
+    for decl in OPS.values():
+        names.append(decl.name)
+        names.extend(decl.aliases)
+    return sorted(n for n in names if not n.startswith("_"))
