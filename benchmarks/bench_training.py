@@ -70,7 +70,7 @@ class TrainingStep:
         except ImportError:
             raise NotImplementedError(f"{library} is not installed") from None  # asv's skip
         self.step = make_step(lib)
-        for _ in range(3):
+        for _ in range(20):  # torch's first steps stay slow for a while (allocator and thread-pool warm-up)
             self.step()
 
     def time_training_step(self, library: str) -> None:
