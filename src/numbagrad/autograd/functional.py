@@ -11,7 +11,8 @@ and error messages. numbagrad has no forward-mode AD and no ``vmap``, so:
 - ``strategy="forward-mode"`` (``outer_jacobian_strategy`` for ``hessian``) is accepted where torch accepts it
   (with ``vectorize=True``) and gives the same values through reverse mode; elsewhere it raises torch's errors.
 
-Kept free of module-level imports of ``ops`` (which imports ``autograd``): tensor factories load on first call.
+``ops`` (which imports ``autograd``) is never imported here: its functions are reached through ``_tensor._ops``, as
+the engine reaches them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
+from .. import _tensor
 from .._tensor import Tensor
 from .engine import grad as _grad
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
@@ -28,9 +30,9 @@ __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
 
 def _ops():
-    from .. import ops
-
-    return ops
+    """``numbagrad.ops``, as bound on ``_tensor`` when it loaded (as the engine reaches it: autograd never imports
+    ops)."""
+    return _tensor._ops
 
 
 def _as_tuple(inp, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
