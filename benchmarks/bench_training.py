@@ -2,7 +2,7 @@
 
 Run ``python benchmarks/bench_training.py``; it prints each library's median step time and the ratio
 numbagrad/torch (target: at most 1.0). torch is optional: without it only numbagrad's time is printed.
-The ``time_*`` functions are asv-style entry points.
+``TrainingStep`` is the asv suite (models built in ``setup``).
 
 On a shared machine, multi-threaded BLAS (numpy's and torch's) can wait milliseconds for a descheduled worker
 thread; ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_training.py`` gives both libraries one
@@ -54,16 +54,27 @@ def median_seconds(steps: list, repeats: int = 300, warmup: int = 30) -> list[fl
     return [statistics.median(bucket) for bucket in times]
 
 
-_numbagrad_step = None
+class TrainingStep:
+    """asv: one training step of each library. ``setup`` builds the model, the optimizer and the data and runs a few
+    warm-up steps (kernel compilation, first-step state), so the timing is the step alone, even with ``--quick``
+    (one run, no asv warm-up). Cases for a library that is not installed are skipped."""
 
+    params = ["numbagrad", "torch"]
+    param_names = ["library"]
 
-def time_training_step_numbagrad() -> None:
-    global _numbagrad_step
-    if _numbagrad_step is None:
-        import numbagrad
+    def setup(self, library: str) -> None:
+        import importlib
 
-        _numbagrad_step = make_step(numbagrad)
-    _numbagrad_step()
+        try:
+            lib = importlib.import_module(library)
+        except ImportError:
+            raise NotImplementedError(f"{library} is not installed") from None  # asv's skip
+        self.step = make_step(lib)
+        for _ in range(20):  # torch's first steps stay slow for a while (allocator and thread-pool warm-up)
+            self.step()
+
+    def time_training_step(self, library: str) -> None:
+        self.step()
 
 
 def main(repeats: int = 300) -> None:

@@ -18,6 +18,8 @@ Deliberate differences from the documents:
   drops it (SPEC §2).
 - ``tensor_apply_cuda``: the document shows torch's ``TypeError: apply_ is only implemented on CPU tensors``;
   numbagrad runs ``apply_`` on CUDA tensors too (SPEC §5), so the program succeeds (run under Numba's simulator).
+- ``linear_function`` (the one the README points newcomers at) ends with a few lines that call
+  ``LinearFunction.apply`` and print the result and gradients: the document says so in prose but shows no call.
 - Programs that draw random numbers (``RANDOM``) print other digits than the document (numbagrad's generator is
   not torch's): their output is compared with numbers and addresses masked, and the relationship the program
   demonstrates is checked on its variables.

@@ -34,3 +34,15 @@ class LinearFunction(autograd.Function):
         if bias is not None and ctx.needs_input_grad[2]:
             grad_bias = grad_output.sum(0)
         return grad_input, grad_weight, grad_bias
+
+
+# The document goes on: "then Function.apply(input, weight, bias) runs it". Added here so the program shows it:
+input = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+weight = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.0, -0.5]], requires_grad=True)
+bias = torch.tensor([0.25, -0.75], requires_grad=True)
+output = LinearFunction.apply(input, weight, bias)
+print(output)
+output.sum().backward()
+print(input.grad)
+print(weight.grad)
+print(bias.grad)

@@ -3,7 +3,9 @@
 1. A custom ``autograd.Function`` (``Function.apply``): its output, ``grad_fn`` and gradients.
 2. A custom activation compiled by Numba from two scalar functions (``numbagrad.elementwise``).
 3. A small MLP (``nn.Module``, initialised with ``Module.apply``) trained with Adam on two generated spirals,
-   with a tqdm progress bar (the ``demo`` extra) and the final accuracy.
+   with a tqdm progress bar when tqdm is installed (the ``demo`` extra; plain progress lines otherwise) and the
+   final accuracy. ``--plot FILE`` saves the learned decision boundary as a PNG (needs matplotlib: the ``plot``
+   extra).
 """
 
 from __future__ import annotations
@@ -85,10 +87,32 @@ def showcase() -> None:
     print("   z.grad        =", z.grad)
 
 
-def train(epochs: int, seed: int, batch_size: int = 64) -> float:
-    """Train on two spirals; return the accuracy on the whole data set."""
-    from tqdm import tqdm
+class _PlainProgress:
+    """Progress as plain lines on stdout, for when tqdm is not installed: about ten lines per run."""
 
+    def __init__(self, epochs: int) -> None:
+        self.epochs = epochs
+        self.every = max(1, epochs // 10)
+        self.width = len(str(epochs))
+
+    def update(self, epoch: int, loss: float) -> None:
+        if epoch % self.every == 0 or epoch == self.epochs:
+            print(f"   epoch {epoch:{self.width}d}/{self.epochs}  loss {loss:.4f}", flush=True)
+
+
+def _progress(epochs: int):
+    """``(iterable of epochs, report(epoch, loss), close())``: tqdm's bar when tqdm is installed, else plain lines."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        plain = _PlainProgress(epochs)
+        return range(1, epochs + 1), plain.update, lambda: None
+    bar = tqdm(range(1, epochs + 1), desc="training", unit="epoch")
+    return bar, lambda epoch, loss: bar.set_postfix(loss=f"{loss:.4f}"), bar.close
+
+
+def train(epochs: int, seed: int, batch_size: int = 64) -> tuple[MLP, np.ndarray, np.ndarray, float]:
+    """Train on two spirals; return the model, the data (points, labels) and the accuracy on the whole set."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     x_np, y_np = two_spirals(500, rng)
@@ -98,8 +122,9 @@ def train(epochs: int, seed: int, batch_size: int = 64) -> float:
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     n = len(y_np)
-    with tqdm(range(epochs), desc="training", unit="epoch") as bar:
-        for _ in bar:
+    epochs_iter, report, close = _progress(epochs)
+    try:
+        for epoch in epochs_iter:
             order = rng.permutation(n)
             total = 0.0
             for start in range(0, n, batch_size):
@@ -109,10 +134,45 @@ def train(epochs: int, seed: int, batch_size: int = 64) -> float:
                 loss.backward()
                 optimizer.step()
                 total += loss.item() * len(idx)
-            bar.set_postfix(loss=f"{total / n:.4f}")
+            report(epoch, total / n)
+    finally:
+        close()
     with torch.no_grad():
         predicted = model(x).argmax(dim=1)
-    return (predicted == y).float().mean().item()
+    return model, x_np, y_np, (predicted == y).float().mean().item()
+
+
+def _require_matplotlib() -> str | None:
+    """None when matplotlib can be imported, else the message that tells how to get it."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return (
+            "--plot needs matplotlib, which is not installed: pip install 'numbagrad[plot]' (or pip install matplotlib)"
+        )
+    return None
+
+
+def plot_decision_boundary(model: MLP, x: np.ndarray, y: np.ndarray, accuracy: float, path: str) -> str:
+    """Save the model's class-1 probability over the plane, with the data on top, as a PNG; return its path."""
+    import os
+
+    from matplotlib.figure import Figure  # no pyplot: no GUI backend, works headless
+
+    lo, hi = x.min(axis=0) - 0.1, x.max(axis=0) + 0.1
+    gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 200), np.linspace(lo[1], hi[1], 200))
+    grid = torch.from_numpy(np.stack([gx.ravel(), gy.ravel()], axis=1).astype(np.float32))
+    with torch.no_grad():
+        p1 = model(grid).softmax(dim=1)[:, 1].numpy().reshape(gx.shape)
+    fig = Figure(figsize=(5, 5), dpi=100)
+    ax = fig.add_subplot()
+    ax.contourf(gx, gy, p1, levels=np.linspace(0, 1, 11), cmap="RdBu_r", alpha=0.6)
+    ax.contour(gx, gy, p1, levels=[0.5], colors="k", linewidths=1)
+    ax.scatter(x[:, 0], x[:, 1], c=y, cmap="RdBu_r", s=6, edgecolors="none")
+    ax.set_title(f"numbagrad MLP on two spirals: {accuracy:.1%} accuracy")
+    ax.set_aspect("equal")
+    fig.savefig(path, format="png", bbox_inches="tight")
+    return os.path.abspath(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,11 +181,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--epochs", type=int, default=60, help="passes over the data set (default: 60)")
     parser.add_argument("--seed", type=int, default=0, help="random seed for data and weights (default: 0)")
+    parser.add_argument(
+        "--plot", metavar="FILE", help="save the learned decision boundary as a PNG (needs matplotlib: numbagrad[plot])"
+    )
     args = parser.parse_args(argv)
+    if args.plot is not None and (missing := _require_matplotlib()) is not None:
+        parser.error(missing)  # before training, so nobody waits for a plot that cannot be drawn
     start = time.perf_counter()
     showcase()
-    accuracy = train(args.epochs, args.seed)
+    model, x, y, accuracy = train(args.epochs, args.seed)
     print(f"final accuracy: {accuracy:.1%} ({time.perf_counter() - start:.1f} s)")
+    if args.plot is not None:
+        print(f"decision boundary saved to {plot_decision_boundary(model, x, y, accuracy, args.plot)}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """numbagrad.autograd: Function, the engine's entry points, grad modes and gradient checks."""
 
-from . import function, grad_mode
+from . import function, functional, grad_mode
 from .engine import backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
 from .grad_mode import (
@@ -27,6 +27,7 @@ __all__ = [
     "detect_anomaly",
     "enable_grad",
     "function",
+    "functional",
     "grad",
     "grad_mode",
     "gradcheck",

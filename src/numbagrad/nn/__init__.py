@@ -1,6 +1,6 @@
 """``numbagrad.nn``: Modules, Parameters, containers, layers, losses, ``functional`` and ``init`` (torch's API)."""
 
-from . import functional, init
+from . import functional, init, utils
 from .containers import ModuleDict, ModuleList, Sequential
 from .layers import (
     CrossEntropyLoss,
@@ -35,4 +35,5 @@ __all__ = [
     "Tanh",
     "functional",
     "init",
+    "utils",
 ]

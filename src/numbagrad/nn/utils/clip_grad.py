@@ -1,0 +1,133 @@
+"""Gradient clipping: ``clip_grad_norm_``, ``clip_grad_value_`` and their parts, with torch's semantics.
+
+Everything runs as tensor ops under ``no_grad`` on the gradients' own device (no host round trip of the
+gradients), and the arithmetic is torch's: per-tensor norms, the norm of the stacked norms, then one multiplication
+by ``clamp(max_norm / (total_norm + 1e-6), max=1)`` (a multiplication even when it is 1, as torch does, so no
+device-to-host synchronisation is needed). ``foreach`` is accepted: numbagrad has no multi-tensor kernels, so
+``foreach=True`` on a CPU tensor raises torch's error and elsewhere takes the per-tensor path.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import warnings
+from collections.abc import Iterable
+
+from ... import ops
+from ..._tensor import Tensor
+from ...autograd.grad_mode import no_grad
+
+_tensor_or_tensors = Tensor | Iterable[Tensor]
+
+
+def _check_foreach(foreach: bool | None, device) -> None:
+    if foreach and device.type == "cpu":  # torch has no foreach kernels for cpu tensors either
+        raise RuntimeError(f"foreach=True was passed, but can't use the foreach API on {device.type} tensors")
+
+
+def _grouped(tensors: list[Tensor]) -> dict:
+    """Tensors grouped by (device, dtype), in first-seen order (torch's ``_group_tensors_by_device_and_dtype``)."""
+    groups: dict = {}
+    for t in tensors:
+        groups.setdefault((str(t.device), t.dtype), []).append(t)
+    return groups
+
+
+def get_total_norm(
+    tensors: _tensor_or_tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach: bool | None = None
+) -> Tensor:
+    """The ``norm_type`` norm of all ``tensors`` together (the norm of their norms), as a 0-dim tensor on the first
+    tensor's device; ``error_if_nonfinite`` raises if it is nan or inf."""
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    norm_type = float(norm_type)
+    if len(tensors) == 0:
+        return ops.tensor(0.0)
+    first_device = tensors[0].device
+    with no_grad():
+        norms = []
+        for group in _grouped(tensors).values():
+            _check_foreach(foreach, group[0].device)
+            norms.extend(ops.norm(t, norm_type) for t in group)
+        stacked = [n.to(first_device) for n in norms]
+        dtype = stacked[0].dtype
+        for n in stacked[1:]:
+            dtype = ops.promote_types(dtype, n.dtype)
+        total_norm = ops.norm(ops.stack([n.to(dtype) for n in stacked]), norm_type)
+    if error_if_nonfinite and not math.isfinite(total_norm.item()):  # one host sync, as in torch
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from "
+            "`parameters` is non-finite, so it cannot be clipped. To disable "
+            "this error and scale the gradients by the non-finite norm anyway, "
+            "set `error_if_nonfinite=False`"
+        )
+    return total_norm
+
+
+def clip_grads_with_norm_(
+    parameters: _tensor_or_tensors, max_norm: float, total_norm: Tensor, foreach: bool | None = None
+) -> None:
+    """Scale the gradients of ``parameters`` in place by ``min(1, max_norm / (total_norm + 1e-6))``."""
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    max_norm = float(max_norm)
+    if len(grads) == 0:
+        return
+    with no_grad():
+        clip_coef_clamped = (max_norm / (total_norm + 1e-6)).clamp(max=1.0)
+        for group in _grouped(grads).values():
+            _check_foreach(foreach, group[0].device)
+            coef = clip_coef_clamped.to(group[0].device)
+            for g in group:
+                g.mul_(coef)
+
+
+def clip_grad_norm_(
+    parameters: _tensor_or_tensors,
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
+    """Rescale the gradients of ``parameters`` in place so that their total ``norm_type`` norm is at most
+    ``max_norm``; return the total norm before clipping (a 0-dim tensor)."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    else:
+        is_generator = isinstance(parameters, types.GeneratorType)
+        parameters = list(parameters)  # a generator is read once, for both passes
+        if is_generator and len(parameters) == 0:
+            warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+    return total_norm
+
+
+def clip_grad_norm(
+    parameters: _tensor_or_tensors,
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
+    """Deprecated alias of ``clip_grad_norm_`` (warns, as torch does)."""
+    warnings.warn(
+        "`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def clip_grad_value_(parameters: _tensor_or_tensors, clip_value: float, foreach: bool | None = None) -> None:
+    """Clamp every gradient of ``parameters`` in place to ``[-clip_value, clip_value]``."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    clip_value = float(clip_value)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    with no_grad():
+        for group in _grouped(grads).values():
+            _check_foreach(foreach, group[0].device)
+            for g in group:
+                g.clamp_(min=-clip_value, max=clip_value)
