@@ -23,8 +23,6 @@ from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_anomaly_enabled, is_grad_enabled, is_inference_mode_enabled
 from .ops import *  # noqa: F403 - the torch-shaped function namespace (declared ops only)
 from .ops import __all__ as _ops_all
-from .ops._common import promote as promote_types
-from .ops._common import result_type
 
 float = float32  # noqa: A001
 double = float64
@@ -57,8 +55,6 @@ __all__ = [
     "long",
     "no_grad",
     "numel",
-    "promote_types",
-    "result_type",
     "set_default_dtype",
     "set_grad_enabled",
     "set_printoptions",

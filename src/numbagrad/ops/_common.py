@@ -17,6 +17,7 @@ from .._types import (
     wrap_dims,
 )
 from ..backend import backend_for
+from ._registry import declare
 
 __all__ = [
     "as_operand",
@@ -80,13 +81,15 @@ def _combine(higher, lower):
     return _np_promote(higher, lower)
 
 
+@declare(differentiable=False)
 def result_type(*args) -> dtype:
-    """``torch.result_type`` as one of numbagrad's dtypes."""
+    """The dtype an op on these tensors and numbers computes in (torch's promotion rules)."""
     return from_numpy_dtype(result_np_dtype([as_operand(a) for a in args]))
 
 
+@declare(name="promote_types", differentiable=False)
 def promote(a: dtype | None, b: dtype | None) -> dtype | None:
-    """``torch.promote_types``."""
+    """The smallest dtype both ``a`` and ``b`` convert to without losing their category."""
     if a is None:
         return b
     if b is None:
