@@ -5,9 +5,10 @@ nodes the most recently created runs first, and a leaf's ``AccumulateGrad`` runs
 gives leaves the highest priority). Gradients that reach the same node input from several paths are summed before
 it runs; leaf gradients accumulate into ``.grad`` in place, taking over a buffer that only the engine holds.
 
-``run_backward`` is a few named steps: find the roots and what to capture, count dependencies, seed the buffers,
-then repeatedly run a ready node (``_run_node``: hooks, the node, anomaly checks) and hand its gradients on
-(``_send``). Nothing here is global: grad mode is per thread, and each backward keeps its state in locals.
+``run_backward`` is a few named steps: find the roots and what to capture (``_Task``), count dependencies, seed the
+buffers, then repeatedly run a ready node (``_before_node`` for hooks, ``_run_node`` for the node and anomaly
+checks) and hand its gradients on to the next nodes' buffers. Nothing here is global: grad mode is per thread,
+and each backward keeps its state in locals.
 """
 
 from __future__ import annotations
@@ -331,6 +332,7 @@ class _Task:
             self.captured = [None] * len(inputs)
 
     def execute(self, roots: list, grads: list) -> None:
+        """Seed the buffers with the root gradients, then run nodes as they become ready."""
         root_nodes = list(dict.fromkeys(node for node, _ in roots))
         deps = _dependencies(root_nodes)
         needed = _needed(root_nodes, self.targets) if self.targets is not None else None
@@ -343,6 +345,7 @@ class _Task:
         ready = [(-node._sequence_nr, id(node), node) for node in root_nodes if node not in deps]
         heapq.heapify(ready)
         g = buf = None  # only the buffers hold the seeds now (see engine_owns)
+        targets = self.targets
         while ready:
             node = heapq.heappop(ready)[2]
             if type(node) is AccumulateGrad:  # a leaf given as a root
@@ -351,17 +354,38 @@ class _Task:
             grads_in = buffers.pop(node, None) or [None] * node._num_outputs
             if node._hooked:
                 grads_in = self._before_node(node, grads_in)
-            if self.targets is not None and node in self.targets:
-                for nr, k in self.targets[node]:
+            if targets is not None and node in targets:
+                for nr, k in targets[node]:
                     self.captured[k] = grads_in[nr]
-            if (needed is None or node in needed) and any(x is not None for x in grads_in):
+            if (needed is None or node in needed) and (grads_in[0] is not None or any(x is not None for x in grads_in)):
                 grads_out = self._run_node(node, grads_in)
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
                 grads_out = (None,) * len(node.next_functions)
             grads_in = None
-            leaves = self._send(node, grads_out, buffers, deps, ready)
-            grads_out = None  # only the buffers hold the gradients now: keeps reference counts exact
-            if leaves:
+            # hand each gradient to its next node's buffer; queue the nodes that became ready
+            leaves = None
+            for (nxt, nr), g in zip(node.next_functions, grads_out):
+                if nxt is None:
+                    continue
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt._num_outputs
+                        buf[nr] = g
+                    else:
+                        buf[nr] = _add(buf[nr], g)
+                remaining = deps[nxt] - 1
+                deps[nxt] = remaining
+                if remaining == 0:
+                    if type(nxt) is AccumulateGrad:
+                        if nxt in buffers:
+                            if leaves is None:
+                                leaves = []
+                            leaves.append(nxt)
+                    else:
+                        heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
+            grads_out = g = buf = None  # only the buffers hold the gradients now: keeps reference counts exact
+            if leaves:  # accumulated once nothing but the buffer holds their gradients
                 for leaf in leaves:  # the popped gradient goes straight into the call: no local holds it
                     self._accumulate_leaf(leaf, buffers.pop(leaf)[0])
 
@@ -385,7 +409,8 @@ class _Task:
 
     def _run_node(self, node, grads_in: list):
         """The node's backward (with buffer ownership known to it), anomaly checks, post-hooks, release."""
-        node._grads_owned = tuple([engine_owns(grads_in[i]) for i in range(len(grads_in))])
+        if node._reuses_grad_buffers:
+            node._grads_owned = tuple([engine_owns(grads_in[i]) for i in range(len(grads_in))])
         st = state
         try:
             grads_out = node._apply(grads_in)
@@ -410,32 +435,6 @@ class _Task:
         if not self.retain_graph:
             node._release()
         return grads_out
-
-    def _send(self, node, grads_out, buffers: dict, deps: dict, ready: list) -> list | None:
-        """Add each gradient into its next node's buffer; queue nodes that became ready. Returns the leaves
-        that became ready (accumulated by the caller once it holds no other reference to their gradients)."""
-        leaves = None
-        for (nxt, nr), g in zip(node.next_functions, grads_out):
-            if nxt is None:
-                continue
-            if g is not None:
-                buf = buffers.get(nxt)
-                if buf is None:
-                    buf = buffers[nxt] = [None] * nxt._num_outputs
-                    buf[nr] = g
-                else:
-                    buf[nr] = _add(buf[nr], g)
-            remaining = deps[nxt] - 1
-            deps[nxt] = remaining
-            if remaining == 0:
-                if type(nxt) is AccumulateGrad:
-                    if nxt in buffers:
-                        if leaves is None:
-                            leaves = []
-                        leaves.append(nxt)
-                else:
-                    heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
-        return leaves
 
     def _accumulate_leaf(self, node: AccumulateGrad, g) -> None:
         """Leaf hooks, capture for ``inputs``, accumulation into ``.grad`` and post-accumulate hooks."""

@@ -4,10 +4,10 @@
 links the outputs to a node of class ``<Name>Backward`` whose ``next_functions`` point at the inputs' nodes.
 Built-in ops are ordinary subclasses; they set ``node_name`` to torch's names (``MulBackward0``).
 
-The hot path pays only for what a call uses: ``apply`` is three named steps (``_run_forward``, then
-``_link_outputs`` when a graph node is needed or ``_unlinked_outputs`` when not), and each step decides the rare
-cases (dirty and non-differentiable outputs, inputs returned as-is, several outputs, anomaly mode) with one cheap
-check before paying for them.
+The hot path pays only for what a call uses: ``apply`` runs forward with grad mode off, then either links the
+outputs to a node (``_link_outputs``) or returns them unlinked (a fresh tensor directly, else
+``_unlinked_outputs``); each step decides the rare cases (dirty and non-differentiable outputs, inputs returned
+as-is, several outputs, anomaly mode) with one cheap check before paying for them.
 """
 
 from __future__ import annotations
@@ -87,19 +87,9 @@ class FunctionCtx:
 
 
 # --- saved tensors ------------------------------------------------------------------------------------------
-# A saved tensor is a tuple (tensor, version at save time, output_nr or -1 for an input, the input's grad_fn).
-# An output of the node that saves it is stored without its grad_fn (that would be a reference cycle
-# node -> saved -> tensor -> node) and re-linked to the node when unpacked.
-
-
-def _save(t: Tensor, node) -> tuple:
-    counter = t._version_counter
-    version = 0 if counter is None else counter.value
-    if t.grad_fn is node:
-        detached = Tensor._make(t._data)
-        detached._version_counter = t._shared_version()
-        return (detached, version, t._output_nr, None)
-    return (t, version, -1, t.grad_fn)
+# A saved tensor is a tuple (tensor, version at save time, output_nr or -1 for an input, the input's grad_fn),
+# made by ``_save_tensors``. An output of the node that saves it is stored without its grad_fn (that would be a
+# reference cycle node -> saved -> tensor -> node) and re-linked to the node when unpacked.
 
 
 def _unpack_saved(saved: tuple, node) -> Tensor:
@@ -148,8 +138,10 @@ class BackwardCFunction(Node, FunctionCtx):
         return object.__repr__(self)  # <numbagrad.autograd.function.SquareBackward object at 0x...>, as torch
 
     def _release(self) -> None:
-        self._saved = None
-        self._freed = True
+        """Free the saved tensors; a node that saved none can run again (as in torch)."""
+        if self._saved:
+            self._saved = None
+            self._freed = True
 
     def apply(self, *grads):
         return self._forward_cls._backward_fn()(self, *grads)
@@ -362,30 +354,28 @@ class Function(_SingleLevelFunction):
         needs = ctx.needs_input_grad = tuple(
             [isinstance(a, Tensor) and (a._requires_grad or a.grad_fn is not None) for a in args]
         )
-        enabled = st.enabled
-        output = _run_forward(cls, ctx, args, st, enabled)
-        if enabled and True in needs:
-            return _link_outputs(cls, ctx, args, output)
+        if st.enabled:
+            st.enabled = False
+            try:
+                output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
+            finally:
+                st.enabled = True
+            if True in needs:
+                return _link_outputs(cls, ctx, args, output)
+        else:
+            output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
+        if type(output) is Tensor and not (ctx.dirty_tensors or ctx.non_differentiable or st.inference):
+            for a in args:
+                if a is output:  # an input returned as-is comes back as a new view of it
+                    return output._view_of(output._data)
+            return output
         return _unlinked_outputs(ctx, args, output, st)
 
 
-def _run_forward(cls, ctx, args: tuple, st, enabled: bool):
-    """``forward`` (and ``setup_context``) with grad mode off."""
-    if not enabled:
-        if cls._new_style:
-            output = cls.forward(*args)
-            cls.setup_context(ctx, args, output)
-            return output
-        return cls.forward(ctx, *args)
-    st.enabled = False
-    try:
-        if cls._new_style:
-            output = cls.forward(*args)
-            cls.setup_context(ctx, args, output)
-            return output
-        return cls.forward(ctx, *args)
-    finally:
-        st.enabled = True
+def _forward_new_style(cls, ctx, args: tuple):
+    output = cls.forward(*args)
+    cls.setup_context(ctx, args, output)
+    return output
 
 
 def _contains(items, t) -> bool:
@@ -428,19 +418,23 @@ def _fresh_output(o, args: tuple, ctx, st):
     return o
 
 
-def _edge(a):
-    """The graph edge an input's gradient flows along: its grad_fn slot, its leaf accumulator, or nothing."""
-    if isinstance(a, Tensor):
-        if a.grad_fn is not None:
-            return (a.grad_fn, a._output_nr)
-        if a._requires_grad:
-            return (accumulator_of(a), 0)
-    return (None, 0)
+_NO_EDGE = (None, 0)
 
 
 def _link_outputs(cls, ctx, args: tuple, output):
     """Make ``ctx`` the outputs' grad_fn: its edges, its sequence number, and what it saved."""
-    ctx.next_functions = tuple([_edge(a) for a in args])
+    edges = []
+    for a in args:  # the edge each input's gradient flows along: its grad_fn slot, its leaf accumulator, or none
+        if isinstance(a, Tensor):
+            if a.grad_fn is not None:
+                edges.append((a.grad_fn, a._output_nr))
+            elif a._requires_grad:
+                edges.append((accumulator_of(a), 0))
+            else:
+                edges.append(_NO_EDGE)
+        else:
+            edges.append(_NO_EDGE)
+    ctx.next_functions = tuple(edges)
     ctx._sequence_nr = next(_sequence)
     if not cls._trusted:
         ctx._input_meta = tuple(
@@ -529,7 +523,14 @@ def _save_tensors(cls, ctx, returned_as_is) -> None:
                 "supported if you override setup_context. You should return and save a view of the input "
                 "instead, e.g. with x.view_as(x) or setup ctx inside the forward function itself."
             )
-        saved.append(_save(t, ctx))
+        counter = t._version_counter
+        version = 0 if counter is None else counter.value
+        if t.grad_fn is ctx:  # an output: stored detached (no cycle), re-linked when unpacked
+            detached = Tensor._make(t._data)
+            detached._version_counter = t._shared_version()
+            saved.append((detached, version, t._output_nr, None))
+        else:
+            saved.append((t, version, -1, t.grad_fn))
     ctx._saved = saved
     ctx.to_save = ()
 

@@ -24,6 +24,7 @@ class Node:
     _post_hooks: dict | None = None
     _traceback: str | None = None  # forward stack, kept in anomaly mode
     _grads_owned: tuple = ()  # per output, while backward runs: may the gradient's buffer be reused?
+    _reuses_grad_buffers = False  # a node that writes into gradient buffers it owns (elementwise backward)
 
     def name(self) -> str:
         return type(self).__name__

@@ -22,6 +22,7 @@ from .._tensor import Tensor
 from .._types import get_default_dtype
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad, state
+from ..backend import backend_for
 from ..scalar_math import ROWS, Row
 from ._common import as_operand, broadcast_shapes, result_np_dtype, same_backend
 from ._registry import Declaration, register
@@ -76,7 +77,8 @@ class Elementwise(Function):
     """
 
     _trusted = True
-    _node_defaults = {"values": (), "params": (), "in_meta": None}  # what backward reads when forward saved nothing
+    # what backward reads when forward saved nothing; elementwise backward may write into a gradient it owns
+    _node_defaults = {"values": (), "params": (), "in_meta": None, "_reuses_grad_buffers": True}
     row: Row
     arity = 1
     _saves: tuple = ()  # per input: does some gradient read it?
@@ -89,18 +91,15 @@ class Elementwise(Function):
         cls = ctx._forward_cls
         row = cls.row
         n = cls.arity
-        inputs = args if len(args) == n else args[:n]
-        params = () if len(args) == n else args[n:]
-        dt = _compute_dtype(row, inputs)
-        backend = same_backend(inputs)
-        arrays = [a._data if isinstance(a, Tensor) else a for a in inputs]
-        shape = _output_shape(arrays)
+        if len(args) == n:
+            inputs, params = args, ()
+        else:
+            inputs, params = args[:n], args[n:]
+        arrays, backend, dt, shape = _plan(row, inputs)
         out = backend.elementwise(row, arrays, params, dt, out=backend.empty(shape, _BOOL if row.out_bool else dt))
         result = Tensor._make(out)
         if row.grads and True in ctx.needs_input_grad:
-            _remember_inputs(ctx, cls, inputs, params, shape, dt)
-            if cls._saves_out:
-                ctx.to_save = (*ctx.to_save, result)
+            _remember_inputs(ctx, cls, inputs, params, shape, dt, result)
         return result
 
     @staticmethod
@@ -110,10 +109,12 @@ class Elementwise(Function):
         if not row.grads:
             raise RuntimeError(f"the derivative for '{row.name}' is not implemented.")
         n = cls.arity
-        saved = ctx.saved_tensors
-        out = saved[-1] if cls._saves_out else None
         values = ctx.values
-        if saved:
+        out = None
+        if ctx._saved or ctx._freed:
+            saved = ctx.saved_tensors
+            if cls._saves_out:
+                out = saved[-1]
             values = list(values)
             k = 0
             for j in range(n):
@@ -121,8 +122,14 @@ class Elementwise(Function):
                     values[j] = saved[k]
                     k += 1
         needed = ctx.needs_input_grad
-        create_graph = state.enabled
-        reuse = None if create_graph else _reusable_input(cls, needed, ctx._grads_owned)
+        if state.enabled:  # create_graph: the differentiable formula on tensors
+            return _tensor_backward(ctx, cls, g, out, values, needed)
+        gd = g._data
+        backend = g._backend
+        operands = [v._data if isinstance(v, Tensor) else (0 if v is None else v) for v in values]
+        out_data = 0 if out is None else out._data
+        reuse = _reusable_input(cls, needed, ctx._grads_owned)
+        meta = ctx.in_meta
         grads = []
         for i in range(n):
             if not needed[i]:
@@ -130,39 +137,67 @@ class Elementwise(Function):
                 continue
             if cls._passthrough[i]:
                 gi = g
-            elif create_graph:  # differentiable formula on tensors
-                gi = cls._tensor_grads[i](g, out, *values, *ctx.params)
-                if not isinstance(gi, Tensor):
-                    gi = Tensor._make(g._backend.full(g._data.shape, gi, g._data.dtype))
             else:
-                gd = g._data
-                operands = [v._data if isinstance(v, Tensor) else (0 if v is None else v) for v in values]
-                data = g._backend.elementwise_grad(
-                    row, i, gd, 0 if out is None else out._data, operands, ctx.params, gd.dtype,
-                    result=gd if i == reuse else None,
-                )  # fmt: skip
+                data = backend.elementwise_grad(
+                    row, i, gd, out_data, operands, ctx.params, gd.dtype, result=gd if i == reuse else None
+                )
                 gi = Tensor._make(data)
-            if ctx.in_meta is not None:
-                gi = _to_input(gi, ctx.in_meta[i], create_graph)
+            if meta is not None:
+                gi = _to_input(gi, meta[i], False)
             grads.append(gi)
-        return (*grads, *([None] * len(ctx.params)))
+        if ctx.params:
+            grads.extend([None] * len(ctx.params))
+        return tuple(grads)
 
 
-def _output_shape(arrays: list) -> tuple:
-    """The broadcast shape of the operands (torch's error when they clash)."""
-    shape = None
-    for a in arrays:
-        if hasattr(a, "shape"):
-            if shape is None:
-                shape = a.shape
-            elif a.shape != shape:
-                return broadcast_shapes(*[a.shape for a in arrays if hasattr(a, "shape")])
-    return () if shape is None else shape
+def _tensor_backward(ctx, cls, g: Tensor, out, values: list, needed: tuple) -> tuple:
+    """The gradients under ``create_graph``: each row formula re-bound to tensor ops, so it is differentiable."""
+    grads = []
+    for i in range(cls.arity):
+        if not needed[i]:
+            grads.append(None)
+            continue
+        if cls._passthrough[i]:
+            gi = g
+        else:
+            gi = cls._tensor_grads[i](g, out, *values, *ctx.params)
+            if not isinstance(gi, Tensor):
+                gi = Tensor._make(g._backend.full(g._data.shape, gi, g._data.dtype))
+        if ctx.in_meta is not None:
+            gi = _to_input(gi, ctx.in_meta[i], True)
+        grads.append(gi)
+    return (*grads, *([None] * len(ctx.params)))
 
 
-def _remember_inputs(ctx, cls, inputs: tuple, params: tuple, shape: tuple, dt: np.dtype) -> None:
-    """What backward needs: the saved tensor inputs, the scalar inputs, the params, and (only when an input's
-    shape or dtype differs from the output's) each input's shape and dtype."""
+def _plan(row: Row, inputs: tuple) -> tuple:
+    """(storage arrays, backend, compute dtype, output shape). The common case (tensors of one float dtype and
+    shape on one device, maybe with Python numbers) is decided in one pass; anything else goes through torch's
+    full promotion and broadcasting rules, with torch's errors."""
+    arrays = []
+    first = None
+    uniform = True
+    for a in inputs:
+        if isinstance(a, Tensor):
+            d = a._data
+            if first is None:
+                first = d
+            elif type(d) is not type(first) or d.dtype != first.dtype or d.shape != first.shape:
+                uniform = False
+            arrays.append(d)
+        else:
+            if type(a) is bool:
+                uniform = False
+            arrays.append(a)
+    if uniform and first.dtype.kind == "f" and not row.integral_only:
+        return arrays, backend_for(first), first.dtype, first.shape
+    shapes = [a.shape for a in arrays if hasattr(a, "shape")]
+    shape = broadcast_shapes(*shapes) if len(set(shapes)) > 1 else shapes[0]
+    return arrays, same_backend(inputs), _compute_dtype(row, inputs), shape
+
+
+def _remember_inputs(ctx, cls, inputs: tuple, params: tuple, shape: tuple, dt: np.dtype, result: Tensor) -> None:
+    """What backward needs: the saved tensor inputs (and output), the scalar inputs, the params, and (only when an
+    input's shape or dtype differs from the output's) each input's shape and dtype."""
     values = []
     to_save = []
     meta = None
@@ -176,9 +211,13 @@ def _remember_inputs(ctx, cls, inputs: tuple, params: tuple, shape: tuple, dt: n
                 meta = True
         else:
             values.append(a)
+    if cls._saves_out:
+        to_save.append(result)
     ctx.values = values
-    ctx.params = params
-    ctx.to_save = tuple(to_save)
+    if params:
+        ctx.params = params
+    if to_save:
+        ctx.to_save = to_save
     if meta:
         ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in inputs]
 
@@ -321,12 +360,24 @@ def _make_frontend(row: Row, public: str):
     return fn
 
 
-def _make_operator(fn, name: str):
+def _make_operator(row: Row, fn, name: str):
     """A Tensor operator: reflected operators (``__radd__``) swap the operands; an operand type the op does not
-    take gives ``NotImplemented``, so Python raises its ``unsupported operand type(s)`` TypeError (as torch)."""
-    if name.startswith("__r") and name not in ("__rshift__",):
+    take gives ``NotImplemented``, so Python raises its ``unsupported operand type(s)`` TypeError (as torch).
+    A tensor or a Python number goes straight to the row's Function class (the hot path of ``x * w``)."""
+    classes = CLASSES[row.name] if row.frontend else {}
+    with_tensor = classes.get("tt") or classes.get("")
+    with_number = classes.get("ts") or classes.get("")
+    if fn.__code__.co_argcount == 1:
+
+        def unary(self):
+            return fn(self)
+
+        op = unary
+    elif name.startswith("__r"):
 
         def reflected(self, other):
+            if with_number is not None and (type(other) is float or type(other) is int):
+                return with_number.apply(other, self)
             try:
                 other = as_operand(other)
             except TypeError:
@@ -334,15 +385,14 @@ def _make_operator(fn, name: str):
             return fn(other, self)
 
         op = reflected
-    elif fn.__code__.co_argcount == 1:
-
-        def unary(self):
-            return fn(self)
-
-        op = unary
     else:
 
         def forward(self, other):
+            if with_tensor is not None:
+                if isinstance(other, Tensor):
+                    return with_tensor.apply(self, other)
+                if type(other) is float or type(other) is int:
+                    return with_number.apply(self, other)
             try:
                 other = as_operand(other)
             except TypeError:
@@ -400,7 +450,7 @@ def _declare_row(row: Row, frontend) -> None:
     for op_name in row.operators:
         if op_name.startswith("__i"):
             continue
-        register(Declaration(f"_{row.name}{op_name}", _make_operator(frontend, op_name), (op_name,)))
+        register(Declaration(f"_{row.name}{op_name}", _make_operator(row, frontend, op_name), (op_name,)))
 
 
 # --- the rows whose torch signature needs more than the table says ------------------------------------------
