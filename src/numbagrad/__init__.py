@@ -5,6 +5,7 @@ kernels compile on first use and are cached on disk (see ``numbagrad.backend.cod
 """
 
 from . import autograd
+from ._generator import Generator
 from ._printing import set_printoptions
 from ._tensor import Tensor, is_tensor
 from ._types import (
@@ -32,6 +33,7 @@ int = int32  # noqa: A001
 __version__ = "0.1.0"
 
 __all__ = [
+    "Generator",
     "Size",
     "Tensor",
     "autograd",
