@@ -6,6 +6,7 @@ kernels compile on first use and are cached on disk (see ``numbagrad.backend.cod
 
 from . import autograd
 from ._generator import Generator
+from ._interop import from_dlpack
 from ._printing import set_printoptions
 from ._tensor import Tensor, is_tensor
 from ._types import (
@@ -45,6 +46,7 @@ __all__ = [
     "float",
     "float32",
     "float64",
+    "from_dlpack",
     "get_default_dtype",
     "inference_mode",
     "int",
