@@ -595,3 +595,57 @@ def test_torch_checkpoint_with_an_unknown_global_fails_with_torchs_message(from_
     with pytest.raises(pickle.UnpicklingError) as expected:
         torch.load(path)
     assert kind == "UnpicklingError" and msg == str(expected.value)
+
+
+# --- safetensors (extra) ------------------------------------------------------------------------------------------
+@pytest.fixture
+def safetensors():
+    return pytest.importorskip("safetensors")
+
+
+def test_safetensors_round_trip(safetensors, tmp_path):
+    path = tmp_path / "w.safetensors"
+    tensors = {
+        "w": numbagrad.arange(6.0).reshape(2, 3).t(),  # non-contiguous: written in row-major order
+        "i": numbagrad.tensor([1, 2, 3], dtype=numbagrad.int32),
+        "b": numbagrad.tensor([True, False]),
+        "d": numbagrad.tensor([0.5], dtype=numbagrad.float64),
+    }
+    numbagrad.save_file(tensors, path, metadata={"format": "pt"})
+    out = numbagrad.load_file(path)
+    assert set(out) == set(tensors)
+    for k, t in tensors.items():
+        assert out[k].dtype == t.dtype
+        np.testing.assert_array_equal(out[k].numpy(), t.numpy())
+    out["w"][0, 0] = 9.0  # loaded tensors are writable
+    assert out["w"][0, 0].item() == 9.0
+
+
+def test_save_file_refuses_values_that_are_not_tensors(safetensors, tmp_path):
+    with pytest.raises(ValueError, match="Key `x` is invalid, expected numbagrad.Tensor"):
+        numbagrad.save_file({"x": [1.0]}, tmp_path / "x.safetensors")
+
+
+def test_load_dispatches_safetensors_paths_like_torch(safetensors, tmp_path):
+    path = tmp_path / "w.safetensors"
+    numbagrad.save_file({"w": numbagrad.ones(2)}, path)
+    np.testing.assert_array_equal(numbagrad.load(path, map_location="cpu")["w"].numpy(), [1.0, 1.0])
+    with pytest.raises(RuntimeError, match="^Loading safetensors file with dict map_location is not supported."):
+        numbagrad.load(path, map_location={"cpu": "cpu"})
+
+
+@pytest.mark.torch
+def test_safetensors_files_are_shared_with_torch(safetensors, tmp_path):
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file, save_file
+
+    ours, theirs = tmp_path / "ours.safetensors", tmp_path / "theirs.safetensors"
+    numbagrad.save_file({"w": numbagrad.arange(4.0).reshape(2, 2), "n": numbagrad.tensor([7])}, ours)
+    read = load_file(ours)
+    assert read["w"].tolist() == [[0.0, 1.0], [2.0, 3.0]] and read["n"].dtype == torch.int64
+    save_file({"w": torch.tensor([[1.5, 2.5]], dtype=torch.float64), "h": torch.ones(1, dtype=torch.bfloat16)}, theirs)
+    with pytest.raises(RuntimeError, match="dtype torch.bfloat16, which numbagrad cannot store"):
+        numbagrad.load_file(theirs)
+    save_file({"w": torch.tensor([[1.5, 2.5]], dtype=torch.float64)}, theirs)
+    out = numbagrad.load_file(theirs)
+    assert out["w"].dtype == numbagrad.float64 and out["w"].tolist() == [[1.5, 2.5]]

@@ -25,7 +25,7 @@ from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from .ops import *  # noqa: F403 - the torch-shaped function namespace
 from .ops import __all__ as _ops_all
-from .serialization import load, save
+from .serialization import load, load_file, save, save_file
 
 float = float32  # noqa: A001
 double = float64
@@ -57,12 +57,14 @@ __all__ = [
     "is_inference_mode_enabled",
     "is_tensor",
     "load",
+    "load_file",
     "long",
     "no_grad",
     "numel",
     "set_default_dtype",
     "set_grad_enabled",
     "save",
+    "save_file",
     "set_printoptions",
 ]
 __all__ += _ops_all

@@ -46,8 +46,10 @@ __all__ = [
     "clear_safe_globals",
     "get_safe_globals",
     "load",
+    "load_file",
     "safe_globals",
     "save",
+    "save_file",
 ]
 
 _FORMAT_RECORD = ".numbagrad_format"
@@ -776,6 +778,14 @@ def load(f, map_location=None, pickle_module: Any = None, *, weights_only: bool 
     if mmap and not _is_path(f):
         raise ValueError("f must be a file path in order to use the mmap argument")
     path = os.fspath(f) if _is_path(f) else None
+    if path is not None and path.endswith(".safetensors"):  # as torch.load does
+        if isinstance(map_location, dict) or callable(map_location):
+            kind = "dict" if isinstance(map_location, dict) else "callable"
+            raise RuntimeError(
+                f"Loading safetensors file with {kind} map_location is not supported. "
+                "Use a device string or torch.device instead."
+            )
+        return load_file(path, device="cpu" if map_location is None else str(map_location))
     with contextlib.ExitStack() as stack:
         fh = stack.enter_context(open(path, "rb")) if path is not None else f
         start = fh.tell()
@@ -796,3 +806,56 @@ def load(f, map_location=None, pickle_module: Any = None, *, weights_only: bool 
             return unpickler.load()
         except pickle.UnpicklingError as e:
             raise pickle.UnpicklingError(_weights_only_message(str(e))) from None
+
+
+# --- safetensors (the optional extra) -----------------------------------------------------------------------------
+def _safetensors_numpy(action: str):
+    try:
+        import safetensors.numpy
+    except ImportError as e:
+        raise RuntimeError(
+            f"Attempting to {action} a safetensors file but safetensors is not installed. "
+            "Please install safetensors with: pip install safetensors (or pip install 'numbagrad[safetensors]')"
+        ) from e
+    return safetensors.numpy
+
+
+def save_file(tensors: dict[str, Tensor], filename, metadata: dict[str, str] | None = None) -> None:
+    """Write a flat ``{name: tensor}`` dict as a .safetensors file (readable by ``safetensors.torch.load_file``).
+
+    Written through a temporary file and ``os.replace``, like ``save``.
+    """
+    st = _safetensors_numpy("save")
+    arrays = {}
+    for key, t in tensors.items():
+        if not isinstance(t, Tensor):
+            raise ValueError(f"Key `{key}` is invalid, expected numbagrad.Tensor but received {type(t)}")
+        arrays[key] = np.ascontiguousarray(t._host())
+
+    def write(fh: IO[bytes]) -> None:
+        fh.write(st.save(arrays, metadata=metadata))
+
+    _write_atomically(os.fspath(filename), write)
+
+
+def load_file(filename, device: str | device = "cpu") -> dict[str, Tensor]:
+    """Read a .safetensors file into ``{name: tensor}`` on ``device`` (any writer: torch, numpy, numbagrad)."""
+    _safetensors_numpy("load")
+    from safetensors import safe_open
+
+    target = to_device(device)
+    out = {}
+    with safe_open(os.fspath(filename), framework="np") as f:
+        for key in f.keys():  # safe_open is not a mapping
+            try:
+                array = f.get_tensor(key)
+            except TypeError:  # a type numpy lacks (BF16, F8_*): name it as torch does
+                code = f.get_slice(key).get_dtype()
+                _check_storable(None, _SAFETENSORS_TORCH_NAMES.get(code, code.lower()))
+            _check_storable(array.dtype, array.dtype.name)
+            t = Tensor._make(array)
+            out[key] = t.to(target) if target.type == "cuda" else t
+    return out
+
+
+_SAFETENSORS_TORCH_NAMES = {"BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
