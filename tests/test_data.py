@@ -396,6 +396,13 @@ def test_shuffle_follows_manual_seed_and_changes_each_epoch():
     assert sorted(sum(epoch1, [])) == [i * i for i in range(12)]
 
 
+@pytest.mark.torch
+def test_a_torch_generator_is_refused_clearly(torch):
+    loader = DataLoader(Squares(4), shuffle=True, generator=torch.Generator())
+    with pytest.raises(TypeError, match="generator must be a numbagrad.Generator, but got torch"):
+        iter(loader)
+
+
 def test_custom_sampler_batch_sampler_and_collate_fn():
     assert [b.tolist() for b in DataLoader(Squares(5), batch_size=2, sampler=[4, 3, 2, 1, 0])] == [[16, 9], [4, 1], [0]]
     assert [b.tolist() for b in DataLoader(Squares(5), batch_sampler=[[0, 4], [2]])] == [[0, 16], [4]]

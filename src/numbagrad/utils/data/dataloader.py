@@ -25,7 +25,7 @@ import numpy as np
 
 from ..._generator import Generator
 from .dataset import Dataset, IterableDataset
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _InfiniteConstantSampler
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _check_generator, _InfiniteConstantSampler
 
 __all__ = ["DataLoader", "get_worker_info"]
 
@@ -210,6 +210,7 @@ def _worker_loop(iterable: bool, dataset, index_queue, data_queue, done_event, a
 # --- what runs in the main process ---------------------------------------------------------------------------
 def _draw_seed(generator: Generator | None) -> int:
     if generator is not None:
+        _check_generator(generator)
         return generator._random_int64()
     from ...ops.creation import _generator
 
@@ -270,11 +271,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._prefetch_factor = loader.prefetch_factor
         self._in_order = loader.in_order
         ctx = loader.multiprocessing_context or multiprocessing.get_context()
+        self._shutdown = False
         self._worker_result_queue = ctx.Queue()
         self._workers_done_event = ctx.Event()
         self._index_queues = []
         self._workers = []
-        self._shutdown = False
         for i in range(self._num_workers):
             index_queue = ctx.Queue()
             index_queue.cancel_join_thread()  # the main process never waits to flush indices nobody will read
@@ -409,13 +410,14 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers_status[worker_id] = False
 
     def _shutdown_workers(self) -> None:
-        if self._shutdown or not hasattr(self, "_workers"):
-            return
+        if getattr(self, "_shutdown", True) or not hasattr(self, "_workers"):
+            return  # already done, or __init__ failed before any worker started
         self._shutdown = True
         try:
             self._workers_done_event.set()
+            status = getattr(self, "_workers_status", [True] * len(self._workers))
             for worker_id in range(len(self._workers)):
-                if self._persistent_workers or self._workers_status[worker_id]:
+                if self._persistent_workers or status[worker_id]:
                     self._mark_worker_as_unavailable(worker_id)
             for w in self._workers:
                 w.join(timeout=MP_STATUS_CHECK_INTERVAL)

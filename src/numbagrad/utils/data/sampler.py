@@ -51,8 +51,17 @@ class SequentialSampler(Sampler[int]):
         return len(self.data_source)
 
 
+def _check_generator(generator) -> None:
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator must be a numbagrad.Generator, but got {type(generator).__module__}."
+                        f"{type(generator).__qualname__}")  # fmt: skip
+
+
 def _generator_for(generator: Generator | None) -> Generator:
-    return generator if generator is not None else _default_seed_generator()
+    if generator is None:
+        return _default_seed_generator()
+    _check_generator(generator)
+    return generator
 
 
 class RandomSampler(Sampler[int]):
