@@ -28,18 +28,19 @@ import contextlib
 import io
 import os
 import pickle
-import secrets
 import stat
 import struct
 import sys
-import zipfile
 from collections.abc import Callable, Iterable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._tensor import Tensor
 from ._types import Size, device, from_numpy_dtype, to_device
+
+if TYPE_CHECKING:
+    import zipfile
 
 __all__ = [
     "add_safe_globals",
@@ -219,6 +220,8 @@ def _pad_extra(position: int, name: str, zip64: bool) -> bytes:
 
 def _write_record(zf: zipfile.ZipFile, fh: IO[bytes], name: str, chunks: list) -> None:
     """Write ``chunks`` (bytes-like) as one stored record whose data is aligned (when ``fh`` can tell)."""
+    import zipfile  # here, not at module level: zipfile's imports cost ``import numbagrad`` ~15 ms
+
     info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))  # fixed: equal objects give equal files
     info.compress_type = zipfile.ZIP_STORED
     info.file_size = sum(memoryview(c).nbytes for c in chunks)
@@ -239,6 +242,8 @@ def _npy_chunks(flat: np.ndarray) -> list:
 
 
 def _write_archive(fh: IO[bytes], pickled: bytes, storages: Iterable[_Storage]) -> None:
+    import zipfile
+
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         _write_record(zf, fh, f"archive/{_FORMAT_RECORD}", [_FORMAT_VERSION])
         _write_record(zf, fh, "archive/data.pkl", [pickled])
@@ -254,6 +259,8 @@ def _write_atomically(path: str, write: Callable[[IO[bytes]], None]) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise RuntimeError(f"Parent directory {directory} does not exist.")
+    import secrets
+
     while True:
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
         try:
@@ -497,6 +504,8 @@ class _Reader:
     def _read(self, name: str, dtype: np.dtype, count: int, skip: int = 0) -> np.ndarray:
         """``count`` elements of ``dtype`` from record ``name`` after ``skip`` header bytes: mapped
         copy-on-write when ``mmap`` (the file is not read), else read into a writable buffer."""
+        import zipfile
+
         info = self.zf.getinfo(name)
         nbytes = count * dtype.itemsize
         if info.file_size < skip + nbytes:
@@ -777,6 +786,8 @@ def load(f, map_location=None, pickle_module: Any = None, *, weights_only: bool 
     pickle_load_args.setdefault("encoding", "utf-8")
     if mmap and not _is_path(f):
         raise ValueError("f must be a file path in order to use the mmap argument")
+    import zipfile
+
     path = os.fspath(f) if _is_path(f) else None
     if path is not None and path.endswith(".safetensors"):  # as torch.load does
         if isinstance(map_location, dict) or callable(map_location):
