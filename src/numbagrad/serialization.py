@@ -512,20 +512,20 @@ class _Reader:
             raise RuntimeError(f"numbagrad.load: record {name} is shorter than its storage ({nbytes} bytes)")
         if nbytes == 0:
             return np.empty(0, dtype)
-        if self.mmap and info.compress_type == zipfile.ZIP_STORED:
+        flat = np.empty(count, dtype)
+        view = memoryview(flat.view(np.uint8))
+        if info.compress_type == zipfile.ZIP_STORED:
             offset = self._data_offset(info) + skip
-            return np.memmap(self.path, dtype=dtype, mode="c", offset=offset, shape=(count,))
-        buf = bytearray(nbytes)
-        with self.zf.open(info) as r:
-            r.read(skip)
-            view = memoryview(buf)
-            got = 0
-            while got < nbytes:
-                n = r.readinto(view[got:])
-                if not n:
-                    raise RuntimeError(f"numbagrad.load: record {name} ended early")
-                got += n
-        return np.frombuffer(buf, dtype)
+            if self.mmap:
+                return np.memmap(self.path, dtype=dtype, mode="c", offset=offset, shape=(count,))
+            # stored bytes are read straight from the file into the array (no CRC pass: torch skips it too)
+            self.zf.fp.seek(offset)
+            _read_exactly(self.zf.fp.readinto, view, name)
+        else:  # a record someone recompressed: through zipfile
+            with self.zf.open(info) as r:
+                r.read(skip)
+                _read_exactly(r.readinto, view, name)
+        return flat
 
     def _target(self, flat: np.ndarray, location: str, what: str) -> _Loaded:
         """Apply ``map_location`` as torch does: None, a device (string), a dict of locations, or a callable
@@ -569,6 +569,15 @@ class _Reader:
                 flat = flat.astype(dtype.newbyteorder("="))
             self.storages[key] = self._target(flat, location, f"torch.{np_dtype.name} storage")
         return self.storages[key]
+
+
+def _read_exactly(readinto, view: memoryview, name: str) -> None:
+    got = 0
+    while got < len(view):
+        n = readinto(view[got:])
+        if not n:
+            raise RuntimeError(f"numbagrad.load: record {name} ended early")
+        got += n
 
 
 def _torch_rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
