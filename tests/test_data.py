@@ -106,6 +106,27 @@ def test_tensor_dataset_gives_rows_of_each_tensor():
     assert row.tolist() == [2.0, 3.0] and label.item() == 8
 
 
+def test_tensor_dataset_rows_are_views_and_accept_negative_and_tensor_indices():
+    x = numbagrad.arange(6.0).reshape(3, 2)
+    y = numbagrad.tensor([7, 8, 9])
+    ds = TensorDataset(x, y)
+    row, label = ds[-1]
+    assert row.tolist() == [4.0, 5.0] and label.shape == () and label.item() == 9
+    row[0] = -1.0
+    assert x[2, 0].item() == -1.0
+    assert ds[numbagrad.tensor(1)][1].item() == 8
+    with pytest.raises(IndexError):
+        ds[3]
+
+
+def test_collating_tensors_that_require_grad_keeps_the_graph():
+    w = numbagrad.ones(2, requires_grad=True)
+    batch = default_collate([w * 2, w * 3])
+    assert type(batch.grad_fn).__name__ == "StackBackward0"
+    batch.sum().backward()
+    assert w.grad.tolist() == [5.0, 5.0]
+
+
 def test_tensor_dataset_refuses_different_lengths():
     with pytest.raises(AssertionError, match="Size mismatch between tensors"):
         TensorDataset(numbagrad.ones(3), numbagrad.ones(4))

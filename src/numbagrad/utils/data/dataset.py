@@ -9,6 +9,8 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
+import numpy as np
+
 from ..._generator import Generator
 from ..._tensor import Tensor
 from .sampler import _generator_for
@@ -54,10 +56,20 @@ class TensorDataset(Dataset[tuple[Tensor, ...]]):
         self.tensors = tensors
 
     def __getitem__(self, index):
-        return tuple(tensor[index] for tensor in self.tensors)
+        return tuple(_row(tensor, index) for tensor in self.tensors)
 
     def __len__(self) -> int:
         return self.tensors[0].size(0)
+
+
+def _row(t: Tensor, index):
+    """``t[index]``; for the common case (an int into a CPU tensor outside autograd) the view is made directly,
+    skipping the indexing op's dispatch, which would dominate a DataLoader's time per sample."""
+    data = t._data
+    if type(index) is int and type(data) is np.ndarray and data.ndim and not t.requires_grad:
+        if -data.shape[0] <= index < data.shape[0]:
+            return Tensor._make(data[index, ...])  # with the Ellipsis, a 0-d view rather than a numpy scalar
+    return t[index]
 
 
 class StackDataset(Dataset):
