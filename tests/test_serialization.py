@@ -256,6 +256,21 @@ def test_safe_globals_context_manager_allows_only_inside():
         roundtrip(fractions.Fraction(2, 5))
 
 
+def test_a_whole_module_needs_weights_only_false():
+    numbagrad.manual_seed(5)
+    model = numbagrad.nn.Sequential(Linear(2, 3), numbagrad.nn.Tanh())
+    buf = io.BytesIO()
+    numbagrad.save(model, buf)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL numbagrad.nn.containers.Sequential was not an allowed"):
+        numbagrad.load(buf)
+    buf.seek(0)
+    loaded = numbagrad.load(buf, weights_only=False)
+    x = numbagrad.randn(4, 2)
+    np.testing.assert_array_equal(loaded(x).detach().numpy(), model(x).detach().numpy())
+    assert type(loaded[0].weight) is Parameter and loaded[0].weight.requires_grad
+
+
 def test_pickle_module_with_weights_only_is_refused():
     with pytest.raises(RuntimeError, match="Can not safely load weights when explicit pickle_module is specified"):
         numbagrad.load(io.BytesIO(), pickle_module=pickle, weights_only=True)
