@@ -343,6 +343,8 @@ class Tensor:
         return self._host().tolist()
 
     def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         a = self._host()
         return a if dtype is None else a.astype(dtype)
 
@@ -457,6 +459,13 @@ class Tensor:
         return self._data.__cuda_array_interface__
 
     __cuda_array_interface__ = property(__cuda_array_interface_get)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this tensor's memory (see ``numbagrad._interop``)."""
+        return _interop().dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return _interop().dlpack_device(self)
 
     # --- arithmetic (each is an autograd Function in numbagrad.ops) ------------------------------------------
     def __add__(self, other):
@@ -885,6 +894,12 @@ def _copy_param(t):
     new = object.__new__(type(t))
     new._init(t._data.copy(), t._requires_grad)
     return new
+
+
+def _interop():
+    from . import _interop as module  # DLPack helpers, loaded on first use
+
+    return module
 
 
 def is_tensor(obj) -> bool:
