@@ -5,6 +5,8 @@ kernels compile on first use and are cached on disk (see ``numbagrad.backend.cod
 """
 
 from . import autograd
+from ._generator import Generator
+from ._interop import from_dlpack
 from ._printing import set_printoptions
 from ._tensor import Tensor, is_tensor
 from ._types import (
@@ -23,6 +25,7 @@ from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_anomaly_enabled, is_grad_enabled, is_inference_mode_enabled
 from .ops import *  # noqa: F403 - the torch-shaped function namespace (declared ops only)
 from .ops import __all__ as _ops_all
+from .serialization import load, load_file, save, save_file
 
 float = float32  # noqa: A001
 double = float64
@@ -31,6 +34,7 @@ int = int32  # noqa: A001
 __version__ = "0.1.0"
 
 __all__ = [
+    "Generator",
     "Size",
     "Tensor",
     "autograd",
@@ -42,6 +46,7 @@ __all__ = [
     "float",
     "float32",
     "float64",
+    "from_dlpack",
     "get_default_dtype",
     "inference_mode",
     "int",
@@ -52,11 +57,15 @@ __all__ = [
     "is_grad_enabled",
     "is_inference_mode_enabled",
     "is_tensor",
+    "load",
+    "load_file",
     "long",
     "no_grad",
     "numel",
     "set_default_dtype",
     "set_grad_enabled",
+    "save",
+    "save_file",
     "set_printoptions",
 ]
 __all__ += _ops_all

@@ -70,6 +70,13 @@ _NON_LEAF_GRAD_WARNING = (
 )
 
 
+#: The per-instance fields numbagrad itself keeps on a tensor (everything else in ``__dict__`` is the user's).
+_TENSOR_FIELDS = frozenset(
+    {"_data", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_version_counter", "_base", "_retains_grad",
+     "_hooks", "_accumulator", "_is_inference", "_post_accumulate_hooks"}
+)  # fmt: skip
+
+
 class Tensor:
     """A multi-dimensional array that records the operations applied to it, for reverse-mode autograd.
 
@@ -123,6 +130,10 @@ class Tensor:
         if requires_grad:
             t._requires_grad = True
         return t
+
+    def _user_attributes(self) -> dict:
+        """Attributes a user set on this tensor (what pickling and ``save`` keep), without numbagrad's own."""
+        return {k: v for k, v in self.__dict__.items() if k not in _TENSOR_FIELDS}
 
     def _shared_version(self) -> _Version:
         """This tensor's version counter, created on first need (a view or a saved tensor shares it)."""
@@ -352,6 +363,8 @@ class Tensor:
         return self._host().tolist()
 
     def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         a = self._host()
         return a if dtype is None else a.astype(dtype)
 
@@ -465,6 +478,13 @@ class Tensor:
 
     __cuda_array_interface__ = property(__cuda_array_interface_get)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this tensor's memory (see ``numbagrad._interop``)."""
+        return _interop().dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return _interop().dlpack_device(self)
+
 
 def _rebuild(data, requires_grad):
     return Tensor._make(np.array(data), requires_grad)
@@ -474,6 +494,12 @@ def _copy_param(t):
     new = object.__new__(type(t))
     new._init(t._data.copy(), t._requires_grad)
     return new
+
+
+def _interop():
+    from . import _interop as module  # DLPack helpers, loaded on first use
+
+    return module
 
 
 def is_tensor(obj) -> bool:
