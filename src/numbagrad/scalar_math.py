@@ -282,6 +282,18 @@ def floor_divide(x, y):
     return x // y
 
 
+def hypot(x, y):
+    return math.hypot(x, y)
+
+
+def hypot_grad_x(g, out, x, y):
+    return g * x / out
+
+
+def hypot_grad_y(g, out, x, y):
+    return g * y / out
+
+
 # --- comparisons and predicates: bool results, no gradient --------------------------------------------------
 def eq(x, y):
     return x == y
@@ -440,148 +452,71 @@ def _ops(name: str) -> tuple:
     return tuple(f.format(name) for f in _BINARY)
 
 
-#: Rows whose kernels the table tests exercise through their numpy ``reference``.
-ROWS: dict[str, Row] = {
-    r.name: r
-    for r in [
-        # unary, differentiable
-        Row("neg", neg, (neg_grad,), np.negative, "NegBackward0", ("neg", "negative"), operators=("__neg__",)),
-        Row("exp", exp, (exp_grad,), np.exp, "ExpBackward0", float_only=True),
-        Row("log", log, (log_grad,), np.log, "LogBackward0", float_only=True, domain=(0.2, 3.0)),
-        Row("sqrt", sqrt, (sqrt_grad,), np.sqrt, "SqrtBackward0", float_only=True, domain=(0.2, 3.0)),
-        Row(
-            "rsqrt",
-            rsqrt,
-            (rsqrt_grad,),
-            lambda x: 1 / np.sqrt(x),
-            "RsqrtBackward0",
-            float_only=True,
-            domain=(0.2, 3.0),
-        ),  # fmt: skip
-        Row(
-            "reciprocal",
-            reciprocal,
-            (reciprocal_grad,),
-            np.reciprocal,
-            "ReciprocalBackward0",
-            float_only=True,
-            domain=(0.3, 3.0),
-        ),  # fmt: skip
-        Row("abs", abs_, (abs_grad,), np.abs, "AbsBackward0", ("abs", "absolute"), operators=("__abs__",)),
-        Row("sin", sin, (sin_grad,), np.sin, "SinBackward0", float_only=True),
-        Row("cos", cos, (cos_grad,), np.cos, "CosBackward0", float_only=True),
-        Row("tan", tan, (tan_grad,), np.tan, "TanBackward0", float_only=True, domain=(-1.2, 1.2)),
-        Row("tanh", tanh, (tanh_grad,), np.tanh, "TanhBackward0", float_only=True),
-        Row("sigmoid", sigmoid, (sigmoid_grad,), _np_sigmoid, "SigmoidBackward0", float_only=True),
-        Row("relu", relu, (relu_grad,), lambda x: np.maximum(x, 0), "ReluBackward0"),
-        Row(
-            "clamp",
-            clamp,
-            (clamp_grad,),
-            np.clip,
-            "ClampBackward1",
-            ("clamp", "clip"),
-            params=("lo", "hi"),
-            frontend=False,
-        ),  # fmt: skip
-        # zero gradient almost everywhere (torch still records a node)
-        Row("sign", sign, (zero_grad,), np.sign, "SignBackward0"),
-        Row("floor", floor, (zero_grad,), np.floor, "FloorBackward0"),
-        Row("ceil", ceil, (zero_grad,), np.ceil, "CeilBackward0"),
-        Row("round", round_, (zero_grad,), np.round, "RoundBackward0"),
-        Row("trunc", trunc, (zero_grad,), np.trunc, "TruncBackward0", ("trunc", "fix")),
-        # binary, differentiable
-        Row("add", add, (add_grad_x, add_grad_y), np.add, "AddBackward0", operators=_ops("add"), alpha=True),
-        Row(
-            "sub",
-            sub,
-            (sub_grad_x, sub_grad_y),
-            np.subtract,
-            "SubBackward0",
-            ("sub", "subtract"),
-            operators=("__sub__", "__isub__"),
-            alpha=True,
-        ),  # fmt: skip
-        Row(
-            "rsub",
-            rsub,
-            (rsub_grad_x, rsub_grad_y),
-            lambda x, y: y - x,
-            {"tt": "RsubBackward0", "ts": "RsubBackward1"},
-            methods=(),
-            inplace=False,
-            alpha=True,
-        ),  # fmt: skip (Tensor.__rsub__ is rsub)
-        Row(
-            "mul",
-            mul,
-            (mul_grad_x, mul_grad_y),
-            np.multiply,
-            "MulBackward0",
-            ("mul", "multiply"),
-            operators=_ops("mul"),
-        ),  # fmt: skip
-        Row(
-            "div",
-            div,
-            (div_grad_x, div_grad_y),
-            np.true_divide,
-            "DivBackward0",
-            ("div", "divide", "true_divide"),
-            operators=("__truediv__", "__itruediv__"),
-            float_only=True,
-            domain=(0.3, 3.0),
-        ),  # fmt: skip
-        Row(
-            "pow",
-            pow_,
-            (pow_grad_x, pow_grad_y),
-            np.power,
-            {"tt": "PowBackward1", "ts": "PowBackward0", "st": "PowBackward2"},
-            frontend=False,
-            domain=(0.3, 2.0),
-        ),  # fmt: skip
-        Row("maximum", maximum, (maximum_grad_x, maximum_grad_y), np.maximum, "MaximumBackward0"),
-        Row("minimum", minimum, (minimum_grad_x, minimum_grad_y), np.minimum, "MinimumBackward0"),
-        Row(
-            "remainder",
-            remainder,
-            (remainder_grad_x, remainder_grad_y),
-            np.remainder,
-            "RemainderBackward0",
-            operators=("__mod__", "__rmod__", "__imod__"),
-            integer_division=True,
-            domain=(0.3, 3.0),
-        ),  # fmt: skip
-        # no gradient
-        Row(
-            "floor_divide",
-            floor_divide,
-            (),
-            np.floor_divide,
-            "NotImplemented",
-            operators=("__floordiv__", "__rfloordiv__", "__ifloordiv__"),
-            integer_division=True,
-            domain=(0.3, 3.0),
-        ),  # fmt: skip
-        Row("eq", eq, (), np.equal, operators=("__eq__",), out_bool=True),
-        Row("ne", ne, (), np.not_equal, names=("ne", "not_equal"), operators=("__ne__",), out_bool=True),
-        Row("lt", lt, (), np.less, names=("lt", "less"), operators=("__lt__",), out_bool=True),
-        Row("le", le, (), np.less_equal, names=("le", "less_equal"), operators=("__le__",), out_bool=True),
-        Row("gt", gt, (), np.greater, names=("gt", "greater"), operators=("__gt__",), out_bool=True),
-        Row("ge", ge, (), np.greater_equal, names=("ge", "greater_equal"), operators=("__ge__",), out_bool=True),
-        Row("isnan", isnan, (), np.isnan, out_bool=True, inplace=False),
-        Row("isinf", isinf, (), np.isinf, out_bool=True, inplace=False),
-        Row("isfinite", isfinite, (), np.isfinite, out_bool=True, inplace=False),
-        Row("logical_not", logical_not, (), np.logical_not, out_bool=True),
-        Row("logical_and", logical_and, (), np.logical_and, out_bool=True),
-        Row("logical_or", logical_or, (), np.logical_or, out_bool=True),
-        Row("logical_xor", logical_xor, (), np.logical_xor, out_bool=True),
-        Row("bitwise_and", bitwise_and, (), np.bitwise_and, operators=_ops("and"), integral_only=True),
-        Row("bitwise_or", bitwise_or, (), np.bitwise_or, operators=_ops("or"), integral_only=True),
-        Row("bitwise_xor", bitwise_xor, (), np.bitwise_xor, operators=_ops("xor"), integral_only=True),
-        Row(
-            "bitwise_not", bitwise_not, (), np.invert, operators=("__invert__",), integral_only=True, frontend=False
-        ),  # fmt: skip
-    ]
-}
+#: The table. Each row: name, scalar forward, one fused gradient per input (none: no gradient), numpy reference,
+#: node name, then keywords (see ``Row``). Tests for every row are generated from it (tests/test_table.py).
+# fmt: off
+ROWS: dict[str, Row] = {r.name: r for r in [
+    # unary, differentiable
+    Row("neg", neg, (neg_grad,), np.negative, "NegBackward0", ("neg", "negative"), operators=("__neg__",)),
+    Row("exp", exp, (exp_grad,), np.exp, "ExpBackward0", float_only=True),
+    Row("log", log, (log_grad,), np.log, "LogBackward0", float_only=True, domain=(0.2, 3.0)),
+    Row("sqrt", sqrt, (sqrt_grad,), np.sqrt, "SqrtBackward0", float_only=True, domain=(0.2, 3.0)),
+    Row("rsqrt", rsqrt, (rsqrt_grad,), lambda x: 1 / np.sqrt(x), "RsqrtBackward0", float_only=True,
+        domain=(0.2, 3.0)),
+    Row("reciprocal", reciprocal, (reciprocal_grad,), np.reciprocal, "ReciprocalBackward0", float_only=True,
+        domain=(0.3, 3.0)),
+    Row("abs", abs_, (abs_grad,), np.abs, "AbsBackward0", ("abs", "absolute"), operators=("__abs__",)),
+    Row("sin", sin, (sin_grad,), np.sin, "SinBackward0", float_only=True),
+    Row("cos", cos, (cos_grad,), np.cos, "CosBackward0", float_only=True),
+    Row("tan", tan, (tan_grad,), np.tan, "TanBackward0", float_only=True, domain=(-1.2, 1.2)),
+    Row("tanh", tanh, (tanh_grad,), np.tanh, "TanhBackward0", float_only=True),
+    Row("sigmoid", sigmoid, (sigmoid_grad,), _np_sigmoid, "SigmoidBackward0", float_only=True),
+    Row("relu", relu, (relu_grad,), lambda x: np.maximum(x, 0), "ReluBackward0"),
+    Row("clamp", clamp, (clamp_grad,), np.clip, "ClampBackward1", ("clamp", "clip"), params=("lo", "hi"),
+        frontend=False),
+    # zero gradient almost everywhere (torch still records a node)
+    Row("sign", sign, (zero_grad,), np.sign, "SignBackward0"),
+    Row("floor", floor, (zero_grad,), np.floor, "FloorBackward0"),
+    Row("ceil", ceil, (zero_grad,), np.ceil, "CeilBackward0"),
+    Row("round", round_, (zero_grad,), np.round, "RoundBackward0"),
+    Row("trunc", trunc, (zero_grad,), np.trunc, "TruncBackward0", ("trunc", "fix")),
+    # binary, differentiable
+    Row("add", add, (add_grad_x, add_grad_y), np.add, "AddBackward0", operators=_ops("add"), alpha=True),
+    Row("sub", sub, (sub_grad_x, sub_grad_y), np.subtract, "SubBackward0", ("sub", "subtract"),
+        operators=("__sub__", "__isub__"), alpha=True),
+    # torch.rsub(x, y) is y - x; Tensor.__rsub__ calls it (see ops/elementwise.py)
+    Row("rsub", rsub, (rsub_grad_x, rsub_grad_y), lambda x, y: y - x, {"tt": "RsubBackward0", "ts": "RsubBackward1"},
+        methods=(), inplace=False, alpha=True),
+    Row("mul", mul, (mul_grad_x, mul_grad_y), np.multiply, "MulBackward0", ("mul", "multiply"),
+        operators=_ops("mul")),
+    Row("div", div, (div_grad_x, div_grad_y), np.true_divide, "DivBackward0", ("div", "divide", "true_divide"),
+        operators=("__truediv__", "__itruediv__"), float_only=True, domain=(0.3, 3.0)),
+    Row("pow", pow_, (pow_grad_x, pow_grad_y), np.power,
+        {"tt": "PowBackward1", "ts": "PowBackward0", "st": "PowBackward2"}, frontend=False, domain=(0.3, 2.0)),
+    Row("maximum", maximum, (maximum_grad_x, maximum_grad_y), np.maximum, "MaximumBackward0"),
+    Row("minimum", minimum, (minimum_grad_x, minimum_grad_y), np.minimum, "MinimumBackward0"),
+    Row("remainder", remainder, (remainder_grad_x, remainder_grad_y), np.remainder, "RemainderBackward0",
+        operators=("__mod__", "__rmod__", "__imod__"), integer_division=True, domain=(0.3, 3.0)),
+    Row("hypot", hypot, (hypot_grad_x, hypot_grad_y), np.hypot, "HypotBackward0", float_only=True),
+    # no gradient
+    Row("floor_divide", floor_divide, (), np.floor_divide, "NotImplemented",
+        operators=("__floordiv__", "__rfloordiv__", "__ifloordiv__"), integer_division=True, domain=(0.3, 3.0)),
+    Row("eq", eq, (), np.equal, operators=("__eq__",), out_bool=True),
+    Row("ne", ne, (), np.not_equal, names=("ne", "not_equal"), operators=("__ne__",), out_bool=True),
+    Row("lt", lt, (), np.less, names=("lt", "less"), operators=("__lt__",), out_bool=True),
+    Row("le", le, (), np.less_equal, names=("le", "less_equal"), operators=("__le__",), out_bool=True),
+    Row("gt", gt, (), np.greater, names=("gt", "greater"), operators=("__gt__",), out_bool=True),
+    Row("ge", ge, (), np.greater_equal, names=("ge", "greater_equal"), operators=("__ge__",), out_bool=True),
+    Row("isnan", isnan, (), np.isnan, out_bool=True, inplace=False),
+    Row("isinf", isinf, (), np.isinf, out_bool=True, inplace=False),
+    Row("isfinite", isfinite, (), np.isfinite, out_bool=True, inplace=False),
+    Row("logical_not", logical_not, (), np.logical_not, out_bool=True),
+    Row("logical_and", logical_and, (), np.logical_and, out_bool=True),
+    Row("logical_or", logical_or, (), np.logical_or, out_bool=True),
+    Row("logical_xor", logical_xor, (), np.logical_xor, out_bool=True),
+    Row("bitwise_and", bitwise_and, (), np.bitwise_and, operators=_ops("and"), integral_only=True),
+    Row("bitwise_or", bitwise_or, (), np.bitwise_or, operators=_ops("or"), integral_only=True),
+    Row("bitwise_xor", bitwise_xor, (), np.bitwise_xor, operators=_ops("xor"), integral_only=True),
+    Row("bitwise_not", bitwise_not, (), np.invert, operators=("__invert__",), integral_only=True, frontend=False),
+]}
+# fmt: on

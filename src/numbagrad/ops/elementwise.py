@@ -260,8 +260,9 @@ def _tensor_math() -> types.SimpleNamespace:
         return lambda x: FUNCTIONS[name].apply(x) if isinstance(x, Tensor) else getattr(math, name)(x)
 
     ns = types.SimpleNamespace(select=select, inf=math.inf, nan=math.nan, pi=math.pi, e=math.e)
-    for name in ("exp", "log", "sqrt", "sin", "cos", "tan", "tanh", "floor", "ceil", "trunc"):
-        setattr(ns, name, unary(name))
+    for name, row in ROWS.items():  # math.<f> is the row <f> wherever the table has one (exp, erf, log1p...)
+        if hasattr(math, name) and row.arity == 1 and row.differentiable:
+            setattr(ns, name, unary(name))
     return ns
 
 
