@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._types import CUDA0
 from ..scalar_math import ROWS, Row
-from . import codegen
+from . import codegen, cpu
 
 _cuda = None  # numba.cuda, imported on first use
 _Array = None  # the storage class, built on first use
@@ -736,8 +737,6 @@ __all__ = [
 
 # --- lead: the rest of the interface, until the backend branch lands (host round trips) -----------------------
 def _host_op(name):
-    from . import cpu
-
     fn = getattr(cpu, name)
 
     def via_host(*args, **kwargs):
@@ -751,13 +750,7 @@ def _host_op(name):
     return via_host
 
 
-def _device():
-    from .._types import CUDA0
-
-    return CUDA0
-
-
-DEVICE = _device()
+DEVICE = CUDA0
 from_host = to_device
 
 

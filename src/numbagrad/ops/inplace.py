@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
+from .._types import from_numpy_dtype
 from ..autograd.grad_mode import state
 from ._common import broadcast_shapes, shape_str
 
@@ -56,8 +57,6 @@ def _has_internal_overlap(data) -> bool:
 def check_result(t: Tensor, result_dtype: np.dtype, result_shape: tuple) -> None:
     """The result must fit the destination: castable dtype (torch's category rule) and the destination's shape."""
     if _CASTS[result_dtype.kind] > _CASTS[t._data.dtype.kind]:
-        from .._types import from_numpy_dtype
-
         raise RuntimeError(
             f"result type {from_numpy_dtype(result_dtype).scalar_name} can't be cast to the desired output type "
             f"{t.dtype.scalar_name}"

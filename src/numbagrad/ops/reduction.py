@@ -379,16 +379,10 @@ class Norm(Function):
             count = mask.sum(dim=ctx.axes, keepdim=True)
             return g_full * x.sign() * mask / count, None, None, None
         if p == 2:
-            scale = _where(n_full == 0, 0.0, g_full / n_full)
+            scale = (g_full / n_full).where(n_full != 0, 0.0)
             return x * scale, None, None, None
-        scale = _where(n_full == 0, 0.0, g_full / n_full ** (p - 1))
+        scale = (g_full / n_full ** (p - 1)).where(n_full != 0, 0.0)
         return x * x.abs() ** (p - 2) * scale, None, None, None
-
-
-def _where(cond: Tensor, a, b) -> Tensor:
-    from .indexing import where  # lazy: indexing imports this module (return_types, IndexScatter)
-
-    return where(cond, a, b)
 
 
 @declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1, 1), Sample(T(3, 4), 3, (0, 1))))
