@@ -1,16 +1,23 @@
-"""numbagrad against torch (CPU, default threads) and numpy, side by side in one process.
+"""numbagrad against torch (and numpy), side by side in one process, at 1 thread and at 2 threads.
 
-    python benchmarks/compare.py               # the table: medians of repeated runs, ratio = numbagrad / torch
+    python benchmarks/compare.py               # the table: medians of interleaved repeats, ratio = numbagrad / torch
+    python benchmarks/compare.py --quick       # skip n=1e7 and use fewer fresh processes
     python benchmarks/compare.py --threshold   # serial vs prange kernel times by size (sets PARALLEL_THRESHOLD)
 
-torch columns are skipped when torch is not installed. Targets (issue 3): (a) <= 0.5x, (b) f+b <= 0.7x at 1e5 and
-1e7 and <= 1.0x at 1e3, (c) >= 500x faster than torch's apply_ and <= 1.5x numpy, (d) import <= 0.5 s and import
-plus first backward <= 0.5x torch's.
+Thread counts must be fixed before Numba, OpenBLAS and torch start their pools, so the script runs itself once
+per setting in a child process with ``NUMBA_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and ``OMP_NUM_THREADS`` set
+(and ``torch.set_num_threads``), then prints both columns. The machine is shared and noisy: numbagrad and torch
+alternate in every repeat, so both see the same load, and the ratio is what to read.
+
+Targets (issue 8, at 1 thread): (a) <= 0.6x; (b) <= 1.0x at 1e3, <= 0.8x at 1e5, <= 0.7x at 1e7; (e) <= 1.0x.
+Below the table: Python function calls per elementwise op and per backward node, counted with cProfile.
+torch columns are skipped when torch is not installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -18,33 +25,36 @@ import time
 
 import numpy as np
 
-import numbagrad as ng
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_training  # noqa: E402 - the training-step benchmark lives beside this script
-
-try:
-    import torch
-except ImportError:  # the torch columns are skipped
-    torch = None
+TARGETS = {
+    "(a) Square.apply(x).sum().backward(), n=3": 0.6,
+    "(b) relu(x*w+b).sum().backward(), f32, n=1e3": 1.0,
+    "(b) relu(x*w+b).sum().backward(), f32, n=1e5": 0.8,
+    "(b) relu(x*w+b).sum().backward(), f32, n=1e7": 0.7,
+    "(e) MLP 784-128-10 SGD step, batch 64": 1.0,
+}
 
 
-def median_time(fn, min_time: float = 0.2, repeats: int = 7) -> float:
-    """Median seconds per call over ``repeats`` batches, each batch about ``min_time / repeats`` long."""
-    fn()
-    start = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - start, 1e-7)
-    number = max(1, int(min_time / repeats / once))
-    times = []
-    for _ in range(repeats):
+def interleaved_medians(fns: list, min_time: float = 0.4, repeats: int = 9) -> list[float]:
+    """Median seconds per call of each function; the functions alternate batch by batch (same machine load)."""
+    numbers = []
+    for fn in fns:
+        fn()
+        fn()
         start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - start) / number)
-    return float(np.median(times))
+        fn()
+        once = max(time.perf_counter() - start, 1e-7)
+        numbers.append(max(1, int(min_time / repeats / once)))
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, number, bucket in zip(fns, numbers, times):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            bucket.append((time.perf_counter() - start) / number)
+    return [float(np.median(t)) for t in times]
 
 
+# --- the workloads, written once for either library ----------------------------------------------------------
 def square_round_trip(lib):
     class Square(lib.autograd.Function):
         @staticmethod
@@ -66,21 +76,25 @@ def square_round_trip(lib):
     return run
 
 
-def relu_affine(lib, n: int, backward: bool):
+def relu_affine(lib, n: int):
     gen = np.random.default_rng(0)
-    x, w, b = (lib.tensor(gen.standard_normal(n, dtype=np.float32), requires_grad=backward) for _ in range(3))
+    x, w, b = (lib.tensor(gen.standard_normal(n, dtype=np.float32), requires_grad=True) for _ in range(3))
 
-    def forward():
-        return lib.relu(x * w + b)
+    def run():
+        x.grad = w.grad = b.grad = None
+        lib.relu(x * w + b).sum().backward()
 
-    def forward_backward():
-        for t in (x, w, b):
-            t.grad = None
-        y = lib.relu(x * w + b)
-        y.backward(ones)
+    return run
 
-    ones = lib.ones(n)
-    return forward_backward if backward else forward
+
+def training_step(lib):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_training  # the training-step benchmark lives beside this script
+
+    step = bench_training.make_step(lib)
+    for _ in range(20):
+        step()
+    return step
 
 
 def apply_double_plus_one(lib, n: int):
@@ -95,17 +109,80 @@ def apply_double_plus_one(lib, n: int):
 def numpy_double_plus_one(n: int):
     a = np.random.default_rng(0).standard_normal(n)
 
-    def fn(v):
-        return v * 2 + 1
-
     def run():
         with np.errstate(over="ignore"):  # repeated doubling reaches inf, as in the other columns
-            a[...] = fn(a)  # the numpy way to apply a vectorizable callable in place
+            a[...] = a * 2 + 1
 
     return run
 
 
-def fresh_process(code: str, repeats: int = 5) -> float:
+def rows(quick: bool):
+    yield "(a) Square.apply(x).sum().backward(), n=3", square_round_trip, None
+    for n in (1_000, 100_000) if quick else (1_000, 100_000, 10_000_000):
+        yield f"(b) relu(x*w+b).sum().backward(), f32, n={n:.0e}", lambda lib, n=n: relu_affine(lib, n), None
+    yield "(e) MLP 784-128-10 SGD step, batch 64", training_step, None
+    yield (
+        "(c) apply_(v*2+1), n=1e5 f64 [numpy: a[...] = a*2+1]",
+        lambda lib: apply_double_plus_one(lib, 100_000),
+        numpy_double_plus_one(100_000),
+    )
+
+
+def measure(quick: bool, threads: int) -> dict:
+    """Run in a child process whose thread counts are already set: the label -> (numbagrad, torch, numpy)."""
+    import numbagrad
+
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:
+        torch = None
+    results = {}
+    for label, make, numpy_fn in rows(quick):
+        fns = [make(numbagrad)] + ([make(torch)] if torch is not None else []) + ([numpy_fn] if numpy_fn else [])
+        times = interleaved_medians(fns)
+        t_ng = times[0]
+        t_torch = times[1] if torch is not None else None
+        t_np = times[-1] if numpy_fn else None
+        results[label] = (t_ng, t_torch, t_np)
+    return results
+
+
+def python_calls() -> dict:
+    """Python function calls (cProfile) of one elementwise op that records a node, and of one backward node."""
+    import cProfile
+    import pstats
+
+    import numbagrad as ng
+
+    x = ng.tensor(np.ones(1000, np.float32), requires_grad=True)
+    w = ng.tensor(np.ones(1000, np.float32), requires_grad=True)
+    counts = {}
+
+    def count(fn, repeats: int = 200) -> float:
+        fn()
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(repeats):
+            fn()
+        profile.disable()
+        return pstats.Stats(profile).total_calls / repeats
+
+    counts["x * w (one op, graph recorded)"] = count(lambda: x * w)
+    counts["x * w under no_grad"] = count(lambda: ng.no_grad()(lambda: x * w)()) - count(
+        lambda: ng.no_grad()(lambda: x)()
+    )
+    one = count(lambda: (x * w).sum().backward())
+    two = count(lambda: ((x * w) * w).sum().backward())
+    counts["one more node: forward op + its backward node"] = two - one
+    counts["relu(x*w+b).sum().backward() (4 ops, 4 nodes, 3 leaves)"] = count(
+        lambda: ng.relu(x * w + x).sum().backward()
+    )
+    return counts
+
+
+def fresh_process(code: str, repeats: int) -> float:
     """Median wall time of ``python -c code`` in a fresh interpreter (includes interpreter start-up)."""
     times = []
     for _ in range(repeats):
@@ -121,59 +198,58 @@ FIRST_BACKWARD = (
 )
 
 
-def rows(quick: bool):
-    ns = (1_000, 100_000) if quick else (1_000, 100_000, 10_000_000)
-    yield "(a) Square.apply(x).sum().backward(), n=3", square_round_trip(ng), torch and square_round_trip(torch), None
-    for n in ns:
-        for backward in (False, True):
-            label = f"(b) relu(x*w+b) {'fwd+bwd' if backward else 'fwd'}, n={n:.0e} f32"
-            yield label, relu_affine(ng, n, backward), torch and relu_affine(torch, n, backward), None
-    yield (
-        "(e) training step 784-128-10 MLP, batch 64, SGD",
-        bench_training.make_step(ng),
-        torch and bench_training.make_step(torch),
-        None,
-    )
-    yield (
-        "(c) apply_(v*2+1), n=1e5 f64 [numpy: a[...] = f(a)]",
-        apply_double_plus_one(ng, 100_000),
-        torch and apply_double_plus_one(torch, 100_000),
-        numpy_double_plus_one(100_000),
-    )
+def _child(quick: bool, threads: int) -> dict:
+    env = dict(os.environ, NUMBA_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    env["OMP_NUM_THREADS"] = str(threads)
+    env.pop("OPENBLAS_CORETYPE", None)  # (see the env notes: it slows a current numpy)
+    args = [sys.executable, os.path.abspath(__file__), "--child", str(threads)] + (["--quick"] if quick else [])
+    out = subprocess.run(args, check=True, env=env, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _cell(t: float | None, scale: float = 1e6, unit: str = "us") -> str:
+    return f"{t * scale:9.1f}{unit}" if t is not None else f"{'-':>11}"
 
 
 def table(quick: bool) -> None:
-    header = f"{'benchmark':56} {'numbagrad':>11} {'torch':>11} {'numpy':>11} {'ng/torch':>9} {'ng/numpy':>9}"
-    print(header)
-    print("-" * len(header))
-
-    def line(label, t_ng, t_torch, t_np, unit="us", scale=1e6):
-        cells = [f"{t * scale:9.1f}{unit}" if t is not None else f"{'-':>11}" for t in (t_ng, t_torch, t_np)]
-        r_torch = f"{t_ng / t_torch:9.3f}" if t_torch else f"{'-':>9}"
-        r_np = f"{t_ng / t_np:9.3f}" if t_np else f"{'-':>9}"
-        print(f"{label:56} {' '.join(cells)} {r_torch} {r_np}", flush=True)
-
-    for label, f_ng, f_torch, f_np in rows(quick):
-        t_ng = median_time(f_ng)
-        t_torch = median_time(f_torch) if f_torch else None
-        t_np = median_time(f_np) if f_np else None
-        line(label, t_ng, t_torch, t_np)
+    per_threads = {threads: _child(quick, threads) for threads in (1, 2)}
+    head = (
+        f"{'benchmark':54} {'numbagrad':>11} {'torch':>11} {'ng/torch':>9} {'target':>7} {'met':>4} | {'2 threads':>9}"
+    )
+    print(head)
+    print("-" * len(head))
+    for label, (t_ng, t_torch, t_np) in per_threads[1].items():
+        two = per_threads[2][label]
+        ratio = t_ng / t_torch if t_torch else None
+        ratio2 = two[0] / two[1] if two[1] else None
+        target = TARGETS.get(label)
+        met = "" if target is None or ratio is None else ("yes" if ratio <= target else "no")
+        extra = f"   numpy {_cell(t_np)} ng/numpy {t_ng / t_np:.3f}" if t_np else ""
+        print(
+            f"{label:54} {_cell(t_ng)} {_cell(t_torch)} {f'{ratio:9.3f}' if ratio else '-':>9} "
+            f"{target if target else '':>7} {met:>4} | {f'{ratio2:9.3f}' if ratio2 else '-':>9}{extra}",
+            flush=True,
+        )
     repeats = 3 if quick else 5
-    imports = [
-        fresh_process(f"import {lib}", repeats) if lib == "numbagrad" or torch else None
-        for lib in ("numbagrad", "torch")
-    ]
-    line("(d) fresh process: import", imports[0], imports[1], None, "ms", 1e3)
-    firsts = [
-        fresh_process(FIRST_BACKWARD.format(lib=lib), repeats) if lib == "numbagrad" or torch else None
-        for lib in ("numbagrad", "torch")
-    ]
-    line("(d) fresh process: import + first fwd+bwd (warm cache)", firsts[0], firsts[1], None, "ms", 1e3)
-    if torch is not None:
-        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ", end="")
+    try:
+        import torch  # noqa: F401 - only to know whether to time its import
+
+        libs = ("numbagrad", "torch")
+    except ImportError:
+        libs = ("numbagrad",)
+    imports = [fresh_process(f"import {lib}", repeats) for lib in libs]
+    firsts = [fresh_process(FIRST_BACKWARD.format(lib=lib), repeats) for lib in libs]
+    for label, times in (("(d) fresh process: import", imports), ("(d) fresh process: import + first fwd+bwd", firsts)):
+        t_torch = times[1] if len(times) > 1 else None
+        ratio = f"{times[0] / t_torch:9.3f}" if t_torch else "-"
+        print(f"{label:54} {_cell(times[0], 1e3, 'ms')} {_cell(t_torch, 1e3, 'ms')} {ratio:>9}")
+    print("\nPython function calls (cProfile):")
+    for label, calls in python_calls().items():
+        print(f"  {label:60} {calls:7.1f}")
     import numba
 
-    print(f"numba {numba.__version__}, {numba.get_num_threads()} threads; numpy {np.__version__}")
+    print(f"\nnumba {numba.__version__}, numpy {np.__version__}; columns: 1 thread each (torch, Numba, OpenBLAS); "
+          "right: the ratio with 2 threads each")  # fmt: skip
 
 
 def threshold() -> None:
@@ -189,8 +265,9 @@ def threshold() -> None:
             pattern = "a" * k
             serial = codegen.cpu_kernel(ROWS[name], which, pattern, False)
             parallel = codegen.cpu_kernel(ROWS[name], which, pattern, True)
-            t_s = median_time(lambda s=serial, o=operands, r=res: s(r, *o), 0.1)
-            t_p = median_time(lambda p=parallel, o=operands, r=res: p(r, *o), 0.1)
+            t_s, t_p = interleaved_medians(
+                [lambda s=serial, o=operands, r=res: s(r, *o), lambda p=parallel, o=operands, r=res: p(r, *o)], 0.1
+            )
             print(f"{n:>10} {name + '.' + which:>18} {t_s * 1e6:10.1f} {t_p * 1e6:10.1f} {t_p / t_s:14.2f}", flush=True)
 
 
@@ -198,5 +275,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threshold", action="store_true", help="measure the serial/prange switch-over size")
     parser.add_argument("--quick", action="store_true", help="skip n=1e7 and use fewer fresh processes")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    threshold() if args.threshold else table(args.quick)
+    if args.child:
+        print(json.dumps(measure(args.quick, args.child)))
+    elif args.threshold:
+        threshold()
+    else:
+        table(args.quick)

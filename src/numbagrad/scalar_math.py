@@ -409,9 +409,11 @@ class Row:
     params: tuple = ()
     domain: tuple = (-2.0, 2.0)
     arity: int = field(init=False)
+    out_dtype: object = field(init=False)  # the result's dtype when it is not the computation's (bool), else None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arity", len(inspect.signature(self.forward).parameters) - len(self.params))
+        object.__setattr__(self, "out_dtype", np.dtype(np.bool_) if self.out_bool else None)
         if not self.names:
             object.__setattr__(self, "names", (self.name,))
         if self.methods is None:

@@ -410,7 +410,10 @@ class _Task:
     def _run_node(self, node, grads_in: list):
         """The node's backward (with buffer ownership known to it), anomaly checks, post-hooks, release."""
         if node._reuses_grad_buffers:
-            node._grads_owned = tuple([engine_owns(grads_in[i]) for i in range(len(grads_in))])
+            owned = []
+            for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient, see engine_owns)
+                owned.append(engine_owns(grads_in[i]))
+            node._grads_owned = tuple(owned)
         st = state
         try:
             grads_out = node._apply(grads_in)

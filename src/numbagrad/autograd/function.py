@@ -78,7 +78,10 @@ class FunctionCtx:
         saved = self._saved
         if saved is None:
             return tuple(self.to_save)
-        return tuple([None if s is None else _unpack_saved(s, self) for s in saved])
+        tensors = []
+        for s in saved:
+            tensors.append(None if s is None else _unpack_saved(s, self))
+        return tuple(tensors)
 
     @property
     def saved_variables(self) -> tuple:
@@ -351,9 +354,10 @@ class Function(_SingleLevelFunction):
         if kwargs or cls._binds_defaults:
             args = cls._bind(args, kwargs)
         ctx = cls._backward_cls()
-        needs = ctx.needs_input_grad = tuple(
-            [isinstance(a, Tensor) and (a._requires_grad or a.grad_fn is not None) for a in args]
-        )
+        needs = []
+        for a in args:  # (a loop: a comprehension costs a frame per call)
+            needs.append(isinstance(a, Tensor) and (a._requires_grad or a.grad_fn is not None))
+        needs = ctx.needs_input_grad = tuple(needs)
         if st.enabled:
             st.enabled = False
             try:
@@ -423,15 +427,19 @@ _NO_EDGE = (None, 0)
 
 def _link_outputs(cls, ctx, args: tuple, output):
     """Make ``ctx`` the outputs' grad_fn: its edges, its sequence number, and what it saved."""
+    fresh = type(output) is Tensor and output.grad_fn is None  # the common case: one new tensor
     edges = []
     for a in args:  # the edge each input's gradient flows along: its grad_fn slot, its leaf accumulator, or none
         if isinstance(a, Tensor):
-            if a.grad_fn is not None:
-                edges.append((a.grad_fn, a._output_nr))
+            fn = a.grad_fn
+            if fn is not None:
+                edges.append((fn, a._output_nr))
             elif a._requires_grad:
                 edges.append((accumulator_of(a), 0))
             else:
                 edges.append(_NO_EDGE)
+            if a is output:
+                fresh = False
         else:
             edges.append(_NO_EDGE)
     ctx.next_functions = tuple(edges)
@@ -442,13 +450,7 @@ def _link_outputs(cls, ctx, args: tuple, output):
         )
     if state.anomaly:
         ctx._traceback = "".join(traceback.format_stack()[:-3])
-    if (
-        type(output) is Tensor
-        and not ctx.dirty_tensors
-        and not ctx.non_differentiable
-        and output.grad_fn is None
-        and not _contains(args, output)
-    ):  # the common case: one fresh output
+    if fresh and not (ctx.dirty_tensors or ctx.non_differentiable):
         if output._data.dtype.kind in "fc":
             output.grad_fn = ctx
         returned_as_is = ()

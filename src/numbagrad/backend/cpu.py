@@ -59,6 +59,14 @@ def _broadcast_shape(inputs) -> tuple:
     return () if shape is None else shape
 
 
+_KERNELS: dict = {}  # (row name, which, pattern, parallel) -> compiled kernel: the lookup every op makes
+
+
+def _kernel(row: Row, which: str, pattern: str, parallel: bool):
+    kernel = _KERNELS[(row.name, which, pattern, parallel)] = codegen.cpu_kernel(row, which, pattern, parallel)
+    return kernel
+
+
 def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.ndarray) -> np.ndarray:
     """``out = row.<which>(*values, *params)`` element by element, with ``values`` broadcast to ``out``."""
     size = out.size
@@ -76,7 +84,8 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
                 v, kind = np.broadcast_to(v.astype(dtype, copy=False), out.shape).ravel(), "a"
             flat.append(v)
             pattern += kind
-    kernel = codegen.cpu_kernel(row, which, pattern, size >= PARALLEL_THRESHOLD)
+    parallel = size >= PARALLEL_THRESHOLD
+    kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
     if out.flags.c_contiguous:
         target = out if out.ndim == 1 else out.ravel()
         if params:
@@ -90,11 +99,11 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
     return out
 
 
-def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out: np.ndarray | None = None):
-    """Forward of one row: ``out = row(*inputs, *params)`` with broadcasting, computed in ``dtype`` (``out`` may
-    have another dtype: a comparison writes bools)."""
+def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None, *, shape=None, out_dtype=None):
+    """Forward of one row: ``row(*inputs, *params)`` computed in ``dtype``, into ``out`` or a new array of
+    ``shape`` (default: the inputs' broadcast) and ``out_dtype`` (default ``dtype``; a comparison writes bools)."""
     if out is None:
-        out = np.empty(_broadcast_shape(inputs), dtype)
+        out = np.empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
     return _run(row, "forward", inputs, params, dtype, out)
 
 

@@ -398,10 +398,12 @@ def _shape_of(values) -> tuple:
     return np.broadcast_shapes(*shapes) if shapes else ()
 
 
-def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None):
+def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None, *, shape=None, out_dtype=None):
     """Forward of one row: ``out = row(*inputs, *params)`` with broadcasting, in ``dtype`` (as ``cpu.elementwise``)."""
     dtype = np.dtype(dtype)
-    shape = tuple(out.shape) if out is not None else _shape_of(inputs)
+    if out is None and out_dtype is not None:
+        out = empty(_shape_of(inputs) if shape is None else shape, out_dtype)
+    shape = tuple(out.shape) if out is not None else (_shape_of(inputs) if shape is None else tuple(shape))
     return _run_map(lambda p: row_kernel(row, "forward", p), inputs, params, dtype, shape, out)
 
 

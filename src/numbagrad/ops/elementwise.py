@@ -22,6 +22,7 @@ from .._tensor import Tensor
 from .._types import get_default_dtype
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad, state
+from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ..scalar_math import ROWS, Row
 from ._common import as_operand, broadcast_shapes, result_np_dtype, same_backend
@@ -96,8 +97,7 @@ class Elementwise(Function):
         else:
             inputs, params = args[:n], args[n:]
         arrays, backend, dt, shape = _plan(row, inputs)
-        out = backend.elementwise(row, arrays, params, dt, out=backend.empty(shape, _BOOL if row.out_bool else dt))
-        result = Tensor._make(out)
+        result = Tensor._make(backend.elementwise(row, arrays, params, dt, shape=shape, out_dtype=row.out_dtype))
         if row.grads and True in ctx.needs_input_grad:
             _remember_inputs(ctx, cls, inputs, params, shape, dt, result)
         return result
@@ -125,10 +125,13 @@ class Elementwise(Function):
         if state.enabled:  # create_graph: the differentiable formula on tensors
             return _tensor_backward(ctx, cls, g, out, values, needed)
         gd = g._data
-        backend = g._backend
-        operands = [v._data if isinstance(v, Tensor) else (0 if v is None else v) for v in values]
+        backend = _BACKENDS.get(type(gd)) or backend_for(gd)
+        operands = []
+        for v in values:
+            operands.append(v._data if isinstance(v, Tensor) else (0 if v is None else v))
         out_data = 0 if out is None else out._data
-        reuse = _reusable_input(cls, needed, ctx._grads_owned)
+        owned = ctx._grads_owned
+        reuse = _reusable_input(cls, needed) if owned and owned[0] else None
         meta = ctx.in_meta
         grads = []
         for i in range(n):
@@ -189,7 +192,7 @@ def _plan(row: Row, inputs: tuple) -> tuple:
                 uniform = False
             arrays.append(a)
     if uniform and first.dtype.kind == "f" and not row.integral_only:
-        return arrays, backend_for(first), first.dtype, first.shape
+        return arrays, _BACKENDS.get(type(first)) or backend_for(first), first.dtype, first.shape
     shapes = [a.shape for a in arrays if hasattr(a, "shape")]
     shape = broadcast_shapes(*shapes) if len(set(shapes)) > 1 else shapes[0]
     return arrays, same_backend(inputs), _compute_dtype(row, inputs), shape
@@ -234,11 +237,9 @@ def _to_input(g: Tensor, meta, create_graph: bool) -> Tensor:
     return g
 
 
-def _reusable_input(cls, needed: tuple, owned: tuple) -> int | None:
-    """The input whose gradient may be written into ``g``'s own buffer (no allocation): the last one computed by
-    a kernel, when the engine owns ``g`` and no gradient returns ``g`` itself."""
-    if not (owned and owned[0]):
-        return None
+def _reusable_input(cls, needed: tuple) -> int | None:
+    """The input whose gradient may be written into ``g``'s own buffer (no allocation; the engine owns ``g``):
+    the last one computed by a kernel, when no gradient returns ``g`` itself."""
     last = None
     for i in range(cls.arity):
         if needed[i]:
