@@ -357,7 +357,9 @@ class _Task:
             if targets is not None and node in targets:
                 for nr, k in targets[node]:
                     self.captured[k] = grads_in[nr]
-            if (needed is None or node in needed) and (grads_in[0] is not None or any(x is not None for x in grads_in)):
+            if (needed is None or node in needed) and (
+                grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads
+            ):
                 grads_out = self._run_node(node, grads_in)
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
                 grads_out = (None,) * len(node.next_functions)

@@ -103,7 +103,7 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
     """Forward of one row: ``row(*inputs, *params)`` computed in ``dtype``, into ``out`` or a new array of
     ``shape`` (default: the inputs' broadcast) and ``out_dtype`` (default ``dtype``; a comparison writes bools)."""
     if out is None:
-        out = np.empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
+        out = empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
     return _run(row, "forward", inputs, params, dtype, out)
 
 
@@ -149,18 +149,36 @@ def is_contiguous(a: np.ndarray) -> bool:
     return bool(a.flags.c_contiguous)
 
 
+def _out_of_memory(shape: tuple, dtype) -> RuntimeError:
+    """torch's error for an allocation the machine cannot make (numpy raises MemoryError)."""
+    nbytes = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
+    return RuntimeError(
+        f"DefaultCPUAllocator: can't allocate memory: you tried to allocate {nbytes} bytes. Error code 12 "
+        "(Cannot allocate memory)"
+    )
+
+
 def empty(shape: tuple, dtype) -> np.ndarray:
-    return np.empty(shape, dtype)
+    try:
+        return np.empty(shape, dtype)
+    except MemoryError:
+        raise _out_of_memory(shape, dtype) from None
 
 
 def zeros(shape: tuple, dtype) -> np.ndarray:
-    return np.zeros(shape, dtype)
+    try:
+        return np.zeros(shape, dtype)
+    except MemoryError:
+        raise _out_of_memory(shape, dtype) from None
 
 
 def full(shape: tuple, value, dtype) -> np.ndarray:
     if not shape:
         return np.array(value, dtype)  # a 0-dim fill (the seed of every backward) in 0.2 µs instead of 0.8
-    return np.full(shape, value, dtype)
+    try:
+        return np.full(shape, value, dtype)
+    except MemoryError:
+        raise _out_of_memory(shape, dtype) from None
 
 
 def from_host(a: np.ndarray) -> np.ndarray:
