@@ -1,5 +1,6 @@
 """Generated kernels: nothing at import, the cache directory, warm-up, and serial == parallel."""
 
+import math
 import os
 import subprocess
 import sys
@@ -72,3 +73,80 @@ def test_warmup_accepts_user_ops():
     op = ng.elementwise(lambda x: x * x, grads=[lambda g, out, x: 2 * g * x], name="square")
     ng.warmup([op], dtypes=("float64",))
     assert (op.row.name, "forward", "a", False) in codegen._kernels
+
+
+def test_every_loop_comes_from_loop_source():
+    """The three variants of one body, as the generator writes them."""
+    body = "res[i] = x[i] * 2"
+    serial = codegen.loop_source("serial", "k", ["res", "x"], body, "res.shape[0]")
+    parallel = codegen.loop_source("parallel", "k", ["res", "x"], body, "res.shape[0]")
+    device = codegen.loop_source("cuda", "k", ["res", "x"], body, "res.shape[0]")
+    assert serial == (
+        "@njit(cache=CACHE, nogil=True, error_model='numpy')\n"
+        "def k(res, x):\n"
+        "    for i in range(res.shape[0]):\n"
+        "        res[i] = x[i] * 2\n"
+    )
+    assert parallel == serial.replace("'numpy')", "'numpy', parallel=True)").replace("range(", "prange(")
+    assert device == (
+        "@cuda.jit(cache=CACHE)\n"
+        "def k(res, x):\n"
+        "    i = cuda.grid(1)\n"
+        "    _stride = cuda.gridsize(1)\n"
+        "    _n = res.shape[0]\n"
+        "    while i < _n:\n"
+        "        res[i] = x[i] * 2\n"
+        "        i += _stride\n"
+    )
+
+
+def decorated(f):
+    return f
+
+
+@decorated
+def twice_plus(x):
+    return helper(x) + x
+
+
+def helper(x):
+    return x * math.exp(0.0)
+
+
+def test_functions_source_copies_the_def_without_its_decorators():
+    text = codegen.functions_source([twice_plus], "serial")
+    assert text.startswith("@njit(cache=CACHE, error_model='numpy')\ndef twice_plus(x):\n")
+    assert "@decorated" not in text
+    assert codegen.functions_source([helper], "cuda", inline="always").startswith(
+        "@cuda.jit(device=True, cache=CACHE)\ndef helper(x):"
+    )
+    assert "inline='always'" in codegen.functions_source([helper], "parallel", inline="always")
+
+
+def test_copyable_takes_the_helpers_a_function_calls():
+    assert codegen.copyable([twice_plus]) == [twice_plus, helper]
+    assert codegen.copyable([lambda x: x]) is None
+    scale = 2.0
+    assert codegen.copyable([lambda x: x * scale]) is None
+    assert codegen.copyable([uses_numpy]) is None  # np is not copied into generated files
+
+
+def uses_numpy(x):
+    return np.sin(x)
+
+
+def test_foreach_serial_and_parallel_loops_agree(monkeypatch):
+    from numbagrad.optim._updates import adam_update
+
+    rng = np.random.default_rng(0)
+    results = []
+    for threshold in (1 << 30, 1):
+        monkeypatch.setattr(cpu, "PARALLEL_THRESHOLD", threshold)
+        p, g, m, v = (rng.uniform(0.1, 1.0, 2001) for _ in range(4))
+        arrays = [p.copy(), g, m.copy(), v.copy(), v.copy()]
+        cpu.foreach(adam_update, arrays, (-0.01, 0.1, 0.9, 0.999, 0.001, 1e-8, 0.0, 1.0, False, 0.5, False, False))
+        results.append(arrays)
+        rng = np.random.default_rng(0)
+    assert ("foreach", adam_update, 5, 12, "parallel") in codegen._kernels
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
