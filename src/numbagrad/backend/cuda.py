@@ -712,14 +712,18 @@ def foreach(update, arrays: list, scalars: tuple = ()) -> None:
 
 def apply_kernel(fn, dtype, variant: str = "cuda", arity: int = 1):
     """``run(res, *others)``: ``res[i] = fn(res[i], others[0][i], ...)`` over flat contiguous device arrays of
-    ``dtype``, ``fn`` compiled as a CUDA device function now, so a callable numba.cuda cannot compile raises here
-    (the simulator runs kernels as Python and compiles nothing). ``ops.apply`` memoizes it and owns the Python
-    fallback."""
-    kernel = codegen.apply_kernel(fn, arity, "cuda")
-    if not simulator():
-        from numba import from_dtype, types
+    ``dtype``, ``fn`` compiled as a CUDA device function now, so a callable numba.cuda cannot compile raises here.
+    The simulator runs kernels as Python and compiles nothing, so there ``fn`` is type-checked by compiling the
+    CPU loop instead, and the simulator refuses what the device would. ``ops.apply`` memoizes it and owns the
+    Python fallback."""
+    from numba import from_dtype, types
 
-        kernel.compile((types.Array(from_dtype(np.dtype(dtype)), 1, "C"),) * arity)
+    signature = (types.Array(from_dtype(np.dtype(dtype)), 1, "C"),) * arity
+    kernel = codegen.apply_kernel(fn, arity, "cuda")
+    if simulator():
+        codegen.apply_kernel(fn, arity, "serial").compile(signature)
+    else:
+        kernel.compile(signature)
 
     def run(res, *others) -> None:
         blocks, threads = _grid(res.size)
