@@ -228,6 +228,13 @@ def test_state_dict_round_trip_continues_identically_for(name):
     np.testing.assert_array_equal(p1.detach().numpy(), p2.detach().numpy())
 
 
+def test_adamw_keeps_decoupled_weight_decay_when_loading_an_adam_state():
+    p = _param([1.0])
+    opt = optim.AdamW([p], lr=0.1)
+    opt.load_state_dict(optim.Adam([_param([1.0])], lr=0.2).state_dict())
+    assert opt.param_groups[0]["decoupled_weight_decay"] is True and opt.param_groups[0]["lr"] == 0.2
+
+
 def test_load_state_dict_restores_hyper_parameters():
     p = _param([1.0])
     opt = optim.SGD([p], lr=0.1)

@@ -70,3 +70,10 @@ class AdamW(Adam):
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False) -> None:  # fmt: skip
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
                          decoupled_weight_decay=True)  # fmt: skip
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """As ``Optimizer.load_state_dict``; the weight decay stays decoupled whatever the saved groups say (as
+        torch's ``AdamW.__setstate__`` keeps it)."""
+        super().load_state_dict(state_dict)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True
