@@ -263,17 +263,20 @@ def test_take_along_axis_and_its_adjoint(b):
 
 
 # --- foreach and apply --------------------------------------------------------------------------------------
-def axpy_update(i, y, x, alpha, negate):
+def axpy_update(i, y, x, alpha, negate, keep_x):
     v = alpha * x[i]
     y[i] = y[i] - v if negate else y[i] + v
+    if not keep_x:
+        x[i] = 0.0
 
 
 def test_foreach_runs_a_module_level_update_in_place(b):
     y, x = put(b, [1.0, 2.0, 3.0]), put(b, [1.0, 0.5, -1.0])
-    b.foreach(axpy_update, [y, x], (2.0, False))
+    b.foreach(axpy_update, [y, x], (2.0, False), (True,))
     np.testing.assert_array_equal(get(b, y), [3.0, 3.0, 1.0])
-    b.foreach(axpy_update, [y, x], (2.0, True))
+    b.foreach(axpy_update, [y, x], (2.0, True), (False,))  # a static flag: compiled into the loop
     np.testing.assert_array_equal(get(b, y), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(get(b, x), [0.0, 0.0, 0.0])
 
 
 def square_plus(v, w):

@@ -131,6 +131,19 @@ def test_copyable_takes_the_helpers_a_function_calls():
     assert codegen.copyable([uses_numpy]) is None  # np is not copied into generated files
 
 
+def test_static_foreach_flags_are_literals_in_the_generated_loop():
+    from numbagrad.optim._updates import rmsprop_update
+
+    kernel = codegen.foreach_kernel(rmsprop_update, 5, 7, "serial", (True, False))
+    source = open(kernel.py_func.__code__.co_filename).read()
+    assert "rmsprop_update(i, a0, a1, a2, a3, a4, s0, s1, s2, s3, s4, s5, s6, True, False)" in source
+    assert os.path.basename(kernel.py_func.__code__.co_filename).startswith(
+        codegen.PREFIX + "foreach_rmsprop_update_serial_10_"
+    )
+    with pytest.raises(TypeError, match="static values must be bools or ints"):
+        codegen.foreach_kernel(rmsprop_update, 5, 7, "serial", (0.5,))
+
+
 def uses_numpy(x):
     return np.sin(x)
 
@@ -144,9 +157,9 @@ def test_foreach_serial_and_parallel_loops_agree(monkeypatch):
         monkeypatch.setattr(cpu, "PARALLEL_THRESHOLD", threshold)
         p, g, m, v = (rng.uniform(0.1, 1.0, 2001) for _ in range(4))
         arrays = [p.copy(), g, m.copy(), v.copy(), v.copy()]
-        cpu.foreach(adam_update, arrays, (-0.01, 0.1, 0.9, 0.999, 0.001, 1e-8, 0.0, 1.0, False, 0.5, False, False))
+        cpu.foreach(adam_update, arrays, (-0.01, 0.1, 0.9, 0.999, 0.001, 1e-8, 0.0, 1.0, False, 0.5, False), (True,))
         results.append(arrays)
         rng = np.random.default_rng(0)
-    assert ("foreach", adam_update, 5, 12, "parallel") in codegen._kernels
+    assert ("foreach", adam_update, 5, 11, "parallel", (True,)) in codegen._kernels
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)

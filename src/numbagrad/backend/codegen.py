@@ -523,20 +523,29 @@ def accumulate_kernel(target: str):
     return kernel
 
 
-def foreach_kernel(update: Callable, n_arrays: int, n_scalars: int, target: str):
-    """``kernel(*arrays, *scalars)`` calling ``update(i, *arrays, *scalars)`` for every ``i`` of the first
-    array: the fused in-place update of an optimizer step, from one module-level per-element function."""
-    key = ("foreach", getattr(update, "__func__", update), n_arrays, n_scalars, target)
+def foreach_kernel(update: Callable, n_arrays: int, n_scalars: int, target: str, static: tuple = ()):
+    """``kernel(*arrays, *scalars)`` calling ``update(i, *arrays, *scalars, *static)`` for every ``i`` of the
+    first array: the fused in-place update of an optimizer step, from one module-level per-element function.
+
+    ``static`` values (bools, ints) are written into the loop as literals, one kernel per combination: a flag
+    that decides whether an array is written (Adam's ``amsgrad``) keeps the loop from vectorising when it is
+    read at run time (measured: Adam at 1e5 float32 elements, 373 us with a run-time flag, 43 us with a literal).
+    """
+    update = getattr(update, "__func__", update)
+    key = ("foreach", update, n_arrays, n_scalars, target, static)
     kernel = _kernels.get(key)
     if kernel is None:
-        update = getattr(update, "__func__", update)
+        if not all(type(v) in (bool, int) for v in static):
+            raise TypeError(f"foreach: static values must be bools or ints, got {static!r}")
         names = [f"a{j}" for j in range(n_arrays)] + [f"s{j}" for j in range(n_scalars)]
         fns = copyable([update])
         call = update.__name__ if fns else "update"
-        loop = loop_source(target, "kernel", names, f"{call}(i, {', '.join(names)})", "a0.shape[0]")
+        body = f"{call}(i, {', '.join(names + [repr(v) for v in static])})"
+        loop = loop_source(target, "kernel", names, body, "a0.shape[0]")
+        flags = "".join(str(int(v)) for v in static)
         if fns:
             functions = functions_source(fns, target, inline="always")
-            tag = f"foreach_{update.__name__}_{target}"
+            tag = f"foreach_{update.__name__}_{target}{'_' + flags if flags else ''}"
             kernel = load_module(tag, module_source(target, functions, loop)).kernel
         else:
             kernel = exec_source(loop, target, f"foreach_{target}", update=update)["kernel"]

@@ -116,12 +116,14 @@ def accumulate_(dst: np.ndarray, src: np.ndarray) -> None:
         dst += src
 
 
-def foreach(update, arrays: list, scalars: tuple = ()) -> None:
-    """Run the module-level per-element ``update(i, *arrays, *scalars)`` for every ``i`` of the flat, contiguous,
-    equal-sized ``arrays``: a serial loop, or ``prange`` from ``PARALLEL_THRESHOLD`` elements on."""
+def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> None:
+    """Run the module-level per-element ``update(i, *arrays, *scalars, *static)`` for every ``i`` of the flat,
+    contiguous, equal-sized ``arrays``: a serial loop, or ``prange`` from ``PARALLEL_THRESHOLD`` elements on.
+    ``static`` flags are compiled into the loop as constants (``codegen.foreach_kernel``)."""
     n = arrays[0].shape[0]
     if n:
-        codegen.foreach_kernel(update, len(arrays), len(scalars), loop_variant(n))(*arrays, *scalars)
+        kernel = codegen.foreach_kernel(update, len(arrays), len(scalars), loop_variant(n), static)
+        kernel(*arrays, *scalars)
 
 
 def apply_kernel(fn, dtype, variant: str, arity: int = 1):

@@ -699,13 +699,14 @@ def loop_variant(size: int) -> str:
     return "cuda"
 
 
-def foreach(update, arrays: list, scalars: tuple = ()) -> None:
-    """Run the module-level per-element ``update(i, *arrays, *scalars)`` for every ``i`` of the flat, contiguous,
-    equal-sized device ``arrays`` as one grid-stride kernel: the fused in-place update of an optimizer step."""
+def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> None:
+    """Run the module-level per-element ``update(i, *arrays, *scalars, *static)`` for every ``i`` of the flat,
+    contiguous, equal-sized device ``arrays`` as one grid-stride kernel: the fused in-place update of an
+    optimizer step (``static`` flags compiled in as constants, as on the CPU)."""
     n = arrays[0].size
     if n == 0:
         return
-    kernel = codegen.foreach_kernel(update, len(arrays), len(scalars), "cuda")
+    kernel = codegen.foreach_kernel(update, len(arrays), len(scalars), "cuda", static)
     blocks, threads = _grid(n)
     kernel[blocks, threads](*[_flat(a) for a in arrays], *scalars)
 

@@ -6,7 +6,9 @@ Each follows torch 2.13's ``_single_tensor_*`` code operation by operation (``le
 serial or ``prange`` ``@njit`` loop on the CPU, or a grid-stride kernel on CUDA: no loop is written here, and
 importing this module starts no Numba.
 
-Arrays arrive flat and contiguous; scalars arrive in the parameter's dtype (constants such as ``1 - beta1`` are
+The flags that decide which state arrays are written (``amsgrad``, ``centered``, momentum) come last: the optimizers
+pass them as ``static`` values, compiled into the loop as constants so it vectorises. Arrays arrive flat and
+contiguous; scalars arrive in the parameter's dtype (constants such as ``1 - beta1`` are
 computed in Python first: an integer literal in the loop would promote float32 to float64), so float32 parameters
 update in float32 as torch's do. A state array an update does not use is passed as the parameter itself, untouched.
 """
@@ -34,7 +36,7 @@ def sgd_update(i, p, g, buf, lr, momentum, one_minus_dampening, weight_decay, ne
 
 
 def adam_update(i, p, g, m, v, vmax, neg_step_size, one_minus_beta1, beta1, beta2, one_minus_beta2, eps,
-                weight_decay, decay_factor, decoupled, bias_correction2_sqrt, amsgrad, maximize):  # fmt: skip
+                weight_decay, decay_factor, decoupled, bias_correction2_sqrt, maximize, amsgrad):  # fmt: skip
     """Adam and AdamW for element ``i``: ``decoupled`` scales the parameter by ``decay_factor = 1 - lr * wd``
     (AdamW) instead of adding ``wd * p`` to the gradient; without amsgrad, ``vmax`` is ``v`` and untouched."""
     d = -g[i] if maximize else g[i]
@@ -55,8 +57,9 @@ def adam_update(i, p, g, m, v, vmax, neg_step_size, one_minus_beta1, beta1, beta
 
 
 def rmsprop_update(i, p, g, square_avg, grad_avg, buf, neg_lr, alpha, one_minus_alpha, eps, weight_decay,
-                   momentum, centered, maximize):  # fmt: skip
-    """RMSprop for element ``i``: ``grad_avg`` is used when ``centered``, ``buf`` when ``momentum > 0``."""
+                   momentum, maximize, centered, has_momentum):  # fmt: skip
+    """RMSprop for element ``i``: ``grad_avg`` is used when ``centered``, ``buf`` when ``has_momentum``
+    (``momentum > 0``)."""
     d = -g[i] if maximize else g[i]
     if weight_decay != 0:
         d = d + weight_decay * p[i]
@@ -69,7 +72,7 @@ def rmsprop_update(i, p, g, square_avg, grad_avg, buf, neg_lr, alpha, one_minus_
     else:
         avg = math.sqrt(sq)
     avg = avg + eps
-    if momentum > 0:
+    if has_momentum:
         b = buf[i] * momentum + d / avg  # buf.mul_(momentum).addcdiv_(grad, avg)
         buf[i] = b
         p[i] = p[i] + neg_lr * b  # param.add_(buf, alpha=-lr)

@@ -56,10 +56,9 @@ class Adam(Optimizer):
             s(1 - lr * weight_decay),
             bool(group.get("decoupled_weight_decay", False)),
             s((1 - beta2**step) ** 0.5),  # bias_correction2_sqrt, computed as torch does
-            amsgrad,
             group["maximize"],
         )
-        _foreach(adam_update, [param, grad, state["exp_avg"]._data.reshape(-1), v, vmax], scalars)
+        _foreach(adam_update, [param, grad, state["exp_avg"]._data.reshape(-1), v, vmax], scalars, (bool(amsgrad),))
 
 
 class AdamW(Adam):

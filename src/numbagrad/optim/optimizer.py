@@ -189,9 +189,10 @@ class Optimizer:
         self.param_groups = [{**s, "params": g["params"]} for g, s in zip(groups, saved_groups)]
 
 
-def _foreach(update, arrays: list, scalars: tuple) -> None:
-    """One fused pass of the per-element ``update`` over flat ``arrays`` on their backend (CPU loop or CUDA)."""
-    backend_for(arrays[0]).foreach(update, arrays, scalars)
+def _foreach(update, arrays: list, scalars: tuple, static: tuple = ()) -> None:
+    """One fused pass of the per-element ``update`` over flat ``arrays`` on their backend (CPU loop or CUDA);
+    ``static`` flags are compiled into the kernel (those that decide which arrays are written)."""
+    backend_for(arrays[0]).foreach(update, arrays, scalars, static)
 
 
 def _cast_state(key: str, value, p: Tensor):

@@ -44,6 +44,6 @@ class RMSprop(Optimizer):
         s = param.dtype.type
         alpha = group["alpha"]
         scalars = (s(-group["lr"]), s(alpha), s(1 - alpha), s(group["eps"]), s(group["weight_decay"]), s(momentum),
-                   centered, group["maximize"])  # fmt: skip
+                   group["maximize"])  # fmt: skip
         arrays = [param, grad, state["square_avg"]._data.reshape(-1), grad_avg, buf]
-        _foreach(rmsprop_update, arrays, scalars)
+        _foreach(rmsprop_update, arrays, scalars, (bool(centered), momentum > 0))
