@@ -115,8 +115,8 @@ def _warn_damaged(directory: str, what: str) -> None:
     _warn_once(
         "damaged",
         directory,
-        f"numbagrad: removed damaged entries from the kernel cache in {directory} ({what}); the kernels are "
-        "compiled again and cached afresh.",
+        f"numbagrad: removed damaged entries from the kernel cache in {directory} ({what}); they are "
+        "rebuilt (compiled again where needed) and cached afresh.",
     )
 
 
