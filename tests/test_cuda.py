@@ -312,6 +312,19 @@ def test_foreach_runs_a_fused_update():
     np.testing.assert_allclose(host(p), [0.95, 2.1])
 
 
+def test_generated_loop_with_closing_reductions_combines_blocks_atomically():
+    from numbagrad.backend import codegen
+
+    body = "v = x[i] * x[i]\ntotal += v\npeak = max(peak, v)"
+    loop = codegen.loop_source("cuda", "kernel", ["x"], body, "x.shape[0]", reduce=(("total", "+"), ("peak", "max")))
+    kernel = codegen.load_module("test_cuda_reduce", codegen.module_source("cuda", loop)).kernel
+    data = np.linspace(-2.0, 1.0, 50)
+    total, peak = backend.full((1,), 0.0, np.float64), backend.full((1,), -np.inf, np.float64)
+    kernel[2, 8](backend.from_host(data), total, peak)  # two blocks of a power-of-two size
+    np.testing.assert_allclose(backend.to_host(total), [(data * data).sum()], rtol=1e-12)
+    assert backend.to_host(peak).tolist() == [4.0]
+
+
 def test_optimizer_step_on_cuda():
     optim = pytest.importorskip("numbagrad.optim")
     if not hasattr(optim, "SGD"):

@@ -163,3 +163,19 @@ def test_foreach_serial_and_parallel_loops_agree(monkeypatch):
     assert ("foreach", adam_update, 5, 11, "parallel", (True,)) in codegen._kernels
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
+
+
+REDUCE_BODY = "v = x[i] * x[i]\ntotal += v\npeak = max(peak, v)"
+
+
+@pytest.mark.parametrize("target", ["serial", "parallel"])
+def test_loop_source_closing_reductions_on_the_cpu(target):
+    loop = codegen.loop_source(
+        target, "kernel", ["x", "out"], REDUCE_BODY, "x.shape[0]",
+        reduce=(("total", "+"), ("peak", "max")), epilogue="out[0] = total\nout[1] = peak",
+    )  # fmt: skip
+    assert "fastmath={'reassoc'}" in loop and "    total = 0.0\n    peak = -math.inf\n" in loop
+    kernel = codegen.load_module(f"test_reduce_{target}", codegen.module_source(target, loop)).kernel
+    x, out = np.linspace(-2.0, 1.0, 1001), np.empty(2)
+    kernel(x, out)
+    np.testing.assert_allclose(out, [(x * x).sum(), 4.0], rtol=1e-12)

@@ -123,7 +123,7 @@ def _warn_damaged(directory: str, what: str) -> None:
 # --- source text: the single place loops are written --------------------------------------------------------
 def header(target: str) -> str:
     """Imports and the ``CACHE`` flag every generated module starts with."""
-    imports = "from numba import cuda" if target == "cuda" else "from numba import njit, prange"
+    imports = "from numba import cuda, float64" if target == "cuda" else "from numba import njit, prange"
     return f"import math\n{imports}\n\n{CACHE_ON}"
 
 
@@ -135,31 +135,63 @@ def _indent(body: str, spaces: int) -> str:
     return textwrap.indent(textwrap.dedent(body).strip("\n"), " " * spaces) + "\n"
 
 
-def loop_source(target: str, name: str, args: Sequence[str] | str, body: str, n: str) -> str:
+#: Threads per block that a CUDA kernel with a closing reduction is launched with (its shared array's size).
+CUDA_THREADS = 256
+_IDENTITY = {"+": "0.0", "max": "-math.inf"}
+
+
+def loop_source(target: str, name: str, args: Sequence[str] | str, body: str, n: str, *, reduce: tuple = (),
+                epilogue: str = "") -> str:  # fmt: skip
     """Source of one kernel ``def name(args)`` running ``body`` (text using the index ``i``, one line or several)
     for ``i`` in ``0..n-1``: a serial ``@njit`` loop (``"serial"``), a ``prange`` loop (``"parallel"``) or a
-    CUDA grid-stride kernel (``"cuda"``). ``n`` is an expression over the arguments, e.g. ``"res.shape[0]"``."""
-    signature = f"def {name}({_join(args)}):\n"
+    CUDA grid-stride kernel (``"cuda"``). ``n`` is an expression over the arguments, e.g. ``"res.shape[0]"``.
+
+    ``reduce=((var, op), ...)`` adds closing reductions (``op`` ``"+"`` or ``"max"``): ``var`` starts at the op's
+    float64 identity and ``body`` updates it (``var += e``, ``var = max(var, e)``). On the CPU they are ``prange``
+    reductions (the kernel may reassociate them, so a sum vectorises) and ``epilogue`` runs once after the loop.
+    On CUDA each thread reduces its grid-stride share, each block combines its threads in shared memory (launch
+    ``CUDA_THREADS`` threads per block, a power of two) and thread 0 adds or maxes the block's value into
+    ``<var>_out[0]``, an extra argument the caller sets to the identity; CUDA has no epilogue (no grid barrier).
+    """
     if target == "cuda":
-        return (
-            "@cuda.jit(cache=CACHE)\n"
-            + signature
-            + "    i = cuda.grid(1)\n"
-            + "    _stride = cuda.gridsize(1)\n"
-            + f"    _n = {n}\n"
-            + "    while i < _n:\n"
-            + _indent(body, 8)
-            + "        i += _stride\n"
-        )
+        if epilogue:
+            raise ValueError("CUDA kernels have no epilogue (no grid-wide barrier): finish in a second kernel")
+        lines = ["@cuda.jit(cache=CACHE)", f"def {name}({_join([*_split(args), *(f'{v}_out' for v, _ in reduce)])}):"]
+        lines += [f"    {var} = {_IDENTITY[op]}" for var, op in reduce]
+        lines += ["    i = cuda.grid(1)", "    _stride = cuda.gridsize(1)", f"    _n = {n}", "    while i < _n:"]
+        lines += [_indent(body, 8).rstrip("\n"), "        i += _stride"]
+        for k, (var, op) in enumerate(reduce):
+            sh = f"_sh{k}"
+            combine = f"{sh}[_t] + {sh}[_t + _s]" if op == "+" else f"max({sh}[_t], {sh}[_t + _s])"
+            lines += [
+                f"    {sh} = cuda.shared.array({CUDA_THREADS}, float64)",
+                "    _t = cuda.threadIdx.x",
+                f"    {sh}[_t] = {var}",
+                "    cuda.syncthreads()",
+                "    _s = cuda.blockDim.x // 2",
+                "    while _s > 0:",
+                "        if _t < _s:",
+                f"            {sh}[_t] = {combine}",
+                "        cuda.syncthreads()",
+                "        _s //= 2",
+                "    if _t == 0:",
+                f"        cuda.atomic.{'add' if op == '+' else 'max'}({var}_out, 0, {sh}[0])",
+            ]
+        return "\n".join(lines) + "\n"
     if target not in ("serial", "parallel"):
         raise ValueError(f"unknown kernel target {target!r} (expected 'serial', 'parallel' or 'cuda')")
     parallel = target == "parallel"
-    return (
-        f"@njit(cache=CACHE, nogil=True, error_model='numpy'{', parallel=True' if parallel else ''})\n"
-        + signature
-        + f"    for i in {'prange' if parallel else 'range'}({n}):\n"
-        + _indent(body, 8)
-    )
+    options = (", parallel=True" if parallel else "") + (", fastmath={'reassoc'}" if reduce else "")
+    lines = [f"@njit(cache=CACHE, nogil=True, error_model='numpy'{options})", f"def {name}({_join(args)}):"]
+    lines += [f"    {var} = {_IDENTITY[op]}" for var, op in reduce]
+    lines += [f"    for i in {'prange' if parallel else 'range'}({n}):", _indent(body, 8).rstrip("\n")]
+    if epilogue:
+        lines.append(_indent(epilogue, 4).rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def _split(args) -> list[str]:
+    return [a.strip() for a in args.split(",")] if isinstance(args, str) else list(args)
 
 
 def _function_text(fn: Callable) -> str:
@@ -208,8 +240,8 @@ def _global_names(code) -> set[str]:
 
 def is_portable(fn, companions: Sequence[Callable] = ()) -> bool:
     """True for a module-level ``def`` whose source can be copied into a generated file (and so be served from
-    Numba's disk cache): it reads no globals but ``math``, builtins and the ``companions`` copied beside it.
-    Lambdas, closures, nested functions and Numba dispatchers are compiled per process instead."""
+    Numba's disk cache): it reads no globals but ``math``, the table's ``select``, builtins and the ``companions``
+    copied beside it. Lambdas, closures, nested functions and Numba dispatchers are compiled per process instead."""
     name = getattr(fn, "__name__", "")
     code = getattr(fn, "__code__", None)
     if (
@@ -224,7 +256,7 @@ def is_portable(fn, companions: Sequence[Callable] = ()) -> bool:
     allowed = {getattr(c, "__name__", None): c for c in companions}
     for g in _global_names(code):
         value = fn.__globals__.get(g, _MISSING)
-        if g == "math" and value is math:
+        if (g == "math" and value is math) or (g == "select" and value is scalar_math.select):
             continue
         if g in allowed and value is allowed[g]:
             continue
