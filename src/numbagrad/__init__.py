@@ -79,10 +79,10 @@ def numel(t: Tensor) -> int:
 
 
 def __getattr__(name: str):
-    """``numbagrad.nn``, ``numbagrad.optim``, ``numbagrad.cuda`` and ``numbagrad.elementwise`` load on first use."""
+    """``numbagrad.nn``, ``optim``, ``cuda``, ``cache`` and ``numbagrad.elementwise`` load on first use."""
     import importlib
 
-    if name in ("nn", "optim", "cuda", "utils"):
+    if name in ("nn", "optim", "cuda", "utils", "cache"):
         return importlib.import_module(f".{name}", __name__)
     if name in ("elementwise", "warmup"):
         return getattr(importlib.import_module(".kernels", __name__), name)
