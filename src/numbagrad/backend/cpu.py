@@ -130,15 +130,41 @@ def sum_to_shape(a: np.ndarray, shape: tuple) -> np.ndarray:
     return r.reshape(shape)
 
 
+# --- accumulation, foreach and apply kernels (backend engineer) ----------------------------------------------
+def loop_variant(size: int) -> str:
+    """The loop a kernel over ``size`` elements runs: ``"parallel"`` (``prange``) from ``PARALLEL_THRESHOLD`` on,
+    else ``"serial"``."""
+    return "parallel" if size >= PARALLEL_THRESHOLD else "serial"
+
+
 def accumulate_(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst += src`` in place through a compiled kernel (the leaf ``.grad`` accumulation)."""
-    from . import kernels
-
     if dst.flags.c_contiguous and src.shape == dst.shape:
         s = np.ascontiguousarray(src, dtype=dst.dtype)
-        kernels.accumulate(dst.reshape(-1), s.reshape(-1), dst.size >= PARALLEL_THRESHOLD)
+        codegen.accumulate_kernel(loop_variant(dst.size))(dst.reshape(-1), s.reshape(-1))
     else:
         dst += src
+
+
+def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> None:
+    """Run the module-level per-element ``update(i, *arrays, *scalars, *static)`` for every ``i`` of the flat,
+    contiguous, equal-sized ``arrays``: a serial loop, or ``prange`` from ``PARALLEL_THRESHOLD`` elements on.
+    ``static`` flags are compiled into the loop as constants (``codegen.foreach_kernel``)."""
+    n = arrays[0].shape[0]
+    if n:
+        kernel = codegen.foreach_kernel(update, len(arrays), len(scalars), loop_variant(n), static)
+        kernel(*arrays, *scalars)
+
+
+def apply_kernel(fn, dtype, variant: str, arity: int = 1):
+    """``run(res, *others)``: ``res[i] = fn(res[i], others[0][i], ...)`` over flat contiguous arrays of
+    ``dtype`` with the ``variant`` loop (``loop_variant``), compiled now for that dtype (so an uncompilable
+    ``fn`` raises here, a Numba error)."""
+    import numba
+
+    kernel = codegen.apply_kernel(fn, arity, variant)
+    kernel.compile((numba.typeof(np.empty(1, dtype)),) * arity)
+    return kernel
 
 
 # --- numpy primitives (lead) ----------------------------------------------------------------------------------
@@ -200,7 +226,8 @@ def copy(a: np.ndarray) -> np.ndarray:
 
 
 def astype(a: np.ndarray, dtype) -> np.ndarray:
-    return a.astype(dtype)
+    """A C-contiguous copy in ``dtype``."""
+    return np.array(a, dtype=dtype, order="C", copy=True)
 
 
 def ascontiguous(a: np.ndarray) -> np.ndarray:
@@ -266,6 +293,8 @@ def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None)
 def arg_reduce(a: np.ndarray, op: str, axis=None, keepdim: bool = False) -> np.ndarray:
     """``argmax``/``argmin`` along ``axis`` (over the flattened array when None), as int64."""
     fn = np.argmax if op == "argmax" else np.argmin
+    if a.ndim == 0:
+        return np.zeros((), np.int64)
     if axis is None:
         out = np.asarray(fn(a), dtype=np.int64)
         return out.reshape((1,) * a.ndim) if keepdim else out
@@ -277,12 +306,14 @@ def where(cond: np.ndarray, a, b, dtype) -> np.ndarray:
 
 
 def concatenate(arrays: list, dim: int, dtype) -> np.ndarray:
-    return np.concatenate([x.astype(dtype, copy=False) for x in arrays], axis=dim)
+    return np.concatenate(arrays, axis=dim, dtype=dtype, casting="unsafe")
 
 
 def sort(a: np.ndarray, dim: int, descending: bool) -> tuple[np.ndarray, np.ndarray]:
     """Stable sort along ``dim``: (values, int64 indices). Descending sorts the reversed array ascending and
     reverses back, so ties keep their original order and NaN comes first, as in torch (no negation to overflow)."""
+    if a.ndim == 0:
+        return a.copy(), np.zeros((), np.int64)
     if not descending:
         idx = np.argsort(a, axis=dim, kind="stable")
     else:
@@ -306,10 +337,12 @@ def setitem(dst: np.ndarray, index: tuple, value) -> None:
     dst[index] = value
 
 
-def index_add_zeros(shape: tuple, dtype, index: tuple, values: np.ndarray) -> np.ndarray:
-    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up)."""
+def index_add_zeros(shape: tuple, dtype, index, values: np.ndarray) -> np.ndarray:
+    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up, as ``np.add.at``; a basic
+    index, which cannot repeat, is a plain assignment)."""
     out = np.zeros(shape, dtype)
-    if any(type(i) is np.ndarray for i in index):
+    items = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, (np.ndarray, list)) for i in items):
         np.add.at(out, index, values)
     else:
         out[index] = values
@@ -320,7 +353,49 @@ def take_along_axis(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:
     return np.take_along_axis(a, idx, axis=dim)
 
 
-def put_along_axis_zeros(shape: tuple, idx: np.ndarray, values: np.ndarray, dim: int) -> np.ndarray:
-    out = np.zeros(shape, values.dtype)
-    np.put_along_axis(out, idx, values, axis=dim)
+def put_along_axis_zeros(shape: tuple, idx: np.ndarray, values, dim: int) -> np.ndarray:
+    """Zeros of ``shape`` with ``values`` added at ``idx`` along ``dim`` (repeated indices add up: the backward
+    of ``take_along_axis``)."""
+    out = np.zeros(shape, np.asarray(values).dtype)
+    index = list(np.indices(idx.shape, sparse=True))
+    index[dim] = idx
+    np.add.at(out, tuple(index), values)
     return out
+
+
+#: The backend interface: the same names as ``cuda.__all__`` (tests/test_backend.py checks it).
+__all__ = [
+    "accumulate_",
+    "apply_kernel",
+    "arg_reduce",
+    "ascontiguous",
+    "astype",
+    "broadcast_to",
+    "can_view",
+    "concatenate",
+    "copy",
+    "data_ptr",
+    "elementwise",
+    "elementwise_grad",
+    "empty",
+    "foreach",
+    "from_host",
+    "full",
+    "getitem",
+    "index_add_zeros",
+    "is_contiguous",
+    "loop_variant",
+    "matmul",
+    "overlap",
+    "put_along_axis_zeros",
+    "reduce",
+    "reshape",
+    "setitem",
+    "sort",
+    "sum_to_shape",
+    "take_along_axis",
+    "tile",
+    "to_host",
+    "where",
+    "zeros",
+]
