@@ -785,11 +785,9 @@ def _host_op(name: str):
     return via_host
 
 
-#: More backend functions this backend runs by a host round trip through the cpu backend (add a name here when
-#: adding a numpy primitive to ``cpu`` that has no device kernel yet).
-HOST_ROUND_TRIPS = ("tile",)
-for _name in HOST_ROUND_TRIPS:
-    globals()[_name] = _host_op(_name)
+# More backend functions run by a host round trip through the cpu backend: add a line here when a numpy primitive
+# added to ``cpu`` has no device kernel yet.
+tile = _host_op("tile")
 
 
 __all__ = [
