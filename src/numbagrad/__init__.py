@@ -73,7 +73,7 @@ def __getattr__(name: str):
     """``numbagrad.nn``, ``numbagrad.optim``, ``numbagrad.cuda`` and ``numbagrad.elementwise`` load on first use."""
     import importlib
 
-    if name in ("nn", "optim", "cuda", "utils"):
+    if name in ("nn", "optim", "cuda", "utils", "compile"):  # compile: a callable package (numbagrad.compile(fn))
         return importlib.import_module(f".{name}", __name__)
     if name in ("elementwise", "warmup"):
         return getattr(importlib.import_module(".kernels", __name__), name)

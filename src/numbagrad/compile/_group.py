@@ -1,0 +1,524 @@
+"""A fusion group at run time: one generated forward kernel, one backward kernel, one node in the eager graph.
+
+``Group.run(*inputs)`` computes the group's outputs (its materialized values, then the closing reduction's result).
+With grad mode on and an input that requires grad it goes through ``Function.apply`` of the group's own Function
+class, so the group is ONE node (``CompiledFunctionBackward``): hooks, ``retain_grad``, version counters, anomaly
+mode and ``.grad`` accumulation are the eager graph's own. Otherwise it launches the forward kernel directly.
+
+The backward kernel computes every needed input gradient in one pass; values the gradient formulas read are
+recomputed from the inputs, or saved by the forward when that moves fewer bytes (``_strategy``). With
+``create_graph=True`` the backward recomputes the group with its eager ops and differentiates those
+(``autograd.grad``), so double backward works.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ..autograd.grad_mode import state
+from . import _codegen_shim as cg
+from ._kernels import (
+    NUMBA_TYPES,
+    BackwardPlan,
+    KNode,
+    Reduction,
+    backward_analysis,
+    backward_source,
+    collapse,
+    forward_source,
+)
+
+_PARALLEL_THRESHOLD = None
+
+
+def _parallel_threshold() -> int:
+    """The backend's switch-over size to ``prange`` kernels (read once, lazily: it imports Numba)."""
+    global _PARALLEL_THRESHOLD
+    if _PARALLEL_THRESHOLD is None:
+        from ..backend import cpu
+
+        _PARALLEL_THRESHOLD = cpu.PARALLEL_THRESHOLD
+    return _PARALLEL_THRESHOLD
+
+
+def _cuda():
+    from ..backend import cuda
+
+    return cuda
+
+
+def _cuda_grid(n: int) -> tuple[int, int]:
+    """(blocks, threads): a power-of-two block (the reductions' tree needs one); one small block on the simulator,
+    which runs every thread in Python."""
+    if _cuda().simulator():
+        return 1, 16
+    threads = cg.CUDA_THREADS
+    return max(1, min((n + threads - 1) // threads, 4096)), threads
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _compact(g):
+    """An incoming gradient as a C-contiguous operand: a broadcast (stride-0) view is passed as the array it
+    expands, so the kernel reads it at stride 0 instead of materializing it."""
+    if isinstance(g, np.ndarray):
+        if g.flags.c_contiguous:
+            return g
+        index = tuple(slice(0, 1) if st == 0 and n > 1 else slice(None) for st, n in zip(g.strides, g.shape))
+        small = g[index]
+        return small if small.flags.c_contiguous else np.ascontiguousarray(small)
+    return g if g.is_c_contiguous() else g.copy()
+
+
+def _flat(a):
+    return a if a.ndim == 1 else a.reshape(-1)
+
+
+class _Layout:
+    """One shape configuration of a group: the iteration shape, its collapse, and the kernels for it."""
+
+    __slots__ = ("shape", "n", "dims", "masks", "kernels", "target", "red_shape", "red_keep")
+
+    def __init__(self, shape, dims, masks, target, red_shape, red_keep) -> None:
+        self.shape, self.dims, self.masks, self.target = shape, dims, masks, target
+        self.n = _numel(shape)
+        self.kernels: dict = {}
+        self.red_shape, self.red_keep = red_shape, red_keep
+
+
+class Group:
+    """One fusion group: rows over one broadcast iteration space, plus an optional closing reduction.
+
+    ``nodes`` are ``KNode``s in program order; their args refer to group inputs ``("i", k)``, scalar constants
+    ``("s", k)`` and earlier nodes ``("v", j)``. ``outputs`` are the nodes whose values leave the group.
+    ``eager`` recomputes the group with its original ops (the create_graph fallback): one ``(cls, args)`` per node,
+    and for the reduction ``(cls, args)`` with ``("v", j)`` in place of the reduced tensor.
+    """
+
+    def __init__(
+        self,
+        nodes: list[KNode],
+        input_dtypes: list,
+        scalars: list,
+        outputs: tuple,
+        reduction: Reduction | None,
+        red_info: tuple | None,
+        eager: list,
+        is_cuda: bool,
+        label: str,
+    ) -> None:
+        self.nodes = nodes
+        self.input_dtypes = [np.dtype(d) for d in input_dtypes]
+        self.n_inputs = len(input_dtypes)
+        self.scalar_dtypes = [np.dtype(type(s)) for s in scalars]
+        self.scalars = list(scalars)
+        self.outputs = tuple(outputs)
+        self.reduction = reduction
+        self.red_dtype, self.red_keepdim, self.red_count_axes = red_info if red_info else (None, False, ())
+        self.eager = eager
+        self.is_cuda = is_cuda
+        self.label = label
+        self.n_outputs = len(self.outputs) + (1 if reduction is not None else 0)
+        self._layouts: dict = {}
+        self._strategies: dict = {}
+        self.fn_cls = type(
+            "CompiledFunction",
+            (_GroupFunction,),
+            {"group": self, "node_name": "CompiledFunctionBackward", "__module__": __name__},
+        )
+
+    def __repr__(self) -> str:
+        rows = " -> ".join(n.row.name for n in self.nodes)
+        red = f" -> {self.reduction.kind}" if self.reduction else ""
+        return f"<fused group {self.label}: {rows}{red}>"
+
+    # --- running -------------------------------------------------------------------------------------------
+    def run(self, *inputs) -> tuple:
+        """The group's outputs for ``inputs`` (tensors, in the group's input order)."""
+        if state.enabled:
+            for t in inputs:
+                if t._requires_grad or t.grad_fn is not None:
+                    out = self.fn_cls.apply(*inputs)
+                    return out if isinstance(out, tuple) else (out,)
+        arrays = self.forward_arrays([t._data for t in inputs], None)
+        return tuple(Tensor._make(a) for a in arrays)
+
+    def layout(self, datas) -> _Layout:
+        key = tuple(d.shape for d in datas)
+        lay = self._layouts.get(key)
+        if lay is None:
+            lay = self._layouts[key] = self._make_layout(datas)
+        return lay
+
+    def _make_layout(self, datas) -> _Layout:
+        shape = np.broadcast_shapes(*[tuple(d.shape) for d in datas]) if datas else ()
+        operands = {f"a{k}": tuple(d.shape) for k, d in enumerate(datas)}
+        red_shape = red_keep = None
+        if self.reduction is not None:
+            axes = self.reduction.axes if not self.reduction.full else tuple(range(len(shape)))
+            red_keep = tuple(1 if k in axes else s for k, s in enumerate(shape))
+            red_shape = red_keep if self.red_keepdim else tuple(s for k, s in enumerate(shape) if k not in axes)
+            operands["r"] = red_keep
+        names = list(operands)
+        dims, masks = collapse(shape, [operands[n] for n in names])
+        n = _numel(shape)
+        if self.is_cuda:
+            target = "cuda"
+        else:
+            target = "parallel" if n >= _parallel_threshold() else "serial"
+        return _Layout(shape, dims, dict(zip(names, masks)), target, red_shape, red_keep)
+
+    # --- forward -------------------------------------------------------------------------------------------
+    def forward_arrays(self, datas, saved: tuple | None, ctx=None) -> list:
+        """Run the forward kernel: returns the output arrays; saved values (``saved`` node indices) go to
+        ``ctx._saved_values``."""
+        lay = self.layout(datas)
+        saved = saved or ()
+        if lay.n == 0:
+            return self._forward_eager_arrays(datas)
+        key = ("fwd", saved)
+        entry = lay.kernels.get(key)
+        if entry is None:
+            entry = lay.kernels[key] = self._forward_kernel(lay, saved)
+        kernel, reads, target = entry
+        cuda = target == "cuda"
+        alloc = _cuda().empty if cuda else np.empty
+        args = [
+            _flat(datas[k]) if cuda or datas[k].flags.c_contiguous else _flat(np.ascontiguousarray(datas[k]))
+            for k in reads
+        ]
+        args += self.scalars
+        outs = []
+        for j in self.outputs:
+            o = alloc(lay.shape, self.nodes[j].dtype)
+            outs.append(o)
+            args.append(_flat(o))
+        saved_arrays = []
+        for j in saved:
+            o = alloc(lay.shape, self.nodes[j].dtype)
+            saved_arrays.append(o)
+            args.append(_flat(o))
+        red = self.reduction
+        finish = None
+        if red is not None:
+            if red.full and not cuda:
+                res = np.empty(lay.red_shape, self.red_dtype)
+                args.append(res.reshape(1))
+                if red.kind == "mean":
+                    args.append(float(lay.n))
+            else:
+                m = _numel(lay.red_shape)
+                init = -math.inf if red.kind == "amax" else 0.0
+                acc = self._filled(m, init, cuda)
+                nan = self._filled(m, 0.0, cuda)
+                res = alloc(lay.red_shape, self.red_dtype)
+                if red.full:
+                    finish = (acc, nan, res)
+                else:
+                    args.append(acc)
+                    if red.kind == "amax":
+                        args.append(nan)
+                    finish = (acc, nan, res)
+            outs.append(res)
+        args += lay.dims
+        if cuda:
+            args.append(lay.n)
+            if red is not None and red.full:
+                args.append(finish[0])
+                if red.kind == "amax":
+                    args.append(finish[1])
+            blocks, threads = _cuda_grid(lay.n)
+            kernel.fwd[blocks, threads](*args)
+        else:
+            kernel.fwd(*args)
+        if finish is not None:
+            acc, nan, res = finish
+            count = float(_numel(lay.shape) // max(_numel(lay.red_shape), 1)) if red.kind == "mean" else 1.0
+            m = _numel(lay.red_shape)
+            flat_res = res.reshape(-1) if m else res
+            if cuda:
+                blocks, threads = _cuda_grid(m)
+                kernel.fin[blocks, threads](flat_res, acc, nan, count, m)
+            else:
+                kernel.fin(flat_res, acc, nan, count, m)
+        if ctx is not None:
+            ctx._saved_values = dict(zip(saved, saved_arrays))
+        return outs
+
+    @staticmethod
+    def _filled(m: int, value: float, cuda: bool):
+        a = np.full(m, value, np.float64)
+        return _cuda().to_device(a) if cuda else a
+
+    def _forward_kernel(self, lay: _Layout, saved: tuple):
+        masks = dict(lay.masks)
+        for m in range(len(self.outputs)):
+            masks[f"o{m}"] = (True,) * len(lay.dims)
+        for j in saved:
+            masks[f"sv{j}"] = (True,) * len(lay.dims)
+        target = lay.target
+        red = self.reduction
+        if target == "parallel" and red is not None and not red.full and not masks["r"][0]:
+            target = "serial"  # dim 0 is reduced: threads would add into the same outputs
+        source, args = forward_source(
+            self.nodes, self.input_dtypes, self.scalar_dtypes, self.outputs, saved, red, masks, target
+        )
+        reads = [int(a[1:]) for a in args if a.startswith("a")]
+        module = cg.load_module(f"fused_fwd_{target}", source)
+        return module, reads, target
+
+    def _forward_eager_arrays(self, datas) -> list:
+        """Empty iteration space: the eager ops give the right shapes (and errors, as amax of nothing)."""
+        from ..autograd.grad_mode import no_grad
+
+        with no_grad():
+            outs = self._eager_outputs([Tensor._make(d) for d in datas])
+        return [t._data for t in outs]
+
+    def _eager_outputs(self, inputs) -> list:
+        values = []
+
+        def resolve(ref):
+            kind, k = ref[0], ref[1]
+            if kind == "i":
+                return inputs[k]
+            if kind == "v":
+                return values[k]
+            return ref[1]  # ("lit", value): the op's own Python argument
+
+        for cls, args in self.eager[: len(self.nodes)]:
+            values.append(cls.apply(*[resolve(a) for a in args]))
+        outs = [values[j] for j in self.outputs]
+        if self.reduction is not None:
+            cls, args = self.eager[-1]
+            outs.append(cls.apply(*[resolve(a) for a in args]))
+        return outs
+
+    # --- node ----------------------------------------------------------------------------------------------
+    def forward_node(self, ctx, inputs) -> tuple:
+        needs = ctx.needs_input_grad
+        sv_nodes, vo_ms, kernel_inputs = self._strategy(needs)
+        arrays = self.forward_arrays([t._data for t in inputs], sv_nodes, ctx)
+        outs = [Tensor._make(a) for a in arrays]
+        keep = [inputs[k] for k in kernel_inputs] + [outs[m] for m in vo_ms]
+        if self.reduction is not None and self.reduction.kind == "amax":
+            keep.append(outs[-1])  # the maximum: its gradient goes to the elements equal to it
+        ctx.save_for_backward(*keep)
+        ctx._kernel_inputs, ctx._vo = kernel_inputs, vo_ms
+        ctx._inputs = inputs  # for the create_graph fallback (plain references, like eager's recomputation)
+        ctx.set_materialize_grads(False)
+        return tuple(outs) if len(outs) > 1 else outs[0]
+
+    def _strategy(self, needs: tuple) -> tuple:
+        """(nodes the forward saves in buffers, outputs kept for backward, inputs the backward reads): the values
+        the gradient formulas read are recomputed from the inputs, or saved, whichever moves fewer full-size
+        arrays (a saved value is written once and read once; an output is written anyway)."""
+        entry = self._strategies.get(needs)
+        if entry is not None:
+            return entry
+        needed = tuple(needs[: self.n_inputs])
+        gouts = tuple(range(len(self.outputs)))
+        _, reads = backward_analysis(self.nodes, self.n_inputs, self.outputs, self.reduction, needed, gouts, True)
+        read_nodes = {k for kind, k in reads if kind == "v"}
+        direct = {k for kind, k in reads if kind == "i"}
+        recompute_inputs, stack, seen = set(direct), list(read_nodes), set()
+        while stack:
+            j = stack.pop()
+            if j not in seen:
+                seen.add(j)
+                recompute_inputs |= {k for kind, k in self.nodes[j].args if kind == "i"}
+                stack += [k for kind, k in self.nodes[j].args if kind == "v"]
+        big = {k for k in range(self.n_inputs) if self.input_full[k]}
+        cost_recompute = len(recompute_inputs & big)
+        cost_save = len(direct & big) + sum(1 if j in self.outputs else 2 for j in read_nodes)
+        if read_nodes and cost_save < cost_recompute:
+            sv = tuple(sorted(j for j in read_nodes if j not in self.outputs))
+            vo = tuple(m for m, j in enumerate(self.outputs) if j in read_nodes)
+            entry = (sv, vo, tuple(sorted(direct)))
+        else:
+            entry = ((), (), tuple(sorted(recompute_inputs)))
+        self._strategies[needs] = entry
+        return entry
+
+    input_full: tuple = ()  # per input: as large as the iteration space (at trace time)
+
+    # --- backward ------------------------------------------------------------------------------------------
+    def backward_node(self, ctx, grads) -> tuple:
+        if state.enabled:
+            return self._backward_eager(ctx, grads)
+        n_out = len(self.outputs)
+        red = self.reduction
+        gouts = tuple(m for m in range(n_out) if grads[m] is not None)
+        gred = red is not None and grads[n_out] is not None
+        if not gouts and not gred:
+            return (None,) * self.n_inputs
+        saved = ctx.saved_tensors  # checks the versions of what the kernel reads
+        datas = [t._data for t in ctx._inputs]
+        lay = self.layout(datas)
+        if lay.n == 0:
+            return self._backward_eager(ctx, grads)
+        cuda = lay.target == "cuda"
+        values = {f"go{m}": _compact(grads[m]._data) for m in gouts}
+        if gred:
+            values["gr"] = _compact(grads[n_out]._data.reshape(lay.red_keep))
+        needs = tuple(ctx.needs_input_grad)
+        sv_nodes = tuple(sorted(ctx._saved_values))
+        key = ("bwd", needs, gouts, gred, tuple(v.shape for v in values.values()), sv_nodes, ctx._vo)
+        entry = lay.kernels.get(key)
+        if entry is None:
+            shapes = {name: tuple(v.shape) for name, v in values.items()}
+            entry = lay.kernels[key] = self._backward_kernel(lay, datas, needs, gouts, gred, shapes, sv_nodes, ctx._vo)
+        module, arg_names, count_names, modes, dims = entry
+        alloc = _cuda().empty if cuda else np.empty
+        for k, d in enumerate(datas):
+            values[f"a{k}"] = _flat(d if cuda or d.flags.c_contiguous else np.ascontiguousarray(d))
+        for k, s in enumerate(self.scalars):
+            values[f"s{k}"] = s
+        for j, a in ctx._saved_values.items():
+            values[f"sv{j}"] = _flat(a)
+        nk = len(ctx._kernel_inputs)
+        for i, m in enumerate(ctx._vo):
+            values[f"vo{m}"] = _flat(saved[nk + i]._data)
+        for name in [n for n in values if n.startswith("go") or n == "gr"]:
+            values[name] = _flat(values[name])
+        if gred and red.kind == "mean":
+            values["cnt"] = self.nodes[red.node].dtype.type(lay.n // max(_numel(lay.red_shape), 1))
+        results = {}
+        for k, mode in enumerate(modes):
+            if mode is None:
+                continue
+            shape, dt = datas[k].shape, self.input_dtypes[k]
+            if mode == "full":
+                buf = alloc(shape, dt)
+            elif mode == "after":
+                buf = alloc(lay.shape, dt)
+            elif mode == "inner":
+                buf = self._filled(_numel(shape), 0.0, cuda)
+            else:  # acc: one element
+                buf = self._filled(1, 0.0, True) if cuda else np.empty(1, dt)
+            results[k] = buf
+            values[f"ga{k}"] = _flat(buf)
+            values[f"_h{k}_out"] = buf
+        for k, d in enumerate(dims):
+            values[f"d{k}"] = d
+        values["_n"] = lay.n
+        if count_names is not None:
+            values["rm"] = _flat(saved[-1]._data.reshape(lay.red_keep))
+            values["rc"] = self._filled(_numel(lay.red_shape), 0.0, cuda)
+            cargs = [values[a] for a in count_names]
+            if cuda:
+                module.cnt[_cuda_grid(lay.n)](*cargs)
+            else:
+                module.cnt(*cargs)
+        call = [values[a] for a in arg_names]
+        if cuda:
+            module.bwd[_cuda_grid(lay.n)](*call)
+        else:
+            module.bwd(*call)
+        out = [None] * self.n_inputs
+        for k, buf in results.items():
+            mode, shape, dt = modes[k], datas[k].shape, self.input_dtypes[k]
+            if mode == "after":
+                from ..backend import cpu
+
+                buf = np.ascontiguousarray(cpu.sum_to_shape(buf, shape))
+            elif mode == "inner" or (mode == "acc" and cuda):
+                buf = buf.astype(dt).reshape(shape)
+            elif mode == "acc":
+                buf = buf.reshape(shape)
+            out[k] = Tensor._make(buf)
+        return tuple(out)
+
+    def _backward_kernel(self, lay, datas, needs, gouts, gred, shapes, sv_nodes, vo_ms):
+        """The backward (and tie count) kernels for one combination of needed gradients and incoming gradient
+        layouts: (module, bwd argument names, cnt argument names or None, per-input modes, collapsed sizes)."""
+        names = [f"a{k}" for k in range(self.n_inputs)] + list(shapes)
+        operand_shapes = [tuple(d.shape) for d in datas] + list(shapes.values())
+        if self.reduction is not None:
+            names.append("r")
+            operand_shapes.append(lay.red_keep)
+        dims, mask_list = collapse(lay.shape, operand_shapes)
+        masks = dict(zip(names, mask_list))
+        rank = len(dims)
+        full = (True,) * rank
+        target = lay.target
+        modes = []
+        for k in range(self.n_inputs):
+            if not needs[k]:
+                modes.append(None)
+                continue
+            mask = masks[f"a{k}"]
+            if all(mask):
+                mode = "full"
+            elif not any(mask):
+                mode = "acc"
+            elif target == "parallel" and not mask[0]:
+                mode = "after"  # threads over dim 0 would add into the same elements: reduce afterwards
+            else:
+                mode = "inner"
+            modes.append(mode)
+            masks[f"ga{k}"] = full if mode == "after" else mask
+        for j in sv_nodes:
+            masks[f"sv{j}"] = full
+        for m in vo_ms:
+            masks[f"vo{m}"] = full
+        if self.reduction is not None:
+            masks["rm"] = masks["rc"] = masks["r"]
+        saved = frozenset(sv_nodes) | frozenset(self.outputs[m] for m in vo_ms)
+        plan = BackwardPlan(tuple(modes), gouts, gred, saved)
+        source, args, count_args = backward_source(
+            self.nodes, self.input_dtypes, self.scalar_dtypes, self.outputs, self.reduction, plan, masks, target
+        )
+        module = cg.load_module(f"fused_bwd_{target}", source)
+        return module, args, count_args, tuple(modes), dims
+
+    def _backward_eager(self, ctx, grads) -> tuple:
+        """create_graph=True (or an empty space): the group's eager ops, differentiated by the engine."""
+        from ..autograd import grad as autograd_grad
+        from ..autograd.grad_mode import enable_grad
+
+        inputs = ctx._inputs
+        needs = ctx.needs_input_grad
+        wanted = [k for k in range(self.n_inputs) if needs[k]]
+        with enable_grad():
+            outs = self._eager_outputs(list(inputs))
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        if not pairs or not wanted:
+            return (None,) * self.n_inputs
+        got = autograd_grad(
+            [o for o, _ in pairs],
+            [inputs[k] for k in wanted],
+            [g for _, g in pairs],
+            create_graph=state.enabled,
+            allow_unused=True,
+        )
+        out = [None] * self.n_inputs
+        for k, g in zip(wanted, got):
+            out[k] = g
+        return tuple(out)
+
+
+class _GroupFunction(Function):
+    """The node a fusion group puts in the eager graph (one per group class: ``group`` is set on the class)."""
+
+    group: Group
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        return ctx._forward_cls.group.forward_node(ctx, inputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return ctx._forward_cls.group.backward_node(ctx, grads)
+
+
+__all__ = ["NUMBA_TYPES", "Group"]
