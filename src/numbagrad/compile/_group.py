@@ -13,8 +13,6 @@ recomputed from the inputs, or saved by the forward when that moves fewer bytes 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._tensor import Tensor
@@ -79,14 +77,16 @@ def _compact(g):
     return g if g.is_c_contiguous() else g.copy()
 
 
-def _flat(a):
-    return a if a.ndim == 1 else a.reshape(-1)
+def _sum_to_shape(a, shape):
+    from ..backend import cpu
+
+    return np.ascontiguousarray(cpu.sum_to_shape(a, shape))
 
 
 class _Layout:
     """One shape configuration of a group: the iteration shape, its collapse, and the kernels for it."""
 
-    __slots__ = ("shape", "n", "dims", "masks", "kernels", "target", "red_shape", "red_keep")
+    __slots__ = ("shape", "n", "dims", "masks", "kernels", "target", "red_shape", "red_keep", "input_ndims")
 
     def __init__(self, shape, dims, masks, target, red_shape, red_keep) -> None:
         self.shape, self.dims, self.masks, self.target = shape, dims, masks, target
@@ -149,7 +149,7 @@ class Group:
                 if t._requires_grad or t.grad_fn is not None:
                     out = self.fn_cls.apply(*inputs)
                     return out if isinstance(out, tuple) else (out,)
-        arrays = self.forward_arrays([t._data for t in inputs], None)
+        arrays = self.forward_arrays([t._data for t in inputs])
         return tuple(Tensor._make(a) for a in arrays)
 
     def layout(self, datas) -> _Layout:
@@ -160,7 +160,7 @@ class Group:
         return lay
 
     def _make_layout(self, datas) -> _Layout:
-        shape = np.broadcast_shapes(*[tuple(d.shape) for d in datas]) if datas else ()
+        shape = tuple(np.broadcast_shapes(*[tuple(d.shape) for d in datas])) if datas else ()
         operands = {f"a{k}": tuple(d.shape) for k, d in enumerate(datas)}
         red_shape = red_keep = None
         if self.reduction is not None:
@@ -175,83 +175,24 @@ class Group:
             target = "cuda"
         else:
             target = "parallel" if n >= _parallel_threshold() else "serial"
-        return _Layout(shape, dims, dict(zip(names, masks)), target, red_shape, red_keep)
+        lay = _Layout(shape, dims, dict(zip(names, masks)), target, red_shape, red_keep)
+        lay.input_ndims = tuple(len(d.shape) for d in datas)
+        return lay
 
     # --- forward -------------------------------------------------------------------------------------------
-    def forward_arrays(self, datas, saved: tuple | None, ctx=None) -> list:
-        """Run the forward kernel: returns the output arrays; saved values (``saved`` node indices) go to
-        ``ctx._saved_values``."""
+    def forward_arrays(self, datas, saved: tuple = (), ctx=None) -> list:
+        """Run the forward kernel on the input arrays: the output arrays (the materialized values, then the
+        reduction's result). The values in ``saved`` (node indices) go to ``ctx._saved_values``."""
         lay = self.layout(datas)
-        saved = saved or ()
         if lay.n == 0:
             return self._forward_eager_arrays(datas)
-        key = ("fwd", saved)
-        entry = lay.kernels.get(key)
-        if entry is None:
-            entry = lay.kernels[key] = self._forward_kernel(lay, saved)
-        kernel, reads, target = entry
-        cuda = target == "cuda"
-        alloc = _cuda().empty if cuda else np.empty
-        args = [
-            _flat(datas[k]) if cuda or datas[k].flags.c_contiguous else _flat(np.ascontiguousarray(datas[k]))
-            for k in reads
-        ]
-        args += self.scalars
-        outs = []
-        for j in self.outputs:
-            o = alloc(lay.shape, self.nodes[j].dtype)
-            outs.append(o)
-            args.append(_flat(o))
-        saved_arrays = []
-        for j in saved:
-            o = alloc(lay.shape, self.nodes[j].dtype)
-            saved_arrays.append(o)
-            args.append(_flat(o))
-        red = self.reduction
-        finish = None
-        if red is not None:
-            if red.full and not cuda:
-                res = np.empty(lay.red_shape, self.red_dtype)
-                args.append(res.reshape(1))
-                if red.kind == "mean":
-                    args.append(float(lay.n))
-            else:
-                m = _numel(lay.red_shape)
-                init = -math.inf if red.kind == "amax" else 0.0
-                acc = self._filled(m, init, cuda)
-                nan = self._filled(m, 0.0, cuda)
-                res = alloc(lay.red_shape, self.red_dtype)
-                if red.full:
-                    finish = (acc, nan, res)
-                else:
-                    args.append(acc)
-                    if red.kind == "amax":
-                        args.append(nan)
-                    finish = (acc, nan, res)
-            outs.append(res)
-        args += lay.dims
-        if cuda:
-            args.append(lay.n)
-            if red is not None and red.full:
-                args.append(finish[0])
-                if red.kind == "amax":
-                    args.append(finish[1])
-            blocks, threads = _cuda_grid(lay.n)
-            kernel.fwd[blocks, threads](*args)
-        else:
-            kernel.fwd(*args)
-        if finish is not None:
-            acc, nan, res = finish
-            count = float(_numel(lay.shape) // max(_numel(lay.red_shape), 1)) if red.kind == "mean" else 1.0
-            m = _numel(lay.red_shape)
-            flat_res = res.reshape(-1) if m else res
-            if cuda:
-                blocks, threads = _cuda_grid(m)
-                kernel.fin[blocks, threads](flat_res, acc, nan, count, m)
-            else:
-                kernel.fin(flat_res, acc, nan, count, m)
+        launch = lay.kernels.get(saved)
+        if launch is None:
+            launch = lay.kernels[saved] = self._forward_launcher(lay, saved)
+        outs, saved_arrays = launch(datas)
         if ctx is not None:
-            ctx._saved_values = dict(zip(saved, saved_arrays))
+            ctx._lay = lay
+            ctx._saved_values = saved_arrays
         return outs
 
     @staticmethod
@@ -259,22 +200,73 @@ class Group:
         a = np.full(m, value, np.float64)
         return _cuda().to_device(a) if cuda else a
 
-    def _forward_kernel(self, lay: _Layout, saved: tuple):
+    def _forward_launcher(self, lay: _Layout, saved: tuple):
+        """Generated Python that allocates the outputs, launches the forward kernel (and the reduction's finishing
+        kernel) for this layout: ``launch(input_arrays) -> (outputs, saved buffers)``."""
+        rank = len(lay.dims)
+        full = (True,) * rank
         masks = dict(lay.masks)
         for m in range(len(self.outputs)):
-            masks[f"o{m}"] = (True,) * len(lay.dims)
+            masks[f"o{m}"] = full
         for j in saved:
-            masks[f"sv{j}"] = (True,) * len(lay.dims)
+            masks[f"sv{j}"] = full
         target = lay.target
         red = self.reduction
         if target == "parallel" and red is not None and not red.full and not masks["r"][0]:
             target = "serial"  # dim 0 is reduced: threads would add into the same outputs
-        source, args = forward_source(
+        source, arg_names = forward_source(
             self.nodes, self.input_dtypes, self.scalar_dtypes, self.outputs, saved, red, masks, target
         )
-        reads = [int(a[1:]) for a in args if a.startswith("a")]
         module = cg.load_module(f"fused_fwd_{target}", source)
-        return module, reads, target
+        cuda = target == "cuda"
+        ns = {"np": np, "K": module.fwd, "alloc": _cuda().empty if cuda else np.empty, "full": self._filled}
+        flat = "" if len(lay.shape) == 1 else ".reshape(-1)"
+        lines = []
+        expr = {}
+        for k in range(self.n_inputs):
+            expr[f"a{k}"] = f"d[{k}]" + ("" if lay.input_ndims[k] == 1 and not cuda else ".reshape(-1)")
+        for k, value in enumerate(self.scalars):
+            ns[f"S{k}"] = value
+            expr[f"s{k}"] = f"S{k}"
+        outs = []
+        for m, j in enumerate(self.outputs):
+            ns[f"T{j}"] = self.nodes[j].dtype
+            lines.append(f"o{m} = alloc({lay.shape!r}, T{j})")
+            expr[f"o{m}"] = f"o{m}{flat}"
+            outs.append(f"o{m}")
+        for j in saved:
+            ns[f"T{j}"] = self.nodes[j].dtype
+            lines.append(f"sv{j} = alloc({lay.shape!r}, T{j})")
+            expr[f"sv{j}"] = f"sv{j}{flat}"
+        finish = []
+        if red is not None:
+            ns["TR"] = self.red_dtype
+            m = _numel(lay.red_shape)
+            count = float(lay.n // max(m, 1))
+            if red.full and not cuda:
+                lines.append(f"res = np.empty({lay.red_shape!r}, TR)")
+                expr["r"] = "res.reshape(1)"
+                expr["cnt"] = repr(count)
+            else:
+                init = "-np.inf" if red.kind == "amax" else "0.0"
+                lines += [f"acc = full({m}, {init}, {cuda})", f"nan = full({m}, 0.0, {cuda})"]
+                lines.append(f"res = alloc({lay.red_shape!r}, TR)")
+                expr.update(r="acc", rn="nan", _acc_out="acc", _nan_out="nan")
+                ns["F"] = module.fin
+                res_flat = "res.reshape(-1)" if lay.red_shape != (m,) else "res"
+                grid = f"[{_cuda_grid(m)[0]}, {_cuda_grid(m)[1]}]" if cuda else ""
+                finish.append(f"F{grid}({res_flat}, acc, nan, {count!r}, {m})")
+            outs.append("res")
+        for k, dim in enumerate(lay.dims):
+            expr[f"d{k}"] = str(dim)
+        expr["_n"] = str(lay.n)
+        grid = "[{}, {}]".format(*_cuda_grid(lay.n)) if cuda else ""
+        lines.append(f"K{grid}(" + ", ".join(expr[a] for a in arg_names) + ")")
+        lines += finish
+        lines.append(f"return [{', '.join(outs)}], [{', '.join(f'sv{j}' for j in saved)}]")
+        code = "def launch(d):\n" + "".join(f"    {line}\n" for line in lines)
+        exec(code, ns)  # noqa: S102 - generated here
+        return ns["launch"]
 
     def _forward_eager_arrays(self, datas) -> list:
         """Empty iteration space: the eager ops give the right shapes (and errors, as amax of nothing)."""
@@ -307,13 +299,15 @@ class Group:
     def forward_node(self, ctx, inputs) -> tuple:
         needs = ctx.needs_input_grad
         sv_nodes, vo_ms, kernel_inputs = self._strategy(needs)
+        ctx._lay, ctx._saved_values = None, []
         arrays = self.forward_arrays([t._data for t in inputs], sv_nodes, ctx)
         outs = [Tensor._make(a) for a in arrays]
         keep = [inputs[k] for k in kernel_inputs] + [outs[m] for m in vo_ms]
         if self.reduction is not None and self.reduction.kind == "amax":
             keep.append(outs[-1])  # the maximum: its gradient goes to the elements equal to it
         ctx.save_for_backward(*keep)
-        ctx._kernel_inputs, ctx._vo = kernel_inputs, vo_ms
+        ctx._kernel_inputs, ctx._vo, ctx._saved_nodes = kernel_inputs, vo_ms, sv_nodes
+        ctx._bkey = (needs, sv_nodes, vo_ms)
         ctx._inputs = inputs  # for the create_graph fallback (plain references, like eager's recomputation)
         ctx.set_materialize_grads(False)
         return tuple(outs) if len(outs) > 1 else outs[0]
@@ -362,85 +356,34 @@ class Group:
         if not gouts and not gred:
             return (None,) * self.n_inputs
         saved = ctx.saved_tensors  # checks the versions of what the kernel reads
-        datas = [t._data for t in ctx._inputs]
-        lay = self.layout(datas)
-        if lay.n == 0:
+        lay = ctx._lay
+        if lay is None:
             return self._backward_eager(ctx, grads)
-        cuda = lay.target == "cuda"
-        values = {f"go{m}": _compact(grads[m]._data) for m in gouts}
+        go = [_compact(grads[m]._data) for m in gouts]
+        gr = None
         if gred:
-            values["gr"] = _compact(grads[n_out]._data.reshape(lay.red_keep))
-        needs = tuple(ctx.needs_input_grad)
-        sv_nodes = tuple(sorted(ctx._saved_values))
-        key = ("bwd", needs, gouts, gred, tuple(v.shape for v in values.values()), sv_nodes, ctx._vo)
-        entry = lay.kernels.get(key)
-        if entry is None:
-            shapes = {name: tuple(v.shape) for name, v in values.items()}
-            entry = lay.kernels[key] = self._backward_kernel(lay, datas, needs, gouts, gred, shapes, sv_nodes, ctx._vo)
-        module, arg_names, count_names, modes, dims = entry
-        alloc = _cuda().empty if cuda else np.empty
-        for k, d in enumerate(datas):
-            values[f"a{k}"] = _flat(d if cuda or d.flags.c_contiguous else np.ascontiguousarray(d))
-        for k, s in enumerate(self.scalars):
-            values[f"s{k}"] = s
-        for j, a in ctx._saved_values.items():
-            values[f"sv{j}"] = _flat(a)
+            gr = grads[n_out]._data
+            if not red.full:
+                gr = _compact(gr.reshape(lay.red_keep))
+        key = (ctx._bkey, gouts, gred, tuple(g.shape for g in go), None if gr is None or red.full else gr.shape)
+        launch = lay.kernels.get(key)
+        if launch is None:
+            launch = lay.kernels[key] = self._backward_launcher(ctx, lay, gouts, gred, go, gr)
         nk = len(ctx._kernel_inputs)
-        for i, m in enumerate(ctx._vo):
-            values[f"vo{m}"] = _flat(saved[nk + i]._data)
-        for name in [n for n in values if n.startswith("go") or n == "gr"]:
-            values[name] = _flat(values[name])
-        if gred and red.kind == "mean":
-            values["cnt"] = self.nodes[red.node].dtype.type(lay.n // max(_numel(lay.red_shape), 1))
-        results = {}
-        for k, mode in enumerate(modes):
-            if mode is None:
-                continue
-            shape, dt = datas[k].shape, self.input_dtypes[k]
-            if mode == "full":
-                buf = alloc(shape, dt)
-            elif mode == "after":
-                buf = alloc(lay.shape, dt)
-            elif mode == "inner":
-                buf = self._filled(_numel(shape), 0.0, cuda)
-            else:  # acc: one element
-                buf = self._filled(1, 0.0, True) if cuda else np.empty(1, dt)
-            results[k] = buf
-            values[f"ga{k}"] = _flat(buf)
-            values[f"_h{k}_out"] = buf
-        for k, d in enumerate(dims):
-            values[f"d{k}"] = d
-        values["_n"] = lay.n
-        if count_names is not None:
-            values["rm"] = _flat(saved[-1]._data.reshape(lay.red_keep))
-            values["rc"] = self._filled(_numel(lay.red_shape), 0.0, cuda)
-            cargs = [values[a] for a in count_names]
-            if cuda:
-                module.cnt[_cuda_grid(lay.n)](*cargs)
-            else:
-                module.cnt(*cargs)
-        call = [values[a] for a in arg_names]
-        if cuda:
-            module.bwd[_cuda_grid(lay.n)](*call)
-        else:
-            module.bwd(*call)
-        out = [None] * self.n_inputs
-        for k, buf in results.items():
-            mode, shape, dt = modes[k], datas[k].shape, self.input_dtypes[k]
-            if mode == "after":
-                from ..backend import cpu
+        vo = saved[nk : nk + len(ctx._vo)]
+        rm = saved[-1]._data if red is not None and red.kind == "amax" else None
+        arrays = launch([t._data for t in ctx._inputs], go, gr, ctx._saved_values, [t._data for t in vo], rm)
+        return tuple(None if a is None else Tensor._make(a) for a in arrays)
 
-                buf = np.ascontiguousarray(cpu.sum_to_shape(buf, shape))
-            elif mode == "inner" or (mode == "acc" and cuda):
-                buf = buf.astype(dt).reshape(shape)
-            elif mode == "acc":
-                buf = buf.reshape(shape)
-            out[k] = Tensor._make(buf)
-        return tuple(out)
-
-    def _backward_kernel(self, lay, datas, needs, gouts, gred, shapes, sv_nodes, vo_ms):
-        """The backward (and tie count) kernels for one combination of needed gradients and incoming gradient
-        layouts: (module, bwd argument names, cnt argument names or None, per-input modes, collapsed sizes)."""
+    def _backward_launcher(self, ctx, lay, gouts, gred, go, gr):
+        """Generated Python that allocates the input gradients, launches the backward kernel (after the tie count
+        of ``amax``) and finishes broadcast gradients: ``launch(inputs, go, gr, sv, vo, rm) -> gradients``."""
+        needs = tuple(ctx.needs_input_grad[: self.n_inputs])
+        sv_nodes, vo_ms = tuple(ctx._saved_nodes), tuple(ctx._vo)
+        datas = [t._data for t in ctx._inputs]
+        shapes = {f"go{m}": tuple(g.shape) for m, g in zip(gouts, go)}
+        if gred:
+            shapes["gr"] = lay.red_keep if self.reduction.full else tuple(gr.shape)
         names = [f"a{k}" for k in range(self.n_inputs)] + list(shapes)
         operand_shapes = [tuple(d.shape) for d in datas] + list(shapes.values())
         if self.reduction is not None:
@@ -451,6 +394,7 @@ class Group:
         rank = len(dims)
         full = (True,) * rank
         target = lay.target
+        cuda = target == "cuda"
         modes = []
         for k in range(self.n_inputs):
             if not needs[k]:
@@ -473,13 +417,70 @@ class Group:
             masks[f"vo{m}"] = full
         if self.reduction is not None:
             masks["rm"] = masks["rc"] = masks["r"]
-        saved = frozenset(sv_nodes) | frozenset(self.outputs[m] for m in vo_ms)
-        plan = BackwardPlan(tuple(modes), gouts, gred, saved)
-        source, args, count_args = backward_source(
+        plan = BackwardPlan(tuple(modes), gouts, gred, frozenset(sv_nodes) | {self.outputs[m] for m in vo_ms})
+        source, arg_names, count_names = backward_source(
             self.nodes, self.input_dtypes, self.scalar_dtypes, self.outputs, self.reduction, plan, masks, target
         )
         module = cg.load_module(f"fused_bwd_{target}", source)
-        return module, args, count_args, tuple(modes), dims
+        ns = {"np": np, "K": module.bwd, "alloc": _cuda().empty if cuda else np.empty, "full": self._filled}
+        flat = "" if len(lay.shape) == 1 else ".reshape(-1)"
+        expr = {}
+        for k in range(self.n_inputs):
+            expr[f"a{k}"] = f"d[{k}]" + ("" if lay.input_ndims[k] == 1 and not cuda else ".reshape(-1)")
+        for k, value in enumerate(self.scalars):
+            ns[f"S{k}"] = value
+            expr[f"s{k}"] = f"S{k}"
+        for i, j in enumerate(sv_nodes):
+            expr[f"sv{j}"] = f"sv[{i}]{flat}"
+        for i, m in enumerate(vo_ms):
+            expr[f"vo{m}"] = f"vo[{i}]{flat}"
+        for i, m in enumerate(gouts):
+            expr[f"go{m}"] = f"go[{i}].reshape(-1)"
+        expr.update(gr="gr.reshape(-1)", rm="rm.reshape(-1)", rc="rc", _n=str(lay.n))
+        if gred and self.reduction.kind == "mean":
+            ns["CNT"] = self.nodes[self.reduction.node].dtype.type(lay.n // max(_numel(lay.red_shape), 1))
+            expr["cnt"] = "CNT"
+        for k, dim in enumerate(dims):
+            expr[f"d{k}"] = str(dim)
+        lines, results = [], []
+        for k, mode in enumerate(modes):
+            if mode is None:
+                results.append("None")
+                continue
+            ns[f"T{k}"] = self.input_dtypes[k]
+            shape = tuple(datas[k].shape)
+            if mode == "full":
+                lines.append(f"ga{k} = alloc({shape!r}, T{k})")
+                expr[f"ga{k}"] = f"ga{k}" + ("" if len(shape) == 1 else ".reshape(-1)")
+                results.append(f"ga{k}")
+            elif mode == "after":
+                lines.append(f"ga{k} = alloc({lay.shape!r}, T{k})")
+                expr[f"ga{k}"] = f"ga{k}{flat}"
+                ns["sum_to_shape"] = _sum_to_shape
+                results.append(f"sum_to_shape(ga{k}, {shape!r})")
+            elif mode == "inner":
+                lines.append(f"ga{k} = full({_numel(shape)}, 0.0, {cuda})")
+                expr[f"ga{k}"] = f"ga{k}"
+                results.append(f"ga{k}.astype(T{k}).reshape({shape!r})")
+            elif cuda:  # acc: a float64 accumulator on the device
+                lines.append(f"ga{k} = full(1, 0.0, True)")
+                expr[f"ga{k}"] = expr[f"_h{k}_out"] = f"ga{k}"
+                results.append(f"ga{k}.astype(T{k}).reshape({shape!r})")
+            else:
+                lines.append(f"ga{k} = np.empty(1, T{k})")
+                expr[f"ga{k}"] = f"ga{k}"
+                results.append(f"ga{k}.reshape({shape!r})")
+        if count_names is not None:
+            ns["C"] = module.cnt
+            lines.append(f"rc = full({_numel(lay.red_shape)}, 0.0, {cuda})")
+            grid = "[{}, {}]".format(*_cuda_grid(lay.n)) if cuda else ""
+            lines.append(f"C{grid}(" + ", ".join(expr[a] for a in count_names) + ")")
+        grid = "[{}, {}]".format(*_cuda_grid(lay.n)) if cuda else ""
+        lines.append(f"K{grid}(" + ", ".join(expr[a] for a in arg_names) + ")")
+        lines.append("return (" + "".join(f"{r}, " for r in results) + ")")
+        code = "def launch(d, go, gr, sv, vo, rm):\n" + "".join(f"    {line}\n" for line in lines)
+        exec(code, ns)  # noqa: S102 - generated here
+        return ns["launch"]
 
     def _backward_eager(self, ctx, grads) -> tuple:
         """create_graph=True (or an empty space): the group's eager ops, differentiated by the engine."""

@@ -393,7 +393,8 @@ def backward_source(
         elif reduction.kind == "mean":
             src = f"gr[{off}] / cnt"
         else:
-            src = f"select(_v{j} == rm[{off}], gr[{off}] / rc[{off}], 0)"
+            rof = space.offset("rm")
+            src = f"select(_v{j} == rm[{rof}], gr[{off}] / rc[{rof}], 0)"
             count_source, count_args = _count_source(nodes, values, reduction, space, target, scalar_dtypes)
         contributions.setdefault(("v", j), []).append(_cast(src, nodes[j].dtype))
 

@@ -29,6 +29,21 @@ _MEAN = ("MeanBackward0", "MeanBackward1")
 _AMAX = ("AmaxBackward0", "MaxBackward1")
 
 
+_NOT_LITERAL = object()
+
+
+def _literal(t):
+    """The Python value of a template made of constants only (``_NOT_LITERAL`` if it holds a traced value)."""
+    if t[0] == "const":
+        return t[1]
+    if t[0] in ("tuple", "list"):
+        items = [_literal(x) for x in t[1]]
+        if any(i is _NOT_LITERAL for i in items):
+            return _NOT_LITERAL
+        return tuple(items) if t[0] == "tuple" else items
+    return _NOT_LITERAL
+
+
 def _is_number(t) -> bool:
     return t[0] == "const" and isinstance(t[1], numbers.Real) and not isinstance(t[1], np.ndarray)
 
@@ -76,22 +91,22 @@ def _classify(index: int, step, values) -> object:
     name = getattr(cls, "node_name", None)
     if name in _SUM + _MEAN + _AMAX and len(args) >= 3 and args[0][0] == "val":
         x = values[args[0][1]]
-        axes, keepdim = args[1], args[2]
-        if axes[0] != "const" or keepdim[0] != "const" or not isinstance(keepdim[1], bool):
+        axes, keepdim = _literal(args[1]), _literal(args[2])
+        if not isinstance(keepdim, bool):
             return None
-        if axes[1] is not None and not (isinstance(axes[1], tuple) and all(isinstance(a, int) for a in axes[1])):
+        if axes is not None and not (isinstance(axes, tuple) and all(isinstance(a, int) for a in axes)):
             return None
         if np.dtype(x.dtype).kind != "f" or np.dtype(info.dtype) != np.dtype(x.dtype) or x.is_cuda != info.is_cuda:
             return None
         if name in _SUM:
-            if len(args) != 4 or args[3][0] != "const" or np.dtype(args[3][1]) != np.dtype(x.dtype):
+            if len(args) != 4 or _literal(args[3]) is _NOT_LITERAL or np.dtype(args[3][1]) != np.dtype(x.dtype):
                 return None
             kind = "sum"
         elif len(args) != 3:
             return None
         else:
             kind = "mean" if name in _MEAN else "amax"
-        return ("red", kind, args[0][1], axes[1], keepdim[1], out)
+        return ("red", kind, args[0][1], axes, keepdim, out)
     return None
 
 
@@ -141,6 +156,12 @@ def _split(rows: list, values, uses) -> list:
             return _split(rows[:k], values, uses) + _split(rows[k:], values, uses)
     members = {r.index for r in rows}
     produced = {r.out: r for r in rows}
+    leaving = {r.out for r in rows if any(u not in members for u in uses.get(r.out, ()))}
+    for k, r in enumerate(rows):
+        if any(a[0] == "val" and a[1] in leaving and a[1] in produced for a in r.inputs):
+            # a value that leaves the group is read again by a later row: cut there, so that the gradient
+            # reaching the value (what its hooks and retain_grad see) includes what flows back from that row
+            return _split(rows[:k], values, uses) + _split(rows[k:], values, uses)
     small = [r for r in rows if values[r.out].shape != shape and any(u not in members for u in uses.get(r.out, ()))]
     if not small:
         return [(rows, shape)]
@@ -209,7 +230,7 @@ def _build_group(rows: list, shape: tuple, red, values, uses, label: str) -> _Gr
         full = axes is None or len(set(axes)) == ndim
         reduction = Reduction(kind, node_of[x], tuple(range(ndim)) if axes is None else tuple(axes), full)
         red_info = (np.dtype(values[out].dtype), keepdim, reduction.axes)
-        eager.append((step.cls, [("v", node_of[x])] + [("lit", a[1]) for a in step.args[1][1:]]))
+        eager.append((step.cls, [("v", node_of[x])] + [("lit", _literal(a)) for a in step.args[1][1:]]))
         outs.append(out)
     input_dtypes = []
     input_full = []
@@ -268,7 +289,12 @@ class Plan:
             closing = None
             if red is not None:
                 last_rows, last_shape = groups[-1]
-                if any(r.out == red[2] for r in last_rows) and values[red[2]].shape == last_shape:
+                inside = {r.index for r in last_rows} | {red[0]}
+                if (
+                    any(r.out == red[2] for r in last_rows)
+                    and values[red[2]].shape == last_shape
+                    and uses.get(red[2], set()) <= inside
+                ):
                     closing = red
                     i += 1
             for n, (rows, shape) in enumerate(groups):

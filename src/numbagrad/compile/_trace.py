@@ -109,6 +109,11 @@ def _shape_read() -> None:
         rec.shape_reads = True
 
 
+def _base(t):
+    """``t`` seen as its own class: past the traced subclass, or as it is once a graph break restored it."""
+    return super(_TracedMixin, t) if isinstance(t, _TracedMixin) else t
+
+
 class _TracedMixin:
     """Methods of traced tensors: data-dependent uses break the trace, graph effects are recorded."""
 
@@ -116,58 +121,67 @@ class _TracedMixin:
 
     def _host(self):
         _note("reads the tensor's values outside a traced op")
-        return super()._host()
+        return _base(self)._host()
 
     def item(self):
         _note("calls .item()")
-        return super().item()
+        return _base(self).item()
 
     def tolist(self):
         _note("calls .tolist()")
-        return super().tolist()
+        return _base(self).tolist()
 
     def numpy(self, *, force: bool = False):
         _note("calls .numpy()")
-        return super().numpy(force=force)
+        return _base(self).numpy(force=force)
 
     def __array__(self, dtype=None, copy=None):
         _note("converts the tensor to a numpy array")
-        return super().__array__(dtype, copy)
+        return _base(self).__array__(dtype, copy)
 
     def __bool__(self) -> bool:
         _note("uses a tensor's value in Python control flow (bool())")
-        return super().__bool__()
+        return _base(self).__bool__()
 
     def __float__(self) -> float:
         _note("converts a tensor to a Python float")
-        return super().__float__()
+        return _base(self).__float__()
 
     def __int__(self) -> int:
         _note("converts a tensor to a Python int")
-        return super().__int__()
+        return _base(self).__int__()
 
     def __index__(self) -> int:
         _note("uses a tensor as a Python index")
-        return super().__index__()
+        return _base(self).__index__()
 
     def __repr__(self, *args, **kwargs) -> str:
         _note("prints a tensor")
-        return super().__repr__(*args, **kwargs)
+        return _base(self).__repr__(*args, **kwargs)
 
     def __str__(self) -> str:
         _note("prints a tensor")
-        return super().__str__()
+        return _base(self).__str__()
 
     def __format__(self, spec: str) -> str:
         _note("formats a tensor")
-        return super().__format__(spec)
+        return _base(self).__format__(spec)
+
+    @property
+    def data(self):
+        return _base(self).data
+
+    @data.setter
+    def data(self, value) -> None:
+        _note("replaces a tensor's storage (.data = ...)")
+        Tensor.data.fset(self, value)
 
     def backward(self, *args, **kwargs):
         _note("calls backward()")
-        return super().backward(*args, **kwargs)
+        return _base(self).backward(*args, **kwargs)
 
     def detach(self):
-        out = super().detach()
+        out = _base(self).detach()
         rec = state.tracer
         if isinstance(rec, Recorder):
             rec.method("detach", self, (), out)
@@ -177,40 +191,58 @@ class _TracedMixin:
         rec = state.tracer
         if isinstance(rec, Recorder):
             rec.method("retain_grad", self, (), None)
-        return super().retain_grad()
+        return _base(self).retain_grad()
 
     def register_hook(self, hook):
         rec = state.tracer
         if isinstance(rec, Recorder):
             rec.method("register_hook", self, (hook,), None)
-        return super().register_hook(hook)
+        return _base(self).register_hook(hook)
 
     @property
     def shape(self):
         _shape_read()
-        return super().shape
+        return _base(self).shape
 
     def size(self, dim=None):
         _shape_read()
-        return super().size(dim)
+        return _base(self).size(dim)
 
     def numel(self) -> int:
         _shape_read()
-        return super().numel()
+        return _base(self).numel()
 
     def __len__(self) -> int:
         _shape_read()
-        return super().__len__()
+        return _base(self).__len__()
 
 
 _TRACED: dict = {}
+_INPLACE_DUNDERS = ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__", "__ifloordiv__")
+
+
+def _inplace(name: str):
+    """An in-place method (``add_``, ``x[i] = v``, ``+=``): it may write the storage outside ``Function.apply``,
+    so the trace stops there (the eager rest of the function does it right)."""
+
+    def method(self, *args, **kwargs):
+        _note(f"modifies a tensor in place ({name})")
+        return getattr(_base(self), name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
 
 
 def traced_class(cls: type) -> type:
     """The traced subclass of a tensor class (``Parameter`` stays a ``Parameter`` while traced)."""
     sub = _TRACED.get(cls)
     if sub is None:
-        sub = _TRACED[cls] = type(f"Traced{cls.__name__}", (_TracedMixin, cls), {"__slots__": ()})
+        attrs = {"__slots__": ()}
+        for name in dir(cls):
+            inplace = (name.endswith("_") and not name.startswith("_")) or name in _INPLACE_DUNDERS
+            if inplace and callable(getattr(cls, name, None)) and name not in vars(_TracedMixin):
+                attrs[name] = _inplace(name)
+        sub = _TRACED[cls] = type(f"Traced{cls.__name__}", (_TracedMixin, cls), attrs)
     return sub
 
 
