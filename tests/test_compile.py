@@ -679,3 +679,25 @@ def test_expanded_incoming_gradient_is_read_in_place():
     y = f(ng.ones(2, 3), w)
     y.sum().backward()  # SumBackward hands an expanded (stride-0) gradient to the group
     np.testing.assert_allclose(w.grad.numpy(), [2 * (1 - np.tanh(1.0) ** 2)] * 3)
+
+
+# --- the parallel (prange) target ------------------------------------------------------------------------------
+@pytest.fixture
+def parallel_kernels(monkeypatch):
+    """Every group takes the ``prange`` kernels (normally only above ``backend.cpu.PARALLEL_THRESHOLD``)."""
+    from numbagrad.compile import _group
+
+    monkeypatch.setattr(_group, "_PARALLEL_THRESHOLD", 1)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ([(6, 5), (5,), (6, 1)], [("mul", 1), ("add", 2), ("relu", 0)], ("sum", None, False)),  # prange reduction
+        ([(6, 5), (5,)], [("mul", 1), ("tanh", 0)], ("sum", 0, False)),  # dim 0 reduced: serial forward
+        ([(6, 5), (5,)], [("mul", 1), ("sigmoid", 0)], ("mean", 1, True)),
+        ([(4, 3, 2), (3, 1), (1,)], [("mul", 1), ("sub", 2), ("exp", 0)], None),  # broadcast grads after
+    ],
+)
+def test_parallel_kernels_match_eager_and_torch(parallel_kernels, case):
+    check_chain(*case, np.float64, seed=5)
