@@ -394,7 +394,7 @@ def backward_source(
             src = f"gr[{off}] / cnt"
         else:
             rof = space.offset("rm")
-            src = f"select(_v{j} == rm[{rof}], gr[{off}] / rc[{rof}], 0)"
+            src = f"gr[{off}] * (_v{j} == rm[{rof}]) / rc[{rof}]"  # eager's g * mask / count (NaN: 0 / 0)
             count_source, count_args = _count_source(nodes, values, reduction, space, target, scalar_dtypes)
         contributions.setdefault(("v", j), []).append(_cast(src, nodes[j].dtype))
 
