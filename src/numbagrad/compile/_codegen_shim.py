@@ -89,18 +89,84 @@ def loop_source(target: str, name: str, args, body: str, n: str, *, reduce: tupl
     return "\n".join(lines) + "\n"
 
 
+# ``math.exp`` and ``math.tanh`` compile to scalar libm calls (this llvmlite has no SVML, and LLVM's vector
+# ``llvm.exp`` is split back into scalar calls), which keeps loops that use them from vectorizing; the table's
+# sigmoid also branches per element. These versions are plain arithmetic that LLVM vectorizes: Cephes' exp (a Pade
+# form on |r| <= ln2/2, scaled by 2**k in two factors so subnormals come out right; <= 1.5 ulp, inf/nan/0 as libm)
+# and Cephes' tanh (a rational form below 0.625, exp above; <= 1 ulp). Measured at 1e5 float64: exp 98 us and tanh
+# 165 us against libm's 605 and 1426 us; a sigmoid kernel 207 against 885 us.
+VECTOR_MATH = """
+from llvmlite import ir as _ir
+from numba import types as _types
+from numba.core.extending import intrinsic as _intrinsic
+
+
+@_intrinsic
+def _f64_from_bits(typingctx, bits):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], _ir.DoubleType())
+
+    return _types.float64(_types.int64), codegen
+
+
+@njit(cache=True, inline='always')
+def _pow2(k):
+    return _f64_from_bits((k + 1023) << 52)
+
+
+@njit(cache=True, error_model='numpy', inline='always')
+def _vexp(x):
+    x = float(x)
+    t = min(max(x, -746.0), 710.0)
+    k = math.floor(t * 1.4426950408889634 + 0.5)
+    r = t - k * 6.93145751953125e-1
+    r = r - k * 1.42860682030941723212e-6
+    rr = r * r
+    p = r * ((1.26177193074810590878e-4 * rr + 3.02994407707441961300e-2) * rr + 9.99999999999999999910e-1)
+    q = ((3.00198505138664455042e-6 * rr + 2.52448340349684104192e-3) * rr + 2.27265548208155028766e-1) * rr
+    e = 1.0 + 2.0 * p / (q + 2.00000000000000000009e0 - p)
+    ki = int(k)
+    half = ki >> 1
+    e = e * _pow2(half) * _pow2(ki - half)
+    return x if x != x else e
+
+
+@njit(cache=True, error_model='numpy', inline='always')
+def _vtanh(x):
+    x = float(x)
+    a = abs(x)
+    z = _vexp(2.0 * min(a, 40.0))
+    big = 1.0 - 2.0 / (z + 1.0)
+    big = big if x >= 0 else -big
+    zz = x * x
+    p = (-9.64399179425052238628e-1 * zz - 9.92877231001918586564e1) * zz - 1.61468768441708447952e3
+    q = ((zz + 1.12811678491632931402e2) * zz + 2.23548839060100448583e3) * zz + 4.84406305325125486048e3
+    small = x + x * zz * p / q
+    return small if a < 0.625 else big
+
+"""
+
+
 def header(target: str) -> str:
-    """The imports a generated module for ``target`` starts with."""
+    """The imports a generated module for ``target`` starts with (and, on the CPU, the vectorizable math)."""
     if target == "cuda":
         return "import math\nfrom numba import cuda, float32, float64, int32, int64, int8, int16, uint8\n\n"
-    return "import math\nfrom numba import njit, prange, float32, float64, int32, int64, int8, int16, uint8\n\n"
+    imports = "import math\nfrom numba import njit, prange, float32, float64, int32, int64, int8, int16, uint8\n"
+    return imports + VECTOR_MATH + "\n"
 
 
 def functions_source(fns, target: str) -> str:
-    """The module-level functions ``fns`` as source, each decorated for ``target`` (an inlinable ``@njit`` on the
-    CPU, a ``@cuda.jit(device=True)`` function on CUDA)."""
-    decorator = "@cuda.jit(device=True, cache=True)" if target == "cuda" else "@njit(cache=True, error_model='numpy')"
+    """The module-level functions ``fns`` as source, each decorated for ``target`` (an ``@njit`` inlined into its
+    callers on the CPU, with the vectorizable ``exp``/``tanh``; a ``@cuda.jit(device=True)`` function on CUDA)."""
+    # inline='always' inlines at Numba's IR level: the scalar functions are not compiled on their own, which
+    # halves a fused kernel's cold compile (0.75 -> 0.4 s CPU) and lets LLVM if-convert and vectorize the body
+    decorator = "@cuda.jit(device=True, cache=True)"
+    if target != "cuda":
+        decorator = "@njit(cache=True, error_model='numpy', inline='always')"
     parts = []
     for fn in fns:
-        parts.append(decorator + "\n" + textwrap.dedent(inspect.getsource(fn)).strip("\n") + "\n")
+        source = textwrap.dedent(inspect.getsource(fn)).strip("\n")
+        if target != "cuda":
+            source = source.replace("math.exp(", "_vexp(").replace("math.tanh(", "_vtanh(")
+        parts.append(decorator + "\n" + source + "\n")
     return "\n\n".join(parts) + "\n"

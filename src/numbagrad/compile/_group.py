@@ -149,19 +149,37 @@ class Group:
                 if t._requires_grad or t.grad_fn is not None:
                     out = self.fn_cls.apply(*inputs)
                     return out if isinstance(out, tuple) else (out,)
-        arrays = self.forward_arrays([t._data for t in inputs])
+        arrays = self.forward_arrays([t._data for t in inputs], None)
         return tuple(Tensor._make(a) for a in arrays)
 
-    def layout(self, datas) -> _Layout:
+    def operands(self, datas, needs) -> tuple:
+        """(the inputs as C-contiguous kernel operands, the layout key). An input that is a broadcast view
+        (stride 0, as the gradient ``sum`` hands back) and needs no gradient is passed as the array it expands,
+        read at stride 0; any other non-contiguous input is copied."""
+        ops = None
+        for k, d in enumerate(datas):
+            if d.flags.c_contiguous:
+                continue
+            if ops is None:
+                ops = list(datas)
+            if needs is None or not needs[k]:
+                ops[k] = _compact(d)
+            else:
+                ops[k] = np.ascontiguousarray(d) if isinstance(d, np.ndarray) else d.copy()
         key = tuple(d.shape for d in datas)
+        if ops is None:
+            return datas, key
+        return ops, (key, tuple(o.shape for o in ops))
+
+    def layout(self, datas, ops, key) -> _Layout:
         lay = self._layouts.get(key)
         if lay is None:
-            lay = self._layouts[key] = self._make_layout(datas)
+            lay = self._layouts[key] = self._make_layout(datas, ops)
         return lay
 
-    def _make_layout(self, datas) -> _Layout:
+    def _make_layout(self, datas, ops) -> _Layout:
         shape = tuple(np.broadcast_shapes(*[tuple(d.shape) for d in datas])) if datas else ()
-        operands = {f"a{k}": tuple(d.shape) for k, d in enumerate(datas)}
+        operands = {f"a{k}": tuple(d.shape) for k, d in enumerate(ops)}
         red_shape = red_keep = None
         if self.reduction is not None:
             axes = self.reduction.axes if not self.reduction.full else tuple(range(len(shape)))
@@ -176,23 +194,23 @@ class Group:
         else:
             target = "parallel" if n >= _parallel_threshold() else "serial"
         lay = _Layout(shape, dims, dict(zip(names, masks)), target, red_shape, red_keep)
-        lay.input_ndims = tuple(len(d.shape) for d in datas)
+        lay.input_ndims = tuple(len(d.shape) for d in ops)
         return lay
 
     # --- forward -------------------------------------------------------------------------------------------
-    def forward_arrays(self, datas, saved: tuple = (), ctx=None) -> list:
+    def forward_arrays(self, datas, needs, saved: tuple = (), ctx=None) -> list:
         """Run the forward kernel on the input arrays: the output arrays (the materialized values, then the
         reduction's result). The values in ``saved`` (node indices) go to ``ctx._saved_values``."""
-        lay = self.layout(datas)
+        ops, key = self.operands(datas, needs)
+        lay = self.layout(datas, ops, key)
         if lay.n == 0:
             return self._forward_eager_arrays(datas)
         launch = lay.kernels.get(saved)
         if launch is None:
             launch = lay.kernels[saved] = self._forward_launcher(lay, saved)
-        outs, saved_arrays = launch(datas)
+        outs, saved_arrays = launch(ops)
         if ctx is not None:
-            ctx._lay = lay
-            ctx._saved_values = saved_arrays
+            ctx._lay, ctx._ops, ctx._saved_values = lay, ops, saved_arrays
         return outs
 
     @staticmethod
@@ -300,7 +318,7 @@ class Group:
         needs = ctx.needs_input_grad
         sv_nodes, vo_ms, kernel_inputs = self._strategy(needs)
         ctx._lay, ctx._saved_values = None, []
-        arrays = self.forward_arrays([t._data for t in inputs], sv_nodes, ctx)
+        arrays = self.forward_arrays([t._data for t in inputs], needs, sv_nodes, ctx)
         outs = [Tensor._make(a) for a in arrays]
         keep = [inputs[k] for k in kernel_inputs] + [outs[m] for m in vo_ms]
         if self.reduction is not None and self.reduction.kind == "amax":
@@ -359,20 +377,23 @@ class Group:
         lay = ctx._lay
         if lay is None:
             return self._backward_eager(ctx, grads)
-        go = [_compact(grads[m]._data) for m in gouts]
+        go = [_compact(grads[m]._data) for m in gouts] if gouts else ()
         gr = None
+        key = (ctx._bkey, gouts, gred)
         if gred:
             gr = grads[n_out]._data
             if not red.full:
                 gr = _compact(gr.reshape(lay.red_keep))
-        key = (ctx._bkey, gouts, gred, tuple(g.shape for g in go), None if gr is None or red.full else gr.shape)
+                key += (gr.shape,)
+        if go:
+            key += tuple(g.shape for g in go)
         launch = lay.kernels.get(key)
         if launch is None:
             launch = lay.kernels[key] = self._backward_launcher(ctx, lay, gouts, gred, go, gr)
         nk = len(ctx._kernel_inputs)
         vo = saved[nk : nk + len(ctx._vo)]
         rm = saved[-1]._data if red is not None and red.kind == "amax" else None
-        arrays = launch([t._data for t in ctx._inputs], go, gr, ctx._saved_values, [t._data for t in vo], rm)
+        arrays = launch(ctx._ops, go, gr, ctx._saved_values, [t._data for t in vo], rm)
         return tuple(None if a is None else Tensor._make(a) for a in arrays)
 
     def _backward_launcher(self, ctx, lay, gouts, gred, go, gr):
@@ -380,7 +401,7 @@ class Group:
         of ``amax``) and finishes broadcast gradients: ``launch(inputs, go, gr, sv, vo, rm) -> gradients``."""
         needs = tuple(ctx.needs_input_grad[: self.n_inputs])
         sv_nodes, vo_ms = tuple(ctx._saved_nodes), tuple(ctx._vo)
-        datas = [t._data for t in ctx._inputs]
+        datas = ctx._ops
         shapes = {f"go{m}": tuple(g.shape) for m, g in zip(gouts, go)}
         if gred:
             shapes["gr"] = lay.red_keep if self.reduction.full else tuple(gr.shape)
