@@ -707,3 +707,20 @@ def parallel_kernels(monkeypatch):
 )
 def test_parallel_kernels_match_eager_and_torch(parallel_kernels, case):
     check_chain(*case, np.float64, seed=5)
+
+
+def test_a_group_whose_kernel_cannot_be_built_runs_its_eager_ops(monkeypatch):
+    from numbagrad.compile import _group
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("generator bug")
+
+    monkeypatch.setattr(_group, "forward_source", broken)
+    f = ng.compile(lambda x: (ng.tanh(x) * 2).sum())
+    f(ng.ones(3, requires_grad=True))
+    x = ng.tensor([0.0, 1.0], requires_grad=True)
+    with pytest.warns(RuntimeWarning, match="could not be compiled .*generator bug"):
+        y = f(x)
+    y.backward()
+    np.testing.assert_allclose(y.item(), 2 * np.tanh(1.0))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (1 - np.tanh([0.0, 1.0]) ** 2))

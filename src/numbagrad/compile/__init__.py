@@ -144,7 +144,22 @@ class CompiledFunction:
             self._store(key, _EAGER, rec, args, kwargs)
             self.graph_breaks.append(rec.broken)
             return out
-        self._store(key, Plan(trace), rec, args, kwargs)
+        try:
+            plan = Plan(trace)
+        except Exception as err:  # a planner bug must not cost the user a result: this key runs eagerly
+            if self.fullgraph:
+                raise
+            import warnings
+
+            name = getattr(self.fn, "__qualname__", self.fn)
+            warnings.warn(
+                f"numbagrad.compile could not plan {name!r} ({type(err).__name__}: {err}); it runs eagerly. "
+                "Please report this.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            plan = _EAGER
+        self._store(key, plan, rec, args, kwargs)
         return out
 
     def _store(self, key, plan, rec, args, kwargs) -> None:

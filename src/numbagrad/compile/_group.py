@@ -203,12 +203,19 @@ class Group:
         reduction's result). The values in ``saved`` (node indices) go to ``ctx._saved_values``."""
         ops, key = self.operands(datas, needs)
         lay = self.layout(datas, ops, key)
-        if lay.n == 0:
+        if lay.n == 0 or self.failed:
             return self._forward_eager_arrays(datas)
         launch = lay.kernels.get(saved)
         if launch is None:
-            launch = lay.kernels[saved] = self._forward_launcher(lay, saved)
-        outs, saved_arrays = launch(ops)
+            try:
+                launch = self._forward_launcher(lay, saved)
+                outs, saved_arrays = launch(ops)  # the first launch compiles (or loads) the kernel
+            except Exception as err:  # a generator bug must not cost the user a result: the eager ops give it
+                self._fail(err)
+                return self._forward_eager_arrays(datas)
+            lay.kernels[saved] = launch
+        else:
+            outs, saved_arrays = launch(ops)
         if ctx is not None:
             ctx._lay, ctx._ops, ctx._saved_values = lay, ops, saved_arrays
         return outs
@@ -375,7 +382,7 @@ class Group:
             return (None,) * self.n_inputs
         saved = ctx.saved_tensors  # checks the versions of what the kernel reads
         lay = ctx._lay
-        if lay is None:
+        if lay is None or self.failed:
             return self._backward_eager(ctx, grads)
         go = [_compact(grads[m]._data) for m in gouts] if gouts else ()
         gr = None
@@ -387,14 +394,34 @@ class Group:
                 key += (gr.shape,)
         if go:
             key += tuple(g.shape for g in go)
-        launch = lay.kernels.get(key)
-        if launch is None:
-            launch = lay.kernels[key] = self._backward_launcher(ctx, lay, gouts, gred, go, gr)
         nk = len(ctx._kernel_inputs)
         vo = saved[nk : nk + len(ctx._vo)]
         rm = saved[-1]._data if red is not None and red.kind == "amax" else None
-        arrays = launch(ctx._ops, go, gr, ctx._saved_values, [t._data for t in vo], rm)
+        launch = lay.kernels.get(key)
+        if launch is None:
+            try:
+                launch = self._backward_launcher(ctx, lay, gouts, gred, go, gr)
+                arrays = launch(ctx._ops, go, gr, ctx._saved_values, [t._data for t in vo], rm)
+            except Exception as err:
+                self._fail(err)
+                return self._backward_eager(ctx, grads)
+            lay.kernels[key] = launch
+        else:
+            arrays = launch(ctx._ops, go, gr, ctx._saved_values, [t._data for t in vo], rm)
         return tuple(None if a is None else Tensor._make(a) for a in arrays)
+
+    failed: str | None = None  # why this group's kernels could not be built: it runs its eager ops
+
+    def _fail(self, err: Exception) -> None:
+        import warnings
+
+        self.failed = f"{type(err).__name__}: {err}"
+        warnings.warn(
+            f"numbagrad.compile: {self!r} could not be compiled ({self.failed}); it runs its eager ops instead. "
+            "Please report this.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
     def _backward_launcher(self, ctx, lay, gouts, gred, go, gr):
         """Generated Python that allocates the input gradients, launches the backward kernel (after the tie count
