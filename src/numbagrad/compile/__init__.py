@@ -24,6 +24,7 @@ import sys
 import types
 
 from .._tensor import Tensor
+from .._types import get_default_dtype as _default_dtype
 from ..autograd.grad_mode import state
 from ._trace import GraphBreakError, Recorder
 
@@ -31,12 +32,6 @@ __all__ = ["CompiledFunction", "CompiledModule", "GraphBreakError", "compile"]
 
 _EAGER = object()  # plan-cache entry of a key whose trace broke: it runs eagerly
 _SPECIALIZED = object()  # dynamic-cache entry whose trace read shapes in Python: look up the exact shapes
-
-
-def _default_dtype():
-    from .. import get_default_dtype
-
-    return get_default_dtype()
 
 
 def _flatten(obj, leaves: list, spec: list) -> None:

@@ -19,16 +19,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from . import _codegen_shim as cg
-from ._kernels import (
-    NUMBA_TYPES,
-    BackwardPlan,
-    KNode,
-    Reduction,
-    backward_analysis,
-    backward_source,
-    collapse,
-    forward_source,
-)
+from ._kernels import BackwardPlan, KNode, Reduction, backward_analysis, backward_source, collapse, forward_source
 
 _PARALLEL_THRESHOLD = None
 
@@ -56,6 +47,18 @@ def _cuda_grid(n: int) -> tuple[int, int]:
         return 1, 16
     threads = cg.CUDA_THREADS
     return max(1, min((n + threads - 1) // threads, 4096)), threads
+
+
+def _device_fill():
+    """A grid-stride kernel ``fill(out, value, n)`` (accumulators start on the device, not uploaded)."""
+    global _FILL
+    if _FILL is None:
+        source = cg.header("cuda") + cg.loop_source("cuda", "fill", ["out", "value", "n"], "out[i] = value", "n")
+        _FILL = cg.load_module("fill_cuda", source).fill
+    return _FILL
+
+
+_FILL = None
 
 
 def _numel(shape) -> int:
@@ -123,7 +126,7 @@ class Group:
         self.scalars = list(scalars)
         self.outputs = tuple(outputs)
         self.reduction = reduction
-        self.red_dtype, self.red_keepdim, self.red_count_axes = red_info if red_info else (None, False, ())
+        self.red_dtype, self.red_keepdim = red_info if red_info else (None, False)
         self.eager = eager
         self.is_cuda = is_cuda
         self.label = label
@@ -222,8 +225,12 @@ class Group:
 
     @staticmethod
     def _filled(m: int, value: float, cuda: bool):
-        a = np.full(m, value, np.float64)
-        return _cuda().to_device(a) if cuda else a
+        """A float64 array of ``m`` elements set to ``value`` (accumulators), on the host or the device."""
+        if not cuda:
+            return np.full(m, value, np.float64)
+        out = _cuda().empty((m,), np.float64)
+        _device_fill()[_cuda_grid(m)](out, value, m)
+        return out
 
     def _forward_launcher(self, lay: _Layout, saved: tuple):
         """Generated Python that allocates the outputs, launches the forward kernel (and the reduction's finishing
@@ -568,6 +575,3 @@ class _GroupFunction(Function):
     @staticmethod
     def backward(ctx, *grads):
         return ctx._forward_cls.group.backward_node(ctx, grads)
-
-
-__all__ = ["NUMBA_TYPES", "Group"]

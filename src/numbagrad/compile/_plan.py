@@ -229,7 +229,7 @@ def _build_group(rows: list, shape: tuple, red, values, uses, label: str) -> _Gr
         ndim = len(shape)
         full = axes is None or len(set(axes)) == ndim
         reduction = Reduction(kind, node_of[x], tuple(range(ndim)) if axes is None else tuple(axes), full)
-        red_info = (np.dtype(values[out].dtype), keepdim, reduction.axes)
+        red_info = (np.dtype(values[out].dtype), keepdim)
         eager.append((step.cls, [("v", node_of[x])] + [("lit", _literal(a)) for a in step.args[1][1:]]))
         outs.append(out)
     input_dtypes = []
