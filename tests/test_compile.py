@@ -124,15 +124,16 @@ def chains(draw, max_dim=4):
     return shapes, chain, closing
 
 
+# Each example compiles its own kernels (about 1 s cold): the counts are sized for the suite's time budget.
 @pytest.mark.torch
-@settings(max_examples=20, deadline=None, derandomize=True)
+@settings(max_examples=10, deadline=None, derandomize=True)
 @given(case=chains(), seed=st.integers(0, 2**16))
 def test_random_chains_float64_match_eager_and_torch(case, seed):
     check_chain(*case, np.float64, seed)
 
 
 @pytest.mark.torch
-@settings(max_examples=10, deadline=None, derandomize=True)
+@settings(max_examples=5, deadline=None, derandomize=True)
 @given(case=chains(), seed=st.integers(0, 2**16))
 def test_random_chains_float32_match_eager_and_torch(case, seed):
     check_chain(*case, np.float32, seed)
@@ -290,8 +291,9 @@ def test_rows_between_matmuls_fuse_and_the_matmul_runs_eagerly():
     np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["sum", "mean", "amax"])
-@pytest.mark.parametrize("dim", [None, 0, 1])
+@pytest.mark.parametrize(
+    ("kind", "dim"), [("sum", None), ("mean", None), ("amax", None), ("sum", 0), ("mean", 1), ("amax", 1)]
+)
 def test_closing_reduction_over_all_or_some_dims_is_in_the_group(kind, dim):
     torch = pytest.importorskip("torch")
     a, b = np.random.default_rng(3).standard_normal((2, 3, 4)), np.random.default_rng(4).standard_normal((3, 1))
@@ -701,7 +703,6 @@ def parallel_kernels(monkeypatch):
     [
         ([(6, 5), (5,), (6, 1)], [("mul", 1), ("add", 2), ("relu", 0)], ("sum", None, False)),  # prange reduction
         ([(6, 5), (5,)], [("mul", 1), ("tanh", 0)], ("sum", 0, False)),  # dim 0 reduced: serial forward
-        ([(6, 5), (5,)], [("mul", 1), ("sigmoid", 0)], ("mean", 1, True)),
         ([(4, 3, 2), (3, 1), (1,)], [("mul", 1), ("sub", 2), ("exp", 0)], None),  # broadcast grads after
     ],
 )
