@@ -5,13 +5,16 @@
     loss = f(x, w, b)        # later calls: replay, each fusion group one kernel forward and one backward
     loss.backward()
 
-The first call for a guard key (input shapes, or ranks when ``dynamic=True``, dtypes, devices, ``requires_grad``,
-grad mode, the default dtype, non-tensor arguments) runs the function on tracer tensors: the result is the eager
-result, and the recorded ops become a plan (``_plan``). Runs of table rows with an optional closing
-``sum``/``mean``/``amax`` become fusion groups, each one generated kernel forward and one backward and one node in
-the eager graph (``_group``); other ops replay with their own ``apply``. What cannot be traced (``.item()``,
-``print``, data-dependent control flow, tensors made by untraced code) breaks the graph: that key runs eagerly,
-or with ``fullgraph=True`` raises ``GraphBreakError`` naming the line.
+The first call for a guard key (input shapes and strides, or ranks when ``dynamic=True``, dtypes, devices,
+``requires_grad``, grad mode, the default dtype, a module's ``training``, non-tensor arguments) runs the function
+on tracer tensors: the result is the eager result, and the recorded ops become a plan (``_plan``). Runs of table
+rows with an optional closing ``sum``/``mean``/``amax`` become fusion groups, each one generated kernel forward and
+one backward and one node in the eager graph (``_group``); other ops replay with their own ``apply``. What cannot
+be traced (``.item()``, ``print``, data-dependent control flow, in-place updates, tensors made by untraced code)
+breaks the graph: that key runs eagerly, or with ``fullgraph=True`` raises ``GraphBreakError`` naming the line.
+
+Not guarded (as documented limits): Python values read from globals or module attributes other than tensors
+(they are baked into the plan), and a parameter *replaced* by a new tensor object (in-place updates are seen).
 
 This module is callable: ``numbagrad.compile(fn)`` is ``numbagrad.compile.compile(fn)``. Importing it does not
 import Numba; kernels compile (or load from Numba's disk cache) on their first launch.
@@ -56,11 +59,14 @@ def _flatten(obj, leaves: list, spec: list) -> None:
 
 
 def _meta(t: Tensor, dynamic: bool) -> tuple:
+    """A tensor's part of the guard key. Strides stand for the memory layout (ops chose views or copies by it);
+    with ``dynamic`` only the rank, which dims have size 1 (broadcasting) and contiguity count."""
     d = t._data
-    shape = d.shape
     if dynamic:
-        shape = (len(shape), tuple(s == 1 for s in shape))  # rank, and which dims broadcast (size 1)
-    return (shape, d.dtype, t._requires_grad or t.grad_fn is not None, type(d), d.flags.c_contiguous)
+        shape = d.shape
+        layout = (len(shape), tuple(s == 1 for s in shape), d.flags.c_contiguous)
+        return (layout, d.dtype, t._requires_grad or t.grad_fn is not None, type(d))
+    return (d.shape, d.strides, d.dtype, t._requires_grad or t.grad_fn is not None, type(d))
 
 
 class CompiledFunction:
@@ -89,16 +95,16 @@ class CompiledFunction:
         parts = [state.enabled, _default_dtype()]
         if self._guard is not None:
             parts.append(self._guard())
-        if not kwargs:
+        if not kwargs and not dynamic:  # the common case, kept lean: one tuple per tensor
             for a in args:
                 if not isinstance(a, Tensor):
                     break
-                parts.append(_meta(a, dynamic))
+                d = a._data
+                parts.append((d.shape, d.strides, d.dtype, a._requires_grad or a.grad_fn is not None, type(d)))
             else:
-                leaves = args
-                if len({id(a) for a in args}) < len(args):
+                if len(args) > 1 and len({id(a) for a in args}) < len(args):  # the same tensor twice
                     parts.append(tuple(next(i for i, b in enumerate(args) if b is a) for a in args))
-                return tuple(parts), leaves
+                return tuple(parts), args
         leaves, spec = [], []
         _flatten(args, leaves, spec)
         _flatten(kwargs, leaves, spec)
