@@ -726,3 +726,37 @@ def test_a_group_whose_kernel_cannot_be_built_runs_its_eager_ops(monkeypatch):
     np.testing.assert_allclose(y.item(), 2 * np.tanh(1.0))
     np.testing.assert_allclose(x.grad.numpy(), 2 * (1 - np.tanh([0.0, 1.0]) ** 2))
     assert f.plans[0].groups[0].failed == "RuntimeError: generator bug"
+
+
+def test_the_same_tensor_twice_and_then_two_tensors_are_different_keys():
+    f = ng.compile(lambda a, b: (a * b).sum())
+    x, y = ng.tensor([1.0, 2.0]), ng.tensor([3.0, 4.0])
+    f(x, x)
+    assert f(x, x).item() == 5.0
+    assert f(x, y).item() == 11.0 and f(x, y).item() == 11.0
+    assert f(y, y).item() == 25.0
+
+
+def test_non_tensor_arguments_are_part_of_the_key():
+    f = ng.compile(lambda a, scale=1.0: (a * scale).exp())
+    x = ng.tensor([1.0, 2.0], dtype=ng.float64)
+    for scale in (2.0, 3.0, 2.0):
+        np.testing.assert_allclose(f(x, scale=scale).numpy(), np.exp([scale, 2 * scale]), rtol=1e-12)
+    np.testing.assert_allclose(f(a=x, scale=3.0).numpy(), np.exp([3.0, 6.0]), rtol=1e-12)
+
+
+def test_integer_zero_dim_and_empty_inputs():
+    k = ng.compile(lambda a, b: (a * b + 1).abs())
+    ia, ib = ng.tensor([1, -2, 3]), ng.tensor([2, 2, -2])
+    k(ia, ib)
+    out = k(ia, ib)
+    assert out.dtype == ng.int64 and out.numpy().tolist() == [3, 3, 5]
+    z = ng.compile(lambda a, s: ng.tanh(a * s) + s)
+    for _ in range(2):
+        s = ng.tensor(0.5, dtype=ng.float64, requires_grad=True)
+        a = ng.tensor([1.0, 2.0], dtype=ng.float64)
+        z(a, s).sum().backward()
+    np.testing.assert_allclose(s.grad.item(), (1 - np.tanh(0.5) ** 2) + 2 * (1 - np.tanh(1.0) ** 2) + 2)
+    e = ng.compile(lambda a: (a * 2).sum())
+    e(ng.zeros(0))
+    assert e(ng.zeros(0)).item() == 0.0
