@@ -1,6 +1,6 @@
-"""A stand-in for ``backend.codegen``'s one-generator API until it lands (then this module is replaced by it).
+"""The compiler's access to the one kernel generator, ``backend.codegen`` (and a stand-in until it is there).
 
-Three functions, the signatures the backend's generator will offer:
+Three functions, the generator's API:
 
 * ``loop_source(target, name, args, body, n)``: one kernel ``def name(args)`` running ``body`` (which may be
   several lines and uses the index ``i``) for ``i`` in ``range(n)``: ``"serial"`` is an ``@njit`` range loop,
@@ -17,6 +17,11 @@ them. On CUDA each thread accumulates its grid-stride share, the block combines 
 memory, and thread 0 adds (``cuda.atomic.add``) or maxes (``cuda.atomic.max``) the block's value into
 ``<var>_out[0]`` (an extra argument, set to the identity by the caller); CUDA has no epilogue (no grid-wide
 barrier), so the caller finishes with a second small kernel.
+
+When ``backend.codegen`` offers ``loop_source`` (with that extension), it is used and the stand-in below is idle
+(delete it then). Two things stay here either way: the casts the fused bodies use (``float32(...)``) are
+imported, and on the CPU the row functions are inlined into the kernels with ``math.exp``/``math.tanh`` replaced
+by the vectorizable ``_vexp``/``_vtanh`` (``VECTOR_MATH``), which would serve the eager kernels as well.
 """
 
 from __future__ import annotations
@@ -24,10 +29,14 @@ from __future__ import annotations
 import inspect
 import textwrap
 
+from ..backend import codegen as _codegen
 from ..backend.codegen import cache_dir, load_module  # noqa: F401 - re-exported: part of the API
 
+#: backend.codegen has the one generator (with closing reductions): use it.
+BACKEND = hasattr(_codegen, "loop_source")
+
 #: Threads per CUDA block for compiled kernels (the shared-memory reduction is sized by it).
-CUDA_THREADS = 256
+CUDA_THREADS = getattr(_codegen, "CUDA_THREADS", 256)
 
 _IDENTITY = {"+": "0.0", "max": "-math.inf"}
 
@@ -38,6 +47,8 @@ def _indent(source: str, spaces: int) -> str:
 
 def loop_source(target: str, name: str, args, body: str, n: str, *, reduce: tuple = (), epilogue: str = "") -> str:
     """Source of one kernel ``def name(args)`` that runs ``body`` for each ``i`` in ``range(n)``."""
+    if BACKEND:
+        return _codegen.loop_source(target, name, args, body, n, reduce=reduce, epilogue=epilogue)
     arglist = list(args)
     if target in ("serial", "parallel"):
         parallel = target == "parallel"
@@ -150,10 +161,14 @@ def _vtanh(x):
 
 def header(target: str) -> str:
     """The imports a generated module for ``target`` starts with (and, on the CPU, the vectorizable math)."""
-    if target == "cuda":
-        return "import math\nfrom numba import cuda, float32, float64, int32, int64, int8, int16, uint8\n\n"
-    imports = "import math\nfrom numba import njit, prange, float32, float64, int32, int64, int8, int16, uint8\n"
-    return imports + VECTOR_MATH + "\n"
+    casts = "from numba import float32, float64, int32, int64, int8, int16, uint8\n"
+    if BACKEND:
+        base = _codegen.header(target) + casts
+    elif target == "cuda":
+        base = "import math\nfrom numba import cuda\n" + casts
+    else:
+        base = "import math\nfrom numba import njit, prange\n" + casts
+    return base + "\n" if target == "cuda" else base + VECTOR_MATH + "\n"
 
 
 def functions_source(fns, target: str) -> str:
@@ -161,6 +176,11 @@ def functions_source(fns, target: str) -> str:
     callers on the CPU, with the vectorizable ``exp``/``tanh``; a ``@cuda.jit(device=True)`` function on CUDA)."""
     # inline='always' inlines at Numba's IR level: the scalar functions are not compiled on their own, which
     # halves a fused kernel's cold compile (0.75 -> 0.4 s CPU) and lets LLVM if-convert and vectorize the body
+    if BACKEND:
+        if target == "cuda":
+            return _codegen.functions_source(fns, target) + "\n"
+        text = _codegen.functions_source(fns, target, inline="always")
+        return text.replace("math.exp(", "_vexp(").replace("math.tanh(", "_vtanh(") + "\n"
     decorator = "@cuda.jit(device=True, cache=True)"
     if target != "cuda":
         decorator = "@njit(cache=True, error_model='numpy', inline='always')"
