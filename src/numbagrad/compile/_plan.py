@@ -72,6 +72,8 @@ def _classify(index: int, step, values) -> object:
     cls, args = step.cls, step.args[1]
     row = getattr(cls, "row", None)
     if isinstance(row, Row):
+        if not row.differentiable or row.out_bool or row.integral_only:  # fused groups carry gradients: rows
+            return None  # without one (comparisons, predicates, bitwise ops) run eagerly between groups
         if len(args) != row.arity + len(row.params) or not _portable(row):
             return None
         for a in args[: row.arity]:

@@ -117,7 +117,7 @@ def _base(t):
 class _TracedMixin:
     """Methods of traced tensors: data-dependent uses break the trace, graph effects are recorded."""
 
-    __slots__ = ()
+    # (no __slots__: a Tensor keeps its attributes in a managed __dict__, which __class__ assignment must match)
 
     def _host(self):
         _note("reads the tensor's values outside a traced op")
@@ -237,7 +237,7 @@ def traced_class(cls: type) -> type:
     """The traced subclass of a tensor class (``Parameter`` stays a ``Parameter`` while traced)."""
     sub = _TRACED.get(cls)
     if sub is None:
-        attrs = {"__slots__": ()}
+        attrs = {}
         for name in dir(cls):
             inplace = (name.endswith("_") and not name.startswith("_")) or name in _INPLACE_DUNDERS
             if inplace and callable(getattr(cls, name, None)) and name not in vars(_TracedMixin):
