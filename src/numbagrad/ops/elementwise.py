@@ -20,7 +20,7 @@ import numpy as np
 from .. import _tensor
 from .._tensor import Tensor
 from .._types import get_default_dtype
-from ..autograd.function import Function
+from ..autograd.function import ERR_BACKWARD_TWICE, Function, _unpack_saved
 from ..autograd.grad_mode import no_grad, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
@@ -30,6 +30,7 @@ from ._registry import Declaration, register
 from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
 
 _BOOL = np.dtype(np.bool_)
+_new = object.__new__  # a Tensor with only its storage set: what Tensor._make does, without the call
 
 _BOOL_ERRORS = {
     "sub": "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
@@ -97,9 +98,33 @@ class Elementwise(Function):
         else:
             inputs, params = args[:n], args[n:]
         arrays, backend, dt, shape = _plan(row, inputs)
-        result = Tensor._make(backend.elementwise(row, arrays, params, dt, shape=shape, out_dtype=row.out_dtype))
+        result = _new(Tensor)
+        result._data = backend.elementwise(row, arrays, params, dt, shape=shape, out_dtype=row.out_dtype)
         if row.grads and True in ctx.needs_input_grad:
-            _remember_inputs(ctx, cls, inputs, params, shape, dt, result)
+            # what backward needs: the saved tensors, the scalar inputs, the params, and (only when an input's
+            # shape or dtype differs from the output's) each input's shape and dtype, to reduce its gradient to
+            values, to_save, differs = [], [], False
+            saves = cls._saves
+            for j in range(n):
+                a = inputs[j]
+                if isinstance(a, Tensor):
+                    values.append(None)
+                    if saves[j]:
+                        to_save.append(a)
+                    data = a._data
+                    if data.shape != shape or data.dtype != dt:
+                        differs = True
+                else:
+                    values.append(a)
+            if cls._saves_out:
+                to_save.append(result)
+            ctx.values = values
+            if params:
+                ctx.params = params
+            if to_save:
+                ctx.to_save = to_save
+            if differs:
+                ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in inputs]
         return result
 
     @staticmethod
@@ -108,28 +133,27 @@ class Elementwise(Function):
         row = cls.row
         if not row.grads:
             raise RuntimeError(f"the derivative for '{row.name}' is not implemented.")
-        n = cls.arity
-        values = ctx.values
-        out = None
-        if ctx._saved or ctx._freed:
-            saved = ctx.saved_tensors
-            if cls._saves_out:
-                out = saved[-1]
-            values = list(values)
-            k = 0
-            for j in range(n):
-                if cls._saves[j] and values[j] is None:
-                    values[j] = saved[k]
-                    k += 1
         needed = ctx.needs_input_grad
         if state.enabled:  # create_graph: the differentiable formula on tensors
-            return _tensor_backward(ctx, cls, g, out, values, needed)
+            return _tensor_backward(ctx, cls, g, needed)
+        n = cls.arity
+        operands = []  # storage of each input (a saved tensor's, a scalar, or 0 where no gradient reads it)
+        for v in ctx.values:
+            operands.append(0 if v is None else v)
+        out_data = 0
+        saved = ctx._saved
+        if saved or ctx._freed:
+            if ctx._freed:
+                raise RuntimeError(ERR_BACKWARD_TWICE)
+            k = 0
+            for j in range(n):
+                if cls._saves[j] and ctx.values[j] is None:
+                    operands[j] = _saved_data(saved[k], ctx)
+                    k += 1
+            if cls._saves_out:
+                out_data = _saved_data(saved[k], ctx)
         gd = g._data
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
-        operands = []
-        for v in values:
-            operands.append(v._data if isinstance(v, Tensor) else (0 if v is None else v))
-        out_data = 0 if out is None else out._data
         owned = ctx._grads_owned
         reuse = _reusable_input(cls, needed) if owned and owned[0] else None
         meta = ctx.in_meta
@@ -141,10 +165,10 @@ class Elementwise(Function):
             if cls._passthrough[i]:
                 gi = g
             else:
-                data = backend.elementwise_grad(
+                gi = _new(Tensor)
+                gi._data = backend.elementwise_grad(
                     row, i, gd, out_data, operands, ctx.params, gd.dtype, result=gd if i == reuse else None
                 )
-                gi = Tensor._make(data)
             if meta is not None:
                 gi = _to_input(gi, meta[i], False)
             grads.append(gi)
@@ -153,8 +177,28 @@ class Elementwise(Function):
         return tuple(grads)
 
 
-def _tensor_backward(ctx, cls, g: Tensor, out, values: list, needed: tuple) -> tuple:
+def _saved_data(saved: tuple, node):
+    """The storage of a saved tensor, after torch's check that it was not modified in place since."""
+    t, version, output_nr, grad_fn = saved
+    counter = t._version_counter
+    if (0 if counter is None else counter.value) != version:
+        return _unpack_saved(saved, node)._data  # raises torch's error
+    return t._data
+
+
+def _tensor_backward(ctx, cls, g: Tensor, needed: tuple) -> tuple:
     """The gradients under ``create_graph``: each row formula re-bound to tensor ops, so it is differentiable."""
+    values = list(ctx.values)
+    out = None
+    if ctx._saved or ctx._freed:
+        saved = ctx.saved_tensors
+        if cls._saves_out:
+            out = saved[-1]
+        k = 0
+        for j in range(cls.arity):
+            if cls._saves[j] and values[j] is None:
+                values[j] = saved[k]
+                k += 1
     grads = []
     for i in range(cls.arity):
         if not needed[i]:
@@ -196,33 +240,6 @@ def _plan(row: Row, inputs: tuple) -> tuple:
     shapes = [a.shape for a in arrays if hasattr(a, "shape")]
     shape = broadcast_shapes(*shapes) if len(set(shapes)) > 1 else shapes[0]
     return arrays, same_backend(inputs), _compute_dtype(row, inputs), shape
-
-
-def _remember_inputs(ctx, cls, inputs: tuple, params: tuple, shape: tuple, dt: np.dtype, result: Tensor) -> None:
-    """What backward needs: the saved tensor inputs (and output), the scalar inputs, the params, and (only when an
-    input's shape or dtype differs from the output's) each input's shape and dtype."""
-    values = []
-    to_save = []
-    meta = None
-    for j, a in enumerate(inputs):
-        if isinstance(a, Tensor):
-            values.append(None)
-            if cls._saves[j]:
-                to_save.append(a)
-            data = a._data
-            if data.shape != shape or data.dtype != dt:
-                meta = True
-        else:
-            values.append(a)
-    if cls._saves_out:
-        to_save.append(result)
-    ctx.values = values
-    if params:
-        ctx.params = params
-    if to_save:
-        ctx.to_save = to_save
-    if meta:
-        ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in inputs]
 
 
 def _to_input(g: Tensor, meta, create_graph: bool) -> Tensor:
