@@ -60,6 +60,7 @@ def _broadcast_shape(inputs) -> tuple:
 
 
 _KERNELS: dict = {}  # (row name, which, pattern, parallel) -> compiled kernel: the lookup every op makes
+_GRAD = tuple(f"grad{i}" for i in range(8))  # the kernel names of the gradients (not formatted per call)
 
 
 def _kernel(row: Row, which: str, pattern: str, parallel: bool):
@@ -67,15 +68,16 @@ def _kernel(row: Row, which: str, pattern: str, parallel: bool):
     return kernel
 
 
-def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.ndarray) -> np.ndarray:
-    """``out = row.<which>(*values, *params)`` element by element, with ``values`` broadcast to ``out``."""
+def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.ndarray, fresh=False) -> np.ndarray:
+    """``out = row.<which>(*values, *params)`` element by element, with ``values`` broadcast to ``out`` (``fresh``:
+    ``out`` was just allocated here, so it is contiguous)."""
     size = out.size
     if size == 0:
         return out
     flat = []
     pattern = ""
     for v in values:
-        if type(v) is np.ndarray and v.size == size and v.dtype == dtype and v.flags.c_contiguous:
+        if type(v) is np.ndarray and v.size == size and (v.dtype is dtype or v.dtype == dtype) and v.flags.c_contiguous:
             flat.append(v if v.ndim == 1 else v.ravel())  # the common case: one contiguous operand per element
             pattern += "a"
         else:
@@ -86,7 +88,7 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
             pattern += kind
     parallel = size >= PARALLEL_THRESHOLD
     kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
-    if out.flags.c_contiguous:
+    if fresh or out.flags.c_contiguous:
         target = out if out.ndim == 1 else out.ravel()
         if params:
             kernel(target, *flat, *[dtype.type(p) for p in params])
@@ -104,6 +106,7 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
     ``shape`` (default: the inputs' broadcast) and ``out_dtype`` (default ``dtype``; a comparison writes bools)."""
     if out is None:
         out = empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
+        return _run(row, "forward", inputs, params, dtype, out, True)
     return _run(row, "forward", inputs, params, dtype, out)
 
 
@@ -116,8 +119,9 @@ def elementwise_grad(
     given, is a contiguous buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g`` itself: each
     element is read before it is written).
     """
-    res = np.empty(g.shape, dtype) if result is None else result
-    return _run(row, f"grad{i}", (g, out, *inputs), params, dtype, res)
+    if result is None:
+        return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, empty(g.shape, dtype), True)
+    return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, result)
 
 
 def sum_to_shape(a: np.ndarray, shape: tuple) -> np.ndarray:

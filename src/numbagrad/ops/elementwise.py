@@ -84,6 +84,8 @@ class Elementwise(Function):
     row: Row
     arity = 1
     _saves: tuple = ()  # per input: does some gradient read it?
+    _save_idx: tuple = ()  # the inputs some gradient reads
+    _no_values: tuple = ()  # one None per input: the values of inputs that are all tensors
     _saves_out = False
     _passthrough: tuple = ()
     _tensor_grads = None
@@ -97,34 +99,25 @@ class Elementwise(Function):
             inputs, params = args, ()
         else:
             inputs, params = args[:n], args[n:]
-        arrays, backend, dt, shape = _plan(row, inputs)
+        arrays, backend, dt, shape, plain = _plan(row, inputs)
         result = _new(Tensor)
         result._data = backend.elementwise(row, arrays, params, dt, shape=shape, out_dtype=row.out_dtype)
         if row.grads and True in ctx.needs_input_grad:
             # what backward needs: the saved tensors, the scalar inputs, the params, and (only when an input's
             # shape or dtype differs from the output's) each input's shape and dtype, to reduce its gradient to
-            values, to_save, differs = [], [], False
-            saves = cls._saves
-            for j in range(n):
-                a = inputs[j]
-                if isinstance(a, Tensor):
-                    values.append(None)
-                    if saves[j]:
-                        to_save.append(a)
-                    data = a._data
-                    if data.shape != shape or data.dtype != dt:
-                        differs = True
-                else:
-                    values.append(a)
-            if cls._saves_out:
-                to_save.append(result)
-            ctx.values = values
+            if plain:  # every input a tensor of the output's shape and dtype
+                if cls._save_idx:
+                    ctx.to_save = (
+                        [inputs[j] for j in cls._save_idx]
+                        if not cls._saves_out
+                        else [*[inputs[j] for j in cls._save_idx], result]
+                    )
+                elif cls._saves_out:
+                    ctx.to_save = (result,)
+            else:
+                _record_mixed(ctx, cls, inputs, shape, dt, result)
             if params:
                 ctx.params = params
-            if to_save:
-                ctx.to_save = to_save
-            if differs:
-                ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in inputs]
         return result
 
     @staticmethod
@@ -137,8 +130,9 @@ class Elementwise(Function):
         if state.enabled:  # create_graph: the differentiable formula on tensors
             return _tensor_backward(ctx, cls, g, needed)
         n = cls.arity
+        values = ctx.values or cls._no_values  # (plain inputs: forward recorded no scalars)
         operands = []  # storage of each input (a saved tensor's, a scalar, or 0 where no gradient reads it)
-        for v in ctx.values:
+        for v in values:
             operands.append(0 if v is None else v)
         out_data = 0
         saved = ctx._saved
@@ -147,7 +141,7 @@ class Elementwise(Function):
                 raise RuntimeError(ERR_BACKWARD_TWICE)
             k = 0
             for j in range(n):
-                if cls._saves[j] and ctx.values[j] is None:
+                if cls._saves[j] and values[j] is None:
                     operands[j] = _saved_data(saved[k], ctx)
                     k += 1
             if cls._saves_out:
@@ -188,7 +182,7 @@ def _saved_data(saved: tuple, node):
 
 def _tensor_backward(ctx, cls, g: Tensor, needed: tuple) -> tuple:
     """The gradients under ``create_graph``: each row formula re-bound to tensor ops, so it is differentiable."""
-    values = list(ctx.values)
+    values = list(ctx.values or cls._no_values)
     out = None
     if ctx._saved or ctx._freed:
         saved = ctx.saved_tensors
@@ -217,12 +211,12 @@ def _tensor_backward(ctx, cls, g: Tensor, needed: tuple) -> tuple:
 
 
 def _plan(row: Row, inputs: tuple) -> tuple:
-    """(storage arrays, backend, compute dtype, output shape). The common case (tensors of one float dtype and
-    shape on one device, maybe with Python numbers) is decided in one pass; anything else goes through torch's
-    full promotion and broadcasting rules, with torch's errors."""
+    """(storage arrays, backend, compute dtype, output shape, plain). The common case (tensors of one float dtype
+    and shape on one device, maybe with Python numbers) is decided in one pass; anything else goes through torch's
+    full promotion and broadcasting rules, with torch's errors. ``plain``: every input is such a tensor."""
     arrays = []
     first = None
-    uniform = True
+    uniform = plain = True
     for a in inputs:
         if isinstance(a, Tensor):
             d = a._data
@@ -234,12 +228,36 @@ def _plan(row: Row, inputs: tuple) -> tuple:
         else:
             if type(a) is bool:
                 uniform = False
+            plain = False
             arrays.append(a)
     if uniform and first.dtype.kind == "f" and not row.integral_only:
-        return arrays, _BACKENDS.get(type(first)) or backend_for(first), first.dtype, first.shape
+        return arrays, _BACKENDS.get(type(first)) or backend_for(first), first.dtype, first.shape, plain
     shapes = [a.shape for a in arrays if hasattr(a, "shape")]
     shape = broadcast_shapes(*shapes) if len(set(shapes)) > 1 else shapes[0]
-    return arrays, same_backend(inputs), _compute_dtype(row, inputs), shape
+    return arrays, same_backend(inputs), _compute_dtype(row, inputs), shape, False
+
+
+def _record_mixed(ctx, cls, inputs: tuple, shape: tuple, dt, result: Tensor) -> None:
+    """What backward needs when some input is a number, or differs from the output in shape or dtype: the scalar
+    values, the saved tensors, and each input's shape and dtype to reduce its gradient to."""
+    values, to_save, differs = [], [], False
+    for j, a in enumerate(inputs):
+        if isinstance(a, Tensor):
+            values.append(None)
+            if cls._saves[j]:
+                to_save.append(a)
+            data = a._data
+            if data.shape != shape or data.dtype != dt:
+                differs = True
+        else:
+            values.append(a)
+    if cls._saves_out:
+        to_save.append(result)
+    ctx.values = values
+    if to_save:
+        ctx.to_save = to_save
+    if differs:
+        ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in inputs]
 
 
 def _to_input(g: Tensor, meta, create_graph: bool) -> Tensor:
@@ -309,6 +327,8 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
         uses = [row.uses(i) for i in range(len(row.grads))]
         names = [f.__code__.co_varnames[: f.__code__.co_argcount] for f in row.grads]  # (g, out, inputs, params)
         cls._saves = tuple(any(n[2 + j] in u for n, u in zip(names, uses)) for j in range(row.arity))
+        cls._save_idx = tuple(j for j in range(row.arity) if cls._saves[j])
+        cls._no_values = (None,) * row.arity
         cls._saves_out = any(n[1] in u for n, u in zip(names, uses))
         cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
         cls._tensor_grads = _LazyTensorGrads(row)
