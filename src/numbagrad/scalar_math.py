@@ -227,7 +227,8 @@ def hardsigmoid(x):
 
 
 def hardsigmoid_grad(g, out, x):
-    return select((x > -3.0) & (x < 3.0), g / 6.0, 0.0)
+    # torch multiplies by the float32 constant 1.0f / 6.0f in every dtype: so do we, to agree in float64 too
+    return select((x > -3.0) & (x < 3.0), g * 0.16666667163372040, 0.0)
 
 
 def logsigmoid(x):

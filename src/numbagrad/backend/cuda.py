@@ -802,6 +802,12 @@ def overlap(a, b) -> str:
 
 
 #: Backend functions the cuda backend runs by copying to the host, calling the cpu backend, and copying back.
-HOST_ROUND_TRIPS = ("arg_reduce", "sort", "index_add_zeros", "take_along_axis", "put_along_axis_zeros", "tile")
+HOST_ROUND_TRIPS = (
+    "arg_reduce", "sort", "index_add_zeros", "take_along_axis", "put_along_axis_zeros", "tile",
+    # nn.functional's fused kernels (backend/cpu.py, "nn primitives")
+    "layer_norm", "layer_norm_backward", "im2col", "col2im", "max_pool2d", "max_pool2d_backward", "avg_pool2d",
+    "avg_pool2d_backward", "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "cross_entropy",
+    "cross_entropy_backward", "conv2d", "conv2d_backward",
+)  # fmt: skip
 for _name in HOST_ROUND_TRIPS:
     globals()[_name] = _host_op(_name)
