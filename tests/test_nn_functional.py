@@ -373,3 +373,178 @@ def test_erf_row_is_math_erf():
 
     out = CLASSES["erf"][""].apply(x)
     np.testing.assert_allclose(out.numpy(), [math.erf(v) for v in (-1.5, 0.0, 0.3, 2.0)], rtol=1e-15)
+
+
+# --- errors: the same exception type and message as torch ------------------------------------------------------
+ERRORS = {
+    "gelu_approximate": lambda lib, F: F.gelu(lib.zeros(2), approximate="erf"),
+    "elu_long": lambda lib, F: F.elu(lib.tensor([1, 2])),
+    "leaky_relu_long": lambda lib, F: F.leaky_relu(lib.tensor([1, 2])),
+    "glu_odd": lambda lib, F: F.glu(lib.zeros(2, 3)),
+    "glu_scalar": lambda lib, F: F.glu(lib.tensor(1.0)),
+    "dropout_p": lambda lib, F: F.dropout(lib.zeros(2), 1.5),
+    "one_hot_dtype": lambda lib, F: F.one_hot(lib.tensor([1.0])),
+    "one_hot_negative": lambda lib, F: F.one_hot(lib.tensor([-1, 2])),
+    "one_hot_too_big": lambda lib, F: F.one_hot(lib.tensor([1, 3]), 3),
+    "one_hot_empty": lambda lib, F: F.one_hot(lib.zeros(0, dtype=lib.int64)),
+    "pad_odd": lambda lib, F: F.pad(lib.zeros(2, 3), (1, 2, 3)),
+    "pad_too_long": lambda lib, F: F.pad(lib.zeros(3), (1, 1, 1, 1)),
+    "embedding_float_indices": lambda lib, F: F.embedding(lib.tensor([1.0]), lib.zeros(3, 2)),
+    "embedding_out_of_range": lambda lib, F: F.embedding(lib.tensor([3]), lib.zeros(3, 2)),
+    "layer_norm_shape": lambda lib, F: F.layer_norm(lib.zeros(2, 3), (4,)),
+    "layer_norm_weight": lambda lib, F: F.layer_norm(lib.zeros(2, 3), (3,), lib.zeros(2)),
+    "group_norm_groups": lambda lib, F: F.group_norm(lib.zeros(2, 3, 4), 2),
+    "batch_norm_single_value": lambda lib, F: F.batch_norm(lib.zeros(1, 3), None, None, training=True),
+    "conv2d_input_dims": lambda lib, F: F.conv2d(lib.zeros(3, 4), lib.zeros(2, 3, 1, 1)),
+    "conv2d_channels": lambda lib, F: F.conv2d(lib.zeros(2, 8, 5, 5), lib.zeros(4, 3, 3, 3)),
+    "conv2d_kernel_too_big": lambda lib, F: F.conv2d(lib.zeros(1, 1, 2, 2), lib.zeros(1, 1, 3, 3)),
+    "conv2d_groups_weight": lambda lib, F: F.conv2d(lib.zeros(1, 2, 5, 5), lib.zeros(3, 1, 3, 3), groups=2),
+    "conv2d_bias": lambda lib, F: F.conv2d(lib.zeros(1, 3, 5, 5), lib.zeros(4, 3, 3, 3), lib.zeros(3)),
+    "conv2d_same_strided": lambda lib, F: F.conv2d(
+        lib.zeros(1, 1, 5, 5), lib.zeros(1, 1, 3, 3), stride=2, padding="same"
+    ),  # fmt: skip
+    "conv2d_padding_string": lambda lib, F: F.conv2d(lib.zeros(1, 1, 5, 5), lib.zeros(1, 1, 3, 3), padding="full"),
+    "conv2d_dtype": lambda lib, F: F.conv2d(lib.zeros(1, 1, 5, 5, dtype=lib.float64), lib.zeros(1, 1, 3, 3)),
+    "conv1d_input_dims": lambda lib, F: F.conv1d(lib.zeros(2, 3, 4, 5), lib.zeros(2, 3, 1)),
+    "max_pool2d_padding": lambda lib, F: F.max_pool2d(lib.zeros(1, 1, 6, 6), 2, padding=2),
+    "max_pool2d_too_small": lambda lib, F: F.max_pool2d(lib.zeros(1, 3, 2, 2), 3),
+    "avg_pool2d_padding": lambda lib, F: F.avg_pool2d(lib.zeros(1, 1, 6, 6), 3, padding=2),
+    "avg_pool2d_divisor": lambda lib, F: F.avg_pool2d(lib.zeros(1, 1, 6, 6), 2, divisor_override=0),
+    "cross_entropy_target_dtype": lambda lib, F: F.cross_entropy(lib.zeros(2, 3), lib.tensor([0, 1], dtype=lib.int32)),
+    "cross_entropy_batch": lambda lib, F: F.cross_entropy(lib.zeros(2, 3), lib.tensor([0, 1, 2])),
+    "cross_entropy_out_of_bounds": lambda lib, F: F.cross_entropy(lib.zeros(2, 3), lib.tensor([0, 3])),
+    "cross_entropy_smoothing": lambda lib, F: F.cross_entropy(lib.zeros(2, 3), lib.tensor([0, 1]), label_smoothing=1.5),
+    "cross_entropy_reduction": lambda lib, F: F.cross_entropy(lib.zeros(2, 3), lib.tensor([0, 1]), reduction="avg"),
+    "cross_entropy_weight": lambda lib, F: F.cross_entropy(lib.zeros(2, 3), lib.tensor([0, 1]), lib.ones(2)),
+    "cross_entropy_probs_ignore": lambda lib, F: F.cross_entropy(lib.zeros(2, 3), lib.zeros(2, 3), ignore_index=1),
+    "nll_loss_target_shape": lambda lib, F: F.nll_loss(lib.zeros(2, 3, 4), lib.zeros(2, 5, dtype=lib.int64)),
+    "nll_loss_multi_target": lambda lib, F: F.nll_loss(lib.zeros(3), lib.zeros(2, 2, dtype=lib.int64)),
+    "bce_range": lambda lib, F: F.binary_cross_entropy(lib.tensor([0.5, 1.5]), lib.tensor([0.0, 1.0])),
+    "bce_with_logits_size": lambda lib, F: F.binary_cross_entropy_with_logits(lib.zeros(3), lib.zeros(3, 1)),
+    "smooth_l1_beta": lambda lib, F: F.smooth_l1_loss(lib.zeros(3), lib.zeros(3), beta=-1.0),
+    "huber_delta": lambda lib, F: F.huber_loss(lib.zeros(3), lib.zeros(3), delta=0.0),
+    "l1_weight_size": lambda lib, F: F.l1_loss(lib.zeros(3), lib.zeros(3), weight=lib.ones(2)),
+}
+
+
+def _message(err: Exception) -> str:
+    return str(err).replace("numbagrad", "torch").split("\n")[0]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", ERRORS)
+def test_errors_match_torch(name):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(Exception) as theirs:
+        ERRORS[name](torch, torch.nn.functional)
+    with pytest.raises(Exception) as ours:
+        ERRORS[name](numbagrad, NF)
+    assert type(ours.value).__name__ == type(theirs.value).__name__
+    assert _message(ours.value) == _message(theirs.value)
+
+
+# --- behaviour without a torch counterpart to compare draws with -------------------------------------------------
+def test_dropout_zeroes_with_probability_p_and_scales_the_rest():
+    x = numbagrad.ones(20000, dtype=numbagrad.float64, requires_grad=True)
+    out = NF.dropout(x, 0.25)
+    values = out.detach().numpy()
+    assert set(np.unique(values)) == {0.0, 1 / 0.75}
+    assert abs((values == 0).mean() - 0.25) < 0.02
+    assert out.grad_fn.name() == "MulBackward0"
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), values)  # the gradient is the mask
+
+
+def test_dropout_in_eval_or_with_p_zero_returns_the_input_itself():
+    x = numbagrad.randn(3)
+    assert NF.dropout(x, 0.5, training=False) is x and NF.dropout(x, 0.0) is x
+
+
+def test_dropout_p_one_and_inplace():
+    x = numbagrad.tensor([1.0, -2.0, 3.0])
+    np.testing.assert_array_equal(NF.dropout(x, 1.0).numpy(), [0.0, -0.0, 0.0])
+    y = numbagrad.ones(1000)
+    assert NF.dropout(y, 0.5, inplace=True) is y and set(np.unique(y.numpy())) == {0.0, 2.0}
+
+
+def test_gumbel_softmax_soft_samples_are_distributions():
+    logits = numbagrad.randn(5, 4, requires_grad=True)
+    y = NF.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(y.detach().numpy().sum(1), np.ones(5), rtol=1e-6)
+    assert y.grad_fn.name() == "SoftmaxBackward0"
+
+
+def test_gumbel_softmax_hard_is_one_hot_with_the_soft_gradient():
+    numbagrad.manual_seed(3)
+    logits = numbagrad.randn(6, 5, requires_grad=True)
+    y = NF.gumbel_softmax(logits, hard=True, dim=1)
+    values = y.detach().numpy()
+    assert set(np.unique(values)) == {0.0, 1.0} and np.array_equal(values.sum(1), np.ones(6))
+    assert y.grad_fn.name() == "AddBackward0"
+    w = numbagrad.randn(6, 5)
+    (y * w).sum().backward()
+    # straight through: the gradient is that of y_soft = softmax((logits + g) / tau), whatever g was drawn
+    soft_grad = logits.grad.numpy()
+    assert np.allclose(soft_grad.sum(1), 0.0, atol=1e-6) and np.abs(soft_grad).sum() > 0
+
+
+def test_one_hot_matches_hand_computed_vectors():
+    out = NF.one_hot(numbagrad.tensor([[0, 2], [1, 0]]))
+    assert out.dtype is numbagrad.int64 and out.shape == (2, 2, 3)
+    np.testing.assert_array_equal(out.numpy(), [[[1, 0, 0], [0, 0, 1]], [[0, 1, 0], [1, 0, 0]]])
+    assert NF.one_hot(numbagrad.tensor([1]), 4).tolist() == [[0, 1, 0, 0]]
+
+
+def test_embedding_max_norm_renormalizes_the_looked_up_rows_in_place():
+    w = numbagrad.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]])
+    out = NF.embedding(numbagrad.tensor([0, 1]), w, max_norm=1.0)
+    np.testing.assert_allclose(np.linalg.norm(w.numpy(), axis=1), [1.0, 0.5, 10.0], rtol=1e-6)
+    np.testing.assert_allclose(out.numpy(), w.numpy()[:2])
+
+
+def test_cosine_similarity_clamps_tiny_norms():
+    a = numbagrad.zeros(2, 3)
+    np.testing.assert_array_equal(NF.cosine_similarity(a, a).numpy(), [0.0, 0.0])
+
+
+#: Double backward (create_graph) through the fused nodes: their backward is built from differentiable ops.
+SECOND_ORDER = {
+    "conv2d": lambda x, w: NF.conv2d(x, w, stride=2, padding=1),
+    "conv2d_groups": lambda x, w: NF.conv2d(x, w.reshape(4, 1, 3, 3)[:, :, :2], groups=2, dilation=(1, 2)),
+    "max_pool2d": lambda x, w: NF.max_pool2d(x * w.sum(), 2, 1),
+    "avg_pool2d": lambda x, w: NF.avg_pool2d(x * w.sum(), 3, 2, 1, count_include_pad=False) ** 2,
+    "adaptive_avg_pool2d": lambda x, w: NF.adaptive_avg_pool2d(x * w.sum(), (2, 3)) ** 2,
+    "layer_norm": lambda x, w: NF.layer_norm(x, (5,), w.reshape(-1)[:5], w.reshape(-1)[5:10]),
+    "group_norm": lambda x, w: NF.group_norm(x, 2, w.reshape(-1)[:2], w.reshape(-1)[2:4]),
+    "batch_norm": lambda x, w: NF.batch_norm(x, None, None, w.reshape(-1)[:2], w.reshape(-1)[2:4], training=True),
+    "cross_entropy": lambda x, w: NF.cross_entropy(
+        x.reshape(4, 5) * w.reshape(-1)[:5], numbagrad.tensor([0, 4, 2, 1]), label_smoothing=0.2
+    ),  # fmt: skip
+    "nll_loss": lambda x, w: NF.nll_loss(
+        (x.reshape(4, 5) * w.reshape(-1)[:5]).log_softmax(1), numbagrad.tensor([0, 4, 2, 1])
+    ),  # fmt: skip
+    "embedding": lambda x, w: (
+        NF.embedding(numbagrad.tensor([1, 0, 1]), w.reshape(6, 3)) * x.reshape(-1)[:9].reshape(3, 3)
+    ),
+    "pad": lambda x, w: NF.pad(x * w.sum(), (1, -1, 2, 0), value=0.5) ** 2,
+    "glu": lambda x, w: NF.glu(x * w.sum(), 1),
+    "pairwise_distance": lambda x, w: NF.pairwise_distance(x.reshape(4, 5), w.reshape(-1)[:5], p=3.0),
+    "smooth_l1_loss": lambda x, w: NF.smooth_l1_loss(x.reshape(-1)[:18], w.reshape(-1), beta=0.5),
+    "bce_with_logits": lambda x, w: NF.binary_cross_entropy_with_logits(x.reshape(-1)[:18], w.reshape(-1).sigmoid()),
+}
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_second_derivatives_gradgradcheck(name):
+    from numbagrad.autograd import gradgradcheck
+
+    rng = np.random.default_rng(0)
+    x = numbagrad.tensor(rng.standard_normal((1, 2, 2, 5)), requires_grad=True)
+    w = numbagrad.tensor(rng.standard_normal((2, 1, 3, 3)) + 0.1, requires_grad=True)
+    if name.startswith(("conv", "max_pool", "avg_pool", "adaptive", "pad", "glu", "group_norm", "batch_norm")):
+        x = numbagrad.tensor(rng.standard_normal((2, 2, 4, 5)), requires_grad=True)
+    if name == "conv2d":
+        w = numbagrad.tensor(rng.standard_normal((3, 2, 3, 3)), requires_grad=True)
+    if name == "conv2d_groups":
+        w = numbagrad.tensor(rng.standard_normal((4, 9)), requires_grad=True)
+    assert gradgradcheck(SECOND_ORDER[name], (x, w))

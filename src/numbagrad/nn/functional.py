@@ -310,7 +310,10 @@ def pad(input: Tensor, pad: list, mode: str = "constant", value: float | None = 
     if len(pads) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pads) // 2 > input.dim():
-        raise RuntimeError("Padding length too large")
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input dimension but got padding length "
+            f"{len(pads)} and input of dimension {input.dim()}"
+        )
     if mode != "constant":
         raise NotImplementedError(f"numbagrad's pad supports mode='constant' only, not {mode!r}")
     shape, _, _ = nn_ops.pad_geometry(tuple(input.shape), pads)
@@ -435,7 +438,7 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
                 total = d * (k - 1)
                 pads.append((total // 2, total - total // 2))
         else:
-            raise RuntimeError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
         pads = [(p, p) for p in _tuple(padding, dims, "padding")]
         if any(p < 0 for p, _ in pads):
@@ -443,7 +446,7 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
     if o % groups:
         raise RuntimeError(
             f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of "
-            f"size {list(weight.shape)} instead"
+            f"size [{list(weight.shape)}] instead"  # sic: torch prints the size in double brackets
         )
     if c != weight.shape[1] * groups:
         raise RuntimeError(
@@ -455,12 +458,10 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
             f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with {o} elements, but got "
             f"bias of size {list(bias.shape)} instead"
         )
-    for t in (weight, bias):
-        if t is not None and t.dtype != input.dtype:
-            raise RuntimeError(
-                f"Input type ({_type_name(input)}) and {'weight' if t is weight else 'bias'} type ({_type_name(t)}) "
-                "should be the same"
-            )
+    if weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found {weight.dtype.scalar_name}")
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(f"Input type ({_type_name(input)}) and bias type ({_type_name(bias)}) should be the same")
     spatial = shape[2:]
     padded = [s + a + b for s, (a, b) in zip(spatial, pads)]
     effective = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
@@ -553,8 +554,7 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     for p, k in zip(padding, kernel):
         if p > k // 2:
             raise RuntimeError(
-                f"pad should be smaller than or equal to half of kernel size, but got padW = {padding[1]}, padH = "
-                f"{padding[0]}, kW = {kernel[1]}, kH = {kernel[0]}"
+                f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and dilation=1"
             )
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
@@ -762,9 +762,9 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
 
 def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> tuple:
     """Checks torch makes of class-index targets; (host targets, one per row of the (rows, C) layout, layout)."""
-    if not isinstance(target, Tensor) or target.dtype.name != "int64":
+    if not isinstance(target, Tensor) or target.dtype.name not in ("int64", "uint8"):
         found = target.dtype.scalar_name if isinstance(target, Tensor) else type(target).__name__
-        raise RuntimeError(f"expected scalar type Long but found {found}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {found}")
     dim = input.dim()
     if dim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")

@@ -521,15 +521,17 @@ class PNorm(Function):
         else:
             out = (a**p).sum(dim, keepdim=True) ** (1.0 / p)
         ctx.p, ctx.dim, ctx.keepdim = p, dim, keepdim
-        ctx.save_for_backward(x, out)
-        return out if keepdim else out.squeeze(dim)
+        if not keepdim:
+            out = out.squeeze(dim)
+        ctx.save_for_backward(x, out)  # the output itself: under create_graph the norm is differentiable
+        return out
 
     @staticmethod
     def backward(ctx, g: Tensor):
         x, norm = ctx.saved_tensors
         p = ctx.p
         if not ctx.keepdim:
-            g = g.unsqueeze(ctx.dim)
+            g, norm = g.unsqueeze(ctx.dim), norm.unsqueeze(ctx.dim)
         if p == 0:
             grad = x * 0
         elif p == 1:
