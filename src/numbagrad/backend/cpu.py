@@ -305,10 +305,17 @@ def put_along_axis_zeros(shape: tuple, idx: np.ndarray, values: np.ndarray, dim:
 # compiles once per dtype.
 
 
-def _nn():
-    from . import nn_kernels
+_nn_kernels = None
 
-    return nn_kernels
+
+def _nn():
+    """The kernels module, imported on first use (a global: an import statement per call costs ~3 µs)."""
+    global _nn_kernels
+    if _nn_kernels is None:
+        from . import nn_kernels
+
+        _nn_kernels = nn_kernels
+    return _nn_kernels
 
 
 def layer_norm(x: np.ndarray, weight, bias, eps: float) -> tuple:
@@ -327,14 +334,12 @@ def layer_norm(x: np.ndarray, weight, bias, eps: float) -> tuple:
 def layer_norm_backward(g: np.ndarray, x: np.ndarray, mean, rstd, weight, need_x: bool, need_wb: bool) -> tuple:
     """(grad of x or None, column sums of ``g * xhat`` and of ``g`` (for weight and bias) or None)."""
     g = np.ascontiguousarray(g, x.dtype)
-    affine = weight is not None
-    w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if affine else np.ones(1, x.dtype)
+    n = x.shape[1]
+    w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if weight is not None else np.ones(n, x.dtype)
     gx = np.empty(x.shape, x.dtype) if need_x else np.empty((1, 1), x.dtype)
-    gw, gb = np.empty(x.shape[1]), np.empty(x.shape[1])
-    _nn().layer_norm_backward(g, np.ascontiguousarray(x), mean, rstd, w, affine, gx, gw, gb, need_x, need_wb)
-    if not need_wb:
-        return (gx if need_x else None), None, None
-    return (gx if need_x else None), gw.astype(x.dtype), gb.astype(x.dtype)
+    gw, gb = np.empty(n, x.dtype), np.empty(n, x.dtype)
+    _nn().layer_norm_backward(g, np.ascontiguousarray(x), mean, rstd, w, gx, gw, gb, need_x)
+    return (gx if need_x else None), (gw if need_wb else None), (gb if need_wb else None)
 
 
 def im2col(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
@@ -409,9 +414,15 @@ def cross_entropy(x: np.ndarray, target: np.ndarray, weight, smoothing: float, i
     n = x.shape[0]
     weighted = weight is not None
     w = np.ascontiguousarray(weight, x.dtype) if weighted else np.ones(1, x.dtype)
-    probs, losses, counts = np.empty(x.shape, x.dtype), np.empty(n, x.dtype), np.empty(n, x.dtype)
+    probs, rowmax = np.empty(x.shape, x.dtype), np.zeros(n, x.dtype)
+    kernels = _nn()
+    if x.size:
+        kernels.shift_by_row_max(x, probs, rowmax)
+    np.exp(probs, out=probs)  # numpy's SIMD exp; the kernels do the rest
+    losses, counts = np.empty(n, x.dtype), np.empty(n, x.dtype)
     t = np.ascontiguousarray(target, np.int64)
-    _nn().cross_entropy_forward(x, t, w, weighted, float(smoothing), int(ignore_index), probs, losses, counts)
+    kernels.cross_entropy_forward(x, probs, rowmax, t, w, weighted, float(smoothing), int(ignore_index), losses,
+                                  counts)  # fmt: skip
     if reduction == "none":
         return probs, losses, 1.0
     total = float(counts.sum(dtype=np.float64)) if reduction == "mean" else 1.0
@@ -427,8 +438,12 @@ def cross_entropy_backward(probs: np.ndarray, target: np.ndarray, weight, smooth
     w = np.ascontiguousarray(weight, probs.dtype) if weighted else np.ones(1, probs.dtype)
     out = np.empty(probs.shape, probs.dtype)
     t = np.ascontiguousarray(target, np.int64)
+    n = probs.shape[0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.ascontiguousarray(np.broadcast_to(np.asarray(g, np.float64) / total, (probs.shape[0],)))
+        if np.ndim(g) == 0:
+            scale = np.full(n, float(g) / total)
+        else:
+            scale = np.ascontiguousarray(g, np.float64).reshape(n) / total
     _nn().cross_entropy_backward(probs, t, w, weighted, float(smoothing), int(ignore_index), scale, out)
     return out
 

@@ -16,22 +16,28 @@ import math
 from numba import njit
 
 _OPTS = {"cache": True, "nogil": True, "error_model": "numpy"}
+#: Reductions may be reordered (and multiply-adds fused), so LLVM vectorizes the row sums: 4x faster layer norm
+#: and softmax; the sums stay in float64, the results within float32 rounding of the sequential ones.
+_REDUCING = {**_OPTS, "fastmath": {"reassoc", "contract", "nsz"}}
 
 
 # --- layer norm over the last axis of a (rows, n) array ------------------------------------------------------
-@njit(**_OPTS)
+@njit(**_REDUCING)
 def layer_norm_forward(x, weight, bias, eps, out, mean, rstd, affine):
     rows, n = x.shape
+    typed = mean[:1].copy()  # scalars of the data's dtype (float32 data stays float32: vectorized, no conversions)
     for r in range(rows):
         s = 0.0
         for j in range(n):
             s += x[r, j]
-        m = s / n
+        typed[0] = s / n
+        m = typed[0]
         v = 0.0
         for j in range(n):
             d = x[r, j] - m
             v += d * d
-        inv = 1.0 / math.sqrt(v / n + eps)
+        typed[0] = 1.0 / math.sqrt(v / n + eps)
+        inv = typed[0]
         mean[r] = m
         rstd[r] = inv
         if affine:
@@ -42,10 +48,12 @@ def layer_norm_forward(x, weight, bias, eps, out, mean, rstd, affine):
                 out[r, j] = (x[r, j] - m) * inv
 
 
-@njit(**_OPTS)
-def layer_norm_backward(g, x, mean, rstd, weight, affine, gx, gw, gb, need_x, need_wb):
-    """``gx`` (rows, n) and the column sums ``gw`` (of ``g * xhat``) and ``gb`` (of ``g``), float64."""
+@njit(**_REDUCING)
+def layer_norm_backward(g, x, mean, rstd, weight, gx, gw, gb, need_x):
+    """``gx`` (rows, n) and the column sums ``gw`` (of ``g * xhat``) and ``gb`` (of ``g``), in the data's dtype;
+    the row sums in float64. ``weight`` has n entries (ones without an affine weight): no branch in the loops."""
     rows, n = x.shape
+    typed = mean[:1].copy()
     for j in range(n):
         gw[j] = 0.0
         gb[j] = 0.0
@@ -57,20 +65,19 @@ def layer_norm_backward(g, x, mean, rstd, weight, affine, gx, gw, gb, need_x, ne
         for j in range(n):
             xhat = (x[r, j] - m) * inv
             gj = g[r, j]
-            if need_wb:
-                gw[j] += gj * xhat
-                gb[j] += gj
-            if affine:
-                gj = gj * weight[j]
+            gw[j] += gj * xhat
+            gb[j] += gj
+            gj = gj * weight[j]
             a += gj
             b += gj * xhat
         if need_x:
-            a /= n
-            b /= n
+            typed[0] = a / n
+            a_mean = typed[0]
+            typed[0] = b / n
+            b_mean = typed[0]
             for j in range(n):
                 xhat = (x[r, j] - m) * inv
-                gj = g[r, j] * weight[j] if affine else g[r, j]
-                gx[r, j] = inv * (gj - a - xhat * b)
+                gx[r, j] = inv * (g[r, j] * weight[j] - a_mean - xhat * b_mean)
 
 
 # --- convolution: columns of (N, C, H, W) -------------------------------------------------------------------
@@ -246,10 +253,39 @@ def adaptive_avg_pool2d(x, out, backward):
 
 
 # --- cross entropy with label smoothing over (N, C) logits ---------------------------------------------------
-@njit(**_OPTS)
-def cross_entropy_forward(x, target, weight, weighted, smoothing, ignore_index, probs, losses, counts):
-    """Per-sample ``(1 - s) * w[t] * nll + s / C * sum_c w[c] * (-log p_c)`` (0 for ignored samples), with the
-    softmax kept in ``probs`` for backward and each sample's weight ``w[t]`` (0 when ignored) in ``counts``."""
+# The exponentials come from numpy (SIMD; Numba's scalar exp is 5x slower without SVML): ``e = exp(x - max)``
+# arrives here with its row sums, and these loops do the rest without a transcendental but one log per row.
+@njit(**_REDUCING)
+def shift_by_row_max(x, out, rowmax):
+    """``out = x - max(x, axis=1)`` (rows of at least one element), the maxima into ``rowmax``."""
+    n, c = x.shape
+    for i in range(n):
+        # four running maxima: a max reduction does not vectorize, four independent chains pipeline (3x faster)
+        m0 = m1 = m2 = m3 = x[i, 0]
+        k = 0
+        while k + 4 <= c:
+            v0, v1, v2, v3 = x[i, k], x[i, k + 1], x[i, k + 2], x[i, k + 3]
+            m0 = v0 if v0 > m0 else m0
+            m1 = v1 if v1 > m1 else m1
+            m2 = v2 if v2 > m2 else m2
+            m3 = v3 if v3 > m3 else m3
+            k += 4
+        while k < c:
+            v0 = x[i, k]
+            m0 = v0 if v0 > m0 else m0
+            k += 1
+        m0 = m1 if m1 > m0 else m0
+        m2 = m3 if m3 > m2 else m2
+        m = m2 if m2 > m0 else m0
+        rowmax[i] = m
+        for k in range(c):
+            out[i, k] = x[i, k] - m
+
+
+@njit(**_REDUCING)
+def cross_entropy_forward(x, e, rowmax, target, weight, weighted, smoothing, ignore_index, losses, counts):
+    """Turn ``e`` (``exp(x - rowmax)``) into the softmax in place; per sample ``(1 - s) * w[t] * (lse - x_t) + s /
+    C * sum_c w[c] * (lse - x_c)`` (0 when ignored) into ``losses`` and ``w[t]`` (0 when ignored) into ``counts``."""
     n, c = x.shape
     wsum = 0.0
     if weighted:
@@ -257,41 +293,40 @@ def cross_entropy_forward(x, target, weight, weighted, smoothing, ignore_index, 
             wsum += weight[k]
     else:
         wsum = c
+    one = rowmax[:1].copy()  # a scalar of the data's dtype: float32 data is scaled in float32 (vectorized)
     for i in range(n):
+        total = 0.0
+        for k in range(c):
+            total += e[i, k]
+        one[0] = 1.0 / total
+        inv = one[0]
+        for k in range(c):
+            e[i, k] *= inv
         t = target[i]
         if t == ignore_index:
             losses[i] = 0.0
             counts[i] = 0.0
-            for k in range(c):
-                probs[i, k] = 0.0
             continue
-        m = -math.inf
-        for k in range(c):
-            if x[i, k] > m:
-                m = x[i, k]
-        s = 0.0
-        for k in range(c):
-            e = math.exp(x[i, k] - m)
-            probs[i, k] = e
-            s += e
-        lse = m + math.log(s)
-        inv = 1.0 / s
+        lse = rowmax[i] + math.log(total)
         smooth = 0.0
-        for k in range(c):
-            probs[i, k] *= inv
-            if smoothing != 0.0:
-                if weighted:
-                    smooth += weight[k] * (lse - x[i, k])
-                else:
-                    smooth += lse - x[i, k]
+        if smoothing != 0.0:
+            xs = 0.0
+            if weighted:
+                for k in range(c):
+                    xs += weight[k] * x[i, k]
+            else:
+                for k in range(c):
+                    xs += x[i, k]
+            smooth = wsum * lse - xs
         wt = weight[t] if weighted else 1.0
         counts[i] = wt
         losses[i] = (1.0 - smoothing) * wt * (lse - x[i, t]) + smoothing / c * smooth
 
 
-@njit(**_OPTS)
+@njit(**_REDUCING)
 def cross_entropy_backward(probs, target, weight, weighted, smoothing, ignore_index, scale, out):
-    """``out[i] = scale[i] * d loss_i / d x_i`` (``scale`` per sample: the incoming gradient over the mean's
+    """``out[i] = scale[i] * d loss_i / d x_i``: ``coef * p - (1 - s) * w[t] * onehot(t) - s / C * w`` with
+    ``coef = (1 - s) * w[t] + s / C * sum(w)`` (``scale`` per sample: the incoming gradient over the mean's
     denominator)."""
     n, c = probs.shape
     wsum = 0.0
@@ -308,11 +343,17 @@ def cross_entropy_backward(probs, target, weight, weighted, smoothing, ignore_in
                 out[i, k] = 0.0
             continue
         wt = weight[t] if weighted else 1.0
-        coef = (1.0 - smoothing) * wt + a * wsum  # every p_k's factor
         sc = scale[i]
-        for k in range(c):
-            out[i, k] = sc * coef * probs[i, k]
-        if smoothing != 0.0:
+        coef = sc * ((1.0 - smoothing) * wt + a * wsum)
+        if smoothing == 0.0:
             for k in range(c):
-                out[i, k] -= sc * a * (weight[k] if weighted else 1.0)
+                out[i, k] = coef * probs[i, k]
+        elif weighted:
+            shift = sc * a
+            for k in range(c):
+                out[i, k] = coef * probs[i, k] - shift * weight[k]
+        else:
+            shift = sc * a
+            for k in range(c):
+                out[i, k] = coef * probs[i, k] - shift
         out[i, t] -= sc * (1.0 - smoothing) * wt

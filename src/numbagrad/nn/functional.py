@@ -334,18 +334,20 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
     """Normalize over the trailing ``normalized_shape`` dims (then ``* weight + bias``), in one fused node."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(shape)
-    if k == 0 or tuple(input.shape[input.dim() - k :]) != shape or input.dim() < k:
+    ishape = input._data.shape  # plain tuples: cheaper than Size in the hot path
+    if k == 0 or len(ishape) < k or ishape[len(ishape) - k :] != shape:
         raise RuntimeError(
             f"Given normalized_shape={list(shape)}, expected input with shape [*, {', '.join(map(str, shape))}], but "
-            f"got input of size{list(input.shape)}"
+            f"got input of size{list(ishape)}"
         )
     for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t.shape) != shape:
+        if t is not None and t._data.shape != shape:
             raise RuntimeError(
                 f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                 f"{list(t.shape)} and normalized_shape = {list(shape)}"
             )
-    return nn_ops.LayerNorm.apply(input, weight, bias, math.prod(shape), eps)
+    n = shape[0] if k == 1 else math.prod(shape)
+    return nn_ops.LayerNorm.apply(input, weight, bias, shape, n, eps)
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
@@ -765,32 +767,33 @@ def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> 
     if not isinstance(target, Tensor) or target.dtype.name not in ("int64", "uint8"):
         found = target.dtype.scalar_name if isinstance(target, Tensor) else type(target).__name__
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {found}")
-    dim = input.dim()
+    ishape, tshape = input._data.shape, target._data.shape  # plain tuples: cheaper than Size in the hot path
+    dim = len(ishape)
     if dim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
-    c = input.shape[1] if dim >= 2 else input.shape[0]
+    c = ishape[1] if dim >= 2 else ishape[0]
     if dim == 1:
-        if target.dim() > 1:
+        if len(tshape) > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     elif dim == 2:
-        if target.dim() != 1 or target.shape[0] != input.shape[0]:
+        if len(tshape) != 1 or tshape[0] != ishape[0]:
             raise ValueError(
-                f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                f"({target.shape[0] if target.dim() else 1})."
+                f"Expected input batch_size ({ishape[0]}) to match target batch_size ({tshape[0] if tshape else 1})."
             )
-    elif tuple(target.shape) != (input.shape[0], *input.shape[2:]):
-        raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
-    if weight is not None and tuple(weight.shape) != (c,):
+    elif tshape != (ishape[0], *ishape[2:]):
+        raise RuntimeError(f"Expected target size {[ishape[0], *ishape[2:]]}, got {list(tshape)}")
+    if weight is not None and weight._data.shape != (c,):
         raise RuntimeError(
             f"weight tensor should be defined either for all {c} classes or no classes but got weight tensor of "
             f"shape: [{', '.join(map(str, weight.shape))}]"
         )
     t = target._host().reshape(-1).astype(np.int64, copy=False)
-    bad = ((t < 0) | (t >= c)) & (t != ignore_index)
-    if bad.any():
-        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
-    targets = loss_ops.ClassTargets(t, weight, ignore_index, np.dtype(input._data.dtype))
-    return targets, loss_ops.RowLayout(tuple(input.shape))
+    if t.size and (t.min() < 0 or t.max() >= c):  # (two reductions: the common, valid case pays only these)
+        bad = ((t < 0) | (t >= c)) & (t != ignore_index)
+        if bad.any():
+            raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+    targets = loss_ops.ClassTargets(t, weight, ignore_index, input._data.dtype)
+    return targets, loss_ops.RowLayout(ishape)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,

@@ -33,22 +33,42 @@ def _t(data) -> Tensor:
 
 class ClassTargets:
     """Class-index targets on the host, flattened to one per row of the (rows, C) logits, with what the losses
-    need: the class weights (host copy), each row's weight (0 where ``target == ignore_index``) and their sum."""
+    need, computed on first use: the class weights (host copy), each row's weight (0 where ``target ==
+    ignore_index``) and their sum. The fused cross entropy needs none of them."""
 
     def __init__(self, target: np.ndarray, weight, ignore_index: int, dtype: np.dtype) -> None:
-        self.target = target
-        self.ignore_index = ignore_index
-        counted = target != ignore_index
-        self.all_counted = bool(counted.all())
-        index = target if self.all_counted else np.where(counted, target, 0)
-        self.index = index
-        if weight is None:
-            self.weight_host = None
-            self.row_weight = counted.astype(dtype)
-        else:
-            self.weight_host = weight._host().astype(dtype)
-            self.row_weight = (self.weight_host[index] * counted).astype(dtype)
-        self.total = float(self.row_weight.sum(dtype=np.float64))
+        self.target, self.weight, self.ignore_index, self.dtype = target, weight, ignore_index, dtype
+        self._derived = None
+
+    def _derive(self) -> tuple:
+        if self._derived is None:
+            target = self.target
+            counted = target != self.ignore_index
+            index = np.where(counted, target, 0)
+            if self.weight is None:
+                weight_host, row_weight = None, counted.astype(self.dtype)
+            else:
+                weight_host = self.weight._host().astype(self.dtype)
+                row_weight = (weight_host[index] * counted).astype(self.dtype)
+            self._derived = (index, weight_host, row_weight, float(row_weight.sum(dtype=np.float64)))
+        return self._derived
+
+    @property
+    def index(self) -> np.ndarray:
+        """The targets with ignored ones replaced by class 0 (safe to index with)."""
+        return self._derive()[0]
+
+    @property
+    def weight_host(self):
+        return self._derive()[1]
+
+    @property
+    def row_weight(self) -> np.ndarray:
+        return self._derive()[2]
+
+    @property
+    def total(self) -> float:
+        return self._derive()[3]
 
 
 class CrossEntropy(Function):

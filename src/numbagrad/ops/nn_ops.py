@@ -234,14 +234,14 @@ class LayerNorm(Function):
     _trusted = True
 
     @staticmethod
-    def forward(ctx, x: Tensor, weight, bias, n: int, eps: float) -> Tensor:
+    def forward(ctx, x: Tensor, weight, bias, shape: tuple, n: int, eps: float) -> Tensor:
         backend = x._backend
         rows = x._data.size // n if n else 0
         x2 = backend.reshape(x._data, (rows, n))
         out, mean, rstd = backend.layer_norm(
             x2, None if weight is None else weight._data, None if bias is None else bias._data, eps
         )
-        ctx.stats, ctx.n, ctx.eps = (mean, rstd), n, eps
+        ctx.stats, ctx.shape, ctx.n, ctx.eps = (mean, rstd), shape, n, eps
         ctx.save_for_backward(x, weight)
         return _t(backend.reshape(out, x._data.shape))
 
@@ -249,15 +249,15 @@ class LayerNorm(Function):
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        n = ctx.n
+        n, shape = ctx.n, ctx.shape
         if state.enabled:
             x2, g2 = x.reshape(-1, n), g.reshape(-1, n)
             xhat, rstd = _normalized(x2, -1, ctx.eps)
-            w = None if weight is None else weight.reshape(n)
-            gx = _norm_input_grad(g2 * w if w is not None else g2, xhat, rstd, -1).reshape(x.shape) if need_x else None
-            gw = (g2 * xhat).sum(0).reshape(weight.shape) if need_w else None
-            gb = g2.sum(0).reshape(weight.shape if weight is not None else (n,)) if need_b else None
-            return gx, gw, gb, None, None
+            gxhat = g2 * weight.reshape(n) if weight is not None else g2
+            gx = _norm_input_grad(gxhat, xhat, rstd, -1).reshape(x.shape) if need_x else None
+            gw = (g2 * xhat).sum(0).reshape(shape) if need_w else None
+            gb = g2.sum(0).reshape(shape) if need_b else None
+            return gx, gw, gb, None, None, None
         backend = g._backend
         mean, rstd = ctx.stats
         x2 = backend.reshape(x._data, (mean.shape[0], n))
@@ -265,10 +265,9 @@ class LayerNorm(Function):
         w = None if weight is None else weight._data
         gx, gw, gb = backend.layer_norm_backward(g2, x2, mean, rstd, w, need_x, need_w or need_b)
         gx = _t(backend.reshape(gx, x._data.shape)) if need_x else None
-        shape = weight._data.shape if weight is not None else (n,)
         gw = _t(backend.reshape(gw, shape)) if need_w else None
         gb = _t(backend.reshape(gb, shape)) if need_b else None
-        return gx, gw, gb, None, None
+        return gx, gw, gb, None, None, None
 
 
 def _channel_shape(x: Tensor) -> tuple:
