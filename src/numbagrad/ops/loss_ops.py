@@ -201,7 +201,7 @@ class NllLoss(Function):
         ctx.rows_shape = rows.shape
         if reduction == "none":
             return _t(layout.loss_shape(losses, reduction))
-        total = backend.reduce(losses, "sum")
+        total = backend.reduce(losses, "sum", None, False)
         if reduction == "mean":
             with np.errstate(divide="ignore", invalid="ignore"):
                 total = backend.elementwise(ROWS["div"], [total, targets.total], (), rows.dtype)
