@@ -377,7 +377,7 @@ class GroupNorm(Function):
             if need_x:
                 backend = g._backend
                 mean, rstd = ctx.stats
-                rows = (n * groups, mean.shape[0] and x.numel() // (n * groups))
+                rows = (n * groups, x.numel() // (n * groups))
                 x2 = backend.reshape(backend.ascontiguous(x._data), rows)
                 g2 = backend.reshape(backend.ascontiguous(gxhat._data), rows)
                 gx2, _, _ = backend.layer_norm_backward(g2, x2, mean, rstd, None, True, False)
