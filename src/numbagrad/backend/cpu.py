@@ -318,27 +318,33 @@ def _nn():
     return _nn_kernels
 
 
-def layer_norm(x: np.ndarray, weight, bias, eps: float) -> tuple:
-    """Normalize each row of the 2-D ``x`` (then ``* weight + bias`` when given): (out, mean, rstd)."""
+def layer_norm(x: np.ndarray, weight, bias, eps: float, n: int) -> tuple:
+    """Normalize ``x`` over its trailing ``n`` elements (then ``* weight + bias`` when given): (out in ``x``'s
+    shape, mean and rstd per row)."""
     x = np.ascontiguousarray(x)
-    rows = x.shape[0]
+    rows = x.size // n if n else 0
     out = np.empty(x.shape, x.dtype)
     mean, rstd = np.empty(rows, x.dtype), np.empty(rows, x.dtype)
     affine = weight is not None
     w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if affine else np.ones(1, x.dtype)
     b = np.ascontiguousarray(bias, x.dtype).reshape(-1) if bias is not None else np.zeros(w.shape[0], x.dtype)
-    _nn().layer_norm_forward(x, w, b, float(eps), out, mean, rstd, affine)
+    _nn().layer_norm_forward(x.reshape(rows, n), w, b, float(eps), out.reshape(rows, n), mean, rstd, affine)
     return out, mean, rstd
 
 
-def layer_norm_backward(g: np.ndarray, x: np.ndarray, mean, rstd, weight, need_x: bool, need_wb: bool) -> tuple:
-    """(grad of x or None, column sums of ``g * xhat`` and of ``g`` (for weight and bias) or None)."""
-    g = np.ascontiguousarray(g, x.dtype)
-    n = x.shape[1]
+def layer_norm_backward(g: np.ndarray, x: np.ndarray, mean, rstd, weight, param_shape: tuple, need_x: bool,
+                        need_wb: bool) -> tuple:  # fmt: skip
+    """(grad of x in its shape, or None; the sums over rows of ``g * xhat`` and of ``g`` in ``param_shape``, for
+    weight and bias, or None). Results are fresh arrays, so the engine keeps them as ``.grad`` without a copy."""
+    rows = mean.shape[0]
+    n = x.size // rows if rows else 0
+    x2 = np.ascontiguousarray(x).reshape(rows, n)
+    g2 = np.ascontiguousarray(g, x.dtype).reshape(rows, n)
     w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if weight is not None else np.ones(n, x.dtype)
     gx = np.empty(x.shape, x.dtype) if need_x else np.empty((1, 1), x.dtype)
-    gw, gb = np.empty(n, x.dtype), np.empty(n, x.dtype)
-    _nn().layer_norm_backward(g, np.ascontiguousarray(x), mean, rstd, w, gx, gw, gb, need_x)
+    gw, gb = np.empty(param_shape, x.dtype), np.empty(param_shape, x.dtype)
+    _nn().layer_norm_backward(g2, x2, mean, rstd, w, gx.reshape(rows, n) if need_x else gx, gw.reshape(n),
+                              gb.reshape(n), need_x)  # fmt: skip
     return (gx if need_x else None), (gw if need_wb else None), (gb if need_wb else None)
 
 
@@ -491,7 +497,8 @@ def conv2d_backward(
         gb = g3.sum(axis=(0, 2))
     if groups == 1:
         if need_w:  # one small GEMM per sample, then a sum: 6x faster here than one GEMM over transposed copies
-            gw = np.matmul(g3, cols.transpose(0, 2, 1)).sum(axis=0).reshape(weight.shape)
+            gw = np.empty(weight.shape, g.dtype)  # summed straight into the weight's shape: a fresh array
+            np.sum(np.matmul(g3, cols.transpose(0, 2, 1)), axis=0, out=gw.reshape(o, k))
         if need_x:
             gcols = np.matmul(w.reshape(o, k).T, g3)
     else:

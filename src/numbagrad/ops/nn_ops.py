@@ -96,8 +96,12 @@ class Convolution(Function):
         gx, gw, gb = backend.conv2d_backward(
             g4, ctx.cols, geom.in4, w4, geom.stride, geom.padding, geom.dilation, geom.groups, need_x, need_w, need_b
         )
-        gx = _t(backend.reshape(gx, x.shape)) if need_x else None
-        gw = _t(backend.reshape(gw, weight.shape)) if need_w else None
+        if need_x and gx.shape != x._data.shape:
+            gx = backend.reshape(gx, x._data.shape)
+        if need_w and gw.shape != weight._data.shape:
+            gw = backend.reshape(gw, weight._data.shape)
+        gx = _t(gx) if need_x else None
+        gw = _t(gw) if need_w else None
         return gx, gw, (_t(gb) if need_b else None), None
 
 
@@ -235,15 +239,12 @@ class LayerNorm(Function):
 
     @staticmethod
     def forward(ctx, x: Tensor, weight, bias, shape: tuple, n: int, eps: float) -> Tensor:
-        backend = x._backend
-        rows = x._data.size // n if n else 0
-        x2 = backend.reshape(x._data, (rows, n))
-        out, mean, rstd = backend.layer_norm(
-            x2, None if weight is None else weight._data, None if bias is None else bias._data, eps
+        out, mean, rstd = x._backend.layer_norm(
+            x._data, None if weight is None else weight._data, None if bias is None else bias._data, eps, n
         )
         ctx.stats, ctx.shape, ctx.n, ctx.eps = (mean, rstd), shape, n, eps
         ctx.save_for_backward(x, weight)
-        return _t(backend.reshape(out, x._data.shape))
+        return _t(out)
 
     @staticmethod
     def backward(ctx, g: Tensor):
@@ -258,16 +259,17 @@ class LayerNorm(Function):
             gw = (g2 * xhat).sum(0).reshape(shape) if need_w else None
             gb = g2.sum(0).reshape(shape) if need_b else None
             return gx, gw, gb, None, None, None
-        backend = g._backend
         mean, rstd = ctx.stats
-        x2 = backend.reshape(x._data, (mean.shape[0], n))
-        g2 = backend.reshape(g._data, x2.shape)
         w = None if weight is None else weight._data
-        gx, gw, gb = backend.layer_norm_backward(g2, x2, mean, rstd, w, need_x, need_w or need_b)
-        gx = _t(backend.reshape(gx, x._data.shape)) if need_x else None
-        gw = _t(backend.reshape(gw, shape)) if need_w else None
-        gb = _t(backend.reshape(gb, shape)) if need_b else None
-        return gx, gw, gb, None, None, None
+        gx, gw, gb = g._backend.layer_norm_backward(g._data, x._data, mean, rstd, w, shape, need_x, need_w or need_b)
+        return (
+            (_t(gx) if need_x else None),
+            (_t(gw) if need_w else None),
+            (_t(gb) if need_b else None),
+            None,
+            None,
+            None,
+        )
 
 
 def _channel_shape(x: Tensor) -> tuple:
@@ -347,9 +349,8 @@ class GroupNorm(Function):
         backend = x._backend
         n = x.shape[0]
         size = x.numel() // (n * groups) if n * groups else 0
-        x2 = backend.reshape(backend.ascontiguous(x._data), (n * groups, size))
-        xhat, mean, rstd = backend.layer_norm(x2, None, None, eps)
-        xhat = _t(backend.reshape(xhat, x._data.shape))
+        xhat, mean, rstd = backend.layer_norm(x._data, None, None, eps, size)
+        xhat = _t(xhat)
         cshape = _channel_shape(x)
         out = xhat * weight.reshape(cshape) if weight is not None else xhat
         if bias is not None:
@@ -375,13 +376,10 @@ class GroupNorm(Function):
             xhat = ctx.xhat
             gx = None
             if need_x:
-                backend = g._backend
                 mean, rstd = ctx.stats
-                rows = (n * groups, x.numel() // (n * groups))
-                x2 = backend.reshape(backend.ascontiguous(x._data), rows)
-                g2 = backend.reshape(backend.ascontiguous(gxhat._data), rows)
-                gx2, _, _ = backend.layer_norm_backward(g2, x2, mean, rstd, None, True, False)
-                gx = _t(backend.reshape(gx2, x._data.shape))
+                size = x.numel() // (n * groups)
+                gx, _, _ = g._backend.layer_norm_backward(gxhat._data, x._data, mean, rstd, None, (size,), True, False)
+                gx = _t(gx)
         gw = (g * xhat).sum(axes) if need_w else None
         gb = g.sum(axes) if need_b else None
         return gx, gw, gb, None, None
