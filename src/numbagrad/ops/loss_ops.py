@@ -21,9 +21,8 @@ from .elementwise import FUNCTIONS, make_function
 from .indexing import where
 from .reduction import softmax
 
-#: torch's composite losses multiply and divide by numbers in C++ (``MulBackward1``, ``DivBackward1``); from
-#: Python those are ``MulBackward0``/``DivBackward0``. These give a composite loss torch's last node name.
-ScalarMul = make_function(ROWS["mul"], "MulBackward1", "ScalarMul")
+#: torch's composite losses divide by numbers in C++ (``DivBackward1``); from Python that is ``DivBackward0``.
+#: This gives the probability-target cross entropy torch's last node name.
 ScalarDiv = make_function(ROWS["div"], "DivBackward1", "ScalarDiv")
 
 
