@@ -548,3 +548,29 @@ def test_second_derivatives_gradgradcheck(name):
     if name == "conv2d_groups":
         w = numbagrad.tensor(rng.standard_normal((4, 9)), requires_grad=True)
     assert gradgradcheck(SECOND_ORDER[name], (x, w))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda F, x: F.relu6(x),
+        lambda F, x: F.hardtanh(x, -3.0, 3.0),
+        lambda F, x: F.leaky_relu(x, 0.1),
+        lambda F, x: F.elu(x),
+        lambda F, x: F.hardswish(x),
+        lambda F, x: F.hardsigmoid(x),
+        lambda F, x: F.softplus(x, 2.0, 6.0),
+        lambda F, x: F.logsigmoid(x),
+    ],
+    ids=["relu6", "hardtanh", "leaky_relu", "elu", "hardswish", "hardsigmoid", "softplus", "logsigmoid"],
+)
+def test_gradients_at_the_kinks_match_torch(call):
+    """At the points where the pieces meet (0, 6, +-3, the softplus threshold) torch picks one side: so do we."""
+    torch = pytest.importorskip("torch")
+    points = [-3.0, 0.0, 3.0, 6.0, -0.0, 1e30, -1e30]
+    ours = numbagrad.tensor(points, dtype=numbagrad.float64, requires_grad=True)
+    theirs = torch.tensor(points, dtype=torch.float64, requires_grad=True)
+    call(NF, ours).sum().backward()
+    call(torch.nn.functional, theirs).sum().backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())

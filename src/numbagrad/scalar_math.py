@@ -219,7 +219,7 @@ def hardswish(x):
 
 
 def hardswish_grad(g, out, x):
-    return select(x < -3.0, 0.0, select(x <= 3.0, g * (x / 3.0 + 0.5), g))
+    return select(x <= -3.0, 0.0, select(x < 3.0, g * (x / 3.0 + 0.5), g))  # torch: the outer pieces at +-3
 
 
 def hardsigmoid(x):
