@@ -331,3 +331,35 @@ def test_conv_module_validates_its_arguments_like_torch():
         nn.Conv1d(3, 6, 3, padding="full")
     with pytest.raises(NotImplementedError, match="pad with zeros only"):
         nn.Conv2d(1, 1, 3, padding_mode="reflect")(numbagrad.zeros(1, 1, 4, 4))
+
+
+@pytest.mark.torch
+def test_a_small_cnn_trains_step_for_step_like_torch():
+    """Conv2d, BatchNorm2d, ReLU6, MaxPool2d, Dropout(eval-free p=0), Flatten, Linear, GELU, LayerNorm and a
+    label-smoothed cross entropy: three SGD steps from the same weights give the same losses and weights."""
+    torch = pytest.importorskip("torch")
+
+    def build(nn):
+        return nn.Sequential(
+            nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU6(), nn.MaxPool2d(2), nn.Dropout(0.0),
+            nn.Flatten(), nn.Linear(4 * 3 * 3, 8), nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 5),
+        )  # fmt: skip
+
+    theirs = build(torch.nn).double()
+    ours = build(nn).double()
+    ours.load_state_dict({k: numbagrad.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    opt_ours = numbagrad.optim.SGD(ours.parameters(), lr=0.1, momentum=0.9)
+    opt_theirs = torch.optim.SGD(theirs.parameters(), lr=0.1, momentum=0.9)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x, y = rng.standard_normal((6, 1, 6, 6)), rng.integers(0, 5, 6)
+        losses = []
+        for model, opt, lib in ((ours, opt_ours, numbagrad), (theirs, opt_theirs, torch)):
+            opt.zero_grad()
+            loss = lib.nn.functional.cross_entropy(model(lib.tensor(x)), lib.tensor(y), label_smoothing=0.1)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[0] == pytest.approx(losses[1], rel=1e-10)
+    for (name, p), q in zip(ours.state_dict().items(), theirs.state_dict().values()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
