@@ -16,7 +16,13 @@ import numpy as np
 import numbagrad
 from numbagrad.scalar_math import ROWS
 
-PARAMS = {"clamp": (-0.5, 0.5)}
+PARAMS = {
+    "clamp": (-0.5, 0.5),
+    "hardtanh": (-0.5, 0.5),
+    "leaky_relu": (0.1,),
+    "elu": (1.3, 1.1, 0.9),
+    "softplus": (1.5, 2.0),
+}
 
 
 def check_ops(n: int) -> list[str]:

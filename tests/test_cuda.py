@@ -23,7 +23,13 @@ from numbagrad.backend import cuda as backend  # noqa: E402
 from numbagrad.ops.elementwise import function_for  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PARAMS = {"clamp": (-0.5, 0.5)}
+PARAMS = {
+    "clamp": (-0.5, 0.5),
+    "hardtanh": (-0.5, 0.5),
+    "leaky_relu": (0.1,),
+    "elu": (1.3, 1.1, 0.9),
+    "softplus": (1.5, 2.0),
+}
 
 
 def both(array, requires_grad=False):

@@ -20,7 +20,19 @@ BINARY_ROWS = [r for r in ROW_LIST if r.arity == 2]
 DIFFERENTIABLE_ROWS = [r for r in ROW_LIST if r.differentiable]
 
 #: Values for the rows' non-tensor parameters (by parameter name); inside every row's domain.
-PARAM_VALUES = {"lo": -0.5, "hi": 0.5}
+PARAM_VALUES = {
+    "lo": -0.5,
+    "hi": 0.5,
+    # activations (nn.functional)
+    "min_val": -0.5,
+    "max_val": 0.5,
+    "negative_slope": 0.1,
+    "alpha": 1.3,
+    "scale": 1.1,
+    "input_scale": 0.9,
+    "beta": 1.5,
+    "threshold": 2.0,
+}
 
 DTYPES = {"float32": (numbagrad.float32, 2e-6), "float64": (numbagrad.float64, 1e-12)}
 
