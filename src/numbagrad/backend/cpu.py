@@ -380,7 +380,7 @@ def _nn():
     """The kernels module, imported on first use (a global: an import statement per call costs ~3 µs)."""
     global _nn_kernels
     if _nn_kernels is None:
-        from . import nn_kernels
+        from . import nn_kernels  # lazy: importing it compiles or loads Numba kernels (import numbagrad must not)
 
         _nn_kernels = nn_kernels
     return _nn_kernels

@@ -6,8 +6,9 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from .._tensor import Tensor
+from .._tensor import RemovableHandle, Tensor
 from .._types import dtype as _dtype
+from .._types import float32, float64
 from ..autograd.grad_mode import no_grad
 from .parameter import Parameter
 
@@ -108,16 +109,12 @@ class Module:
 
     def register_forward_hook(self, hook: Callable):
         """``hook(module, args, output)`` after every forward; a returned value replaces the output."""
-        from .._tensor import RemovableHandle
-
         handle = RemovableHandle(self._forward_hooks)
         self._forward_hooks[handle.id] = hook
         return handle
 
     def register_forward_pre_hook(self, hook: Callable):
         """``hook(module, args)`` before every forward; a returned value replaces the arguments."""
-        from .._tensor import RemovableHandle
-
         handle = RemovableHandle(self._forward_pre_hooks)
         self._forward_pre_hooks[handle.id] = hook
         return handle
@@ -379,13 +376,9 @@ class Module:
         return self.to("cpu")
 
     def float(self: T) -> T:
-        from .._types import float32
-
         return self.to(float32)
 
     def double(self: T) -> T:
-        from .._types import float64
-
         return self.to(float64)
 
     # --- state_dict ------------------------------------------------------------------------------------------

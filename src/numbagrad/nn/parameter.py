@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import ops
 from .._tensor import Tensor
 
 
@@ -13,8 +14,6 @@ class Parameter(Tensor):
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
         if data is None:
-            from .. import ops
-
             data = ops.empty(0)
         p = object.__new__(cls)
         p._init(data._data, False)

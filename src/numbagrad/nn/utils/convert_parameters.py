@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from ... import ops
 from ..._tensor import Tensor
+from ..module import typename
 
 
 def _check_param_device(param: Tensor, old_param_device: int | None) -> int:
@@ -32,8 +33,6 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     """Point each parameter's ``.data`` at its slice of ``vec`` (views of ``vec``, not copies, as in torch)."""
     if not isinstance(vec, Tensor):
-        from ..module import typename
-
         raise TypeError(f"expected numbagrad.Tensor, but got: {typename(vec)}")
     param_device = None
     pointer = 0
