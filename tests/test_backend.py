@@ -296,3 +296,15 @@ def test_apply_kernel_with_one_and_two_operands(b):
 def test_cpu_loop_variant_follows_the_threshold(monkeypatch):
     monkeypatch.setattr(cpu, "PARALLEL_THRESHOLD", 100)
     assert (cpu.loop_variant(99), cpu.loop_variant(100)) == ("serial", "parallel")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_whole_array_float_sum_uses_a_float64_accumulator(dtype):
+    from numbagrad.backend import cpu
+
+    a = np.random.default_rng(0).standard_normal(100_000).astype(dtype)
+    total = cpu.reduce(a, "sum", None, False, None)
+    assert total.dtype == dtype and total.shape == ()
+    assert abs(float(total) - a.astype(np.float64).sum()) <= np.finfo(dtype).eps * 10 * abs(a).sum() / len(a) + 1e-9
+    kept = cpu.reduce(a.reshape(100, 1000), "sum", None, True, None)
+    assert kept.shape == (1, 1) and kept.dtype == dtype

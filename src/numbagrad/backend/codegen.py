@@ -555,6 +555,18 @@ def accumulate_kernel(target: str):
     return kernel
 
 
+def sum_kernel(target: str):
+    """``kernel(x, out)``: ``out[0] = sum(x)`` over a flat array, accumulated in float64 (a float32 sum keeps
+    more precision than pairwise float32 summation, and the reassociated loop vectorises)."""
+    key = ("sum", target)
+    kernel = _kernels.get(key)
+    if kernel is None:
+        loop = loop_source(target, "kernel", ["x", "out"], "acc += x[i]", "x.shape[0]", reduce=(("acc", "+"),),
+                           epilogue="out[0] = acc")  # fmt: skip
+        kernel = _kernels[key] = load_module(f"sum_{target}", module_source(target, loop)).kernel
+    return kernel
+
+
 def foreach_kernel(update: Callable, n_arrays: int, n_scalars: int, target: str, static: tuple = ()):
     """``kernel(*arrays, *scalars)`` calling ``update(i, *arrays, *scalars, *static)`` for every ``i`` of the
     first array: the fused in-place update of an optimizer step, from one module-level per-element function.
