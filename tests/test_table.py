@@ -20,7 +20,7 @@ BINARY_ROWS = [r for r in ROW_LIST if r.arity == 2]
 DIFFERENTIABLE_ROWS = [r for r in ROW_LIST if r.differentiable]
 
 #: Values for the rows' non-tensor parameters (by parameter name); inside every row's domain.
-PARAM_VALUES = {"lo": -0.5, "hi": 0.5}
+PARAM_VALUES = {"lo": -0.5, "hi": 0.5, "weight": 0.3, "nan": 0.0, "posinf": 9.0, "neginf": -9.0, "decimals": 1.0}
 
 DTYPES = {"float32": (numbagrad.float32, 2e-6), "float64": (numbagrad.float64, 1e-12)}
 
@@ -65,7 +65,7 @@ def test_forward_with_python_scalar_operand(row, scalar_first):
     x = _draw(row, (4,))[0]
     s = 3 if row.integral_only else float(np.mean(row.domain))
     operands = [s, numbagrad.from_numpy(x)] if scalar_first else [numbagrad.from_numpy(x), s]
-    reference = row.reference(s, x) if scalar_first else row.reference(x, s)
+    reference = row.reference(s, x, *_params(row)) if scalar_first else row.reference(x, s, *_params(row))
     out = _apply(row, *operands)
     assert out.dtype is _expected_dtype(row, numbagrad.float64)
     np.testing.assert_allclose(out.numpy(), reference, rtol=1e-12)

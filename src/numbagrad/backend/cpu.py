@@ -33,7 +33,10 @@ def _operand(value, size: int, dtype: np.dtype):
     A one-element or stride-0 (expanded) operand is passed as a scalar, so its kernel reads it without a branch;
     an operand with fewer elements than the output is broadcast (and copied) first."""
     if type(value) is not np.ndarray:
-        return dtype.type(value), "s"
+        try:
+            return dtype.type(value), "s"
+        except OverflowError:  # a Python int outside a narrow integer type wraps around, as torch casts it
+            return np.array(value).astype(dtype)[()], "s"
     if value.dtype != dtype:
         value = value.astype(dtype)
     if value.size == size:
@@ -104,6 +107,8 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
     ``shape`` (default: the inputs' broadcast) and ``out_dtype`` (default ``dtype``; a comparison writes bools)."""
     if out is None:
         out = np.empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
+    if dtype is _HALF:
+        return _in_single(row, "forward", inputs, params, out)
     return _run(row, "forward", inputs, params, dtype, out)
 
 
@@ -116,8 +121,23 @@ def elementwise_grad(
     given, is a contiguous buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g`` itself: each
     element is read before it is written).
     """
+    if dtype is _HALF:
+        return _in_single(row, f"grad{i}", (g, out, *inputs), params, np.empty(g.shape, dtype))
     res = np.empty(g.shape, dtype) if result is None else result
     return _run(row, f"grad{i}", (g, out, *inputs), params, dtype, res)
+
+
+_HALF = np.dtype(np.float16)
+_SINGLE = np.dtype(np.float32)
+
+
+def _in_single(row: Row, which: str, values, params: tuple, out: np.ndarray) -> np.ndarray:
+    """A float16 op: Numba has no half-precision arithmetic, so the kernel computes in float32 and the result is
+    stored as float16 (torch's CPU computes half ops in float the same way)."""
+    tmp = np.empty(out.shape, _SINGLE if out.dtype is _HALF else out.dtype)
+    _run(row, which, values, params, _SINGLE, tmp)
+    out[...] = tmp
+    return out
 
 
 def sum_to_shape(a: np.ndarray, shape: tuple) -> np.ndarray:
@@ -134,7 +154,7 @@ def accumulate_(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst += src`` in place through a compiled kernel (the leaf ``.grad`` accumulation)."""
     from . import kernels
 
-    if dst.flags.c_contiguous and src.shape == dst.shape:
+    if dst.flags.c_contiguous and src.shape == dst.shape and dst.dtype is not _HALF:
         s = np.ascontiguousarray(src, dtype=dst.dtype)
         kernels.accumulate(dst.reshape(-1), s.reshape(-1), dst.size >= PARALLEL_THRESHOLD)
     else:

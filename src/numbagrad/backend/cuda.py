@@ -404,13 +404,32 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
     if out is None and out_dtype is not None:
         out = empty(_shape_of(inputs) if shape is None else shape, out_dtype)
     shape = tuple(out.shape) if out is not None else (_shape_of(inputs) if shape is None else tuple(shape))
+    if dtype == _HALF:
+        return _in_single(lambda p: row_kernel(row, "forward", p), inputs, params, shape, out)
     return _run_map(lambda p: row_kernel(row, "forward", p), inputs, params, dtype, shape, out)
 
 
 def elementwise_grad(row: Row, i: int, g, out, inputs: list, params: tuple, dtype: np.dtype, *, result=None):
     """Gradient of one row with respect to input ``i``, in ``g``'s shape (as ``cpu.elementwise_grad``)."""
     dtype = np.dtype(dtype)
+    if dtype == _HALF:
+        return _in_single(lambda p: row_kernel(row, f"grad{i}", p), [g, out, *inputs], params, tuple(g.shape), None)
     return _run_map(lambda p: row_kernel(row, f"grad{i}", p), [g, out, *inputs], params, dtype, tuple(g.shape), result)
+
+
+_HALF = np.dtype(np.float16)
+
+
+def _in_single(kernel_for, operands: list, params: tuple, shape: tuple, out):
+    """A float16 op computed in float32 and stored as float16 (as ``cpu.elementwise`` does; torch's CPU does the
+    same), so no kernel needs half-precision arithmetic."""
+    if out is not None and out.dtype != _HALF:  # a comparison: bools straight from the float32 kernel
+        return _run_map(kernel_for, operands, params, np.dtype(np.float32), shape, out)
+    tmp = _run_map(kernel_for, operands, params, np.dtype(np.float32), shape)
+    if out is None:
+        return astype(tmp, _HALF)
+    assign(out, tmp)
+    return out
 
 
 _WHERE = "def where_(c, a, b):\n    return a if c else b\n"

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
+from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
 from .._types import Size, to_device, to_dtype
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
@@ -494,3 +495,26 @@ def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False, non_blocki
     if device is not None:
         for_device(device)
     return ToCopy.apply(x, dtype, device)
+
+
+# --- types (issue 9) -----------------------------------------------------------------------------------------
+@declare(methods=("type",), name="_type")
+def type_(input: Tensor, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: A002
+    """``t.type()`` names the tensor's type (``"torch.FloatTensor"``); ``t.type(dtype)`` converts, taking a dtype,
+    a legacy type (``numbagrad.DoubleTensor``) or its name (``"torch.DoubleTensor"``)."""
+    if dtype is None:
+        return type_name(input)
+    device = None
+    if isinstance(dtype, str):
+        if dtype not in LEGACY_NAMES:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype, device = LEGACY_NAMES[dtype]
+    elif isinstance(dtype, type) and issubclass(dtype, _LegacyTensor):
+        dtype = dtype.dtype
+    return to(input, dtype=dtype, device=device)
+
+
+@declare(methods=True)
+def type_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """This tensor converted to ``other``'s dtype (and device, as torch's ``type(other.type())``)."""
+    return to(input, dtype=other.dtype, device=other.device)
