@@ -326,3 +326,135 @@ def put_along_axis_zeros(shape: tuple, idx: np.ndarray, values: np.ndarray, dim:
     out = np.zeros(shape, values.dtype)
     np.put_along_axis(out, idx, values, axis=dim)
     return out
+
+
+# --- numpy primitives (issue 9: op breadth) -----------------------------------------------------------------
+# Each returns a new C-contiguous array (``diagonal`` a writable view); the cuda backend runs them by a host round
+# trip (``HOST_ROUND_TRIPS``), except ``diagonal``, a view there too.
+
+
+def flip(a: np.ndarray, dims: tuple) -> np.ndarray:
+    return np.ascontiguousarray(np.flip(a, dims))
+
+
+def roll(a: np.ndarray, shifts: tuple, dims: tuple) -> np.ndarray:
+    return np.ascontiguousarray(np.roll(a, shifts, dims))
+
+
+def cumulative(a: np.ndarray, op: str, dim: int, dtype) -> np.ndarray:
+    """``cumsum`` or ``cumprod`` along ``dim`` in ``dtype``."""
+    fn = np.cumsum if op == "cumsum" else np.cumprod
+    return np.ascontiguousarray(fn(a, axis=dim, dtype=dtype))
+
+
+def einsum(equation: str, *arrays: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.einsum(equation, *arrays, optimize=len(arrays) > 2))
+
+
+def triangle(a: np.ndarray, upper: bool, diagonal: int) -> np.ndarray:
+    """``triu``/``tril`` of the last two dims: the other triangle zeroed."""
+    return np.ascontiguousarray(np.triu(a, diagonal) if upper else np.tril(a, diagonal))
+
+
+def diagonal(a: np.ndarray, offset: int, dim1: int, dim2: int) -> np.ndarray:
+    """A writable view of the diagonal (its elements along a new last dim), as torch's ``diagonal``."""
+    v = np.diagonal(a, offset, dim1, dim2)  # read-only, but its shape and strides are the view's
+    start = [slice(None)] * a.ndim
+    if v.size:
+        start[dim2 if offset >= 0 else dim1] = slice(abs(offset), None)
+    else:  # an empty diagonal: any element works as the start
+        return np.empty(v.shape, a.dtype)
+    return np.lib.stride_tricks.as_strided(a[tuple(start)], v.shape, v.strides)
+
+
+def embed_diagonal(v: np.ndarray, offset: int) -> np.ndarray:
+    """A square matrix with the 1-D ``v`` on diagonal ``offset`` (``torch.diag`` of a vector)."""
+    n = v.shape[0] + abs(offset)
+    out = np.zeros((n, n), v.dtype)
+    rows = np.arange(v.shape[0]) + max(-offset, 0)
+    out[rows, rows + offset] = v
+    return out
+
+
+def _along(index: np.ndarray, dim: int) -> tuple:
+    """The full advanced index that reads element ``index[i...]`` along ``dim`` at every position ``i...``."""
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[dim] = index
+    return tuple(grid)
+
+
+def gather(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
+    """``out[i][j] = a[index[i][j]][j]`` (for ``dim = 0``): torch's gather; ``index`` may be smaller than ``a``."""
+    return np.ascontiguousarray(a[_along(index.astype(np.intp, copy=False), dim)])
+
+
+def scatter(a: np.ndarray, dim: int, index: np.ndarray, src, reduce: str | None = None) -> np.ndarray:
+    """A copy of ``a`` with ``src`` written (``reduce=None``) or added (``"add"``) at ``index`` along ``dim``; a
+    tensor ``src`` may be larger than ``index``, only its leading part is used (as torch's scatter)."""
+    out = np.array(a, order="C", copy=True)
+    where = _along(index.astype(np.intp, copy=False), dim)
+    if type(src) is np.ndarray:
+        src = src[tuple(slice(0, s) for s in index.shape)]
+    if reduce == "add":
+        np.add.at(out, where, src)
+    elif reduce == "multiply":
+        np.multiply.at(out, where, src)
+    else:
+        out[where] = src
+    return out
+
+
+def index_select(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.take(a, index, axis=dim))
+
+
+def index_add(a: np.ndarray, dim: int, index: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
+    out = np.array(a, order="C", copy=True)
+    np.add.at(out, (slice(None),) * dim + (index,), src)
+    return out
+
+
+def index_fill(a: np.ndarray, dim: int, index: np.ndarray, value) -> np.ndarray:
+    out = np.array(a, order="C", copy=True)
+    out[(slice(None),) * dim + (index,)] = value
+    return out
+
+
+def index_put(a: np.ndarray, index: tuple, values, accumulate: bool) -> np.ndarray:
+    """A copy of ``a`` with ``values`` written at ``a[index]`` (added, repeated indices included, if
+    ``accumulate``)."""
+    out = np.array(a, order="C", copy=True)
+    if accumulate:
+        np.add.at(out, index, values)
+    else:
+        out[index] = values
+    return out
+
+
+def masked_scatter(a: np.ndarray, mask: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` (broadcast with ``mask``) whose masked elements take ``source``'s first elements in order."""
+    shape = np.broadcast_shapes(a.shape, mask.shape)
+    out = np.array(np.broadcast_to(a, shape), order="C", copy=True)
+    m = np.broadcast_to(mask, shape)
+    out[m] = source.reshape(-1)[: int(m.sum())]
+    return out
+
+
+def repeat_index(repeats: np.ndarray) -> np.ndarray:
+    """``repeat_interleave`` of a repeats tensor alone: index ``i`` repeated ``repeats[i]`` times."""
+    return np.repeat(np.arange(repeats.shape[0], dtype=np.int64), repeats)
+
+
+def unique(a: np.ndarray, return_inverse: bool, return_counts: bool, dim) -> tuple:
+    """(sorted unique values, inverse indices or None, counts or None); NaNs stay distinct, as in torch."""
+    kwargs = {"return_inverse": True, "return_counts": True, "axis": dim}
+    if dim is None:
+        kwargs["equal_nan"] = False
+    values, inverse, counts = np.unique(a, **kwargs)
+    inverse = inverse.reshape(a.shape if dim is None else (a.shape[dim],)).astype(np.int64)
+    return (
+        np.ascontiguousarray(values),
+        inverse if return_inverse else None,
+        counts.astype(np.int64) if return_counts else None,
+    )

@@ -817,5 +817,15 @@ def overlap(a, b) -> str:
 
 #: Backend functions the cuda backend runs by copying to the host, calling the cpu backend, and copying back.
 HOST_ROUND_TRIPS = ("arg_reduce", "sort", "index_add_zeros", "take_along_axis", "put_along_axis_zeros", "tile")
+# op breadth (issue 9)
+HOST_ROUND_TRIPS += ("flip", "roll", "cumulative", "einsum", "triangle", "embed_diagonal", "gather", "scatter")
+HOST_ROUND_TRIPS += ("index_select", "index_add", "index_fill", "index_put", "masked_scatter", "repeat_index", "unique")
 for _name in HOST_ROUND_TRIPS:
     globals()[_name] = _host_op(_name)
+
+
+def diagonal(a, offset: int, dim1: int, dim2: int):
+    """A view of the diagonal, as ``cpu.diagonal`` (issue 9)."""
+    from . import cpu
+
+    return _view(a, lambda x: cpu.diagonal(x, offset, dim1, dim2))
