@@ -23,7 +23,14 @@ from numbagrad.backend import cuda as backend  # noqa: E402
 from numbagrad.ops.elementwise import function_for  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PARAMS = {"clamp": (-0.5, 0.5), "lerp_scalar": (0.3,), "nan_to_num": (0.0, 9.0, -9.0), "round_decimals": (1.0,)}
+PARAMS = {
+    "clamp": (-0.5, 0.5),
+    "lerp_scalar": (0.3,),
+    "nan_to_num": (0.0, 9.0, -9.0),
+    "round_decimals": (1.0,),
+    "addcmul": (0.7,),
+    "addcdiv": (0.7,),
+}
 
 
 def both(array, requires_grad=False):

@@ -20,7 +20,16 @@ BINARY_ROWS = [r for r in ROW_LIST if r.arity == 2]
 DIFFERENTIABLE_ROWS = [r for r in ROW_LIST if r.differentiable]
 
 #: Values for the rows' non-tensor parameters (by parameter name); inside every row's domain.
-PARAM_VALUES = {"lo": -0.5, "hi": 0.5, "weight": 0.3, "nan": 0.0, "posinf": 9.0, "neginf": -9.0, "decimals": 1.0}
+PARAM_VALUES = {
+    "lo": -0.5,
+    "hi": 0.5,
+    "weight": 0.3,
+    "nan": 0.0,
+    "posinf": 9.0,
+    "neginf": -9.0,
+    "decimals": 1.0,
+    "value": 0.7,
+}
 
 DTYPES = {"float32": (numbagrad.float32, 2e-6), "float64": (numbagrad.float64, 1e-12)}
 

@@ -502,6 +502,38 @@ def round_decimals(x, decimals):
     return select(decimals < 0, r * p, r / p)
 
 
+def addcmul(x, y, z, value):
+    return x + value * y * z
+
+
+def addcmul_grad_x(g, out, x, y, z, value):
+    return g
+
+
+def addcmul_grad_y(g, out, x, y, z, value):
+    return g * (z * value)
+
+
+def addcmul_grad_z(g, out, x, y, z, value):
+    return g * (y * value)
+
+
+def addcdiv(x, y, z, value):
+    return x + value * y / z
+
+
+def addcdiv_grad_x(g, out, x, y, z, value):
+    return g
+
+
+def addcdiv_grad_y(g, out, x, y, z, value):
+    return g * (value / z)
+
+
+def addcdiv_grad_z(g, out, x, y, z, value):
+    return -g * (value * y / (z * z))
+
+
 # --- comparisons and predicates: bool results, no gradient --------------------------------------------------
 def eq(x, y):
     return x == y
@@ -752,6 +784,10 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         inplace=False),
     Row("round_decimals", round_decimals, (zero_grad_param,), lambda x, d: np.round(x, int(d)), "RoundBackward1",
         names=("_round_decimals",), methods=(), inplace=False, params=("decimals",)),
+    Row("addcmul", addcmul, (addcmul_grad_x, addcmul_grad_y, addcmul_grad_z), lambda x, y, z, v: x + v * y * z,
+        "AddcmulBackward0", params=("value",), frontend=False),
+    Row("addcdiv", addcdiv, (addcdiv_grad_x, addcdiv_grad_y, addcdiv_grad_z), lambda x, y, z, v: x + v * y / z,
+        "AddcdivBackward0", params=("value",), frontend=False, domain=(0.3, 3.0)),
     # no gradient
     Row("floor_divide", floor_divide, (), np.floor_divide, "NotImplemented",
         operators=("__floordiv__", "__rfloordiv__", "__ifloordiv__"), integer_division=True, domain=(0.3, 3.0)),

@@ -333,27 +333,32 @@ def put_along_axis_zeros(shape: tuple, idx: np.ndarray, values: np.ndarray, dim:
 # trip (``HOST_ROUND_TRIPS``), except ``diagonal``, a view there too.
 
 
+def _c(a) -> np.ndarray:
+    """A C-contiguous array (0-d stays 0-d, unlike ``np.ascontiguousarray``; numpy scalars become arrays)."""
+    return np.asarray(a, order="C")
+
+
 def flip(a: np.ndarray, dims: tuple) -> np.ndarray:
-    return np.ascontiguousarray(np.flip(a, dims))
+    return _c(np.flip(a, dims))
 
 
 def roll(a: np.ndarray, shifts: tuple, dims: tuple) -> np.ndarray:
-    return np.ascontiguousarray(np.roll(a, shifts, dims))
+    return _c(np.roll(a, shifts, dims))
 
 
 def cumulative(a: np.ndarray, op: str, dim: int, dtype) -> np.ndarray:
     """``cumsum`` or ``cumprod`` along ``dim`` in ``dtype``."""
     fn = np.cumsum if op == "cumsum" else np.cumprod
-    return np.ascontiguousarray(fn(a, axis=dim, dtype=dtype))
+    return _c(fn(a, axis=dim, dtype=dtype))
 
 
 def einsum(equation: str, *arrays: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(np.einsum(equation, *arrays, optimize=len(arrays) > 2))
+    return _c(np.einsum(equation, *arrays, optimize=len(arrays) > 2))
 
 
 def triangle(a: np.ndarray, upper: bool, diagonal: int) -> np.ndarray:
     """``triu``/``tril`` of the last two dims: the other triangle zeroed."""
-    return np.ascontiguousarray(np.triu(a, diagonal) if upper else np.tril(a, diagonal))
+    return _c(np.triu(a, diagonal) if upper else np.tril(a, diagonal))
 
 
 def diagonal(a: np.ndarray, offset: int, dim1: int, dim2: int) -> np.ndarray:
@@ -385,7 +390,7 @@ def _along(index: np.ndarray, dim: int) -> tuple:
 
 def gather(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
     """``out[i][j] = a[index[i][j]][j]`` (for ``dim = 0``): torch's gather; ``index`` may be smaller than ``a``."""
-    return np.ascontiguousarray(a[_along(index.astype(np.intp, copy=False), dim)])
+    return _c(a[_along(index.astype(np.intp, copy=False), dim)])
 
 
 def scatter(a: np.ndarray, dim: int, index: np.ndarray, src, reduce: str | None = None) -> np.ndarray:
@@ -405,7 +410,7 @@ def scatter(a: np.ndarray, dim: int, index: np.ndarray, src, reduce: str | None 
 
 
 def index_select(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(np.take(a, index, axis=dim))
+    return _c(np.take(a, index, axis=dim))
 
 
 def index_add(a: np.ndarray, dim: int, index: np.ndarray, src: np.ndarray) -> np.ndarray:
@@ -454,7 +459,7 @@ def unique(a: np.ndarray, return_inverse: bool, return_counts: bool, dim) -> tup
     values, inverse, counts = np.unique(a, **kwargs)
     inverse = inverse.reshape(a.shape if dim is None else (a.shape[dim],)).astype(np.int64)
     return (
-        np.ascontiguousarray(values),
+        _c(values),
         inverse if return_inverse else None,
         counts.astype(np.int64) if return_counts else None,
     )

@@ -641,6 +641,35 @@ def _private_frontend(name: str):
     return lambda *args: cls.apply(*args)
 
 
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
+    """``input + value * tensor1 * tensor2``, broadcast, one node."""
+    return _addc("addcmul", input, tensor1, tensor2, value)
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
+    """``input + value * tensor1 / tensor2``, broadcast, one node (integer division is refused, as torch)."""
+    if all(isinstance(t, Tensor) and not t.is_floating_point() for t in (tensor1, tensor2)):
+        raise RuntimeError(_ADDCDIV_INTEGER)
+    return _addc("addcdiv", input, tensor1, tensor2, value)
+
+
+_ADDCDIV_INTEGER = (
+    "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a true "
+    "division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * "
+    "torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) "
+    "for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / "
+    "tensor2), for all dtypes."
+)
+
+
+def _addc(name: str, input, tensor1, tensor2, value) -> Tensor:  # noqa: A002
+    for k, (arg, t) in enumerate((("input", input), ("tensor1", tensor1), ("tensor2", tensor2))):
+        _require_tensor(name, t, k + 1, arg)
+    if not _is_number(value):
+        raise TypeError(f"{name}(): argument 'value' must be Number, not {type(value).__name__}")
+    return FUNCTIONS[name].apply(input, tensor1, tensor2, value)
+
+
 _MORE_MATH = {
     "fmod": fmod,
     "clamp_min": clamp_min,
@@ -650,6 +679,8 @@ _MORE_MATH = {
     "lerp": lerp,
     "nan_to_num": nan_to_num,
     "round": round,
+    "addcmul": addcmul,
+    "addcdiv": addcdiv,
     **{name: _private_frontend(name) for name in ("lerp_scalar", "clamp_tensor", "round_decimals")},
 }
 
