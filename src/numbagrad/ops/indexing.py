@@ -11,10 +11,10 @@ from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES as _CPP
 from .._types import broadcast_shapes_or_none
 from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad, state
+from ..autograd.grad_mode import state
 from ._common import as_operand, broadcast_shapes, result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
-from .inplace import check_inplace, check_written, needs_graph, rebase, write_result
+from .inplace import check_inplace, check_written, needs_graph, rebase, write_inplace
 from .reduction import IndexScatter, return_types
 
 
@@ -357,18 +357,6 @@ def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:  # noqa: A0
 
 
 # --- issue 9: gather/scatter, index_* ops, masked ops, repeat_interleave, and their in-place forms -----------------
-def write_inplace(t: Tensor, op, operands=()) -> Tensor:
-    """``t.<op>_(...)``: torch's checks, then ``op`` run out of place on ``t`` and written back (rebased onto the
-    op's node under autograd), so an error leaves ``t`` untouched."""
-    check_inplace(t)
-    check_written(t, [o for o in operands if isinstance(o, Tensor)])
-    if needs_graph(t, operands):
-        return rebase(t, op)
-    with no_grad():
-        result = op(t)
-    return write_result(t, result)
-
-
 def _check_index_dtype(index, name: str) -> None:
     if not isinstance(index, Tensor):
         raise TypeError(f"{name}(): argument 'index' (position 3) must be Tensor, not {type(index).__name__}")

@@ -11,6 +11,7 @@ from .._tensor import Tensor
 from ..autograd.function import Function
 from ._common import result_np_dtype, same_backend, wrap_dim
 from ._registry import Sample, T, declare
+from .inplace import write_inplace
 from .reduction import sum_to_shape
 
 
@@ -665,3 +666,23 @@ def einsum(*args) -> Tensor:
             operands[k] = o.expand(want)
     summed = any(c not in out for t in terms for c in t)
     return _EINSUM_NODES[(len(operands) > 1, summed)].apply(terms, out, *operands)
+
+
+@declare(methods=("addmm_",), name="_addmm_")
+def addmm_(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    return write_inplace(input, lambda t: addmm(t, mat1, mat2, beta=beta, alpha=alpha), (mat1, mat2))
+
+
+@declare(methods=("baddbmm_",), name="_baddbmm_")
+def baddbmm_(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    return write_inplace(input, lambda t: baddbmm(t, batch1, batch2, beta=beta, alpha=alpha), (batch1, batch2))
+
+
+@declare(methods=("triu_",), name="_triu_")
+def triu_(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    return write_inplace(input, lambda t: triu(t, diagonal))
+
+
+@declare(methods=("tril_",), name="_tril_")
+def tril_(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    return write_inplace(input, lambda t: tril(t, diagonal))

@@ -19,6 +19,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ._common import wrap_dim, wrap_dims
 from ._registry import Sample, T, declare
+from .inplace import write_inplace
 
 
 def _return_type(name: str) -> type:
@@ -799,3 +800,13 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, ret
     if return_counts:
         out.append(Tensor._make(counts))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+@declare(methods=("cumsum_",), name="_cumsum_")
+def cumsum_(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
+    return write_inplace(input, lambda t: cumsum(t, dim, dtype=dtype))
+
+
+@declare(methods=("cumprod_",), name="_cumprod_")
+def cumprod_(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
+    return write_inplace(input, lambda t: cumprod(t, dim, dtype=dtype))

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
-from .._types import Size, to_device, to_dtype
+from .._types import Size, float16, int8, int16, to_device, to_dtype, uint8
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend import backend_for, for_device
@@ -665,3 +665,27 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
 def detach(input: Tensor) -> Tensor:  # noqa: A002
     """``input.detach()``: the same storage, no history."""
     return input.detach()
+
+
+@declare(methods=("half",), name="_half")
+def half(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
+    """``to(float16)``."""
+    return to(input, dtype=float16)
+
+
+@declare(methods=("short",), name="_short")
+def short(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
+    """``to(int16)``."""
+    return to(input, dtype=int16)
+
+
+@declare(methods=("char",), name="_char")
+def char(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
+    """``to(int8)``."""
+    return to(input, dtype=int8)
+
+
+@declare(methods=("byte",), name="_byte")
+def byte(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
+    """``to(uint8)``."""
+    return to(input, dtype=uint8)
