@@ -536,7 +536,7 @@ def _einsum_sizes(terms: list[str], shapes: list) -> dict:
         for c, n in zip(t, shape):
             if c in own and own[c] != n:
                 raise RuntimeError(
-                    f"einsum(): subscript {c} is repeated for operand {k} but the sizes don't match, {own[c]} != {n}"
+                    f"einsum(): subscript {c} is repeated for operand {k} but the sizes don't match, {n} != {own[c]}"
                 )
             own[c] = n
             seen = sizes.get(c)
