@@ -347,8 +347,11 @@ def roll(a: np.ndarray, shifts: tuple, dims: tuple) -> np.ndarray:
 
 
 def cumulative(a: np.ndarray, op: str, dim: int, dtype) -> np.ndarray:
-    """``cumsum`` or ``cumprod`` along ``dim`` in ``dtype``."""
+    """``cumsum`` or ``cumprod`` along ``dim`` in ``dtype``; floats accumulate in float64, as torch's CPU kernel."""
     fn = np.cumsum if op == "cumsum" else np.cumprod
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" and dtype.itemsize < 8:
+        return _c(fn(a.astype(dtype), axis=dim, dtype=np.float64).astype(dtype))
     return _c(fn(a, axis=dim, dtype=dtype))
 
 

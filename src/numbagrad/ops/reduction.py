@@ -576,12 +576,9 @@ class Cumsum(Function):
     @staticmethod
     def backward(ctx, g):
         # the gradient of a prefix sum is the suffix sum of the gradient
-        dim = ctx.dim
-        if g.dim() == 0:
-            gx = g
-        else:
-            gx = g.flip([dim]).cumsum(dim).flip([dim])
-        return (gx if gx._data.dtype == ctx.in_dtype else gx.to(ctx.in_dtype)), None, None
+        if g._data.dtype != ctx.in_dtype:  # torch casts the gradient to the input's dtype first
+            g = g.to(ctx.in_dtype)
+        return (g if g.dim() == 0 else g.flip([ctx.dim]).cumsum(ctx.dim).flip([ctx.dim])), None, None
 
 
 def _scan(x: Tensor, op: str, dim: int, dt) -> object:
