@@ -540,12 +540,12 @@ def _vector_index(index, name: str, dims: int) -> Tensor:
     return index
 
 
-def _check_range(index: Tensor, size: int, dim: int, error=IndexError, message: str | None = None) -> np.ndarray:
+def _check_range(index: Tensor, size: int, dim: int, error=IndexError, message=None, negative: bool = True) -> None:
+    """Every index in ``[-size, size)`` (``[0, size)`` where torch takes no negative index), else torch's error."""
     host = index._host().reshape(-1).astype(np.int64)
-    bad = host[(host < -size) | (host >= size)]
+    bad = host[((host < -size) if negative else (host < 0)) | (host >= size)]
     if bad.size:
         raise error(message or f"index {bad[0]} is out of bounds for dimension {dim} with size {size}")
-    return np.where(host < 0, host + size, host)
 
 
 class IndexSelect(Function):
@@ -572,7 +572,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A00
     index = _vector_index(index, "index_select", input.dim())
     dim = wrap_dim(dim, input.dim())
     size = input.shape[dim] if input.dim() else 1
-    _check_range(index, size, dim, IndexError, "index out of range in self")
+    _check_range(index, size, dim, IndexError, "index out of range in self", negative=False)
     index = index.reshape(-1) if index.dim() == 0 else index
     if input.dim() == 0:
         return IndexSelect.apply(input.reshape(1), 0, index).reshape(())
@@ -622,7 +622,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
             f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): ({source.shape[dim]}), "
             f"for dim: {dim}"
         )
-    _check_range(index, input.shape[dim], dim)
+    _check_range(index, input.shape[dim], dim, RuntimeError, negative=False)
     return IndexAdd.apply(input, dim, index.reshape(-1), source, alpha)
 
 
@@ -712,7 +712,6 @@ def zeros_of(like: Tensor, shape: tuple) -> Tensor:
 def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
     """A copy of ``input`` with ``input[indices] = values`` (``+=`` with ``accumulate``, repeated indices adding up)."""
     np_index = _numpy_index(tuple(indices))
-    _check_bounds(input, np_index)
     values = as_operand(values, "index_put", 3, "values")
     if not isinstance(values, Tensor):
         values = Tensor._make(input._backend.full((), values, input._data.dtype))
@@ -721,6 +720,7 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
             f"Index put requires the source and destination dtypes match, got {input.dtype.scalar_name} for the "
             f"destination and {values.dtype.scalar_name} for the source."
         )
+    _check_bounds(input, np_index)
     return IndexPutOp.apply(input, values, np_index, bool(accumulate))
 
 
@@ -884,6 +884,10 @@ def fill_diagonal_(input: Tensor, fill_value, wrap: bool = False) -> Tensor:  # 
         rows, cols = np.unravel_index(flat, input.shape)
         index = [np.concatenate([index[0], rows]), np.concatenate([index[1], cols])]
     np_index = tuple(index)
+    if isinstance(fill_value, Tensor):  # torch's parser takes a 0-d tensor as a Number, unless it requires grad
+        if fill_value.dim() or fill_value.requires_grad:
+            raise TypeError("fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not Tensor")
+        fill_value = fill_value.item()
     value = as_operand(fill_value, "fill_diagonal_", 1, "fill_value")
     check_inplace(input)
     check_written(input)
