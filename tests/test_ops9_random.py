@@ -82,7 +82,7 @@ def test_multinomial_without_replacement_prefers_heavy_categories():
     ("call", "message"),
     [
         (lambda: numbagrad.multinomial(numbagrad.tensor([1.0, 1.0]), 3), "cannot sample n_sample > prob_dist.size"),
-        (lambda: numbagrad.multinomial(numbagrad.tensor([1.0, -1.0]), 1), "contains either `inf`, `nan` or element < 0"),
+        (lambda: numbagrad.multinomial(numbagrad.tensor([1.0, -1.0]), 1), "contains either `inf`, `nan` or element"),
         (lambda: numbagrad.multinomial(numbagrad.tensor([0.0, 0.0]), 1), "sum of probabilities <= 0"),
         (lambda: numbagrad.multinomial(numbagrad.ones(2, 2, 2), 1), "prob_dist must be 1 or 2 dim"),
         (lambda: numbagrad.multinomial(numbagrad.ones(2), 0), "cannot sample n_sample <= 0 samples"),
@@ -170,9 +170,13 @@ def test_a_seeded_generator_repeats_its_draws(draw):
 
 def test_the_global_seed_repeats_draws():
     numbagrad.manual_seed(3)
-    first = (numbagrad.bernoulli(numbagrad.full((16,), 0.5)).tolist(), numbagrad.normal(0.0, 1.0, (3,)).tolist())
+
+    def draws():
+        return numbagrad.bernoulli(numbagrad.full((16,), 0.5)).tolist(), numbagrad.normal(0.0, 1.0, (3,)).tolist()
+
+    first = draws()
     numbagrad.manual_seed(3)
-    assert (numbagrad.bernoulli(numbagrad.full((16,), 0.5)).tolist(), numbagrad.normal(0.0, 1.0, (3,)).tolist()) == first
+    assert draws() == first
 
 
 @pytest.mark.torch

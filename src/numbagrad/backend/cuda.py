@@ -605,7 +605,10 @@ def _reduce_rows(src, op: str):
 
 
 def reduce(a, op: str, axes: tuple | None, keepdim: bool, dtype=None):
-    """``sum``/``prod``/``max``/``min`` over ``axes`` (all when None) on the device, in ``dtype``."""
+    """``sum``/``prod``/``max``/``min`` (and ``any``/``all``) over ``axes`` (all when None) on the device, in
+    ``dtype``."""
+    if op == "any" or op == "all":  # on bools, any is max and all is min (issue 9: any/all run on cuda)
+        a, op, dtype = (a if a.dtype == np.bool_ else astype(a, np.bool_)), ("max" if op == "any" else "min"), None
     dtype = np.dtype(dtype or a.dtype)
     ndim = a.ndim
     axes = tuple(range(ndim)) if axes is None else tuple(axes)
