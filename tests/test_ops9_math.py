@@ -245,6 +245,16 @@ def test_lerp_accepts_a_0d_weight_of_another_dtype_like_torch(torch):
         pytest.param(lambda t, y: t.addcdiv_(y, y + 3, value=3), id="addcdiv_"),
         pytest.param(lambda t, y: t.erf_(), id="erf_"),
         pytest.param(lambda t, y: t.log1p_(), id="log1p_"),
+        pytest.param(lambda t, y: t.abs_(), id="abs_"),
+        pytest.param(lambda t, y: t.neg_(), id="neg_"),
+        pytest.param(lambda t, y: t.exp_(), id="exp_"),
+        pytest.param(lambda t, y: t.log_(), id="log_"),
+        pytest.param(lambda t, y: t.sqrt_(), id="sqrt_"),
+        pytest.param(lambda t, y: t.sigmoid_(), id="sigmoid_"),
+        pytest.param(lambda t, y: t.tanh_(), id="tanh_"),
+        pytest.param(lambda t, y: t.relu_(), id="relu_"),
+        pytest.param(lambda t, y: t.pow_(2), id="pow_-number"),
+        pytest.param(lambda t, y: t.pow_(y), id="pow_-tensor"),
     ],
 )
 def test_inplace_forms_match_torch(torch, op):
