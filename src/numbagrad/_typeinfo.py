@@ -138,27 +138,32 @@ class _LegacyTensor(metaclass=_TensorType):
     def __new__(cls, *args, device=None):
         if device is not None and str(device) != "cpu":
             raise RuntimeError(f"legacy constructor expects device type: cpu but device type: {device} was passed")
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            t = args[0]
-            if t._data.dtype != cls.dtype.numpy:
-                raise TypeError(f"expected {_options(cls.dtype)} (got {_options(t.dtype)})")
-            return t
-        if not args:
-            return Tensor._make(np.empty((0,), cls.dtype.numpy))
-        if len(args) == 1 and isinstance(args[0], Size):
-            args = tuple(args[0])
-        if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
-            return Tensor._make(np.empty(tuple(int(a) for a in args), cls.dtype.numpy))
-        if len(args) == 1:
-            data = np.array(args[0])
-            if data.dtype == object:
-                raise TypeError(f"new(): data must be a sequence (got {_type_name(args[0])})")
-            return Tensor._make(np.asarray(data, dtype=cls.dtype.numpy, order="C"))
-        bad = next(a for a in args if not isinstance(a, (int, np.integer)))
-        raise TypeError(
-            f"new(): argument 'size' failed to unpack the object at pos {args.index(bad) + 1} with error \"type must "
-            f'be tuple of ints,but got {_type_name(bad)}"'
-        )
+        return legacy_new(cls.dtype, args)
+
+
+def legacy_new(d: dtype, args: tuple) -> Tensor:
+    """torch's legacy constructor of dtype ``d``: sizes, a sequence of data, nothing, or a tensor of that dtype."""
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        t = args[0]
+        if t._data.dtype != d.numpy:
+            raise TypeError(f"expected {_options(d)} (got {_options(t.dtype)})")
+        return t
+    if not args:
+        return Tensor._make(np.empty((0,), d.numpy))
+    if len(args) == 1 and isinstance(args[0], Size):
+        args = tuple(args[0])
+    if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+        return Tensor._make(np.empty(tuple(int(a) for a in args), d.numpy))
+    if len(args) == 1:
+        data = np.array(args[0])
+        if data.dtype == object:
+            raise TypeError(f"new(): data must be a sequence (got {_type_name(args[0])})")
+        return Tensor._make(np.asarray(data, dtype=d.numpy, order="C"))
+    bad = next(a for a in args if not isinstance(a, (int, np.integer)))
+    raise TypeError(
+        f"new(): argument 'size' failed to unpack the object at pos {args.index(bad) + 1} with error \"type must be "
+        f'tuple of ints,but got {_type_name(bad)}"'
+    )
 
 
 #: dtype name -> the C++ type name torch's messages use

@@ -9,6 +9,7 @@ import numpy as np
 
 from .._generator import Generator
 from .._tensor import Tensor
+from .._typeinfo import legacy_new
 from .._types import Size, bool_, from_numpy_dtype, get_default_dtype, int64, to_device, to_dtype
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
@@ -501,10 +502,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 @declare(methods=("new",), name="_new")
 def new(input: Tensor, *args, device=None) -> Tensor:  # noqa: A002
     """The legacy ``t.new(...)``: uninitialised storage of a shape, a copy of data, or empty, in ``t``'s dtype."""
-    from .._typeinfo import _LegacyTensor
-
-    legacy = type("Legacy", (_LegacyTensor,), {"dtype": input.dtype})
-    out = legacy(*args)
+    out = legacy_new(input.dtype, args)
     target = input.device if device is None else to_device(device)
     return out if target.type == "cpu" else out.to(target)
 

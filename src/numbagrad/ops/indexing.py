@@ -16,6 +16,7 @@ from ._common import as_operand, broadcast_shapes, result_np_dtype, same_backend
 from ._registry import Sample, T, declare
 from .inplace import check_inplace, check_written, needs_graph, rebase, write_inplace
 from .reduction import IndexScatter, return_types
+from .shape import cat
 
 
 def _numpy_index(index):
@@ -383,7 +384,7 @@ def _check_along(x: Tensor, dim: int, index: Tensor, name: str, src=None) -> Non
     if index.numel():
         host = index._host()
         size = x.shape[dim] if x.dim() else 1
-        bad = host[(host < -size) | (host >= size)] if False else host[(host < 0) | (host >= size)]
+        bad = host[(host < 0) | (host >= size)]  # gather and scatter take no negative index
         if bad.size:
             raise RuntimeError(f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {size}")
 
@@ -475,6 +476,11 @@ class ScatterReduce(Scatter):
         raise RuntimeError("the derivative for 'scatter' with reduce is not implemented.")
 
 
+_SCATTER_REDUCE = {
+    mode: type(f"Scatter{mode.title()}", (ScatterReduce,), {"reduce": mode}) for mode in ("add", "multiply")
+}
+
+
 def _scatter_args(input: Tensor, dim: int, index: Tensor, src, name: str) -> tuple:  # noqa: A002
     _check_index_dtype(index, name)
     dim = wrap_dim(dim, input.dim())
@@ -500,8 +506,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError("reduce argument must be either add or multiply.")
-        cls = type("ScatterReduce", (ScatterReduce,), {"reduce": reduce})
-        return cls.apply(input, dim, index, src)
+        return _SCATTER_REDUCE[reduce].apply(input, dim, index, src)
     return (Scatter if isinstance(src, Tensor) else ScatterValue).apply(input, dim, index, src)
 
 
@@ -750,9 +755,9 @@ class MaskedFill(Function):
         ctx.save_for_backward(mask)
         backend = same_backend((x, mask))
         shape = broadcast_shapes(x.shape, mask.shape)
-        v = value._data if isinstance(value, Tensor) and value._backend is backend else (
-            value.item() if isinstance(value, Tensor) else value)  # fmt: skip
-        out = backend.where(mask._data, v, x._data, x._data.dtype)
+        if isinstance(value, Tensor):  # a 0-d value: its storage, or its number when it lives on another device
+            value = value._data if value._backend is backend else value.item()
+        out = backend.where(mask._data, value, x._data, x._data.dtype)
         if tuple(out.shape) != shape:
             out = backend.copy(backend.broadcast_to(out, shape))
         return Tensor._make(out)
@@ -836,13 +841,7 @@ class MaskedScatter(Function):
 
 
 def _cat_flat(a: Tensor, b: Tensor) -> Tensor:
-    return _tensor_ops().cat([a, b]) if b.shape[0] else a
-
-
-def _tensor_ops():
-    from .. import _tensor
-
-    return _tensor._ops
+    return cat([a, b]) if b.shape[0] else a
 
 
 @declare(

@@ -577,7 +577,7 @@ def type_(input: Tensor, dtype=None, non_blocking: bool = False, **kwargs):  # n
     return to(input, dtype=dtype, device=device)
 
 
-@declare(methods=True)
+@declare(methods=True, samples=(Sample(T(3, 2), T(2)), Sample(T(3), T(2, dtype="int64"))))
 def type_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """This tensor converted to ``other``'s dtype (and device, as torch's ``type(other.type())``)."""
     return to(input, dtype=other.dtype, device=other.device)
@@ -598,7 +598,7 @@ class Flip(Function):
         return (Flip.apply(g, ctx.dims) if state.enabled else Tensor._make(g._backend.flip(g._data, ctx.dims))), None
 
 
-def _dims_arg(dims: tuple, ndim: int, name: str) -> tuple:
+def _dims_arg(dims: tuple, ndim: int) -> tuple:
     if len(dims) == 1 and isinstance(dims[0], (tuple, list, Size)):
         dims = tuple(dims[0])
     out = tuple(wrap_dim(int(d), ndim) for d in dims)
@@ -613,13 +613,13 @@ def flip(input: Tensor, dims) -> Tensor:  # noqa: A002
     """A copy with the order of elements reversed along ``dims``."""
     if isinstance(dims, (int, np.integer)):
         raise TypeError(f"flip(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
-    return Flip.apply(input, _dims_arg((dims,), input.dim(), "flip"))
+    return Flip.apply(input, _dims_arg((dims,), input.dim()))
 
 
 @declare(methods=("flip",), name="_flip_method")
 def flip_method(input: Tensor, *dims) -> Tensor:  # noqa: A002
     """``t.flip(0, 1)`` or ``t.flip((0, 1))``."""
-    return Flip.apply(input, _dims_arg(dims, input.dim(), "flip"))
+    return Flip.apply(input, _dims_arg(dims, input.dim()))
 
 
 class Roll(Function):
