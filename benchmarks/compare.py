@@ -119,7 +119,11 @@ def numpy_double_plus_one(n: int):
 def rows(quick: bool):
     yield "(a) Square.apply(x).sum().backward(), n=3", square_round_trip, None
     for n in (1_000, 100_000) if quick else (1_000, 100_000, 10_000_000):
-        yield f"(b) relu(x*w+b).sum().backward(), f32, n={n:.0e}", lambda lib, n=n: relu_affine(lib, n), None
+        yield (
+            f"(b) relu(x*w+b).sum().backward(), f32, n=1e{len(str(n)) - 1}",
+            lambda lib, n=n: relu_affine(lib, n),
+            None,
+        )
     yield "(e) MLP 784-128-10 SGD step, batch 64", training_step, None
     yield (
         "(c) apply_(v*2+1), n=1e5 f64 [numpy: a[...] = a*2+1]",

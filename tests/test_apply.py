@@ -1,6 +1,7 @@
 """Tensor.apply_: compiled in place over any dtype and layout, torch's checks, and the Python fallback."""
 
 import math
+import os
 import warnings
 
 import numpy as np
@@ -65,10 +66,10 @@ def test_second_call_compiles_nothing():
 
     t = ng.tensor([1.0, 2.0], dtype=ng.float64)
     t.apply_(triple)
-    kernel = apply_mod._kernels[apply_mod._key(triple), "d", False]
+    kernel = apply_mod._kernels[apply_mod._key(triple), "d", 1, "serial"]
     t.apply_(triple)
     assert len(kernel.signatures) == 1
-    assert apply_mod._kernels[apply_mod._key(triple), "d", False] is kernel
+    assert apply_mod._kernels[apply_mod._key(triple), "d", 1, "serial"] is kernel
     assert t.tolist() == [9.0, 18.0]
 
 
@@ -123,7 +124,7 @@ def test_parallel_kernel_matches_serial(monkeypatch):
     monkeypatch.setattr("numbagrad.backend.cpu.PARALLEL_THRESHOLD", 1)
     parallel = ng.tensor(data.copy())
     parallel.apply_(double_plus_one)
-    assert (apply_mod._key(double_plus_one), "d", True) in apply_mod._kernels
+    assert (apply_mod._key(double_plus_one), "d", 1, "parallel") in apply_mod._kernels
     np.testing.assert_array_equal(parallel.numpy(), serial.numpy())
 
 
@@ -133,3 +134,81 @@ def test_matches_torch_apply():
     expected = torch.tensor(data).t().apply_(lambda v: v * v - 1)
     got = ng.tensor(data).t().apply_(lambda v: v * v - 1)
     assert got.tolist() == expected.tolist()
+
+
+def test_module_level_function_is_compiled_from_the_kernel_cache_directory():
+    from numbagrad.backend import codegen
+
+    t = ng.tensor([1.0, 2.0], dtype=ng.float64)
+    t.apply_(double_plus_one)
+    kernel = apply_mod._kernels[apply_mod._key(double_plus_one), "d", 1, "serial"]
+    assert os.path.dirname(kernel.py_func.__code__.co_filename) == codegen.cache_dir()
+    assert t.tolist() == [3.0, 5.0]
+
+
+def returns_none(v):
+    return None
+
+
+def returns_pair(v):
+    return (v, v)
+
+
+def returns_text_via_a_dict(v):  # a dict global: Numba cannot compile it, so the Python fallback runs
+    return LABELS.get(v, "other")
+
+
+LABELS = {1.0: "one"}
+
+
+@pytest.mark.parametrize(
+    ("fn", "kind"),
+    [(returns_none, "NoneType"), (returns_pair, "tuple"), (lambda v: "text", "str"), (lambda v: 1j, "complex")],
+)
+def test_a_callable_returning_a_non_number_raises_torchs_type_error_and_leaves_the_tensor(fn, kind):
+    t = ng.tensor([1.0, 2.0], dtype=ng.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "running it in Python" warning for a call that fails
+        with pytest.raises(TypeError, match=f"^must be real number, not {kind}$"):
+            t.apply_(fn)
+    assert t.tolist() == [1.0, 2.0] and t._version == 0
+
+
+def test_the_python_fallback_checks_every_result_before_writing():
+    t = ng.tensor([2.0, 1.0], dtype=ng.float64)  # the first element is fine, the second is not
+    with pytest.raises(TypeError, match="must be real number, not str"):
+        t.apply_(returns_text_via_a_dict)
+    assert t.tolist() == [2.0, 1.0]
+
+
+def test_map_combines_two_tensors_elementwise_with_broadcasting():
+    t = ng.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=ng.float64)
+    assert t.map_(ng.tensor([10.0, 20.0], dtype=ng.float64), lambda a, b: a * b + 1) is t
+    assert t.tolist() == [[11.0, 41.0], [31.0, 81.0]]
+    assert t._version == 1
+
+
+def test_map_matches_torch():
+    torch = pytest.importorskip("torch")
+    data, other = [[1.5, -2.0], [0.25, 3.0]], [2.0, -1.0]
+    expected = torch.tensor(data).t().map_(torch.tensor(other), lambda a, b: a * a - b)
+    got = ng.tensor(data).t().map_(ng.tensor(other), lambda a, b: a * a - b)
+    assert got.tolist() == expected.tolist()
+
+
+def test_map_refuses_another_dtype_like_torch():
+    with pytest.raises(TypeError, match=r"map_: expected torch.FloatTensor for 'other' \(got torch.LongTensor\)"):
+        ng.tensor([1.0]).map_(ng.tensor([1]), lambda a, b: a + b)
+
+
+def test_map_with_an_uncompilable_callable_falls_back_to_python():
+    seen = []
+
+    def record(a, b):
+        seen.append((a, b))
+        return a - b
+
+    t = ng.tensor([5.0, 7.0], dtype=ng.float64)
+    with pytest.warns(RuntimeWarning, match="map_: Numba could not compile record"):
+        t.map_(ng.tensor([1.0, 2.0], dtype=ng.float64), record)
+    assert t.tolist() == [4.0, 5.0] and seen == [(5.0, 1.0), (7.0, 2.0)]

@@ -248,6 +248,40 @@ def test_apply_on_a_non_contiguous_view():
     np.testing.assert_array_equal(host(t), -np.arange(6.0).reshape(2, 3))
 
 
+def test_map_runs_the_callable_on_the_device():
+    """It used to write into a host copy and leave the cuda tensor unchanged."""
+    t = numbagrad.tensor([[1.0, 2.0], [3.0, 4.0]], device="cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert t.map_(numbagrad.tensor([10.0, 20.0], device="cuda"), lambda a, b: a * b - 1) is t
+    np.testing.assert_array_equal(host(t), [[9.0, 39.0], [29.0, 79.0]])
+    assert t._version == 1
+
+
+def test_map_and_apply_fall_back_to_python_on_a_host_copy_and_write_back():
+    labels = {1.0: 5.0}
+
+    def relabel(v):  # a dict global: Numba cannot compile it
+        return labels.get(v, v)
+
+    t = numbagrad.tensor([1.0, 2.0], device="cuda")
+    with pytest.warns(RuntimeWarning, match="Numba could not compile relabel"):
+        t.apply_(relabel)
+    np.testing.assert_array_equal(host(t), [5.0, 2.0])
+
+
+def test_map_refuses_a_tensor_on_another_device():
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        numbagrad.ones(2, device="cuda").map_(numbagrad.ones(2), lambda a, b: a + b)
+
+
+def test_apply_of_a_non_number_raises_and_leaves_the_tensor():
+    t = numbagrad.tensor([1.0, 2.0], device="cuda")
+    with pytest.raises(TypeError, match="must be real number, not NoneType"):
+        t.apply_(lambda v: None)
+    np.testing.assert_array_equal(host(t), [1.0, 2.0])
+
+
 def test_apply_refuses_tensors_that_require_grad():
     t = numbagrad.ones(2, device="cuda", requires_grad=True)
     with pytest.raises(RuntimeError, match="Can't call apply_"):
@@ -297,6 +331,19 @@ def test_foreach_runs_a_fused_update():
     np.testing.assert_allclose(host(p), [0.95, 2.1])
 
 
+def test_generated_loop_with_closing_reductions_combines_blocks_atomically():
+    from numbagrad.backend import codegen
+
+    body = "v = x[i] * x[i]\ntotal += v\npeak = max(peak, v)"
+    loop = codegen.loop_source("cuda", "kernel", ["x"], body, "x.shape[0]", reduce=(("total", "+"), ("peak", "max")))
+    kernel = codegen.load_module("test_cuda_reduce", codegen.module_source("cuda", loop)).kernel
+    data = np.linspace(-2.0, 1.0, 50)
+    total, peak = backend.full((1,), 0.0, np.float64), backend.full((1,), -np.inf, np.float64)
+    kernel[2, 8](backend.from_host(data), total, peak)  # two blocks of a power-of-two size
+    np.testing.assert_allclose(backend.to_host(total), [(data * data).sum()], rtol=1e-12)
+    assert backend.to_host(peak).tolist() == [4.0]
+
+
 def test_optimizer_step_on_cuda():
     optim = pytest.importorskip("numbagrad.optim")
     if not hasattr(optim, "SGD"):
@@ -341,8 +388,11 @@ def test_gpu_check_smoke_runs():
     assert "all ops match the CPU" in result.stdout
 
 
-@pytest.mark.parametrize("name", ["SGD", "Adam"])
-def test_optimizer_steps_run_on_the_device(name, monkeypatch):
+@pytest.mark.parametrize(
+    ("name", "update"),
+    [("SGD", "sgd"), ("Adam", "adam"), ("AdamW", "adam"), ("RMSprop", "rmsprop"), ("Adagrad", "adagrad")],
+)
+def test_optimizer_steps_run_on_the_device(name, update, monkeypatch):
     """The fused update runs as a CUDA kernel (``backend.cuda.foreach``), not through a host copy."""
     launched = []
     original = backend.foreach
@@ -355,5 +405,5 @@ def test_optimizer_steps_run_on_the_device(name, monkeypatch):
             opt.zero_grad()
             (p * p).sum().backward()
             opt.step()
-    assert launched == [f"{name.lower()}_update"] * 2
+    assert launched == [f"{update}_update"] * 2
     np.testing.assert_allclose(w.cpu().tolist(), w_cpu.tolist(), rtol=1e-6)

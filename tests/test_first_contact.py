@@ -204,6 +204,9 @@ def test_the_readme_asv_steps_run_and_publish_graphs(tmp_path):
     shutil.copy(ROOT / "asv.conf.json", repo / "asv.conf.json")
     git_user = {f"GIT_{who}_{what}": "t" for who in ("AUTHOR", "COMMITTER") for what in ("NAME", "EMAIL")}
     env = _env(HOME=str(home), PATH=os.pathsep.join([str(Path(asv).parent), os.environ.get("PATH", "")]), **git_user)
+    # asv's benchmark runner removes PYTHONPATH's entries from sys.path (dropping an editable install of this same
+    # checkout with them); ASV_PYTHONPATH is how asv is told to add a path
+    env["ASV_PYTHONPATH"] = env.pop("PYTHONPATH")
 
     def sh(command: str) -> str:
         run = subprocess.run(command, shell=True, cwd=repo, capture_output=True, text=True, timeout=300, env=env)

@@ -1,5 +1,6 @@
 """Generated kernels: nothing at import, the cache directory, warm-up, and serial == parallel."""
 
+import math
 import os
 import subprocess
 import sys
@@ -53,12 +54,10 @@ def test_size_picks_the_variant(monkeypatch):
 
 
 def test_accumulate_serial_and_parallel_agree():
-    from numbagrad.backend import kernels
-
     src = np.linspace(-1, 1, 3001)
     a, b = np.ones(3001), np.ones(3001)
-    kernels.accumulate(a, src, False)
-    kernels.accumulate(b, src, True)
+    codegen.accumulate_kernel("serial")(a, src)
+    codegen.accumulate_kernel("parallel")(b, src)
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(a, 1 + src)
 
@@ -74,3 +73,109 @@ def test_warmup_accepts_user_ops():
     op = ng.elementwise(lambda x: x * x, grads=[lambda g, out, x: 2 * g * x], name="square")
     ng.warmup([op], dtypes=("float64",))
     assert (op.row.name, "forward", "a", False) in codegen._kernels
+
+
+def test_every_loop_comes_from_loop_source():
+    """The three variants of one body, as the generator writes them."""
+    body = "res[i] = x[i] * 2"
+    serial = codegen.loop_source("serial", "k", ["res", "x"], body, "res.shape[0]")
+    parallel = codegen.loop_source("parallel", "k", ["res", "x"], body, "res.shape[0]")
+    device = codegen.loop_source("cuda", "k", ["res", "x"], body, "res.shape[0]")
+    assert serial == (
+        "@njit(cache=CACHE, nogil=True, error_model='numpy')\n"
+        "def k(res, x):\n"
+        "    for i in range(res.shape[0]):\n"
+        "        res[i] = x[i] * 2\n"
+    )
+    assert parallel == serial.replace("'numpy')", "'numpy', parallel=True)").replace("range(", "prange(")
+    assert device == (
+        "@cuda.jit(cache=CACHE)\n"
+        "def k(res, x):\n"
+        "    i = cuda.grid(1)\n"
+        "    _stride = cuda.gridsize(1)\n"
+        "    _n = res.shape[0]\n"
+        "    while i < _n:\n"
+        "        res[i] = x[i] * 2\n"
+        "        i += _stride\n"
+    )
+
+
+def decorated(f):
+    return f
+
+
+@decorated
+def twice_plus(x):
+    return helper(x) + x
+
+
+def helper(x):
+    return x * math.exp(0.0)
+
+
+def test_functions_source_copies_the_def_without_its_decorators():
+    text = codegen.functions_source([twice_plus], "serial")
+    assert text.startswith("@njit(cache=CACHE, error_model='numpy')\ndef twice_plus(x):\n")
+    assert "@decorated" not in text
+    assert codegen.functions_source([helper], "cuda", inline="always").startswith(
+        "@cuda.jit(device=True, cache=CACHE)\ndef helper(x):"
+    )
+    assert "inline='always'" in codegen.functions_source([helper], "parallel", inline="always")
+
+
+def test_copyable_takes_the_helpers_a_function_calls():
+    assert codegen.copyable([twice_plus]) == [twice_plus, helper]
+    assert codegen.copyable([lambda x: x]) is None
+    scale = 2.0
+    assert codegen.copyable([lambda x: x * scale]) is None
+    assert codegen.copyable([uses_numpy]) is None  # np is not copied into generated files
+
+
+def test_static_foreach_flags_are_literals_in_the_generated_loop():
+    from numbagrad.optim._updates import rmsprop_update
+
+    kernel = codegen.foreach_kernel(rmsprop_update, 5, 7, "serial", (True, False))
+    source = open(kernel.py_func.__code__.co_filename).read()
+    assert "rmsprop_update(i, a0, a1, a2, a3, a4, s0, s1, s2, s3, s4, s5, s6, True, False)" in source
+    assert os.path.basename(kernel.py_func.__code__.co_filename).startswith(
+        codegen.PREFIX + "foreach_rmsprop_update_serial_10_"
+    )
+    with pytest.raises(TypeError, match="static values must be bools or ints"):
+        codegen.foreach_kernel(rmsprop_update, 5, 7, "serial", (0.5,))
+
+
+def uses_numpy(x):
+    return np.sin(x)
+
+
+def test_foreach_serial_and_parallel_loops_agree(monkeypatch):
+    from numbagrad.optim._updates import adam_update
+
+    rng = np.random.default_rng(0)
+    results = []
+    for threshold in (1 << 30, 1):
+        monkeypatch.setattr(cpu, "PARALLEL_THRESHOLD", threshold)
+        p, g, m, v = (rng.uniform(0.1, 1.0, 2001) for _ in range(4))
+        arrays = [p.copy(), g, m.copy(), v.copy(), v.copy()]
+        cpu.foreach(adam_update, arrays, (-0.01, 0.1, 0.9, 0.999, 0.001, 1e-8, 0.0, 1.0, False, 0.5, False), (True,))
+        results.append(arrays)
+        rng = np.random.default_rng(0)
+    assert ("foreach", adam_update, 5, 11, "parallel", (True,)) in codegen._kernels
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+REDUCE_BODY = "v = x[i] * x[i]\ntotal += v\npeak = max(peak, v)"
+
+
+@pytest.mark.parametrize("target", ["serial", "parallel"])
+def test_loop_source_closing_reductions_on_the_cpu(target):
+    loop = codegen.loop_source(
+        target, "kernel", ["x", "out"], REDUCE_BODY, "x.shape[0]",
+        reduce=(("total", "+"), ("peak", "max")), epilogue="out[0] = total\nout[1] = peak",
+    )  # fmt: skip
+    assert "fastmath={'reassoc'}" in loop and "    total = 0.0\n    peak = -math.inf\n" in loop
+    kernel = codegen.load_module(f"test_reduce_{target}", codegen.module_source(target, loop)).kernel
+    x, out = np.linspace(-2.0, 1.0, 1001), np.empty(2)
+    kernel(x, out)
+    np.testing.assert_allclose(out, [(x * x).sum(), 4.0], rtol=1e-12)

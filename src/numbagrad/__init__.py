@@ -125,7 +125,7 @@ def numel(t: Tensor) -> int:
     return t.numel()
 
 
-_LAZY_MODULES = ("nn", "optim", "cuda", "utils", "cache", "extend")
+_LAZY_MODULES = ("nn", "optim", "cuda", "utils", "cache", "extend", "compile")  # compile: a callable package
 
 
 def __getattr__(name: str):

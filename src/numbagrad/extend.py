@@ -114,13 +114,12 @@ def warmup(ops: Iterable[str | Callable] | None = None, dtypes: Sequence[str] = 
     benchmark's setup so the first real call does not pay the compile (tensor-with-scalar forms such as ``x * 2``
     are other kernels and still compile on first use).
     """
-    from .backend import kernels  # lazy: importing it starts Numba
 
     classes = [op.Function if hasattr(op, "Function") else function_for(op) for op in (ROWS if ops is None else ops)]
     for dt in dtypes:
         a = np.ones(2, np.dtype(dt))
         for parallel in (False, True):
-            kernels.accumulate(a.copy(), a, parallel)
+            codegen.accumulate_kernel("parallel" if parallel else "serial")(a.copy(), a)  # was backend/kernels.py
             for cls in classes:
                 row = cls.row
                 params = [a.dtype.type(0)] * len(row.params)

@@ -346,6 +346,7 @@ class _Task:
         heapq.heapify(ready)
         g = buf = None  # only the buffers hold the seeds now (see engine_owns)
         targets = self.targets
+        st = state
         while ready:
             node = heapq.heappop(ready)[2]
             if type(node) is AccumulateGrad:  # a leaf given as a root
@@ -357,8 +358,21 @@ class _Task:
             if targets is not None and node in targets:
                 for nr, k in targets[node]:
                     self.captured[k] = grads_in[nr]
-            if (needed is None or node in needed) and (grads_in[0] is not None or any(x is not None for x in grads_in)):
-                grads_out = self._run_node(node, grads_in)
+            if (needed is None or node in needed) and (
+                grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads
+            ):
+                if node._reuses_grad_buffers:  # which incoming buffers the node may write into
+                    owned = []
+                    for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient)
+                        owned.append(engine_owns(grads_in[i]))
+                    node._grads_owned = tuple(owned)
+                if st.anomaly or node._post_hooks:
+                    grads_out = self._run_node(node, grads_in)
+                else:  # the common case, inline
+                    grads_out = node._apply(grads_in)
+                    node._grads_owned = ()
+                    if not self.retain_graph and node._saved:
+                        node._release()
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
                 grads_out = (None,) * len(node.next_functions)
             grads_in = None
@@ -408,12 +422,8 @@ class _Task:
         return grads_in
 
     def _run_node(self, node, grads_in: list):
-        """The node's backward (with buffer ownership known to it), anomaly checks, post-hooks, release."""
-        if node._reuses_grad_buffers:
-            owned = []
-            for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient, see engine_owns)
-                owned.append(engine_owns(grads_in[i]))
-            node._grads_owned = tuple(owned)
+        """The node's backward with anomaly checks, post-hooks and release (what the loop does inline when
+        anomaly mode is off and the node has no post-hook)."""
         st = state
         try:
             grads_out = node._apply(grads_in)

@@ -127,12 +127,16 @@ def _raise_modified(t: Tensor, current: int, version: int, owner, output_nr: int
 
 
 class BackwardCFunction(Node, FunctionCtx):
-    """Base of every ``<Name>Backward`` class: the ctx during forward, the graph node afterwards."""
+    """Base of every ``<Name>Backward`` class: the ctx during forward, the graph node afterwards.
+
+    As in torch, a custom Function's backward runs once its node is reached even when every incoming gradient is
+    None (a downstream backward returned None): it then gets zeros (``materialize_grads``) or Nones."""
 
     _forward_cls: type
     _builtin = False  # built-in ops print like torch's C++ nodes: <MulBackward0 object at 0x...>
     _input_meta: tuple = ()
     _output_meta: tuple | None = None
+    _runs_without_grads = True
     requires_grad = True
 
     def __repr__(self) -> str:
@@ -161,9 +165,11 @@ class BackwardCFunction(Node, FunctionCtx):
 
 class TrustedBackward(BackwardCFunction):
     """Node of a built-in op whose backward already returns one gradient per input in the input's shape, dtype
-    and device (the elementwise ops reduce broadcast gradients themselves): nothing is re-checked."""
+    and device (the elementwise ops reduce broadcast gradients themselves): nothing is re-checked, and without
+    any incoming gradient it does not run (its gradients would all be None)."""
 
     _builtin = True
+    _runs_without_grads = False
 
     def _apply(self, grads: list) -> list:
         result = self._forward_cls.backward(self, *grads)
@@ -453,6 +459,8 @@ def _link_outputs(cls, ctx, args: tuple, output):
     if fresh and not (ctx.dirty_tensors or ctx.non_differentiable):
         if output._data.dtype.kind in "fc":
             output.grad_fn = ctx
+        if not cls._trusted:  # what materialize_grads makes zeros of
+            ctx._output_meta = ((output._data.shape, output._data.dtype, output._backend),)
         returned_as_is = ()
     else:
         output, returned_as_is = _link_general(ctx, args, output)

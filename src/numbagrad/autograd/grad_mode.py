@@ -6,6 +6,7 @@ Each is a context manager, a decorator, and for ``set_grad_enabled`` also a plai
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 
@@ -37,15 +38,44 @@ def is_inference_mode_enabled() -> bool:
 
 
 class _DecoratorContextManager:
-    """Base: ``with mode():`` or ``@mode()`` (or ``@mode`` for the no-argument ones)."""
+    """Base: ``with mode():`` or ``@mode()`` (or ``@mode`` for the no-argument ones). A decorated generator runs
+    in the mode only while its body runs (each resumption), never between ``next`` calls, as in torch."""
 
     def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            return self._wrap_generator(fn)
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.clone():
                 return fn(*args, **kwargs)
 
         return wrapper
+
+    def _wrap_generator(self, fn):
+        @functools.wraps(fn)
+        def generator(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            try:
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as error:  # thrown into the generator: rethrow inside the mode
+                        with self.clone():
+                            response = gen.throw(error)
+                    else:
+                        with self.clone():
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
+
+        return generator
 
     def clone(self):
         return self.__class__()

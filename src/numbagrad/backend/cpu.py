@@ -63,6 +63,7 @@ def _broadcast_shape(inputs) -> tuple:
 
 
 _KERNELS: dict = {}  # (row name, which, pattern, parallel) -> compiled kernel: the lookup every op makes
+_GRAD = tuple(f"grad{i}" for i in range(8))  # the kernel names of the gradients (not formatted per call)
 
 
 def _kernel(row: Row, which: str, pattern: str, parallel: bool):
@@ -70,15 +71,16 @@ def _kernel(row: Row, which: str, pattern: str, parallel: bool):
     return kernel
 
 
-def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.ndarray) -> np.ndarray:
-    """``out = row.<which>(*values, *params)`` element by element, with ``values`` broadcast to ``out``."""
+def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.ndarray, fresh=False) -> np.ndarray:
+    """``out = row.<which>(*values, *params)`` element by element, with ``values`` broadcast to ``out`` (``fresh``:
+    ``out`` was just allocated here, so it is contiguous)."""
     size = out.size
     if size == 0:
         return out
     flat = []
     pattern = ""
     for v in values:
-        if type(v) is np.ndarray and v.size == size and v.dtype == dtype and v.flags.c_contiguous:
+        if type(v) is np.ndarray and v.size == size and (v.dtype is dtype or v.dtype == dtype) and v.flags.c_contiguous:
             flat.append(v if v.ndim == 1 else v.ravel())  # the common case: one contiguous operand per element
             pattern += "a"
         else:
@@ -89,7 +91,7 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
             pattern += kind
     parallel = size >= PARALLEL_THRESHOLD
     kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
-    if out.flags.c_contiguous:
+    if fresh or out.flags.c_contiguous:
         target = out if out.ndim == 1 else out.ravel()
         if params:
             kernel(target, *flat, *[dtype.type(p) for p in params])
@@ -105,10 +107,13 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
 def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None, *, shape=None, out_dtype=None):
     """Forward of one row: ``row(*inputs, *params)`` computed in ``dtype``, into ``out`` or a new array of
     ``shape`` (default: the inputs' broadcast) and ``out_dtype`` (default ``dtype``; a comparison writes bools)."""
-    if out is None:
-        out = np.empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
     if dtype is _HALF:
+        if out is None:
+            out = empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
         return _in_single(row, "forward", inputs, params, out)
+    if out is None:
+        out = empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
+        return _run(row, "forward", inputs, params, dtype, out, True)
     return _run(row, "forward", inputs, params, dtype, out)
 
 
@@ -122,9 +127,10 @@ def elementwise_grad(
     element is read before it is written).
     """
     if dtype is _HALF:
-        return _in_single(row, f"grad{i}", (g, out, *inputs), params, np.empty(g.shape, dtype))
-    res = np.empty(g.shape, dtype) if result is None else result
-    return _run(row, f"grad{i}", (g, out, *inputs), params, dtype, res)
+        return _in_single(row, _GRAD[i], (g, out, *inputs), params, empty(g.shape, dtype))
+    if result is None:
+        return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, empty(g.shape, dtype), True)
+    return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, result)
 
 
 _HALF = np.dtype(np.float16)
@@ -150,15 +156,41 @@ def sum_to_shape(a: np.ndarray, shape: tuple) -> np.ndarray:
     return r.reshape(shape)
 
 
+# --- accumulation, foreach and apply kernels (backend engineer) ----------------------------------------------
+def loop_variant(size: int) -> str:
+    """The loop a kernel over ``size`` elements runs: ``"parallel"`` (``prange``) from ``PARALLEL_THRESHOLD`` on,
+    else ``"serial"``."""
+    return "parallel" if size >= PARALLEL_THRESHOLD else "serial"
+
+
 def accumulate_(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst += src`` in place through a compiled kernel (the leaf ``.grad`` accumulation)."""
-    from . import kernels
-
     if dst.flags.c_contiguous and src.shape == dst.shape and dst.dtype is not _HALF:
         s = np.ascontiguousarray(src, dtype=dst.dtype)
-        kernels.accumulate(dst.reshape(-1), s.reshape(-1), dst.size >= PARALLEL_THRESHOLD)
+        codegen.accumulate_kernel(loop_variant(dst.size))(dst.reshape(-1), s.reshape(-1))
     else:
         dst += src
+
+
+def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> None:
+    """Run the module-level per-element ``update(i, *arrays, *scalars, *static)`` for every ``i`` of the flat,
+    contiguous, equal-sized ``arrays``: a serial loop, or ``prange`` from ``PARALLEL_THRESHOLD`` elements on.
+    ``static`` flags are compiled into the loop as constants (``codegen.foreach_kernel``)."""
+    n = arrays[0].shape[0]
+    if n:
+        kernel = codegen.foreach_kernel(update, len(arrays), len(scalars), loop_variant(n), static)
+        kernel(*arrays, *scalars)
+
+
+def apply_kernel(fn, dtype, variant: str, arity: int = 1):
+    """``run(res, *others)``: ``res[i] = fn(res[i], others[0][i], ...)`` over flat contiguous arrays of
+    ``dtype`` with the ``variant`` loop (``loop_variant``), compiled now for that dtype (so an uncompilable
+    ``fn`` raises here, a Numba error)."""
+    import numba
+
+    kernel = codegen.apply_kernel(fn, arity, variant)
+    kernel.compile((numba.typeof(np.empty(1, dtype)),) * arity)
+    return kernel
 
 
 # --- numpy primitives (lead) ----------------------------------------------------------------------------------
@@ -169,18 +201,36 @@ def is_contiguous(a: np.ndarray) -> bool:
     return bool(a.flags.c_contiguous)
 
 
+def _out_of_memory(shape: tuple, dtype) -> RuntimeError:
+    """torch's error for an allocation the machine cannot make (numpy raises MemoryError)."""
+    nbytes = int(np.prod(shape, dtype=np.float64)) * np.dtype(dtype).itemsize
+    return RuntimeError(
+        f"DefaultCPUAllocator: can't allocate memory: you tried to allocate {nbytes} bytes. Error code 12 "
+        "(Cannot allocate memory)"
+    )
+
+
 def empty(shape: tuple, dtype) -> np.ndarray:
-    return np.empty(shape, dtype)
+    try:
+        return np.empty(shape, dtype)
+    except MemoryError:
+        raise _out_of_memory(shape, dtype) from None
 
 
 def zeros(shape: tuple, dtype) -> np.ndarray:
-    return np.zeros(shape, dtype)
+    try:
+        return np.zeros(shape, dtype)
+    except MemoryError:
+        raise _out_of_memory(shape, dtype) from None
 
 
 def full(shape: tuple, value, dtype) -> np.ndarray:
     if not shape:
         return np.array(value, dtype)  # a 0-dim fill (the seed of every backward) in 0.2 µs instead of 0.8
-    return np.full(shape, value, dtype)
+    try:
+        return np.full(shape, value, dtype)
+    except MemoryError:
+        raise _out_of_memory(shape, dtype) from None
 
 
 def from_host(a: np.ndarray) -> np.ndarray:
@@ -202,7 +252,8 @@ def copy(a: np.ndarray) -> np.ndarray:
 
 
 def astype(a: np.ndarray, dtype) -> np.ndarray:
-    return a.astype(dtype)
+    """A C-contiguous copy in ``dtype``."""
+    return np.array(a, dtype=dtype, order="C", copy=True)
 
 
 def ascontiguous(a: np.ndarray) -> np.ndarray:
@@ -268,6 +319,8 @@ def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None)
 def arg_reduce(a: np.ndarray, op: str, axis=None, keepdim: bool = False) -> np.ndarray:
     """``argmax``/``argmin`` along ``axis`` (over the flattened array when None), as int64."""
     fn = np.argmax if op == "argmax" else np.argmin
+    if a.ndim == 0:
+        return np.zeros((), np.int64)
     if axis is None:
         out = np.asarray(fn(a), dtype=np.int64)
         return out.reshape((1,) * a.ndim) if keepdim else out
@@ -279,12 +332,14 @@ def where(cond: np.ndarray, a, b, dtype) -> np.ndarray:
 
 
 def concatenate(arrays: list, dim: int, dtype) -> np.ndarray:
-    return np.concatenate([x.astype(dtype, copy=False) for x in arrays], axis=dim)
+    return np.concatenate(arrays, axis=dim, dtype=dtype, casting="unsafe")
 
 
 def sort(a: np.ndarray, dim: int, descending: bool) -> tuple[np.ndarray, np.ndarray]:
     """Stable sort along ``dim``: (values, int64 indices). Descending sorts the reversed array ascending and
     reverses back, so ties keep their original order and NaN comes first, as in torch (no negation to overflow)."""
+    if a.ndim == 0:
+        return a.copy(), np.zeros((), np.int64)
     if not descending:
         idx = np.argsort(a, axis=dim, kind="stable")
     else:
@@ -308,10 +363,12 @@ def setitem(dst: np.ndarray, index: tuple, value) -> None:
     dst[index] = value
 
 
-def index_add_zeros(shape: tuple, dtype, index: tuple, values: np.ndarray) -> np.ndarray:
-    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up)."""
+def index_add_zeros(shape: tuple, dtype, index, values: np.ndarray) -> np.ndarray:
+    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up, as ``np.add.at``; a basic
+    index, which cannot repeat, is a plain assignment)."""
     out = np.zeros(shape, dtype)
-    if any(type(i) is np.ndarray for i in index):
+    items = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, (np.ndarray, list)) for i in items):
         np.add.at(out, index, values)
     else:
         out[index] = values
@@ -322,9 +379,13 @@ def take_along_axis(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:
     return np.take_along_axis(a, idx, axis=dim)
 
 
-def put_along_axis_zeros(shape: tuple, idx: np.ndarray, values: np.ndarray, dim: int) -> np.ndarray:
-    out = np.zeros(shape, values.dtype)
-    np.put_along_axis(out, idx, values, axis=dim)
+def put_along_axis_zeros(shape: tuple, idx: np.ndarray, values, dim: int) -> np.ndarray:
+    """Zeros of ``shape`` with ``values`` added at ``idx`` along ``dim`` (repeated indices add up: the backward
+    of ``take_along_axis``)."""
+    out = np.zeros(shape, np.asarray(values).dtype)
+    index = list(np.indices(idx.shape, sparse=True))
+    index[dim] = idx
+    np.add.at(out, tuple(index), values)
     return out
 
 
@@ -466,3 +527,58 @@ def unique(a: np.ndarray, return_inverse: bool, return_counts: bool, dim) -> tup
         inverse if return_inverse else None,
         counts.astype(np.int64) if return_counts else None,
     )
+
+
+#: The backend interface: the same names as ``cuda.__all__`` (tests/test_backend.py checks it).
+__all__ = [
+    "accumulate_",
+    "apply_kernel",
+    "arg_reduce",
+    "ascontiguous",
+    "astype",
+    "broadcast_to",
+    "can_view",
+    "concatenate",
+    "copy",
+    "data_ptr",
+    "elementwise",
+    "elementwise_grad",
+    "empty",
+    "foreach",
+    "from_host",
+    "full",
+    "getitem",
+    "index_add_zeros",
+    "is_contiguous",
+    "loop_variant",
+    "matmul",
+    "overlap",
+    "put_along_axis_zeros",
+    "reduce",
+    "reshape",
+    "setitem",
+    "sort",
+    "sum_to_shape",
+    "take_along_axis",
+    "tile",
+    "to_host",
+    "where",
+    "zeros",
+    # op breadth (issue 9)
+    "cumulative",
+    "diagonal",
+    "einsum",
+    "embed_diagonal",
+    "flip",
+    "gather",
+    "index_add",
+    "index_fill",
+    "index_put",
+    "index_select",
+    "masked_scatter",
+    "repeat_index",
+    "roll",
+    "scatter",
+    "triangle",
+    "unique",
+]

@@ -1,29 +1,33 @@
-"""The CUDA backend: the CPU backend's interface on ``numba.cuda`` device arrays. The only importer of numba.cuda.
+"""The CUDA backend: the CPU backend's interface (``__all__``, the same names as ``cpu``) on ``numba.cuda`` device
+arrays. The only importer of numba.cuda.
 
-Kernels are generated, never written per op: elementwise forward and backward kernels come from the same table
-rows as the CPU ones (``codegen.scalar_source`` copied into ``cuda.jit(device=True)`` functions, called from a
-grid-stride kernel written to the cache directory by ``codegen.load_module``). A few generic kernels are written
-here once: a strided N-d copy (``copy``, ``astype``, broadcasting, writes through views), a shared-memory tree
-reduction (``sum``/``prod``/``amax``/``amin`` with ``dim``), a tiled shared-memory ``matmul``, ``apply_kernel`` and
-``foreach`` (optimizer steps).
+Kernels are generated, never written per op: every per-element loop (table-row forward and gradients, ``where``,
+strided copies, gradient accumulation, ``foreach`` optimizer updates, ``apply_``/``map_``) is the grid-stride loop
+``codegen.loop_source`` writes from the same scalar functions the CPU loops use, in a module in the cache
+directory. Hand-written kernels are few and named: the shared-memory tree reduction and the tiled ``matmul``.
 
 Storage is a subclass of numba's device array (of the simulator's ``FakeCUDAArray`` under
 ``NUMBA_ENABLE_CUDASIM=1``) that adds the few numpy methods ops call on storage (``copy``, ``astype``,
 ``reshape``, ``transpose``, basic indexing as views). Under the simulator, every other numpy attribute raises
 ``AttributeError`` as it would on a real device array, so simulator tests catch accidental host fallbacks.
 
-Host round trips (documented where they happen): advanced (integer / boolean tensor) indexing, and the ops in
-``ops/`` that read ``_host()`` (sort, argmax, comparisons, var/std, norm, softmax).
+Host round trips (each copies its inputs to the host, runs ``cpu``'s numpy function and uploads the result):
+``sort``, ``arg_reduce``, ``getitem``/``setitem`` with an advanced (integer or boolean array) index,
+``index_add_zeros``, ``take_along_axis`` and ``put_along_axis_zeros``; and the Python fallback of ``apply_``/``map_``
+for callables Numba cannot compile.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._types import CUDA0
-from ..scalar_math import ROWS, Row
+from ..scalar_math import ROWS, Row, select
 from . import codegen, cpu
 
+DEVICE = CUDA0
 _cuda = None  # numba.cuda, imported on first use
 _Array = None  # the storage class, built on first use
 
@@ -108,7 +112,9 @@ class _StorageMethods:
         return copy(self)
 
     def astype(self, dtype, copy: bool = True):
-        return astype(self, dtype, copy)
+        if not copy and np.dtype(dtype) == self.dtype:
+            return self
+        return astype(self, dtype)
 
     def transpose(self, *axes):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
@@ -138,12 +144,7 @@ class _StorageMethods:
         assign(self, ary)
 
     def __getitem__(self, index):
-        if _is_advanced(index):  # host round trip: numpy's advanced indexing, copied back to the device
-            return to_device(np.ascontiguousarray(self.copy_to_host()[index]))
-        index = index if isinstance(index, tuple) else (index,)
-        if not any(i is Ellipsis for i in index):
-            index = index + (Ellipsis,)  # a full integer index gives a 0-d view, not a scalar
-        return _view(self, lambda a: a[index])
+        return getitem(self, index)
 
     def __setitem__(self, index, value) -> None:
         setitem(self, index, value)
@@ -151,7 +152,7 @@ class _StorageMethods:
 
 def _is_advanced(index) -> bool:
     items = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(i, (np.ndarray, list)) for i in items)
+    return any(isinstance(i, (np.ndarray, list)) or is_device_array(i) for i in items)
 
 
 _DEVICE_ATTRIBUTES = frozenset({"dtype", "size", "ndim", "strides", "nbytes", "itemsize", "squeeze", "view"})
@@ -241,9 +242,25 @@ def empty(shape, dtype):
     return _wrap(_nb().device_array(tuple(shape), np.dtype(dtype)))
 
 
+def full(shape, value, dtype):
+    """Device storage of ``shape`` filled with ``value`` (by a kernel: nothing is uploaded)."""
+    out = empty(shape, dtype)
+    assign(out, value)
+    return out
+
+
 def zeros(shape, dtype):
-    """Zeroed device storage (uploaded once: used for optimizer state, not in hot loops)."""
-    return to_device(np.zeros(shape, dtype))
+    return full(shape, 0, dtype)
+
+
+def from_host(a):
+    """Copy a numpy array (or scalar) to the device, C-contiguous."""
+    return to_device(a)
+
+
+def to_host(a) -> np.ndarray:
+    """A C-contiguous numpy copy of device storage."""
+    return ascontiguous(a).copy_to_host()
 
 
 def as_device_array(obj):
@@ -290,73 +307,7 @@ def _materialize(value, shape, dtype):
     return out
 
 
-# --- generated kernels --------------------------------------------------------------------------------------
-_HEADER = "import math\nfrom numba import cuda\n\n"
-_kernels: dict[tuple, object] = {}
-
-
-def _device_functions(source: str) -> str:
-    """Mark every top-level ``def`` in ``source`` as a CUDA device function."""
-    return ("\n" + source).replace("\ndef ", "\n@cuda.jit(device=True, cache=True)\ndef ")
-
-
-def _element(arg: str, kind: str) -> str:
-    return {"a": f"{arg}[i]", "o": f"{arg}[0]", "s": arg}[kind]
-
-
-def _grid_stride(body: str, n: str = "res.shape[0]") -> str:
-    return (
-        "    i = cuda.grid(1)\n"
-        "    step = cuda.gridsize(1)\n"
-        f"    n = {n}\n"
-        "    while i < n:\n"
-        f"        {body}\n"
-        "        i += step\n"
-    )
-
-
-def _map_kernel_text(fn: str, operands: list[str], pattern: str, params: list[str], cache: bool) -> str:
-    """A grid-stride kernel ``res[i] = fn(operands..., params...)``; ``pattern`` says per operand whether it is
-    an array indexed per element (``a``), a one-element array (``o``) or a scalar (``s``)."""
-    args = [_element(a, k) for a, k in zip(operands, pattern)] + params
-    return (
-        f"@cuda.jit(cache={cache})\n"
-        + f"def kernel(res, {', '.join(operands + params)}):\n"
-        + _grid_stride(f"res[i] = {fn}({', '.join(args)})")
-    )
-
-
-def map_kernel_source(functions: str, fn: str, operands: list[str], pattern: str, params: list[str]) -> str:
-    """A whole generated module: ``functions`` as device functions and one map kernel calling ``fn``."""
-    return _HEADER + _device_functions(functions) + "\n\n" + _map_kernel_text(fn, operands, pattern, params, True)
-
-
-def _exec_kernel(source: str, **names):
-    """Compile generated kernel text whose callees are Python objects (lambdas, closures): per process, uncached."""
-    scope = {"cuda": _nb(), **{k: _nb().jit(device=True)(v) for k, v in names.items()}}
-    exec(source, scope)  # noqa: S102 - our own generated text
-    return _nb().jit(scope["kernel"])
-
-
-def row_kernel(row: Row, which: str, pattern: str):
-    """The CUDA kernel for one table row: ``which`` is ``"forward"`` or ``"grad<i>"`` (as on the CPU)."""
-    key = ("row", row.name, which, pattern)
-    kernel = _kernels.get(key)
-    if kernel is None:
-        function = row.forward if which == "forward" else row.grads[int(which[4:])]
-        operands = [f"x{i}" for i in range(row.arity)]
-        if which != "forward":
-            operands = ["g", "o", *operands]
-        params = [f"p{i}" for i in range(len(row.params))]
-        if all(codegen.is_portable(f) for f in (row.forward, *row.grads)):
-            source = map_kernel_source(codegen.scalar_source(row), function.__name__, operands, pattern, params)
-            kernel = codegen.load_module(f"cuda_{row.name}_{which}_{pattern}", source).kernel
-        else:  # a user row made of lambdas or closures
-            kernel = _exec_kernel(_map_kernel_text("fn", operands, pattern, params, False), fn=function)
-        _kernels[key] = kernel
-    return kernel
-
-
+# --- generated kernels (all from ``codegen``) ---------------------------------------------------------------
 def _operand(value, shape, size: int, dtype: np.dtype):
     """One operand for a map kernel: (flat device array or scalar, 'a', 'o' or 's')."""
     if isinstance(value, np.ndarray) and value.size == 1:  # a 0-dim cpu tensor may join a cuda op
@@ -385,7 +336,7 @@ def _run_map(kernel_for, operands: list, params: tuple, dtype: np.dtype, shape, 
         flat.append(v)
         pattern += kind
     kernel = kernel_for(pattern)
-    target = out if is_contiguous(out) else empty(out.shape, dtype)
+    target = out if is_contiguous(out) and out.dtype == dtype else empty(out.shape, dtype)
     blocks, threads = _grid(size)
     kernel[blocks, threads](_flat(target), *flat, *(dtype.type(p) for p in params))
     if target is not out:
@@ -399,22 +350,28 @@ def _shape_of(values) -> tuple:
 
 
 def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None, *, shape=None, out_dtype=None):
-    """Forward of one row: ``out = row(*inputs, *params)`` with broadcasting, in ``dtype`` (as ``cpu.elementwise``)."""
+    """Forward of one row: ``row(*inputs, *params)`` computed in ``dtype`` with broadcasting, into ``out`` or a new
+    array of ``shape`` and ``out_dtype`` (as ``cpu.elementwise``)."""
     dtype = np.dtype(dtype)
-    if out is None and out_dtype is not None:
-        out = empty(_shape_of(inputs) if shape is None else shape, out_dtype)
-    shape = tuple(out.shape) if out is not None else (_shape_of(inputs) if shape is None else tuple(shape))
+    if out is None:
+        shape = _shape_of(inputs) if shape is None else tuple(shape)
+        if out_dtype is not None:
+            out = empty(shape, out_dtype)
+    else:
+        shape = tuple(out.shape)
     if dtype == _HALF:
-        return _in_single(lambda p: row_kernel(row, "forward", p), inputs, params, shape, out)
-    return _run_map(lambda p: row_kernel(row, "forward", p), inputs, params, dtype, shape, out)
+        return _in_single(lambda p: codegen.cuda_kernel(row, "forward", p), inputs, params, shape, out)
+    return _run_map(lambda p: codegen.cuda_kernel(row, "forward", p), inputs, params, dtype, shape, out)
 
 
 def elementwise_grad(row: Row, i: int, g, out, inputs: list, params: tuple, dtype: np.dtype, *, result=None):
-    """Gradient of one row with respect to input ``i``, in ``g``'s shape (as ``cpu.elementwise_grad``)."""
+    """Gradient of one row with respect to input ``i``, in ``g``'s shape (as ``cpu.elementwise_grad``);
+    ``result``, when given, is a buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g``)."""
     dtype = np.dtype(dtype)
+    operands = [g, out, *inputs]
     if dtype == _HALF:
-        return _in_single(lambda p: row_kernel(row, f"grad{i}", p), [g, out, *inputs], params, tuple(g.shape), None)
-    return _run_map(lambda p: row_kernel(row, f"grad{i}", p), [g, out, *inputs], params, dtype, tuple(g.shape), result)
+        return _in_single(lambda p: codegen.cuda_kernel(row, f"grad{i}", p), operands, params, tuple(g.shape), None)
+    return _run_map(lambda p: codegen.cuda_kernel(row, f"grad{i}", p), operands, params, dtype, tuple(g.shape), result)
 
 
 _HALF = np.dtype(np.float16)
@@ -432,27 +389,26 @@ def _in_single(kernel_for, operands: list, params: tuple, shape: tuple, out):
     return out
 
 
-_WHERE = "def where_(c, a, b):\n    return a if c else b\n"
-
-
 def where(cond, a, b, dtype):
-    """``where(cond, a, b)`` with broadcasting; ``a`` and ``b`` may be scalars."""
+    """``a`` where ``cond`` else ``b``, broadcast, in ``dtype`` (``a`` and ``b`` may be scalars), through the
+    table's ``select``."""
     dtype = np.dtype(dtype)
     shape = _shape_of([cond, a, b])
     cond = cond if tuple(cond.shape) == shape and cond.dtype == dtype else _materialize(cond, shape, dtype)
 
     def kernel_for(pattern):
-        key = ("where", pattern)
-        if key not in _kernels:
-            source = map_kernel_source(_WHERE, "where_", ["c", "a", "b"], pattern, [])
-            _kernels[key] = codegen.load_module(f"cuda_where_{pattern}", source).kernel
-        return _kernels[key]
+        return codegen.map_kernel("cuda_where", [select], select, ["c", "a", "b"], pattern, [], "cuda")
 
     return _run_map(kernel_for, [cond, a, b], (), dtype, shape)
 
 
 # --- strided copies: copy, astype, broadcast, writes through views -----------------------------------------
+_kernels: dict[tuple, object] = {}
+
+
 def _assign_kernel(ndim: int, scalar: bool):
+    """The generator's grid-stride loop over ``dst``'s elements in C order, unravelling ``i`` into ``ndim``
+    indices so ``dst`` and ``src`` may have any strides (stride-0 broadcasts included)."""
     key = ("assign", ndim, scalar)
     kernel = _kernels.get(key)
     if kernel is None:
@@ -462,10 +418,9 @@ def _assign_kernel(ndim: int, scalar: bool):
         lines.append("i0 = r")
         index = ", ".join(f"i{d}" for d in range(ndim))
         lines.append(f"dst[{index}] = {'src' if scalar else f'src[{index}]'}")
-        body = "\n        ".join(lines)
-        source = _HEADER + "@cuda.jit(cache=True)\ndef kernel(dst, src):\n" + _grid_stride(body, "dst.size")
-        kernel = codegen.load_module(f"cuda_assign_{ndim}{'s' if scalar else 'a'}", source).kernel
-        _kernels[key] = kernel
+        loop = codegen.loop_source("cuda", "kernel", ["dst", "src"], "\n".join(lines), "dst.size")
+        tag = f"cuda_assign_{ndim}{'s' if scalar else 'a'}"
+        kernel = _kernels[key] = codegen.load_module(tag, codegen.module_source("cuda", loop)).kernel
     return kernel
 
 
@@ -493,11 +448,13 @@ def copy(a):
     return _materialize(a, a.shape, a.dtype)
 
 
-def astype(a, dtype, copy_: bool = True):
-    dtype = np.dtype(dtype)
-    if dtype == a.dtype and not copy_:
-        return a
-    return _materialize(a, a.shape, dtype)
+def astype(a, dtype):
+    """A C-contiguous copy in ``dtype``."""
+    return _materialize(a, a.shape, np.dtype(dtype))
+
+
+def ascontiguous(a):
+    return a if is_contiguous(a) else copy(a)
 
 
 def broadcast_to(a, shape):
@@ -512,22 +469,73 @@ def concatenate(arrays: list, dim: int, dtype):
     start = 0
     for a in arrays:
         index = (slice(None),) * dim + (slice(start, start + a.shape[dim]),)
-        assign(out[index], a)
+        assign(_basic_view(out, index), a)
         start += a.shape[dim]
     return out
 
 
+# --- indexing -----------------------------------------------------------------------------------------------
+def _basic_view(a, index):
+    """The view a basic index gives (a full integer index gives a 0-d view, not a scalar)."""
+    index = index if isinstance(index, tuple) else (index,)
+    if not any(i is Ellipsis for i in index):
+        index = index + (Ellipsis,)
+    return _view(a, lambda x: x[index])
+
+
+def _host_index(index):
+    """``index`` with every device array in it copied to the host (for the host round trips)."""
+    if isinstance(index, tuple):
+        return tuple(_host_index(i) for i in index)
+    return index.copy_to_host() if is_device_array(index) else index
+
+
+def getitem(a, index):
+    """``a[index]``: a device view for a basic index; an advanced (integer / boolean array) index round-trips
+    through the host and gives a new device array."""
+    if _is_advanced(index):
+        return from_host(cpu.getitem(to_host(a), _host_index(index)))
+    return _basic_view(a, index)
+
+
 def setitem(dst, index, value) -> None:
     """``dst[index] = value``. Basic indices write through a device view; advanced (integer / boolean array)
-    indices round-trip through the host."""
+    indices round-trip through the host. A device ``value`` is copied first (it may overlap ``dst``)."""
     if is_device_array(value):
-        value = copy(value)  # the value may overlap the destination
+        value = copy(value)
     if _is_advanced(index):
         host = dst.copy_to_host()
-        host[index] = value.copy_to_host() if is_device_array(value) else value
-        assign(dst, to_device(host))
+        host[_host_index(index)] = value.copy_to_host() if is_device_array(value) else value
+        assign(dst, from_host(host))
         return
-    assign(dst[index], value)
+    assign(_basic_view(dst, index), value)
+
+
+def index_add_zeros(shape: tuple, dtype, index, values):
+    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up); on the host."""
+    host_values = to_host(values) if is_device_array(values) else values
+    return from_host(cpu.index_add_zeros(shape, dtype, _host_index(index), host_values))
+
+
+def take_along_axis(a, idx, dim: int):
+    """``np.take_along_axis`` on the host."""
+    return from_host(cpu.take_along_axis(to_host(a), to_host(idx), dim))
+
+
+def put_along_axis_zeros(shape: tuple, idx, values, dim: int):
+    """Zeros of ``shape`` with ``values`` added at ``idx`` along ``dim``; on the host."""
+    return from_host(cpu.put_along_axis_zeros(shape, to_host(idx), to_host(values), dim))
+
+
+def sort(a, dim: int, descending: bool):
+    """Stable sort along ``dim``: (values, int64 indices), on the host."""
+    values, indices = cpu.sort(to_host(a), dim, descending)
+    return from_host(values), from_host(indices)
+
+
+def arg_reduce(a, op: str, axis: int | None, keepdim: bool):
+    """``argmax``/``argmin`` as int64 (``axis`` None flattens), on the host."""
+    return from_host(cpu.arg_reduce(to_host(a), op, axis, keepdim))
 
 
 # --- reductions ---------------------------------------------------------------------------------------------
@@ -537,6 +545,7 @@ _COMBINE = {
     "max": "a if a >= b or a != a else b",
     "min": "a if a <= b or a != a else b",
 }
+_NUMPY_NAMES = {"max": "maximum", "min": "minimum"}
 
 
 def _init(op: str, dtype: np.dtype) -> str:
@@ -555,16 +564,17 @@ def _nbtype(dtype: np.dtype) -> str:
 
 
 def _reduce_kernel(op: str, dtype: np.dtype):
-    """Shared-memory tree reduction of each row of a (M, K) array into (M, parts) partial results."""
+    """Shared-memory tree reduction of each row of a (M, K) array into (M, parts) partial results (a hand-written
+    kernel: not a per-element loop)."""
     key = ("reduce", op, dtype.str)
     kernel = _kernels.get(key)
     if kernel is None:
         tpb = 8 if simulator() else 256
-        source = (
-            _HEADER
-            + "from numba import types\n\n"
-            + f"@cuda.jit(device=True, cache=True)\ndef combine(a, b):\n    return {_COMBINE[op]}\n\n\n"
-            + "@cuda.jit(cache=True)\n"
+        source = codegen.module_source(
+            "cuda",
+            "from numba import types",
+            f"@cuda.jit(device=True, cache=CACHE)\ndef combine(a, b):\n    return {_COMBINE[op]}\n",
+            "@cuda.jit(cache=CACHE)\n"
             + "def kernel(src, out):\n"
             + f"    buf = cuda.shared.array({tpb}, {_nbtype(dtype)})\n"
             + "    tid = cuda.threadIdx.x\n"
@@ -586,7 +596,7 @@ def _reduce_kernel(op: str, dtype: np.dtype):
             + "        if tid == 0:\n"
             + "            out[row, cuda.blockIdx.x] = buf[0]\n"
             + "        cuda.syncthreads()\n"
-            + "        row += cuda.gridDim.y\n"
+            + "        row += cuda.gridDim.y\n",
         )
         kernel = codegen.load_module(f"cuda_reduce_{op}_{dtype.name}", source).kernel
         _kernels[key] = (kernel, tpb)
@@ -605,21 +615,21 @@ def _reduce_rows(src, op: str):
 
 
 def reduce(a, op: str, axes: tuple | None, keepdim: bool, dtype=None):
-    """``sum``/``prod``/``max``/``min`` (and ``any``/``all``) over ``axes`` (all when None) on the device, in
-    ``dtype``."""
-    if op == "any" or op == "all":  # on bools, any is max and all is min (issue 9: any/all run on cuda)
-        a, op, dtype = (a if a.dtype == np.bool_ else astype(a, np.bool_)), ("max" if op == "any" else "min"), None
+    """``sum``/``prod``/``max``/``min``/``any``/``all`` over ``axes`` (all when None) on the device, in ``dtype``
+    (``any``/``all`` give bool: ``max``/``min`` over the values cast to bool)."""
+    if op in ("any", "all"):
+        a, op, dtype = astype(a, np.bool_), "max" if op == "any" else "min", np.bool_
     dtype = np.dtype(dtype or a.dtype)
     ndim = a.ndim
-    axes = tuple(range(ndim)) if axes is None else tuple(axes)
+    axes = tuple(range(ndim)) if axes is None else tuple(d % ndim for d in axes) if ndim else ()
     kept = [d for d in range(ndim) if d not in axes]
     out_shape = tuple(a.shape[d] for d in kept)
     m = int(np.prod(out_shape, dtype=np.int64))
     k = int(np.prod([a.shape[d] for d in axes], dtype=np.int64))
     if k == 0 or m == 0:
-        result = empty(out_shape, dtype)
-        if m:
-            assign(result, 0 if op == "sum" else 1)
+        if k == 0 and m and op in ("max", "min") and dtype.kind != "b":
+            raise ValueError(f"zero-size array to reduction operation {_NUMPY_NAMES[op]} which has no identity")
+        result = full(out_shape, {"sum": 0, "prod": 1, "max": 0, "min": 1}[op], dtype)
     else:
         moved = _view(a, lambda x: x.transpose(kept + list(axes)))
         rows = _materialize(moved, moved.shape, dtype).reshape(m, k)
@@ -640,8 +650,16 @@ def sum_to_shape(a, shape: tuple):
 
 
 def accumulate_(dst, src) -> None:
-    """``dst += src`` in place with the ``add`` row's kernel (the leaf ``.grad`` accumulation)."""
-    elementwise(ROWS["add"], [dst, src], (), dst.dtype, out=dst)
+    """``dst += src`` in place (the leaf ``.grad`` accumulation): the generator's accumulation kernel when both
+    are contiguous of one shape, else the ``add`` row's kernel writing into ``dst``."""
+    if dst.size == 0:
+        return
+    if is_contiguous(dst) and tuple(src.shape) == tuple(dst.shape) and is_device_array(src):
+        s = src if src.dtype == dst.dtype and is_contiguous(src) else _materialize(src, dst.shape, dst.dtype)
+        blocks, threads = _grid(dst.size)
+        codegen.accumulate_kernel("cuda")[blocks, threads](_flat(dst), _flat(s))
+    else:
+        elementwise(ROWS["add"], [dst, src], (), dst.dtype, out=dst)
 
 
 # --- matmul -------------------------------------------------------------------------------------------------
@@ -651,10 +669,10 @@ def _matmul_kernel(dtype: np.dtype):
     if key not in _kernels:
         tile = 4 if simulator() else 16
         dt = _nbtype(dtype)
-        source = (
-            _HEADER
-            + "from numba import types\n\n"
-            + "@cuda.jit(cache=True)\n"
+        source = codegen.module_source(
+            "cuda",
+            "from numba import types",
+            "@cuda.jit(cache=CACHE)\n"
             + "def kernel(a, b, c):\n"
             + f"    sa = cuda.shared.array(({tile}, {tile}), {dt})\n"
             + f"    sb = cuda.shared.array(({tile}, {tile}), {dt})\n"
@@ -667,7 +685,7 @@ def _matmul_kernel(dtype: np.dtype):
             + "    kk = a.shape[2]\n"
             + "    n = b.shape[2]\n"
             + f"    acc = {dt}(0)\n"
-            + f"    for t in range(({'kk'} + {tile - 1}) // {tile}):\n"
+            + f"    for t in range((kk + {tile - 1}) // {tile}):\n"
             + f"        k = t * {tile} + tx\n"
             + f"        sa[ty, tx] = a[z, row, k] if row < m and k < kk else {dt}(0)\n"
             + f"        k = t * {tile} + ty\n"
@@ -677,7 +695,7 @@ def _matmul_kernel(dtype: np.dtype):
             + "            acc += sa[ty, j] * sb[j, tx]\n"
             + "        cuda.syncthreads()\n"
             + "    if row < m and col < n:\n"
-            + "        c[z, row, col] = acc\n"
+            + "        c[z, row, col] = acc\n",
         )
         _kernels[key] = (codegen.load_module(f"cuda_matmul_{dtype.name}", source).kernel, tile)
     return _kernels[key]
@@ -695,140 +713,172 @@ def matmul(a, b):
     b3 = _materialize(b2, batch + (k, n), dtype).reshape(nb, k, n)
     c = empty((nb, m, n), dtype)
     if c.size:
-        kernel, tile = _matmul_kernel(dtype)
-        kernel[((n + tile - 1) // tile, (m + tile - 1) // tile, nb), (tile, tile)](a3, b3, c)
+        if k == 0:
+            assign(c, 0)
+        else:
+            kernel, tile = _matmul_kernel(dtype)
+            kernel[((n + tile - 1) // tile, (m + tile - 1) // tile, nb), (tile, tile)](a3, b3, c)
     shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
     return c.reshape(shape)
 
 
-# --- apply_ and foreach: user functions compiled as device functions ----------------------------------------
-def apply_kernel(fn, dtype: np.dtype):
-    """A function running ``flat[i] = fn(flat[i])`` over a flat contiguous device array of ``dtype``, ``fn``
-    compiled as a CUDA device function now, so a callable numba.cuda cannot compile raises here (the simulator
-    runs kernels as Python and compiles nothing). ``ops.apply`` memoizes it and owns the Python fallback."""
-    kernel = _exec_kernel("def kernel(res):\n" + _grid_stride("res[i] = fn(res[i])"), fn=fn)
-    if not simulator():
-        from numba import from_dtype, types
-
-        kernel.compile((types.Array(from_dtype(dtype), 1, "C"),))
-
-    def run(flat) -> None:
-        blocks, threads = _grid(flat.size)
-        kernel[blocks, threads](flat)
-
-    return run
+# --- foreach and apply_: user functions through the generator -----------------------------------------------
+def loop_variant(size: int) -> str:
+    """Every loop on the device is the grid-stride kernel."""
+    return "cuda"
 
 
-_foreach_kernels: dict[tuple, object] = {}
-
-
-def foreach(step, arrays: list, scalars: tuple = ()) -> None:
-    """Run ``step(i, *arrays, *scalars)`` for every ``i`` of the (equal-sized, flat, contiguous) device arrays:
-    the fused in-place update an optimizer step needs (``step`` becomes a CUDA device function)."""
+def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> None:
+    """Run the module-level per-element ``update(i, *arrays, *scalars, *static)`` for every ``i`` of the flat,
+    contiguous, equal-sized device ``arrays`` as one grid-stride kernel: the fused in-place update of an
+    optimizer step (``static`` flags compiled in as constants, as on the CPU)."""
     n = arrays[0].size
     if n == 0:
         return
-    key = (getattr(step, "__func__", step), len(arrays), len(scalars))
-    kernel = _foreach_kernels.get(key)
-    if kernel is None:
-        names = [f"a{j}" for j in range(len(arrays))] + [f"s{j}" for j in range(len(scalars))]
-        body = _grid_stride(f"update(i, {', '.join(names)})", "a0.shape[0]")
-        kernel = _exec_kernel(f"def kernel({', '.join(names)}):\n" + body, update=step)
-        _foreach_kernels[key] = kernel
+    kernel = codegen.foreach_kernel(update, len(arrays), len(scalars), "cuda", static)
     blocks, threads = _grid(n)
     kernel[blocks, threads](*[_flat(a) for a in arrays], *scalars)
 
 
-__all__ = [
-    "accumulate_",
-    "apply_kernel",
-    "as_device_array",
-    "assign",
-    "available",
-    "copy",
-    "zeros",
-    "elementwise",
-    "elementwise_grad",
-    "foreach",
-    "matmul",
-    "reduce",
-    "require",
-    "sum_to_shape",
-    "to_device",
-    "where",
-]
+def apply_kernel(fn, dtype, variant: str = "cuda", arity: int = 1):
+    """``run(res, *others)``: ``res[i] = fn(res[i], others[0][i], ...)`` over flat contiguous device arrays of
+    ``dtype``, ``fn`` compiled as a CUDA device function now, so a callable numba.cuda cannot compile raises here.
+    The simulator runs kernels as Python and compiles nothing, so there ``fn`` is type-checked by compiling the
+    CPU loop instead, and the simulator refuses what the device would. ``ops.apply`` memoizes it and owns the
+    Python fallback."""
+    from numba import from_dtype, types
+
+    signature = (types.Array(from_dtype(np.dtype(dtype)), 1, "C"),) * arity
+    kernel = codegen.apply_kernel(fn, arity, "cuda")
+    if simulator():
+        codegen.apply_kernel(fn, arity, "serial").compile(signature)
+    else:
+        kernel.compile(signature)
+
+    def run(res, *others) -> None:
+        blocks, threads = _grid(res.size)
+        kernel[blocks, threads](res, *others)
+
+    return run
 
 
-# --- lead: the rest of the interface, until the backend branch lands (host round trips) -----------------------
-def _host_op(name):
-    fn = getattr(cpu, name)
-
-    def via_host(*args, **kwargs):
-        args = [a.copy_to_host() if is_device_array(a) else a for a in args]
-        out = fn(*args, **kwargs)
-        if isinstance(out, tuple):
-            return tuple(to_device(o) if isinstance(o, np.ndarray) else o for o in out)
-        return to_device(out) if isinstance(out, np.ndarray) else out
-
-    via_host.__name__ = name
-    return via_host
-
-
-DEVICE = CUDA0
-from_host = to_device
-
-
-def to_host(a) -> np.ndarray:
-    return a.copy_to_host()
-
-
+#: The backend interface: the same names as ``cpu.__all__`` (tests/test_backend.py checks it). Device
+#: management (``available``, ``require``, ``synchronize``, ``to_device``, ``as_device_array``, ``assign``) is
+#: cuda's own.
+# --- the rest of the interface ------------------------------------------------------------------------------
 def data_ptr(a) -> int:
     return a.__cuda_array_interface__["data"][0]
 
 
-def full(shape, value, dtype):
-    out = empty(shape, dtype)
-    assign(out, value)
-    return out
-
-
 def reshape(a, shape):
-    return a.reshape(shape)
+    """A view of a contiguous array (a copy first otherwise)."""
+    return a.reshape(tuple(shape))
 
 
 def can_view(a, shape) -> bool:
+    """Whether ``a`` can take ``shape`` without a copy (device arrays are viewed only when contiguous)."""
     return is_contiguous(a)
 
 
-def ascontiguous(a):
-    return a if is_contiguous(a) else copy(a)
-
-
-def getitem(a, index):
-    return a[index]
-
-
 def overlap(a, b) -> str:
+    """``"none"``, ``"full"`` (the same elements, the same layout) or ``"partial"``, from the pointers and extents."""
     pa, pb = data_ptr(a), data_ptr(b)
-    end_a, end_b = pa + a.nbytes, pb + b.nbytes
-    if end_a <= pb or end_b <= pa:
+    if pa + a.nbytes <= pb or pb + b.nbytes <= pa:
         return "none"
     if pa == pb and a.strides == b.strides and tuple(a.shape) == tuple(b.shape):
         return "full"
     return "partial"
 
 
-#: Backend functions the cuda backend runs by copying to the host, calling the cpu backend, and copying back.
-HOST_ROUND_TRIPS = ("arg_reduce", "sort", "index_add_zeros", "take_along_axis", "put_along_axis_zeros", "tile")
+def _host_op(name: str):
+    """The cpu backend's ``name`` run on host copies of the device arrays, its array results uploaded."""
+    fn = getattr(cpu, name)
+
+    @functools.wraps(fn)  # the cpu function's signature: the two backends' parameters stay the same
+    def via_host(*args, **kwargs):
+        result = fn(*[to_host(a) if is_device_array(a) else a for a in args], **kwargs)
+        if isinstance(result, tuple):
+            return tuple(from_host(r) if isinstance(r, np.ndarray) else r for r in result)
+        return from_host(result) if isinstance(result, np.ndarray) else result
+
+    return via_host
+
+
+# More backend functions run by a host round trip through the cpu backend: add a line here when a numpy primitive
+# added to ``cpu`` has no device kernel yet.
+tile = _host_op("tile")
 # op breadth (issue 9)
-HOST_ROUND_TRIPS += ("flip", "roll", "cumulative", "einsum", "triangle", "embed_diagonal", "gather", "scatter")
-HOST_ROUND_TRIPS += ("index_select", "index_add", "index_fill", "index_put", "masked_scatter", "repeat_index", "unique")
-for _name in HOST_ROUND_TRIPS:
-    globals()[_name] = _host_op(_name)
+cumulative = _host_op("cumulative")
+einsum = _host_op("einsum")
+embed_diagonal = _host_op("embed_diagonal")
+flip = _host_op("flip")
+gather = _host_op("gather")
+index_add = _host_op("index_add")
+index_fill = _host_op("index_fill")
+index_put = _host_op("index_put")
+index_select = _host_op("index_select")
+masked_scatter = _host_op("masked_scatter")
+repeat_index = _host_op("repeat_index")
+roll = _host_op("roll")
+scatter = _host_op("scatter")
+triangle = _host_op("triangle")
+unique = _host_op("unique")
 
 
 def diagonal(a, offset: int, dim1: int, dim2: int):
     """A view of the diagonal, as ``cpu.diagonal`` (issue 9)."""
-    from . import cpu
-
     return _view(a, lambda x: cpu.diagonal(x, offset, dim1, dim2))
+
+
+__all__ = [
+    "accumulate_",
+    "apply_kernel",
+    "arg_reduce",
+    "ascontiguous",
+    "astype",
+    "broadcast_to",
+    "can_view",
+    "concatenate",
+    "copy",
+    "data_ptr",
+    "elementwise",
+    "elementwise_grad",
+    "empty",
+    "foreach",
+    "from_host",
+    "full",
+    "getitem",
+    "index_add_zeros",
+    "is_contiguous",
+    "loop_variant",
+    "matmul",
+    "overlap",
+    "put_along_axis_zeros",
+    "reduce",
+    "reshape",
+    "setitem",
+    "sort",
+    "sum_to_shape",
+    "take_along_axis",
+    "tile",
+    "to_host",
+    "where",
+    "zeros",
+    # op breadth (issue 9)
+    "cumulative",
+    "diagonal",
+    "einsum",
+    "embed_diagonal",
+    "flip",
+    "gather",
+    "index_add",
+    "index_fill",
+    "index_put",
+    "index_select",
+    "masked_scatter",
+    "repeat_index",
+    "roll",
+    "scatter",
+    "triangle",
+    "unique",
+]

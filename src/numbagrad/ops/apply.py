@@ -1,12 +1,15 @@
-"""``Tensor.apply_(fn)``: ``fn`` compiled by Numba and run over the storage in place.
+"""``Tensor.apply_(fn)`` and ``Tensor.map_(other, fn)``: ``fn`` compiled by Numba and run over the storage in place,
+on the CPU or on CUDA.
 
-torch calls ``fn`` once per element from C++ (about 0.5 µs each); here ``fn`` is compiled with ``numba.njit`` into
-one loop per (callable, dtype, serial/parallel/cuda), memoized, so the second call compiles nothing and costs one
-kernel call. Results are stored with the tensor's dtype (floats truncate into integer tensors, as torch does).
+torch calls ``fn`` once per element from C++ (about 0.5 µs each); here the backend compiles ``fn`` into one loop
+(``backend.apply_kernel``: the generator's serial, ``prange`` or grid-stride loop) per (callable, dtype, variant),
+memoized, so the second call compiles nothing and costs one kernel call. A module-level ``def`` is copied into the
+kernel cache and later processes load it from disk; lambdas and closures compile once per process. Results are
+stored with the tensor's dtype (floats truncate into integer tensors, as torch does).
 
-A callable Numba cannot compile still works, element by element in Python as in torch, after one warning per
-callable that says why it is slow. These kernels are compiled per process, never from the disk cache: Numba's
-cache cannot serve lambdas and closures (DESIGN.md, principle 6).
+A callable Numba cannot compile still works, element by element in Python as in torch (on a host copy for cuda
+tensors), after one warning per callable that says why it is slow. A callable returning something that is not a
+real number (``None``, a str, a tuple, a complex) raises torch's ``TypeError`` and leaves the tensor unchanged.
 """
 
 from __future__ import annotations
@@ -17,12 +20,17 @@ import warnings
 import numpy as np
 
 from .._tensor import Tensor
+from ..backend import backend_for
 from ._registry import declare
 
-#: (callable key, dtype char, False (serial) / True (parallel) / "cuda") -> compiled kernel
+#: (callable key, dtype char, arity, loop variant: "serial", "parallel" or "cuda") -> compiled kernel
 _kernels: dict = {}
-#: callable key -> the reason Numba could not compile it (warned once, then run in Python)
+#: callable key -> the reason Numba could not compile it (then run in Python)
 _uncompilable: dict = {}
+#: callable keys already warned about (the warning comes once the Python fallback has succeeded)
+_warned: set = set()
+
+_REAL = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
 def _key(fn):
@@ -41,52 +49,24 @@ def _key(fn):
     return key
 
 
-def _compile(fn, dtype: np.dtype, variant):
-    """``numba.njit`` the callable and a loop over a flat array of ``dtype`` (``variant``: a serial ``False`` or
-    ``prange`` ``True`` loop), or the CUDA kernel (``"cuda"``); compiled now, for that dtype only."""
-    if variant == "cuda":
-        from ..backend import cuda
-
-        return cuda.apply_kernel(fn, dtype)
-    import numba
-
-    scalar = fn if hasattr(fn, "py_func") else numba.njit(fn)
-    loop = numba.prange if variant else range
-
-    @numba.njit(nogil=True, parallel=variant)
-    def kernel(flat):
-        for i in loop(flat.shape[0]):
-            flat[i] = scalar(flat[i])
-
-    kernel.compile((numba.typeof(np.empty(1, dtype)),))
-    kernel.disable_compile()  # a later call with another signature is a bug here, never a silent compile
-    return kernel
-
-
-def _kernel_for(fn, dtype: np.dtype, variant):
-    """The memoized kernel, or ``None`` (after one warning) when Numba cannot compile ``fn``."""
+def _kernel_for(fn, backend, dtype: np.dtype, arity: int, size: int):
+    """The memoized kernel ``run(res, *others)``, or ``None`` when Numba cannot compile ``fn``."""
     key = _key(fn)
     if key in _uncompilable:
         return None
+    variant = backend.loop_variant(size)
     try:
-        return _kernels[key, dtype.char, variant]
+        return _kernels[key, dtype.char, arity, variant]
     except (KeyError, TypeError):
         pass
     from numba.core.errors import NumbaError
 
     try:
-        kernel = _compile(fn, dtype, variant)
+        kernel = backend.apply_kernel(fn, dtype, variant, arity)
     except (NumbaError, TypeError, ValueError, NotImplementedError) as err:
-        reason = _reason(err)
-        _uncompilable[key] = reason
-        warnings.warn(
-            f"apply_: Numba could not compile {getattr(fn, '__name__', repr(fn))} ({reason}); running it element by "
-            "element in Python instead, which is slow (about 1 µs per element).",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+        _uncompilable[key] = _reason(err)
         return None
-    _kernels[key, dtype.char, variant] = kernel
+    _kernels[key, dtype.char, arity, variant] = kernel
     return kernel
 
 
@@ -97,9 +77,42 @@ def _reason(err: Exception) -> str:
     return lines[0].rstrip(":") if lines else type(err).__name__
 
 
-def _python_apply(flat: np.ndarray, fn) -> None:
-    for i in range(flat.shape[0]):
-        flat[i] = fn(flat[i].item())
+def _python_map(fn, columns: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    """``fn`` element by element in Python into a new array; raises before anything is written to the tensor."""
+    out = np.empty(columns[0].shape[0], dtype)
+    items = [c.tolist() for c in columns]
+    for i, args in enumerate(zip(*items)):
+        r = fn(*args)
+        if not isinstance(r, _REAL):
+            raise TypeError(f"must be real number, not {type(r).__name__}")
+        out[i] = r
+    return out
+
+
+def _run(t: Tensor, fn, others: list, name: str) -> None:
+    """Run ``fn`` over ``t``'s elements (and ``others``' flat arrays, already of ``t``'s size) in place."""
+    data = t._data
+    backend = backend_for(data)
+    work = data if backend.is_contiguous(data) else backend.copy(data)
+    flat = work.reshape(-1)
+    kernel = _kernel_for(fn, backend, flat.dtype, 1 + len(others), flat.size)
+    if kernel is not None:
+        kernel(flat, *others)
+    else:
+        host = [backend.to_host(a) for a in (flat, *others)]
+        result = _python_map(fn, host, flat.dtype)
+        key = _key(fn)
+        if key not in _warned:
+            _warned.add(key)
+            warnings.warn(
+                f"{name}: Numba could not compile {getattr(fn, '__name__', repr(fn))} ({_uncompilable[key]}); "
+                "running it element by element in Python instead, which is slow (about 1 µs per element).",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        backend.setitem(flat, slice(None), backend.from_host(result))
+    if work is not data:
+        backend.setitem(data, Ellipsis, work)
 
 
 @declare(methods=("apply_",), name="_apply_")
@@ -109,36 +122,30 @@ def apply_(t: Tensor, fn) -> Tensor:
         raise RuntimeError("Can't call apply_() on Variable that requires grad. Use var.detach().apply_() instead.")
     if not callable(fn):
         raise TypeError(f"'{type(fn).__name__}' object is not callable")
-    data = t._data  # a numpy or device array: both answer flags, copy, reshape and item assignment alike
-    if data.size:
-        from ..backend.cpu import PARALLEL_THRESHOLD
-
-        work = data if data.flags.c_contiguous else data.copy()
-        flat = work.reshape(-1)
-        kernel = _kernel_for(fn, flat.dtype, "cuda" if t.is_cuda else flat.size >= PARALLEL_THRESHOLD)
-        if kernel is not None:
-            kernel(flat)
-        elif isinstance(flat, np.ndarray):
-            _python_apply(flat, fn)
-        else:  # on a host copy
-            host = flat.copy_to_host()
-            _python_apply(host, fn)
-            flat.copy_to_device(host)
-        if work is not data:
-            data[...] = work
+    if t._data.size:
+        _run(t, fn, [], "apply_")
     t._bump_version()
     return t
 
 
 @declare(methods=("map_",), name="_map_")
 def map_(t: Tensor, other: Tensor, fn) -> Tensor:
-    """``t[i] = fn(t[i], other[i])`` in place (other broadcast to t)."""
+    """``t[i] = fn(t[i], other[i])`` in place, ``other`` broadcast to ``t``'s shape; returns ``t``."""
     if t.requires_grad:
         raise RuntimeError("Can't call map_() on Variable that requires grad. Use var.detach().map_() instead.")
-    data = t._host()
-    o = np.broadcast_to(other._host(), data.shape)
-    it = np.nditer([data, o], flags=["refs_ok"], op_flags=[["readwrite"], ["readonly"]])
-    for a, b in it:
-        a[...] = fn(a.item(), b.item())
+    if not callable(fn):
+        raise TypeError(f"'{type(fn).__name__}' object is not callable")
+    if not isinstance(other, Tensor) or other.dtype != t.dtype:
+        got = f"torch.{other.dtype.scalar_name}Tensor" if isinstance(other, Tensor) else type(other).__name__
+        raise TypeError(f"map_: expected torch.{t.dtype.scalar_name}Tensor for 'other' (got {got})")
+    backend = backend_for(t._data)
+    if backend_for(other._data) is not backend:
+        raise RuntimeError(
+            f"Expected all tensors to be on the same device, but found at least two devices, {t.device} and "
+            f"{other.device}!"
+        )
+    if t._data.size:
+        o = backend.copy(backend.broadcast_to(other._data, t.shape)).reshape(-1)
+        _run(t, fn, [o], "map_")
     t._bump_version()
     return t

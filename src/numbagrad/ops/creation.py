@@ -39,7 +39,13 @@ def _generator() -> np.random.Generator:
 
 
 def _finish(data: np.ndarray, device, requires_grad: bool) -> Tensor:
-    t = Tensor._make(for_device(to_device(device)).from_host(np.asarray(data)))
+    """A new leaf from host data, moved to ``device``."""
+    return _leaf(for_device(to_device(device)).from_host(np.asarray(data)), requires_grad)
+
+
+def _leaf(data, requires_grad: bool) -> Tensor:
+    """A new leaf over device storage (an inference tensor inside ``inference_mode``)."""
+    t = Tensor._make(data)
     if state.inference:
         t._is_inference = True
     if requires_grad:
@@ -196,17 +202,20 @@ def _dtype_or_default(dtype):
 
 @declare
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _finish(np.zeros(_sizes(args, size), _dtype_or_default(dtype).numpy), device, requires_grad)
+    backend = for_device(to_device(device))
+    return _leaf(backend.zeros(_sizes(args, size), _dtype_or_default(dtype).numpy), requires_grad)
 
 
 @declare
 def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _finish(np.ones(_sizes(args, size), _dtype_or_default(dtype).numpy), device, requires_grad)
+    backend = for_device(to_device(device))
+    return _leaf(backend.full(_sizes(args, size), 1, _dtype_or_default(dtype).numpy), requires_grad)
 
 
 @declare
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return _finish(np.empty(_sizes(args, size), _dtype_or_default(dtype).numpy), device, requires_grad)
+    backend = for_device(to_device(device))
+    return _leaf(backend.empty(_sizes(args, size), _dtype_or_default(dtype).numpy), requires_grad)
 
 
 @declare

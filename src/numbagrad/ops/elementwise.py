@@ -22,7 +22,7 @@ from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES
 from .._types import from_numpy_dtype as _scalar_dtype
 from .._types import get_default_dtype
-from ..autograd.function import Function
+from ..autograd.function import ERR_BACKWARD_TWICE, Function, _unpack_saved
 from ..autograd.grad_mode import no_grad, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
@@ -32,6 +32,7 @@ from ._registry import Declaration, register
 from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
 
 _BOOL = np.dtype(np.bool_)
+_new = object.__new__  # a Tensor with only its storage set: what Tensor._make does, without the call
 
 _BOOL_ERRORS = {
     "sub": "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
@@ -85,6 +86,8 @@ class Elementwise(Function):
     row: Row
     arity = 1
     _saves: tuple = ()  # per input: does some gradient read it?
+    _save_idx: tuple = ()  # the inputs some gradient reads
+    _no_values: tuple = ()  # one None per input: the values of inputs that are all tensors
     _saves_out = False
     _passthrough: tuple = ()
     _tensor_grads = None
@@ -98,10 +101,25 @@ class Elementwise(Function):
             inputs, params = args, ()
         else:
             inputs, params = args[:n], args[n:]
-        arrays, backend, dt, shape = _plan(row, inputs)
-        result = Tensor._make(backend.elementwise(row, arrays, params, dt, shape=shape, out_dtype=row.out_dtype))
+        arrays, backend, dt, shape, plain = _plan(row, inputs)
+        result = _new(Tensor)
+        result._data = backend.elementwise(row, arrays, params, dt, shape=shape, out_dtype=row.out_dtype)
         if row.grads and True in ctx.needs_input_grad:
-            _remember_inputs(ctx, cls, inputs, params, shape, dt, result)
+            # what backward needs: the saved tensors, the scalar inputs, the params, and (only when an input's
+            # shape or dtype differs from the output's) each input's shape and dtype, to reduce its gradient to
+            if plain:  # every input a tensor of the output's shape and dtype
+                if cls._save_idx:
+                    ctx.to_save = (
+                        [inputs[j] for j in cls._save_idx]
+                        if not cls._saves_out
+                        else [*[inputs[j] for j in cls._save_idx], result]
+                    )
+                elif cls._saves_out:
+                    ctx.to_save = (result,)
+            else:
+                _record_mixed(ctx, cls, inputs, shape, dt, result)
+            if params:
+                ctx.params = params
         return result
 
     @staticmethod
@@ -110,28 +128,28 @@ class Elementwise(Function):
         row = cls.row
         if not row.grads:
             raise RuntimeError(f"the derivative for '{row.name}' is not implemented.")
+        needed = ctx.needs_input_grad
+        if state.enabled:  # create_graph: the differentiable formula on tensors
+            return _tensor_backward(ctx, cls, g, needed)
         n = cls.arity
-        values = ctx.values
-        out = None
-        if ctx._saved or ctx._freed:
-            saved = ctx.saved_tensors
-            if cls._saves_out:
-                out = saved[-1]
-            values = list(values)
+        values = ctx.values or cls._no_values  # (plain inputs: forward recorded no scalars)
+        operands = []  # storage of each input (a saved tensor's, a scalar, or 0 where no gradient reads it)
+        for v in values:
+            operands.append(0 if v is None else v)
+        out_data = 0
+        saved = ctx._saved
+        if saved or ctx._freed:
+            if ctx._freed:
+                raise RuntimeError(ERR_BACKWARD_TWICE)
             k = 0
             for j in range(n):
                 if cls._saves[j] and values[j] is None:
-                    values[j] = saved[k]
+                    operands[j] = _saved_data(saved[k], ctx)
                     k += 1
-        needed = ctx.needs_input_grad
-        if state.enabled:  # create_graph: the differentiable formula on tensors
-            return _tensor_backward(ctx, cls, g, out, values, needed)
+            if cls._saves_out:
+                out_data = _saved_data(saved[k], ctx)
         gd = g._data
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
-        operands = []
-        for v in values:
-            operands.append(v._data if isinstance(v, Tensor) else (0 if v is None else v))
-        out_data = 0 if out is None else out._data
         owned = ctx._grads_owned
         reuse = _reusable_input(cls, needed) if owned and owned[0] else None
         meta = ctx.in_meta
@@ -143,10 +161,10 @@ class Elementwise(Function):
             if cls._passthrough[i]:
                 gi = g
             else:
-                data = backend.elementwise_grad(
+                gi = _new(Tensor)
+                gi._data = backend.elementwise_grad(
                     row, i, gd, out_data, operands, ctx.params, gd.dtype, result=gd if i == reuse else None
                 )
-                gi = Tensor._make(data)
             if meta is not None:
                 gi = _to_input(gi, meta[i], False)
             grads.append(gi)
@@ -155,8 +173,28 @@ class Elementwise(Function):
         return tuple(grads)
 
 
-def _tensor_backward(ctx, cls, g: Tensor, out, values: list, needed: tuple) -> tuple:
+def _saved_data(saved: tuple, node):
+    """The storage of a saved tensor, after torch's check that it was not modified in place since."""
+    t, version, output_nr, grad_fn = saved
+    counter = t._version_counter
+    if (0 if counter is None else counter.value) != version:
+        return _unpack_saved(saved, node)._data  # raises torch's error
+    return t._data
+
+
+def _tensor_backward(ctx, cls, g: Tensor, needed: tuple) -> tuple:
     """The gradients under ``create_graph``: each row formula re-bound to tensor ops, so it is differentiable."""
+    values = list(ctx.values or cls._no_values)
+    out = None
+    if ctx._saved or ctx._freed:
+        saved = ctx.saved_tensors
+        if cls._saves_out:
+            out = saved[-1]
+        k = 0
+        for j in range(cls.arity):
+            if cls._saves[j] and values[j] is None:
+                values[j] = saved[k]
+                k += 1
     grads = []
     for i in range(cls.arity):
         if not needed[i]:
@@ -175,12 +213,12 @@ def _tensor_backward(ctx, cls, g: Tensor, out, values: list, needed: tuple) -> t
 
 
 def _plan(row: Row, inputs: tuple) -> tuple:
-    """(storage arrays, backend, compute dtype, output shape). The common case (tensors of one float dtype and
-    shape on one device, maybe with Python numbers) is decided in one pass; anything else goes through torch's
-    full promotion and broadcasting rules, with torch's errors."""
+    """(storage arrays, backend, compute dtype, output shape, plain). The common case (tensors of one float dtype
+    and shape on one device, maybe with Python numbers) is decided in one pass; anything else goes through torch's
+    full promotion and broadcasting rules, with torch's errors. ``plain``: every input is such a tensor."""
     arrays = []
     first = None
-    uniform = True
+    uniform = plain = True
     for a in inputs:
         if isinstance(a, Tensor):
             d = a._data
@@ -192,20 +230,19 @@ def _plan(row: Row, inputs: tuple) -> tuple:
         else:
             if type(a) is bool:
                 uniform = False
+            plain = False
             arrays.append(a)
     if uniform and first.dtype.kind == "f" and not row.integral_only:
-        return arrays, _BACKENDS.get(type(first)) or backend_for(first), first.dtype, first.shape
+        return arrays, _BACKENDS.get(type(first)) or backend_for(first), first.dtype, first.shape, plain
     shapes = [a.shape for a in arrays if hasattr(a, "shape")]
     shape = broadcast_shapes(*shapes) if len(set(shapes)) > 1 else shapes[0]
-    return arrays, same_backend(inputs), _compute_dtype(row, inputs), shape
+    return arrays, same_backend(inputs), _compute_dtype(row, inputs), shape, False
 
 
-def _remember_inputs(ctx, cls, inputs: tuple, params: tuple, shape: tuple, dt: np.dtype, result: Tensor) -> None:
-    """What backward needs: the saved tensor inputs (and output), the scalar inputs, the params, and (only when an
-    input's shape or dtype differs from the output's) each input's shape and dtype."""
-    values = []
-    to_save = []
-    meta = None
+def _record_mixed(ctx, cls, inputs: tuple, shape: tuple, dt, result: Tensor) -> None:
+    """What backward needs when some input is a number, or differs from the output in shape or dtype: the scalar
+    values, the saved tensors, and each input's shape and dtype to reduce its gradient to."""
+    values, to_save, differs = [], [], False
     for j, a in enumerate(inputs):
         if isinstance(a, Tensor):
             values.append(None)
@@ -213,17 +250,15 @@ def _remember_inputs(ctx, cls, inputs: tuple, params: tuple, shape: tuple, dt: n
                 to_save.append(a)
             data = a._data
             if data.shape != shape or data.dtype != dt:
-                meta = True
+                differs = True
         else:
             values.append(a)
     if cls._saves_out:
         to_save.append(result)
     ctx.values = values
-    if params:
-        ctx.params = params
     if to_save:
         ctx.to_save = to_save
-    if meta:
+    if differs:
         ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in inputs]
 
 
@@ -294,6 +329,8 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
         uses = [row.uses(i) for i in range(len(row.grads))]
         names = [f.__code__.co_varnames[: f.__code__.co_argcount] for f in row.grads]  # (g, out, inputs, params)
         cls._saves = tuple(any(n[2 + j] in u for n, u in zip(names, uses)) for j in range(row.arity))
+        cls._save_idx = tuple(j for j in range(row.arity) if cls._saves[j])
+        cls._no_values = (None,) * row.arity
         cls._saves_out = any(n[1] in u for n, u in zip(names, uses))
         cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
         cls._tensor_grads = _LazyTensorGrads(row)

@@ -150,6 +150,7 @@ class Amax(Function):
                 f"{cls.op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction "
                 "dim with the 'dim' argument."
             )
+        _check_nonempty(x, axes, "a" + cls.op if cls.node_name.startswith("A") else cls.op)
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         out = Tensor._make(x._backend.reduce(x._data, cls.op, axes, keepdim))
         ctx.save_for_backward(x, out)
@@ -162,6 +163,13 @@ class Amax(Function):
         mask = (x == full).to(g.dtype)
         count = mask.sum(dim=ctx.axes, keepdim=True)
         return _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim) * mask / count, None, None
+
+
+def _check_nonempty(x: Tensor, axes, name: str) -> None:
+    """torch's IndexError for a max/min over an empty dimension (there is no identity to return)."""
+    for d in axes or ():
+        if x.dim() and x.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
 class Amin(Amax):
@@ -197,6 +205,7 @@ class MaxDim(Function):
 
     @staticmethod
     def forward(ctx, x, dim, keepdim):
+        _check_nonempty(x, (dim,), ctx._forward_cls.op[3:])
         backend = x._backend
         data = x._data
         ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim

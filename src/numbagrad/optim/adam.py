@@ -1,20 +1,21 @@
-"""Adam (Kingma & Ba) with L2 weight decay, AMSGrad and maximize (torch's ``Adam``)."""
+"""Adam (Kingma & Ba) with L2 weight decay, AMSGrad and maximize (torch's ``Adam``), and ``AdamW`` (decoupled
+weight decay, Loshchilov & Hutter)."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer
+from ._updates import adam_update
+from .optimizer import Optimizer, _foreach
 
 
 class Adam(Optimizer):
     """Bias-corrected moment estimates; one fused kernel per parameter updates the parameter and its moments."""
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False) -> None:  # fmt: skip
+                 weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
+                 decoupled_weight_decay: bool = False) -> None:  # fmt: skip
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -25,24 +26,53 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        decoupled_weight_decay=decoupled_weight_decay)  # fmt: skip
         super().__init__(params, defaults)
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
-        from ._kernels import adam_step
-
         amsgrad = group["amsgrad"]
-        if not state:
+        if "exp_avg" not in state:
             state["step"] = Tensor._make(np.array(0.0, np.float32))
             state["exp_avg"] = self._zeros_like(p)
             state["exp_avg_sq"] = self._zeros_like(p)
             if amsgrad:
                 state["max_exp_avg_sq"] = self._zeros_like(p)
-        state["step"]._data[...] += 1
-        step = float(state["step"]._data)
+        step = self._next_step(state)
         beta1, beta2 = group["betas"]
+        lr, weight_decay = group["lr"], group["weight_decay"]
         v = state["exp_avg_sq"]._data.reshape(-1)
         vmax = state["max_exp_avg_sq"]._data.reshape(-1) if amsgrad else v
-        adam_step(param, grad, state["exp_avg"]._data.reshape(-1), v, vmax, group["lr"] / (1 - beta1**step), beta1,
-                  beta2, group["eps"], group["weight_decay"], math.sqrt(1 - beta2**step), amsgrad,
-                  group["maximize"])  # fmt: skip
+        s = param.dtype.type
+        one_minus_beta1 = s(1 - beta1)
+        scalars = (
+            s(-(lr / (1 - beta1**step))),  # -step_size
+            one_minus_beta1,  # lerp's weight, and 1 - weight in the parameter's dtype
+            s(1) - one_minus_beta1,
+            s(beta2),
+            s(1 - beta2),
+            s(group["eps"]),
+            s(weight_decay),
+            s(1 - lr * weight_decay),
+            bool(group.get("decoupled_weight_decay", False)),
+            s((1 - beta2**step) ** 0.5),  # bias_correction2_sqrt, computed as torch does
+            group["maximize"],
+        )
+        _foreach(adam_update, [param, grad, state["exp_avg"]._data.reshape(-1), v, vmax], scalars, (bool(amsgrad),))
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: the parameter shrinks by ``1 - lr * weight_decay`` each step, outside the
+    moment estimates (torch's ``AdamW``, whose default ``weight_decay`` is 1e-2)."""
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False) -> None:  # fmt: skip
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)  # fmt: skip
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """As ``Optimizer.load_state_dict``; the weight decay stays decoupled whatever the saved groups say (as
+        torch's ``AdamW.__setstate__`` keeps it)."""
+        super().load_state_dict(state_dict)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

@@ -1,7 +1,8 @@
 """``optim.Optimizer``: parameter groups, per-parameter state, ``zero_grad`` and ``state_dict``, as torch has them.
 
-Subclasses implement ``_update(group, param, grad, state, p)``, which runs one fused kernel (``optim._kernels``)
-over a parameter, its gradient and its state, on the parameter's device. Storage is handed to the kernel flat.
+Subclasses implement ``_update(group, param, grad, state, p)``, which runs one fused kernel over a parameter, its
+gradient and its state, on the parameter's device: ``_foreach`` hands a per-element update function from
+``optim._updates`` to the parameter's backend (``backend.foreach``). Storage is handed to the kernel flat.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..backend import backend_for
 
 
 class _RequiredParameter:
@@ -115,8 +119,6 @@ class Optimizer:
 
     def _step_parameter(self, group: dict, p: Tensor) -> None:
         """Run ``_update`` in place on the parameter's flat storage (a contiguous copy, written back, if needed)."""
-        from ..backend import backend_for
-
         backend = backend_for(p._data)
         grad = p._grad._data
         if not backend.is_contiguous(grad):
@@ -131,9 +133,20 @@ class Optimizer:
     @staticmethod
     def _zeros_like(p: Tensor) -> Tensor:
         """New optimizer state: zeros shaped, typed and placed like the parameter."""
-        from ..backend import backend_for
-
         return Tensor._make(backend_for(p._data).zeros(p.shape, p._data.dtype))
+
+    @staticmethod
+    def _full_like(p: Tensor, value: float) -> Tensor:
+        """New optimizer state filled with ``value``, shaped, typed and placed like the parameter."""
+        return Tensor._make(backend_for(p._data).full(p.shape, value, p._data.dtype))
+
+    @staticmethod
+    def _next_step(state: dict) -> float:
+        """Count one more step in ``state["step"]`` (a float32 0-d cpu tensor, as torch keeps it); its value."""
+        if "step" not in state:
+            state["step"] = Tensor._make(np.array(0.0, np.float32))
+        state["step"]._data[...] += 1
+        return float(state["step"]._data)
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         """One fused update of the flat, contiguous storage ``param`` given ``grad`` (numpy or CUDA arrays);
@@ -174,6 +187,12 @@ class Optimizer:
                 p = id_map[key]
                 self.state[p] = {k: _cast_state(k, v, p) for k, v in value.items()}
         self.param_groups = [{**s, "params": g["params"]} for g, s in zip(groups, saved_groups)]
+
+
+def _foreach(update, arrays: list, scalars: tuple, static: tuple = ()) -> None:
+    """One fused pass of the per-element ``update`` over flat ``arrays`` on their backend (CPU loop or CUDA);
+    ``static`` flags are compiled into the kernel (those that decide which arrays are written)."""
+    backend_for(arrays[0]).foreach(update, arrays, scalars, static)
 
 
 def _cast_state(key: str, value, p: Tensor):

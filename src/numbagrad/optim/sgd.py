@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .._tensor import Tensor
-from .optimizer import Optimizer
+from ._updates import sgd_update
+from .optimizer import Optimizer, _foreach
 
 
 class SGD(Optimizer):
@@ -24,8 +25,6 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
-        from ._kernels import sgd_step
-
         momentum = group["momentum"]
         buf, first = param, False  # without momentum the kernel never touches the buffer
         if momentum != 0:
@@ -33,5 +32,7 @@ class SGD(Optimizer):
             if first:
                 state["momentum_buffer"] = self._zeros_like(p)
             buf = state["momentum_buffer"]._data.reshape(-1)
-        sgd_step(param, grad, buf, group["lr"], momentum, group["dampening"], group["weight_decay"],
-                 group["nesterov"], group["maximize"], first)  # fmt: skip
+        s = param.dtype.type
+        scalars = (s(group["lr"]), s(momentum), s(1 - group["dampening"]), s(group["weight_decay"]),
+                   group["nesterov"], group["maximize"], first)  # fmt: skip
+        _foreach(sgd_update, [param, grad, buf], scalars)

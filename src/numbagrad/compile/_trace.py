@@ -1,0 +1,459 @@
+"""Tracing: run the function once, eagerly and on real data, and record every ``Function.apply`` it makes.
+
+While a ``Recorder`` sits in ``grad_mode.state.tracer``, ``Function.apply(cls, *args)`` hands the call here: the
+recorder notes which traced values the call reads and which it makes, runs it with the tracer unset (so applies
+nested inside a forward are not recorded), and returns its result. The first call's result is the eager result,
+with the eager graph.
+
+Tensors the trace follows (its inputs and every recorded output) temporarily get a subclass of their own class
+(``__class__`` swapped back when the trace ends) whose methods notice data-dependent use: ``.item()``,
+``.numpy()``, ``bool()``, ``float()``, ``print``, comparisons and other ops computed from the storage outside
+``Function.apply`` (they read ``_host()``), ``backward()``. Such a use is a *graph break*: the recorder stops,
+the rest of the function runs eagerly (so the result is still right) and this guard key always runs eagerly;
+with ``fullgraph=True`` it is an error naming the user's line.
+
+A tensor that an op reads but the trace did not make is a constant, read again at each replay (a parameter, a
+buffer, a captured tensor) when it is reachable from the function (its closure, the globals it names, the module
+or object it is bound to); otherwise it was made inside the function by code that is not traced (a creation
+function, an in-place update, ``.data``) and the trace breaks rather than replay a stale value.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import types
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import state
+
+
+class GraphBreakError(RuntimeError):
+    """``numbagrad.compile(..., fullgraph=True)`` met something it cannot trace (the message names the line)."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_location() -> str:
+    """``file:line: source`` of the innermost frame outside numbagrad (the user's line that broke the trace)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
+            line = linecache.getline(filename, frame.f_lineno).strip()
+            return f"{filename}:{frame.f_lineno}: {line}" if line else f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown location>"
+
+
+# --- values and steps ---------------------------------------------------------------------------------------
+@dataclass
+class Value:
+    """A tensor the trace follows, as it was at trace time."""
+
+    shape: tuple
+    dtype: np.dtype
+    is_cuda: bool
+
+
+@dataclass
+class OpStep:
+    """One recorded ``cls.apply(*args, **kwargs)``; ``args``/``kwargs``/``out`` are templates (see ``template``)."""
+
+    cls: type
+    args: tuple
+    kwargs: dict | None
+    out: tuple
+    grad_mode: bool
+
+
+@dataclass
+class MethodStep:
+    """A recorded tensor method with graph effects: ``detach`` (a new value), ``retain_grad``, ``register_hook``."""
+
+    name: str
+    target: int
+    args: tuple
+    out: tuple | None
+    grad_mode: bool
+
+
+@dataclass
+class Trace:
+    """What a finished trace hands to the planner."""
+
+    values: list
+    inputs: list  # value index of each flattened input
+    steps: list
+    out: tuple  # template of the function's result
+    grad_mode: bool  # grad mode when the function was called
+    external: set = field(default_factory=set)  # values used by method steps (must be materialized)
+
+
+# --- the traced tensor class --------------------------------------------------------------------------------
+def _note(what: str) -> None:
+    rec = state.tracer
+    if isinstance(rec, Recorder):
+        rec.graph_break(what)
+
+
+def _shape_read() -> None:
+    rec = state.tracer
+    if isinstance(rec, Recorder):
+        rec.shape_reads = True
+
+
+def _base(t):
+    """``t`` seen as its own class: past the traced subclass, or as it is once a graph break restored it."""
+    return super(_TracedMixin, t) if isinstance(t, _TracedMixin) else t
+
+
+class _TracedMixin:
+    """Methods of traced tensors: data-dependent uses break the trace, graph effects are recorded."""
+
+    # (no __slots__: a Tensor keeps its attributes in a managed __dict__, which __class__ assignment must match)
+
+    def _host(self):
+        _note("reads the tensor's values outside a traced op")
+        return _base(self)._host()
+
+    def item(self):
+        _note("calls .item()")
+        return _base(self).item()
+
+    def tolist(self):
+        _note("calls .tolist()")
+        return _base(self).tolist()
+
+    def numpy(self, *, force: bool = False):
+        _note("calls .numpy()")
+        return _base(self).numpy(force=force)
+
+    def __array__(self, dtype=None, copy=None):
+        _note("converts the tensor to a numpy array")
+        return _base(self).__array__(dtype, copy)
+
+    def __bool__(self) -> bool:
+        _note("uses a tensor's value in Python control flow (bool())")
+        return _base(self).__bool__()
+
+    def __float__(self) -> float:
+        _note("converts a tensor to a Python float")
+        return _base(self).__float__()
+
+    def __int__(self) -> int:
+        _note("converts a tensor to a Python int")
+        return _base(self).__int__()
+
+    def __index__(self) -> int:
+        _note("uses a tensor as a Python index")
+        return _base(self).__index__()
+
+    def __repr__(self, *args, **kwargs) -> str:
+        _note("prints a tensor")
+        return _base(self).__repr__(*args, **kwargs)
+
+    def __str__(self) -> str:
+        _note("prints a tensor")
+        return _base(self).__str__()
+
+    def __format__(self, spec: str) -> str:
+        _note("formats a tensor")
+        return _base(self).__format__(spec)
+
+    @property
+    def data(self):
+        return _base(self).data
+
+    @data.setter
+    def data(self, value) -> None:
+        _note("replaces a tensor's storage (.data = ...)")
+        Tensor.data.fset(self, value)
+
+    def backward(self, *args, **kwargs):
+        _note("calls backward()")
+        return _base(self).backward(*args, **kwargs)
+
+    def detach(self):
+        out = _base(self).detach()
+        rec = state.tracer
+        if isinstance(rec, Recorder):
+            rec.method("detach", self, (), out)
+        return out
+
+    def retain_grad(self) -> None:
+        rec = state.tracer
+        if isinstance(rec, Recorder):
+            rec.method("retain_grad", self, (), None)
+        return _base(self).retain_grad()
+
+    def register_hook(self, hook):
+        rec = state.tracer
+        if isinstance(rec, Recorder):
+            rec.method("register_hook", self, (hook,), None)
+        return _base(self).register_hook(hook)
+
+    @property
+    def shape(self):
+        _shape_read()
+        return _base(self).shape
+
+    def size(self, dim=None):
+        _shape_read()
+        return _base(self).size(dim)
+
+    def numel(self) -> int:
+        _shape_read()
+        return _base(self).numel()
+
+    def __len__(self) -> int:
+        _shape_read()
+        return _base(self).__len__()
+
+
+_TRACED: dict = {}
+_INPLACE_DUNDERS = ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__", "__ifloordiv__")
+
+
+def _inplace(name: str):
+    """An in-place method (``add_``, ``x[i] = v``, ``+=``): it may write the storage outside ``Function.apply``,
+    so the trace stops there (the eager rest of the function does it right)."""
+
+    def method(self, *args, **kwargs):
+        _note(f"modifies a tensor in place ({name})")
+        return getattr(_base(self), name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+def traced_class(cls: type) -> type:
+    """The traced subclass of a tensor class (``Parameter`` stays a ``Parameter`` while traced)."""
+    sub = _TRACED.get(cls)
+    if sub is None:
+        attrs = {}
+        for name in dir(cls):
+            inplace = (name.endswith("_") and not name.startswith("_")) or name in _INPLACE_DUNDERS
+            if inplace and callable(getattr(cls, name, None)) and name not in vars(_TracedMixin):
+                attrs[name] = _inplace(name)
+        sub = _TRACED[cls] = type(f"Traced{cls.__name__}", (_TracedMixin, cls), attrs)
+    return sub
+
+
+# --- constants reachable from the function --------------------------------------------------------------------
+def _code_names(code, out: set) -> None:
+    out.update(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _code_names(const, out)
+
+
+def reachable_tensors(roots, limit: int = 20000) -> set:
+    """ids of the tensors reachable from ``roots`` through closures, referenced globals, defaults, bound objects,
+    modules, containers and object attributes (a few levels deep)."""
+    from ..autograd.function import Function
+
+    found: set = set()
+    seen: set = set()
+    queue = deque((r, 0) for r in roots)
+    while queue and len(seen) < limit:
+        obj, depth = queue.popleft()
+        if id(obj) in seen or obj is None:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, Tensor):
+            found.add(id(obj))
+            continue
+        if depth > 6 or isinstance(obj, (str, bytes, int, float, complex, bool, types.ModuleType, np.ndarray)):
+            continue
+        nxt = depth + 1
+        if isinstance(obj, types.FunctionType):
+            for cell in obj.__closure__ or ():
+                try:
+                    queue.append((cell.cell_contents, nxt))
+                except ValueError:  # an empty cell
+                    pass
+            queue.extend((d, nxt) for d in obj.__defaults__ or ())
+            queue.extend((d, nxt) for d in (obj.__kwdefaults__ or {}).values())
+            names: set = set()
+            _code_names(obj.__code__, names)
+            g = obj.__globals__
+            queue.extend((g[n], nxt) for n in names if n in g)
+        elif isinstance(obj, types.MethodType):
+            queue.append((obj.__self__, nxt))
+            queue.append((obj.__func__, nxt))
+        elif isinstance(obj, dict):
+            queue.extend((v, nxt) for v in obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            queue.extend((v, nxt) for v in obj)
+        elif isinstance(obj, type):
+            if issubclass(obj, Function):
+                queue.extend((v, nxt) for v in vars(obj).values() if isinstance(v, (staticmethod, classmethod)))
+            continue
+        elif isinstance(obj, (staticmethod, classmethod)):
+            queue.append((obj.__func__, nxt))
+        elif hasattr(obj, "__dict__") and not callable(getattr(obj, "__func__", None)):
+            queue.extend((v, nxt) for v in vars(obj).values())
+    return found
+
+
+# --- the recorder ---------------------------------------------------------------------------------------------
+class Recorder:
+    """The tracer in ``state.tracer`` while a function is traced."""
+
+    def __init__(self, roots, fullgraph: bool) -> None:
+        self.roots = roots
+        self.fullgraph = fullgraph
+        self.values: list[Value] = []
+        self.value_of: dict = {}  # id(tensor) -> value index (its latest version)
+        self.keep: list = []  # every tensor seen, alive until the end (ids stay unique)
+        self.original: dict = {}  # id(tensor) -> (tensor, its class before tracing)
+        self.steps: list = []
+        self.external: set = set()
+        self.broken: tuple | None = None  # (reason, location)
+        self.shape_reads = False
+        self.grad_mode = state.enabled
+        self._known: set | None = None
+
+    # values
+    def _new_value(self, t: Tensor) -> int:
+        data = t._data
+        self.values.append(Value(tuple(data.shape), np.dtype(data.dtype), not isinstance(data, np.ndarray)))
+        index = len(self.values) - 1
+        self.value_of[id(t)] = index
+        self.keep.append(t)
+        if id(t) not in self.original:
+            cls = type(t)
+            self.original[id(t)] = (t, cls)
+            t.__class__ = traced_class(cls)
+        return index
+
+    def input(self, t: Tensor) -> int:
+        return self._new_value(t)
+
+    def _known_constant(self, t: Tensor) -> bool:
+        if self._known is None:
+            self._known = reachable_tensors(self.roots)
+        return id(t) in self._known
+
+    def template(self, obj, where: str):
+        """A template of ``obj``: ``("val", i)`` for a traced tensor, ``("const", obj)`` for anything read as it
+        is, ``("tuple"|"list", [...])``, ``("dict", [(key, t), ...])``, ``("named", cls, [...])``; None (after a
+        graph break) when ``obj`` holds a tensor that is neither traced nor a reachable constant."""
+        if isinstance(obj, Tensor):
+            index = self.value_of.get(id(obj))
+            if index is not None:
+                return ("val", index)
+            if self._known_constant(obj):
+                self.keep.append(obj)
+                return ("const", obj)
+            self.graph_break(f"{where} reads a tensor made inside the compiled function by code that is not traced")
+            return None
+        if type(obj) in (tuple, list):
+            items = [self.template(o, where) for o in obj]
+            return None if None in items else ("tuple" if type(obj) is tuple else "list", items)
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+            items = [self.template(o, where) for o in obj]
+            return None if None in items else ("named", type(obj), items)
+        if type(obj) is dict:
+            items = [(k, self.template(v, where)) for k, v in obj.items()]
+            return None if any(t is None for _, t in items) else ("dict", items)
+        return ("const", obj)
+
+    def output(self, obj, where: str):
+        """Register an op's result: each tensor becomes a new value (a new version, if it was traced already)."""
+        if isinstance(obj, Tensor):
+            return ("val", self._new_value(obj))
+        if obj is None:
+            return ("const", None)
+        if type(obj) is tuple:
+            items = [self.output(o, where) for o in obj]
+            return None if None in items else ("tuple", items)
+        self.graph_break(f"{where} returned a {type(obj).__name__}, which numbagrad.compile cannot follow")
+        return None
+
+    # the hook Function.apply calls
+    def __call__(self, cls, args, kwargs):
+        where = f"{cls.__name__}.apply"
+        args_t = self.template(tuple(args), where)
+        kwargs_t = self.template(dict(kwargs), where) if kwargs else None
+        if self.broken is not None:
+            return cls.apply(*args, **kwargs)
+        mode = state.enabled
+        plain = self._unmark(args)
+        state.tracer = None
+        try:
+            out = cls.apply(*args, **kwargs)
+        finally:
+            state.tracer = self
+            self._remark(plain)
+        out_t = self.output(out, where)
+        if out_t is not None:
+            self.steps.append(OpStep(cls, args_t, kwargs_t, out_t, mode))
+        return out
+
+    def method(self, name: str, t: Tensor, args: tuple, out) -> None:
+        index = self.value_of.get(id(t))
+        if index is None or self.broken is not None:
+            return
+        out_t = None
+        if out is not None:
+            state.tracer = None
+            try:
+                out_t = ("val", self._new_value(out))
+            finally:
+                state.tracer = self
+        self.external.add(index)
+        self.steps.append(MethodStep(name, index, tuple(("const", a) for a in args), out_t, state.enabled))
+
+    def _unmark(self, args) -> list:
+        """Traced tensors passed to an op get their own class back while it runs (ops may test ``type(x)``)."""
+        plain = []
+        for a in args:
+            items = a if type(a) in (list, tuple) else (a,)
+            for t in items:
+                entry = self.original.get(id(t)) if isinstance(t, Tensor) else None
+                if entry is not None and entry[0] is t and type(t) is not entry[1]:
+                    t.__class__ = entry[1]
+                    plain.append(t)
+        return plain
+
+    def _remark(self, plain: list) -> None:
+        if self.broken is None:
+            for t in plain:
+                t.__class__ = traced_class(type(t))
+
+    def graph_break(self, reason: str) -> None:
+        """Stop tracing: the rest of the function runs eagerly (or, with fullgraph=True, raise)."""
+        if self.broken is not None:
+            return
+        location = user_location()
+        self.broken = (reason, location)
+        state.tracer = None
+        self.restore()
+        if self.fullgraph:
+            raise GraphBreakError(
+                f"numbagrad.compile(fullgraph=True): cannot trace the function: it {reason}, at {location}"
+            )
+
+    def restore(self) -> None:
+        """Every traced tensor gets its own class back."""
+        for t, cls in self.original.values():
+            if type(t) is not cls:
+                t.__class__ = cls
+        self.original = {}
+
+    def finish(self, inputs: list, out) -> Trace | None:
+        """The trace, or None after a graph break."""
+        if self.broken is not None:
+            return None
+        out_t = self.template(out, "the function's result")
+        if out_t is None:
+            return None
+        return Trace(self.values, inputs, self.steps, out_t, self.grad_mode, self.external)

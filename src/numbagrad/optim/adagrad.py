@@ -1,0 +1,58 @@
+"""Adagrad (Duchi et al.) with learning-rate decay, weight decay, an initial accumulator and maximize (torch's
+``Adagrad``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor
+from ._updates import adagrad_update
+from .optimizer import Optimizer, _foreach
+
+
+class Adagrad(Optimizer):
+    """Divides by the root of the summed squared gradients; the state is created with the optimizer, as torch's
+    is; one fused kernel per parameter."""
+
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, maximize=maximize)  # fmt: skip
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(group, p)
+
+    def _init_state(self, group: dict, p: Tensor) -> None:
+        state = self.state[p]
+        state["step"] = Tensor._make(np.array(0.0, np.float32))
+        state["sum"] = self._full_like(p, group["initial_accumulator_value"])
+
+    def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
+        if "sum" not in state:  # a parameter group added after construction
+            self._init_state(group, p)
+        step = self._next_step(state)
+        lr = group["lr"]
+        clr = lr / (1 + (step - 1) * group["lr_decay"])
+        s = param.dtype.type
+        scalars = (s(-clr), s(group["eps"]), s(group["weight_decay"]), group["maximize"])
+        _foreach(adagrad_update, [param, grad, state["sum"]._data.reshape(-1)], scalars)

@@ -1,0 +1,298 @@
+"""One backend interface: ``backend.cpu`` and ``backend.cuda`` export the same functions, and each gives numpy's
+result on small inputs. The cuda cases run where CUDA or Numba's simulator is available, in their own process:
+
+    NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/test_backend.py
+"""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import numbagrad
+from numbagrad.backend import cpu, cuda
+from numbagrad.scalar_math import ROWS
+
+F64 = np.dtype(np.float64)  # the backends take numpy dtype objects
+BACKENDS = ["cpu"] + (["cuda"] if numbagrad.cuda.is_available() else [])
+
+
+@pytest.fixture(params=BACKENDS)
+def b(request):
+    return cpu if request.param == "cpu" else cuda
+
+
+def put(b, x, dtype=None):
+    """Storage of ``b`` holding ``x``."""
+    return b.from_host(np.asarray(x, dtype=dtype))
+
+
+def get(b, a) -> np.ndarray:
+    out = b.to_host(a)
+    assert isinstance(out, np.ndarray)
+    return out
+
+
+# --- the interface ------------------------------------------------------------------------------------------
+def test_both_backends_export_the_same_functions():
+    assert cpu.__all__ == cuda.__all__
+    for module in (cpu, cuda):
+        assert all(inspect.isfunction(getattr(module, name)) for name in module.__all__)
+    public = {n for n, f in vars(cpu).items() if inspect.isfunction(f) and f.__module__ == cpu.__name__}
+    assert {n for n in public if not n.startswith("_")} == set(cpu.__all__)
+
+
+def test_same_parameters_in_both_backends():
+    for name in cpu.__all__:
+        ours, theirs = inspect.signature(getattr(cpu, name)), inspect.signature(getattr(cuda, name))
+        assert list(ours.parameters) == list(theirs.parameters), name
+
+
+# --- storage ------------------------------------------------------------------------------------------------
+def test_empty_zeros_full(b):
+    assert get(b, b.empty((2, 3), np.float32)).shape == (2, 3)
+    assert get(b, b.empty((2, 3), np.float32)).dtype == np.float32
+    np.testing.assert_array_equal(get(b, b.zeros((2, 2), np.int64)), np.zeros((2, 2), np.int64))
+    full = get(b, b.full((3,), 2.5, np.float64))
+    assert full.dtype == np.float64 and full.tolist() == [2.5, 2.5, 2.5]
+    assert get(b, b.full((), 7, np.int32)).shape == ()
+
+
+def test_from_host_and_to_host_round_trip_zero_dim_and_dtype(b):
+    for x in (np.arange(6.0).reshape(2, 3), np.array(3.5), np.array([True, False]), np.arange(4, dtype=np.int32)):
+        back = get(b, put(b, x))
+        assert back.shape == x.shape and back.dtype == x.dtype
+        np.testing.assert_array_equal(back, x)
+
+
+def test_copy_is_fresh_and_contiguous(b):
+    a = put(b, np.arange(6.0).reshape(2, 3))
+    t = b.getitem(a, (slice(None), slice(None, None, 2)))  # a strided view
+    c = b.copy(t)
+    assert b.is_contiguous(c) and not b.is_contiguous(t)
+    b.setitem(c, (0, 0), -1.0)
+    np.testing.assert_array_equal(get(b, a), np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(get(b, c), [[-1.0, 2.0], [3.0, 5.0]])
+
+
+def test_astype_copies_in_the_new_dtype(b):
+    a = put(b, [1.7, -2.2, 0.0])
+    for dtype, expected in ((np.int64, [1, -2, 0]), (np.bool_, [True, True, False]), (np.float32, [1.7, -2.2, 0.0])):
+        out = get(b, b.astype(a, dtype))
+        assert out.dtype == dtype
+        np.testing.assert_allclose(out, np.array(expected, dtype))
+
+
+def test_ascontiguous_keeps_contiguous_storage_and_copies_views(b):
+    a = put(b, np.arange(6.0).reshape(2, 3))
+    assert b.ascontiguous(a) is a
+    t = b.getitem(a, (slice(None), 1))
+    c = b.ascontiguous(t)
+    assert b.is_contiguous(c)
+    np.testing.assert_array_equal(get(b, c), [1.0, 4.0])
+
+
+def test_broadcast_to_is_a_view(b):
+    a = put(b, [1.0, 2.0, 3.0])
+    v = b.broadcast_to(a, (2, 3))
+    assert v.strides[0] == 0
+    np.testing.assert_array_equal(get(b, v), [[1.0, 2.0, 3.0]] * 2)
+
+
+# --- elementwise, where, accumulation -----------------------------------------------------------------------
+def test_elementwise_broadcasts_and_writes_into_out(b):
+    x, y = np.arange(6.0).reshape(2, 3), np.array([1.0, -1.0, 2.0])
+    np.testing.assert_array_equal(get(b, b.elementwise(ROWS["mul"], [put(b, x), put(b, y)], (), F64)), x * y)
+    out = b.zeros((2, 3), np.float64)
+    assert b.elementwise(ROWS["add"], [put(b, x), 1.5], (), F64, out=out) is out
+    np.testing.assert_array_equal(get(b, out), x + 1.5)
+
+
+def test_elementwise_grad_into_a_result_buffer(b):
+    x, y, g = np.array([1.0, 2.0]), np.array([3.0, -4.0]), np.array([0.5, 2.0])
+    res = b.empty((2,), np.float64)
+    got = b.elementwise_grad(ROWS["mul"], 0, put(b, g), 0, [put(b, x), put(b, y)], (), F64, result=res)
+    assert got is res
+    np.testing.assert_array_equal(get(b, res), g * y)
+
+
+def test_where_with_scalars_and_broadcasting(b):
+    cond = np.array([[True, False, True]])
+    a = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(get(b, b.where(put(b, cond), put(b, a), 0.0, np.float64)), np.where(cond, a, 0.0))
+
+
+def test_accumulate_adds_in_place_including_views_and_broadcasts(b):
+    dst = put(b, np.ones((2, 3)))
+    b.accumulate_(dst, put(b, np.arange(6.0).reshape(2, 3)))
+    b.accumulate_(dst, b.broadcast_to(put(b, [1.0, 2.0, 3.0]), (2, 3)))
+    np.testing.assert_array_equal(get(b, dst), 1 + np.arange(6.0).reshape(2, 3) + [1.0, 2.0, 3.0])
+
+
+def test_sum_to_shape_reduces_broadcast_dims(b):
+    a = np.arange(24.0).reshape(2, 3, 4)
+    for shape in [(3, 4), (3, 1), (1, 4), (2, 1, 4), ()]:
+        expected = a.sum(axis=tuple(range(3 - len(shape))), keepdims=False)
+        expected = expected.sum(axis=tuple(i for i, s in enumerate(shape) if s == 1), keepdims=True).reshape(shape)
+        np.testing.assert_array_equal(get(b, b.sum_to_shape(put(b, a), shape)), expected)
+
+
+# --- reductions ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "any", "all"])
+@pytest.mark.parametrize("axes", [None, (0,), (1, 2), (0, 2), (-1,)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_reduce_matches_numpy(b, op, axes, keepdim):
+    a = np.random.default_rng(0).uniform(-1, 1, (2, 3, 4)).round(1)
+    ref = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "any": np.any, "all": np.all}[op]
+    expected = np.asarray(ref(a, axis=axes, keepdims=keepdim))
+    got = get(b, b.reduce(put(b, a), op, axes, keepdim))
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_reduce_in_a_dtype_and_of_zero_dim_and_empty_arrays(b):
+    ints = put(b, np.array([[1, 2], [3, 4]], np.int32))
+    s = get(b, b.reduce(ints, "sum", None, False, np.int64))
+    assert s.dtype == np.int64 and s.shape == () and s == 10
+    assert get(b, b.reduce(put(b, np.array(2.5)), "max", None, False)) == 2.5
+    np.testing.assert_array_equal(get(b, b.reduce(put(b, np.zeros((0, 3))), "sum", (0,), False)), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(get(b, b.reduce(put(b, np.zeros((0, 2))), "all", (0,), False)), [True, True])
+
+
+def test_max_propagates_nan(b):
+    a = np.array([[1.0, np.nan], [3.0, 2.0]])
+    np.testing.assert_array_equal(get(b, b.reduce(put(b, a), "max", (1,), False)), [np.nan, 3.0])
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize(("axis", "keepdim"), [(None, False), (None, True), (0, False), (1, True)])
+def test_arg_reduce_first_occurrence_as_int64(b, op, axis, keepdim):
+    a = np.array([[1.0, 5.0, 5.0], [-2.0, -2.0, 0.0]])
+    expected = getattr(np, op)(a, axis=axis, keepdims=keepdim)
+    got = get(b, b.arg_reduce(put(b, a), op, axis, keepdim))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, expected)
+
+
+# --- matmul, concatenate, sort ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("sa", "sb"), [((2, 3), (3, 4)), ((3,), (3, 2)), ((2, 3), (3,)), ((2, 2, 3), (3, 2)), ((2, 0), (0, 3))]
+)
+def test_matmul_matches_numpy(b, sa, sb):
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=sa), rng.normal(size=sb)
+    np.testing.assert_allclose(get(b, b.matmul(put(b, x), put(b, y))), x @ y, rtol=1e-12, atol=1e-12)
+
+
+def test_concatenate_casts_to_the_dtype(b):
+    x, y = np.arange(4).reshape(2, 2), np.full((2, 1), 0.5)
+    got = get(b, b.concatenate([put(b, x), put(b, y)], 1, np.float64))
+    np.testing.assert_array_equal(got, np.concatenate([x, y], axis=1))
+    assert got.dtype == np.float64
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_is_stable_with_nan_largest(b, descending):
+    torch = pytest.importorskip("torch")
+    a = np.array([[3.0, 1.0, np.nan, 1.0, 3.0, -1.0], [0.0, 0.0, 2.0, np.nan, 0.0, 2.0]])
+    values, indices = b.sort(put(b, a), 1, descending)
+    tv, ti = torch.sort(torch.tensor(a), dim=1, descending=descending, stable=True)
+    np.testing.assert_array_equal(get(b, values), tv.numpy())
+    np.testing.assert_array_equal(get(b, indices), ti.numpy())
+    assert get(b, indices).dtype == np.int64
+
+
+def test_sort_of_zero_dim_and_along_the_first_dim(b):
+    values, indices = b.sort(put(b, np.array(4.0)), 0, False)
+    assert get(b, values) == 4.0 and get(b, indices) == 0 and get(b, indices).shape == ()
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    values, indices = b.sort(put(b, a), 0, True)
+    np.testing.assert_array_equal(get(b, values), [[2.0, 3.0], [1.0, 1.0]])
+    np.testing.assert_array_equal(get(b, indices), [[0, 1], [1, 0]])
+
+
+# --- indexing -----------------------------------------------------------------------------------------------
+def test_getitem_basic_is_a_view_and_an_integer_index_gives_zero_dim(b):
+    a = put(b, np.arange(6.0).reshape(2, 3))
+    row = b.getitem(a, 1)
+    b.setitem(row, 0, -1.0)
+    np.testing.assert_array_equal(get(b, a), [[0.0, 1.0, 2.0], [-1.0, 4.0, 5.0]])
+    element = b.getitem(a, (0, 2))
+    assert get(b, element).shape == () and get(b, element) == 2.0
+    np.testing.assert_array_equal(get(b, b.getitem(a, (Ellipsis, None, slice(1, None)))), [[[1.0, 2.0]], [[4.0, 5.0]]])
+
+
+def test_getitem_advanced_is_a_copy(b):
+    x = np.arange(6.0).reshape(2, 3)
+    a = put(b, x)
+    idx = put(b, [2, 0, 2])
+    np.testing.assert_array_equal(get(b, b.getitem(a, (slice(None), idx))), x[:, [2, 0, 2]])
+    np.testing.assert_array_equal(get(b, b.getitem(a, put(b, x > 2))), x[x > 2])
+    picked = b.getitem(a, np.array([1]))
+    b.setitem(picked, Ellipsis, 0.0)
+    np.testing.assert_array_equal(get(b, a), x)
+
+
+def test_setitem_scalar_array_advanced_and_overlapping(b):
+    x = np.zeros((3, 4))
+    a = put(b, x)
+    b.setitem(a, 0, 5.0)
+    b.setitem(a, (slice(None), 1), put(b, [1.0, 2.0, 3.0]))
+    b.setitem(a, np.array([2]), -1.0)
+    x[0], x[:, 1], x[[2]] = 5.0, [1.0, 2.0, 3.0], -1.0
+    np.testing.assert_array_equal(get(b, a), x)
+    row = put(b, [1.0, 2.0, 3.0, 4.0])
+    b.setitem(row, slice(1, None), b.getitem(row, slice(None, -1)))  # the value overlaps the destination
+    np.testing.assert_array_equal(get(b, row), [1.0, 1.0, 2.0, 3.0])
+
+
+def test_index_add_zeros_adds_repeated_indices(b):
+    idx = np.array([0, 2, 0])
+    values = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    got = get(b, b.index_add_zeros((3, 2), np.float64, put(b, idx), put(b, values)))
+    np.testing.assert_array_equal(got, [[6.0, 8.0], [0.0, 0.0], [3.0, 4.0]])
+
+
+def test_take_along_axis_and_its_adjoint(b):
+    a = np.array([[10.0, 20.0, 30.0], [40.0, 50.0, 60.0]])
+    idx = np.array([[2, 2], [0, 1]])
+    np.testing.assert_array_equal(get(b, b.take_along_axis(put(b, a), put(b, idx), 1)), [[30.0, 30.0], [40.0, 50.0]])
+    g = np.array([[1.0, 2.0], [3.0, 4.0]])
+    got = get(b, b.put_along_axis_zeros((2, 3), put(b, idx), put(b, g), 1))
+    np.testing.assert_array_equal(got, [[0.0, 0.0, 3.0], [3.0, 4.0, 0.0]])
+
+
+# --- foreach and apply --------------------------------------------------------------------------------------
+def axpy_update(i, y, x, alpha, negate, keep_x):
+    v = alpha * x[i]
+    y[i] = y[i] - v if negate else y[i] + v
+    if not keep_x:
+        x[i] = 0.0
+
+
+def test_foreach_runs_a_module_level_update_in_place(b):
+    y, x = put(b, [1.0, 2.0, 3.0]), put(b, [1.0, 0.5, -1.0])
+    b.foreach(axpy_update, [y, x], (2.0, False), (True,))
+    np.testing.assert_array_equal(get(b, y), [3.0, 3.0, 1.0])
+    b.foreach(axpy_update, [y, x], (2.0, True), (False,))  # a static flag: compiled into the loop
+    np.testing.assert_array_equal(get(b, y), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(get(b, x), [0.0, 0.0, 0.0])
+
+
+def square_plus(v, w):
+    return v * v + w
+
+
+def test_apply_kernel_with_one_and_two_operands(b):
+    variant = b.loop_variant(3)
+    assert variant in (("serial", "parallel") if b is cpu else ("cuda",))
+    a = put(b, [1.0, 2.0, 3.0])
+    b.apply_kernel(lambda v: v * 10, np.float64, variant)(a)
+    np.testing.assert_array_equal(get(b, a), [10.0, 20.0, 30.0])
+    b.apply_kernel(square_plus, np.float64, variant, 2)(a, put(b, [1.0, 0.0, -1.0]))
+    np.testing.assert_array_equal(get(b, a), [101.0, 400.0, 899.0])
+
+
+def test_cpu_loop_variant_follows_the_threshold(monkeypatch):
+    monkeypatch.setattr(cpu, "PARALLEL_THRESHOLD", 100)
+    assert (cpu.loop_variant(99), cpu.loop_variant(100)) == ("serial", "parallel")
