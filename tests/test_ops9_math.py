@@ -209,6 +209,8 @@ def test_lerp_is_exact_at_both_ends(torch):
         pytest.param(lambda lib, f: lib.nan_to_num(2.0), id="nan_to_num-number"),
         pytest.param(lambda lib, f: lib.square(2.0), id="square-number"),
         pytest.param(lambda lib, f: lib.clamp(f), id="clamp-no-bounds"),
+        pytest.param(lambda lib, f: lib.clamp(f, f, 0.5), id="clamp-tensor-and-number-bounds"),
+        pytest.param(lambda lib, f: lib.clamp(f, 0.5, f), id="clamp-number-and-tensor-bounds"),
     ],
 )
 def test_errors_match_torch_type_and_message(torch, fn):

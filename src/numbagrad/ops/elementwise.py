@@ -507,6 +507,13 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A001, A002 - to
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
+        if not all(b is None or isinstance(b, Tensor) for b in (min, max)):  # a tensor bound and a number bound
+            raise _invalid(
+                "clamp",
+                (input, min, max),
+                "Tensor input, Tensor min = None, Tensor max = None",
+                "Tensor input, Number min = None, Number max = None",
+            )
         return _clamp_tensor(input, min, max)
     dt = input._data.dtype
     if dt.kind != "f":
