@@ -521,11 +521,13 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: 
 
 @declare(methods=("scatter_",), name="_scatter_")
 def scatter_(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:  # noqa: A002
+    """In-place ``scatter``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: scatter(t, dim, index, src, value=value, reduce=reduce), (index, src))
 
 
 @declare(methods=("scatter_add_",), name="_scatter_add_")
 def scatter_add_(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
+    """In-place ``scatter_add``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: scatter_add(t, dim, index, src), (index, src))
 
 
@@ -633,6 +635,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
 
 @declare(methods=("index_add_",), name="_index_add_")
 def index_add_(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:  # noqa: A002
+    """In-place ``index_add``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: index_add(t, dim, index, source, alpha=alpha), (index, source))
 
 
@@ -677,6 +680,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
 
 @declare(methods=("index_fill_",), name="_index_fill_")
 def index_fill_(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa: A002
+    """In-place ``index_fill``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: index_fill(t, dim, index, value), (index, value))
 
 
@@ -731,6 +735,7 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
 
 @declare(methods=("index_put_",), name="_index_put_")
 def index_put_(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
+    """In-place ``index_put``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: index_put(t, indices, values, accumulate), (values,))
 
 
@@ -788,6 +793,7 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
 
 @declare(methods=("masked_fill_",), name="_masked_fill_")
 def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
+    """In-place ``masked_fill``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: masked_fill(t, mask, value), (mask, value))
 
 
@@ -863,6 +869,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # no
 
 @declare(methods=("masked_scatter_",), name="_masked_scatter_")
 def masked_scatter_(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # noqa: A002
+    """In-place ``masked_scatter``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: masked_scatter(t, mask, source), (mask, source))
 
 

@@ -670,19 +670,23 @@ def einsum(*args) -> Tensor:
 
 @declare(methods=("addmm_",), name="_addmm_")
 def addmm_(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """In-place ``addmm``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: addmm(t, mat1, mat2, beta=beta, alpha=alpha), (mat1, mat2))
 
 
 @declare(methods=("baddbmm_",), name="_baddbmm_")
 def baddbmm_(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """In-place ``baddbmm``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: baddbmm(t, batch1, batch2, beta=beta, alpha=alpha), (batch1, batch2))
 
 
 @declare(methods=("triu_",), name="_triu_")
 def triu_(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    """In-place ``triu``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: triu(t, diagonal))
 
 
 @declare(methods=("tril_",), name="_tril_")
 def tril_(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    """In-place ``tril``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: tril(t, diagonal))

@@ -810,9 +810,11 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, ret
 
 @declare(methods=("cumsum_",), name="_cumsum_")
 def cumsum_(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
+    """In-place ``cumsum``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: cumsum(t, dim, dtype=dtype))
 
 
 @declare(methods=("cumprod_",), name="_cumprod_")
 def cumprod_(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
+    """In-place ``cumprod``: the result written into this tensor (checked first, so a refusal writes nothing)."""
     return write_inplace(input, lambda t: cumprod(t, dim, dtype=dtype))
