@@ -16,8 +16,18 @@ import numpy as np
 import numbagrad
 from numbagrad.scalar_math import ROWS
 
-PARAMS = {"clamp": (-0.5, 0.5), "lerp_scalar": (0.3,), "nan_to_num": (0.0, 9.0, -9.0), "round_decimals": (1.0,),
-          "addcmul": (0.7,), "addcdiv": (0.7,)}  # fmt: skip
+PARAMS = {
+    "clamp": (-0.5, 0.5),
+    "hardtanh": (-0.5, 0.5),
+    "leaky_relu": (0.1,),
+    "elu": (1.3, 1.1, 0.9),
+    "softplus": (1.5, 2.0),
+    "lerp_scalar": (0.3,),
+    "nan_to_num": (0.0, 9.0, -9.0),
+    "round_decimals": (1.0,),
+    "addcmul": (0.7,),
+    "addcdiv": (0.7,),
+}
 
 
 def check_ops(n: int) -> list[str]:

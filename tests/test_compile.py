@@ -141,9 +141,7 @@ def test_random_chains_float32_match_eager_and_torch(case, seed):
 
 
 # --- every table row ----------------------------------------------------------------------------------------
-#: Values for the rows' non-tensor parameters (by parameter name), inside every row's domain.
-PARAM_VALUES = {"lo": -0.5, "hi": 0.5, "weight": 0.3, "nan": 0.0, "posinf": 9.0, "neginf": -9.0, "decimals": 1.0,
-                "value": 0.7}  # fmt: skip
+from test_table import PARAM_VALUES  # noqa: E402 - the rows' parameter values, one place for every row test
 
 
 def _row_call(row):

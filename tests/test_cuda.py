@@ -30,6 +30,10 @@ PARAMS = {
     "round_decimals": (1.0,),
     "addcmul": (0.7,),
     "addcdiv": (0.7,),
+    "hardtanh": (-0.5, 0.5),
+    "leaky_relu": (0.1,),
+    "elu": (1.3, 1.1, 0.9),
+    "softplus": (1.5, 2.0),
 }
 
 

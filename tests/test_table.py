@@ -29,6 +29,15 @@ PARAM_VALUES = {
     "neginf": -9.0,
     "decimals": 1.0,
     "value": 0.7,
+    # activations (nn.functional)
+    "min_val": -0.5,
+    "max_val": 0.5,
+    "negative_slope": 0.1,
+    "alpha": 1.3,
+    "scale": 1.1,
+    "input_scale": 0.9,
+    "beta": 1.5,
+    "threshold": 2.0,
 }
 
 DTYPES = {"float32": (numbagrad.float32, 2e-6), "float64": (numbagrad.float64, 1e-12)}

@@ -15,7 +15,9 @@ import secrets
 
 import numpy as np
 
+from ._tensor import Tensor
 from ._types import device, to_device
+from .ops.creation import _generator
 
 _DEFAULT_SEED = 67280421310721  # torch.Generator().initial_seed()
 _MASK64 = (1 << 64) - 1
@@ -66,8 +68,6 @@ class Generator:
 
     def get_state(self):
         """The engine state as an int64 tensor: the seed, the position, then the 624 key words."""
-        from ._tensor import Tensor
-
         st = self._engine.state["state"]
         words = np.concatenate([[np.uint64(self._seed).view(np.int64), st["pos"]], st["key"].astype(np.int64)])
         return Tensor._make(words.astype(np.int64))
@@ -128,6 +128,4 @@ class Generator:
 def _default_seed_generator() -> Generator:
     """A Generator seeded from numbagrad's global generator (what torch does when no ``generator`` is given):
     deterministic after ``numbagrad.manual_seed``."""
-    from .ops.creation import _generator
-
     return Generator().manual_seed(int(_generator().integers(0, 1 << 63)))

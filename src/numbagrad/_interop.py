@@ -21,6 +21,7 @@ import numpy as np
 
 from ._tensor import Tensor
 from ._types import from_numpy_dtype
+from .backend import cuda_backend
 
 __all__ = ["from_dlpack"]
 
@@ -173,7 +174,7 @@ def dlpack(t: Tensor, stream=None, max_version=None, dl_device=None, copy=None):
         t = t.clone()
     if stream == 2:
         raise BufferError("per-thread default stream is not supported.")
-    from .backend import cuda
+    cuda = cuda_backend()
 
     cuda.synchronize()  # our kernels ran on the legacy default stream: finish them before any stream reads
     a = t._data
@@ -295,7 +296,7 @@ def from_dlpack(ext_tensor) -> Tensor:
         return _from_cuda_capsule(ext_tensor)
     if not hasattr(ext_tensor, "__dlpack__"):
         if hasattr(ext_tensor, "__cuda_array_interface__"):  # a numba device array, or an older CuPy
-            from .backend import cuda
+            cuda = cuda_backend()
 
             return Tensor._make(cuda.as_device_array(ext_tensor))
         raise TypeError(f"from_dlpack expects an object with __dlpack__ or a DLPack capsule, got {type(ext_tensor)}")
@@ -304,7 +305,7 @@ def from_dlpack(ext_tensor) -> Tensor:
         return _wrap_host(np.from_dlpack(ext_tensor))
     if device_type not in (kDLCUDA, kDLCUDAManaged):
         raise BufferError(f"numbagrad cannot import memory of DLPack device type {device_type}")
-    from .backend import cuda
+    cuda = cuda_backend()
 
     if hasattr(ext_tensor, "__cuda_array_interface__"):
         return Tensor._make(cuda.as_device_array(ext_tensor))
@@ -316,7 +317,7 @@ def from_dlpack(ext_tensor) -> Tensor:
 
 
 def _from_cuda_capsule(capsule) -> Tensor:
-    from .backend import cuda
+    cuda = cuda_backend()
 
     imported = _Imported(capsule)
     if imported.device[0] not in (kDLCUDA, kDLCUDAManaged):
@@ -324,3 +325,18 @@ def _from_cuda_capsule(capsule) -> Tensor:
         raise BufferError(f"expected a CUDA DLPack tensor, got device type {imported.device[0]}")
     from_numpy_dtype(imported.dtype)
     return Tensor._make(cuda.as_device_array(_CudaBuffer(imported)))
+
+
+def _tensor_dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """A DLPack capsule sharing this tensor's memory."""
+    return dlpack(self, stream, max_version, dl_device, copy)
+
+
+def _tensor_dlpack_device(self) -> tuple[int, int]:
+    """The (device type, device id) of this tensor's memory, in DLPack's numbering."""
+    return dlpack_device(self)
+
+
+# The protocol lives here, with the capsule code; numbagrad's import loads this module and binds it.
+Tensor.__dlpack__ = _tensor_dlpack
+Tensor.__dlpack_device__ = _tensor_dlpack_device

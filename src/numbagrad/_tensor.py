@@ -488,13 +488,6 @@ class Tensor:
 
     __cuda_array_interface__ = property(__cuda_array_interface_get)
 
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """A DLPack capsule sharing this tensor's memory (see ``numbagrad._interop``)."""
-        return _interop().dlpack(self, stream, max_version, dl_device, copy)
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return _interop().dlpack_device(self)
-
 
 def _rebuild(data, requires_grad):
     return Tensor._make(np.array(data), requires_grad)
@@ -504,12 +497,6 @@ def _copy_param(t):
     new = object.__new__(type(t))
     new._init(t._data.copy(), t._requires_grad)
     return new
-
-
-def _interop():
-    from . import _interop as module  # DLPack helpers, loaded on first use
-
-    return module
 
 
 def is_tensor(obj) -> bool:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+from .backend import cuda_backend
+
 
 def is_available() -> bool:
     """True when cuda tensors can be created: a GPU with its driver, or Numba's simulator."""
-    from .backend import cuda
-
+    cuda = cuda_backend()
     return cuda.available()
 
 
 def device_count() -> int:
     """How many GPUs numba.cuda sees (1 under the simulator, 0 without CUDA)."""
-    from .backend import cuda
-
+    cuda = cuda_backend()
     if not cuda.available():
         return 0
     return 1 if cuda.simulator() else len(cuda._nb().gpus)
@@ -25,8 +25,7 @@ def current_device() -> int:
 
 def synchronize(device=None) -> None:
     """Wait for every kernel launched so far to finish (what timing code needs)."""
-    from .backend import cuda
-
+    cuda = cuda_backend()
     cuda.require()
     cuda.synchronize()
 

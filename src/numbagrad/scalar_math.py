@@ -141,6 +141,105 @@ def clamp_grad(g, out, x, lo, hi):
     return select((x >= lo) & (x <= hi), g, 0.0)
 
 
+# --- activations (nn.functional) ----------------------------------------------------------------------------
+# torch's CPU formulas (aten/src/ATen/native/cpu/Activation.cpp), so values agree to the last bits where they can.
+# Gradients use only math functions that are rows themselves (exp, tanh, log, erf), so double backward works.
+def hardtanh(x, min_val, max_val):
+    return select(x < min_val, min_val, select(x > max_val, max_val, x))
+
+
+def hardtanh_grad(g, out, x, min_val, max_val):
+    return select((x > min_val) & (x < max_val), g, 0.0)  # torch: zero at the bounds themselves
+
+
+def leaky_relu(x, negative_slope):
+    return select(x > 0, x, x * negative_slope)
+
+
+def leaky_relu_grad(g, out, x, negative_slope):
+    return select(x > 0, g, g * negative_slope)
+
+
+def elu(x, alpha, scale, input_scale):
+    return select(x > 0, x * scale, math.expm1(x * input_scale) * (alpha * scale))
+
+
+def elu_grad(g, out, x, alpha, scale, input_scale):
+    return select(x > 0, g * scale, g * input_scale * (alpha * scale) * math.exp(x * input_scale))
+
+
+def gelu(x):
+    return x * 0.5 * (1.0 + math.erf(x * 0.7071067811865476))
+
+
+def gelu_grad(g, out, x):
+    cdf = 0.5 * (1.0 + math.erf(x * 0.7071067811865476))
+    return g * (cdf + x * (math.exp(-0.5 * x * x) * 0.3989422804014327))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+def gelu_tanh_grad(g, out, x):
+    t = math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))
+    return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * (0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x * x)))
+
+
+def silu(x):
+    return x / (1.0 + math.exp(-x))
+
+
+def silu_grad(g, out, x):
+    s = 1.0 / (1.0 + math.exp(-x))
+    return g * s * (1.0 + x * (1.0 - s))
+
+
+def mish(x):
+    return x * math.tanh(math.log1p(math.exp(x)))
+
+
+def mish_grad(g, out, x):
+    s = 1.0 / (1.0 + math.exp(-x))
+    t = math.tanh(math.log(1.0 + math.exp(x)))
+    return g * (t + x * s * (1.0 - t * t))
+
+
+def softplus(x, beta, threshold):
+    return select(x * beta > threshold, x, math.log1p(math.exp(x * beta)) / beta)
+
+
+def softplus_grad(g, out, x, beta, threshold):
+    z = math.exp(x * beta)
+    return select(x * beta > threshold, g, g * z / (z + 1.0))
+
+
+def hardswish(x):
+    return x * select(x + 3.0 < 0.0, 0.0, select(x + 3.0 > 6.0, 6.0, x + 3.0)) / 6.0
+
+
+def hardswish_grad(g, out, x):
+    return select(x <= -3.0, 0.0, select(x < 3.0, g * (x / 3.0 + 0.5), g))  # torch: the outer pieces at +-3
+
+
+def hardsigmoid(x):
+    return select(x + 3.0 < 0.0, 0.0, select(x + 3.0 > 6.0, 6.0, x + 3.0)) / 6.0
+
+
+def hardsigmoid_grad(g, out, x):
+    # torch multiplies by the float32 constant 1.0f / 6.0f in every dtype: so do we, to agree in float64 too
+    return select((x > -3.0) & (x < 3.0), g * 0.16666667163372040, 0.0)
+
+
+def logsigmoid(x):
+    return select(x < 0, x, 0.0) - math.log1p(math.exp(-abs(x)))
+
+
+def logsigmoid_grad(g, out, x):
+    z = math.exp(-abs(x))
+    return g * select(x < 0, 1.0 - z / (1.0 + z), z / (1.0 + z))
+
+
 # --- binary ------------------------------------------------------------------------------------------------
 def add(x, y):
     return x + y
@@ -696,6 +795,18 @@ def _np_sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+def _np_erf(x):
+    return np.vectorize(math.erf, otypes=[np.asarray(x).dtype])(x)
+
+
+def _np_softplus(x, beta, threshold):
+    return np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)
+
+
+def _np_hardsigmoid(x):
+    return np.clip(x + 3, 0, 6) / 6
+
+
 _BINARY = ("__{}__", "__r{}__", "__i{}__")
 
 
@@ -726,6 +837,31 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("relu", relu, (relu_grad,), lambda x: np.maximum(x, 0), "ReluBackward0"),
     Row("clamp", clamp, (clamp_grad,), np.clip, "ClampBackward1", ("clamp", "clip"), params=("lo", "hi"),
         frontend=False),
+    # --- activations (nn.functional): private names; nn.functional holds the public functions (torch has no
+    # torch.leaky_relu...). The in-place forms torch names ...Backward1 use ops.nn_ops's classes of the same rows.
+    Row("hardtanh", hardtanh, (hardtanh_grad,), np.clip, "HardtanhBackward0", ("_hardtanh",), methods=(),
+        params=("min_val", "max_val")),
+    Row("leaky_relu", leaky_relu, (leaky_relu_grad,), lambda x, s: np.where(x > 0, x, x * s), "LeakyReluBackward0",
+        ("_leaky_relu",), methods=(), params=("negative_slope",), float_only=True),
+    Row("elu", elu, (elu_grad,), lambda x, a, s, i: np.where(x > 0, x * s, np.expm1(x * i) * a * s), "EluBackward0",
+        ("_elu",), methods=(), params=("alpha", "scale", "input_scale"), float_only=True),
+    Row("gelu", gelu, (gelu_grad,), lambda x: x * 0.5 * (1 + _np_erf(x / np.sqrt(2))), "GeluBackward0", ("_gelu",),
+        methods=(), float_only=True),
+    Row("gelu_tanh", gelu_tanh, (gelu_tanh_grad,),
+        lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))), "GeluBackward0",
+        ("_gelu_tanh",), methods=(), float_only=True),
+    Row("silu", silu, (silu_grad,), lambda x: x * _np_sigmoid(x), "SiluBackward0", ("_silu",), methods=(),
+        float_only=True),
+    Row("mish", mish, (mish_grad,), lambda x: x * np.tanh(np.log1p(np.exp(x))), "MishBackward0", ("_mish",),
+        methods=(), float_only=True),
+    Row("softplus", softplus, (softplus_grad,), _np_softplus, "SoftplusBackward0", ("_softplus",), methods=(),
+        params=("beta", "threshold"), float_only=True),
+    Row("hardswish", hardswish, (hardswish_grad,), lambda x: x * _np_hardsigmoid(x), "HardswishBackward0",
+        ("_hardswish",), methods=(), float_only=True, domain=(-4.0, 4.0)),
+    Row("hardsigmoid", hardsigmoid, (hardsigmoid_grad,), _np_hardsigmoid, "HardsigmoidBackward0", ("_hardsigmoid",),
+        methods=(), float_only=True, domain=(-4.0, 4.0)),
+    Row("logsigmoid", logsigmoid, (logsigmoid_grad,), lambda x: -np.logaddexp(0, -x), "LogSigmoidBackward0",
+        ("_logsigmoid",), methods=(), float_only=True),
     # zero gradient almost everywhere (torch still records a node)
     Row("sign", sign, (zero_grad,), np.sign, "SignBackward0"),
     Row("floor", floor, (zero_grad,), np.floor, "FloorBackward0"),
@@ -764,7 +900,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("expm1", expm1, (expm1_grad,), np.expm1, "Expm1Backward0", float_only=True),
     Row("log2", log2, (log2_grad,), np.log2, "Log2Backward0", float_only=True, domain=(0.2, 3.0)),
     Row("log10", log10, (log10_grad,), np.log10, "Log10Backward0", float_only=True, domain=(0.2, 3.0)),
-    Row("erf", erf, (erf_grad,), lambda x: np.vectorize(math.erf)(x).astype(x.dtype), "ErfBackward0", float_only=True),
+    Row("erf", erf, (erf_grad,), _np_erf, "ErfBackward0", float_only=True),  # also gelu's double backward
     Row("fmod", fmod, (fmod_grad_x, fmod_grad_y), np.fmod, {"tt": "FmodBackward1", "ts": "FmodBackward0"},
         integer_division=True, frontend=False, domain=(0.3, 3.0)),
     Row("square", square, (square_grad,), np.square, "PowBackward0", frontend=False),  # torch's pow(x, 2)

@@ -36,8 +36,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import _types, cuda
 from ._tensor import Tensor
 from ._types import Size, device, from_numpy_dtype, to_device
+from .nn.parameter import Parameter
 
 if TYPE_CHECKING:
     import zipfile
@@ -151,7 +153,6 @@ class _Pickler(pickle.Pickler):
 
 
 def _reduce_tensor(pickler: _Pickler, t: Tensor):
-    from .nn.parameter import Parameter
 
     if t.is_cuda:  # device memory is copied to the host; each cuda tensor gets its own storage
         a = np.ascontiguousarray(t._host())
@@ -188,7 +189,6 @@ def _rebuild_tensor(storage, dtype_str: str, offset: int, shape: tuple, strides:
 
 
 def _rebuild_parameter(data: Tensor, requires_grad: bool, state: dict | None = None):
-    from .nn.parameter import Parameter
 
     p = Parameter(data, requires_grad)
     if state:
@@ -420,7 +420,6 @@ def _torch_dtype(name: str):
 
 def _check_storable(np_dtype: np.dtype | None, torch_name: str) -> np.dtype:
     """The numpy dtype for a tensor of torch dtype ``torch_name``, or a clear error if numbagrad cannot hold it."""
-    from . import _types
 
     if np_dtype is not None:
         try:
@@ -458,7 +457,6 @@ def _view(storage: _Loaded, dtype: np.dtype, offset: int, shape: tuple, strides:
 
 
 def _cuda_location_check(location: str) -> None:
-    from . import cuda
 
     if not cuda.is_available():
         raise RuntimeError(
@@ -632,7 +630,6 @@ def _unsupported(what: str):
 
 
 def _ParameterClass():  # noqa: N802 - returns a class
-    from .nn.parameter import Parameter
 
     return Parameter
 
@@ -757,7 +754,7 @@ def _codecs_encode(obj, encoding="utf-8", errors="strict"):
 
 
 def _dtype_by_name(name: str):
-    from ._types import _dtype_by_name as by_name
+    by_name = _types._dtype_by_name
 
     return by_name(name)
 

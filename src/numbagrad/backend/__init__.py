@@ -26,12 +26,13 @@ def for_device(device):
     CUDA cannot be used."""
     if device.type == "cpu":
         return cpu
-    cuda = _cuda()
+    cuda = cuda_backend()
     cuda.require()
     return cuda
 
 
-def _cuda():
+def cuda_backend():
+    """The cuda backend module, imported on first use (everything outside ``backend`` reaches it through here)."""
     from . import cuda  # lazy: importing numba.cuda costs seconds and needs a CUDA toolkit or the simulator
 
     return cuda
@@ -42,7 +43,7 @@ def _classify(data):
         return cpu
     if isinstance(data, np.generic):
         raise TypeError(f"tensor storage must be an array, not the numpy scalar {data!r}")
-    cuda = _cuda()
+    cuda = cuda_backend()
     if cuda.is_device_array(data):
         return cuda
     raise TypeError(f"tensor storage must be a numpy or numba.cuda device array, not {type(data).__name__}")

@@ -533,17 +533,241 @@ def unique(a: np.ndarray, return_inverse: bool, return_counts: bool, dim) -> tup
     )
 
 
+# --- nn primitives (nn.functional's fused kernels) ------------------------------------------------------------
+# Numba loops in ``nn_kernels`` (imported on first use: it starts Numba), numpy/BLAS for the matrix products.
+# Shapes are checked by the callers (``ops/nn_ops.py``); arrays go to the kernels C-contiguous, so each kernel
+# compiles once per dtype.
+
+
+_nn_kernels = None
+
+
+def _nn():
+    """The kernels module, imported on first use (a global: an import statement per call costs ~3 µs)."""
+    global _nn_kernels
+    if _nn_kernels is None:
+        from . import nn_kernels
+
+        _nn_kernels = nn_kernels
+    return _nn_kernels
+
+
+def layer_norm(x: np.ndarray, weight, bias, eps: float, n: int) -> tuple:
+    """Normalize ``x`` over its trailing ``n`` elements (then ``* weight + bias`` when given): (out in ``x``'s
+    shape, mean and rstd per row)."""
+    x = np.ascontiguousarray(x)
+    rows = x.size // n if n else 0
+    out = np.empty(x.shape, x.dtype)
+    mean, rstd = np.empty(rows, x.dtype), np.empty(rows, x.dtype)
+    affine = weight is not None
+    w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if affine else np.ones(1, x.dtype)
+    b = np.ascontiguousarray(bias, x.dtype).reshape(-1) if bias is not None else np.zeros(w.shape[0], x.dtype)
+    _nn().layer_norm_forward(x.reshape(rows, n), w, b, float(eps), out.reshape(rows, n), mean, rstd, affine)
+    return out, mean, rstd
+
+
+def layer_norm_backward(g: np.ndarray, x: np.ndarray, mean, rstd, weight, param_shape: tuple, need_x: bool,
+                        need_wb: bool) -> tuple:  # fmt: skip
+    """(grad of x in its shape, or None; the sums over rows of ``g * xhat`` and of ``g`` in ``param_shape``, for
+    weight and bias, or None). Results are fresh arrays, so the engine keeps them as ``.grad`` without a copy."""
+    rows = mean.shape[0]
+    n = x.size // rows if rows else 0
+    x2 = np.ascontiguousarray(x).reshape(rows, n)
+    g2 = np.ascontiguousarray(g, x.dtype).reshape(rows, n)
+    w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if weight is not None else np.ones(n, x.dtype)
+    gx = np.empty(x.shape, x.dtype) if need_x else np.empty((1, 1), x.dtype)
+    gw, gb = np.empty(param_shape, x.dtype), np.empty(param_shape, x.dtype)
+    _nn().layer_norm_backward(g2, x2, mean, rstd, w, gx.reshape(rows, n) if need_x else gx, gw.reshape(n),
+                              gb.reshape(n), need_x)  # fmt: skip
+    return (gx if need_x else None), (gw if need_wb else None), (gb if need_wb else None)
+
+
+def im2col(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
+    """(N, C, H, W) -> (N, C * kh * kw, OH * OW) columns: each output position's receptive field."""
+    x = np.ascontiguousarray(x)
+    n, c = x.shape[:2]
+    cols = np.empty((n, c * kernel[0] * kernel[1], out_hw[0] * out_hw[1]), x.dtype)
+    _nn().im2col(x, *kernel, *stride, *padding, *dilation, *out_hw, cols)
+    return cols
+
+
+def col2im(
+    cols: np.ndarray, shape: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple
+) -> np.ndarray:
+    """The adjoint of ``im2col``: an (N, C, H, W) array of ``shape`` summing each column entry into its source."""
+    x = np.empty(shape, cols.dtype)
+    _nn().col2im(np.ascontiguousarray(cols), *kernel, *stride, *padding, *dilation, *out_hw, x)
+    return x
+
+
+def max_pool2d(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
+    """Max over windows of the (P, H, W) planes: (values, int64 indices ``h * W + w`` into each plane)."""
+    x = np.ascontiguousarray(x)
+    out = np.empty((x.shape[0], *out_hw), x.dtype)
+    idx = np.empty((x.shape[0], *out_hw), np.int64)
+    _nn().max_pool2d_forward(x, *kernel, *stride, *padding, *dilation, out, idx)
+    return out, idx
+
+
+def max_pool2d_backward(g: np.ndarray, indices: np.ndarray, in_hw: tuple) -> np.ndarray:
+    gx = np.empty((g.shape[0], *in_hw), g.dtype)
+    _nn().max_pool2d_backward(np.ascontiguousarray(g), np.ascontiguousarray(indices, np.int64), gx)
+    return gx
+
+
+def avg_pool2d(
+    x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, count_include_pad: bool, divisor: int, out_hw: tuple
+) -> np.ndarray:
+    """Mean over windows of the (P, H, W) planes; ``divisor`` > 0 replaces the window size."""
+    x = np.ascontiguousarray(x)
+    out = np.empty((x.shape[0], *out_hw), x.dtype)
+    _nn().avg_pool2d(x, *kernel, *stride, *padding, count_include_pad, divisor, out, False)
+    return out
+
+
+def avg_pool2d_backward(
+    g: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, count_include_pad: bool, divisor: int, in_hw: tuple
+) -> np.ndarray:
+    gx = np.empty((g.shape[0], *in_hw), g.dtype)
+    _nn().avg_pool2d(np.ascontiguousarray(g), *kernel, *stride, *padding, count_include_pad, divisor, gx, True)
+    return gx
+
+
+def adaptive_avg_pool2d(x: np.ndarray, out_hw: tuple) -> np.ndarray:
+    x = np.ascontiguousarray(x)
+    out = np.empty((x.shape[0], *out_hw), x.dtype)
+    _nn().adaptive_avg_pool2d(x, out, False)
+    return out
+
+
+def adaptive_avg_pool2d_backward(g: np.ndarray, in_hw: tuple) -> np.ndarray:
+    gx = np.empty((g.shape[0], *in_hw), g.dtype)
+    _nn().adaptive_avg_pool2d(np.ascontiguousarray(g), gx, True)
+    return gx
+
+
+def cross_entropy(x: np.ndarray, target: np.ndarray, weight, smoothing: float, ignore_index: int, reduction: str):
+    """Cross entropy of (N, C) logits with class indices, label smoothing and class weights, reduced:
+    (softmax probabilities, the loss (0-d, or per sample for ``reduction='none'``), the mean's denominator: the
+    summed weights ``weight[target]`` of the counted samples, as a Python float)."""
+    x = np.ascontiguousarray(x)
+    n = x.shape[0]
+    weighted = weight is not None
+    w = np.ascontiguousarray(weight, x.dtype) if weighted else np.ones(1, x.dtype)
+    probs, rowmax = np.empty(x.shape, x.dtype), np.zeros(n, x.dtype)
+    kernels = _nn()
+    if x.size:
+        kernels.shift_by_row_max(x, probs, rowmax)
+    np.exp(probs, out=probs)  # numpy's SIMD exp; the kernels do the rest
+    losses, counts = np.empty(n, x.dtype), np.empty(n, x.dtype)
+    t = np.ascontiguousarray(target, np.int64)
+    kernels.cross_entropy_forward(x, probs, rowmax, t, w, weighted, float(smoothing), int(ignore_index), losses,
+                                  counts)  # fmt: skip
+    if reduction == "none":
+        return probs, losses, 1.0
+    total = float(counts.sum(dtype=np.float64)) if reduction == "mean" else 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):  # every sample ignored: nan, as torch
+        loss = np.asarray(losses.sum(dtype=np.float64) / total, x.dtype)
+    return probs, loss, total
+
+
+def cross_entropy_backward(probs: np.ndarray, target: np.ndarray, weight, smoothing: float, ignore_index: int,
+                           g: np.ndarray, total: float) -> np.ndarray:  # fmt: skip
+    """The gradient of ``cross_entropy``'s loss for the incoming gradient ``g`` (0-d, or per sample)."""
+    weighted = weight is not None
+    w = np.ascontiguousarray(weight, probs.dtype) if weighted else np.ones(1, probs.dtype)
+    out = np.empty(probs.shape, probs.dtype)
+    t = np.ascontiguousarray(target, np.int64)
+    n = probs.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if np.ndim(g) == 0:
+            scale = np.full(n, float(g) / total)
+        else:
+            scale = np.ascontiguousarray(g, np.float64).reshape(n) / total
+    _nn().cross_entropy_backward(probs, t, w, weighted, float(smoothing), int(ignore_index), scale, out)
+    return out
+
+
+def conv2d(
+    x: np.ndarray, weight: np.ndarray, bias, stride: tuple, padding: tuple, dilation: tuple, groups: int, out_hw: tuple
+) -> tuple:
+    """Convolution of (N, C, H, W) by (O, C / groups, kh, kw) as im2col + one BLAS product per group:
+    (output (N, O, OH, OW), the columns, kept for backward). ``padding`` is the (top, left) offset."""
+    n, o = x.shape[0], weight.shape[0]
+    cols = im2col(x, weight.shape[2:], stride, padding, dilation, out_hw)
+    k, length = cols.shape[1], cols.shape[2]
+    w = np.ascontiguousarray(weight, x.dtype)
+    if groups == 1:
+        out = np.matmul(w.reshape(o, k), cols)
+    else:
+        out = np.matmul(w.reshape(groups, o // groups, k // groups), cols.reshape(n, groups, k // groups, length))
+        out = out.reshape(n, o, length)
+    if bias is not None:
+        out += bias.astype(x.dtype, copy=False).reshape(o, 1)
+    return out.reshape(n, o, *out_hw), cols
+
+
+def conv2d_backward(
+    g: np.ndarray,
+    cols: np.ndarray,
+    x_shape: tuple,
+    weight: np.ndarray,
+    stride: tuple,
+    padding: tuple,
+    dilation: tuple,
+    groups: int,
+    need_x: bool,
+    need_w: bool,
+    need_b: bool,
+) -> tuple:
+    """(grad of x, of weight, of bias), each None where not needed, from the output gradient and the columns."""
+    n, o = g.shape[:2]
+    out_hw = g.shape[2:]
+    k, length = cols.shape[1], cols.shape[2]
+    g3 = np.ascontiguousarray(g).reshape(n, o, length)
+    w = np.ascontiguousarray(weight, g.dtype)
+    gx = gw = gb = None
+    if need_b:
+        gb = g3.sum(axis=(0, 2))
+    if groups == 1:
+        if need_w:  # one small GEMM per sample, then a sum: 6x faster here than one GEMM over transposed copies
+            gw = np.empty(weight.shape, g.dtype)  # summed straight into the weight's shape: a fresh array
+            np.sum(np.matmul(g3, cols.transpose(0, 2, 1)), axis=0, out=gw.reshape(o, k))
+        if need_x:
+            gcols = np.matmul(w.reshape(o, k).T, g3)
+    else:
+        kg, og = k // groups, o // groups
+        g4 = g3.reshape(n, groups, og, length)
+        c4 = cols.reshape(n, groups, kg, length)
+        if need_w:
+            gw = np.matmul(g4, c4.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
+        if need_x:
+            gcols = np.matmul(w.reshape(groups, og, kg).transpose(0, 2, 1), g4).reshape(n, k, length)
+    if need_x:
+        gx = col2im(gcols, tuple(x_shape), weight.shape[2:], stride, padding, dilation, out_hw)
+    return gx, gw, gb
+
+
 #: The backend interface: the same names as ``cuda.__all__`` (tests/test_backend.py checks it).
 __all__ = [
     "accumulate_",
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool2d_backward",
     "apply_kernel",
     "arg_reduce",
     "ascontiguous",
     "astype",
+    "avg_pool2d",
+    "avg_pool2d_backward",
     "broadcast_to",
     "can_view",
+    "col2im",
     "concatenate",
+    "conv2d",
+    "conv2d_backward",
     "copy",
+    "cross_entropy",
+    "cross_entropy_backward",
     "data_ptr",
     "elementwise",
     "elementwise_grad",
@@ -552,10 +776,15 @@ __all__ = [
     "from_host",
     "full",
     "getitem",
+    "im2col",
     "index_add_zeros",
     "is_contiguous",
+    "layer_norm",
+    "layer_norm_backward",
     "loop_variant",
     "matmul",
+    "max_pool2d",
+    "max_pool2d_backward",
     "overlap",
     "put_along_axis_zeros",
     "reduce",

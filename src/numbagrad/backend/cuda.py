@@ -807,6 +807,20 @@ def _host_op(name: str):
 # More backend functions run by a host round trip through the cpu backend: add a line here when a numpy primitive
 # added to ``cpu`` has no device kernel yet.
 tile = _host_op("tile")
+layer_norm = _host_op("layer_norm")
+layer_norm_backward = _host_op("layer_norm_backward")
+im2col = _host_op("im2col")
+col2im = _host_op("col2im")
+max_pool2d = _host_op("max_pool2d")
+max_pool2d_backward = _host_op("max_pool2d_backward")
+avg_pool2d = _host_op("avg_pool2d")
+avg_pool2d_backward = _host_op("avg_pool2d_backward")
+adaptive_avg_pool2d = _host_op("adaptive_avg_pool2d")
+adaptive_avg_pool2d_backward = _host_op("adaptive_avg_pool2d_backward")
+cross_entropy = _host_op("cross_entropy")
+cross_entropy_backward = _host_op("cross_entropy_backward")
+conv2d = _host_op("conv2d")
+conv2d_backward = _host_op("conv2d_backward")
 # op breadth (issue 9)
 cumulative = _host_op("cumulative")
 einsum = _host_op("einsum")
@@ -832,14 +846,23 @@ def diagonal(a, offset: int, dim1: int, dim2: int):
 
 __all__ = [
     "accumulate_",
+    "adaptive_avg_pool2d",
+    "adaptive_avg_pool2d_backward",
     "apply_kernel",
     "arg_reduce",
     "ascontiguous",
     "astype",
+    "avg_pool2d",
+    "avg_pool2d_backward",
     "broadcast_to",
     "can_view",
+    "col2im",
     "concatenate",
+    "conv2d",
+    "conv2d_backward",
     "copy",
+    "cross_entropy",
+    "cross_entropy_backward",
     "data_ptr",
     "elementwise",
     "elementwise_grad",
@@ -848,10 +871,15 @@ __all__ = [
     "from_host",
     "full",
     "getitem",
+    "im2col",
     "index_add_zeros",
     "is_contiguous",
+    "layer_norm",
+    "layer_norm_backward",
     "loop_variant",
     "matmul",
+    "max_pool2d",
+    "max_pool2d_backward",
     "overlap",
     "put_along_axis_zeros",
     "reduce",

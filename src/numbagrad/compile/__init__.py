@@ -22,222 +22,15 @@ import Numba; kernels compile (or load from Numba's disk cache) on their first l
 
 from __future__ import annotations
 
-import functools
 import sys
 import types
 
-from .._tensor import Tensor
-from .._types import get_default_dtype as _default_dtype
-from ..autograd.grad_mode import state
-from ._trace import GraphBreakError, Recorder
+from ..autograd.function import Function
+from ._api import CompiledFunction, CompiledModule
+from ._function import compile_function_class
+from ._trace import GraphBreakError
 
 __all__ = ["CompiledFunction", "CompiledModule", "GraphBreakError", "compile"]
-
-_EAGER = object()  # plan-cache entry of a key whose trace broke: it runs eagerly
-_SPECIALIZED = object()  # dynamic-cache entry whose trace read shapes in Python: look up the exact shapes
-
-
-def _flatten(obj, leaves: list, spec: list) -> None:
-    """Tensors of (nested tuples, lists, dicts of) arguments into ``leaves``; everything else into ``spec``."""
-    if isinstance(obj, Tensor):
-        leaves.append(obj)
-        spec.append(Tensor)
-    elif type(obj) in (tuple, list):
-        spec.append((type(obj), len(obj)))
-        for o in obj:
-            _flatten(o, leaves, spec)
-    elif type(obj) is dict:
-        spec.append((dict, tuple(obj)))
-        for o in obj.values():
-            _flatten(o, leaves, spec)
-    else:
-        try:
-            hash(obj)
-            spec.append((type(obj), obj))
-        except TypeError:
-            spec.append((type(obj), id(obj)))  # unhashable: the same object
-
-
-def _meta(t: Tensor, dynamic: bool) -> tuple:
-    """A tensor's part of the guard key. Strides stand for the memory layout (ops chose views or copies by it);
-    with ``dynamic`` only the rank, which dims have size 1 (broadcasting) and contiguity count."""
-    d = t._data
-    if dynamic:
-        shape = d.shape
-        layout = (len(shape), tuple(s == 1 for s in shape), d.flags.c_contiguous)
-        return (layout, d.dtype, t._requires_grad or t.grad_fn is not None, type(d))
-    return (d.shape, d.strides, d.dtype, t._requires_grad or t.grad_fn is not None, type(d))
-
-
-class CompiledFunction:
-    """A compiled callable: a plan per guard key, replayed without Python tracing."""
-
-    def __init__(self, fn, *, fullgraph: bool = False, dynamic: bool = False, roots=None, guard=None) -> None:
-        self.fn = fn
-        self.fullgraph = fullgraph
-        self.dynamic = dynamic
-        self.roots = [fn] if roots is None else roots
-        self._guard = guard  # extra guard value (a module's training flag), or None
-        self._plans: dict = {}
-        self._exact: dict = {}  # dynamic mode: plans specialized to exact shapes
-        self.graph_breaks: list = []  # (reason, location) of each key that broke
-        functools.update_wrapper(self, fn, updated=())
-
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else types.MethodType(self, obj)
-
-    @property
-    def plans(self) -> list:
-        """The plans traced so far (for inspection: ``plan.groups``, ``plan.source``)."""
-        return [p for p in list(self._plans.values()) + list(self._exact.values()) if hasattr(p, "groups")]
-
-    def _key(self, args, kwargs, dynamic: bool):
-        parts = [state.enabled, _default_dtype()]
-        if self._guard is not None:
-            parts.append(self._guard())
-        if not kwargs and not dynamic:  # the common case, kept lean: one tuple per tensor
-            for a in args:
-                if not isinstance(a, Tensor):
-                    break
-                d = a._data
-                parts.append((d.shape, d.strides, d.dtype, a._requires_grad or a.grad_fn is not None, type(d)))
-            else:
-                if len(args) > 1 and len({id(a) for a in args}) < len(args):  # the same tensor twice
-                    parts.append(tuple(next(i for i, b in enumerate(args) if b is a) for a in args))
-                return tuple(parts), args
-        leaves, spec = [], []
-        _flatten(args, leaves, spec)
-        _flatten(kwargs, leaves, spec)
-        parts += [_meta(t, dynamic) for t in leaves]
-        parts.append(tuple(spec))
-        if len({id(t) for t in leaves}) < len(leaves):
-            parts.append(tuple(next(i for i, b in enumerate(leaves) if b is a) for a in leaves))
-        return tuple(parts), leaves
-
-    def __call__(self, *args, **kwargs):
-        if state.tracer is not None:  # inside another trace: inline (its ops are recorded there)
-            return self.fn(*args, **kwargs)
-        key, leaves = self._key(args, kwargs, self.dynamic)
-        plan = self._plans.get(key)
-        if plan is _SPECIALIZED:
-            key, leaves = self._key(args, kwargs, False)
-            plan = self._exact.get(key)
-        if plan is None:
-            return self._trace(key, args, kwargs, leaves)
-        if plan is _EAGER:
-            return self.fn(*args, **kwargs)
-        return plan(*leaves)
-
-    def _trace(self, key, args, kwargs, leaves):
-        from ._plan import Plan
-
-        rec = Recorder(self.roots, self.fullgraph)
-        inputs = [rec.input(t) for t in leaves]
-        state.tracer = rec
-        try:
-            out = self.fn(*args, **kwargs)
-            state.tracer = None
-            trace = rec.finish(inputs, out)
-        finally:
-            state.tracer = None
-            rec.restore()
-        if trace is None:
-            self._store(key, _EAGER, rec, args, kwargs)
-            self.graph_breaks.append(rec.broken)
-            return out
-        try:
-            plan = Plan(trace)
-        except Exception as err:  # a planner bug must not cost the user a result: this key runs eagerly
-            if self.fullgraph:
-                raise
-            import warnings
-
-            name = getattr(self.fn, "__qualname__", self.fn)
-            warnings.warn(
-                f"numbagrad.compile could not plan {name!r} ({type(err).__name__}: {err}); it runs eagerly. "
-                "Please report this.",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            plan = _EAGER
-        self._store(key, plan, rec, args, kwargs)
-        return out
-
-    def _store(self, key, plan, rec, args, kwargs) -> None:
-        if self.dynamic and rec.shape_reads:
-            self._plans[key] = _SPECIALIZED
-            exact, _ = self._key(args, kwargs, False)
-            self._exact[exact] = plan
-        else:
-            self._plans[key] = plan
-
-
-class CompiledModule:
-    """A module whose forward is compiled. Everything else (parameters, ``state_dict``, ``train()``, hooks,
-    attributes) is the original module's, reached through this wrapper."""
-
-    def __init__(self, module, *, fullgraph: bool = False, dynamic: bool = False) -> None:
-        object.__setattr__(self, "_orig_mod", module)
-        compiled = CompiledFunction(
-            module.forward,
-            fullgraph=fullgraph,
-            dynamic=dynamic,
-            roots=[module, module.forward],
-            guard=lambda: module.training,
-        )
-        object.__setattr__(self, "forward", compiled)
-
-    def __call__(self, *args, **kwargs):
-        module = self._orig_mod
-        for hook in module._forward_pre_hooks.values():
-            result = hook(module, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
-        for hook in module._forward_hooks.values():
-            result = hook(module, args, output)
-            if result is not None:
-                output = result
-        return output
-
-    def __getattr__(self, name: str):
-        return getattr(self._orig_mod, name)
-
-    def __setattr__(self, name: str, value) -> None:
-        setattr(self._orig_mod, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        delattr(self._orig_mod, name)
-
-    def __dir__(self) -> list:
-        return sorted(set(dir(self._orig_mod)) | {"_orig_mod", "forward"})
-
-    def __repr__(self) -> str:
-        return f"CompiledModule({self._orig_mod!r})"
-
-    def _self_returning(name: str):  # noqa: N805 - builds methods
-        def method(self, *args, **kwargs):
-            getattr(self._orig_mod, name)(*args, **kwargs)
-            return self
-
-        method.__name__ = name
-        return method
-
-    train = _self_returning("train")
-    eval = _self_returning("eval")
-    to = _self_returning("to")
-    cuda = _self_returning("cuda")
-    cpu = _self_returning("cpu")
-    float = _self_returning("float")
-    double = _self_returning("double")
-    requires_grad_ = _self_returning("requires_grad_")
-    del _self_returning
-
-
-def _compile_function_class(cls, fullgraph: bool, dynamic: bool):
-    from ._function import compile_function_class
-
-    return compile_function_class(cls, fullgraph=fullgraph, dynamic=dynamic)
 
 
 def compile(fn_or_module=None, *, fullgraph: bool = False, dynamic: bool = False, **options):  # noqa: A001
@@ -245,10 +38,8 @@ def compile(fn_or_module=None, *, fullgraph: bool = False, dynamic: bool = False
     arguments). ``torch.compile``'s other options (``backend``, ``mode``, ...) are accepted and ignored."""
     if fn_or_module is None:
         return lambda f: compile(f, fullgraph=fullgraph, dynamic=dynamic, **options)
-    from ..autograd.function import Function
-
     if isinstance(fn_or_module, type) and issubclass(fn_or_module, Function):
-        return _compile_function_class(fn_or_module, fullgraph, dynamic)
+        return compile_function_class(fn_or_module, fullgraph=fullgraph, dynamic=dynamic)
     module_cls = _module_class()
     if module_cls is not None and isinstance(fn_or_module, module_cls):
         return CompiledModule(fn_or_module, fullgraph=fullgraph, dynamic=dynamic)

@@ -15,8 +15,9 @@ function; ``setup_context`` runs as written.
 from __future__ import annotations
 
 from .._tensor import Tensor
+from ..autograd.function import _overridden
 from ..autograd.grad_mode import state
-from . import CompiledFunction, _meta
+from ._api import CompiledFunction, _meta
 from ._plan import Plan
 from ._trace import Recorder
 
@@ -207,8 +208,6 @@ class _CompiledCtxMethod(CompiledFunction):
 
 def compile_function_class(cls, *, fullgraph: bool = False, dynamic: bool = False) -> type:
     """A subclass of the custom Function ``cls`` whose forward and backward are compiled."""
-    from ..autograd.function import _overridden
-
     roots = [cls]
     attrs = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__}
     if "node_name" in cls.__dict__:

@@ -16,8 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
+from ..autograd import grad as autograd_grad
 from ..autograd.function import Function
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import enable_grad, no_grad, state
+from ..backend import cpu, cuda_backend
 from . import _codegen_shim as cg
 from ._kernels import BackwardPlan, KNode, Reduction, backward_analysis, backward_source, collapse, forward_source
 
@@ -28,16 +30,12 @@ def _parallel_threshold() -> int:
     """The backend's switch-over size to ``prange`` kernels (read once, lazily: it imports Numba)."""
     global _PARALLEL_THRESHOLD
     if _PARALLEL_THRESHOLD is None:
-        from ..backend import cpu
-
         _PARALLEL_THRESHOLD = cpu.PARALLEL_THRESHOLD
     return _PARALLEL_THRESHOLD
 
 
 def _cuda():
-    from ..backend import cuda
-
-    return cuda
+    return cuda_backend()
 
 
 def _cuda_grid(n: int) -> tuple[int, int]:
@@ -81,8 +79,6 @@ def _compact(g):
 
 
 def _sum_to_shape(a, shape):
-    from ..backend import cpu
-
     return np.ascontiguousarray(cpu.sum_to_shape(a, shape))
 
 
@@ -302,8 +298,6 @@ class Group:
 
     def _forward_eager_arrays(self, datas) -> list:
         """Empty iteration space: the eager ops give the right shapes (and errors, as amax of nothing)."""
-        from ..autograd.grad_mode import no_grad
-
         with no_grad():
             outs = self._eager_outputs([Tensor._make(d) for d in datas])
         return [t._data for t in outs]
@@ -539,9 +533,6 @@ class Group:
 
     def _backward_eager(self, ctx, grads) -> tuple:
         """create_graph=True (or an empty space): the group's eager ops, differentiated by the engine."""
-        from ..autograd import grad as autograd_grad
-        from ..autograd.grad_mode import enable_grad
-
         inputs = ctx._inputs
         needs = ctx.needs_input_grad
         wanted = [k for k in range(self.n_inputs) if needs[k]]

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._tensor import Tensor
+from ..autograd.function import Function
 from ..autograd.grad_mode import state
 
 
@@ -257,8 +258,6 @@ def _code_names(code, out: set) -> None:
 def reachable_tensors(roots, limit: int = 20000) -> set:
     """ids of the tensors reachable from ``roots`` through closures, referenced globals, defaults, bound objects,
     modules, containers and object attributes (a few levels deep)."""
-    from ..autograd.function import Function
-
     found: set = set()
     seen: set = set()
     queue = deque((r, 0) for r in roots)

@@ -1,4 +1,5 @@
-"""Containers: ``Sequential``, ``ModuleList`` and ``ModuleDict``, with torch's list/dict APIs."""
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList`` and ``ParameterDict``, with
+torch's list/dict APIs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain
 
+from .._tensor import Tensor
 from .module import Module, _addindent
+from .parameter import Parameter
 
 
 class _IndexedModules(Module):
@@ -188,3 +191,209 @@ class ModuleDict(Module):
                     f"ModuleDict update sequence element #{j} should be Iterable; is" + type(pair).__name__
                 )
             self[pair[0]] = pair[1]
+
+
+def _parameter_line(key, p) -> str:
+    """One line of ParameterList/ParameterDict's repr: ``  (key): Parameter containing: [<dtype> of size 2x3]``."""
+    if not isinstance(p, Tensor):
+        return f"  ({key}): Object of type: {type(p).__name__}"
+    size = "x".join(str(s) for s in p.shape)
+    device = f" ({p.device})" if p.device.type == "cuda" else ""
+    kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+    return f"  ({key}): {kind} containing: [{p.dtype} of size {size}{device}]"
+
+
+class ParameterList(Module):
+    """A list whose tensors are registered parameters (plain tensors are wrapped in ``Parameter``)."""
+
+    def __init__(self, values: Iterable | None = None) -> None:
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self += values
+
+    def _get_abs_string_index(self, idx) -> str:
+        idx = operator.index(idx)
+        if not (-len(self) <= idx < len(self)):
+            raise IndexError(f"index {idx} is out of range")
+        if idx < 0:
+            idx += len(self)
+        return str(idx)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            out = self.__class__()
+            for i in range(*idx.indices(len(self))):
+                out.append(self[i])
+            return out
+        return getattr(self, self._get_abs_string_index(idx))
+
+    def __setitem__(self, idx: int, param) -> None:
+        idx = self._get_abs_string_index(idx)
+        if isinstance(param, Tensor) and not isinstance(param, Parameter):
+            param = Parameter(param)
+        setattr(self, idx, param)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator:
+        return iter(self[i] for i in range(len(self)))
+
+    def __iadd__(self, parameters: Iterable) -> ParameterList:
+        return self.extend(parameters)
+
+    def __dir__(self) -> list:
+        return [key for key in super().__dir__() if not key.isdigit()]
+
+    def append(self, value) -> ParameterList:
+        new_idx = len(self)
+        self._size += 1
+        self[new_idx] = value
+        return self
+
+    def extend(self, values: Iterable) -> ParameterList:
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got " + type(values).__name__)
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        return "\n".join(_parameter_line(k, p) for k, p in enumerate(self))
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters (plain tensors are wrapped in ``Parameter``); a plain ``dict`` given to
+    ``update`` is taken in sorted key order, as torch does."""
+
+    def __init__(self, parameters=None) -> None:
+        super().__init__()
+        self._keys: dict = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    @staticmethod
+    def _key_to_attr(key) -> str:
+        if not isinstance(key, str):
+            raise TypeError(
+                "Index given to ParameterDict cannot be used as a key as it is not a string (type is "
+                f"'{type(key).__name__}'). Open an issue on github if you need non-string keys."
+            )
+        return key
+
+    def __getitem__(self, key: str):
+        return getattr(self, self._key_to_attr(key))
+
+    def __setitem__(self, key: str, value) -> None:
+        self._keys[key] = None
+        attr = self._key_to_attr(key)
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, attr, value)
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, self._key_to_attr(key))
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(self._keys)
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys
+
+    def copy(self) -> ParameterDict:
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def setdefault(self, key: str, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        for k in self._keys.copy():
+            del self[k]
+
+    def pop(self, key: str):
+        v = self[key]
+        del self[key]
+        return v
+
+    def popitem(self) -> tuple:
+        k, _ = self._keys.popitem()
+        self._keys[k] = None
+        val = self[k]
+        del self[k]
+        return k, val
+
+    def get(self, key: str, default=None):
+        return self[key] if key in self else default
+
+    def fromkeys(self, keys: Iterable[str], default=None) -> ParameterDict:
+        return ParameterDict((k, default) for k in keys)
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def update(self, parameters) -> None:
+        if not isinstance(parameters, Iterable):
+            raise TypeError(
+                "ParametersDict.update should be called with an iterable of key/value pairs, but got "
+                + type(parameters).__name__
+            )
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            for key, parameter in parameters.items():
+                self[key] = parameter
+        elif isinstance(parameters, Mapping):
+            for key, parameter in sorted(parameters.items()):
+                self[key] = parameter
+        else:
+            for j, p in enumerate(parameters):
+                if not isinstance(p, Iterable):
+                    raise TypeError(
+                        f"ParameterDict update sequence element #{j} should be Iterable; is" + type(p).__name__
+                    )
+                if not len(p) == 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length {len(p)}; 2 is required")
+                self[p[0]] = p[1]
+
+    def extra_repr(self) -> str:
+        lines = []
+        for k, p in self.items():
+            line = _parameter_line(k, p)
+            if isinstance(p, Tensor):  # ParameterDict prints torch.typename: [numbagrad.FloatTensor of size 2]
+                line = line.replace(f"[{p.dtype} of", f"[{p.type()} of")
+            lines.append(line)
+        return "\n".join(lines)
+
+    def __call__(self, input):
+        raise RuntimeError("ParameterDict should not be called.")
+
+    def __or__(self, other: ParameterDict) -> ParameterDict:
+        copy = self.copy()
+        copy.update(other)
+        return copy
+
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
+        copy = other.copy()
+        copy.update(self)
+        return copy
+
+    def __ior__(self, other: ParameterDict) -> ParameterDict:
+        self.update(other)
+        return self

@@ -1,4 +1,6 @@
-"""Layers, activations and losses as Modules: thin wrappers over ``nn.functional``."""
+"""``Identity`` and ``Linear`` (torch's ``nn/modules/linear.py``). The other layers live in modules named as
+torch's (``activation``, ``conv``, ``pooling``, ``normalization``, ``batchnorm``, ``sparse``, ``dropout``,
+``flatten``, ``loss``); they are re-exported here for code that imported them from ``nn.layers``."""
 
 from __future__ import annotations
 
@@ -8,8 +10,23 @@ from .. import ops
 from .._tensor import Tensor
 from . import functional as F
 from . import init
+from .activation import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .loss import CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module
 from .parameter import Parameter
+
+__all__ = [
+    "CrossEntropyLoss",
+    "Identity",
+    "Linear",
+    "LogSoftmax",
+    "MSELoss",
+    "NLLLoss",
+    "ReLU",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+]
 
 
 class Identity(Module):
@@ -49,82 +66,3 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
-
-
-class ReLU(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.relu(input, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
-
-
-class Tanh(Module):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.tanh(input)
-
-
-class Sigmoid(Module):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.sigmoid(input)
-
-
-class Softmax(Module):
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.softmax(input, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
-
-
-class LogSoftmax(Softmax):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.log_softmax(input, self.dim)
-
-
-class _Loss(Module):
-    def __init__(self, size_average=None, reduce=None, reduction: str = "mean") -> None:
-        super().__init__()
-        self.reduction = reduction
-
-
-class MSELoss(_Loss):
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.mse_loss(input, target, reduction=self.reduction)
-
-
-class _WeightedLoss(_Loss):
-    """A loss with optional per-class weights, kept as a buffer (moved by ``to``, saved in ``state_dict``)."""
-
-    def __init__(self, weight: Tensor | None = None, size_average=None, reduce=None, reduction: str = "mean") -> None:
-        super().__init__(reduction=reduction)
-        self.register_buffer("weight", weight)
-
-
-class CrossEntropyLoss(_WeightedLoss):
-    def __init__(self, weight: Tensor | None = None, size_average=None, ignore_index: int = -100, reduce=None,
-                 reduction: str = "mean", label_smoothing: float = 0.0) -> None:  # fmt: skip
-        super().__init__(weight, reduction=reduction)
-        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
-
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction,
-                               label_smoothing=self.label_smoothing)  # fmt: skip
-
-
-class NLLLoss(_WeightedLoss):
-    def __init__(self, weight: Tensor | None = None, size_average=None, ignore_index: int = -100, reduce=None,
-                 reduction: str = "mean") -> None:  # fmt: skip
-        super().__init__(weight, reduction=reduction)
-        self.ignore_index = ignore_index
-
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)

@@ -7,7 +7,6 @@ import warnings
 
 import numpy as np
 
-from .._generator import Generator
 from .._tensor import Tensor
 from .._typeinfo import legacy_new
 from .._types import Size, bool_, from_numpy_dtype, get_default_dtype, int64, to_device, to_dtype
@@ -196,6 +195,12 @@ def _rng_for(generator=None) -> np.random.Generator:
     return np.random.Generator(engine)
 
 
+def _is_mt19937(generator) -> bool:
+    """A ``numbagrad.Generator`` (whose integer draws are torch's), without importing ``_generator`` here: it
+    imports this module."""
+    return generator is not None and hasattr(generator, "_randperm")
+
+
 def _dtype_or_default(dtype):
     return to_dtype(dtype) if dtype is not None else get_default_dtype()
 
@@ -302,7 +307,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         low, high, size = 0, low, high
     dt = to_dtype(dtype) if dtype is not None else int64
     shape = _size((size,))
-    if isinstance(generator, Generator):
+    if _is_mt19937(generator):
         n = int(np.prod(shape, dtype=np.int64))
         data = (low + generator._randint(high - low, n)).reshape(shape)
     else:
@@ -325,7 +330,7 @@ def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) 
 @declare
 def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A random permutation of ``range(n)``; with a ``numbagrad.Generator`` it is torch's."""
-    if isinstance(generator, Generator):
+    if _is_mt19937(generator):
         perm = np.asarray(generator._randperm(n), dtype=np.int64)
     else:
         perm = _rng_for(generator).permutation(n)

@@ -17,6 +17,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..backend import backend_for
+from ..nn.module import typename, zero_grads
 
 
 class _RequiredParameter:
@@ -30,8 +31,6 @@ required = _RequiredParameter()
 
 
 def _typename(obj) -> str:
-    from ..nn.module import typename
-
     return typename(obj)
 
 
@@ -100,8 +99,6 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        from ..nn.module import zero_grads
-
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure: Callable | None = None):

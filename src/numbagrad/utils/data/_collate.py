@@ -10,7 +10,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ... import ops
 from ..._tensor import Tensor
+from ..._types import float64
 
 __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
 
@@ -22,8 +24,6 @@ default_collate_err_msg_format = (
 
 
 def _ops():
-    from ... import ops
-
     return ops
 
 
@@ -128,8 +128,6 @@ def collate_numpy_scalar_fn(batch, *, collate_fn_map=None):
 
 
 def collate_float_fn(batch, *, collate_fn_map=None):
-    from ..._types import float64
-
     return _ops().tensor(batch, dtype=float64)
 
 

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..._generator import Generator
+from ...ops.creation import _generator, manual_seed
+from ._collate import default_collate, default_convert
 from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _check_generator, _InfiniteConstantSampler
 
@@ -147,8 +149,6 @@ def _fetcher(iterable: bool, dataset, auto_collation: bool, collate_fn, drop_las
 
 
 def _seed_worker(seed: int, base_seed: int, worker_id: int) -> None:
-    from ... import manual_seed
-
     random.seed(seed)
     manual_seed(seed)
     np.random.seed(np.random.SeedSequence([base_seed, worker_id]).generate_state(4))
@@ -212,8 +212,6 @@ def _draw_seed(generator: Generator | None) -> int:
     if generator is not None:
         _check_generator(generator)
         return generator._random_int64()
-    from ...ops.creation import _generator
-
     return int(_generator().integers(0, 1 << 63))
 
 
@@ -450,8 +448,6 @@ class DataLoader:
                  multiprocessing_context=None, generator: Generator | None = None, *,
                  prefetch_factor: int | None = None, persistent_workers: bool = False, pin_memory_device: str = "",
                  in_order: bool = True) -> None:  # fmt: skip
-        from ._collate import default_collate, default_convert
-
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
         if timeout < 0:

@@ -1,0 +1,359 @@
+"""Hand-written CPU kernels of ``nn.functional``: layer norm, im2col/col2im, max/avg/adaptive pooling.
+
+Module-level ``@njit(cache=True)`` functions, served from Numba's disk cache in later processes (the table's
+generator writes elementwise kernels into the cache directory instead; these loops are not elementwise, and the
+day that generator takes hand-written loops they can move there). Imported lazily by ``backend/cpu.py``'s
+primitives: importing this module starts Numba.
+
+Every kernel accumulates in float64 whatever the storage dtype, and loops in the order the memory is laid out
+(C-contiguous arrays), so one pass over the data does each job.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+_OPTS = {"cache": True, "nogil": True, "error_model": "numpy"}
+#: Reductions may be reordered (and multiply-adds fused), so LLVM vectorizes the row sums: 4x faster layer norm
+#: and softmax; the sums stay in float64, the results within float32 rounding of the sequential ones.
+_REDUCING = {**_OPTS, "fastmath": {"reassoc", "contract", "nsz"}}
+
+
+# --- layer norm over the last axis of a (rows, n) array ------------------------------------------------------
+@njit(**_REDUCING)
+def layer_norm_forward(x, weight, bias, eps, out, mean, rstd, affine):
+    rows, n = x.shape
+    typed = mean[:1].copy()  # scalars of the data's dtype (float32 data stays float32: vectorized, no conversions)
+    for r in range(rows):
+        s = 0.0
+        for j in range(n):
+            s += x[r, j]
+        typed[0] = s / n
+        m = typed[0]
+        v = 0.0
+        for j in range(n):
+            d = x[r, j] - m
+            v += d * d
+        typed[0] = 1.0 / math.sqrt(v / n + eps)
+        inv = typed[0]
+        mean[r] = m
+        rstd[r] = inv
+        if affine:
+            for j in range(n):
+                out[r, j] = (x[r, j] - m) * inv * weight[j] + bias[j]
+        else:
+            for j in range(n):
+                out[r, j] = (x[r, j] - m) * inv
+
+
+@njit(**_REDUCING)
+def layer_norm_backward(g, x, mean, rstd, weight, gx, gw, gb, need_x):
+    """``gx`` (rows, n) and the column sums ``gw`` (of ``g * xhat``) and ``gb`` (of ``g``), in the data's dtype;
+    the row sums in float64. ``weight`` has n entries (ones without an affine weight): no branch in the loops."""
+    rows, n = x.shape
+    typed = mean[:1].copy()
+    for j in range(n):
+        gw[j] = 0.0
+        gb[j] = 0.0
+    for r in range(rows):
+        m = mean[r]
+        inv = rstd[r]
+        a = 0.0  # sum of g * w
+        b = 0.0  # sum of g * w * xhat
+        for j in range(n):
+            xhat = (x[r, j] - m) * inv
+            gj = g[r, j]
+            gw[j] += gj * xhat
+            gb[j] += gj
+            gj = gj * weight[j]
+            a += gj
+            b += gj * xhat
+        if need_x:
+            typed[0] = a / n
+            a_mean = typed[0]
+            typed[0] = b / n
+            b_mean = typed[0]
+            for j in range(n):
+                xhat = (x[r, j] - m) * inv
+                gx[r, j] = inv * (g[r, j] * weight[j] - a_mean - xhat * b_mean)
+
+
+# --- convolution: columns of (N, C, H, W) -------------------------------------------------------------------
+@njit(**_OPTS)
+def im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
+    """``cols[n, (c, i, j), (y, z)] = x[n, c, y*sh - ph + i*dh, z*sw - pw + j*dw]`` (0 outside)."""
+    n_, c_, h_, w_ = x.shape
+    for n in range(n_):
+        for c in range(c_):
+            for i in range(kh):
+                for j in range(kw):
+                    row = (c * kh + i) * kw + j
+                    for y in range(oh):
+                        h = y * sh - ph + i * dh
+                        base = y * ow
+                        if h < 0 or h >= h_:
+                            for z in range(ow):
+                                cols[n, row, base + z] = 0.0
+                            continue
+                        for z in range(ow):
+                            w = z * sw - pw + j * dw
+                            if w >= 0 and w < w_:
+                                cols[n, row, base + z] = x[n, c, h, w]
+                            else:
+                                cols[n, row, base + z] = 0.0
+
+
+@njit(**_OPTS)
+def col2im(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
+    """The adjoint of ``im2col``: ``x`` (zeroed here) receives the sum of the columns that read each element."""
+    n_, c_, h_, w_ = x.shape
+    for n in range(n_):
+        for c in range(c_):
+            for h in range(h_):
+                for w in range(w_):
+                    x[n, c, h, w] = 0.0
+            for i in range(kh):
+                for j in range(kw):
+                    row = (c * kh + i) * kw + j
+                    for y in range(oh):
+                        h = y * sh - ph + i * dh
+                        if h < 0 or h >= h_:
+                            continue
+                        base = y * ow
+                        for z in range(ow):
+                            w = z * sw - pw + j * dw
+                            if w >= 0 and w < w_:
+                                x[n, c, h, w] += cols[n, row, base + z]
+
+
+# --- pooling over (P, H, W) planes ---------------------------------------------------------------------------
+@njit(**_OPTS)
+def max_pool2d_forward(x, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
+    """torch's CPU max pool: the first maximum of each window wins, NaN propagates; indices are ``h * W + w``."""
+    planes, h_, w_ = x.shape
+    _, oh, ow = out.shape
+    for p in range(planes):
+        for y in range(oh):
+            h0 = y * sh - ph
+            h1 = min(h0 + (kh - 1) * dh + 1, h_)
+            while h0 < 0:
+                h0 += dh
+            for z in range(ow):
+                w0 = z * sw - pw
+                w1 = min(w0 + (kw - 1) * dw + 1, w_)
+                while w0 < 0:
+                    w0 += dw
+                best = h0 * w_ + w0
+                value = -math.inf
+                for h in range(h0, h1, dh):
+                    for w in range(w0, w1, dw):
+                        v = x[p, h, w]
+                        if v > value or v != v:
+                            value = v
+                            best = h * w_ + w
+                out[p, y, z] = value
+                indices[p, y, z] = best
+
+
+@njit(**_OPTS)
+def max_pool2d_backward(g, indices, gx):
+    planes, oh, ow = g.shape
+    w_ = gx.shape[2]
+    for p in range(planes):
+        for h in range(gx.shape[1]):
+            for w in range(w_):
+                gx[p, h, w] = 0.0
+        for y in range(oh):
+            for z in range(ow):
+                k = indices[p, y, z]
+                gx[p, k // w_, k % w_] += g[p, y, z]
+
+
+@njit(**_OPTS)
+def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out, backward):
+    """Forward (``backward=False``: ``out`` from ``x``) or backward (``x`` is the output gradient, ``out`` the
+    input gradient) of torch's CPU average pool; ``divisor`` > 0 overrides the window count."""
+    if backward:
+        planes, h_, w_ = out.shape
+        _, oh, ow = x.shape
+        for p in range(planes):
+            for h in range(h_):
+                for w in range(w_):
+                    out[p, h, w] = 0.0
+    else:
+        planes, h_, w_ = x.shape
+        _, oh, ow = out.shape
+    for p in range(planes):
+        for y in range(oh):
+            h0 = y * sh - ph
+            h1 = min(h0 + kh, h_ + ph)
+            for z in range(ow):
+                w0 = z * sw - pw
+                w1 = min(w0 + kw, w_ + pw)
+                size = (h1 - h0) * (w1 - w0)
+                a0, a1, b0, b1 = max(h0, 0), min(h1, h_), max(w0, 0), min(w1, w_)
+                if a0 >= a1 or b0 >= b1:
+                    if not backward:
+                        out[p, y, z] = 0.0
+                    continue
+                if divisor > 0:
+                    factor = divisor
+                elif count_include_pad:
+                    factor = size
+                else:
+                    factor = (a1 - a0) * (b1 - b0)
+                if backward:
+                    share = x[p, y, z] / factor
+                    for h in range(a0, a1):
+                        for w in range(b0, b1):
+                            out[p, h, w] += share
+                else:
+                    s = 0.0
+                    for h in range(a0, a1):
+                        for w in range(b0, b1):
+                            s += x[p, h, w]
+                    out[p, y, z] = s / factor
+
+
+@njit(**_OPTS)
+def adaptive_avg_pool2d(x, out, backward):
+    """torch's adaptive windows: ``[floor(i * H / OH), ceil((i + 1) * H / OH))``; forward, or backward with ``x``
+    the output gradient and ``out`` the input gradient."""
+    if backward:
+        planes, h_, w_ = out.shape
+        _, oh, ow = x.shape
+        for p in range(planes):
+            for h in range(h_):
+                for w in range(w_):
+                    out[p, h, w] = 0.0
+    else:
+        planes, h_, w_ = x.shape
+        _, oh, ow = out.shape
+    for p in range(planes):
+        for y in range(oh):
+            h0 = (y * h_) // oh
+            h1 = -((-(y + 1) * h_) // oh)
+            for z in range(ow):
+                w0 = (z * w_) // ow
+                w1 = -((-(z + 1) * w_) // ow)
+                count = (h1 - h0) * (w1 - w0)
+                if backward:
+                    share = x[p, y, z] / count
+                    for h in range(h0, h1):
+                        for w in range(w0, w1):
+                            out[p, h, w] += share
+                else:
+                    s = 0.0
+                    for h in range(h0, h1):
+                        for w in range(w0, w1):
+                            s += x[p, h, w]
+                    out[p, y, z] = s / count
+
+
+# --- cross entropy with label smoothing over (N, C) logits ---------------------------------------------------
+# The exponentials come from numpy (SIMD; Numba's scalar exp is 5x slower without SVML): ``e = exp(x - max)``
+# arrives here with its row sums, and these loops do the rest without a transcendental but one log per row.
+@njit(**_REDUCING)
+def shift_by_row_max(x, out, rowmax):
+    """``out = x - max(x, axis=1)`` (rows of at least one element), the maxima into ``rowmax``."""
+    n, c = x.shape
+    for i in range(n):
+        # four running maxima: a max reduction does not vectorize, four independent chains pipeline (3x faster)
+        m0 = m1 = m2 = m3 = x[i, 0]
+        k = 0
+        while k + 4 <= c:
+            v0, v1, v2, v3 = x[i, k], x[i, k + 1], x[i, k + 2], x[i, k + 3]
+            m0 = v0 if v0 > m0 else m0
+            m1 = v1 if v1 > m1 else m1
+            m2 = v2 if v2 > m2 else m2
+            m3 = v3 if v3 > m3 else m3
+            k += 4
+        while k < c:
+            v0 = x[i, k]
+            m0 = v0 if v0 > m0 else m0
+            k += 1
+        m0 = m1 if m1 > m0 else m0
+        m2 = m3 if m3 > m2 else m2
+        m = m2 if m2 > m0 else m0
+        rowmax[i] = m
+        for k in range(c):
+            out[i, k] = x[i, k] - m
+
+
+@njit(**_REDUCING)
+def cross_entropy_forward(x, e, rowmax, target, weight, weighted, smoothing, ignore_index, losses, counts):
+    """Turn ``e`` (``exp(x - rowmax)``) into the softmax in place; per sample ``(1 - s) * w[t] * (lse - x_t) + s /
+    C * sum_c w[c] * (lse - x_c)`` (0 when ignored) into ``losses`` and ``w[t]`` (0 when ignored) into ``counts``."""
+    n, c = x.shape
+    wsum = 0.0
+    if weighted:
+        for k in range(c):
+            wsum += weight[k]
+    else:
+        wsum = c
+    one = rowmax[:1].copy()  # a scalar of the data's dtype: float32 data is scaled in float32 (vectorized)
+    for i in range(n):
+        total = 0.0
+        for k in range(c):
+            total += e[i, k]
+        one[0] = 1.0 / total
+        inv = one[0]
+        for k in range(c):
+            e[i, k] *= inv
+        t = target[i]
+        if t == ignore_index:
+            losses[i] = 0.0
+            counts[i] = 0.0
+            continue
+        lse = rowmax[i] + math.log(total)
+        smooth = 0.0
+        if smoothing != 0.0:
+            xs = 0.0
+            if weighted:
+                for k in range(c):
+                    xs += weight[k] * x[i, k]
+            else:
+                for k in range(c):
+                    xs += x[i, k]
+            smooth = wsum * lse - xs
+        wt = weight[t] if weighted else 1.0
+        counts[i] = wt
+        losses[i] = (1.0 - smoothing) * wt * (lse - x[i, t]) + smoothing / c * smooth
+
+
+@njit(**_REDUCING)
+def cross_entropy_backward(probs, target, weight, weighted, smoothing, ignore_index, scale, out):
+    """``out[i] = scale[i] * d loss_i / d x_i``: ``coef * p - (1 - s) * w[t] * onehot(t) - s / C * w`` with
+    ``coef = (1 - s) * w[t] + s / C * sum(w)`` (``scale`` per sample: the incoming gradient over the mean's
+    denominator)."""
+    n, c = probs.shape
+    wsum = 0.0
+    if weighted:
+        for k in range(c):
+            wsum += weight[k]
+    else:
+        wsum = c
+    a = smoothing / c
+    for i in range(n):
+        t = target[i]
+        if t == ignore_index:
+            for k in range(c):
+                out[i, k] = 0.0
+            continue
+        wt = weight[t] if weighted else 1.0
+        sc = scale[i]
+        coef = sc * ((1.0 - smoothing) * wt + a * wsum)
+        if smoothing == 0.0:
+            for k in range(c):
+                out[i, k] = coef * probs[i, k]
+        elif weighted:
+            shift = sc * a
+            for k in range(c):
+                out[i, k] = coef * probs[i, k] - shift * weight[k]
+        else:
+            shift = sc * a
+            for k in range(c):
+                out[i, k] = coef * probs[i, k] - shift
+        out[i, t] -= sc * (1.0 - smoothing) * wt

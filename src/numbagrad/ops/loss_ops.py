@@ -1,0 +1,362 @@
+"""The loss Functions behind ``nn.functional``: fused cross entropy (class indices, label smoothing, class weights,
+``ignore_index``), ``nll_loss``, and the pointwise losses torch computes in one node (smooth L1, Huber, binary
+cross entropy with and without logits).
+
+Cross entropy is one node whatever the options (a Numba kernel computes the softmax, the loss and, in backward,
+``(coef * softmax - target weights) * scale`` per sample); it carries the name of torch's last node:
+``NllLossBackward0`` (``NllLoss2DBackward0`` for inputs with extra dims), or ``AddBackward0`` with label smoothing,
+where torch adds the smoothing term last. Backward with grad mode on (``create_graph``) recomputes the softmax with
+tensor ops so that double backward works.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ..autograd.grad_mode import state
+from ..scalar_math import ROWS
+from .elementwise import FUNCTIONS, make_function
+from .indexing import where
+from .reduction import softmax
+
+#: torch's composite losses divide by numbers in C++ (``DivBackward1``); from Python that is ``DivBackward0``.
+#: This gives the probability-target cross entropy torch's last node name.
+ScalarDiv = make_function(ROWS["div"], "DivBackward1", "ScalarDiv")
+
+
+def _t(data) -> Tensor:
+    return Tensor._make(data)
+
+
+class ClassTargets:
+    """Class-index targets on the host, flattened to one per row of the (rows, C) logits, with what the losses
+    need, computed on first use: the class weights (host copy), each row's weight (0 where ``target ==
+    ignore_index``) and their sum. The fused cross entropy needs none of them."""
+
+    def __init__(self, target: np.ndarray, weight, ignore_index: int, dtype: np.dtype) -> None:
+        self.target, self.weight, self.ignore_index, self.dtype = target, weight, ignore_index, dtype
+        self._derived = None
+
+    def _derive(self) -> tuple:
+        if self._derived is None:
+            target = self.target
+            counted = target != self.ignore_index
+            index = np.where(counted, target, 0)
+            if self.weight is None:
+                weight_host, row_weight = None, counted.astype(self.dtype)
+            else:
+                weight_host = self.weight._host().astype(self.dtype)
+                row_weight = (weight_host[index] * counted).astype(self.dtype)
+            self._derived = (index, weight_host, row_weight, float(row_weight.sum(dtype=np.float64)))
+        return self._derived
+
+    @property
+    def index(self) -> np.ndarray:
+        """The targets with ignored ones replaced by class 0 (safe to index with)."""
+        return self._derive()[0]
+
+    @property
+    def weight_host(self):
+        return self._derive()[1]
+
+    @property
+    def row_weight(self) -> np.ndarray:
+        return self._derive()[2]
+
+    @property
+    def total(self) -> float:
+        return self._derive()[3]
+
+
+class CrossEntropy(Function):
+    """Cross entropy of (rows, C) logits with class indices in one node (the logits of an (N, C, d1...) input are
+    moved to rows by the caller's ``layout``)."""
+
+    node_name = "NllLossBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight, targets: ClassTargets, reduction: str, smoothing: float, layout):
+        backend = x._backend
+        x2 = layout.to_rows(x._data)
+        w = None if weight is None else weight._data
+        probs, loss, total = backend.cross_entropy(x2, targets.target, w, smoothing, targets.ignore_index, reduction)
+        ctx.probs, ctx.total, ctx.targets = probs, total, targets
+        ctx.reduction, ctx.smoothing, ctx.layout = reduction, smoothing, layout
+        ctx.save_for_backward(x, weight)
+        return _t(layout.loss_shape(loss, reduction))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, weight = ctx.saved_tensors
+        layout, targets = ctx.layout, ctx.targets
+        if state.enabled:
+            return _cross_entropy_grad_graph(ctx, x, weight, g), None, None, None, None, None
+        backend = g._backend
+        gd = g._data if ctx.reduction != "none" else backend.reshape(g._data, (-1,))
+        w = None if weight is None else weight._data
+        grad = backend.cross_entropy_backward(
+            ctx.probs, targets.target, w, ctx.smoothing, targets.ignore_index, gd, ctx.total
+        )
+        return _t(layout.from_rows(grad)), None, None, None, None, None
+
+
+class CrossEntropy2d(CrossEntropy):
+    node_name = "NllLoss2DBackward0"
+
+
+class SmoothedCrossEntropy(CrossEntropy):
+    node_name = "AddBackward0"
+
+
+def _cross_entropy_grad_graph(ctx, x: Tensor, weight, g: Tensor) -> Tensor:
+    """Cross entropy's input gradient with differentiable ops: per row ``coef * p - (1 - s) * w[t] * onehot(t) -
+    s / C * w``, times the incoming gradient over the mean's denominator (0 for ignored rows)."""
+    layout, targets, s = ctx.layout, ctx.targets, ctx.smoothing
+    rows = layout.rows_of(x)
+    c = rows.shape[1]
+    dtype = rows._data.dtype
+    backend = rows._backend
+    p = softmax(rows, 1)
+    w = _t(backend.from_host(targets.weight_host)) if targets.weight_host is not None else None
+    wsum = float(targets.weight_host.sum()) if w is not None else float(c)
+    row_w = _t(backend.from_host(targets.row_weight.reshape(-1, 1)))
+    counted = _t(backend.from_host((targets.target != targets.ignore_index).astype(dtype).reshape(-1, 1)))
+    onehot = np.zeros((len(targets.index), c), dtype)
+    onehot[np.arange(len(targets.index)), targets.index] = 1
+    onehot = _t(backend.from_host(onehot))
+    d = p * (row_w * (1 - s) + counted * (s / c * wsum)) - onehot * row_w * (1 - s)
+    if s:
+        d = d - counted * (w.reshape(1, c) if w is not None else 1.0) * (s / c)
+    scale = g.reshape(-1, 1) if ctx.reduction == "none" else g / ctx.total
+    return layout.from_rows_tensor(d * scale, x)
+
+
+class RowLayout:
+    """How an (N, C, d1, ...) or (C,) input maps to (rows, C) and back (class dim last, then flattened)."""
+
+    def __init__(self, shape: tuple) -> None:
+        self.shape = tuple(shape)
+        self.ndim = len(shape)
+        c = shape[1] if self.ndim >= 2 else shape[0]
+        self.c = c
+        self.perm = (0, *range(2, self.ndim), 1) if self.ndim > 2 else None
+        self.loss_none_shape = (shape[0], *shape[2:]) if self.ndim >= 2 else ()
+
+    def to_rows(self, data):
+        if self.ndim == 1:
+            return data.reshape(1, self.c)
+        if self.perm is None:
+            return data
+        return data.transpose(self.perm).reshape(-1, self.c)
+
+    def from_rows(self, grad):
+        if self.ndim == 1:
+            return grad.reshape(self.shape)
+        if self.perm is None:
+            return grad
+        moved = grad.reshape(self.shape[0], *self.shape[2:], self.c)
+        inverse = (0, self.ndim - 1, *range(1, self.ndim - 1))
+        return moved.transpose(inverse).copy()
+
+    def rows_of(self, x: Tensor) -> Tensor:
+        if self.ndim == 1:
+            return x.reshape(1, self.c)
+        if self.perm is None:
+            return x
+        return x.permute(*self.perm).reshape(-1, self.c)
+
+    def from_rows_tensor(self, grad: Tensor, x: Tensor) -> Tensor:
+        if self.ndim == 1:
+            return grad.reshape(self.shape)
+        if self.perm is None:
+            return grad
+        inverse = (0, self.ndim - 1, *range(1, self.ndim - 1))
+        return grad.reshape(self.shape[0], *self.shape[2:], self.c).permute(*inverse)
+
+    def loss_shape(self, loss, reduction: str):
+        if reduction != "none":
+            return loss
+        return loss.reshape(self.loss_none_shape)
+
+
+class NllLoss(Function):
+    """``-input[row, target] * weight[target]`` reduced, over (rows, C) log-probabilities."""
+
+    node_name = "NllLossBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, targets: ClassTargets, reduction: str, layout: RowLayout) -> Tensor:
+        backend = x._backend
+        rows = layout.to_rows(x._data)
+        idx = backend.from_host(targets.index.reshape(-1, 1))
+        picked = backend.reshape(backend.take_along_axis(rows, idx, 1), (-1,))
+        w = backend.from_host(-targets.row_weight)
+        losses = backend.elementwise(ROWS["mul"], [picked, w], (), rows.dtype)
+        ctx.targets, ctx.reduction, ctx.layout = targets, reduction, layout
+        ctx.rows_shape = rows.shape
+        if reduction == "none":
+            return _t(layout.loss_shape(losses, reduction))
+        total = backend.reduce(losses, "sum", None, False)
+        if reduction == "mean":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                total = backend.elementwise(ROWS["div"], [total, targets.total], (), rows.dtype)
+        return _t(total)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        targets, layout = ctx.targets, ctx.layout
+        backend = g._backend
+        dtype = g._data.dtype
+        weights = _t(backend.from_host((-targets.row_weight).astype(dtype).reshape(-1, 1)))
+        if ctx.reduction == "none":
+            scale = g.reshape(-1, 1)
+        elif ctx.reduction == "mean":
+            scale = g / targets.total
+        else:
+            scale = g
+        rows = weights * scale  # (rows, 1): the gradient of each picked entry
+        if state.enabled:  # linear in g: a one-hot product keeps it differentiable
+            onehot = np.zeros(ctx.rows_shape, dtype)
+            onehot[np.arange(len(targets.index)), targets.index] = 1
+            return layout.from_rows_tensor(_t(backend.from_host(onehot)) * rows, None), None, None, None
+        index = backend.from_host(targets.index.reshape(-1, 1))
+        grad = backend.put_along_axis_zeros(ctx.rows_shape, index, rows._data, 1)
+        return _t(layout.from_rows(grad)), None, None, None
+
+
+class NllLoss2d(NllLoss):
+    node_name = "NllLoss2DBackward0"
+
+
+# --- pointwise losses: forward and backward with tensor ops (device-agnostic, differentiable) ------------------------
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _reduced_grad(g: Tensor, numel: int, reduction: str):
+    return g / numel if reduction == "mean" else g
+
+
+class SmoothL1Loss(Function):
+    """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta`` (``d = input - target``)."""
+
+    node_name = "SmoothL1LossBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, target: Tensor, reduction: str, beta: float) -> Tensor:
+        d = x - target
+        a = d.abs()
+        loss = where(a < beta, d * d * (0.5 / beta), a - 0.5 * beta)
+        ctx.reduction, ctx.beta = reduction, beta
+        ctx.save_for_backward(x, target)
+        return _reduce(loss, reduction)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, target = ctx.saved_tensors
+        d = x - target
+        beta = ctx.beta
+        grad = (d / beta).clamp(-1.0, 1.0) * _reduced_grad(g, d.numel(), ctx.reduction)
+        return grad, -grad, None, None
+
+
+class HuberLoss(Function):
+    """``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``."""
+
+    node_name = "HuberLossBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, target: Tensor, reduction: str, delta: float) -> Tensor:
+        d = x - target
+        a = d.abs()
+        loss = where(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta)
+        ctx.reduction, ctx.delta = reduction, delta
+        ctx.save_for_backward(x, target)
+        return _reduce(loss, reduction)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, target = ctx.saved_tensors
+        d = x - target
+        grad = d.clamp(-ctx.delta, ctx.delta) * _reduced_grad(g, d.numel(), ctx.reduction)
+        return grad, -grad, None, None
+
+
+class BinaryCrossEntropy(Function):
+    """``-weight * (t * log(x) + (1 - t) * log(1 - x))`` with each log clamped at -100, as torch."""
+
+    node_name = "BinaryCrossEntropyBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, target: Tensor, weight, reduction: str) -> Tensor:
+        log_x = x.log().clamp(min=-100.0)
+        log_1mx = (1 - x).log().clamp(min=-100.0)
+        loss = -(target * log_x + (1 - target) * log_1mx)
+        if weight is not None:
+            loss = loss * weight
+        ctx.reduction = reduction
+        ctx.save_for_backward(x, target, weight)
+        return _reduce(loss, reduction)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, target, weight = ctx.saved_tensors
+        scale = _reduced_grad(g, x.numel(), ctx.reduction)
+        if weight is not None:
+            scale = scale * weight
+        gx = gt = None
+        if ctx.needs_input_grad[0]:
+            gx = (x - target) / ((1 - x) * x).clamp(min=1e-12) * scale
+        if ctx.needs_input_grad[1]:
+            gt = ((1 - x).log().clamp(min=-100.0) - x.log().clamp(min=-100.0)) * scale
+        return gx, gt, None, None
+
+
+class BinaryCrossEntropyWithLogits(Function):
+    """``(1 - t) * x - log_weight * logsigmoid(x)``, ``log_weight = 1 + (pos_weight - 1) * t``, times ``weight``."""
+
+    node_name = "BinaryCrossEntropyWithLogitsBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, target: Tensor, weight, pos_weight, reduction: str) -> Tensor:
+        log_sig = _logsigmoid(x)
+        if pos_weight is not None:
+            log_sig = log_sig * ((pos_weight - 1) * target + 1)
+        loss = (1 - target) * x - log_sig
+        if weight is not None:
+            loss = loss * weight
+        ctx.reduction = reduction
+        ctx.save_for_backward(x, target, weight, pos_weight)
+        return _reduce(loss, reduction)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, target, weight, pos_weight = ctx.saved_tensors
+        scale = _reduced_grad(g, x.numel(), ctx.reduction)
+        if weight is not None:
+            scale = scale * weight
+        gx = gt = None
+        if ctx.needs_input_grad[0]:
+            if pos_weight is not None:
+                pt = pos_weight * target
+                gx = ((pt + 1 - target) * x.sigmoid() - pt) * scale
+            else:
+                gx = (x.sigmoid() - target) * scale
+        if ctx.needs_input_grad[1]:
+            if pos_weight is not None:
+                gt = (_logsigmoid(-x) - _logsigmoid(x) * pos_weight) * scale
+            else:
+                gt = -x * scale
+        return gx, gt, None, None, None
+
+
+def _logsigmoid(x: Tensor) -> Tensor:
+    return FUNCTIONS["logsigmoid"].apply(x)

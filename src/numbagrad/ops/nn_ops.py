@@ -1,0 +1,544 @@
+"""The Functions behind ``nn.functional`` that are not elementwise rows: convolution, pooling, normalization,
+embedding, padding, ``glu``, the p-norm of ``pairwise_distance``, and the fused losses.
+
+Each is one graph node with torch's node name. The heavy lifting is a backend primitive (``backend/cpu.py``,
+"nn primitives"; the cuda backend runs those through the host), so nothing here tests the device.
+
+Double backward: a backward that runs with grad mode on (``create_graph=True``) computes with differentiable
+operations. The backward of a linear map (convolution's im2col, pooling, embedding lookup, padding) is its adjoint,
+applied through ``LinearMap`` whose own backward is the map again, so every order of derivative exists.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ..autograd.grad_mode import state
+from ..backend import backend_for
+from ..scalar_math import ROWS
+from .indexing import where as _where
+from .shape import cat
+
+
+def _t(data) -> Tensor:
+    return Tensor._make(data)
+
+
+class LinearMap(Function):
+    """``y = f(x)`` for a linear map ``f`` on storage arrays; its gradient is ``f_t(g)`` with ``f_t`` the adjoint
+    (which is itself a ``LinearMap`` back to ``f``, so higher derivatives exist)."""
+
+    node_name = "LinearMapBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, f, f_t) -> Tensor:
+        ctx.f, ctx.f_t = f, f_t
+        return _t(f(x._data))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return LinearMap.apply(g, ctx.f_t, ctx.f), None, None
+
+
+# --- convolution -------------------------------------------------------------------------------------------------
+class ConvGeometry:
+    """Everything about one convolution but the data: 2-d sizes (a 1-d convolution has height 1), the (top,
+    left) padding offsets, groups, the output size, and how the caller's input was shaped."""
+
+    __slots__ = ("kernel", "stride", "padding", "dilation", "groups", "out_hw", "in4", "out_shape")
+
+    def __init__(self, kernel, stride, padding, dilation, groups, out_hw, in4, out_shape) -> None:
+        self.kernel, self.stride, self.padding, self.dilation = kernel, stride, padding, dilation
+        self.groups, self.out_hw, self.in4, self.out_shape = groups, out_hw, in4, out_shape
+
+    def im2col(self, x):
+        return backend_for(x).im2col(x, self.kernel, self.stride, self.padding, self.dilation, self.out_hw)
+
+    def col2im(self, cols):
+        return backend_for(cols).col2im(
+            cols, self.in4, self.kernel, self.stride, self.padding, self.dilation, self.out_hw
+        )
+
+
+class Convolution(Function):
+    """``conv1d``/``conv2d`` in one node: im2col then one matrix product per group (bias added in place)."""
+
+    node_name = "ConvolutionBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias, geom: ConvGeometry) -> Tensor:
+        backend = x._backend
+        x4 = backend.reshape(x._data, geom.in4)
+        w4 = backend.reshape(weight._data, (weight.shape[0], geom.in4[1] // geom.groups, *geom.kernel))
+        b = None if bias is None else bias._data
+        out, cols = backend.conv2d(x4, w4, b, geom.stride, geom.padding, geom.dilation, geom.groups, geom.out_hw)
+        ctx.geom, ctx.cols = geom, cols
+        ctx.save_for_backward(x, weight)
+        return _t(backend.reshape(out, geom.out_shape))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, weight = ctx.saved_tensors
+        geom = ctx.geom
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        n, o = geom.in4[0], weight.shape[0]
+        if state.enabled:
+            return (*_conv_backward_graph(g, x, weight, geom, need_x, need_w, need_b), None)
+        backend = g._backend
+        g4 = backend.reshape(g._data, (n, o, *geom.out_hw))
+        w4 = backend.reshape(weight._data, (o, geom.in4[1] // geom.groups, *geom.kernel))
+        gx, gw, gb = backend.conv2d_backward(
+            g4, ctx.cols, geom.in4, w4, geom.stride, geom.padding, geom.dilation, geom.groups, need_x, need_w, need_b
+        )
+        if need_x and gx.shape != x._data.shape:
+            gx = backend.reshape(gx, x._data.shape)
+        if need_w and gw.shape != weight._data.shape:
+            gw = backend.reshape(gw, weight._data.shape)
+        gx = _t(gx) if need_x else None
+        gw = _t(gw) if need_w else None
+        return gx, gw, (_t(gb) if need_b else None), None
+
+
+def _conv_backward_graph(g: Tensor, x: Tensor, weight: Tensor, geom: ConvGeometry, need_x, need_w, need_b):
+    """Convolution's gradients with differentiable operations (double backward)."""
+    n, o, groups = geom.in4[0], weight.shape[0], geom.groups
+    length = geom.out_hw[0] * geom.out_hw[1]
+    k = geom.in4[1] * geom.kernel[0] * geom.kernel[1]
+    g4 = g.reshape(n, groups, o // groups, length)
+    w3 = weight.reshape(groups, o // groups, k // groups)
+    gx = gw = gb = None
+    if need_x:
+        gcols = w3.transpose(1, 2).matmul(g4).reshape(n, k, length)
+        gx = LinearMap.apply(gcols, geom.col2im, geom.im2col).reshape(x.shape)
+    if need_w:
+        cols = LinearMap.apply(x.reshape(geom.in4), geom.im2col, geom.col2im).reshape(n, groups, k // groups, length)
+        gw = g4.matmul(cols.transpose(2, 3)).sum(0).reshape(weight.shape)
+    if need_b:
+        gb = g4.sum((0, 3)).reshape(o)
+    return gx, gw, gb
+
+
+# --- pooling -------------------------------------------------------------------------------------------------------
+class MaxPool2d(Function):
+    """Max over windows of the last two dims: (values, int64 indices into each input plane)."""
+
+    node_name = "MaxPool2DWithIndicesBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, kernel, stride, padding, dilation, out_hw):
+        backend = x._backend
+        planes = int(np.prod(x.shape[:-2], dtype=np.int64))
+        x3 = backend.reshape(x._data, (planes, *x.shape[-2:]))
+        out, idx = backend.max_pool2d(x3, kernel, stride, padding, dilation, out_hw)
+        shape = (*x.shape[:-2], *out_hw)
+        indices = _t(backend.reshape(idx, shape))
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        ctx.in_shape = x.shape
+        return _t(backend.reshape(out, shape)), indices
+
+    @staticmethod
+    def backward(ctx, g: Tensor, _g_indices):
+        (indices,) = ctx.saved_tensors
+        in_shape = tuple(ctx.in_shape)
+        planes = int(np.prod(in_shape[:-2], dtype=np.int64))
+        in_hw, out_hw = in_shape[-2:], tuple(g.shape[-2:])
+        backend = indices._backend
+        idx = backend.reshape(indices._data, (planes, *out_hw))
+
+        def scatter(gd):
+            b = backend
+            return b.reshape(b.max_pool2d_backward(b.reshape(gd, (planes, *out_hw)), idx, in_hw), in_shape)
+
+        def gather(gg):
+            b = backend
+            flat = b.reshape(b.ascontiguous(gg), (planes, in_hw[0] * in_hw[1]))
+            picked = b.take_along_axis(flat, b.reshape(idx, (planes, out_hw[0] * out_hw[1])), 1)
+            return b.reshape(picked, g.shape)
+
+        if state.enabled:
+            return LinearMap.apply(g, scatter, gather), *([None] * 5)
+        return _t(scatter(g._data)), *([None] * 5)
+
+
+class _PoolMaps:
+    """The forward and adjoint array maps of an average pool (``adaptive``: torch's adaptive windows)."""
+
+    def __init__(self, in_shape, out_hw, adaptive: bool, args: tuple = ()) -> None:
+        self.in_shape, self.out_hw, self.adaptive, self.args = tuple(in_shape), tuple(out_hw), adaptive, args
+        self.planes = int(np.prod(self.in_shape[:-2], dtype=np.int64))
+        self.out_shape = (*self.in_shape[:-2], *self.out_hw)
+
+    def forward(self, x):
+        b = backend_for(x)
+        x3 = b.reshape(b.ascontiguous(x), (self.planes, *self.in_shape[-2:]))
+        if self.adaptive:
+            out = b.adaptive_avg_pool2d(x3, self.out_hw)
+        else:
+            out = b.avg_pool2d(x3, *self.args, self.out_hw)
+        return b.reshape(out, self.out_shape)
+
+    def adjoint(self, g):
+        b = backend_for(g)
+        g3 = b.reshape(b.ascontiguous(g), (self.planes, *self.out_hw))
+        if self.adaptive:
+            gx = b.adaptive_avg_pool2d_backward(g3, self.in_shape[-2:])
+        else:
+            gx = b.avg_pool2d_backward(g3, *self.args, self.in_shape[-2:])
+        return b.reshape(gx, self.in_shape)
+
+
+class AvgPool2d(Function):
+    """Mean over windows of the last two dims (torch's ``count_include_pad`` and ``divisor_override``)."""
+
+    node_name = "AvgPool2DBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, maps: _PoolMaps) -> Tensor:
+        ctx.maps = maps
+        return _t(maps.forward(x._data))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        maps = ctx.maps
+        if state.enabled:
+            return LinearMap.apply(g, maps.adjoint, maps.forward), None
+        return _t(maps.adjoint(g._data)), None
+
+
+class AdaptiveAvgPool2d(AvgPool2d):
+    node_name = "AdaptiveAvgPool2DBackward0"
+
+
+# --- normalization -------------------------------------------------------------------------------------------------
+def _normalized(x: Tensor, axes, eps: float):
+    """(x - mean) * rstd over ``axes``, with differentiable statistics (the double-backward path)."""
+    mean = x.mean(axes, keepdim=True)
+    centered = x - mean
+    rstd = ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
+    return centered * rstd, rstd
+
+
+def _norm_input_grad(gxhat: Tensor, xhat: Tensor, rstd, axes) -> Tensor:
+    """The gradient through ``xhat = (x - mean(x)) * rstd(x)`` over ``axes``, given the gradient of ``xhat``."""
+    return rstd * (gxhat - gxhat.mean(axes, keepdim=True) - xhat * (gxhat * xhat).mean(axes, keepdim=True))
+
+
+class LayerNorm(Function):
+    """``layer_norm`` in one node: a Numba kernel normalizes each row of the trailing ``normalized_shape``."""
+
+    node_name = "NativeLayerNormBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight, bias, shape: tuple, n: int, eps: float) -> Tensor:
+        out, mean, rstd = x._backend.layer_norm(
+            x._data, None if weight is None else weight._data, None if bias is None else bias._data, eps, n
+        )
+        ctx.stats, ctx.shape, ctx.n, ctx.eps = (mean, rstd), shape, n, eps
+        ctx.save_for_backward(x, weight)
+        return _t(out)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, weight = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        n, shape = ctx.n, ctx.shape
+        if state.enabled:
+            x2, g2 = x.reshape(-1, n), g.reshape(-1, n)
+            xhat, rstd = _normalized(x2, -1, ctx.eps)
+            gxhat = g2 * weight.reshape(n) if weight is not None else g2
+            gx = _norm_input_grad(gxhat, xhat, rstd, -1).reshape(x.shape) if need_x else None
+            gw = (g2 * xhat).sum(0).reshape(shape) if need_w else None
+            gb = g2.sum(0).reshape(shape) if need_b else None
+            return gx, gw, gb, None, None, None
+        mean, rstd = ctx.stats
+        w = None if weight is None else weight._data
+        gx, gw, gb = g._backend.layer_norm_backward(g._data, x._data, mean, rstd, w, shape, need_x, need_w or need_b)
+        return (
+            (_t(gx) if need_x else None),
+            (_t(gw) if need_w else None),
+            (_t(gb) if need_b else None),
+            None,
+            None,
+            None,
+        )
+
+
+def _channel_shape(x: Tensor) -> tuple:
+    """(1, C, 1, ...): a per-channel vector shaped to broadcast against (N, C, *)."""
+    return (1, x.shape[1]) + (1,) * (x.dim() - 2)
+
+
+class BatchNorm(Function):
+    """``batch_norm`` in one node. Training: normalize by the batch statistics over every dim but the channel
+    (and update the running statistics in place, the variance unbiased); eval: by the running statistics."""
+
+    node_name = "NativeBatchNormBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight, bias, running_mean, running_var, training: bool, momentum, eps: float):
+        axes = (0, *range(2, x.dim()))
+        cshape = _channel_shape(x)
+        if training:
+            mean = x.mean(axes, keepdim=True)
+            centered = x - mean
+            var = (centered * centered).mean(axes, keepdim=True)
+            rstd = (var + eps).rsqrt()
+            if running_mean is not None:
+                count = x.numel() // x.shape[1]
+                _update_running(running_mean, mean.reshape(-1), momentum)
+                _update_running(running_var, var.reshape(-1) * (count / max(count - 1, 1)), momentum)
+            xhat = centered * rstd
+        else:
+            rstd = (running_var.reshape(cshape) + eps).rsqrt()
+            xhat = (x - running_mean.reshape(cshape)) * rstd
+        out = xhat * weight.reshape(cshape) if weight is not None else xhat
+        if bias is not None:
+            out = out + bias.reshape(cshape)
+        if out is xhat:
+            out = xhat.clone()  # backward keeps xhat: the output may be changed in place
+        ctx.training, ctx.eps, ctx.axes = training, eps, axes
+        ctx.save_for_backward(x, weight, running_mean, running_var)
+        ctx.xhat, ctx.rstd = xhat, rstd
+        return out
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, weight, running_mean, running_var = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        axes, cshape = ctx.axes, _channel_shape(x)
+        if state.enabled:  # recompute the statistics differentiably
+            if ctx.training:
+                xhat, rstd = _normalized(x, axes, ctx.eps)
+            else:
+                rstd = (running_var.reshape(cshape) + ctx.eps).rsqrt()
+                xhat = (x - running_mean.reshape(cshape)) * rstd
+        else:
+            xhat, rstd = ctx.xhat, ctx.rstd
+        gxhat = g * weight.reshape(cshape) if weight is not None else g
+        gx = None
+        if need_x:
+            gx = _norm_input_grad(gxhat, xhat, rstd, axes) if ctx.training else gxhat * rstd
+        gw = (g * xhat).sum(axes) if need_w else None
+        gb = g.sum(axes) if need_b else None
+        return gx, gw, gb, None, None, None, None, None
+
+
+def _update_running(stat: Tensor, batch: Tensor, momentum) -> None:
+    """``stat = (1 - momentum) * stat + momentum * batch`` written into ``stat``'s storage (a buffer update)."""
+    new = stat * (1 - momentum) + batch.to(stat.dtype) * momentum
+    stat._backend.setitem(stat._data, (Ellipsis,), new._data)
+    stat._bump_version()
+
+
+class GroupNorm(Function):
+    """``group_norm`` in one node: the layer-norm kernel over each (sample, group), then a per-channel affine."""
+
+    node_name = "NativeGroupNormBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight, bias, groups: int, eps: float) -> Tensor:
+        backend = x._backend
+        n = x.shape[0]
+        size = x.numel() // (n * groups) if n * groups else 0
+        xhat, mean, rstd = backend.layer_norm(x._data, None, None, eps, size)
+        xhat = _t(xhat)
+        cshape = _channel_shape(x)
+        out = xhat * weight.reshape(cshape) if weight is not None else xhat
+        if bias is not None:
+            out = out + bias.reshape(cshape)
+        ctx.groups, ctx.eps, ctx.stats, ctx.xhat = groups, eps, (mean, rstd), xhat
+        ctx.save_for_backward(x, weight)
+        return out if out is not xhat else xhat.clone()
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, weight = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        n, groups = x.shape[0], ctx.groups
+        cshape = _channel_shape(x)
+        axes = (0, *range(2, x.dim()))
+        gxhat = g * weight.reshape(cshape) if weight is not None else g
+        if state.enabled:
+            xg = x.reshape(n, groups, -1)
+            xhat_g, rstd = _normalized(xg, -1, ctx.eps)
+            gx = _norm_input_grad(gxhat.reshape(n, groups, -1), xhat_g, rstd, -1).reshape(x.shape) if need_x else None
+            xhat = xhat_g.reshape(x.shape)
+        else:
+            xhat = ctx.xhat
+            gx = None
+            if need_x:
+                mean, rstd = ctx.stats
+                size = x.numel() // (n * groups)
+                gx, _, _ = g._backend.layer_norm_backward(gxhat._data, x._data, mean, rstd, None, (size,), True, False)
+                gx = _t(gx)
+        gw = (g * xhat).sum(axes) if need_w else None
+        gb = g.sum(axes) if need_b else None
+        return gx, gw, gb, None, None
+
+
+# --- embedding and padding -------------------------------------------------------------------------------------------
+class Embedding(Function):
+    """Rows of ``weight`` picked by integer ``indices``; the gradient adds each output row back into its row
+    (none into ``padding_idx``; divided by the index's count in the batch with ``scale_grad_by_freq``)."""
+
+    node_name = "EmbeddingBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, weight: Tensor, indices: np.ndarray, padding_idx, scale_grad_by_freq: bool) -> Tensor:
+        backend = weight._backend
+        flat = indices.reshape(-1)
+        rows = backend.getitem(weight._data, (flat,))
+        out_shape = (*indices.shape, weight.shape[1])
+        ctx.indices, ctx.num, ctx.dim = flat, weight.shape[0], weight.shape[1]
+        ctx.padding_idx, ctx.scale = padding_idx, scale_grad_by_freq
+        return _t(backend.reshape(rows, out_shape))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        flat, num, dim = ctx.indices, ctx.num, ctx.dim
+        factor = None  # per looked-up row: 0 for padding_idx, 1 / count with scale_grad_by_freq
+        if ctx.scale:
+            factor = 1.0 / np.bincount(flat, minlength=num)[flat]
+        if ctx.padding_idx is not None and (flat == ctx.padding_idx).any():
+            factor = np.ones(flat.shape[0]) if factor is None else factor
+            factor[flat == ctx.padding_idx] = 0.0
+
+        def weighted(b, rows):
+            if factor is None:
+                return rows
+            return b.elementwise(
+                _mul_row(), [rows, b.from_host(factor.astype(rows.dtype).reshape(-1, 1))], (), rows.dtype
+            )
+
+        def scatter(gd):
+            b = backend_for(gd)
+            rows = weighted(b, b.reshape(b.ascontiguous(gd), (flat.shape[0], dim)))
+            return b.index_add_zeros((num, dim), rows.dtype, (flat,), rows)
+
+        def gather(gw):
+            b = backend_for(gw)
+            return b.reshape(weighted(b, b.getitem(gw, (flat,))), g.shape)
+
+        if state.enabled:
+            return LinearMap.apply(g, scatter, gather), None, None, None
+        return _t(scatter(g._data)), None, None, None
+
+
+def _mul_row():
+    return ROWS["mul"]
+
+
+class ConstantPad(Function):
+    """``pad(mode='constant')``: a bigger tensor filled with ``value`` holding the input (negative pads crop).
+    Its gradient is the same op with the pads negated and zero fill."""
+
+    node_name = "ConstantPadNdBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, pads: tuple, value) -> Tensor:
+        backend = x._backend
+        shape, src, dst = pad_geometry(x.shape, pads)
+        out = backend.full(shape, value, x._data.dtype)
+        if all(s.stop > s.start for s in src):
+            backend.setitem(out, dst, backend.getitem(x._data, src))
+        ctx.pads = pads
+        return _t(out)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return ConstantPad.apply(g, tuple(-p for p in ctx.pads), 0), None, None
+
+
+def pad_geometry(shape: tuple, pads: tuple) -> tuple:
+    """(padded shape, source slices, destination slices) for torch's pad list (last dim first, (left, right))."""
+    shape = list(shape)
+    src = [slice(0, s) for s in shape]
+    dst = [slice(0, s) for s in shape]
+    for k in range(len(pads) // 2):
+        d = len(shape) - 1 - k
+        left, right = pads[2 * k], pads[2 * k + 1]
+        size = shape[d]
+        src[d] = slice(max(-left, 0), max(size - max(-right, 0), max(-left, 0)))
+        dst[d] = slice(max(left, 0), max(left, 0) + src[d].stop - src[d].start)
+        shape[d] = size + left + right
+    return tuple(shape), tuple(src), tuple(dst)
+
+
+# --- small composites with their own node --------------------------------------------------------------------------
+class Glu(Function):
+    """``a * sigmoid(b)`` for the two halves of ``dim``."""
+
+    node_name = "GluBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, dim: int) -> Tensor:
+        a, b = x.chunk(2, dim)
+        ctx.dim = dim
+        ctx.save_for_backward(x)
+        return a * b.sigmoid()
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        (x,) = ctx.saved_tensors
+        a, b = x.chunk(2, ctx.dim)
+        s = b.sigmoid()
+        ga = g * s
+        return cat((ga, ga * a * (1 - s)), ctx.dim), None
+
+
+class PNorm(Function):
+    """``norm(x, p, dim, keepdim)`` as torch's ``NormBackward1`` (what ``pairwise_distance`` returns)."""
+
+    node_name = "NormBackward1"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, p: float, dim: int, keepdim: bool) -> Tensor:
+        a = x.abs()
+        if p == math.inf:
+            out = a.amax(dim, keepdim=True)
+        elif p == -math.inf:
+            out = a.amin(dim, keepdim=True)
+        elif p == 0:
+            out = (a != 0).to(x.dtype).sum(dim, keepdim=True)
+        elif p == 1:
+            out = a.sum(dim, keepdim=True)
+        elif p == 2:
+            out = (a * a).sum(dim, keepdim=True).sqrt()
+        else:
+            out = (a**p).sum(dim, keepdim=True) ** (1.0 / p)
+        ctx.p, ctx.dim, ctx.keepdim = p, dim, keepdim
+        if not keepdim:
+            out = out.squeeze(dim)
+        ctx.save_for_backward(x, out)  # the output itself: under create_graph the norm is differentiable
+        return out
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, norm = ctx.saved_tensors
+        p = ctx.p
+        if not ctx.keepdim:
+            g, norm = g.unsqueeze(ctx.dim), norm.unsqueeze(ctx.dim)
+        if p == 0:
+            grad = x * 0
+        elif p == 1:
+            grad = x.sign() * g
+        elif p == 2:
+            grad = x * _where(norm == 0, 0.0, g / norm)
+        elif math.isinf(p):
+            hit = (x.abs() == norm).to(x.dtype)
+            grad = x.sign() * hit * (g / hit.sum(ctx.dim, keepdim=True))
+        else:
+            a = x.abs()
+            grad = x.sign() * a ** (p - 1) * _where(norm == 0, 0.0, g / norm ** (p - 1))
+        return grad, None, None, None
