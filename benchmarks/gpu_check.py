@@ -22,6 +22,11 @@ PARAMS = {
     "leaky_relu": (0.1,),
     "elu": (1.3, 1.1, 0.9),
     "softplus": (1.5, 2.0),
+    "lerp_scalar": (0.3,),
+    "nan_to_num": (0.0, 9.0, -9.0),
+    "round_decimals": (1.0,),
+    "addcmul": (0.7,),
+    "addcdiv": (0.7,),
 }
 
 
@@ -37,7 +42,7 @@ def check_ops(n: int) -> list[str]:
             failures.append(name)
 
     for name, row in sorted(ROWS.items()):
-        data = [rng.uniform(*row.domain, size=s) for s in [(n, 3), (3,)][: row.arity]]
+        data = [rng.uniform(*row.domain, size=s) for s in [(n, 3), (3,), (n, 1)][: row.arity]]
         if row.integral_only:
             data = [np.round(d * 3).astype(np.int64) for d in data]
         grad = row.differentiable

@@ -163,7 +163,7 @@ def row_program(device="cpu", shape=(3, 4)):
         lo, hi = ROWS[name].domain
         start = len(arrays)
         arrays.append(rng.uniform(lo, hi, shape))
-        if ROWS[name].arity == 2:
+        for _ in range(ROWS[name].arity - 1):  # further inputs broadcast
             arrays.append(rng.uniform(lo, hi, shape[-1:]))
         slices.append((name, start, len(arrays)))
 

@@ -25,6 +25,11 @@ from numbagrad.ops.elementwise import function_for  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PARAMS = {
     "clamp": (-0.5, 0.5),
+    "lerp_scalar": (0.3,),
+    "nan_to_num": (0.0, 9.0, -9.0),
+    "round_decimals": (1.0,),
+    "addcmul": (0.7,),
+    "addcdiv": (0.7,),
     "hardtanh": (-0.5, 0.5),
     "leaky_relu": (0.1,),
     "elu": (1.3, 1.1, 0.9),
@@ -45,7 +50,7 @@ def host(t):
 
 
 def row_inputs(row, rng):
-    shapes = [(2, 3), (3,)][: row.arity]
+    shapes = [(2, 3), (3,), (2, 1)][: row.arity]
     return [rng.uniform(*row.domain, size=s) for s in shapes]
 
 

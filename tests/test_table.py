@@ -23,6 +23,12 @@ DIFFERENTIABLE_ROWS = [r for r in ROW_LIST if r.differentiable]
 PARAM_VALUES = {
     "lo": -0.5,
     "hi": 0.5,
+    "weight": 0.3,
+    "nan": 0.0,
+    "posinf": 9.0,
+    "neginf": -9.0,
+    "decimals": 1.0,
+    "value": 0.7,
     # activations (nn.functional)
     "min_val": -0.5,
     "max_val": 0.5,
@@ -77,7 +83,7 @@ def test_forward_with_python_scalar_operand(row, scalar_first):
     x = _draw(row, (4,))[0]
     s = 3 if row.integral_only else float(np.mean(row.domain))
     operands = [s, numbagrad.from_numpy(x)] if scalar_first else [numbagrad.from_numpy(x), s]
-    reference = row.reference(s, x) if scalar_first else row.reference(x, s)
+    reference = row.reference(s, x, *_params(row)) if scalar_first else row.reference(x, s, *_params(row))
     out = _apply(row, *operands)
     assert out.dtype is _expected_dtype(row, numbagrad.float64)
     np.testing.assert_allclose(out.numpy(), reference, rtol=1e-12)

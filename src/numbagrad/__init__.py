@@ -4,21 +4,40 @@
 kernels compile on first use and are cached on disk (see ``numbagrad.backend.codegen``).
 """
 
+import math
+
 from . import autograd
 from ._generator import Generator
 from ._interop import from_dlpack
 from ._printing import set_printoptions
 from ._tensor import Tensor, is_tensor
+from ._typeinfo import (
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+    finfo,
+    iinfo,
+)
 from ._types import (
     Size,
     device,
     dtype,
+    float16,
     float32,
     float64,
     get_default_dtype,
+    int8,
+    int16,
     int32,
     int64,
     set_default_dtype,
+    uint8,
 )
 from ._types import bool_ as bool  # noqa: A001 - torch's name
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
@@ -31,10 +50,25 @@ float = float32  # noqa: A001
 double = float64
 long = int64
 int = int32  # noqa: A001
+half = float16
+short = int16
+pi = math.pi
+e = math.e
+inf = math.inf
+nan = math.nan
 __version__ = "0.1.0"
 
 __all__ = [
+    "BoolTensor",
+    "ByteTensor",
+    "CharTensor",
+    "DoubleTensor",
+    "FloatTensor",
     "Generator",
+    "HalfTensor",
+    "IntTensor",
+    "LongTensor",
+    "ShortTensor",
     "Size",
     "Tensor",
     "autograd",
@@ -42,14 +76,22 @@ __all__ = [
     "device",
     "double",
     "dtype",
+    "e",
     "enable_grad",
+    "finfo",
     "float",
+    "float16",
     "float32",
     "float64",
     "from_dlpack",
     "get_default_dtype",
+    "half",
+    "iinfo",
+    "inf",
     "inference_mode",
     "int",
+    "int8",
+    "int16",
     "int32",
     "int64",
     "is_anomaly_enabled",
@@ -60,13 +102,17 @@ __all__ = [
     "load",
     "load_file",
     "long",
+    "nan",
     "no_grad",
     "numel",
+    "pi",
     "set_default_dtype",
     "set_grad_enabled",
     "save",
     "save_file",
     "set_printoptions",
+    "short",
+    "uint8",
 ]
 __all__ += _ops_all
 

@@ -204,6 +204,20 @@ class Tensor:
     def element_size(self) -> int:
         return self._data.dtype.itemsize
 
+    @property
+    def itemsize(self) -> int:
+        return self._data.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the elements take (``numel() * element_size()``, whatever the strides)."""
+        return int(self._data.size) * self._data.dtype.itemsize
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of its ``grad_fn`` this tensor is (0 for leaves)."""
+        return self._output_nr
+
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
 
@@ -381,7 +395,8 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+            many = "more than one value" if self.numel() else "no values"
+            raise RuntimeError(f"Boolean value of Tensor with {many} is ambiguous")
         return bool(self.item())
 
     def __len__(self) -> int:
@@ -392,7 +407,7 @@ class Tensor:
     def __iter__(self):
         if self.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
+        return iter(_ops.unbind(self, 0))  # as torch: each element is an output of one UnbindBackward0
 
     def __hash__(self) -> int:
         return id(self)
@@ -440,11 +455,6 @@ class Tensor:
         return object.__format__(self, spec)
 
     # --- dtype / device movement -----------------------------------------------------------------------------
-    def type(self, dtype=None):
-        if dtype is None:
-            return f"torch.{self.dtype.scalar_name}Tensor"
-        return self.to(dtype)
-
     def float(self) -> Tensor:
         return self.to(float32)
 

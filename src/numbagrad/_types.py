@@ -30,8 +30,13 @@ float64 = dtype("float64", "Double", np.float64)
 int64 = dtype("int64", "Long", np.int64)
 int32 = dtype("int32", "Int", np.int32)
 bool_ = dtype("bool", "Bool", np.bool_)
+# the narrow types (issue 9): float16 is stored as numpy's float16; kernels compute it in float32, as torch's CPU does
+float16 = dtype("float16", "Half", np.float16)
+int16 = dtype("int16", "Short", np.int16)
+int8 = dtype("int8", "Char", np.int8)
+uint8 = dtype("uint8", "Byte", np.uint8)
 
-ALL_DTYPES = (float32, float64, int64, int32, bool_)
+ALL_DTYPES = (float32, float64, int64, int32, bool_, float16, int16, int8, uint8)
 _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _default_float = [float32]
@@ -59,7 +64,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
     except KeyError:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).name}. The only supported types are: "
-            "float64, float32, int64, int32, and bool."
+            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
         ) from None
 
 

@@ -240,16 +240,6 @@ def logsigmoid_grad(g, out, x):
     return g * select(x < 0, 1.0 - z / (1.0 + z), z / (1.0 + z))
 
 
-# a private erf row for gelu's double backward (math.erf in a gradient needs a row named "erf"); the public
-# torch.erf row of issue 9 replaces it: delete these two functions and the row when that lands
-def private_erf(x):
-    return math.erf(x)
-
-
-def private_erf_grad(g, out, x):
-    return g * 1.1283791670955126 * math.exp(-x * x)
-
-
 # --- binary ------------------------------------------------------------------------------------------------
 def add(x, y):
     return x + y
@@ -351,6 +341,10 @@ def zero_grad(g, out, x):
     return 0.0 * g
 
 
+def zero_grad_param(g, out, x, p):
+    return 0.0 * g
+
+
 def sign(x):
     return select(x > 0, 1, select(x < 0, -1, select(x == x, 0, x)))
 
@@ -401,6 +395,242 @@ def hypot_grad_x(g, out, x, y):
 
 def hypot_grad_y(g, out, x, y):
     return g * y / out
+
+
+# --- more math (issue 9) -------------------------------------------------------------------------------------
+def sinh(x):
+    return math.sinh(x)
+
+
+def sinh_grad(g, out, x):
+    return g * math.cosh(x)
+
+
+def cosh(x):
+    return math.cosh(x)
+
+
+def cosh_grad(g, out, x):
+    return g * math.sinh(x)
+
+
+def asin(x):
+    return math.asin(x) if abs(x) <= 1 else math.nan
+
+
+def asin_grad(g, out, x):
+    return g / math.sqrt(1 - x * x)
+
+
+def acos(x):
+    return math.acos(x) if abs(x) <= 1 else math.nan
+
+
+def acos_grad(g, out, x):
+    return -g / math.sqrt(1 - x * x)
+
+
+def atan(x):
+    return math.atan(x)
+
+
+def atan_grad(g, out, x):
+    return g / (1 + x * x)
+
+
+def atan2(y, x):
+    return math.atan2(y, x)
+
+
+def atan2_grad_y(g, out, y, x):
+    return g * x / (x * x + y * y)
+
+
+def atan2_grad_x(g, out, y, x):
+    return -g * y / (x * x + y * y)
+
+
+def log1p(x):
+    return math.log1p(x) if x > -1 else (-math.inf if x == -1 else math.nan)
+
+
+def log1p_grad(g, out, x):
+    return g / (x + 1)
+
+
+def expm1(x):
+    return math.expm1(x)
+
+
+def expm1_grad(g, out, x):
+    return g * (out + 1)
+
+
+def log2(x):
+    return math.log2(x) if x > 0 else (-math.inf if x == 0 else math.nan)
+
+
+def log2_grad(g, out, x):
+    return g / (x * 0.6931471805599453)  # ln 2
+
+
+def log10(x):
+    return math.log10(x) if x > 0 else (-math.inf if x == 0 else math.nan)
+
+
+def log10_grad(g, out, x):
+    return g / (x * 2.302585092994046)  # ln 10
+
+
+def erf(x):
+    return math.erf(x)
+
+
+def erf_grad(g, out, x):
+    return 1.1283791670955126 * math.exp(-(x * x)) * g  # 2 / sqrt(pi)
+
+
+def fmod(x, y):
+    # C's fmod (the result takes the dividend's sign). Numba has no math.fmod; Python's modulo of the magnitudes is
+    # exact and equals it, and a zero dividend keeps its sign (-0.0 stays -0.0, as in torch)
+    m = abs(x) % abs(y)
+    return select(x > 0, m, select(x < 0, -m, select(m == 0, x, m)))
+
+
+def fmod_grad_x(g, out, x, y):
+    return g
+
+
+def fmod_grad_y(g, out, x, y):
+    return -g * math.trunc(x / y)
+
+
+def square(x):
+    return x * x
+
+
+def square_grad(g, out, x):
+    return g * (2 * x)
+
+
+def lerp(x, y, w):
+    # torch's formula: the form that is exact at each end, chosen by the weight's size
+    return select(abs(w) < 0.5, x + w * (y - x), y - (y - x) * (1 - w))
+
+
+def lerp_grad_x(g, out, x, y, w):
+    return g * (1 - w)
+
+
+def lerp_grad_y(g, out, x, y, w):
+    return g * w
+
+
+def lerp_grad_w(g, out, x, y, w):
+    return g * (y - x)
+
+
+def lerp_scalar(x, y, weight):
+    return select(abs(weight) < 0.5, x + weight * (y - x), y - (y - x) * (1 - weight))
+
+
+def lerp_scalar_grad_x(g, out, x, y, weight):
+    return g * (1 - weight)
+
+
+def lerp_scalar_grad_y(g, out, x, y, weight):
+    return g * weight
+
+
+def nan_to_num(x, nan, posinf, neginf):
+    return select(x != x, nan, select(x == math.inf, posinf, select(x == -math.inf, neginf, x)))
+
+
+def nan_to_num_grad(g, out, x, nan, posinf, neginf):
+    return select((x == x) & (x != math.inf) & (x != -math.inf), g, 0.0)
+
+
+def clamp_min(x, lo):
+    return select(lo != lo, lo, select(x < lo, lo, x))  # a NaN bound or input gives NaN, as torch
+
+
+def clamp_min_grad_x(g, out, x, lo):
+    return select(x >= lo, g, 0.0)
+
+
+def clamp_min_grad_lo(g, out, x, lo):
+    return select(x < lo, g, 0.0)
+
+
+def clamp_max(x, hi):
+    return select(hi != hi, hi, select(x > hi, hi, x))
+
+
+def clamp_max_grad_x(g, out, x, hi):
+    return select(x <= hi, g, 0.0)
+
+
+def clamp_max_grad_hi(g, out, x, hi):
+    return select(x > hi, g, 0.0)
+
+
+def clamp_tensor(x, lo, hi):
+    m = select(lo != lo, lo, select(x < lo, lo, x))  # min(max(x, lo), hi): with lo > hi the result is hi
+    return select(hi != hi, hi, select(m > hi, hi, m))
+
+
+def clamp_tensor_grad_x(g, out, x, lo, hi):
+    return select((x >= lo) & (x <= hi), g, 0.0)
+
+
+def clamp_tensor_grad_lo(g, out, x, lo, hi):
+    return select((x < lo) & (lo < hi), g, 0.0)
+
+
+def clamp_tensor_grad_hi(g, out, x, lo, hi):
+    return select((x > hi) | (hi < lo), g, 0.0)
+
+
+def round_decimals(x, decimals):
+    # torch's round(decimals=d): nearbyint(x * 10**d) / 10**d, or for d < 0 nearbyint(x / 10**-d) * 10**-d
+    p = 10.0 ** abs(decimals)
+    v = select(decimals < 0, x / p, x * p)
+    r = math.floor(v + 0.5)
+    r = r - ((r - v == 0.5) & (r % 2 != 0))  # ties to even
+    r = select(abs(v) < 4503599627370496.0, math.copysign(r, v), v)
+    return select(decimals < 0, r * p, r / p)
+
+
+def addcmul(x, y, z, value):
+    return x + value * y * z
+
+
+def addcmul_grad_x(g, out, x, y, z, value):
+    return g
+
+
+def addcmul_grad_y(g, out, x, y, z, value):
+    return g * (z * value)
+
+
+def addcmul_grad_z(g, out, x, y, z, value):
+    return g * (y * value)
+
+
+def addcdiv(x, y, z, value):
+    return x + value * y / z
+
+
+def addcdiv_grad_x(g, out, x, y, z, value):
+    return g
+
+
+def addcdiv_grad_y(g, out, x, y, z, value):
+    return g * (value / z)
+
+
+def addcdiv_grad_z(g, out, x, y, z, value):
+    return -g * (value * y / (z * z))
 
 
 # --- comparisons and predicates: bool results, no gradient --------------------------------------------------
@@ -551,6 +781,16 @@ class Row:
         return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
+def _quiet(fn):
+    """A numpy reference that returns NaN outside its domain without warning (as the kernels do)."""
+
+    def reference(*args):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return fn(*args)
+
+    return reference
+
+
 def _np_sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
@@ -622,13 +862,11 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         methods=(), float_only=True, domain=(-4.0, 4.0)),
     Row("logsigmoid", logsigmoid, (logsigmoid_grad,), lambda x: -np.logaddexp(0, -x), "LogSigmoidBackward0",
         ("_logsigmoid",), methods=(), float_only=True),
-    # gelu's gradient reads math.erf: double backward needs a row named erf (a private one until torch.erf lands)
-    Row("erf", private_erf, (private_erf_grad,), _np_erf, "ErfBackward0", ("_erf",), methods=(), float_only=True),
     # zero gradient almost everywhere (torch still records a node)
     Row("sign", sign, (zero_grad,), np.sign, "SignBackward0"),
     Row("floor", floor, (zero_grad,), np.floor, "FloorBackward0"),
     Row("ceil", ceil, (zero_grad,), np.ceil, "CeilBackward0"),
-    Row("round", round_, (zero_grad,), np.round, "RoundBackward0"),
+    Row("round", round_, (zero_grad,), np.round, "RoundBackward0", frontend=False),
     Row("trunc", trunc, (zero_grad,), np.trunc, "TruncBackward0", ("trunc", "fix")),
     # binary, differentiable
     Row("add", add, (add_grad_x, add_grad_y), np.add, "AddBackward0", operators=_ops("add"), alpha=True),
@@ -648,6 +886,44 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("remainder", remainder, (remainder_grad_x, remainder_grad_y), np.remainder, "RemainderBackward0",
         operators=("__mod__", "__rmod__", "__imod__"), integer_division=True, domain=(0.3, 3.0)),
     Row("hypot", hypot, (hypot_grad_x, hypot_grad_y), np.hypot, "HypotBackward0", float_only=True),
+    # --- more math (issue 9)
+    Row("sinh", sinh, (sinh_grad,), np.sinh, "SinhBackward0", float_only=True),
+    Row("cosh", cosh, (cosh_grad,), np.cosh, "CoshBackward0", float_only=True),
+    Row("asin", asin, (asin_grad,), _quiet(np.arcsin), "AsinBackward0", ("asin", "arcsin"), float_only=True,
+        domain=(-0.9, 0.9)),
+    Row("acos", acos, (acos_grad,), _quiet(np.arccos), "AcosBackward0", ("acos", "arccos"), float_only=True,
+        domain=(-0.9, 0.9)),
+    Row("atan", atan, (atan_grad,), np.arctan, "AtanBackward0", ("atan", "arctan"), float_only=True),
+    Row("atan2", atan2, (atan2_grad_y, atan2_grad_x), np.arctan2, "Atan2Backward0", ("atan2", "arctan2"),
+        float_only=True, frontend=False, domain=(0.3, 2.0)),
+    Row("log1p", log1p, (log1p_grad,), np.log1p, "Log1PBackward0", float_only=True, domain=(-0.5, 2.0)),
+    Row("expm1", expm1, (expm1_grad,), np.expm1, "Expm1Backward0", float_only=True),
+    Row("log2", log2, (log2_grad,), np.log2, "Log2Backward0", float_only=True, domain=(0.2, 3.0)),
+    Row("log10", log10, (log10_grad,), np.log10, "Log10Backward0", float_only=True, domain=(0.2, 3.0)),
+    Row("erf", erf, (erf_grad,), _np_erf, "ErfBackward0", float_only=True),  # also gelu's double backward
+    Row("fmod", fmod, (fmod_grad_x, fmod_grad_y), np.fmod, {"tt": "FmodBackward1", "ts": "FmodBackward0"},
+        integer_division=True, frontend=False, domain=(0.3, 3.0)),
+    Row("square", square, (square_grad,), np.square, "PowBackward0", frontend=False),  # torch's pow(x, 2)
+    Row("lerp", lerp, (lerp_grad_x, lerp_grad_y, lerp_grad_w), lambda x, y, w: x + w * (y - x), "LerpBackward1",
+        frontend=False),
+    Row("lerp_scalar", lerp_scalar, (lerp_scalar_grad_x, lerp_scalar_grad_y), lambda x, y, w: x + w * (y - x),
+        "LerpBackward0", names=("_lerp_scalar",), methods=(), inplace=False, params=("weight",)),
+    Row("nan_to_num", nan_to_num, (nan_to_num_grad,), lambda x, n, p, m: np.nan_to_num(x, nan=n, posinf=p, neginf=m),
+        "NanToNumBackward0",
+        params=("nan", "posinf", "neginf"), frontend=False),
+    Row("clamp_min", clamp_min, (clamp_min_grad_x, clamp_min_grad_lo), np.maximum,
+        {"tt": "ClampMinBackward1", "ts": "ClampMinBackward0"}, frontend=False),
+    Row("clamp_max", clamp_max, (clamp_max_grad_x, clamp_max_grad_hi), np.minimum,
+        {"tt": "ClampMaxBackward1", "ts": "ClampMaxBackward0"}, frontend=False),
+    Row("clamp_tensor", clamp_tensor, (clamp_tensor_grad_x, clamp_tensor_grad_lo, clamp_tensor_grad_hi),
+        lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), "ClampBackward0", names=("_clamp_tensor",), methods=(),
+        inplace=False),
+    Row("round_decimals", round_decimals, (zero_grad_param,), lambda x, d: np.round(x, int(d)), "RoundBackward1",
+        names=("_round_decimals",), methods=(), inplace=False, params=("decimals",)),
+    Row("addcmul", addcmul, (addcmul_grad_x, addcmul_grad_y, addcmul_grad_z), lambda x, y, z, v: x + v * y * z,
+        "AddcmulBackward0", params=("value",), frontend=False),
+    Row("addcdiv", addcdiv, (addcdiv_grad_x, addcdiv_grad_y, addcdiv_grad_z), lambda x, y, z, v: x + v * y / z,
+        "AddcdivBackward0", params=("value",), frontend=False, domain=(0.3, 3.0)),
     # no gradient
     Row("floor_divide", floor_divide, (), np.floor_divide, "NotImplemented",
         operators=("__floordiv__", "__rfloordiv__", "__ifloordiv__"), integer_division=True, domain=(0.3, 3.0)),

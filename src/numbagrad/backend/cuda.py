@@ -359,6 +359,8 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
             out = empty(shape, out_dtype)
     else:
         shape = tuple(out.shape)
+    if dtype == _HALF:
+        return _in_single(lambda p: codegen.cuda_kernel(row, "forward", p), inputs, params, shape, out)
     return _run_map(lambda p: codegen.cuda_kernel(row, "forward", p), inputs, params, dtype, shape, out)
 
 
@@ -367,7 +369,24 @@ def elementwise_grad(row: Row, i: int, g, out, inputs: list, params: tuple, dtyp
     ``result``, when given, is a buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g``)."""
     dtype = np.dtype(dtype)
     operands = [g, out, *inputs]
+    if dtype == _HALF:
+        return _in_single(lambda p: codegen.cuda_kernel(row, f"grad{i}", p), operands, params, tuple(g.shape), None)
     return _run_map(lambda p: codegen.cuda_kernel(row, f"grad{i}", p), operands, params, dtype, tuple(g.shape), result)
+
+
+_HALF = np.dtype(np.float16)
+
+
+def _in_single(kernel_for, operands: list, params: tuple, shape: tuple, out):
+    """A float16 op computed in float32 and stored as float16 (as ``cpu.elementwise`` does; torch's CPU does the
+    same), so no kernel needs half-precision arithmetic."""
+    if out is not None and out.dtype != _HALF:  # a comparison: bools straight from the float32 kernel
+        return _run_map(kernel_for, operands, params, np.dtype(np.float32), shape, out)
+    tmp = _run_map(kernel_for, operands, params, np.dtype(np.float32), shape)
+    if out is None:
+        return astype(tmp, _HALF)
+    assign(out, tmp)
+    return out
 
 
 def where(cond, a, b, dtype):
@@ -802,6 +821,27 @@ cross_entropy = _host_op("cross_entropy")
 cross_entropy_backward = _host_op("cross_entropy_backward")
 conv2d = _host_op("conv2d")
 conv2d_backward = _host_op("conv2d_backward")
+# op breadth (issue 9)
+cumulative = _host_op("cumulative")
+einsum = _host_op("einsum")
+embed_diagonal = _host_op("embed_diagonal")
+flip = _host_op("flip")
+gather = _host_op("gather")
+index_add = _host_op("index_add")
+index_fill = _host_op("index_fill")
+index_put = _host_op("index_put")
+index_select = _host_op("index_select")
+masked_scatter = _host_op("masked_scatter")
+repeat_index = _host_op("repeat_index")
+roll = _host_op("roll")
+scatter = _host_op("scatter")
+triangle = _host_op("triangle")
+unique = _host_op("unique")
+
+
+def diagonal(a, offset: int, dim1: int, dim2: int):
+    """A view of the diagonal, as ``cpu.diagonal`` (issue 9)."""
+    return _view(a, lambda x: cpu.diagonal(x, offset, dim1, dim2))
 
 
 __all__ = [
@@ -852,4 +892,21 @@ __all__ = [
     "to_host",
     "where",
     "zeros",
+    # op breadth (issue 9)
+    "cumulative",
+    "diagonal",
+    "einsum",
+    "embed_diagonal",
+    "flip",
+    "gather",
+    "index_add",
+    "index_fill",
+    "index_put",
+    "index_select",
+    "masked_scatter",
+    "repeat_index",
+    "roll",
+    "scatter",
+    "triangle",
+    "unique",
 ]

@@ -8,7 +8,9 @@ import warnings
 import numpy as np
 
 from .._tensor import Tensor
+from .._typeinfo import legacy_new
 from .._types import Size, bool_, from_numpy_dtype, get_default_dtype, int64, to_device, to_dtype
+from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend import for_device
 from ._registry import declare
@@ -170,26 +172,55 @@ def _size(size) -> tuple:
     return tuple(int(s) for s in size)
 
 
+def _sizes(args: tuple, size) -> tuple:
+    """The shape from positional sizes or the ``size=`` keyword (``zeros(2, 3)``, ``zeros((2, 3))``,
+    ``zeros(size=(2, 3))``)."""
+    if size is not None:
+        if args:
+            raise TypeError("got multiple values for argument 'size'")
+        args = (size,)
+    return _size(args)
+
+
+def _rng_for(generator=None) -> np.random.Generator:
+    """The numpy generator a draw uses: numbagrad's global one, or the ``generator=`` given (a
+    ``numbagrad.Generator``'s mt19937 engine, or a numpy Generator)."""
+    if generator is None:
+        return _generator()
+    if isinstance(generator, np.random.Generator):
+        return generator
+    engine = getattr(generator, "_engine", None)
+    if engine is None:
+        raise TypeError(f"expected a numbagrad.Generator, got {type(generator).__name__}")
+    return np.random.Generator(engine)
+
+
+def _is_mt19937(generator) -> bool:
+    """A ``numbagrad.Generator`` (whose integer draws are torch's), without importing ``_generator`` here: it
+    imports this module."""
+    return generator is not None and hasattr(generator, "_randperm")
+
+
 def _dtype_or_default(dtype):
     return to_dtype(dtype) if dtype is not None else get_default_dtype()
 
 
 @declare
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     backend = for_device(to_device(device))
-    return _leaf(backend.zeros(_size(size), _dtype_or_default(dtype).numpy), requires_grad)
+    return _leaf(backend.zeros(_sizes(args, size), _dtype_or_default(dtype).numpy), requires_grad)
 
 
 @declare
-def ones(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     backend = for_device(to_device(device))
-    return _leaf(backend.full(_size(size), 1, _dtype_or_default(dtype).numpy), requires_grad)
+    return _leaf(backend.full(_sizes(args, size), 1, _dtype_or_default(dtype).numpy), requires_grad)
 
 
 @declare
-def empty(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     backend = for_device(to_device(device))
-    return _leaf(backend.empty(_size(size), _dtype_or_default(dtype).numpy), requires_grad)
+    return _leaf(backend.empty(_sizes(args, size), _dtype_or_default(dtype).numpy), requires_grad)
 
 
 @declare
@@ -257,23 +288,31 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bo
 
 
 @declare
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def rand(*args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt = _dtype_or_default(dtype)
-    return _finish(_generator().random(_size(size), dtype=np.float64).astype(dt.numpy), device, requires_grad)
+    draws = _rng_for(generator).random(_sizes(args, size), dtype=np.float64)
+    return _finish(draws.astype(dt.numpy), device, requires_grad)
 
 
 @declare
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn(*args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     dt = _dtype_or_default(dtype)
-    return _finish(_generator().standard_normal(_size(size)).astype(dt.numpy), device, requires_grad)
+    return _finish(_rng_for(generator).standard_normal(_sizes(args, size)).astype(dt.numpy), device, requires_grad)
 
 
 @declare
-def randint(low, high=None, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False):
+    """Integers drawn uniformly from ``[low, high)``; with a ``numbagrad.Generator`` the draws are torch's."""
     if size is None:
         low, high, size = 0, low, high
     dt = to_dtype(dtype) if dtype is not None else int64
-    return _finish(_generator().integers(low, high, _size((size,))).astype(dt.numpy), device, requires_grad)
+    shape = _size((size,))
+    if _is_mt19937(generator):
+        n = int(np.prod(shape, dtype=np.int64))
+        data = (low + generator._randint(high - low, n)).reshape(shape)
+    else:
+        data = _rng_for(generator).integers(low, high, shape)
+    return _finish(data.astype(dt.numpy), device, requires_grad)
 
 
 @declare
@@ -289,17 +328,233 @@ def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) 
 
 
 @declare
-def randperm(n: int, dtype=None, device=None) -> Tensor:
-    return _finish(_generator().permutation(n).astype((to_dtype(dtype) if dtype else int64).numpy), device, False)
+def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A random permutation of ``range(n)``; with a ``numbagrad.Generator`` it is torch's."""
+    if _is_mt19937(generator):
+        perm = np.asarray(generator._randperm(n), dtype=np.int64)
+    else:
+        perm = _rng_for(generator).permutation(n)
+    return _finish(perm.astype((to_dtype(dtype) if dtype else int64).numpy), device, requires_grad)
 
 
 @declare(methods=("normal_",), name="_normal_")
 def normal_(input: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:  # noqa: A002
     """Fill with samples of N(mean, std^2) from numbagrad's generator."""
-    return random_fill_(input, (generator or _generator()).normal(mean, std, input.shape))
+    return random_fill_(input, _rng_for(generator).normal(mean, std, input.shape))
 
 
 @declare(methods=("uniform_",), name="_uniform_")
 def uniform_(input: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:  # noqa: A002
     """Fill with samples of U(a, b) from numbagrad's generator."""
-    return random_fill_(input, (generator or _generator()).uniform(a, b, input.shape))
+    return random_fill_(input, _rng_for(generator).uniform(a, b, input.shape))
+
+
+# --- issue 9: random ops, random fills, new_* -------------------------------------------------------------------
+class Bernoulli(Function):
+    """``bernoulli(p)``: 0/1 draws with probabilities ``p``; no reparametrised gradient (zeros, as torch)."""
+
+    node_name = "BernoulliBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, p, generator):
+        host = p._host()
+        draws = (_rng_for(generator).random(host.shape) < host).astype(host.dtype)
+        return Tensor._make(p._backend.from_host(draws))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0, None
+
+
+def _check_probabilities(p: np.ndarray) -> None:
+    if p.size and not ((p >= 0) & (p <= 1)).all():
+        raise RuntimeError(
+            "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message be improved?  If "
+            "so, please report an enhancement request to PyTorch.)"
+        )
+
+
+@declare(methods=True)
+def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:  # noqa: A002
+    """0/1 draws (in ``input``'s float dtype) with probability ``input`` elementwise, or ``p`` for every element."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{input.dtype.scalar_name}'")
+    if p is not None:
+        _check_probabilities(np.asarray(p))
+        draws = (_rng_for(generator).random(input.shape) < p).astype(input._data.dtype)
+        return Tensor._make(input._backend.from_host(draws))
+    _check_probabilities(input._host())
+    return Bernoulli.apply(input, generator)
+
+
+@declare(methods=("bernoulli_",), name="_bernoulli_")
+def bernoulli_(input: Tensor, p=0.5, *, generator=None) -> Tensor:  # noqa: A002
+    """Fill with 0/1 draws of probability ``p`` (a number, or a tensor broadcast to ``input``)."""
+    probs = p._host() if isinstance(p, Tensor) else np.asarray(p, dtype=np.float64)
+    _check_probabilities(probs)
+    return random_fill_(input, _rng_for(generator).random(input.shape) < np.broadcast_to(probs, input.shape))
+
+
+@declare(methods=("exponential_",), name="_exponential_")
+def exponential_(input: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:  # noqa: A002
+    """Fill with draws of the exponential distribution of rate ``lambd``."""
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    return random_fill_(input, _rng_for(generator).exponential(1.0 / lambd, input.shape))
+
+
+_RANDOM_RANGE = {"f": {2: 1 << 11, 4: 1 << 24, 8: 1 << 53}, "b": {1: 2}}
+
+
+@declare(methods=("random_",), name="_random_")
+def random_(input: Tensor, from_=0, to=None, *, generator=None) -> Tensor:  # noqa: A002
+    """Fill with integers drawn uniformly from ``[from, to)``: ``random_(to)``, ``random_(from, to)``, or without
+    bounds every integer the dtype holds exactly (``[0, 2**24]`` for float32, ``[0, 2**53]`` for float64)."""
+    dt = input._data.dtype
+    if to is None and from_ != 0:
+        from_, to = 0, from_
+    if to is None:
+        to = _RANDOM_RANGE.get(dt.kind, {}).get(dt.itemsize)
+        to = (to + 1) if dt.kind == "f" else (to if to is not None else int(np.iinfo(dt).max))
+    if from_ >= to:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
+    return random_fill_(input, _rng_for(generator).integers(from_, to, input.shape))
+
+
+class Multinomial(Function):
+    @staticmethod
+    def forward(ctx, probs, num_samples, replacement, generator):
+        p = probs._host().astype(np.float64)
+        rows = p.reshape(-1, p.shape[-1])
+        rng = _rng_for(generator)
+        if replacement:  # inverse CDF of uniform draws
+            cdf = np.cumsum(rows, -1)
+            u = rng.random((rows.shape[0], num_samples)) * cdf[:, -1:]
+            out = np.stack([np.searchsorted(c, v, side="right") for c, v in zip(cdf, u)])
+            out = np.minimum(out, rows.shape[1] - 1)
+        else:  # torch's: the top ``num_samples`` of p / q with q ~ Exp(1) (zero-weight categories come last)
+            keys = rows / rng.exponential(1.0, rows.shape)
+            out = np.argsort(-keys, axis=-1, kind="stable")[:, :num_samples]
+        out = out.astype(np.int64).reshape(p.shape[:-1] + (num_samples,))
+        return Tensor._make(probs._backend.from_host(out))
+
+
+@declare(methods=True)
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:  # noqa: A002
+    """Category indices drawn with probabilities proportional to the rows of ``input`` (1-d or 2-d), with or
+    without replacement."""
+    if input.dim() not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    n = input.shape[-1]
+    if not replacement and num_samples > n:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    p = input._host()
+    if not np.isfinite(p).all() or (p < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if (p.reshape(-1, n).sum(-1) <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    return Multinomial.apply(input, int(num_samples), bool(replacement), generator)
+
+
+class _Normal(Function):
+    """``normal`` with tensor ``mean`` and/or ``std``: draws ``mean + std * N(0, 1)``; the gradients are zeros (no
+    reparametrisation), as torch's."""
+
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, mean, std, generator):
+        ctx.shapes = [m.shape if isinstance(m, Tensor) else None for m in (mean, std)]
+        ref = mean if isinstance(mean, Tensor) else std
+        m = mean._host() if isinstance(mean, Tensor) else mean
+        s = std._host() if isinstance(std, Tensor) else std
+        shape = np.broadcast_shapes(np.shape(m), np.shape(s))
+        draws = np.asarray(m + s * _rng_for(generator).standard_normal(shape), dtype=ref._data.dtype)
+        return Tensor._make(ref._backend.from_host(draws))
+
+    @staticmethod
+    def backward(ctx, g):
+        return tuple(None if s is None else zeros_of_shape(g, s) for s in ctx.shapes) + (None,)
+
+
+def zeros_of_shape(like: Tensor, shape) -> Tensor:
+    return Tensor._make(like._backend.zeros(tuple(shape), like._data.dtype))
+
+
+_NORMAL = {
+    (True, False): type("NormalTensorFloat", (_Normal,), {"node_name": "NormalBackward1"}),
+    (False, True): type("NormalFloatTensor", (_Normal,), {"node_name": "NormalBackward2"}),
+    (True, True): type("NormalTensorTensor", (_Normal,), {"node_name": "NormalBackward3"}),
+}
+
+
+@declare
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False):
+    """Draws of N(mean, std**2): ``mean`` and/or ``std`` tensors (broadcast), or two numbers and a ``size``."""
+    tensors = (isinstance(mean, Tensor), isinstance(std, Tensor))
+    if not any(tensors):
+        if size is None:
+            raise TypeError("normal() missing required argument 'size' (pos 3) for float mean and std")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        dt = _dtype_or_default(dtype)
+        draws = mean + std * _rng_for(generator).standard_normal(_sizes((), size))
+        return _finish(np.asarray(draws).astype(dt.numpy), device, requires_grad)
+    if size is not None:
+        raise TypeError("normal(): a size is only taken with float mean and std")
+    if isinstance(std, Tensor):
+        if bool((std < 0).any()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    return _NORMAL[tensors].apply(mean, std, generator)
+
+
+@declare(methods=("new",), name="_new")
+def new(input: Tensor, *args, device=None) -> Tensor:  # noqa: A002
+    """The legacy ``t.new(...)``: uninitialised storage of a shape, a copy of data, or empty, in ``t``'s dtype."""
+    out = legacy_new(input.dtype, args)
+    target = input.device if device is None else to_device(device)
+    return out if target.type == "cpu" else out.to(target)
+
+
+def _new_like(input: Tensor, dtype, device) -> tuple:  # noqa: A002
+    return (input.dtype if dtype is None else dtype), (input.device if device is None else device)
+
+
+@declare(methods=("new_zeros",), name="_new_zeros")
+def new_zeros(input: Tensor, *size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:  # noqa: A002
+    """Zeros of ``size`` with this tensor's dtype and device (unless given)."""
+    dt, dev = _new_like(input, dtype, device)
+    return zeros(*size, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+@declare(methods=("new_ones",), name="_new_ones")
+def new_ones(input: Tensor, *size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:  # noqa: A002
+    """Ones of ``size`` with this tensor's dtype and device (unless given)."""
+    dt, dev = _new_like(input, dtype, device)
+    return ones(*size, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+@declare(methods=("new_empty",), name="_new_empty")
+def new_empty(input: Tensor, *size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:  # noqa: A002
+    """Uninitialised storage of ``size`` with this tensor's dtype and device (unless given)."""
+    dt, dev = _new_like(input, dtype, device)
+    return empty(*size, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+@declare(methods=("new_full",), name="_new_full")
+def new_full(input: Tensor, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:  # noqa: A002
+    """``fill_value`` everywhere in ``size``, with this tensor's dtype and device (unless given)."""
+    dt, dev = _new_like(input, dtype, device)
+    return full(size, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+@declare(methods=("new_tensor",), name="_new_tensor")
+def new_tensor(input: Tensor, data, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:  # noqa: A002
+    """A copy of ``data`` with this tensor's dtype and device (unless given)."""
+    dt, dev = _new_like(input, dtype, device)
+    return tensor(data, dtype=dt, device=dev, requires_grad=requires_grad)

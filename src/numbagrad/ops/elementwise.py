@@ -19,6 +19,8 @@ import numpy as np
 
 from .. import _tensor
 from .._tensor import Tensor
+from .._typeinfo import CPP_NAMES
+from .._types import from_numpy_dtype as _scalar_dtype
 from .._types import get_default_dtype
 from ..autograd.function import ERR_BACKWARD_TWICE, Function, _unpack_saved
 from ..autograd.grad_mode import no_grad, state
@@ -62,7 +64,7 @@ def _compute_dtype(row: Row, inputs: tuple) -> np.dtype:
 
 
 def _torch_name(dt: np.dtype) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(dt.name, dt.name)
+    return _scalar_dtype(dt).scalar_name
 
 
 def _has_zero(divisor) -> bool:
@@ -505,12 +507,14 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A001, A002 - to
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = FUNCTIONS["maximum"].apply(out, as_operand(min))
-        if max is not None:
-            out = FUNCTIONS["minimum"].apply(out, as_operand(max))
-        return out
+        if not all(b is None or isinstance(b, Tensor) for b in (min, max)):  # a tensor bound and a number bound
+            raise _invalid(
+                "clamp",
+                (input, min, max),
+                "Tensor input, Tensor min = None, Tensor max = None",
+                "Tensor input, Number min = None, Number max = None",
+            )
+        return _clamp_tensor(input, min, max)
     dt = input._data.dtype
     if dt.kind != "f":
         if isinstance(min, float) or isinstance(max, float):
@@ -559,7 +563,173 @@ def _rtruediv(self, other):
     return mul(FUNCTIONS["reciprocal"].apply(self), other)
 
 
-_HAND_WRITTEN = {"clamp": clamp, "pow": pow, "bitwise_not": bitwise_not}
+# --- more math (issue 9): rows whose torch signature needs a hand-written frontend ---------------------------
+def _invalid(name: str, args: tuple, *signatures: str) -> TypeError:
+    """torch's argument-parser error when no overload takes these argument types."""
+    got = ", ".join("Tensor" if isinstance(a, Tensor) else type(a).__name__ for a in args)
+    lines = "".join(f" * ({s}, *, Tensor out = None)\n" for s in signatures)
+    return TypeError(
+        f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:\n{lines}"
+    )
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def _require_tensor(name: str, value, position: int = 1, arg: str = "input") -> None:
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not {type(value).__name__}")
+
+
+def _tensor_and_tensor_or_number(name: str, input, other, arg: str) -> Tensor:  # noqa: A002
+    """``name(Tensor input, Tensor|Number other)``: the row's tensor-tensor or tensor-scalar node."""
+    if not isinstance(input, Tensor) or not (isinstance(other, Tensor) or _is_number(other)):
+        raise _invalid(name, (input, other), f"Tensor input, Tensor {arg}", f"Tensor input, Number {arg}")
+    other = as_operand(other)
+    return CLASSES[name]["tt" if isinstance(other, Tensor) else "ts"].apply(input, other)
+
+
+def fmod(input: Tensor, other) -> Tensor:  # noqa: A002 - torch's names
+    """C's ``fmod``: the remainder of ``input / other`` rounded toward zero (the sign of ``input``)."""
+    return _tensor_and_tensor_or_number("fmod", input, other, "other")
+
+
+def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A001, A002
+    """``max(input, min)``; the gradient goes to ``input`` where ``input >= min``, else to a tensor ``min``."""
+    return _tensor_and_tensor_or_number("clamp_min", input, min, "min")
+
+
+def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A001, A002
+    """``min(input, max)``; the gradient goes to ``input`` where ``input <= max``, else to a tensor ``max``."""
+    return _tensor_and_tensor_or_number("clamp_max", input, max, "max")
+
+
+def atan2(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """The angle of the point ``(other, input)``: ``atan(input / other)`` in the right quadrant."""
+    _require_tensor("atan2", input)
+    _require_tensor("atan2", other, 2, "other")
+    return FUNCTIONS["atan2"].apply(input, other)
+
+
+def square(input: Tensor) -> Tensor:  # noqa: A002
+    """``input * input``, torch's ``pow(input, 2)`` (an integer stays integer, a bool becomes int64)."""
+    _require_tensor("square", input)
+    if input._data.dtype == _BOOL:
+        input = input.to(np.int64)
+    return FUNCTIONS["square"].apply(input)
+
+
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
+    """``input + weight * (end - input)``; ``weight`` a number (``LerpBackward0``) or a tensor (``LerpBackward1``)."""
+    if not (
+        isinstance(input, Tensor) and isinstance(end, Tensor) and (isinstance(weight, Tensor) or _is_number(weight))
+    ):
+        signatures = ("Tensor input, Tensor end, Tensor weight", "Tensor input, Tensor end, Number weight")
+        raise _invalid("lerp", (input, end, weight), *signatures)
+    dt = input._data.dtype
+    if dt.kind != "f":
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+        raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{_torch_name(dt)}'")
+    for name, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and t._data.dtype != dt and (name == "end" or t.dim()):
+            raise RuntimeError(
+                f"expected dtype {CPP_NAMES[_scalar_dtype(dt).name]} for `{name}` but got dtype "
+                f"{CPP_NAMES[_scalar_dtype(t._data.dtype).name]}"
+            )
+    if isinstance(weight, Tensor):
+        return FUNCTIONS["lerp"].apply(input, end, weight if weight._data.dtype == dt else weight.to(dt))
+    return FUNCTIONS["lerp_scalar"].apply(input, end, float(weight))
+
+
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:  # noqa: A002
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the dtype's largest and
+    smallest finite values); integer and bool tensors have none and come back as copies."""
+    _require_tensor("nan_to_num", input)
+    dt = input._data.dtype
+    if dt.kind != "f":
+        return input.clone()
+    info = np.finfo(dt)
+    nan = 0.0 if nan is None else float(nan)
+    posinf = float(info.max) if posinf is None else float(posinf)
+    neginf = float(info.min) if neginf is None else float(neginf)
+    return FUNCTIONS["nan_to_num"].apply(input, nan, posinf, neginf)
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001, A002
+    """Round half to even; ``decimals`` rounds to that many decimal places (negative: to tens, hundreds...)."""
+    _require_tensor("round", input)
+    if decimals == 0:
+        return FUNCTIONS["round"].apply(input)
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"round_cpu\" not implemented for '{_torch_name(input._data.dtype)}'")
+    return FUNCTIONS["round_decimals"].apply(input, int(decimals))
+
+
+def _clamp_tensor(input: Tensor, min, max) -> Tensor:  # noqa: A001, A002
+    """``clamp`` with a tensor bound: one ``ClampBackward0`` node whose bounds get gradients too (as torch)."""
+    lo, hi = (None if b is None else as_operand(b, "clamp") for b in (min, max))
+    dt = result_np_dtype([b for b in (input, lo, hi) if b is not None])
+    if dt.kind == "f":
+        low, high = -math.inf, math.inf
+    elif dt.kind == "b":
+        low, high = False, True
+    else:  # integer tensors stay integer: a missing bound is the dtype's limit
+        low, high = int(np.iinfo(dt).min), int(np.iinfo(dt).max)
+    return FUNCTIONS["clamp_tensor"].apply(input, low if lo is None else lo, high if hi is None else hi)
+
+
+def _private_frontend(name: str):
+    """The function behind a helper row (``lerp``'s scalar form, ``clamp``'s tensor form, ``round(decimals=)``)."""
+    cls = FUNCTIONS[name]
+    return lambda *args: cls.apply(*args)
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
+    """``input + value * tensor1 * tensor2``, broadcast, one node."""
+    return _addc("addcmul", input, tensor1, tensor2, value)
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:  # noqa: A002
+    """``input + value * tensor1 / tensor2``, broadcast, one node (integer division is refused, as torch)."""
+    if all(isinstance(t, Tensor) and not t.is_floating_point() for t in (tensor1, tensor2)):
+        raise RuntimeError(_ADDCDIV_INTEGER)
+    return _addc("addcdiv", input, tensor1, tensor2, value)
+
+
+_ADDCDIV_INTEGER = (
+    "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a true "
+    "division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * "
+    "torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) "
+    "for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / "
+    "tensor2), for all dtypes."
+)
+
+
+def _addc(name: str, input, tensor1, tensor2, value) -> Tensor:  # noqa: A002
+    for k, (arg, t) in enumerate((("input", input), ("tensor1", tensor1), ("tensor2", tensor2))):
+        _require_tensor(name, t, k + 1, arg)
+    if not _is_number(value):
+        raise TypeError(f"{name}(): argument 'value' must be Number, not {type(value).__name__}")
+    return FUNCTIONS[name].apply(input, tensor1, tensor2, value)
+
+
+_MORE_MATH = {
+    "fmod": fmod,
+    "clamp_min": clamp_min,
+    "clamp_max": clamp_max,
+    "atan2": atan2,
+    "square": square,
+    "lerp": lerp,
+    "nan_to_num": nan_to_num,
+    "round": round,
+    "addcmul": addcmul,
+    "addcdiv": addcdiv,
+    **{name: _private_frontend(name) for name in ("lerp_scalar", "clamp_tensor", "round_decimals")},
+}
+
+
+_HAND_WRITTEN = {"clamp": clamp, "pow": pow, "bitwise_not": bitwise_not, **_MORE_MATH}
 FRONTENDS = {name: _HAND_WRITTEN[name] if not row.frontend else _row_frontend(name) for name, row in ROWS.items()}
 
 for _row in ROWS.values():

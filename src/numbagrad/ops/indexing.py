@@ -8,13 +8,15 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
+from .._typeinfo import CPP_NAMES as _CPP
 from .._types import broadcast_shapes_or_none
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ._common import as_operand, broadcast_shapes, result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
-from .inplace import check_inplace, check_written, rebase
+from .inplace import check_inplace, check_written, needs_graph, rebase, write_inplace
 from .reduction import IndexScatter, return_types
+from .shape import cat
 
 
 def _numpy_index(index):
@@ -353,3 +355,596 @@ def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:  # noqa: A0
             src = src.to(input.device)
     setitem(input, Ellipsis, src)
     return input
+
+
+# --- issue 9: gather/scatter, index_* ops, masked ops, repeat_interleave, and their in-place forms -----------------
+def _check_index_dtype(index, name: str) -> None:
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{name}(): argument 'index' (position 3) must be Tensor, not {type(index).__name__}")
+    if index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+
+
+def _check_along(x: Tensor, dim: int, index: Tensor, name: str, src=None) -> None:
+    """torch's gather/scatter checks: same number of dims, index no larger than ``x`` (or ``src``) off ``dim``,
+    every index in range."""
+    if index.dim() != x.dim() and not (index.dim() <= 1 and x.dim() <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for d in range(index.dim()):
+        if d != dim and index.shape[d] > x.shape[d]:
+            raise RuntimeError(
+                f"Size does not match at dimension {d} expected index {shape_str(index.shape)} to be smaller than "
+                f"self {shape_str(x.shape)} apart from dimension {dim}"
+            )
+        if src is not None and index.shape[d] > src.shape[d]:
+            raise RuntimeError(
+                f"Expected index {shape_str(index.shape)} to be smaller than self {shape_str(x.shape)} apart from "
+                f"dimension {dim} and to be smaller size than src {shape_str(src.shape)}"
+            )
+    if index.numel():
+        host = index._host()
+        size = x.shape[dim] if x.dim() else 1
+        bad = host[(host < 0) | (host >= size)]  # gather and scatter take no negative index
+        if bad.size:
+            raise RuntimeError(f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {size}")
+
+
+class Gather(Function):
+    node_name = "GatherBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.shape, ctx.dim = x.shape, dim
+        ctx.save_for_backward(index)
+        return Tensor._make(x._backend.gather(_nd(x._data), dim, _nd(index._data)).reshape(index.shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        zeros = Tensor._make(g._backend.zeros(tuple(ctx.shape), g._data.dtype))
+        return ScatterAdd.apply(zeros, ctx.dim, index, g), None, None
+
+
+def _nd(data):
+    """0-d storage as 1-d (gather and scatter treat a scalar as one element)."""
+    return data.reshape(1) if data.ndim == 0 else data
+
+
+@declare(
+    methods=True,
+    samples=(
+        Sample(T(3, 4), 1, T(3, 2, dtype="int64", high=4)),
+        Sample(T(3, 4), 0, T(2, 4, dtype="int64", high=3)),
+    ),
+)
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:  # noqa: A002
+    """``out[i][j] = input[index[i][j]][j]`` (``dim = 0``): values picked along ``dim`` at ``index``."""
+    _check_index_dtype(index, "gather")
+    dim = wrap_dim(dim, input.dim())
+    _check_along(input, dim, index, "gather")
+    return Gather.apply(input, dim, index)
+
+
+class Scatter(Function):
+    """``scatter`` of a tensor ``src``: a copy of ``x`` with ``src``'s elements written at ``index`` along ``dim``."""
+
+    node_name = "ScatterBackward0"
+    reduce = None
+
+    @staticmethod
+    def forward(ctx, x, dim, index, src):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        value = src._data if isinstance(src, Tensor) else src
+        backend = x._backend
+        out = backend.scatter(_nd(x._data), dim, _nd(index._data), _nd(value) if isinstance(src, Tensor) else value,
+                              ctx._forward_cls.reduce)  # fmt: skip
+        return Tensor._make(out.reshape(x.shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        gx = ScatterValue.apply(g, ctx.dim, index, 0) if ctx.needs_input_grad[0] else None
+        gsrc = gather(g, ctx.dim, index) if ctx.needs_input_grad[3] else None
+        return gx, None, None, gsrc
+
+
+class ScatterValue(Scatter):
+    """``scatter`` of a number (torch's ``ScatterBackward1``)."""
+
+    node_name = "ScatterBackward1"
+
+
+class ScatterAdd(Scatter):
+    node_name = "ScatterAddBackward0"
+    reduce = "add"
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        gsrc = gather(g, ctx.dim, index) if ctx.needs_input_grad[3] else None
+        return g, None, None, gsrc
+
+
+class ScatterReduce(Scatter):
+    """``scatter(..., reduce="add" | "multiply")`` (torch's deprecated form; no gradient, as in torch)."""
+
+    node_name = "ScatterBackward0"
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("the derivative for 'scatter' with reduce is not implemented.")
+
+
+_SCATTER_REDUCE = {
+    mode: type(f"Scatter{mode.title()}", (ScatterReduce,), {"reduce": mode}) for mode in ("add", "multiply")
+}
+
+
+def _scatter_args(input: Tensor, dim: int, index: Tensor, src, name: str) -> tuple:  # noqa: A002
+    _check_index_dtype(index, name)
+    dim = wrap_dim(dim, input.dim())
+    src = as_operand(src, name, 4, "src")
+    if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
+        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+    _check_along(input, dim, index, name, src if isinstance(src, Tensor) else None)
+    return dim, src
+
+
+@declare(
+    methods=True,
+    samples=(
+        Sample(T(3, 4), 1, T(3, 1, dtype="int64", high=4), T(3, 1)),
+        Sample(T(3, 4), 0, T(2, 4, dtype="int64", high=1), 2.5),
+    ),
+)
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``src`` (a tensor, or a number ``value``) written at ``index`` along ``dim``."""
+    if src is None:
+        src = value
+    dim, src = _scatter_args(input, dim, index, src, "scatter")
+    if reduce is not None:
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
+        return _SCATTER_REDUCE[reduce].apply(input, dim, index, src)
+    return (Scatter if isinstance(src, Tensor) else ScatterValue).apply(input, dim, index, src)
+
+
+@declare(methods=True, samples=(Sample(T(3, 4), 1, T(3, 5, dtype="int64", high=4), T(3, 5)),))
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"scatter_add(): argument 'src' (position 4) must be Tensor, not {type(src).__name__}")
+    dim, src = _scatter_args(input, dim, index, src, "scatter")
+    return ScatterAdd.apply(input, dim, index, src)
+
+
+@declare(methods=("scatter_",), name="_scatter_")
+def scatter_(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:  # noqa: A002
+    """In-place ``scatter``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: scatter(t, dim, index, src, value=value, reduce=reduce), (index, src))
+
+
+@declare(methods=("scatter_add_",), name="_scatter_add_")
+def scatter_add_(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
+    """In-place ``scatter_add``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: scatter_add(t, dim, index, src), (index, src))
+
+
+def _vector_index(index, name: str, dims: int) -> Tensor:
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{name}(): argument 'index' (position 3) must be Tensor, not {type(index).__name__}")
+    if index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"{name}(): Expected dtype int32 or int64 for index")
+    if index.dim() > 1:
+        if name == "index_select":
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        raise RuntimeError(
+            "Index has to be a vector/scalar"
+            if name == "index_fill_"
+            else f"{name}(): Index is supposed to be a vector"
+        )
+    return index
+
+
+def _check_range(index: Tensor, size: int, dim: int, error=IndexError, message=None, negative: bool = True) -> None:
+    """Every index in ``[-size, size)`` (``[0, size)`` where torch takes no negative index), else torch's error."""
+    host = index._host().reshape(-1).astype(np.int64)
+    bad = host[((host < -size) if negative else (host < 0)) | (host >= size)]
+    if bad.size:
+        raise error(message or f"index {bad[0]} is out of bounds for dimension {dim} with size {size}")
+
+
+class IndexSelect(Function):
+    node_name = "IndexSelectBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.shape, ctx.dim = x.shape, dim
+        ctx.save_for_backward(index)
+        return Tensor._make(x._backend.index_select(x._data, dim, index._data))
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        zeros = Tensor._make(g._backend.zeros(tuple(ctx.shape), g._data.dtype))
+        return IndexAdd.apply(zeros, ctx.dim, index, g, 1), None, None
+
+
+@declare(
+    methods=True, samples=(Sample(T(3, 4), 1, T(5, dtype="int64", high=4)), Sample(T(3, 4), 0, T(2, dtype="int64")))
+)
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:  # noqa: A002
+    """The slices of ``input`` at ``index`` along ``dim`` (a copy)."""
+    index = _vector_index(index, "index_select", input.dim())
+    dim = wrap_dim(dim, input.dim())
+    size = input.shape[dim] if input.dim() else 1
+    _check_range(index, size, dim, IndexError, "index out of range in self", negative=False)
+    index = index.reshape(-1) if index.dim() == 0 else index
+    if input.dim() == 0:
+        return IndexSelect.apply(input.reshape(1), 0, index).reshape(())
+    return IndexSelect.apply(input, dim, index)
+
+
+class IndexAdd(Function):
+    node_name = "IndexAddBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, index, source, alpha):
+        ctx.dim, ctx.alpha = dim, alpha
+        ctx.save_for_backward(index)
+        src = source._data if alpha == 1 else (source * alpha)._data
+        return Tensor._make(x._backend.index_add(x._data, dim, index._data, src))
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        gsrc = None
+        if ctx.needs_input_grad[3]:
+            gsrc = index_select(g, ctx.dim, index)
+            if ctx.alpha != 1:
+                gsrc = gsrc * ctx.alpha
+        return g, None, None, gsrc, None
+
+
+@declare(
+    methods=True,
+    samples=(
+        Sample(T(4, 3), 0, T(5, dtype="int64", high=4), T(5, 3)),
+        Sample(T(4, 3), 1, T(2, dtype="int64"), T(4, 2), alpha=2.0),
+    ),
+)
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim`` (repeated indices add up)."""
+    index = _vector_index(index, "index_add_", input.dim())
+    dim = wrap_dim(dim, input.dim())
+    if source._data.dtype != input._data.dtype:
+        raise RuntimeError(
+            f"index_add_(): self ({input.dtype.scalar_name}) and source ({source.dtype.scalar_name}) must have the "
+            "same scalar type"
+        )
+    n = index.numel()
+    if source.dim() and source.shape[dim] != n:
+        raise RuntimeError(
+            f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): ({source.shape[dim]}), "
+            f"for dim: {dim}"
+        )
+    _check_range(index, input.shape[dim], dim, RuntimeError, negative=False)
+    return IndexAdd.apply(input, dim, index.reshape(-1), source, alpha)
+
+
+@declare(methods=("index_add_",), name="_index_add_")
+def index_add_(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:  # noqa: A002
+    """In-place ``index_add``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: index_add(t, dim, index, source, alpha=alpha), (index, source))
+
+
+class IndexFill(Function):
+    node_name = "IndexFillBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, index, value):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        v = value._backend.to_host(value._data).item() if isinstance(value, Tensor) else value
+        return Tensor._make(x._backend.index_fill(x._data, dim, index._data, v))
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        gx = IndexFill.apply(g, ctx.dim, index, 0) if ctx.needs_input_grad[0] else None
+        gv = index_select(g, ctx.dim, index).sum() if ctx.needs_input_grad[3] else None
+        return gx, None, None, gv
+
+
+class IndexFillTensor(IndexFill):
+    node_name = "IndexFillBackward1"
+
+
+@declare(
+    methods=True,
+    samples=(Sample(T(4, 3), 0, T(2, dtype="int64", high=4), -1.5), Sample(T(4, 3), 1, T(2, dtype="int64"), T())),
+)
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a number or 0-d tensor)."""
+    index = _vector_index(index, "index_fill_", input.dim())
+    dim = wrap_dim(dim, input.dim())
+    value = as_operand(value, "index_fill", 4, "value")
+    if isinstance(value, Tensor) and value.dim():
+        raise RuntimeError(
+            f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} dimension(s)."
+        )
+    _check_range(index, input.shape[dim] if input.dim() else 1, dim)
+    return (IndexFillTensor if isinstance(value, Tensor) else IndexFill).apply(input, dim, index.reshape(-1), value)
+
+
+@declare(methods=("index_fill_",), name="_index_fill_")
+def index_fill_(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa: A002
+    """In-place ``index_fill``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: index_fill(t, dim, index, value), (index, value))
+
+
+class IndexPutOp(Function):
+    """``index_put``: a copy of ``x`` with ``values`` written (or, with ``accumulate``, added) at ``x[indices]``."""
+
+    node_name = "IndexPutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, values, index, accumulate):
+        ctx.index, ctx.accumulate, ctx.values_shape = index, accumulate, values.shape
+        backend = x._backend
+        want = backend.getitem(x._data, index).shape
+        if broadcast_shapes_or_none(tuple(want), tuple(values.shape)) != tuple(want):
+            _raise_shape(index, list(want), list(values.shape))
+        return Tensor._make(backend.index_put(x._data, index, values._data, accumulate))
+
+    @staticmethod
+    def backward(ctx, g):
+        gx = None
+        if ctx.needs_input_grad[0]:
+            gx = g if ctx.accumulate else IndexPutOp.apply(g, zeros_of(g, ()), ctx.index, False)
+        gv = g[ctx.index].sum_to_size(ctx.values_shape) if ctx.needs_input_grad[1] else None
+        return gx, gv, None, None
+
+
+def zeros_of(like: Tensor, shape: tuple) -> Tensor:
+    return Tensor._make(like._backend.zeros(shape, like._data.dtype))
+
+
+@declare(
+    methods=True,
+    samples=(
+        Sample(T(4, 3), (T(2, dtype="int64", high=4),), T(2, 3)),
+        Sample(T(4, 3), (T(3, dtype="int64", high=2), T(3, dtype="int64")), T(3), accumulate=True),
+    ),
+)
+def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``input[indices] = values`` (``+=`` with ``accumulate``, repeated indices adding up)."""
+    np_index = _numpy_index(tuple(indices))
+    values = as_operand(values, "index_put", 3, "values")
+    if not isinstance(values, Tensor):
+        values = Tensor._make(input._backend.full((), values, input._data.dtype))
+    if values._data.dtype != input._data.dtype:
+        raise RuntimeError(
+            f"Index put requires the source and destination dtypes match, got {input.dtype.scalar_name} for the "
+            f"destination and {values.dtype.scalar_name} for the source."
+        )
+    _check_bounds(input, np_index)
+    return IndexPutOp.apply(input, values, np_index, bool(accumulate))
+
+
+@declare(methods=("index_put_",), name="_index_put_")
+def index_put_(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
+    """In-place ``index_put``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: index_put(t, indices, values, accumulate), (values,))
+
+
+def _check_mask(mask, name: str) -> Tensor:
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"{name}(): argument 'mask' (position 2) must be Tensor, not {type(mask).__name__}")
+    if mask._data.dtype != np.bool_:
+        if name == "masked_select":
+            raise RuntimeError("masked_select: expected BoolTensor for mask")
+        raise RuntimeError(
+            f"{name}_ only supports boolean masks, but got mask with dtype {_CPP.get(mask.dtype.name, mask.dtype.name)}"
+        )
+    return mask
+
+
+class MaskedFill(Function):
+    node_name = "MaskedFillBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        ctx.shape = x.shape
+        ctx.save_for_backward(mask)
+        backend = same_backend((x, mask))
+        shape = broadcast_shapes(x.shape, mask.shape)
+        if isinstance(value, Tensor):  # a 0-d value: its storage, or its number when it lives on another device
+            value = value._data if value._backend is backend else value.item()
+        out = backend.where(mask._data, value, x._data, x._data.dtype)
+        if tuple(out.shape) != shape:
+            out = backend.copy(backend.broadcast_to(out, shape))
+        return Tensor._make(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved_tensors
+        gx = where(mask, 0.0, g).sum_to_size(ctx.shape) if ctx.needs_input_grad[0] else None
+        gv = where(mask, g, 0.0).sum() if ctx.needs_input_grad[2] else None
+        return gx, None, gv
+
+
+class MaskedFillTensor(MaskedFill):
+    node_name = "MaskedFillBackward1"
+
+
+@declare(methods=True, samples=(Sample(T(3, 4), T(3, 4, dtype="bool"), -1.0), Sample(T(3, 4), T(4, dtype="bool"), T())))
+def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``value`` (a number or 0-d tensor) where ``mask`` is True (broadcast)."""
+    mask = _check_mask(mask, "masked_fill")
+    value = as_operand(value, "masked_fill", 3, "value")
+    if isinstance(value, Tensor) and value.dim():
+        raise RuntimeError(
+            f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} dimension(s)."
+        )
+    return (MaskedFillTensor if isinstance(value, Tensor) else MaskedFill).apply(input, mask, value)
+
+
+@declare(methods=("masked_fill_",), name="_masked_fill_")
+def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
+    """In-place ``masked_fill``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: masked_fill(t, mask, value), (mask, value))
+
+
+class MaskedSelect(Function):
+    node_name = "MaskedSelectBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mask):
+        shape = broadcast_shapes(x.shape, mask.shape)
+        ctx.shape, ctx.full = x.shape, shape
+        ctx.save_for_backward(mask)
+        backend = x._backend
+        data = backend.broadcast_to(x._data, shape)
+        m = np.broadcast_to(mask._host(), shape)
+        return Tensor._make(backend.getitem(data, (m,)))
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved_tensors
+        zeros = zeros_of(g, tuple(ctx.full))
+        return masked_scatter(zeros, mask, g).sum_to_size(ctx.shape), None
+
+
+@declare(methods=True, samples=(Sample(T(3, 4), T(3, 4, dtype="bool")), Sample(T(3, 1), T(3, 4, dtype="bool"))))
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
+    """The elements of ``input`` (broadcast with ``mask``) where ``mask`` is True, as a 1-d tensor."""
+    mask = _check_mask(mask, "masked_select")
+    return MaskedSelect.apply(input, mask)
+
+
+class MaskedScatter(Function):
+    node_name = "MaskedScatterBackward0"
+
+    @staticmethod
+    def forward(ctx, x, mask, source):
+        ctx.shape, ctx.source_shape = x.shape, source.shape
+        ctx.save_for_backward(mask)
+        return Tensor._make(x._backend.masked_scatter(x._data, mask._data, source._data))
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved_tensors
+        gx = where(mask, 0.0, g).sum_to_size(ctx.shape) if ctx.needs_input_grad[0] else None
+        gs = None
+        if ctx.needs_input_grad[2]:
+            picked = masked_select(g, mask)
+            n = int(np.prod(ctx.source_shape, dtype=np.int64))
+            rest = zeros_of(g, (n - picked.shape[0],))
+            gs = _cat_flat(picked, rest).reshape(ctx.source_shape)
+        return gx, None, gs
+
+
+def _cat_flat(a: Tensor, b: Tensor) -> Tensor:
+    return cat([a, b]) if b.shape[0] else a
+
+
+@declare(
+    methods=True, samples=(Sample(T(3, 4), T(3, 4, dtype="bool"), T(12)), Sample(T(3, 4), T(4, dtype="bool"), T(4, 4)))
+)
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # noqa: A002
+    """A copy of ``input`` whose elements where ``mask`` is True take ``source``'s elements in order."""
+    mask = _check_mask(mask, "masked_scatter")
+    if source._data.dtype != input._data.dtype:
+        raise RuntimeError(
+            "masked_scatter: expected self and source to have same dtypes but got"
+            f"{input.dtype.scalar_name} and {source.dtype.scalar_name}"
+        )
+    count = int(np.count_nonzero(np.broadcast_to(mask._host(), broadcast_shapes(input.shape, mask.shape))))
+    if source.numel() < count:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    return MaskedScatter.apply(input, mask, source)
+
+
+@declare(methods=("masked_scatter_",), name="_masked_scatter_")
+def masked_scatter_(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:  # noqa: A002
+    """In-place ``masked_scatter``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: masked_scatter(t, mask, source), (mask, source))
+
+
+@declare(methods=("fill_diagonal_",), name="_fill_diagonal_")
+def fill_diagonal_(input: Tensor, fill_value, wrap: bool = False) -> Tensor:  # noqa: A002
+    """Write ``fill_value`` on the main diagonal (all dims equal beyond 2-d; ``wrap`` restarts it every
+    ``width + 1`` rows of a tall matrix), in place (torch's node: ``CopySlices``)."""
+    if input.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    height, width = input.shape[0], input.shape[1]
+    if input.dim() > 2 and any(s != height for s in input.shape[1:]):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    n = min(height, width)
+    index = [np.arange(n)] * input.dim()
+    if wrap and input.dim() == 2 and height > width + 1:
+        step = width + 1
+        flat = width * step + np.arange((input.numel() + step - 1) // step - n) * step
+        rows, cols = np.unravel_index(flat, input.shape)
+        index = [np.concatenate([index[0], rows]), np.concatenate([index[1], cols])]
+    np_index = tuple(index)
+    if isinstance(fill_value, Tensor):  # torch's parser takes a 0-d tensor as a Number, unless it requires grad
+        if fill_value.dim() or fill_value.requires_grad:
+            raise TypeError("fill_diagonal_(): argument 'fill_value' (position 1) must be Number, not Tensor")
+        fill_value = fill_value.item()
+    value = as_operand(fill_value, "fill_diagonal_", 1, "fill_value")
+    check_inplace(input)
+    check_written(input)
+    if needs_graph(input, (value,)):
+        return rebase(input, lambda old: CopySlices.apply(old, value, np_index))
+    _assign(input._backend, input._data, np_index, value._data if isinstance(value, Tensor) else value)
+    input._bump_version()
+    return input
+
+
+class RepeatIndex(Function):
+    """``repeat_interleave`` of a repeats tensor alone: ``repeats[i]`` copies of ``i``."""
+
+    @staticmethod
+    def forward(ctx, repeats):
+        return Tensor._make(repeats._backend.repeat_index(repeats._data))
+
+
+@declare(
+    methods=True,
+    samples=(
+        Sample(T(2, 3), 2),
+        Sample(T(2, 3), 3, 1),
+        Sample(T(3, 2), T(3, dtype="int64", high=3), 0),
+        Sample(T(4), T(1, dtype="int64", high=3)),
+    ),
+)
+def repeat_interleave(input: Tensor, repeats=None, dim=None, *, output_size=None) -> Tensor:  # noqa: A002
+    """Each element (or slice along ``dim``) repeated ``repeats`` times in place (a number, or one count per
+    element); ``repeat_interleave(counts)`` alone gives each index ``counts[i]`` times."""
+    if repeats is None:  # torch.repeat_interleave(repeats)
+        return RepeatIndex.apply(input)
+    if dim is None:
+        input, dim = input.flatten(), 0
+    dim = wrap_dim(dim, input.dim())
+    if isinstance(repeats, Tensor):
+        if repeats.dim() > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        if repeats.numel() == 1:  # one count for every element, as torch
+            repeats = repeats.reshape(1).expand(input.shape[dim])
+        if repeats.shape[0] != input.shape[dim]:
+            raise RuntimeError(
+                f"repeats must have the same size as input along dim, but got repeats.size(0) = {repeats.shape[0]} "
+                f"and input.size({dim}) = {input.shape[dim]}"
+            )
+        if bool((repeats < 0).any()):
+            raise RuntimeError("repeats can not be negative")
+        return index_select(input, dim, RepeatIndex.apply(repeats))
+    if repeats < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    # torch's int path: unsqueeze, expand, a contiguous copy, then flatten the pair of dims (a view)
+    shape = list(input.shape)
+    expanded = input.unsqueeze(dim + 1).expand(*shape[: dim + 1], int(repeats), *shape[dim + 1 :])
+    return expanded.clone().flatten(dim, dim + 1)

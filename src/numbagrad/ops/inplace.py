@@ -15,7 +15,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._types import from_numpy_dtype
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import no_grad, state
 from ._common import broadcast_shapes, shape_str
 
 _CASTS = {"b": 0, "i": 1, "u": 1, "f": 2}
@@ -117,3 +117,15 @@ def random_fill_(t: Tensor, values: np.ndarray) -> Tensor:
     t._backend.setitem(t._data, (Ellipsis,), t._backend.from_host(values.astype(t._data.dtype, copy=False)))
     t._bump_version()
     return t
+
+
+def write_inplace(t: Tensor, op, operands=()) -> Tensor:
+    """``t.<op>_(...)``: torch's checks, then ``op`` run out of place on ``t`` and written back (rebased onto the
+    op's node under autograd), so an error leaves ``t`` untouched."""
+    check_inplace(t)
+    check_written(t, [o for o in operands if isinstance(o, Tensor)])
+    if needs_graph(t, operands):
+        return rebase(t, op)
+    with no_grad():
+        result = op(t)
+    return write_result(t, result)

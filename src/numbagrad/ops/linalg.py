@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+import string
 
 import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import result_np_dtype, same_backend
+from ._common import result_np_dtype, same_backend, wrap_dim
 from ._registry import Sample, T, declare
+from .inplace import write_inplace
 from .reduction import sum_to_shape
 
 
@@ -241,3 +243,450 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
 def rmatmul(b: Tensor, a) -> Tensor:
     """``a @ b`` with the tensor on the right."""
     return matmul(a, b)
+
+
+# --- issue 9: addmm, baddbmm, outer, trace, diag, diagonal, triu/tril, einsum ---------------------------------
+class Addmm(Function):
+    """``beta * input + alpha * (mat1 @ mat2)`` (``bmm`` for the batched form), one node."""
+
+    node_name = "AddmmBackward0"
+    product = staticmethod(lambda a, b: mm(a, b))
+
+    @staticmethod
+    def forward(ctx, input, m1, m2, beta, alpha):  # noqa: A002
+        ctx.beta, ctx.alpha, ctx.in_shape = beta, alpha, input.shape
+        ctx.save_for_backward(m1, m2)
+        out = _matmul_data(m1, m2)
+        if alpha != 1:
+            out = out * alpha
+        if beta != 0:  # beta = 0 ignores input entirely (NaN and inf included), as torch
+            out = out + (input if beta == 1 else input * beta)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        m1, m2 = ctx.saved_tensors
+        product = ctx._forward_cls.product
+        needs = ctx.needs_input_grad
+        gi = (g * ctx.beta if ctx.beta != 1 else g).sum_to_size(ctx.in_shape) if needs[0] else None
+        g1 = product(g, m2.transpose(-1, -2)) if needs[1] else None
+        g2 = product(m1.transpose(-1, -2), g) if needs[2] else None
+        if ctx.alpha != 1:
+            g1 = None if g1 is None else g1 * ctx.alpha
+            g2 = None if g2 is None else g2 * ctx.alpha
+        return gi, g1, g2, None, None
+
+
+class Baddbmm(Addmm):
+    node_name = "BaddbmmBackward0"
+    product = staticmethod(lambda a, b: bmm(a, b))
+
+
+def _check_same_dtype(input: Tensor, m1: Tensor, m2: Tensor) -> None:  # noqa: A002
+    for t in (m1, m2):
+        if t._data.dtype != input._data.dtype:
+            raise RuntimeError(
+                f"self and mat2 must have the same dtype, but got {input.dtype.scalar_name} and {t.dtype.scalar_name}"
+            )
+
+
+@declare(methods=True, samples=(Sample(T(3, 2), T(3, 4), T(4, 2)), Sample(T(2), T(3, 4), T(4, 2), beta=0.5, alpha=2.0)))
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the product's shape."""
+    _check_2d(mat1, "mat1")
+    _check_2d(mat2, "mat2")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
+            f"{mat2.shape[0]}x{mat2.shape[1]})"
+        )
+    _check_same_dtype(input, mat1, mat2)
+    input.expand(mat1.shape[0], mat2.shape[1])  # torch's message when input does not broadcast
+    return Addmm.apply(input, mat1, mat2, beta, alpha)
+
+
+@declare(
+    methods=True, samples=(Sample(T(2, 3, 5), T(2, 3, 4), T(2, 4, 5)), Sample(T(5), T(2, 3, 4), T(2, 4, 5), beta=2.0))
+)
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """``beta * input + alpha * bmm(batch1, batch2)``."""
+    if batch1.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if batch2.dim() != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    _check_same_dtype(input, batch1, batch2)
+    input.expand(batch1.shape[0], batch1.shape[1], batch2.shape[2])
+    return Baddbmm.apply(input, batch1, batch2, beta, alpha)
+
+
+@declare(methods=True, aliases=("ger",), samples=(Sample(T(3), T(4)),))
+def outer(input: Tensor, vec2: Tensor) -> Tensor:  # noqa: A002
+    """``input[i] * vec2[j]`` (torch's ``input.reshape(n, 1) * vec2``)."""
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t.dim() != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.dim()}-D")
+    return input.reshape(input.shape[0], 1) * vec2
+
+
+class Diagonal(Function):
+    """``diagonal``: a view of the elements ``x[..., i, ..., i + offset, ...]`` along a new last dim."""
+
+    node_name = "DiagonalBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x, offset, dim1, dim2):
+        ctx.shape, ctx.offset, ctx.dim1, ctx.dim2 = x._data.shape, offset, dim1, dim2
+        return x._view_of(x._backend.diagonal(x._data, offset, dim1, dim2))
+
+    @staticmethod
+    def backward(ctx, g):
+        return DiagonalEmbed.apply(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2), None, None, None
+
+
+class DiagonalCopy(Diagonal):
+    """``diag`` of a matrix: the diagonal copied (torch prints this node as ``DiagonalBackward0_copy``)."""
+
+    node_name = "DiagonalBackward0_copy"
+
+    @staticmethod
+    def forward(ctx, x, offset, dim1, dim2):
+        ctx.shape, ctx.offset, ctx.dim1, ctx.dim2 = x._data.shape, offset, dim1, dim2
+        backend = x._backend
+        return Tensor._make(backend.copy(backend.diagonal(x._data, offset, dim1, dim2)))
+
+
+class DiagonalEmbed(Function):
+    """Zeros of ``shape`` with ``g`` on the diagonal (the backward of ``diagonal`` and ``trace``)."""
+
+    node_name = "DiagonalBackwardBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, g, shape, offset, dim1, dim2):
+        ctx.args = (offset, dim1, dim2)
+        backend = g._backend
+        out = backend.zeros(tuple(shape), g._data.dtype)
+        backend.setitem(backend.diagonal(out, offset, dim1, dim2), (Ellipsis,), g._data)
+        return Tensor._make(out)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return Diagonal.apply(gg, *ctx.args), None, None, None, None
+
+
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(2, 3, 4), -1, 0, 2)))
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
+    """The diagonal ``offset`` of the matrices in dims ``dim1``, ``dim2``, as a view (its elements in a new last
+    dim)."""
+    d1, d2 = wrap_dim(dim1, input.dim()), wrap_dim(dim2, input.dim())
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return Diagonal.apply(input, int(offset), d1, d2)
+
+
+class DiagEmbed(Function):
+    """``diag`` of a vector: a square matrix with the vector on diagonal ``offset``."""
+
+    node_name = "DiagEmbedBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, v, offset):
+        ctx.offset = offset
+        return Tensor._make(v._backend.embed_diagonal(v._data, offset))
+
+    @staticmethod
+    def backward(ctx, g):
+        return Diagonal.apply(g, ctx.offset, 0, 1), None
+
+
+@declare(methods=True, samples=(Sample(T(3)), Sample(T(3), -1), Sample(T(3, 4)), Sample(T(3, 4), 1)))
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    """A vector's diagonal matrix, or a matrix's diagonal (a copy), at offset ``diagonal``."""
+    if input.dim() == 1:
+        return DiagEmbed.apply(input, int(diagonal))
+    if input.dim() == 2:
+        return DiagonalCopy.apply(input, int(diagonal), 0, 1)
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+
+
+class Trace(Function):
+    node_name = "TraceBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.shape = x._data.shape
+        backend = x._backend
+        diag_ = backend.diagonal(x._data, 0, 0, 1)
+        dt = np.dtype(np.int64) if x._data.dtype.kind in "biu" else x._data.dtype
+        return Tensor._make(backend.reduce(diag_, "sum", None, False, dt))
+
+    @staticmethod
+    def backward(ctx, g):
+        n = min(ctx.shape)
+        return DiagonalEmbed.apply(g.expand(n), ctx.shape, 0, 0, 1)
+
+
+@declare(methods=True, samples=(Sample(T(3, 3)), Sample(T(2, 4))))
+def trace(input: Tensor) -> Tensor:  # noqa: A002
+    """The sum of the main diagonal of a matrix (integers sum to int64)."""
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    return Trace.apply(input)
+
+
+class Triu(Function):
+    node_name = "TriuBackward0"
+    _trusted = True
+    upper = True
+
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.k = k
+        return Tensor._make(x._backend.triangle(x._data, ctx._forward_cls.upper, k))
+
+    @staticmethod
+    def backward(ctx, g):
+        return ctx._forward_cls.apply(g, ctx.k), None
+
+
+class Tril(Triu):
+    node_name = "TrilBackward0"
+    upper = False
+
+
+def _triangle(cls, input: Tensor, diagonal: int, name: str) -> Tensor:  # noqa: A002
+    if input.dim() < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    return cls.apply(input, int(diagonal))
+
+
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(2, 3, 3), -1)))
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    """The upper triangle (on and above diagonal ``diagonal``) of the last two dims; the rest zero."""
+    return _triangle(Triu, input, diagonal, "triu")
+
+
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)))
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    """The lower triangle (on and below diagonal ``diagonal``) of the last two dims; the rest zero."""
+    return _triangle(Tril, input, diagonal, "tril")
+
+
+# --- einsum ----------------------------------------------------------------------------------------------------
+_LABELS = string.ascii_uppercase + string.ascii_lowercase
+
+
+def _einsum_parse(equation: str, shapes: list) -> tuple[list[str], str]:
+    """Explicit subscripts (one letter per dim, ellipses spelled out) for each operand and the output."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) > len(shapes):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+    if len(terms) < len(shapes):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    for k, c in enumerate(eq):
+        if not (c in _LABELS or c in ".,->"):
+            raise RuntimeError(
+                f"einsum(): invalid subscript given at index {k} in the equation string, subscripts must be in [a-zA-Z]"
+            )
+    free = [c for c in _LABELS if c not in eq]
+    ell_dims = [len(shape) - (len(t) - 3) for t, shape in zip(terms, shapes) if "..." in t]
+    ellipsis = "".join(free[: max(ell_dims, default=0)])
+    explicit = []
+    for k, (t, shape) in enumerate(zip(terms, shapes)):
+        if "..." in t:
+            n = len(shape) - (len(t) - 3)
+            if n < 0:
+                raise RuntimeError(
+                    f"einsum(): the number of subscripts in the equation ({len(t) - 3}) is more than the number of "
+                    f"dimensions ({len(shape)}) for operand {k}"
+                )
+            t = t.replace("...", ellipsis[len(ellipsis) - n :])
+        elif len(t) != len(shape):
+            raise RuntimeError(
+                f"einsum(): the number of subscripts in the equation ({len(t)}) does not match the number of "
+                f"dimensions ({len(shape)}) for operand {k} and no ellipsis was given"
+            )
+        explicit.append(t)
+    if not arrow:  # implicit output: the ellipsis dims, then the labels used once, in alphabetical order
+        counts = "".join(terms)
+        out = ellipsis + "".join(sorted(c for c in set(counts) if c in _LABELS and counts.count(c) == 1))
+    else:
+        out = out.replace("...", ellipsis)
+        seen = "".join(explicit)
+        for c in out:
+            if out.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
+            if c not in seen:
+                raise RuntimeError(
+                    f"einsum(): output subscript {c} does not appear in the equation for any input operand"
+                )
+    return explicit, out
+
+
+def _einsum_sizes(terms: list[str], shapes: list) -> dict:
+    """Each label's size; size-1 dims broadcast, as in torch."""
+    sizes: dict = {}
+    for k, (t, shape) in enumerate(zip(terms, shapes)):
+        own: dict = {}
+        for c, n in zip(t, shape):
+            if c in own and own[c] != n:
+                raise RuntimeError(
+                    f"einsum(): subscript {c} is repeated for operand {k} but the sizes don't match, {n} != {own[c]}"
+                )
+            own[c] = n
+            seen = sizes.get(c)
+            if seen is None or seen == 1:
+                sizes[c] = n
+            elif n != 1 and n != seen:
+                raise RuntimeError(
+                    f"einsum(): subscript {c} has size {n} for operand {k} which does not broadcast with previously "
+                    f"seen size {seen}"
+                )
+    return sizes
+
+
+class Einsum(Function):
+    """``einsum`` in one node: forward by the backend's einsum, backward by einsums of the gradient with the other
+    operands. The node takes the name of the last op torch's einsum runs for the equation: ``SumBackward1`` (one
+    operand, labels summed), ``PermuteBackward0`` (one operand, none summed), ``ViewBackward0`` (several, labels
+    contracted: torch's bmm path ends in a view) or ``MulBackward0`` (several, nothing summed)."""
+
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, terms, out, *operands):
+        ctx.terms, ctx.out = terms, out
+        ctx.save_for_backward(*operands)
+        backend = same_backend(operands)
+        data = [o._data for o in operands]
+        return Tensor._make(backend.einsum(",".join(terms) + "->" + out, *data))
+
+    @staticmethod
+    def backward(ctx, g):
+        operands = ctx.saved_tensors
+        terms, out = ctx.terms, ctx.out
+        grads = [None, None]
+        for k, (t, x) in enumerate(zip(terms, operands)):
+            if not ctx.needs_input_grad[k + 2]:
+                grads.append(None)
+                continue
+            others = [(terms[j], operands[j]) for j in range(len(terms)) if j != k]
+            unique = "".join(dict.fromkeys(t))
+            available = out + "".join(s for s, _ in others)
+            kept = "".join(c for c in unique if c in available)
+            equation = ",".join([out] + [s for s, _ in others]) + "->" + kept
+            r = einsum(equation, g, *[o for _, o in others])
+            if kept != unique:  # labels only this operand has: the gradient is constant along them
+                sizes = dict(zip(t, x.shape))
+                r = r.reshape([sizes[c] if c in kept else 1 for c in unique]).expand([sizes[c] for c in unique])
+            if unique != t:  # a repeated label (a diagonal): the gradient lives on that diagonal only
+                r = _EmbedRepeated.apply(r, tuple(x.shape), tuple(unique.index(c) for c in t))
+            grads.append(r)
+        return tuple(grads)
+
+
+_EINSUM_NODES = {
+    (False, True): type("EinsumSum", (Einsum,), {"node_name": "SumBackward1"}),
+    (False, False): type("EinsumPermute", (Einsum,), {"node_name": "PermuteBackward0"}),
+    (True, True): type("EinsumView", (Einsum,), {"node_name": "ViewBackward0"}),
+    (True, False): type("EinsumMul", (Einsum,), {"node_name": "MulBackward0"}),
+}
+
+
+class _EmbedRepeated(Function):
+    """A tensor over the distinct labels placed on the diagonal of an operand with repeated labels (``ii``)."""
+
+    node_name = "DiagonalBackward0"
+
+    @staticmethod
+    def forward(ctx, r, shape, positions):
+        grid = np.indices(r.shape)
+        ctx.index = tuple(grid[p] for p in positions)
+        backend = r._backend
+        return Tensor._make(backend.index_put(backend.zeros(shape, r._data.dtype), ctx.index, r._data, False))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g[ctx.index], None, None
+
+
+def _einsum_operands(args: tuple) -> tuple[str, list]:
+    """``einsum(eq, a, b)``, ``einsum(eq, [a, b])`` or torch's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``."""
+    if isinstance(args[0], str):
+        rest = args[1:]
+        operands = list(rest[0]) if len(rest) == 1 and isinstance(rest[0], (list, tuple)) else list(rest)
+        return args[0], operands
+    out = args[-1] if len(args) % 2 else None  # an output sublist after the operand/sublist pairs
+    pairs = args[:-1] if out is not None else args
+
+    def letters(sub) -> str:
+        return "".join("..." if s is Ellipsis else _LABELS[int(s)] for s in sub)
+
+    equation = ",".join(letters(t) for t in pairs[1::2]) + ("" if out is None else "->" + letters(out))
+    return equation, list(pairs[0::2])
+
+
+@declare(
+    samples=(
+        Sample("ij,jk->ik", T(2, 3), T(3, 4)),
+        Sample("bij,bkj->bik", T(2, 2, 3), T(2, 4, 3)),
+        Sample("ii->i", T(3, 3)),
+        Sample("ij->", T(2, 3)),
+        Sample("ij", T(2, 3)),
+        Sample("i,j->ji", T(2), T(3)),
+        Sample("...ij,...jk", T(2, 2, 3), T(1, 3, 4)),
+        Sample("ij,jk,kl->il", T(2, 3), T(3, 4), T(4, 2)),
+        Sample("ii,ij->j", T(3, 3), T(3, 2)),
+        Sample("ijk,ik->", T(2, 3, 4), T(2, 4)),
+    )
+)
+def einsum(*args) -> Tensor:
+    """Sum of products over the labels an equation names (``"ij,jk->ik"`` is a matrix product), with ellipses,
+    broadcasting of size-1 dims, repeated labels (diagonals) and implicit outputs, as ``torch.einsum``."""
+    equation, operands = _einsum_operands(args)
+    for o in operands:
+        if not isinstance(o, Tensor):
+            raise TypeError(
+                f"einsum(): argument 'operands' (position 2) must be tuple of Tensors, not {type(o).__name__}"
+            )
+    for o in operands[1:]:
+        if o._data.dtype != operands[0]._data.dtype:
+            raise RuntimeError(f"expected scalar type {operands[0].dtype.scalar_name} but found {o.dtype.scalar_name}")
+    shapes = [tuple(o.shape) for o in operands]
+    terms, out = _einsum_parse(equation, shapes)
+    sizes = _einsum_sizes(terms, shapes)
+    for k, (t, o) in enumerate(zip(terms, operands)):
+        want = tuple(sizes[c] for c in t)
+        if want != shapes[k]:
+            operands[k] = o.expand(want)
+    summed = any(c not in out for t in terms for c in t)
+    return _EINSUM_NODES[(len(operands) > 1, summed)].apply(terms, out, *operands)
+
+
+@declare(methods=("addmm_",), name="_addmm_")
+def addmm_(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """In-place ``addmm``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: addmm(t, mat1, mat2, beta=beta, alpha=alpha), (mat1, mat2))
+
+
+@declare(methods=("baddbmm_",), name="_baddbmm_")
+def baddbmm_(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
+    """In-place ``baddbmm``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: baddbmm(t, batch1, batch2, beta=beta, alpha=alpha), (batch1, batch2))
+
+
+@declare(methods=("triu_",), name="_triu_")
+def triu_(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    """In-place ``triu``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: triu(t, diagonal))
+
+
+@declare(methods=("tril_",), name="_tril_")
+def tril_(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    """In-place ``tril``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: tril(t, diagonal))

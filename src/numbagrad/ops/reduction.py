@@ -19,6 +19,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ._common import wrap_dim, wrap_dims
 from ._registry import Sample, T, declare
+from .inplace import write_inplace
 
 
 def _return_type(name: str) -> type:
@@ -562,3 +563,258 @@ def sum_to_size(input: Tensor, *size) -> Tensor:  # noqa: A002
     if len(size) == 1 and not isinstance(size[0], int):
         size = tuple(size[0])
     return sum_to_shape(input, size)
+
+
+# --- issue 9: scans, logsumexp, var_mean / std_mean, topk, argsort, unique ----------------------------------------
+return_types["topk"] = _return_type("topk")
+
+
+def _scan_dtype(x: Tensor, dtype) -> np.dtype:
+    return _sum_dtype(x, dtype)
+
+
+class Cumsum(Function):
+    node_name = "CumsumBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x, dim, dt):
+        ctx.dim, ctx.in_dtype = dim, x._data.dtype
+        return Tensor._make(_scan(x, "cumsum", dim, dt))
+
+    @staticmethod
+    def backward(ctx, g):
+        # the gradient of a prefix sum is the suffix sum of the gradient
+        if g._data.dtype != ctx.in_dtype:  # torch casts the gradient to the input's dtype first
+            g = g.to(ctx.in_dtype)
+        return (g if g.dim() == 0 else g.flip([ctx.dim]).cumsum(ctx.dim).flip([ctx.dim])), None, None
+
+
+def _scan(x: Tensor, op: str, dim: int, dt) -> object:
+    backend = x._backend
+    if x._data.ndim == 0:
+        return backend.astype(x._data, dt)
+    return backend.cumulative(x._data, op, dim, dt)
+
+
+@declare(methods=True, samples=(Sample(T(3, 4), 1), Sample(T(3, 4), 0), Sample(T(5), -1)))
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
+    """Running sums along ``dim`` (integers and bools accumulate in int64, as in torch)."""
+    return Cumsum.apply(input, wrap_dim(dim, input.dim()), _scan_dtype(input, dtype))
+
+
+class Cumprod(Function):
+    node_name = "CumprodBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, dt):
+        ctx.dim = dim
+        xs = x if x._data.dtype == dt else x.to(dt)
+        out = Tensor._make(_scan(xs, "cumprod", dim, dt))
+        ctx.save_for_backward(xs, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        dim = ctx.dim
+        if x.dim() == 0:
+            return g, None, None
+        if not bool((x == 0).any()):  # d out_j / d x_k = out_j / x_k for j >= k: a suffix sum, divided by x
+            return (g * out).flip([dim]).cumsum(dim).flip([dim]) / x, None, None
+        return _cumprod_grad_with_zeros(g, x, out, dim), None, None
+
+
+def _cumprod_grad_with_zeros(g: Tensor, x: Tensor, out: Tensor, dim: int) -> Tensor:
+    """The exact gradient when ``x`` has zeros (torch's too): before a line's first zero ``z`` the suffix-sum
+    formula holds; after it every product holds the zero; at ``z`` itself it is ``prod(x[:z]) * sum_{j >= z} g_j *
+    prod(x[z + 1 : j + 1])``. Computed on the host (not differentiable again)."""
+    gh, xh, oh = (np.moveaxis(t._host(), dim, -1) for t in (g, x, out))
+    n = xh.shape[-1]
+    zero = xh == 0
+    first = np.where(zero.any(-1), zero.argmax(-1), n)[..., None]
+    pos = np.arange(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        before = np.flip(np.cumsum(np.flip(gh * oh, -1), -1), -1) / xh
+    after_zero = np.cumprod(np.where(pos > first, xh, 1), -1)  # prod(x[z + 1 : j + 1]) for j >= z
+    prefix = np.take_along_axis(np.concatenate([np.ones_like(oh[..., :1]), oh], -1), first, -1)  # prod(x[:z])
+    at_zero = prefix * np.sum(np.where(pos >= first, gh * after_zero, 0), -1, keepdims=True)
+    grad = np.where(pos < first, before, np.where(pos == first, at_zero, 0))
+    return Tensor._make(x._backend.from_host(np.ascontiguousarray(np.moveaxis(grad, -1, dim)).astype(xh.dtype)))
+
+
+@declare(methods=True, samples=(Sample(T(3, 4), 1), Sample(T(3, 4), 0)))
+def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
+    """Running products along ``dim``; the gradient is exact where the input has zeros."""
+    return Cumprod.apply(input, wrap_dim(dim, input.dim()), _scan_dtype(input, dtype))
+
+
+class Logsumexp(Function):
+    node_name = "LogsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim):
+        ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
+        if x.numel() == 0:
+            out = x.exp().sum(axes, keepdim).log()
+        else:
+            m = x.amax(axes if axes is not None else (), keepdim=True)
+            m = m.where(m.abs() != math.inf, 0.0)  # all -inf (or an inf) stays finite to subtract, as torch
+            out = (x - m).exp().sum(axes, keepdim=True).log() + m
+            if not keepdim:
+                out = out.reshape(tuple(s for i, s in enumerate(x.shape) if axes is not None and i not in axes))
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        full = _expand_back(out, ctx.shape, ctx.axes, ctx.keepdim)
+        return _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim) * (x - full).exp(), None, None
+
+
+@declare(methods=True, samples=(Sample(T(3, 4), 1), Sample(T(3, 4), (0, 1)), Sample(T(2, 3, 4), 0, keepdim=True)))
+def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:  # noqa: A002
+    """``log(sum(exp(x)))`` over ``dim``, computed without overflow (integers give the default float)."""
+    if not input.is_floating_point():
+        input = input.to(get_default_dtype())
+    axes = _axes(input, dim)
+    return Logsumexp.apply(input, axes, keepdim)
+
+
+class VarMean(Function):
+    """``(var, mean)`` in one node (``std_mean``: ``(std, mean)``)."""
+
+    node_name = "VarMeanBackward0"
+    take_sqrt = False
+
+    @staticmethod
+    def forward(ctx, x, axes, correction, keepdim):
+        ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
+        n = _count(x.shape, axes)
+        ctx.n, ctx.denominator = n, n - correction
+        mean = x.mean(axes, keepdim=True)
+        centered = x - mean
+        spread = (centered * centered).sum(axes, keepdim) / builtins.max(ctx.denominator, 0)
+        if ctx._forward_cls.take_sqrt:
+            spread = spread.sqrt()
+        mean = mean if keepdim else mean.reshape(spread.shape)
+        ctx.save_for_backward(x, spread)
+        return spread, mean
+
+    @staticmethod
+    def backward(ctx, g_spread, g_mean):
+        x, spread = ctx.saved_tensors
+        centered = x - x.mean(dim=ctx.axes, keepdim=True)
+        if ctx._forward_cls.take_sqrt:
+            g_spread = g_spread / spread
+            scale = 1.0 / ctx.denominator
+        else:
+            scale = 2.0 / ctx.denominator
+        gx = _expand_back(g_spread, ctx.shape, ctx.axes, ctx.keepdim) * centered * scale
+        gx = gx + _expand_back(g_mean / ctx.n, ctx.shape, ctx.axes, ctx.keepdim)
+        return gx, None, None, None
+
+
+class StdMean(VarMean):
+    node_name = "StdMeanBackward0"
+    take_sqrt = True
+
+
+def _spread_mean(cls, input: Tensor, dim, unbiased, keepdim: bool, correction):  # noqa: A002
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return cls.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
+
+
+@declare(samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, correction=0, keepdim=True)))
+def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> tuple:  # noqa: A002
+    """``(var(input, dim), mean(input, dim))`` in one pass and one node."""
+    return _spread_mean(VarMean, input, dim, unbiased, keepdim, correction)
+
+
+@declare(samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(3, 4), (0, 1), unbiased=False)))
+def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> tuple:  # noqa: A002
+    """``(std(input, dim), mean(input, dim))`` in one pass and one node."""
+    return _spread_mean(StdMean, input, dim, unbiased, keepdim, correction)
+
+
+class Topk(Function):
+    node_name = "TopkBackward0"
+
+    @staticmethod
+    def forward(ctx, x, k, dim, largest):
+        backend = x._backend
+        ctx.shape, ctx.dim = x.shape, dim
+        if x._data.ndim == 0:
+            values, idx = backend.copy(x._data), backend.zeros((), np.int64)
+        else:
+            values, idx = backend.sort(x._data, dim, largest)
+            lead = (slice(None),) * dim + (slice(0, k),)
+            values, idx = backend.copy(backend.getitem(values, lead)), backend.copy(backend.getitem(idx, lead))
+        indices = Tensor._make(idx)
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        return Tensor._make(values), indices
+
+    @staticmethod
+    def backward(ctx, g, _g_indices):
+        (indices,) = ctx.saved_tensors
+        if not ctx.shape:
+            return g, None, None, None
+        return IndexScatter.apply(g, indices, ctx.shape, ctx.dim, True), None, None, None
+
+
+@declare(methods=True, samples=(Sample(T(3, 5), 2), Sample(T(4, 3), 3, 0, False), Sample(T(6), 6)))
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
+    """The ``k`` largest (or smallest) values along ``dim`` and their indices, sorted."""
+    dim = wrap_dim(dim, input.dim())
+    size = input.shape[dim] if input.dim() else 1
+    if not 0 <= k <= size:
+        raise RuntimeError("selected index k out of range")
+    values, indices = Topk.apply(input, int(k), dim, bool(largest))
+    return return_types["topk"](values, indices)
+
+
+@declare(methods=True, differentiable=False, samples=(Sample(T(3, 4)), Sample(T(3, 4), 0, True)))
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:  # noqa: A002
+    """The indices that sort ``input`` along ``dim`` (stably: equal values keep their order)."""
+    if input.dim() == 0:
+        return Tensor._make(input._backend.zeros((), np.int64))
+    return Tensor._make(input._backend.sort(input._data, wrap_dim(dim, input.dim()), descending)[1])
+
+
+@declare(
+    methods=True,
+    differentiable=False,
+    samples=(
+        Sample(T(4, 3, dtype="int64", high=4)),
+        Sample(T(8, dtype="int64", high=3), return_inverse=True, return_counts=True),
+        Sample(T(5, 2, dtype="int64", high=2), dim=0, return_counts=True),
+    ),
+)
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False, dim=None):  # noqa: A002
+    """The distinct values (sorted), with the index of each input element's value and how often each occurs;
+    ``dim`` compares whole slices along that dim instead of elements."""
+    if dim is not None:
+        dim = wrap_dim(dim, input.dim())
+    backend = input._backend
+    values, inverse, counts = backend.unique(input._data, return_inverse, return_counts, dim)
+    out = [Tensor._make(values)]
+    if return_inverse:
+        out.append(Tensor._make(inverse))
+    if return_counts:
+        out.append(Tensor._make(counts))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@declare(methods=("cumsum_",), name="_cumsum_")
+def cumsum_(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
+    """In-place ``cumsum``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: cumsum(t, dim, dtype=dtype))
+
+
+@declare(methods=("cumprod_",), name="_cumprod_")
+def cumprod_(input: Tensor, dim: int, *, dtype=None) -> Tensor:  # noqa: A002
+    """In-place ``cumprod``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    return write_inplace(input, lambda t: cumprod(t, dim, dtype=dtype))

@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from .._types import Size, to_device, to_dtype
+from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
+from .._types import Size, float16, int8, int16, to_device, to_dtype, uint8
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend import backend_for, for_device
@@ -252,7 +253,7 @@ def expand(x: Tensor, *sizes) -> Tensor:
     return Expand.apply(x, shape)
 
 
-@declare(methods=True)
+@declare(methods=True, samples=(Sample(T(3, 1), (2, 3, 4)), Sample(T(4), (3, 4))))
 def broadcast_to(x: Tensor, shape) -> Tensor:
     """``expand`` to ``shape``."""
     return expand(x, tuple(shape))
@@ -390,37 +391,100 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     return x[tuple(index)]
 
 
-@declare(methods=True)
+class Unbind(Function):
+    """``unbind``: every index along ``dim`` as a view, all outputs of one node (torch's ``UnbindBackward0``)."""
+
+    node_name = "UnbindBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        backend, data, lead = x._backend, x._data, (slice(None),) * dim
+        return tuple(x._view_of(backend.getitem(data, lead + (i,))) for i in range(data.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return stack(grads, ctx.dim), None
+
+
+@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)))
 def unbind(x: Tensor, dim: int = 0) -> tuple:
-    dim = wrap_dim(dim, x.dim())
-    index = [slice(None)] * x.dim()
-    out = []
-    for i in range(x.shape[dim]):
-        index[dim] = i
-        out.append(x[tuple(index)])
-    return tuple(out)
+    """The slices along ``dim`` (views of ``x``)."""
+    if x.dim() == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    return Unbind.apply(x, wrap_dim(dim, x.dim()))
 
 
-@declare(methods=True)
-def split(x: Tensor, split_size, dim: int = 0) -> tuple:
+class SplitWithSizes(Function):
+    """``split`` into pieces of the given sizes along ``dim``: views, all outputs of one node."""
+
+    node_name = "SplitWithSizesBackward0"
+
+    @staticmethod
+    def forward(ctx, x, sizes, dim):
+        ctx.dim = dim
+        backend, data, lead = x._backend, x._data, (slice(None),) * dim
+        out, start = [], 0
+        for s in sizes:
+            out.append(x._view_of(backend.getitem(data, lead + (slice(start, start + s),))))
+            start += s
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return cat(grads, ctx.dim), None, None
+
+
+class Split(SplitWithSizes):
+    """``split`` into equal pieces (the last may be smaller): torch's ``SplitBackward0``."""
+
+    node_name = "SplitBackward0"
+
+
+def _equal_sizes(n: int, split_size: int) -> list:
+    if split_size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size}")
+    if split_size == 0:
+        if n != 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        return [0]
+    return [split_size] * (n // split_size) + ([n % split_size] if n % split_size or n == 0 else [])
+
+
+@declare(methods=True, samples=(Sample(T(5, 2), 2), Sample(T(3, 5), [1, 4], 1), Sample(T(4, 3), 4)))
+def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the listed sizes."""
+    if x.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     dim = wrap_dim(dim, x.dim())
     n = x.shape[dim]
-    sizes = (
-        [split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
-        if isinstance(split_size, int)
-        else list(split_size)
-    )
-    out, start = [], 0
-    for s in sizes:
-        out.append(narrow(x, dim, start, s))
-        start += s
-    return tuple(out)
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        return Split.apply(x, _equal_sizes(n, int(split_size_or_sections)), dim)
+    sizes = [int(s) for s in split_size_or_sections]
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes}"
+        )
+    if sum(sizes) != n:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension {dim}), "
+            f"but got split_sizes={sizes}"
+        )
+    return SplitWithSizes.apply(x, sizes, dim)
 
 
-@declare(methods=True)
+@declare(methods=True, samples=(Sample(T(5, 2), 3), Sample(T(2, 6), 4, 1)))
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
-    n = x.shape[wrap_dim(dim, x.dim())]
-    return split(x, -(-n // chunks), dim)
+    """At most ``chunks`` equal pieces along ``dim`` (torch's ``split`` by ``ceil(size / chunks)``)."""
+    if x.dim() == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    dim = wrap_dim(dim, x.dim())
+    n = x.shape[dim]
+    if n == 0:
+        return SplitWithSizes.apply(x, [0] * chunks, dim)
+    return Split.apply(x, _equal_sizes(n, -(-n // chunks)), dim)
 
 
 class Repeat(Function):
@@ -494,3 +558,134 @@ def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False, non_blocki
     if device is not None:
         for_device(device)
     return ToCopy.apply(x, dtype, device)
+
+
+# --- types (issue 9) -----------------------------------------------------------------------------------------
+@declare(methods=("type",), name="_type")
+def type_(input: Tensor, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: A002
+    """``t.type()`` names the tensor's type (``"torch.FloatTensor"``); ``t.type(dtype)`` converts, taking a dtype,
+    a legacy type (``numbagrad.DoubleTensor``) or its name (``"torch.DoubleTensor"``)."""
+    if dtype is None:
+        return type_name(input)
+    device = None
+    if isinstance(dtype, str):
+        if dtype not in LEGACY_NAMES:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype, device = LEGACY_NAMES[dtype]
+    elif isinstance(dtype, type) and issubclass(dtype, _LegacyTensor):
+        dtype = dtype.dtype
+    return to(input, dtype=dtype, device=device)
+
+
+@declare(methods=True, samples=(Sample(T(3, 2), T(2)), Sample(T(3), T(2, dtype="int64"))))
+def type_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    """This tensor converted to ``other``'s dtype (and device, as torch's ``type(other.type())``)."""
+    return to(input, dtype=other.dtype, device=other.device)
+
+
+# --- flip, roll, detach (issue 9) ----------------------------------------------------------------------------
+class Flip(Function):
+    node_name = "FlipBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return Tensor._make(x._backend.flip(x._data, dims))
+
+    @staticmethod
+    def backward(ctx, g):
+        return (Flip.apply(g, ctx.dims) if state.enabled else Tensor._make(g._backend.flip(g._data, ctx.dims))), None
+
+
+def _dims_arg(dims: tuple, ndim: int) -> tuple:
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list, Size)):
+        dims = tuple(dims[0])
+    out = tuple(wrap_dim(int(d), ndim) for d in dims)
+    for d in out:
+        if out.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return out
+
+
+@declare(samples=(Sample(T(3, 4), (0,)), Sample(T(2, 3, 4), [0, 2])))
+def flip(input: Tensor, dims) -> Tensor:  # noqa: A002
+    """A copy with the order of elements reversed along ``dims``."""
+    if isinstance(dims, (int, np.integer)):
+        raise TypeError(f"flip(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
+    return Flip.apply(input, _dims_arg((dims,), input.dim()))
+
+
+@declare(methods=("flip",), name="_flip_method")
+def flip_method(input: Tensor, *dims) -> Tensor:  # noqa: A002
+    """``t.flip(0, 1)`` or ``t.flip((0, 1))``."""
+    return Flip.apply(input, _dims_arg(dims, input.dim()))
+
+
+class Roll(Function):
+    node_name = "RollBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x, shifts, dims):
+        ctx.shifts, ctx.dims = shifts, dims
+        return Tensor._make(_roll_data(x._backend, x._data, shifts, dims))
+
+    @staticmethod
+    def backward(ctx, g):
+        back = tuple(-s for s in ctx.shifts)
+        if state.enabled:
+            return Roll.apply(g, back, ctx.dims), None, None
+        return Tensor._make(_roll_data(g._backend, g._data, back, ctx.dims)), None, None
+
+
+def _roll_data(backend, data, shifts: tuple, dims):
+    if dims is None:  # roll the flattened tensor, then restore the shape
+        return backend.reshape(backend.roll(backend.reshape(backend.ascontiguous(data), (-1,)), shifts, 0), data.shape)
+    return backend.roll(data, shifts, dims)
+
+
+@declare(methods=True, samples=(Sample(T(3, 4), 1), Sample(T(3, 4), (1, -2), (0, 1)), Sample(T(3, 4), 2, 1)))
+def roll(input: Tensor, shifts, dims=None) -> Tensor:  # noqa: A002
+    """Shift elements along ``dims`` cyclically (over the flattened tensor when ``dims`` is None)."""
+    shifts = (int(shifts),) if isinstance(shifts, (int, np.integer)) else tuple(int(s) for s in shifts)
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        return Roll.apply(input, shifts, None)
+    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    return Roll.apply(input, shifts, tuple(wrap_dim(int(d), input.dim()) for d in dims))
+
+
+@declare(differentiable=False, samples=(Sample(T(3, 4)),))
+def detach(input: Tensor) -> Tensor:  # noqa: A002
+    """``input.detach()``: the same storage, no history."""
+    return input.detach()
+
+
+@declare(methods=("half",), name="_half")
+def half(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
+    """``to(float16)``."""
+    return to(input, dtype=float16)
+
+
+@declare(methods=("short",), name="_short")
+def short(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
+    """``to(int16)``."""
+    return to(input, dtype=int16)
+
+
+@declare(methods=("char",), name="_char")
+def char(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
+    """``to(int8)``."""
+    return to(input, dtype=int8)
+
+
+@declare(methods=("byte",), name="_byte")
+def byte(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
+    """``to(uint8)``."""
+    return to(input, dtype=uint8)
