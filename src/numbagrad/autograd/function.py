@@ -31,7 +31,7 @@ ERR_BACKWARD_TWICE = (
     "you need to access saved tensors after calling backward."
 )
 
-_sequence = itertools.count()
+_sequence = itertools.count()  # node creation order (torch runs later nodes first among the ready)
 
 
 class FunctionCtx:
@@ -302,6 +302,10 @@ class Function(_SingleLevelFunction):
 
     _is_library_base = True
     _trusted = False
+    #: A built-in op may set this to a classmethod ``(args, state) -> output or None`` that does the whole call
+    #: (forward and the node ``_link_outputs`` would make, identically) for the cases it recognises; ``None``
+    #: sends the call down the general path.
+    _fast_apply = None
 
     def __init__(self, *args, **kwargs) -> None:
         warnings.warn(
@@ -357,6 +361,10 @@ class Function(_SingleLevelFunction):
         st = state
         if st.tracer is not None:
             return st.tracer(cls, args, kwargs)
+        if cls._fast_apply is not None and not kwargs:  # a built-in op's common case, decided by cheap checks
+            result = cls._fast_apply(args, st)
+            if result is not None:
+                return result
         if kwargs or cls._binds_defaults:
             args = cls._bind(args, kwargs)
         ctx = cls._backward_cls()
@@ -431,11 +439,10 @@ def _fresh_output(o, args: tuple, ctx, st):
 _NO_EDGE = (None, 0)
 
 
-def _link_outputs(cls, ctx, args: tuple, output):
-    """Make ``ctx`` the outputs' grad_fn: its edges, its sequence number, and what it saved."""
-    fresh = type(output) is Tensor and output.grad_fn is None  # the common case: one new tensor
+def edges_of(args) -> tuple:
+    """The edge each input's gradient flows along: its grad_fn slot, its leaf's accumulator, or none."""
     edges = []
-    for a in args:  # the edge each input's gradient flows along: its grad_fn slot, its leaf accumulator, or none
+    for a in args:
         if isinstance(a, Tensor):
             fn = a.grad_fn
             if fn is not None:
@@ -444,11 +451,33 @@ def _link_outputs(cls, ctx, args: tuple, output):
                 edges.append((accumulator_of(a), 0))
             else:
                 edges.append(_NO_EDGE)
-            if a is output:
-                fresh = False
         else:
             edges.append(_NO_EDGE)
-    ctx.next_functions = tuple(edges)
+    return tuple(edges)
+
+
+def saved_input(t: Tensor) -> tuple:
+    """What saving an input for backward records: the tensor, its version now, and its own grad_fn."""
+    counter = t._version_counter
+    return (t, 0 if counter is None else counter.value, -1, t.grad_fn)
+
+
+def saved_output(t: Tensor) -> tuple:
+    """What saving the node's own output records: a detached alias (no node -> tensor -> node cycle) sharing its
+    version counter, re-linked to the node when unpacked."""
+    counter = t._shared_version()
+    detached = Tensor._make(t._data)
+    detached._version_counter = counter
+    return (detached, counter.value, t._output_nr, None)
+
+
+def _link_outputs(cls, ctx, args: tuple, output):
+    """Make ``ctx`` the outputs' grad_fn: its edges, its sequence number, and what it saved."""
+    fresh = type(output) is Tensor and output.grad_fn is None  # the common case: one new tensor
+    for a in args:
+        if a is output:
+            fresh = False
+    ctx.next_functions = edges_of(args)
     ctx._sequence_nr = next(_sequence)
     if not cls._trusted:
         ctx._input_meta = tuple(
@@ -533,14 +562,7 @@ def _save_tensors(cls, ctx, returned_as_is) -> None:
                 "supported if you override setup_context. You should return and save a view of the input "
                 "instead, e.g. with x.view_as(x) or setup ctx inside the forward function itself."
             )
-        counter = t._version_counter
-        version = 0 if counter is None else counter.value
-        if t.grad_fn is ctx:  # an output: stored detached (no cycle), re-linked when unpacked
-            detached = Tensor._make(t._data)
-            detached._version_counter = t._shared_version()
-            saved.append((detached, version, t._output_nr, None))
-        else:
-            saved.append((t, version, -1, t.grad_fn))
+        saved.append(saved_output(t) if t.grad_fn is ctx else saved_input(t))
     ctx._saved = saved
     ctx.to_save = ()
 

@@ -22,7 +22,15 @@ from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES
 from .._types import from_numpy_dtype as _scalar_dtype
 from .._types import get_default_dtype
-from ..autograd.function import ERR_BACKWARD_TWICE, Function, _unpack_saved
+from ..autograd.function import (
+    ERR_BACKWARD_TWICE,
+    Function,
+    _sequence,
+    _unpack_saved,
+    edges_of,
+    saved_input,
+    saved_output,
+)
 from ..autograd.grad_mode import no_grad, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
@@ -91,6 +99,64 @@ class Elementwise(Function):
     _saves_out = False
     _passthrough: tuple = ()
     _tensor_grads = None
+
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """The whole call for the common case: tensors of one float dtype and shape on one device (maybe with
+        Python numbers), no params, outside anomaly and inference mode. It computes what ``forward`` computes and
+        builds the node ``_link_outputs`` would build; anything else returns None for the general path."""
+        if len(args) != cls.arity or st.anomaly or st.inference:
+            return None
+        row = cls.row
+        arrays, needs, first, scalars, grad = [], [], None, False, False
+        for a in args:
+            if isinstance(a, Tensor):
+                d = a._data
+                if first is None:
+                    first = d
+                elif type(d) is not type(first) or d.dtype is not first.dtype or d.shape != first.shape:
+                    return None
+                arrays.append(d)
+                if a._requires_grad or a.grad_fn is not None:
+                    needs.append(True)
+                    grad = True
+                else:
+                    needs.append(False)
+            elif type(a) is float or type(a) is int:
+                arrays.append(a)
+                needs.append(False)
+                scalars = True
+            else:
+                return None
+        if first is None or first.dtype.kind != "f" or row.integral_only:
+            return None
+        linked = grad and st.enabled
+        if linked and not row.grads:
+            return None  # the NotImplemented node: the general path makes it
+        result = _new(Tensor)
+        backend = _BACKENDS.get(type(first)) or backend_for(first)
+        result._data = backend.elementwise(row, arrays, (), first.dtype, shape=first.shape, out_dtype=row.out_dtype)
+        if not linked:
+            return result
+        ctx = cls._backward_cls()
+        ctx.needs_input_grad = tuple(needs)
+        ctx.next_functions = edges_of(args)
+        ctx._sequence_nr = next(_sequence)
+        saved = []
+        for j in cls._save_idx:
+            a = args[j]
+            if isinstance(a, Tensor):
+                if a._is_inference:
+                    return None
+                saved.append(saved_input(a))
+        result.grad_fn = ctx
+        if cls._saves_out:
+            saved.append(saved_output(result))
+        if saved:
+            ctx._saved = saved
+        if scalars:
+            ctx.values = [None if isinstance(a, Tensor) else a for a in args]
+        return result
 
     @staticmethod
     def forward(ctx, *args):
