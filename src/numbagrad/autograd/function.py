@@ -306,6 +306,10 @@ class Function(_SingleLevelFunction):
     #: (forward and the node ``_link_outputs`` would make, identically) for the cases it recognises; ``None``
     #: sends the call down the general path.
     _fast_apply = None
+    #: True for a built-in op whose forward applies no other Function, marks nothing dirty or non-differentiable
+    #: and returns one new tensor (a reduction, a view): it runs without switching grad mode off and is linked
+    #: by ``_apply_simple``.
+    _simple = False
 
     def __init__(self, *args, **kwargs) -> None:
         warnings.warn(
@@ -365,6 +369,8 @@ class Function(_SingleLevelFunction):
             result = cls._fast_apply(args, st)
             if result is not None:
                 return result
+        if cls._simple and not kwargs and not (st.anomaly or st.inference):
+            return _apply_simple(cls, args, st)
         if kwargs or cls._binds_defaults:
             args = cls._bind(args, kwargs)
         ctx = cls._backward_cls()
@@ -388,6 +394,28 @@ class Function(_SingleLevelFunction):
                     return output._view_of(output._data)
             return output
         return _unlinked_outputs(ctx, args, output, st)
+
+
+def _apply_simple(cls, args: tuple, st):
+    """``apply`` for a ``_simple`` built-in op: forward, then the node when an input requires grad."""
+    ctx = cls._backward_cls()
+    needs = []
+    grad = False
+    for a in args:
+        if isinstance(a, Tensor) and (a._requires_grad or a.grad_fn is not None):
+            needs.append(True)
+            grad = True
+        else:
+            needs.append(False)
+    ctx.needs_input_grad = tuple(needs)
+    output = cls.forward(ctx, *args)
+    if grad and st.enabled and output._data.dtype.kind in "fc":
+        ctx.next_functions = edges_of(args)
+        ctx._sequence_nr = next(_sequence)
+        output.grad_fn = ctx
+        if ctx.to_save:
+            _save_tensors(cls, ctx, ())
+    return output
 
 
 def _forward_new_style(cls, ctx, args: tuple):

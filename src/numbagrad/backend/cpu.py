@@ -80,7 +80,12 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
     flat = []
     pattern = ""
     for v in values:
-        if type(v) is np.ndarray and v.size == size and (v.dtype is dtype or v.dtype == dtype) and v.flags.c_contiguous:
+        if type(v) is not np.ndarray and dtype.kind == "f":  # a number (or the 0 standing for an unread operand)
+            flat.append(dtype.type(v))
+            pattern += "s"
+        elif (
+            type(v) is np.ndarray and v.size == size and (v.dtype is dtype or v.dtype == dtype) and v.flags.c_contiguous
+        ):
             flat.append(v if v.ndim == 1 else v.ravel())  # the common case: one contiguous operand per element
             pattern += "a"
         else:

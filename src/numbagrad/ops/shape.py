@@ -48,6 +48,7 @@ def _reshaped(g: Tensor, shape) -> Tensor:
 class View(Function):
     node_name = "ViewBackward0"
     _trusted = True
+    _simple = True
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -112,6 +113,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 class Permute(Function):
     node_name = "PermuteBackward0"
     _trusted = True
+    _simple = True
 
     @staticmethod
     def forward(ctx, x, dims):
@@ -171,6 +173,7 @@ def t(x: Tensor) -> Tensor:
 class Squeeze(Function):
     node_name = "SqueezeBackward0"
     _trusted = True
+    _simple = True
 
     @staticmethod
     def forward(ctx, x, dims):
@@ -198,6 +201,7 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
 class Unsqueeze(Function):
     node_name = "UnsqueezeBackward0"
     _trusted = True
+    _simple = True
 
     @staticmethod
     def forward(ctx, x, dim):
