@@ -1,6 +1,7 @@
 """``numbagrad.nn``: Modules, Parameters, containers, layers, losses, ``functional`` and ``init`` (torch's API)."""
 
 from . import functional, init
+from . import parallel as parallel  # DistributedDataParallel (imports no mpi4py)
 from .containers import ModuleDict, ModuleList, Sequential
 from .layers import (
     CrossEntropyLoss,
