@@ -126,7 +126,8 @@ def test_object_collectives(ranks):
 def test_a_rank_outside_a_group_gets_rank_minus_one_and_a_warning(ranks):
     assert (ranks[0]["solo/rank"], ranks[0]["solo/size"]) == (-1, -1)
     assert ranks[0]["solo/all_reduce"] == [rank_values(0, "float64").tolist(), True]  # untouched
-    assert ranks[0]["solo/warnings"] == ["Running all_reduce on global rank 0 which does not belong to the given group."]
+    warning = "Running all_reduce on global rank 0 which does not belong to the given group."
+    assert ranks[0]["solo/warnings"] == [warning]
     assert (ranks[1]["solo/rank"], ranks[1]["solo/size"]) == (0, 1)
     assert ranks[1]["solo/all_reduce"] == [rank_values(1, "float64").tolist(), True]  # a group of one
 
@@ -168,7 +169,8 @@ def test_non_contiguous_tensor_raises_torchs_mpi_error(ranks):
          ["ValueError", "output tensor size must be equal to world_size times input tensor size"]),
         ("reduce_scatter_tensor_size",
          ["ValueError", "input tensor must be the same size as output size times world size"]),
-        ("all_gather_list_size", ["RuntimeError", "All gather: number of output tensors should equal to the world size"]),
+        ("all_gather_list_size",
+         ["RuntimeError", "All gather: number of output tensors should equal to the world size"]),
         ("band_float", ["RuntimeError", "Cannot use ReduceOp.BAND with non-integral dtype"]),
     ],
 )  # fmt: skip

@@ -477,12 +477,20 @@ def _verify_param_shape_across_processes(pg, params: list) -> None:
                 f"has inconsistent {count} params."
             )
     shapes = comm.bcast([tuple(p.shape) for p in params], root=0)
-    for i, p in enumerate(params):
-        if tuple(p.shape) != tuple(shapes[i]):
-            raise RuntimeError(
-                f"[{rank}]: params[{i}] in this process with sizes {list(p.shape)} appears not to match sizes of "
-                "the same param in process 0."
-            )
+    mismatch = next((i for i, p in enumerate(params) if tuple(p.shape) != tuple(shapes[i])), None)
+    # Every rank learns which ranks differ, so all of them raise (torch raises on those ranks only, and the others
+    # then wait in the next collective).
+    bad = [r for r, m in enumerate(comm.allgather(mismatch)) if m is not None]
+    if mismatch is not None:
+        raise RuntimeError(
+            f"[{rank}]: params[{mismatch}] in this process with sizes {list(params[mismatch].shape)} appears not to "
+            "match sizes of the same param in process 0."
+        )
+    if bad:
+        raise RuntimeError(
+            f"DDP expects same model across all ranks, but the parameter shapes of rank(s) "
+            f"{', '.join(map(str, bad))} do not match process 0's."
+        )
 
 
 def _broadcast_from_first(pg, tensors: list) -> None:
