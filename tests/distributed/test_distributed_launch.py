@@ -72,3 +72,18 @@ def test_the_launcher_starts_nproc_ranks_with_the_scripts_arguments(tmp_path):
         got = json.loads((tmp_path / f"rank{r}.json").read_text())
         assert got == {"world": 2, "threads": {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"},
                        "argv": ["--flag", "value"]}  # fmt: skip
+
+
+def test_the_ddp_spirals_example_keeps_the_ranks_weights_identical(tmp_path):
+    pytest.importorskip("mpi4py")
+    mpiexec = launcher.find_mpiexec()
+    if mpiexec is None:
+        pytest.skip("mpiexec not found (pip install mpich)")
+    example = Path(__file__).resolve().parents[2] / "examples" / "ddp_spirals.py"
+    env = dict(os.environ, PYTHONPATH=str(SRC), **{name: "1" for name in launcher.THREAD_VARIABLES})
+    cmd = [mpiexec, "-n", "2", sys.executable, str(example), "--epochs", "2"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "weights identical on 2 ranks: True"
+    assert lines[1].startswith("final accuracy: ")

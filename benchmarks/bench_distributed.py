@@ -1,0 +1,148 @@
+"""DistributedDataParallel throughput on this machine: 1 rank against 2 ranks, one thread each.
+
+``python benchmarks/bench_distributed.py`` starts ``mpiexec -n 1`` and ``mpiexec -n 2`` itself (each rank with one
+OpenMP/BLAS/Numba thread) and prints, for the 784-128-10 MLP with a batch of 256 per rank and SGD with momentum:
+
+- samples per second for 1 and 2 ranks, and their ratio (target: 2 ranks >= 1.7x one rank on 2 cores);
+- bytes all-reduced per step (the gradient buckets) and what a ring all-reduce moves per rank;
+- the fraction of all-reduce time hidden behind backward: ``1 - wait / t_allreduce``, where ``wait`` is the time
+  backward's final callback spends waiting for the buckets' all-reduces, and ``t_allreduce`` the time a blocking
+  all-reduce of the same buckets takes on its own.
+
+``--sizes 784,512,512,512,10 --bucket-cap-mb 1`` measures a deeper MLP whose early buckets can overlap the rest
+of backward. A worker (``--worker``) is one rank of a run; it prints one JSON line on rank 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+SIZES, BATCH = (784, 128, 10), 256
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+def worker(sizes: tuple[int, ...], batch: int, steps: int, repeats: int, bucket_cap_mb: float | None) -> None:
+    import numbagrad as torch
+    import numbagrad.distributed as dist
+    from numbagrad import nn
+    from numbagrad.nn.parallel import DistributedDataParallel
+
+    dist.init_process_group("mpi")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    layers: list = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    torch.manual_seed(0)
+    module = nn.Sequential(*layers[:-1])
+    model = DistributedDataParallel(module, bucket_cap_mb=bucket_cap_mb)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    rng = np.random.default_rng(rank)
+    x = torch.tensor(rng.standard_normal((batch, sizes[0])), dtype=torch.float32)
+    y = torch.tensor(rng.integers(0, sizes[-1], batch))
+    reducer = model.reducer
+
+    def step() -> None:
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+
+    for _ in range(10):
+        step()
+    times, waits = [], []
+    for _ in range(repeats):
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+            waits.append(reducer.last_wait_s)
+        dist.barrier()
+        times.append(time.perf_counter() - start)
+
+    # the same buckets all-reduced on their own, blocking, for the cost the overlap hides
+    from mpi4py import MPI
+
+    comm = reducer.comm
+    flats = [b.flat for b in reducer.buckets]
+    allreduce_times = []
+    for _ in range(repeats * steps):
+        comm.Barrier()
+        start = time.perf_counter()
+        for flat in flats:
+            comm.Allreduce(MPI.IN_PLACE, flat, MPI.SUM)
+        allreduce_times.append(time.perf_counter() - start)
+    data = model._get_ddp_logging_data()
+    best = min(times)
+    result = {
+        "world": world,
+        "sizes": list(sizes),
+        "batch_per_rank": batch,
+        "samples_per_s": world * batch * steps / best,
+        "step_ms": 1e3 * best / steps,
+        "bucket_bytes": data["bucket_sizes"],
+        "bytes_per_step": data["comm_bytes_per_iteration"],
+        "wait_ms": 1e3 * statistics.median(waits),
+        "allreduce_ms": 1e3 * statistics.median(allreduce_times),
+    }
+    if rank == 0:
+        print(json.dumps(result), flush=True)
+    dist.destroy_process_group()
+
+
+def launch(nproc: int, argv: list[str]) -> dict:
+    """Run the workers on ``nproc`` ranks with one thread each; rank 0's JSON line."""
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    mpiexec = here if os.access(here, os.X_OK) else "mpiexec"
+    env = dict(os.environ, **{name: "1" for name in THREAD_VARIABLES})
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    cmd = [mpiexec, "-n", str(nproc), sys.executable, os.path.abspath(__file__), "--worker", *argv]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def report(one: dict, two: dict) -> None:
+    sizes = "-".join(map(str, one["sizes"]))
+    print(f"{sizes} MLP, batch {one['batch_per_rank']} per rank, SGD with momentum, 1 thread per rank")
+    for r in (one, two):
+        print(f"  {r['world']} rank{'s' if r['world'] > 1 else ' '}: {r['samples_per_s']:9.0f} samples/s "
+              f"({r['step_ms']:.2f} ms per step)")  # fmt: skip
+    print(f"  speedup 2 ranks / 1 rank: {two['samples_per_s'] / one['samples_per_s']:.2f}x (target >= 1.7x)")
+    n = two["world"]
+    ring = 2 * (n - 1) / n * two["bytes_per_step"]
+    print(f"  all-reduced per step: {two['bytes_per_step']} bytes in {len(two['bucket_bytes'])} bucket(s) "
+          f"{two['bucket_bytes']}; a ring all-reduce sends {ring:.0f} bytes per rank")  # fmt: skip
+    hidden = max(0.0, 1.0 - two["wait_ms"] / two["allreduce_ms"]) if two["allreduce_ms"] > 0 else 0.0
+    print(f"  all-reduce on its own: {two['allreduce_ms']:.3f} ms; backward's final wait: {two['wait_ms']:.3f} ms; "
+          f"hidden behind backward: {hidden:.0%}")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", action="store_true", help="run as one rank (started through mpiexec)")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="layer widths (default 784,128,10)")
+    parser.add_argument("--batch", type=int, default=BATCH, help="samples per rank per step (default 256)")
+    parser.add_argument("--steps", type=int, default=100, help="steps per timed repeat (default 100)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats; the fastest counts (default 3)")
+    parser.add_argument("--bucket-cap-mb", type=float, default=None, help="DDP bucket_cap_mb (default: torch's)")
+    args = parser.parse_args(argv)
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    if args.worker:
+        worker(sizes, args.batch, args.steps, args.repeats, args.bucket_cap_mb)
+        return
+    forward = ["--sizes", args.sizes, "--batch", str(args.batch), "--steps", str(args.steps),
+               "--repeats", str(args.repeats)] + ([] if args.bucket_cap_mb is None else
+                                                  ["--bucket-cap-mb", str(args.bucket_cap_mb)])  # fmt: skip
+    report(launch(1, forward), launch(2, forward))
+
+
+if __name__ == "__main__":
+    main()
