@@ -333,7 +333,11 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
             raise ValueError(f"Rank {r} is out of range. Valid ranks are 0 to {size - 1} (world_size={size})")
     _world.counter += 1
     name = str(_world.counter)
-    comm = world._comm.Create(world._comm.Get_group().Incl(ranks))  # collective over the whole job
+    everyone = world._comm.Get_group()
+    members = everyone.Incl(ranks)
+    comm = world._comm.Create(members)  # collective over the whole job
+    members.Free()
+    everyone.Free()
     if comm == _mpi().COMM_NULL:
         return GroupMember.NON_GROUP_MEMBER
     pg = ProcessGroup(comm, ranks, name)
@@ -443,15 +447,15 @@ def _cuda_aware() -> bool:
 def _query_cuda_support() -> bool:
     import ctypes
 
-    _mpi()
+    _mpi()  # loads libmpi
     try:
         with open("/proc/self/maps") as f:
-            libs = {line.split()[-1] for line in f if "libmpi" in line and line.rstrip().endswith(tuple("0123456789o"))}
+            paths = {line.split()[-1] for line in f if len(line.split()) >= 6}
     except OSError:
-        libs = set()
-    for path in sorted(libs):
+        paths = set()
+    for path in sorted(p for p in paths if os.path.basename(p).startswith("libmpi") and ".so" in p):
         try:
-            query = ctypes.CDLL(path).MPIX_Query_cuda_support
+            query = ctypes.CDLL(path).MPIX_Query_cuda_support  # MPICH and Open MPI extension
         except (OSError, AttributeError):
             continue
         query.restype = ctypes.c_int
@@ -618,8 +622,9 @@ class Work:
     """What a collective returns with ``async_op=True`` (and ``isend``/``irecv``): ``wait()`` blocks until it has
     finished, after which the output tensors hold the result."""
 
-    def __init__(self, requests: list, finish: Callable[[], None] | None = None, result=(), pg=None) -> None:
+    def __init__(self, requests: list, finish: Callable[[], None] | None = None, result=(), pg=None, keep=()) -> None:
         self._requests = requests
+        self._keep = keep  # the arrays MPI reads or writes (host copies, scratch arrays) stay alive until done
         self._finish = finish
         self._result = list(result)
         self._done = False
@@ -628,6 +633,7 @@ class Work:
 
     def _complete(self) -> None:
         self._done = True
+        self._keep = ()
         finish, self._finish = self._finish, None
         if finish is not None:
             finish()
@@ -675,10 +681,11 @@ class Work:
         return self._status.Get_source()
 
 
-def _issue(async_op: bool, call: Callable, finish: Callable | None, result=(), pg=None):
-    """Run one MPI operation: ``call(False)`` blocks, ``call(True)`` starts it and returns its request."""
+def _issue(async_op: bool, call: Callable, finish: Callable | None, result=(), pg=None, keep=()):
+    """Run one MPI operation: ``call(False)`` blocks, ``call(True)`` starts it and returns its request (in a Work
+    that keeps ``keep`` alive until it has finished)."""
     if async_op:
-        return Work([call(True)], finish, result, pg)
+        return Work([call(True)], finish, result, pg, keep)
     call(False)
     if finish is not None:
         finish()
@@ -787,7 +794,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group: ProcessGroup | None = N
     def call(nb: bool):
         return (comm.Iallgather if nb else comm.Allgather)(buf.array, flat)
 
-    return _issue(async_op, call, finish, tensor_list, pg)
+    return _issue(async_op, call, finish, tensor_list, pg, (buf, flat))
 
 
 def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: ProcessGroup | None = None,
@@ -809,7 +816,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: P
     def call(nb: bool):
         return (comm.Iallgather if nb else comm.Allgather)(src.array, dst.array)
 
-    return _issue(async_op, call, dst.finish, [output_tensor], pg)
+    return _issue(async_op, call, dst.finish, [output_tensor], pg, (src, dst))
 
 
 def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group: ProcessGroup | None = None,  # noqa: A002
@@ -837,7 +844,7 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op=ReduceOp.SUM, group:
     def call(nb: bool):
         return (comm.Ireduce_scatter_block if nb else comm.Reduce_scatter_block)(src.array, dst.array, mpi_op)
 
-    return _issue(async_op, call, finish, [output], pg)
+    return _issue(async_op, call, finish, [output], pg, (src, dst))
 
 
 def gather(tensor: Tensor, gather_list: list | None = None, dst: int | None = None,
@@ -875,7 +882,7 @@ def gather(tensor: Tensor, gather_list: list | None = None, dst: int | None = No
     def call(nb: bool):
         return (comm.Igather if nb else comm.Gather)(buf.array, flat, root)
 
-    return _issue(async_op, call, finish, gather_list, pg)
+    return _issue(async_op, call, finish, gather_list, pg, (buf, flat))
 
 
 def scatter(tensor: Tensor, scatter_list: list | None = None, src: int | None = None,
@@ -912,7 +919,7 @@ def scatter(tensor: Tensor, scatter_list: list | None = None, src: int | None = 
     def call(nb: bool):
         return (comm.Iscatter if nb else comm.Scatter)(flat, buf.array, root)
 
-    return _issue(async_op, call, buf.finish, [tensor], pg)
+    return _issue(async_op, call, buf.finish, [tensor], pg, (buf, flat))
 
 
 def isend(tensor: Tensor, dst: int | None = None, group: ProcessGroup | None = None, tag: int = 0,
@@ -926,7 +933,7 @@ def isend(tensor: Tensor, dst: int | None = None, group: ProcessGroup | None = N
     peer = _group_rank(pg, dst, group_dst)
     _check_contiguous(tensor)
     buf = _Buf(tensor, write=False)
-    return Work([pg._comm.Isend(buf.array, peer, tag)], None, [], pg)
+    return Work([pg._comm.Isend(buf.array, peer, tag)], None, [], pg, (buf,))
 
 
 def irecv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0,
@@ -940,7 +947,7 @@ def irecv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = N
     peer = _mpi().ANY_SOURCE if src is None and group_src is None else _group_rank(pg, src, group_src)
     _check_contiguous(tensor)
     buf = _Buf(tensor, read=False)
-    return Work([pg._comm.Irecv(buf.array, peer, tag)], buf.finish, [tensor], pg)
+    return Work([pg._comm.Irecv(buf.array, peer, tag)], buf.finish, [tensor], pg, (buf,))
 
 
 def send(tensor: Tensor, dst: int | None = None, group: ProcessGroup | None = None, tag: int = 0,

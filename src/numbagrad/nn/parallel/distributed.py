@@ -153,7 +153,8 @@ class _Reducer:
         self.used_request = None
         self.warned_no_unused = False
         self.iterations = 0
-        self.last_wait_s = 0.0
+        self.last_wait_s = 0.0  # the last backward's wait for its all-reduces, and when it began
+        self.last_wait_start = 0.0
         if any(p.is_cuda for p in params) and not c10d._cuda_aware():
             c10d._warn_staging()
         ref = weakref.ref(self)
@@ -255,7 +256,7 @@ class _Reducer:
         """Runs when backward has finished: wait for every all-reduce, then write the averages into ``.grad``."""
         self.callback_queued = False
         MPI = c10d._mpi()
-        start = time.perf_counter()
+        start = self.last_wait_start = time.perf_counter()
         MPI.Request.Waitall(self.requests)
         self.requests = []
         if self.next_bucket < len(self.buckets):
@@ -460,10 +461,8 @@ class DistributedDataParallel(Module):
             "find_unused_parameters": r.find_unused,
             "num_iterations": r.iterations,
             "last_backward_comm_wait_s": r.last_wait_s,
+            "last_backward_comm_wait_start": r.last_wait_start,
         }
-
-    def extra_repr(self) -> str:
-        return ""
 
 
 def _verify_param_shape_across_processes(pg, params: list) -> None:
