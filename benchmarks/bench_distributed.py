@@ -59,12 +59,14 @@ def worker(sizes: tuple[int, ...], batch: int, steps: int, repeats: int, bucket_
     for _ in range(10):
         step()
     times, waits = [], []  # waits: (when backward's final wait began, how long it took) per step
+    done_early = []  # buckets whose all-reduce was over before backward ended
     for _ in range(repeats):
         dist.barrier()
         start = time.perf_counter()
         for _ in range(steps):
             step()
             waits.append((reducer.last_wait_start, reducer.last_wait_s))
+            done_early.append(reducer.last_done_early)
         dist.barrier()
         times.append(time.perf_counter() - start)
 
@@ -103,6 +105,7 @@ def worker(sizes: tuple[int, ...], batch: int, steps: int, repeats: int, bucket_
         "wait_ms": 1e3 * statistics.median(w for _, w in waits),
         "exposed_ms": 1e3 * statistics.median(exposed) if exposed else 0.0,
         "skew_ms": 1e3 * statistics.median(skew) if skew else 0.0,
+        "buckets_done_early": sum(done_early) / len(done_early),
         "allreduce_ms": 1e3 * statistics.median(allreduce_times),
         "alpha_us": 1e6 * latency,
         "beta_gb_s": bandwidth / 1e9,
@@ -163,7 +166,8 @@ def report(one: dict, two: dict) -> None:
         f"(on the last rank to finish it): {two['exposed_ms']:.3f} ms; hidden behind backward: {hidden:.0%}"
     )
     print(f"  (median wait on rank 0: {two['wait_ms']:.3f} ms, of which waiting for the slower rank: "
-          f"{two['skew_ms']:.3f} ms)")  # fmt: skip
+          f"{two['skew_ms']:.3f} ms; buckets already all-reduced when backward ended: "
+          f"{two['buckets_done_early']:.2f} of {len(two['bucket_bytes'])})")  # fmt: skip
     alpha, beta = two["alpha_us"] * 1e-6, two["beta_gb_s"] * 1e9
     print(f"  ring model here: alpha {1e6 * alpha:.1f} us per step, beta {beta / 1e9:.2f} GB/s; a bucket is 90% "
           f"bandwidth-bound from 9*N*alpha*beta = {9 * n * alpha * beta / 1024:.0f} KiB (N={n})")  # fmt: skip

@@ -11,6 +11,9 @@ waits for every all-reduce and writes the averaged gradients back into each ``.g
 
 from __future__ import annotations
 
+import atexit
+import os
+import threading
 import time
 import warnings
 import weakref
@@ -125,6 +128,70 @@ class _Bucket:
         self.pending = len(indices)
 
 
+class _Progress:
+    """One thread per process that enters MPI's progress engine every 100 us while some bucket is in flight.
+
+    MPI advances non-blocking collectives only inside MPI calls, and between two gradient hooks backward computes
+    for milliseconds without making any: without this thread the early buckets' all-reduces were still running
+    when backward ended (measured with MPICH; with it most had finished). The thread calls ``Iprobe`` on a
+    duplicate of each active reducer's communicator, on which nothing is ever sent, so it completes none of the
+    reducers' requests (MPICH progresses that communicator's pending collectives there; one on ``COMM_SELF`` did
+    not), and sleeps in between: a few percent of a core while an all-reduce is in flight, nothing otherwise.
+    It needs ``MPI_THREAD_MULTIPLE``; ``NUMBAGRAD_DDP_PROGRESS_THREAD=0`` (on every rank) turns it off.
+    """
+
+    INTERVAL = 1e-4
+    _instance: _Progress | None = None
+
+    @classmethod
+    def get(cls) -> _Progress | None:
+        MPI = c10d._mpi()
+        if os.environ.get("NUMBAGRAD_DDP_PROGRESS_THREAD", "1") == "0" or MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+            return None
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def __init__(self) -> None:
+        self.comms: tuple = ()
+        self.users = 0
+        self.lock = threading.Lock()
+        self.active = threading.Event()
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, name="numbagrad-ddp-progress", daemon=True)
+        self.thread.start()
+        atexit.register(self._stop)  # runs before mpi4py's MPI_Finalize (registered earlier, so it runs later)
+
+    def _run(self) -> None:
+        MPI = c10d._mpi()
+        while True:
+            self.active.wait()
+            if self.stopped:
+                return
+            for comm in self.comms:
+                comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+            time.sleep(self.INTERVAL)
+
+    def start(self, comm) -> None:
+        with self.lock:
+            self.users += 1
+            if all(c is not comm for c in self.comms):
+                self.comms = (*self.comms, comm)
+            self.active.set()
+
+    def finish(self, comm) -> None:
+        with self.lock:
+            self.users -= 1
+            if self.users == 0:
+                self.active.clear()
+                self.comms = ()
+
+    def _stop(self) -> None:
+        self.stopped = True
+        self.active.set()
+        self.thread.join()
+
+
 class _Reducer:
     """The bucket bookkeeping of one DistributedDataParallel (torch's ``Reducer``)."""
 
@@ -155,8 +222,13 @@ class _Reducer:
         self.iterations = 0
         self.last_wait_s = 0.0  # the last backward's wait for its all-reduces, and when it began
         self.last_wait_start = 0.0
+        self.last_done_early = 0
         if any(p.is_cuda for p in params) and not c10d._cuda_aware():
             c10d._warn_staging()
+        # nothing is in flight during backward with a single bucket: it starts when the last gradient arrives
+        self.progress = _Progress.get() if world_size > 1 and len(self.buckets) > 1 else None
+        self.probe_comm = comm.Dup() if self.progress is not None else None  # (collective: same choice on all ranks)
+        self.polling = False
         ref = weakref.ref(self)
         self.handles = [p.register_post_accumulate_grad_hook(_make_hook(ref, i)) for i, p in enumerate(params)]
 
@@ -229,9 +301,12 @@ class _Reducer:
                 flat = self.buckets[self.next_bucket].flat
                 self.requests.append(self.comm.Iallreduce(MPI.IN_PLACE, flat, MPI.SUM))
                 self.next_bucket += 1
+            if self.progress is not None and not self.polling:
+                self.polling = True
+                self.progress.start(self.probe_comm)
             if self.next_bucket == len(self.buckets) and self.find_unused:
                 self.used_request = self.comm.Iallreduce(MPI.IN_PLACE, self.local_used, MPI.MAX)
-        elif self.requests:
+        elif self.requests and self.progress is None:
             c10d._mpi().Request.Testall(self.requests)  # MPI progresses in-flight all-reduces inside MPI calls only
 
     def pack(self, param, view: np.ndarray) -> None:
@@ -256,7 +331,11 @@ class _Reducer:
         """Runs when backward has finished: wait for every all-reduce, then write the averages into ``.grad``."""
         self.callback_queued = False
         MPI = c10d._mpi()
+        if self.polling:
+            self.polling = False
+            self.progress.finish(self.probe_comm)
         start = self.last_wait_start = time.perf_counter()
+        self.last_done_early = sum(1 for r in self.requests if r.Test())  # all-reduces already over: hidden
         MPI.Request.Waitall(self.requests)
         self.requests = []
         if self.next_bucket < len(self.buckets):
@@ -462,6 +541,7 @@ class DistributedDataParallel(Module):
             "num_iterations": r.iterations,
             "last_backward_comm_wait_s": r.last_wait_s,
             "last_backward_comm_wait_start": r.last_wait_start,
+            "last_buckets_done_before_backward_ended": r.last_done_early,
         }
 
 
