@@ -111,6 +111,12 @@ def test_recv_from_any_rank_returns_the_senders_rank(ranks, dtype):
     assert ranks[1][f"isend_irecv/{dtype}"] == rank_values(0, dtype).tolist()
 
 
+def test_work_waits_with_a_timeout_and_can_be_polled(ranks):
+    for r in range(WORLD):
+        assert ranks[r]["wait_with_timeout"] == [True, True, [2.0, 2.0, 2.0, 2.0]]
+        assert ranks[r]["poll_until_completed"] == [[2.0, 2.0]]
+
+
 def test_bool_sum_is_a_logical_or_and_product_a_logical_and(ranks):
     for r in range(WORLD):
         assert ranks[r]["all_reduce/SUM/bool"] == [True, True, False]

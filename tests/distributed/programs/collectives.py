@@ -3,6 +3,7 @@ asynchronous; subgroups; the errors. Run by test_distributed_collectives.py unde
 
 import os
 import warnings
+from datetime import timedelta
 
 import numpy as np
 from mpi_common import DTYPES, OPS, Recorder, rank_values
@@ -95,6 +96,15 @@ for dtype in DTYPES:
 
 dist.barrier()
 dist.barrier(async_op=True).wait()
+
+x = torch.ones(4)
+work = dist.all_reduce(x, async_op=True)
+rec["wait_with_timeout"] = [work.wait(timeout=timedelta(seconds=30)), work.is_success(), x.tolist()]
+x = torch.ones(4)
+work = dist.reduce_scatter_tensor(torch.zeros(2), x, async_op=True)
+while not work.is_completed():  # polling until done, as torch's Work allows
+    pass
+rec["poll_until_completed"] = [o.tolist() for o in work.result()]
 
 # bool tensors: SUM is a logical or, PRODUCT a logical and
 flags = torch.tensor([rank == 0, True, False])
