@@ -160,10 +160,13 @@ def report(one: dict, two: dict) -> None:
     ring = 2 * (n - 1) / n * two["bytes_per_step"]
     print(f"  all-reduced per step: {two['bytes_per_step']} bytes in {len(two['bucket_bytes'])} bucket(s) "
           f"{two['bucket_bytes']}; a ring all-reduce sends {ring:.0f} bytes per rank")  # fmt: skip
-    hidden = min(1.0, max(0.0, 1.0 - two["exposed_ms"] / two["allreduce_ms"]))
+    if len(two["bucket_bytes"]) == 1:  # it starts when backward's last gradient arrives: nothing runs beside it
+        hidden_text = "0% (one bucket, started by the last gradient of backward: nothing left to hide it behind)"
+    else:
+        hidden_text = f"{min(1.0, max(0.0, 1.0 - two['exposed_ms'] / two['allreduce_ms'])):.0%}"
     print(
         f"  all-reduce of the buckets on its own: {two['allreduce_ms']:.3f} ms; left to wait for after backward "
-        f"(on the last rank to finish it): {two['exposed_ms']:.3f} ms; hidden behind backward: {hidden:.0%}"
+        f"(on the last rank to finish it): {two['exposed_ms']:.3f} ms; hidden behind backward: {hidden_text}"
     )
     print(f"  (median wait on rank 0: {two['wait_ms']:.3f} ms, of which waiting for the slower rank: "
           f"{two['skew_ms']:.3f} ms; buckets already all-reduced when backward ended: "
