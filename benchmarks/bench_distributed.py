@@ -38,26 +38,42 @@ def worker(sizes: tuple[int, ...], batch: int, steps: int, repeats: int, bucket_
 
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
-    layers: list = []
-    for a, b in zip(sizes[:-1], sizes[1:]):
-        layers += [nn.Linear(a, b), nn.ReLU()]
-    torch.manual_seed(0)
-    module = nn.Sequential(*layers[:-1])
-    model = DistributedDataParallel(module, bucket_cap_mb=bucket_cap_mb)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss()
+
+    def mlp():
+        layers: list = []
+        for a, b in zip(sizes[:-1], sizes[1:]):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        torch.manual_seed(0)
+        return nn.Sequential(*layers[:-1])
+
     rng = np.random.default_rng(rank)
     x = torch.tensor(rng.standard_normal((batch, sizes[0])), dtype=torch.float32)
     y = torch.tensor(rng.integers(0, sizes[-1], batch))
+    loss_fn = nn.CrossEntropyLoss()
+
+    def stepper(model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def step() -> None:
+            optimizer.zero_grad()
+            loss_fn(model(x), y).backward()
+            optimizer.step()
+
+        for _ in range(10):
+            step()
+        return step
+
+    plain_times = []
+    if world == 1:  # the same loop without DistributedDataParallel, for reference
+        step = stepper(mlp())
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(steps):
+                step()
+            plain_times.append(time.perf_counter() - start)
+    model = DistributedDataParallel(mlp(), bucket_cap_mb=bucket_cap_mb)
     reducer = model.reducer
-
-    def step() -> None:
-        optimizer.zero_grad()
-        loss_fn(model(x), y).backward()
-        optimizer.step()
-
-    for _ in range(10):
-        step()
+    step = stepper(model)
     times, waits = [], []  # waits: (when backward's final wait began, how long it took) per step
     done_early = []  # buckets whose all-reduce was over before backward ended
     for _ in range(repeats):
@@ -99,6 +115,7 @@ def worker(sizes: tuple[int, ...], batch: int, steps: int, repeats: int, bucket_
         "sizes": list(sizes),
         "batch_per_rank": batch,
         "samples_per_s": world * batch * steps / best,
+        "plain_samples_per_s": batch * steps / min(plain_times) if plain_times else None,
         "step_ms": 1e3 * best / steps,
         "bucket_bytes": data["bucket_sizes"],
         "bytes_per_step": data["comm_bytes_per_iteration"],
@@ -155,6 +172,7 @@ def report(one: dict, two: dict) -> None:
     for r in (one, two):
         print(f"  {r['world']} rank{'s' if r['world'] > 1 else ' '}: {r['samples_per_s']:9.0f} samples/s "
               f"({r['step_ms']:.2f} ms per step)")  # fmt: skip
+    print(f"  (1 process without DistributedDataParallel: {one['plain_samples_per_s']:9.0f} samples/s)")
     print(f"  speedup 2 ranks / 1 rank: {two['samples_per_s'] / one['samples_per_s']:.2f}x (target >= 1.7x)")
     n = two["world"]
     ring = 2 * (n - 1) / n * two["bytes_per_step"]
