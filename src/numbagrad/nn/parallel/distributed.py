@@ -237,6 +237,9 @@ class _Reducer:
         """Called at the end of a forward that will be synchronised: reset the counts, find unused parameters."""
         self.expect_hooks = True
         self.next_bucket = 0
+        if self.polling:  # the previous backward raised before its callback ran
+            self.polling = False
+            self.progress.finish(self.probe_comm)
         self.ready[:] = bytes(len(self.params))
         for b in self.buckets:
             b.pending = len(b.indices)
