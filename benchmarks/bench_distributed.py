@@ -11,7 +11,8 @@ OpenMP/BLAS/Numba thread) and prints, for the 784-128-10 MLP with a batch of 256
   on its own.
 
 ``--sizes 784,512,512,512,10 --bucket-cap-mb 1`` measures a deeper MLP whose early buckets can overlap the rest
-of backward. A worker (``--worker``) is one rank of a run; it prints one JSON line on rank 0.
+of backward (``NUMBAGRAD_DDP_PROGRESS_THREAD=1`` in the environment turns DDP's progress thread on). A worker
+(``--worker``) is one rank of a run; it prints one JSON line on rank 0.
 """
 
 from __future__ import annotations

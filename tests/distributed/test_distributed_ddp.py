@@ -17,7 +17,7 @@ def max_difference(a: list, b: list) -> float:
     return max(float(np.max(np.abs(np.array(x) - np.array(y)))) for x, y in zip(a, b))
 
 
-@pytest.mark.parametrize("case", ["sgd", "sgd_small_buckets", "adam"])
+@pytest.mark.parametrize("case", ["sgd", "sgd_small_buckets", "adam", "sgd_progress_thread"])
 def test_twenty_steps_on_two_half_batches_equal_one_process_on_the_whole_batch(ranks, case):
     reference = ranks[0][f"{case}/reference"]
     for r in range(WORLD):
@@ -30,6 +30,12 @@ def test_construction_copies_rank_0s_parameters_to_every_rank(ranks, case):
     assert max_difference(ranks[0][f"{case}/initial"], ranks[1][f"{case}/initial"]) > 1e-3  # different seeds
     for r in range(WORLD):
         assert ranks[r][f"{case}/after_construction"] == ranks[0][f"{case}/initial"]
+
+
+def test_the_progress_thread_runs_only_when_asked_for(ranks):
+    for r in range(WORLD):
+        assert ranks[r]["sgd_progress_thread/progress_thread"] is True
+        assert ranks[r]["sgd_small_buckets/progress_thread"] is False
 
 
 def test_default_buckets_hold_the_whole_small_model(ranks):

@@ -1,6 +1,8 @@
 """DistributedDataParallel on 2 ranks: training equals one process on the whole batch, buckets, overlap, no_sync,
 unused parameters, buffers, state_dict and the errors. Run by test_distributed_ddp.py under ``mpiexec -n 2``."""
 
+import os
+
 import numpy as np
 from mpi_common import Recorder
 
@@ -49,7 +51,10 @@ OPTIMIZERS = {
     "sgd": lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
     "adam": lambda params: torch.optim.Adam(params, lr=0.01),
 }
-for name, make, cap in [("sgd", "sgd", None), ("sgd_small_buckets", "sgd", 0.0005), ("adam", "adam", None)]:
+CASES = [("sgd", "sgd", None), ("sgd_small_buckets", "sgd", 0.0005), ("adam", "adam", None),
+         ("sgd_progress_thread", "sgd", 0.0005)]  # fmt: skip
+for name, make, cap in CASES:
+    os.environ["NUMBAGRAD_DDP_PROGRESS_THREAD"] = "1" if name == "sgd_progress_thread" else "0"
     if rank == 0:  # the reference: one process, the whole batch, rank 0's initial weights
         reference = mlp(0)
         train(reference, OPTIMIZERS[make](reference.parameters()), None)
@@ -61,6 +66,8 @@ for name, make, cap in [("sgd", "sgd", None), ("sgd_small_buckets", "sgd", 0.000
     rec[f"{name}/bucket_sizes"] = model._get_ddp_logging_data()["bucket_sizes"]
     train(model, OPTIMIZERS[make](model.parameters()), slice(rank * half, (rank + 1) * half))
     rec[f"{name}/trained"] = values(local.parameters())
+    rec[f"{name}/progress_thread"] = model.reducer.progress is not None
+os.environ["NUMBAGRAD_DDP_PROGRESS_THREAD"] = "0"
 
 # overlap: when the first layer's gradients arrive (the last ones backward computes), the earlier buckets' all-reduces
 # have already started
