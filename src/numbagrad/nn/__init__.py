@@ -1,6 +1,7 @@
 """``numbagrad.nn``: Modules, Parameters, containers, layers, losses, ``functional`` and ``init`` (torch's API)."""
 
 from . import functional, init, utils
+from . import parallel as parallel  # DistributedDataParallel (imports no mpi4py)
 from .activation import (
     ELU,
     GELU,
