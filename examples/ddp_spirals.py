@@ -4,10 +4,10 @@
     python -m numbagrad.distributed.run --nproc 2 examples/ddp_spirals.py --epochs 30
 
 Every rank builds the same data set and the same model (DistributedDataParallel copies rank 0's initial weights
-to the others). Each epoch's shuffled order is the same on every rank, and each rank trains on its own shard of
-it: padded to a multiple of the number of ranks, then every ``world_size``-th sample, which is what torch's
-``DistributedSampler`` does (sharded by hand here). Each rank's batch is the demo's batch divided among the ranks,
-and DDP averages the gradients, so the ranks take the demo's optimisation steps together and keep equal weights.
+to the others). A ``DistributedSampler`` gives each rank its own shard of each epoch's shuffled order (the same
+order on every rank, seeded and advanced with ``set_epoch``). Each rank's batch is the demo's batch divided among
+the ranks, and DDP averages the gradients, so the ranks take the demo's optimisation steps together and keep equal
+weights.
 """
 
 from __future__ import annotations
@@ -22,12 +22,8 @@ import numbagrad.distributed as dist
 from numbagrad import nn
 from numbagrad.__main__ import MLP, init_weights, two_spirals
 from numbagrad.nn.parallel import DistributedDataParallel
-
-
-def shard(order: np.ndarray, rank: int, world: int) -> np.ndarray:
-    """This rank's indices of ``order``: padded with its first indices to a multiple of ``world``, then strided."""
-    padded = np.concatenate([order, order[: (-len(order)) % world]])
-    return padded[rank::world]
+from numbagrad.utils.data import DataLoader, TensorDataset
+from numbagrad.utils.data.distributed import DistributedSampler
 
 
 def main(argv: list[str] | None = None) -> float:
@@ -46,18 +42,18 @@ def main(argv: list[str] | None = None) -> float:
     model = DistributedDataParallel(MLP((2, 64, 64, 2)).apply(init_weights))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
-    local_batch = max(1, args.batch_size // world)
+    sampler = DistributedSampler(TensorDataset(x, y), seed=args.seed)  # rank and world size from the process group
+    loader = DataLoader(TensorDataset(x, y), batch_size=max(1, args.batch_size // world), sampler=sampler)
     start = time.perf_counter()
     for epoch in range(args.epochs):
-        mine = shard(rng.permutation(len(y_np)), rank, world)
+        sampler.set_epoch(epoch)  # a new shuffled order each epoch, the same on every rank
         total = torch.zeros(2, dtype=torch.float64)  # [sum of losses, samples], summed over the ranks below
-        for begin in range(0, len(mine), local_batch):
-            idx = torch.from_numpy(mine[begin : begin + local_batch])
+        for xb, yb in loader:
             optimizer.zero_grad()
-            loss = loss_fn(model(x[idx]), y[idx])
+            loss = loss_fn(model(xb), yb)
             loss.backward()
             optimizer.step()
-            total += torch.tensor([loss.item() * len(idx), len(idx)], dtype=torch.float64)
+            total += torch.tensor([loss.item() * len(yb), len(yb)], dtype=torch.float64)
         dist.all_reduce(total)
         if rank == 0 and (epoch + 1) % 10 == 0:
             print(f"epoch {epoch + 1:3d}: loss {total[0].item() / total[1].item():.4f}")

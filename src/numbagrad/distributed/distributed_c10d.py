@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import cuda, ops
 from .._tensor import Tensor
 
 _MPI = None
@@ -475,8 +476,6 @@ def _warn_staging() -> None:
 
 
 def _sync_cuda() -> None:
-    from .. import cuda
-
     cuda.synchronize()
 
 
@@ -552,8 +551,6 @@ def _flat(t: Tensor, n: int):
     """A contiguous scratch array of ``n`` slots shaped like ``t``, where MPI will see it (host or device)."""
     if isinstance(t._data, np.ndarray) or not _cuda_aware():
         return np.empty((n, *t.shape), t._data.dtype)
-    from .. import ops
-
     return ops.empty((n, *t.shape), dtype=t.dtype, device="cuda")._data
 
 

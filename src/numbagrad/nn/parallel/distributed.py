@@ -21,7 +21,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ... import ops
 from ..._tensor import Tensor
+from ...autograd.engine import queue_callback
 from ...autograd.grad_mode import is_grad_enabled
 from ...distributed import distributed_c10d as c10d
 from ..module import Module
@@ -268,8 +270,6 @@ class _Reducer:
         if not self.expect_hooks:
             return  # a backward not prepared by a synchronising forward (no_sync, or a second backward)
         if not self.callback_queued:
-            from ...autograd.engine import queue_callback
-
             self.callback_queued = True
             queue_callback(self.finalize_backward)
         if self.find_unused:
@@ -432,8 +432,6 @@ def _make_hook(ref, index: int):
 
 
 def _to_device(view: np.ndarray) -> Tensor:
-    from ... import ops
-
     return ops.tensor(view.copy(), device="cuda")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+from ... import distributed
 from ..._generator import Generator
 from .dataset import Dataset
 from .sampler import Sampler
@@ -19,11 +20,7 @@ __all__ = ["DistributedSampler"]
 
 
 def _distributed():
-    """``numbagrad.distributed`` if it can be used here (imported lazily: it brings in mpi4py)."""
-    try:
-        from ... import distributed
-    except ImportError:
-        return None
+    """``numbagrad.distributed`` if it can be used here (mpi4py installed)."""
     return distributed if distributed.is_available() else None
 
 
