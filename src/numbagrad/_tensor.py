@@ -500,6 +500,7 @@ def _copy_param(t):
 
 
 def is_tensor(obj) -> bool:
+    """True if ``obj`` is a numbagrad Tensor (Parameters included)."""
     return isinstance(obj, Tensor)
 
 
