@@ -285,7 +285,7 @@ def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: boo
 
 @declare
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """The values ``start, start + step, ...`` below ``end`` as a 1-d tensor (int64 unless a bound is a float)."""
+    """The values ``start, start + step, ...`` up to ``end`` (excluded), 1-d; int64 unless an argument is a float."""
     if end is None:
         start, end = 0, start
     if step == 0:
