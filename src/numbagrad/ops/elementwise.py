@@ -397,7 +397,7 @@ def _make_frontend(row: Row, public: str):
 
         fn = nary
     fn.__name__ = fn.__qualname__ = public
-    fn.__doc__ = f"{DESCRIPTIONS[row.name]}\n\nGenerated from row ``{row.name}`` of ``scalar_math.ROWS``."
+    fn.__doc__ = f"{_describe(row)}\n\nGenerated from row ``{row.name}`` of ``scalar_math.ROWS``."
     return fn
 
 
@@ -487,6 +487,11 @@ DESCRIPTIONS = {
 }
 
 
+def _describe(row: Row) -> str:
+    """The row's line of ``DESCRIPTIONS`` (a row without one still imports; tests/test_docstrings.py names it)."""
+    return DESCRIPTIONS.get(row.name, f"Elementwise ``{row.name}``.")
+
+
 def _make_operator(row: Row, fn, name: str):
     """A Tensor operator: reflected operators (``__radd__``) swap the operands; an operand type the op does not
     take gives ``NotImplemented``, so Python raises its ``unsupported operand type(s)`` TypeError (as torch).
@@ -565,7 +570,7 @@ def _make_inplace(row: Row, fn, name: str):
         return row_inplace(self, row, fn, args, kwargs)
 
     inplace.__name__ = inplace.__qualname__ = name
-    inplace.__doc__ = f"In-place ``{row.name}``, into this tensor: {DESCRIPTIONS[row.name]}"
+    inplace.__doc__ = f"In-place ``{row.name}``, into this tensor: {_describe(row)}"
     return inplace
 
 
