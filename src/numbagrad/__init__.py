@@ -118,10 +118,12 @@ __all__ += _ops_all
 
 
 def is_floating_point(t: Tensor) -> bool:
+    """True if ``t``'s dtype is a float type (float16, float32, float64)."""
     return t.is_floating_point()
 
 
 def numel(t: Tensor) -> int:
+    """The number of elements of ``t``."""
     return t.numel()
 
 

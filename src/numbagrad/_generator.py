@@ -46,6 +46,7 @@ class Generator:
 
     @property
     def device(self) -> device:
+        """The device the generator draws for (always cpu)."""
         return self._device
 
     def manual_seed(self, seed: int) -> Generator:
@@ -58,6 +59,7 @@ class Generator:
         return self
 
     def initial_seed(self) -> int:
+        """The seed last given to ``manual_seed`` (or ``seed``)."""
         return self._seed
 
     def seed(self) -> int:
@@ -73,6 +75,7 @@ class Generator:
         return Tensor._make(words.astype(np.int64))
 
     def set_state(self, new_state) -> Generator:
+        """Restore the engine from a tensor returned by ``get_state``."""
         words = np.asarray(new_state._host() if hasattr(new_state, "_host") else new_state, dtype=np.int64)
         if words.shape != (626,):
             raise RuntimeError("numbagrad.Generator.set_state expects the 626-element tensor get_state returned")

@@ -166,46 +166,57 @@ class Tensor:
 
     @property
     def shape(self) -> Size:
+        """The size of each dim, as a ``Size`` (a tuple)."""
         return Size(self._data.shape)
 
     def size(self, dim: int | None = None):
+        """The shape as a ``Size``, or the size of ``dim`` when given."""
         if dim is None:
             return Size(self._data.shape)
         return self._data.shape[wrap_dim(dim, self.dim())]
 
     @property
     def dtype(self) -> dtype:
+        """The element type (``numbagrad.float32``...)."""
         return from_numpy_dtype(self._data.dtype)
 
     @property
     def device(self):
+        """Where the storage lives: ``device('cpu')`` or ``device('cuda', 0)``."""
         return backend_for(self._data).DEVICE
 
     @property
     def is_cuda(self) -> bool:
+        """True if the storage is on the GPU."""
         return backend_for(self._data).DEVICE.type == "cuda"
 
     @property
     def is_cpu(self) -> bool:
+        """True if the storage is in host memory."""
         return backend_for(self._data).DEVICE.type == "cpu"
 
     @property
     def ndim(self) -> int:
+        """The number of dims (same as ``dim()``)."""
         return len(self._data.shape)
 
     def dim(self) -> int:
+        """The number of dims."""
         return len(self._data.shape)
 
     def numel(self) -> int:
+        """The number of elements (``nelement`` is an alias)."""
         return int(self._data.size)
 
     nelement = numel
 
     def element_size(self) -> int:
+        """Bytes per element."""
         return self._data.dtype.itemsize
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element (same as ``element_size()``)."""
         return self._data.dtype.itemsize
 
     @property
@@ -219,16 +230,23 @@ class Tensor:
         return self._output_nr
 
     def is_floating_point(self) -> bool:
+        """True if the dtype is a float type."""
         return self._data.dtype.kind == "f"
 
     def is_contiguous(self, memory_format=None) -> bool:
+        """True if the elements are laid out row-major without gaps.
+
+        ``memory_format`` is accepted and ignored: numbagrad has no channels-last layout.
+        """
         return backend_for(self._data).is_contiguous(self._data)
 
     def stride(self, dim: int | None = None):
+        """The step in elements between neighbours along each dim, or along ``dim`` when given."""
         strides = tuple(s // self._data.dtype.itemsize for s in self._data.strides)
         return strides if dim is None else strides[wrap_dim(dim, self.dim())]
 
     def data_ptr(self) -> int:
+        """The address of the first element (a device address for cuda tensors)."""
         return backend_for(self._data).data_ptr(self._data)
 
     @property
@@ -241,11 +259,13 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        """True for tensors not produced by a recorded op (``grad_fn is None``): backward fills their ``.grad``."""
         return self.grad_fn is None
 
     # --- autograd metadata -----------------------------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
+        """Whether autograd records ops on this tensor; settable on leaves (float dtypes only)."""
         return self._requires_grad or self.grad_fn is not None
 
     @requires_grad.setter
@@ -263,6 +283,7 @@ class Tensor:
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place and return this tensor."""
         if self.grad_fn is not None and requires_grad:
             return self
         if requires_grad and self._data.dtype.kind != "f":
@@ -272,6 +293,10 @@ class Tensor:
 
     @property
     def grad(self) -> Tensor | None:
+        """The gradient backward accumulated into this tensor (``None`` until then).
+
+        Reading it on a non-leaf that does not ``retain_grad()`` warns, as torch does.
+        """
         if self._grad is None and self.grad_fn is not None and not self._retains_grad:
             warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
@@ -293,6 +318,7 @@ class Tensor:
 
     @property
     def retains_grad(self) -> bool:
+        """True if ``retain_grad()`` was called on this non-leaf."""
         return self._retains_grad
 
     def retain_grad(self) -> None:
@@ -341,6 +367,7 @@ class Tensor:
         return t
 
     def detach_(self) -> Tensor:
+        """Detach this tensor from the graph in place (it becomes a leaf not requiring grad)."""
         if self._base is not None and self._base.requires_grad:
             raise RuntimeError(
                 "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
@@ -369,11 +396,13 @@ class Tensor:
         return backend_for(self._data).to_host(self._data)
 
     def item(self):
+        """The value of a one-element tensor as a Python number."""
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         return self._host().reshape(-1)[0].item()
 
     def tolist(self):
+        """The values as (nested) Python lists of numbers."""
         return self._host().tolist()
 
     def __array__(self, dtype=None, copy=None):
@@ -456,24 +485,31 @@ class Tensor:
 
     # --- dtype / device movement -----------------------------------------------------------------------------
     def float(self) -> Tensor:
+        """A float32 copy (this tensor itself if already float32)."""
         return self.to(float32)
 
     def double(self) -> Tensor:
+        """A float64 copy (this tensor itself if already float64)."""
         return self.to(float64)
 
     def long(self) -> Tensor:
+        """An int64 copy (this tensor itself if already int64)."""
         return self.to(int64)
 
     def int(self) -> Tensor:
+        """An int32 copy (this tensor itself if already int32)."""
         return self.to(int32)
 
     def bool(self) -> Tensor:
+        """A bool copy (this tensor itself if already bool)."""
         return self.to(bool_)
 
     def cpu(self) -> Tensor:
+        """A copy in host memory (this tensor itself if already there)."""
         return self.to("cpu")
 
     def cuda(self, device=None) -> Tensor:
+        """A copy on the GPU (this tensor itself if already there)."""
         return self.to("cuda" if device is None else device)
 
     def __cuda_array_interface_get(self):
@@ -500,6 +536,7 @@ def _copy_param(t):
 
 
 def is_tensor(obj) -> bool:
+    """True if ``obj`` is a numbagrad Tensor (Parameters included)."""
     return isinstance(obj, Tensor)
 
 

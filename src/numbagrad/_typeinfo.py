@@ -181,7 +181,9 @@ def _options(d: dtype) -> str:
 
 
 def _legacy(name: str, d: dtype) -> type:
-    return _TensorType(name, (_LegacyTensor,), {"dtype": d, "__module__": "numbagrad", "__qualname__": name})
+    doc = f"The legacy type of CPU {d.name} tensors: ``{name}(2, 3)`` constructs one, ``isinstance(x, {name})`` tests."
+    namespace = {"dtype": d, "__module__": "numbagrad", "__qualname__": name, "__doc__": doc}
+    return _TensorType(name, (_LegacyTensor,), namespace)
 
 
 FloatTensor = _legacy("FloatTensor", float32)

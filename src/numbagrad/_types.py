@@ -52,6 +52,11 @@ def get_default_dtype() -> dtype:
 
 
 def set_default_dtype(d: dtype) -> None:
+    """Set the dtype of Python floats and of float results of integer inputs.
+
+    Only float32 and float64 are accepted (torch also accepts float16/bfloat16: numbagrad refuses them with a
+    TypeError).
+    """
     if d not in (float32, float64):
         raise TypeError("only floating-point types are supported as the default type")
     _default_float[0] = d
@@ -148,6 +153,7 @@ class Size(tuple):
         return f"numbagrad.Size([{', '.join(str(s) for s in self)}])"
 
     def numel(self) -> int:
+        """The number of elements a tensor of this shape holds (the product of the sizes)."""
         n = 1
         for s in self:
             n *= s

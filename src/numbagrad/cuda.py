@@ -20,6 +20,7 @@ def device_count() -> int:
 
 
 def current_device() -> int:
+    """The index of the current GPU: always 0 (numbagrad uses one GPU per process)."""
     return 0
 
 

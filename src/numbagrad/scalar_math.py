@@ -760,6 +760,7 @@ class Row:
 
     @property
     def differentiable(self) -> bool:
+        """True when the row has gradients (comparisons and other integer-valued rows do not)."""
         return bool(self.grads)
 
     def uses(self, i: int) -> frozenset[str]:

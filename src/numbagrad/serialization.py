@@ -339,6 +339,7 @@ def get_safe_globals() -> list:
 
 
 def clear_safe_globals() -> None:
+    """Forget every global registered with ``add_safe_globals``."""
     _user_globals.clear()
 
 

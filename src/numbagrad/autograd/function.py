@@ -50,6 +50,7 @@ class FunctionCtx:
         self.to_save = tensors
 
     def save_for_forward(self, *tensors) -> None:
+        """Save tensors for ``jvp``; kept for torch compatibility (numbagrad has no forward-mode AD)."""
         for t in tensors:
             assert isinstance(t, Tensor) or t is None, (
                 "save_for_forward expects all arguments to be tensors; you should save non-tensors as "
@@ -73,6 +74,7 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self) -> tuple:
+        """The tensors given to ``save_for_backward``, checked against in-place changes since."""
         if self._freed:
             raise RuntimeError(ERR_BACKWARD_TWICE)
         saved = self._saved
@@ -85,6 +87,7 @@ class FunctionCtx:
 
     @property
     def saved_variables(self) -> tuple:
+        """Deprecated alias of ``saved_tensors`` (warns)."""
         warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
         return self.saved_tensors
 
@@ -270,14 +273,23 @@ class _SingleLevelFunction(metaclass=FunctionMeta):
 
     @staticmethod
     def forward(*args, **kwargs):
+        """Compute the outputs from the inputs; override it in a subclass.
+
+        Old style ``forward(ctx, *args)``; new style ``forward(*args)`` with ``setup_context``. It runs under no-grad.
+        """
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
     def setup_context(ctx, inputs, output):
+        """New-style hook: save what backward needs on ``ctx`` from ``inputs`` and ``output``."""
         raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        """Return one gradient per ``forward`` input (``None`` for non-tensors) given the outputs' gradients.
+
+        Override it (or its alias ``vjp``) in a subclass.
+        """
         raise NotImplementedError(
             "You must implement either the backward or vjp method for your custom autograd.Function to use it "
             "with backward mode AD."
@@ -287,6 +299,7 @@ class _SingleLevelFunction(metaclass=FunctionMeta):
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
+        """Forward-mode derivative; not supported by numbagrad (raises ``NotImplementedError``)."""
         raise NotImplementedError(
             "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
         )
@@ -642,4 +655,6 @@ class InplaceFunction(Function):
 
 
 class NestedIOFunction(Function):
+    """Kept for torch compatibility (a legacy Function base); behaves as ``Function``."""
+
     pass

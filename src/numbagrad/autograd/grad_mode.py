@@ -30,10 +30,12 @@ state = _State()
 
 
 def is_grad_enabled() -> bool:
+    """True when operations record a graph (not inside ``no_grad``); the setting is per thread."""
     return state.enabled
 
 
 def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()`` in this thread."""
     return state.inference
 
 
@@ -78,6 +80,7 @@ class _DecoratorContextManager:
         return generator
 
     def clone(self):
+        """A fresh context manager with the same settings (used to decorate functions)."""
         return self.__class__()
 
 
@@ -159,10 +162,12 @@ class inference_mode(_DecoratorContextManager):  # noqa: N801
 
 
 def is_anomaly_enabled() -> bool:
+    """True inside ``detect_anomaly()`` / ``set_detect_anomaly(True)`` in this thread."""
     return state.anomaly
 
 
 def is_anomaly_check_nan_enabled() -> bool:
+    """True when anomaly mode also checks backward results for NaN (``check_nan=True``)."""
     return state.anomaly_check_nan
 
 

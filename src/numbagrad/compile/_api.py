@@ -197,6 +197,7 @@ class CompiledModule:
             return self
 
         method.__name__ = name
+        method.__doc__ = f"Call ``{name}`` on the wrapped module and return this compiled wrapper (as torch's)."
         return method
 
     train = _self_returning("train")

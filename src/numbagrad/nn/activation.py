@@ -23,16 +23,22 @@ class _Inplace(Module):
 
 
 class ReLU(_Inplace):
+    """Applies ``relu(x) = max(x, 0)`` elementwise; ``inplace=True`` overwrites the input."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.relu(input, inplace=self.inplace)
 
 
 class Tanh(Module):
+    """Applies ``tanh`` elementwise."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.tanh(input)
 
 
 class Sigmoid(Module):
+    """Applies the logistic sigmoid ``1 / (1 + exp(-x))`` elementwise."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.sigmoid(input)
 
@@ -61,6 +67,8 @@ class Hardtanh(Module):
 
 
 class ReLU6(Hardtanh):
+    """Applies ``min(max(x, 0), 6)`` elementwise (a ``Hardtanh(0, 6)``); ``inplace=True`` overwrites the input."""
+
     def __init__(self, inplace: bool = False) -> None:
         super().__init__(0.0, 6.0, inplace)
 
@@ -69,6 +77,8 @@ class ReLU6(Hardtanh):
 
 
 class LeakyReLU(Module):
+    """Applies ``x`` where positive, else ``negative_slope * x``; ``inplace=True`` overwrites the input."""
+
     def __init__(self, negative_slope: float = 1e-2, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
@@ -81,6 +91,8 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
+    """Applies ``x`` where positive, else ``alpha * (exp(x) - 1)``; ``inplace=True`` overwrites the input."""
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
@@ -93,11 +105,15 @@ class ELU(Module):
 
 
 class SELU(_Inplace):
+    """Applies ``scale * elu(x, alpha)`` with the self-normalizing constants; ``inplace=True`` overwrites the input."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.selu(input, self.inplace)
 
 
 class GELU(Module):
+    """Applies ``x * Phi(x)`` (``approximate='none'``) or its tanh approximation (``approximate='tanh'``)."""
+
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         self.approximate = approximate
@@ -110,16 +126,22 @@ class GELU(Module):
 
 
 class SiLU(_Inplace):
+    """Applies ``x * sigmoid(x)`` (swish); ``inplace=True`` overwrites the input."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.silu(input, inplace=self.inplace)
 
 
 class Mish(_Inplace):
+    """Applies ``x * tanh(softplus(x))``; ``inplace=True`` overwrites the input."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.mish(input, inplace=self.inplace)
 
 
 class Hardswish(Module):
+    """Applies ``x * relu6(x + 3) / 6``; ``inplace=True`` overwrites the input."""
+
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
@@ -129,11 +151,15 @@ class Hardswish(Module):
 
 
 class Hardsigmoid(Hardswish):
+    """Applies ``relu6(x + 3) / 6``; ``inplace=True`` overwrites the input."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.hardsigmoid(input, self.inplace)
 
 
 class Softplus(Module):
+    """Applies ``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
+
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -146,21 +172,29 @@ class Softplus(Module):
 
 
 class Softsign(Module):
+    """Applies ``x / (1 + |x|)``."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.softsign(input)
 
 
 class Tanhshrink(Module):
+    """Applies ``x - tanh(x)``."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.tanhshrink(input)
 
 
 class LogSigmoid(Module):
+    """Applies ``log(sigmoid(x))``, computed stably."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.logsigmoid(input)
 
 
 class GLU(Module):
+    """Gated linear unit: ``a * sigmoid(b)`` for the two halves ``a``, ``b`` of dim ``dim``."""
+
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
         self.dim = dim
@@ -173,6 +207,8 @@ class GLU(Module):
 
 
 class Softmax(Module):
+    """Applies softmax along ``dim``: ``exp(x) / sum(exp(x))``, entries in [0, 1] summing to 1."""
+
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
@@ -185,10 +221,14 @@ class Softmax(Module):
 
 
 class LogSoftmax(Softmax):
+    """Applies ``log(softmax(x))`` along ``dim``, computed stably."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.log_softmax(input, self.dim)
 
 
 class Softmin(Softmax):
+    """Applies ``softmax(-x)`` along ``dim``."""
+
     def forward(self, input: Tensor) -> Tensor:
         return F.softmin(input, self.dim)

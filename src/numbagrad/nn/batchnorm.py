@@ -39,12 +39,14 @@ class _BatchNorm(Module):
         self.reset_parameters()
 
     def reset_running_stats(self) -> None:
+        """Reset ``running_mean`` to zeros, ``running_var`` to ones and ``num_batches_tracked`` to 0."""
         if self.track_running_stats:
             self.running_mean.zero_()
             self.running_var.fill_(1)
             self.num_batches_tracked.zero_()
 
     def reset_parameters(self) -> None:
+        """Reset the running statistics, ``weight`` to ones and ``bias`` to zeros."""
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
@@ -55,6 +57,7 @@ class _BatchNorm(Module):
         raise NotImplementedError
 
     def forward(self, input: Tensor) -> Tensor:
+        """Normalize with the batch statistics in training (updating the running ones), the running ones in eval."""
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:

@@ -50,10 +50,12 @@ class _IndexedModules(Module):
         return [key for key in super().__dir__() if not key.isdigit()]
 
     def append(self, module: Module):
+        """Add ``module`` at the end; returns self."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules: Iterable[Module]):
+        """Add each of ``modules`` at the end; returns self."""
         if not isinstance(modules, Iterable):
             raise TypeError(
                 f"{type(self).__name__}.extend should be called with an iterable, but got {type(modules).__name__}"
@@ -76,6 +78,7 @@ class _IndexedModules(Module):
         self._modules[str(index)] = module
 
     def pop(self, key=-1) -> Module:
+        """Remove and return the module at ``key`` (the last by default)."""
         v = self[key]
         del self[key]
         return v
@@ -129,6 +132,7 @@ class Sequential(_IndexedModules):
         return Sequential(OrderedDict(list(self._modules.items())[idx]))
 
     def forward(self, input):
+        """Call each module in order on the previous one's output."""
         for module in self._modules.values():
             input = module(input)
         return input
@@ -161,20 +165,25 @@ class ModuleDict(Module):
         return key in self._modules
 
     def clear(self) -> None:
+        """Remove every module."""
         self._modules.clear()
 
     def pop(self, key: str) -> Module:
+        """Remove and return the module under ``key``."""
         v = self[key]
         del self[key]
         return v
 
     def keys(self):
+        """The keys, in insertion order."""
         return self._modules.keys()
 
     def items(self):
+        """``(key, module)`` pairs, in insertion order."""
         return self._modules.items()
 
     def values(self):
+        """The modules, in insertion order."""
         return self._modules.values()
 
     def update(self, modules) -> None:
@@ -247,12 +256,14 @@ class ParameterList(Module):
         return [key for key in super().__dir__() if not key.isdigit()]
 
     def append(self, value) -> ParameterList:
+        """Add ``value`` at the end (a plain tensor becomes a ``Parameter``); returns self."""
         new_idx = len(self)
         self._size += 1
         self[new_idx] = value
         return self
 
     def extend(self, values: Iterable) -> ParameterList:
+        """Add each of ``values`` at the end; returns self."""
         if not isinstance(values, Iterable) or isinstance(values, Tensor):
             raise TypeError("ParameterList.extend should be called with an iterable, but got " + type(values).__name__)
         for value in values:
@@ -312,23 +323,28 @@ class ParameterDict(Module):
         return key in self._keys
 
     def copy(self) -> ParameterDict:
+        """A new ParameterDict holding the same parameters."""
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
 
     def setdefault(self, key: str, default=None):
+        """The parameter under ``key``, first setting it to ``default`` if absent."""
         if key not in self:
             self[key] = default
         return self[key]
 
     def clear(self) -> None:
+        """Remove every parameter."""
         for k in self._keys.copy():
             del self[k]
 
     def pop(self, key: str):
+        """Remove and return the parameter under ``key``."""
         v = self[key]
         del self[key]
         return v
 
     def popitem(self) -> tuple:
+        """Remove and return the last inserted ``(key, parameter)`` pair."""
         k, _ = self._keys.popitem()
         self._keys[k] = None
         val = self[k]
@@ -336,21 +352,27 @@ class ParameterDict(Module):
         return k, val
 
     def get(self, key: str, default=None):
+        """The parameter under ``key``, or ``default`` if absent."""
         return self[key] if key in self else default
 
     def fromkeys(self, keys: Iterable[str], default=None) -> ParameterDict:
+        """A new ParameterDict with each of ``keys`` set to ``default``."""
         return ParameterDict((k, default) for k in keys)
 
     def keys(self):
+        """The keys, in insertion order."""
         return self._keys.keys()
 
     def items(self):
+        """``(key, parameter)`` pairs, in insertion order."""
         return ((k, self[k]) for k in self._keys)
 
     def values(self):
+        """The parameters, in insertion order."""
         return (self[k] for k in self._keys)
 
     def update(self, parameters) -> None:
+        """Add the pairs of a mapping or iterable (a plain ``dict`` in sorted key order, as torch)."""
         if not isinstance(parameters, Iterable):
             raise TypeError(
                 "ParametersDict.update should be called with an iterable of key/value pairs, but got "

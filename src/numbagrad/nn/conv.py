@@ -60,6 +60,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-initialise ``weight`` (kaiming_uniform with ``a=sqrt(5)``) and ``bias`` as torch does."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
@@ -92,6 +93,11 @@ class _ConvNd(Module):
 
 
 class Conv1d(_ConvNd):
+    """1-d convolution (cross-correlation) over (N, C, L) input.
+
+    ``padding_mode`` other than ``'zeros'`` is accepted but raises ``NotImplementedError`` in forward.
+    """
+
     _dims = 1
 
     def forward(self, input: Tensor) -> Tensor:
@@ -99,6 +105,11 @@ class Conv1d(_ConvNd):
 
 
 class Conv2d(_ConvNd):
+    """2-d convolution (cross-correlation) over (N, C, H, W) input.
+
+    ``padding_mode`` other than ``'zeros'`` is accepted but raises ``NotImplementedError`` in forward.
+    """
+
     _dims = 2
 
     def forward(self, input: Tensor) -> Tensor:

@@ -8,6 +8,12 @@ from .module import Module
 
 
 class Dropout(Module):
+    """In training, zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``.
+
+    The identity in eval mode. The mask comes from numbagrad's global generator (numpy's PCG64), so it differs
+    from torch's for the same seed.
+    """
+
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if p < 0 or p > 1:

@@ -10,6 +10,8 @@ from .module import Module
 
 
 class Flatten(Module):
+    """Flatten dims ``start_dim`` to ``end_dim`` (by default all but the batch dim) into one."""
+
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim

@@ -50,10 +50,12 @@ def _activation(name: str, input: Tensor, params: tuple = (), inplace: bool = Fa
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``max(input, 0)`` elementwise; ``inplace=True`` overwrites the input."""
     return input.relu_() if inplace else ops.relu(input)
 
 
 def relu_(input: Tensor) -> Tensor:
+    """In-place ``relu``."""
     return input.relu_()
 
 
@@ -65,6 +67,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place ``hardtanh``."""
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
@@ -74,19 +77,23 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``input`` where positive, else ``negative_slope * input``; ``inplace=True`` overwrites the input."""
     return _activation("leaky_relu", input, (negative_slope,), inplace, "leaky_relu",
                        _LEAKY_RELU_INPLACE if inplace else None)  # fmt: skip
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place ``leaky_relu``."""
     return leaky_relu(input, negative_slope, inplace=True)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``input`` where positive, else ``alpha * (exp(input) - 1)``; ``inplace=True`` overwrites the input."""
     return _activation("elu", input, (alpha, 1.0, 1.0), inplace, "elu", _ELU_INPLACE if inplace else None)
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``elu``."""
     return elu(input, alpha, inplace=True)
 
 
@@ -101,6 +108,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def selu_(input: Tensor) -> Tensor:
+    """In-place ``selu``."""
     return selu(input, inplace=True)
 
 
@@ -115,10 +123,12 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``input * sigmoid(input)`` (swish); ``inplace=True`` overwrites the input."""
     return _activation("silu", input, (), inplace, "silu")
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``input * tanh(softplus(input))``; ``inplace=True`` overwrites the input."""
     return _activation("mish", input, (), inplace, "mish")
 
 
@@ -128,14 +138,17 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``input * relu6(input + 3) / 6``; ``inplace=True`` overwrites the input."""
     return _activation("hardswish", input, (), inplace, "hardswish")
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """``relu6(input + 3) / 6``; ``inplace=True`` overwrites the input."""
     return _activation("hardsigmoid", input, (), inplace, "hardsigmoid")
 
 
 def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(input))``, computed stably."""
     return _activation("logsigmoid", input, (), False, "log_sigmoid")
 
 
@@ -150,18 +163,22 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def tanh(input: Tensor) -> Tensor:
+    """``tanh`` elementwise (as ``numbagrad.tanh``)."""
     return ops.tanh(input)
 
 
 def sigmoid(input: Tensor) -> Tensor:
+    """The logistic sigmoid elementwise (as ``numbagrad.sigmoid``)."""
     return ops.sigmoid(input)
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """``exp(input) / sum(exp(input))`` along ``dim`` (computed in ``dtype`` when given)."""
     return ops.softmax(input, dim, dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """``log(softmax(input))`` along ``dim``, computed stably (in ``dtype`` when given)."""
     return ops.log_softmax(input, dim, dtype)
 
 

@@ -47,36 +47,54 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
+    """Fill ``tensor`` with draws from ``U(a, b)``, in place.
+
+    ``generator`` is accepted but ignored: the draws come from numbagrad's global generator (``manual_seed``).
+    """
     with no_grad():
         return tensor.uniform_(a, b)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
+    """Fill ``tensor`` with draws from ``N(mean, std ** 2)``, in place.
+
+    ``generator`` is accepted but ignored: the draws come from numbagrad's global generator (``manual_seed``).
+    """
     with no_grad():
         return tensor.normal_(mean, std)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill ``tensor`` with ``val``, in place."""
     with no_grad():
         return tensor.fill_(val)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fill ``tensor`` with zeros, in place."""
     return constant_(tensor, 0.0)
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fill ``tensor`` with ones, in place."""
     return constant_(tensor, 1.0)
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
-    """Uniform in ``±gain * sqrt(6 / (fan_in + fan_out))`` (Glorot & Bengio)."""
+    """Uniform in ``±gain * sqrt(6 / (fan_in + fan_out))`` (Glorot & Bengio).
+
+    ``generator`` is accepted but ignored: the draws come from numbagrad's global generator (``manual_seed``).
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return uniform_(tensor, -bound, bound)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """Normal with std ``gain * sqrt(2 / (fan_in + fan_out))`` (Glorot & Bengio), in place.
+
+    ``generator`` is accepted but ignored: the draws come from numbagrad's global generator (``manual_seed``).
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
 
@@ -91,7 +109,10 @@ def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> floa
 def kaiming_uniform_(
     tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None
 ) -> Tensor:
-    """Uniform in ``±gain * sqrt(3 / fan)`` (He et al.); ``Linear`` uses it with ``a=sqrt(5)``."""
+    """Uniform in ``±gain * sqrt(3 / fan)`` (He et al.); ``Linear`` uses it with ``a=sqrt(5)``.
+
+    ``generator`` is accepted but ignored: the draws come from numbagrad's global generator (``manual_seed``).
+    """
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     return tensor if std is None else uniform_(tensor, -math.sqrt(3.0) * std, math.sqrt(3.0) * std)
 
@@ -99,5 +120,9 @@ def kaiming_uniform_(
 def kaiming_normal_(
     tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None
 ) -> Tensor:
+    """Normal with std ``gain / sqrt(fan)`` (He et al.), in place.
+
+    ``generator`` is accepted but ignored: the draws come from numbagrad's global generator (``manual_seed``).
+    """
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     return tensor if std is None else normal_(tensor, 0.0, std)

@@ -26,16 +26,22 @@ class _WeightedLoss(_Loss):
 
 
 class L1Loss(_Loss):
+    """Mean absolute error ``|input - target|`` (reduced by ``reduction``: ``'mean'``, ``'sum'`` or ``'none'``)."""
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class MSELoss(_Loss):
+    """Mean squared error ``(input - target) ** 2`` (reduced by ``reduction``)."""
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
+    """Squared error below ``beta`` (scaled by ``0.5 / beta``), absolute error above."""
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0) -> None:
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
@@ -45,6 +51,8 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    """Squared error below ``delta``, ``delta``-scaled absolute error above."""
+
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
         super().__init__(reduction=reduction)
         self.delta = delta
@@ -54,6 +62,8 @@ class HuberLoss(_Loss):
 
 
 class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of class-index targets given log-probabilities (class dim 1)."""
+
     def __init__(self, weight: Tensor | None = None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean") -> None:  # fmt: skip
         super().__init__(weight, size_average, reduce, reduction)
@@ -64,6 +74,11 @@ class NLLLoss(_WeightedLoss):
 
 
 class CrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of logits (class dim 1) against class indices or class probabilities.
+
+    ``weight``, ``ignore_index`` and ``label_smoothing`` as torch's.
+    """
+
     def __init__(self, weight: Tensor | None = None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean", label_smoothing: float = 0.0) -> None:  # fmt: skip
         super().__init__(weight, size_average, reduce, reduction)
@@ -75,11 +90,15 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class BCELoss(_WeightedLoss):
+    """Binary cross entropy of probabilities ``input`` against ``target`` (the logs clamped at -100)."""
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
+    """Binary cross entropy of ``sigmoid(input)``, computed stably from the logits; ``pos_weight`` weights positives."""
+
     def __init__(self, weight: Tensor | None = None, size_average=None, reduce=None, reduction: str = "mean",
                  pos_weight: Tensor | None = None) -> None:  # fmt: skip
         super().__init__(size_average, reduce, reduction)
@@ -92,6 +111,8 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence ``target * (log(target) - input)``, with ``input`` log-probabilities."""
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False) -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target

@@ -93,6 +93,7 @@ class Module:
         d["_forward_pre_hooks"] = OrderedDict()
 
     def forward(self, *args, **kwargs):
+        """The module's computation; subclasses override it. Call the module (``m(x)``), not this, so hooks run."""
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
@@ -121,6 +122,7 @@ class Module:
 
     # --- registration ----------------------------------------------------------------------------------------
     def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Register ``param`` (a ``Parameter`` or ``None``) under ``name``, as assigning the attribute does."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         _check_name("parameter", name, self)
@@ -155,6 +157,7 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
+        """Register ``module`` (or ``None``) as a child under ``name``; ``register_module`` is an alias."""
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{typename(module)} is not a Module subclass")
         _check_name("module", name, self)
@@ -238,10 +241,12 @@ class Module:
             yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
+        """Every module in the tree, depth first, self first, each once."""
         for _, module in self.named_modules():
             yield module
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
+        """``(name, module)`` for each direct child, each once."""
         seen = set()
         for name, module in self._modules.items():
             if module is not None and id(module) not in seen:
@@ -249,6 +254,7 @@ class Module:
                 yield name, module
 
     def children(self) -> Iterator[Module]:
+        """Each direct child module, once."""
         for _, module in self.named_children():
             yield module
 
@@ -267,17 +273,21 @@ class Module:
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Every parameter of this module (and of its submodules when ``recurse``), each once."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """``(name, buffer)`` in registration order, depth first; shared buffers once."""
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """Every buffer of this module (and of its submodules when ``recurse``), each once."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     def get_submodule(self, target: str) -> Module:
+        """The submodule at the dotted path ``target`` (``''`` is this module)."""
         module = self
         for item in target.split(".") if target else []:
             if not hasattr(module, item):
@@ -288,6 +298,7 @@ class Module:
         return module
 
     def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target``."""
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
         if not hasattr(module, name):
@@ -306,6 +317,7 @@ class Module:
 
     # --- modes and gradients ---------------------------------------------------------------------------------
     def train(self: T, mode: bool = True) -> T:
+        """Set training mode (``mode=True``) or eval mode on this module and every submodule; returns self."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -314,9 +326,11 @@ class Module:
         return self
 
     def eval(self: T) -> T:
+        """Set eval mode (``train(False)``): dropout off, batch norm uses its running statistics."""
         return self.train(False)
 
     def requires_grad_(self: T, requires_grad: bool = True) -> T:
+        """Set ``requires_grad`` on every parameter; returns self."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -370,15 +384,19 @@ class Module:
         return self._apply(convert)
 
     def cuda(self: T, device=None) -> T:
+        """Move every parameter and buffer to the GPU, in place; returns self."""
         return self.to("cuda" if device is None else device)
 
     def cpu(self: T) -> T:
+        """Move every parameter and buffer to host memory, in place; returns self."""
         return self.to("cpu")
 
     def float(self: T) -> T:
+        """Cast every float parameter and buffer to float32, in place; returns self."""
         return self.to(float32)
 
     def double(self: T) -> T:
+        """Cast every float parameter and buffer to float64, in place; returns self."""
         return self.to(float64)
 
     # --- state_dict ------------------------------------------------------------------------------------------

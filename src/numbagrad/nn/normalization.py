@@ -11,6 +11,8 @@ from .parameter import Parameter
 
 
 class LayerNorm(Module):
+    """Normalize over the trailing ``normalized_shape`` dims, then scale and shift (``weight``, ``bias``)."""
+
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  device=None, dtype=None) -> None:  # fmt: skip
         super().__init__()
@@ -30,6 +32,7 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Set ``weight`` to ones and ``bias`` to zeros."""
         if self.elementwise_affine:
             init.ones_(self.weight)
             if self.bias is not None:
@@ -44,6 +47,8 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
+    """Normalize each group of ``num_channels / num_groups`` channels per sample, then a per-channel affine."""
+
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
                  dtype=None, *, bias: bool = True) -> None:  # fmt: skip
         super().__init__()
@@ -62,6 +67,7 @@ class GroupNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Set ``weight`` to ones and ``bias`` to zeros."""
         if self.affine:
             init.ones_(self.weight)
             if self.bias is not None:

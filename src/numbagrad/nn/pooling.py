@@ -8,6 +8,8 @@ from .module import Module
 
 
 class MaxPool2d(Module):
+    """Max over 2-d windows of the last two dims (optionally returning the argmax indices)."""
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
                  ceil_mode: bool = False) -> None:  # fmt: skip
         super().__init__()
@@ -26,6 +28,8 @@ class MaxPool2d(Module):
 
 
 class AvgPool2d(Module):
+    """Mean over 2-d windows of the last two dims."""
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
                  divisor_override: int | None = None) -> None:  # fmt: skip
         super().__init__()
@@ -43,6 +47,8 @@ class AvgPool2d(Module):
 
 
 class AdaptiveAvgPool2d(Module):
+    """Mean over windows chosen so the last two dims become ``output_size``."""
+
     def __init__(self, output_size) -> None:
         super().__init__()
         self.output_size = output_size

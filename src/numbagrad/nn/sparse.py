@@ -13,6 +13,11 @@ from .parameter import Parameter
 
 
 class Embedding(Module):
+    """A lookup table: row ``i`` of ``weight`` (``num_embeddings`` x ``embedding_dim``) for each index ``i``.
+
+    ``sparse=True`` raises ``NotImplementedError`` in forward: numbagrad has no sparse tensors, gradients are dense.
+    """
+
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
                  sparse: bool = False, _weight: Tensor | None = None, _freeze: bool = False, device=None,
@@ -38,6 +43,7 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
+        """Re-draw ``weight`` from N(0, 1) and zero the ``padding_idx`` row."""
         init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
 

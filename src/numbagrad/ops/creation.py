@@ -28,6 +28,7 @@ def manual_seed(seed: int):
 
 @declare
 def seed() -> int:
+    """Seed numbagrad's global generator from OS entropy and return the seed (see ``manual_seed``)."""
     s = int(np.random.SeedSequence().entropy % (2**63))
     manual_seed(s)
     return s
@@ -207,24 +208,28 @@ def _dtype_or_default(dtype):
 
 @declare
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor of the given size filled with 0 (default float dtype)."""
     backend = for_device(to_device(device))
     return _leaf(backend.zeros(_sizes(args, size), _dtype_or_default(dtype).numpy), requires_grad)
 
 
 @declare
 def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor of the given size filled with 1 (default float dtype)."""
     backend = for_device(to_device(device))
     return _leaf(backend.full(_sizes(args, size), 1, _dtype_or_default(dtype).numpy), requires_grad)
 
 
 @declare
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor of the given size with uninitialised values."""
     backend = for_device(to_device(device))
     return _leaf(backend.empty(_sizes(args, size), _dtype_or_default(dtype).numpy), requires_grad)
 
 
 @declare
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor of the given size filled with ``fill_value``; the dtype follows the value (bool, int64, float)."""
     if dtype is None:
         dtype = (
             bool_
@@ -240,30 +245,47 @@ def _like(t: Tensor, dtype, device):
 
 @declare
 def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros with ``t``'s shape, dtype and device (unless given).
+
+    The tensor is the positional parameter ``t`` (torch: ``input``); there is no ``memory_format``.
+    """
     dt, dev = _like(t, dtype, device)
     return zeros(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 @declare
 def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones with ``t``'s shape, dtype and device (unless given).
+
+    The tensor is the positional parameter ``t`` (torch: ``input``); there is no ``memory_format``.
+    """
     dt, dev = _like(t, dtype, device)
     return ones(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 @declare
 def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor with ``t``'s shape, dtype and device (unless given).
+
+    The tensor is the positional parameter ``t`` (torch: ``input``); there is no ``memory_format``.
+    """
     dt, dev = _like(t, dtype, device)
     return empty(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 @declare
 def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value`` with ``t``'s shape, dtype and device (unless given).
+
+    The tensor is the positional parameter ``t`` (torch: ``input``); there is no ``memory_format``.
+    """
     dt, dev = _like(t, dtype, device)
     return full(t.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 @declare
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """The values ``start, start + step, ...`` up to ``end`` (excluded), 1-d; int64 unless an argument is a float."""
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -279,16 +301,23 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
 
 @declare
 def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive, as a 1-d tensor."""
     return _finish(np.linspace(start, end, steps).astype(_dtype_or_default(dtype).numpy), device, requires_grad)
 
 
 @declare
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """An ``n`` x ``m`` (default ``n`` x ``n``) matrix with ones on the diagonal."""
     return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).numpy), device, requires_grad)
 
 
 @declare
 def rand(*args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples from ``[0, 1)`` of the given size.
+
+    The global generator is numpy's PCG64 (``manual_seed``), so the values differ from torch's for the same seed;
+    ``generator`` may also be a ``numpy.random.Generator``.
+    """
     dt = _dtype_or_default(dtype)
     draws = _rng_for(generator).random(_sizes(args, size), dtype=np.float64)
     return _finish(draws.astype(dt.numpy), device, requires_grad)
@@ -296,6 +325,11 @@ def rand(*args, size=None, generator=None, dtype=None, device=None, requires_gra
 
 @declare
 def randn(*args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples of the given size.
+
+    The global generator is numpy's PCG64 (``manual_seed``), so the values differ from torch's for the same seed;
+    ``generator`` may also be a ``numpy.random.Generator``.
+    """
     dt = _dtype_or_default(dtype)
     return _finish(_rng_for(generator).standard_normal(_sizes(args, size)).astype(dt.numpy), device, requires_grad)
 
@@ -317,12 +351,14 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 @declare
 def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples from ``[0, 1)`` with ``t``'s shape, dtype and device (torch names the tensor ``input``)."""
     dt, dev = _like(t, dtype, device)
     return rand(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 @declare
 def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples with ``t``'s shape, dtype and device (torch names the tensor ``input``)."""
     dt, dev = _like(t, dtype, device)
     return randn(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 

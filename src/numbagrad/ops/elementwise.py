@@ -463,8 +463,99 @@ def _make_frontend(row: Row, public: str):
 
         fn = nary
     fn.__name__ = fn.__qualname__ = public
-    fn.__doc__ = f"Elementwise ``{row.name}`` with broadcasting (row ``{row.name}`` of ``scalar_math.ROWS``)."
+    fn.__doc__ = f"{_describe(row)}\n\nGenerated from row ``{row.name}`` of ``scalar_math.ROWS``."
     return fn
+
+
+# What each row computes, in words: the first line of its public function's docstring (and of its in-place
+# method's). A new row needs a line here (tests/test_docstrings.py checks every row has one).
+DESCRIPTIONS = {
+    "neg": "Negate each element: ``-input``.",
+    "exp": "The exponential of each element: ``e ** input``.",
+    "log": "The natural logarithm of each element.",
+    "sqrt": "The square root of each element.",
+    "rsqrt": "The reciprocal of the square root of each element: ``1 / sqrt(input)``.",
+    "reciprocal": "The reciprocal of each element: ``1 / input``.",
+    "abs": "The absolute value of each element.",
+    "sin": "The sine of each element (in radians).",
+    "cos": "The cosine of each element (in radians).",
+    "tan": "The tangent of each element (in radians).",
+    "tanh": "The hyperbolic tangent of each element.",
+    "sigmoid": "The logistic sigmoid of each element: ``1 / (1 + exp(-input))``.",
+    "relu": "Rectified linear unit: ``max(input, 0)`` for each element.",
+    "clamp": "Clamp each element into ``[min, max]``.",
+    "hardtanh": "Hard tanh: each element clamped into ``[min_val, max_val]``.",
+    "leaky_relu": "Leaky ReLU: ``input`` where positive, else ``negative_slope * input``.",
+    "elu": "ELU: ``scale * input`` where positive, else ``scale * alpha * (exp(input_scale * input) - 1)``.",
+    "gelu": "GELU: ``input * Phi(input)``, with ``Phi`` the standard normal CDF (computed through ``erf``).",
+    "gelu_tanh": "GELU's tanh approximation: ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3)))``.",
+    "silu": "SiLU (swish): ``input * sigmoid(input)``.",
+    "mish": "Mish: ``input * tanh(softplus(input))``.",
+    "softplus": "Softplus: ``log(1 + exp(beta * input)) / beta``, linear where ``beta * input > threshold``.",
+    "hardswish": "Hard swish: ``input * relu6(input + 3) / 6``.",
+    "hardsigmoid": "Hard sigmoid: ``relu6(input + 3) / 6``.",
+    "logsigmoid": "The logarithm of the sigmoid of each element, computed stably: ``-softplus(-input)``.",
+    "sign": "The sign of each element: -1, 0 or 1.",
+    "floor": "Round each element down to a whole number (the dtype is kept).",
+    "ceil": "Round each element up to a whole number (the dtype is kept).",
+    "round": "Round each element to the nearest whole number, halves to even.",
+    "trunc": "Round each element toward zero (drop the fractional part).",
+    "add": "Add ``other`` (times ``alpha``) to ``input``, elementwise.",
+    "sub": "Subtract ``other`` (times ``alpha``) from ``input``, elementwise.",
+    "rsub": "Subtract ``input`` (times ``alpha``) from ``other``: ``other - alpha * input``.",
+    "mul": "Multiply ``input`` by ``other``, elementwise.",
+    "div": "Divide ``input`` by ``other``, elementwise (true division: integers give floats).",
+    "pow": "Raise ``input`` to the power ``exponent``, elementwise.",
+    "maximum": "The larger of ``input`` and ``other`` at each position (NaN wins).",
+    "minimum": "The smaller of ``input`` and ``other`` at each position (NaN wins).",
+    "remainder": "Python's ``input % other``, elementwise: the result has the sign of ``other``.",
+    "hypot": "The hypotenuse ``sqrt(input ** 2 + other ** 2)``, elementwise.",
+    "sinh": "The hyperbolic sine of each element.",
+    "cosh": "The hyperbolic cosine of each element.",
+    "asin": "The inverse sine of each element (in radians).",
+    "acos": "The inverse cosine of each element (in radians).",
+    "atan": "The inverse tangent of each element (in radians).",
+    "atan2": "The angle of the point ``(other, input)``: ``atan(input / other)`` in the right quadrant.",
+    "log1p": "``log(1 + input)``, accurate for small inputs.",
+    "expm1": "``exp(input) - 1``, accurate for small inputs.",
+    "log2": "The base-2 logarithm of each element.",
+    "log10": "The base-10 logarithm of each element.",
+    "erf": "The Gauss error function of each element.",
+    "fmod": "C's ``fmod(input, other)``, elementwise: the remainder has the sign of ``input``.",
+    "square": "The square of each element.",
+    "lerp": "Linear interpolation ``input + weight * (end - input)``, elementwise.",
+    "lerp_scalar": "Linear interpolation ``input + weight * (end - input)`` with a number ``weight``.",
+    "nan_to_num": "Replace NaN, +inf and -inf by ``nan``, ``posinf`` and ``neginf``, elementwise.",
+    "clamp_min": "Clamp each element from below: ``max(input, min)``.",
+    "clamp_max": "Clamp each element from above: ``min(input, max)``.",
+    "clamp_tensor": "Clamp each element into ``[min, max]`` with tensor bounds (``min > max`` gives ``max``).",
+    "round_decimals": "Round each element to ``decimals`` decimal places, halves to even.",
+    "addcmul": "``input + value * tensor1 * tensor2``, elementwise.",
+    "addcdiv": "``input + value * tensor1 / tensor2``, elementwise.",
+    "floor_divide": "Divide and round down: ``floor(input / other)``, elementwise.",
+    "eq": "``input == other``, elementwise, as a bool tensor.",
+    "ne": "``input != other``, elementwise, as a bool tensor.",
+    "lt": "``input < other``, elementwise, as a bool tensor.",
+    "le": "``input <= other``, elementwise, as a bool tensor.",
+    "gt": "``input > other``, elementwise, as a bool tensor.",
+    "ge": "``input >= other``, elementwise, as a bool tensor.",
+    "isnan": "Whether each element is NaN, as a bool tensor.",
+    "isinf": "Whether each element is +inf or -inf, as a bool tensor.",
+    "isfinite": "Whether each element is neither NaN nor infinite, as a bool tensor.",
+    "logical_not": "Logical NOT of each element (nonzero is true), as a bool tensor.",
+    "logical_and": "Logical AND of ``input`` and ``other`` (nonzero is true), as a bool tensor.",
+    "logical_or": "Logical OR of ``input`` and ``other`` (nonzero is true), as a bool tensor.",
+    "logical_xor": "Logical XOR of ``input`` and ``other`` (nonzero is true), as a bool tensor.",
+    "bitwise_and": "Bitwise AND of integer or bool tensors.",
+    "bitwise_or": "Bitwise OR of integer or bool tensors.",
+    "bitwise_xor": "Bitwise XOR of integer or bool tensors.",
+    "bitwise_not": "Bitwise NOT of an integer or bool tensor (logical NOT for bool).",
+}
+
+
+def _describe(row: Row) -> str:
+    """The row's line of ``DESCRIPTIONS`` (a row without one still imports; tests/test_docstrings.py names it)."""
+    return DESCRIPTIONS.get(row.name, f"Elementwise ``{row.name}``.")
 
 
 def _make_operator(row: Row, fn, name: str):
@@ -545,6 +636,7 @@ def _make_inplace(row: Row, fn, name: str):
         return row_inplace(self, row, fn, args, kwargs)
 
     inplace.__name__ = inplace.__qualname__ = name
+    inplace.__doc__ = f"In-place ``{row.name}``, into this tensor: {_describe(row)}"
     return inplace
 
 

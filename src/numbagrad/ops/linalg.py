@@ -177,6 +177,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
 
 @declare(methods=True, samples=(Sample(T(3, 4), T(4)),))
 def mv(a: Tensor, v: Tensor) -> Tensor:
+    """Matrix-vector product of a 2-d ``a`` and a 1-d ``v`` (torch names them ``input`` and ``vec``)."""
     if a.dim() != 2 or v.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {a.dim()}, {v.dim()}")
     if a.shape[1] != v.shape[0]:
@@ -188,6 +189,7 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
 
 @declare(methods=True, samples=(Sample(T(4), T(4)),))
 def dot(a: Tensor, b: Tensor) -> Tensor:
+    """Inner product of two 1-d tensors of the same length (torch names them ``input`` and ``tensor``)."""
     if a.dim() != 1 or b.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
     if a.shape[0] != b.shape[0]:
@@ -234,6 +236,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 @declare(methods=True, samples=(Sample(T(2, 3, 4), T(2, 4, 2)),))
 def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """Batched matrix product of (b, n, m) and (b, m, p) tensors (torch names them ``input`` and ``mat2``)."""
     if a.dim() != 3 or b.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     return Bmm.apply(a, b)

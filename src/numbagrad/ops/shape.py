@@ -99,6 +99,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
 
 @declare(methods=True, samples=(Sample(T(2, 3, 4)), Sample(T(2, 3, 4), 1)))
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Flatten dims ``start_dim`` to ``end_dim`` into one (a view when possible, like ``reshape``)."""
     if x.dim() == 0:
         return reshape(x, 1)
     s, e = wrap_dim(start_dim, x.dim()), wrap_dim(end_dim, x.dim())
@@ -138,6 +139,7 @@ class MatrixTranspose(Permute):
 
 @declare(methods=True, samples=(Sample(T(2, 3, 4), (2, 0, 1)),))
 def permute(x: Tensor, *dims) -> Tensor:
+    """A view with the dims reordered as ``dims``."""
     dims = _shape_arg(dims) if dims and not isinstance(dims[0], int) else tuple(dims)
     if len(dims) != x.dim():
         raise RuntimeError(
@@ -152,6 +154,7 @@ def permute(x: Tensor, *dims) -> Tensor:
 
 @declare(methods=True, aliases=("swapaxes", "swapdims"), samples=(Sample(T(2, 3, 4), 0, 2),))
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """A view with dims ``dim0`` and ``dim1`` swapped (``swapaxes``/``swapdims`` are aliases)."""
     if x.dim() == 0:
         return View.apply(x, ())
     d0, d1 = wrap_dim(dim0, x.dim()), wrap_dim(dim1, x.dim())
@@ -165,6 +168,7 @@ swapaxes = swapdims = transpose
 
 @declare(methods=True, samples=(Sample(T(3, 4)),))
 def t(x: Tensor) -> Tensor:
+    """Transpose of a tensor of at most 2 dims (0-d and 1-d tensors are returned as views unchanged)."""
     if x.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.dim()}D")
     return MatrixTranspose.apply(x, tuple(reversed(range(x.dim()))))
@@ -191,6 +195,7 @@ class SqueezeDim(Squeeze):
 
 @declare(methods=True, samples=(Sample(T(3, 1, 4)), Sample(T(3, 1, 4), 1)))
 def squeeze(x: Tensor, dim=None) -> Tensor:
+    """A view without the size-1 dims (only those in ``dim`` when given: an int or a tuple)."""
     if dim is None:
         return Squeeze.apply(x, tuple(i for i, s in enumerate(x.shape) if s == 1))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -218,6 +223,7 @@ class Unsqueeze(Function):
 
 @declare(methods=True, samples=(Sample(T(3, 4), 1), Sample(T(3, 4), -1)))
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """A view with a new size-1 dim inserted at ``dim``."""
     return Unsqueeze.apply(x, wrap_dim(dim, x.dim() + 1))
 
 
@@ -390,6 +396,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
 
 @declare(methods=True, samples=(Sample(T(4, 5), 1, 1, 3),))
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A view of ``length`` entries of ``dim`` from ``start``."""
     index = [slice(None)] * x.dim()
     index[dim] = slice(start, start + length)
     return x[tuple(index)]
@@ -514,6 +521,7 @@ class Repeat(Function):
 
 @declare(methods=True, samples=(Sample(T(2, 3), 2, 1),))
 def repeat(x: Tensor, *sizes) -> Tensor:
+    """Tile the tensor ``sizes[i]`` times along each dim (new leading dims when ``sizes`` is longer)."""
     sizes = _shape_arg(sizes)
     if len(sizes) < x.dim():
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")

@@ -522,6 +522,7 @@ class DataLoader:
 
     @property
     def multiprocessing_context(self):
+        """The multiprocessing context (or start method name) of the worker processes."""
         return self.__multiprocessing_context
 
     @multiprocessing_context.setter

@@ -109,6 +109,7 @@ class ConcatDataset(Dataset[T_co]):
 
     @staticmethod
     def cumsum(sequence) -> list[int]:
+        """The running totals of the lengths of ``sequence`` (where each dataset ends)."""
         r, s = [], 0
         for e in sequence:
             s += len(e)

@@ -80,6 +80,7 @@ class RandomSampler(Sampler[int]):
 
     @property
     def num_samples(self) -> int:
+        """How many indices one pass draws (the dataset's length unless given)."""
         if self._num_samples is None:
             return len(self.data_source)
         return self._num_samples
