@@ -122,6 +122,35 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
     return _run(row, "forward", inputs, params, dtype, out)
 
 
+def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, out_dtype=None):
+    """``elementwise`` for operands already known to be C-contiguous arrays of ``shape`` and ``dtype`` (or numbers):
+    what an op's fast path calls, skipping the per-operand checks."""
+    try:
+        out = np.empty(shape, dtype if out_dtype is None else out_dtype)
+    except MemoryError:
+        raise _out_of_memory(shape, dtype) from None
+    if len(shape) != 1 or not 0 < shape[0] < PARALLEL_THRESHOLD:
+        return _run(row, "forward", operands, (), dtype, out, True)
+    pattern = ""
+    for v in operands:
+        if type(v) is np.ndarray:
+            pattern += "a"
+        else:
+            pattern += "s"
+            operands = [o if type(o) is np.ndarray else dtype.type(o) for o in operands]
+            pattern = "".join("a" if type(o) is np.ndarray else "s" for o in operands)
+            break
+    kernels = _FORWARD.get(row.name)
+    kernel = kernels.get(pattern) if kernels is not None else None
+    if kernel is None:
+        kernel = _FORWARD.setdefault(row.name, {})[pattern] = _kernel(row, "forward", pattern, False)
+    kernel(out, *operands)
+    return out
+
+
+_FORWARD: dict = {}  # row name -> {pattern: serial forward kernel}: the fast path's lookup, no tuple to hash
+
+
 def elementwise_grad(
     row: Row, i: int, g: np.ndarray, out, inputs: list, params: tuple, dtype: np.dtype, *, result=None
 ):
@@ -792,6 +821,7 @@ __all__ = [
     "data_ptr",
     "elementwise",
     "elementwise_grad",
+    "elementwise_plain",
     "empty",
     "foreach",
     "from_host",

@@ -364,6 +364,11 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
     return _run_map(lambda p: codegen.cuda_kernel(row, "forward", p), inputs, params, dtype, shape, out)
 
 
+def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, out_dtype=None):
+    """``elementwise`` for contiguous operands of one shape and dtype (as ``cpu.elementwise_plain``)."""
+    return elementwise(row, operands, (), dtype, shape=shape, out_dtype=out_dtype)
+
+
 def elementwise_grad(row: Row, i: int, g, out, inputs: list, params: tuple, dtype: np.dtype, *, result=None):
     """Gradient of one row with respect to input ``i``, in ``g``'s shape (as ``cpu.elementwise_grad``);
     ``result``, when given, is a buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g``)."""
@@ -866,6 +871,7 @@ __all__ = [
     "data_ptr",
     "elementwise",
     "elementwise_grad",
+    "elementwise_plain",
     "empty",
     "foreach",
     "from_host",

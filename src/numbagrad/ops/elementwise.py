@@ -116,6 +116,8 @@ class Elementwise(Function):
                     first = d
                 elif type(d) is not type(first) or d.dtype is not first.dtype or d.shape != first.shape:
                     return None
+                if not d.flags.c_contiguous:
+                    return None
                 arrays.append(d)
                 if a._requires_grad or a.grad_fn is not None:
                     needs.append(True)
@@ -128,14 +130,14 @@ class Elementwise(Function):
                 scalars = True
             else:
                 return None
-        if first is None or first.dtype.kind != "f" or row.integral_only:
-            return None
+        if first is None or first.dtype.kind != "f" or first.dtype.itemsize < 4 or row.integral_only:
+            return None  # (float16 is computed in float32: the general path)
         linked = grad and st.enabled
         if linked and not row.grads:
             return None  # the NotImplemented node: the general path makes it
         result = _new(Tensor)
         backend = _BACKENDS.get(type(first)) or backend_for(first)
-        result._data = backend.elementwise(row, arrays, (), first.dtype, shape=first.shape, out_dtype=row.out_dtype)
+        result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype)
         if not linked:
             return result
         ctx = cls._backward_cls()
