@@ -26,6 +26,7 @@ from ._types import (
     to_dtype,
     wrap_dim,
 )
+from .backend import _BY_TYPE as _BACKENDS
 from .backend import backend_for
 
 _ops = None  # numbagrad.ops, bound at import of that package (what the engine and printing reach up to)
@@ -152,7 +153,8 @@ class Tensor:
     @property
     def _backend(self):
         """The backend module of this tensor's storage (``backend.cpu`` or ``backend.cuda``)."""
-        return backend_for(self._data)
+        data = self._data
+        return _BACKENDS.get(type(data)) or backend_for(data)
 
     # --- basic properties ------------------------------------------------------------------------------------
     @property

@@ -114,6 +114,11 @@ def engine_owns(grad: Tensor | None) -> bool:
 # --- entry points -------------------------------------------------------------------------------------------
 def _make_grads(outputs: tuple, grad_outputs) -> list:
     """The seed gradient of each output: ones for an implicit scalar, else the given tensor (shape-checked)."""
+    if grad_outputs is None and len(outputs) == 1:  # loss.backward(): one float scalar that requires grad
+        out = outputs[0]
+        data = out._data
+        if data.size == 1 and data.dtype.kind == "f" and (out._requires_grad or out.grad_fn is not None):
+            return [Tensor._make(out._backend.full(data.shape, 1, data.dtype))]
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     elif isinstance(grad_outputs, Tensor):
@@ -333,7 +338,7 @@ class _Task:
 
     def execute(self, roots: list, grads: list) -> None:
         """Seed the buffers with the root gradients, then run nodes as they become ready."""
-        root_nodes = list(dict.fromkeys(node for node, _ in roots))
+        root_nodes = [roots[0][0]] if len(roots) == 1 else list(dict.fromkeys(node for node, _ in roots))
         deps = _dependencies(root_nodes)
         needed = _needed(root_nodes, self.targets) if self.targets is not None else None
         buffers: dict = {}
