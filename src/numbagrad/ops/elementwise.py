@@ -102,13 +102,13 @@ class Elementwise(Function):
 
     @classmethod
     def _fast_apply(cls, args: tuple, st):
-        """The whole call for the common case: tensors of one float dtype and shape on one device (maybe with
-        Python numbers), no params, outside anomaly and inference mode. It computes what ``forward`` computes and
+        """The whole call for the common case: tensors of one float dtype and shape on one device, contiguous or
+        expanded from one element (maybe with Python numbers), no params, outside anomaly and inference mode. It computes what ``forward`` computes and
         builds the node ``_link_outputs`` would build; anything else returns None for the general path."""
         if len(args) != cls.arity or st.anomaly or st.inference:
             return None
         row = cls.row
-        arrays, needs, first, scalars, grad = [], [], None, False, False
+        arrays, needs, first, scalars, grad, plain = [], [], None, False, False, True
         for a in args:
             if isinstance(a, Tensor):
                 d = a._data
@@ -117,7 +117,9 @@ class Elementwise(Function):
                 elif type(d) is not type(first) or d.dtype is not first.dtype or d.shape != first.shape:
                     return None
                 if not d.flags.c_contiguous:
-                    return None
+                    if not d.size or any(d.strides):
+                        return None
+                    plain = False  # expanded from one element (sum's gradient): the kernel reads it as a number
                 arrays.append(d)
                 if a._requires_grad or a.grad_fn is not None:
                     needs.append(True)
@@ -137,7 +139,10 @@ class Elementwise(Function):
             return None  # the NotImplemented node: the general path makes it
         result = _new(Tensor)
         backend = _BACKENDS.get(type(first)) or backend_for(first)
-        result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype)
+        if plain:
+            result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype)
+        else:
+            result._data = backend.elementwise(row, arrays, (), first.dtype, shape=first.shape, out_dtype=row.out_dtype)
         if not linked:
             return result
         ctx = cls._backward_cls()
