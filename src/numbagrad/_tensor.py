@@ -360,7 +360,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``autograd.backward``)."""
-        _autograd.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+        _autograd.backward(self, gradient, retain_graph, create_graph, None, inputs)
 
     def detach(self) -> Tensor:
         """Same storage and version counter, no history."""

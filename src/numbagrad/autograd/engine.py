@@ -241,7 +241,7 @@ def queue_callback(callback) -> None:
 def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=None, accumulate: bool = True):
     """Walk the graph from ``outputs``; accumulate into leaves, or capture the gradients of ``inputs``; then run
     the callbacks queued during the walk. Grad mode is ``create_graph`` while nodes run (in this thread only)."""
-    roots = [_root_edge(t, i) for i, t in enumerate(outputs)]
+    roots = [_root_edge(outputs[0], 0)] if len(outputs) == 1 else [_root_edge(t, i) for i, t in enumerate(outputs)]
     task = _Task(retain_graph, create_graph, accumulate, inputs)
     outer = getattr(_callbacks, "pending", None)
     _callbacks.pending = []
@@ -338,17 +338,26 @@ class _Task:
 
     def execute(self, roots: list, grads: list) -> None:
         """Seed the buffers with the root gradients, then run nodes as they become ready."""
-        root_nodes = [roots[0][0]] if len(roots) == 1 else list(dict.fromkeys(node for node, _ in roots))
-        deps = _dependencies(root_nodes)
+        if len(roots) == 1:  # loss.backward(): one root, its seed straight into its buffer
+            node, nr = roots[0]
+            root_nodes = [node]
+            deps = _dependencies(root_nodes)
+            buf = [None] * node._num_outputs
+            buf[nr] = grads[0]
+            buffers: dict = {node: buf}
+            ready = [] if node in deps else [(-node._sequence_nr, id(node), node)]
+        else:
+            root_nodes = list(dict.fromkeys(node for node, _ in roots))
+            deps = _dependencies(root_nodes)
+            buffers = {}
+            for (node, nr), g in zip(roots, grads):
+                buf = buffers.get(node)
+                if buf is None:
+                    buf = buffers[node] = [None] * node._num_outputs
+                buf[nr] = _add(buf[nr], g)
+            ready = [(-node._sequence_nr, id(node), node) for node in root_nodes if node not in deps]
+            heapq.heapify(ready)
         needed = _needed(root_nodes, self.targets) if self.targets is not None else None
-        buffers: dict = {}
-        for (node, nr), g in zip(roots, grads):
-            buf = buffers.get(node)
-            if buf is None:
-                buf = buffers[node] = [None] * node._num_outputs
-            buf[nr] = _add(buf[nr], g)
-        ready = [(-node._sequence_nr, id(node), node) for node in root_nodes if node not in deps]
-        heapq.heapify(ready)
         g = buf = None  # only the buffers hold the seeds now (see engine_owns)
         targets = self.targets
         st = state

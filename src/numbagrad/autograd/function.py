@@ -497,6 +497,14 @@ def edges_of(args) -> tuple:
     return tuple(edges)
 
 
+def edge_of(t: Tensor) -> tuple:
+    """``edges_of`` for one tensor (a reduction's single input)."""
+    fn = t.grad_fn
+    if fn is not None:
+        return fn, t._output_nr
+    return (accumulator_of(t), 0) if t._requires_grad else _NO_EDGE
+
+
 def saved_input(t: Tensor) -> tuple:
     """What saving an input for backward records: the tensor, its version now, and its own grad_fn."""
     counter = t._version_counter

@@ -103,8 +103,9 @@ class Elementwise(Function):
     @classmethod
     def _fast_apply(cls, args: tuple, st):
         """The whole call for the common case: tensors of one float dtype and shape on one device, contiguous or
-        expanded from one element (maybe with Python numbers), no params, outside anomaly and inference mode. It computes what ``forward`` computes and
-        builds the node ``_link_outputs`` would build; anything else returns None for the general path."""
+        expanded from one element (maybe with Python numbers), no params, outside anomaly and inference mode. It
+        computes what ``forward`` computes and builds the node ``_link_outputs`` would build; anything else returns
+        None for the general path."""
         if len(args) != cls.arity or st.anomaly or st.inference:
             return None
         row = cls.row

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._types import get_default_dtype, to_dtype
-from ..autograd.function import Function
+from ..autograd.function import _NO_EDGE, Function, _sequence, edge_of
 from ..autograd.grad_mode import state
 from ._common import wrap_dim, wrap_dims
 from ._registry import Sample, T, declare
@@ -33,6 +33,10 @@ def _return_type(name: str) -> type:
 
 
 return_types = {name: _return_type(name) for name in ("max", "min", "sort")}
+
+
+_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
+_FIRST_ONLY = (True, False, False, False)
 
 
 def _axes(t: Tensor, dim) -> tuple | None:
@@ -58,7 +62,7 @@ def _expand_back(g: Tensor, shape, axes, keepdim: bool) -> Tensor:
         return g.expand(shape)
     data = g._data
     backend = g._backend
-    if not keepdim and data.ndim != len(shape):
+    if not keepdim and data.ndim != len(shape) and data.size != 1:  # (one element expands from any shape)
         data = backend.reshape(data, _keepdim_shape(shape, axes))
     return Tensor._make(backend.broadcast_to(data, shape))
 
@@ -73,6 +77,25 @@ class Sum(Function):
     node_name = "SumBackward0"
     _trusted = True
     _simple = True
+
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for a plain Tensor outside anomaly and inference mode (a loss's ``.sum()``): the node built
+        directly, without the general path's per-argument loops; anything else returns None."""
+        x, axes, keepdim, dt = args
+        if type(x) is not Tensor or st.anomaly or st.inference:
+            return None
+        data = x._data
+        result = _new(Tensor)
+        result._data = x._backend.reduce(data, "sum", axes, keepdim, dt)
+        if st.enabled and (x._requires_grad or x.grad_fn is not None) and dt.kind in "fc":
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = _FIRST_ONLY
+            ctx.shape, ctx.axes, ctx.keepdim = data.shape, axes, keepdim
+            ctx.next_functions = (edge_of(x), _NO_EDGE, _NO_EDGE, _NO_EDGE)
+            ctx._sequence_nr = next(_sequence)
+            result.grad_fn = ctx
+        return result
 
     @staticmethod
     def forward(ctx, x, axes, keepdim, dt):
