@@ -270,6 +270,17 @@ def _root_edge(t: Tensor, i: int):
 def _dependencies(roots) -> dict:
     """How many edges lead into each node reachable from the roots."""
     deps: dict = {}
+    if len(roots) == 1:  # a single root is reached from no other node: ``deps`` alone marks what was visited
+        stack = [roots[0]]
+        while stack:
+            for nxt, _ in stack.pop().next_functions:
+                if nxt is not None:
+                    if nxt in deps:
+                        deps[nxt] += 1
+                    else:
+                        deps[nxt] = 1
+                        stack.append(nxt)
+        return deps
     seen = set(roots)
     stack = list(seen)
     while stack:
@@ -376,10 +387,13 @@ class _Task:
                 grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads
             ):
                 if node._reuses_grad_buffers:  # which incoming buffers the node may write into
-                    owned = []
-                    for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient)
-                        owned.append(engine_owns(grads_in[i]))
-                    node._grads_owned = tuple(owned)
+                    if len(grads_in) == 1:
+                        node._grads_owned = (engine_owns(grads_in[0]),)
+                    else:
+                        owned = []
+                        for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient)
+                            owned.append(engine_owns(grads_in[i]))
+                        node._grads_owned = tuple(owned)
                 if st.anomaly or node._post_hooks:
                     grads_out = self._run_node(node, grads_in)
                 else:  # the common case, inline

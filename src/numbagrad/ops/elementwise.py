@@ -596,6 +596,11 @@ def _make_operator(row: Row, fn, name: str):
         def forward(self, other):
             if with_tensor is not None:
                 if isinstance(other, Tensor):
+                    st = state
+                    if st.tracer is None:  # what ``apply`` would try first, without its frame
+                        result = with_tensor._fast_apply((self, other), st)
+                        if result is not None:
+                            return result
                     return with_tensor.apply(self, other)
                 if type(other) is float or type(other) is int:
                     return with_number.apply(self, other)
