@@ -309,3 +309,26 @@ def test_whole_array_float_sum_uses_a_float64_accumulator(dtype):
     assert abs(float(total) - exact) <= np.finfo(dtype).eps * abs(exact) + 1e-12  # the float64 sum, rounded once
     kept = cpu.reduce(a.reshape(100, 1000), "sum", None, True, None)
     assert kept.shape == (1, 1) and kept.dtype == dtype
+
+
+_PAIRED = [n for n, r in ROWS.items() if r.arity == 2 and len(r.grads) == 2 and not r.integral_only and not r.params]
+
+
+@pytest.mark.parametrize("name", _PAIRED)
+def test_two_gradients_in_one_pass_equal_two_kernels(name):
+    """``elementwise_grads`` (a binary op's backward, one pass) gives what the two single-gradient kernels give,
+    also when the second is written into the incoming gradient's own buffer."""
+    row = ROWS[name]
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0.5, 2.0, 50), rng.uniform(0.5, 2.0, 50)
+    g = rng.standard_normal(50)
+    out = cpu.elementwise(row, [x, y], (), x.dtype)
+    dtype = np.dtype(np.float64)
+    expected = [cpu.elementwise_grad(row, i, g, out, [x, y], (), dtype) for i in (0, 1)]
+    got = cpu.elementwise_grads(row, (0, 1), g.copy(), out, [x, y], (), dtype)
+    owned = g.copy()
+    into = cpu.elementwise_grads(row, (0, 1), owned, out, [x, y], (), dtype, True)
+    assert into[1] is owned
+    for a, b, c in zip(expected, got, into):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)

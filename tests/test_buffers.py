@@ -13,15 +13,22 @@ from numbagrad.backend import cpu
 
 @pytest.fixture
 def grad_kernel_calls(monkeypatch):
-    """Record, per elementwise gradient kernel call, whether it wrote into the incoming gradient's buffer."""
+    """Record, per elementwise gradient computed (alone, or two in one pass), whether it was written into the
+    incoming gradient's buffer."""
     calls = []
-    original = cpu.elementwise_grad
+    original, original_pair = cpu.elementwise_grad, cpu.elementwise_grads
 
     def spy(row, i, g, *args, result=None, **kwargs):
         calls.append((row.name, i, result is g))
         return original(row, i, g, *args, result=result, **kwargs)
 
+    def spy_pair(row, which, g, *args, **kwargs):
+        first, second = original_pair(row, which, g, *args, **kwargs)
+        calls.extend([(row.name, which[0], first is g), (row.name, which[1], second is g)])
+        return first, second
+
     monkeypatch.setattr(cpu, "elementwise_grad", spy)
+    monkeypatch.setattr(cpu, "elementwise_grads", spy_pair)
     return calls
 
 

@@ -490,32 +490,48 @@ def row_function(row: Row, which: str):
 
 
 def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pattern: str, params):
-    """``res[i] = fn(operands..., params...)``: from a file when ``fns`` can be copied, else in memory."""
+    """``res[i] = fn(operands..., params...)``: from a file when ``fns`` can be copied, else in memory. A tuple
+    ``fn`` computes one result array per function in the same pass (``res0``, ``res1``, ...); every value is
+    computed before any is stored, so a result may be written into an operand's buffer."""
     fns = copyable(_unique(fns))
     portable = fns is not None
-    call = fn.__name__ if portable else "fn"
-    args = [_element(a, k) for a, k in zip(operands, pattern)] + list(params)
-    body = f"res[i] = {call}({', '.join(args)})"
-    loop = loop_source(target, "kernel", ["res", *operands, *params], body, "res.shape[0]")
+    calls = fn if isinstance(fn, tuple) else (fn,)
+    names = [c.__name__ for c in calls] if portable else [f"fn{k}" for k in range(len(calls))]
+    args = ", ".join([_element(a, k) for a, k in zip(operands, pattern)] + list(params))
+    if len(calls) == 1:
+        names = names if portable else ["fn"]
+        results, body = ["res"], f"res[i] = {names[0]}({args})"
+    else:
+        results = [f"res{k}" for k in range(len(calls))]
+        body = "\n".join([f"r{k} = {name}({args})" for k, name in enumerate(names)] +
+                         [f"res{k}[i] = r{k}" for k in range(len(calls))])  # fmt: skip
+    loop = loop_source(target, "kernel", [*results, *operands, *params], body, f"{results[0]}.shape[0]")
     if portable:
         return load_module(tag, module_source(target, functions_source(fns, target), loop)).kernel
-    return exec_source(loop, target, tag, fn=fn)["kernel"]
+    return exec_source(loop, target, tag, **dict(zip(names, calls)))["kernel"]
 
 
-def _row_kernel(row: Row, which: str, pattern: str, target: str):
+def _row_kernel(row: Row, which, pattern: str, target: str):
+    """``which``: ``"forward"``, ``"grad<i>"``, or a tuple of input indices whose gradients one kernel computes."""
     operands = [f"x{i}" for i in range(row.arity)]
     if which != "forward":
         operands = ["g", "o", *operands]
     params = [f"p{i}" for i in range(len(row.params))]
     prefix = "cuda_" if target == "cuda" else ""
     suffix = "_par" if target == "parallel" else ""
+    if isinstance(which, tuple):
+        fn = tuple(row.grads[i] for i in which)
+        which = "grads" + "".join(str(i) for i in which)
+    else:
+        fn = row_function(row, which)
     tag = f"{prefix}{row.name}_{which}_{pattern}{suffix}"
     fns = [scalar_math.select, row.forward, *row.grads]
-    return _map_kernel(tag, target, fns, row_function(row, which), operands, pattern, params)
+    return _map_kernel(tag, target, fns, fn, operands, pattern, params)
 
 
-def cpu_kernel(row: Row, which: str, pattern: str, parallel: bool):
-    """The CPU kernel ``kernel(res, *operands, *params)`` for one row, ``which`` (``"forward"``/``"grad<i>"``),
+def cpu_kernel(row: Row, which, pattern: str, parallel: bool):
+    """The CPU kernel ``kernel(res, *operands, *params)`` for one row, ``which`` (``"forward"``/``"grad<i>"``, or
+    a tuple of input indices: ``kernel(res0, res1, ..., *operands, *params)``),
     operand ``pattern`` (``a``: flat array, ``s``: scalar, per operand) and serial/``prange`` variant."""
     key = (row.name, which, pattern, parallel)  # row names are unique (user rows included)
     kernel = _kernels.get(key)

@@ -66,17 +66,13 @@ _KERNELS: dict = {}  # (row name, which, pattern, parallel) -> compiled kernel: 
 _GRAD = tuple(f"grad{i}" for i in range(8))  # the kernel names of the gradients (not formatted per call)
 
 
-def _kernel(row: Row, which: str, pattern: str, parallel: bool):
+def _kernel(row: Row, which, pattern: str, parallel: bool):
     kernel = _KERNELS[(row.name, which, pattern, parallel)] = codegen.cpu_kernel(row, which, pattern, parallel)
     return kernel
 
 
-def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.ndarray, fresh=False) -> np.ndarray:
-    """``out = row.<which>(*values, *params)`` element by element, with ``values`` broadcast to ``out`` (``fresh``:
-    ``out`` was just allocated here, so it is contiguous)."""
-    size = out.size
-    if size == 0:
-        return out
+def _flatten(values, size: int, dtype: np.dtype, shape: tuple) -> tuple[list, str]:
+    """The kernel operands for ``values`` broadcast to ``shape`` (``size`` elements), and their pattern."""
     flat = []
     pattern = ""
     for v in values:
@@ -91,9 +87,19 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
         else:
             v, kind = _operand(v, size, dtype)
             if kind == "b":
-                v, kind = np.broadcast_to(v.astype(dtype, copy=False), out.shape).ravel(), "a"
+                v, kind = np.broadcast_to(v.astype(dtype, copy=False), shape).ravel(), "a"
             flat.append(v)
             pattern += kind
+    return flat, pattern
+
+
+def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.ndarray, fresh=False) -> np.ndarray:
+    """``out = row.<which>(*values, *params)`` element by element, with ``values`` broadcast to ``out`` (``fresh``:
+    ``out`` was just allocated here, so it is contiguous)."""
+    size = out.size
+    if size == 0:
+        return out
+    flat, pattern = _flatten(values, size, dtype, out.shape)
     parallel = size >= PARALLEL_THRESHOLD
     kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
     if fresh or out.flags.c_contiguous:
@@ -165,6 +171,29 @@ def elementwise_grad(
     if result is None:
         return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, empty(g.shape, dtype), True)
     return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, result)
+
+
+def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, params: tuple, dtype: np.dtype,
+                      into_g: bool = False) -> tuple:  # fmt: skip
+    """The gradients of one row with respect to the two inputs ``which``, in ``g``'s shape, from one pass over
+    the operands (a binary op's backward reads ``g`` and its inputs once, not once per gradient). ``into_g``:
+    the second may be written into ``g``'s buffer (each element's gradients are computed before either is
+    stored)."""
+    size = g.size
+    if dtype is _HALF or size == 0:
+        first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
+        return first, elementwise_grad(row, which[1], g, out, inputs, params, dtype, result=g if into_g else None)
+    first = empty(g.shape, dtype)
+    writable = into_g and g.dtype is dtype and g.flags.c_contiguous
+    second = g if writable else empty(g.shape, dtype)
+    flat, pattern = _flatten((g, out, *inputs), size, dtype, g.shape)
+    parallel = size >= PARALLEL_THRESHOLD
+    kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
+    if params:
+        kernel(first.reshape(-1), second.reshape(-1), *flat, *[dtype.type(p) for p in params])
+    else:
+        kernel(first.reshape(-1), second.reshape(-1), *flat)
+    return first, second
 
 
 _HALF = np.dtype(np.float16)
@@ -821,6 +850,7 @@ __all__ = [
     "data_ptr",
     "elementwise",
     "elementwise_grad",
+    "elementwise_grads",
     "elementwise_plain",
     "empty",
     "foreach",

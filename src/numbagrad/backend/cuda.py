@@ -379,6 +379,14 @@ def elementwise_grad(row: Row, i: int, g, out, inputs: list, params: tuple, dtyp
     return _run_map(lambda p: codegen.cuda_kernel(row, f"grad{i}", p), operands, params, dtype, tuple(g.shape), result)
 
 
+def elementwise_grads(row: Row, which: tuple, g, out, inputs: list, params: tuple, dtype: np.dtype,
+                      into_g: bool = False) -> tuple:  # fmt: skip
+    """The gradients with respect to the two inputs ``which`` (as ``cpu.elementwise_grads``): one kernel each
+    here, the second written into ``g`` when ``into_g`` (the first has read it by then)."""
+    first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
+    return first, elementwise_grad(row, which[1], g, out, inputs, params, dtype, result=g if into_g else None)
+
+
 _HALF = np.dtype(np.float16)
 
 
@@ -871,6 +879,7 @@ __all__ = [
     "data_ptr",
     "elementwise",
     "elementwise_grad",
+    "elementwise_grads",
     "elementwise_plain",
     "empty",
     "foreach",

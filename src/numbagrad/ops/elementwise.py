@@ -99,6 +99,7 @@ class Elementwise(Function):
     _saves_out = False
     _passthrough: tuple = ()
     _tensor_grads = None
+    _kernel_pairs: dict = {}  # needs_input_grad -> the two inputs whose gradients one fused kernel computes
 
     @classmethod
     def _fast_apply(cls, args: tuple, st):
@@ -227,6 +228,9 @@ class Elementwise(Function):
         owned = ctx._grads_owned
         reuse = _reusable_input(cls, needed) if owned and owned[0] else None
         meta = ctx.in_meta
+        pair = cls._kernel_pairs.get(needed)  # two gradients from kernels: one pass computes both
+        if pair is not None:
+            both = backend.elementwise_grads(row, pair, gd, out_data, operands, ctx.params, gd.dtype, reuse is not None)
         grads = []
         for i in range(n):
             if not needed[i]:
@@ -236,9 +240,12 @@ class Elementwise(Function):
                 gi = g
             else:
                 gi = _new(Tensor)
-                gi._data = backend.elementwise_grad(
-                    row, i, gd, out_data, operands, ctx.params, gd.dtype, result=gd if i == reuse else None
-                )
+                if pair is not None:
+                    gi._data = both[0] if i == pair[0] else both[1]
+                else:
+                    gi._data = backend.elementwise_grad(
+                        row, i, gd, out_data, operands, ctx.params, gd.dtype, result=gd if i == reuse else None
+                    )
             if meta is not None:
                 gi = _to_input(gi, meta[i], False)
             grads.append(gi)
@@ -408,6 +415,8 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
         cls._saves_out = any(n[1] in u for n, u in zip(names, uses))
         cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
         cls._tensor_grads = _LazyTensorGrads(row)
+        if row.arity == 2 and not any(cls._passthrough):  # both gradients needed: one kernel computes the two
+            cls._kernel_pairs = {(True, True) + (False,) * k: (0, 1) for k in range(len(row.params) + 1)}
     return cls
 
 
