@@ -118,7 +118,10 @@ def tanh_grad(g, out, x):
 
 
 def sigmoid(x):
-    return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
+    # one exp of -|x| (never overflows) and a select, so the loop vectorizes; e * s keeps subnormal results
+    e = math.exp(-abs(x))
+    s = 1 / (1 + e)
+    return select(x >= 0, s, e * s)
 
 
 def sigmoid_grad(g, out, x):
