@@ -168,7 +168,8 @@ def elu(x, alpha, scale, input_scale):
 
 
 def elu_grad(g, out, x, alpha, scale, input_scale):
-    return select(x > 0, g * scale, g * input_scale * (alpha * scale) * math.exp(x * input_scale))
+    # torch tests x <= 0, so a nan input takes the positive side's gradient
+    return select(x <= 0, g * input_scale * (alpha * scale) * math.exp(x * input_scale), g * scale)
 
 
 def gelu(x):
@@ -204,7 +205,7 @@ def mish(x):
 
 def mish_grad(g, out, x):
     s = 1.0 / (1.0 + math.exp(-x))
-    t = math.tanh(math.log(1.0 + math.exp(x)))
+    t = math.tanh(math.log1p(math.exp(x)))  # log1p: t ~ exp(x) (not 0) for very negative x, as torch
     return g * (t + x * s * (1.0 - t * t))
 
 
