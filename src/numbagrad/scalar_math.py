@@ -118,7 +118,10 @@ def tanh_grad(g, out, x):
 
 
 def sigmoid(x):
-    return 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
+    # one exp of -|x| (never overflows) and a select, so the loop vectorizes; e * s keeps subnormal results
+    e = math.exp(-abs(x))
+    s = 1 / (1 + e)
+    return select(x >= 0, s, e * s)
 
 
 def sigmoid_grad(g, out, x):
@@ -165,7 +168,8 @@ def elu(x, alpha, scale, input_scale):
 
 
 def elu_grad(g, out, x, alpha, scale, input_scale):
-    return select(x > 0, g * scale, g * input_scale * (alpha * scale) * math.exp(x * input_scale))
+    # torch tests x <= 0, so a nan input takes the positive side's gradient
+    return select(x <= 0, g * input_scale * (alpha * scale) * math.exp(x * input_scale), g * scale)
 
 
 def gelu(x):
@@ -201,7 +205,7 @@ def mish(x):
 
 def mish_grad(g, out, x):
     s = 1.0 / (1.0 + math.exp(-x))
-    t = math.tanh(math.log(1.0 + math.exp(x)))
+    t = math.tanh(math.log1p(math.exp(x)))  # log1p: t ~ exp(x) (not 0) for very negative x, as torch
     return g * (t + x * s * (1.0 - t * t))
 
 

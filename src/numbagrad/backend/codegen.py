@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 
 from .. import scalar_math
 from ..scalar_math import Row
+from . import vector_math
 
 log = logging.getLogger("numbagrad")
 
@@ -201,10 +202,11 @@ def _function_text(fn: Callable) -> str:
     return "\n".join(source.splitlines()[node.lineno - 1 :]) + "\n"
 
 
-def functions_source(fns: Sequence[Callable], target: str, inline: str = "never") -> str:
+def functions_source(fns: Sequence[Callable], target: str, inline: str = "never", vector: bool = False) -> str:
     """Module-level scalar functions copied as source text and decorated for ``target``: ``@njit`` (any CPU
     target) or ``@cuda.jit(device=True)``. ``inline="always"`` inlines them at Numba IR level (the optimizer
-    updates, whose branches on constant flags then fold away)."""
+    updates, whose branches on constant flags then fold away). ``vector=True`` (CPU only) swaps in the
+    vectorizable ``exp``/``tanh`` of ``vector_math`` (and copies it) so loops over them vectorize."""
     if target == "cuda":
         decorator = "@cuda.jit(device=True, cache=CACHE)\n"
     elif target in _CPU_TARGETS:
@@ -212,7 +214,10 @@ def functions_source(fns: Sequence[Callable], target: str, inline: str = "never"
         decorator = f"@njit(cache=CACHE, error_model='numpy'{inline_arg})\n"
     else:
         raise ValueError(f"unknown kernel target {target!r}")
-    return "\n\n".join(decorator + _function_text(f) for f in _unique(fns))
+    text = "\n\n".join(decorator + _function_text(f) for f in _unique(fns))
+    if vector and target in _CPU_TARGETS and vector_math.vectorized(text) != text:
+        return vector_math.SOURCE.strip("\n") + "\n\n\n" + vector_math.vectorized(text)
+    return text
 
 
 def module_source(target: str, *parts: str) -> str:
@@ -507,7 +512,7 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
                          [f"res{k}[i] = r{k}" for k in range(len(calls))])  # fmt: skip
     loop = loop_source(target, "kernel", [*results, *operands, *params], body, f"{results[0]}.shape[0]")
     if portable:
-        return load_module(tag, module_source(target, functions_source(fns, target), loop)).kernel
+        return load_module(tag, module_source(target, functions_source(fns, target, vector=True), loop)).kernel
     return exec_source(loop, target, tag, **dict(zip(names, calls)))["kernel"]
 
 

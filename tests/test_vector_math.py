@@ -1,0 +1,123 @@
+"""The CPU kernels' vectorizable exp/tanh (``backend.vector_math``) and the rows built on them, against torch.
+
+Extremes (+-1e4, +-100, +-inf, nan, +-0) are where a rewritten exp or a branch-free formula goes wrong (inf/inf,
+overflow, lost subnormals), so every exp-based row is compared with torch there, forward and gradient, in both
+float dtypes. numbagrad runs 17 copies of a value (the vectorized loop body and its remainder); torch one element.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import numbagrad as ng
+import numbagrad.nn.functional as NF
+from numbagrad.backend import codegen, vector_math
+from numbagrad.scalar_math import ROWS
+
+EXTREMES = [-1e4, -100.0, -88.5, -20.0, -1.5, -0.0, 0.0, 1.5, 20.0, 88.5, 100.0, 1e4, -math.inf, math.inf, math.nan]
+DTYPES = ["float32", "float64"]
+
+# (name, numbagrad function, torch function)
+FUNCTIONS = [
+    ("exp", ng.exp, torch.exp),
+    ("tanh", ng.tanh, torch.tanh),
+    ("sigmoid", ng.sigmoid, torch.sigmoid),
+    ("silu", NF.silu, F.silu),
+    ("softplus", NF.softplus, F.softplus),
+    ("elu", NF.elu, F.elu),
+    ("mish", NF.mish, F.mish),
+    ("gelu", NF.gelu, F.gelu),
+    ("gelu_tanh", lambda x: NF.gelu(x, approximate="tanh"), lambda x: F.gelu(x, approximate="tanh")),
+    ("logsigmoid", NF.logsigmoid, F.logsigmoid),
+]
+IDS = [f[0] for f in FUNCTIONS]
+
+
+def assert_like_torch(ours: np.ndarray, theirs: float, dtype: str, zero_sign: bool = True) -> None:
+    """Within 8 ulp; subnormal results may differ (torch's float32 sigmoid flushes exp(-100) to 0, we do not)."""
+    info = np.finfo(dtype)
+    expected = np.full_like(ours, theirs)
+    np.testing.assert_allclose(ours, expected, rtol=8 * info.eps, atol=info.tiny, equal_nan=True)
+    if zero_sign and theirs == 0:
+        assert (np.signbit(ours) == np.signbit(expected)).all(), (ours, theirs)
+
+
+def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance in units in the last place between same-signed floats of one dtype."""
+    ints = np.int32 if a.dtype == np.float32 else np.int64
+    return np.abs(a.view(ints).astype(np.int64) - b.view(ints).astype(np.int64))
+
+
+@pytest.mark.parametrize("value", EXTREMES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("name", "ours", "theirs"), FUNCTIONS, ids=IDS)
+def test_forward_matches_torch_at_extremes(name, ours, theirs, dtype, value):
+    out = ours(ng.tensor(np.full(17, value, dtype=dtype))).numpy()
+    assert out.dtype == np.dtype(dtype)
+    assert_like_torch(out, theirs(torch.tensor(value, dtype=getattr(torch, dtype))).item(), dtype)
+
+
+@pytest.mark.parametrize("value", EXTREMES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("name", "ours", "theirs"), FUNCTIONS, ids=IDS)
+def test_gradient_matches_torch_at_extremes(name, ours, theirs, dtype, value):
+    x = ng.tensor(np.full(17, value, dtype=dtype), requires_grad=True)
+    ours(x).sum().backward()
+    tx = torch.tensor(value, dtype=getattr(torch, dtype), requires_grad=True)
+    theirs(tx).backward()
+    # float32 gradients run partly in float64 (literals are float64): a zero's sign may differ from torch's
+    assert_like_torch(x.grad.numpy(), tx.grad.item(), dtype, zero_sign=False)
+
+
+def test_sigmoid_keeps_subnormal_results():
+    out = ng.sigmoid(ng.tensor(np.full(17, -100.0, dtype=np.float32))).numpy()
+    assert (out == np.float32(np.exp(np.float64(-100.0)))).all()  # 3.7835e-44, as libm's expf
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_exp_within_2_ulp_over_its_whole_range(dtype):
+    lo, hi = (-104.0, 89.0) if dtype == "float32" else (-746.0, 710.0)
+    x = np.linspace(lo, hi, 1_000_003).astype(dtype)
+    expected = np.exp(x.astype(np.longdouble)).astype(dtype)
+    assert ulps(ng.exp(ng.tensor(x)).numpy(), expected).max() <= 2
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tanh_within_2_ulp(dtype):
+    x = np.linspace(-25.0, 25.0, 1_000_003).astype(dtype)
+    out, expected = ng.tanh(ng.tensor(x)).numpy(), np.tanh(x.astype(np.longdouble)).astype(dtype)
+    assert ulps(np.abs(out), np.abs(expected)).max() <= 2
+    assert (np.sign(out) == np.sign(expected)).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_exp_overflows_and_underflows_like_libm(dtype):
+    big, small = (88.8, -104.0) if dtype == "float32" else (709.8, -745.2)
+    x = np.array([big, small, math.inf, -math.inf, math.nan], dtype=dtype)
+    out = ng.exp(ng.tensor(x)).numpy()
+    assert out[0] == math.inf and out[1] == 0 and not np.signbit(out[1])
+    assert out[2] == math.inf and out[3] == 0 and math.isnan(out[4])
+
+
+def test_cpu_row_kernels_use_the_vector_math_and_cuda_kernels_libm():
+    fns = [ROWS["sigmoid"].forward]
+    cpu = codegen.functions_source(fns, "serial", vector=True)
+    assert vector_math.SOURCE.strip() in cpu
+    assert "math.exp(" not in cpu.replace(vector_math.SOURCE.strip(), "")
+    cuda = codegen.functions_source(fns, "cuda", vector=True)
+    assert "math.exp(" in cuda and "_vexp" not in cuda
+
+
+def test_functions_without_exp_or_tanh_do_not_carry_the_vector_math():
+    assert "_vexp" not in codegen.functions_source([ROWS["relu"].forward], "serial", vector=True)
+
+
+def test_the_vector_math_is_part_of_the_hashed_module_text(monkeypatch):
+    """A change to the math changes the generated text, so Numba's cache cannot serve a stale kernel."""
+    fns = [ROWS["exp"].forward]
+    before = codegen.functions_source(fns, "serial", vector=True)
+    monkeypatch.setattr(vector_math, "SOURCE", vector_math.SOURCE.replace("1.4426950408889634", "1.442695040888963"))
+    assert codegen.functions_source(fns, "serial", vector=True) != before
