@@ -512,7 +512,10 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
                          [f"res{k}[i] = r{k}" for k in range(len(calls))])  # fmt: skip
     loop = loop_source(target, "kernel", [*results, *operands, *params], body, f"{results[0]}.shape[0]")
     if portable:
-        return load_module(tag, module_source(target, functions_source(fns, target, vector=True), loop)).kernel
+        # inlined at Numba IR level: LLVM then vectorizes the loop (a float32 call to a row function that uses
+        # the vector math stayed a call, 8x slower), and each kernel compiles only the functions it uses
+        functions = functions_source(fns, target, inline="always", vector=True)
+        return load_module(tag, module_source(target, functions, loop)).kernel
     return exec_source(loop, target, tag, **dict(zip(names, calls)))["kernel"]
 
 
