@@ -17,7 +17,16 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd import grad as autograd_grad
-from ..autograd.function import Function
+from ..autograd.function import (
+    ERR_BACKWARD_TWICE,
+    Function,
+    _save_tensors,
+    _sequence,
+    _unpack_saved,
+    edges_of,
+    saved_input,
+    saved_output,
+)
 from ..autograd.grad_mode import enable_grad, no_grad, state
 from ..backend import cpu, cuda_backend
 from . import _codegen_shim as cg
@@ -134,6 +143,8 @@ class Group:
             (_GroupFunction,),
             {"group": self, "node_name": "CompiledFunctionBackward", "__module__": __name__},
         )
+        self._node_cls = self.fn_cls._backward_cls
+        self.is_amax = reduction is not None and reduction.kind == "amax"
 
     def __repr__(self) -> str:
         rows = " -> ".join(n.row.name for n in self.nodes)
@@ -143,13 +154,65 @@ class Group:
     # --- running -------------------------------------------------------------------------------------------
     def run(self, *inputs) -> tuple:
         """The group's outputs for ``inputs`` (tensors, in the group's input order)."""
-        if state.enabled:
+        st = state
+        if st.enabled:
             for t in inputs:
                 if t._requires_grad or t.grad_fn is not None:
-                    out = self.fn_cls.apply(*inputs)
-                    return out if isinstance(out, tuple) else (out,)
+                    if st.anomaly or st.inference or self.failed:
+                        out = self.fn_cls.apply(*inputs)
+                        return out if isinstance(out, tuple) else (out,)
+                    return self._run_node(inputs)
         arrays = self.forward_arrays([t._data for t in inputs], None)
-        return tuple(Tensor._make(a) for a in arrays)
+        outs = []
+        for a in arrays:
+            outs.append(Tensor._make(a))
+        return tuple(outs)
+
+    def _run_node(self, inputs: tuple) -> tuple:
+        """``fn_cls.apply(*inputs)`` made directly (as a built-in op's ``_fast_apply`` makes its node), for the
+        common case: grad mode on, no anomaly or inference mode. The forward launches kernels only (no Function
+        runs under it), so grad mode needs no switching; the node is a ``TrustedBackward`` (its backward returns
+        each input's gradient in the input's shape and dtype), and what the backward reads is saved directly."""
+        needs = []
+        datas = []
+        for t in inputs:
+            needs.append(t._requires_grad or t.grad_fn is not None)
+            datas.append(t._data)
+        needs = tuple(needs)
+        ctx = self._node_cls()
+        ctx.needs_input_grad = needs
+        strategy = self._strategies.get(needs) or self._strategy(needs)
+        ctx._strat = strategy
+        ctx._inputs = inputs  # for the create_graph fallback (plain references, like eager's recomputation)
+        arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
+        ctx.next_functions = edges_of(inputs)
+        ctx._sequence_nr = next(_sequence)
+        outs = []
+        for a in arrays:
+            o = Tensor._make(a)
+            if a.dtype.kind in "fc":
+                o.grad_fn = ctx
+                if outs:
+                    o._output_nr = len(outs)
+            outs.append(o)
+        if len(outs) > 1:
+            ctx._num_outputs = len(outs)
+        saved = []
+        for k in strategy[2]:
+            t = inputs[k]
+            if t._is_inference:  # torch's error, raised by the general path
+                ctx.to_save = tuple(inputs[k] for k in strategy[2])
+                _save_tensors(self.fn_cls, ctx, ())
+            saved.append(saved_input(t))
+        for m in strategy[1]:
+            o = outs[m]
+            saved.append(saved_output(o) if o.grad_fn is ctx else saved_input(o))
+        if self.is_amax:
+            o = outs[-1]
+            saved.append(saved_output(o) if o.grad_fn is ctx else saved_input(o))
+        if saved:
+            ctx._saved = saved
+        return tuple(outs)
 
     def operands(self, datas, needs) -> tuple:
         """(the inputs as C-contiguous kernel operands, the layout key). An input that is a broadcast view
@@ -324,22 +387,20 @@ class Group:
     # --- node ----------------------------------------------------------------------------------------------
     def forward_node(self, ctx, inputs) -> tuple:
         needs = ctx.needs_input_grad
-        sv_nodes, vo_ms, kernel_inputs = self._strategy(needs)
-        ctx._lay, ctx._saved_values = None, []
+        strategy = ctx._strat = self._strategy(needs)
+        sv_nodes, vo_ms, kernel_inputs = strategy[:3]
         arrays = self.forward_arrays([t._data for t in inputs], needs, sv_nodes, ctx)
         outs = [Tensor._make(a) for a in arrays]
         keep = [inputs[k] for k in kernel_inputs] + [outs[m] for m in vo_ms]
-        if self.reduction is not None and self.reduction.kind == "amax":
+        if self.is_amax:
             keep.append(outs[-1])  # the maximum: its gradient goes to the elements equal to it
         ctx.save_for_backward(*keep)
-        ctx._kernel_inputs, ctx._vo, ctx._saved_nodes = kernel_inputs, vo_ms, sv_nodes
-        ctx._bkey = (needs, sv_nodes, vo_ms)
         ctx._inputs = inputs  # for the create_graph fallback (plain references, like eager's recomputation)
-        ctx.set_materialize_grads(False)
         return tuple(outs) if len(outs) > 1 else outs[0]
 
     def _strategy(self, needs: tuple) -> tuple:
-        """(nodes the forward saves in buffers, outputs kept for backward, inputs the backward reads): the values
+        """(nodes the forward saves in buffers, outputs kept for backward, inputs the backward reads, the backward
+        launchers' key part): the values
         the gradient formulas read are recomputed from the inputs, or saved, whichever moves fewer full-size
         arrays (a saved value is written once and read once; an output is written anyway)."""
         entry = self._strategies.get(needs)
@@ -366,6 +427,7 @@ class Group:
             entry = (sv, vo, tuple(sorted(direct)))
         else:
             entry = ((), (), tuple(sorted(recompute_inputs)))
+        entry += ((needs, entry[0], entry[1]),)
         self._strategies[needs] = entry
         return entry
 
@@ -377,39 +439,50 @@ class Group:
             return self._backward_eager(ctx, grads)
         n_out = len(self.outputs)
         red = self.reduction
-        gouts = tuple(m for m in range(n_out) if grads[m] is not None)
+        gouts = tuple([m for m in range(n_out) if grads[m] is not None]) if n_out else ()
         gred = red is not None and grads[n_out] is not None
         if not gouts and not gred:
             return (None,) * self.n_inputs
-        saved = ctx.saved_tensors  # checks the versions of what the kernel reads
+        if ctx._freed:
+            raise RuntimeError(ERR_BACKWARD_TWICE)
+        saved = ctx._saved or ()
+        for s in saved:  # the version check of what the kernel reads (``saved_tensors`` without unpacking)
+            counter = s[0]._version_counter
+            if (0 if counter is None else counter.value) != s[1]:
+                _unpack_saved(s, ctx)  # raises torch's error
         lay = ctx._lay
         if lay is None or self.failed:
             return self._backward_eager(ctx, grads)
-        go = [_compact(grads[m]._data) for m in gouts] if gouts else ()
+        strategy = ctx._strat
+        key = (strategy[3], gouts, gred)
+        go = ()
+        if gouts:
+            go = [_compact(grads[m]._data) for m in gouts]
+            key += tuple(g.shape for g in go)
         gr = None
-        key = (ctx._bkey, gouts, gred)
         if gred:
             gr = grads[n_out]._data
             if not red.full:
                 gr = _compact(gr.reshape(lay.red_keep))
                 key += (gr.shape,)
-        if go:
-            key += tuple(g.shape for g in go)
-        nk = len(ctx._kernel_inputs)
-        vo = saved[nk : nk + len(ctx._vo)]
-        rm = saved[-1]._data if red is not None and red.kind == "amax" else None
+        nk = len(strategy[2])
+        vo = [s[0]._data for s in saved[nk : nk + len(strategy[1])]] if strategy[1] else ()
+        rm = saved[-1][0]._data if self.is_amax else None
         launch = lay.kernels.get(key)
         if launch is None:
             try:
                 launch = self._backward_launcher(ctx, lay, gouts, gred, go, gr)
-                arrays = launch(ctx._ops, go, gr, ctx._saved_values, [t._data for t in vo], rm)
+                arrays = launch(ctx._ops, go, gr, ctx._saved_values, vo, rm)
             except Exception as err:
                 self._fail(err)
                 return self._backward_eager(ctx, grads)
             lay.kernels[key] = launch
         else:
-            arrays = launch(ctx._ops, go, gr, ctx._saved_values, [t._data for t in vo], rm)
-        return tuple(None if a is None else Tensor._make(a) for a in arrays)
+            arrays = launch(ctx._ops, go, gr, ctx._saved_values, vo, rm)
+        out = []
+        for a in arrays:
+            out.append(None if a is None else Tensor._make(a))
+        return tuple(out)
 
     failed: str | None = None  # why this group's kernels could not be built: it runs its eager ops
 
@@ -428,7 +501,7 @@ class Group:
         """Generated Python that allocates the input gradients, launches the backward kernel (after the tie count
         of ``amax``) and finishes broadcast gradients: ``launch(inputs, go, gr, sv, vo, rm) -> gradients``."""
         needs = tuple(ctx.needs_input_grad[: self.n_inputs])
-        sv_nodes, vo_ms = tuple(ctx._saved_nodes), tuple(ctx._vo)
+        sv_nodes, vo_ms = ctx._strat[0], ctx._strat[1]
         datas = ctx._ops
         shapes = {f"go{m}": tuple(g.shape) for m, g in zip(gouts, go)}
         if gred:
@@ -554,10 +627,29 @@ class Group:
         return tuple(out)
 
 
+def _group_backward(node, grads: list):
+    """The group node's ``_apply``: the group's backward, its result unchecked (see ``_GroupFunction``)."""
+    return node._forward_cls.group.backward_node(node, grads)
+
+
 class _GroupFunction(Function):
-    """The node a fusion group puts in the eager graph (one per group class: ``group`` is set on the class)."""
+    """The node a fusion group puts in the eager graph (one per group class: ``group`` is set on the class).
+
+    Trusted, as the built-in ops' nodes: the backward returns one gradient per input in the input's shape and
+    dtype (the launchers allocate each in its input's shape and traced dtype, which the guard key fixes; broadcast
+    inputs get theirs summed down; the create_graph fallback returns the engine's gradients of the inputs, checked
+    by the eager nodes), so the engine checks nothing, and a node no gradient reached does not run."""
 
     group: Group
+    _trusted = True
+    _node_defaults = {  # noqa: RUF012 - read once, by FunctionMeta
+        "_apply": _group_backward,
+        "materialize_grads": False,
+        "_lay": None,
+        "_ops": None,
+        "_saved_values": (),
+        "_strat": None,
+    }
 
     @staticmethod
     def forward(ctx, *inputs):
