@@ -17,13 +17,14 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd import grad as autograd_grad
+from ..autograd.engine import accumulator_of
 from ..autograd.function import (
+    _NO_EDGE,
     ERR_BACKWARD_TWICE,
     Function,
     _save_tensors,
     _sequence,
     _unpack_saved,
-    edges_of,
     saved_input,
     saved_output,
 )
@@ -153,39 +154,63 @@ class Group:
 
     # --- running -------------------------------------------------------------------------------------------
     def run(self, *inputs) -> tuple:
-        """The group's outputs for ``inputs`` (tensors, in the group's input order)."""
-        st = state
-        if st.enabled:
-            for t in inputs:
-                if t._requires_grad or t.grad_fn is not None:
-                    if st.anomaly or st.inference or self.failed:
-                        out = self.fn_cls.apply(*inputs)
-                        return out if isinstance(out, tuple) else (out,)
-                    return self._run_node(inputs)
-        arrays = self.forward_arrays([t._data for t in inputs], None)
-        outs = []
-        for a in arrays:
-            outs.append(Tensor._make(a))
-        return tuple(outs)
+        """The group's outputs for ``inputs`` (tensors, in the group's input order).
 
-    def _run_node(self, inputs: tuple) -> tuple:
-        """``fn_cls.apply(*inputs)`` made directly (as a built-in op's ``_fast_apply`` makes its node), for the
-        common case: grad mode on, no anomaly or inference mode. The forward launches kernels only (no Function
-        runs under it), so grad mode needs no switching; the node is a ``TrustedBackward`` (its backward returns
-        each input's gradient in the input's shape and dtype), and what the backward reads is saved directly."""
-        needs = []
-        datas = []
+        With grad mode on and an input that requires grad, the group's node is made here directly (what
+        ``fn_cls.apply(*inputs)`` makes, as a built-in op's ``_fast_apply`` makes its node): the forward launches
+        kernels only (no Function runs under it), so grad mode needs no switching; the node is a ``TrustedBackward``
+        (its backward returns each input's gradient in the input's shape and dtype), and what the backward reads is
+        saved directly. Anomaly and inference mode, and a group that could not be compiled, take ``apply``."""
+        st = state
+        if not st.enabled:
+            return self._run_plain(inputs)
+        needs, datas, shapes, edges = [], [], [], []
+        grad = False
+        plain = True  # every input C-contiguous: the inputs are the kernel operands
         for t in inputs:
-            needs.append(t._requires_grad or t.grad_fn is not None)
-            datas.append(t._data)
+            d = t._data
+            datas.append(d)
+            shapes.append(d.shape)
+            if plain and not d.flags.c_contiguous:
+                plain = False
+            fn = t.grad_fn
+            if fn is not None:
+                needs.append(True)
+                edges.append((fn, t._output_nr))
+                grad = True
+            elif t._requires_grad:
+                needs.append(True)
+                edges.append((accumulator_of(t), 0))
+                grad = True
+            else:
+                needs.append(False)
+                edges.append(_NO_EDGE)
+        if not grad:
+            return self._run_plain(inputs)
+        if st.anomaly or st.inference or self.failed:
+            out = self.fn_cls.apply(*inputs)
+            return out if isinstance(out, tuple) else (out,)
         needs = tuple(needs)
         ctx = self._node_cls()
         ctx.needs_input_grad = needs
         strategy = self._strategies.get(needs) or self._strategy(needs)
         ctx._strat = strategy
         ctx._inputs = inputs  # for the create_graph fallback (plain references, like eager's recomputation)
-        arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
-        ctx.next_functions = edges_of(inputs)
+        if plain:
+            key = tuple(shapes)
+            lay = self._layouts.get(key)
+            if lay is not None and lay.n:
+                launch = lay.kernels.get(strategy[0])
+                if launch is not None:
+                    arrays, ctx._saved_values = launch(datas)
+                    ctx._lay, ctx._ops = lay, datas
+                else:
+                    arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
+            else:
+                arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
+        else:
+            arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
+        ctx.next_functions = tuple(edges)
         ctx._sequence_nr = next(_sequence)
         outs = []
         for a in arrays:
@@ -214,6 +239,14 @@ class Group:
             ctx._saved = saved
         return tuple(outs)
 
+    def _run_plain(self, inputs: tuple) -> tuple:
+        """No node: the forward kernel only."""
+        arrays = self.forward_arrays([t._data for t in inputs], None)
+        outs = []
+        for a in arrays:
+            outs.append(Tensor._make(a))
+        return tuple(outs)
+
     def operands(self, datas, needs) -> tuple:
         """(the inputs as C-contiguous kernel operands, the layout key). An input that is a broadcast view
         (stride 0, as the gradient ``sum`` hands back) and needs no gradient is passed as the array it expands,
@@ -228,7 +261,10 @@ class Group:
                 ops[k] = _compact(d)
             else:
                 ops[k] = np.ascontiguousarray(d) if isinstance(d, np.ndarray) else d.copy()
-        key = tuple(d.shape for d in datas)
+        key = []
+        for d in datas:
+            key.append(d.shape)
+        key = tuple(key)
         if ops is None:
             return datas, key
         return ops, (key, tuple(o.shape for o in ops))
@@ -477,12 +513,8 @@ class Group:
                 self._fail(err)
                 return self._backward_eager(ctx, grads)
             lay.kernels[key] = launch
-        else:
-            arrays = launch(ctx._ops, go, gr, ctx._saved_values, vo, rm)
-        out = []
-        for a in arrays:
-            out.append(None if a is None else Tensor._make(a))
-        return tuple(out)
+            return arrays
+        return launch(ctx._ops, go, gr, ctx._saved_values, vo, rm)
 
     failed: str | None = None  # why this group's kernels could not be built: it runs its eager ops
 
@@ -499,7 +531,8 @@ class Group:
 
     def _backward_launcher(self, ctx, lay, gouts, gred, go, gr):
         """Generated Python that allocates the input gradients, launches the backward kernel (after the tie count
-        of ``amax``) and finishes broadcast gradients: ``launch(inputs, go, gr, sv, vo, rm) -> gradients``."""
+        of ``amax``) and finishes broadcast gradients: ``launch(inputs, go, gr, sv, vo, rm) -> gradients`` (tensors,
+        None for an input that needs none)."""
         needs = tuple(ctx.needs_input_grad[: self.n_inputs])
         sv_nodes, vo_ms = ctx._strat[0], ctx._strat[1]
         datas = ctx._ops
@@ -545,6 +578,7 @@ class Group:
         )
         module = cg.load_module(f"fused_bwd_{target}", source)
         ns = {"np": np, "K": module.bwd, "alloc": _cuda().empty if cuda else np.empty, "full": self._filled}
+        ns["W"] = Tensor._make
         flat = "" if len(lay.shape) == 1 else ".reshape(-1)"
         expr = {}
         for k in range(self.n_inputs):
@@ -599,7 +633,7 @@ class Group:
             lines.append(f"C{grid}(" + ", ".join(expr[a] for a in count_names) + ")")
         grid = "[{}, {}]".format(*_cuda_grid(lay.n)) if cuda else ""
         lines.append(f"K{grid}(" + ", ".join(expr[a] for a in arg_names) + ")")
-        lines.append("return (" + "".join(f"{r}, " for r in results) + ")")
+        lines.append("return (" + "".join(f"{r}, " if r == "None" else f"W({r}), " for r in results) + ")")
         code = "def launch(d, go, gr, sv, vo, rm):\n" + "".join(f"    {line}\n" for line in lines)
         exec(code, ns)  # noqa: S102 - generated here
         return ns["launch"]
