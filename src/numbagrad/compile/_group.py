@@ -180,7 +180,9 @@ class Group:
                 grad = True
             elif t._requires_grad:
                 needs.append(True)
-                edges.append((accumulator_of(t), 0))
+                ref = t._accumulator  # accumulator_of(t), inline
+                acc = ref() if ref is not None else None
+                edges.append((acc if acc is not None else accumulator_of(t), 0))
                 grad = True
             else:
                 needs.append(False)
@@ -228,7 +230,8 @@ class Group:
             if t._is_inference:  # torch's error, raised by the general path
                 ctx.to_save = tuple(inputs[k] for k in strategy[2])
                 _save_tensors(self.fn_cls, ctx, ())
-            saved.append(saved_input(t))
+            counter = t._version_counter  # saved_input(t), inline
+            saved.append((t, 0 if counter is None else counter.value, -1, t.grad_fn))
         for m in strategy[1]:
             o = outs[m]
             saved.append(saved_output(o) if o.grad_fn is ctx else saved_input(o))
