@@ -104,7 +104,7 @@ class CompiledFunction:
             return self._trace(key, args, kwargs, leaves)
         if plan is _EAGER:
             return self.fn(*args, **kwargs)
-        return plan(*leaves)
+        return plan.replay(*leaves)
 
     def _trace(self, key, args, kwargs, leaves):
         rec = Recorder(self.roots, self.fullgraph)

@@ -92,6 +92,14 @@ def _sum_to_shape(a, shape):
     return np.ascontiguousarray(cpu.sum_to_shape(a, shape))
 
 
+def _vo_arrays(saved, strategy) -> list | tuple:
+    """The arrays of the outputs a backward reads (saved after the inputs it reads)."""
+    if not strategy[1]:
+        return ()
+    nk = len(strategy[2])
+    return [s[0]._data for s in saved[nk : nk + len(strategy[1])]]
+
+
 class _Layout:
     """One shape configuration of a group: the iteration shape, its collapse, and the kernels for it."""
 
@@ -439,7 +447,7 @@ class Group:
 
     def _strategy(self, needs: tuple) -> tuple:
         """(nodes the forward saves in buffers, outputs kept for backward, inputs the backward reads, the backward
-        launchers' key part): the values
+        launchers' key part, the launcher key when only a full reduction's result gets a gradient): the values
         the gradient formulas read are recomputed from the inputs, or saved, whichever moves fewer full-size
         arrays (a saved value is written once and read once; an output is written anyway)."""
         entry = self._strategies.get(needs)
@@ -466,7 +474,8 @@ class Group:
             entry = (sv, vo, tuple(sorted(direct)))
         else:
             entry = ((), (), tuple(sorted(recompute_inputs)))
-        entry += ((needs, entry[0], entry[1]),)
+        bkey = (needs, entry[0], entry[1])
+        entry += (bkey, (bkey, (), True))  # the backward launchers' key part, and the key of a loss's backward
         self._strategies[needs] = entry
         return entry
 
@@ -493,6 +502,11 @@ class Group:
         if lay is None or self.failed:
             return self._backward_eager(ctx, grads)
         strategy = ctx._strat
+        if gred and not gouts and red.full:  # the common case (a loss): the key made with the strategy
+            launch = lay.kernels.get(strategy[4])
+            if launch is not None:
+                rm = saved[-1][0]._data if self.is_amax else None
+                return launch(ctx._ops, (), grads[n_out]._data, ctx._saved_values, _vo_arrays(saved, strategy), rm)
         key = (strategy[3], gouts, gred)
         go = ()
         if gouts:
@@ -504,8 +518,7 @@ class Group:
             if not red.full:
                 gr = _compact(gr.reshape(lay.red_keep))
                 key += (gr.shape,)
-        nk = len(strategy[2])
-        vo = [s[0]._data for s in saved[nk : nk + len(strategy[1])]] if strategy[1] else ()
+        vo = _vo_arrays(saved, strategy)
         rm = saved[-1][0]._data if self.is_amax else None
         launch = lay.kernels.get(key)
         if launch is None:
