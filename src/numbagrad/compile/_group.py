@@ -188,9 +188,7 @@ class Group:
                 grad = True
             elif t._requires_grad:
                 needs.append(True)
-                ref = t._accumulator  # accumulator_of(t), inline
-                acc = ref() if ref is not None else None
-                edges.append((acc if acc is not None else accumulator_of(t), 0))
+                edges.append((accumulator_of(t), 0))
                 grad = True
             else:
                 needs.append(False)
