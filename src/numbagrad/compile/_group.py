@@ -1,9 +1,10 @@
 """A fusion group at run time: one generated forward kernel, one backward kernel, one node in the eager graph.
 
 ``Group.run(*inputs)`` computes the group's outputs (its materialized values, then the closing reduction's result).
-With grad mode on and an input that requires grad it goes through ``Function.apply`` of the group's own Function
-class, so the group is ONE node (``CompiledFunctionBackward``): hooks, ``retain_grad``, version counters, anomaly
-mode and ``.grad`` accumulation are the eager graph's own. Otherwise it launches the forward kernel directly.
+With grad mode on and an input that requires grad the group becomes ONE node of its own Function class
+(``CompiledFunctionBackward``), made directly by ``run`` (``Function.apply`` in anomaly and inference mode): hooks,
+``retain_grad``, version counters, anomaly mode and ``.grad`` accumulation are the eager graph's own. Otherwise it
+launches the forward kernel directly.
 
 The backward kernel computes every needed input gradient in one pass; values the gradient formulas read are
 recomputed from the inputs, or saved by the forward when that moves fewer bytes (``_strategy``). With
