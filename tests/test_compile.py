@@ -359,6 +359,26 @@ def test_mixed_dtypes_promote_as_eager():
     np.testing.assert_allclose(y.grad.numpy(), [1.5, 2.5])
 
 
+def test_group_gradients_have_each_inputs_shape_and_dtype():
+    # the group's node is trusted (the engine does not check its gradients): its backward must return each input's
+    # gradient in the input's own shape and dtype, mixed dtypes and broadcast inputs included
+    def fn(x, w, b):
+        return (ng.relu(x * w + b) * x).sum()
+
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal(3), rng.standard_normal((4, 1))]
+    arrays[2] = arrays[2].astype(np.float32)
+    grads = {}
+    for name, g in (("eager", fn), ("compiled", ng.compile(fn))):
+        for _ in range(3):
+            ts = [ng.tensor(a, requires_grad=True) for a in arrays]
+            g(*ts).backward()
+        grads[name] = [t.grad for t in ts]
+    for ge, gc, a in zip(grads["eager"], grads["compiled"], arrays):
+        assert gc.shape == a.shape and gc.dtype == ge.dtype and gc.numpy().dtype == a.dtype
+        np.testing.assert_allclose(gc.numpy(), ge.numpy(), rtol=1e-5)
+
+
 def test_no_grad_block_inside_the_function_is_replayed():
     def fn(x):
         with ng.no_grad():

@@ -6,7 +6,7 @@ import functools
 import types
 
 from .._tensor import Tensor
-from .._types import get_default_dtype as _default_dtype
+from .._types import _default_float  # get_default_dtype() is _default_float[0]
 from ..autograd.grad_mode import state
 from ._plan import Plan
 from ._trace import Recorder
@@ -70,17 +70,17 @@ class CompiledFunction:
         return [p for p in list(self._plans.values()) + list(self._exact.values()) if hasattr(p, "groups")]
 
     def _key(self, args, kwargs, dynamic: bool):
-        parts = [state.enabled, _default_dtype()]
+        parts = [state.enabled, _default_float[0]]
         if self._guard is not None:
             parts.append(self._guard())
         if not kwargs and not dynamic:  # the common case, kept lean: one tuple per tensor
             for a in args:
-                if not isinstance(a, Tensor):
+                if type(a) is not Tensor and not isinstance(a, Tensor):
                     break
                 d = a._data
                 parts.append((d.shape, d.strides, d.dtype, a._requires_grad or a.grad_fn is not None, type(d)))
             else:
-                if len(args) > 1 and len({id(a) for a in args}) < len(args):  # the same tensor twice
+                if len(args) > 1 and len(set(map(id, args))) < len(args):  # the same tensor twice
                     parts.append(tuple(next(i for i, b in enumerate(args) if b is a) for a in args))
                 return tuple(parts), args
         leaves, spec = [], []
@@ -104,7 +104,7 @@ class CompiledFunction:
             return self._trace(key, args, kwargs, leaves)
         if plan is _EAGER:
             return self.fn(*args, **kwargs)
-        return plan(*leaves)
+        return plan.replay(*leaves)
 
     def _trace(self, key, args, kwargs, leaves):
         rec = Recorder(self.roots, self.fullgraph)

@@ -1,9 +1,10 @@
 """A fusion group at run time: one generated forward kernel, one backward kernel, one node in the eager graph.
 
 ``Group.run(*inputs)`` computes the group's outputs (its materialized values, then the closing reduction's result).
-With grad mode on and an input that requires grad it goes through ``Function.apply`` of the group's own Function
-class, so the group is ONE node (``CompiledFunctionBackward``): hooks, ``retain_grad``, version counters, anomaly
-mode and ``.grad`` accumulation are the eager graph's own. Otherwise it launches the forward kernel directly.
+With grad mode on and an input that requires grad the group becomes ONE node of its own Function class
+(``CompiledFunctionBackward``), made directly by ``run`` (``Function.apply`` in anomaly and inference mode): hooks,
+``retain_grad``, version counters, anomaly mode and ``.grad`` accumulation are the eager graph's own. Otherwise it
+launches the forward kernel directly.
 
 The backward kernel computes every needed input gradient in one pass; values the gradient formulas read are
 recomputed from the inputs, or saved by the forward when that moves fewer bytes (``_strategy``). With
@@ -17,7 +18,17 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd import grad as autograd_grad
-from ..autograd.function import Function
+from ..autograd.engine import accumulator_of
+from ..autograd.function import (
+    _NO_EDGE,
+    ERR_BACKWARD_TWICE,
+    Function,
+    _save_tensors,
+    _sequence,
+    _unpack_saved,
+    saved_input,
+    saved_output,
+)
 from ..autograd.grad_mode import enable_grad, no_grad, state
 from ..backend import cpu, cuda_backend
 from . import _codegen_shim as cg
@@ -82,6 +93,14 @@ def _sum_to_shape(a, shape):
     return np.ascontiguousarray(cpu.sum_to_shape(a, shape))
 
 
+def _vo_arrays(saved, strategy) -> list | tuple:
+    """The arrays of the outputs a backward reads (saved after the inputs it reads)."""
+    if not strategy[1]:
+        return ()
+    nk = len(strategy[2])
+    return [s[0]._data for s in saved[nk : nk + len(strategy[1])]]
+
+
 class _Layout:
     """One shape configuration of a group: the iteration shape, its collapse, and the kernels for it."""
 
@@ -134,6 +153,8 @@ class Group:
             (_GroupFunction,),
             {"group": self, "node_name": "CompiledFunctionBackward", "__module__": __name__},
         )
+        self._node_cls = self.fn_cls._backward_cls
+        self.is_amax = reduction is not None and reduction.kind == "amax"
 
     def __repr__(self) -> str:
         rows = " -> ".join(n.row.name for n in self.nodes)
@@ -142,14 +163,99 @@ class Group:
 
     # --- running -------------------------------------------------------------------------------------------
     def run(self, *inputs) -> tuple:
-        """The group's outputs for ``inputs`` (tensors, in the group's input order)."""
-        if state.enabled:
-            for t in inputs:
-                if t._requires_grad or t.grad_fn is not None:
-                    out = self.fn_cls.apply(*inputs)
-                    return out if isinstance(out, tuple) else (out,)
+        """The group's outputs for ``inputs`` (tensors, in the group's input order).
+
+        With grad mode on and an input that requires grad, the group's node is made here directly (what
+        ``fn_cls.apply(*inputs)`` makes, as a built-in op's ``_fast_apply`` makes its node): the forward launches
+        kernels only (no Function runs under it), so grad mode needs no switching; the node is a ``TrustedBackward``
+        (its backward returns each input's gradient in the input's shape and dtype), and what the backward reads is
+        saved directly. Anomaly and inference mode, and a group that could not be compiled, take ``apply``."""
+        st = state
+        if not st.enabled:
+            return self._run_plain(inputs)
+        needs, datas, shapes, edges = [], [], [], []
+        grad = False
+        plain = True  # every input C-contiguous: the inputs are the kernel operands
+        for t in inputs:
+            d = t._data
+            datas.append(d)
+            shapes.append(d.shape)
+            if plain and not d.flags.c_contiguous:
+                plain = False
+            fn = t.grad_fn
+            if fn is not None:
+                needs.append(True)
+                edges.append((fn, t._output_nr))
+                grad = True
+            elif t._requires_grad:
+                needs.append(True)
+                edges.append((accumulator_of(t), 0))
+                grad = True
+            else:
+                needs.append(False)
+                edges.append(_NO_EDGE)
+        if not grad:
+            return self._run_plain(inputs)
+        if st.anomaly or st.inference or self.failed:
+            out = self.fn_cls.apply(*inputs)
+            return out if isinstance(out, tuple) else (out,)
+        needs = tuple(needs)
+        ctx = self._node_cls()
+        ctx.needs_input_grad = needs
+        strategy = self._strategies.get(needs) or self._strategy(needs)
+        ctx._strat = strategy
+        ctx._inputs = inputs  # for the create_graph fallback (plain references, like eager's recomputation)
+        if plain:
+            key = tuple(shapes)
+            lay = self._layouts.get(key)
+            if lay is not None and lay.n:
+                launch = lay.kernels.get(strategy[0])
+                if launch is not None:
+                    arrays, ctx._saved_values = launch(datas)
+                    ctx._lay, ctx._ops = lay, datas
+                else:
+                    arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
+            else:
+                arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
+        else:
+            arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
+        ctx.next_functions = tuple(edges)
+        ctx._sequence_nr = next(_sequence)
+        outs = []
+        for a in arrays:
+            o = Tensor._make(a)
+            if a.dtype.kind in "fc":
+                o.grad_fn = ctx
+                if outs:
+                    o._output_nr = len(outs)
+            outs.append(o)
+        if len(outs) > 1:
+            ctx._num_outputs = len(outs)
+        saved = []
+        for k in strategy[2]:
+            t = inputs[k]
+            if t._is_inference:  # torch's error, raised by the general path
+                ctx.to_save = tuple(inputs[k] for k in strategy[2])
+                _save_tensors(self.fn_cls, ctx, ())
+            counter = t._version_counter  # saved_input(t), inline
+            saved.append((t, 0 if counter is None else counter.value, -1, t.grad_fn))
+        for m in strategy[1]:
+            o = outs[m]
+            saved.append(saved_output(o) if o.grad_fn is ctx else saved_input(o))
+        if self.is_amax:
+            o = outs[-1]
+            saved.append(saved_output(o) if o.grad_fn is ctx else saved_input(o))
+        if saved:
+            ctx._saved = saved
+        return tuple(outs)
+
+    def _run_plain(self, inputs: tuple) -> tuple:
+        """No node: the forward kernel only."""
         arrays = self.forward_arrays([t._data for t in inputs], None)
-        return tuple(Tensor._make(a) for a in arrays)
+        outs = []
+        for a in arrays:
+            outs.append(Tensor._make(a))
+        return tuple(outs)
 
     def operands(self, datas, needs) -> tuple:
         """(the inputs as C-contiguous kernel operands, the layout key). An input that is a broadcast view
@@ -165,7 +271,10 @@ class Group:
                 ops[k] = _compact(d)
             else:
                 ops[k] = np.ascontiguousarray(d) if isinstance(d, np.ndarray) else d.copy()
-        key = tuple(d.shape for d in datas)
+        key = []
+        for d in datas:
+            key.append(d.shape)
+        key = tuple(key)
         if ops is None:
             return datas, key
         return ops, (key, tuple(o.shape for o in ops))
@@ -324,22 +433,20 @@ class Group:
     # --- node ----------------------------------------------------------------------------------------------
     def forward_node(self, ctx, inputs) -> tuple:
         needs = ctx.needs_input_grad
-        sv_nodes, vo_ms, kernel_inputs = self._strategy(needs)
-        ctx._lay, ctx._saved_values = None, []
+        strategy = ctx._strat = self._strategy(needs)
+        sv_nodes, vo_ms, kernel_inputs = strategy[:3]
         arrays = self.forward_arrays([t._data for t in inputs], needs, sv_nodes, ctx)
         outs = [Tensor._make(a) for a in arrays]
         keep = [inputs[k] for k in kernel_inputs] + [outs[m] for m in vo_ms]
-        if self.reduction is not None and self.reduction.kind == "amax":
+        if self.is_amax:
             keep.append(outs[-1])  # the maximum: its gradient goes to the elements equal to it
         ctx.save_for_backward(*keep)
-        ctx._kernel_inputs, ctx._vo, ctx._saved_nodes = kernel_inputs, vo_ms, sv_nodes
-        ctx._bkey = (needs, sv_nodes, vo_ms)
         ctx._inputs = inputs  # for the create_graph fallback (plain references, like eager's recomputation)
-        ctx.set_materialize_grads(False)
         return tuple(outs) if len(outs) > 1 else outs[0]
 
     def _strategy(self, needs: tuple) -> tuple:
-        """(nodes the forward saves in buffers, outputs kept for backward, inputs the backward reads): the values
+        """(nodes the forward saves in buffers, outputs kept for backward, inputs the backward reads, the backward
+        launchers' key part, the launcher key when only a full reduction's result gets a gradient): the values
         the gradient formulas read are recomputed from the inputs, or saved, whichever moves fewer full-size
         arrays (a saved value is written once and read once; an output is written anyway)."""
         entry = self._strategies.get(needs)
@@ -366,6 +473,8 @@ class Group:
             entry = (sv, vo, tuple(sorted(direct)))
         else:
             entry = ((), (), tuple(sorted(recompute_inputs)))
+        bkey = (needs, entry[0], entry[1])
+        entry += (bkey, (bkey, (), True))  # the backward launchers' key part, and the key of a loss's backward
         self._strategies[needs] = entry
         return entry
 
@@ -377,39 +486,50 @@ class Group:
             return self._backward_eager(ctx, grads)
         n_out = len(self.outputs)
         red = self.reduction
-        gouts = tuple(m for m in range(n_out) if grads[m] is not None)
+        gouts = tuple([m for m in range(n_out) if grads[m] is not None]) if n_out else ()
         gred = red is not None and grads[n_out] is not None
         if not gouts and not gred:
             return (None,) * self.n_inputs
-        saved = ctx.saved_tensors  # checks the versions of what the kernel reads
+        if ctx._freed:
+            raise RuntimeError(ERR_BACKWARD_TWICE)
+        saved = ctx._saved or ()
+        for s in saved:  # the version check of what the kernel reads (``saved_tensors`` without unpacking)
+            counter = s[0]._version_counter
+            if (0 if counter is None else counter.value) != s[1]:
+                _unpack_saved(s, ctx)  # raises torch's error
         lay = ctx._lay
         if lay is None or self.failed:
             return self._backward_eager(ctx, grads)
-        go = [_compact(grads[m]._data) for m in gouts] if gouts else ()
+        strategy = ctx._strat
+        if gred and not gouts and red.full:  # the common case (a loss): the key made with the strategy
+            launch = lay.kernels.get(strategy[4])
+            if launch is not None:
+                rm = saved[-1][0]._data if self.is_amax else None
+                return launch(ctx._ops, (), grads[n_out]._data, ctx._saved_values, _vo_arrays(saved, strategy), rm)
+        key = (strategy[3], gouts, gred)
+        go = ()
+        if gouts:
+            go = [_compact(grads[m]._data) for m in gouts]
+            key += tuple(g.shape for g in go)
         gr = None
-        key = (ctx._bkey, gouts, gred)
         if gred:
             gr = grads[n_out]._data
             if not red.full:
                 gr = _compact(gr.reshape(lay.red_keep))
                 key += (gr.shape,)
-        if go:
-            key += tuple(g.shape for g in go)
-        nk = len(ctx._kernel_inputs)
-        vo = saved[nk : nk + len(ctx._vo)]
-        rm = saved[-1]._data if red is not None and red.kind == "amax" else None
+        vo = _vo_arrays(saved, strategy)
+        rm = saved[-1][0]._data if self.is_amax else None
         launch = lay.kernels.get(key)
         if launch is None:
             try:
                 launch = self._backward_launcher(ctx, lay, gouts, gred, go, gr)
-                arrays = launch(ctx._ops, go, gr, ctx._saved_values, [t._data for t in vo], rm)
+                arrays = launch(ctx._ops, go, gr, ctx._saved_values, vo, rm)
             except Exception as err:
                 self._fail(err)
                 return self._backward_eager(ctx, grads)
             lay.kernels[key] = launch
-        else:
-            arrays = launch(ctx._ops, go, gr, ctx._saved_values, [t._data for t in vo], rm)
-        return tuple(None if a is None else Tensor._make(a) for a in arrays)
+            return arrays
+        return launch(ctx._ops, go, gr, ctx._saved_values, vo, rm)
 
     failed: str | None = None  # why this group's kernels could not be built: it runs its eager ops
 
@@ -426,9 +546,10 @@ class Group:
 
     def _backward_launcher(self, ctx, lay, gouts, gred, go, gr):
         """Generated Python that allocates the input gradients, launches the backward kernel (after the tie count
-        of ``amax``) and finishes broadcast gradients: ``launch(inputs, go, gr, sv, vo, rm) -> gradients``."""
+        of ``amax``) and finishes broadcast gradients: ``launch(inputs, go, gr, sv, vo, rm) -> gradients`` (tensors,
+        None for an input that needs none)."""
         needs = tuple(ctx.needs_input_grad[: self.n_inputs])
-        sv_nodes, vo_ms = tuple(ctx._saved_nodes), tuple(ctx._vo)
+        sv_nodes, vo_ms = ctx._strat[0], ctx._strat[1]
         datas = ctx._ops
         shapes = {f"go{m}": tuple(g.shape) for m, g in zip(gouts, go)}
         if gred:
@@ -472,6 +593,7 @@ class Group:
         )
         module = cg.load_module(f"fused_bwd_{target}", source)
         ns = {"np": np, "K": module.bwd, "alloc": _cuda().empty if cuda else np.empty, "full": self._filled}
+        ns["W"] = Tensor._make
         flat = "" if len(lay.shape) == 1 else ".reshape(-1)"
         expr = {}
         for k in range(self.n_inputs):
@@ -526,7 +648,7 @@ class Group:
             lines.append(f"C{grid}(" + ", ".join(expr[a] for a in count_names) + ")")
         grid = "[{}, {}]".format(*_cuda_grid(lay.n)) if cuda else ""
         lines.append(f"K{grid}(" + ", ".join(expr[a] for a in arg_names) + ")")
-        lines.append("return (" + "".join(f"{r}, " for r in results) + ")")
+        lines.append("return (" + "".join(f"{r}, " if r == "None" else f"W({r}), " for r in results) + ")")
         code = "def launch(d, go, gr, sv, vo, rm):\n" + "".join(f"    {line}\n" for line in lines)
         exec(code, ns)  # noqa: S102 - generated here
         return ns["launch"]
@@ -554,10 +676,29 @@ class Group:
         return tuple(out)
 
 
+def _group_backward(node, grads: list):
+    """The group node's ``_apply``: the group's backward, its result unchecked (see ``_GroupFunction``)."""
+    return node._forward_cls.group.backward_node(node, grads)
+
+
 class _GroupFunction(Function):
-    """The node a fusion group puts in the eager graph (one per group class: ``group`` is set on the class)."""
+    """The node a fusion group puts in the eager graph (one per group class: ``group`` is set on the class).
+
+    Trusted, as the built-in ops' nodes: the backward returns one gradient per input in the input's shape and
+    dtype (the launchers allocate each in its input's shape and traced dtype, which the guard key fixes; broadcast
+    inputs get theirs summed down; the create_graph fallback returns the engine's gradients of the inputs, checked
+    by the eager nodes), so the engine checks nothing, and a node no gradient reached does not run."""
 
     group: Group
+    _trusted = True
+    _node_defaults = {  # noqa: RUF012 - read once, by FunctionMeta
+        "_apply": _group_backward,
+        "materialize_grads": False,
+        "_lay": None,
+        "_ops": None,
+        "_saved_values": (),
+        "_strat": None,
+    }
 
     @staticmethod
     def forward(ctx, *inputs):
