@@ -44,8 +44,8 @@ class AccumulateGrad(Node):
         if t._grad is None:
             if create_graph:
                 t._grad = _tensor._ops.copy_grad(grad)  # torch: a differentiable copy, grad_fn=<CopyBackwards>
-            elif owned:
-                t._grad = Tensor._make(grad._data)  # take the storage, as torch does: no copy
+            elif owned:  # take it, as torch does: no copy (nothing else can see the tensor or its storage)
+                t._grad = grad if type(grad) is Tensor and not grad._requires_grad else Tensor._make(grad._data)
             else:
                 t._grad = Tensor._make(grad._backend.copy(grad._data))
         elif create_graph or t._grad.requires_grad:

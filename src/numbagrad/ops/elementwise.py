@@ -110,7 +110,7 @@ class Elementwise(Function):
         if len(args) != cls.arity or st.anomaly or st.inference:
             return None
         row = cls.row
-        arrays, needs, first, scalars, grad, plain = [], [], None, False, False, True
+        arrays, needs, first, scalars, grad = [], [], None, False, False
         for a in args:
             if isinstance(a, Tensor):
                 d = a._data
@@ -118,11 +118,12 @@ class Elementwise(Function):
                     first = d
                 elif type(d) is not type(first) or d.dtype is not first.dtype or d.shape != first.shape:
                     return None
-                if not d.flags.c_contiguous:
-                    if not d.size or any(d.strides):
-                        return None
-                    plain = False  # expanded from one element (sum's gradient): the kernel reads it as a number
-                arrays.append(d)
+                if d.flags.c_contiguous:
+                    arrays.append(d)
+                elif d.size and not any(d.strides):  # expanded from one element (sum's gradient): a number
+                    arrays.append(d[(0,) * d.ndim])
+                else:
+                    return None
                 if a._requires_grad or a.grad_fn is not None:
                     needs.append(True)
                     grad = True
@@ -141,10 +142,7 @@ class Elementwise(Function):
             return None  # the NotImplemented node: the general path makes it
         result = _new(Tensor)
         backend = _BACKENDS.get(type(first)) or backend_for(first)
-        if plain:
-            result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype)
-        else:
-            result._data = backend.elementwise(row, arrays, (), first.dtype, shape=first.shape, out_dtype=row.out_dtype)
+        result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype)
         if not linked:
             return result
         ctx = cls._backward_cls()
