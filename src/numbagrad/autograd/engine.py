@@ -268,21 +268,10 @@ def _root_edge(t: Tensor, i: int):
 
 
 def _dependencies(roots) -> dict:
-    """How many edges lead into each node reachable from the roots."""
+    """How many edges lead into each node reachable from the (distinct) roots."""
     deps: dict = {}
-    if len(roots) == 1:  # a single root is reached from no other node: ``deps`` alone marks what was visited
-        stack = [roots[0]]
-        while stack:
-            for nxt, _ in stack.pop().next_functions:
-                if nxt is not None:
-                    if nxt in deps:
-                        deps[nxt] += 1
-                    else:
-                        deps[nxt] = 1
-                        stack.append(nxt)
-        return deps
-    seen = set(roots)
-    stack = list(seen)
+    rooted = set(roots)  # walked from the start; every other node is walked when first reached
+    stack = list(roots)
     while stack:
         for nxt, _ in stack.pop().next_functions:
             if nxt is not None:
@@ -290,8 +279,7 @@ def _dependencies(roots) -> dict:
                     deps[nxt] += 1
                 else:
                     deps[nxt] = 1
-                    if nxt not in seen:
-                        seen.add(nxt)
+                    if nxt not in rooted:
                         stack.append(nxt)
     return deps
 
