@@ -171,10 +171,10 @@ def max_pool2d_backward(g, indices, gx):
                 gx[p, k // w_, k % w_] += g[p, y, z]
 
 
-@njit(**_OPTS)
-def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out, backward):
-    """Forward (``backward=False``: ``out`` from ``x``) or backward (``x`` is the output gradient, ``out`` the
-    input gradient) of torch's CPU average pool; ``divisor`` > 0 overrides the window count."""
+@njit(**_OPTS, inline="always")
+def _pool_shapes(x, out, backward):
+    """(planes, input height, input width, output height, output width) of an average pool; backward (``x`` the
+    output gradient, ``out`` the input gradient) zeroes ``out`` first, since windows add into it."""
     if backward:
         planes, h_, w_ = out.shape
         _, oh, ow = x.shape
@@ -185,6 +185,31 @@ def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out, backw
     else:
         planes, h_, w_ = x.shape
         _, oh, ow = out.shape
+    return planes, h_, w_, oh, ow
+
+
+@njit(**_OPTS, inline="always")
+def _average_window(x, out, p, y, z, h0, h1, w0, w1, factor, backward):
+    """One window ``[h0, h1) x [w0, w1)`` of plane ``p``: its sum over ``factor`` into ``out[p, y, z]``, or
+    (backward) ``x[p, y, z] / factor`` added to each of its elements."""
+    if backward:
+        share = x[p, y, z] / factor
+        for h in range(h0, h1):
+            for w in range(w0, w1):
+                out[p, h, w] += share
+    else:
+        s = 0.0
+        for h in range(h0, h1):
+            for w in range(w0, w1):
+                s += x[p, h, w]
+        out[p, y, z] = s / factor
+
+
+@njit(**_OPTS)
+def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out, backward):
+    """Forward (``backward=False``: ``out`` from ``x``) or backward (``x`` is the output gradient, ``out`` the
+    input gradient) of torch's CPU average pool; ``divisor`` > 0 overrides the window count."""
+    planes, h_, w_, oh, ow = _pool_shapes(x, out, backward)
     for p in range(planes):
         for y in range(oh):
             h0 = y * sh - ph
@@ -204,33 +229,14 @@ def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out, backw
                     factor = size
                 else:
                     factor = (a1 - a0) * (b1 - b0)
-                if backward:
-                    share = x[p, y, z] / factor
-                    for h in range(a0, a1):
-                        for w in range(b0, b1):
-                            out[p, h, w] += share
-                else:
-                    s = 0.0
-                    for h in range(a0, a1):
-                        for w in range(b0, b1):
-                            s += x[p, h, w]
-                    out[p, y, z] = s / factor
+                _average_window(x, out, p, y, z, a0, a1, b0, b1, factor, backward)
 
 
 @njit(**_OPTS)
 def adaptive_avg_pool2d(x, out, backward):
     """torch's adaptive windows: ``[floor(i * H / OH), ceil((i + 1) * H / OH))``; forward, or backward with ``x``
     the output gradient and ``out`` the input gradient."""
-    if backward:
-        planes, h_, w_ = out.shape
-        _, oh, ow = x.shape
-        for p in range(planes):
-            for h in range(h_):
-                for w in range(w_):
-                    out[p, h, w] = 0.0
-    else:
-        planes, h_, w_ = x.shape
-        _, oh, ow = out.shape
+    planes, h_, w_, oh, ow = _pool_shapes(x, out, backward)
     for p in range(planes):
         for y in range(oh):
             h0 = (y * h_) // oh
@@ -239,17 +245,7 @@ def adaptive_avg_pool2d(x, out, backward):
                 w0 = (z * w_) // ow
                 w1 = -((-(z + 1) * w_) // ow)
                 count = (h1 - h0) * (w1 - w0)
-                if backward:
-                    share = x[p, y, z] / count
-                    for h in range(h0, h1):
-                        for w in range(w0, w1):
-                            out[p, h, w] += share
-                else:
-                    s = 0.0
-                    for h in range(h0, h1):
-                        for w in range(w0, w1):
-                            s += x[p, h, w]
-                    out[p, y, z] = s / count
+                _average_window(x, out, p, y, z, h0, h1, w0, w1, count, backward)
 
 
 # --- cross entropy with label smoothing over (N, C) logits ---------------------------------------------------
