@@ -8,9 +8,8 @@ from .. import ops
 from .._tensor import Tensor
 from .._types import int64
 from . import functional as F
-from . import init
 from .module import Module
-from .parameter import Parameter
+from .normalization import affine_parameters, reset_affine
 
 
 class _BatchNorm(Module):
@@ -19,15 +18,7 @@ class _BatchNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(ops.empty(num_features, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(ops.empty(num_features, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        affine_parameters(self, (num_features,), affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", ops.zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", ops.ones(num_features, dtype=dtype, device=device))
@@ -48,10 +39,7 @@ class _BatchNorm(Module):
     def reset_parameters(self) -> None:
         """Reset the running statistics, ``weight`` to ones and ``bias`` to zeros."""
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine(self)
 
     def _check_input_dim(self, input: Tensor) -> None:
         raise NotImplementedError

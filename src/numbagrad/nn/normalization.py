@@ -10,6 +10,28 @@ from .module import Module
 from .parameter import Parameter
 
 
+def affine_parameters(module: Module, shape: tuple, affine: bool, bias: bool, dtype, device) -> None:
+    """The optional per-feature affine of a normalization layer: ``weight`` and (with ``bias``) ``bias`` of
+    ``shape``, left uninitialized for ``reset_affine``; each registered as None when absent, as torch does."""
+    if affine:
+        module.weight = Parameter(ops.empty(*shape, dtype=dtype, device=device))
+        if bias:
+            module.bias = Parameter(ops.empty(*shape, dtype=dtype, device=device))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def reset_affine(module: Module) -> None:
+    """``weight`` to ones and ``bias`` to zeros (where the layer has them): how torch's normalization layers start."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """Normalize over the trailing ``normalized_shape`` dims, then scale and shift (``weight``, ``bias``)."""
 
@@ -20,23 +42,12 @@ class LayerNorm(Module):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(ops.empty(*self.normalized_shape, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(ops.empty(*self.normalized_shape, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        affine_parameters(self, self.normalized_shape, elementwise_affine, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Set ``weight`` to ones and ``bias`` to zeros."""
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -55,23 +66,12 @@ class GroupNorm(Module):
         if num_channels % num_groups != 0:
             raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(ops.empty(num_channels, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(ops.empty(num_channels, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        affine_parameters(self, (num_channels,), affine, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Set ``weight`` to ones and ``bias`` to zeros."""
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
