@@ -504,7 +504,6 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     names = [c.__name__ for c in calls] if portable else [f"fn{k}" for k in range(len(calls))]
     args = ", ".join([_element(a, k) for a, k in zip(operands, pattern)] + list(params))
     if len(calls) == 1:
-        names = names if portable else ["fn"]
         results, body = ["res"], f"res[i] = {names[0]}({args})"
     else:
         results = [f"res{k}" for k in range(len(calls))]
