@@ -116,6 +116,15 @@ def test_elementwise_grad_into_a_result_buffer(b):
     np.testing.assert_array_equal(get(b, res), g * y)
 
 
+def test_elementwise_grad_written_into_g_itself(b):
+    """The engine lets a node write a gradient into its own incoming buffer: each element is read first."""
+    x, y, g = np.array([1.0, 2.0, -3.0]), np.array([3.0, -4.0, 0.5]), np.array([0.5, 2.0, -1.0])
+    buf = put(b, g.copy())
+    got = b.elementwise_grad(ROWS["mul"], 1, buf, 0, [put(b, x), put(b, y)], (), F64, result=buf)
+    assert got is buf
+    np.testing.assert_array_equal(get(b, buf), g * x)
+
+
 def test_where_with_scalars_and_broadcasting(b):
     cond = np.array([[True, False, True]])
     a = np.arange(6.0).reshape(2, 3)

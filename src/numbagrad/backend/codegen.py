@@ -494,22 +494,31 @@ def row_function(row: Row, which: str):
     return row.forward if which == "forward" else row.grads[int(which[4:])]
 
 
-def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pattern: str, params):
+def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pattern: str, params, into=None):
     """``res[i] = fn(operands..., params...)``: from a file when ``fns`` can be copied, else in memory. A tuple
     ``fn`` computes one result array per function in the same pass (``res0``, ``res1``, ...); every value is
-    computed before any is stored, so a result may be written into an operand's buffer."""
+    computed before any is stored. ``into`` names the operand the last result is written into, in place of a
+    result argument: LLVM then sees one buffer read and written at the same index and vectorizes the loop (a
+    result argument that aliases an operand fails its run-time overlap check, and the loop ran scalar: 2.3x
+    slower for a float32 ``mul`` backward at 1e5)."""
     fns = copyable(_unique(fns))
     portable = fns is not None
     calls = fn if isinstance(fn, tuple) else (fn,)
     names = [c.__name__ for c in calls] if portable else [f"fn{k}" for k in range(len(calls))]
     args = ", ".join([_element(a, k) for a, k in zip(operands, pattern)] + list(params))
-    if len(calls) == 1:
-        results, body = ["res"], f"res[i] = {names[0]}({args})"
+    if len(calls) == 1 and into is None:
+        results, stores = ["res"], ["res"]
     else:
-        results = [f"res{k}" for k in range(len(calls))]
+        stores = [f"res{k}" for k in range(len(calls))]
+        if into is not None:
+            stores[-1] = into
+        results = [r for r in stores if r != into]
+    if len(stores) == 1:
+        body = f"{stores[0]}[i] = {names[0]}({args})"
+    else:
         body = "\n".join([f"r{k} = {name}({args})" for k, name in enumerate(names)] +
-                         [f"res{k}[i] = r{k}" for k in range(len(calls))])  # fmt: skip
-    loop = loop_source(target, "kernel", [*results, *operands, *params], body, f"{results[0]}.shape[0]")
+                         [f"{name}[i] = r{k}" for k, name in enumerate(stores)])  # fmt: skip
+    loop = loop_source(target, "kernel", [*results, *operands, *params], body, f"{stores[0]}.shape[0]")
     if portable:
         # inlined at Numba IR level: LLVM then vectorizes the loop (a float32 call to a row function that uses
         # the vector math stayed a call, 8x slower), and each kernel compiles only the functions it uses
@@ -518,8 +527,9 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     return exec_source(loop, target, tag, **dict(zip(names, calls)))["kernel"]
 
 
-def _row_kernel(row: Row, which, pattern: str, target: str):
-    """``which``: ``"forward"``, ``"grad<i>"``, or a tuple of input indices whose gradients one kernel computes."""
+def _row_kernel(row: Row, which, pattern: str, target: str, into_g: bool = False):
+    """``which``: ``"forward"``, ``"grad<i>"``, or a tuple of input indices whose gradients one kernel computes;
+    ``into_g``: the (last) gradient is written into ``g``'s buffer, which is then not a result argument."""
     operands = [f"x{i}" for i in range(row.arity)]
     if which != "forward":
         operands = ["g", "o", *operands]
@@ -531,19 +541,21 @@ def _row_kernel(row: Row, which, pattern: str, target: str):
         which = "grads" + "".join(str(i) for i in which)
     else:
         fn = row_function(row, which)
-    tag = f"{prefix}{row.name}_{which}_{pattern}{suffix}"
+    tag = f"{prefix}{row.name}_{which}_{pattern}{suffix}{'_into_g' if into_g else ''}"
     fns = [scalar_math.select, row.forward, *row.grads]
-    return _map_kernel(tag, target, fns, fn, operands, pattern, params)
+    return _map_kernel(tag, target, fns, fn, operands, pattern, params, "g" if into_g else None)
 
 
-def cpu_kernel(row: Row, which, pattern: str, parallel: bool):
+def cpu_kernel(row: Row, which, pattern: str, parallel: bool, into_g: bool = False):
     """The CPU kernel ``kernel(res, *operands, *params)`` for one row, ``which`` (``"forward"``/``"grad<i>"``, or
     a tuple of input indices: ``kernel(res0, res1, ..., *operands, *params)``),
-    operand ``pattern`` (``a``: flat array, ``s``: scalar, per operand) and serial/``prange`` variant."""
-    key = (row.name, which, pattern, parallel)  # row names are unique (user rows included)
+    operand ``pattern`` (``a``: flat array, ``s``: scalar, per operand) and serial/``prange`` variant. ``into_g``
+    (gradients, ``g`` an array): the last gradient goes into ``g``'s buffer, so its result argument is left out."""
+    key = (row.name, which, pattern, parallel, into_g)  # row names are unique (user rows included)
     kernel = _kernels.get(key)
     if kernel is None:
-        kernel = _kernels[key] = _row_kernel(row, which, pattern, "parallel" if parallel else "serial")
+        target = "parallel" if parallel else "serial"
+        kernel = _kernels[key] = _row_kernel(row, which, pattern, target, into_g)
     return kernel
 
 

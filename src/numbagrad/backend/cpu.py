@@ -71,6 +71,16 @@ def _kernel(row: Row, which, pattern: str, parallel: bool):
     return kernel
 
 
+def _into_g_kernel(row: Row, which, pattern: str, parallel: bool):
+    """The gradient kernel that writes its (last) gradient into ``g``'s buffer (``codegen.cpu_kernel``'s
+    ``into_g``): its own key, so the common lookup stays a 4-tuple."""
+    key = (row.name, which, pattern, parallel, True)
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        kernel = _KERNELS[key] = codegen.cpu_kernel(row, which, pattern, parallel, into_g=True)
+    return kernel
+
+
 def _flatten(values, size: int, dtype: np.dtype, shape: tuple) -> tuple[list, str]:
     """The kernel operands for ``values`` broadcast to ``shape`` (``size`` elements), and their pattern."""
     flat = []
@@ -170,6 +180,11 @@ def elementwise_grad(
         return _in_single(row, _GRAD[i], (g, out, *inputs), params, empty(g.shape, dtype))
     if result is None:
         return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, empty(g.shape, dtype), True)
+    if result is g and g.dtype is dtype and g.flags.c_contiguous and g.size:
+        flat, pattern = _flatten((g, out, *inputs), g.size, dtype, g.shape)
+        kernel = _into_g_kernel(row, _GRAD[i], pattern, g.size >= PARALLEL_THRESHOLD)
+        kernel(*flat, *[dtype.type(p) for p in params])
+        return g
     return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, result)
 
 
@@ -184,15 +199,15 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
         first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
         return first, elementwise_grad(row, which[1], g, out, inputs, params, dtype, result=g if into_g else None)
     first = empty(g.shape, dtype)
-    writable = into_g and g.dtype is dtype and g.flags.c_contiguous
-    second = g if writable else empty(g.shape, dtype)
     flat, pattern = _flatten((g, out, *inputs), size, dtype, g.shape)
     parallel = size >= PARALLEL_THRESHOLD
+    scalars = [dtype.type(p) for p in params]
+    if into_g and g.dtype is dtype and g.flags.c_contiguous:
+        _into_g_kernel(row, which, pattern, parallel)(first.reshape(-1), *flat, *scalars)
+        return first, g
+    second = empty(g.shape, dtype)
     kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
-    if params:
-        kernel(first.reshape(-1), second.reshape(-1), *flat, *[dtype.type(p) for p in params])
-    else:
-        kernel(first.reshape(-1), second.reshape(-1), *flat)
+    kernel(first.reshape(-1), second.reshape(-1), *flat, *scalars)
     return first, second
 
 
