@@ -79,7 +79,7 @@ def check_chain(shapes, chain, closing, dtype, seed, device="cpu"):
     tol = {"rtol": 1e-9, "atol": 1e-12} if dtype == np.float64 else {"rtol": 1e-5, "atol": 1e-6}
 
     def ours(fn):
-        xs = [ng.tensor(a, requires_grad=True, device=device) for a in arrays]
+        xs = [ng.tensor(a.astype(dtype), requires_grad=True, device=device) for a in arrays]
         out = fn(*xs)
         weights = rng_w.standard_normal(tuple(out.shape)).astype(dtype)
         (out * ng.tensor(weights, device=device)).sum().backward()
@@ -154,7 +154,7 @@ def _row_call(row):
 ROW_CALLS = {name: _row_call(row) for name, row in ROWS.items() if row.differentiable}
 
 
-def row_program(device="cpu", shape=(3, 4)):
+def row_program(device="cpu", shape=(3, 4), dtype=np.float64):
     """Every table row applied to its own inputs (drawn from the row's domain; a binary row's second input
     broadcasts), as ONE function: compiled, it is one fused group with an output per row."""
     rng = np.random.default_rng(7)
@@ -171,7 +171,7 @@ def row_program(device="cpu", shape=(3, 4)):
         return tuple(ROW_CALLS[name](*xs[a:b]) for name, a, b in slices)
 
     def run(fn):
-        xs = [ng.tensor(a, requires_grad=True, device=device) for a in arrays]
+        xs = [ng.tensor(a.astype(dtype), requires_grad=True, device=device) for a in arrays]
         outs = fn(*xs)
         loss = None
         for k, o in enumerate(outs):
@@ -196,6 +196,20 @@ def test_every_table_row_compiled_matches_eager():
         np.testing.assert_allclose(v, e, rtol=1e-12, atol=1e-14, err_msg=name)
     for g, e in zip(grads, eager_grads):
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
+
+
+def test_every_table_row_compiled_in_float32_matches_eager():
+    """Compiled float32 rows compute in float32 (their float32 twins); eager rows round a float64 result once."""
+    program, run = row_program(dtype=np.float32)
+    compiled = ng.compile(program)
+    run(compiled)
+    values, grads = run(compiled)
+    eager_values, eager_grads = run(program)
+    for name, v, e in zip(ROW_CALLS, values, eager_values):
+        assert v.dtype == np.float32
+        np.testing.assert_allclose(v, e, rtol=1e-5, atol=1e-6, err_msg=name)
+    for k, (g, e) in enumerate(zip(grads, eager_grads)):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6, err_msg=f"input {k}")
 
 
 # --- API --------------------------------------------------------------------------------------------------

@@ -139,3 +139,62 @@ def test_the_vector_math_is_part_of_the_hashed_module_text(monkeypatch):
     before = codegen.functions_source(fns, "serial", vector=True)
     monkeypatch.setattr(vector_math, "SOURCE", vector_math.SOURCE.replace("1.4426950408889634", "1.442695040888963"))
     assert codegen.functions_source(fns, "serial", vector=True) != before
+
+
+# --- numbagrad.compile's float32 twins (all arithmetic in float32) ------------------------------------------
+def compiled(fn):
+    """``fn`` through numbagrad.compile, its plan traced on a first call so that later calls run fused kernels."""
+    c = ng.compile(fn)
+
+    def run(x):
+        c(x)  # the trace (runs eagerly)
+        return c(x)
+
+    return run
+
+
+def test_single_precision_twin_keeps_float32_arithmetic():
+    text = "def f(x):\n    return 1.5 * x ** 2 + math.exp(-x) + 2\n"
+    twin = vector_math.single_precision(text)
+    assert twin.startswith("def f_f32(x):")
+    assert "_f32(1.5) * x ** 2 + _vexpf(-x) + _f32(2)" in twin  # an exponent after ** stays an integer
+
+
+def test_compiled_float32_rows_call_their_float32_twins():
+    fns = [ROWS["sigmoid"].forward]
+    source = codegen.functions_source(fns, "serial", inline="always", vector=True, single=fns)
+    assert "def sigmoid_f32(x):" in source and "_vexpf(-abs(x))" in source
+    assert vector_math.SINGLE_SOURCE.strip() in source
+
+
+@pytest.mark.parametrize(("fn", "lo", "hi", "max_ulps"), [(ng.exp, -104.0, 89.0, 1), (ng.tanh, -25.0, 25.0, 2)])
+def test_compiled_float32_exp_and_tanh_within_their_ulps(fn, lo, hi, max_ulps):
+    x = np.linspace(lo, hi, 200_003).astype(np.float32)
+    out = compiled(fn)(ng.tensor(x)).numpy()
+    expected = np.exp(x.astype(np.longdouble)) if fn is ng.exp else np.tanh(x.astype(np.longdouble))
+    expected = expected.astype(np.float32)
+    assert out.dtype == np.float32
+    assert ulps(np.abs(out), np.abs(expected)).max() <= max_ulps
+    assert (np.signbit(out) == np.signbit(expected)).all()
+
+
+def test_compiled_float32_exp_overflows_and_underflows_like_libm():
+    x = np.array([88.8, -104.0, -100.0, math.inf, -math.inf, math.nan, -0.0], dtype=np.float32)
+    out = compiled(ng.exp)(ng.tensor(x)).numpy()
+    assert out[0] == math.inf and out[1] == 0 and out[2] == np.float32(np.exp(-100.0))  # a subnormal
+    assert out[3] == math.inf and out[4] == 0 and math.isnan(out[5]) and out[6] == 1
+
+
+@pytest.mark.parametrize("value", EXTREMES)
+@pytest.mark.parametrize(("name", "ours", "theirs"), FUNCTIONS, ids=IDS)
+def test_compiled_float32_matches_torch_at_extremes(torch, name, ours, theirs, value):
+    theirs = torch_function(torch, name, theirs)
+    x = ng.tensor(np.full(17, value, dtype=np.float32), requires_grad=True)
+    out = compiled(ours)(x)
+    x.grad = None
+    out.sum().backward()
+    tx = torch.tensor(value, dtype=torch.float32, requires_grad=True)
+    expected = theirs(tx)
+    expected.backward()
+    assert_like_torch(out.detach().numpy(), expected.item(), "float32", zero_sign=False)
+    assert_like_torch(x.grad.numpy(), tx.grad.item(), "float32", zero_sign=False)

@@ -202,11 +202,13 @@ def _function_text(fn: Callable) -> str:
     return "\n".join(source.splitlines()[node.lineno - 1 :]) + "\n"
 
 
-def functions_source(fns: Sequence[Callable], target: str, inline: str = "never", vector: bool = False) -> str:
+def functions_source(fns: Sequence[Callable], target: str, inline: str = "never", vector: bool = False,
+                     single: Sequence[Callable] = ()) -> str:  # fmt: skip
     """Module-level scalar functions copied as source text and decorated for ``target``: ``@njit`` (any CPU
     target) or ``@cuda.jit(device=True)``. ``inline="always"`` inlines them at Numba IR level (the optimizer
     updates, whose branches on constant flags then fold away). ``vector=True`` (CPU only) swaps in the
-    vectorizable ``exp``/``tanh`` of ``vector_math`` (and copies it) so loops over them vectorize."""
+    vectorizable ``exp``/``tanh`` of ``vector_math`` (and copies it) so loops over them vectorize. ``single``
+    (CPU, with ``vector``): functions that also get a float32 twin ``<name>_f32`` (``vector_math.single_precision``)."""
     if target == "cuda":
         decorator = "@cuda.jit(device=True, cache=CACHE)\n"
     elif target in _CPU_TARGETS:
@@ -215,9 +217,16 @@ def functions_source(fns: Sequence[Callable], target: str, inline: str = "never"
     else:
         raise ValueError(f"unknown kernel target {target!r}")
     text = "\n\n".join(decorator + _function_text(f) for f in _unique(fns))
-    if vector and target in _CPU_TARGETS and vector_math.vectorized(text) != text:
-        return vector_math.SOURCE.strip("\n") + "\n\n\n" + vector_math.vectorized(text)
-    return text
+    if not (vector and target in _CPU_TARGETS):
+        return text
+    parts = [vector_math.vectorized(text)]
+    if parts[0] != text:
+        parts.insert(0, vector_math.SOURCE.strip("\n"))
+    if single:
+        twins = "\n\n".join(decorator + vector_math.single_precision(_function_text(f)) for f in _unique(single))
+        parts[:0] = [vector_math.SINGLE_SOURCE.strip("\n")]
+        parts.append(twins)
+    return "\n\n\n".join(parts)
 
 
 def module_source(target: str, *parts: str) -> str:

@@ -41,11 +41,12 @@ def header(target: str) -> str:
     return _codegen.header(target) + "from numba import float32, float64, int32, int64, int8, int16, uint8\n\n"
 
 
-def functions_source(fns, target: str) -> str:
+def functions_source(fns, target: str, single=()) -> str:
     """The module-level functions ``fns`` as source, each decorated for ``target`` (an ``@njit`` inlined into its
-    callers on the CPU, with the vectorizable ``exp``/``tanh``; a ``@cuda.jit(device=True)`` function on CUDA)."""
+    callers on the CPU, with the vectorizable ``exp``/``tanh``, and float32 twins of ``single``; a
+    ``@cuda.jit(device=True)`` function on CUDA)."""
     # inline='always' inlines at Numba's IR level: the scalar functions are not compiled on their own, which
     # halves a fused kernel's cold compile (0.75 -> 0.4 s CPU) and lets LLVM if-convert and vectorize the body
     if target == "cuda":
         return _codegen.functions_source(fns, target) + "\n"
-    return _codegen.functions_source(fns, target, inline="always", vector=True) + "\n"
+    return _codegen.functions_source(fns, target, inline="always", vector=True, single=single) + "\n"

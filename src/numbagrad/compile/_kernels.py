@@ -148,6 +148,26 @@ def row_functions(nodes) -> list:
     return fns
 
 
+_SINGLE = np.dtype(np.float32)
+
+
+def single_functions(nodes, target: str) -> list:
+    """The scalar functions of float32 rows, which CPU kernels call as float32 twins (``<name>_f32``, all
+    arithmetic in float32: 16 lanes, and the float32 exp)."""
+    if target == "cuda":
+        return []
+    return row_functions([node for node in nodes if node.dtype == _SINGLE])[1:]
+
+
+def _functions(nodes, target: str) -> str:
+    return cg.functions_source(row_functions(nodes), target, single=single_functions(nodes, target))
+
+
+def call_name(fn, dtype: np.dtype, target: str) -> str:
+    """The name a kernel calls a row's scalar function by: its float32 twin in float32 CPU rows."""
+    return f"{fn.__name__}_f32" if dtype == _SINGLE and target != "cuda" else fn.__name__
+
+
 def _cast(expr: str, dtype: np.dtype) -> str:
     return f"{NUMBA_TYPES[np.dtype(dtype)]}({expr})"
 
@@ -155,10 +175,11 @@ def _cast(expr: str, dtype: np.dtype) -> str:
 class _Values:
     """How to name values in the generated body: inputs, scalars, nodes."""
 
-    def __init__(self, nodes, input_dtypes, scalar_dtypes) -> None:
+    def __init__(self, nodes, input_dtypes, scalar_dtypes, target: str) -> None:
         self.nodes = nodes
         self.input_dtypes = input_dtypes
         self.scalar_dtypes = scalar_dtypes
+        self.target = target
 
     def name(self, ref) -> str:
         kind, k = ref
@@ -180,7 +201,8 @@ class _Values:
     def compute(self, j: int) -> str:
         node = self.nodes[j]
         args = ", ".join(self.arg(a, node.dtype) for a in node.args)
-        return f"_v{j} = {_cast(f'{node.row.forward.__name__}({args})', node.dtype)}"
+        call = call_name(node.row.forward, node.dtype, self.target)
+        return f"_v{j} = {_cast(f'{call}({args})', node.dtype)}"
 
 
 def _ancestors(nodes, wanted: set) -> set:
@@ -214,7 +236,7 @@ def forward_source(
     source, and ``fwd``'s argument names. ``masks`` holds the mask of every array operand by name (``a<k>``,
     ``o<m>``, ``sv<j>``, ``r``)."""
     space = _Space(target, masks)
-    values = _Values(nodes, input_dtypes, scalar_dtypes)
+    values = _Values(nodes, input_dtypes, scalar_dtypes, target)
     wanted = set(outputs) | set(saved) | ({reduction.node} if reduction else set())
     computed = sorted(_ancestors(nodes, wanted))
     reads = sorted(_inputs_read(nodes, computed))
@@ -258,7 +280,7 @@ def forward_source(
         source += "\n\n" + _finish_source(reduction, target)
     if target == "cuda" and reduction is not None and reduction.full:
         args = args + [f"{var}_out" for var, _ in reduce]
-    return cg.header(target) + cg.functions_source(row_functions(nodes), target) + "\n\n" + source, args
+    return cg.header(target) + _functions(nodes, target) + "\n\n" + source, args
 
 
 def _finish_source(reduction: Reduction, target: str) -> str:
@@ -349,7 +371,7 @@ def backward_source(
     needed = tuple(mode is not None for mode in plan.modes)
     active, reads = backward_analysis(nodes, len(input_dtypes), outputs, reduction, needed, plan.gouts, plan.gred)
     space = _Space(target, masks)
-    values = _Values(nodes, input_dtypes, scalar_dtypes)
+    values = _Values(nodes, input_dtypes, scalar_dtypes, target)
     out_pos = {j: m for m, j in enumerate(outputs)}
 
     def load_plan(read_nodes: set):
@@ -417,7 +439,7 @@ def backward_source(
                 call = [f"_g{j}", f"_v{j}" if names[1] in uses else _cast("0", node.dtype)]
                 for q, a in enumerate(node.args):
                     call.append(values.arg(a, node.dtype) if names[2 + q] in uses else _cast("0", node.dtype))
-                expr = f"{node.row.grads[p].__name__}({', '.join(call)})"
+                expr = f"{call_name(node.row.grads[p], node.dtype, target)}({', '.join(call)})"
             name = f"_c{j}_{p}"
             body.append(f"{name} = {_cast(expr, target_dtype)}")
             contributions.setdefault(ref, []).append(name)
@@ -459,7 +481,7 @@ def backward_source(
     source = cg.loop_source(target, "bwd", args, loop_body, n, reduce=tuple(reduce), epilogue="\n".join(epilogue))
     if target == "cuda":
         args = args + [f"{var}_out" for var, _ in reduce]
-    module = cg.header(target) + cg.functions_source(row_functions(nodes), target) + "\n\n" + source
+    module = cg.header(target) + _functions(nodes, target) + "\n\n" + source
     if count_source:
         module += "\n\n" + count_source
     return module, args, count_args
