@@ -37,10 +37,24 @@ def leaves(*values):
 
 
 def test_backward_writes_its_last_gradient_into_an_engine_owned_buffer(grad_kernel_calls):
-    x, w, b = leaves([1.0, -2.0, 3.0], [2.0, 2.0, 2.0], [0.5, 0.5, 0.5])
-    (x * w + b).relu().sum().backward()
+    x, w = leaves([1.0, -2.0, 3.0], [2.0, 2.0, 2.0])
+    (x * w).relu().sum().backward()
     # relu's incoming gradient is sum's broadcast view (read-only): not reused; mul's is relu's fresh result
     assert grad_kernel_calls == [("relu", 0, False), ("mul", 0, False), ("mul", 1, True)]
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 0.0, 3.0])
+
+
+def test_a_leaf_sharing_its_gradient_waits_for_the_other_reader_instead_of_copying(monkeypatch, grad_kernel_calls):
+    """``x * w + b``: add hands one tensor to ``b`` and to mul's backward. ``b`` keeps it once mul has read it
+    (torch copies it), so mul writes its gradients into fresh buffers instead."""
+    copies = []
+    original = cpu.copy
+    monkeypatch.setattr(cpu, "copy", lambda a: copies.append(a) or original(a))
+    x, w, b = leaves([1.0, -2.0, 3.0], [2.0, 2.0, 2.0], [0.5, 0.5, 0.5])
+    (x * w + b).relu().sum().backward()
+    assert copies == []
+    assert grad_kernel_calls == [("relu", 0, False), ("mul", 0, False), ("mul", 1, False)]
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0])
     np.testing.assert_array_equal(w.grad.numpy(), [1.0, 0.0, 3.0])
     np.testing.assert_array_equal(b.grad.numpy(), [1.0, 0.0, 1.0])
@@ -104,3 +118,30 @@ def test_accumulation_into_a_kept_gradient_leaves_other_tensors_alone():
     (x * w).relu().sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), 2 * first)
     np.testing.assert_array_equal(w.grad.numpy(), [2.0, 4.0])
+
+
+def test_a_hooked_leaf_gets_its_shared_gradient_at_once():
+    """A leaf with a post-accumulate hook is accumulated when its gradient is ready, as in torch (a copy)."""
+    x, w, b = leaves([1.0, -2.0], [2.0, 2.0], [0.5, 0.5])
+    order = []
+    b.register_post_accumulate_grad_hook(lambda t: order.append(("b", x.grad is None)))
+    (x * w + b).relu().sum().backward()
+    assert order == [("b", True)]  # before mul's backward gave x its gradient
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 0.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0])
+
+
+def test_a_waiting_leaf_is_accumulated_even_when_a_later_node_fails():
+    class Fails(numbagrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            raise RuntimeError("backward failed")
+
+    x, b = leaves([1.0, 2.0], [3.0, 4.0])
+    with pytest.raises(RuntimeError, match="backward failed"):
+        (Fails.apply(x) + b).sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 1.0])

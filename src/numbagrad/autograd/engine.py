@@ -360,64 +360,78 @@ class _Task:
         g = buf = None  # only the buffers hold the seeds now (see engine_owns)
         targets = self.targets
         st = state
-        while ready:
-            node = heapq.heappop(ready)[2]
-            if type(node) is AccumulateGrad:  # a leaf given as a root
-                self._accumulate_leaf(node, buffers.pop(node)[0])
-                continue
-            grads_in = buffers.pop(node, None) or [None] * node._num_outputs
-            if node._hooked:
-                grads_in = self._before_node(node, grads_in)
-            if targets is not None and node in targets:
-                for nr, k in targets[node]:
-                    self.captured[k] = grads_in[nr]
-            if (needed is None or node in needed) and (
-                grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads
-            ):
-                if node._reuses_grad_buffers:  # which incoming buffers the node may write into
-                    if len(grads_in) == 1:
-                        node._grads_owned = (engine_owns(grads_in[0]),)
-                    else:
-                        owned = []
-                        for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient)
-                            owned.append(engine_owns(grads_in[i]))
-                        node._grads_owned = tuple(owned)
-                if st.anomaly or node._post_hooks:
-                    grads_out = self._run_node(node, grads_in)
-                else:  # the common case, inline
-                    grads_out = node._apply(grads_in)
-                    node._grads_owned = ()
-                    if not self.retain_graph and node._saved:
-                        node._release()
-            else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
-                grads_out = (None,) * len(node.next_functions)
-            grads_in = None
-            # hand each gradient to its next node's buffer; queue the nodes that became ready
-            leaves = None
-            for (nxt, nr), g in zip(node.next_functions, grads_out):
-                if nxt is None:
+        waiting: dict = {}  # leaf -> its buffer: a shared first gradient waits for its other reader (_can_wait)
+        try:
+            while ready:
+                node = heapq.heappop(ready)[2]
+                if type(node) is AccumulateGrad:  # a leaf given as a root
+                    self._accumulate_leaf(node, buffers.pop(node)[0])
                     continue
-                if g is not None:
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        buf = buffers[nxt] = [None] * nxt._num_outputs
-                        buf[nr] = g
-                    else:
-                        buf[nr] = _add(buf[nr], g)
-                remaining = deps[nxt] - 1
-                deps[nxt] = remaining
-                if remaining == 0:
-                    if type(nxt) is AccumulateGrad:
-                        if nxt in buffers:
-                            if leaves is None:
-                                leaves = []
-                            leaves.append(nxt)
-                    else:
-                        heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
-            grads_out = g = buf = None  # only the buffers hold the gradients now: keeps reference counts exact
-            if leaves:  # accumulated once nothing but the buffer holds their gradients
-                for leaf in leaves:  # the popped gradient goes straight into the call: no local holds it
-                    self._accumulate_leaf(leaf, buffers.pop(leaf)[0])
+                grads_in = buffers.pop(node, None) or [None] * node._num_outputs
+                if node._hooked:
+                    grads_in = self._before_node(node, grads_in)
+                if targets is not None and node in targets:
+                    for nr, k in targets[node]:
+                        self.captured[k] = grads_in[nr]
+                if (needed is None or node in needed) and (
+                    grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads
+                ):
+                    if node._reuses_grad_buffers:  # which incoming buffers the node may write into
+                        if len(grads_in) == 1:
+                            node._grads_owned = (engine_owns(grads_in[0]),)
+                        else:
+                            owned = []
+                            for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient)
+                                owned.append(engine_owns(grads_in[i]))
+                            node._grads_owned = tuple(owned)
+                    if st.anomaly or node._post_hooks:
+                        grads_out = self._run_node(node, grads_in)
+                    else:  # the common case, inline
+                        grads_out = node._apply(grads_in)
+                        node._grads_owned = ()
+                        if not self.retain_graph and node._saved:
+                            node._release()
+                else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
+                    grads_out = (None,) * len(node.next_functions)
+                grads_in = None
+                # hand each gradient to its next node's buffer; queue the nodes that became ready
+                leaves = None
+                for (nxt, nr), g in zip(node.next_functions, grads_out):
+                    if nxt is None:
+                        continue
+                    if g is not None:
+                        buf = buffers.get(nxt)
+                        if buf is None:
+                            buf = buffers[nxt] = [None] * nxt._num_outputs
+                            buf[nr] = g
+                        else:
+                            buf[nr] = _add(buf[nr], g)
+                    remaining = deps[nxt] - 1
+                    deps[nxt] = remaining
+                    if remaining == 0:
+                        if type(nxt) is AccumulateGrad:
+                            if nxt in buffers:
+                                if leaves is None:
+                                    leaves = []
+                                leaves.append(nxt)
+                        else:
+                            heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
+                grads_out = g = buf = None  # only the buffers hold the gradients now: keeps reference counts exact
+                if leaves:  # accumulated once nothing but the buffer holds their gradients
+                    for leaf in leaves:  # the popped gradient goes straight into the call: no local holds it
+                        self._accumulate_leaf(leaf, buffers.pop(leaf)[0], waiting)
+                if waiting:
+                    self._accumulate_waiting(waiting, False)
+        finally:  # (after an error too: torch has accumulated them by then)
+            if waiting:
+                self._accumulate_waiting(waiting, True)
+
+    def _accumulate_waiting(self, waiting: dict, finish: bool) -> None:
+        """Accumulate the waiting leaves (see ``_accumulate_leaf``) whose gradient nothing else holds any more;
+        all of them when ``finish``."""
+        for leaf in list(waiting):
+            if finish or engine_owns(waiting[leaf][0]):
+                self._accumulate_leaf(leaf, waiting.pop(leaf)[0])
 
     def _before_node(self, node, grads_in: list) -> list:
         """Tensor hooks of the node's outputs, retain_grad, then the node's pre-hooks."""
@@ -465,8 +479,13 @@ class _Task:
             node._release()
         return grads_out
 
-    def _accumulate_leaf(self, node: AccumulateGrad, g) -> None:
-        """Leaf hooks, capture for ``inputs``, accumulation into ``.grad`` and post-accumulate hooks."""
+    def _accumulate_leaf(self, node: AccumulateGrad, g, waiting: dict | None = None) -> None:
+        """Leaf hooks, capture for ``inputs``, accumulation into ``.grad`` and post-accumulate hooks.
+
+        ``waiting``: where a first gradient still shared with a node yet to run (``x * w + b``: add hands one
+        tensor to ``b`` and to mul's backward) may wait until that node has read it; the leaf then keeps it
+        without the copy torch makes. Only where nothing could tell the difference: a plain ``backward``, no
+        hooks on the leaf, no ``.grad`` yet."""
         if g is None:
             return
         leaf = node.variable
@@ -478,8 +497,12 @@ class _Task:
                 self.captured[k] = g
         if self.accumulate and (targets is None or node in targets):
             owned = engine_owns(g)  # before the call below puts g on the stack once more
-            node.accumulate(g, self.create_graph, owned)
             post = leaf.__dict__.get("_post_accumulate_hooks")
+            shared = not (owned or waiting is None or targets is not None or self.create_graph)
+            if shared and leaf._grad is None and not leaf._hooks and not post:
+                waiting[node] = [g]  # its one holder while it waits, as a buffer slot is
+                return
+            node.accumulate(g, self.create_graph, owned)
             if post:
                 for hook in list(post.values()):
                     hook(leaf)

@@ -560,7 +560,9 @@ def cpu_kernel(row: Row, which, pattern: str, parallel: bool, into_g: bool = Fal
     a tuple of input indices: ``kernel(res0, res1, ..., *operands, *params)``),
     operand ``pattern`` (``a``: flat array, ``s``: scalar, per operand) and serial/``prange`` variant. ``into_g``
     (gradients, ``g`` an array): the last gradient goes into ``g``'s buffer, so its result argument is left out."""
-    key = (row.name, which, pattern, parallel, into_g)  # row names are unique (user rows included)
+    key = (row.name, which, pattern, parallel)  # row names are unique (user rows included)
+    if into_g:
+        key += ("into_g",)
     kernel = _kernels.get(key)
     if kernel is None:
         target = "parallel" if parallel else "serial"

@@ -148,14 +148,15 @@ def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, o
     if len(shape) != 1 or not 0 < shape[0] < PARALLEL_THRESHOLD:
         return _run(row, "forward", operands, (), dtype, out, True)
     pattern = ""
+    numbers = False
     for v in operands:
         if type(v) is np.ndarray:
             pattern += "a"
         else:
             pattern += "s"
-            operands = [o if type(o) is np.ndarray else dtype.type(o) for o in operands]
-            pattern = "".join("a" if type(o) is np.ndarray else "s" for o in operands)
-            break
+            numbers = True
+    if numbers:  # numbers become scalars of the computing dtype
+        operands = [o if type(o) is np.ndarray else dtype.type(o) for o in operands]
     kernels = _FORWARD.get(row.name)
     kernel = kernels.get(pattern) if kernels is not None else None
     if kernel is None:
