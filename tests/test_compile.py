@@ -566,6 +566,68 @@ def test_compiled_custom_function_fuses_its_forward_and_its_backward():
     assert len(Swish.backward.plans[0].groups) == 1
 
 
+def _swish_class():
+    """A fresh compiled Swish (its plans start empty)."""
+
+    @ng.compile
+    class Swish(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * ng.sigmoid(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            s = ng.sigmoid(x)
+            return g * (s + x * s * (1 - s))
+
+    return Swish
+
+
+def test_compiled_custom_function_hands_its_backward_what_the_forward_computed():
+    """The backward computes sigmoid(x) again: the forward's kernel writes it out, and the backward reads it."""
+    swish = _swish_class()
+    v = np.linspace(-3, 3, 7)
+    for _ in range(3):
+        x = ng.tensor(v, requires_grad=True)
+        y = swish.apply(x)
+        y.sum().backward()
+    (shared,) = swish.forward._shared.values()
+    (plan,) = shared.plans.values()
+    assert [n.row.name for g in plan.groups for n in g.nodes] == ["mul", "rsub", "mul", "add", "mul"]
+    s = 1 / (1 + np.exp(-v))
+    np.testing.assert_allclose(y.detach().numpy(), v * s, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), s + v * s * (1 - s), rtol=1e-12)
+
+
+def test_a_shared_value_does_not_hide_an_in_place_change_of_a_saved_tensor():
+    swish = _swish_class()
+    for _ in range(2):
+        x = ng.tensor([0.5, -1.0], requires_grad=True)
+        swish.apply(x).sum().backward()
+    a = ng.tensor([0.5, -1.0], requires_grad=True) * 1.0
+    y = swish.apply(a)
+    a.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_double_backward_through_a_compiled_function_with_shared_values():
+    swish = _swish_class()
+    v = np.array([-1.5, 0.25, 2.0])
+    for _ in range(2):  # plain backwards: the forward now hands sigmoid(x) to the backward
+        swish.apply(ng.tensor(v, requires_grad=True)).sum().backward()
+    assert swish.forward._shared
+    for _ in range(2):
+        x = ng.tensor(v, requires_grad=True)
+        (g,) = ng.autograd.grad(swish.apply(x).sum(), x, create_graph=True)
+        g.sum().backward()
+    s = 1 / (1 + np.exp(-v))
+    np.testing.assert_allclose(g.detach().numpy(), s + v * s * (1 - s), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * s * (1 - s) + v * s * (1 - s) * (1 - 2 * s), rtol=1e-12)
+
+
 @ng.compile
 class StraightThrough(Function):
     """Forward rounds to a step; backward passes the gradient through where |x| <= 1 (a clipped STE)."""

@@ -10,16 +10,25 @@ sets); the plan returns those effects and the replay applies them to the real ct
 traced on the saved tensors and the incoming gradients; the non-tensor ctx attributes it reads are part of its
 guard. ``needs_input_grad`` is part of both guards. A new-style forward (``setup_context``) is compiled as a plain
 function; ``setup_context`` runs as written.
+
+A backward that computes again what the forward computed from the same saved tensors (a swish's backward calls
+``sigmoid(x)`` again) gets it from the forward instead: after the first backward is traced, the forward is
+planned again to return those values too (its fused kernel writes them out), ctx carries them, and the backward's
+plan takes them as inputs (``share_recomputed``). Not with ``create_graph`` (they carry no graph), not for a
+backward that reads ctx attributes, and never the forward's outputs (ctx holding them would keep them alive).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
+
 from .._tensor import Tensor
 from ..autograd.function import _overridden
 from ..autograd.grad_mode import state
+from ..scalar_math import Row
 from ._api import CompiledFunction, _meta
-from ._plan import Plan
-from ._trace import Recorder
+from ._plan import Plan, _uses
+from ._trace import OpStep, Recorder, Trace
 
 _EAGER = object()
 
@@ -99,6 +108,99 @@ def _hashable(value):
         return (type(value), id(value))
 
 
+# --- values the forward computed and the backward would compute again -------------------------------------------
+@dataclass
+class _Shared:
+    """Forward values handed to the backward instead of recomputed (``sigmoid(x)`` in a swish whose backward
+    computes ``sigmoid(x)`` again): the forward's plan returns them, ctx carries them, and the backward's plan
+    takes them as inputs. ``plans``: the backward plan per backward guard key."""
+
+    forward_values: list
+    plans: dict = field(default_factory=dict)
+
+
+def _saved_values(forward: Trace) -> list | None:
+    """The forward value each ``save_for_backward`` argument is (None for one that is not traced)."""
+    effects = forward.out[1][1][1]
+    saved = None
+    for effect in effects:
+        name, args = effect[1]
+        if name == ("const", "save_for_backward"):
+            saved = [a[1] if a[0] == "val" else None for a in args[1]]
+    return saved
+
+
+def _values_in(t, out: set) -> set:
+    if t[0] == "val":
+        out.add(t[1])
+    elif t[0] in ("tuple", "list"):
+        for item in t[1]:
+            _values_in(item, out)
+    return out
+
+
+def _row_key(step, mapped: dict):
+    """What a table-row step computes, in forward values: (class, args), or None."""
+    if not isinstance(step, OpStep) or step.kwargs or step.out[0] != "val":
+        return None
+    if not isinstance(getattr(step.cls, "row", None), Row):
+        return None
+    key = [step.cls]
+    for a in step.args[1]:
+        if a[0] == "val" and a[1] in mapped:
+            key.append(("v", mapped[a[1]]))
+        elif a[0] == "const" and isinstance(a[1], (int, float)) and not isinstance(a[1], bool):
+            key.append(("c", type(a[1]), a[1]))
+        else:
+            return None
+    return tuple(key)
+
+
+def share_recomputed(forward: Trace, backward: Trace, saved: tuple):
+    """(the forward trace returning the shared values too, the backward trace taking them as inputs, their
+    forward values), or None: backward table-row steps that compute, from saved tensors, what a forward step
+    computed from the same values (not the forward's outputs: ctx holding them would keep them alive)."""
+    saved_values = _saved_values(forward)
+    if saved_values is None or len(saved_values) != len(saved):
+        return None
+    mapped = {}  # backward value -> forward value
+    position = 0
+    for k, t in enumerate(saved):
+        if t is not None:
+            if saved_values[k] is not None:
+                mapped[backward.inputs[position]] = saved_values[k]
+            position += 1
+    computed = {}
+    for step in forward.steps:
+        key = _row_key(step, {v: v for v in range(len(forward.values))})
+        if key is not None:
+            computed.setdefault(key, step.out[1])
+    outputs = _values_in(forward.out[1][0], set())
+    replaced = set()
+    for i, step in enumerate(backward.steps):
+        key = _row_key(step, mapped)
+        value = computed.get(key) if key is not None else None
+        if value is not None and value not in outputs:
+            mapped[step.out[1]] = value
+            replaced.add(i)
+    if not replaced:
+        return None
+    uses = _uses(backward)
+    needed = [
+        backward.steps[i].out[1]
+        for i in sorted(replaced)
+        if any(u not in replaced for u in uses.get(backward.steps[i].out[1], ()))
+    ]
+    if not needed:
+        return None
+    forward_values = [mapped[v] for v in needed]
+    extras = ("tuple", [("val", v) for v in forward_values])
+    new_forward = replace(forward, out=("tuple", [*forward.out[1], extras]))
+    steps = [s for i, s in enumerate(backward.steps) if i not in replaced]
+    new_backward = replace(backward, inputs=[*backward.inputs, *needed], steps=steps)
+    return new_forward, new_backward, forward_values
+
+
 class _CompiledCtxMethod(CompiledFunction):
     """A compiled ``forward(ctx, *args)`` or ``backward(ctx, *grads)``: guard keys and plans as for functions,
     with the ctx handled as described in the module docstring."""
@@ -106,6 +208,9 @@ class _CompiledCtxMethod(CompiledFunction):
     def __init__(self, fn, kind: str, fullgraph: bool, dynamic: bool, owner_roots) -> None:
         super().__init__(fn, fullgraph=fullgraph, dynamic=dynamic, roots=[fn, *owner_roots])
         self.kind = kind
+        self.forward = None  # (backward) the compiled forward, whose values it may share
+        self._traces: dict = {}  # (forward) guard key -> its trace, to plan again with shared values
+        self._shared: dict = {}  # (forward) guard key -> its _Shared
 
     def __call__(self, ctx, *args):
         if state.tracer is not None:
@@ -123,9 +228,13 @@ class _CompiledCtxMethod(CompiledFunction):
             return self.fn(ctx, *args)
         if plan is None:
             return self._trace_forward(key, ctx, args, leaves)
-        out, effects = plan(*leaves)
-        _apply_effects(ctx, effects)
-        return out
+        result = plan(*leaves)
+        _apply_effects(ctx, result[1])
+        if len(result) == 3:  # values the backward would compute again (see _Shared)
+            ctx._compiled_shared = (self._shared[key], result[2])
+        else:
+            ctx._compiled_key = key
+        return result[0]
 
     def _trace_forward(self, key, ctx, args, leaves):
         effects: list = []
@@ -149,15 +258,44 @@ class _CompiledCtxMethod(CompiledFunction):
             self.graph_breaks.append(rec.broken)
         else:
             self._plans[key] = Plan(trace)
+            self._traces[key] = trace
+            ctx._compiled_key = key
         return out
+
+    def share(self, key, backward_key, backward: Trace, saved: tuple) -> None:
+        """Plan the forward of ``key`` again to hand the backward what it would recompute (if anything)."""
+        trace = self._traces.get(key)
+        if trace is None or key in self._shared:
+            return
+        found = share_recomputed(trace, backward, saved)
+        if found is None:
+            return
+        new_forward, new_backward, forward_values = found
+        shared = _Shared(forward_values)
+        shared.plans[backward_key] = Plan(new_backward)
+        self._plans[key] = Plan(new_forward)
+        self._shared[key] = shared
 
     # backward
     def _backward(self, ctx, grads):
         saved = ctx.saved_tensors
-        tensors = [t for t in saved if t is not None] + [g for g in grads if g is not None]
-        parts = [state.enabled, ctx.needs_input_grad, tuple(t is None for t in saved), tuple(g is None for g in grads)]
-        parts += [_meta(t, self.dynamic) for t in tensors]
+        tensors = []
+        parts = [state.enabled, ctx.needs_input_grad]  # then each saved tensor's and gradient's meta (or None)
+        dynamic = self.dynamic
+        for group in (saved, grads):
+            for t in group:
+                if t is None:
+                    parts.append(None)
+                else:
+                    tensors.append(t)
+                    parts.append(_meta(t, dynamic))
+            parts.append(len(group))
         key = tuple(parts)
+        shared = ctx.__dict__.get("_compiled_shared")
+        if shared is not None:
+            plan = shared[0].plans.get(key)
+            if plan is not None:
+                return plan(*tensors, *shared[1])
         entry = self._plans.get(key)
         if entry is not None:
             names, plans = entry
@@ -193,6 +331,10 @@ class _CompiledCtxMethod(CompiledFunction):
             self.graph_breaks.append(rec.broken)
         else:
             entry[1][values] = Plan(trace)
+            forward_key = ctx.__dict__.get("_compiled_key")
+            if forward_key is not None and not names and not key[0] and self.forward is not None:
+                # no ctx attributes read, no create_graph (shared values carry no graph): share what it can
+                self.forward.share(forward_key, key, trace, saved)
         return out
 
     @property
@@ -213,14 +355,18 @@ def compile_function_class(cls, *, fullgraph: bool = False, dynamic: bool = Fals
     if "node_name" in cls.__dict__:
         attrs["node_name"] = cls.__dict__["node_name"]
     forward = cls.forward
+    compiled_forward = None
     if cls._new_style:
         attrs["forward"] = staticmethod(CompiledFunction(forward, fullgraph=fullgraph, dynamic=dynamic, roots=roots))
     else:
-        attrs["forward"] = staticmethod(_CompiledCtxMethod(forward, "forward", fullgraph, dynamic, roots))
+        compiled_forward = _CompiledCtxMethod(forward, "forward", fullgraph, dynamic, roots)
+        attrs["forward"] = staticmethod(compiled_forward)
     names = _overridden(cls)
     backward_name = "vjp" if "vjp" in names and cls.vjp is not cls.backward else "backward"
     backward = cls._backward_fn()
-    attrs[backward_name] = staticmethod(_CompiledCtxMethod(backward, "backward", fullgraph, dynamic, roots))
+    compiled_backward = _CompiledCtxMethod(backward, "backward", fullgraph, dynamic, roots)
+    compiled_backward.forward = compiled_forward
+    attrs[backward_name] = staticmethod(compiled_backward)
     compiled = type(cls)(cls.__name__, (cls,), attrs)
     compiled._compiled_from = cls
     return compiled

@@ -250,8 +250,24 @@ class Group:
         return tuple(outs)
 
     def _run_plain(self, inputs: tuple) -> tuple:
-        """No node: the forward kernel only."""
-        arrays = self.forward_arrays([t._data for t in inputs], None)
+        """No node: the forward kernel only (C-contiguous inputs of a known layout launch it at once)."""
+        datas, shapes = [], []
+        for t in inputs:
+            d = t._data
+            datas.append(d)
+            shapes.append(d.shape)
+            if not d.flags.c_contiguous:
+                shapes = None
+                break
+        launch = None
+        if shapes is not None:
+            lay = self._layouts.get(tuple(shapes))
+            if lay is not None and lay.n:
+                launch = lay.kernels.get(())
+        if launch is not None:
+            arrays = launch(datas)[0]
+        else:
+            arrays = self.forward_arrays([t._data for t in inputs], None)
         outs = []
         for a in arrays:
             outs.append(Tensor._make(a))

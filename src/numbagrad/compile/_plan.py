@@ -160,9 +160,10 @@ def _split(rows: list, values, uses) -> list:
     produced = {r.out: r for r in rows}
     leaving = {r.out for r in rows if any(u not in members for u in uses.get(r.out, ()))}
     for k, r in enumerate(rows):
-        if any(a[0] == "val" and a[1] in leaving and a[1] in produced for a in r.inputs):
+        if r.step.grad_mode and any(a[0] == "val" and a[1] in leaving and a[1] in produced for a in r.inputs):
             # a value that leaves the group is read again by a later row: cut there, so that the gradient
             # reaching the value (what its hooks and retain_grad see) includes what flows back from that row
+            # (without grad mode, as in a custom Function's forward, no gradient flows: no cut)
             return _split(rows[:k], values, uses) + _split(rows[k:], values, uses)
     small = [r for r in rows if values[r.out].shape != shape and any(u not in members for u in uses.get(r.out, ()))]
     if not small:
