@@ -82,7 +82,15 @@ class FunctionCtx:
             return tuple(self.to_save)
         tensors = []
         for s in saved:
-            tensors.append(None if s is None else _unpack_saved(s, self))
+            if s is None:
+                tensors.append(None)
+                continue
+            t, version, output_nr, _ = s
+            counter = t._version_counter
+            if output_nr < 0 and (counter.value if counter is not None else 0) == version:
+                tensors.append(t)  # an unchanged input: ``_unpack_saved``'s common case, inline
+            else:
+                tensors.append(_unpack_saved(s, self))
         return tuple(tensors)
 
     @property
@@ -162,7 +170,9 @@ class BackwardCFunction(Node, FunctionCtx):
             for i in range(len(grads)):  # (no loop variable bound to a gradient: see engine_owns)
                 if grads[i] is None and self._output_meta[i] is not None:
                     grads[i] = _zeros_for(*self._output_meta[i])
-        result = self._forward_cls._backward_fn()(self, *grads)
+        cls = self._forward_cls
+        backward = cls.__dict__.get("_resolved_backward") or cls._backward_fn()
+        result = backward(self, *grads)
         return _check_grads(self, result if type(result) is tuple else (result,))
 
 
@@ -195,10 +205,17 @@ def _check_grads(node: BackwardCFunction, result: tuple) -> list:
                 f"function {node.name()} returned an incorrect number of gradients (expected {n}, got {len(result)})"
             )
     out = []
+    metas, edges = node._input_meta, node.next_functions
     for i, r in enumerate(result):
-        meta = node._input_meta[i]
+        meta = metas[i]
         if r is None:
             out.append(None)
+        elif type(r) is Tensor and meta and edges[i][0] is not None:  # the common case: nothing to fix
+            data = r._data
+            if data.shape == meta[0] and data.dtype == meta[1] and r._backend is meta[2]:
+                out.append(r)
+            else:
+                out.append(validate_grad(node, i, r, meta))
         elif meta is False:
             warnings.warn(
                 f"function {node.name()} returned a gradient different than None at position {i + 1}, but the "
