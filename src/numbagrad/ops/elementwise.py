@@ -590,6 +590,11 @@ def _make_operator(row: Row, fn, name: str):
 
         def reflected(self, other):
             if with_number is not None and (type(other) is float or type(other) is int):
+                st = state
+                if st.tracer is None:  # what ``apply`` would try first, without its frame
+                    result = with_number._fast_apply((other, self), st)
+                    if result is not None:
+                        return result
                 return with_number.apply(other, self)
             try:
                 other = as_operand(other)
@@ -610,6 +615,11 @@ def _make_operator(row: Row, fn, name: str):
                             return result
                     return with_tensor.apply(self, other)
                 if type(other) is float or type(other) is int:
+                    st = state
+                    if st.tracer is None:
+                        result = with_number._fast_apply((self, other), st)
+                        if result is not None:
+                            return result
                     return with_number.apply(self, other)
             try:
                 other = as_operand(other)
