@@ -160,7 +160,7 @@ def backward(
     tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, grad_variables=None, inputs=None
 ) -> None:
     """Sum the gradients of ``tensors`` with respect to graph leaves into their ``.grad``."""
-    tensors = _as_tuple(tensors)
+    tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)  # (_as_tuple, without its frame)
     if grad_tensors is None:
         grad_tensors = grad_variables
     if inputs is not None:
@@ -241,7 +241,11 @@ def queue_callback(callback) -> None:
 def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=None, accumulate: bool = True):
     """Walk the graph from ``outputs``; accumulate into leaves, or capture the gradients of ``inputs``; then run
     the callbacks queued during the walk. Grad mode is ``create_graph`` while nodes run (in this thread only)."""
-    roots = [_root_edge(outputs[0], 0)] if len(outputs) == 1 else [_root_edge(t, i) for i, t in enumerate(outputs)]
+    if len(outputs) == 1:
+        fn = outputs[0].grad_fn  # loss.backward(): its node, without _root_edge's frame
+        roots = [(fn, outputs[0]._output_nr) if fn is not None else _root_edge(outputs[0], 0)]
+    else:
+        roots = [_root_edge(t, i) for i, t in enumerate(outputs)]
     task = _Task(retain_graph, create_graph, accumulate, inputs)
     outer = getattr(_callbacks, "pending", None)
     _callbacks.pending = []

@@ -120,6 +120,13 @@ def _sum_dtype(x: Tensor, dtype):
 @declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(2, 3, 4), (0, 2), keepdim=True)))
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001, A002
     """Sum over ``dim`` (all by default); integers and bools sum to int64, as in torch."""
+    if dim is None and dtype is None and type(input) is Tensor:  # a loss's .sum(): apply's fast path, no frame
+        st = state
+        data = input._data
+        if st.tracer is None and data.dtype.kind == "f":
+            result = Sum._fast_apply((input, None, keepdim, data.dtype), st)
+            if result is not None:
+                return result
     axes = _axes(input, dim)
     return (Sum if axes is None else SumDim).apply(input, axes, keepdim, _sum_dtype(input, dtype))
 
