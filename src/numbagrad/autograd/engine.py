@@ -340,7 +340,7 @@ class _Task:
             self.captured = [None] * len(inputs)
 
     def execute(self, roots: list, grads: list) -> None:
-        """Seed the buffers with the root gradients, then run nodes as they become ready."""
+        """Seed the buffers with the root gradients, then run nodes as they become ready (``_walk``)."""
         if len(roots) == 1:  # loss.backward(): one root, its seed straight into its buffer
             node, nr = roots[0]
             root_nodes = [node]
@@ -362,73 +362,77 @@ class _Task:
             heapq.heapify(ready)
         needed = _needed(root_nodes, self.targets) if self.targets is not None else None
         g = buf = None  # only the buffers hold the seeds now (see engine_owns)
-        targets = self.targets
-        st = state
-        waiting: dict = {}  # leaf -> its buffer: a shared first gradient waits for its other reader (_can_wait)
+        waiting: dict = {}  # leaf -> [its first gradient], still shared when it was ready (see _accumulate_leaf)
         try:
-            while ready:
-                node = heapq.heappop(ready)[2]
-                if type(node) is AccumulateGrad:  # a leaf given as a root
-                    self._accumulate_leaf(node, buffers.pop(node)[0])
-                    continue
-                grads_in = buffers.pop(node, None) or [None] * node._num_outputs
-                if node._hooked:
-                    grads_in = self._before_node(node, grads_in)
-                if targets is not None and node in targets:
-                    for nr, k in targets[node]:
-                        self.captured[k] = grads_in[nr]
-                if (needed is None or node in needed) and (
-                    grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads
-                ):
-                    if node._reuses_grad_buffers:  # which incoming buffers the node may write into
-                        if len(grads_in) == 1:
-                            node._grads_owned = (engine_owns(grads_in[0]),)
-                        else:
-                            owned = []
-                            for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient)
-                                owned.append(engine_owns(grads_in[i]))
-                            node._grads_owned = tuple(owned)
-                    if st.anomaly or node._post_hooks:
-                        grads_out = self._run_node(node, grads_in)
-                    else:  # the common case, inline
-                        grads_out = node._apply(grads_in)
-                        node._grads_owned = ()
-                        if not self.retain_graph and node._saved:
-                            node._release()
-                else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
-                    grads_out = (None,) * len(node.next_functions)
-                grads_in = None
-                # hand each gradient to its next node's buffer; queue the nodes that became ready
-                leaves = None
-                for (nxt, nr), g in zip(node.next_functions, grads_out):
-                    if nxt is None:
-                        continue
-                    if g is not None:
-                        buf = buffers.get(nxt)
-                        if buf is None:
-                            buf = buffers[nxt] = [None] * nxt._num_outputs
-                            buf[nr] = g
-                        else:
-                            buf[nr] = _add(buf[nr], g)
-                    remaining = deps[nxt] - 1
-                    deps[nxt] = remaining
-                    if remaining == 0:
-                        if type(nxt) is AccumulateGrad:
-                            if nxt in buffers:
-                                if leaves is None:
-                                    leaves = []
-                                leaves.append(nxt)
-                        else:
-                            heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
-                grads_out = g = buf = None  # only the buffers hold the gradients now: keeps reference counts exact
-                if leaves:  # accumulated once nothing but the buffer holds their gradients
-                    for leaf in leaves:  # the popped gradient goes straight into the call: no local holds it
-                        self._accumulate_leaf(leaf, buffers.pop(leaf)[0], waiting)
-                if waiting:
-                    self._accumulate_waiting(waiting, False)
-        finally:  # (after an error too: torch has accumulated them by then)
+            self._walk(ready, buffers, deps, needed, waiting)
+        finally:  # after an error too: torch has accumulated them by then
             if waiting:
                 self._accumulate_waiting(waiting, True)
+
+    def _walk(self, ready: list, buffers: dict, deps: dict, needed, waiting: dict) -> None:
+        """Run the ready nodes, the latest made first, and hand their gradients on to the next nodes' buffers."""
+        targets = self.targets
+        st = state
+        while ready:
+            node = heapq.heappop(ready)[2]
+            if type(node) is AccumulateGrad:  # a leaf given as a root
+                self._accumulate_leaf(node, buffers.pop(node)[0])
+                continue
+            grads_in = buffers.pop(node, None) or [None] * node._num_outputs
+            if node._hooked:
+                grads_in = self._before_node(node, grads_in)
+            if targets is not None and node in targets:
+                for nr, k in targets[node]:
+                    self.captured[k] = grads_in[nr]
+            if (needed is None or node in needed) and (
+                grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads
+            ):
+                if node._reuses_grad_buffers:  # which incoming buffers the node may write into
+                    if len(grads_in) == 1:
+                        node._grads_owned = (engine_owns(grads_in[0]),)
+                    else:
+                        owned = []
+                        for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient)
+                            owned.append(engine_owns(grads_in[i]))
+                        node._grads_owned = tuple(owned)
+                if st.anomaly or node._post_hooks:
+                    grads_out = self._run_node(node, grads_in)
+                else:  # the common case, inline
+                    grads_out = node._apply(grads_in)
+                    node._grads_owned = ()
+                    if not self.retain_graph and node._saved:
+                        node._release()
+            else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
+                grads_out = (None,) * len(node.next_functions)
+            grads_in = None
+            # hand each gradient to its next node's buffer; queue the nodes that became ready
+            leaves = None
+            for (nxt, nr), g in zip(node.next_functions, grads_out):
+                if nxt is None:
+                    continue
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt._num_outputs
+                        buf[nr] = g
+                    else:
+                        buf[nr] = _add(buf[nr], g)
+                remaining = deps[nxt] - 1
+                deps[nxt] = remaining
+                if remaining == 0:
+                    if type(nxt) is AccumulateGrad:
+                        if nxt in buffers:
+                            if leaves is None:
+                                leaves = []
+                            leaves.append(nxt)
+                    else:
+                        heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
+            grads_out = g = buf = None  # only the buffers hold the gradients now: keeps reference counts exact
+            if leaves:  # accumulated once nothing but the buffer holds their gradients
+                for leaf in leaves:  # the popped gradient goes straight into the call: no local holds it
+                    self._accumulate_leaf(leaf, buffers.pop(leaf)[0], waiting)
+            if waiting:
+                self._accumulate_waiting(waiting, False)
 
     def _accumulate_waiting(self, waiting: dict, finish: bool) -> None:
         """Accumulate the waiting leaves (see ``_accumulate_leaf``) whose gradient nothing else holds any more;

@@ -74,7 +74,7 @@ def _kernel(row: Row, which, pattern: str, parallel: bool):
 def _into_g_kernel(row: Row, which, pattern: str, parallel: bool):
     """The gradient kernel that writes its (last) gradient into ``g``'s buffer (``codegen.cpu_kernel``'s
     ``into_g``): its own key, so the common lookup stays a 4-tuple."""
-    key = (row.name, which, pattern, parallel, True)
+    key = (row.name, which, pattern, parallel, "into_g")
     kernel = _KERNELS.get(key)
     if kernel is None:
         kernel = _KERNELS[key] = codegen.cpu_kernel(row, which, pattern, parallel, into_g=True)
@@ -184,7 +184,7 @@ def elementwise_grad(
     if result is g and g.dtype is dtype and g.flags.c_contiguous and g.size:
         flat, pattern = _flatten((g, out, *inputs), g.size, dtype, g.shape)
         kernel = _into_g_kernel(row, _GRAD[i], pattern, g.size >= PARALLEL_THRESHOLD)
-        kernel(*flat, *[dtype.type(p) for p in params])
+        kernel(*flat, *[dtype.type(p) for p in params] if params else ())
         return g
     return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, result)
 
@@ -202,7 +202,7 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
     first = empty(g.shape, dtype)
     flat, pattern = _flatten((g, out, *inputs), size, dtype, g.shape)
     parallel = size >= PARALLEL_THRESHOLD
-    scalars = [dtype.type(p) for p in params]
+    scalars = [dtype.type(p) for p in params] if params else ()
     if into_g and g.dtype is dtype and g.flags.c_contiguous:
         _into_g_kernel(row, which, pattern, parallel)(first.reshape(-1), *flat, *scalars)
         return first, g

@@ -112,10 +112,9 @@ def _hashable(value):
 @dataclass
 class _Shared:
     """Forward values handed to the backward instead of recomputed (``sigmoid(x)`` in a swish whose backward
-    computes ``sigmoid(x)`` again): the forward's plan returns them, ctx carries them, and the backward's plan
-    takes them as inputs. ``plans``: the backward plan per backward guard key."""
+    computes ``sigmoid(x)`` again): the forward's plan returns them, ctx carries them with this record, and the
+    backward's plan takes them as inputs. ``plans``: the backward plan per backward guard key."""
 
-    forward_values: list
     plans: dict = field(default_factory=dict)
 
 
@@ -157,9 +156,9 @@ def _row_key(step, mapped: dict):
 
 
 def share_recomputed(forward: Trace, backward: Trace, saved: tuple):
-    """(the forward trace returning the shared values too, the backward trace taking them as inputs, their
-    forward values), or None: backward table-row steps that compute, from saved tensors, what a forward step
-    computed from the same values (not the forward's outputs: ctx holding them would keep them alive)."""
+    """(the forward trace returning the shared values too, the backward trace taking them as inputs), or None:
+    backward table-row steps that compute, from saved tensors, what a forward step computed from the same values
+    (not the forward's outputs: ctx holding them would keep them alive)."""
     saved_values = _saved_values(forward)
     if saved_values is None or len(saved_values) != len(saved):
         return None
@@ -193,12 +192,11 @@ def share_recomputed(forward: Trace, backward: Trace, saved: tuple):
     ]
     if not needed:
         return None
-    forward_values = [mapped[v] for v in needed]
-    extras = ("tuple", [("val", v) for v in forward_values])
+    extras = ("tuple", [("val", mapped[v]) for v in needed])
     new_forward = replace(forward, out=("tuple", [*forward.out[1], extras]))
     steps = [s for i, s in enumerate(backward.steps) if i not in replaced]
     new_backward = replace(backward, inputs=[*backward.inputs, *needed], steps=steps)
-    return new_forward, new_backward, forward_values
+    return new_forward, new_backward
 
 
 class _CompiledCtxMethod(CompiledFunction):
@@ -270,8 +268,8 @@ class _CompiledCtxMethod(CompiledFunction):
         found = share_recomputed(trace, backward, saved)
         if found is None:
             return
-        new_forward, new_backward, forward_values = found
-        shared = _Shared(forward_values)
+        new_forward, new_backward = found
+        shared = _Shared()
         shared.plans[backward_key] = Plan(new_backward)
         self._plans[key] = Plan(new_forward)
         self._shared[key] = shared
