@@ -61,6 +61,13 @@ def test_every_sample_ignored_gives_nan_for_the_mean():
     assert F.cross_entropy(_t(LOGITS), numbagrad.tensor([-100, -100]), reduction="sum").item() == 0.0
 
 
+def test_every_sample_ignored_gives_a_zero_gradient():
+    """torch: nan loss, zero gradient (the backward used to divide a Python float by the zero weight sum)."""
+    x = _t(LOGITS, requires_grad=True)
+    F.cross_entropy(x, numbagrad.tensor([-100, -100])).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros_like(LOGITS))
+
+
 def test_cross_entropy_gradient_is_softmax_minus_one_hot_over_the_batch():
     x = _t(LOGITS, requires_grad=True)
     F.cross_entropy(x, numbagrad.tensor(TARGET)).backward()
