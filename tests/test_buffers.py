@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import numbagrad
+from numbagrad.autograd import engine
 from numbagrad.backend import cpu
 
 
@@ -45,12 +46,21 @@ def test_backward_writes_its_last_gradient_into_an_engine_owned_buffer(grad_kern
     np.testing.assert_array_equal(w.grad.numpy(), [1.0, 0.0, 3.0])
 
 
-def test_a_leaf_sharing_its_gradient_waits_for_the_other_reader_instead_of_copying(monkeypatch, grad_kernel_calls):
+@pytest.fixture
+def copies(monkeypatch):
+    """The arrays the backend copies."""
+    seen = []
+    original = cpu.copy
+    monkeypatch.setattr(cpu, "copy", lambda a: seen.append(a) or original(a))
+    return seen
+
+
+def test_a_leaf_sharing_its_gradient_waits_for_the_other_reader_instead_of_copying(
+    monkeypatch, copies, grad_kernel_calls
+):
     """``x * w + b``: add hands one tensor to ``b`` and to mul's backward. ``b`` keeps it once mul has read it
     (torch copies it), so mul writes its gradients into fresh buffers instead."""
-    copies = []
-    original = cpu.copy
-    monkeypatch.setattr(cpu, "copy", lambda a: copies.append(a) or original(a))
+    monkeypatch.setattr(engine, "WAIT_MIN_SIZE", 1)
     x, w, b = leaves([1.0, -2.0, 3.0], [2.0, 2.0, 2.0], [0.5, 0.5, 0.5])
     (x * w + b).relu().sum().backward()
     assert copies == []
@@ -58,6 +68,16 @@ def test_a_leaf_sharing_its_gradient_waits_for_the_other_reader_instead_of_copyi
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0])
     np.testing.assert_array_equal(w.grad.numpy(), [1.0, 0.0, 3.0])
     np.testing.assert_array_equal(b.grad.numpy(), [1.0, 0.0, 1.0])
+
+
+def test_a_small_shared_gradient_is_copied_at_once(grad_kernel_calls):
+    """Below ``WAIT_MIN_SIZE`` the copy is cheaper than waiting: ``b`` gets a copy, mul then reuses the buffer."""
+    x, w, b = leaves([1.0, -2.0, 3.0], [2.0, 2.0, 2.0], [0.5, 0.5, 0.5])
+    (x * w + b).relu().sum().backward()
+    assert not np.shares_memory(b.grad.numpy(), w.grad.numpy())
+    assert grad_kernel_calls == [("relu", 0, False), ("mul", 0, False), ("mul", 1, True)]
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 0.0, 3.0])
 
 
 def test_user_gradient_is_never_overwritten(grad_kernel_calls):
@@ -100,10 +120,7 @@ def test_a_gradient_shared_by_two_leaves_is_not_aliased():
     np.testing.assert_array_equal(a.grad.numpy(), [3.0, 3.0])
 
 
-def test_a_leaf_keeps_a_fresh_first_gradient_without_copying(monkeypatch):
-    copies = []
-    original = cpu.copy
-    monkeypatch.setattr(cpu, "copy", lambda a: copies.append(a) or original(a))
+def test_a_leaf_keeps_a_fresh_first_gradient_without_copying(copies):
     x, w = leaves([1.0, 2.0], [3.0, 4.0])
     (x * w).relu().sum().backward()
     assert copies == []  # mul produced fresh gradients that only the engine held
@@ -120,8 +137,9 @@ def test_accumulation_into_a_kept_gradient_leaves_other_tensors_alone():
     np.testing.assert_array_equal(w.grad.numpy(), [2.0, 4.0])
 
 
-def test_a_hooked_leaf_gets_its_shared_gradient_at_once():
+def test_a_hooked_leaf_gets_its_shared_gradient_at_once(monkeypatch):
     """A leaf with a post-accumulate hook is accumulated when its gradient is ready, as in torch (a copy)."""
+    monkeypatch.setattr(engine, "WAIT_MIN_SIZE", 1)
     x, w, b = leaves([1.0, -2.0], [2.0, 2.0], [0.5, 0.5])
     order = []
     b.register_post_accumulate_grad_hook(lambda t: order.append(("b", x.grad is None)))
@@ -131,7 +149,9 @@ def test_a_hooked_leaf_gets_its_shared_gradient_at_once():
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0])
 
 
-def test_a_waiting_leaf_is_accumulated_even_when_a_later_node_fails():
+def test_a_waiting_leaf_is_accumulated_even_when_a_later_node_fails(monkeypatch):
+    monkeypatch.setattr(engine, "WAIT_MIN_SIZE", 1)
+
     class Fails(numbagrad.autograd.Function):
         @staticmethod
         def forward(ctx, t):

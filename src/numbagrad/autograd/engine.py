@@ -54,6 +54,12 @@ class AccumulateGrad(Node):
             t._grad._backend.accumulate_(t._grad._data, grad._data)
 
 
+#: From this many elements a leaf's shared first gradient waits for its other reader instead of being copied
+#: (``_Task._accumulate_leaf``): a float32 copy of 1e5 elements took 9 us of a 150 us step, while at 1e3 the
+#: waiting's bookkeeping (ownership checks after each node) cost more than the 0.5 us copy.
+WAIT_MIN_SIZE = 16384
+
+
 def accumulator_of(t: Tensor) -> AccumulateGrad:
     """The (cached, weakly held) AccumulateGrad node of a leaf."""
     ref = t._accumulator
@@ -492,8 +498,8 @@ class _Task:
 
         ``waiting``: where a first gradient still shared with a node yet to run (``x * w + b``: add hands one
         tensor to ``b`` and to mul's backward) may wait until that node has read it; the leaf then keeps it
-        without the copy torch makes. Only where nothing could tell the difference: a plain ``backward``, no
-        hooks on the leaf, no ``.grad`` yet."""
+        without the copy torch makes. Only where nothing could tell the difference (a plain ``backward``, no
+        hooks on the leaf, no ``.grad`` yet) and the copy costs more than the waiting (``WAIT_MIN_SIZE``)."""
         if g is None:
             return
         leaf = node.variable
@@ -507,7 +513,7 @@ class _Task:
             owned = engine_owns(g)  # before the call below puts g on the stack once more
             post = leaf.__dict__.get("_post_accumulate_hooks")
             shared = not (owned or waiting is None or targets is not None or self.create_graph)
-            if shared and leaf._grad is None and not leaf._hooks and not post:
+            if shared and leaf._grad is None and not leaf._hooks and not post and g._data.size >= WAIT_MIN_SIZE:
                 waiting[node] = [g]  # its one holder while it waits, as a buffer slot is
                 return
             node.accumulate(g, self.create_graph, owned)
