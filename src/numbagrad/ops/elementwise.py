@@ -446,6 +446,11 @@ def _make_frontend(row: Row, public: str):
         def unary(input):  # noqa: A002 - torch's name
             if not isinstance(input, Tensor):
                 raise TypeError(f"{public}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+            st = state
+            if st.tracer is None:  # what ``apply`` would try first, without its frame (as the operators do)
+                result = cls._fast_apply((input,), st)
+                if result is not None:
+                    return result
             return cls.apply(input)
 
         fn = unary
