@@ -160,6 +160,12 @@ def test_single_precision_twin_keeps_float32_arithmetic():
     assert "_f32(1.5) * x ** 2 + _vexpf(-x) + _f32(2)" in twin  # an exponent after ** stays an integer
 
 
+def test_single_precision_twin_keeps_literals_that_float32_cannot_hold():
+    """An epsilon that would round to 0, or a bound that would overflow, stays a float64 literal."""
+    twin = vector_math.single_precision("def f(x):\n    return x / (x * x + 1e-300) + min(x, 1e300) + 0.25\n")
+    assert "(x * x + 1e-300)" in twin and "min(x, 1e300)" in twin and "_f32(0.25)" in twin
+
+
 def test_compiled_float32_rows_call_their_float32_twins():
     fns = [ROWS["sigmoid"].forward]
     source = codegen.functions_source(fns, "serial", inline="always", vector=True, single=fns)

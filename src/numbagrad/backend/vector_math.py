@@ -25,6 +25,8 @@ from __future__ import annotations
 import io
 import tokenize
 
+import numpy as np
+
 SOURCE = """
 from llvmlite import ir as _ir
 from numba import types as _types
@@ -150,7 +152,7 @@ def single_precision(text: str) -> str:
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
         start = starts[tok.start[0] - 1] + tok.start[1]
         end = starts[tok.end[0] - 1] + tok.end[1]
-        if tok.type == tokenize.NUMBER and previous != "**":
+        if tok.type == tokenize.NUMBER and previous != "**" and _fits_single(tok.string):
             edits.append((start, end, f"_f32({tok.string})"))
         elif tok.type == tokenize.NAME and after_def:
             edits.append((start, end, f"{tok.string}_f32"))
@@ -160,6 +162,20 @@ def single_precision(text: str) -> str:
     for start, end, new in reversed(edits):
         text = text[:start] + new + text[end:]
     return text.replace("math.exp(", "_vexpf(").replace("math.tanh(", "_vtanhf(")
+
+
+def _fits_single(literal: str) -> bool:
+    """Whether a numeric literal keeps its meaning as a float32: finite, and not a nonzero value that rounds to
+    0 (an epsilon like ``1e-300`` stays a float64 literal, so the expression it guards keeps its guard)."""
+    try:
+        value = complex(literal.replace("_", "")) if literal[-1] in "jJ" else float(literal.replace("_", ""))
+    except ValueError:  # hex, octal or binary integers
+        value = float(int(literal.replace("_", ""), 0))
+    if isinstance(value, complex):
+        return False
+    with np.errstate(over="ignore", under="ignore"):
+        single = np.float32(value)
+    return bool(np.isfinite(single)) and (value == 0 or single != 0)
 
 
 def vectorized(text: str) -> str:
