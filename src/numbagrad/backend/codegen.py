@@ -220,12 +220,11 @@ def functions_source(fns: Sequence[Callable], target: str, inline: str = "never"
     if not (vector and target in _CPU_TARGETS):
         return text
     parts = [vector_math.vectorized(text)]
-    if parts[0] != text:
-        parts.insert(0, vector_math.SOURCE.strip("\n"))
     if single:
         twins = "\n\n".join(decorator + vector_math.single_precision(_function_text(f)) for f in _unique(single))
-        parts[:0] = [vector_math.SINGLE_SOURCE.strip("\n")]
-        parts.append(twins)
+        parts = [vector_math.SOURCE.strip("\n"), vector_math.SINGLE_SOURCE.strip("\n"), parts[0], twins]
+    elif parts[0] != text:
+        parts.insert(0, vector_math.SOURCE.strip("\n"))
     return "\n\n\n".join(parts)
 
 

@@ -9,11 +9,11 @@ plain arithmetic that LLVM vectorizes:
   the float32 result is rounded once and matches libm's correctly rounded ``expf`` (and torch's printed values:
   a float32 Cephes ``expf``, 1.7x faster, was 1 ulp off at exp(4) and printed 54.5982 where torch prints 54.5981).
 * ``_vtanh``: Cephes' tanh in float64 (a rational form below 0.625, exp above; <= 1 ulp).
-* ``_vexpf``/``_vtanhf`` (``SINGLE_SOURCE``): the same in float32 arithmetic (Cephes' expf polynomial with
-  fused multiply-adds, <= 1 ulp; 16 lanes where float64 has 8, and no division in exp). A float32 swish kernel
-  ran at 45 us per 1e5 elements, against 125 us through the float64 exp and 66 us without the FMAs. Eager rows
-  keep the correctly rounded float64 path; the float32 twins of the row functions (``single_precision``) are
-  for ``numbagrad.compile``'s fused kernels.
+* ``_vexpf``/``_vtanhf`` (``SINGLE_SOURCE``, which builds on ``SOURCE``): the same in float32 arithmetic
+  (Cephes' expf polynomial with fused multiply-adds, <= 1 ulp; 16 lanes where float64 has 8, and no division in
+  exp). A float32 swish kernel ran at 45 us per 1e5 elements, against 125 us through the float64 exp and 66 us
+  without the FMAs. Eager rows keep the correctly rounded float64 path; the float32 twins of the row functions
+  (``single_precision``) are for ``numbagrad.compile``'s fused kernels.
 
 ``vectorized(text)`` swaps them in for ``math.exp(``/``math.tanh(`` in copied scalar functions (CPU only: CUDA
 has a fast exp). The text is part of every generated module that uses it, so a change here changes the module's
@@ -34,13 +34,17 @@ from numba.extending import intrinsic as _intrinsic
 
 
 @_intrinsic
-def _pow2(typingctx, k):
-    # 2.0**k from its exponent bits (k within float64's normal exponents)
-    def codegen(context, builder, signature, args):
-        bits = builder.shl(builder.add(args[0], args[0].type(1023)), args[0].type(52))
-        return builder.bitcast(bits, _ir.DoubleType())
+def _pow2(typingctx, k, like):
+    # 2.0**k in the float type of ``like`` (float32 or float64), from its exponent bits (k within that type's
+    # normal exponents; ``like`` only chooses the type)
+    single = like.bitwidth == 32
+    bias, shift = (127, 23) if single else (1023, 52)
 
-    return _types.float64(_types.int64), codegen
+    def codegen(context, builder, signature, args):
+        bits = builder.shl(builder.add(args[0], args[0].type(bias)), args[0].type(shift))
+        return builder.bitcast(bits, _ir.FloatType() if single else _ir.DoubleType())
+
+    return like(_types.int32 if single else _types.int64, like), codegen
 
 
 @njit(cache=CACHE, error_model='numpy', inline='always')
@@ -55,7 +59,7 @@ def _vexp(x):
     q = ((3.00198505138664455042e-6 * rr + 2.52448340349684104192e-3) * rr + 2.27265548208155028766e-1) * rr
     e = 1.0 + 2.0 * p / (q + 2.00000000000000000009e0 - p)
     half = k >> 1
-    e = e * _pow2(half) * _pow2(k - half)
+    e = e * _pow2(half, e) * _pow2(k - half, e)  # (not x: float() keeps a float32 x a float32 in Numba)
     return x if x != x else e
 
 
@@ -76,19 +80,7 @@ def _vtanh(x):
 
 SINGLE_SOURCE = """
 import numpy as _np
-from llvmlite import ir as _ir
-from numba import float32 as _f32, int32 as _i32, types as _types
-from numba.extending import intrinsic as _intrinsic
-
-
-@_intrinsic
-def _pow2f(typingctx, k):
-    # 2.0**k as a float32 from its exponent bits (k within float32's normal exponents)
-    def codegen(context, builder, signature, args):
-        bits = builder.shl(builder.add(args[0], args[0].type(127)), args[0].type(23))
-        return builder.bitcast(bits, _ir.FloatType())
-
-    return _types.float32(_types.int32), codegen
+from numba import float32 as _f32, int32 as _i32
 
 
 @_intrinsic
@@ -115,7 +107,7 @@ def _vexpf(x):
     p = _fmaf(p, r * r, r) + _f32(1.0)
     k = _i32(kf)
     half = k >> _i32(1)
-    e = p * _pow2f(half) * _pow2f(k - half)
+    e = p * _pow2(half, p) * _pow2(k - half, p)
     return x if x != x else e
 
 
