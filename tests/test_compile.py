@@ -590,6 +590,43 @@ def test_compiled_custom_function_hands_its_backward_what_the_forward_computed()
     np.testing.assert_allclose(x.grad.numpy(), s + v * s * (1 - s), rtol=1e-12)
 
 
+@ng.compile
+class Gate(Function):
+    """Two inputs; the backward computes ``sigmoid(x * w)`` again (shared), and ``x * w`` from the saved tensors."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x * ng.sigmoid(x * w)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        s = ng.sigmoid(x * w)
+        ds = s * (1 - s)
+        return g * (s + x * ds * w), g * x * ds * x
+
+
+@pytest.mark.parametrize("needs", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize(("dtype", "rtol"), [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_shared_values_with_two_inputs_broadcasting_and_either_gradient(needs, dtype, rtol):
+    rng = np.random.default_rng(1)
+    for _ in range(3):  # trace, trace the backward and share, then replay with the shared value
+        xv, wv = rng.standard_normal((4, 3)).astype(dtype), rng.standard_normal(3).astype(dtype)
+        x, w = ng.tensor(xv, requires_grad=needs[0]), ng.tensor(wv, requires_grad=needs[1])
+        y = Gate.apply(x, w)
+        y.sum().backward()
+    x64, w64 = xv.astype(np.float64), wv.astype(np.float64)
+    s = 1 / (1 + np.exp(-x64 * w64))
+    ds = s * (1 - s)
+    np.testing.assert_allclose(y.detach().numpy(), x64 * s, rtol=rtol)
+    if needs[0]:
+        np.testing.assert_allclose(x.grad.numpy(), s + x64 * ds * w64, rtol=rtol, atol=rtol)
+    if needs[1]:
+        np.testing.assert_allclose(w.grad.numpy(), (x64 * ds * x64).sum(0), rtol=rtol, atol=rtol)
+    assert Gate.forward._shared
+
+
 def test_a_shared_value_does_not_hide_an_in_place_change_of_a_saved_tensor():
     swish = _swish_class()
     for _ in range(2):

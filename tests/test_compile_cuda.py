@@ -16,7 +16,7 @@ import numbagrad as ng
 if not ng.cuda.is_available():
     pytest.skip("no CUDA GPU, and NUMBA_ENABLE_CUDASIM=1 is not set", allow_module_level=True)
 
-from test_compile import ROW_CALLS, chains, check_chain, row_program  # noqa: E402
+from test_compile import ROW_CALLS, _swish_class, chains, check_chain, row_program  # noqa: E402
 
 
 @pytest.mark.torch
@@ -89,3 +89,16 @@ def test_graph_break_on_cuda_is_correct():
         x = ng.tensor([v], device="cuda")
         np.testing.assert_array_equal(f(x).cpu().numpy(), [2 * v if v > 0 else 3 * v])
     assert len(f.graph_breaks) == 1
+
+
+def test_compiled_custom_function_hands_its_backward_the_forward_values_on_cuda():
+    swish = _swish_class()
+    v = np.linspace(-3, 3, 7)
+    for _ in range(3):
+        x = ng.tensor(v, requires_grad=True, device="cuda")
+        y = swish.apply(x)
+        y.sum().backward()
+    assert swish.forward._shared
+    s = 1 / (1 + np.exp(-v))
+    np.testing.assert_allclose(y.detach().cpu().numpy(), v * s, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), s + v * s * (1 - s), rtol=1e-12)
