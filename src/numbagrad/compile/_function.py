@@ -27,7 +27,7 @@ from ..autograd.function import _overridden
 from ..autograd.grad_mode import state
 from ..scalar_math import Row
 from ._api import CompiledFunction, _meta
-from ._plan import Plan, _uses
+from ._plan import Plan, _uses, values_in
 from ._trace import OpStep, Recorder, Trace
 
 _EAGER = object()
@@ -129,15 +129,6 @@ def _saved_values(forward: Trace) -> list | None:
     return saved
 
 
-def _values_in(t, out: set) -> set:
-    if t[0] == "val":
-        out.add(t[1])
-    elif t[0] in ("tuple", "list"):
-        for item in t[1]:
-            _values_in(item, out)
-    return out
-
-
 def _row_key(step, mapped: dict):
     """What a table-row step computes, in forward values: (class, args), or None."""
     if not isinstance(step, OpStep) or step.kwargs or step.out[0] != "val":
@@ -170,11 +161,12 @@ def share_recomputed(forward: Trace, backward: Trace, saved: tuple):
                 mapped[backward.inputs[position]] = saved_values[k]
             position += 1
     computed = {}
+    itself = {v: v for v in range(len(forward.values))}  # forward steps are keyed in their own values
     for step in forward.steps:
-        key = _row_key(step, {v: v for v in range(len(forward.values))})
+        key = _row_key(step, itself)
         if key is not None:
             computed.setdefault(key, step.out[1])
-    outputs = _values_in(forward.out[1][0], set())
+    outputs = values_in(forward.out[1][0], set())
     replaced = set()
     for i, step in enumerate(backward.steps):
         key = _row_key(step, mapped)

@@ -112,25 +112,32 @@ def _classify(index: int, step, values) -> object:
     return None
 
 
+def values_in(t, found: set) -> set:
+    """``found`` with the value of every ``("val", i)`` inside the template ``t`` added."""
+    if t is None:
+        return found
+    kind = t[0]
+    if kind == "val":
+        found.add(t[1])
+    elif kind in ("tuple", "list"):
+        for item in t[1]:
+            values_in(item, found)
+    elif kind == "named":
+        for item in t[2]:
+            values_in(item, found)
+    elif kind == "dict":
+        for _, item in t[1]:
+            values_in(item, found)
+    return found
+
+
 def _uses(trace: Trace) -> dict:
     """value -> indices of the steps reading it (-1: the function's result or a method step's effect)."""
     uses: dict = {}
 
     def walk(t, who):
-        if t is None:
-            return
-        kind = t[0]
-        if kind == "val":
-            uses.setdefault(t[1], set()).add(who)
-        elif kind in ("tuple", "list"):
-            for item in t[1]:
-                walk(item, who)
-        elif kind == "named":
-            for item in t[2]:
-                walk(item, who)
-        elif kind == "dict":
-            for _, item in t[1]:
-                walk(item, who)
+        for v in values_in(t, set()):
+            uses.setdefault(v, set()).add(who)
 
     for i, step in enumerate(trace.steps):
         if isinstance(step, OpStep):
