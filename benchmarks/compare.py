@@ -202,6 +202,27 @@ FIRST_BACKWARD = (
 )
 
 
+ALONE = (
+    "import sys, time; sys.path.insert(0, {here!r}); import compare, {lib} as lib; "
+    "getattr(lib, 'set_num_threads', int)(1); run = compare.relu_affine(lib, {n}); "
+    "[run() for _ in range(50)]; t = time.perf_counter(); [run() for _ in range({steps})]; "
+    "print((time.perf_counter() - t) / {steps})"
+)
+
+
+def alone(lib: str, n: int, repeats: int, **env: str) -> float:
+    """Median seconds per ``relu(x*w+b).sum().backward()`` step in fresh 1-thread processes that import ``lib``
+    alone: what a user's program sees, which the side-by-side table cannot show (each library's allocations shape
+    the other's heap; importing torch hid numbagrad's page faults before ``backend/malloc.py``)."""
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", **env)
+    code = ALONE.format(here=os.path.dirname(os.path.abspath(__file__)), lib=lib, n=n, steps=max(20, 10**8 // n // 20))
+    times = [
+        float(subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True).stdout)
+        for _ in range(repeats)
+    ]
+    return float(np.median(times))
+
+
 def _child(quick: bool, threads: int) -> dict:
     env = dict(os.environ, NUMBA_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     env["OMP_NUM_THREADS"] = str(threads)
@@ -247,6 +268,13 @@ def table(quick: bool) -> None:
         t_torch = times[1] if len(times) > 1 else None
         ratio = f"{times[0] / t_torch:9.3f}" if t_torch else "-"
         print(f"{label:54} {_cell(times[0], 1e3, 'ms')} {_cell(t_torch, 1e3, 'ms')} {ratio:>9}")
+    print("\nEach library alone in fresh 1-thread processes (no torch beside numbagrad), µs per step:")
+    for n in (100_000, 1_000_000):
+        cells = [alone("numbagrad", n, repeats), alone("numbagrad", n, repeats, NUMBAGRAD_TUNE_MALLOC="0")]
+        cells += [alone("torch", n, repeats)] if len(libs) > 1 else []
+        names = ("numbagrad", "numbagrad, glibc's malloc policy", "torch")
+        print(f"  relu(x*w+b).sum().backward(), f32, n=1e{len(str(n)) - 1}: "
+              + ", ".join(f"{name} {t * 1e6:.1f}" for name, t in zip(names, cells)))  # fmt: skip
     print("\nPython function calls (cProfile):")
     for label, calls in python_calls().items():
         print(f"  {label:60} {calls:7.1f}")

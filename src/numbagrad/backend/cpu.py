@@ -14,9 +14,12 @@ import numpy as np
 
 from .._types import CPU
 from ..scalar_math import Row
-from . import codegen
+from . import codegen, malloc
 
 DEVICE = CPU
+
+#: Whether glibc's malloc thresholds were fixed for this process (``malloc.py`` says why and when not).
+MALLOC_TUNED = malloc.tune()
 
 #: Arrays with at least this many elements use the ``prange`` kernels. Measured on the idle 2-core development
 #: machine (numba 0.68.1, workqueue threads, numpy's OpenBLAS): for elementwise kernels alone (``compare.py
