@@ -309,8 +309,6 @@ def test_cpu_loop_variant_follows_the_threshold(monkeypatch):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_whole_array_float_sum_uses_a_float64_accumulator(dtype):
-    from numbagrad.backend import cpu
-
     a = np.random.default_rng(0).standard_normal(100_000).astype(dtype)
     total = cpu.reduce(a, "sum", None, False, None)
     assert total.dtype == dtype and total.shape == ()
@@ -318,6 +316,21 @@ def test_whole_array_float_sum_uses_a_float64_accumulator(dtype):
     assert abs(float(total) - exact) <= np.finfo(dtype).eps * abs(exact) + 1e-12  # the float64 sum, rounded once
     kept = cpu.reduce(a.reshape(100, 1000), "sum", None, True, None)
     assert kept.shape == (1, 1) and kept.dtype == dtype
+
+
+@pytest.mark.parametrize("size", [2**24 + 4096, 2**20 + 1])
+def test_whole_array_float32_sum_counts_past_float32s_integers(size):
+    """Ones past 2**24 still count (a float32 running total stops at 16777216). The larger size runs the prange
+    kernel."""
+    a = np.ones(size, np.float32)
+    assert float(cpu.reduce(a, "sum", None, False, None)) == size
+
+
+def test_whole_array_float16_sum_does_not_add_in_float16():
+    a = np.full(100_000, 0.1, np.float16)
+    total = cpu.reduce(a, "sum", None, False, None)
+    assert total.dtype == np.float16
+    assert float(total) == 10000.0  # as torch (float16 adds would stop at 256)
 
 
 _PAIRED = [n for n, r in ROWS.items() if r.arity == 2 and len(r.grads) == 2 and not r.integral_only and not r.params]

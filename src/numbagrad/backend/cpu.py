@@ -142,25 +142,22 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
     return _run(row, "forward", inputs, params, dtype, out)
 
 
-def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, out_dtype=None):
+def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, out_dtype=None, pattern=None):
     """``elementwise`` for operands already known to be C-contiguous arrays of ``shape`` and ``dtype`` (or numbers):
-    what an op's fast path calls, skipping the per-operand checks."""
+    what an op's fast path calls, skipping the per-operand checks. ``pattern``: ``"a"`` per operand when the
+    caller knows they are all arrays (else worked out here)."""
     try:
         out = np.empty(shape, dtype if out_dtype is None else out_dtype)
     except MemoryError:
         raise _out_of_memory(shape, dtype) from None
     if len(shape) != 1 or not 0 < shape[0] < PARALLEL_THRESHOLD:
         return _run(row, "forward", operands, (), dtype, out, True)
-    pattern = ""
-    numbers = False
-    for v in operands:
-        if type(v) is np.ndarray:
-            pattern += "a"
-        else:
-            pattern += "s"
-            numbers = True
-    if numbers:  # numbers become scalars of the computing dtype
-        operands = [o if type(o) is np.ndarray else dtype.type(o) for o in operands]
+    if pattern is None:
+        pattern = ""
+        for v in operands:
+            pattern += "a" if type(v) is np.ndarray else "s"
+        if "s" in pattern:  # numbers become scalars of the computing dtype
+            operands = [o if type(o) is np.ndarray else dtype.type(o) for o in operands]
     kernels = _FORWARD.get(row.name)
     kernel = kernels.get(pattern) if kernels is not None else None
     if kernel is None:
@@ -401,6 +398,7 @@ def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None)
         and axes is None
         and a.size >= _KERNEL_SUM_SIZE
         and a.dtype.kind == "f"
+        and a.dtype.itemsize >= 4  # (Numba has no float16: numpy's sum adds float16 in float32)
         and (dtype is None or dtype == a.dtype)
         and a.flags.c_contiguous
     ):  # a whole float array: a compiled loop (numpy's float32 pairwise sum takes 3x torch's time)

@@ -364,8 +364,9 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
     return _run_map(lambda p: codegen.cuda_kernel(row, "forward", p), inputs, params, dtype, shape, out)
 
 
-def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, out_dtype=None):
-    """``elementwise`` for contiguous operands of one shape and dtype (as ``cpu.elementwise_plain``)."""
+def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, out_dtype=None, pattern=None):
+    """``elementwise`` for contiguous operands of one shape and dtype (as ``cpu.elementwise_plain``; the
+    launch works out its own ``pattern``)."""
     return elementwise(row, operands, (), dtype, shape=shape, out_dtype=out_dtype)
 
 

@@ -100,6 +100,7 @@ class Elementwise(Function):
     _passthrough: tuple = ()
     _tensor_grads = None
     _kernel_pairs: dict = {}  # needs_input_grad -> the two inputs whose gradients one fused kernel computes
+    _array_pattern = "a"  # elementwise_plain's pattern when every operand is a whole array: "a" per input
 
     @classmethod
     def _fast_apply(cls, args: tuple, st):
@@ -111,6 +112,7 @@ class Elementwise(Function):
             return None
         row = cls.row
         arrays, needs, first, scalars, grad = [], [], None, False, False
+        pattern = cls._array_pattern  # the kernel's operand kinds, while every operand is a whole array
         for a in args:
             if isinstance(a, Tensor):
                 d = a._data
@@ -122,6 +124,7 @@ class Elementwise(Function):
                     arrays.append(d)
                 elif d.size and not any(d.strides):  # expanded from one element (sum's gradient): a number
                     arrays.append(d[(0,) * d.ndim])
+                    pattern = None
                 else:
                     return None
                 if a._requires_grad or a.grad_fn is not None:
@@ -133,6 +136,7 @@ class Elementwise(Function):
                 arrays.append(a)
                 needs.append(False)
                 scalars = True
+                pattern = None
             else:
                 return None
         if first is None or first.dtype.kind != "f" or first.dtype.itemsize < 4 or row.integral_only:
@@ -142,7 +146,7 @@ class Elementwise(Function):
             return None  # the NotImplemented node: the general path makes it
         result = _new(Tensor)
         backend = _BACKENDS.get(type(first)) or backend_for(first)
-        result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype)
+        result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype, pattern)
         if not linked:
             return result
         ctx = cls._backward_cls()
@@ -400,7 +404,7 @@ class _LazyTensorGrads:
 def make_function(row: Row, node_name: str | None, class_name: str | None = None) -> type:
     """One Function class for a table row (or a user's ``Row``), shown in graphs as ``node_name``."""
     class_name = class_name or (node_name or row.name.title().replace("_", "")).replace("Backward", "_")
-    attrs = {"row": row, "arity": row.arity, "__module__": __name__}
+    attrs = {"row": row, "arity": row.arity, "_array_pattern": "a" * row.arity, "__module__": __name__}
     if node_name:
         attrs["node_name"] = node_name
     cls = types.new_class(class_name, (Elementwise,), exec_body=lambda ns: ns.update(attrs))
