@@ -7,6 +7,7 @@ allocated here with numpy (huge pages, no page faults inside the kernel) and pas
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -649,6 +650,24 @@ def _nn():
     return _nn_kernels
 
 
+def _half_in_single(fn):
+    """Numba has no float16: a primitive whose first array is float16 runs on float32 copies of its float16 arrays
+    and returns float16 arrays (torch's CPU computes float16 in float32 too). Other dtypes go straight through."""
+
+    @functools.wraps(fn)
+    def primitive(*args, **kwargs):
+        if args[0].dtype is not _HALF:
+            return fn(*args, **kwargs)
+        single = [a.astype(_SINGLE) if type(a) is np.ndarray and a.dtype is _HALF else a for a in args]
+        result = fn(*single, **kwargs)
+        if type(result) is tuple:
+            return tuple(r.astype(_HALF) if type(r) is np.ndarray and r.dtype is _SINGLE else r for r in result)
+        return result.astype(_HALF)
+
+    return primitive
+
+
+@_half_in_single
 def layer_norm(x: np.ndarray, weight, bias, eps: float, n: int) -> tuple:
     """Normalize ``x`` over its trailing ``n`` elements (then ``* weight + bias`` when given): (out in ``x``'s
     shape, mean and rstd per row)."""
@@ -663,6 +682,7 @@ def layer_norm(x: np.ndarray, weight, bias, eps: float, n: int) -> tuple:
     return out, mean, rstd
 
 
+@_half_in_single
 def layer_norm_backward(g: np.ndarray, x: np.ndarray, mean, rstd, weight, param_shape: tuple, need_x: bool,
                         need_wb: bool) -> tuple:  # fmt: skip
     """(grad of x in its shape, or None; the sums over rows of ``g * xhat`` and of ``g`` in ``param_shape``, for
@@ -679,6 +699,7 @@ def layer_norm_backward(g: np.ndarray, x: np.ndarray, mean, rstd, weight, param_
     return (gx if need_x else None), (gw if need_wb else None), (gb if need_wb else None)
 
 
+@_half_in_single
 def im2col(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
     """(N, C, H, W) -> (N, C * kh * kw, OH * OW) columns: each output position's receptive field."""
     x = np.ascontiguousarray(x)
@@ -688,6 +709,7 @@ def im2col(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation
     return cols
 
 
+@_half_in_single
 def col2im(
     cols: np.ndarray, shape: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple
 ) -> np.ndarray:
@@ -697,6 +719,7 @@ def col2im(
     return x
 
 
+@_half_in_single
 def max_pool2d(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
     """Max over windows of the (P, H, W) planes: (values, int64 indices ``h * W + w`` into each plane)."""
     x = np.ascontiguousarray(x)
@@ -706,12 +729,14 @@ def max_pool2d(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dila
     return out, idx
 
 
+@_half_in_single
 def max_pool2d_backward(g: np.ndarray, indices: np.ndarray, in_hw: tuple) -> np.ndarray:
     gx = np.empty((g.shape[0], *in_hw), g.dtype)
     _nn().max_pool2d_backward(np.ascontiguousarray(g), np.ascontiguousarray(indices, np.int64), gx)
     return gx
 
 
+@_half_in_single
 def avg_pool2d(
     x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, count_include_pad: bool, divisor: int, out_hw: tuple
 ) -> np.ndarray:
@@ -722,6 +747,7 @@ def avg_pool2d(
     return out
 
 
+@_half_in_single
 def avg_pool2d_backward(
     g: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, count_include_pad: bool, divisor: int, in_hw: tuple
 ) -> np.ndarray:
@@ -730,6 +756,7 @@ def avg_pool2d_backward(
     return gx
 
 
+@_half_in_single
 def adaptive_avg_pool2d(x: np.ndarray, out_hw: tuple) -> np.ndarray:
     x = np.ascontiguousarray(x)
     out = np.empty((x.shape[0], *out_hw), x.dtype)
@@ -737,12 +764,14 @@ def adaptive_avg_pool2d(x: np.ndarray, out_hw: tuple) -> np.ndarray:
     return out
 
 
+@_half_in_single
 def adaptive_avg_pool2d_backward(g: np.ndarray, in_hw: tuple) -> np.ndarray:
     gx = np.empty((g.shape[0], *in_hw), g.dtype)
     _nn().adaptive_avg_pool2d(np.ascontiguousarray(g), gx, True)
     return gx
 
 
+@_half_in_single
 def cross_entropy(x: np.ndarray, target: np.ndarray, weight, smoothing: float, ignore_index: int, reduction: str):
     """Cross entropy of (N, C) logits with class indices, label smoothing and class weights, reduced:
     (softmax probabilities, the loss (0-d, or per sample for ``reduction='none'``), the mean's denominator: the
@@ -777,6 +806,7 @@ def _divide(a: float, b: float) -> float:
     return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
+@_half_in_single
 def cross_entropy_backward(probs: np.ndarray, target: np.ndarray, weight, smoothing: float, ignore_index: int,
                            g: np.ndarray, total: float) -> np.ndarray:  # fmt: skip
     """The gradient of ``cross_entropy``'s loss for the incoming gradient ``g`` (0-d, or per sample)."""
@@ -794,6 +824,7 @@ def cross_entropy_backward(probs: np.ndarray, target: np.ndarray, weight, smooth
     return out
 
 
+@_half_in_single
 def conv2d(
     x: np.ndarray, weight: np.ndarray, bias, stride: tuple, padding: tuple, dilation: tuple, groups: int, out_hw: tuple
 ) -> tuple:
@@ -813,6 +844,7 @@ def conv2d(
     return out.reshape(n, o, *out_hw), cols
 
 
+@_half_in_single
 def conv2d_backward(
     g: np.ndarray,
     cols: np.ndarray,
