@@ -481,6 +481,15 @@ def test_losses_match_torch():
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12)
 
 
+def test_module_half_converts_float_parameters_and_buffers_in_place():
+    model = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))
+    w = model[0].weight
+    model.half()
+    assert model[0].weight is w and w.dtype == numbagrad.float16 and w.requires_grad
+    assert model[1].running_mean.dtype == numbagrad.float16
+    assert model[1].num_batches_tracked.dtype == numbagrad.int64
+
+
 def test_module_to_double_converts_parameters_in_place():
     lin = nn.Linear(2, 2)
     w = lin.weight

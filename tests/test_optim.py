@@ -310,6 +310,36 @@ def test_parameter_in_two_groups_is_rejected():
         optim.SGD([{"params": [p]}, {"params": [p]}], lr=0.1)
 
 
+# --- float16 parameters: the update runs in float32 (Numba has no float16), the parameter stays float16 -------------
+@pytest.mark.parametrize(
+    "name", ["sgd-nesterov-weight-decay", "adam", "adam-amsgrad-weight-decay", "adamw", "rmsprop-centered-momentum",
+             "adagrad-decay"],
+)  # fmt: skip
+def test_float16_parameters_step_as_float32_does(name):
+    start = np.linspace(-1, 1, 9).astype(np.float16)
+    grads = [np.linspace(0.5, -2, 9), np.linspace(-1, 1, 9) ** 2, np.full(9, 0.25)]
+    results = []
+    for dtype in (numbagrad.float16, numbagrad.float32):
+        p = nn.Parameter(numbagrad.tensor(start, dtype=dtype))
+        opt = OPTIMIZERS[name](optim, [p])
+        for g in grads:
+            _step_with_grad(opt, p, g.astype(np.float16))
+        assert p.dtype == dtype and all(s.dtype == dtype for s in opt.state[p].values() if s.dim())
+        results.append(p.detach().numpy().astype(np.float32))
+    half, single = results
+    assert not np.array_equal(half, start)  # it moved
+    np.testing.assert_allclose(half, single, rtol=0, atol=4e-3)  # a few float16 roundings of the state apart
+
+
+def test_float16_adam_updates_its_second_moment():
+    """The second moment is passed twice (as v and as the unused vmax): it must be updated once, not restored."""
+    p = nn.Parameter(numbagrad.tensor([1.0, -1.0], dtype=numbagrad.float16))
+    opt = optim.Adam([p], lr=0.1)
+    _step_with_grad(opt, p, [2.0, -0.5])
+    np.testing.assert_allclose(opt.state[p]["exp_avg_sq"].numpy(), [0.001 * 4.0, 0.001 * 0.25], rtol=1e-3)
+    np.testing.assert_allclose(p.detach().numpy(), [0.9, -0.9], rtol=1e-3)  # the first step moves by lr
+
+
 # --- against torch: 30 steps of a small regression --------------------------------------------------------------
 def _train(lib, make_optimizer, steps=30):
     rng = np.random.default_rng(0)

@@ -258,7 +258,15 @@ def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> No
     contiguous, equal-sized ``arrays``: a serial loop, or ``prange`` from ``PARALLEL_THRESHOLD`` elements on.
     ``static`` flags are compiled into the loop as constants (``codegen.foreach_kernel``)."""
     n = arrays[0].shape[0]
-    if n:
+    if n and arrays[0].dtype is _HALF:  # Numba has no float16: update float32 copies, then store them back
+        copies: dict = {}  # one copy per array: an array passed twice (Adam's v as vmax) stays one array
+        for a in arrays:
+            if a.dtype is _HALF and id(a) not in copies:
+                copies[id(a)] = (a, a.astype(_SINGLE))
+        foreach(update, [copies[id(a)][1] if id(a) in copies else a for a in arrays], scalars, static)
+        for a, wide in copies.values():
+            a[...] = wide
+    elif n:
         kernel = codegen.foreach_kernel(update, len(arrays), len(scalars), loop_variant(n), static)
         kernel(*arrays, *scalars)
 

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from .._tensor import RemovableHandle, Tensor
 from .._types import dtype as _dtype
-from .._types import float32, float64
+from .._types import float16, float32, float64
 from ..autograd.grad_mode import no_grad
 from .parameter import Parameter
 
@@ -398,6 +398,10 @@ class Module:
     def double(self: T) -> T:
         """Cast every float parameter and buffer to float64, in place; returns self."""
         return self.to(float64)
+
+    def half(self: T) -> T:
+        """Cast every float parameter and buffer to float16, in place; returns self."""
+        return self.to(float16)
 
     # --- state_dict ------------------------------------------------------------------------------------------
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:

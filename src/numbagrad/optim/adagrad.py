@@ -7,7 +7,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ._updates import adagrad_update
-from .optimizer import Optimizer, _foreach
+from .optimizer import Optimizer, _foreach, _scalar_type
 
 
 class Adagrad(Optimizer):
@@ -53,6 +53,6 @@ class Adagrad(Optimizer):
         step = self._next_step(state)
         lr = group["lr"]
         clr = lr / (1 + (step - 1) * group["lr_decay"])
-        s = param.dtype.type
+        s = _scalar_type(param)
         scalars = (s(-clr), s(group["eps"]), s(group["weight_decay"]), group["maximize"])
         _foreach(adagrad_update, [param, grad, state["sum"]._data.reshape(-1)], scalars)

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ._updates import adam_update
-from .optimizer import Optimizer, _foreach
+from .optimizer import Optimizer, _foreach, _scalar_type
 
 
 class Adam(Optimizer):
@@ -43,7 +43,7 @@ class Adam(Optimizer):
         lr, weight_decay = group["lr"], group["weight_decay"]
         v = state["exp_avg_sq"]._data.reshape(-1)
         vmax = state["max_exp_avg_sq"]._data.reshape(-1) if amsgrad else v
-        s = param.dtype.type
+        s = _scalar_type(param)
         one_minus_beta1 = s(1 - beta1)
         scalars = (
             s(-(lr / (1 - beta1**step))),  # -step_size

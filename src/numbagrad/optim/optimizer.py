@@ -193,6 +193,12 @@ def _foreach(update, arrays: list, scalars: tuple, static: tuple = ()) -> None:
     backend_for(arrays[0]).foreach(update, arrays, scalars, static)
 
 
+def _scalar_type(param: np.ndarray):
+    """The type of an update's hyperparameters: the dtype the update computes in (float16 parameters are updated
+    in float32, as the backends run float16 kernels)."""
+    return np.float32 if param.dtype == np.float16 else param.dtype.type
+
+
 def _cast_state(key: str, value, p: Tensor):
     if not isinstance(value, Tensor):
         return value

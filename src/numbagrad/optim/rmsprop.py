@@ -6,7 +6,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ._updates import rmsprop_update
-from .optimizer import Optimizer, _foreach
+from .optimizer import Optimizer, _foreach, _scalar_type
 
 
 class RMSprop(Optimizer):
@@ -41,7 +41,7 @@ class RMSprop(Optimizer):
         self._next_step(state)
         grad_avg = state["grad_avg"]._data.reshape(-1) if centered else param
         buf = state["momentum_buffer"]._data.reshape(-1) if momentum > 0 else param
-        s = param.dtype.type
+        s = _scalar_type(param)
         alpha = group["alpha"]
         scalars = (s(-group["lr"]), s(alpha), s(1 - alpha), s(group["eps"]), s(group["weight_decay"]), s(momentum),
                    group["maximize"])  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ._updates import sgd_update
-from .optimizer import Optimizer, _foreach
+from .optimizer import Optimizer, _foreach, _scalar_type
 
 
 class SGD(Optimizer):
@@ -32,7 +32,7 @@ class SGD(Optimizer):
             if first:
                 state["momentum_buffer"] = self._zeros_like(p)
             buf = state["momentum_buffer"]._data.reshape(-1)
-        s = param.dtype.type
+        s = _scalar_type(param)
         scalars = (s(group["lr"]), s(momentum), s(1 - group["dampening"]), s(group["weight_decay"]),
                    group["nesterov"], group["maximize"], first)  # fmt: skip
         _foreach(sgd_update, [param, grad, buf], scalars)
