@@ -135,7 +135,8 @@ def test_log1p_and_expm1_are_precise_near_zero(torch):
     x = np.array([1e-18, -1e-12, 3e-9, 1e-5])
     for name in ("log1p", "expm1"):
         ours = getattr(numbagrad, name)(numbagrad.tensor(x)).numpy()
-        np.testing.assert_array_equal(ours, getattr(torch, name)(torch.tensor(x)).numpy())
+        # within 2 ulp of torch (torch's own vectorized float64 log1p is 1 ulp from libm's in 1 element of 10)
+        np.testing.assert_allclose(ours, getattr(torch, name)(torch.tensor(x)).numpy(), rtol=4.5e-16, atol=0)
         np.testing.assert_allclose(ours, x, rtol=1e-4)  # log1p(x) ~ expm1(x) ~ x: no cancellation
 
 

@@ -1,4 +1,5 @@
-"""The CPU kernels' vectorizable exp/tanh (``backend.vector_math``) and the rows built on them, against torch.
+"""The CPU kernels' vectorizable exp, tanh, log, log1p, expm1 and erf (``backend.vector_math``) and the rows built
+on them, against torch.
 
 Extremes (+-1e4, +-100, +-inf, nan, +-0) are where a rewritten exp or a branch-free formula goes wrong (inf/inf,
 overflow, lost subnormals), so every exp-based row is compared with torch there, forward and gradient, in both
@@ -30,6 +31,11 @@ FUNCTIONS = [
     ("gelu", NF.gelu, "nn.functional.gelu"),
     ("gelu_tanh", lambda x: NF.gelu(x, approximate="tanh"), "nn.functional.gelu"),
     ("logsigmoid", NF.logsigmoid, "nn.functional.logsigmoid"),
+    ("log", ng.log, "log"),
+    ("log1p", ng.log1p, "log1p"),
+    ("expm1", ng.expm1, "expm1"),
+    ("erf", ng.erf, "erf"),
+    ("selu", NF.selu, "nn.functional.selu"),
 ]
 IDS = [f[0] for f in FUNCTIONS]
 
@@ -118,6 +124,63 @@ def test_exp_overflows_and_underflows_like_libm(dtype):
     out = ng.exp(ng.tensor(x)).numpy()
     assert out[0] == math.inf and out[1] == 0 and not np.signbit(out[1])
     assert out[2] == math.inf and out[3] == 0 and math.isnan(out[4])
+
+
+# log, log1p, expm1 and erf: float64 within a few ulp of a long-double (or libm, for erf) reference over their
+# ranges, float32 correctly rounded nearly everywhere, and libm's special values
+RANGES = {
+    "log": np.concatenate([np.exp(np.linspace(-744.0, 709.0, 200_003)), np.linspace(0.5, 2.0, 100_003)]),
+    "log1p": np.concatenate([np.linspace(-0.999, 3.0, 200_003), np.exp(np.linspace(-700.0, 700.0, 100_003))]),
+    "expm1": np.concatenate([np.linspace(-3.0, 3.0, 200_003), np.linspace(-745.0, 709.0, 100_003)]),
+    "erf": np.concatenate([np.linspace(-6.5, 6.5, 200_003), np.exp(np.linspace(-700.0, 0.0, 100_003))]),
+}
+MAX_ULPS = {"log": 1, "log1p": 2, "expm1": 2, "erf": 4}  # (erf against libm's erf, itself within an ulp)
+
+
+def reference(name: str, x: np.ndarray) -> np.ndarray:
+    if name == "erf":
+        return np.array([math.erf(v) for v in x.astype(np.float64)])
+    return getattr(np, name)(x.astype(np.longdouble))
+
+
+@pytest.mark.parametrize("name", RANGES)
+def test_vector_math_float64_within_its_ulps(name):
+    x = RANGES[name]
+    out = getattr(ng, name)(ng.tensor(x)).numpy()
+    expected = reference(name, x).astype(np.float64)
+    assert ulps(np.abs(out), np.abs(expected)).max() <= MAX_ULPS[name]
+    assert (np.sign(out) == np.sign(expected)).all()
+
+
+@pytest.mark.parametrize("name", RANGES)
+def test_vector_math_float32_rounds_once(name):
+    with np.errstate(over="ignore", divide="ignore"):  # (the float64 range, cast: keep what float32 holds)
+        x = RANGES[name].astype(np.float32)
+        x = x[(x != 0) & np.isfinite(reference(name, x).astype(np.float32))]
+    out = getattr(ng, name)(ng.tensor(x)).numpy()
+    expected = reference(name, x).astype(np.float32)
+    assert ulps(np.abs(out), np.abs(expected)).max() <= 1
+    assert (ulps(np.abs(out), np.abs(expected)) == 0).mean() > 0.9999  # computed in float64, rounded once
+
+
+SPECIAL = {  # (argument, libm's value) pairs (pairs, not a dict: 0.0 and -0.0 are one dict key)
+    "log": [(0.0, -math.inf), (-0.0, -math.inf), (-1.0, math.nan), (math.inf, math.inf), (math.nan, math.nan),
+            (5e-324, -744.4400719213812)],
+    "log1p": [(-1.0, -math.inf), (-2.0, math.nan), (-0.0, -0.0), (0.0, 0.0), (1e-300, 1e-300), (math.inf, math.inf)],
+    "expm1": [(710.0, math.inf), (-math.inf, -1.0), (-800.0, -1.0), (-0.0, -0.0), (1e-300, 1e-300),
+              (math.nan, math.nan)],
+    "erf": [(math.inf, 1.0), (-math.inf, -1.0), (-0.0, -0.0), (7.0, 1.0), (-30.0, -1.0), (math.nan, math.nan),
+            (1e-300, 1.1283791670955126e-300)],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SPECIAL)
+def test_vector_math_special_values_are_libms(name):
+    x, expected = np.array(SPECIAL[name]).T
+    out = getattr(ng, name)(ng.tensor(np.repeat(x, 17))).numpy().reshape(-1, 17)  # vector body and remainder
+    for column in out.T:
+        np.testing.assert_allclose(column, expected, rtol=1e-15, equal_nan=True)
+        assert (np.signbit(column) == np.signbit(expected)).all()
 
 
 def test_cpu_row_kernels_use_the_vector_math_and_cuda_kernels_libm():
