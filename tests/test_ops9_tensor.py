@@ -325,3 +325,61 @@ def test_keyword_size_forms_of_the_factories():
     assert numbagrad.rand(size=(2,)).shape == (2,) and numbagrad.randn(size=(3,)).shape == (3,)
     with pytest.raises(TypeError, match="multiple values for argument 'size'"):
         numbagrad.zeros(2, size=(2,))
+
+
+# --- the transpose properties x.T, x.mT, x.H, x.mH ---------------------------------------------------------------
+TRANSPOSE_CASES = [("T", (2, 3)), ("T", (2, 3, 4)), ("T", (3,)), ("mT", (2, 3)), ("mT", (4, 2, 3)), ("H", (2, 3)),
+                   ("mH", (4, 2, 3))]  # fmt: skip
+
+
+@pytest.mark.torch
+@pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")
+@pytest.mark.parametrize(("attr", "shape"), TRANSPOSE_CASES)
+def test_transpose_properties_match_torch(torch, attr, shape):
+    base = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    results = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor(base, requires_grad=True)
+        y = getattr(x, attr)
+        (y * lib.tensor(np.random.default_rng(0).standard_normal(tuple(y.shape)))).sum().backward()
+        results.append((tuple(y.shape), type(y.grad_fn).__name__, y.detach().numpy(), x.grad.numpy()))
+    (shape_a, node_a, out_a, grad_a), (shape_b, node_b, out_b, grad_b) = results
+    assert shape_a == shape_b and node_a == node_b
+    np.testing.assert_array_equal(out_a, out_b)
+    np.testing.assert_array_equal(grad_a, grad_b)
+
+
+@pytest.mark.parametrize("attr", ["T", "mT", "H", "mH"])
+def test_transpose_properties_are_views(attr):
+    x = numbagrad.arange(6.0).reshape(2, 3)
+    getattr(x, attr)[0, 1] = 10.0
+    assert x[1, 0].item() == 10.0
+
+
+@pytest.mark.parametrize(
+    ("attr", "shape", "message"),
+    [
+        ("mT", (3,), "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor."),
+        ("mH", (3,), "tensor.mH is only supported on matrices or batches of matrices. Got 1-D tensor."),
+        ("H", (3,), "tensor.H is only supported on matrices (2-D tensors). Got 1-D tensor."),
+        ("H", (2, 3, 4), "tensor.H is only supported on matrices (2-D tensors). Got 3-D tensor. For batches of "
+                         "matrices, consider using tensor.mH"),
+    ],
+)  # fmt: skip
+def test_matrix_transposes_of_the_wrong_rank_are_torchs_errors(attr, shape, message):
+    with pytest.raises(RuntimeError) as err:
+        getattr(numbagrad.ones(shape), attr)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("attr", ["T", "mT", "H", "mH"])
+def test_transpose_properties_of_a_0d_tensor_warn_as_torch(attr):
+    x = numbagrad.tensor(2.0)
+    with pytest.warns(UserWarning, match=f"Tensor.{attr} is deprecated on 0-D tensors"):
+        y = getattr(x, attr)
+    assert y.shape == () and y.item() == 2.0
+
+
+def test_T_of_other_ranks_warns_that_it_is_deprecated():
+    with pytest.warns(UserWarning, match="The use of `x.T` on tensors of dimension other than 2"):
+        assert numbagrad.ones(2, 3, 4).T.shape == (4, 3, 2)

@@ -8,6 +8,7 @@ directly on the storage (``_shape_back``) instead of going through ``Function.ap
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -172,6 +173,65 @@ def t(x: Tensor) -> Tensor:
     if x.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.dim()}D")
     return MatrixTranspose.apply(x, tuple(reversed(range(x.dim()))))
+
+
+# --- the transpose properties: x.T, x.mT, x.H, x.mH (real tensors: H is T's matrix case, mH is mT) ----------
+def _deprecated_on_0d(name: str, advice: str, depth: int = 0) -> None:
+    """torch's warning; ``depth``: frames between the property and this call, so it names the user's line."""
+    warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors. {advice}", UserWarning, stacklevel=3 + depth)
+
+
+def _reversed_dims(x: Tensor) -> Tensor:
+    """``x.T``: the dims reversed, a transpose for a matrix (torch deprecates other ranks, with a warning)."""
+    n = x.dim()
+    if n == 0:
+        _deprecated_on_0d("T", "This function is the identity in these cases.")
+    elif n != 2:
+        warnings.warn(
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it will "
+            "throw an error in a future release. Consider `x.mT` to transpose batches of matrices or "
+            "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
+            UserWarning,
+            stacklevel=2,
+        )
+    return Permute.apply(x, tuple(reversed(range(n))))
+
+
+def _matrix_transpose(x: Tensor, name: str = "mT", advice: str = "This function is the identity in these cases.",
+                      depth: int = 0) -> Tensor:  # fmt: skip
+    """``x.mT`` (and ``x.mH``): the last two dims swapped, for matrices and batches of matrices."""
+    n = x.dim()
+    if n == 0:
+        _deprecated_on_0d(name, advice, depth)
+        return x
+    if n < 2:
+        raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. Got {n}-D tensor.")
+    return transpose(x, -2, -1)
+
+
+def _adjoint(x: Tensor) -> Tensor:
+    """``x.H``: the (conjugate) transpose of a matrix; real tensors have nothing to conjugate."""
+    n = x.dim()
+    if n == 0:
+        _deprecated_on_0d("H", "Consider using x.conj().")
+        return x
+    if n != 2:
+        hint = " For batches of matrices, consider using tensor.mH" if n > 2 else ""
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {n}-D tensor.{hint}")
+    return transpose(x, 0, 1)
+
+
+Tensor.T = property(_reversed_dims)
+Tensor.mT = property(_matrix_transpose)
+Tensor.H = property(_adjoint)
+
+
+def _matrix_adjoint(x: Tensor) -> Tensor:
+    """``x.mH``: ``x.mT`` with its own name in torch's messages (real tensors have nothing to conjugate)."""
+    return _matrix_transpose(x, "mH", "Consider using x.conj().", 1)
+
+
+Tensor.mH = property(_matrix_adjoint)
 
 
 class Squeeze(Function):
