@@ -732,6 +732,11 @@ class Row:
     ``alpha=`` keyword (``other * alpha``). ``params`` are non-tensor scalar arguments after the tensor inputs
     (``clamp``'s bounds); ``frontend=False`` means ``ops/elementwise.py`` writes the public function by hand
     because torch's signature needs more than the table says (``clamp``, ``pow``).
+
+    Precision: a row computes float32 data in float64 and rounds once (correctly rounded results, as libm's float32
+    functions), unless ``float32_math``: then its CPU kernels run float32 arithmetic on float32 data (the float32
+    twins of ``backend/vector_math.py``, within an ulp or two, as torch's vectorized float32 kernels are), which
+    makes the activations 2-3x faster (sigmoid of 1e5 elements: 160 us in float64, 50 us; torch 50 us).
     """
 
     name: str
@@ -751,6 +756,7 @@ class Row:
     integer_division: bool = False
     params: tuple = ()
     domain: tuple = (-2.0, 2.0)
+    float32_math: bool = False
     arity: int = field(init=False)
     out_dtype: object = field(init=False)  # the result's dtype when it is not the computation's (bool), else None
 
@@ -838,7 +844,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("cos", cos, (cos_grad,), np.cos, "CosBackward0", float_only=True),
     Row("tan", tan, (tan_grad,), np.tan, "TanBackward0", float_only=True, domain=(-1.2, 1.2)),
     Row("tanh", tanh, (tanh_grad,), np.tanh, "TanhBackward0", float_only=True),
-    Row("sigmoid", sigmoid, (sigmoid_grad,), _np_sigmoid, "SigmoidBackward0", float_only=True),
+    Row("sigmoid", sigmoid, (sigmoid_grad,), _np_sigmoid, "SigmoidBackward0", float_only=True, float32_math=True),
     Row("relu", relu, (relu_grad,), lambda x: np.maximum(x, 0), "ReluBackward0"),
     Row("clamp", clamp, (clamp_grad,), np.clip, "ClampBackward1", ("clamp", "clip"), params=("lo", "hi"),
         frontend=False),
@@ -849,24 +855,24 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("leaky_relu", leaky_relu, (leaky_relu_grad,), lambda x, s: np.where(x > 0, x, x * s), "LeakyReluBackward0",
         ("_leaky_relu",), methods=(), params=("negative_slope",), float_only=True),
     Row("elu", elu, (elu_grad,), lambda x, a, s, i: np.where(x > 0, x * s, np.expm1(x * i) * a * s), "EluBackward0",
-        ("_elu",), methods=(), params=("alpha", "scale", "input_scale"), float_only=True),
+        ("_elu",), methods=(), params=("alpha", "scale", "input_scale"), float_only=True, float32_math=True),
     Row("gelu", gelu, (gelu_grad,), lambda x: x * 0.5 * (1 + _np_erf(x / np.sqrt(2))), "GeluBackward0", ("_gelu",),
-        methods=(), float_only=True),
+        methods=(), float_only=True, float32_math=True),
     Row("gelu_tanh", gelu_tanh, (gelu_tanh_grad,),
         lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))), "GeluBackward0",
-        ("_gelu_tanh",), methods=(), float_only=True),
+        ("_gelu_tanh",), methods=(), float_only=True, float32_math=True),
     Row("silu", silu, (silu_grad,), lambda x: x * _np_sigmoid(x), "SiluBackward0", ("_silu",), methods=(),
-        float_only=True),
+        float_only=True, float32_math=True),
     Row("mish", mish, (mish_grad,), lambda x: x * np.tanh(np.log1p(np.exp(x))), "MishBackward0", ("_mish",),
-        methods=(), float_only=True),
+        methods=(), float_only=True, float32_math=True),
     Row("softplus", softplus, (softplus_grad,), _np_softplus, "SoftplusBackward0", ("_softplus",), methods=(),
-        params=("beta", "threshold"), float_only=True),
+        params=("beta", "threshold"), float_only=True, float32_math=True),
     Row("hardswish", hardswish, (hardswish_grad,), lambda x: x * _np_hardsigmoid(x), "HardswishBackward0",
-        ("_hardswish",), methods=(), float_only=True, domain=(-4.0, 4.0)),
+        ("_hardswish",), methods=(), float_only=True, domain=(-4.0, 4.0), float32_math=True),
     Row("hardsigmoid", hardsigmoid, (hardsigmoid_grad,), _np_hardsigmoid, "HardsigmoidBackward0", ("_hardsigmoid",),
-        methods=(), float_only=True, domain=(-4.0, 4.0)),
+        methods=(), float_only=True, domain=(-4.0, 4.0), float32_math=True),
     Row("logsigmoid", logsigmoid, (logsigmoid_grad,), lambda x: -np.logaddexp(0, -x), "LogSigmoidBackward0",
-        ("_logsigmoid",), methods=(), float_only=True),
+        ("_logsigmoid",), methods=(), float_only=True, float32_math=True),
     # zero gradient almost everywhere (torch still records a node)
     Row("sign", sign, (zero_grad,), np.sign, "SignBackward0"),
     Row("floor", floor, (zero_grad,), np.floor, "FloorBackward0"),

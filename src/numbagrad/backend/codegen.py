@@ -502,17 +502,41 @@ def row_function(row: Row, which: str):
     return row.forward if which == "forward" else row.grads[int(which[4:])]
 
 
-def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pattern: str, params, into=None):
+def _float32_dispatch(calls: Sequence[Callable]) -> str:
+    """For each called function ``f``, a stub ``f_any`` that Numba resolves while it types the kernel: to the
+    float32 twin ``f_f32`` (``vector_math.single_precision``) when every argument is a float32, else to ``f``. One
+    kernel source then serves both dtypes, and the backend's kernel lookup stays the same."""
+    parts = ["from numba import float32 as _float32\nfrom numba.extending import overload as _overload"]
+    for f in calls:
+        name = f.__name__
+        args = ", ".join(f.__code__.co_varnames[: f.__code__.co_argcount])
+        parts.append(
+            f"def {name}_any({args}):\n    pass\n\n\n"
+            f"@_overload({name}_any, inline='always')\n"
+            f"def _{name}_any({args}):\n"
+            f"    if all(a == _float32 for a in ({args},)):\n"
+            f"        return lambda {args}: {name}_f32({args})\n"
+            f"    return lambda {args}: {name}({args})\n"
+        )
+    return "\n\n".join(parts)
+
+
+def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pattern: str, params, into=None,
+                single: bool = False):  # fmt: skip
     """``res[i] = fn(operands..., params...)``: from a file when ``fns`` can be copied, else in memory. A tuple
     ``fn`` computes one result array per function in the same pass (``res0``, ``res1``, ...); every value is
     computed before any is stored. ``into`` names the operand the last result is written into, in place of a
     result argument: LLVM then sees one buffer read and written at the same index and vectorizes the loop (a
     result argument that aliases an operand fails its run-time overlap check, and the loop ran scalar: 2.3x
-    slower for a float32 ``mul`` backward at 1e5)."""
+    slower for a float32 ``mul`` backward at 1e5). ``single`` (CPU): float32 operands run the functions' float32
+    twins (``_float32_dispatch``)."""
     fns = copyable(_unique(fns))
     portable = fns is not None
+    single = single and portable and target in _CPU_TARGETS
     calls = fn if isinstance(fn, tuple) else (fn,)
     names = [c.__name__ for c in calls] if portable else [f"fn{k}" for k in range(len(calls))]
+    if single:
+        names = [f"{name}_any" for name in names]
     args = ", ".join([_element(a, k) for a, k in zip(operands, pattern)] + list(params))
     if len(calls) == 1 and into is None:
         results, stores = ["res"], ["res"]
@@ -530,7 +554,9 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     if portable:
         # inlined at Numba IR level: LLVM then vectorizes the loop (a float32 call to a row function that uses
         # the vector math stayed a call, 8x slower), and each kernel compiles only the functions it uses
-        functions = functions_source(fns, target, inline="always", vector=True)
+        functions = functions_source(fns, target, inline="always", vector=True, single=fns if single else ())
+        if single:
+            functions += "\n\n\n" + _float32_dispatch(calls)
         return load_module(tag, module_source(target, functions, loop)).kernel
     return exec_source(loop, target, tag, **dict(zip(names, calls)))["kernel"]
 
@@ -551,7 +577,7 @@ def _row_kernel(row: Row, which, pattern: str, target: str, into_g: bool = False
         fn = row_function(row, which)
     tag = f"{prefix}{row.name}_{which}_{pattern}{suffix}{'_into_g' if into_g else ''}"
     fns = [scalar_math.select, row.forward, *row.grads]
-    return _map_kernel(tag, target, fns, fn, operands, pattern, params, "g" if into_g else None)
+    return _map_kernel(tag, target, fns, fn, operands, pattern, params, "g" if into_g else None, row.float32_math)
 
 
 def cpu_kernel(row: Row, which, pattern: str, parallel: bool, into_g: bool = False):

@@ -17,11 +17,14 @@ arithmetic that LLVM vectorizes:
   elsewhere.
 * ``_verf``: Hart & Cheney's rational forms (their #5667 for ``erfc`` from 0.5 on, times ``exp(-x*x)``), <= 3 ulp.
   1e5 elements: 349 us, libm 1315 us; an eager float32 ``gelu`` took 897 us (torch 69).
-* ``_vexpf``/``_vtanhf`` (``SINGLE_SOURCE``, which builds on ``SOURCE``): the same in float32 arithmetic
-  (Cephes' expf polynomial with fused multiply-adds, <= 1 ulp; 16 lanes where float64 has 8, and no division in
-  exp). A float32 swish kernel ran at 45 us per 1e5 elements, against 125 us through the float64 exp and 66 us
-  without the FMAs. Eager rows keep the correctly rounded float64 path; the float32 twins of the row functions
-  (``single_precision``) are for ``numbagrad.compile``'s fused kernels.
+* ``_vexpf``/``_vtanhf``/``_verff``/``_vexpm1f`` (``SINGLE_SOURCE``, which builds on ``SOURCE``): float32
+  arithmetic with fused multiply-adds (Cephes' expf polynomial, <= 1 ulp; erf's Taylor series below 0.5 and the
+  rational form above; expm1's Taylor series below 1 and exp - 1 above; <= 2 ulp; 16 lanes where float64 has 8,
+  and no division in exp; erf of 1e5 elements: 90 us, against 349 us in float64). A float32 swish kernel ran at
+  45 us per 1e5 elements, against 125 us through the float64 exp and 66 us without the FMAs. The float32 twins of
+  the row functions (``single_precision``) serve ``numbagrad.compile``'s fused kernels and the eager kernels of
+  the rows marked ``float32_math`` (the activations); the other eager rows keep the correctly rounded float64
+  path.
 
 ``vectorized(text)`` swaps them in for ``math.exp(`` and the others in copied scalar functions (CPU only: CUDA has
 fast versions). The text is part of every generated module that uses it, so a change here changes the module's
@@ -223,6 +226,59 @@ def _vtanhf(x):
     small = _fmaf(x, p, x) if a != 0 else x  # tanh(-0) is -0
     small = small if a < _f32(0.625) else big
     return x if x != x else small
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _verff(x):
+    x = _f32(x)
+    a = abs(x)
+    z = a * a
+    p = _fmaf(_f32(-1.492565035840625e-05), z, _f32(0.00012055332981789664))
+    p = _fmaf(p, z, _f32(-0.0008548327023450852))
+    p = _fmaf(p, z, _f32(0.005223977625442188))
+    p = _fmaf(p, z, _f32(-0.026866170645131252))
+    p = _fmaf(p, z, _f32(0.11283791670955126))
+    p = _fmaf(p, z, _f32(-0.37612638903183754))
+    small = x * _fmaf(p, z, _f32(1.1283791670955126))  # the Taylor series of erf(x) / x, to x**14
+    c = min(a, _f32(4.5))  # erf is 1.0 in float32 from 3.92 on
+    n = _fmaf(_f32(5.641877825507397413087057563e-1), c, _f32(9.675807882987265400604202961))
+    n = _fmaf(n, c, _f32(7.708161730368428609781633646e1))
+    n = _fmaf(n, c, _f32(3.685196154710010637133875746e2))
+    n = _fmaf(n, c, _f32(1.143262070703886173606073338e3))
+    n = _fmaf(n, c, _f32(2.320439590251635247384768711e3))
+    n = _fmaf(n, c, _f32(2.8980293292167655611275846e3))
+    n = _fmaf(n, c, _f32(1.8263348842295112592168999e3))
+    d = c + _f32(1.714980943627607849376131193e1)
+    d = _fmaf(d, c, _f32(1.371255960500622202878443578e2))
+    d = _fmaf(d, c, _f32(6.617361207107653469211984771e2))
+    d = _fmaf(d, c, _f32(2.094384367789539593790281779e3))
+    d = _fmaf(d, c, _f32(4.429612803883682726711528526e3))
+    d = _fmaf(d, c, _f32(6.0895424232724435504633068e3))
+    d = _fmaf(d, c, _f32(4.95882756472114071495438422e3))
+    d = _fmaf(d, c, _f32(1.8263348842295112595576438e3))
+    large = _f32(1.0) - _vexpf(-c * c) * n / d
+    large = large if x >= 0 else -large
+    large = x if x != x else large
+    return small if a < _f32(0.5) else large
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _vexpm1f(x):
+    x = _f32(x)
+    p = _fmaf(_f32(2.08767569878681e-09), x, _f32(2.505210838544172e-08))
+    p = _fmaf(p, x, _f32(2.755731922398589e-07))
+    p = _fmaf(p, x, _f32(2.7557319223985893e-06))
+    p = _fmaf(p, x, _f32(2.48015873015873e-05))
+    p = _fmaf(p, x, _f32(0.0001984126984126984))
+    p = _fmaf(p, x, _f32(0.001388888888888889))
+    p = _fmaf(p, x, _f32(0.008333333333333333))
+    p = _fmaf(p, x, _f32(0.041666666666666664))
+    p = _fmaf(p, x, _f32(0.16666666666666666))
+    p = _fmaf(p, x, _f32(0.5))
+    small = _fmaf(x * x, p, x)  # the Taylor series, to x**12
+    small = x if x == 0 else small  # (-0)
+    large = _vexpf(x) - _f32(1.0)  # from |x| = 1 on, exp's rounding is at most about an ulp of the difference
+    return small if abs(x) < _f32(1.0) else large
 """
 
 
@@ -250,7 +306,9 @@ def single_precision(text: str) -> str:
             previous = tok.string
     for start, end, new in reversed(edits):
         text = text[:start] + new + text[end:]
-    return vectorized(text.replace("math.exp(", "_vexpf(").replace("math.tanh(", "_vtanhf("))  # (the rest: float64)
+    for name, single in SINGLE_FUNCTIONS.items():
+        text = text.replace(f"math.{name}(", f"{single}(")
+    return vectorized(text)  # (log and log1p: the float64 versions)
 
 
 def _fits_single(literal: str) -> bool:
@@ -270,6 +328,10 @@ def _fits_single(literal: str) -> bool:
 #: libm functions with a vectorizable float64 version in ``SOURCE``: what ``vectorized`` swaps in.
 VECTOR_FUNCTIONS = {"exp": "_vexp", "tanh": "_vtanh", "log": "_vlog", "log1p": "_vlog1p", "expm1": "_vexpm1",
                     "erf": "_verf"}  # fmt: skip
+
+
+#: libm functions with a float32 version in ``SINGLE_SOURCE``: what ``single_precision`` swaps in.
+SINGLE_FUNCTIONS = {"exp": "_vexpf", "tanh": "_vtanhf", "erf": "_verff", "expm1": "_vexpm1f"}
 
 
 def vectorized(text: str) -> str:
