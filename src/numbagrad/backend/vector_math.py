@@ -229,34 +229,40 @@ def _vtanhf(x):
 
 
 @njit(cache=CACHE, error_model='numpy', inline='always')
+def _hornerf(x, coefficients):
+    # coefficients[0] * x**n + ... + coefficients[n] by fused multiply-adds (a constant tuple: the loop unrolls)
+    p = coefficients[0]
+    for c in coefficients[1:]:
+        p = _fmaf(p, x, c)
+    return p
+
+
+# erf(x) / x below 0.5: its Taylor series in x * x, to x**14; from 0.5 on, Hart & Cheney's erfc(x) * exp(x * x)
+_ERF_TAYLOR = tuple(_f32(c) for c in (-1.492565035840625e-05, 0.00012055332981789664, -0.0008548327023450852,
+                                      0.005223977625442188, -0.026866170645131252, 0.11283791670955126,
+                                      -0.37612638903183754, 1.1283791670955126))
+_ERFC_P = tuple(_f32(c) for c in (5.641877825507397413087057563e-1, 9.675807882987265400604202961,
+                                  7.708161730368428609781633646e1, 3.685196154710010637133875746e2,
+                                  1.143262070703886173606073338e3, 2.320439590251635247384768711e3,
+                                  2.8980293292167655611275846e3, 1.8263348842295112592168999e3))
+_ERFC_Q = tuple(_f32(c) for c in (1.0, 1.714980943627607849376131193e1, 1.371255960500622202878443578e2,
+                                  6.617361207107653469211984771e2, 2.094384367789539593790281779e3,
+                                  4.429612803883682726711528526e3, 6.0895424232724435504633068e3,
+                                  4.95882756472114071495438422e3, 1.8263348842295112595576438e3))
+# expm1(x) below 1: its Taylor series, 1/12! down to 1/2! (times x * x, plus x)
+_EXPM1_TAYLOR = tuple(_f32(c) for c in (2.08767569878681e-09, 2.505210838544172e-08, 2.755731922398589e-07,
+                                        2.7557319223985893e-06, 2.48015873015873e-05, 0.0001984126984126984,
+                                        0.001388888888888889, 0.008333333333333333, 0.041666666666666664,
+                                        0.16666666666666666, 0.5))
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
 def _verff(x):
     x = _f32(x)
     a = abs(x)
-    z = a * a
-    p = _fmaf(_f32(-1.492565035840625e-05), z, _f32(0.00012055332981789664))
-    p = _fmaf(p, z, _f32(-0.0008548327023450852))
-    p = _fmaf(p, z, _f32(0.005223977625442188))
-    p = _fmaf(p, z, _f32(-0.026866170645131252))
-    p = _fmaf(p, z, _f32(0.11283791670955126))
-    p = _fmaf(p, z, _f32(-0.37612638903183754))
-    small = x * _fmaf(p, z, _f32(1.1283791670955126))  # the Taylor series of erf(x) / x, to x**14
+    small = x * _hornerf(a * a, _ERF_TAYLOR)
     c = min(a, _f32(4.5))  # erf is 1.0 in float32 from 3.92 on
-    n = _fmaf(_f32(5.641877825507397413087057563e-1), c, _f32(9.675807882987265400604202961))
-    n = _fmaf(n, c, _f32(7.708161730368428609781633646e1))
-    n = _fmaf(n, c, _f32(3.685196154710010637133875746e2))
-    n = _fmaf(n, c, _f32(1.143262070703886173606073338e3))
-    n = _fmaf(n, c, _f32(2.320439590251635247384768711e3))
-    n = _fmaf(n, c, _f32(2.8980293292167655611275846e3))
-    n = _fmaf(n, c, _f32(1.8263348842295112592168999e3))
-    d = c + _f32(1.714980943627607849376131193e1)
-    d = _fmaf(d, c, _f32(1.371255960500622202878443578e2))
-    d = _fmaf(d, c, _f32(6.617361207107653469211984771e2))
-    d = _fmaf(d, c, _f32(2.094384367789539593790281779e3))
-    d = _fmaf(d, c, _f32(4.429612803883682726711528526e3))
-    d = _fmaf(d, c, _f32(6.0895424232724435504633068e3))
-    d = _fmaf(d, c, _f32(4.95882756472114071495438422e3))
-    d = _fmaf(d, c, _f32(1.8263348842295112595576438e3))
-    large = _f32(1.0) - _vexpf(-c * c) * n / d
+    large = _f32(1.0) - _vexpf(-c * c) * _hornerf(c, _ERFC_P) / _hornerf(c, _ERFC_Q)
     large = large if x >= 0 else -large
     large = x if x != x else large
     return small if a < _f32(0.5) else large
@@ -265,17 +271,7 @@ def _verff(x):
 @njit(cache=CACHE, error_model='numpy', inline='always')
 def _vexpm1f(x):
     x = _f32(x)
-    p = _fmaf(_f32(2.08767569878681e-09), x, _f32(2.505210838544172e-08))
-    p = _fmaf(p, x, _f32(2.755731922398589e-07))
-    p = _fmaf(p, x, _f32(2.7557319223985893e-06))
-    p = _fmaf(p, x, _f32(2.48015873015873e-05))
-    p = _fmaf(p, x, _f32(0.0001984126984126984))
-    p = _fmaf(p, x, _f32(0.001388888888888889))
-    p = _fmaf(p, x, _f32(0.008333333333333333))
-    p = _fmaf(p, x, _f32(0.041666666666666664))
-    p = _fmaf(p, x, _f32(0.16666666666666666))
-    p = _fmaf(p, x, _f32(0.5))
-    small = _fmaf(x * x, p, x)  # the Taylor series, to x**12
+    small = _fmaf(x * x, _hornerf(x, _EXPM1_TAYLOR), x)
     small = x if x == 0 else small  # (-0)
     large = _vexpf(x) - _f32(1.0)  # from |x| = 1 on, exp's rounding is at most about an ulp of the difference
     return small if abs(x) < _f32(1.0) else large
