@@ -14,10 +14,11 @@ that they see the same machine load; medians. The 1-thread ratios are the ones t
 * a 784-128-10 MLP with GELU, cross-entropy and an SGD step, the model compiled: <= 0.8x torch eager.
 
 GELU is the tanh approximation written out in table ops here (as when this benchmark was written, before
-``nn.functional.gelu`` became a table row); torch runs its own ``F.gelu(approximate="tanh")`` kernel. Compile times come from fresh processes: *cold* with an empty kernel cache,
-*warm* with the cache the cold run filled; each gives the time to the first result (the trace, which runs eagerly)
-and to the first compiled result (the second call, which loads or compiles the fused kernels), beside eager
-numbagrad's time to its first result in a fresh process.
+``nn.functional.gelu`` became a table row); torch runs its own ``F.gelu(approximate="tanh")`` kernel. Compile
+times come from fresh processes: *cold* with an empty kernel cache, *warm* with the cache the cold run filled; each
+gives the time to the first result (the trace, which runs eagerly) and to the first compiled result (the second
+call, which loads or compiles the fused kernels), beside eager numbagrad's time to its first result in a fresh
+process.
 
 The ``time_*`` methods of the classes below are asv benchmarks (``asv run``): compiled steps after warm-up.
 """
