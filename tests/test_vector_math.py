@@ -238,10 +238,13 @@ def test_compiled_float32_rows_call_their_float32_twins():
 
 @pytest.mark.parametrize(
     ("name", "lo", "hi", "max_ulps"),
-    [("exp", -104.0, 89.0, 1), ("tanh", -25.0, 25.0, 2), ("erf", -6.0, 6.0, 2), ("expm1", -100.0, 88.7, 2)],
-)
+    [("exp", -104.0, 89.0, 1), ("tanh", -25.0, 25.0, 2), ("erf", -6.0, 6.0, 2), ("expm1", -100.0, 88.7, 2),
+     ("log", 1e-3, 1e4, 2), ("log1p", -0.999, 1e4, 2)],
+)  # fmt: skip
 def test_compiled_float32_functions_within_their_ulps(name, lo, hi, max_ulps):
-    x = np.concatenate([np.linspace(lo, hi, 200_003), np.linspace(-1.5, 1.5, 100_003)]).astype(np.float32)
+    near_zero = np.linspace(-1.5, 1.5, 100_003) if name != "log" else np.exp(np.linspace(-103.0, 88.0, 100_003))
+    x = np.concatenate([np.linspace(lo, hi, 200_003), near_zero]).astype(np.float32)
+    x = x[x > lo] if name in ("log", "log1p") else x
     out = compiled(getattr(ng, name))(ng.tensor(x)).numpy()
     if name == "erf":
         expected = np.array([math.erf(v) for v in x.astype(np.float64)])
@@ -259,9 +262,11 @@ def test_compiled_float32_functions_within_their_ulps(name, lo, hi, max_ulps):
     [
         ("erf", [(math.inf, 1.0), (-math.inf, -1.0), (-0.0, -0.0), (4.0, 1.0), (1e-40, 1.1283791670955126e-40)]),
         ("expm1", [(89.0, math.inf), (-math.inf, -1.0), (-100.0, -1.0), (-0.0, -0.0), (1e-40, 1e-40)]),
+        ("log", [(0.0, -math.inf), (-1.0, math.nan), (math.inf, math.inf), (1e-45, -103.27893), (1.0, 0.0)]),
+        ("log1p", [(-1.0, -math.inf), (-2.0, math.nan), (-0.0, -0.0), (1e-40, 1e-40), (math.inf, math.inf)]),
     ],
 )
-def test_compiled_float32_erf_and_expm1_special_values(name, pairs):
+def test_compiled_float32_special_values(name, pairs):
     x, expected = np.array(pairs + [(math.nan, math.nan)], dtype=np.float32).T
     out = compiled(getattr(ng, name))(ng.tensor(x)).numpy()
     np.testing.assert_allclose(out, expected, rtol=2e-7, atol=3e-45, equal_nan=True)  # (a subnormal: 1-2 units)
