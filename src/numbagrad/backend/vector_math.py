@@ -93,18 +93,24 @@ def _vtanh(x):
 
 @_intrinsic
 def _bits(typingctx, x):
-    # the IEEE bits of a float64, as an int64
+    # the IEEE bits of a float32 or float64, as an int of its width
+    width = x.bitwidth
+
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], _ir.IntType(64))
-    return _types.int64(_types.float64), codegen
+        return builder.bitcast(args[0], _ir.IntType(width))
+
+    return (_types.int32 if width == 32 else _types.int64)(x), codegen
 
 
 @_intrinsic
 def _from_bits(typingctx, i):
-    # the float64 whose IEEE bits are the int64 ``i``
+    # the float32 or float64 whose IEEE bits are the int32 or int64 ``i``
+    single = i.bitwidth == 32
+
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], _ir.DoubleType())
-    return _types.float64(_types.int64), codegen
+        return builder.bitcast(args[0], _ir.FloatType() if single else _ir.DoubleType())
+
+    return (_types.float32 if single else _types.float64)(i), codegen
 
 
 @njit(cache=CACHE, error_model='numpy', inline='always')
@@ -283,31 +289,13 @@ def _vexpm1f(x):
     return small if abs(x) < _f32(1.0) else large
 
 
-@_intrinsic
-def _bitsf(typingctx, x):
-    # the IEEE bits of a float32, as an int32
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], _ir.IntType(32))
-
-    return _types.int32(_types.float32), codegen
-
-
-@_intrinsic
-def _from_bitsf(typingctx, i):
-    # the float32 whose IEEE bits are the int32 ``i``
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], _ir.FloatType())
-
-    return _types.float32(_types.int32), codegen
-
-
 @njit(cache=CACHE, error_model='numpy')
 def _vlogf(x):
     x = _f32(x)
     tiny = x < _f32(1.1754943508222875e-38)  # subnormal (or 0, negative): scaled by 2**25 into the normal range
-    bits = _bitsf(x * _f32(33554432.0) if tiny else x)
+    bits = _bits(x * _f32(33554432.0) if tiny else x)
     k = (bits >> _i32(23)) - (_i32(152) if tiny else _i32(127))
-    m = _from_bitsf((bits & _i32(0x007FFFFF)) | _i32(0x3F800000))  # x = m * 2**k, m in [1, 2)
+    m = _from_bits(_i32((bits & 0x007FFFFF) | 0x3F800000))  # x = m * 2**k, m in [1, 2) (int ops widen to int64)
     big = m > _f32(1.41421356)
     m = m * _f32(0.5) if big else m  # m in (sqrt(2)/2, sqrt(2)]
     k = k + _i32(1) if big else k
