@@ -221,16 +221,14 @@ def _adjoint(x: Tensor) -> Tensor:
     return transpose(x, 0, 1)
 
 
-Tensor.T = property(_reversed_dims)
-Tensor.mT = property(_matrix_transpose)
-Tensor.H = property(_adjoint)
-
-
 def _matrix_adjoint(x: Tensor) -> Tensor:
     """``x.mH``: ``x.mT`` with its own name in torch's messages (real tensors have nothing to conjugate)."""
     return _matrix_transpose(x, "mH", "Consider using x.conj().", 1)
 
 
+Tensor.T = property(_reversed_dims)
+Tensor.mT = property(_matrix_transpose)
+Tensor.H = property(_adjoint)
 Tensor.mH = property(_matrix_adjoint)
 
 

@@ -195,7 +195,7 @@ def _foreach(update, arrays: list, scalars: tuple, static: tuple = ()) -> None:
 
 def _scalar_type(param: np.ndarray):
     """The type of an update's hyperparameters: the dtype the update computes in (float16 parameters are updated
-    in float32, as the backends run float16 kernels)."""
+    in float32: Numba has no float16, so the backends run a float16 update on float32 copies)."""
     return np.float32 if param.dtype == np.float16 else param.dtype.type
 
 
