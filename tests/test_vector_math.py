@@ -126,6 +126,36 @@ def test_exp_overflows_and_underflows_like_libm(dtype):
     assert out[2] == math.inf and out[3] == 0 and math.isnan(out[4])
 
 
+_BOTH_EXPS = """
+@njit(cache=CACHE, error_model='numpy')
+def both(x, general, nonpositive):
+    for i in range(x.shape[0]):
+        general[i] = {general}(x[i])
+        nonpositive[i] = {nonpositive}(x[i])
+"""
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_exp_of_a_nonpositive_argument_is_the_general_exp_bit_for_bit(dtype):
+    # exp(-abs(x)) (sigmoid, logsigmoid) takes the cheaper version: the same bits over the whole range, subnormal
+    # results included, and -inf, -0 and nan
+    single = dtype == "float32"
+    lo = -104.0 if single else -746.0
+    x = np.concatenate([np.linspace(lo, 0.0, 1_000_003), [-math.inf, -0.0, math.nan, lo - 1]]).astype(dtype)
+    names = ("_vexpf", "_vexpf_nonpositive") if single else ("_vexp", "_vexp_nonpositive")
+    kernel = _BOTH_EXPS.format(general=names[0], nonpositive=names[1])
+    module = codegen.load_module(
+        f"test_exps_{dtype}",
+        codegen.module_source("serial", vector_math.SOURCE, vector_math.SINGLE_SOURCE, kernel),
+    )
+    general, nonpositive = np.empty_like(x), np.empty_like(x)
+    module.both(x, general, nonpositive)
+    assert (general.view(np.uint8) == nonpositive.view(np.uint8)).all()
+    assert (nonpositive[(x > lo + 20) & (x < -1)] > 0).all() and nonpositive[-4] == 0 and np.isnan(nonpositive[-2])
+    results = nonpositive[:-4]
+    assert ((0 < results) & (results < np.finfo(dtype).tiny)).any()  # subnormal results are kept
+
+
 # log, log1p, expm1 and erf: float64 within a few ulp of a long-double (or libm, for erf) reference over their
 # ranges, float32 correctly rounded nearly everywhere, and libm's special values
 RANGES = {
@@ -232,7 +262,7 @@ def test_single_precision_twin_keeps_literals_that_float32_cannot_hold():
 def test_compiled_float32_rows_call_their_float32_twins():
     fns = [ROWS["sigmoid"].forward]
     source = codegen.functions_source(fns, "serial", inline="always", vector=True, single=fns)
-    assert "def sigmoid_f32(x):" in source and "_vexpf(-abs(x))" in source
+    assert "def sigmoid_f32(x):" in source and "_vexpf_nonpositive(-abs(x))" in source
     assert vector_math.SINGLE_SOURCE.strip() in source
 
 

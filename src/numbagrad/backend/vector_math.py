@@ -78,6 +78,23 @@ def _vexp(x):
 
 
 @njit(cache=CACHE, error_model='numpy', inline='always')
+def _vexp_nonpositive(x):
+    # _vexp for x <= 0 (or nan), as in exp(-abs(x)): nothing overflows, so one factor 2**(k + 64), normal down to
+    # the smallest k, then 2**-64 rounds a subnormal result once, as _vexp's two factors do (same results)
+    x = float(x)
+    t = max(x, -746.0)
+    k = math.floor(t * 1.4426950408889634 + 0.5)
+    r = t - k * 6.93145751953125e-1
+    r = r - k * 1.42860682030941723212e-6
+    rr = r * r
+    p = r * ((1.26177193074810590878e-4 * rr + 3.02994407707441961300e-2) * rr + 9.99999999999999999910e-1)
+    q = ((3.00198505138664455042e-6 * rr + 2.52448340349684104192e-3) * rr + 2.27265548208155028766e-1) * rr
+    e = 1.0 + 2.0 * p / (q + 2.00000000000000000009e0 - p)
+    e = e * _pow2(k + 64, e) * 5.421010862427522e-20
+    return x if x != x else e
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
 def _vtanh(x):
     x = float(x)
     a = abs(x)
@@ -216,6 +233,25 @@ def _vexpf(x):
     k = _i32(kf)
     half = k >> _i32(1)
     e = p * _pow2(half, p) * _pow2(k - half, p)
+    return x if x != x else e
+
+
+@njit(cache=CACHE, error_model='numpy')
+def _vexpf_nonpositive(x):
+    # _vexpf for x <= 0 (or nan), as in exp(-abs(x)): no upper clamp, and one factor 2**(k + 32), normal down to
+    # the smallest k, then 2**-32 rounds a subnormal result once (same results as _vexpf; sigmoid 15% faster)
+    x = _f32(x)
+    t = max(x, _f32(-104.0))
+    kf = _np.floor(_fmaf(t, _f32(1.44269504088896341), _f32(0.5)))
+    r = _fmaf(kf, _f32(-0.693359375), t)
+    r = _fmaf(kf, _f32(2.12194440e-4), r)
+    p = _fmaf(_f32(1.9875691500e-4), r, _f32(1.3981999507e-3))
+    p = _fmaf(p, r, _f32(8.3334519073e-3))
+    p = _fmaf(p, r, _f32(4.1665795894e-2))
+    p = _fmaf(p, r, _f32(1.6666665459e-1))
+    p = _fmaf(p, r, _f32(5.0000001201e-1))
+    p = _fmaf(p, r * r, r) + _f32(1.0)
+    e = p * _pow2(_i32(kf) + _i32(32), p) * _f32(2.3283064365386963e-10)
     return x if x != x else e
 
 
@@ -365,14 +401,15 @@ def _fits_single(literal: str) -> bool:
     return bool(np.isfinite(single)) and (value == 0 or single != 0)
 
 
-#: libm functions with a vectorizable float64 version in ``SOURCE``: what ``vectorized`` swaps in.
-VECTOR_FUNCTIONS = {"exp": "_vexp", "tanh": "_vtanh", "log": "_vlog", "log1p": "_vlog1p", "expm1": "_vexpm1",
-                    "erf": "_verf"}  # fmt: skip
+#: libm functions with a vectorizable float64 version in ``SOURCE``: what ``vectorized`` swaps in (``exp(-abs(``
+#: first: its argument is never positive, and ``_vexp_nonpositive`` skips what only positive arguments need).
+VECTOR_FUNCTIONS = {"exp(-abs": "_vexp_nonpositive(-abs", "exp": "_vexp", "tanh": "_vtanh", "log": "_vlog",
+                    "log1p": "_vlog1p", "expm1": "_vexpm1", "erf": "_verf"}  # fmt: skip
 
 
 #: libm functions with a float32 version in ``SINGLE_SOURCE``: what ``single_precision`` swaps in.
-SINGLE_FUNCTIONS = {"exp": "_vexpf", "tanh": "_vtanhf", "erf": "_verff", "expm1": "_vexpm1f", "log": "_vlogf",
-                    "log1p": "_vlog1pf"}  # fmt: skip
+SINGLE_FUNCTIONS = {"exp(-abs": "_vexpf_nonpositive(-abs", "exp": "_vexpf", "tanh": "_vtanhf", "erf": "_verff",
+                    "expm1": "_vexpm1f", "log": "_vlogf", "log1p": "_vlog1pf"}  # fmt: skip
 
 
 def vectorized(text: str) -> str:
