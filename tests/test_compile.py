@@ -696,6 +696,49 @@ def test_compiled_function_with_a_ctx_attribute_guards_on_its_value():
         np.testing.assert_array_equal(x.grad.numpy(), [k, k])
 
 
+class ClippedIdentity(Function):
+    """Not compiled itself: identity forward, a backward that clips the gradient (not the forward's autograd)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g.clamp(-0.5, 0.5) * (x * 0 + 1)
+
+
+def test_a_custom_function_called_in_compiled_code_runs_compiled_with_the_users_backward():
+    f = ng.compile(lambda x: (ClippedIdentity.apply(x * 3.0) * 2.0).sum())
+    v = np.array([-1.0, 0.1, 2.0])
+    for _ in range(3):  # trace; the Function's twin traces its forward and backward; replay
+        x = ng.tensor(v, requires_grad=True)
+        f(x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.5, 1.5, 1.5])  # 3 * clamp(2, -0.5, 0.5)
+    twin = ClippedIdentity.__dict__["_compiled_twin"]
+    assert twin._compiled_from is ClippedIdentity and twin.__name__ == "ClippedIdentity"
+    assert twin in f.plans[0].replay.__globals__.values()  # the plan replays the twin, not the class
+    assert [repr(g) for p in twin.forward.plans for g in p.groups] == ["<fused group g0: mul>"]
+    assert twin.backward.plans  # the user's backward, traced and replayed
+    eager = ng.tensor(v, requires_grad=True)
+    (ClippedIdentity.apply(eager * 3.0) * 2.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), eager.grad.numpy())
+    assert "_compiled_twin" not in Swish.__dict__  # an already compiled class replays as itself
+
+
+def test_a_custom_function_in_a_compiled_module_keeps_its_node_name():
+    class Net(ng.nn.Module):
+        def forward(self, x):
+            return ClippedIdentity.apply(x).tanh()
+
+    net = ng.compile(Net())
+    for _ in range(2):
+        y = net(ng.tensor([0.3, -0.2], requires_grad=True))
+    assert type(y.grad_fn.next_functions[0][0]).__name__ == "ClippedIdentityBackward"
+
+
 def test_compiled_new_style_function():
     @ng.compile
     class Cube(Function):

@@ -16,7 +16,7 @@ import numbagrad as ng
 if not ng.cuda.is_available():
     pytest.skip("no CUDA GPU, and NUMBA_ENABLE_CUDASIM=1 is not set", allow_module_level=True)
 
-from test_compile import ROW_CALLS, _swish_class, chains, check_chain, row_program  # noqa: E402
+from test_compile import ROW_CALLS, ClippedIdentity, _swish_class, chains, check_chain, row_program  # noqa: E402
 
 
 @pytest.mark.torch
@@ -102,3 +102,12 @@ def test_compiled_custom_function_hands_its_backward_the_forward_values_on_cuda(
     s = 1 / (1 + np.exp(-v))
     np.testing.assert_allclose(y.detach().cpu().numpy(), v * s, rtol=1e-12)
     np.testing.assert_allclose(x.grad.cpu().numpy(), s + v * s * (1 - s), rtol=1e-12)
+
+
+def test_a_custom_function_called_in_compiled_code_runs_compiled_on_cuda():
+    f = ng.compile(lambda x: (ClippedIdentity.apply(x * 3.0) * 2.0).sum())
+    for _ in range(3):
+        x = ng.tensor([-1.0, 0.1, 2.0], requires_grad=True, device="cuda")
+        f(x).backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [1.5, 1.5, 1.5])
+    assert ClippedIdentity.__dict__["_compiled_twin"].forward.plans

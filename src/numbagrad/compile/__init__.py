@@ -27,7 +27,7 @@ import types
 
 from ..autograd.function import Function
 from ._api import CompiledFunction, CompiledModule
-from ._function import compile_function_class
+from ._function import compile_function_class, compiled_twin
 from ._trace import GraphBreakError
 
 __all__ = ["CompiledFunction", "CompiledModule", "GraphBreakError", "compile"]
@@ -42,10 +42,10 @@ def compile(fn_or_module=None, *, fullgraph: bool = False, dynamic: bool = False
         return compile_function_class(fn_or_module, fullgraph=fullgraph, dynamic=dynamic)
     module_cls = _module_class()
     if module_cls is not None and isinstance(fn_or_module, module_cls):
-        return CompiledModule(fn_or_module, fullgraph=fullgraph, dynamic=dynamic)
+        return CompiledModule(fn_or_module, fullgraph=fullgraph, dynamic=dynamic, function_class=compiled_twin)
     if not callable(fn_or_module):
         raise TypeError(f"numbagrad.compile expects a callable, a Module or a Function class, got {fn_or_module!r}")
-    return CompiledFunction(fn_or_module, fullgraph=fullgraph, dynamic=dynamic)
+    return CompiledFunction(fn_or_module, fullgraph=fullgraph, dynamic=dynamic, function_class=compiled_twin)
 
 
 def _module_class():

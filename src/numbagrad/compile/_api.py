@@ -50,8 +50,11 @@ def _meta(t: Tensor, dynamic: bool) -> tuple:
 class CompiledFunction:
     """A compiled callable: a plan per guard key, replayed without Python tracing."""
 
-    def __init__(self, fn, *, fullgraph: bool = False, dynamic: bool = False, roots=None, guard=None) -> None:
+    def __init__(
+        self, fn, *, fullgraph: bool = False, dynamic: bool = False, roots=None, guard=None, function_class=None
+    ) -> None:
         self.fn = fn
+        self.function_class = function_class  # see ``Plan``: how the custom Functions it calls replay
         self.fullgraph = fullgraph
         self.dynamic = dynamic
         self.roots = [fn] if roots is None else roots
@@ -122,7 +125,7 @@ class CompiledFunction:
             self.graph_breaks.append(rec.broken)
             return out
         try:
-            plan = Plan(trace)
+            plan = Plan(trace, self.function_class)
         except Exception as err:  # a planner bug must not cost the user a result: this key runs eagerly
             if self.fullgraph:
                 raise
@@ -152,7 +155,7 @@ class CompiledModule:
     """A module whose forward is compiled. Everything else (parameters, ``state_dict``, ``train()``, hooks,
     attributes) is the original module's, reached through this wrapper."""
 
-    def __init__(self, module, *, fullgraph: bool = False, dynamic: bool = False) -> None:
+    def __init__(self, module, *, fullgraph: bool = False, dynamic: bool = False, function_class=None) -> None:
         object.__setattr__(self, "_orig_mod", module)
         compiled = CompiledFunction(
             module.forward,
@@ -160,6 +163,7 @@ class CompiledModule:
             dynamic=dynamic,
             roots=[module, module.forward],
             guard=lambda: module.training,
+            function_class=function_class,
         )
         object.__setattr__(self, "forward", compiled)
 

@@ -196,7 +196,9 @@ class _CompiledCtxMethod(CompiledFunction):
     with the ctx handled as described in the module docstring."""
 
     def __init__(self, fn, kind: str, fullgraph: bool, dynamic: bool, owner_roots) -> None:
-        super().__init__(fn, fullgraph=fullgraph, dynamic=dynamic, roots=[fn, *owner_roots])
+        super().__init__(
+            fn, fullgraph=fullgraph, dynamic=dynamic, roots=[fn, *owner_roots], function_class=compiled_twin
+        )
         self.kind = kind
         self.forward = None  # (backward) the compiled forward, whose values it may share
         self._traces: dict = {}  # (forward) guard key -> its trace, to plan again with shared values
@@ -247,7 +249,7 @@ class _CompiledCtxMethod(CompiledFunction):
             self._plans[key] = _EAGER
             self.graph_breaks.append(rec.broken)
         else:
-            self._plans[key] = Plan(trace)
+            self._plans[key] = Plan(trace, self.function_class)
             self._traces[key] = trace
             ctx._compiled_key = key
         return out
@@ -262,8 +264,8 @@ class _CompiledCtxMethod(CompiledFunction):
             return
         new_forward, new_backward = found
         shared = _Shared()
-        shared.plans[backward_key] = Plan(new_backward)
-        self._plans[key] = Plan(new_forward)
+        shared.plans[backward_key] = Plan(new_backward, self.function_class)
+        self._plans[key] = Plan(new_forward, self.function_class)
         self._shared[key] = shared
 
     # backward
@@ -320,7 +322,7 @@ class _CompiledCtxMethod(CompiledFunction):
             entry[1][values] = _EAGER
             self.graph_breaks.append(rec.broken)
         else:
-            entry[1][values] = Plan(trace)
+            entry[1][values] = Plan(trace, self.function_class)
             forward_key = ctx.__dict__.get("_compiled_key")
             if forward_key is not None and not names and not key[0] and self.forward is not None:
                 # no ctx attributes read, no create_graph (shared values carry no graph): share what it can
@@ -347,7 +349,9 @@ def compile_function_class(cls, *, fullgraph: bool = False, dynamic: bool = Fals
     forward = cls.forward
     compiled_forward = None
     if cls._new_style:
-        attrs["forward"] = staticmethod(CompiledFunction(forward, fullgraph=fullgraph, dynamic=dynamic, roots=roots))
+        attrs["forward"] = staticmethod(
+            CompiledFunction(forward, fullgraph=fullgraph, dynamic=dynamic, roots=roots, function_class=compiled_twin)
+        )
     else:
         compiled_forward = _CompiledCtxMethod(forward, "forward", fullgraph, dynamic, roots)
         attrs["forward"] = staticmethod(compiled_forward)
@@ -360,3 +364,21 @@ def compile_function_class(cls, *, fullgraph: bool = False, dynamic: bool = Fals
     compiled = type(cls)(cls.__name__, (cls,), attrs)
     compiled._compiled_from = cls
     return compiled
+
+
+def compiled_twin(cls: type) -> type:
+    """What a plan replays for a custom Function that the traced code called: its compiled twin (made on first
+    need, kept on the class), so that its forward and its own backward run fused kernels too, as under
+    ``@numbagrad.compile`` (torch.compile traces into autograd.Functions too). A forward that cannot be traced
+    runs eagerly inside the twin, with the same results. numbagrad's own ops and compiled classes replay as they
+    are, and so does a class the twin cannot be made for."""
+    if cls.__module__.startswith("numbagrad.") or "_compiled_from" in cls.__dict__:
+        return cls
+    twin = cls.__dict__.get("_compiled_twin")
+    if twin is None:
+        try:
+            twin = compile_function_class(cls)
+        except Exception:  # (a class the subclassing cannot handle: its eager apply still gives the result)
+            twin = cls
+        cls._compiled_twin = twin
+    return twin

@@ -261,8 +261,10 @@ def _build_group(rows: list, shape: tuple, red, values, uses, label: str) -> _Gr
 class Plan:
     """A traced function, ready to replay: ``plan(*tensors)`` runs it on new inputs of the same guard key."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, function_class=None) -> None:
         self.trace = trace
+        # what a custom Function the traced code called replays as (``_function.compiled_twin``), or itself
+        self.function_class = function_class
         self.groups: list[Group] = []
         self.items = self._partition(trace)
         self.source, self.replay = self._generate()
@@ -370,7 +372,8 @@ class Plan:
                 call = ", ".join(expr(a) for a in item.args[1])
                 if item.kwargs:
                     call += "".join(f", **{{{const(k)}: {expr(v)}}}" for k, v in item.kwargs[1])
-                body.append(f"{target(item.out)} = {const(item.cls)}.apply({call})")
+                cls = item.cls if self.function_class is None else self.function_class(item.cls)
+                body.append(f"{target(item.out)} = {const(cls)}.apply({call})")
             elif isinstance(item, MethodStep):
                 call = ", ".join(expr(a) for a in item.args)
                 line = f"v{item.target}.{item.name}({call})"
