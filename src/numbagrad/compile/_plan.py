@@ -3,8 +3,9 @@
 A group is a maximal run of consecutive recorded table rows (same grad mode and device, portable scalar functions,
 broadcast-compatible shapes), closed by an optional ``sum``/``mean``/``amax`` of one of its values. Within a run,
 a value smaller than the run's iteration shape that is needed outside it is computed by its own group first (rows
-have no side effects, so they may move up within their run). Every other recorded op (matmul, shape, indexing,
-custom Functions) replays with its own ``apply``, between groups.
+have no side effects, so they may move up within their run). Every other recorded op (matmul, shape, indexing)
+replays with its own ``apply``, between groups; a user's custom Function replays its compiled twin (given as
+``function_class``: ``_function.compiled_twin``), whose forward and backward run their own plans.
 
 The replay function is generated Python: one line per group or op, guard checks done by the caller. Building it
 and the groups is the whole compile step in Python; kernels compile (or load from Numba's disk cache) on their
