@@ -822,6 +822,27 @@ def test_create_graph_through_a_group_gives_the_second_derivative():
     np.testing.assert_allclose(x.grad.numpy(), [6.0, 12.0])
 
 
+def test_a_stride_0_operand_is_passed_as_the_elements_it_repeats():
+    from numbagrad.compile._group import _compact
+
+    one = np.array(2.5, np.float32)
+    seed = np.ndarray((3, 4), one.dtype, one, 0, (0, 0))  # what a sum's backward hands on
+    small = _compact(seed)
+    assert small.shape == (1, 1) and small[0, 0] == 2.5 and np.shares_memory(small, one)
+    rows = np.broadcast_to(np.arange(4.0), (3, 4))  # stride 0 along dim 0 only: one row
+    np.testing.assert_array_equal(_compact(rows), [[0.0, 1.0, 2.0, 3.0]])
+
+
+def test_a_compiled_backward_reads_the_sums_gradient_in_place_and_stays_right():
+    swish = _swish_class()
+    v = np.linspace(-2.0, 2.0, 6).reshape(2, 3)
+    for _ in range(3):
+        x = ng.tensor(v, requires_grad=True)
+        (swish.apply(x).sum() * 3.0).backward()
+    s = 1 / (1 + np.exp(-v))
+    np.testing.assert_allclose(x.grad.numpy(), 3.0 * (s + v * s * (1 - s)), rtol=1e-12)
+
+
 def test_gradient_of_a_broadcast_input_is_reduced_to_its_shape():
     f = ng.compile(lambda x, b, c: (ng.sigmoid(x + b) * c).sum())
     for _ in range(2):

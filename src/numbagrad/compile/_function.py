@@ -220,7 +220,7 @@ class _CompiledCtxMethod(CompiledFunction):
             return self.fn(ctx, *args)
         if plan is None:
             return self._trace_forward(key, ctx, args, leaves)
-        result = plan(*leaves)
+        result = plan.replay(*leaves)
         _apply_effects(ctx, result[1])
         if len(result) == 3:  # values the backward would compute again (see _Shared)
             ctx._compiled_shared = (self._shared[key], result[2])
@@ -278,16 +278,20 @@ class _CompiledCtxMethod(CompiledFunction):
             for t in group:
                 if t is None:
                     parts.append(None)
-                else:
+                elif dynamic:
                     tensors.append(t)
                     parts.append(_meta(t, dynamic))
+                else:  # _meta, inline
+                    tensors.append(t)
+                    d = t._data
+                    parts.append((d.shape, d.strides, d.dtype, t._requires_grad or t.grad_fn is not None, type(d)))
             parts.append(len(group))
         key = tuple(parts)
         shared = ctx.__dict__.get("_compiled_shared")
         if shared is not None:
             plan = shared[0].plans.get(key)
             if plan is not None:
-                return plan(*tensors, *shared[1])
+                return plan.replay(*tensors, *shared[1])
         entry = self._plans.get(key)
         if entry is not None:
             names, plans = entry
@@ -295,7 +299,7 @@ class _CompiledCtxMethod(CompiledFunction):
             if plan is _EAGER:
                 return self.fn(ctx, *grads)
             if plan is not None:
-                return plan(*tensors)
+                return plan.replay(*tensors)
         return self._trace_backward(key, ctx, saved, grads, tensors)
 
     def _trace_backward(self, key, ctx, saved, grads, tensors):

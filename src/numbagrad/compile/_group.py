@@ -83,6 +83,9 @@ def _compact(g):
     if isinstance(g, np.ndarray):
         if g.flags.c_contiguous:
             return g
+        base = g.base  # a sum's gradient: a stride-0 view of one element, made directly (0.3 us, not 1.5)
+        if base is not None and base.size == 1 and g.size and base.dtype == g.dtype and not any(g.strides):
+            return base.reshape((1,) * g.ndim)
         index = tuple(slice(0, 1) if st == 0 and n > 1 else slice(None) for st, n in zip(g.strides, g.shape))
         small = g[index]
         return small if small.flags.c_contiguous else np.ascontiguousarray(small)
@@ -250,24 +253,34 @@ class Group:
         return tuple(outs)
 
     def _run_plain(self, inputs: tuple) -> tuple:
-        """No node: the forward kernel only (C-contiguous inputs of a known layout launch it at once)."""
-        datas, shapes = [], []
+        """No node: the forward kernel only. Inputs of a known layout launch it at once: C-contiguous ones, and a
+        stride-0 view of one element (the gradient a sum hands back), passed as that element (``operands``)."""
+        datas, shapes, ops, op_shapes = [], [], [], []
+        compacted = False
         for t in inputs:
             d = t._data
             datas.append(d)
             shapes.append(d.shape)
+            if ops is None:
+                continue
             if not d.flags.c_contiguous:
-                shapes = None
-                break
+                if not (isinstance(d, np.ndarray) and d.size and not any(d.strides)):
+                    ops = None
+                    continue
+                d = _compact(d)
+                compacted = True
+            ops.append(d)
+            op_shapes.append(d.shape)
         launch = None
-        if shapes is not None:
-            lay = self._layouts.get(tuple(shapes))
+        if ops is not None:
+            key = (tuple(shapes), tuple(op_shapes)) if compacted else tuple(shapes)
+            lay = self._layouts.get(key)
             if lay is not None and lay.n:
                 launch = lay.kernels.get(())
         if launch is not None:
-            arrays = launch(datas)[0]
+            arrays = launch(ops)[0]
         else:
-            arrays = self.forward_arrays([t._data for t in inputs], None)
+            arrays = self.forward_arrays(datas, None)
         outs = []
         for a in arrays:
             outs.append(Tensor._make(a))
