@@ -384,5 +384,8 @@ def compiled_twin(cls: type) -> type:
             twin = compile_function_class(cls)
         except Exception:  # (a class the subclassing cannot handle: its eager apply still gives the result)
             twin = cls
-        cls._compiled_twin = twin
+        try:
+            cls._compiled_twin = twin
+        except (AttributeError, TypeError):  # (a metaclass that refuses attributes: made again per plan)
+            pass
     return twin
