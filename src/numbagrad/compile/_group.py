@@ -84,7 +84,7 @@ def _compact(g):
         if g.flags.c_contiguous:
             return g
         base = g.base  # a sum's gradient: a stride-0 view of one element, made directly (0.3 us, not 1.5)
-        if base is not None and base.size == 1 and g.size and base.dtype == g.dtype and not any(g.strides):
+        if isinstance(base, np.ndarray) and base.size == 1 and g.size and base.dtype == g.dtype and not any(g.strides):
             return base.reshape((1,) * g.ndim)
         index = tuple(slice(0, 1) if st == 0 and n > 1 else slice(None) for st, n in zip(g.strides, g.shape))
         small = g[index]
