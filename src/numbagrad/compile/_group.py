@@ -253,34 +253,20 @@ class Group:
         return tuple(outs)
 
     def _run_plain(self, inputs: tuple) -> tuple:
-        """No node: the forward kernel only. Inputs of a known layout launch it at once: C-contiguous ones, and a
-        stride-0 view of one element (the gradient a sum hands back), passed as that element (``operands``)."""
-        datas, shapes, ops, op_shapes = [], [], [], []
-        compacted = False
+        """No node: the forward kernel only. Inputs of a known layout launch it at once: C-contiguous ones as they
+        are, others (a sum's stride-0 gradient) as ``operands`` makes them."""
+        datas, shapes = [], []
+        contiguous = True
         for t in inputs:
             d = t._data
             datas.append(d)
             shapes.append(d.shape)
-            if ops is None:
-                continue
-            if not d.flags.c_contiguous:
-                if not (isinstance(d, np.ndarray) and d.size and not any(d.strides)):
-                    ops = None
-                    continue
-                d = _compact(d)
-                compacted = True
-            ops.append(d)
-            op_shapes.append(d.shape)
-        launch = None
-        if ops is not None:
-            key = (tuple(shapes), tuple(op_shapes)) if compacted else tuple(shapes)
-            lay = self._layouts.get(key)
-            if lay is not None and lay.n:
-                launch = lay.kernels.get(())
-        if launch is not None:
-            arrays = launch(ops)[0]
-        else:
-            arrays = self.forward_arrays(datas, None)
+            if contiguous and not d.flags.c_contiguous:
+                contiguous = False
+        ops, key = (datas, tuple(shapes)) if contiguous else self.operands(datas, None)
+        lay = self._layouts.get(key)
+        launch = lay.kernels.get(()) if lay is not None and lay.n else None
+        arrays = launch(ops)[0] if launch is not None else self.forward_arrays(datas, None)
         outs = []
         for a in arrays:
             outs.append(Tensor._make(a))
