@@ -278,13 +278,9 @@ class _CompiledCtxMethod(CompiledFunction):
             for t in group:
                 if t is None:
                     parts.append(None)
-                elif dynamic:
+                else:
                     tensors.append(t)
                     parts.append(_meta(t, dynamic))
-                else:  # _meta, inline
-                    tensors.append(t)
-                    d = t._data
-                    parts.append((d.shape, d.strides, d.dtype, t._requires_grad or t.grad_fn is not None, type(d)))
             parts.append(len(group))
         key = tuple(parts)
         shared = ctx.__dict__.get("_compiled_shared")
