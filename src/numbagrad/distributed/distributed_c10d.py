@@ -25,6 +25,7 @@ from .. import cuda, ops
 from .._tensor import Tensor
 
 _MPI = None
+ABORT_GRACE_SECONDS = 0.3  # an aborting rank's wait for its traceback to reach the launcher (see below)
 
 
 def _mpi():
@@ -414,6 +415,9 @@ def _abort_on_exception(exc_type, exc, tb) -> None:
     sys.stderr.write("".join(f"[rank{rank}]: {line}" for line in text.splitlines(True)))
     sys.stderr.write(f"[rank{rank}]: numbagrad.distributed: uncaught exception, aborting the job (MPI Abort)\n")
     sys.stderr.flush()
+    # the launcher forwards a rank's output from a pipe, and tearing the job down can beat it there: once in a full
+    # test run the whole traceback was lost (an empty output); a moment's wait lets it through first
+    time.sleep(ABORT_GRACE_SECONDS)
     MPI.COMM_WORLD.Abort(1)
 
 
