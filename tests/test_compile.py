@@ -6,7 +6,9 @@ The helpers (``CHAIN_OPS``, ``run_chain``, ``check_chain``, ``row_program``) are
 
 from __future__ import annotations
 
+import copy
 import os
+import pickle
 import subprocess
 import sys
 import warnings
@@ -507,12 +509,75 @@ def test_compiled_module_sees_a_new_batch_size_and_keeps_the_modules_state():
         x = ng.randn(batch, 4)
         out = cm(x)
         np.testing.assert_allclose(out.detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
-    assert list(cm.state_dict()) == list(model.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert list(model.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
     assert [id(p) for p in cm.parameters()] == [id(p) for p in model.parameters()]
     assert cm.eval() is cm and model.training is False
     assert cm.train() is cm and model.training is True
     out.sum().backward()
     assert model[0].weight.grad is not None
+
+
+def test_compiled_module_is_a_module_laid_out_as_torchs():
+    nn = ng.nn
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    cm = ng.compile(model)
+    assert isinstance(cm, nn.Module) and type(cm).__name__ == "OptimizedModule"
+    assert cm._orig_mod is model
+    assert repr(cm) == (
+        "OptimizedModule(\n  (_orig_mod): Sequential(\n    (0): Linear(in_features=3, out_features=2, bias=True)\n"
+        "    (1): ReLU()\n  )\n)"
+    )
+    assert [name for name, _ in cm.named_parameters()] == ["_orig_mod.0.weight", "_orig_mod.0.bias"]
+    state = cm.state_dict()
+    assert list(state) == ["_orig_mod.0.weight", "_orig_mod.0.bias"]
+    assert np.shares_memory(state["_orig_mod.0.weight"].numpy(), model[0].weight.detach().numpy())
+    assert list(cm._orig_mod.state_dict()) == ["0.weight", "0.bias"]
+    assert len(cm) == 2
+
+
+def test_compiled_module_loads_a_compiled_modules_state_dict():
+    nn = ng.nn
+    ng.manual_seed(0)
+    source, target = ng.compile(nn.Linear(3, 2)), ng.compile(nn.Linear(3, 2))
+    target.load_state_dict(source.state_dict())
+    x = ng.randn(4, 3)
+    np.testing.assert_array_equal(target(x).detach().numpy(), source(x).detach().numpy())
+
+
+def test_compiled_module_reads_and_writes_attributes_through_to_the_original():
+    layer = ng.nn.Linear(2, 2)
+    cm = ng.compile(layer)
+    cm.scale = 3
+    assert layer.scale == 3 and "scale" not in cm.__dict__
+    assert cm.in_features == 2
+    cm.eval()
+    assert layer.training is False and cm.training is False
+    layer.train()
+    assert cm.training is True
+
+
+def test_a_copied_or_pickled_compiled_module_compiles_its_own_copy():
+    nn = ng.nn
+    ng.manual_seed(0)
+    cm = ng.compile(nn.Sequential(nn.Linear(3, 4), nn.Tanh()))
+    x = ng.randn(5, 3)
+    expected = cm(x).detach().numpy()
+    for other in (copy.deepcopy(cm), pickle.loads(pickle.dumps(cm))):
+        assert type(other).__name__ == "OptimizedModule" and other._orig_mod is not cm._orig_mod
+        np.testing.assert_array_equal(other(x).detach().numpy(), expected)
+        with ng.no_grad():
+            other._orig_mod[0].bias.add_(1.0)
+        assert not np.array_equal(other(x).detach().numpy(), expected)  # its own parameters
+    np.testing.assert_array_equal(cm(x).detach().numpy(), expected)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (torch.compile's first use imports torch.jit)
+def test_compiled_module_prints_and_names_its_state_as_torch():
+    torch = pytest.importorskip("torch")
+    ng_model = ng.compile(ng.nn.Sequential(ng.nn.Linear(3, 2), ng.nn.ReLU()))
+    torch_model = torch.compile(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU()))
+    assert repr(ng_model) == repr(torch_model)
+    assert list(ng_model.state_dict()) == list(torch_model.state_dict())
 
 
 def test_compiled_module_follows_parameter_updates():

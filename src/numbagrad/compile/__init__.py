@@ -14,6 +14,10 @@ one backward and one node in the eager graph (``_group``); other ops replay with
 be traced (``.item()``, ``print``, data-dependent control flow, in-place updates, tensors made by untraced code)
 breaks the graph: that key runs eagerly, or with ``fullgraph=True`` raises ``GraphBreakError`` naming the line.
 
+A compiled module is an ``OptimizedModule`` (torch's name and layout): an ``nn.Module`` whose child ``_orig_mod``
+is the original module, its forward compiled; parameters and ``training`` are the original's, and ``state_dict``
+keys carry the ``_orig_mod.`` prefix, as torch's do.
+
 Not guarded (as documented limits): Python values read from globals or module attributes other than tensors
 (they are baked into the plan), and a parameter *replaced* by a new tensor object (in-place updates are seen).
 
@@ -27,11 +31,12 @@ import sys
 import types
 
 from ..autograd.function import Function
-from ._api import CompiledFunction, CompiledModule
+from ..nn.module import Module
+from ._api import CompiledFunction, CompiledModule, OptimizedModule
 from ._function import compile_function_class, compiled_twin
 from ._trace import GraphBreakError
 
-__all__ = ["CompiledFunction", "CompiledModule", "GraphBreakError", "compile"]
+__all__ = ["CompiledFunction", "CompiledModule", "GraphBreakError", "OptimizedModule", "compile"]
 
 
 def compile(fn_or_module=None, *, fullgraph: bool = False, dynamic: bool = False, **options):  # noqa: A001
@@ -41,17 +46,11 @@ def compile(fn_or_module=None, *, fullgraph: bool = False, dynamic: bool = False
         return lambda f: compile(f, fullgraph=fullgraph, dynamic=dynamic, **options)
     if isinstance(fn_or_module, type) and issubclass(fn_or_module, Function):
         return compile_function_class(fn_or_module, fullgraph=fullgraph, dynamic=dynamic)
-    module_cls = _module_class()
-    if module_cls is not None and isinstance(fn_or_module, module_cls):
-        return CompiledModule(fn_or_module, fullgraph=fullgraph, dynamic=dynamic, function_class=compiled_twin)
+    if isinstance(fn_or_module, Module):
+        return OptimizedModule(fn_or_module, fullgraph=fullgraph, dynamic=dynamic, function_class=compiled_twin)
     if not callable(fn_or_module):
         raise TypeError(f"numbagrad.compile expects a callable, a Module or a Function class, got {fn_or_module!r}")
     return CompiledFunction(fn_or_module, fullgraph=fullgraph, dynamic=dynamic, function_class=compiled_twin)
-
-
-def _module_class():
-    nn = sys.modules.get("numbagrad.nn")  # a Module exists only if numbagrad.nn was imported
-    return nn.Module if nn is not None else None
 
 
 class _CallableModule(types.ModuleType):

@@ -8,6 +8,7 @@ import types
 from .._tensor import Tensor
 from .._types import _default_float  # get_default_dtype() is _default_float[0]
 from ..autograd.grad_mode import state
+from ..nn.module import Module
 from ._plan import Plan
 from ._trace import Recorder
 
@@ -151,12 +152,28 @@ class CompiledFunction:
             self._plans[key] = plan
 
 
-class CompiledModule:
-    """A module whose forward is compiled. Everything else (parameters, ``state_dict``, ``train()``, hooks,
-    attributes) is the original module's, reached through this wrapper."""
+class OptimizedModule(Module):
+    """What ``numbagrad.compile(module)`` returns, laid out as torch's ``OptimizedModule``: a Module whose one child,
+    ``_orig_mod``, is the original module, and whose forward runs the original's hooks around its compiled forward.
 
-    def __init__(self, module, *, fullgraph: bool = False, dynamic: bool = False, function_class=None) -> None:
-        object.__setattr__(self, "_orig_mod", module)
+    Parameters, buffers and ``training`` are the original's: ``parameters()`` yields the same tensors, ``train()``
+    and ``eval()`` reach it, and ``state_dict`` keys carry the ``_orig_mod.`` prefix, as torch's do
+    (``compiled._orig_mod.state_dict()`` has the original's keys). Any other attribute reads and writes through to
+    the original. Copies and pickles hold the original and compile its forward again."""
+
+    _OWN = frozenset({"_orig_mod", "_compiled", "_options", "forward", "__dict__"})  # set here, not on the original
+
+    def __init__(self, module: Module, *, fullgraph: bool = False, dynamic: bool = False, function_class=None) -> None:
+        object.__setattr__(self, "_orig_mod", module)  # first: attribute access reads through to it
+        super().__init__()
+        del self.__dict__["training"]  # the property below mirrors the original's
+        self._modules["_orig_mod"] = module
+        object.__setattr__(self, "_options", (fullgraph, dynamic, function_class))
+        self._compile()
+
+    def _compile(self) -> None:
+        module = self._orig_mod
+        fullgraph, dynamic, function_class = self._options
         compiled = CompiledFunction(
             module.forward,
             fullgraph=fullgraph,
@@ -165,51 +182,58 @@ class CompiledModule:
             guard=lambda: module.training,
             function_class=function_class,
         )
-        object.__setattr__(self, "forward", compiled)
+        object.__setattr__(self, "_compiled", compiled)
 
-    def __call__(self, *args, **kwargs):
-        module = self._orig_mod
-        for hook in module._forward_pre_hooks.values():
-            result = hook(module, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
-        for hook in module._forward_hooks.values():
-            result = hook(module, args, output)
-            if result is not None:
-                output = result
-        return output
+    def forward(self, *args, **kwargs):
+        """The original's forward pre-hooks, its compiled forward, then its forward hooks (outside the compiled
+        code, so they run on every call)."""
+        return self._orig_mod._call_with_hooks(self._compiled, args, kwargs)
+
+    @property
+    def training(self) -> bool:  # type: ignore[override]
+        """The original module's mode (``train()``/``eval()`` on either set it)."""
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        self._orig_mod.training = value
+
+    @property
+    def graph_breaks(self) -> list:
+        """(reason, location) of each guard key whose trace broke (see ``CompiledFunction``)."""
+        return self._compiled.graph_breaks
 
     def __getattr__(self, name: str):
+        if name == "_orig_mod":  # (only while unpickling, before __setstate__ restores it)
+            raise AttributeError(name)
         return getattr(self._orig_mod, name)
 
     def __setattr__(self, name: str, value) -> None:
-        setattr(self._orig_mod, name, value)
+        if name in self._OWN or hasattr(type(self), name):
+            super().__setattr__(name, value)
+        else:
+            setattr(self._orig_mod, name, value)
 
     def __delattr__(self, name: str) -> None:
-        delattr(self._orig_mod, name)
+        if name in self._OWN or hasattr(type(self), name):
+            super().__delattr__(name)
+        else:
+            delattr(self._orig_mod, name)
+
+    def __len__(self) -> int:
+        return len(self._orig_mod)
 
     def __dir__(self) -> list:
-        return sorted(set(dir(self._orig_mod)) | {"_orig_mod", "forward"})
+        return sorted(set(dir(self._orig_mod)) | set(super().__dir__()))
 
-    def __repr__(self) -> str:
-        return f"CompiledModule({self._orig_mod!r})"
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_compiled", None)  # plans and kernels are this process's: compiled again after loading
+        return state
 
-    def _self_returning(name: str):  # noqa: N805 - builds methods
-        def method(self, *args, **kwargs):
-            getattr(self._orig_mod, name)(*args, **kwargs)
-            return self
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._compile()
 
-        method.__name__ = name
-        method.__doc__ = f"Call ``{name}`` on the wrapped module and return this compiled wrapper (as torch's)."
-        return method
 
-    train = _self_returning("train")
-    eval = _self_returning("eval")
-    to = _self_returning("to")
-    cuda = _self_returning("cuda")
-    cpu = _self_returning("cpu")
-    float = _self_returning("float")
-    double = _self_returning("double")
-    requires_grad_ = _self_returning("requires_grad_")
-    del _self_returning
+CompiledModule = OptimizedModule  # the name this class had before it took torch's

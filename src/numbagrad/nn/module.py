@@ -97,11 +97,16 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        return self._call_with_hooks(self.forward, args, kwargs)
+
+    def _call_with_hooks(self, forward: Callable, args: tuple, kwargs: dict):
+        """``forward(*args, **kwargs)`` between this module's forward pre-hooks and forward hooks: what calling the
+        module does (a compiled module runs its original's hooks around the compiled forward with it)."""
         for hook in self._forward_pre_hooks.values():
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
+        output = forward(*args, **kwargs)
         for hook in self._forward_hooks.values():
             result = hook(self, args, output)
             if result is not None:
