@@ -603,6 +603,86 @@ def test_compiled_module_keeps_forward_hooks():
     assert seen == [(3, 2), (3, 2)]
 
 
+# --- numbagrad.compiler ----------------------------------------------------------------------------------------
+def test_a_disabled_helper_breaks_the_graph_and_runs_eagerly():
+    @ng.compiler.disable
+    def helper(x):
+        return x * 3
+
+    f = ng.compile(lambda x: helper(x + 1).sum())
+    x = ng.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(2):
+        x.grad = None
+        out = f(x)
+        out.backward()
+        assert out.item() == 15.0
+        np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+    assert [reason for reason, _ in f.graph_breaks] == [
+        "calls " + helper.__qualname__ + ", marked numbagrad.compiler.disable"
+    ]
+
+
+def test_a_disabled_helper_under_fullgraph_is_an_error_naming_the_reason():
+    helper = ng.compiler.disable(lambda x: x * 3, reason="host code")
+    f = ng.compile(lambda x: helper(x) + 1, fullgraph=True)
+    with pytest.raises(GraphBreakError, match=r"marked numbagrad.compiler.disable \(host code\)"):
+        f(ng.ones(2))
+
+
+def test_a_disabled_function_called_eagerly_is_the_function():
+    @ng.compiler.disable(reason="why not")
+    def double(x):
+        """Twice x."""
+        return x * 2
+
+    np.testing.assert_array_equal(double(ng.tensor([1.0, 4.0])).numpy(), [2.0, 8.0])
+    assert double.__name__ == "double" and double.__doc__ == "Twice x."
+
+
+def test_is_compiling_is_true_only_while_tracing_so_replays_keep_the_compiled_branch():
+    assert ng.compiler.is_compiling() is False
+
+    def fn(x):
+        return x * 2 if ng.compiler.is_compiling() else x * 3
+
+    f = ng.compile(fn)
+    for _ in range(2):  # the trace, then the replay of what it recorded
+        np.testing.assert_array_equal(f(ng.tensor([1.0, 2.0])).numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(fn(ng.tensor([1.0, 2.0])).numpy(), [3.0, 6.0])
+    assert ng.compiler.is_dynamo_compiling is ng.compiler.is_compiling
+
+
+def test_reset_makes_every_compiled_callable_trace_again():
+    f = ng.compile(lambda x: (x * 2).sum())
+    cm = ng.compile(ng.nn.Linear(2, 1))
+    swish = _swish_class()
+    x = ng.tensor([1.0, -2.0], requires_grad=True)
+    f(x), cm(x), swish.apply(x).sum().backward()
+    assert f.plans and cm._compiled.plans and swish.forward.plans and swish.backward.plans
+    ng.compiler.reset()
+    assert not f.plans and not cm._compiled.plans and not swish.forward.plans and not swish.backward.plans
+    assert f(x).item() == -2.0 and f.plans  # traced again, same result
+    x.grad = None
+    swish.apply(x).sum().backward()
+    s = 1 / (1 + np.exp(-np.array([1.0, -2.0])))
+    np.testing.assert_allclose(x.grad.numpy(), s + np.array([1.0, -2.0]) * s * (1 - s), rtol=1e-6)
+
+
+def test_compiler_helpers_that_have_nothing_to_do():
+    def fn(x):
+        return x
+
+    assert ng.compiler.allow_in_graph(fn) is fn
+    assert ng.compiler.cudagraph_mark_step_begin() is None
+    assert ng.compiler.compile is ng.compile.compile
+
+
+def test_compiler_names_are_torchs():
+    torch = pytest.importorskip("torch")
+    missing = [name for name in ng.compiler.__all__ if not hasattr(torch.compiler, name)]
+    assert not missing
+
+
 # --- custom Function -------------------------------------------------------------------------------------------
 def _swish_class():
     """A fresh compiled Swish (its plans start empty)."""

@@ -34,6 +34,7 @@ MODULES = (
     "numbagrad.optim.lr_scheduler",
     "numbagrad.utils.data",
     "numbagrad.compile",
+    "numbagrad.compiler",
     "numbagrad.cache",
     "numbagrad.cuda",
     "numbagrad.serialization",

@@ -39,6 +39,7 @@ LAYERS = {
     "utils": 5,
     "cuda": 5,
     "compile": 6,
+    "compiler": 6,
     "_generator": 4,
     "distributed": 5,
     "__init__": 7,

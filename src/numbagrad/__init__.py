@@ -127,7 +127,16 @@ def numel(t: Tensor) -> int:
     return t.numel()
 
 
-_LAZY_MODULES = ("nn", "optim", "cuda", "utils", "cache", "extend", "compile")  # compile: a callable package
+_LAZY_MODULES = (  # compile: a callable package
+    "nn",
+    "optim",
+    "cuda",
+    "utils",
+    "cache",
+    "extend",
+    "compile",
+    "compiler",
+)
 
 
 def __getattr__(name: str):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import types
+import weakref
 
 from .._tensor import Tensor
 from .._types import _default_float  # get_default_dtype() is _default_float[0]
@@ -48,6 +49,15 @@ def _meta(t: Tensor, dynamic: bool) -> tuple:
     return (d.shape, d.strides, d.dtype, t._requires_grad or t.grad_fn is not None, type(d))
 
 
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # every compiled callable still in use (``numbagrad.compiler.reset``)
+
+
+def reset_all() -> None:
+    """Forget the plans of every compiled function, module and custom Function (``numbagrad.compiler.reset``)."""
+    for compiled in list(_LIVE):
+        compiled.reset()
+
+
 class CompiledFunction:
     """A compiled callable: a plan per guard key, replayed without Python tracing."""
 
@@ -64,6 +74,13 @@ class CompiledFunction:
         self._exact: dict = {}  # dynamic mode: plans specialized to exact shapes
         self.graph_breaks: list = []  # (reason, location) of each key that broke
         functools.update_wrapper(self, fn, updated=())
+        _LIVE.add(self)
+
+    def reset(self) -> None:
+        """Forget every plan: the next call for each guard key traces again."""
+        self._plans.clear()
+        self._exact.clear()
+        self.graph_breaks.clear()
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)

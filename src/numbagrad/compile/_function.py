@@ -204,6 +204,11 @@ class _CompiledCtxMethod(CompiledFunction):
         self._traces: dict = {}  # (forward) guard key -> its trace, to plan again with shared values
         self._shared: dict = {}  # (forward) guard key -> its _Shared
 
+    def reset(self) -> None:
+        super().reset()
+        self._traces.clear()
+        self._shared.clear()
+
     def __call__(self, ctx, *args):
         if state.tracer is not None:
             return self.fn(ctx, *args)
