@@ -592,6 +592,65 @@ def test_compiled_module_follows_parameter_updates():
     np.testing.assert_allclose(cm(x).detach().numpy(), [[0.5]])
 
 
+def test_a_buffer_updated_in_place_by_module_code_is_updated_on_every_call():
+    class Counter(ng.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("calls", ng.zeros(()))
+
+        def forward(self, x):
+            self.calls.add_(1)
+            return x * 2
+
+    counter = Counter()
+    cm = ng.compile(counter)
+    for _ in range(3):
+        np.testing.assert_array_equal(cm(ng.ones(2)).numpy(), [2.0, 2.0])
+    assert counter.calls.item() == 3.0  # a replay would have skipped the add_: the key runs eagerly
+    assert [reason.split(" (")[0] for reason, _ in cm.graph_breaks] == [
+        "updates a parameter, buffer or captured tensor in place outside a traced op"
+    ]
+
+
+def test_a_compiled_batch_norm_tracks_its_statistics_as_eager():
+    ng.manual_seed(0)
+    x = ng.randn(8, 4)
+    eager, compiled = ng.nn.BatchNorm1d(4), ng.nn.BatchNorm1d(4)
+    cm = ng.compile(compiled)
+    for _ in range(3):
+        np.testing.assert_allclose(cm(x).detach().numpy(), eager(x).detach().numpy(), rtol=1e-6)
+    assert compiled.num_batches_tracked.item() == eager.num_batches_tracked.item() == 3
+    np.testing.assert_allclose(compiled.running_mean.numpy(), eager.running_mean.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(compiled.running_var.numpy(), eager.running_var.numpy(), rtol=1e-6)
+
+
+def test_statistics_an_op_updates_in_place_are_updated_by_every_replay():
+    F = ng.nn.functional
+    ng.manual_seed(0)
+    x = ng.randn(8, 3)
+    mean, var = ng.zeros(3), ng.ones(3)
+    f = ng.compile(lambda x: F.batch_norm(x, mean, var, training=True, momentum=0.5))
+    eager_mean, eager_var = ng.zeros(3), ng.ones(3)
+    for _ in range(3):
+        f(x)
+        F.batch_norm(x, eager_mean, eager_var, training=True, momentum=0.5)
+    assert not f.graph_breaks and f.plans  # the writes belong to the recorded op, which each replay runs
+    np.testing.assert_allclose(mean.numpy(), eager_mean.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(var.numpy(), eager_var.numpy(), rtol=1e-6)
+
+
+def test_an_in_place_update_of_a_captured_tensor_under_fullgraph_is_an_error():
+    total = ng.zeros(2)
+
+    def accumulate(x):
+        total.add_(x)
+        return x * 2
+
+    f = ng.compile(accumulate, fullgraph=True)
+    with pytest.raises(GraphBreakError, match="in place outside a traced op"):
+        f(ng.ones(2))
+
+
 def test_compiled_module_keeps_forward_hooks():
     nn = ng.nn
     layer = nn.Linear(2, 2)

@@ -15,7 +15,10 @@ with ``fullgraph=True`` it is an error naming the user's line.
 A tensor that an op reads but the trace did not make is a constant, read again at each replay (a parameter, a
 buffer, a captured tensor) when it is reachable from the function (its closure, the globals it names, the module
 or object it is bound to); otherwise it was made inside the function by code that is not traced (a creation
-function, an in-place update, ``.data``) and the trace breaks rather than replay a stale value.
+function, an in-place update, ``.data``) and the trace breaks rather than replay a stale value. A constant written
+in place other than by a recorded op (``self.num_batches_tracked.add_(1)`` in a module's forward) breaks the trace
+too, since a replay would skip the write: its version counter is compared before each op that reads it and when
+the trace ends. Writes a recorded op makes (batch norm's running statistics) are replayed with the op.
 """
 
 from __future__ import annotations
@@ -255,10 +258,10 @@ def _code_names(code, out: set) -> None:
             _code_names(const, out)
 
 
-def reachable_tensors(roots, limit: int = 20000) -> set:
-    """ids of the tensors reachable from ``roots`` through closures, referenced globals, defaults, bound objects,
-    modules, containers and object attributes (a few levels deep)."""
-    found: set = set()
+def reachable_tensors(roots, limit: int = 20000) -> dict:
+    """The tensors reachable from ``roots`` through closures, referenced globals, defaults, bound objects, modules,
+    containers and object attributes (a few levels deep), by id."""
+    found: dict = {}
     seen: set = set()
     queue = deque((r, 0) for r in roots)
     while queue and len(seen) < limit:
@@ -267,7 +270,7 @@ def reachable_tensors(roots, limit: int = 20000) -> set:
             continue
         seen.add(id(obj))
         if isinstance(obj, Tensor):
-            found.add(id(obj))
+            found[id(obj)] = obj
             continue
         if depth > 6 or isinstance(obj, (str, bytes, int, float, complex, bool, types.ModuleType, np.ndarray)):
             continue
@@ -302,6 +305,25 @@ def reachable_tensors(roots, limit: int = 20000) -> set:
     return found
 
 
+def _constants(template) -> list:
+    """The constant tensors in a template (see ``Recorder.template``)."""
+    found: list = []
+    stack = [template]
+    while stack:
+        t = stack.pop()
+        kind = t[0]
+        if kind == "const":
+            if isinstance(t[1], Tensor):
+                found.append(t[1])
+        elif kind in ("tuple", "list"):
+            stack.extend(t[1])
+        elif kind == "named":
+            stack.extend(t[2])
+        elif kind == "dict":
+            stack.extend(v for _, v in t[1])
+    return found
+
+
 # --- the recorder ---------------------------------------------------------------------------------------------
 class Recorder:
     """The tracer in ``state.tracer`` while a function is traced."""
@@ -318,7 +340,10 @@ class Recorder:
         self.broken: tuple | None = None  # (reason, location)
         self.shape_reads = False
         self.grad_mode = state.enabled
-        self._known: set | None = None
+        # the constants a replay may read (parameters, buffers, captured tensors), and the version each had when
+        # the trace last saw it: one written in place other than by a recorded op breaks the trace (see _check)
+        self._known: dict = reachable_tensors(roots)
+        self._versions: dict = {key: t._version for key, t in self._known.items()}
 
     # values
     def _new_value(self, t: Tensor) -> int:
@@ -337,9 +362,30 @@ class Recorder:
         return self._new_value(t)
 
     def _known_constant(self, t: Tensor) -> bool:
-        if self._known is None:
-            self._known = reachable_tensors(self.roots)
         return id(t) in self._known
+
+    def _written_constants(self, tensors) -> list:
+        """Those of ``tensors`` that are constants written in place since the trace last saw them."""
+        versions = self._versions
+        return [t for t in tensors if versions.get(id(t), t._version) != t._version]
+
+    def _check(self, tensors) -> None:
+        """Break the trace if a constant was updated in place by untraced code (``buf.add_(1)`` on a buffer): the
+        replay would skip that update. Writes made inside a recorded op (batch norm's running statistics) are
+        replayed with the op, and the op's constants are seen again after it (``_seen``)."""
+        written = self._written_constants(tensors)
+        if written:
+            t = written[0]
+            self.graph_break(
+                "updates a parameter, buffer or captured tensor in place outside a traced op (one of shape "
+                f"{tuple(t.shape)} and dtype {t.dtype})"
+            )
+
+    def _seen(self, tensors) -> None:
+        versions = self._versions
+        for t in tensors:
+            if id(t) in versions:
+                versions[id(t)] = t._version
 
     def template(self, obj, where: str):
         """A template of ``obj``: ``("val", i)`` for a traced tensor, ``("const", obj)`` for anything read as it
@@ -384,6 +430,11 @@ class Recorder:
         kwargs_t = self.template(dict(kwargs), where) if kwargs else None
         if self.broken is not None:
             return cls.apply(*args, **kwargs)
+        constants = _constants(args_t) + (_constants(kwargs_t) if kwargs_t is not None else [])
+        if constants:
+            self._check(constants)
+            if self.broken is not None:
+                return cls.apply(*args, **kwargs)
         mode = state.enabled
         plain = self._unmark(args)
         state.tracer = None
@@ -392,6 +443,8 @@ class Recorder:
         finally:
             state.tracer = self
             self._remark(plain)
+        if constants:
+            self._seen(constants)
         out_t = self.output(out, where)
         if out_t is not None:
             self.steps.append(OpStep(cls, args_t, kwargs_t, out_t, mode))
@@ -450,6 +503,8 @@ class Recorder:
 
     def finish(self, inputs: list, out) -> Trace | None:
         """The trace, or None after a graph break."""
+        if self.broken is None:
+            self._check(self._known.values())  # (a write after the last read of it)
         if self.broken is not None:
             return None
         out_t = self.template(out, "the function's result")
