@@ -651,6 +651,19 @@ def test_an_in_place_update_of_a_captured_tensor_under_fullgraph_is_an_error():
         f(ng.ones(2))
 
 
+def test_forward_hooks_of_a_submodule_run_on_every_call():
+    nn = ng.nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    seen = []
+    model[1].register_forward_hook(lambda module, args, out: seen.append(out.detach()))
+    cm = ng.compile(model)
+    for i in range(3):
+        cm(ng.ones(2, 3) * i)
+    assert len(seen) == 3  # a replay would have skipped the hook: that call runs eagerly
+    np.testing.assert_array_equal(seen[2].numpy(), model[1](model[0](ng.ones(2, 3) * 2)).detach().numpy())
+    assert [reason for reason, _ in cm.graph_breaks] == ["calls a ReLU that has forward hooks"]
+
+
 def test_compiled_module_keeps_forward_hooks():
     nn = ng.nn
     layer = nn.Linear(2, 2)

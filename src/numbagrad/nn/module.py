@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from .._tensor import RemovableHandle, Tensor
 from .._types import dtype as _dtype
 from .._types import float16, float32, float64
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import no_grad, state
 from .parameter import Parameter
 
 T = TypeVar("T", bound="Module")
@@ -102,6 +102,10 @@ class Module:
     def _call_with_hooks(self, forward: Callable, args: tuple, kwargs: dict):
         """``forward(*args, **kwargs)`` between this module's forward pre-hooks and forward hooks: what calling the
         module does (a compiled module runs its original's hooks around the compiled forward with it)."""
+        if state.tracer is not None and (self._forward_pre_hooks or self._forward_hooks):
+            # inside code being compiled: a replay would not run the hooks (a feature grabber's list would stop
+            # growing), so that call runs eagerly
+            state.tracer.graph_break(f"calls a {type(self).__name__} that has forward hooks")
         for hook in self._forward_pre_hooks.values():
             result = hook(self, args)
             if result is not None:
