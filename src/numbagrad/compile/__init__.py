@@ -12,7 +12,8 @@ rows with an optional closing ``sum``/``mean``/``amax`` become fusion groups, ea
 one backward and one node in the eager graph (``_group``); other ops replay with their own ``apply``, and a custom
 ``Function`` it calls is compiled as ``@numbagrad.compile`` would compile it (its own backward kept). What cannot
 be traced (``.item()``, ``print``, data-dependent control flow, in-place updates, tensors made by untraced code,
-a submodule with forward hooks, which a replay would not run) breaks the graph: that key runs eagerly, or with ``fullgraph=True`` raises ``GraphBreakError`` naming the line.
+a submodule with forward hooks, which a replay would not run) breaks the graph: that key runs eagerly, or with
+``fullgraph=True`` raises ``GraphBreakError`` naming the line.
 
 A compiled module is an ``OptimizedModule`` (torch's name and layout): an ``nn.Module`` whose child ``_orig_mod``
 is the original module, its forward compiled; parameters and ``training`` are the original's, and ``state_dict``
