@@ -612,16 +612,18 @@ def test_a_buffer_updated_in_place_by_module_code_is_updated_on_every_call():
     ]
 
 
-def test_a_compiled_batch_norm_tracks_its_statistics_as_eager():
+@pytest.mark.parametrize("momentum", [0.1, None])  # None: the cumulative average, 1 / num_batches_tracked
+def test_a_compiled_batch_norm_tracks_its_statistics_as_eager(momentum):
     ng.manual_seed(0)
     x = ng.randn(8, 4)
-    eager, compiled = ng.nn.BatchNorm1d(4), ng.nn.BatchNorm1d(4)
+    eager, compiled = ng.nn.BatchNorm1d(4, momentum=momentum), ng.nn.BatchNorm1d(4, momentum=momentum)
     cm = ng.compile(compiled)
-    for _ in range(3):
-        np.testing.assert_allclose(cm(x).detach().numpy(), eager(x).detach().numpy(), rtol=1e-6)
+    for i in range(3):
+        np.testing.assert_allclose(cm(x * (i + 1)).detach().numpy(), eager(x * (i + 1)).detach().numpy(), rtol=1e-6)
     assert compiled.num_batches_tracked.item() == eager.num_batches_tracked.item() == 3
     np.testing.assert_allclose(compiled.running_mean.numpy(), eager.running_mean.numpy(), rtol=1e-6)
     np.testing.assert_allclose(compiled.running_var.numpy(), eager.running_var.numpy(), rtol=1e-6)
+    assert not cm.graph_breaks and cm._compiled.plans  # its buffer updates all happen inside the recorded op
 
 
 def test_statistics_an_op_updates_in_place_are_updated_by_every_replay():

@@ -7,6 +7,7 @@ from __future__ import annotations
 from .. import ops
 from .._tensor import Tensor
 from .._types import int64
+from ..ops import nn_ops
 from . import functional as F
 from .module import Module
 from .normalization import affine_parameters, reset_affine
@@ -47,14 +48,14 @@ class _BatchNorm(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Normalize with the batch statistics in training (updating the running ones), the running ones in eval."""
         self._check_input_dim(input)
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.add_(1)
-            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+        counted = self.training and self.track_running_stats and self.num_batches_tracked is not None
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         track = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
-                            self.weight, self.bias, bn_training, factor, self.eps)  # fmt: skip
+        mean, var = (self.running_mean, self.running_var) if track else (None, None)
+        F._check_batch_norm(input, mean, var, self.weight, self.bias, bn_training)
+        # the op counts num_batches_tracked too (momentum=None: the cumulative average), see ops.nn_ops.BatchNorm
+        return nn_ops.BatchNorm.apply(input, self.weight, self.bias, mean, var, bn_training, self.momentum, self.eps,
+                                      self.num_batches_tracked if counted else None)  # fmt: skip
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "

@@ -372,6 +372,12 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                eps: float = 1e-5) -> Tensor:  # fmt: skip
     """Normalize each channel (dim 1) by the batch statistics (training, updating the running ones in place with
     ``momentum``, the variance unbiased) or by the running statistics (eval)."""
+    _check_batch_norm(input, running_mean, running_var, weight, bias, training)
+    return nn_ops.BatchNorm.apply(input, weight, bias, running_mean, running_var, training, momentum, eps, None)
+
+
+def _check_batch_norm(input: Tensor, running_mean, running_var, weight, bias, training: bool) -> None:
+    """torch's checks of ``batch_norm``'s arguments (the BatchNorm modules make them too)."""
     if training:
         size = int(np.prod([input.shape[0], *input.shape[2:]])) if input.dim() else 1
         if size == 1:
@@ -384,7 +390,6 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         if t is not None and t.numel() != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
-    return nn_ops.BatchNorm.apply(input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,

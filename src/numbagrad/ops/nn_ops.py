@@ -279,14 +279,24 @@ def _channel_shape(x: Tensor) -> tuple:
 
 class BatchNorm(Function):
     """``batch_norm`` in one node. Training: normalize by the batch statistics over every dim but the channel
-    (and update the running statistics in place, the variance unbiased); eval: by the running statistics."""
+    (and update the running statistics in place, the variance unbiased); eval: by the running statistics.
+
+    ``counter`` (a module's ``num_batches_tracked``, or None) is counted up here too, and ``momentum=None`` then
+    means the cumulative average, ``1 / counter``: every buffer update happens inside this one op, so a compiled
+    module replays them all (an update in the module's own code would break its trace)."""
 
     node_name = "NativeBatchNormBackward0"
 
     @staticmethod
-    def forward(ctx, x: Tensor, weight, bias, running_mean, running_var, training: bool, momentum, eps: float):
+    def forward(ctx, x: Tensor, weight, bias, running_mean, running_var, training: bool, momentum, eps: float, counter):
         axes = (0, *range(2, x.dim()))
         cshape = _channel_shape(x)
+        if training and counter is not None:
+            counter.add_(1)
+            if momentum is None:
+                momentum = 1.0 / float(counter._host())
+        if momentum is None:
+            momentum = 0.0
         if training:
             mean = x.mean(axes, keepdim=True)
             centered = x - mean
@@ -329,7 +339,7 @@ class BatchNorm(Function):
             gx = _norm_input_grad(gxhat, xhat, rstd, axes) if ctx.training else gxhat * rstd
         gw = (g * xhat).sum(axes) if need_w else None
         gb = g.sum(axes) if need_b else None
-        return gx, gw, gb, None, None, None, None, None
+        return gx, gw, gb, None, None, None, None, None, None
 
 
 def _update_running(stat: Tensor, batch: Tensor, momentum) -> None:
