@@ -499,6 +499,36 @@ def test_a_graph_break_inside_a_custom_forward_is_not_a_break_of_the_caller():
     assert not f.graph_breaks  # the Function is one recorded op; its body is its own business
 
 
+def test_creation_functions_in_compiled_code_are_replayed_not_a_graph_break():
+    def fn(x):
+        positions = ng.arange(x.shape[0], dtype=x.dtype)
+        return (x * positions + ng.ones_like(x) + ng.full((x.shape[0],), 0.5) + ng.zeros(x.shape[0])).sum()
+
+    f = ng.compile(fn)
+    for values in ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [0.0, -1.0, 2.0]):
+        x = ng.tensor(values, requires_grad=True)
+        out = f(x)
+        out.backward()
+        assert out.item() == fn(ng.tensor(values)).item()
+        np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 2.0])
+    assert not f.graph_breaks and len(f.plans) == 1
+
+
+def test_random_draws_in_compiled_code_follow_the_generator_as_eagerly():
+    def fn(x):
+        return x + ng.randn(4) * ng.rand(4)
+
+    f = ng.compile(fn)
+    x = ng.zeros(4)
+    ng.manual_seed(5)
+    compiled = [f(x).numpy() for _ in range(3)]
+    ng.manual_seed(5)
+    eager = [fn(x).numpy() for _ in range(3)]
+    np.testing.assert_array_equal(compiled, eager)
+    assert not np.array_equal(compiled[1], compiled[2])  # a fresh draw at every replay
+    assert not f.graph_breaks
+
+
 # --- nn.Module ------------------------------------------------------------------------------------------------
 def test_compiled_module_sees_a_new_batch_size_and_keeps_the_modules_state():
     nn = ng.nn

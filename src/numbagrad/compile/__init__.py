@@ -10,8 +10,9 @@ The first call for a guard key (input shapes and strides, or ranks when ``dynami
 on tracer tensors: the result is the eager result, and the recorded ops become a plan (``_plan``). Runs of table
 rows with an optional closing ``sum``/``mean``/``amax`` become fusion groups, each one generated kernel forward and
 one backward and one node in the eager graph (``_group``); other ops replay with their own ``apply``, and a custom
-``Function`` it calls is compiled as ``@numbagrad.compile`` would compile it (its own backward kept). What cannot
-be traced (``.item()``, ``print``, data-dependent control flow, in-place updates, tensors made by untraced code,
+``Function`` it calls is compiled as ``@numbagrad.compile`` would compile it (its own backward kept); creation
+functions (``zeros``, ``arange``, ``randn``...) replay too, random draws fresh at each call. What cannot
+be traced (``.item()``, ``print``, data-dependent control flow, in-place updates, tensors made from host data,
 a submodule with forward hooks, which a replay would not run) breaks the graph: that key runs eagerly, or with
 ``fullgraph=True`` raises ``GraphBreakError`` naming the line.
 

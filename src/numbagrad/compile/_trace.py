@@ -305,6 +305,17 @@ def reachable_tensors(roots, limit: int = 20000) -> dict:
     return found
 
 
+class _Creation:
+    """A creation function as a plan step: ``apply`` calls it (a fresh tensor at every replay)."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        self.__name__ = fn.__name__
+
+    def apply(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
 def _constants(template) -> list:
     """The constant tensors in a template (see ``Recorder.template``)."""
     found: list = []
@@ -423,7 +434,11 @@ class Recorder:
         self.graph_break(f"{where} returned a {type(obj).__name__}, which numbagrad.compile cannot follow")
         return None
 
-    # the hook Function.apply calls
+    # the hooks Function.apply and the creation functions call
+    def creation(self, fn, args: tuple, kwargs: dict):
+        """``zeros``, ``arange``, ``randn``... called by traced code: recorded as a step that calls it again."""
+        return self(_Creation(fn), args, kwargs)
+
     def __call__(self, cls, args, kwargs):
         where = f"{cls.__name__}.apply"
         args_t = self.template(tuple(args), where)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
@@ -17,6 +18,21 @@ from ._registry import declare
 from .inplace import random_fill_
 
 _rng = [np.random.default_rng()]
+
+
+def _recorded(fn):
+    """A creation function compiled code may call: while a trace runs, the recorder makes the call a plan step, so
+    each replay makes its tensor again (random draws fresh, in program order, as eagerly); otherwise it is ``fn``.
+    (``tensor``/``as_tensor``/``from_numpy`` are not: what they copy is host data the trace cannot follow.)"""
+
+    @functools.wraps(fn)
+    def create(*args, **kwargs):
+        tracer = state.tracer
+        if tracer is not None:
+            return tracer.creation(fn, args, kwargs)
+        return fn(*args, **kwargs)
+
+    return create
 
 
 @declare
@@ -207,6 +223,7 @@ def _dtype_or_default(dtype):
 
 
 @declare
+@_recorded
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor of the given size filled with 0 (default float dtype)."""
     backend = for_device(to_device(device))
@@ -214,6 +231,7 @@ def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False
 
 
 @declare
+@_recorded
 def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor of the given size filled with 1 (default float dtype)."""
     backend = for_device(to_device(device))
@@ -221,6 +239,7 @@ def ones(*args, size=None, dtype=None, device=None, requires_grad: bool = False)
 
 
 @declare
+@_recorded
 def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor of the given size with uninitialised values."""
     backend = for_device(to_device(device))
@@ -228,6 +247,7 @@ def empty(*args, size=None, dtype=None, device=None, requires_grad: bool = False
 
 
 @declare
+@_recorded
 def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor of the given size filled with ``fill_value``; the dtype follows the value (bool, int64, float)."""
     if dtype is None:
@@ -244,6 +264,7 @@ def _like(t: Tensor, dtype, device):
 
 
 @declare
+@_recorded
 def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros with ``t``'s shape, dtype and device (unless given).
 
@@ -254,6 +275,7 @@ def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) 
 
 
 @declare
+@_recorded
 def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones with ``t``'s shape, dtype and device (unless given).
 
@@ -264,6 +286,7 @@ def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -
 
 
 @declare
+@_recorded
 def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor with ``t``'s shape, dtype and device (unless given).
 
@@ -274,6 +297,7 @@ def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) 
 
 
 @declare
+@_recorded
 def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor filled with ``fill_value`` with ``t``'s shape, dtype and device (unless given).
 
@@ -284,6 +308,7 @@ def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: boo
 
 
 @declare
+@_recorded
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """The values ``start, start + step, ...`` up to ``end`` (excluded), 1-d; int64 unless an argument is a float."""
     if end is None:
@@ -300,18 +325,21 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad: bool
 
 
 @declare
+@_recorded
 def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive, as a 1-d tensor."""
     return _finish(np.linspace(start, end, steps).astype(_dtype_or_default(dtype).numpy), device, requires_grad)
 
 
 @declare
+@_recorded
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """An ``n`` x ``m`` (default ``n`` x ``n``) matrix with ones on the diagonal."""
     return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).numpy), device, requires_grad)
 
 
 @declare
+@_recorded
 def rand(*args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Uniform samples from ``[0, 1)`` of the given size.
 
@@ -324,6 +352,7 @@ def rand(*args, size=None, generator=None, dtype=None, device=None, requires_gra
 
 
 @declare
+@_recorded
 def randn(*args, size=None, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples of the given size.
 
@@ -335,6 +364,7 @@ def randn(*args, size=None, generator=None, dtype=None, device=None, requires_gr
 
 
 @declare
+@_recorded
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False):
     """Integers drawn uniformly from ``[low, high)``; with a ``numbagrad.Generator`` the draws are torch's."""
     if size is None:
@@ -350,6 +380,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 
 @declare
+@_recorded
 def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Uniform samples from ``[0, 1)`` with ``t``'s shape, dtype and device (torch names the tensor ``input``)."""
     dt, dev = _like(t, dtype, device)
@@ -357,6 +388,7 @@ def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -
 
 
 @declare
+@_recorded
 def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples with ``t``'s shape, dtype and device (torch names the tensor ``input``)."""
     dt, dev = _like(t, dtype, device)
@@ -364,6 +396,7 @@ def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) 
 
 
 @declare
+@_recorded
 def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A random permutation of ``range(n)``; with a ``numbagrad.Generator`` it is torch's."""
     if _is_mt19937(generator):
@@ -528,6 +561,7 @@ _NORMAL = {
 
 
 @declare
+@_recorded
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad: bool = False):
     """Draws of N(mean, std**2): ``mean`` and/or ``std`` tensors (broadcast), or two numbers and a ``size``."""
     tensors = (isinstance(mean, Tensor), isinstance(std, Tensor))
