@@ -38,6 +38,8 @@ def _recorded(fn):
 @declare
 def manual_seed(seed: int):
     """Seed numbagrad's generator (numpy's PCG64: the stream differs from torch's)."""
+    if state.tracer is not None:  # in code being compiled: a replay would not reseed, so that call runs eagerly
+        state.tracer.graph_break("seeds the random number generator")
     _rng[0] = np.random.default_rng(int(seed))
     return _rng[0]
 
