@@ -542,6 +542,20 @@ def test_seeding_in_compiled_code_reseeds_every_call():
     assert [reason for reason, _ in f.graph_breaks] == ["seeds the random number generator"]
 
 
+def test_seeding_a_generator_in_compiled_code_reseeds_every_call():
+    generator = ng.Generator()
+
+    def fn(x):
+        generator.manual_seed(1)
+        return x + ng.randn(3, generator=generator)
+
+    f = ng.compile(fn)
+    x = ng.zeros(3)
+    np.testing.assert_array_equal(f(x).numpy(), f(x).numpy())
+    np.testing.assert_array_equal(f(x).numpy(), fn(x).numpy())
+    assert [reason for reason, _ in f.graph_breaks] == ["seeds a random number generator"]
+
+
 # --- nn.Module ------------------------------------------------------------------------------------------------
 def test_compiled_module_sees_a_new_batch_size_and_keeps_the_modules_state():
     nn = ng.nn
