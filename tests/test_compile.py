@@ -723,6 +723,30 @@ def test_forward_hooks_of_a_submodule_run_on_every_call():
     assert [reason for reason, _ in cm.graph_breaks] == ["calls a ReLU that has forward hooks"]
 
 
+def test_a_module_that_keeps_a_computed_tensor_keeps_the_latest_one():
+    class Remember(ng.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.last = None
+            self.history = []
+
+        def forward(self, x):
+            y = x * 2
+            self.last = y.detach()
+            self.history.append(y.sum().detach())
+            return y + 1
+
+    module = Remember()
+    cm = ng.compile(module)
+    for i in range(3):
+        cm(ng.ones(2) * i)
+    np.testing.assert_array_equal(module.last.numpy(), [4.0, 4.0])  # a replay would have left the first call's
+    assert [t.item() for t in module.history] == [0.0, 4.0, 8.0]
+    assert [reason.split(" (")[0] for reason, _ in cm.graph_breaks] == [
+        "keeps a tensor it computed where a later call could read it"
+    ]
+
+
 def test_compiled_module_keeps_forward_hooks():
     nn = ng.nn
     layer = nn.Linear(2, 2)

@@ -13,7 +13,8 @@ one backward and one node in the eager graph (``_group``); other ops replay with
 ``Function`` it calls is compiled as ``@numbagrad.compile`` would compile it (its own backward kept); creation
 functions (``zeros``, ``arange``, ``randn``...) replay too, random draws fresh at each call. What cannot
 be traced (``.item()``, ``print``, data-dependent control flow, in-place updates, tensors made from host data,
-a submodule with forward hooks, which a replay would not run) breaks the graph: that key runs eagerly, or with
+a submodule with forward hooks, a computed tensor kept in a module attribute or an outside list: Python side
+effects a replay would not repeat) breaks the graph: that key runs eagerly, or with
 ``fullgraph=True`` raises ``GraphBreakError`` naming the line.
 
 A compiled module is an ``OptimizedModule`` (torch's name and layout): an ``nn.Module`` whose child ``_orig_mod``

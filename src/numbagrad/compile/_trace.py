@@ -392,6 +392,12 @@ class Recorder:
                 f"{tuple(t.shape)} and dtype {t.dtype})"
             )
 
+    def _stores_traced(self) -> bool:
+        """Whether a tensor the trace follows became reachable from the roots while it ran (``self.last = h``,
+        ``cache.append(h)``): a side effect each call makes, that a replay would skip."""
+        known, traced = self._known, self.value_of
+        return any(key in traced and key not in known for key in reachable_tensors(self.roots))
+
     def _seen(self, tensors) -> None:
         versions = self._versions
         for t in tensors:
@@ -520,6 +526,11 @@ class Recorder:
         """The trace, or None after a graph break."""
         if self.broken is None:
             self._check(self._known.values())  # (a write after the last read of it)
+        if self.broken is None and self._stores_traced():
+            self.graph_break(
+                "keeps a tensor it computed where a later call could read it (a module attribute, a list or a dict "
+                "outside the function), which a replay would not update"
+            )
         if self.broken is not None:
             return None
         out_t = self.template(out, "the function's result")
