@@ -17,7 +17,7 @@ import numpy as np
 
 from ._tensor import Tensor
 from ._types import device, to_device
-from .autograd.grad_mode import state
+from .autograd.grad_mode import break_trace
 from .ops.creation import _generator
 
 _DEFAULT_SEED = 67280421310721  # torch.Generator().initial_seed()
@@ -52,8 +52,7 @@ class Generator:
 
     def manual_seed(self, seed: int) -> Generator:
         """Seed the engine (torch's range: [-2**63, 2**64); negative seeds wrap to 2**64 + seed)."""
-        if state.tracer is not None:  # in code being compiled: a replay would not reseed, so that call runs eagerly
-            state.tracer.graph_break("seeds a random number generator")
+        break_trace("seeds a random number generator")  # (a replay would not reseed)
         seed = int(seed)
         if not -(1 << 63) <= seed <= _MASK64:
             raise ValueError("Overflow when unpacking long long")

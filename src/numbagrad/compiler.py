@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from .autograd.grad_mode import state
+from .autograd.grad_mode import break_trace, state
 from .compile import compile  # noqa: A004 - torch.compiler.compile is torch.compile
 from .compile._api import reset_all
 
@@ -41,9 +41,7 @@ def disable(fn: Callable | None = None, recursive: bool = True, *, reason: str |
 
     @functools.wraps(fn)
     def eager(*args, **kwargs):
-        tracer = state.tracer
-        if tracer is not None:
-            tracer.graph_break(why)
+        break_trace(why)
         return fn(*args, **kwargs)
 
     return eager

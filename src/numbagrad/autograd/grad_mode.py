@@ -29,6 +29,14 @@ class _State(threading.local):
 state = _State()
 
 
+def break_trace(reason: str) -> None:
+    """While ``numbagrad.compile`` traces a function in this thread, stop tracing it: ``reason`` (what the code
+    does that a replay would not repeat) is reported, and that guard key runs eagerly. Otherwise nothing."""
+    tracer = state.tracer
+    if tracer is not None:
+        tracer.graph_break(reason)
+
+
 def is_grad_enabled() -> bool:
     """True when operations record a graph (not inside ``no_grad``); the setting is per thread."""
     return state.enabled

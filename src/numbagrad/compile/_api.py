@@ -178,7 +178,7 @@ class OptimizedModule(Module):
     (``compiled._orig_mod.state_dict()`` has the original's keys). Any other attribute reads and writes through to
     the original. Copies and pickles hold the original and compile its forward again."""
 
-    _OWN = frozenset({"_orig_mod", "_compiled", "_options", "forward", "__dict__"})  # set here, not on the original
+    _OWN = frozenset({"_orig_mod", "_compiled", "_options"})  # set here, not on the original (as class attributes are)
 
     def __init__(self, module: Module, *, fullgraph: bool = False, dynamic: bool = False, function_class=None) -> None:
         object.__setattr__(self, "_orig_mod", module)  # first: attribute access reads through to it

@@ -34,7 +34,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import break_trace, state
 
 
 class GraphBreakError(RuntimeError):
@@ -101,12 +101,6 @@ class Trace:
 
 
 # --- the traced tensor class --------------------------------------------------------------------------------
-def _note(what: str) -> None:
-    rec = state.tracer
-    if isinstance(rec, Recorder):
-        rec.graph_break(what)
-
-
 def _shape_read() -> None:
     rec = state.tracer
     if isinstance(rec, Recorder):
@@ -124,51 +118,51 @@ class _TracedMixin:
     # (no __slots__: a Tensor keeps its attributes in a managed __dict__, which __class__ assignment must match)
 
     def _host(self):
-        _note("reads the tensor's values outside a traced op")
+        break_trace("reads the tensor's values outside a traced op")
         return _base(self)._host()
 
     def item(self):
-        _note("calls .item()")
+        break_trace("calls .item()")
         return _base(self).item()
 
     def tolist(self):
-        _note("calls .tolist()")
+        break_trace("calls .tolist()")
         return _base(self).tolist()
 
     def numpy(self, *, force: bool = False):
-        _note("calls .numpy()")
+        break_trace("calls .numpy()")
         return _base(self).numpy(force=force)
 
     def __array__(self, dtype=None, copy=None):
-        _note("converts the tensor to a numpy array")
+        break_trace("converts the tensor to a numpy array")
         return _base(self).__array__(dtype, copy)
 
     def __bool__(self) -> bool:
-        _note("uses a tensor's value in Python control flow (bool())")
+        break_trace("uses a tensor's value in Python control flow (bool())")
         return _base(self).__bool__()
 
     def __float__(self) -> float:
-        _note("converts a tensor to a Python float")
+        break_trace("converts a tensor to a Python float")
         return _base(self).__float__()
 
     def __int__(self) -> int:
-        _note("converts a tensor to a Python int")
+        break_trace("converts a tensor to a Python int")
         return _base(self).__int__()
 
     def __index__(self) -> int:
-        _note("uses a tensor as a Python index")
+        break_trace("uses a tensor as a Python index")
         return _base(self).__index__()
 
     def __repr__(self, *args, **kwargs) -> str:
-        _note("prints a tensor")
+        break_trace("prints a tensor")
         return _base(self).__repr__(*args, **kwargs)
 
     def __str__(self) -> str:
-        _note("prints a tensor")
+        break_trace("prints a tensor")
         return _base(self).__str__()
 
     def __format__(self, spec: str) -> str:
-        _note("formats a tensor")
+        break_trace("formats a tensor")
         return _base(self).__format__(spec)
 
     @property
@@ -177,11 +171,11 @@ class _TracedMixin:
 
     @data.setter
     def data(self, value) -> None:
-        _note("replaces a tensor's storage (.data = ...)")
+        break_trace("replaces a tensor's storage (.data = ...)")
         Tensor.data.fset(self, value)
 
     def backward(self, *args, **kwargs):
-        _note("calls backward()")
+        break_trace("calls backward()")
         return _base(self).backward(*args, **kwargs)
 
     def detach(self):
@@ -230,7 +224,7 @@ def _inplace(name: str):
     so the trace stops there (the eager rest of the function does it right)."""
 
     def method(self, *args, **kwargs):
-        _note(f"modifies a tensor in place ({name})")
+        break_trace(f"modifies a tensor in place ({name})")
         return getattr(_base(self), name)(*args, **kwargs)
 
     method.__name__ = name

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from .._tensor import RemovableHandle, Tensor
 from .._types import dtype as _dtype
 from .._types import float16, float32, float64
-from ..autograd.grad_mode import no_grad, state
+from ..autograd.grad_mode import break_trace, no_grad, state
 from .parameter import Parameter
 
 T = TypeVar("T", bound="Module")
@@ -105,7 +105,7 @@ class Module:
         if state.tracer is not None and (self._forward_pre_hooks or self._forward_hooks):
             # inside code being compiled: a replay would not run the hooks (a feature grabber's list would stop
             # growing), so that call runs eagerly
-            state.tracer.graph_break(f"calls a {type(self).__name__} that has forward hooks")
+            break_trace(f"calls a {type(self).__name__} that has forward hooks")
         for hook in self._forward_pre_hooks.values():
             result = hook(self, args)
             if result is not None:

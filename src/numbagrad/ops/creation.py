@@ -12,7 +12,7 @@ from .._tensor import Tensor
 from .._typeinfo import legacy_new
 from .._types import Size, bool_, from_numpy_dtype, get_default_dtype, int64, to_device, to_dtype
 from ..autograd.function import Function
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import break_trace, state
 from ..backend import for_device
 from ._registry import declare
 from .inplace import random_fill_
@@ -38,8 +38,7 @@ def _recorded(fn):
 @declare
 def manual_seed(seed: int):
     """Seed numbagrad's generator (numpy's PCG64: the stream differs from torch's)."""
-    if state.tracer is not None:  # in code being compiled: a replay would not reseed, so that call runs eagerly
-        state.tracer.graph_break("seeds the random number generator")
+    break_trace("seeds the random number generator")  # (a replay would not reseed)
     _rng[0] = np.random.default_rng(int(seed))
     return _rng[0]
 
