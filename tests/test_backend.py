@@ -125,6 +125,29 @@ def test_elementwise_grad_written_into_g_itself(b):
     np.testing.assert_array_equal(get(b, buf), g * x)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_elementwise_into_one_of_its_own_inputs(b, dtype):
+    """An in-place op hands the backend its own storage as input and ``out``: every element is read first."""
+    x, y = np.arange(-6, 6).reshape(3, 4).astype(dtype), np.arange(12).reshape(3, 4).astype(dtype) % 5 + 1
+    buf = put(b, x.copy())
+    assert b.elementwise(ROWS["mul"], [buf, put(b, y)], (), np.dtype(dtype), out=buf) is buf
+    np.testing.assert_array_equal(get(b, buf), x * y)
+    assert b.elementwise(ROWS["sub"], [buf, buf], (), np.dtype(dtype), out=buf) is buf  # both operands too
+    np.testing.assert_array_equal(get(b, buf), np.zeros_like(x))
+
+
+def test_an_in_place_op_writes_through_a_kernel_with_no_separate_result_argument():
+    """A result argument that aliases an operand fails LLVM's run-time overlap check and the kernel runs its
+    scalar loop (3-7x slower); the in-place kernel writes into the operand itself."""
+    x = numbagrad.arange(8.0)
+    x.mul_(numbagrad.full((8,), 3.0))
+    np.testing.assert_array_equal(x.numpy(), np.arange(8.0) * 3)
+    assert ("mul", "forward", "aa", False, "x0") in cpu._KERNELS
+    assert cpu._written_operand("forward", [1.0, x._data], x._data, "sa") == "x1"
+    assert cpu._written_operand("forward", [x._data.copy(), 1.0], x._data, "as") is None  # equal is not the same
+    assert cpu._written_operand("grad0", [np.ones(2), 0, x._data], x._data, "saa") == "x0"
+
+
 def test_where_with_scalars_and_broadcasting(b):
     cond = np.array([[True, False, True]])
     a = np.arange(6.0).reshape(2, 3)

@@ -561,9 +561,10 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     return exec_source(loop, target, tag, **dict(zip(names, calls)))["kernel"]
 
 
-def _row_kernel(row: Row, which, pattern: str, target: str, into_g: bool = False):
+def _row_kernel(row: Row, which, pattern: str, target: str, into: str | None = None):
     """``which``: ``"forward"``, ``"grad<i>"``, or a tuple of input indices whose gradients one kernel computes;
-    ``into_g``: the (last) gradient is written into ``g``'s buffer, which is then not a result argument."""
+    ``into``: the operand (``"x0"``, ``"g"``, ...) the (last) result is written into, which is then not a result
+    argument (``_map_kernel``)."""
     operands = [f"x{i}" for i in range(row.arity)]
     if which != "forward":
         operands = ["g", "o", *operands]
@@ -575,23 +576,24 @@ def _row_kernel(row: Row, which, pattern: str, target: str, into_g: bool = False
         which = "grads" + "".join(str(i) for i in which)
     else:
         fn = row_function(row, which)
-    tag = f"{prefix}{row.name}_{which}_{pattern}{suffix}{'_into_g' if into_g else ''}"
+    tag = f"{prefix}{row.name}_{which}_{pattern}{suffix}{f'_into_{into}' if into else ''}"
     fns = [scalar_math.select, row.forward, *row.grads]
-    return _map_kernel(tag, target, fns, fn, operands, pattern, params, "g" if into_g else None, row.float32_math)
+    return _map_kernel(tag, target, fns, fn, operands, pattern, params, into, row.float32_math)
 
 
-def cpu_kernel(row: Row, which, pattern: str, parallel: bool, into_g: bool = False):
+def cpu_kernel(row: Row, which, pattern: str, parallel: bool, into: str | None = None):
     """The CPU kernel ``kernel(res, *operands, *params)`` for one row, ``which`` (``"forward"``/``"grad<i>"``, or
     a tuple of input indices: ``kernel(res0, res1, ..., *operands, *params)``),
-    operand ``pattern`` (``a``: flat array, ``s``: scalar, per operand) and serial/``prange`` variant. ``into_g``
-    (gradients, ``g`` an array): the last gradient goes into ``g``'s buffer, so its result argument is left out."""
+    operand ``pattern`` (``a``: flat array, ``s``: scalar, per operand) and serial/``prange`` variant. ``into``
+    names an array operand (``"x0"`` for an in-place op, ``"g"`` for a gradient written into its incoming
+    buffer) that the last result goes into, so its result argument is left out."""
     key = (row.name, which, pattern, parallel)  # row names are unique (user rows included)
-    if into_g:
-        key += ("into_g",)
+    if into:
+        key += (into,)
     kernel = _kernels.get(key)
     if kernel is None:
         target = "parallel" if parallel else "serial"
-        kernel = _kernels[key] = _row_kernel(row, which, pattern, target, into_g)
+        kernel = _kernels[key] = _row_kernel(row, which, pattern, target, into)
     return kernel
 
 

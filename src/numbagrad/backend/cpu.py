@@ -76,14 +76,27 @@ def _kernel(row: Row, which, pattern: str, parallel: bool):
     return kernel
 
 
-def _into_g_kernel(row: Row, which, pattern: str, parallel: bool):
-    """The gradient kernel that writes its (last) gradient into ``g``'s buffer (``codegen.cpu_kernel``'s
-    ``into_g``): its own key, so the common lookup stays a 4-tuple."""
-    key = (row.name, which, pattern, parallel, "into_g")
+def _into_kernel(row: Row, which, pattern: str, parallel: bool, into: str):
+    """The kernel that writes its (last) result into the operand named ``into`` (``codegen.cpu_kernel``): its own
+    key, so the common lookup stays a 4-tuple."""
+    key = (row.name, which, pattern, parallel, into)
     kernel = _KERNELS.get(key)
     if kernel is None:
-        kernel = _KERNELS[key] = codegen.cpu_kernel(row, which, pattern, parallel, into_g=True)
+        kernel = _KERNELS[key] = codegen.cpu_kernel(row, which, pattern, parallel, into)
     return kernel
+
+
+def _written_operand(which: str, values, out: np.ndarray, pattern: str) -> str | None:
+    """The name of the operand that is ``out`` itself (``x.add_(y)`` reads and writes ``x``), or None. A kernel
+    handed the same buffer twice, as result and operand, fails LLVM's run-time overlap check and runs its scalar
+    loop (``x.add_(y)`` at 1e5 float32: 57 us against 24 us for ``x + y``, ``sigmoid_`` 467 us against 68 us);
+    writing into the operand itself keeps the vectorized loop."""
+    for k in range(len(values)):
+        if values[k] is out and pattern[k] == "a":
+            if which == "forward":
+                return f"x{k}"
+            return "g" if k == 0 else "o" if k == 1 else f"x{k - 2}"
+    return None
 
 
 def _flatten(values, size: int, dtype: np.dtype, shape: tuple) -> tuple[list, str]:
@@ -116,13 +129,14 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
         return out
     flat, pattern = _flatten(values, size, dtype, out.shape)
     parallel = size >= PARALLEL_THRESHOLD
-    kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
     if fresh or out.flags.c_contiguous:
-        target = out if out.ndim == 1 else out.ravel()
-        if params:
-            kernel(target, *flat, *[dtype.type(p) for p in params])
-        else:
-            kernel(target, *flat)
+        scalars = [dtype.type(p) for p in params] if params else ()
+        into = None if fresh or out.dtype != dtype else _written_operand(which, values, out, pattern)
+        if into is not None:  # (out is then one of the flat operands, itself or a view of it)
+            _into_kernel(row, which, pattern, parallel, into)(*flat, *scalars)
+            return out
+        kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
+        kernel(out if out.ndim == 1 else out.ravel(), *flat, *scalars)
         return out
     target = np.empty(out.shape, out.dtype)  # a strided destination: compute, then copy in
     _run(row, which, values, params, dtype, target)
@@ -185,7 +199,7 @@ def elementwise_grad(
         return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, empty(g.shape, dtype), True)
     if result is g and g.dtype is dtype and g.flags.c_contiguous and g.size:
         flat, pattern = _flatten((g, out, *inputs), g.size, dtype, g.shape)
-        kernel = _into_g_kernel(row, _GRAD[i], pattern, g.size >= PARALLEL_THRESHOLD)
+        kernel = _into_kernel(row, _GRAD[i], pattern, g.size >= PARALLEL_THRESHOLD, "g")
         kernel(*flat, *[dtype.type(p) for p in params] if params else ())
         return g
     return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, result)
@@ -206,7 +220,7 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
     parallel = size >= PARALLEL_THRESHOLD
     scalars = [dtype.type(p) for p in params] if params else ()
     if into_g and g.dtype is dtype and g.flags.c_contiguous:
-        _into_g_kernel(row, which, pattern, parallel)(first.reshape(-1), *flat, *scalars)
+        _into_kernel(row, which, pattern, parallel, "g")(first.reshape(-1), *flat, *scalars)
         return first, g
     second = empty(g.shape, dtype)
     kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
