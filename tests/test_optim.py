@@ -73,6 +73,19 @@ def test_adam_amsgrad_keeps_the_maximum_second_moment():
     assert state["exp_avg_sq"].item() == pytest.approx(0.999 * 0.001 * 100)
 
 
+@pytest.mark.parametrize("first", [float("nan"), 1.0])
+def test_adam_amsgrad_keeps_a_nan_second_moment_from_either_side_as_torch_maximum_does(first):
+    p = _param([0.0, 0.0])
+    opt = optim.Adam([p], lr=0.1, amsgrad=True)
+    _step_with_grad(opt, p, [first, 1.0])
+    _step_with_grad(opt, p, [2.0, float("nan")])
+    vmax = opt.state[p]["max_exp_avg_sq"].numpy()
+    assert np.isnan(vmax[1])  # the new second moment is nan
+    assert np.isnan(vmax[0]) == math.isnan(first)  # the kept maximum was nan
+    if not math.isnan(first):
+        assert vmax[0] == pytest.approx(0.999 * 0.001 * 1 + 0.001 * 4)
+
+
 def test_adamw_decays_the_parameter_before_the_adam_step_by_hand():
     p = _param([1.0])
     opt = optim.AdamW([p], lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.5)
