@@ -54,6 +54,8 @@ Y = np.array([[0.4, -0.5, 1.0, 0.3], [2.0, -1.5, 0.5, 1.0]])
         pytest.param(lambda lib, x, y: lib.floor(x), id="floor"),
         pytest.param(lambda lib, x, y: lib.ceil(x), id="ceil"),
         pytest.param(lambda lib, x, y: lib.trunc(x), id="trunc"),
+        pytest.param(lambda lib, x, y: lib.frac(x * 3.7), id="frac"),
+        pytest.param(lambda lib, x, y: (x * 3.7).frac(), id="frac-method"),
     ],
 )
 def test_each_form_matches_torch_in_values_node_and_gradients(torch, fn):
@@ -109,6 +111,25 @@ def test_integer_fmod_by_zero_raises_like_torch():
 def test_integer_round_with_decimals_is_not_implemented_like_torch():
     with pytest.raises(NotImplementedError, match="\"round_cpu\" not implemented for 'Long'"):
         numbagrad.round(numbagrad.tensor([1, 2]), decimals=1)
+
+
+def test_frac_of_integers_and_bitwise_ops_of_floats_are_not_implemented_like_torch():
+    with pytest.raises(NotImplementedError, match="\"frac_cpu\" not implemented for 'Long'"):
+        numbagrad.frac(numbagrad.tensor([1, 2]))
+    with pytest.raises(NotImplementedError, match="\"bitwise_and_cpu\" not implemented for 'Float'"):
+        numbagrad.bitwise_and(numbagrad.tensor([1.0]), numbagrad.tensor([1.0]))
+
+
+def test_floor_ceil_trunc_round_and_frac_of_edge_values_match_torch_bit_for_bit(torch):
+    """Halves (round's ties go to even), -0.3 (a -0. result), huge values, inf and nan, in float32 and float64."""
+    edge = [0.5, 1.5, 2.5, -0.5, -2.5, -0.3, 0.3, 4503599627370497.0, 1e30, -1e30, np.inf, -np.inf, np.nan, -0.0]
+    for dtype in (np.float32, np.float64):
+        x = np.array(edge, dtype)
+        for name in ("floor", "ceil", "trunc", "round", "frac"):
+            got = getattr(numbagrad, name)(numbagrad.tensor(x)).numpy()
+            want = getattr(torch, name)(torch.tensor(x)).numpy()
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 def test_addcdiv_of_integers_is_refused_like_torch():

@@ -365,12 +365,21 @@ def ceil(x):
 
 def round_(x):
     r = math.floor(x + 0.5)
-    r = r - ((r - x == 0.5) & (r % 2 != 0))  # ties to even, as torch
+    r = select((r - x == 0.5) & (math.floor(r * 0.5) * 2 != r), r - 1.0, r)  # ties to even, as torch (not r % 2:
+    # that ran libm's fmod, and 1e5 float32 elements took 77 us, now 39)
     return select(abs(x) < 4503599627370496.0, math.copysign(r, x), x)
 
 
 def trunc(x):
     return select(abs(x) < 4503599627370496.0, math.copysign(math.trunc(x), x), x)
+
+
+def frac(x):
+    return x - select(abs(x) < 4503599627370496.0, math.copysign(math.trunc(x), x), x)  # inf - inf: nan, as torch
+
+
+def frac_grad(g, out, x):
+    return g
 
 
 def remainder(x, y):
@@ -600,7 +609,7 @@ def round_decimals(x, decimals):
     p = 10.0 ** abs(decimals)
     v = select(decimals < 0, x / p, x * p)
     r = math.floor(v + 0.5)
-    r = r - ((r - v == 0.5) & (r % 2 != 0))  # ties to even
+    r = select((r - v == 0.5) & (math.floor(r * 0.5) * 2 != r), r - 1.0, r)  # ties to even
     r = select(abs(v) < 4503599627370496.0, math.copysign(r, v), v)
     return select(decimals < 0, r * p, r / p)
 
@@ -721,7 +730,8 @@ class Row:
 
     Types: ``float_only`` ops promote integer inputs to the default float dtype (``exp`` of an int tensor is
     float); ``out_bool`` ops compute in the promoted dtype and return bool (comparisons, ``isnan``);
-    ``integral_only`` ops refuse floating point inputs (the bitwise ops); ``integer_division`` ops raise torch's
+    ``integral_only`` ops refuse floating point inputs (the bitwise ops), ``floating_only`` ops integer ones
+    (``frac``); ``integer_division`` ops raise torch's
     ``ZeroDivisionError`` for an integer divisor of zero.
 
     Names (``ops/elementwise.py`` builds everything public from them): ``node`` is the graph node torch prints,
@@ -753,6 +763,7 @@ class Row:
     float_only: bool = False
     out_bool: bool = False
     integral_only: bool = False
+    floating_only: bool = False
     integer_division: bool = False
     params: tuple = ()
     domain: tuple = (-2.0, 2.0)
@@ -879,6 +890,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("ceil", ceil, (zero_grad,), np.ceil, "CeilBackward0"),
     Row("round", round_, (zero_grad,), np.round, "RoundBackward0", frontend=False),
     Row("trunc", trunc, (zero_grad,), np.trunc, "TruncBackward0", ("trunc", "fix")),
+    Row("frac", frac, (frac_grad,), lambda x: x - np.trunc(x), "FracBackward0", floating_only=True),
     # binary, differentiable
     Row("add", add, (add_grad_x, add_grad_y), np.add, "AddBackward0", operators=_ops("add"), alpha=True),
     Row("sub", sub, (sub_grad_x, sub_grad_y), np.subtract, "SubBackward0", ("sub", "subtract"),

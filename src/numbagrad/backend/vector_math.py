@@ -44,6 +44,7 @@ import tokenize
 import numpy as np
 
 SOURCE = """
+import numpy as _np
 from llvmlite import ir as _ir
 from numba import float64 as _f64
 from numba import types as _types
@@ -399,8 +400,11 @@ def _fits_single(literal: str) -> bool:
 
 #: libm functions with a vectorizable float64 version in ``SOURCE``: what ``vectorized`` swaps in (``exp(-abs(``
 #: first: its argument is never positive, and ``_vexp_nonpositive`` skips what only positive arguments need).
+#: ``floor``/``ceil``/``trunc`` become numpy's, which stay floats (Numba's ``math.floor`` returns an int64, and the
+#: conversions kept ``floor`` of 1e5 float32 elements at 34 us, against 11 us for torch).
 VECTOR_FUNCTIONS = {"exp(-abs": "_vexp_nonpositive(-abs", "exp": "_vexp", "tanh": "_vtanh", "log": "_vlog",
-                    "log1p": "_vlog1p", "expm1": "_vexpm1", "erf": "_verf"}  # fmt: skip
+                    "log1p": "_vlog1p", "expm1": "_vexpm1", "erf": "_verf", "floor": "_np.floor",
+                    "ceil": "_np.ceil", "trunc": "_np.trunc"}  # fmt: skip
 
 
 #: libm functions with a float32 version in ``SINGLE_SOURCE``: what ``single_precision`` swaps in.

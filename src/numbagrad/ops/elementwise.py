@@ -62,8 +62,10 @@ def _compute_dtype(row: Row, inputs: tuple) -> np.dtype:
     kind = dt.kind
     if kind == "f":
         if row.integral_only:
-            raise RuntimeError(f"\"{row.name}_cpu\" not implemented for '{_torch_name(dt)}'")
+            raise NotImplementedError(f"\"{row.name}_cpu\" not implemented for '{_torch_name(dt)}'")
         return dt
+    if row.floating_only:
+        raise NotImplementedError(f"\"{row.name}_cpu\" not implemented for '{_torch_name(dt)}'")
     if row.float_only:
         return get_default_dtype().numpy
     if row.integer_division and _has_zero(inputs[1]):
@@ -524,6 +526,7 @@ DESCRIPTIONS = {
     "ceil": "Round each element up to a whole number (the dtype is kept).",
     "round": "Round each element to the nearest whole number, halves to even.",
     "trunc": "Round each element toward zero (drop the fractional part).",
+    "frac": "The fractional part of each element, with its sign: ``input - trunc(input)``.",
     "add": "Add ``other`` (times ``alpha``) to ``input``, elementwise.",
     "sub": "Subtract ``other`` (times ``alpha``) from ``input``, elementwise.",
     "rsub": "Subtract ``input`` (times ``alpha``) from ``other``: ``other - alpha * input``.",
