@@ -411,6 +411,41 @@ def test_inplace_with_a_tensor_that_requires_grad_flows_gradient_to_it():
     assert gradcheck(f, (x, w))
 
 
+def test_inplace_with_itself_as_the_operand_reads_each_element_first():
+    t = numbagrad.tensor([1.0, -2.0, 3.0])
+    t.mul_(t)
+    assert t.tolist() == [1.0, 4.0, 9.0] and t._version == 1
+
+
+def test_inplace_from_a_partly_overlapping_view_raises_and_leaves_the_data_intact():
+    t = numbagrad.tensor([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to tensor refer"):
+        t[1:].add_(t[:-1])
+    assert t.tolist() == [1.0, 2.0, 3.0, 4.0] and t._version == 0
+
+
+def test_inplace_on_a_view_with_a_number_writes_through_to_the_base():
+    t = numbagrad.tensor([1.0, 2.0, 3.0])
+    t[1:].add_(10)
+    assert t.tolist() == [1.0, 12.0, 13.0] and t._version == 1
+
+
+def test_inplace_with_an_operand_of_another_float_dtype_computes_as_torch():
+    t = numbagrad.tensor([1.0, 2.0], dtype=numbagrad.float32)
+    t.add_(numbagrad.tensor([0.1, 0.2], dtype=numbagrad.float64))
+    assert t.dtype == numbagrad.float32
+    np.testing.assert_array_equal(t.numpy(), np.array([1.1, 2.2], np.float32))
+
+
+def test_a_tensor_saved_for_backward_then_changed_in_place_is_caught_at_backward():
+    x = numbagrad.tensor([1.0, 2.0], requires_grad=True)
+    w = numbagrad.tensor([3.0, 4.0])
+    y = (x * w).sum()
+    w.add_(1.0)
+    with pytest.raises(RuntimeError, match="has been modified by an inplace operation"):
+        y.backward()
+
+
 def test_inplace_result_dtype_must_fit_the_tensor():
     with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
         numbagrad.tensor([1, 2]).add_(1.5)

@@ -644,8 +644,49 @@ def _make_operator(row: Row, fn, name: str):
     return op
 
 
+def _fast_inplace(t: Tensor, row: Row, args: tuple) -> bool:
+    """``t.<row>_(*args)`` for the common case, written straight into ``t`` (True when done): no graph to record,
+    ``t`` a contiguous float32/float64 array, each operand a Python number or a tensor of ``t``'s shape, dtype and
+    storage type that is ``t`` itself or owns its memory (so it cannot overlap ``t`` in part). It skips the checks
+    that cannot fail then (9 us of ``x.add_(y)``'s 10 at 3 elements); anything else returns False for
+    ``row_inplace``'s general path."""
+    data = t._data
+    if row.out_bool or row.integral_only or data.dtype.kind != "f" or data.dtype.itemsize < 4:
+        return False
+    if not data.flags.c_contiguous:
+        return False
+    enabled = state.enabled
+    if enabled and (t._requires_grad or t.grad_fn is not None or t._base is not None):
+        return False
+    arrays = [data]
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            if d is not data and (
+                type(d) is not type(data)
+                or d.dtype is not data.dtype
+                or d.shape != data.shape
+                or d.base is not None
+                or data.base is not None
+                or not d.flags.c_contiguous
+            ):
+                return False
+            if enabled and (a._requires_grad or a.grad_fn is not None):
+                return False
+            arrays.append(d)
+        elif type(a) is float or type(a) is int:
+            arrays.append(a)
+        else:
+            return False
+    (_BACKENDS.get(type(data)) or backend_for(data)).elementwise(row, arrays, (), data.dtype, out=data)
+    t._bump_version()
+    return True
+
+
 def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
     """``t.<row>_(*args)``: straight into ``t``'s storage without autograd, else rebased."""
+    if not kwargs and len(args) == row.arity - 1 and row.frontend and _fast_inplace(t, row, args):
+        return t
     check_inplace(t)
     operands = [as_operand(a, row.names[0] + "_") for a in args[: row.arity - 1]]
     check_written(t, operands)
