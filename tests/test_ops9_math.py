@@ -132,6 +132,27 @@ def test_floor_ceil_trunc_round_and_frac_of_edge_values_match_torch_bit_for_bit(
             np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
+@pytest.mark.parametrize("exponent", [2, 3, 1, 0, 2.0, -1.5])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pow_by_a_number_matches_torch_bit_for_bit_on_edge_values_with_its_gradient(torch, exponent, dtype):
+    """2, 3, 1 and 0 take torch's own shortcuts (x * x, x * x * x, x, 1): nan and inf included, and the gradient
+    reads x ** (exponent - 1) the same way."""
+    x = np.array([0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, 3.0, 1e20], dtype)
+    a, b = numbagrad.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ya, yb = a**exponent, b**exponent
+    np.testing.assert_array_equal(ya.detach().numpy(), yb.detach().numpy())
+    np.testing.assert_array_equal(np.signbit(ya.detach().numpy()), np.signbit(yb.detach().numpy()))
+    ya.backward(numbagrad.ones_like(ya))
+    yb.backward(torch.ones_like(yb))
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
+
+
+def test_integer_pow_by_small_exponents_stays_exact_beyond_float64s_integers(torch):
+    i = np.array([3037000499, -2097151, 7, 0], np.int64)
+    for exponent in (2, 3, 1, 0):
+        np.testing.assert_array_equal((numbagrad.tensor(i) ** exponent).numpy(), (torch.tensor(i) ** exponent).numpy())
+
+
 def test_addcdiv_of_integers_is_refused_like_torch():
     i = numbagrad.tensor([1, 2])
     with pytest.raises(RuntimeError, match="Integer division with addcdiv is no longer supported"):

@@ -293,12 +293,30 @@ def div_grad_y(g, out, x, y):
     return -g * x / (y * y)
 
 
-def pow_(x, y):
+def power(x, y):
+    """``x ** y`` with the shortcuts torch's kernels take for the common integer exponents (the same results:
+    ``x * x`` for 2, ``x * x * x`` for 3, ``x`` for 1, 1 for 0). Each tests a number that a tensor ** number
+    kernel's loop never changes, so LLVM splits the loop per case and vectorizes the shortcuts: ``x ** 2`` of 1e5
+    float32 elements took 807 us through libm's ``pow``, 9 us so. (torch's ``sqrt`` for 0.5 and reciprocals for
+    negative exponents are left out: their float results would make an integer ``x ** y`` pass through float64.)
+    On Tensors (a double backward) ``Row.tensor_grad`` makes it ``x ** y``."""
+    if y == 2:
+        return x * x
+    if y == 1:
+        return x
+    if y == 3:
+        return x * x * x
+    if y == 0:
+        return y + 1  # 1 for every x, nan and inf too (x ** 0 is also x ** 1's gradient)
     return x**y
 
 
+def pow_(x, y):
+    return power(x, y)
+
+
 def pow_grad_x(g, out, x, y):
-    return select(y == 0, 0.0, g * y * x ** (y - 1))
+    return select(y == 0, 0.0, g * y * power(x, y - 1))
 
 
 def pow_grad_y(g, out, x, y):
@@ -799,8 +817,13 @@ class Row:
     def tensor_grad(self, i: int, tensor_math) -> types.FunctionType:
         """Gradient ``i`` re-bound so ``math.*`` and ``select`` act on Tensors (differentiably)."""
         fn = self.grads[i]
-        scope = dict(fn.__globals__, math=tensor_math, select=tensor_math.select)
+        scope = dict(fn.__globals__, math=tensor_math, select=tensor_math.select, power=_tensor_power)
         return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def _tensor_power(x, y):
+    """``power`` on Tensors: no shortcut tests (a Tensor exponent has no single value)."""
+    return x**y
 
 
 def _quiet(fn):

@@ -5,7 +5,8 @@ Three functions, the generator's API:
 * ``loop_source(target, name, args, body, n)``: one kernel ``def name(args)`` running ``body`` (which may be
   several lines and uses the index ``i``) for ``i`` in ``range(n)``: ``"serial"`` is an ``@njit`` range loop,
   ``"parallel"`` the same with ``prange``, ``"cuda"`` a grid-stride loop in a ``@cuda.jit`` kernel.
-* ``functions_source(fns, target)``: module-level scalar functions copied as source and decorated for the target.
+* ``functions_source(fns, target)``: module-level scalar functions copied as source and decorated for the target
+  (``copyable(fns)`` adds the module-level helpers they call, such as ``power``).
 * ``load_module(tag, source)``: the source written to ``<cache_dir>/<tag>_<hash>.py`` and imported, so Numba's
   disk cache serves its kernels in later processes.
 
@@ -25,7 +26,7 @@ into the kernels with the backend's vectorizable ``exp``/``tanh`` (``backend.vec
 from __future__ import annotations
 
 from ..backend import codegen as _codegen
-from ..backend.codegen import cache_dir, load_module  # noqa: F401 - re-exported: part of the API
+from ..backend.codegen import cache_dir, copyable, load_module  # noqa: F401 - re-exported: part of the API
 
 #: Threads per CUDA block for compiled kernels (the shared-memory reduction is sized by it).
 CUDA_THREADS = _codegen.CUDA_THREADS

@@ -137,15 +137,22 @@ def _size_args(rank: int, target: str) -> list[str]:
 
 
 # --- scalar functions -----------------------------------------------------------------------------------------
-def row_functions(nodes) -> list:
-    """The scalar functions the group's rows use (``select`` first), each once."""
-    fns, seen = [select], {id(select)}
+def _own_functions(nodes) -> list:
+    """The scalar functions the group's rows declare, each once."""
+    fns, seen = [], set()
     for node in nodes:
         for fn in (node.row.forward, *node.row.grads):
             if id(fn) not in seen:
                 seen.add(id(fn))
                 fns.append(fn)
     return fns
+
+
+def row_functions(nodes) -> list:
+    """The scalar functions the group's rows use (``select`` first), each once, and the module-level helpers they
+    call (``power``)."""
+    fns = [select, *_own_functions(nodes)]
+    return cg.copyable(fns) or fns
 
 
 _SINGLE = np.dtype(np.float32)
@@ -156,7 +163,7 @@ def single_functions(nodes, target: str) -> list:
     arithmetic in float32: 16 lanes, and the float32 exp)."""
     if target == "cuda":
         return []
-    return row_functions([node for node in nodes if node.dtype == _SINGLE])[1:]
+    return _own_functions([node for node in nodes if node.dtype == _SINGLE])
 
 
 def _functions(nodes, target: str) -> str:

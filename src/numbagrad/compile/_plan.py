@@ -50,7 +50,9 @@ def _is_number(t) -> bool:
 
 
 def _portable(row: Row) -> bool:
-    return all(codegen.is_portable(f) for f in (row.forward, *row.grads))
+    """Whether the row's scalar functions, with the module-level helpers they call (``power``), can be copied
+    into a fused kernel's source."""
+    return codegen.copyable([row.forward, *row.grads]) is not None
 
 
 class _Row:
