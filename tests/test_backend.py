@@ -136,6 +136,30 @@ def test_elementwise_into_one_of_its_own_inputs(b, dtype):
     np.testing.assert_array_equal(get(b, buf), np.zeros_like(x))
 
 
+@pytest.mark.parametrize(
+    ("out_shape", "operand_shape"),
+    [((4, 4), (4,)), ((4, 4), (4, 1)), ((3, 5), (1, 5)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (2, 3, 1)),
+     ((2, 3, 4), (2, 1, 1)), ((2, 3, 4), (1, 3, 1)), ((5, 1, 3), (4, 1))],
+)  # fmt: skip
+def test_elementwise_broadcasts_rows_and_columns_in_either_operand(b, out_shape, operand_shape):
+    """A bias row or a column is read in place by a loop over rows (a 4x4 column is not taken for a row); shapes
+    that split nowhere (a middle dim, or both sides) are expanded first. Each is numpy's result."""
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(out_shape), rng.standard_normal(operand_shape)
+    for first, second in ((x, y), (y, x)):
+        got = b.elementwise(ROWS["sub"], [put(b, first), put(b, second)], (), F64)
+        np.testing.assert_array_equal(get(b, got), first - second)
+
+
+def test_broadcast_rows_and_columns_are_kernel_operands_not_copies():
+    x, bias, column = np.ones((3, 4)), np.arange(4.0), np.arange(3.0).reshape(3, 1)
+    flat, pattern, inner = cpu._flatten([x, bias, column], 12, F64, (3, 4), True)
+    assert (pattern, inner) == ("arc", 4)
+    assert np.shares_memory(flat[1], bias) and np.shares_memory(flat[2], column)
+    assert cpu._flatten([x, bias], 12, F64, (3, 4))[1:] == ("aa", 0)  # (a gradient kernel's operands: expanded)
+    assert cpu._row_split([(1, np.ones((1, 3, 1)))], (2, 3, 4), 24) == (0, "")  # a middle dim: no split
+
+
 def test_an_in_place_op_writes_through_a_kernel_with_no_separate_result_argument():
     """A result argument that aliases an operand fails LLVM's run-time overlap check and the kernel runs its
     scalar loop (3-7x slower); the in-place kernel writes into the operand itself."""

@@ -491,10 +491,11 @@ def _sig(sig) -> str:
 _kernels: dict[tuple, object] = {}
 
 
-def _element(arg: str, kind: str) -> str:
+def _element(arg: str, kind: str, index: str = "i") -> str:
     """An operand inside a loop: an array read per element (``a``), a one-element array (``o``), a scalar
-    (``s``)."""
-    return {"a": f"{arg}[i]", "o": f"{arg}[0]", "s": arg}[kind]
+    (``s``); in a row-broadcast loop (``_map_kernel``) also a row ``r`` (read at the column ``_j``) and a column
+    ``c`` (read at the row ``i``)."""
+    return {"a": f"{arg}[{index}]", "o": f"{arg}[0]", "s": arg, "r": f"{arg}[_j]", "c": f"{arg}[i]"}[kind]
 
 
 def row_function(row: Row, which: str):
@@ -529,7 +530,8 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     result argument: LLVM then sees one buffer read and written at the same index and vectorizes the loop (a
     result argument that aliases an operand fails its run-time overlap check, and the loop ran scalar: 2.3x
     slower for a float32 ``mul`` backward at 1e5). ``single`` (CPU): float32 operands run the functions' float32
-    twins (``_float32_dispatch``)."""
+    twins (``_float32_dispatch``). A pattern with ``r`` (a row, broadcast down the rows) or ``c`` (a column,
+    broadcast along them) makes a loop over ``_outer`` rows of ``_inner`` elements, two more arguments."""
     fns = copyable(_unique(fns))
     portable = fns is not None
     single = single and portable and target in _CPU_TARGETS
@@ -537,7 +539,9 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     names = [c.__name__ for c in calls] if portable else [f"fn{k}" for k in range(len(calls))]
     if single:
         names = [f"{name}_any" for name in names]
-    args = ", ".join([_element(a, k) for a, k in zip(operands, pattern)] + list(params))
+    rows = "r" in pattern or "c" in pattern  # a row-broadcast loop: rows i, columns _j, elements _k
+    index = "_k" if rows else "i"
+    args = ", ".join([_element(a, k, index) for a, k in zip(operands, pattern)] + list(params))
     if len(calls) == 1 and into is None:
         results, stores = ["res"], ["res"]
     else:
@@ -546,11 +550,15 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
             stores[-1] = into
         results = [r for r in stores if r != into]
     if len(stores) == 1:
-        body = f"{stores[0]}[i] = {names[0]}({args})"
+        body = f"{stores[0]}[{index}] = {names[0]}({args})"
     else:
         body = "\n".join([f"r{k} = {name}({args})" for k, name in enumerate(names)] +
-                         [f"{name}[i] = r{k}" for k, name in enumerate(stores)])  # fmt: skip
-    loop = loop_source(target, "kernel", [*results, *operands, *params], body, f"{stores[0]}.shape[0]")
+                         [f"{name}[{index}] = r{k}" for k, name in enumerate(stores)])  # fmt: skip
+    if rows:
+        body = "for _j in range(_inner):\n    _k = i * _inner + _j\n" + textwrap.indent(body, "    ")
+        loop = loop_source(target, "kernel", [*results, *operands, *params, "_outer", "_inner"], body, "_outer")
+    else:
+        loop = loop_source(target, "kernel", [*results, *operands, *params], body, f"{stores[0]}.shape[0]")
     if portable:
         # inlined at Numba IR level: LLVM then vectorizes the loop (a float32 call to a row function that uses
         # the vector math stayed a call, 8x slower), and each kernel compiles only the functions it uses

@@ -99,10 +99,15 @@ def _written_operand(which: str, values, out: np.ndarray, pattern: str) -> str |
     return None
 
 
-def _flatten(values, size: int, dtype: np.dtype, shape: tuple) -> tuple[list, str]:
-    """The kernel operands for ``values`` broadcast to ``shape`` (``size`` elements), and their pattern."""
+def _flatten(values, size: int, dtype: np.dtype, shape: tuple, rows: bool = False) -> tuple[list, str, int]:
+    """The kernel operands for ``values`` broadcast to ``shape`` (``size`` elements), their pattern, and the row
+    length of a row-broadcast loop (0: a flat loop). With ``rows``, operands broadcast along the leading dims
+    (``r``: a bias ``(C,)`` added to ``(N, C)``) or the trailing ones (``c``: ``(N, 1)`` against ``(N, C)``) are
+    read in place by a loop over rows, when all of them split the shape at the same place; else (and without
+    ``rows``) a broadcast operand is expanded into a full copy first."""
     flat = []
     pattern = ""
+    spread = None  # the operands to broadcast: (position, array)
     for v in values:
         if type(v) is not np.ndarray and dtype.kind == "f":  # a number (or the 0 standing for an unread operand)
             flat.append(dtype.type(v))
@@ -115,10 +120,45 @@ def _flatten(values, size: int, dtype: np.dtype, shape: tuple) -> tuple[list, st
         else:
             v, kind = _operand(v, size, dtype)
             if kind == "b":
-                v, kind = np.broadcast_to(v.astype(dtype, copy=False), shape).ravel(), "a"
+                spread = spread or []
+                spread.append((len(flat), v))
             flat.append(v)
             pattern += kind
-    return flat, pattern
+    if spread is None:
+        return flat, pattern, 0
+    inner, kinds = _row_split(spread, shape, size) if rows else (0, "")
+    for (k, v), kind in zip(spread, kinds or "a" * len(spread)):
+        if inner:
+            flat[k] = np.ascontiguousarray(v, dtype).reshape(-1)
+        else:
+            flat[k] = np.broadcast_to(v.astype(dtype, copy=False), shape).ravel()
+        pattern = pattern[:k] + kind + pattern[k + 1 :]
+    return flat, pattern, inner
+
+
+def _row_split(spread: list, shape: tuple, size: int) -> tuple[int, str]:
+    """The row length ``inner`` at which every operand in ``spread`` is a row (``r``: ones, then ``shape``'s
+    trailing dims, ``inner`` elements) or a column (``c``: ``shape``'s leading dims, then ones, ``size // inner``
+    elements), and their kinds; ``(0, "")`` when there is no such split."""
+    inner, kinds = 0, ""
+    ndim = len(shape)
+    for _, v in spread:
+        dims = (1,) * (ndim - v.ndim) + v.shape
+        k = ndim
+        while k > 0 and dims[k - 1] == shape[k - 1]:
+            k -= 1
+        kind = "r"
+        if not all(d == 1 for d in dims[:k]):  # not a row: a column's leading dims are the output's up to k
+            k, kind = 0, "c"
+            while k < ndim and dims[k] == shape[k]:
+                k += 1
+            if not all(d == 1 for d in dims[k:]):
+                return 0, ""
+        split = math.prod(shape[k:])
+        if split in (0, 1, size) or (inner and split != inner):
+            return 0, ""
+        inner, kinds = split, kinds + kind
+    return inner, kinds
 
 
 def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.ndarray, fresh=False) -> np.ndarray:
@@ -127,10 +167,12 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
     size = out.size
     if size == 0:
         return out
-    flat, pattern = _flatten(values, size, dtype, out.shape)
-    parallel = size >= PARALLEL_THRESHOLD
     if fresh or out.flags.c_contiguous:
+        flat, pattern, inner = _flatten(values, size, dtype, out.shape, True)
+        parallel = size >= PARALLEL_THRESHOLD
         scalars = [dtype.type(p) for p in params] if params else ()
+        if inner:
+            scalars = (*scalars, size // inner, inner)
         into = None if fresh or out.dtype != dtype else _written_operand(which, values, out, pattern)
         if into is not None:  # (out is then one of the flat operands, itself or a view of it)
             _into_kernel(row, which, pattern, parallel, into)(*flat, *scalars)
@@ -198,7 +240,7 @@ def elementwise_grad(
     if result is None:
         return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, empty(g.shape, dtype), True)
     if result is g and g.dtype is dtype and g.flags.c_contiguous and g.size:
-        flat, pattern = _flatten((g, out, *inputs), g.size, dtype, g.shape)
+        flat, pattern, _ = _flatten((g, out, *inputs), g.size, dtype, g.shape)
         kernel = _into_kernel(row, _GRAD[i], pattern, g.size >= PARALLEL_THRESHOLD, "g")
         kernel(*flat, *[dtype.type(p) for p in params] if params else ())
         return g
@@ -216,7 +258,7 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
         first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
         return first, elementwise_grad(row, which[1], g, out, inputs, params, dtype, result=g if into_g else None)
     first = empty(g.shape, dtype)
-    flat, pattern = _flatten((g, out, *inputs), size, dtype, g.shape)
+    flat, pattern, _ = _flatten((g, out, *inputs), size, dtype, g.shape)
     parallel = size >= PARALLEL_THRESHOLD
     scalars = [dtype.type(p) for p in params] if params else ()
     if into_g and g.dtype is dtype and g.flags.c_contiguous:
