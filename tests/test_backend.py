@@ -206,6 +206,21 @@ def test_reduce_matches_numpy(b, op, axes, keepdim):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("axes", [(0,), (1,), (2,), (0, 1), (1, 2), (0, 1, 2), (2, 0)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_large_float_sum_over_some_axes_matches_a_float64_sum(axes, dtype):
+    """From 4096 elements a float sum over consecutive axes runs a compiled loop that adds in float64: the float64
+    sum rounded once, up to float32 rounding of sums of up to 480 normal values (numpy's float32 pairwise sum, which
+    the other axes take, differs from it by a few ulps of the largest partial sum)."""
+    a = np.random.default_rng(2).standard_normal((16, 24, 20)).astype(dtype)
+    for keepdim in (False, True):
+        expected = a.sum(axis=axes, keepdims=keepdim, dtype=np.float64).astype(dtype)
+        got = cpu.reduce(a, "sum", axes, keepdim)  # (the CPU's loop; 28 of these took 5 minutes in the simulator)
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        tolerance = {"rtol": 1e-6, "atol": 1e-4} if dtype == np.float32 else {"rtol": 1e-13, "atol": 1e-12}
+        np.testing.assert_allclose(got, expected, **tolerance)
+
+
 def test_reduce_in_a_dtype_and_of_zero_dim_and_empty_arrays(b):
     ints = put(b, np.array([[1, 2], [3, 4]], np.int32))
     s = get(b, b.reduce(ints, "sum", None, False, np.int64))

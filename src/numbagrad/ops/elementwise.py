@@ -106,22 +106,25 @@ class Elementwise(Function):
 
     @classmethod
     def _fast_apply(cls, args: tuple, st):
-        """The whole call for the common case: tensors of one float dtype and shape on one device, contiguous or
-        expanded from one element (maybe with Python numbers), no params, outside anomaly and inference mode. It
+        """The whole call for the common case: tensors of one float dtype on one device, of one shape or
+        broadcasting, contiguous or expanded from one element (maybe with Python numbers), no params, outside
+        anomaly and inference mode. It
         computes what ``forward`` computes and builds the node ``_link_outputs`` would build; anything else returns
         None for the general path."""
         if len(args) != cls.arity or st.anomaly or st.inference:
             return None
         row = cls.row
-        arrays, needs, first, scalars, grad = [], [], None, False, False
+        arrays, needs, first, scalars, grad, mixed = [], [], None, False, False, False
         pattern = cls._array_pattern  # the kernel's operand kinds, while every operand is a whole array
         for a in args:
             if isinstance(a, Tensor):
                 d = a._data
                 if first is None:
                     first = d
-                elif type(d) is not type(first) or d.dtype is not first.dtype or d.shape != first.shape:
+                elif type(d) is not type(first) or d.dtype is not first.dtype:
                     return None
+                elif d.shape != first.shape:
+                    mixed = True  # broadcast: the backend's general elementwise, and shapes for the backward
                 if d.flags.c_contiguous:
                     arrays.append(d)
                 elif d.size and not any(d.strides):  # expanded from one element (sum's gradient): a number
@@ -148,7 +151,11 @@ class Elementwise(Function):
             return None  # the NotImplemented node: the general path makes it
         result = _new(Tensor)
         backend = _BACKENDS.get(type(first)) or backend_for(first)
-        result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype, pattern)
+        if mixed:
+            shape = broadcast_shapes(*[a._data.shape for a in args if isinstance(a, Tensor)])
+            result._data = backend.elementwise(row, arrays, (), first.dtype, shape=shape, out_dtype=row.out_dtype)
+        else:
+            result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype, pattern)
         if not linked:
             return result
         ctx = cls._backward_cls()
@@ -169,6 +176,8 @@ class Elementwise(Function):
             ctx._saved = saved
         if scalars:
             ctx.values = [None if isinstance(a, Tensor) else a for a in args]
+        if mixed:
+            ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in args]
         return result
 
     @staticmethod
