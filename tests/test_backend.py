@@ -221,6 +221,24 @@ def test_a_large_float_sum_over_some_axes_matches_a_float64_sum(axes, dtype):
         np.testing.assert_allclose(got, expected, **tolerance)
 
 
+@pytest.mark.parametrize("dim", [0, 1, 2])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_and_log_softmax_along_a_dim_match_numpy(b, dim, log):
+    a = np.random.default_rng(3).standard_normal((3, 4, 5)) * 4
+    a[0, 0, 0] = -np.inf  # one -inf: probability 0 (log: -inf)
+    shifted = a - a.max(axis=dim, keepdims=True)
+    total = np.exp(shifted).sum(axis=dim, keepdims=True)
+    expected = shifted - np.log(total) if log else np.exp(shifted) / total
+    np.testing.assert_allclose(get(b, b.softmax(put(b, a), dim, log)), expected, rtol=1e-13)
+
+
+def test_softmax_of_a_row_with_nan_is_nan_and_of_a_zero_dim_array_is_one(b):
+    a = np.array([[1.0, np.nan, 2.0], [0.5, 1.5, -1.0]])
+    got = get(b, b.softmax(put(b, a), 1, False))
+    assert np.isnan(got[0]).all() and np.isfinite(got[1]).all()
+    assert get(b, b.softmax(put(b, np.array(3.0)), 0, False)).tolist() == 1.0
+
+
 def test_reduce_in_a_dtype_and_of_zero_dim_and_empty_arrays(b):
     ints = put(b, np.array([[1, 2], [3, 4]], np.int32))
     s = get(b, b.reduce(ints, "sum", None, False, np.int64))

@@ -411,6 +411,15 @@ def test_inplace_with_a_tensor_that_requires_grad_flows_gradient_to_it():
     assert gradcheck(f, (x, w))
 
 
+@pytest.mark.parametrize(
+    ("data", "dtype"),
+    [(np.float64(2.5), "float64"), (np.int32(3), "int32"), (np.float16(1.5), "float16"), (np.bool_(True), "bool"),
+     ([np.float64(1.0), np.float64(2.0)], "float64"), ([[np.int32(1)], [np.int32(2)]], "int32"), ([1, 2.5], "float32")],
+)  # fmt: skip
+def test_a_tensor_of_numpy_scalars_keeps_their_dtype_as_torch(data, dtype):
+    assert numbagrad.tensor(data).dtype == getattr(numbagrad, dtype)
+
+
 def test_inplace_with_itself_as_the_operand_reads_each_element_first():
     t = numbagrad.tensor([1.0, -2.0, 3.0])
     t.mul_(t)

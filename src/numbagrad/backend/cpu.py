@@ -760,6 +760,25 @@ def _half_in_single(fn):
 
 
 @_half_in_single
+def softmax(x: np.ndarray, dim: int, log: bool) -> np.ndarray:
+    """``softmax`` (or ``log_softmax`` for ``log``) of a non-empty float ``x`` along ``dim``: each row shifted by its
+    maximum, numpy's SIMD ``exp``, then one kernel pass dividing by the float64 row sum (or subtracting its log).
+    Composed from tensor ops a float32 (256, 400) softmax took 264 us, torch 64."""
+    if x.ndim == 0:
+        return softmax(x.reshape(1), 0, log).reshape(())
+    last = dim == x.ndim - 1
+    a = np.ascontiguousarray(x if last else np.moveaxis(x, dim, -1))
+    rows = a.reshape(-1, a.shape[-1])
+    shifted, rowmax = np.empty(rows.shape, x.dtype), np.empty(rows.shape[0], x.dtype)
+    kernels = _nn()
+    kernels.shift_by_row_max(rows, shifted, rowmax)
+    e = np.exp(shifted)
+    kernels.softmax_rows(shifted, e, log)
+    out = e.reshape(a.shape)
+    return out if last else np.ascontiguousarray(np.moveaxis(out, -1, dim))
+
+
+@_half_in_single
 def layer_norm(x: np.ndarray, weight, bias, eps: float, n: int) -> tuple:
     """Normalize ``x`` over its trailing ``n`` elements (then ``* weight + bias`` when given): (out in ``x``'s
     shape, mean and rstd per row)."""
@@ -1022,6 +1041,7 @@ __all__ = [
     "reduce",
     "reshape",
     "setitem",
+    "softmax",
     "sort",
     "sum_to_shape",
     "take_along_axis",

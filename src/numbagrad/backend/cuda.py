@@ -804,6 +804,20 @@ def overlap(a, b) -> str:
     return "partial"
 
 
+def softmax(x, dim: int, log: bool):
+    """``softmax`` (or ``log_softmax``) along ``dim`` from device kernels: the row maxima, ``exp`` of the shifted
+    values, their sums, then a division (or the shifted values less the sums' logs)."""
+    if x.ndim == 0:
+        return softmax(x.reshape(1), 0, log).reshape(())
+    dtype = np.dtype(x.dtype)
+    shifted = elementwise(ROWS["sub"], [x, reduce(x, "max", (dim,), True)], (), dtype)
+    e = elementwise(ROWS["exp"], [shifted], (), dtype)
+    total = reduce(e, "sum", (dim,), True)
+    if log:
+        return elementwise(ROWS["sub"], [shifted, elementwise(ROWS["log"], [total], (), dtype)], (), dtype)
+    return elementwise(ROWS["div"], [e, total], (), dtype)
+
+
 def _host_op(name: str):
     """The cpu backend's ``name`` run on host copies of the device arrays, its array results uploaded."""
     fn = getattr(cpu, name)

@@ -1,4 +1,5 @@
-"""Hand-written CPU kernels of ``nn.functional``: layer norm, im2col/col2im, max/avg/adaptive pooling.
+"""Hand-written CPU kernels of ``nn.functional``: layer norm, softmax, cross entropy, im2col/col2im, max/avg/adaptive
+pooling.
 
 Module-level ``@njit(cache=True)`` functions, served from Numba's disk cache in later processes (the table's
 generator writes elementwise kernels into the cache directory instead; these loops are not elementwise, and the
@@ -276,6 +277,24 @@ def shift_by_row_max(x, out, rowmax):
         rowmax[i] = m
         for k in range(c):
             out[i, k] = x[i, k] - m
+
+
+@njit(**_REDUCING)
+def softmax_rows(shifted, e, log):
+    """Each row of ``e`` (``exp(shifted)``, ``shifted = x - rowmax``) divided by its float64 sum, in place; or, for
+    ``log``, ``shifted - log(sum)`` (log_softmax)."""
+    n, c = e.shape
+    for i in range(n):
+        total = 0.0
+        for k in range(c):
+            total += e[i, k]
+        if log:
+            lse = math.log(total)
+            for k in range(c):
+                e[i, k] = shifted[i, k] - lse
+        else:
+            for k in range(c):
+                e[i, k] = e[i, k] / total
 
 
 @njit(**_REDUCING)

@@ -95,7 +95,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
         )
         array = np.array(data._host())
         inferred = from_numpy_dtype(array.dtype)
-    elif isinstance(data, np.ndarray):
+    elif isinstance(data, (np.ndarray, np.generic)):  # a numpy scalar keeps its dtype too (np.float64(2.0))
         array = np.array(data)
         inferred = from_numpy_dtype(array.dtype)
     else:
@@ -112,8 +112,15 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
         if array.dtype == object:
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         inferred = _infer_dtype(array)
+        if isinstance(data, (list, tuple)) and array.size and _numpy_scalars_of_one_dtype(data, array.dtype):
+            inferred = from_numpy_dtype(array.dtype)  # [np.float64(1.0), np.float64(2.0)]: float64, as torch
     dt = to_dtype(dtype) if dtype is not None else inferred
     return _finish(np.asarray(array, dtype=dt.numpy, order="C"), device, requires_grad)
+
+
+def _numpy_scalars_of_one_dtype(data, dtype) -> bool:
+    """Whether every element of the nested sequence ``data`` is a numpy scalar of ``dtype``."""
+    return all(isinstance(d, np.generic) and d.dtype == dtype for d in _flatten(data))
 
 
 def _first_shape(data) -> list:

@@ -503,8 +503,7 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim):
-        shifted = (x - x.amax(dim, keepdim=True)).exp() if x.numel() else x.clone()
-        out = shifted / shifted.sum(dim, keepdim=True) if x.numel() else shifted
+        out = Tensor._make(x._backend.softmax(x._data, dim, False)) if x.numel() else x.clone()
         ctx.dim = dim
         ctx.save_for_backward(out)
         return out
@@ -520,11 +519,7 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim):
-        if x.numel():
-            shifted = x - x.amax(dim, keepdim=True)
-            out = shifted - shifted.exp().sum(dim, keepdim=True).log()
-        else:
-            out = x.clone()
+        out = Tensor._make(x._backend.softmax(x._data, dim, True)) if x.numel() else x.clone()
         ctx.dim = dim
         ctx.save_for_backward(out)
         return out
