@@ -239,6 +239,23 @@ def test_softmax_of_a_row_with_nan_is_nan_and_of_a_zero_dim_array_is_one(b):
     assert get(b, b.softmax(put(b, np.array(3.0)), 0, False)).tolist() == 1.0
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_is_the_head_of_the_stable_sort_with_ties_and_nans(b, dtype, largest):
+    """A small k selects in one pass per row (CPU); the result is exactly the first k of the stable sort: equal
+    values in index order, nan the largest."""
+    rng = np.random.default_rng(4)
+    a = rng.integers(-3, 4, (3, 5, 40)).astype(dtype)
+    if a.dtype.kind == "f":
+        a[rng.random(a.shape) < 0.2] = np.nan
+    for dim, k in ((2, 3), (2, 5), (1, 1), (0, 2), (2, 40)):
+        values, indices = b.topk(put(b, a), k, dim, largest)
+        want_values, want_indices = cpu.sort(a, dim, largest)
+        cut = (slice(None),) * dim + (slice(0, k),)
+        np.testing.assert_array_equal(get(b, values), want_values[cut])
+        np.testing.assert_array_equal(get(b, indices), want_indices[cut])
+
+
 def test_reduce_in_a_dtype_and_of_zero_dim_and_empty_arrays(b):
     ints = put(b, np.array([[1, 2], [3, 4]], np.int32))
     s = get(b, b.reduce(ints, "sum", None, False, np.int64))

@@ -538,6 +538,24 @@ def sort(a: np.ndarray, dim: int, descending: bool) -> tuple[np.ndarray, np.ndar
     return np.take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
 
 
+def topk(a: np.ndarray, k: int, dim: int, largest: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``k`` of a stable sort along ``dim`` (descending for ``largest``): (values, int64 indices). A small
+    ``k`` of a float or integer array runs one selection pass per row (``nn_kernels.topk_rows``); otherwise the
+    sort, cut."""
+    n = a.shape[dim]
+    if a.dtype.kind in "fiu" and a.dtype.itemsize >= 4 and 0 < k <= 16 and k * 8 <= n:
+        moved = np.ascontiguousarray(np.moveaxis(a, dim, -1))
+        rows = moved.reshape(-1, n)
+        values, indices = np.empty((rows.shape[0], k), a.dtype), np.empty((rows.shape[0], k), np.int64)
+        _nn().topk_rows(rows, k, largest, values, indices)
+        shape = (*moved.shape[:-1], k)
+        values, indices = values.reshape(shape), indices.reshape(shape)
+        return np.ascontiguousarray(np.moveaxis(values, -1, dim)), np.ascontiguousarray(np.moveaxis(indices, -1, dim))
+    values, indices = sort(a, dim, largest)
+    cut = (slice(None),) * dim + (slice(0, k),)
+    return values[cut].copy(), indices[cut].copy()
+
+
 def getitem(a: np.ndarray, index: tuple) -> np.ndarray:
     """``a[index]``: a view for basic indices, a copy for advanced ones; a full integer index gives a 0-d view."""
     out = a[index]
@@ -1047,6 +1065,7 @@ __all__ = [
     "take_along_axis",
     "tile",
     "to_host",
+    "topk",
     "where",
     "zeros",
     # op breadth (issue 9)

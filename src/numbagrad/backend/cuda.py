@@ -547,6 +547,12 @@ def sort(a, dim: int, descending: bool):
     return from_host(values), from_host(indices)
 
 
+def topk(a, k: int, dim: int, largest: bool):
+    """The first ``k`` of a stable sort along ``dim``: (values, int64 indices), on the host."""
+    values, indices = cpu.topk(to_host(a), k, dim, largest)
+    return from_host(values), from_host(indices)
+
+
 def arg_reduce(a, op: str, axis: int | None, keepdim: bool):
     """``argmax``/``argmin`` as int64 (``axis`` None flattens), on the host."""
     return from_host(cpu.arg_reduce(to_host(a), op, axis, keepdim))

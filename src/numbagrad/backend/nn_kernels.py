@@ -1,5 +1,5 @@
 """Hand-written CPU kernels of ``nn.functional``: layer norm, softmax, cross entropy, im2col/col2im, max/avg/adaptive
-pooling.
+pooling; and ``topk``'s selection.
 
 Module-level ``@njit(cache=True)`` functions, served from Numba's disk cache in later processes (the table's
 generator writes elementwise kernels into the cache directory instead; these loops are not elementwise, and the
@@ -372,3 +372,41 @@ def cross_entropy_backward(probs, target, weight, weighted, smoothing, ignore_in
             for k in range(c):
                 out[i, k] = coef * probs[i, k] - shift
         out[i, t] -= sc * (1.0 - smoothing) * wt
+
+
+# --- topk ---------------------------------------------------------------------------------------------------------
+@njit(**_OPTS)
+def topk_rows(a, k, largest, values, indices):
+    """The ``k`` first elements of each row of ``a`` in a stable sort (descending for ``largest``, nan counted the
+    largest): each element in index order displaces the kept ones it beats, so equal values keep their order.
+    One pass per row, against a sort of the whole row (a float32 (256, 400) ``topk(5)``: 5.5 ms, torch 0.17)."""
+    rows, n = a.shape
+    for r in range(rows):
+        kept = 0
+        for j in range(n):
+            v = a[r, j]
+            pos = kept
+            if kept == k:
+                w = values[r, k - 1]
+                if largest:
+                    beats = (v != v and w == w) or v > w
+                else:
+                    beats = (w != w and v == v) or v < w
+                if not beats:
+                    continue
+                pos = k - 1
+            else:
+                kept += 1
+            while pos > 0:
+                w = values[r, pos - 1]
+                if largest:
+                    beats = (v != v and w == w) or v > w
+                else:
+                    beats = (w != w and v == v) or v < w
+                if not beats:
+                    break
+                values[r, pos] = w
+                indices[r, pos] = indices[r, pos - 1]
+                pos -= 1
+            values[r, pos] = v
+            indices[r, pos] = j

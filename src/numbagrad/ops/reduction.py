@@ -775,9 +775,7 @@ class Topk(Function):
         if x._data.ndim == 0:
             values, idx = backend.copy(x._data), backend.zeros((), np.int64)
         else:
-            values, idx = backend.sort(x._data, dim, largest)
-            lead = (slice(None),) * dim + (slice(0, k),)
-            values, idx = backend.copy(backend.getitem(values, lead)), backend.copy(backend.getitem(idx, lead))
+            values, idx = backend.topk(x._data, k, dim, largest)
         indices = Tensor._make(idx)
         ctx.mark_non_differentiable(indices)
         ctx.save_for_backward(indices)
