@@ -256,6 +256,17 @@ def test_topk_is_the_head_of_the_stable_sort_with_ties_and_nans(b, dtype, larges
         np.testing.assert_array_equal(get(b, indices), want_indices[cut])
 
 
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_cumulative_along_a_dim_accumulates_in_float64_for_float32(b, op, dim):
+    a = np.random.default_rng(5).uniform(0.5, 1.5, (3, 4, 6)).astype(np.float32)
+    fn = np.cumsum if op == "cumsum" else np.cumprod
+    expected = fn(a.astype(np.float64), axis=dim).astype(np.float32)  # rounded once, as torch's CPU kernel
+    got = get(b, b.cumulative(put(b, a), op, dim, np.dtype(np.float32)))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_reduce_in_a_dtype_and_of_zero_dim_and_empty_arrays(b):
     ints = put(b, np.array([[1, 2], [3, 4]], np.int32))
     s = get(b, b.reduce(ints, "sum", None, False, np.int64))

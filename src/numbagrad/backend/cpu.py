@@ -619,6 +619,13 @@ def cumulative(a: np.ndarray, op: str, dim: int, dtype) -> np.ndarray:
     """``cumsum`` or ``cumprod`` along ``dim`` in ``dtype``; floats accumulate in float64, as torch's CPU kernel."""
     fn = np.cumsum if op == "cumsum" else np.cumprod
     dtype = np.dtype(dtype)
+    if dtype.kind == "f" and dtype.itemsize >= 4 and a.size:  # a compiled scan (float16: numpy's, below)
+        src = np.ascontiguousarray(a, dtype)
+        shape = src.shape
+        out = np.empty(shape, dtype)
+        view = (math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :]))
+        _nn().cumulative(src.reshape(view), op == "cumprod", out.reshape(view))
+        return out
     if dtype.kind == "f" and dtype.itemsize < 8:
         return _c(fn(a.astype(dtype), axis=dim, dtype=np.float64).astype(dtype))
     return _c(fn(a, axis=dim, dtype=dtype))

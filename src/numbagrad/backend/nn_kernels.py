@@ -1,5 +1,5 @@
 """Hand-written CPU kernels of ``nn.functional``: layer norm, softmax, cross entropy, im2col/col2im, max/avg/adaptive
-pooling; and ``topk``'s selection.
+pooling; and ``topk``'s selection and the running sums and products of ``cumsum``/``cumprod``.
 
 Module-level ``@njit(cache=True)`` functions, served from Numba's disk cache in later processes (the table's
 generator writes elementwise kernels into the cache directory instead; these loops are not elementwise, and the
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
 _OPTS = {"cache": True, "nogil": True, "error_model": "numpy"}
@@ -410,3 +411,28 @@ def topk_rows(a, k, largest, values, indices):
                 pos -= 1
             values[r, pos] = v
             indices[r, pos] = j
+
+
+# --- cumsum / cumprod -----------------------------------------------------------------------------------------------
+@njit(**_OPTS)
+def cumulative(x, product, out):
+    """Running sums (or products, for ``product``) along the middle axis of ``x`` viewed as ``(outer, n, inner)``
+    into ``out``, accumulated in float64 as torch's CPU kernel does: one pass, where numpy converted to float64,
+    scanned and converted back (float32 (256, 400) along dim 1: 500 us, torch 119)."""
+    outer, n, inner = x.shape
+    if inner == 1:  # along the last axis: the running value in a register
+        for o in range(outer):
+            v = 1.0 if product else 0.0
+            for k in range(n):
+                v = v * x[o, k, 0] if product else v + x[o, k, 0]
+                out[o, k, 0] = v
+        return
+    acc = np.empty(inner, np.float64)
+    for o in range(outer):
+        for j in range(inner):
+            acc[j] = 1.0 if product else 0.0
+        for k in range(n):
+            for j in range(inner):
+                v = acc[j] * x[o, k, j] if product else acc[j] + x[o, k, j]
+                acc[j] = v
+                out[o, k, j] = v
