@@ -232,6 +232,20 @@ def test_softmax_and_log_softmax_along_a_dim_match_numpy(b, dim, log):
     np.testing.assert_allclose(get(b, b.softmax(put(b, a), dim, log)), expected, rtol=1e-13, atol=1e-14)
 
 
+@pytest.mark.parametrize("dim", [0, 2])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_backward_matches_the_formula(b, dim, log):
+    rng = np.random.default_rng(6)
+    a, g = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 4, 5))
+    y = get(b, b.softmax(put(b, a), dim, log))
+    if log:
+        expected = g - np.exp(y) * g.sum(axis=dim, keepdims=True)
+    else:
+        expected = y * (g - (g * y).sum(axis=dim, keepdims=True))
+    np.testing.assert_allclose(get(b, b.softmax_backward(put(b, y), put(b, g), dim, log)), expected, rtol=1e-12,
+                               atol=1e-15)  # fmt: skip
+
+
 def test_softmax_of_a_row_with_nan_is_nan_and_of_a_zero_dim_array_is_one(b):
     a = np.array([[1.0, np.nan, 2.0], [0.5, 1.5, -1.0]])
     got = get(b, b.softmax(put(b, a), 1, False))

@@ -803,6 +803,28 @@ def softmax(x: np.ndarray, dim: int, log: bool) -> np.ndarray:
     return out if last else np.ascontiguousarray(np.moveaxis(out, -1, dim))
 
 
+def _rows_along(x: np.ndarray, dim: int) -> np.ndarray:
+    """``x`` with ``dim`` moved last, C-contiguous, as rows."""
+    a = np.ascontiguousarray(x if dim == x.ndim - 1 else np.moveaxis(x, dim, -1))
+    return a.reshape(-1, a.shape[-1])
+
+
+@_half_in_single
+def softmax_backward(y: np.ndarray, g: np.ndarray, dim: int, log: bool) -> np.ndarray:
+    """The input gradient of ``softmax`` (``log_softmax`` for ``log``) from its output ``y`` and the incoming
+    ``g``, along ``dim``: one kernel pass per row, where four tensor ops took two to three times torch's time."""
+    if y.ndim == 0:
+        return softmax_backward(y.reshape(1), g.reshape(1), 0, log).reshape(())
+    g = g.astype(y.dtype, copy=False)
+    rows_y, rows_g = _rows_along(y, dim), _rows_along(g, dim)
+    gx = np.empty(rows_y.shape, y.dtype)
+    _nn().softmax_backward_rows(np.exp(rows_y) if log else rows_y, rows_g, log, gx)  # (numpy's SIMD exp)
+    if dim == y.ndim - 1:
+        return gx.reshape(y.shape)
+    moved = gx.reshape((*np.delete(y.shape, dim), y.shape[dim]))
+    return np.ascontiguousarray(np.moveaxis(moved, -1, dim))
+
+
 @_half_in_single
 def layer_norm(x: np.ndarray, weight, bias, eps: float, n: int) -> tuple:
     """Normalize ``x`` over its trailing ``n`` elements (then ``* weight + bias`` when given): (out in ``x``'s
@@ -1067,6 +1089,7 @@ __all__ = [
     "reshape",
     "setitem",
     "softmax",
+    "softmax_backward",
     "sort",
     "sum_to_shape",
     "take_along_axis",

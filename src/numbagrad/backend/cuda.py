@@ -824,6 +824,17 @@ def softmax(x, dim: int, log: bool):
     return elementwise(ROWS["div"], [e, total], (), dtype)
 
 
+def softmax_backward(y, g, dim: int, log: bool):
+    """The input gradient of ``softmax`` (``log_softmax``) from its output ``y`` and ``g``, from device kernels."""
+    dtype = np.dtype(y.dtype)
+    if log:
+        total = reduce(g, "sum", (dim,), True)
+        return elementwise(ROWS["sub"], [g, elementwise(ROWS["mul"], [elementwise(ROWS["exp"], [y], (), dtype), total],
+                                                        (), dtype)], (), dtype)  # fmt: skip
+    total = reduce(elementwise(ROWS["mul"], [g, y], (), dtype), "sum", (dim,), True)
+    return elementwise(ROWS["mul"], [y, elementwise(ROWS["sub"], [g, total], (), dtype)], (), dtype)
+
+
 def _host_op(name: str):
     """The cpu backend's ``name`` run on host copies of the device arrays, its array results uploaded."""
     fn = getattr(cpu, name)

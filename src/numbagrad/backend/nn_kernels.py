@@ -299,6 +299,23 @@ def softmax_rows(shifted, e, log):
 
 
 @njit(**_REDUCING)
+def softmax_backward_rows(y, g, log, gx):
+    """The gradient of softmax rows ``y`` for ``g``: ``y * (g - sum(g * y))``; for ``log``, ``y`` holds the
+    exponentials of log_softmax's rows, and the gradient is ``g - y * sum(g)`` (sums in float64)."""
+    n, c = y.shape
+    for i in range(n):
+        total = 0.0
+        for k in range(c):
+            total += g[i, k] if log else g[i, k] * y[i, k]
+        if log:
+            for k in range(c):
+                gx[i, k] = g[i, k] - y[i, k] * total
+        else:
+            for k in range(c):
+                gx[i, k] = y[i, k] * (g[i, k] - total)
+
+
+@njit(**_REDUCING)
 def cross_entropy_forward(x, e, rowmax, target, weight, weighted, smoothing, ignore_index, losses, counts):
     """Turn ``e`` (``exp(x - rowmax)``) into the softmax in place; per sample ``(1 - s) * w[t] * (lse - x_t) + s /
     C * sum_c w[c] * (lse - x_c)`` (0 when ignored) into ``losses`` and ``w[t]`` (0 when ignored) into ``counts``."""

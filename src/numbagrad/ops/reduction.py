@@ -511,7 +511,9 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return y * (g - (g * y).sum(dim=ctx.dim, keepdim=True)), None
+        if state.enabled:  # create_graph: the differentiable formula
+            return y * (g - (g * y).sum(dim=ctx.dim, keepdim=True)), None
+        return Tensor._make(y._backend.softmax_backward(y._data, g._data, ctx.dim, False)), None
 
 
 class LogSoftmax(Function):
@@ -527,7 +529,9 @@ class LogSoftmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return g - y.exp() * g.sum(dim=ctx.dim, keepdim=True), None
+        if state.enabled:  # create_graph: the differentiable formula
+            return g - y.exp() * g.sum(dim=ctx.dim, keepdim=True), None
+        return Tensor._make(y._backend.softmax_backward(y._data, g._data, ctx.dim, True)), None
 
 
 def _softmax_input(x: Tensor, dim, dtype) -> tuple:
