@@ -388,7 +388,7 @@ class Norm(Function):
 
     @staticmethod
     def forward(ctx, x, p, axes, keepdim):
-        a = x.abs()
+        a = x.abs() if p != 2 else x  # (x * x is |x| * |x| exactly: one pass fewer for the common 2-norm)
         if p == math.inf:
             out = a.amax(axes if axes is not None else (), keepdim)
         elif p == -math.inf:
