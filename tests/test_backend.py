@@ -281,6 +281,23 @@ def test_cumulative_along_a_dim_accumulates_in_float64_for_float32(b, op, dim):
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_index_add_of_rows_adds_repeated_indices_up(b, dim):
+    """A 1-d index along a dim adds whole slices (one compiled loop on the CPU): as ``np.add.at``."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((4, 5, 6)).astype(np.float32)
+    index = np.array([0, 3, 0, 1, 3, 3])
+    src = rng.standard_normal(a.shape[:dim] + (6,) + a.shape[dim + 1 :]).astype(np.float32)
+    expected = a.copy()
+    np.add.at(expected, (slice(None),) * dim + (index,), src)
+    np.testing.assert_allclose(get(b, b.index_add(put(b, a), dim, put(b, index), put(b, src))), expected, rtol=1e-6)
+    if dim == 0:  # an embedding's backward: zeros, rows added
+        zeros = np.zeros_like(a)
+        np.add.at(zeros, (index,), src)
+        got = b.index_add_zeros(a.shape, np.dtype(np.float32), (put(b, index),), put(b, src))
+        np.testing.assert_allclose(get(b, got), zeros, rtol=1e-6)
+
+
 def test_reduce_in_a_dtype_and_of_zero_dim_and_empty_arrays(b):
     ints = put(b, np.array([[1, 2], [3, 4]], np.int32))
     s = get(b, b.reduce(ints, "sum", None, False, np.int64))

@@ -576,11 +576,34 @@ def index_add_zeros(shape: tuple, dtype, index, values: np.ndarray) -> np.ndarra
     index, which cannot repeat, is a plain assignment)."""
     out = np.zeros(shape, dtype)
     items = index if isinstance(index, tuple) else (index,)
+    if len(items) == 1 and _add_rows(out, 0, items[0], values):  # an embedding's backward: whole rows
+        return out
     if any(isinstance(i, (np.ndarray, list)) for i in items):
         np.add.at(out, index, values)
     else:
         out[index] = values
     return out
+
+
+def _add_rows(out: np.ndarray, dim: int, index, values) -> bool:
+    """``out[..., index, ...] += values`` along ``dim`` through ``nn_kernels.add_at_rows`` when ``index`` is a
+    1-d integer array and ``values`` the matching block in ``out``'s dtype (True when done)."""
+    if (
+        type(index) is not np.ndarray
+        or index.ndim != 1
+        or index.dtype.kind not in "iu"
+        or type(values) is not np.ndarray
+    ):
+        return False
+    shape = out.shape
+    if values.shape != shape[:dim] + (index.shape[0],) + shape[dim + 1 :] or values.dtype != out.dtype:
+        return False
+    if out.dtype.kind not in "fiu" or out.dtype.itemsize < 4 or not out.flags.c_contiguous or not out.size:
+        return False
+    outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1 :])
+    block = np.ascontiguousarray(values).reshape(outer, index.shape[0], inner)
+    _nn().add_at_rows(out.reshape(outer, shape[dim], inner), index, block)
+    return True
 
 
 def take_along_axis(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:
@@ -699,7 +722,8 @@ def index_select(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
 def index_add(a: np.ndarray, dim: int, index: np.ndarray, src: np.ndarray) -> np.ndarray:
     """A copy of ``a`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
     out = np.array(a, order="C", copy=True)
-    np.add.at(out, (slice(None),) * dim + (index,), src)
+    if not _add_rows(out, dim, index, src):
+        np.add.at(out, (slice(None),) * dim + (index,), src)
     return out
 
 

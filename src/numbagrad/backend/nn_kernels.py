@@ -1,5 +1,6 @@
 """Hand-written CPU kernels of ``nn.functional``: layer norm, softmax, cross entropy, im2col/col2im, max/avg/adaptive
-pooling; and ``topk``'s selection and the running sums and products of ``cumsum``/``cumprod``.
+pooling; and ``topk``'s selection, the running sums and products of ``cumsum``/``cumprod``, and the row additions
+of ``index_add`` (embedding and indexing backwards).
 
 Module-level ``@njit(cache=True)`` functions, served from Numba's disk cache in later processes (the table's
 generator writes elementwise kernels into the cache directory instead; these loops are not elementwise, and the
@@ -453,3 +454,25 @@ def cumulative(x, product, out):
                 v = acc[j] * x[o, k, j] if product else acc[j] + x[o, k, j]
                 acc[j] = v
                 out[o, k, j] = v
+
+
+# --- index_add ------------------------------------------------------------------------------------------------------
+@njit(**_OPTS)
+def add_at_rows(out, index, values):
+    """``out[o, index[r], :] += values[o, r, :]`` for ``out`` viewed as ``(outer, n, inner)`` and ``values`` as
+    ``(outer, len(index), inner)``; repeated indices add up, negative ones count from the end, and one out of range
+    raises before anything is added. ``np.add.at`` took 2.4x torch's time for an ``index_select`` backward."""
+    n = out.shape[1]
+    rows = np.empty(index.shape[0], np.int64)
+    for r in range(index.shape[0]):
+        i = index[r]
+        if i < 0:
+            i += n
+        if i < 0 or i >= n:
+            raise IndexError("index out of range in self")
+        rows[r] = i
+    for o in range(out.shape[0]):
+        for r in range(rows.shape[0]):
+            i = rows[r]
+            for j in range(out.shape[2]):
+                out[o, i, j] += values[o, r, j]
