@@ -394,6 +394,14 @@ def cross_entropy_backward(probs, target, weight, weighted, smoothing, ignore_in
 
 
 # --- topk ---------------------------------------------------------------------------------------------------------
+@njit(**_OPTS, inline="always")
+def _beats(v, w, largest):
+    """Whether ``v`` comes before ``w`` in the sort (descending for ``largest``; nan the largest); ties do not."""
+    if largest:
+        return (v != v and w == w) or v > w
+    return (w != w and v == v) or v < w
+
+
 @njit(**_OPTS)
 def topk_rows(a, k, largest, values, indices):
     """The ``k`` first elements of each row of ``a`` in a stable sort (descending for ``largest``, nan counted the
@@ -406,25 +414,13 @@ def topk_rows(a, k, largest, values, indices):
             v = a[r, j]
             pos = kept
             if kept == k:
-                w = values[r, k - 1]
-                if largest:
-                    beats = (v != v and w == w) or v > w
-                else:
-                    beats = (w != w and v == v) or v < w
-                if not beats:
+                if not _beats(v, values[r, k - 1], largest):
                     continue
                 pos = k - 1
             else:
                 kept += 1
-            while pos > 0:
-                w = values[r, pos - 1]
-                if largest:
-                    beats = (v != v and w == w) or v > w
-                else:
-                    beats = (w != w and v == v) or v < w
-                if not beats:
-                    break
-                values[r, pos] = w
+            while pos > 0 and _beats(v, values[r, pos - 1], largest):
+                values[r, pos] = values[r, pos - 1]
                 indices[r, pos] = indices[r, pos - 1]
                 pos -= 1
             values[r, pos] = v
