@@ -544,13 +544,10 @@ def topk(a: np.ndarray, k: int, dim: int, largest: bool) -> tuple[np.ndarray, np
     sort, cut."""
     n = a.shape[dim]
     if a.dtype.kind in "fiu" and a.dtype.itemsize >= 4 and 0 < k <= 16 and k * 8 <= n:
-        moved = np.ascontiguousarray(np.moveaxis(a, dim, -1))
-        rows = moved.reshape(-1, n)
+        rows = _rows_along(a, dim)
         values, indices = np.empty((rows.shape[0], k), a.dtype), np.empty((rows.shape[0], k), np.int64)
         _nn().topk_rows(rows, k, largest, values, indices)
-        shape = (*moved.shape[:-1], k)
-        values, indices = values.reshape(shape), indices.reshape(shape)
-        return np.ascontiguousarray(np.moveaxis(values, -1, dim)), np.ascontiguousarray(np.moveaxis(indices, -1, dim))
+        return _from_rows(values, a.shape, dim), _from_rows(indices, a.shape, dim)
     values, indices = sort(a, dim, largest)
     cut = (slice(None),) * dim + (slice(0, k),)
     return values[cut].copy(), indices[cut].copy()
@@ -808,6 +805,21 @@ def _half_in_single(fn):
     return primitive
 
 
+def _rows_along(x: np.ndarray, dim: int) -> np.ndarray:
+    """``x`` with ``dim`` moved last, C-contiguous, as rows: what a per-row kernel along ``dim`` reads."""
+    a = np.ascontiguousarray(x if dim == x.ndim - 1 else np.moveaxis(x, dim, -1))
+    return a.reshape(-1, a.shape[-1])
+
+
+def _from_rows(rows: np.ndarray, shape: tuple, dim: int) -> np.ndarray:
+    """The inverse of ``_rows_along`` for rows of any length: the array of ``shape`` (``dim`` then sized as the
+    rows), C-contiguous."""
+    if dim == len(shape) - 1:
+        return rows.reshape(*shape[:-1], rows.shape[1])
+    moved = rows.reshape(*shape[:dim], *shape[dim + 1 :], rows.shape[1])
+    return np.ascontiguousarray(np.moveaxis(moved, -1, dim))
+
+
 @_half_in_single
 def softmax(x: np.ndarray, dim: int, log: bool) -> np.ndarray:
     """``softmax`` (or ``log_softmax`` for ``log``) of a non-empty float ``x`` along ``dim``: each row shifted by its
@@ -815,22 +827,13 @@ def softmax(x: np.ndarray, dim: int, log: bool) -> np.ndarray:
     Composed from tensor ops a float32 (256, 400) softmax took 264 us, torch 64."""
     if x.ndim == 0:
         return softmax(x.reshape(1), 0, log).reshape(())
-    last = dim == x.ndim - 1
-    a = np.ascontiguousarray(x if last else np.moveaxis(x, dim, -1))
-    rows = a.reshape(-1, a.shape[-1])
+    rows = _rows_along(x, dim)
     shifted, rowmax = np.empty(rows.shape, x.dtype), np.empty(rows.shape[0], x.dtype)
     kernels = _nn()
     kernels.shift_by_row_max(rows, shifted, rowmax)
     e = np.exp(shifted)
     kernels.softmax_rows(shifted, e, log)
-    out = e.reshape(a.shape)
-    return out if last else np.ascontiguousarray(np.moveaxis(out, -1, dim))
-
-
-def _rows_along(x: np.ndarray, dim: int) -> np.ndarray:
-    """``x`` with ``dim`` moved last, C-contiguous, as rows."""
-    a = np.ascontiguousarray(x if dim == x.ndim - 1 else np.moveaxis(x, dim, -1))
-    return a.reshape(-1, a.shape[-1])
+    return _from_rows(e, x.shape, dim)
 
 
 @_half_in_single
@@ -839,14 +842,10 @@ def softmax_backward(y: np.ndarray, g: np.ndarray, dim: int, log: bool) -> np.nd
     ``g``, along ``dim``: one kernel pass per row, where four tensor ops took two to three times torch's time."""
     if y.ndim == 0:
         return softmax_backward(y.reshape(1), g.reshape(1), 0, log).reshape(())
-    g = g.astype(y.dtype, copy=False)
-    rows_y, rows_g = _rows_along(y, dim), _rows_along(g, dim)
+    rows_y, rows_g = _rows_along(y, dim), _rows_along(g.astype(y.dtype, copy=False), dim)
     gx = np.empty(rows_y.shape, y.dtype)
     _nn().softmax_backward_rows(np.exp(rows_y) if log else rows_y, rows_g, log, gx)  # (numpy's SIMD exp)
-    if dim == y.ndim - 1:
-        return gx.reshape(y.shape)
-    moved = gx.reshape((*np.delete(y.shape, dim), y.shape[dim]))
-    return np.ascontiguousarray(np.moveaxis(moved, -1, dim))
+    return _from_rows(gx, y.shape, dim)
 
 
 @_half_in_single
