@@ -83,6 +83,46 @@ class Accumulate:
         self.x.backward(self.ones)
 
 
+def _ops() -> dict:
+    """The ops ``TensorOps`` times: each a step on a (256, 400) float32 tensor ``x`` (and a bias row ``b``)."""
+
+    def backward(y):
+        y.sum().backward()
+
+    return {
+        "add_": lambda x, b, idx: x.detach().add_(b[0]),
+        "pow2_f+b": lambda x, b, idx: backward(x**2),
+        "bias_add_f+b": lambda x, b, idx: backward(x + b[0]),
+        "softmax_f+b": lambda x, b, idx: backward(ng.softmax(x, 1) * b),
+        "log_softmax_f+b": lambda x, b, idx: backward(ng.log_softmax(x, 1) * b),
+        "topk5": lambda x, b, idx: x.detach().topk(5, 1),
+        "cumsum": lambda x, b, idx: x.detach().cumsum(1),
+        "sum_dim1": lambda x, b, idx: x.detach().sum(1),
+        "index_select_f+b": lambda x, b, idx: backward(x.index_select(0, idx)),
+    }
+
+
+class TensorOps:
+    """Tensor ops that each had one slow piece until it was replaced: an aliased in-place kernel, libm's ``pow``, a
+    broadcast copy, a softmax of five ops, a full sort for ``topk``, numpy's scans and sums and ``np.add.at``."""
+
+    params = (list(_ops()), DEVICES)
+    param_names = ["op", "device"]
+
+    def setup(self, op, device):
+        _require(device)
+        gen = np.random.default_rng(0)
+        self.x = ng.tensor(gen.standard_normal((256, 400)).astype(np.float32), device=device, requires_grad=True)
+        self.b = ng.tensor(gen.standard_normal((1, 400)).astype(np.float32), device=device)
+        self.idx = ng.tensor(gen.integers(0, 256, 300), device=device)
+        self.fn = _ops()[op]
+        self.time_op(op, device)
+
+    def time_op(self, op, device):
+        self.x.grad = None
+        self.fn(self.x, self.b, self.idx)
+
+
 def double_plus_one(v):
     return v * 2 + 1
 
