@@ -393,7 +393,7 @@ def trunc(x):
 
 
 def frac(x):
-    return x - select(abs(x) < 4503599627370496.0, math.copysign(math.trunc(x), x), x)  # inf - inf: nan, as torch
+    return x - trunc(x)  # inf - inf: nan, as torch
 
 
 def frac_grad(g, out, x):
@@ -626,9 +626,7 @@ def round_decimals(x, decimals):
     # torch's round(decimals=d): nearbyint(x * 10**d) / 10**d, or for d < 0 nearbyint(x / 10**-d) * 10**-d
     p = 10.0 ** abs(decimals)
     v = select(decimals < 0, x / p, x * p)
-    r = math.floor(v + 0.5)
-    r = select((r - v == 0.5) & (math.floor(r * 0.5) * 2 != r), r - 1.0, r)  # ties to even
-    r = select(abs(v) < 4503599627370496.0, math.copysign(r, v), v)
+    r = round_(v)
     return select(decimals < 0, r * p, r / p)
 
 

@@ -142,7 +142,7 @@ _IDENTITY = {"+": "0.0", "max": "-math.inf"}
 
 
 def loop_source(target: str, name: str, args: Sequence[str] | str, body: str, n: str, *, reduce: tuple = (),
-                epilogue: str = "") -> str:  # fmt: skip
+                epilogue: str = "", reassociate: bool = False) -> str:  # fmt: skip
     """Source of one kernel ``def name(args)`` running ``body`` (text using the index ``i``, one line or several)
     for ``i`` in ``0..n-1``: a serial ``@njit`` loop (``"serial"``), a ``prange`` loop (``"parallel"``) or a
     CUDA grid-stride kernel (``"cuda"``). ``n`` is an expression over the arguments, e.g. ``"res.shape[0]"``.
@@ -153,6 +153,7 @@ def loop_source(target: str, name: str, args: Sequence[str] | str, body: str, n:
     On CUDA each thread reduces its grid-stride share, each block combines its threads in shared memory (launch
     ``CUDA_THREADS`` threads per block, a power of two) and thread 0 adds or maxes the block's value into
     ``<var>_out[0]``, an extra argument the caller sets to the identity; CUDA has no epilogue (no grid barrier).
+    ``reassociate`` lets a CPU loop reorder the sums ``body`` accumulates in its own variables, as ``reduce`` does.
     """
     if target == "cuda":
         if epilogue:
@@ -182,7 +183,7 @@ def loop_source(target: str, name: str, args: Sequence[str] | str, body: str, n:
     if target not in ("serial", "parallel"):
         raise ValueError(f"unknown kernel target {target!r} (expected 'serial', 'parallel' or 'cuda')")
     parallel = target == "parallel"
-    options = (", parallel=True" if parallel else "") + (", fastmath={'reassoc'}" if reduce else "")
+    options = (", parallel=True" if parallel else "") + (", fastmath={'reassoc'}" if reduce or reassociate else "")
     lines = [f"@njit(cache=CACHE, nogil=True, error_model='numpy'{options})", f"def {name}({_join(args)}):"]
     lines += [f"    {var} = {_IDENTITY[op]}" for var, op in reduce]
     lines += [f"    for i in {'prange' if parallel else 'range'}({n}):", _indent(body, 8).rstrip("\n")]
@@ -675,8 +676,7 @@ def sum_axis_kernel(kind: str, target: str):
     key = ("sum_axis", kind, target)
     kernel = _kernels.get(key)
     if kernel is None:
-        loop = loop_source(target, "kernel", ["x", "out"], _SUM_AXIS[kind], "x.shape[0]")
-        loop = loop.replace("error_model='numpy'", "error_model='numpy', fastmath={'reassoc'}", 1)
+        loop = loop_source(target, "kernel", ["x", "out"], _SUM_AXIS[kind], "x.shape[0]", reassociate=True)
         kernel = _kernels[key] = load_module(f"sum_{kind}_{target}", module_source(target, loop)).kernel
     return kernel
 

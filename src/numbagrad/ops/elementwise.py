@@ -108,9 +108,8 @@ class Elementwise(Function):
     def _fast_apply(cls, args: tuple, st):
         """The whole call for the common case: tensors of one float dtype on one device, of one shape or
         broadcasting, contiguous or expanded from one element (maybe with Python numbers), no params, outside
-        anomaly and inference mode. It
-        computes what ``forward`` computes and builds the node ``_link_outputs`` would build; anything else returns
-        None for the general path."""
+        anomaly and inference mode. It computes what ``forward`` computes and builds the node ``_link_outputs``
+        would build; anything else returns None for the general path."""
         if len(args) != cls.arity or st.anomaly or st.inference:
             return None
         row = cls.row
