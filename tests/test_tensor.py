@@ -420,6 +420,26 @@ def test_a_tensor_of_numpy_scalars_keeps_their_dtype_as_torch(data, dtype):
     assert numbagrad.tensor(data).dtype == getattr(numbagrad, dtype)
 
 
+@pytest.mark.parametrize(
+    "data",
+    [[np.float64(1.0), 2.0], [1, np.float64(2.0)], [np.float32(1.0), np.float64(2.0)], [np.int64(1), 2.5],
+     [np.int32(1), 2], [np.float16(1.0), 2], [np.int8(1), True], [np.uint8(3), -1], [[1, 2], np.array([3.0, 4.0])],
+     [1, np.array(2.0)], [[np.float64(1.0)], [2.0]], [1.0, True]],
+)  # fmt: skip
+@pytest.mark.torch
+@pytest.mark.filterwarnings("ignore:Creating a tensor from a list of numpy.ndarrays")  # (torch's, not ours)
+def test_a_sequence_mixing_numpy_values_and_numbers_promotes_their_types_as_torch(data):
+    torch = pytest.importorskip("torch")
+    assert str(numbagrad.tensor(data).dtype).split(".")[1] == str(torch.tensor(data).dtype).split(".")[1]
+
+
+def test_a_sequence_of_tensors_promotes_their_dtypes_as_torch():
+    one = numbagrad.tensor(1.0, dtype=numbagrad.float64)
+    assert numbagrad.tensor([one, 2.0]).dtype == numbagrad.float64
+    assert numbagrad.tensor([numbagrad.tensor(1, dtype=numbagrad.int8), numbagrad.tensor(True)]).dtype == numbagrad.int8
+    assert numbagrad.tensor([1.0, numbagrad.tensor(2)]).dtype == numbagrad.float32
+
+
 def test_inplace_with_itself_as_the_operand_reads_each_element_first():
     t = numbagrad.tensor([1.0, -2.0, 3.0])
     t.mul_(t)

@@ -14,6 +14,7 @@ from .._types import Size, bool_, from_numpy_dtype, get_default_dtype, int64, to
 from ..autograd.function import Function
 from ..autograd.grad_mode import break_trace, state
 from ..backend import for_device
+from ._common import _np_promote
 from ._registry import declare
 from .inplace import random_fill_
 
@@ -99,11 +100,16 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
         array = np.array(data)
         inferred = from_numpy_dtype(array.dtype)
     else:
-        if isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in _flatten(data)):
-            for d in _flatten(data):
-                if isinstance(d, Tensor) and d.numel() != 1:
-                    raise ValueError("only one element tensors can be converted to Python scalars")
-            data = _map(data, lambda d: d.item() if isinstance(d, Tensor) else d)
+        typed = None  # a sequence's elements that carry a dtype (numpy scalars and arrays, tensors)
+        if isinstance(data, (list, tuple)):
+            items = list(_flatten(data))
+            if not set(map(type, items)) <= _PYTHON_NUMBERS:
+                typed = items
+                if any(isinstance(d, Tensor) for d in items):
+                    for d in items:
+                        if isinstance(d, Tensor) and d.numel() != 1:
+                            raise ValueError("only one element tensors can be converted to Python scalars")
+                    data = _map(data, lambda d: d.item() if isinstance(d, Tensor) else d)
         try:
             array = np.array(data)
         except ValueError:
@@ -111,16 +117,28 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
             raise
         if array.dtype == object:
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
-        inferred = _infer_dtype(array)
-        if isinstance(data, (list, tuple)) and array.size and _numpy_scalars_of_one_dtype(data, array.dtype):
-            inferred = from_numpy_dtype(array.dtype)  # [np.float64(1.0), np.float64(2.0)]: float64, as torch
+        inferred = _infer_dtype(array) if typed is None else _sequence_dtype(typed)
     dt = to_dtype(dtype) if dtype is not None else inferred
     return _finish(np.asarray(array, dtype=dt.numpy, order="C"), device, requires_grad)
 
 
-def _numpy_scalars_of_one_dtype(data, dtype) -> bool:
-    """Whether every element of the nested sequence ``data`` is a numpy scalar of ``dtype``."""
-    return all(isinstance(d, np.generic) and d.dtype == dtype for d in _flatten(data))
+_PYTHON_NUMBERS = {bool, int, float}
+
+
+def _sequence_dtype(items: list):
+    """torch's dtype for a sequence with numpy scalars, arrays or tensors among its elements: every element's
+    own type (a bool, an int64, the default float; their dtype), promoted as ``promote_types`` does, so
+    ``[np.float64(1), 2.0]`` is float64 and ``[np.int32(1), 2]`` int64."""
+    found = None
+    for d in items:
+        if isinstance(d, Tensor):
+            d = d._data
+        if isinstance(d, (np.generic, np.ndarray)):
+            kind = d.dtype
+        else:
+            kind = _infer_dtype(np.asarray(d)).numpy
+        found = kind if found is None else _np_promote(found, kind)
+    return from_numpy_dtype(found)
 
 
 def _first_shape(data) -> list:
