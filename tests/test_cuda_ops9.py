@@ -159,3 +159,18 @@ def test_any_and_all_reduce_on_the_device(op):
         cpu = getattr(numbagrad, op)(numbagrad.tensor(data), **kwargs)
         assert gpu.device.type == "cuda" and gpu.dtype is numbagrad.bool
         np.testing.assert_array_equal(gpu.cpu().numpy(), cpu.numpy())
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the simulator computes with numpy scalars)
+@pytest.mark.parametrize("exponent", [0.5, -0.5, 2.5])
+def test_pow_roots_and_fractions_on_cuda_match_the_cpu_at_zeros_infinities_and_negatives(exponent):
+    """The kernels take torch's sqrt and 1 / sqrt for 0.5 and -0.5 (-0 and -inf are where they differ from
+    pow); the CPU computes them with its own versions, the device with pow corrected there."""
+    data = np.array([-0.0, 0.0, -np.inf, np.inf, -2.0, 0.25, 4.0, np.nan])
+    for dtype in (numbagrad.float32, numbagrad.float64):
+        cpu = numbagrad.tensor(data, dtype=dtype) ** exponent
+        gpu = numbagrad.tensor(data, dtype=dtype, device="cuda") ** exponent
+        got, want = gpu.cpu().numpy(), cpu.numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        numbers = ~np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))

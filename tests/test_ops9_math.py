@@ -132,19 +132,42 @@ def test_floor_ceil_trunc_round_and_frac_of_edge_values_match_torch_bit_for_bit(
             np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
-@pytest.mark.parametrize("exponent", [2, 3, 1, 0, 2.0, -1.5])
+@pytest.mark.parametrize("exponent", [2, 3, 1, 0, 2.0, -1.5, 0.5, -0.5])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_pow_by_a_number_matches_torch_bit_for_bit_on_edge_values_with_its_gradient(torch, exponent, dtype):
-    """2, 3, 1 and 0 take torch's own shortcuts (x * x, x * x * x, x, 1): nan and inf included, and the gradient
-    reads x ** (exponent - 1) the same way."""
+    """2, 3, 1 and 0 take torch's own shortcuts (x * x, x * x * x, x, 1), 0.5 and -0.5 give its sqrt's and
+    rsqrt's values (-0 and -inf differ from pow's): nan and inf included, and the gradient reads
+    x ** (exponent - 1) the same way."""
     x = np.array([0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, 3.0, 1e20], dtype)
     a, b = numbagrad.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     ya, yb = a**exponent, b**exponent
-    np.testing.assert_array_equal(ya.detach().numpy(), yb.detach().numpy())
-    np.testing.assert_array_equal(np.signbit(ya.detach().numpy()), np.signbit(yb.detach().numpy()))
+    got, want = ya.detach().numpy(), yb.detach().numpy()
+    np.testing.assert_array_equal(got, want)
+    numbers = ~np.isnan(want)  # (a nan's sign bit is not part of the contract: torch's sqrt and rsqrt differ)
+    np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
     ya.backward(numbagrad.ones_like(ya))
     yb.backward(torch.ones_like(yb))
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
+
+
+def test_integer_tensors_to_the_power_of_a_half_and_minus_a_half_are_float_roots_like_torch(torch):
+    i = np.array([4, 9, 2, 0, 3, 1000003], np.int64)
+    for exponent in (0.5, -0.5):
+        got, want = numbagrad.tensor(i) ** exponent, torch.tensor(i) ** exponent
+        assert str(got.dtype) == "numbagrad.float32"
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-7)  # (torch's float32 sqrt is 0.5001 ulp)
+
+
+def test_compiled_roots_give_the_eager_values_at_minus_zero_and_minus_inf():
+    x = numbagrad.tensor([-0.0, 0.0, -np.inf, np.inf, -1.0, 2.0, np.nan])
+
+    @numbagrad.compile
+    def roots(t):
+        return t**0.5 + 1, t**-0.5 * 2
+
+    for got, want in zip(roots(x), (x**0.5 + 1, x**-0.5 * 2)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert roots(x)[1][0].item() == -np.inf
 
 
 def test_integer_pow_by_small_exponents_stays_exact_beyond_float64s_integers(torch):

@@ -294,12 +294,11 @@ def div_grad_y(g, out, x, y):
 
 
 def power(x, y):
-    """``x ** y`` with the shortcuts torch's kernels take for the common integer exponents (the same results:
-    ``x * x`` for 2, ``x * x * x`` for 3, ``x`` for 1, 1 for 0). Each tests a number that a tensor ** number
-    kernel's loop never changes, so LLVM splits the loop per case and vectorizes the shortcuts: ``x ** 2`` of 1e5
-    float32 elements took 807 us through libm's ``pow``, 9 us so. (torch's ``sqrt`` for 0.5 and reciprocals for
-    negative exponents are left out: their float results would make an integer ``x ** y`` pass through float64.)
-    On Tensors (a double backward) ``Row.tensor_grad`` makes it ``x ** y``."""
+    """``x ** y`` with the shortcuts torch's kernels take for the common exponents (the same results: ``x * x``
+    for 2, ``x * x * x`` for 3, ``x`` for 1, 1 for 0, and ``root``'s for 0.5 and -0.5). Each tests a number that
+    a tensor ** number kernel's loop never changes, so LLVM splits the loop per case and vectorizes the shortcuts:
+    ``x ** 2`` of 1e5 float32 elements took 807 us through libm's ``pow``, 9 us so. On Tensors (a double
+    backward) ``Row.tensor_grad`` makes it ``x ** y``."""
     if y == 2:
         return x * x
     if y == 1:
@@ -308,7 +307,26 @@ def power(x, y):
         return x * x * x
     if y == 0:
         return y + 1  # 1 for every x, nan and inf too (x ** 0 is also x ** 1's gradient)
+    if y == 0.5 or y == -0.5:
+        return root(x, y)
+    return real_power(x, y)
+
+
+def real_power(x, y):
+    """``x ** y`` through libm's ``pow``; the CPU kernels run ``vector_math.REAL_POWER`` instead, which
+    vectorizes it for float32 ``x``."""
     return x**y
+
+
+def root(x, y):
+    """``x ** 0.5`` and ``x ** -0.5`` as torch computes them, ``sqrt(x)`` and ``1 / sqrt(x)``: they differ from
+    ``pow`` at -0 (-0 and -inf, where ``pow`` gives +0 and +inf) and at -inf (nan, where ``pow`` gives inf and 0).
+    Here ``pow``'s result is corrected there, with expressions of the operands' own types (a ``math.sqrt`` would
+    make an integer ``x ** y`` kernel pass through float64); the CPU kernels run ``vector_math.ROOT``, which
+    takes ``sqrt`` itself for floats (10x faster than ``pow``, and torch's bits where ``pow`` is an ulp off)."""
+    r = x**y
+    r = select(x == -math.inf, x - x, r)  # nan
+    return select((x == 0) & (math.copysign(1.0, x) < 0), -r, r)
 
 
 def pow_(x, y):

@@ -217,16 +217,24 @@ def functions_source(fns: Sequence[Callable], target: str, inline: str = "never"
         decorator = f"@njit(cache=CACHE, error_model='numpy'{inline_arg})\n"
     else:
         raise ValueError(f"unknown kernel target {target!r}")
-    text = "\n\n".join(decorator + _function_text(f) for f in _unique(fns))
     if not (vector and target in _CPU_TARGETS):
-        return text
+        return "\n\n".join(decorator + _function_text(f) for f in _unique(fns))
+    own = [_cpu_version(f) for f in _unique(fns)]
+    text = "\n\n".join(v or decorator + _function_text(f) for f, v in zip(_unique(fns), own))
     parts = [vector_math.vectorized(text)]
     if single:
         twins = "\n\n".join(decorator + vector_math.single_precision(_function_text(f)) for f in _unique(single))
         parts = [vector_math.SOURCE.strip("\n"), vector_math.SINGLE_SOURCE.strip("\n"), parts[0], twins]
-    elif parts[0] != text:
+    elif parts[0] != text or any(own):
         parts.insert(0, vector_math.SOURCE.strip("\n"))
     return "\n\n\n".join(parts)
+
+
+def _cpu_version(fn: Callable) -> str | None:
+    """The CPU kernels' own version of a table helper (``vector_math.CPU_VERSIONS``: ``root``), or None."""
+    if getattr(scalar_math, fn.__name__, None) is fn:
+        return vector_math.CPU_VERSIONS.get(fn.__name__)
+    return None
 
 
 def module_source(target: str, *parts: str) -> str:
