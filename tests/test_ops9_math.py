@@ -150,6 +150,24 @@ def test_pow_by_a_number_matches_torch_bit_for_bit_on_edge_values_with_its_gradi
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
 
 
+def test_float32_powers_are_libms_pow_rounded_to_float32_for_random_and_special_operands():
+    """The CPU kernels compute a float32 ``x ** y`` as exp(y * log|x|) in float64, with C99's rules for signs,
+    zeros, infinities, nan and 1 (odd and even integer exponents of negative bases, fractions of them)."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(0, 30, 20000), -rng.uniform(0, 30, 2000)]).astype(np.float32)
+    odd_and_even = rng.choice([-7.0, -6.0, -5.0, -4.0, -2.0, -1.0, 4.0, 5.0, 6.0, 7.0], 2000)  # (not power's shortcuts)
+    y = np.concatenate([rng.uniform(-6, 6, 20000), odd_and_even]).astype(np.float32)
+    special = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 1e-40, np.inf, -np.inf, np.nan, 1e30], np.float32)
+    exponents = np.array([-3.0, -1.0, 1.5, 4.0, 5.0, -2.5, np.inf, -np.inf, np.nan, 1e10, 7.0], np.float32)
+    x = np.concatenate([x, np.repeat(special, exponents.size)])
+    y = np.concatenate([y, np.tile(exponents, special.size)])
+    got = (numbagrad.tensor(x) ** numbagrad.tensor(y)).numpy()
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got[~np.isnan(want)]), np.signbit(want[~np.isnan(want)]))
+
+
 def test_integer_tensors_to_the_power_of_a_half_and_minus_a_half_are_float_roots_like_torch(torch):
     i = np.array([4, 9, 2, 0, 3, 1000003], np.int64)
     for exponent in (0.5, -0.5):
