@@ -386,7 +386,7 @@ def zero_grad_param(g, out, x, p):
 
 
 def sign(x):
-    return select(x > 0, 1, select(x < 0, -1, select(x == x, 0, x)))
+    return select(x > 0, 1, select(x < 0, -1, 0))  # 0 for nan too, as torch's (not numpy's nan)
 
 
 def floor(x):
@@ -537,6 +537,155 @@ def erf(x):
 
 def erf_grad(g, out, x):
     return 1.1283791670955126 * math.exp(-(x * x)) * g  # 2 / sqrt(pi)
+
+
+def erfc(x):
+    return math.erfc(x)
+
+
+def erfc_grad(g, out, x):
+    return -1.1283791670955126 * math.exp(-(x * x)) * g
+
+
+def asinh(x):
+    return math.asinh(x)
+
+
+def asinh_grad(g, out, x):
+    return g / math.sqrt(x * x + 1)
+
+
+def acosh(x):
+    return math.acosh(x) if x >= 1 else math.nan
+
+
+def acosh_grad(g, out, x):
+    return g / math.sqrt(x * x - 1)
+
+
+def atanh(x):
+    # (libm's atanh is +-inf at +-1 and nan beyond; Python's raises there, as the CUDA simulator runs it)
+    return math.atanh(x) if abs(x) < 1 else select(abs(x) == 1, x * math.inf, math.nan)
+
+
+def atanh_grad(g, out, x):
+    return g / (1 - x * x)
+
+
+def exp2(x):
+    return 2.0**x
+
+
+def exp2_grad(g, out, x):
+    return g * out * 0.6931471805599453  # ln 2
+
+
+def deg2rad(x):
+    return x * 0.017453292519943295  # pi / 180, as torch multiplies
+
+
+def deg2rad_grad(g, out, x):
+    return g * 0.017453292519943295
+
+
+def rad2deg(x):
+    return x * 57.29577951308232  # 180 / pi
+
+
+def rad2deg_grad(g, out, x):
+    return g * 57.29577951308232
+
+
+def sinc(x):
+    p = math.pi * x
+    return select(x == 0, 1.0, math.sin(p) / p)
+
+
+def sinc_grad(g, out, x):
+    p = math.pi * x
+    return select(x == 0, 0.0, g * (p * math.cos(p) - math.sin(p)) / (p * x))
+
+
+def xlogy(x, y):
+    # torch's: nan for a nan y, 0 where x is 0 (even for y = 0 or inf), else x * log(y)
+    return select(y != y, y, select(x == 0, 0.0, x * log(y)))
+
+
+def xlogy_grad_x(g, out, x, y):
+    # torch's: xlogy(g, y), and 0 where x is 0 and y <= 0 (not where x is 0 alone)
+    return select((x == 0) & (y <= 0), 0.0, select(y != y, y, select(g == 0, 0.0, g * math.log(y))))
+
+
+def xlogy_grad_y(g, out, x, y):
+    return g * x / y
+
+
+def logaddexp(x, y):
+    # torch's: the larger plus log1p(exp(-|x - y|)), and an infinity added to itself is itself
+    m = select(x < y, y, x)
+    return select((x == y) & (abs(x) == math.inf), x, m + math.log1p(math.exp(-abs(x - y))))
+
+
+def logaddexp_grad_x(g, out, x, y):
+    return g / (1 + math.exp(y - x))
+
+
+def logaddexp_grad_y(g, out, x, y):
+    return g / (1 + math.exp(x - y))
+
+
+def logaddexp2(x, y):
+    m = select(x < y, y, x)
+    d = math.exp(-abs(x - y) * 0.6931471805599453)  # 2 ** -|x - y|
+    return select((x == y) & (abs(x) == math.inf), x, m + math.log1p(d) * 1.4426950408889634)  # / ln 2
+
+
+def logaddexp2_grad_x(g, out, x, y):
+    return g / (1 + 2.0 ** (y - x))
+
+
+def logaddexp2_grad_y(g, out, x, y):
+    return g / (1 + 2.0 ** (x - y))
+
+
+def copysign(x, y):
+    return math.copysign(x, y)
+
+
+def copysign_grad_x(g, out, x, y):
+    return select(x == 0, 0.0, g * out / x)  # torch's: the sign the result took, 0 at x = 0
+
+
+def copysign_grad_y(g, out, x, y):
+    return 0.0 * g
+
+
+def fmax(x, y):
+    return select(x != x, y, select(y != y, x, select(x < y, y, x)))  # nan only where both are
+
+
+def fmax_grad_x(g, out, x, y):
+    return select((x >= y) | (y != y), g, 0.0)
+
+
+def fmax_grad_y(g, out, x, y):
+    return select((x >= y) | (y != y), 0.0, g)
+
+
+def fmin(x, y):
+    return select(x != x, y, select(y != y, x, select(y < x, y, x)))
+
+
+def fmin_grad_x(g, out, x, y):
+    return select((x <= y) | (y != y), g, 0.0)
+
+
+def fmin_grad_y(g, out, x, y):
+    return select((x <= y) | (y != y), 0.0, g)
+
+
+def heaviside(x, values):
+    return select(x == 0, values, select(x > 0, 1, 0))
 
 
 def fmod(x, y):
@@ -717,6 +866,18 @@ def isfinite(x):
     return (x == x) & (x != math.inf) & (x != -math.inf)
 
 
+def signbit(x):
+    return math.copysign(1.0, x) < 0
+
+
+def isneginf(x):
+    return x == -math.inf
+
+
+def isposinf(x):
+    return x == math.inf
+
+
 def logical_not(x):
     return x == 0
 
@@ -856,8 +1017,8 @@ def _np_sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-def _np_erf(x):
-    return np.vectorize(math.erf, otypes=[np.asarray(x).dtype])(x)
+def _np_erf(x, fn=math.erf):
+    return np.vectorize(fn, otypes=[np.asarray(x).dtype])(x)
 
 
 def _np_softplus(x, beta, threshold):
@@ -963,6 +1124,28 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("log2", log2, (log2_grad,), np.log2, "Log2Backward0", float_only=True, domain=(0.2, 3.0)),
     Row("log10", log10, (log10_grad,), np.log10, "Log10Backward0", float_only=True, domain=(0.2, 3.0)),
     Row("erf", erf, (erf_grad,), _np_erf, "ErfBackward0", float_only=True),  # also gelu's double backward
+    Row("erfc", erfc, (erfc_grad,), lambda x: _np_erf(x, math.erfc), "ErfcBackward0", float_only=True),
+    Row("asinh", asinh, (asinh_grad,), np.arcsinh, "AsinhBackward0", ("asinh", "arcsinh"), float_only=True),
+    Row("acosh", acosh, (acosh_grad,), _quiet(np.arccosh), "AcoshBackward0", ("acosh", "arccosh"), float_only=True,
+        domain=(1.2, 3.0)),
+    Row("atanh", atanh, (atanh_grad,), _quiet(np.arctanh), "AtanhBackward0", ("atanh", "arctanh"), float_only=True,
+        domain=(-0.9, 0.9)),
+    Row("exp2", exp2, (exp2_grad,), np.exp2, "Exp2Backward0", float_only=True),
+    Row("deg2rad", deg2rad, (deg2rad_grad,), np.deg2rad, "Deg2RadBackward0", float_only=True),
+    Row("rad2deg", rad2deg, (rad2deg_grad,), np.rad2deg, "Rad2DegBackward0", float_only=True),
+    Row("sinc", sinc, (sinc_grad,), np.sinc, "SincBackward0", float_only=True),
+    Row("sgn", sign, (zero_grad,), np.sign, "SgnBackward0"),
+    Row("xlogy", xlogy, (xlogy_grad_x, xlogy_grad_y), _quiet(lambda x, y: np.where(x == 0, 0.0, x * np.log(y))),
+        {"tt": "XlogyBackward0", "ts": "XlogyBackward2", "st": "XlogyBackward1"}, float_only=True,
+        domain=(0.3, 3.0)),
+    Row("logaddexp", logaddexp, (logaddexp_grad_x, logaddexp_grad_y), np.logaddexp, "LogaddexpBackward0",
+        float_only=True, inplace=False),
+    Row("logaddexp2", logaddexp2, (logaddexp2_grad_x, logaddexp2_grad_y), np.logaddexp2, "Logaddexp2Backward0",
+        float_only=True, inplace=False),
+    Row("copysign", copysign, (copysign_grad_x, copysign_grad_y), np.copysign,
+        {"tt": "CopysignBackward0", "ts": "CopysignBackward1"}, float_only=True, domain=(0.3, 3.0)),
+    Row("fmax", fmax, (fmax_grad_x, fmax_grad_y), np.fmax, "FmaxBackward0", inplace=False),
+    Row("fmin", fmin, (fmin_grad_x, fmin_grad_y), np.fmin, "FminBackward0", inplace=False),
     Row("fmod", fmod, (fmod_grad_x, fmod_grad_y), np.fmod, {"tt": "FmodBackward1", "ts": "FmodBackward0"},
         integer_division=True, frontend=False, domain=(0.3, 3.0)),
     Row("square", square, (square_grad,), np.square, "PowBackward0", frontend=False),  # torch's pow(x, 2)
@@ -998,6 +1181,10 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("isnan", isnan, (), np.isnan, out_bool=True, inplace=False),
     Row("isinf", isinf, (), np.isinf, out_bool=True, inplace=False),
     Row("isfinite", isfinite, (), np.isfinite, out_bool=True, inplace=False),
+    Row("signbit", signbit, (), np.signbit, out_bool=True, inplace=False),
+    Row("isneginf", isneginf, (), np.isneginf, out_bool=True, inplace=False),
+    Row("isposinf", isposinf, (), np.isposinf, out_bool=True, inplace=False),
+    Row("heaviside", heaviside, (), np.heaviside, "NotImplemented"),
     Row("logical_not", logical_not, (), np.logical_not, out_bool=True),
     Row("logical_and", logical_and, (), np.logical_and, out_bool=True),
     Row("logical_or", logical_or, (), np.logical_or, out_bool=True),

@@ -476,15 +476,14 @@ def _make_frontend(row: Row, public: str):
             b = as_operand(other, public, 2, "other")
             if alpha != 1:
                 b = mul(b, alpha)
-            cls = single or classes["tt" if isinstance(b, Tensor) else "ts"]
-            return cls.apply(a, b)
+            return (single or _by_operands(classes, a, b)).apply(a, b)
 
         if not row.alpha:
 
             def binary(input, other):  # noqa: A002, F811 - the same without alpha
                 a = as_operand(input, public, 1, "input")
                 b = as_operand(other, public, 2, "other")
-                return (single or classes["tt" if isinstance(b, Tensor) else "ts"]).apply(a, b)
+                return (single or _by_operands(classes, a, b)).apply(a, b)
 
         fn = binary
     else:
@@ -556,6 +555,21 @@ DESCRIPTIONS = {
     "log2": "The base-2 logarithm of each element.",
     "log10": "The base-10 logarithm of each element.",
     "erf": "The Gauss error function of each element.",
+    "erfc": "The complementary error function ``1 - erf(input)`` of each element, accurate where erf is near 1.",
+    "asinh": "The inverse hyperbolic sine of each element.",
+    "acosh": "The inverse hyperbolic cosine of each element (NaN below 1).",
+    "atanh": "The inverse hyperbolic tangent of each element (infinite at -1 and 1, NaN beyond).",
+    "exp2": "``2 ** input``, elementwise.",
+    "deg2rad": "Each element converted from degrees to radians.",
+    "rad2deg": "Each element converted from radians to degrees.",
+    "sinc": "The normalized sinc ``sin(pi * input) / (pi * input)`` of each element (1 at 0).",
+    "sgn": "The sign of each element, as ``sign`` for real tensors (0 for NaN).",
+    "xlogy": "``input * log(other)``, elementwise, 0 where ``input`` is 0 (NaN where ``other`` is NaN).",
+    "logaddexp": "``log(exp(input) + exp(other))``, elementwise, without overflow.",
+    "logaddexp2": "``log2(2 ** input + 2 ** other)``, elementwise, without overflow.",
+    "copysign": "The magnitude of ``input`` with the sign of ``other``, elementwise.",
+    "fmax": "The larger of ``input`` and ``other`` at each position (a NaN loses to a number).",
+    "fmin": "The smaller of ``input`` and ``other`` at each position (a NaN loses to a number).",
     "fmod": "C's ``fmod(input, other)``, elementwise: the remainder has the sign of ``input``.",
     "square": "The square of each element.",
     "lerp": "Linear interpolation ``input + weight * (end - input)``, elementwise.",
@@ -577,6 +591,10 @@ DESCRIPTIONS = {
     "isnan": "Whether each element is NaN, as a bool tensor.",
     "isinf": "Whether each element is +inf or -inf, as a bool tensor.",
     "isfinite": "Whether each element is neither NaN nor infinite, as a bool tensor.",
+    "signbit": "Whether each element's sign bit is set (-0.0 included), as a bool tensor.",
+    "isneginf": "Whether each element is negative infinity, as a bool tensor.",
+    "isposinf": "Whether each element is positive infinity, as a bool tensor.",
+    "heaviside": "The step function: 0 below 0, ``values`` at 0, 1 above, elementwise (no gradient).",
     "logical_not": "Logical NOT of each element (nonzero is true), as a bool tensor.",
     "logical_and": "Logical AND of ``input`` and ``other`` (nonzero is true), as a bool tensor.",
     "logical_or": "Logical OR of ``input`` and ``other`` (nonzero is true), as a bool tensor.",
@@ -775,6 +793,16 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A001, A002 - to
     lo = -math.inf if min is None else min
     hi = math.inf if max is None else max
     return CLASSES["clamp"][""].apply(input, lo, hi)
+
+
+def _by_operands(classes: dict, a, b) -> type:
+    """The class of a binary row for its operands: tensor and number (``"ts"``), number and tensor (``"st"``, where
+    the row names one: ``xlogy(2.0, t)`` is torch's ``XlogyBackward1``), else two tensors (``"tt"``)."""
+    if not isinstance(b, Tensor):
+        return classes["ts"]
+    if not isinstance(a, Tensor) and "st" in classes:
+        return classes["st"]
+    return classes["tt"]
 
 
 def pow(input, exponent) -> Tensor:  # noqa: A001 - torch's name
