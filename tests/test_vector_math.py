@@ -1,5 +1,5 @@
-"""The CPU kernels' vectorizable exp, tanh, log, log1p, expm1 and erf (``backend.vector_math``) and the rows built
-on them, against torch.
+"""The CPU kernels' vectorizable exp, tanh, log (log2, log10), log1p, expm1, erf, sinh and cosh
+(``backend.vector_math``) and the rows built on them, against torch.
 
 Extremes (+-1e4, +-100, +-inf, nan, +-0) are where a rewritten exp or a branch-free formula goes wrong (inf/inf,
 overflow, lost subnormals), so every exp-based row is compared with torch there, forward and gradient, in both
@@ -163,8 +163,13 @@ RANGES = {
     "log1p": np.concatenate([np.linspace(-0.999, 3.0, 200_003), np.exp(np.linspace(-700.0, 700.0, 100_003))]),
     "expm1": np.concatenate([np.linspace(-3.0, 3.0, 200_003), np.linspace(-745.0, 709.0, 100_003)]),
     "erf": np.concatenate([np.linspace(-6.5, 6.5, 200_003), np.exp(np.linspace(-700.0, 0.0, 100_003))]),
+    "log2": np.concatenate([np.exp(np.linspace(-744.0, 709.0, 200_003)), np.linspace(0.5, 2.0, 100_003)]),
+    "log10": np.concatenate([np.exp(np.linspace(-744.0, 709.0, 200_003)), np.linspace(0.5, 2.0, 100_003)]),
+    "sinh": np.concatenate([np.linspace(-710.4, 710.4, 200_003), np.linspace(-1.5, 1.5, 100_003)]),
+    "cosh": np.concatenate([np.linspace(-710.4, 710.4, 200_003), np.linspace(-1.5, 1.5, 100_003)]),
 }
-MAX_ULPS = {"log": 1, "log1p": 2, "expm1": 2, "erf": 4}  # (erf against libm's erf, itself within an ulp)
+MAX_ULPS = {"log": 1, "log1p": 2, "expm1": 2, "erf": 4, "log2": 2, "log10": 2, "sinh": 3, "cosh": 3}
+# (erf against libm's erf, itself within an ulp)
 
 
 def reference(name: str, x: np.ndarray) -> np.ndarray:
@@ -201,6 +206,14 @@ SPECIAL = {  # (argument, libm's value) pairs (pairs, not a dict: 0.0 and -0.0 a
               (math.nan, math.nan)],
     "erf": [(math.inf, 1.0), (-math.inf, -1.0), (-0.0, -0.0), (7.0, 1.0), (-30.0, -1.0), (math.nan, math.nan),
             (1e-300, 1.1283791670955126e-300)],
+    "log2": [(0.0, -math.inf), (-1.0, math.nan), (math.inf, math.inf), (math.nan, math.nan), (5e-324, -1074.0),
+             (1024.0, 10.0), (0.125, -3.0), (1.0, 0.0)],
+    "log10": [(0.0, -math.inf), (-0.0, -math.inf), (-2.0, math.nan), (math.inf, math.inf), (1000.0, 3.0),
+              (1e-300, -300.0), (1e300, 300.0), (1.0, 0.0)],
+    "sinh": [(0.0, 0.0), (-0.0, -0.0), (math.inf, math.inf), (-math.inf, -math.inf), (math.nan, math.nan),
+             (710.4, 1.6663642832806494e308), (-710.5, -math.inf), (1e-300, 1e-300)],
+    "cosh": [(0.0, 1.0), (-0.0, 1.0), (-math.inf, math.inf), (math.nan, math.nan), (710.4, 1.6663642832806494e308),
+             (711.0, math.inf)],
 }  # fmt: skip
 
 
