@@ -1,5 +1,5 @@
-"""The CPU kernels' vectorizable exp, tanh, log (log2, log10), log1p, expm1, erf, sinh and cosh
-(``backend.vector_math``) and the rows built on them, against torch.
+"""The CPU kernels' vectorizable exp, tanh, log (log2, log10), log1p, expm1, erf, sinh, cosh, atan (atan2), asin
+and acos (``backend.vector_math``) and the rows built on them, against torch.
 
 Extremes (+-1e4, +-100, +-inf, nan, +-0) are where a rewritten exp or a branch-free formula goes wrong (inf/inf,
 overflow, lost subnormals), so every exp-based row is compared with torch there, forward and gradient, in both
@@ -167,8 +167,12 @@ RANGES = {
     "log10": np.concatenate([np.exp(np.linspace(-744.0, 709.0, 200_003)), np.linspace(0.5, 2.0, 100_003)]),
     "sinh": np.concatenate([np.linspace(-710.4, 710.4, 200_003), np.linspace(-1.5, 1.5, 100_003)]),
     "cosh": np.concatenate([np.linspace(-710.4, 710.4, 200_003), np.linspace(-1.5, 1.5, 100_003)]),
+    "atan": np.concatenate([np.linspace(-5.0, 5.0, 200_003), np.exp(np.linspace(-700.0, 700.0, 100_003))]),
+    "asin": np.concatenate([np.linspace(-1.0, 1.0, 200_003), 1 - np.exp(np.linspace(-36.0, 0.0, 100_003))]),
+    "acos": np.concatenate([np.linspace(-1.0, 1.0, 200_003), 1 - np.exp(np.linspace(-36.0, 0.0, 100_003))]),
 }
-MAX_ULPS = {"log": 1, "log1p": 2, "expm1": 2, "erf": 4, "log2": 2, "log10": 2, "sinh": 3, "cosh": 3}
+MAX_ULPS = {"log": 1, "log1p": 2, "expm1": 2, "erf": 4, "log2": 2, "log10": 2, "sinh": 3, "cosh": 3, "atan": 1,
+            "asin": 1, "acos": 1}  # fmt: skip
 # (erf against libm's erf, itself within an ulp)
 
 
@@ -214,6 +218,11 @@ SPECIAL = {  # (argument, libm's value) pairs (pairs, not a dict: 0.0 and -0.0 a
              (710.4, 1.6663642832806494e308), (-710.5, -math.inf), (1e-300, 1e-300)],
     "cosh": [(0.0, 1.0), (-0.0, 1.0), (-math.inf, math.inf), (math.nan, math.nan), (710.4, 1.6663642832806494e308),
              (711.0, math.inf)],
+    "atan": [(0.0, 0.0), (-0.0, -0.0), (math.inf, math.pi / 2), (-math.inf, -math.pi / 2), (math.nan, math.nan),
+             (1e-300, 1e-300), (1.0, math.pi / 4)],
+    "asin": [(0.0, 0.0), (-0.0, -0.0), (1.0, math.pi / 2), (-1.0, -math.pi / 2), (1.5, math.nan), (math.nan, math.nan),
+             (1e-300, 1e-300)],
+    "acos": [(1.0, 0.0), (-1.0, math.pi), (0.0, math.pi / 2), (-1.5, math.nan), (math.nan, math.nan)],
 }  # fmt: skip
 
 
@@ -224,6 +233,20 @@ def test_vector_math_special_values_are_libms(name):
     for column in out.T:
         np.testing.assert_allclose(column, expected, rtol=1e-15, equal_nan=True)
         assert (np.signbit(column) == np.signbit(expected)).all()
+
+
+def test_atan2_within_an_ulp_and_c99s_values_on_every_pair_of_special_operands():
+    rng = np.random.default_rng(1)
+    special = np.array([0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan, 1e-300, -1e-300, 2.0, 1e300])
+    sy, sx = (a.ravel() for a in np.meshgrid(special, special))
+    spread = np.exp(rng.uniform(-300, 300, 50_000)) * rng.choice([-1.0, 1.0], 50_000)
+    y = np.concatenate([rng.standard_normal(100_000) * 10, spread, sy])
+    x = np.concatenate([rng.standard_normal(100_000) * 10, spread[::-1], sx])
+    out = ng.atan2(ng.tensor(y), ng.tensor(x)).numpy()
+    expected = np.arctan2(y.astype(np.longdouble), x.astype(np.longdouble)).astype(np.float64)
+    numbers = ~np.isnan(expected)
+    assert ulps(np.abs(out[numbers]), np.abs(expected[numbers])).max() <= 1
+    assert (np.signbit(out[numbers]) == np.signbit(expected[numbers])).all() and np.isnan(out[~numbers]).all()
 
 
 def test_cpu_row_kernels_use_the_vector_math_and_cuda_kernels_libm():
