@@ -99,12 +99,19 @@ def _ops() -> dict:
         "cumsum": lambda x, b, idx: x.detach().cumsum(1),
         "sum_dim1": lambda x, b, idx: x.detach().sum(1),
         "index_select_f+b": lambda x, b, idx: backward(x.index_select(0, idx)),
+        "sqrt_pow_f+b": lambda x, b, idx: backward(x.abs() ** 0.5),
+        "pow2.5": lambda x, b, idx: x.detach().abs() ** 2.5,
+        "log2": lambda x, b, idx: x.detach().abs().log2(),
+        "sinh": lambda x, b, idx: x.detach().sinh(),
+        "atan2": lambda x, b, idx: ng.atan2(x.detach(), b),
+        "asin": lambda x, b, idx: (x.detach() * 0.3).asin(),
     }
 
 
 class TensorOps:
-    """Tensor ops that each had one slow piece until it was replaced: an aliased in-place kernel, libm's ``pow``, a
-    broadcast copy, a softmax of five ops, a full sort for ``topk``, numpy's scans and sums and ``np.add.at``."""
+    """Tensor ops that each had one slow piece until it was replaced: an aliased in-place kernel, a broadcast copy,
+    a softmax of five ops, a full sort for ``topk``, numpy's scans and sums and ``np.add.at``, and libm's ``pow``,
+    ``log2``, ``sinh``, ``atan2`` and ``asin`` called per element."""
 
     params = (list(_ops()), DEVICES)
     param_names = ["op", "device"]
