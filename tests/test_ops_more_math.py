@@ -123,3 +123,18 @@ def test_in_place_forms_write_into_the_tensor(torch):
     x.asinh_().exp2_()
     want = torch.tensor([0.25, 0.5]).asinh_().exp2_()
     np.testing.assert_allclose(x.numpy(), want.numpy(), rtol=1e-7)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("eps", [None, 0.05])
+def test_logit_matches_torch_inside_and_outside_its_range_with_and_without_eps(torch, eps):
+    x = np.array([0.0, 0.02, 0.3, 0.99, 1.0, 1.5, -0.1, np.nan])
+    kwargs = {} if eps is None else {"eps": eps}
+    same(torch, lambda lib, t: lib.logit(t * 0.5 + 0.25, **kwargs), X)
+    a, b = numbagrad.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ya, yb = numbagrad.logit(a, **kwargs), torch.logit(b, **kwargs)
+    np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=1e-13)
+    ya.sum().backward()
+    yb.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-13)
+    assert type(ya.grad_fn).__name__ == "LogitBackward0"

@@ -21,6 +21,7 @@ DIFFERENTIABLE_ROWS = [r for r in ROW_LIST if r.differentiable]
 
 #: Values for the rows' non-tensor parameters (by parameter name); inside every row's domain.
 PARAM_VALUES = {
+    "eps": 0.05,
     "lo": -0.5,
     "hi": 0.5,
     "weight": 0.3,

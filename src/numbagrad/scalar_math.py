@@ -606,6 +606,18 @@ def sinc_grad(g, out, x):
     return select(x == 0, 0.0, g * (p * math.cos(p) - math.sin(p)) / (p * x))
 
 
+def logit(x, eps):
+    # torch's: a negative eps (None) leaves x as it is, else x is clamped into [eps, 1 - eps] first
+    z = select(eps < 0, x, select(x < eps, eps, select(x > 1 - eps, 1 - eps, x)))
+    return log(z / (1 - z))
+
+
+def logit_grad(g, out, x, eps):
+    # torch's: nan outside [0, 1] without eps, 0 outside [eps, 1 - eps] with it
+    outside = select(eps < 0, (x < 0) | (x > 1), (x < eps) | (x > 1 - eps))
+    return select(outside, select(eps < 0, math.nan, 0.0), g / (x * (1 - x)))
+
+
 def xlogy(x, y):
     # torch's: nan for a nan y, 0 where x is 0 (even for y = 0 or inf), else x * log(y)
     return select(y != y, y, select(x == 0, 0.0, x * log(y)))
@@ -1021,6 +1033,11 @@ def _np_erf(x, fn=math.erf):
     return np.vectorize(fn, otypes=[np.asarray(x).dtype])(x)
 
 
+def _np_logit(x, eps):
+    z = x if eps < 0 else np.clip(x, eps, 1 - eps)
+    return np.log(z / (1 - z))
+
+
 def _np_softplus(x, beta, threshold):
     return np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)
 
@@ -1135,6 +1152,8 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("rad2deg", rad2deg, (rad2deg_grad,), np.rad2deg, "Rad2DegBackward0", float_only=True),
     Row("sinc", sinc, (sinc_grad,), np.sinc, "SincBackward0", float_only=True),
     Row("sgn", sign, (zero_grad,), np.sign, "SgnBackward0"),
+    Row("logit", logit, (logit_grad,), _quiet(_np_logit), "LogitBackward0",
+        params=("eps",), float_only=True, frontend=False, domain=(0.1, 0.9)),
     Row("xlogy", xlogy, (xlogy_grad_x, xlogy_grad_y), _quiet(lambda x, y: np.where(x == 0, 0.0, x * np.log(y))),
         {"tt": "XlogyBackward0", "ts": "XlogyBackward2", "st": "XlogyBackward1"}, float_only=True,
         domain=(0.3, 3.0)),

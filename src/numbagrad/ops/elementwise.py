@@ -564,6 +564,7 @@ DESCRIPTIONS = {
     "rad2deg": "Each element converted from radians to degrees.",
     "sinc": "The normalized sinc ``sin(pi * input) / (pi * input)`` of each element (1 at 0).",
     "sgn": "The sign of each element, as ``sign`` for real tensors (0 for NaN).",
+    "logit": "The log-odds ``log(input / (1 - input))`` of each element, ``input`` clamped to ``[eps, 1 - eps]``.",
     "xlogy": "``input * log(other)``, elementwise, 0 where ``input`` is 0 (NaN where ``other`` is NaN).",
     "logaddexp": "``log(exp(input) + exp(other))``, elementwise, without overflow.",
     "logaddexp2": "``log2(2 ** input + 2 ** other)``, elementwise, without overflow.",
@@ -943,6 +944,13 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001, A002
     return FUNCTIONS["round_decimals"].apply(input, int(decimals))
 
 
+def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
+    """``log(input / (1 - input))``; with ``eps``, ``input`` clamped into ``[eps, 1 - eps]`` first (and a zero
+    gradient outside it)."""
+    _require_tensor("logit", input)
+    return FUNCTIONS["logit"].apply(input, -1.0 if eps is None else float(eps))
+
+
 def _clamp_tensor(input: Tensor, min, max) -> Tensor:  # noqa: A001, A002
     """``clamp`` with a tensor bound: one ``ClampBackward0`` node whose bounds get gradients too (as torch)."""
     lo, hi = (None if b is None else as_operand(b, "clamp") for b in (min, max))
@@ -1002,6 +1010,7 @@ _MORE_MATH = {
     "round": round,
     "addcmul": addcmul,
     "addcdiv": addcdiv,
+    "logit": logit,
     **{name: _private_frontend(name) for name in ("lerp_scalar", "clamp_tensor", "round_decimals")},
 }
 
