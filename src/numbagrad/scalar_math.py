@@ -400,9 +400,9 @@ def ceil(x):
 
 
 def round_(x):
+    """Round half to even, as torch; the CPU kernels run ``vector_math.ROUND_HALF_EVEN`` instead (one ``rint``)."""
     r = math.floor(x + 0.5)
-    r = select((r - x == 0.5) & (math.floor(r * 0.5) * 2 != r), r - 1.0, r)  # ties to even, as torch (not r % 2:
-    # that ran libm's fmod, and 1e5 float32 elements took 77 us, now 39)
+    r = select((r - x == 0.5) & (math.floor(r * 0.5) * 2 != r), r - 1.0, r)  # ties to even (not r % 2: libm's fmod)
     return select(abs(x) < 4503599627370496.0, math.copysign(r, x), x)
 
 
