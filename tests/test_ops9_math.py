@@ -100,7 +100,8 @@ I = np.array([[5, -5, 7], [-7, 0, 3]])
     ],
 )
 def test_integer_and_bool_inputs_match_torch(torch, fn):
-    same(torch, fn, I.copy())
+    # (float32 results within an ulp: ours are rounded once from float64, torch's atan2f of 7, 17 is an ulp off)
+    same(torch, fn, I.copy(), rtol=1.2e-7)
 
 
 def test_integer_fmod_by_zero_raises_like_torch():
