@@ -27,6 +27,7 @@ PARAMS = {
     "round_decimals": (1.0,),
     "addcmul": (0.7,),
     "addcdiv": (0.7,),
+    "logit": (0.05,),
 }
 
 

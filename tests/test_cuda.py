@@ -34,6 +34,7 @@ PARAMS = {
     "leaky_relu": (0.1,),
     "elu": (1.3, 1.1, 0.9),
     "softplus": (1.5, 2.0),
+    "logit": (0.05,),
 }
 
 
