@@ -152,8 +152,9 @@ def test_pow_by_a_number_matches_torch_bit_for_bit_on_edge_values_with_its_gradi
 
 
 def test_float32_powers_are_libms_pow_rounded_to_float32_for_random_and_special_operands():
-    """The CPU kernels compute a float32 ``x ** y`` as exp(y * log|x|) in float64, with C99's rules for signs,
-    zeros, infinities, nan and 1 (odd and even integer exponents of negative bases, fractions of them)."""
+    """A float32 ``x ** y`` is libm's (float32 ``powf`` for two float32 operands): within an ulp of ``pow`` in
+    float64 rounded once, with C99's rules for signs, zeros, infinities, nan and 1 (odd and even integer exponents
+    of negative bases, fractions of them) exactly."""
     rng = np.random.default_rng(3)
     x = np.concatenate([rng.uniform(0, 30, 20000), -rng.uniform(0, 30, 2000)]).astype(np.float32)
     odd_and_even = rng.choice([-7.0, -6.0, -5.0, -4.0, -2.0, -1.0, 4.0, 5.0, 6.0, 7.0], 2000)  # (not power's shortcuts)
@@ -165,7 +166,9 @@ def test_float32_powers_are_libms_pow_rounded_to_float32_for_random_and_special_
     got = (numbagrad.tensor(x) ** numbagrad.tensor(y)).numpy()
     with np.errstate(all="ignore"):
         want = np.power(x.astype(np.float64), y.astype(np.float64)).astype(np.float32)
-    np.testing.assert_array_equal(got, want)
+    finite = np.isfinite(want)
+    np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=1)
+    np.testing.assert_array_equal(got[~finite], want[~finite])  # (nan, inf and -inf where pow gives them)
     np.testing.assert_array_equal(np.signbit(got[~np.isnan(want)]), np.signbit(want[~np.isnan(want)]))
 
 

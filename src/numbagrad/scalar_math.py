@@ -309,12 +309,6 @@ def power(x, y):
         return y + 1  # 1 for every x, nan and inf too (x ** 0 is also x ** 1's gradient)
     if y == 0.5 or y == -0.5:
         return root(x, y)
-    return real_power(x, y)
-
-
-def real_power(x, y):
-    """``x ** y`` through libm's ``pow``; the CPU kernels run ``vector_math.REAL_POWER`` instead, which
-    vectorizes it for float32 ``x``."""
     return x**y
 
 

@@ -208,8 +208,9 @@ def functions_source(fns: Sequence[Callable], target: str, inline: str = "never"
     """Module-level scalar functions copied as source text and decorated for ``target``: ``@njit`` (any CPU
     target) or ``@cuda.jit(device=True)``. ``inline="always"`` inlines them at Numba IR level (the optimizer
     updates, whose branches on constant flags then fold away). ``vector=True`` (CPU only) swaps in the
-    vectorizable ``exp``/``tanh`` of ``vector_math`` (and copies it) so loops over them vectorize. ``single``
-    (CPU, with ``vector``): functions that also get a float32 twin ``<name>_f32`` (``vector_math.single_precision``)."""
+    vectorizable ``exp``/``tanh`` of ``vector_math`` (and copies it) so loops over them vectorize, and copies the
+    CPU's own versions of the functions ``vector_math.CPU_VERSIONS`` names in their place. ``single`` (CPU, with
+    ``vector``): functions that also get a float32 twin ``<name>_f32`` (``vector_math.single_precision``)."""
     if target == "cuda":
         decorator = "@cuda.jit(device=True, cache=CACHE)\n"
     elif target in _CPU_TARGETS:
@@ -231,7 +232,8 @@ def functions_source(fns: Sequence[Callable], target: str, inline: str = "never"
 
 
 def _cpu_version(fn: Callable) -> str | None:
-    """The CPU kernels' own version of a table helper (``vector_math.CPU_VERSIONS``: ``root``), or None."""
+    """The CPU kernels' own version of a table function (``vector_math.CPU_VERSIONS``: ``root``, ``round_``), or
+    None."""
     if getattr(scalar_math, fn.__name__, None) is fn:
         return vector_math.CPU_VERSIONS.get(fn.__name__)
     return None

@@ -39,9 +39,9 @@ arithmetic that LLVM vectorizes:
   correctly rounded float64 path.
 
 ``vectorized(text)`` swaps them in for ``math.exp(`` and the others in copied scalar functions (CPU only: CUDA has
-fast versions). ``CPU_VERSIONS`` replaces three table functions whole in the CPU kernels: ``root`` (``x ** 0.5``
-and ``x ** -0.5`` through ``sqrt``), ``real_power`` (a float32 ``x ** y`` through ``_vexp`` and ``_vlog``) and
-``round_`` (``rint``). The
+fast versions). ``CPU_VERSIONS`` replaces two table functions whole in the CPU kernels: ``root`` (``x ** 0.5`` and
+``x ** -0.5`` through ``sqrt``) and ``round_`` (``rint``). (A float32 ``x ** y`` through ``_vexp(y * _vlog(|x|))``
+ran 2x faster than libm's ``pow``, but it made every ``pow`` kernel, ``x ** 2``'s included, compile 2 s longer.) The
 text is part of every generated module that uses it, so a change here changes the module's hash and Numba's cache
 never serves a kernel built with the old math.
 """
@@ -558,41 +558,6 @@ def _typed_root(x, y):
     return lambda x, y: x**y
 """
 
-#: The CPU kernels' ``scalar_math.real_power``: for a float32 ``x``, ``exp(y * log|x|)`` in float64 (``SOURCE``'s
-#: vectorizable versions; an error below 3e-14 relative, so the float32 result is libm's ``pow`` rounded, but
-#: at one in millions of near-halfway cases), with C99's rules for signs, zeros, infinities, nan and 1 as
-#: selects. 1e5 float32 elements: 350 us, against 700 us through ``pow`` (torch 300 us). Float64 and integer
-#: ``x`` keep libm's correctly rounded ``pow``. ``forceinline``: LLVM left the call, and the loop scalar (10x
-#: slower); inlined at Numba IR level instead, it compiled with pedantic warnings from Numba.
-REAL_POWER = """
-from numba.extending import overload as _overload
-from numba import types as _types
-
-
-@njit(cache=CACHE, error_model='numpy', forceinline=True)
-def _vpow_single(x, y):
-    # (& and |, not and/or, and the sign bit from the bits, not copysign: the loop stays vectorized, 10x faster)
-    x = _f64(x)
-    y = _f64(y)
-    r = _vexp(y * _vlog(abs(x)))
-    integral = _np.floor(y) == y  # (infinities too)
-    odd = integral & (_np.floor(y * 0.5) * 2.0 != y)
-    r = -r if odd & (_bits(x) < 0) else r  # a negative base (-0 and -inf too), an odd exponent
-    r = math.nan if (x < 0) & (x != -math.inf) & (not integral) else r  # a finite negative base, a fraction
-    return 1.0 if (x == 1) | ((x == -1) & (abs(y) == math.inf)) else r  # 0 * inf or nan in the exponent
-
-
-def real_power(x, y):
-    pass
-
-
-@_overload(real_power, jit_options={'forceinline': True})
-def _typed_real_power(x, y):
-    if x == _types.float32 and isinstance(y, _types.Float):
-        return lambda x, y: _vpow_single(x, y)
-    return lambda x, y: x**y
-"""
-
 #: The CPU kernels' ``scalar_math.round_``: numpy's ``rint`` for floats (round half to even is the default
 #: rounding mode; one instruction, vectorized: 1e5 float32 elements took 39 us through floors and selects, torch
 #: 11), and an integer as it is.
@@ -613,7 +578,7 @@ def _typed_round(x):
 """
 
 #: Copied scalar functions that the CPU kernels replace with a version of their own (``functions_source``).
-CPU_VERSIONS = {"root": ROOT, "real_power": REAL_POWER, "round_": ROUND_HALF_EVEN}
+CPU_VERSIONS = {"root": ROOT, "round_": ROUND_HALF_EVEN}
 
 
 #: libm functions with a vectorizable float64 version in ``SOURCE``: what ``vectorized`` swaps in (``exp(-abs(``
