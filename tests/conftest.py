@@ -22,6 +22,12 @@ def _cuda_available() -> bool:
 CUDA = _cuda_available() and os.environ.get("NUMBAGRAD_TEST_CUDA", "1") == "1"
 
 
+@pytest.fixture(scope="session")
+def torch():
+    """torch, the oracle of the comparisons: a test that takes it skips where torch is not installed."""
+    return pytest.importorskip("torch")
+
+
 @pytest.fixture(params=["cpu"] + (["cuda"] if CUDA else []))
 def device(request):
     return request.param

@@ -37,11 +37,6 @@ from numbagrad.utils.data import (
 Point = collections.namedtuple("Point", ["x", "y"])
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
 def to_py(obj):
     """A batch (numbagrad or torch) as plain Python, with each tensor's dtype name: equal batches compare equal."""
     if hasattr(obj, "tolist") and hasattr(obj, "dtype"):

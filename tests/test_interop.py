@@ -16,11 +16,6 @@ import numbagrad
 from numbagrad import _interop
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
 # --- numpy ----------------------------------------------------------------------------------------------------
 def test_numpy_from_dlpack_shares_the_tensors_memory():
     t = numbagrad.arange(6.0).reshape(2, 3)

@@ -12,11 +12,6 @@ from torch_same import same
 pytestmark = pytest.mark.torch
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
 X = np.arange(12.0).reshape(3, 4) / 7 - 0.5
 IDX = np.array([[0, 1], [2, 3], [1, 0]])
 

@@ -13,11 +13,6 @@ from torch_same import same
 pytestmark = pytest.mark.torch
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
 def _r(*shape, seed=0):
     return np.random.default_rng(seed + len(shape) + sum(shape)).standard_normal(shape)
 

@@ -10,11 +10,6 @@ import pytest
 import numbagrad
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
 # --- bernoulli --------------------------------------------------------------------------------------------------------
 def test_bernoulli_draws_ones_with_the_given_probabilities():
     p = numbagrad.tensor([0.0, 0.2, 0.9, 1.0]).expand(20000, 4)

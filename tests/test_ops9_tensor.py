@@ -10,11 +10,6 @@ import pytest
 import numbagrad
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
 # --- retain_grad followed by an in-place op (issue 9's silent bug) -------------------------------------------------
 @pytest.mark.torch
 @pytest.mark.parametrize(

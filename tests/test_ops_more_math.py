@@ -12,11 +12,6 @@ from torch_same import same
 pytestmark = pytest.mark.torch
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
 X = np.array([[-1.5, -0.5, 0.0, 0.3], [0.7, 1.0, 2.5, -2.0]])
 Y = np.array([[0.4, -0.5, 1.0, 0.3], [2.0, -1.5, 0.5, 1.0]])
 EDGES = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-300, 30.0, -30.0, 800.0, np.inf, -np.inf, np.nan])

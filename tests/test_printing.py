@@ -165,11 +165,6 @@ def test_printoptions():
 # ----------------------------------------------------------------------------- comparison with torch
 
 
-@pytest.fixture(scope="module")
-def torch():
-    return pytest.importorskip("torch")
-
-
 def _dtype_name(t) -> str:
     return str(t.dtype).removeprefix("torch.")
 
