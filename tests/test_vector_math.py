@@ -6,7 +6,9 @@ overflow, lost subnormals), so every exp-based row is compared with torch there,
 float dtypes. numbagrad runs 17 copies of a value (the vectorized loop body and its remainder); torch one element.
 """
 
+import inspect
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -38,12 +40,6 @@ FUNCTIONS = [
     ("selu", NF.selu, "nn.functional.selu"),
 ]
 IDS = [f[0] for f in FUNCTIONS]
-
-
-@pytest.fixture
-def torch():
-    """torch, as the oracle of the comparisons (they skip without it; the rest of this file does not need it)."""
-    return pytest.importorskip("torch")
 
 
 def torch_function(torch, name: str, path: str):
@@ -157,7 +153,8 @@ def test_exp_of_a_nonpositive_argument_is_the_general_exp_bit_for_bit(dtype):
 
 
 # log, log1p, expm1 and erf: float64 within a few ulp of a long-double (or libm, for erf) reference over their
-# ranges, float32 correctly rounded nearly everywhere, and libm's special values
+# ranges, float32 within the float32 twins' ulps (those rows are float32_math) or correctly rounded nearly
+# everywhere (the others: computed in float64, rounded once), and libm's special values
 RANGES = {
     "log": np.concatenate([np.exp(np.linspace(-744.0, 709.0, 200_003)), np.linspace(0.5, 2.0, 100_003)]),
     "log1p": np.concatenate([np.linspace(-0.999, 3.0, 200_003), np.exp(np.linspace(-700.0, 700.0, 100_003))]),
@@ -170,15 +167,18 @@ RANGES = {
     "atan": np.concatenate([np.linspace(-5.0, 5.0, 200_003), np.exp(np.linspace(-700.0, 700.0, 100_003))]),
     "asin": np.concatenate([np.linspace(-1.0, 1.0, 200_003), 1 - np.exp(np.linspace(-36.0, 0.0, 100_003))]),
     "acos": np.concatenate([np.linspace(-1.0, 1.0, 200_003), 1 - np.exp(np.linspace(-36.0, 0.0, 100_003))]),
+    "sin": np.concatenate([np.linspace(-1e5, 1e5, 200_003), np.exp(np.linspace(-700.0, 700.0, 100_003))]),
+    "cos": np.concatenate([np.linspace(-1e5, 1e5, 200_003), np.exp(np.linspace(-700.0, 700.0, 100_003))]),
 }
 MAX_ULPS = {"log": 1, "log1p": 2, "expm1": 2, "erf": 4, "log2": 2, "log10": 2, "sinh": 3, "cosh": 3, "atan": 1,
-            "asin": 1, "acos": 1}  # fmt: skip
-# (erf against libm's erf, itself within an ulp)
+            "asin": 1, "acos": 1, "sin": 2, "cos": 2}  # fmt: skip
+# (erf, sin and cos against libm's, themselves within an ulp)
+FLOAT32_ULPS = {"log": 2, "log1p": 2, "expm1": 2, "erf": 2}  # the float32 twins' bounds (as compiled, below)
 
 
 def reference(name: str, x: np.ndarray) -> np.ndarray:
-    if name == "erf":
-        return np.array([math.erf(v) for v in x.astype(np.float64)])
+    if name in ("erf", "sin", "cos"):  # (long double's sinl is less exact than libm's sin far from 0)
+        return np.array([getattr(math, name)(v) if math.isfinite(v) else math.nan for v in x.astype(np.float64)])
     return getattr(np, name)(x.astype(np.longdouble))
 
 
@@ -198,8 +198,15 @@ def test_vector_math_float32_rounds_once(name):
         x = x[(x != 0) & np.isfinite(reference(name, x).astype(np.float32))]
     out = getattr(ng, name)(ng.tensor(x)).numpy()
     expected = reference(name, x).astype(np.float32)
+    if ROWS[name].float32_math:  # float32 arithmetic: Cephes' expf/logf polynomials and the erf forms
+        assert ulps(np.abs(out), np.abs(expected)).max() <= FLOAT32_ULPS[name]
+        assert (np.signbit(out) == np.signbit(expected)).all()
+        return
     assert ulps(np.abs(out), np.abs(expected)).max() <= 1
-    assert (ulps(np.abs(out), np.abs(expected)) == 0).mean() > 0.9999  # computed in float64, rounded once
+    exact = ulps(np.abs(out), np.abs(expected)) == 0
+    if name in ("sin", "cos"):  # beyond 1e5 the fix-up loop calls libm's float32 sinf/cosf (within an ulp)
+        exact = exact[np.abs(x) <= 1e5]
+    assert exact.mean() > 0.9999  # computed in float64, rounded once
 
 
 SPECIAL = {  # (argument, libm's value) pairs (pairs, not a dict: 0.0 and -0.0 are one dict key)
@@ -223,6 +230,13 @@ SPECIAL = {  # (argument, libm's value) pairs (pairs, not a dict: 0.0 and -0.0 a
     "asin": [(0.0, 0.0), (-0.0, -0.0), (1.0, math.pi / 2), (-1.0, -math.pi / 2), (1.5, math.nan), (math.nan, math.nan),
              (1e-300, 1e-300)],
     "acos": [(1.0, 0.0), (-1.0, math.pi), (0.0, math.pi / 2), (-1.5, math.nan), (math.nan, math.nan)],
+    # beyond 1e5 and next to multiples of pi/2 the vectorized sin and cos give nan and the fix-up loop calls libm
+    # (sin(inf) is nan there, of libm's sign: TRIG_HARD below)
+    "sin": [(0.0, 0.0), (-0.0, -0.0), (math.nan, math.nan),
+            (1e-300, 1e-300), (math.pi, math.sin(math.pi)), (1e22, math.sin(1e22)), (1e6, math.sin(1e6)),
+            (-3 * math.pi / 2, math.sin(-3 * math.pi / 2)), (1e5, math.sin(1e5))],
+    "cos": [(0.0, 1.0), (-0.0, 1.0), (math.nan, math.nan), (math.pi / 2, math.cos(math.pi / 2)),
+            (1e22, math.cos(1e22)), (-1e6, math.cos(-1e6)), (21 * math.pi / 2, math.cos(21 * math.pi / 2))],
 }  # fmt: skip
 
 
@@ -247,6 +261,49 @@ def test_atan2_within_an_ulp_and_c99s_values_on_every_pair_of_special_operands()
     numbers = ~np.isnan(expected)
     assert ulps(np.abs(out[numbers]), np.abs(expected[numbers])).max() <= 1
     assert (np.signbit(out[numbers]) == np.signbit(expected[numbers])).all() and np.isnan(out[~numbers]).all()
+
+
+# --- sin and cos: vectorized where an ulp or two is certain, libm's for the rest (the kernels' fix-up loop) ---------
+TRIG_HARD = np.array([1e6, -1e22, math.pi, math.pi / 2, 1e300, 2.5, -0.0, math.nan, math.inf, 1e5 + 1])
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "sinc"])
+def test_fast_trig_rows_give_libms_values_where_the_vectorized_trig_gives_up(name):
+    x = np.tile(TRIG_HARD, 3)  # (the vector body and the remainder loop)
+    expected = np.sinc(x) if name == "sinc" else getattr(np, name)(x)
+    out = getattr(ng, name)(ng.tensor(x)).numpy()
+    np.testing.assert_allclose(out, expected, rtol=4e-16, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_fast_trig_gradients_call_libm_where_the_vectorized_trig_gives_up(name):
+    x = ng.tensor(np.tile(TRIG_HARD, 3), requires_grad=True)
+    getattr(ng, name)(x).sum().backward()
+    expected = np.cos(x.detach().numpy()) if name == "sin" else -np.sin(x.detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=4e-16, equal_nan=True)
+
+
+def test_in_place_sin_keeps_libm_values_for_large_arguments():
+    """An in-place kernel writes over its input, so it cannot compute a nan result again: it calls libm."""
+    x = ng.tensor(np.tile(TRIG_HARD, 3))
+    x.sin_()
+    np.testing.assert_array_equal(x.numpy(), np.sin(np.tile(TRIG_HARD, 3)))
+
+
+def test_parallel_fast_trig_kernel_fixes_up_too():
+    kernel = codegen.cpu_kernel(ROWS["sin"], "forward", "a", True)
+    x = np.concatenate([np.linspace(-50.0, 50.0, 10_001), TRIG_HARD])
+    out = np.empty_like(x)
+    kernel(out, x)
+    np.testing.assert_allclose(out, np.sin(x), rtol=4e-16, atol=1e-300, equal_nan=True)
+
+
+def test_fast_trig_twins_call_the_vectorized_sin_and_cos_and_the_kernel_recomputes_nans():
+    twin = vector_math.fast_trig(codegen._function_text(ROWS["sinc"].grads[0]))
+    assert twin.startswith("def sinc_grad_fast(") and "_vcos(p)" in twin and "math.sin" not in twin
+    kernel = codegen.cpu_kernel(ROWS["sin"], "forward", "a", False)
+    source = inspect.getsource(sys.modules[kernel.py_func.__module__])
+    assert "res[i] = sin_fast(x0[i])" in source and "if res[i] != res[i]:" in source and "res[i] = sin(x0[i])" in source
 
 
 def test_cpu_row_kernels_use_the_vector_math_and_cuda_kernels_libm():
@@ -341,11 +398,13 @@ def test_compiled_float32_special_values(name, pairs):
 
 # --- eager rows marked float32_math (the activations): float32 data runs the float32 twins -----------------------
 FLOAT32_ROWS = [name for name, row in ROWS.items() if row.float32_math]
+ACTIVATIONS = {"silu", "gelu", "gelu_tanh", "mish", "softplus", "hardswish", "hardsigmoid", "logsigmoid", "elu"}
 
 
-def test_the_activations_are_the_rows_with_float32_math():
+def test_the_activations_and_the_log_tanh_erf_family_are_the_rows_with_float32_math():
     assert set(FLOAT32_ROWS) == {"sigmoid", "silu", "gelu", "gelu_tanh", "mish", "softplus", "hardswish",
-                                 "hardsigmoid", "logsigmoid", "elu"}  # fmt: skip
+                                 "hardsigmoid", "logsigmoid", "elu", "log", "tanh", "log1p", "expm1",
+                                 "erf"}  # fmt: skip
 
 
 def test_float32_math_rows_dispatch_on_the_dtype_in_one_kernel_source():
@@ -369,7 +428,7 @@ def test_float32_math_rows_match_torch_over_a_dense_range(torch, name):
         "gelu_tanh": lambda lib, t: lib.nn.functional.gelu(t, approximate="tanh"),
         "elu": lambda lib, t: lib.nn.functional.elu(t, alpha=1.3),
         "softplus": lambda lib, t: lib.nn.functional.softplus(t, beta=1.5, threshold=15.0),
-    }.get(name, lambda lib, t: getattr(lib.nn.functional, name)(t))
+    }.get(name, lambda lib, t: getattr(lib.nn.functional if name in ACTIVATIONS else lib, name)(t))
     x = np.concatenate([np.linspace(-30, 30, 20_001), np.linspace(-3, 3, 20_001)]).astype(np.float32)
     results = []
     for lib in (ng, torch):

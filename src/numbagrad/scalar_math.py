@@ -947,7 +947,11 @@ class Row:
     Precision: a row computes float32 data in float64 and rounds once (correctly rounded results, as libm's float32
     functions), unless ``float32_math``: then its CPU kernels run float32 arithmetic on float32 data (the float32
     twins of ``backend/vector_math.py``, within an ulp or two, as torch's vectorized float32 kernels are), which
-    makes the activations 2-3x faster (sigmoid of 1e5 elements: 160 us in float64, 50 us; torch 50 us).
+    makes the activations 2-3x faster (sigmoid of 1e5 elements: 160 us in float64, 50 us; torch 50 us); log, tanh,
+    log1p, expm1 and erf are ``float32_math`` too (tanh of 1e5 float32 elements: 202 us, 61 us; torch 262 us). exp
+    is not: the float32 expf is an ulp off at exp(4), which then prints 54.5982 where torch prints 54.5981.
+    ``fast_trig``: the row's CPU kernels call a vectorized sin and cos and recompute with libm's the results that
+    come out nan (``codegen._map_kernel``), so its functions must carry a nan of sin or cos to their result.
     """
 
     name: str
@@ -969,6 +973,7 @@ class Row:
     params: tuple = ()
     domain: tuple = (-2.0, 2.0)
     float32_math: bool = False
+    fast_trig: bool = False
     arity: int = field(init=False)
     out_dtype: object = field(init=False)  # the result's dtype when it is not the computation's (bool), else None
 
@@ -1055,17 +1060,18 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     # unary, differentiable
     Row("neg", neg, (neg_grad,), np.negative, "NegBackward0", ("neg", "negative"), operators=("__neg__",)),
     Row("exp", exp, (exp_grad,), np.exp, "ExpBackward0", float_only=True),
-    Row("log", log, (log_grad,), np.log, "LogBackward0", float_only=True, domain=(0.2, 3.0)),
+    Row("log", log, (log_grad,), np.log, "LogBackward0", float_only=True, domain=(0.2, 3.0),
+        float32_math=True),
     Row("sqrt", sqrt, (sqrt_grad,), np.sqrt, "SqrtBackward0", float_only=True, domain=(0.2, 3.0)),
     Row("rsqrt", rsqrt, (rsqrt_grad,), lambda x: 1 / np.sqrt(x), "RsqrtBackward0", float_only=True,
         domain=(0.2, 3.0)),
     Row("reciprocal", reciprocal, (reciprocal_grad,), np.reciprocal, "ReciprocalBackward0", float_only=True,
         domain=(0.3, 3.0)),
     Row("abs", abs_, (abs_grad,), np.abs, "AbsBackward0", ("abs", "absolute"), operators=("__abs__",)),
-    Row("sin", sin, (sin_grad,), np.sin, "SinBackward0", float_only=True),
-    Row("cos", cos, (cos_grad,), np.cos, "CosBackward0", float_only=True),
+    Row("sin", sin, (sin_grad,), np.sin, "SinBackward0", float_only=True, fast_trig=True),
+    Row("cos", cos, (cos_grad,), np.cos, "CosBackward0", float_only=True, fast_trig=True),
     Row("tan", tan, (tan_grad,), np.tan, "TanBackward0", float_only=True, domain=(-1.2, 1.2)),
-    Row("tanh", tanh, (tanh_grad,), np.tanh, "TanhBackward0", float_only=True),
+    Row("tanh", tanh, (tanh_grad,), np.tanh, "TanhBackward0", float_only=True, float32_math=True),
     Row("sigmoid", sigmoid, (sigmoid_grad,), _np_sigmoid, "SigmoidBackward0", float_only=True, float32_math=True),
     Row("relu", relu, (relu_grad,), lambda x: np.maximum(x, 0), "ReluBackward0"),
     Row("clamp", clamp, (clamp_grad,), np.clip, "ClampBackward1", ("clamp", "clip"), params=("lo", "hi"),
@@ -1130,11 +1136,13 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("atan", atan, (atan_grad,), np.arctan, "AtanBackward0", ("atan", "arctan"), float_only=True),
     Row("atan2", atan2, (atan2_grad_y, atan2_grad_x), np.arctan2, "Atan2Backward0", ("atan2", "arctan2"),
         float_only=True, frontend=False, domain=(0.3, 2.0)),
-    Row("log1p", log1p, (log1p_grad,), np.log1p, "Log1PBackward0", float_only=True, domain=(-0.5, 2.0)),
-    Row("expm1", expm1, (expm1_grad,), np.expm1, "Expm1Backward0", float_only=True),
+    Row("log1p", log1p, (log1p_grad,), np.log1p, "Log1PBackward0", float_only=True, domain=(-0.5, 2.0),
+        float32_math=True),
+    Row("expm1", expm1, (expm1_grad,), np.expm1, "Expm1Backward0", float_only=True, float32_math=True),
     Row("log2", log2, (log2_grad,), np.log2, "Log2Backward0", float_only=True, domain=(0.2, 3.0)),
     Row("log10", log10, (log10_grad,), np.log10, "Log10Backward0", float_only=True, domain=(0.2, 3.0)),
-    Row("erf", erf, (erf_grad,), _np_erf, "ErfBackward0", float_only=True),  # also gelu's double backward
+    # erf: also gelu's double backward
+    Row("erf", erf, (erf_grad,), _np_erf, "ErfBackward0", float_only=True, float32_math=True),
     Row("erfc", erfc, (erfc_grad,), lambda x: _np_erf(x, math.erfc), "ErfcBackward0", float_only=True),
     Row("asinh", asinh, (asinh_grad,), np.arcsinh, "AsinhBackward0", ("asinh", "arcsinh"), float_only=True),
     Row("acosh", acosh, (acosh_grad,), _quiet(np.arccosh), "AcoshBackward0", ("acosh", "arccosh"), float_only=True,
@@ -1144,7 +1152,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("exp2", exp2, (exp2_grad,), np.exp2, "Exp2Backward0", float_only=True),
     Row("deg2rad", deg2rad, (deg2rad_grad,), np.deg2rad, "Deg2RadBackward0", float_only=True),
     Row("rad2deg", rad2deg, (rad2deg_grad,), np.rad2deg, "Rad2DegBackward0", float_only=True),
-    Row("sinc", sinc, (sinc_grad,), np.sinc, "SincBackward0", float_only=True),
+    Row("sinc", sinc, (sinc_grad,), np.sinc, "SincBackward0", float_only=True, fast_trig=True),
     Row("sgn", sign, (zero_grad,), np.sign, "SgnBackward0"),
     Row("logit", logit, (logit_grad,), _quiet(_np_logit), "LogitBackward0",
         params=("eps",), float_only=True, frontend=False, domain=(0.1, 0.9)),
