@@ -185,3 +185,16 @@ def test_inplace_writes_on_a_leaf_that_requires_grad_are_refused():
         x.masked_fill_(x > 0, 0.0)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
         x.fill_diagonal_(0.0)
+
+
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+def test_scatter_with_reduce_records_torchs_node_without_a_derivative(torch, reduce):
+    results = []
+    for lib in (numbagrad, torch):
+        src = lib.tensor([[1.5, 2.0]], requires_grad=True)
+        out = lib.ones(2, 3).scatter(1, lib.tensor([[0, 2]]), src, reduce=reduce)
+        with pytest.raises(RuntimeError, match="^derivative for aten::scatter is not implemented$"):
+            out.sum().backward()
+        results.append((type(out.grad_fn).__name__, out.detach().numpy()))
+    assert results[0][0] == results[1][0] == "NotImplemented"
+    np.testing.assert_array_equal(results[0][1], results[1][1])

@@ -100,8 +100,33 @@ def test_heaviside_records_a_node_without_a_derivative_like_torch(torch):
     assert type(y.grad_fn).__name__ == type(torch.heaviside(torch.tensor([1.0], requires_grad=True),
                                                            torch.tensor([0.5])).grad_fn).__name__  # fmt: skip
     assert y.tolist() == [0.0, 0.5, 1.0]
-    with pytest.raises(RuntimeError, match="the derivative for 'heaviside' is not implemented"):
+    with pytest.raises(RuntimeError, match="^derivative for aten::heaviside is not implemented$"):
         y.sum().backward()
+
+
+@pytest.mark.parametrize(
+    ("call", "node"),
+    [
+        (lambda lib, x: lib.remainder(x, x), "RemainderBackward1"),
+        (lambda lib, x: x % x, "RemainderBackward1"),
+        (lambda lib, x: lib.remainder(x, 2.0), "RemainderBackward0"),
+        (lambda lib, x: x % 2, "RemainderBackward0"),
+        (lambda lib, x: lib.remainder(3.0, x), "NotImplemented"),
+        (lambda lib, x: 3.0 % x, "NotImplemented"),
+    ],
+)
+def test_remainder_records_torchs_node_for_each_kind_of_operands(torch, call, node):
+    values = [1.5, -2.0, 0.7]
+    ours = call(numbagrad, numbagrad.tensor(values, requires_grad=True))
+    theirs = call(torch, torch.tensor(values, requires_grad=True))
+    assert type(ours.grad_fn).__name__ == type(theirs.grad_fn).__name__ == node
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6)
+
+
+def test_remainder_of_a_number_by_a_tensor_refuses_backward_as_torch():
+    x = numbagrad.tensor([1.5, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="^derivative for aten::remainder is not implemented$"):
+        (3.0 % x).sum().backward()
 
 
 def test_integer_inputs_of_float_rows_give_the_default_float_like_torch(torch):
@@ -133,3 +158,14 @@ def test_logit_matches_torch_inside_and_outside_its_range_with_and_without_eps(t
     yb.sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-13)
     assert type(ya.grad_fn).__name__ == "LogitBackward0"
+
+
+@pytest.mark.parametrize("divisor", [2.0, -2.0])
+def test_remainder_zero_results_keep_the_dividends_sign_as_torch(torch, divisor):
+    """torch's remainder is its fmod, moved by the divisor when the signs differ: a zero keeps the dividend's sign
+    (Python's % gives the divisor's)."""
+    values = [-4.0, 4.0, -0.0, 0.0, 5.5, -5.5]
+    ours = numbagrad.remainder(numbagrad.tensor(values), divisor).numpy()
+    theirs = torch.remainder(torch.tensor(values, dtype=torch.float64), divisor).numpy()
+    np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))

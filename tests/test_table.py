@@ -143,7 +143,7 @@ def test_every_row_names_a_reference_and_one_gradient_per_input():
 def test_rows_without_a_gradient_refuse_backward(row):
     x = numbagrad.tensor(_draw(row, (3,))[0], requires_grad=True)
     out = _apply(row, *([x] * row.arity))
-    with pytest.raises(RuntimeError, match=f"the derivative for '{row.name}' is not implemented"):
+    with pytest.raises(RuntimeError, match=f"^derivative for aten::{row.name} is not implemented$"):  # torch's text
         out.sum().backward()
 
 

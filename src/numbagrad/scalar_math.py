@@ -413,7 +413,10 @@ def frac_grad(g, out, x):
 
 
 def remainder(x, y):
-    return x % y  # Python's modulo: the result takes the sign of the divisor, as torch's
+    # Python's modulo: the result takes the sign of the divisor, as torch's; but a zero result keeps the dividend's
+    # sign, as torch's (its fmod's zero), where Python's takes the divisor's (x * 0: that zero, or 0 for integers)
+    r = x % y
+    return select(r == 0, x * 0, r)
 
 
 def remainder_grad_x(g, out, x, y):
@@ -1123,7 +1126,8 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         {"tt": "PowBackward1", "ts": "PowBackward0", "st": "PowBackward2"}, frontend=False, domain=(0.3, 2.0)),
     Row("maximum", maximum, (maximum_grad_x, maximum_grad_y), np.maximum, "MaximumBackward0"),
     Row("minimum", minimum, (minimum_grad_x, minimum_grad_y), np.minimum, "MinimumBackward0"),
-    Row("remainder", remainder, (remainder_grad_x, remainder_grad_y), np.remainder, "RemainderBackward0",
+    Row("remainder", remainder, (remainder_grad_x, remainder_grad_y), np.remainder,
+        {"tt": "RemainderBackward1", "ts": "RemainderBackward0", "st": "NotImplemented"},
         operators=("__mod__", "__rmod__", "__imod__"), integer_division=True, domain=(0.3, 3.0)),
     Row("hypot", hypot, (hypot_grad_x, hypot_grad_y), np.hypot, "HypotBackward0", float_only=True),
     # --- more math (issue 9)

@@ -146,7 +146,7 @@ class Elementwise(Function):
         if first is None or first.dtype.kind != "f" or first.dtype.itemsize < 4 or row.integral_only:
             return None  # (float16 is computed in float32: the general path)
         linked = grad and st.enabled
-        if linked and not row.grads:
+        if linked and not cls.differentiable:
             return None  # the NotImplemented node: the general path makes it
         result = _new(Tensor)
         backend = _BACKENDS.get(type(first)) or backend_for(first)
@@ -191,7 +191,7 @@ class Elementwise(Function):
         arrays, backend, dt, shape, plain = _plan(row, inputs)
         result = _new(Tensor)
         result._data = backend.elementwise(row, arrays, params, dt, shape=shape, out_dtype=row.out_dtype)
-        if row.grads and True in ctx.needs_input_grad:
+        if cls.differentiable and True in ctx.needs_input_grad:
             # what backward needs: the saved tensors, the scalar inputs, the params, and (only when an input's
             # shape or dtype differs from the output's) each input's shape and dtype, to reduce its gradient to
             if plain:  # every input a tensor of the output's shape and dtype
@@ -213,8 +213,8 @@ class Elementwise(Function):
     def backward(ctx, g):
         cls = ctx._forward_cls
         row = cls.row
-        if not row.grads:
-            raise RuntimeError(f"the derivative for '{row.name}' is not implemented.")
+        if not cls.differentiable:
+            raise RuntimeError(f"derivative for aten::{row.name} is not implemented")
         needed = ctx.needs_input_grad
         if state.enabled:  # create_graph: the differentiable formula on tensors
             return _tensor_backward(ctx, cls, g, needed)
@@ -415,6 +415,8 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
     """One Function class for a table row (or a user's ``Row``), shown in graphs as ``node_name``."""
     class_name = class_name or (node_name or row.name.title().replace("_", "")).replace("Backward", "_")
     attrs = {"row": row, "arity": row.arity, "_array_pattern": "a" * row.arity, "__module__": __name__}
+    # torch's NotImplemented node: no gradient formula, or none for these operand kinds (remainder(3.0, t))
+    attrs["differentiable"] = bool(row.grads) and node_name != "NotImplemented"
     if node_name:
         attrs["node_name"] = node_name
     cls = types.new_class(class_name, (Elementwise,), exec_body=lambda ns: ns.update(attrs))
@@ -619,6 +621,7 @@ def _make_operator(row: Row, fn, name: str):
     classes = CLASSES[row.name] if row.frontend else {}
     with_tensor = classes.get("tt") or classes.get("")
     with_number = classes.get("ts") or classes.get("")
+    number_first = classes.get("st") or with_number  # (``3.0 % t``: torch's NotImplemented node)
     if fn.__code__.co_argcount == 1:
 
         def unary(self):
@@ -628,13 +631,13 @@ def _make_operator(row: Row, fn, name: str):
     elif name.startswith("__r"):
 
         def reflected(self, other):
-            if with_number is not None and (type(other) is float or type(other) is int):
+            if number_first is not None and (type(other) is float or type(other) is int):
                 st = state
                 if st.tracer is None:  # what ``apply`` would try first, without its frame
-                    result = with_number._fast_apply((other, self), st)
+                    result = number_first._fast_apply((other, self), st)
                     if result is not None:
                         return result
-                return with_number.apply(other, self)
+                return number_first.apply(other, self)
             try:
                 other = as_operand(other)
             except TypeError:

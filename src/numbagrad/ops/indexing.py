@@ -467,17 +467,17 @@ class ScatterAdd(Scatter):
 
 
 class ScatterReduce(Scatter):
-    """``scatter(..., reduce="add" | "multiply")`` (torch's deprecated form; no gradient, as in torch)."""
-
-    node_name = "ScatterBackward0"
+    """``scatter(..., reduce="add" | "multiply")`` (torch's deprecated form; no gradient, as in torch: its node
+    is ``NotImplemented``, set on each subclass below, as ``node_name`` is not inherited)."""
 
     @staticmethod
     def backward(ctx, g):
-        raise RuntimeError("the derivative for 'scatter' with reduce is not implemented.")
+        raise RuntimeError("derivative for aten::scatter is not implemented")
 
 
 _SCATTER_REDUCE = {
-    mode: type(f"Scatter{mode.title()}", (ScatterReduce,), {"reduce": mode}) for mode in ("add", "multiply")
+    mode: type(f"Scatter{mode.title()}", (ScatterReduce,), {"reduce": mode, "node_name": "NotImplemented"})
+    for mode in ("add", "multiply")
 }
 
 
