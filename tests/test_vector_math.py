@@ -169,15 +169,18 @@ RANGES = {
     "acos": np.concatenate([np.linspace(-1.0, 1.0, 200_003), 1 - np.exp(np.linspace(-36.0, 0.0, 100_003))]),
     "sin": np.concatenate([np.linspace(-1e5, 1e5, 200_003), np.exp(np.linspace(-700.0, 700.0, 100_003))]),
     "cos": np.concatenate([np.linspace(-1e5, 1e5, 200_003), np.exp(np.linspace(-700.0, 700.0, 100_003))]),
+    "tan": np.concatenate([np.linspace(-1e5, 1e5, 200_003), np.linspace(-1.6, 1.6, 100_003)]),
+    "atanh": np.concatenate([np.linspace(-1.0, 1.0, 200_003), 1 - np.exp(np.linspace(-36.0, 0.0, 100_003))]),
+    "exp2": np.concatenate([np.linspace(-1074.0, 1023.9, 200_003), np.linspace(-2.0, 2.0, 100_003)]),
 }
 MAX_ULPS = {"log": 1, "log1p": 2, "expm1": 2, "erf": 4, "log2": 2, "log10": 2, "sinh": 3, "cosh": 3, "atan": 1,
-            "asin": 1, "acos": 1, "sin": 2, "cos": 2}  # fmt: skip
+            "asin": 1, "acos": 1, "sin": 2, "cos": 2, "tan": 3, "atanh": 3, "exp2": 2}  # fmt: skip
 # (erf, sin and cos against libm's, themselves within an ulp)
 FLOAT32_ULPS = {"log": 2, "log1p": 2, "expm1": 2, "erf": 2}  # the float32 twins' bounds (as compiled, below)
 
 
 def reference(name: str, x: np.ndarray) -> np.ndarray:
-    if name in ("erf", "sin", "cos"):  # (long double's sinl is less exact than libm's sin far from 0)
+    if name in ("erf", "sin", "cos", "tan"):  # (long double's sinl is less exact than libm's sin far from 0)
         return np.array([getattr(math, name)(v) if math.isfinite(v) else math.nan for v in x.astype(np.float64)])
     return getattr(np, name)(x.astype(np.longdouble))
 
@@ -204,7 +207,7 @@ def test_vector_math_float32_rounds_once(name):
         return
     assert ulps(np.abs(out), np.abs(expected)).max() <= 1
     exact = ulps(np.abs(out), np.abs(expected)) == 0
-    if name in ("sin", "cos"):  # beyond 1e5 the fix-up loop calls libm's float32 sinf/cosf (within an ulp)
+    if name in ("sin", "cos", "tan"):  # beyond 1e5 the fix-up loop calls libm's float32 sinf/cosf (within an ulp)
         exact = exact[np.abs(x) <= 1e5]
     assert exact.mean() > 0.9999  # computed in float64, rounded once
 
@@ -237,6 +240,13 @@ SPECIAL = {  # (argument, libm's value) pairs (pairs, not a dict: 0.0 and -0.0 a
             (-3 * math.pi / 2, math.sin(-3 * math.pi / 2)), (1e5, math.sin(1e5))],
     "cos": [(0.0, 1.0), (-0.0, 1.0), (math.nan, math.nan), (math.pi / 2, math.cos(math.pi / 2)),
             (1e22, math.cos(1e22)), (-1e6, math.cos(-1e6)), (21 * math.pi / 2, math.cos(21 * math.pi / 2))],
+    "tan": [(0.0, 0.0), (-0.0, -0.0), (math.nan, math.nan), (math.pi / 2, math.tan(math.pi / 2)),
+            (1e22, math.tan(1e22)),
+            (math.pi, math.tan(math.pi)), (1e-300, 1e-300), (1e6, math.tan(1e6))],
+    "atanh": [(0.0, 0.0), (-0.0, -0.0), (1.0, math.inf), (-1.0, -math.inf), (1.5, math.nan), (-2.0, math.nan),
+              (math.nan, math.nan), (1e-300, 1e-300), (0.5, math.atanh(0.5))],
+    "exp2": [(0.0, 1.0), (-0.0, 1.0), (3.0, 8.0), (-1.0, 0.5), (1023.0, 2.0**1023), (1024.0, math.inf),
+             (-1074.0, 5e-324), (-1076.0, 0.0), (math.inf, math.inf), (-math.inf, 0.0), (math.nan, math.nan)],
 }  # fmt: skip
 
 
@@ -267,7 +277,7 @@ def test_atan2_within_an_ulp_and_c99s_values_on_every_pair_of_special_operands()
 TRIG_HARD = np.array([1e6, -1e22, math.pi, math.pi / 2, 1e300, 2.5, -0.0, math.nan, math.inf, 1e5 + 1])
 
 
-@pytest.mark.parametrize("name", ["sin", "cos", "sinc"])
+@pytest.mark.parametrize("name", ["sin", "cos", "tan", "sinc"])
 def test_fast_trig_rows_give_libms_values_where_the_vectorized_trig_gives_up(name):
     x = np.tile(TRIG_HARD, 3)  # (the vector body and the remainder loop)
     expected = np.sinc(x) if name == "sinc" else getattr(np, name)(x)
@@ -304,6 +314,18 @@ def test_fast_trig_twins_call_the_vectorized_sin_and_cos_and_the_kernel_recomput
     kernel = codegen.cpu_kernel(ROWS["sin"], "forward", "a", False)
     source = inspect.getsource(sys.modules[kernel.py_func.__module__])
     assert "res[i] = sin_fast(x0[i])" in source and "if res[i] != res[i]:" in source and "res[i] = sin(x0[i])" in source
+
+
+def test_hypot_within_an_ulp_and_c99s_values_on_special_operands():
+    rng = np.random.default_rng(2)
+    x = np.concatenate([rng.standard_normal(100_000) * 1e3, np.exp(rng.uniform(-700, 700, 100_000))])
+    y = np.concatenate([rng.standard_normal(100_000), -np.exp(rng.uniform(-700, 700, 100_000))])
+    out = ng.hypot(ng.tensor(x), ng.tensor(y)).numpy()
+    assert ulps(out, np.hypot(x.astype(np.longdouble), y.astype(np.longdouble)).astype(np.float64)).max() <= 1
+    pairs = [(math.inf, math.nan), (math.nan, -math.inf), (math.nan, 1.0), (0.0, -0.0), (1e308, 1e308),
+             (1e-320, 1e-320), (3.0, 4.0), (-5.0, 12.0)]  # fmt: skip
+    x, y = np.repeat(np.array(pairs).T, 17, axis=1)  # (the vector body and the remainder loop)
+    np.testing.assert_array_equal(ng.hypot(ng.tensor(x), ng.tensor(y)).numpy(), np.hypot(x, y))
 
 
 def test_cpu_row_kernels_use_the_vector_math_and_cuda_kernels_libm():

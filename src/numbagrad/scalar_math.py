@@ -1073,7 +1073,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("abs", abs_, (abs_grad,), np.abs, "AbsBackward0", ("abs", "absolute"), operators=("__abs__",)),
     Row("sin", sin, (sin_grad,), np.sin, "SinBackward0", float_only=True, fast_trig=True),
     Row("cos", cos, (cos_grad,), np.cos, "CosBackward0", float_only=True, fast_trig=True),
-    Row("tan", tan, (tan_grad,), np.tan, "TanBackward0", float_only=True, domain=(-1.2, 1.2)),
+    Row("tan", tan, (tan_grad,), np.tan, "TanBackward0", float_only=True, domain=(-1.2, 1.2), fast_trig=True),
     Row("tanh", tanh, (tanh_grad,), np.tanh, "TanhBackward0", float_only=True, float32_math=True),
     Row("sigmoid", sigmoid, (sigmoid_grad,), _np_sigmoid, "SigmoidBackward0", float_only=True, float32_math=True),
     Row("relu", relu, (relu_grad,), lambda x: np.maximum(x, 0), "ReluBackward0"),

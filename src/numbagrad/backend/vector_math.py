@@ -391,6 +391,57 @@ def _vcos(x):
     v = s if (q == 1.0 or q == 3.0) else c
     v = -v if (q == 1.0 or q == 2.0) else v
     return v if exact else _np.nan
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _vtan(x):
+    # tan(x) = sin(r)/cos(r), or -cos(r)/sin(r) in odd quadrants (<= 3 ulp), or nan where _vtrig_parts is not exact
+    s, c, q, exact = _vtrig_parts(x)
+    odd = q == 1.0 or q == 3.0
+    v = (-c if odd else s) / (s if odd else c)
+    v = v if exact else _np.nan
+    return x if x == 0 else v  # (-0)
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _vatanh(x):
+    # glibc's forms: 0.5 * log1p(2x + 2x*x / (1 - x)) below 0.5, 0.5 * log1p(2x / (1 - x)) above (|x| <= 3 ulp);
+    # +-1 give +-inf and |x| > 1 nan through log1p, with no branch
+    x = _f64(x)
+    a = abs(x)
+    t = 2.0 * a
+    u = _vlog1p(t + t * a / (1.0 - a) if a < 0.5 else t / (1.0 - a))
+    v = 0.5 * u
+    v = -v if x < 0 else (v if x > 0 else x)  # (-0, nan)
+    return _np.nan if a > 1.0 else v
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _vexp2(x):
+    # 2**x = 2**k * exp(f * ln2) with k = rint(x) and f = x - k exact (|f * ln2| <= 0.35, so exp's argument carries
+    # no error from x's size); 2**k in two factors, so subnormal results come out right. Integers give powers of 2.
+    x = _f64(x)
+    c = min(max(x, -1100.0), 1100.0)
+    k = _np.rint(c)
+    e = _vexp((c - k) * 0.6931471805599453)
+    n = _np.int64(k)
+    half = n >> 1
+    v = e * _pow2(half, e) * _pow2(n - half, e)
+    return x if x != x else v
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _vhypot(x, y):
+    # sqrt(a*a + b*b) with one rounding inside (fma), scaled by a power of 2 where a*a would overflow or lose bits;
+    # an infinity wins over a nan, as C99's hypot
+    a = max(abs(_f64(x)), abs(_f64(y)))
+    b = min(abs(_f64(x)), abs(_f64(y)))
+    s = 2.0**-600 if a > 2.0**500 else (2.0**600 if a < 2.0**-500 else 1.0)  # (a*a within normal numbers)
+    a2 = a * s
+    b2 = b * s
+    h = _np.sqrt(_fma(a2, a2, b2 * b2)) / s
+    h = _np.inf if (abs(x) == _np.inf or abs(y) == _np.inf) else h
+    return h if (x == x and y == y) or h == _np.inf else _np.nan
 """
 
 
@@ -630,8 +681,21 @@ def _typed_round(x):
     return lambda x: x
 """
 
+#: The CPU kernels' ``atanh`` and ``exp2``: branch-free, so their loops vectorize (the table's own atanh guards libm's
+#: against |x| >= 1, where Python's raises under the CUDA simulator; its exp2 is ``2.0**x``, libm's pow).
+ATANH = """
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def atanh(x):
+    return _vatanh(x)
+"""
+EXP2 = """
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def exp2(x):
+    return _vexp2(x)
+"""
+
 #: Copied scalar functions that the CPU kernels replace with a version of their own (``functions_source``).
-CPU_VERSIONS = {"root": ROOT, "round_": ROUND_HALF_EVEN}
+CPU_VERSIONS = {"root": ROOT, "round_": ROUND_HALF_EVEN, "atanh": ATANH, "exp2": EXP2}
 
 
 #: libm functions with a vectorizable float64 version in ``SOURCE``: what ``vectorized`` swaps in (``exp(-abs(``
@@ -641,7 +705,7 @@ CPU_VERSIONS = {"root": ROOT, "round_": ROUND_HALF_EVEN}
 VECTOR_FUNCTIONS = {"exp(-abs": "_vexp_nonpositive(-abs", "exp": "_vexp", "tanh": "_vtanh", "log2": "_vlog2",
                     "log10": "_vlog10", "log": "_vlog", "sinh": "_vsinh", "cosh": "_vcosh", "atan2": "_vatan2",
                     "atan": "_vatan", "asin": "_vasin", "acos": "_vacos",
-                    "log1p": "_vlog1p", "expm1": "_vexpm1", "erf": "_verf", "floor": "_np.floor",
+                    "log1p": "_vlog1p", "expm1": "_vexpm1", "erf": "_verf", "hypot": "_vhypot", "floor": "_np.floor",
                     "ceil": "_np.ceil", "trunc": "_np.trunc"}  # fmt: skip
 
 
@@ -653,7 +717,7 @@ SINGLE_FUNCTIONS = {"exp(-abs": "_vexpf_nonpositive(-abs", "exp": "_vexpf", "tan
 #: libm functions with a version in ``SOURCE`` that gives nan where it cannot promise an ulp or two (sin and cos
 #: of |x| > 1e5, or next to a multiple of pi/2): ``fast_trig`` swaps them in, and only kernels that recompute every
 #: nan result with the libm function call the twins (``codegen``'s fix-up loop).
-FAST_TRIG = {"sin": "_vsin", "cos": "_vcos"}
+FAST_TRIG = {"sin": "_vsin", "cos": "_vcos", "tan": "_vtan"}
 
 
 def fast_trig(text: str) -> str:
