@@ -309,11 +309,75 @@ def test_parallel_fast_trig_kernel_fixes_up_too():
 
 
 def test_fast_trig_twins_call_the_vectorized_sin_and_cos_and_the_kernel_recomputes_nans():
-    twin = vector_math.fast_trig(codegen._function_text(ROWS["sinc"].grads[0]))
+    twin = vector_math.fix_up_twin(codegen._function_text(ROWS["sinc"].grads[0]))
     assert twin.startswith("def sinc_grad_fast(") and "_vcos(p)" in twin and "math.sin" not in twin
     kernel = codegen.cpu_kernel(ROWS["sin"], "forward", "a", False)
     source = inspect.getsource(sys.modules[kernel.py_func.__module__])
     assert "res[i] = sin_fast(x0[i])" in source and "if res[i] != res[i]:" in source and "res[i] = sin(x0[i])" in source
+
+
+# --- fmod, remainder and floor_divide: one fma where the quotient is below 4e15, libm's fmod for the rest ------------
+DIVISION_SPECIAL = [0.0, -0.0, 1.0, -1.0, 5.5, -5.5, 1e300, -1e300, 1e-300, 3e16, math.inf, -math.inf, math.nan, 7.0,
+                    -7.0, 0.1, 3.0]  # fmt: skip
+
+
+def division_operands(dtype):
+    """Random operands of both signs (quotients up to 1e4) and every pair of DIVISION_SPECIAL, twice (the vector
+    body and the remainder loop)."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.standard_normal(50_000) * 1e3, np.repeat(DIVISION_SPECIAL, len(DIVISION_SPECIAL))])
+    y = np.concatenate([rng.uniform(0.1, 3.0, 50_000) * rng.choice([-1.0, 1.0], 50_000),
+                        np.tile(DIVISION_SPECIAL, len(DIVISION_SPECIAL))])  # fmt: skip
+    return np.tile(x, 2).astype(dtype), np.tile(y, 2).astype(dtype)
+
+
+def torch_remainder(x, y):
+    """torch's remainder: C's fmod, moved by the divisor where the signs differ (a zero keeps the dividend's sign)."""
+    m = np.fmod(x, y)
+    return np.where((m != 0) & ((y < 0) != (m < 0)), m + y, m)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    ("name", "reference"), [("fmod", np.fmod), ("remainder", torch_remainder), ("floor_divide", np.floor_divide)]
+)
+def test_division_rows_are_exact_where_fast_and_libms_elsewhere(name, reference, dtype):
+    x, y = division_operands(dtype)
+    with np.errstate(all="ignore"):
+        expected = reference(x, y)
+    out = getattr(ng, name)(ng.tensor(x), ng.tensor(y)).numpy()
+    np.testing.assert_array_equal(out, expected)
+    numbers = ~np.isnan(expected)
+    np.testing.assert_array_equal(np.signbit(out[numbers]), np.signbit(expected[numbers]))
+
+
+@pytest.mark.parametrize("name", ["fmod", "remainder", "floor_divide"])
+def test_division_rows_match_torch_on_random_operands(torch, name):
+    x, y = division_operands(np.float32)
+    x, y = x[:50_000], y[:50_000]
+    out = getattr(ng, name)(ng.tensor(x), ng.tensor(y)).numpy()
+    theirs = getattr(torch, name)(torch.tensor(x), torch.tensor(y)).numpy()
+    np.testing.assert_array_equal(out, theirs)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(theirs))
+
+
+def test_integer_fmod_is_exact_for_the_most_negative_integer():
+    x = np.array([7, -7, 7, -7, 0, 2**62 + 1, -(2**63)] * 3, dtype=np.int64)
+    y = np.array([3, 3, -3, -3, 5, 7, 3] * 3, dtype=np.int64)
+    np.testing.assert_array_equal(ng.fmod(ng.tensor(x), ng.tensor(y)).numpy(), np.fmod(x, y))
+    np.testing.assert_array_equal(ng.remainder(ng.tensor(x), ng.tensor(y)).numpy(), np.remainder(x, y))
+
+
+def test_in_place_and_parallel_division_kernels_keep_exact_values():
+    x, y = division_operands(np.float64)
+    t = ng.tensor(x.copy())
+    t.fmod_(ng.tensor(y))
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(t.numpy(), np.fmod(x, y))
+        kernel = codegen.cpu_kernel(ROWS["remainder"], "forward", "aa", True)
+        out = np.empty_like(x)
+        kernel(out, x, y)
+        np.testing.assert_array_equal(out, torch_remainder(x, y))
 
 
 def test_hypot_within_an_ulp_and_c99s_values_on_special_operands():

@@ -412,10 +412,15 @@ def frac_grad(g, out, x):
     return g
 
 
+def _mod(x, y):
+    # Python's modulo (CPU kernels call vector_math's _vmod in its place, and this where that gives nan)
+    return x % y
+
+
 def remainder(x, y):
     # Python's modulo: the result takes the sign of the divisor, as torch's; but a zero result keeps the dividend's
     # sign, as torch's (its fmod's zero), where Python's takes the divisor's (x * 0: that zero, or 0 for integers)
-    r = x % y
+    r = _mod(x, y)
     return select(r == 0, x * 0, r)
 
 
@@ -427,8 +432,13 @@ def remainder_grad_y(g, out, x, y):
     return -g * math.floor(x / y)
 
 
-def floor_divide(x, y):
+def _floordiv(x, y):
+    # Python's floor division (CPU kernels call vector_math's _vfloordiv in its place, and this where that gives nan)
     return x // y
+
+
+def floor_divide(x, y):
+    return _floordiv(x, y)
 
 
 def hypot(x, y):
@@ -697,11 +707,16 @@ def heaviside(x, values):
     return select(x == 0, values, select(x > 0, 1, 0))
 
 
-def fmod(x, y):
+def _fmod(x, y):
     # C's fmod (the result takes the dividend's sign). Numba has no math.fmod; Python's modulo of the magnitudes is
-    # exact and equals it, and a zero dividend keeps its sign (-0.0 stays -0.0, as in torch)
+    # exact and equals it, and a zero dividend keeps its sign (-0.0 stays -0.0, as in torch). CPU kernels call
+    # vector_math's _vfmod in its place, and this where that gives nan.
     m = abs(x) % abs(y)
     return select(x > 0, m, select(x < 0, -m, select(m == 0, x, m)))
+
+
+def fmod(x, y):
+    return _fmod(x, y)
 
 
 def fmod_grad_x(g, out, x, y):
@@ -953,8 +968,9 @@ class Row:
     makes the activations 2-3x faster (sigmoid of 1e5 elements: 160 us in float64, 50 us; torch 50 us); log, tanh,
     log1p, expm1 and erf are ``float32_math`` too (tanh of 1e5 float32 elements: 202 us, 61 us; torch 262 us). exp
     is not: the float32 expf is an ulp off at exp(4), which then prints 54.5982 where torch prints 54.5981.
-    ``fast_trig``: the row's CPU kernels call a vectorized sin and cos and recompute with libm's the results that
-    come out nan (``codegen._map_kernel``), so its functions must carry a nan of sin or cos to their result.
+    ``fix_up``: the row's CPU kernels call the fast versions of sin, cos, tan, fmod, % and // and recompute with the
+    exact ones the results that come out nan (``codegen._map_kernel``), so its functions must carry such a nan to
+    their result.
     """
 
     name: str
@@ -976,7 +992,7 @@ class Row:
     params: tuple = ()
     domain: tuple = (-2.0, 2.0)
     float32_math: bool = False
-    fast_trig: bool = False
+    fix_up: bool = False
     arity: int = field(init=False)
     out_dtype: object = field(init=False)  # the result's dtype when it is not the computation's (bool), else None
 
@@ -1071,9 +1087,9 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("reciprocal", reciprocal, (reciprocal_grad,), np.reciprocal, "ReciprocalBackward0", float_only=True,
         domain=(0.3, 3.0)),
     Row("abs", abs_, (abs_grad,), np.abs, "AbsBackward0", ("abs", "absolute"), operators=("__abs__",)),
-    Row("sin", sin, (sin_grad,), np.sin, "SinBackward0", float_only=True, fast_trig=True),
-    Row("cos", cos, (cos_grad,), np.cos, "CosBackward0", float_only=True, fast_trig=True),
-    Row("tan", tan, (tan_grad,), np.tan, "TanBackward0", float_only=True, domain=(-1.2, 1.2), fast_trig=True),
+    Row("sin", sin, (sin_grad,), np.sin, "SinBackward0", float_only=True, fix_up=True),
+    Row("cos", cos, (cos_grad,), np.cos, "CosBackward0", float_only=True, fix_up=True),
+    Row("tan", tan, (tan_grad,), np.tan, "TanBackward0", float_only=True, domain=(-1.2, 1.2), fix_up=True),
     Row("tanh", tanh, (tanh_grad,), np.tanh, "TanhBackward0", float_only=True, float32_math=True),
     Row("sigmoid", sigmoid, (sigmoid_grad,), _np_sigmoid, "SigmoidBackward0", float_only=True, float32_math=True),
     Row("relu", relu, (relu_grad,), lambda x: np.maximum(x, 0), "ReluBackward0"),
@@ -1128,7 +1144,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("minimum", minimum, (minimum_grad_x, minimum_grad_y), np.minimum, "MinimumBackward0"),
     Row("remainder", remainder, (remainder_grad_x, remainder_grad_y), np.remainder,
         {"tt": "RemainderBackward1", "ts": "RemainderBackward0", "st": "NotImplemented"},
-        operators=("__mod__", "__rmod__", "__imod__"), integer_division=True, domain=(0.3, 3.0)),
+        operators=("__mod__", "__rmod__", "__imod__"), integer_division=True, domain=(0.3, 3.0), fix_up=True),
     Row("hypot", hypot, (hypot_grad_x, hypot_grad_y), np.hypot, "HypotBackward0", float_only=True),
     # --- more math (issue 9)
     Row("sinh", sinh, (sinh_grad,), np.sinh, "SinhBackward0", float_only=True),
@@ -1156,7 +1172,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("exp2", exp2, (exp2_grad,), np.exp2, "Exp2Backward0", float_only=True),
     Row("deg2rad", deg2rad, (deg2rad_grad,), np.deg2rad, "Deg2RadBackward0", float_only=True),
     Row("rad2deg", rad2deg, (rad2deg_grad,), np.rad2deg, "Rad2DegBackward0", float_only=True),
-    Row("sinc", sinc, (sinc_grad,), np.sinc, "SincBackward0", float_only=True, fast_trig=True),
+    Row("sinc", sinc, (sinc_grad,), np.sinc, "SincBackward0", float_only=True, fix_up=True),
     Row("sgn", sign, (zero_grad,), np.sign, "SgnBackward0"),
     Row("logit", logit, (logit_grad,), _quiet(_np_logit), "LogitBackward0",
         params=("eps",), float_only=True, frontend=False, domain=(0.1, 0.9)),
@@ -1172,7 +1188,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("fmax", fmax, (fmax_grad_x, fmax_grad_y), np.fmax, "FmaxBackward0", inplace=False),
     Row("fmin", fmin, (fmin_grad_x, fmin_grad_y), np.fmin, "FminBackward0", inplace=False),
     Row("fmod", fmod, (fmod_grad_x, fmod_grad_y), np.fmod, {"tt": "FmodBackward1", "ts": "FmodBackward0"},
-        integer_division=True, frontend=False, domain=(0.3, 3.0)),
+        integer_division=True, frontend=False, domain=(0.3, 3.0), fix_up=True),
     Row("square", square, (square_grad,), np.square, "PowBackward0", frontend=False),  # torch's pow(x, 2)
     Row("lerp", lerp, (lerp_grad_x, lerp_grad_y, lerp_grad_w), lambda x, y, w: x + w * (y - x), "LerpBackward1",
         frontend=False),
@@ -1196,7 +1212,8 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         "AddcdivBackward0", params=("value",), frontend=False, domain=(0.3, 3.0)),
     # no gradient
     Row("floor_divide", floor_divide, (), np.floor_divide, "NotImplemented",
-        operators=("__floordiv__", "__rfloordiv__", "__ifloordiv__"), integer_division=True, domain=(0.3, 3.0)),
+        operators=("__floordiv__", "__rfloordiv__", "__ifloordiv__"), integer_division=True, domain=(0.3, 3.0),
+        fix_up=True),
     Row("eq", eq, (), np.equal, operators=("__eq__",), out_bool=True),
     Row("ne", ne, (), np.not_equal, names=("ne", "not_equal"), operators=("__ne__",), out_bool=True),
     Row("lt", lt, (), np.less, names=("lt", "less"), operators=("__lt__",), out_bool=True),

@@ -204,15 +204,15 @@ def _function_text(fn: Callable) -> str:
 
 
 def functions_source(fns: Sequence[Callable], target: str, inline: str = "never", vector: bool = False,
-                     single: Sequence[Callable] = (), trig: Sequence[Callable] = ()) -> str:  # fmt: skip
+                     single: Sequence[Callable] = (), fix_up: Sequence[Callable] = ()) -> str:  # fmt: skip
     """Module-level scalar functions copied as source text and decorated for ``target``: ``@njit`` (any CPU
     target) or ``@cuda.jit(device=True)``. ``inline="always"`` inlines them at Numba IR level (the optimizer
     updates, whose branches on constant flags then fold away). ``vector=True`` (CPU only) swaps in the
     vectorizable ``exp``/``tanh`` of ``vector_math`` (and copies it) so loops over them vectorize, and copies the
     CPU's own versions of the functions ``vector_math.CPU_VERSIONS`` names in their place. ``single`` (CPU, with
     ``vector``): functions that also get a float32 twin ``<name>_f32`` (``vector_math.single_precision``).
-    ``trig`` (CPU, with ``vector``): functions that also get a twin ``<name>_fast`` calling the vectorized sin and
-    cos, which give nan where libm must decide (``vector_math.fast_trig``)."""
+    ``fix_up`` (CPU, with ``vector``): functions that also get a twin ``<name>_fast`` calling the fast versions of
+    sin, cos, tan and fmod, which give nan where the exact ones must decide (``vector_math.fix_up_twin``)."""
     if target == "cuda":
         decorator = "@cuda.jit(device=True, cache=CACHE)\n"
     elif target in _CPU_TARGETS:
@@ -228,10 +228,10 @@ def functions_source(fns: Sequence[Callable], target: str, inline: str = "never"
     if single:
         twins = "\n\n".join(decorator + vector_math.single_precision(_function_text(f)) for f in _unique(single))
         parts = [vector_math.SOURCE.strip("\n"), vector_math.SINGLE_SOURCE.strip("\n"), parts[0], twins]
-    elif parts[0] != text or any(own) or trig:
+    elif parts[0] != text or any(own) or fix_up:
         parts.insert(0, vector_math.SOURCE.strip("\n"))
-    if trig:
-        parts.append("\n\n".join(decorator + vector_math.fast_trig(_function_text(f)) for f in _unique(trig)))
+    if fix_up:
+        parts.append("\n\n".join(decorator + vector_math.fix_up_twin(_function_text(f)) for f in _unique(fix_up)))
     return "\n\n\n".join(parts)
 
 
@@ -538,7 +538,7 @@ def _float32_dispatch(calls: Sequence[Callable]) -> str:
 
 
 def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pattern: str, params, into=None,
-                single: bool = False, trig: bool = False):  # fmt: skip
+                single: bool = False, fix_up: bool = False):  # fmt: skip
     """``res[i] = fn(operands..., params...)``: from a file when ``fns`` can be copied, else in memory. A tuple
     ``fn`` computes one result array per function in the same pass (``res0``, ``res1``, ...); every value is
     computed before any is stored. ``into`` names the operand the last result is written into, in place of a
@@ -548,20 +548,21 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     twins (``_float32_dispatch``). A pattern with ``r`` (a row, broadcast down the rows) or ``c`` (a column,
     broadcast along them) makes a loop over ``_outer`` rows of ``_inner`` elements, two more arguments.
 
-    ``trig`` (CPU, a row whose functions carry a nan from sin or cos to their result): the loop calls the
-    functions' fast-trig twins (``vector_math.fast_trig``: vectorized, 4-10x faster than libm's sin), and a second
-    loop computes each nan result again with the functions themselves (an argument beyond 1e5, one next to a
-    multiple of pi/2, or a nan of the data). Not with ``into``: the first loop would have overwritten an input."""
+    ``fix_up`` (CPU, a row whose functions carry a nan from sin, cos, tan or fmod to their result): the loop calls
+    the functions' fix-up twins (``vector_math.fix_up_twin``: vectorized, 3-10x faster than libm's), and a second
+    loop computes each nan result again with the functions themselves (a sine's argument beyond 1e5, one next to a
+    multiple of pi/2, a quotient beyond 4e15, or a nan of the data). Not with ``into``: the first loop would have
+    overwritten an input."""
     fns = copyable(_unique(fns))
     portable = fns is not None
     single = single and portable and target in _CPU_TARGETS
     calls = fn if isinstance(fn, tuple) else (fn,)
     names = [c.__name__ for c in calls] if portable else [f"fn{k}" for k in range(len(calls))]
-    trig = trig and portable and target in _CPU_TARGETS and into is None and not single
+    fix_up = fix_up and portable and target in _CPU_TARGETS and into is None and not single
     exact_names = names
     if single:
         names = [f"{name}_any" for name in names]
-    elif trig:
+    elif fix_up:
         names = [f"{name}_fast" for name in names]
     rows = "r" in pattern or "c" in pattern  # a row-broadcast loop: rows i, columns _j, elements _k
     index = "_k" if rows else "i"
@@ -585,22 +586,22 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
 
     body = each(element(names))
     n = "_outer" if rows else f"{stores[0]}.shape[0]"
-    fix_up = ""
-    if trig:
+    fix_up_loop = ""
+    if fix_up:
         nan = " or ".join(f"{s}[{index}] != {s}[{index}]" for s in stores)
-        fix_up = f"for i in {'prange' if target == 'parallel' else 'range'}({n}):\n" + textwrap.indent(
+        fix_up_loop = f"for i in {'prange' if target == 'parallel' else 'range'}({n}):\n" + textwrap.indent(
             each(f"if {nan}:\n" + textwrap.indent(element(exact_names), "    ")), "    "
         )
     if rows:
         loop = loop_source(target, "kernel", [*results, *operands, *params, "_outer", "_inner"], body, n,
-                           epilogue=fix_up)  # fmt: skip
+                           epilogue=fix_up_loop)  # fmt: skip
     else:
-        loop = loop_source(target, "kernel", [*results, *operands, *params], body, n, epilogue=fix_up)
+        loop = loop_source(target, "kernel", [*results, *operands, *params], body, n, epilogue=fix_up_loop)
     if portable:
         # inlined at Numba IR level: LLVM then vectorizes the loop (a float32 call to a row function that uses
         # the vector math stayed a call, 8x slower), and each kernel compiles only the functions it uses
         functions = functions_source(fns, target, inline="always", vector=True, single=fns if single else (),
-                                     trig=fns if trig else ())  # fmt: skip
+                                     fix_up=fns if fix_up else ())  # fmt: skip
         if single:
             functions += "\n\n\n" + _float32_dispatch(calls)
         return load_module(tag, module_source(target, functions, loop)).kernel
@@ -624,7 +625,7 @@ def _row_kernel(row: Row, which, pattern: str, target: str, into: str | None = N
         fn = row_function(row, which)
     tag = f"{prefix}{row.name}_{which}_{pattern}{suffix}{f'_into_{into}' if into else ''}"
     fns = [scalar_math.select, row.forward, *row.grads]
-    return _map_kernel(tag, target, fns, fn, operands, pattern, params, into, row.float32_math, row.fast_trig)
+    return _map_kernel(tag, target, fns, fn, operands, pattern, params, into, row.float32_math, row.fix_up)
 
 
 def cpu_kernel(row: Row, which, pattern: str, parallel: bool, into: str | None = None):

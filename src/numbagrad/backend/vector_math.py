@@ -62,6 +62,7 @@ from llvmlite import ir as _ir
 from numba import float64 as _f64
 from numba import types as _types
 from numba.extending import intrinsic as _intrinsic
+from numba.extending import overload as _overload
 
 
 @_intrinsic
@@ -404,6 +405,78 @@ def _vtan(x):
 
 
 @njit(cache=CACHE, error_model='numpy', inline='always')
+def _vfmod_float(x, y):
+    # C's fmod: x - q*y with q the truncated quotient, by one fma (exact: the remainder is representable), q one
+    # less where the quotient rounded up across an integer (the remainder then has the wrong sign); nan where
+    # that is not exact or not defined (|x / y| >= 4e15, y infinite or 0, x infinite, a nan): the fix-up loop's
+    # libm then decides
+    x = _f64(x)
+    y = _f64(y)
+    t = x / y
+    q = _np.trunc(t)
+    r = _fma(-q, y, x)
+    q = q - _np.copysign(1.0, q) if (r != 0.0) & ((r < 0.0) != (x < 0.0)) else q
+    r = _fma(-q, y, x)
+    r = x * 0.0 if r == 0.0 else r  # (a zero has the dividend's sign)
+    return r if (abs(t) < 4.0e15) & (abs(y) < _np.inf) else _np.nan
+
+
+def _vfmod(x, y):
+    pass
+
+
+@_overload(_vfmod, jit_options={'forceinline': True})
+def _typed_vfmod(x, y):
+    # the fix-up twin of the table's _fmod: floats as _vfmod_float; integers from Python's floor modulo, moved
+    # back to the dividend's sign (exact, and right for the most negative integer, whose abs overflows)
+    if isinstance(x, _types.Float) or isinstance(y, _types.Float):
+        return lambda x, y: _vfmod_float(x, y)
+
+    def by_floor_modulo(x, y):
+        m = x % y
+        return m - y if (m != 0) & ((m < 0) != (x < 0)) else m
+
+    return by_floor_modulo
+
+
+def _vmod(x, y):
+    pass
+
+
+@_overload(_vmod, jit_options={'forceinline': True})
+def _typed_vmod(x, y):
+    # the fix-up twin of the table's _mod (Python's %): fmod moved by y where the signs differ, a zero with y's sign
+    if isinstance(x, _types.Float) or isinstance(y, _types.Float):
+        def by_fmod(x, y):
+            m = _vfmod_float(x, y)
+            m = m + y if (m != 0.0) & ((y < 0.0) != (m < 0.0)) else m
+            return _np.copysign(0.0, y) if m == 0.0 else m
+
+        return by_fmod
+    return lambda x, y: x % y
+
+
+def _vfloordiv(x, y):
+    pass
+
+
+@_overload(_vfloordiv, jit_options={'forceinline': True})
+def _typed_vfloordiv(x, y):
+    # the fix-up twin of the table's _floordiv (Python's //, as CPython and torch compute it from fmod)
+    if isinstance(x, _types.Float) or isinstance(y, _types.Float):
+        def by_fmod(x, y):
+            m = _vfmod_float(x, y)
+            d = (_f64(x) - m) / y
+            d = d - 1.0 if (m != 0.0) & ((y < 0.0) != (m < 0.0)) else d
+            f = _np.floor(d)
+            f = f + 1.0 if d - f > 0.5 else f
+            return f if d != 0.0 else _np.copysign(0.0, x / y)
+
+        return by_fmod
+    return lambda x, y: x // y
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
 def _vatanh(x):
     # glibc's forms: 0.5 * log1p(2x + 2x*x / (1 - x)) below 0.5, 0.5 * log1p(2x / (1 - x)) above (|x| <= 3 ulp);
     # +-1 give +-inf and |x| > 1 nan through log1p, with no branch
@@ -714,19 +787,21 @@ SINGLE_FUNCTIONS = {"exp(-abs": "_vexpf_nonpositive(-abs", "exp": "_vexpf", "tan
                     "expm1": "_vexpm1f", "log": "_vlogf", "log1p": "_vlog1pf"}  # fmt: skip
 
 
-#: libm functions with a version in ``SOURCE`` that gives nan where it cannot promise an ulp or two (sin and cos
-#: of |x| > 1e5, or next to a multiple of pi/2): ``fast_trig`` swaps them in, and only kernels that recompute every
-#: nan result with the libm function call the twins (``codegen``'s fix-up loop).
-FAST_TRIG = {"sin": "_vsin", "cos": "_vcos", "tan": "_vtan"}
+#: Calls with a version in ``SOURCE`` that gives nan where it cannot promise its result (sin, cos and tan of
+#: |x| > 1e5 or next to a multiple of pi/2; fmod, Python's % and // of a float quotient beyond 4e15, or of an
+#: infinity or a zero divisor): ``fix_up_twin`` swaps them in, and only kernels that compute every nan result
+#: again with the exact function call the twins (``codegen``'s fix-up loop).
+FIX_UP = {"math.sin(": "_vsin(", "math.cos(": "_vcos(", "math.tan(": "_vtan(", "_fmod(": "_vfmod(",
+          "_mod(": "_vmod(", "_floordiv(": "_vfloordiv("}  # fmt: skip
 
 
-def fast_trig(text: str) -> str:
-    """The fast-trig twins of copied scalar functions (``def f`` becomes ``def f_fast``), calling ``_vsin`` and
-    ``_vcos`` (``FAST_TRIG``) instead of libm's. A twin gives nan where they do; the row's functions must carry
-    that nan to their result (no comparison of a sine may decide anything), so the fix-up loop can find it."""
+def fix_up_twin(text: str) -> str:
+    """The fix-up twins of copied scalar functions (``def f`` becomes ``def f_fast``), calling ``FIX_UP``'s fast
+    versions instead of the exact ones. A twin gives nan where they do; the row's functions must carry that nan
+    to their result (no comparison of a sine may decide anything), so the fix-up loop can find it."""
     text = re.sub(r"^def (\w+)\(", r"def \1_fast(", text, flags=re.MULTILINE)
-    for name, fast in FAST_TRIG.items():
-        text = text.replace(f"math.{name}(", f"{fast}(")
+    for call, fast in FIX_UP.items():
+        text = re.sub(r"(?<![\w.])" + re.escape(call), fast, text)  # (whole names: _mod( is not _vmod('s tail)
     return vectorized(text)
 
 
