@@ -172,9 +172,12 @@ RANGES = {
     "tan": np.concatenate([np.linspace(-1e5, 1e5, 200_003), np.linspace(-1.6, 1.6, 100_003)]),
     "atanh": np.concatenate([np.linspace(-1.0, 1.0, 200_003), 1 - np.exp(np.linspace(-36.0, 0.0, 100_003))]),
     "exp2": np.concatenate([np.linspace(-1074.0, 1023.9, 200_003), np.linspace(-2.0, 2.0, 100_003)]),
+    "asinh": np.concatenate([np.linspace(-5.0, 5.0, 200_003), np.exp(np.linspace(-700.0, 700.0, 100_003))]),
+    "acosh": np.concatenate([np.linspace(1.0, 5.0, 200_003), 1 + np.exp(np.linspace(-700.0, 700.0, 100_003))]),
 }
 MAX_ULPS = {"log": 1, "log1p": 2, "expm1": 2, "erf": 4, "log2": 2, "log10": 2, "sinh": 3, "cosh": 3, "atan": 1,
-            "asin": 1, "acos": 1, "sin": 2, "cos": 2, "tan": 3, "atanh": 3, "exp2": 2}  # fmt: skip
+            "asin": 1, "acos": 1, "sin": 2, "cos": 2, "tan": 3, "atanh": 3, "exp2": 2, "asinh": 3,
+            "acosh": 3}  # fmt: skip
 # (erf, sin and cos against libm's, themselves within an ulp)
 FLOAT32_ULPS = {"log": 2, "log1p": 2, "expm1": 2, "erf": 2}  # the float32 twins' bounds (as compiled, below)
 
@@ -245,6 +248,10 @@ SPECIAL = {  # (argument, libm's value) pairs (pairs, not a dict: 0.0 and -0.0 a
             (math.pi, math.tan(math.pi)), (1e-300, 1e-300), (1e6, math.tan(1e6))],
     "atanh": [(0.0, 0.0), (-0.0, -0.0), (1.0, math.inf), (-1.0, -math.inf), (1.5, math.nan), (-2.0, math.nan),
               (math.nan, math.nan), (1e-300, 1e-300), (0.5, math.atanh(0.5))],
+    "asinh": [(0.0, 0.0), (-0.0, -0.0), (math.inf, math.inf), (-math.inf, -math.inf), (math.nan, math.nan),
+              (1e-300, 1e-300), (1e300, math.asinh(1e300)), (-2.5, math.asinh(-2.5))],
+    "acosh": [(1.0, 0.0), (0.5, math.nan), (-2.0, math.nan), (math.inf, math.inf), (math.nan, math.nan),
+              (1e300, math.acosh(1e300)), (2.5, math.acosh(2.5))],
     "exp2": [(0.0, 1.0), (-0.0, 1.0), (3.0, 8.0), (-1.0, 0.5), (1023.0, 2.0**1023), (1024.0, math.inf),
              (-1074.0, 5e-324), (-1076.0, 0.0), (math.inf, math.inf), (-math.inf, 0.0), (math.nan, math.nan)],
 }  # fmt: skip

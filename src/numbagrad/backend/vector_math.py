@@ -421,59 +421,96 @@ def _vfmod_float(x, y):
     return r if (abs(t) < 4.0e15) & (abs(y) < _np.inf) else _np.nan
 
 
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _vmod_float(x, y):
+    # Python's % from _vfmod_float: moved by y where the signs differ, a zero with y's sign
+    m = _vfmod_float(x, y)
+    m = m + y if (m != 0.0) & ((y < 0.0) != (m < 0.0)) else m
+    return _np.copysign(0.0, y) if m == 0.0 else m
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _vfloordiv_float(x, y):
+    # Python's // from _vfmod_float, as CPython and torch compute it
+    m = _vfmod_float(x, y)
+    d = (_f64(x) - m) / y
+    d = d - 1.0 if (m != 0.0) & ((y < 0.0) != (m < 0.0)) else d
+    f = _np.floor(d)
+    f = f + 1.0 if d - f > 0.5 else f
+    return f if d != 0.0 else _np.copysign(0.0, x / y)
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _fmod_int(x, y):
+    # C's integer fmod from Python's floor modulo, moved back to x's sign (exact, and right for the most negative
+    # integer, whose abs overflows)
+    m = x % y
+    return m - y if (m != 0) & ((m < 0) != (x < 0)) else m
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _mod_int(x, y):
+    return x % y
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _floordiv_int(x, y):
+    return x // y
+
+
+def _float_or_int(stub, for_floats, for_integers):
+    # ``stub(x, y)`` runs ``for_floats`` when an operand is a float, else ``for_integers`` (one kernel source serves
+    # every dtype of a row)
+    @_overload(stub, jit_options={'forceinline': True})
+    def typed(x, y):
+        if isinstance(x, _types.Float) or isinstance(y, _types.Float):
+            return lambda x, y: for_floats(x, y)
+        return lambda x, y: for_integers(x, y)
+
+
+# the fix-up twins of the table's _fmod, _mod (Python's %) and _floordiv (Python's //)
 def _vfmod(x, y):
     pass
-
-
-@_overload(_vfmod, jit_options={'forceinline': True})
-def _typed_vfmod(x, y):
-    # the fix-up twin of the table's _fmod: floats as _vfmod_float; integers from Python's floor modulo, moved
-    # back to the dividend's sign (exact, and right for the most negative integer, whose abs overflows)
-    if isinstance(x, _types.Float) or isinstance(y, _types.Float):
-        return lambda x, y: _vfmod_float(x, y)
-
-    def by_floor_modulo(x, y):
-        m = x % y
-        return m - y if (m != 0) & ((m < 0) != (x < 0)) else m
-
-    return by_floor_modulo
 
 
 def _vmod(x, y):
     pass
 
 
-@_overload(_vmod, jit_options={'forceinline': True})
-def _typed_vmod(x, y):
-    # the fix-up twin of the table's _mod (Python's %): fmod moved by y where the signs differ, a zero with y's sign
-    if isinstance(x, _types.Float) or isinstance(y, _types.Float):
-        def by_fmod(x, y):
-            m = _vfmod_float(x, y)
-            m = m + y if (m != 0.0) & ((y < 0.0) != (m < 0.0)) else m
-            return _np.copysign(0.0, y) if m == 0.0 else m
-
-        return by_fmod
-    return lambda x, y: x % y
-
-
 def _vfloordiv(x, y):
     pass
 
 
-@_overload(_vfloordiv, jit_options={'forceinline': True})
-def _typed_vfloordiv(x, y):
-    # the fix-up twin of the table's _floordiv (Python's //, as CPython and torch compute it from fmod)
-    if isinstance(x, _types.Float) or isinstance(y, _types.Float):
-        def by_fmod(x, y):
-            m = _vfmod_float(x, y)
-            d = (_f64(x) - m) / y
-            d = d - 1.0 if (m != 0.0) & ((y < 0.0) != (m < 0.0)) else d
-            f = _np.floor(d)
-            f = f + 1.0 if d - f > 0.5 else f
-            return f if d != 0.0 else _np.copysign(0.0, x / y)
+_float_or_int(_vfmod, _vfmod_float, _fmod_int)
+_float_or_int(_vmod, _vmod_float, _mod_int)
+_float_or_int(_vfloordiv, _vfloordiv_float, _floordiv_int)
 
-        return by_fmod
-    return lambda x, y: x // y
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _vasinh(x):
+    # glibc's forms over _vlog and _vlog1p (<= 3 ulp): log(|x|) + ln2 above 2**28, log(2|x| + 1/(sqrt(x*x + 1) + |x|))
+    # above 2, log1p(|x| + x*x/(1 + sqrt(1 + x*x))) below; the sign of x (-0 and nan as they are)
+    x = _f64(x)
+    a = abs(x)
+    z = a * a
+    huge = a > 268435456.0
+    large = _vlog(a if huge else 2.0 * a + 1.0 / (_np.sqrt(z + 1.0) + a)) + (0.6931471805599453 if huge else 0.0)
+    small = _vlog1p(a + z / (1.0 + _np.sqrt(1.0 + z)))
+    v = large if a > 2.0 else small
+    return -v if x < 0 else (v if x > 0 else x)
+
+
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def _vacosh(x):
+    # glibc's forms over _vlog and _vlog1p (<= 3 ulp): log(x) + ln2 above 2**28, log(2x - 1/(x + sqrt(x*x - 1)))
+    # above 2, log1p(t + sqrt(2t + t*t)) with t = x - 1 below; nan below 1 (and for nan)
+    x = _f64(x)
+    huge = x > 268435456.0
+    large = _vlog(x if huge else 2.0 * x - 1.0 / (x + _np.sqrt(x * x - 1.0))) + (0.6931471805599453 if huge else 0.0)
+    t = x - 1.0
+    small = _vlog1p(t + _np.sqrt(2.0 * t + t * t))
+    v = large if x > 2.0 else small
+    return v if x >= 1.0 else _np.nan
 
 
 @njit(cache=CACHE, error_model='numpy', inline='always')
@@ -754,12 +791,18 @@ def _typed_round(x):
     return lambda x: x
 """
 
-#: The CPU kernels' ``atanh`` and ``exp2``: branch-free, so their loops vectorize (the table's own atanh guards libm's
-#: against |x| >= 1, where Python's raises under the CUDA simulator; its exp2 is ``2.0**x``, libm's pow).
+#: The CPU kernels' ``atanh``, ``acosh`` and ``exp2``: branch-free, so their loops vectorize (the table's own atanh
+#: and acosh guard libm's against arguments where Python's raises under the CUDA simulator; its exp2 is ``2.0**x``,
+#: libm's pow).
 ATANH = """
 @njit(cache=CACHE, error_model='numpy', inline='always')
 def atanh(x):
     return _vatanh(x)
+"""
+ACOSH = """
+@njit(cache=CACHE, error_model='numpy', inline='always')
+def acosh(x):
+    return _vacosh(x)
 """
 EXP2 = """
 @njit(cache=CACHE, error_model='numpy', inline='always')
@@ -768,7 +811,7 @@ def exp2(x):
 """
 
 #: Copied scalar functions that the CPU kernels replace with a version of their own (``functions_source``).
-CPU_VERSIONS = {"root": ROOT, "round_": ROUND_HALF_EVEN, "atanh": ATANH, "exp2": EXP2}
+CPU_VERSIONS = {"root": ROOT, "round_": ROUND_HALF_EVEN, "atanh": ATANH, "acosh": ACOSH, "exp2": EXP2}
 
 
 #: libm functions with a vectorizable float64 version in ``SOURCE``: what ``vectorized`` swaps in (``exp(-abs(``
@@ -778,7 +821,8 @@ CPU_VERSIONS = {"root": ROOT, "round_": ROUND_HALF_EVEN, "atanh": ATANH, "exp2":
 VECTOR_FUNCTIONS = {"exp(-abs": "_vexp_nonpositive(-abs", "exp": "_vexp", "tanh": "_vtanh", "log2": "_vlog2",
                     "log10": "_vlog10", "log": "_vlog", "sinh": "_vsinh", "cosh": "_vcosh", "atan2": "_vatan2",
                     "atan": "_vatan", "asin": "_vasin", "acos": "_vacos",
-                    "log1p": "_vlog1p", "expm1": "_vexpm1", "erf": "_verf", "hypot": "_vhypot", "floor": "_np.floor",
+                    "log1p": "_vlog1p", "expm1": "_vexpm1", "erf": "_verf", "hypot": "_vhypot", "asinh": "_vasinh",
+                    "floor": "_np.floor",
                     "ceil": "_np.ceil", "trunc": "_np.trunc"}  # fmt: skip
 
 
