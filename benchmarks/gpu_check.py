@@ -14,21 +14,7 @@ import sys
 import numpy as np
 
 import numbagrad
-from numbagrad.scalar_math import ROWS
-
-PARAMS = {
-    "clamp": (-0.5, 0.5),
-    "hardtanh": (-0.5, 0.5),
-    "leaky_relu": (0.1,),
-    "elu": (1.3, 1.1, 0.9),
-    "softplus": (1.5, 2.0),
-    "lerp_scalar": (0.3,),
-    "nan_to_num": (0.0, 9.0, -9.0),
-    "round_decimals": (1.0,),
-    "addcmul": (0.7,),
-    "addcdiv": (0.7,),
-    "logit": (0.05,),
-}
+from numbagrad.scalar_math import ROWS, example_params
 
 
 def check_ops(n: int) -> list[str]:
@@ -49,7 +35,7 @@ def check_ops(n: int) -> list[str]:
         grad = row.differentiable
         cpu = [numbagrad.tensor(d, requires_grad=grad) for d in data]
         gpu = [numbagrad.tensor(d, device="cuda", requires_grad=grad) for d in data]
-        out_c, out_g = (function_for(name).apply(*t, *PARAMS.get(name, ())) for t in (cpu, gpu))
+        out_c, out_g = (function_for(name).apply(*t, *example_params(ROWS[name])) for t in (cpu, gpu))
         compare(f"{name} forward", out_g, out_c)
         if not grad:
             continue

@@ -22,7 +22,7 @@ import numbagrad as ng
 from numbagrad.autograd import Function
 from numbagrad.compile import GraphBreakError
 from numbagrad.ops.elementwise import function_for
-from numbagrad.scalar_math import ROWS
+from numbagrad.scalar_math import ROWS, example_params
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -143,12 +143,9 @@ def test_random_chains_float32_match_eager_and_torch(case, seed):
 
 
 # --- every table row ----------------------------------------------------------------------------------------
-from test_table import PARAM_VALUES  # noqa: E402 - the rows' parameter values, one place for every row test
-
-
 def _row_call(row):
     fn = function_for(row.name)
-    params = tuple(PARAM_VALUES[p] for p in row.params)
+    params = example_params(row)
     return lambda *xs: fn.apply(*xs, *params)
 
 

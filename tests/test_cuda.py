@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import numbagrad
-from numbagrad.scalar_math import ROWS
+from numbagrad.scalar_math import ROWS, example_params
 
 if not numbagrad.cuda.is_available():
     pytest.skip("no CUDA GPU, and NUMBA_ENABLE_CUDASIM=1 is not set", allow_module_level=True)
@@ -23,19 +23,6 @@ from numbagrad.backend import cuda as backend  # noqa: E402
 from numbagrad.ops.elementwise import function_for  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PARAMS = {
-    "clamp": (-0.5, 0.5),
-    "lerp_scalar": (0.3,),
-    "nan_to_num": (0.0, 9.0, -9.0),
-    "round_decimals": (1.0,),
-    "addcmul": (0.7,),
-    "addcdiv": (0.7,),
-    "hardtanh": (-0.5, 0.5),
-    "leaky_relu": (0.1,),
-    "elu": (1.3, 1.1, 0.9),
-    "softplus": (1.5, 2.0),
-    "logit": (0.05,),
-}
 
 
 def both(array, requires_grad=False):
@@ -62,8 +49,8 @@ def test_every_row_forward_and_backward_match_cpu(name):
     cpu = [numbagrad.tensor(d, requires_grad=True) for d in data]
     gpu = [numbagrad.tensor(d, device="cuda", requires_grad=True) for d in data]
     fn = function_for(name)
-    out_cpu = fn.apply(*cpu, *PARAMS.get(name, ()))
-    out_gpu = fn.apply(*gpu, *PARAMS.get(name, ()))
+    out_cpu = fn.apply(*cpu, *example_params(ROWS[name]))
+    out_gpu = fn.apply(*gpu, *example_params(ROWS[name]))
     np.testing.assert_allclose(host(out_gpu), out_cpu.detach().numpy(), rtol=1e-12)
     g = np.random.default_rng(2).uniform(0.5, 1.5, size=out_cpu.shape)
     out_cpu.backward(numbagrad.tensor(g))

@@ -13,34 +13,13 @@ import pytest
 import numbagrad
 from numbagrad.autograd import gradgradcheck
 from numbagrad.ops.elementwise import function_for
-from numbagrad.scalar_math import ROWS
+from numbagrad.scalar_math import EXAMPLE_PARAMS, ROWS, example_params
 
 ROW_LIST = list(ROWS.values())
 BINARY_ROWS = [r for r in ROW_LIST if r.arity == 2]
 DIFFERENTIABLE_ROWS = [r for r in ROW_LIST if r.differentiable]
 
 #: Values for the rows' non-tensor parameters (by parameter name); inside every row's domain.
-PARAM_VALUES = {
-    "eps": 0.05,
-    "lo": -0.5,
-    "hi": 0.5,
-    "weight": 0.3,
-    "nan": 0.0,
-    "posinf": 9.0,
-    "neginf": -9.0,
-    "decimals": 1.0,
-    "value": 0.7,
-    # activations (nn.functional)
-    "min_val": -0.5,
-    "max_val": 0.5,
-    "negative_slope": 0.1,
-    "alpha": 1.3,
-    "scale": 1.1,
-    "input_scale": 0.9,
-    "beta": 1.5,
-    "threshold": 2.0,
-}
-
 DTYPES = {"float32": (numbagrad.float32, 2e-6), "float64": (numbagrad.float64, 1e-12)}
 
 
@@ -60,7 +39,7 @@ def _expected_dtype(row, dtype):
 
 
 def _params(row) -> tuple:
-    return tuple(PARAM_VALUES[p] for p in row.params)
+    return example_params(row)
 
 
 def _apply(row, *operands):
@@ -134,7 +113,7 @@ def test_every_row_names_a_reference_and_one_gradient_per_input():
         assert callable(row.reference), row.name
         assert len(row.grads) in (0, row.arity), row.name
         assert row.domain[0] < row.domain[1], row.name
-        assert set(row.params) <= set(PARAM_VALUES), f"add test values for {row.name}'s params"
+        assert set(row.params) <= set(EXAMPLE_PARAMS), f"add test values for {row.name}'s params"
 
 
 @pytest.mark.parametrize(

@@ -1237,3 +1237,31 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("bitwise_not", bitwise_not, (), np.invert, operators=("__invert__",), integral_only=True, frontend=False),
 ]}
 # fmt: on
+
+#: A value for each row parameter, valid in every row that takes it: what the generated tests, the CUDA
+#: comparisons and the device check pass (one table, so a new row's parameter is named once).
+EXAMPLE_PARAMS = {
+    "eps": 0.05,
+    "lo": -0.5,
+    "hi": 0.5,
+    "weight": 0.3,
+    "nan": 0.0,
+    "posinf": 9.0,
+    "neginf": -9.0,
+    "decimals": 1.0,
+    "value": 0.7,
+    # activations (nn.functional)
+    "min_val": -0.5,
+    "max_val": 0.5,
+    "negative_slope": 0.1,
+    "alpha": 1.3,
+    "scale": 1.1,
+    "input_scale": 0.9,
+    "beta": 1.5,
+    "threshold": 2.0,
+}
+
+
+def example_params(row: Row) -> tuple:
+    """The row's parameters as the tests pass them (``EXAMPLE_PARAMS``)."""
+    return tuple(EXAMPLE_PARAMS[p] for p in row.params)
