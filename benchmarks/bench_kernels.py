@@ -105,13 +105,24 @@ def _ops() -> dict:
         "sinh": lambda x, b, idx: x.detach().sinh(),
         "atan2": lambda x, b, idx: ng.atan2(x.detach(), b),
         "asin": lambda x, b, idx: (x.detach() * 0.3).asin(),
+        "sin_f+b": lambda x, b, idx: backward(x.sin()),
+        "tan": lambda x, b, idx: x.detach().tan(),
+        "tanh": lambda x, b, idx: x.detach().tanh(),
+        "erf": lambda x, b, idx: x.detach().erf(),
+        "atanh": lambda x, b, idx: (x.detach() * 0.3).atanh(),
+        "asinh": lambda x, b, idx: x.detach().asinh(),
+        "exp2": lambda x, b, idx: x.detach().exp2(),
+        "hypot": lambda x, b, idx: ng.hypot(x.detach(), b),
+        "remainder": lambda x, b, idx: x.detach() % b,
+        "fmod": lambda x, b, idx: ng.fmod(x.detach(), b),
     }
 
 
 class TensorOps:
     """Tensor ops that each had one slow piece until it was replaced: an aliased in-place kernel, a broadcast copy,
-    a softmax of five ops, a full sort for ``topk``, numpy's scans and sums and ``np.add.at``, and libm's ``pow``,
-    ``log2``, ``sinh``, ``atan2`` and ``asin`` called per element."""
+    a softmax of five ops, a full sort for ``topk``, numpy's scans and sums and ``np.add.at``, libm's ``pow``,
+    ``log2``, ``sinh``, ``atan2``, ``asin``, ``sin``, ``tan``, ``atanh``, ``asinh``, ``exp2``, ``hypot`` and ``fmod``
+    called per element, and float32 ``tanh`` and ``erf`` computed in float64."""
 
     params = (list(_ops()), DEVICES)
     param_names = ["op", "device"]
