@@ -331,6 +331,7 @@ def load_module(tag: str, source: str) -> types.ModuleType:
     A damaged file is rewritten; an unusable directory makes it compile in memory (``cache=False``)."""
     import numba
 
+    source = vector_math.used_only(source)
     digest = hashlib.sha1((numba.__version__ + source).encode()).hexdigest()[:16]
     name = f"{PREFIX}{tag}_{digest}"
     module = _loaded.get(name)

@@ -50,6 +50,7 @@ never serves a kernel built with the old math.
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -847,6 +848,64 @@ def fix_up_twin(text: str) -> str:
     for call, fast in FIX_UP.items():
         text = re.sub(r"(?<![\w.])" + re.escape(call), fast, text)  # (whole names: _mod( is not _vmod('s tail)
     return vectorized(text)
+
+
+# --- what a generated module keeps of SOURCE and SINGLE_SOURCE ------------------------------------------------
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def _statements(block: str) -> list:
+    """``block``'s top-level statements as (text, names it defines, names it reads, is an import). A call such as
+    ``_float_or_int(_vfmod, ...)`` defines its first argument: it registers what ``_vfmod`` does."""
+    lines = block.splitlines(keepends=True)
+    out = []
+    for node in ast.parse(block).body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        text = "".join(lines[first - 1 : node.end_lineno]).rstrip("\n")
+        reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | set(_IDENTIFIER.findall(text))
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defines = {node.name}
+        elif isinstance(node, ast.Assign):
+            defines = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and node.value.args:
+            defines = {a.id for a in node.value.args[:1] if isinstance(a, ast.Name)}
+        else:
+            defines = set()
+        out.append((text, defines, reads - defines, isinstance(node, (ast.Import, ast.ImportFrom))))
+    return out
+
+
+_BLOCKS: list = []  # (block text, its statements), parsed on first use
+
+
+def used_only(text: str) -> str:
+    """``text`` (a generated module) with each copy of ``SOURCE`` and ``SINGLE_SOURCE`` in it cut down to its imports
+    and the functions the rest of the module calls, directly or through each other. Each cached Numba function
+    costs a file-system lookup when its module runs: a module with all of them took 20-50 ms to load from a warm
+    cache, and a program loads one per kernel."""
+    if not _BLOCKS:
+        _BLOCKS.extend((block.strip("\n"), _statements(block.strip("\n"))) for block in (SOURCE, SINGLE_SOURCE))
+    present = [(block, statements) for block, statements in _BLOCKS if block in text]
+    if not present:
+        return text
+    rest = text
+    for block, _ in present:
+        rest = rest.replace(block, "")
+    needed = set(_IDENTIFIER.findall(rest))
+    kept: set = set()
+    changed = True
+    while changed:  # the closure over the blocks' own calls (SINGLE_SOURCE's use SOURCE's)
+        changed = False
+        for _, statements in present:
+            for k, (_, defines, reads, is_import) in enumerate(statements):
+                if (k, id(statements)) not in kept and (is_import or defines & needed):
+                    kept.add((k, id(statements)))
+                    needed |= reads
+                    changed = True
+    for block, statements in present:
+        lines = [t for k, (t, *_) in enumerate(statements) if (k, id(statements)) in kept]
+        text = text.replace(block, "\n\n\n".join(lines))
+    return text
 
 
 def vectorized(text: str) -> str:
