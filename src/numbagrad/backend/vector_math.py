@@ -31,8 +31,8 @@ arithmetic that LLVM vectorizes:
   ``SOURCE``): float32 arithmetic with fused multiply-adds (Cephes' expf and logf polynomials, <= 1 and 2 ulp;
   erf's Taylor series below 0.5 and the rational form above; expm1's Taylor series below 1 and exp - 1 above;
   log1p by Kahan's correction; <= 2 ulp; 16 lanes where float64 has 8, and no division in exp; erf of 1e5
-  elements: 90 us, against 349 us in float64). They are not inlined at Numba IR level, as ``SOURCE``'s are: LLVM
-  inlines them, the loops still vectorize, and a float32 gelu kernel pair compiles in 1.6 s instead of 3.8 s. A
+  elements: 90 us, against 349 us in float64). They are not inlined at Numba IR level: LLVM inlines them, the
+  loops still vectorize, and a float32 gelu kernel pair compiles in 1.6 s instead of 3.8 s. A
   float32 swish kernel ran at 45 us per 1e5 elements, against 125 us through the float64 exp and 66 us without the
   FMAs. The float32 twins of the row functions (``single_precision``) serve ``numbagrad.compile``'s fused kernels
   and the eager kernels of the rows marked ``float32_math``: the activations, and log, tanh, log1p, expm1 and erf
@@ -46,6 +46,13 @@ fast versions). ``CPU_VERSIONS`` replaces two table functions whole in the CPU k
 ran 2x faster than libm's ``pow``, but it made every ``pow`` kernel, ``x ** 2``'s included, compile 2 s longer.) The
 text is part of every generated module that uses it, so a change here changes the module's hash and Numba's cache
 never serves a kernel built with the old math.
+
+``SOURCE``'s functions are ``forceinline=True``: Numba types and compiles each once per module, and LLVM must
+inline it (``alwaysinline``), so the loops still vectorize. Numba's IR-level ``inline='always'`` typed each body
+again at every call site, nested ones too (gelu -> erf -> exp): float64 forward+backward first uses of 30 rows
+compiled in 31 s that way and 18 s now, gelu 2.6 -> 1.1 s, elu 3.1 -> 1.2 s, and the test suite's two every-row
+fused-kernel tests 193 -> 128 s. Left to LLVM's own choice (no attribute), erf, asinh, expm1, acos and atan2
+stayed calls, and their loops ran 3-8x slower.
 """
 
 from __future__ import annotations
@@ -80,7 +87,7 @@ def _pow2(typingctx, k, like):
     return like(_types.int32 if single else _types.int64, like), codegen
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vexp_parts(t):
     # (m, k) with exp(t) = m * 2**k, t = k*ln2 + r and |r| <= ln2/2: Cephes' Pade form for m = exp(r)
     k = math.floor(t * 1.4426950408889634 + 0.5)
@@ -92,7 +99,7 @@ def _vexp_parts(t):
     return 1.0 + 2.0 * p / (q + 2.00000000000000000009e0 - p), k
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vexp(x):
     x = float(x)
     e, k = _vexp_parts(min(max(x, -746.0), 710.0))
@@ -101,7 +108,7 @@ def _vexp(x):
     return x if x != x else e
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vexp_nonpositive(x):
     # _vexp for x <= 0 (or nan), as in exp(-abs(x)): nothing overflows, so one factor 2**(k + 64), normal down to
     # the smallest k, then 2**-64 rounds a subnormal result once, as _vexp's two factors do (same results)
@@ -111,7 +118,7 @@ def _vexp_nonpositive(x):
     return x if x != x else e
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vtanh(x):
     x = float(x)
     a = abs(x)
@@ -147,7 +154,7 @@ def _from_bits(typingctx, i):
     return (_types.float32 if single else _types.float64)(i), codegen
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vlog_parts(x):
     # fdlibm's reduction and polynomial, for x > 0: (k, f, hfsq, sr) with x = m * 2**k, m = 1 + f in
     # (sqrt(2)/2, sqrt(2)], log(m) = f - (hfsq - sr)
@@ -169,7 +176,7 @@ def _vlog_parts(x):
     return float(k), f, hfsq, s * (hfsq + t1 + t2)
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vlog_edges(x, r):
     # log's values at 0, below 0, inf and nan, in place of r
     r = -math.inf if x == 0 else r
@@ -177,14 +184,14 @@ def _vlog_edges(x, r):
     return x if (x == math.inf or x != x) else r
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vlog(x):
     x = _f64(x)  # (float(x) keeps a float32 a float32 in Numba)
     dk, f, hfsq, sr = _vlog_parts(x)
     return _vlog_edges(x, dk * 6.93147180369123816490e-01 - ((hfsq - (sr + dk * 1.90821492927058770002e-10)) - f))
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vlog2(x):
     # k + log(m) / ln 2: a power of two exactly k
     x = _f64(x)
@@ -192,7 +199,7 @@ def _vlog2(x):
     return _vlog_edges(x, dk + (f - (hfsq - sr)) * 1.4426950408889634)
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vlog10(x):
     # fdlibm's: k * log10(2) in a high part with trailing zeros (exact products) and a low part
     x = _f64(x)
@@ -201,7 +208,7 @@ def _vlog10(x):
     return _vlog_edges(x, z + dk * 3.01029995663611771306e-01)
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vlog1p(x):
     x = _f64(x)
     u = 1.0 + x
@@ -211,7 +218,7 @@ def _vlog1p(x):
     return x if x == math.inf else r
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vexpm1(x):
     x = _f64(x)
     u = _vexp(x)
@@ -222,7 +229,7 @@ def _vexpm1(x):
     return u if x > 709.0 else r  # (inf)
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vsinh(x):
     # Cephes' sinh: a rational form up to |x| = 1 (<= 1 ulp), (e - 1 / e) / 2 above, and from 709 on
     # exp(|x| / 2)**2 / 2, finite up to 710.47 where exp(|x|) is not; one exp either way
@@ -238,7 +245,7 @@ def _vsinh(x):
     return small if a <= 1.0 else r
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vcosh(x):
     # (e + 1 / e) / 2, no cancellation; from 709 on exp(|x| / 2)**2 / 2 (see _vsinh)
     x = _f64(x)
@@ -247,7 +254,7 @@ def _vcosh(x):
     return 0.5 * (e + 1.0 / e) if a < 709.0 else (0.5 * e) * e
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vatan(x):
     # Cephes' atan: |x| reduced below tan(pi/8) through pi/4 or pi/2 (with the bits of pi they drop), then a
     # rational form (<= 1 ulp)
@@ -268,7 +275,7 @@ def _vatan(x):
     return x if (x == 0 or x != x) else r
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vatan2(y, x):
     # atan(y / x) moved by pi for a negative x, and C99's values where y / x is 0 / 0 or inf / inf, or x is 0
     y = _f64(y)
@@ -285,7 +292,7 @@ def _vatan2(y, x):
     return x + y if (x != x) | (y != y) else r  # (nan)
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vasin(x):
     # Cephes' asin: a rational form up to 0.625, above it asin(1 - zz) through sqrt(2 zz) (<= 1 ulp)
     x = _f64(x)
@@ -308,7 +315,7 @@ def _vasin(x):
     return x if x == 0 else r
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vacos(x):
     # Cephes' acos: 2 asin(sqrt((1 - x) / 2)) above 0.5, pi - that for -x below -0.5 (exact halvings of 1 -+ x),
     # pi/2 - asin(x) between
@@ -319,7 +326,7 @@ def _vacos(x):
     return r if a > 0.5 else (7.85398163397448309616e-1 - s + 6.123233995736765886130e-17) + 7.85398163397448309616e-1
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _verf(x):
     x = _f64(x)
     a = abs(x)
@@ -354,7 +361,7 @@ def _fma(typingctx, a, b, c):
     return _types.float64(_types.float64, _types.float64, _types.float64), codegen
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vtrig_parts(x):
     # (sin(r), cos(r), q, exact): x = k*pi/2 + r with |r| <= pi/4 (pi/2 in three parts, each step one fma, so r's
     # error is an ulp of the larger partial result), q = k mod 4 as a float; Cephes' sin and cos polynomials.
@@ -376,7 +383,7 @@ def _vtrig_parts(x):
     return s, c, q, exact
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vsin(x):
     # sin(x), or nan where _vtrig_parts is not exact (the kernel's fix-up loop then calls libm: FAST_TRIG)
     s, c, q, exact = _vtrig_parts(x)
@@ -386,7 +393,7 @@ def _vsin(x):
     return x if x == 0 else v  # (-0)
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vcos(x):
     # cos(x), or nan where _vtrig_parts is not exact (as _vsin)
     s, c, q, exact = _vtrig_parts(x)
@@ -395,7 +402,7 @@ def _vcos(x):
     return v if exact else _np.nan
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vtan(x):
     # tan(x) = sin(r)/cos(r), or -cos(r)/sin(r) in odd quadrants (<= 3 ulp), or nan where _vtrig_parts is not exact
     s, c, q, exact = _vtrig_parts(x)
@@ -405,7 +412,7 @@ def _vtan(x):
     return x if x == 0 else v  # (-0)
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vfmod_float(x, y):
     # C's fmod: x - q*y with q the truncated quotient, by one fma (exact: the remainder is representable), q one
     # less where the quotient rounded up across an integer (the remainder then has the wrong sign); nan where
@@ -422,7 +429,7 @@ def _vfmod_float(x, y):
     return r if (abs(t) < 4.0e15) & (abs(y) < _np.inf) else _np.nan
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vmod_float(x, y):
     # Python's % from _vfmod_float: moved by y where the signs differ, a zero with y's sign
     m = _vfmod_float(x, y)
@@ -430,7 +437,7 @@ def _vmod_float(x, y):
     return _np.copysign(0.0, y) if m == 0.0 else m
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vfloordiv_float(x, y):
     # Python's // from _vfmod_float, as CPython and torch compute it
     m = _vfmod_float(x, y)
@@ -441,7 +448,7 @@ def _vfloordiv_float(x, y):
     return f if d != 0.0 else _np.copysign(0.0, x / y)
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _fmod_int(x, y):
     # C's integer fmod from Python's floor modulo, moved back to x's sign (exact, and right for the most negative
     # integer, whose abs overflows)
@@ -449,12 +456,12 @@ def _fmod_int(x, y):
     return m - y if (m != 0) & ((m < 0) != (x < 0)) else m
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _mod_int(x, y):
     return x % y
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _floordiv_int(x, y):
     return x // y
 
@@ -487,7 +494,7 @@ _float_or_int(_vmod, _vmod_float, _mod_int)
 _float_or_int(_vfloordiv, _vfloordiv_float, _floordiv_int)
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vasinh(x):
     # glibc's forms over _vlog and _vlog1p (<= 3 ulp): log(|x|) + ln2 above 2**28, log(2|x| + 1/(sqrt(x*x + 1) + |x|))
     # above 2, log1p(|x| + x*x/(1 + sqrt(1 + x*x))) below; the sign of x (-0 and nan as they are)
@@ -501,7 +508,7 @@ def _vasinh(x):
     return -v if x < 0 else (v if x > 0 else x)
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vacosh(x):
     # glibc's forms over _vlog and _vlog1p (<= 3 ulp): log(x) + ln2 above 2**28, log(2x - 1/(x + sqrt(x*x - 1)))
     # above 2, log1p(t + sqrt(2t + t*t)) with t = x - 1 below; nan below 1 (and for nan)
@@ -514,7 +521,7 @@ def _vacosh(x):
     return v if x >= 1.0 else _np.nan
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vatanh(x):
     # glibc's forms: 0.5 * log1p(2x + 2x*x / (1 - x)) below 0.5, 0.5 * log1p(2x / (1 - x)) above (|x| <= 3 ulp);
     # +-1 give +-inf and |x| > 1 nan through log1p, with no branch
@@ -527,7 +534,7 @@ def _vatanh(x):
     return _np.nan if a > 1.0 else v
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vexp2(x):
     # 2**x = 2**k * exp(f * ln2) with k = rint(x) and f = x - k exact (|f * ln2| <= 0.35, so exp's argument carries
     # no error from x's size); 2**k in two factors, so subnormal results come out right. Integers give powers of 2.
@@ -541,7 +548,7 @@ def _vexp2(x):
     return x if x != x else v
 
 
-@njit(cache=CACHE, error_model='numpy', inline='always')
+@njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vhypot(x, y):
     # sqrt(a*a + b*b) with one rounding inside (fma), scaled by a power of 2 where a*a would overflow or lose bits;
     # an infinity wins over a nan, as C99's hypot
