@@ -676,25 +676,39 @@ def accumulate_kernel(target: str):
     return kernel
 
 
+#: A float sum adds blocks of this many elements in the input's own dtype (one register per vector lane, each lane
+#: adding 16 of them once the loop is vectorized), and each block's total into a float64 one: a float32 sum streams
+#: at float32 width (1e5 elements: 3.9 us, against 7.3 us converting every element to float64; torch 5.3) and stays
+#: within a few ulp of the exact sum, as torch's cascade sum does.
+SUM_BLOCK = 1024
+
+
+def _add_block(view: str, total: str) -> str:
+    """Loop text adding the 1-d slice ``view`` (at most ``SUM_BLOCK`` elements) into the float64 ``total``: the
+    slice's own sum in ``zero``'s dtype first, a loop LLVM vectorizes with one accumulator per lane."""
+    return f"v = {view}\nacc = zero\nfor j in range(v.shape[0]):\n    acc += v[j]\n{total} += acc\n"
+
+
 def sum_kernel(target: str):
-    """``kernel(x, out)``: ``out[0] = sum(x)`` over a flat array, accumulated in float64 (a float32 sum keeps
-    more precision than pairwise float32 summation, and the reassociated loop vectorises)."""
+    """``kernel(x, out, zero)``: ``out[0] = sum(x)`` over a flat array, block by block (``SUM_BLOCK``), each
+    block added in ``zero``'s dtype (the input's), their totals in float64."""
     key = ("sum", target)
     kernel = _kernels.get(key)
     if kernel is None:
-        loop = loop_source(target, "kernel", ["x", "out"], "acc += x[i]", "x.shape[0]", reduce=(("acc", "+"),),
-                           epilogue="out[0] = acc")  # fmt: skip
+        body = _add_block(f"x[i * {SUM_BLOCK} : (i + 1) * {SUM_BLOCK}]", "total")
+        blocks = f"(x.shape[0] + {SUM_BLOCK - 1}) // {SUM_BLOCK}"
+        loop = loop_source(target, "kernel", ["x", "out", "zero"], body, blocks, reduce=(("total", "+"),),
+                           epilogue="out[0] = total")  # fmt: skip
         kernel = _kernels[key] = load_module(f"sum_{target}", module_source(target, loop)).kernel
     return kernel
 
 
 _SUM_AXIS = {
-    # (outer, n) -> (outer,): each row's sum in a register, so the reassociated loop vectorises
-    "rows": """
-    acc = 0.0
-    for k in range(x.shape[1]):
-        acc += x[i, k]
-    out[i, 0] = acc
+    # (outer, n) -> (outer,): each row block by block, as the whole-array sum
+    "rows": f"""
+total = 0.0
+for start in range(0, x.shape[1], {SUM_BLOCK}):
+{_indent(_add_block(f"x[i, start : start + {SUM_BLOCK}]", "total"), 4)}out[i, 0] = total
 """,
     # (outer, n, inner) -> (outer, inner): row after row added into the float64 result, along the contiguous inner
     "middle": """
@@ -708,14 +722,15 @@ _SUM_AXIS = {
 
 
 def sum_axis_kernel(kind: str, target: str):
-    """``kernel(x, out)``: the sums over the middle axis of a C-contiguous ``x`` viewed as ``(outer, n)``
-    (``kind="rows"``) or ``(outer, n, inner)`` (``"middle"``), into the float64 ``out`` of shape ``(outer, 1)`` or
-    ``(outer, inner)``: a float32 ``sum(dim)`` of a (256, 400) array took 25 us through numpy's pairwise loop,
-    torch 7."""
+    """``kernel(x, out, zero)``: the sums over the middle axis of a C-contiguous ``x`` viewed as ``(outer, n)``
+    (``kind="rows"``, blocks added in ``zero``'s dtype as in ``sum_kernel``) or ``(outer, n, inner)``
+    (``"middle"``, which ignores ``zero``), into the float64 ``out`` of shape ``(outer, 1)`` or ``(outer, inner)``.
+    A float32 ``sum(dim)`` of a (256, 400) array took 25 us through numpy's pairwise loop, torch 7; 14 us through
+    this loop adding in float64, 10 us in blocks."""
     key = ("sum_axis", kind, target)
     kernel = _kernels.get(key)
     if kernel is None:
-        loop = loop_source(target, "kernel", ["x", "out"], _SUM_AXIS[kind], "x.shape[0]", reassociate=True)
+        loop = loop_source(target, "kernel", ["x", "out", "zero"], _SUM_AXIS[kind], "x.shape[0]", reassociate=True)
         kernel = _kernels[key] = load_module(f"sum_{kind}_{target}", module_source(target, loop)).kernel
     return kernel
 

@@ -468,7 +468,7 @@ def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None)
         and a.flags.c_contiguous
     ):  # a whole float array: a compiled loop (numpy's float32 pairwise sum takes 3x torch's time)
         total = np.empty(1, np.float64)
-        codegen.sum_kernel(loop_variant(a.size))(a.reshape(-1), total)
+        codegen.sum_kernel(loop_variant(a.size))(a.reshape(-1), total, a.dtype.type(0))
         out = np.asarray(total[0], dtype=a.dtype)
         return out.reshape((1,) * a.ndim) if keepdim else out
     if (
@@ -486,15 +486,15 @@ def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None)
 
 
 def _sum_axes(a: np.ndarray, axes: tuple, keepdim: bool) -> np.ndarray:
-    """The float sum over the consecutive ``axes`` of a C-contiguous ``a`` through a compiled loop, accumulated
-    in float64 (as the whole-array sum)."""
+    """The float sum over the consecutive ``axes`` of a C-contiguous ``a`` through a compiled loop, with float64
+    totals (as the whole-array sum)."""
     shape = a.shape
     outer, inner = math.prod(shape[: axes[0]]), math.prod(shape[axes[-1] + 1 :])
     total = np.empty((outer, inner), np.float64)
     if inner == 1:
-        codegen.sum_axis_kernel("rows", loop_variant(a.size))(a.reshape(outer, -1), total)
+        codegen.sum_axis_kernel("rows", loop_variant(a.size))(a.reshape(outer, -1), total, a.dtype.type(0))
     else:
-        codegen.sum_axis_kernel("middle", loop_variant(a.size))(a.reshape(outer, -1, inner), total)
+        codegen.sum_axis_kernel("middle", loop_variant(a.size))(a.reshape(outer, -1, inner), total, a.dtype.type(0))
     if keepdim:
         kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
     else:
