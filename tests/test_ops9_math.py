@@ -128,12 +128,12 @@ def test_floor_ceil_trunc_round_and_frac_of_edge_values_match_torch_bit_for_bit(
             np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
-@pytest.mark.parametrize("exponent", [2, 3, 1, 0, 2.0, -1.5, 0.5, -0.5])
+@pytest.mark.parametrize("exponent", [2, 3, 1, 0, 2.0, -1.5, 0.5, -0.5, -1, -2, -1.0, -2.0])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_pow_by_a_number_matches_torch_bit_for_bit_on_edge_values_with_its_gradient(torch, exponent, dtype):
     """2, 3, 1 and 0 take torch's own shortcuts (x * x, x * x * x, x, 1), 0.5 and -0.5 give its sqrt's and
-    rsqrt's values (-0 and -inf differ from pow's): nan and inf included, and the gradient reads
-    x ** (exponent - 1) the same way."""
+    rsqrt's values (-0 and -inf differ from pow's), -1 and -2 its 1 / x and 1 / (x * x) (float32 1e20 ** -2 is 0,
+    where pow gives 1e-40): nan and inf included, and the gradient reads x ** (exponent - 1) the same way."""
     x = np.array([0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, 3.0, 1e20], dtype)
     a, b = numbagrad.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     ya, yb = a**exponent, b**exponent

@@ -295,10 +295,10 @@ def div_grad_y(g, out, x, y):
 
 def power(x, y):
     """``x ** y`` with the shortcuts torch's kernels take for the common exponents (the same results: ``x * x``
-    for 2, ``x * x * x`` for 3, ``x`` for 1, 1 for 0, and ``root``'s for 0.5 and -0.5). Each tests a number that
-    a tensor ** number kernel's loop never changes, so LLVM splits the loop per case and vectorizes the shortcuts:
-    ``x ** 2`` of 1e5 float32 elements took 807 us through libm's ``pow``, 9 us so. On Tensors (a double
-    backward) ``Row.tensor_grad`` makes it ``x ** y``."""
+    for 2, ``x * x * x`` for 3, ``x`` for 1, 1 for 0, ``root``'s for 0.5 and -0.5, ``inverse_power``'s for -1
+    and -2). Each tests a number that a tensor ** number kernel's loop never changes, so LLVM splits the loop per
+    case and vectorizes the shortcuts: ``x ** 2`` of 1e5 float32 elements took 807 us through libm's ``pow``, 9 us
+    so. On Tensors (a double backward) ``Row.tensor_grad`` makes it ``x ** y``."""
     if y == 2:
         return x * x
     if y == 1:
@@ -309,6 +309,8 @@ def power(x, y):
         return y + 1  # 1 for every x, nan and inf too (x ** 0 is also x ** 1's gradient)
     if y == 0.5 or y == -0.5:
         return root(x, y)
+    if y == -1 or y == -2:
+        return inverse_power(x, y)
     return x**y
 
 
@@ -321,6 +323,13 @@ def root(x, y):
     r = x**y
     r = select(x == -math.inf, x - x, r)  # nan
     return select((x == 0) & (math.copysign(1.0, x) < 0), -r, r)
+
+
+def inverse_power(x, y):
+    """``x ** -1`` and ``x ** -2``, which torch computes as ``1 / x`` and ``1 / (x * x)``. Here ``pow`` (the same
+    values, up to an ulp for -2); the CPU kernels run ``vector_math.INVERSE_POWER``, torch's divisions in the
+    operand's own type."""
+    return x**y
 
 
 def pow_(x, y):
