@@ -211,9 +211,10 @@ def test_reduce_matches_numpy(b, op, axes, keepdim):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_large_float_sum_over_some_axes_matches_a_float64_sum(axes, dtype):
     """From 4096 elements a float sum over consecutive axes runs a compiled loop (blocks added in the input's dtype,
-    their totals in float64): the float64 sum up to float32 rounding of sums of up to 480 normal values (numpy's
-    float32 pairwise sum, which the other axes take, differs from it by a few ulps of the largest partial sum)."""
-    a = np.random.default_rng(2).standard_normal((16, 24, 20)).astype(dtype)
+    their totals in float64; the 70 rows of axis 1 are two blocks of ``SUM_ROWS`` and a part): the float64 sum up to
+    float32 rounding of sums of up to 1120 normal values (numpy's float32 pairwise sum, which the other axes take,
+    differs from it by a few ulps of the largest partial sum)."""
+    a = np.random.default_rng(2).standard_normal((16, 70, 20)).astype(dtype)
     for keepdim in (False, True):
         expected = a.sum(axis=axes, keepdims=keepdim, dtype=np.float64).astype(dtype)
         got = cpu.reduce(a, "sum", axes, keepdim)  # (the CPU's loop; 28 of these took 5 minutes in the simulator)
