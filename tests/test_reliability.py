@@ -4,6 +4,7 @@ the tensor left unchanged, edge shapes, and torch's autograd behaviours around c
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -368,3 +369,29 @@ def test_is_anomaly_enabled_is_at_the_top_level():
     assert numbagrad.is_anomaly_enabled() is False
     with numbagrad.autograd.detect_anomaly():
         assert numbagrad.is_anomaly_enabled() is True
+
+
+def _special_value_ops(lib):
+    """Ops whose numpy forms warn on an inf - inf, an overflow or a nan cast (torch's never do)."""
+    inf, nan = float("inf"), float("nan")
+    f = lib.nn.functional
+    return {
+        "sum": lambda: lib.tensor([inf, -inf]).sum(),
+        "mean": lambda: lib.tensor([inf, -inf]).mean(),
+        "sum(dim)": lambda: lib.tensor([[inf, -inf], [1.0, 2.0]]).sum(1),
+        "prod": lambda: lib.tensor([1e30, 1e30]).prod(),
+        "matmul": lambda: lib.tensor([[inf, 1.0]]) @ lib.tensor([[0.0], [1.0]]),
+        "linear": lambda: f.linear(lib.tensor([[inf, 1.0]]), lib.tensor([[0.0, 1.0]]), lib.tensor([0.0])),
+        "conv2d": lambda: f.conv2d(lib.tensor([[[[inf, 1.0], [1.0, 1.0]]]]), lib.tensor([[[[0.0]]]])),
+        "long": lambda: lib.tensor([nan, -inf]).long(),
+    }
+
+
+@pytest.mark.parametrize("name", list(_special_value_ops(numbagrad)))
+def test_inf_and_nan_pass_through_reductions_products_and_casts_without_a_warning(torch, name):
+    """inf - inf, inf * 0 and overflows give torch's nan and inf silently: numpy's RuntimeWarnings stay out."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _special_value_ops(numbagrad)[name]()
+    want = _special_value_ops(torch)[name]()
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -396,6 +396,7 @@ def copy(a: np.ndarray) -> np.ndarray:
     return np.array(a, order="C", copy=True)
 
 
+@np.errstate(all="ignore")  # a nan or an out-of-range float cast to an integer: no warning, as in torch
 def astype(a: np.ndarray, dtype) -> np.ndarray:
     """A C-contiguous copy in ``dtype``."""
     return np.array(a, dtype=dtype, order="C", copy=True)
@@ -442,6 +443,7 @@ def overlap(a: np.ndarray, b: np.ndarray) -> str:
     return "partial"
 
 
+@np.errstate(all="ignore")  # BLAS's inf * 0 gives nan without a warning, as in torch
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(np.matmul(a, b))
 
@@ -451,37 +453,34 @@ _UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.mini
 
 def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None) -> np.ndarray:
     """``sum``/``prod``/``max``/``min``/``any``/``all`` over ``axes`` (all when None), as an array (never a numpy
-    scalar). ``ufunc.reduce`` directly: ``np.sum`` adds 1.4 µs of wrapping per call."""
+    scalar). A float sum runs a compiled loop: over the whole array at every size (as cheap as numpy's call, 1.2
+    us for 3 elements), over some axes from ``_KERNEL_SUM_SIZE`` elements; the rest is ``ufunc.reduce``."""
+    if (
+        op == "sum"
+        and a.dtype.kind == "f"
+        and a.dtype.itemsize >= 4  # (Numba has no float16: numpy's sum adds float16 in float32)
+        and (dtype is None or dtype == a.dtype)
+        and a.flags.c_contiguous
+    ):
+        if axes is None:  # a whole float array (numpy's float32 pairwise sum takes 3x torch's time)
+            total = np.empty(1, np.float64)
+            codegen.sum_kernel(loop_variant(a.size))(a.reshape(-1), total, a.dtype.type(0))
+            out = np.asarray(total[0], dtype=a.dtype)
+            return out.reshape((1,) * a.ndim) if keepdim else out
+        if a.size >= _KERNEL_SUM_SIZE and axes and axes[-1] - axes[0] == len(axes) - 1:
+            return _sum_axes(a, axes, keepdim)  # consecutive dims (sorted): a middle axis of a 3-d view
+    return _ufunc_reduce(a, op, axes, keepdim, dtype)
+
+
+@np.errstate(all="ignore")  # inf - inf or an overflow gives nan or inf without a warning, as in torch
+def _ufunc_reduce(a: np.ndarray, op: str, axes, keepdim: bool, dtype) -> np.ndarray:
+    """``reduce`` through numpy: ``ufunc.reduce`` directly (``np.sum`` adds 1.4 us of wrapping per call)."""
     if op == "any" or op == "all":
         return np.asarray(
             np.any(a, axis=axes, keepdims=keepdim) if op == "any" else np.all(a, axis=axes, keepdims=keepdim)
         )
     if dtype is not None and op in ("max", "min"):
         return np.asarray(_UFUNCS[op].reduce(a, axis=axes, keepdims=keepdim), dtype=dtype)
-    if (
-        op == "sum"
-        and axes is None
-        and a.size >= _KERNEL_SUM_SIZE
-        and a.dtype.kind == "f"
-        and a.dtype.itemsize >= 4  # (Numba has no float16: numpy's sum adds float16 in float32)
-        and (dtype is None or dtype == a.dtype)
-        and a.flags.c_contiguous
-    ):  # a whole float array: a compiled loop (numpy's float32 pairwise sum takes 3x torch's time)
-        total = np.empty(1, np.float64)
-        codegen.sum_kernel(loop_variant(a.size))(a.reshape(-1), total, a.dtype.type(0))
-        out = np.asarray(total[0], dtype=a.dtype)
-        return out.reshape((1,) * a.ndim) if keepdim else out
-    if (
-        op == "sum"
-        and axes
-        and a.size >= _KERNEL_SUM_SIZE
-        and a.dtype.kind == "f"
-        and a.dtype.itemsize >= 4
-        and (dtype is None or dtype == a.dtype)
-        and a.flags.c_contiguous
-        and axes[-1] - axes[0] == len(axes) - 1  # consecutive dims (sorted): a middle axis of a 3-d view
-    ):
-        return _sum_axes(a, axes, keepdim)
     return np.asarray(_UFUNCS[op].reduce(a, axis=axes, dtype=dtype, keepdims=keepdim))
 
 
@@ -502,7 +501,7 @@ def _sum_axes(a: np.ndarray, axes: tuple, keepdim: bool) -> np.ndarray:
     return total.astype(a.dtype).reshape(kept)
 
 
-#: From this many elements, a whole-array float sum runs the compiled loop (below, numpy's call is cheaper).
+#: From this many elements, a float sum over some axes runs the compiled loop (below, numpy's call is cheaper).
 _KERNEL_SUM_SIZE = 4096
 
 
@@ -651,6 +650,7 @@ def cumulative(a: np.ndarray, op: str, dim: int, dtype) -> np.ndarray:
     return _c(fn(a, axis=dim, dtype=dtype))
 
 
+@np.errstate(all="ignore")
 def einsum(equation: str, *arrays: np.ndarray) -> np.ndarray:
     """``np.einsum``; with more than two operands or large ones it plans the contraction order and calls BLAS
     (``optimize``: 3x faster on a (8, 8, 128, 64) attention product, but ~20 us of planning a tiny one doesn't
@@ -1006,6 +1006,7 @@ def cross_entropy_backward(probs: np.ndarray, target: np.ndarray, weight, smooth
 
 
 @_half_in_single
+@np.errstate(all="ignore")  # (BLAS products, as matmul)
 def conv2d(
     x: np.ndarray, weight: np.ndarray, bias, stride: tuple, padding: tuple, dilation: tuple, groups: int, out_hw: tuple
 ) -> tuple:
@@ -1026,6 +1027,7 @@ def conv2d(
 
 
 @_half_in_single
+@np.errstate(all="ignore")
 def conv2d_backward(
     g: np.ndarray,
     cols: np.ndarray,

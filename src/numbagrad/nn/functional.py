@@ -609,6 +609,7 @@ class _Linear(Function):
     node_name = "AddmmBackward0"
 
     @staticmethod
+    @np.errstate(all="ignore")  # BLAS's inf * 0 gives nan without a warning, as in torch
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
         ctx.save_for_backward(x, weight)
         x2 = x._data.reshape(-1, x._data.shape[-1])
@@ -618,6 +619,7 @@ class _Linear(Function):
         return Tensor._make(out.reshape(*x._data.shape[:-1], weight._data.shape[0]))
 
     @staticmethod
+    @np.errstate(all="ignore")
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
