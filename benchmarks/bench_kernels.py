@@ -98,6 +98,9 @@ def _ops() -> dict:
         "topk5": lambda x, b, idx: x.detach().topk(5, 1),
         "cumsum": lambda x, b, idx: x.detach().cumsum(1),
         "sum_dim1": lambda x, b, idx: x.detach().sum(1),
+        "sum_dim0": lambda x, b, idx: x.detach().sum(0),
+        "sum": lambda x, b, idx: x.detach().sum(),
+        "reciprocal_pow_f+b": lambda x, b, idx: backward(x**-1),
         "index_select_f+b": lambda x, b, idx: backward(x.index_select(0, idx)),
         "sqrt_pow_f+b": lambda x, b, idx: backward(x.abs() ** 0.5),
         "pow2.5": lambda x, b, idx: x.detach().abs() ** 2.5,
@@ -122,7 +125,8 @@ class TensorOps:
     """Tensor ops that each had one slow piece until it was replaced: an aliased in-place kernel, a broadcast copy,
     a softmax of five ops, a full sort for ``topk``, numpy's scans and sums and ``np.add.at``, libm's ``pow``,
     ``log2``, ``sinh``, ``atan2``, ``asin``, ``sin``, ``tan``, ``atanh``, ``asinh``, ``exp2``, ``hypot`` and ``fmod``
-    called per element, and float32 ``tanh`` and ``erf`` computed in float64."""
+    called per element (``x ** -1`` too), float32 ``tanh`` and ``erf`` computed in float64, and float32 sums
+    converting every element to float64."""
 
     params = (list(_ops()), DEVICES)
     param_names = ["op", "device"]
