@@ -690,15 +690,15 @@ def _add_block(view: str, total: str) -> str:
 
 
 def sum_kernel(target: str):
-    """``kernel(x, out, zero)``: ``out[0] = sum(x)`` over a flat array, block by block (``SUM_BLOCK``), each
-    block added in ``zero``'s dtype (the input's), their totals in float64."""
+    """``kernel(x, zero)``: the float64 ``sum(x)`` over a flat array, block by block (``SUM_BLOCK``), each block
+    added in ``zero``'s dtype (the input's), their totals in float64."""
     key = ("sum", target)
     kernel = _kernels.get(key)
     if kernel is None:
         body = _add_block(f"x[i * {SUM_BLOCK} : (i + 1) * {SUM_BLOCK}]", "total")
         blocks = f"(x.shape[0] + {SUM_BLOCK - 1}) // {SUM_BLOCK}"
-        loop = loop_source(target, "kernel", ["x", "out", "zero"], body, blocks, reduce=(("total", "+"),),
-                           epilogue="out[0] = total")  # fmt: skip
+        loop = loop_source(target, "kernel", ["x", "zero"], body, blocks, reduce=(("total", "+"),),
+                           epilogue="return total")  # fmt: skip
         kernel = _kernels[key] = load_module(f"sum_{target}", module_source(target, loop)).kernel
     return kernel
 

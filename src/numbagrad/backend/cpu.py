@@ -396,9 +396,18 @@ def copy(a: np.ndarray) -> np.ndarray:
     return np.array(a, order="C", copy=True)
 
 
-@np.errstate(all="ignore")  # a nan or an out-of-range float cast to an integer: no warning, as in torch
 def astype(a: np.ndarray, dtype) -> np.ndarray:
     """A C-contiguous copy in ``dtype``."""
+    dtype = np.dtype(dtype)
+    if a.dtype.kind == "f" and (dtype.kind != "f" or dtype.itemsize < a.dtype.itemsize):
+        return _narrowing_copy(a, dtype)
+    return np.array(a, dtype=dtype, order="C", copy=True)
+
+
+@np.errstate(all="ignore")  # (0.4 us a call, so only where a cast can warn)
+def _narrowing_copy(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``astype`` from floats to integers or narrower floats: a nan or an out-of-range value gives torch's result
+    (an undefined integer, or inf) without numpy's RuntimeWarning."""
     return np.array(a, dtype=dtype, order="C", copy=True)
 
 
@@ -453,23 +462,27 @@ _UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.mini
 
 def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None) -> np.ndarray:
     """``sum``/``prod``/``max``/``min``/``any``/``all`` over ``axes`` (all when None), as an array (never a numpy
-    scalar). A float sum runs a compiled loop: over the whole array at every size (as cheap as numpy's call, 1.2
-    us for 3 elements), over some axes from ``_KERNEL_SUM_SIZE`` elements; the rest is ``ufunc.reduce``."""
-    if (
-        op == "sum"
-        and a.dtype.kind == "f"
-        and a.dtype.itemsize >= 4  # (Numba has no float16: numpy's sum adds float16 in float32)
-        and (dtype is None or dtype == a.dtype)
-        and a.flags.c_contiguous
-    ):
-        if axes is None:  # a whole float array (numpy's float32 pairwise sum takes 3x torch's time)
-            total = np.empty(1, np.float64)
-            codegen.sum_kernel(loop_variant(a.size))(a.reshape(-1), total, a.dtype.type(0))
-            out = np.asarray(total[0], dtype=a.dtype)
-            return out.reshape((1,) * a.ndim) if keepdim else out
-        if a.size >= _KERNEL_SUM_SIZE and axes and axes[-1] - axes[0] == len(axes) - 1:
-            return _sum_axes(a, axes, keepdim)  # consecutive dims (sorted): a middle axis of a 3-d view
+    scalar). A float32 or float64 sum runs a compiled loop: over the whole array at every size (0.6 us for 3
+    elements, numpy's call 1.1), over some axes from ``_KERNEL_SUM_SIZE`` elements; the rest is ``ufunc.reduce``."""
+    if op == "sum" and (dtype is None or dtype == a.dtype) and a.flags.c_contiguous:
+        zero = _SUM_ZEROS.get(a.dtype)  # (Numba has no float16: numpy's sum adds float16 in float32)
+        if zero is not None:
+            if axes is None:  # a whole float array (numpy's float32 pairwise sum takes 3x torch's time)
+                kernel = _WHOLE_SUM.get(a.size >= PARALLEL_THRESHOLD) or _whole_sum(a.size >= PARALLEL_THRESHOLD)
+                out = np.array(kernel(a if a.ndim == 1 else a.reshape(-1), zero), a.dtype)
+                return out.reshape((1,) * a.ndim) if keepdim else out
+            if a.size >= _KERNEL_SUM_SIZE and axes and axes[-1] - axes[0] == len(axes) - 1:
+                return _sum_axes(a, axes, keepdim)  # consecutive dims (sorted): a middle axis of a 3-d view
     return _ufunc_reduce(a, op, axes, keepdim, dtype)
+
+
+_SUM_ZEROS = {np.dtype(np.float32): np.float32(0), np.dtype(np.float64): np.float64(0)}  # what the sums add from
+_WHOLE_SUM: dict = {}  # parallel -> the whole-array sum kernel
+
+
+def _whole_sum(parallel: bool):
+    kernel = _WHOLE_SUM[parallel] = codegen.sum_kernel("parallel" if parallel else "serial")
+    return kernel
 
 
 @np.errstate(all="ignore")  # inf - inf or an overflow gives nan or inf without a warning, as in torch
