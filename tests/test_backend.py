@@ -470,6 +470,17 @@ def test_whole_array_float32_sum_of_integers_is_the_exact_sum_rounded_once():
     assert float(cpu.reduce(a, "sum", None, False, None)) == float(np.float32(exact))
 
 
+@pytest.mark.parametrize("axes", [None, (1,), (0,), (2,)])
+def test_float32_sums_in_prange_kernels_equal_the_serial_ones(monkeypatch, axes):
+    """Above ``PARALLEL_THRESHOLD`` the whole-array, row and middle-axis sums run ``prange`` loops (each outer index
+    its own row of scratch): the serial loops' blocks, so their values up to the order of the float64 totals."""
+    a = np.random.default_rng(4).standard_normal((6, 70, 20)).astype(np.float32)
+    serial = cpu.reduce(a, "sum", axes, False, None)
+    monkeypatch.setattr(cpu, "PARALLEL_THRESHOLD", 1000)
+    assert cpu.loop_variant(a.size) == "parallel"
+    np.testing.assert_allclose(cpu.reduce(a, "sum", axes, False, None), serial, rtol=1e-6, atol=1e-5)
+
+
 @pytest.mark.parametrize("size", [2**24 + 4096, 2**20 + 1])
 def test_whole_array_float32_sum_counts_past_float32s_integers(size):
     """Ones past 2**24 still count (a float32 running total stops at 16777216). The larger size runs the prange

@@ -714,12 +714,12 @@ total = 0.0
 for start in range(0, x.shape[1], {SUM_BLOCK}):
 {_indent(_add_block(f"x[i, start : start + {SUM_BLOCK}]", "total"), 4)}out[i, 0] = total
 """,
-    # (outer, n, inner) -> (outer, inner): SUM_ROWS rows at a time added into ``acc`` along the contiguous inner
-    # axis, then ``acc`` into the float64 result
+    # (outer, n, inner) -> (outer, inner): SUM_ROWS rows at a time added into ``acc`` (row i of ``scratch``, in the
+    # input's dtype) along the contiguous inner axis, then ``acc`` into the float64 result
     "middle": f"""
     for j in range(x.shape[2]):
         out[i, j] = 0.0
-    acc = np.empty(x.shape[2], x.dtype)
+    acc = scratch[i]
     for start in range(0, x.shape[1], {SUM_ROWS}):
         for j in range(x.shape[2]):
             acc[j] = zero
@@ -733,19 +733,20 @@ for start in range(0, x.shape[1], {SUM_BLOCK}):
 
 
 def sum_axis_kernel(kind: str, target: str):
-    """``kernel(x, out, zero)``: the sums over the middle axis of a C-contiguous ``x`` viewed as ``(outer, n)``
-    (``kind="rows"``) or ``(outer, n, inner)`` (``"middle"``), into the float64 ``out`` of shape ``(outer, 1)`` or
-    ``(outer, inner)``, added in ``zero``'s dtype (the input's) first, as in ``sum_kernel``. Float32, 1 thread: a
-    ``sum(1)`` of a (256, 400) array took 25 us through numpy's pairwise loop, 14 us adding in float64, 10 us so
-    (torch 6); a ``sum(0)`` 15 -> 10 us (torch 8), of a (1024, 1024) array 92 -> 72 us (torch 342).
+    """``kernel(x, out, scratch, zero)``: the sums over the middle axis of a C-contiguous ``x`` viewed as
+    ``(outer, n)`` (``kind="rows"``, which ignores ``scratch``) or ``(outer, n, inner)`` (``"middle"``, which adds
+    into ``scratch``, an ``(outer, inner)`` array of the input's dtype), into the float64 ``out`` of shape
+    ``(outer, 1)`` or ``(outer, inner)``, added in ``zero``'s dtype (the input's) first, as in ``sum_kernel``.
+    Float32, 1 thread: a ``sum(1)`` of a (256, 400) array took 25 us through numpy's pairwise loop, 14 us adding in
+    float64, 10 us so (torch 6); a ``sum(0)`` 15 -> 10 us (torch 8), of a (1024, 1024) array 92 -> 72 us (torch
+    342).
     """
     key = ("sum_axis", kind, target)
     kernel = _kernels.get(key)
     if kernel is None:
-        loop = loop_source(target, "kernel", ["x", "out", "zero"], _SUM_AXIS[kind], "x.shape[0]", reassociate=True)
-        kernel = _kernels[key] = load_module(
-            f"sum_{kind}_{target}", module_source(target, "import numpy as np", loop)
-        ).kernel
+        args = ["x", "out", "scratch", "zero"]
+        loop = loop_source(target, "kernel", args, _SUM_AXIS[kind], "x.shape[0]", reassociate=True)
+        kernel = _kernels[key] = load_module(f"sum_{kind}_{target}", module_source(target, loop)).kernel
     return kernel
 
 

@@ -462,7 +462,7 @@ _UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.mini
 
 def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None) -> np.ndarray:
     """``sum``/``prod``/``max``/``min``/``any``/``all`` over ``axes`` (all when None), as an array (never a numpy
-    scalar). A float32 or float64 sum runs a compiled loop: over the whole array at every size (0.6 us for 3
+    scalar). A float32 or float64 sum runs a compiled loop: over the whole array at every size (0.8 us for 3
     elements, numpy's call 1.1), over some axes from ``_KERNEL_SUM_SIZE`` elements; the rest is ``ufunc.reduce``."""
     if op == "sum" and (dtype is None or dtype == a.dtype) and a.flags.c_contiguous:
         zero = _SUM_ZEROS.get(a.dtype)  # (Numba has no float16: numpy's sum adds float16 in float32)
@@ -503,10 +503,12 @@ def _sum_axes(a: np.ndarray, axes: tuple, keepdim: bool) -> np.ndarray:
     shape = a.shape
     outer, inner = math.prod(shape[: axes[0]]), math.prod(shape[axes[-1] + 1 :])
     total = np.empty((outer, inner), np.float64)
+    zero = _SUM_ZEROS[a.dtype]
     if inner == 1:
-        codegen.sum_axis_kernel("rows", loop_variant(a.size))(a.reshape(outer, -1), total, a.dtype.type(0))
+        codegen.sum_axis_kernel("rows", loop_variant(a.size))(a.reshape(outer, -1), total, total, zero)  # (no scratch)
     else:
-        codegen.sum_axis_kernel("middle", loop_variant(a.size))(a.reshape(outer, -1, inner), total, a.dtype.type(0))
+        scratch = np.empty((outer, inner), a.dtype)  # (a row of it per outer index: prange's threads share none)
+        codegen.sum_axis_kernel("middle", loop_variant(a.size))(a.reshape(outer, -1, inner), total, scratch, zero)
     if keepdim:
         kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
     else:

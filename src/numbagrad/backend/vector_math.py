@@ -43,8 +43,9 @@ arithmetic that LLVM vectorizes:
 ``vectorized(text)`` swaps them in for ``math.exp(`` and the others in copied scalar functions (CPU only: CUDA has
 fast versions). ``CPU_VERSIONS`` replaces table functions whole in the CPU kernels: ``root`` (``x ** 0.5`` and
 ``x ** -0.5`` through ``sqrt``), ``inverse_power`` (``x ** -1`` and ``x ** -2`` by division), ``round_`` (``rint``)
-and branch-free ``atanh``, ``acosh`` and ``exp2``. (A float32 ``x ** y`` through ``_vexp(y * _vlog(|x|))``
-ran 2x faster than libm's ``pow``, but it made every ``pow`` kernel, ``x ** 2``'s included, compile 2 s longer.) The
+and branch-free ``atanh``, ``acosh`` and ``exp2``. (A float32 ``x ** y`` through ``_vexp(y * _vlog(|x|))`` with
+C99's special cases as selects, measured with ``forceinline``: ``x ** 1.5`` of 1e5 elements 504 -> 345 us, torch
+257, but a tensor ** tensor kernel, which tests ``power``'s shortcuts per element, 701 -> 3186 us.) The
 text is part of every generated module that uses it, so a change here changes the module's hash and Numba's cache
 never serves a kernel built with the old math.
 
@@ -782,8 +783,8 @@ def _typed_root(x, y):
 """
 
 #: The CPU kernels' ``scalar_math.inverse_power`` (``x ** -1`` and ``x ** -2``): for floats torch's ``1 / x`` and
-#: ``1 / (x * x)``, divided in the operand's own type. 1e5 float32 elements: 13 us, against 470 us through ``pow``
-#: (torch 13). An integer exponent keeps ``x ** y``.
+#: ``1 / (x * x)``, divided in the operand's own type. ``x ** -1`` of 1e5 float32 elements: 15 us, against 470 us
+#: through ``pow`` (torch 13). An integer exponent keeps ``x ** y``.
 INVERSE_POWER = """
 from numba.extending import overload as _overload
 from numba import types as _types
