@@ -24,6 +24,8 @@ CASES = {
     "nll_loss": (lambda x: F.nll_loss(x, _target(x, [1, 0, 3])), ((3, 4),)),
     "embedding": (lambda w: F.embedding(_target(w, [[1, 2], [2, 0]]), w, padding_idx=0), ((3, 2),)),
     "pad": (lambda x: F.pad(x, (1, -1, 2, 0), value=0.5), ((2, 3),)),
+    "linear": (lambda x, w, b: F.linear(x, w, b), ((2, 3, 4), (5, 4), (5,))),
+    "linear_1d": (lambda x, w, b: F.linear(x, w, b), ((4,), (5, 4), (5,))),
     "gelu": (lambda x: F.gelu(x), ((2, 3),)),
     "glu": (lambda x: F.glu(x, 0), ((4, 2),)),
     "smooth_l1_loss": (lambda x, y: F.smooth_l1_loss(x, y), ((2, 3), (2, 3))),
@@ -51,6 +53,13 @@ def test_cuda_matches_cpu(name):
     for c, d in zip(cpu, gpu):
         assert d.grad.device.type == "cuda"
         np.testing.assert_allclose(d.grad.cpu().numpy(), c.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_linear_with_bias_is_one_addmm_node_on_cuda_as_on_the_cpu():
+    """``linear`` runs the backend's ``linear`` on either device (torch's ``addmm``), not a matmul and an add."""
+    for device in ("cpu", "cuda"):
+        x, w, b = (numbagrad.ones(*s, device=device, requires_grad=True) for s in ((2, 4), (3, 4), (3,)))
+        assert F.linear(x, w, b).grad_fn.name() == "AddmmBackward0"
 
 
 def test_conv_module_moves_to_cuda_and_trains():

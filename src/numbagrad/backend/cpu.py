@@ -457,6 +457,23 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(np.matmul(a, b))
 
 
+@np.errstate(all="ignore")
+def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """``x @ weight.T + bias`` for a 2-D ``x`` (torch's ``addmm``): ``(W @ x.T).T`` is about 10% faster than
+    ``x @ W.T`` with OpenBLAS, and the bias add writes it out contiguously."""
+    out = np.empty((x.shape[0], weight.shape[0]), np.result_type(x, weight))
+    np.add(np.matmul(weight, x.T).T, bias, out=out)
+    return out
+
+
+@np.errstate(all="ignore")
+def linear_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray, needs: tuple) -> tuple:
+    """The gradients of ``linear`` with respect to ``x``, ``weight`` and ``bias`` from the 2-D incoming ``g``, each
+    None unless ``needs`` asks for it."""
+    need_x, need_w, need_b = needs
+    return (np.matmul(g, weight) if need_x else None, g.T @ x if need_w else None, g.sum(0) if need_b else None)
+
+
 _UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
@@ -1119,6 +1136,8 @@ __all__ = [
     "is_contiguous",
     "layer_norm",
     "layer_norm_backward",
+    "linear",
+    "linear_backward",
     "loop_variant",
     "matmul",
     "max_pool2d",

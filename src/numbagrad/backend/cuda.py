@@ -742,6 +742,20 @@ def matmul(a, b):
     return c.reshape(shape)
 
 
+def linear(x, weight, bias):
+    """``x @ weight.T + bias`` for a 2-D ``x``, as ``cpu.linear``: the matmul kernel, then the add row's."""
+    product = matmul(x, _view(weight, lambda w: w.T))
+    return elementwise(ROWS["add"], [product, bias], (), product.dtype)
+
+
+def linear_backward(g, x, weight, needs: tuple) -> tuple:
+    """The gradients of ``linear``, as ``cpu.linear_backward``."""
+    need_x, need_w, need_b = needs
+    gx = matmul(g, weight) if need_x else None
+    gw = matmul(_view(g, lambda v: v.T), x) if need_w else None
+    return gx, gw, reduce(g, "sum", (0,), False) if need_b else None
+
+
 # --- foreach and apply_: user functions through the generator -----------------------------------------------
 def loop_variant(size: int) -> str:
     """Every loop on the device is the grid-stride kernel."""

@@ -604,22 +604,19 @@ def _names(t: Tensor) -> str:
 
 
 class _Linear(Function):
-    """``x @ W.t() + b`` in one node (torch's ``addmm`` for 2-D input)."""
+    """``x @ W.t() + b`` in one node (torch's ``addmm`` for 2-D input), on the backend's ``linear``."""
 
     node_name = "AddmmBackward0"
 
     @staticmethod
-    @np.errstate(all="ignore")  # BLAS's inf * 0 gives nan without a warning, as in torch
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
         ctx.save_for_backward(x, weight)
-        x2 = x._data.reshape(-1, x._data.shape[-1])
-        out = np.empty((x2.shape[0], weight._data.shape[0]), np.result_type(x._data, weight._data))
-        # (W @ x.T).T is about 10% faster than x @ W.T with OpenBLAS; the bias add writes it out contiguously
-        np.add(np.matmul(weight._data, x2.T).T, bias._data, out=out)
-        return Tensor._make(out.reshape(*x._data.shape[:-1], weight._data.shape[0]))
+        backend = x._backend
+        shape = x._data.shape
+        out = backend.linear(backend.reshape(x._data, (-1, shape[-1])), weight._data, bias._data)
+        return Tensor._make(backend.reshape(out, (*shape[:-1], out.shape[1])))
 
     @staticmethod
-    @np.errstate(all="ignore")
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
@@ -629,15 +626,20 @@ class _Linear(Function):
             gw = g2.t().mm(x.reshape(-1, x.shape[-1])) if need_w else None
             gb = g2.sum(0) if need_b else None
             return gx, gw, gb
-        gd = g._data.reshape(-1, g._data.shape[-1])
-        gx = Tensor._make(np.matmul(g._data, weight._data)) if need_x else None
-        gw = Tensor._make(gd.T @ x._data.reshape(-1, x._data.shape[-1])) if need_w else None
-        gb = Tensor._make(gd.sum(0)) if need_b else None
-        return gx, gw, gb
+        backend = g._backend
+        shape = x._data.shape
+        g2 = backend.reshape(g._data, (-1, g._data.shape[-1]))
+        x2 = backend.reshape(x._data, (-1, shape[-1]))
+        gx, gw, gb = backend.linear_backward(g2, x2, weight._data, ctx.needs_input_grad)
+        return (
+            None if gx is None else Tensor._make(backend.reshape(gx, shape)),
+            None if gw is None else Tensor._make(gw),
+            None if gb is None else Tensor._make(gb),
+        )
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``input @ weight.t() + bias``: one fused node on CPU, built-in ops elsewhere or without bias."""
+    """``input @ weight.t() + bias``: one node (``AddmmBackward0``), or a matmul without bias."""
     if input.shape[-1] != weight.shape[-1]:
         rows = int(np.prod(input.shape[:-1])) if input.dim() > 1 else 1
         raise RuntimeError(
@@ -646,11 +648,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         )
     if input.dtype != weight.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_names(input)} and {_names(weight)}")
-    fused = bias is not None and all(isinstance(t._data, np.ndarray) for t in (input, weight, bias))
-    if fused:
+    if bias is not None:
         return _Linear.apply(input, weight, bias)
-    out = input.matmul(weight.t())
-    return out if bias is None else out + bias
+    return input.matmul(weight.t())
 
 
 # --- losses ------------------------------------------------------------------------------------------------------
