@@ -62,6 +62,13 @@ def test_linear_with_bias_is_one_addmm_node_on_cuda_as_on_the_cpu():
         assert F.linear(x, w, b).grad_fn.name() == "AddmmBackward0"
 
 
+def test_linear_of_tensors_on_two_devices_is_torchs_error():
+    x, w, b = numbagrad.ones(2, 4), numbagrad.ones(3, 4), numbagrad.ones(3)
+    for args in ((x, w, b.cuda()), (x.cuda(), w.cuda(), b), (x, w.cuda(), b)):
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least two"):
+            F.linear(*args)
+
+
 def test_conv_module_moves_to_cuda_and_trains():
     model = numbagrad.nn.Sequential(numbagrad.nn.Conv2d(1, 2, 3), numbagrad.nn.BatchNorm2d(2), numbagrad.nn.ReLU())
     model.to("cuda")

@@ -19,6 +19,7 @@ from .._types import broadcast_shapes, wrap_dim
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad, state
 from ..ops import loss_ops, nn_ops
+from ..ops._common import same_backend
 from ..ops.creation import _generator
 from ..ops.elementwise import CLASSES, ROWS, make_function, row_inplace
 
@@ -611,7 +612,7 @@ class _Linear(Function):
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
         ctx.save_for_backward(x, weight)
-        backend = x._backend
+        backend = same_backend((x, weight, bias))  # (torch's error when they are on two devices)
         shape = x._data.shape
         out = backend.linear(backend.reshape(x._data, (-1, shape[-1])), weight._data, bias._data)
         return Tensor._make(backend.reshape(out, (*shape[:-1], out.shape[1])))
