@@ -485,7 +485,8 @@ def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None)
         zero = _SUM_ZEROS.get(a.dtype)  # (Numba has no float16: numpy's sum adds float16 in float32)
         if zero is not None:
             if axes is None:  # a whole float array (numpy's float32 pairwise sum takes 3x torch's time)
-                kernel = _WHOLE_SUM.get(a.size >= PARALLEL_THRESHOLD) or _whole_sum(a.size >= PARALLEL_THRESHOLD)
+                parallel = a.size >= PARALLEL_THRESHOLD
+                kernel = _WHOLE_SUM.get(parallel) or _whole_sum(parallel)
                 out = np.array(kernel(a if a.ndim == 1 else a.reshape(-1), zero), a.dtype)
                 return out.reshape((1,) * a.ndim) if keepdim else out
             if a.size >= _KERNEL_SUM_SIZE and axes and axes[-1] - axes[0] == len(axes) - 1:
