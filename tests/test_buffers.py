@@ -165,3 +165,69 @@ def test_a_waiting_leaf_is_accumulated_even_when_a_later_node_fails(monkeypatch)
     with pytest.raises(RuntimeError, match="backward failed"):
         (Fails.apply(x) + b).sum().backward()
     np.testing.assert_array_equal(b.grad.numpy(), [1.0, 1.0])
+
+
+@pytest.fixture
+def into_saved_output(monkeypatch):
+    """Per gradient computed alone by the backend: (row, whether it was written into the node's saved output)."""
+    calls = []
+    original = cpu.elementwise_grad
+
+    def spy(row, i, g, out, *args, result=None, **kwargs):
+        calls.append((row.name, result is not None and result is out))
+        return original(row, i, g, out, *args, result=result, **kwargs)
+
+    monkeypatch.setattr(cpu, "elementwise_grad", spy)
+    return calls
+
+
+def test_a_gradient_takes_the_buffer_of_a_saved_output_nothing_else_holds(into_saved_output):
+    """relu saved its output for backward; nothing else holds it and the engine frees it after the node: the
+    gradient is written there instead of into a new buffer (no allocation, memory already in the cache)."""
+    x, w = leaves([1.0, -2.0, 3.0], [2.0, 2.0, 2.0])
+    (x * w).relu().sum().backward()
+    assert into_saved_output[0] == ("relu", True)
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 0.0, 3.0])
+
+
+def test_an_output_the_user_holds_keeps_its_values(into_saved_output):
+    x, w = leaves([1.0, -2.0, 3.0], [2.0, 2.0, 2.0])
+    y = (x * w).relu()
+    y.sum().backward()
+    assert into_saved_output[0] == ("relu", False)
+    np.testing.assert_array_equal(y.detach().numpy(), [2.0, 0.0, 6.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0])
+
+
+def test_retain_graph_keeps_the_saved_output_for_the_next_backward(into_saved_output):
+    (x,) = leaves([0.5, -1.0])
+    loss = (x * 2.0).sigmoid().sum()
+    loss.backward(retain_graph=True)
+    loss.backward()  # the graph's last use: now its saved output may take the gradient
+    assert [taken for name, taken in into_saved_output if name == "sigmoid"] == [False, True]
+    s = 1 / (1 + np.exp(-2 * np.array([0.5, -1.0])))
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 2 * s * (1 - s))
+
+
+def test_an_output_saved_by_two_nodes_is_not_taken(into_saved_output):
+    (x,) = leaves([0.5, -1.0])
+    t = x.exp()
+    loss = (t * t).sum()  # mul saves t twice, exp saves it as its output
+    del t
+    loss.backward()
+    assert ("exp", True) not in into_saved_output
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(2 * np.array([0.5, -1.0])))
+
+
+def test_a_node_with_a_post_hook_keeps_its_saved_output(into_saved_output):
+    """A post hook runs before the node's saved tensors are freed, so they keep their values until then."""
+    (x,) = leaves([0.5, -1.0])
+    y = x.tanh()
+    seen = []
+    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.append(grad_inputs[0].numpy().copy()))
+    loss = y.sum()
+    del y
+    loss.backward()
+    assert into_saved_output == [("tanh", False)]
+    np.testing.assert_allclose(seen[0], 1 - np.tanh([0.5, -1.0]) ** 2)

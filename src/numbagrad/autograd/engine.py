@@ -401,11 +401,17 @@ class _Task:
                         for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient)
                             owned.append(engine_owns(grads_in[i]))
                         node._grads_owned = tuple(owned)
+                    # its saved tensors too, when nothing can read them after it: the inline call below frees them
+                    node._saved_owned = not (self.retain_graph or st.anomaly or node._post_hooks)
                 if st.anomaly or node._post_hooks:
                     grads_out = self._run_node(node, grads_in)
                 else:  # the common case, inline
-                    grads_out = node._apply(grads_in)
-                    node._grads_owned = ()
+                    try:
+                        grads_out = node._apply(grads_in)
+                    finally:  # (after an error too: a later direct call of the node must not reuse buffers)
+                        if node._reuses_grad_buffers:
+                            node._grads_owned = ()
+                            node._saved_owned = False
                     if not self.retain_graph and node._saved:
                         node._release()
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors

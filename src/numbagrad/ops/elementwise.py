@@ -22,6 +22,7 @@ from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES
 from .._types import from_numpy_dtype as _scalar_dtype
 from .._types import get_default_dtype
+from ..autograd.engine import engine_owns
 from ..autograd.function import (
     ERR_BACKWARD_TWICE,
     Function,
@@ -224,6 +225,7 @@ class Elementwise(Function):
         for v in values:
             operands.append(0 if v is None else v)
         out_data = 0
+        into_out = False
         saved = ctx._saved
         if saved or ctx._freed:
             if ctx._freed:
@@ -234,6 +236,10 @@ class Elementwise(Function):
                     operands[j] = _saved_data(saved[k], ctx)
                     k += 1
             if cls._saves_out:
+                # freed right after this node (``_saved_owned``), an output only the node holds can take the
+                # gradient: no allocation, and no write into memory that is not in the cache (checked before
+                # ``out_data`` holds the array too)
+                into_out = ctx._saved_owned and engine_owns(saved[k][0])
                 out_data = _saved_data(saved[k], ctx)
         gd = g._data
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
@@ -241,7 +247,10 @@ class Elementwise(Function):
         reuse = _reusable_input(cls, needed) if owned and owned[0] else None
         meta = ctx.in_meta
         pair = cls._kernel_pairs.get(needed)  # two gradients from kernels: one pass computes both
+        # the input whose gradient goes into the saved output's buffer, if any (an int: compared with ``i``)
+        into_out = _reusable_input(cls, needed) if into_out and reuse is None and out_data.dtype is gd.dtype else None
         if pair is not None:
+            into_out = None
             both = backend.elementwise_grads(row, pair, gd, out_data, operands, ctx.params, gd.dtype, reuse is not None)
         grads = []
         for i in range(n):
@@ -255,8 +264,9 @@ class Elementwise(Function):
                 if pair is not None:
                     gi._data = both[0] if i == pair[0] else both[1]
                 else:
+                    into = gd if i == reuse else out_data if i == into_out else None
                     gi._data = backend.elementwise_grad(
-                        row, i, gd, out_data, operands, ctx.params, gd.dtype, result=gd if i == reuse else None
+                        row, i, gd, out_data, operands, ctx.params, gd.dtype, result=into
                     )
             if meta is not None:
                 gi = _to_input(gi, meta[i], False)
