@@ -147,6 +147,30 @@ def matmul_shape_mismatch(lib):
     lib.ones(2, 3).mm(lib.ones(4, 5))
 
 
+def linear_input_of_another_dtype(lib):
+    lib.nn.functional.linear(lib.ones(2, 3, dtype=lib.float64), lib.ones(4, 3), lib.ones(4))
+
+
+def linear_bias_of_another_dtype(lib):
+    lib.nn.functional.linear(lib.ones(2, 3), lib.ones(4, 3), lib.ones(4, dtype=lib.float64))
+
+
+def linear_of_a_0d_input(lib):
+    lib.nn.functional.linear(lib.tensor(1.0), lib.ones(1, 1), lib.ones(1))
+
+
+def linear_of_a_1d_weight_with_bias(lib):
+    lib.nn.functional.linear(lib.ones(2, 3), lib.ones(3), lib.ones(1))
+
+
+def linear_bias_of_the_wrong_size(lib):
+    lib.nn.functional.linear(lib.ones(2, 3), lib.ones(4, 3), lib.ones(5))
+
+
+def linear_of_a_numpy_array(lib):
+    lib.nn.functional.linear(np.ones((2, 3), np.float32), lib.ones(4, 3))
+
+
 def in_place_broadcast_mismatch(lib):
     lib.ones(3).add_(lib.ones(2, 3))
 
@@ -219,6 +243,16 @@ CASES = {
         "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1",
     ),
     matmul_shape_mismatch: (RuntimeError, "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
+    linear_input_of_another_dtype: (RuntimeError, "mat1 and mat2 must have the same dtype, but got Double and Float"),
+    linear_bias_of_another_dtype: (RuntimeError, "self and mat2 must have the same dtype, but got Double and Float"),
+    linear_of_a_0d_input: (RuntimeError, "both arguments to linear need to be at least 1D, but they are 0D and 2D"),
+    linear_of_a_1d_weight_with_bias: (RuntimeError, "mat2 must be a matrix, got 1-D tensor"),
+    linear_bias_of_the_wrong_size: (
+        RuntimeError,
+        "The expanded size of the tensor (4) must match the existing size (5) at non-singleton dimension 1.  "
+        "Target sizes: [2, 4].  Tensor sizes: [5]",
+    ),
+    linear_of_a_numpy_array: (TypeError, "linear(): argument 'input' (position 1) must be Tensor, not numpy.ndarray"),
     in_place_broadcast_mismatch: (RuntimeError, "output with shape [3] doesn't match the broadcast shape [2, 3]"),
     optimizer_given_non_leaf: (ValueError, "can't optimize a non-leaf Tensor"),
     inference_tensor_saved: (RuntimeError, "Inference tensors cannot be saved for backward."),

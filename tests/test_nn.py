@@ -316,6 +316,28 @@ def test_linear_gradcheck_and_double_backward():
     assert numbagrad.autograd.gradgradcheck(lambda x, w, b: F.linear(x, w, b).tanh(), (x, w, b))
 
 
+@pytest.mark.parametrize("bias_shape", [(3, 2), (1,), ()], ids=["per-element", "one", "0d"])
+def test_linear_bias_broadcasts_to_the_output_as_addmms(bias_shape):
+    """torch's ``addmm`` adds any bias that broadcasts to the output; its gradient sums over the broadcast dims."""
+    x = numbagrad.randn(3, 4, dtype=numbagrad.float64, requires_grad=True)
+    w = numbagrad.randn(2, 4, dtype=numbagrad.float64, requires_grad=True)
+    b = numbagrad.randn(*bias_shape, dtype=numbagrad.float64, requires_grad=True)
+    y = F.linear(x, w, b)
+    np.testing.assert_allclose(y.detach().numpy(), x.detach().numpy() @ w.detach().numpy().T + b.detach().numpy())
+    g = np.arange(6.0).reshape(3, 2)
+    y.backward(numbagrad.tensor(g))
+    expected = g if bias_shape == (3, 2) else np.full(bias_shape, g.sum())
+    np.testing.assert_allclose(b.grad.numpy(), expected)
+    np.testing.assert_allclose(w.grad.numpy(), g.T @ x.detach().numpy())
+
+
+def test_linear_of_integers_has_no_node():
+    y = F.linear(numbagrad.ones(2, 3, dtype=numbagrad.int64), numbagrad.ones(4, 3, dtype=numbagrad.int64),
+                 numbagrad.ones(4, dtype=numbagrad.int64))  # fmt: skip
+    assert y.dtype == numbagrad.int64 and y.grad_fn is None
+    np.testing.assert_array_equal(y.numpy(), np.full((2, 4), 4))
+
+
 def test_linear_shape_mismatch_is_torchs_error():
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(4x3 and 2x5\)"):
         nn.Linear(2, 5)(numbagrad.ones(4, 3))

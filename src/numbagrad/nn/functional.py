@@ -18,6 +18,7 @@ from .._tensor import Tensor
 from .._types import broadcast_shapes, wrap_dim
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad, state
+from ..backend import backend_for
 from ..ops import loss_ops, nn_ops
 from ..ops._common import same_backend
 from ..ops.creation import _generator
@@ -600,21 +601,28 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
 
 
 # --- linear ------------------------------------------------------------------------------------------------------
-def _names(t: Tensor) -> str:
-    return {"float32": "Float", "float64": "Double"}.get(t.dtype.name, t.dtype.name)
-
-
 class _Linear(Function):
-    """``x @ W.t() + b`` in one node (torch's ``addmm`` for 2-D input), on the backend's ``linear``."""
+    """``x @ W.t() + b`` in one node (torch's ``addmm`` for 2-D input), on the backend's ``linear``. ``linear`` has
+    checked the operands (a 2-D weight, one dtype, a bias of shape ``(out_features,)``), so its backward's gradients
+    need no checking (``_trusted``) and the call takes the short path of ops that apply no other Function
+    (``_simple``)."""
 
     node_name = "AddmmBackward0"
+    _trusted = True
+    _simple = True
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
         ctx.save_for_backward(x, weight)
-        backend = same_backend((x, weight, bias))  # (torch's error when they are on two devices)
-        shape = x._data.shape
-        out = backend.linear(backend.reshape(x._data, (-1, shape[-1])), weight._data, bias._data)
+        xd, wd, bd = x._data, weight._data, bias._data
+        if type(wd) is type(xd) and type(bd) is type(xd):
+            backend = backend_for(xd)
+        else:
+            backend = same_backend((x, weight, bias))  # torch's error when they are on two devices
+        shape = xd.shape
+        if len(shape) == 2:
+            return Tensor._make(backend.linear(xd, wd, bd))
+        out = backend.linear(backend.reshape(xd, (-1, shape[-1])), wd, bd)
         return Tensor._make(backend.reshape(out, (*shape[:-1], out.shape[1])))
 
     @staticmethod
@@ -629,29 +637,61 @@ class _Linear(Function):
             return gx, gw, gb
         backend = g._backend
         shape = x._data.shape
-        g2 = backend.reshape(g._data, (-1, g._data.shape[-1]))
-        x2 = backend.reshape(x._data, (-1, shape[-1]))
+        if len(shape) == 2:
+            g2, x2 = g._data, x._data
+        else:
+            g2 = backend.reshape(g._data, (-1, g._data.shape[-1]))
+            x2 = backend.reshape(x._data, (-1, shape[-1]))
         gx, gw, gb = backend.linear_backward(g2, x2, weight._data, ctx.needs_input_grad)
         return (
-            None if gx is None else Tensor._make(backend.reshape(gx, shape)),
+            None if gx is None else Tensor._make(gx if len(shape) == 2 else backend.reshape(gx, shape)),
             None if gw is None else Tensor._make(gw),
             None if gb is None else Tensor._make(gb),
         )
 
 
+def _not_tensor(name: str, position: int, value) -> TypeError:
+    kind = type(value)  # named as C's tp_name: a class defined in C carries its module (numpy.ndarray)
+    heap = kind.__flags__ & (1 << 9)  # Py_TPFLAGS_HEAPTYPE: defined in Python
+    shown = kind.__name__ if heap or kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    return TypeError(f"linear(): argument '{name}' (position {position}) must be Tensor, not {shown}")
+
+
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``input @ weight.t() + bias``: one node (``AddmmBackward0``), or a matmul without bias."""
-    if input.shape[-1] != weight.shape[-1]:
-        rows = int(np.prod(input.shape[:-1])) if input.dim() > 1 else 1
+    """``input @ weight.t() + bias``: one node (``AddmmBackward0``), or a matmul without bias; torch's checks and
+    errors, in torch's order."""
+    if not isinstance(input, Tensor):
+        raise _not_tensor("input", 1, input)
+    if not isinstance(weight, Tensor):
+        raise _not_tensor("weight", 2, weight)
+    x, w = input._data, weight._data
+    if x.ndim == 0 or w.ndim == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {x.ndim}D and {w.ndim}D")
+    if bias is None:
+        return input.matmul(weight.t())
+    if not isinstance(bias, Tensor):
+        raise _not_tensor("bias", 3, bias)
+    if w.ndim != 2:
+        if w.ndim == 1:
+            raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {w.ndim}D")
+    if x.shape[-1] != w.shape[1]:
+        rows = math.prod(x.shape[:-1])
         raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
-            f"{weight.shape[-1]}x{weight.shape[0]})"
+            f"mat1 and mat2 shapes cannot be multiplied ({rows}x{x.shape[-1]} and {w.shape[1]}x{w.shape[0]})"
         )
-    if input.dtype != weight.dtype:
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_names(input)} and {_names(weight)}")
-    if bias is not None:
-        return _Linear.apply(input, weight, bias)
-    return input.matmul(weight.t())
+    b = bias._data
+    if x.dtype != w.dtype:
+        raise RuntimeError(
+            f"mat1 and mat2 must have the same dtype, but got {input.dtype.scalar_name} and {weight.dtype.scalar_name}"
+        )
+    if b.dtype != w.dtype:
+        raise RuntimeError(
+            f"self and mat2 must have the same dtype, but got {bias.dtype.scalar_name} and {weight.dtype.scalar_name}"
+        )
+    if b.shape != (w.shape[0],):  # a bias that broadcasts to the output (addmm's ``self``), with expand's errors
+        return input.matmul(weight.t()) + bias.expand(*x.shape[:-1], w.shape[0])
+    return _Linear.apply(input, weight, bias)
 
 
 # --- losses ------------------------------------------------------------------------------------------------------
