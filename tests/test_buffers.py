@@ -10,6 +10,7 @@ import pytest
 import numbagrad
 from numbagrad.autograd import engine
 from numbagrad.backend import cpu
+from numbagrad.ops import elementwise
 
 
 @pytest.fixture
@@ -169,7 +170,9 @@ def test_a_waiting_leaf_is_accumulated_even_when_a_later_node_fails(monkeypatch)
 
 @pytest.fixture
 def into_saved_output(monkeypatch):
-    """Per gradient computed alone by the backend: (row, whether it was written into the node's saved output)."""
+    """Per gradient computed alone by the backend: (row, whether it was written into the node's saved output);
+    saved outputs of every size may take a gradient (the default starts at 16384 elements)."""
+    monkeypatch.setattr(elementwise, "SAVED_REUSE_MIN_SIZE", 1)
     calls = []
     original = cpu.elementwise_grad
 

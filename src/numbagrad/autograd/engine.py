@@ -378,6 +378,7 @@ class _Task:
     def _walk(self, ready: list, buffers: dict, deps: dict, needed, waiting: dict) -> None:
         """Run the ready nodes, the latest made first, and hand their gradients on to the next nodes' buffers."""
         targets = self.targets
+        releases = not self.retain_graph  # each node's saved tensors, right after it ran
         st = state
         while ready:
             node = heapq.heappop(ready)[2]
@@ -393,6 +394,7 @@ class _Task:
             if (needed is None or node in needed) and (
                 grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads
             ):
+                inline = not (st.anomaly or node._post_hooks)  # else _run_node: checks and hooks around it
                 if node._reuses_grad_buffers:  # which incoming buffers the node may write into
                     if len(grads_in) == 1:
                         node._grads_owned = (engine_owns(grads_in[0]),)
@@ -402,18 +404,18 @@ class _Task:
                             owned.append(engine_owns(grads_in[i]))
                         node._grads_owned = tuple(owned)
                     # its saved tensors too, when nothing can read them after it: the inline call below frees them
-                    node._saved_owned = not (self.retain_graph or st.anomaly or node._post_hooks)
-                if st.anomaly or node._post_hooks:
-                    grads_out = self._run_node(node, grads_in)
-                else:  # the common case, inline
+                    node._saved_owned = inline and releases
+                if inline:  # the common case
                     try:
                         grads_out = node._apply(grads_in)
                     finally:  # (after an error too: a later direct call of the node must not reuse buffers)
                         if node._reuses_grad_buffers:
                             node._grads_owned = ()
                             node._saved_owned = False
-                    if not self.retain_graph and node._saved:
+                    if releases and node._saved:
                         node._release()
+                else:
+                    grads_out = self._run_node(node, grads_in)
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
                 grads_out = (None,) * len(node.next_functions)
             grads_in = None
