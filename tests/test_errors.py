@@ -171,6 +171,10 @@ def linear_of_a_numpy_array(lib):
     lib.nn.functional.linear(np.ones((2, 3), np.float32), lib.ones(4, 3))
 
 
+def exp_of_a_numpy_array(lib):
+    lib.exp(np.ones(2))
+
+
 def in_place_broadcast_mismatch(lib):
     lib.ones(3).add_(lib.ones(2, 3))
 
@@ -253,6 +257,7 @@ CASES = {
         "Target sizes: [2, 4].  Tensor sizes: [5]",
     ),
     linear_of_a_numpy_array: (TypeError, "linear(): argument 'input' (position 1) must be Tensor, not numpy.ndarray"),
+    exp_of_a_numpy_array: (TypeError, "exp(): argument 'input' (position 1) must be Tensor, not numpy.ndarray"),
     in_place_broadcast_mismatch: (RuntimeError, "output with shape [3] doesn't match the broadcast shape [2, 3]"),
     optimizer_given_non_leaf: (ValueError, "can't optimize a non-leaf Tensor"),
     inference_tensor_saved: (RuntimeError, "Inference tensors cannot be saved for backward."),

@@ -20,7 +20,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad, state
 from ..backend import backend_for
 from ..ops import loss_ops, nn_ops
-from ..ops._common import same_backend
+from ..ops._common import not_a_tensor, same_backend
 from ..ops.creation import _generator
 from ..ops.elementwise import CLASSES, ROWS, make_function, row_inplace
 
@@ -42,7 +42,7 @@ def _activation(name: str, input: Tensor, params: tuple = (), inplace: bool = Fa
     """Apply the table row ``name`` (with ``params``), out of place or into ``input``. ``kernel`` names torch's
     kernel for the error on non-float input (None: integers are allowed)."""
     if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        raise not_a_tensor(name, "input", 1, input)
     if kernel is not None and not input.is_floating_point():
         raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for '{input.dtype.scalar_name}'")
     cls = inplace_cls or _row(name)
@@ -650,27 +650,20 @@ class _Linear(Function):
         )
 
 
-def _not_tensor(name: str, position: int, value) -> TypeError:
-    kind = type(value)  # named as C's tp_name: a class defined in C carries its module (numpy.ndarray)
-    heap = kind.__flags__ & (1 << 9)  # Py_TPFLAGS_HEAPTYPE: defined in Python
-    shown = kind.__name__ if heap or kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
-    return TypeError(f"linear(): argument '{name}' (position {position}) must be Tensor, not {shown}")
-
-
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.t() + bias``: one node (``AddmmBackward0``), or a matmul without bias; torch's checks and
     errors, in torch's order."""
     if not isinstance(input, Tensor):
-        raise _not_tensor("input", 1, input)
+        raise not_a_tensor("linear", "input", 1, input)
     if not isinstance(weight, Tensor):
-        raise _not_tensor("weight", 2, weight)
+        raise not_a_tensor("linear", "weight", 2, weight)
     x, w = input._data, weight._data
     if x.ndim == 0 or w.ndim == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {x.ndim}D and {w.ndim}D")
     if bias is None:
         return input.matmul(weight.t())
     if not isinstance(bias, Tensor):
-        raise _not_tensor("bias", 3, bias)
+        raise not_a_tensor("linear", "bias", 3, bias)
     if w.ndim != 2:
         if w.ndim == 1:
             raise RuntimeError("mat2 must be a matrix, got 1-D tensor")

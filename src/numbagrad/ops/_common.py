@@ -101,6 +101,20 @@ def float_dtype(d: dtype) -> dtype:
     return d if d.is_floating_point else get_default_dtype()
 
 
+def type_name(value) -> str:
+    """A value's type as torch's argument errors name it (C's ``tp_name``): built-in types and classes defined in
+    Python by their name (``list``, ``Foo``), extension types with their module (``numpy.ndarray``)."""
+    kind = type(value)
+    if kind.__flags__ & (1 << 9) or kind.__module__ == "builtins":  # Py_TPFLAGS_HEAPTYPE: defined in Python
+        return kind.__name__
+    return f"{kind.__module__}.{kind.__name__}"
+
+
+def not_a_tensor(op: str, name: str, position: int, value) -> TypeError:
+    """torch's error for a non-tensor where ``op`` takes a tensor argument."""
+    return TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not {type_name(value)}")
+
+
 def as_operand(value, op: str = "", position: int = 2, name: str = "other"):
     """A tensor or a Python number for an op: numpy scalars become numbers, numpy arrays tensors; anything else
     is torch's TypeError (``add(): argument 'other' (position 2) must be Tensor, not list``)."""
@@ -115,7 +129,7 @@ def as_operand(value, op: str = "", position: int = 2, name: str = "other"):
         return Tensor._make(np.array(value, dtype=_storable(value.dtype)))
     if isinstance(value, _SCALARS):  # subclasses of the Python numbers (IntEnum, ...)
         return bool(value) if isinstance(value, bool) else (int(value) if isinstance(value, int) else float(value))
-    raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not {t.__name__}")
+    raise not_a_tensor(op, name, position, value)
 
 
 def _storable(d: np.dtype) -> np.dtype:

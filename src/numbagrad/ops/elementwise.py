@@ -36,7 +36,7 @@ from ..autograd.grad_mode import no_grad, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ..scalar_math import ROWS, Row
-from ._common import as_operand, broadcast_shapes, result_np_dtype, same_backend
+from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend
 from ._registry import Declaration, register
 from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
 
@@ -477,7 +477,7 @@ def _make_frontend(row: Row, public: str):
 
         def unary(input):  # noqa: A002 - torch's name
             if not isinstance(input, Tensor):
-                raise TypeError(f"{public}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+                raise not_a_tensor(public, "input", 1, input)
             st = state
             if st.tracer is None:  # what ``apply`` would try first, without its frame (as the operators do)
                 result = cls._fast_apply((input,), st)
@@ -876,7 +876,7 @@ def _is_number(value) -> bool:
 
 def _require_tensor(name: str, value, position: int = 1, arg: str = "input") -> None:
     if not isinstance(value, Tensor):
-        raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not {type(value).__name__}")
+        raise not_a_tensor(name, arg, position, value)
 
 
 def _tensor_and_tensor_or_number(name: str, input, other, arg: str) -> Tensor:  # noqa: A002

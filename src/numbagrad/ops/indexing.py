@@ -12,7 +12,7 @@ from .._typeinfo import CPP_NAMES as _CPP
 from .._types import broadcast_shapes_or_none
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
-from ._common import as_operand, broadcast_shapes, result_np_dtype, same_backend, shape_str, wrap_dim
+from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
 from .inplace import check_inplace, check_written, needs_graph, rebase, write_inplace
 from .reduction import IndexScatter, return_types
@@ -360,7 +360,7 @@ def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:  # noqa: A0
 # --- issue 9: gather/scatter, index_* ops, masked ops, repeat_interleave, and their in-place forms -----------------
 def _check_index_dtype(index, name: str) -> None:
     if not isinstance(index, Tensor):
-        raise TypeError(f"{name}(): argument 'index' (position 3) must be Tensor, not {type(index).__name__}")
+        raise not_a_tensor(name, "index", 3, index)
     if index._data.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
@@ -514,7 +514,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None, red
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:  # noqa: A002
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
     if not isinstance(src, Tensor):
-        raise TypeError(f"scatter_add(): argument 'src' (position 4) must be Tensor, not {type(src).__name__}")
+        raise not_a_tensor("scatter_add", "src", 4, src)
     dim, src = _scatter_args(input, dim, index, src, "scatter")
     return ScatterAdd.apply(input, dim, index, src)
 
@@ -533,7 +533,7 @@ def scatter_add_(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 def _vector_index(index, name: str, dims: int) -> Tensor:
     if not isinstance(index, Tensor):
-        raise TypeError(f"{name}(): argument 'index' (position 3) must be Tensor, not {type(index).__name__}")
+        raise not_a_tensor(name, "index", 3, index)
     if index._data.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"{name}(): Expected dtype int32 or int64 for index")
     if index.dim() > 1:
@@ -741,7 +741,7 @@ def index_put_(input: Tensor, indices, values, accumulate: bool = False) -> Tens
 
 def _check_mask(mask, name: str) -> Tensor:
     if not isinstance(mask, Tensor):
-        raise TypeError(f"{name}(): argument 'mask' (position 2) must be Tensor, not {type(mask).__name__}")
+        raise not_a_tensor(name, "mask", 2, mask)
     if mask._data.dtype != np.bool_:
         if name == "masked_select":
             raise RuntimeError("masked_select: expected BoolTensor for mask")

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import result_np_dtype, same_backend, wrap_dim
+from ._common import not_a_tensor, result_np_dtype, same_backend, wrap_dim
 from ._registry import Sample, T, declare
 from .inplace import write_inplace
 from .reduction import sum_to_shape
@@ -205,8 +205,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """torch.matmul: dot, mv, mm, or a broadcast batched product, by the operands' dimensions."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        wrong = type(b if isinstance(a, Tensor) else a).__name__
-        raise TypeError(f"matmul(): argument 'other' (position 1) must be Tensor, not {wrong}")
+        raise not_a_tensor("matmul", "other", 1, b if isinstance(a, Tensor) else a)
     if a.dim() == 0 or b.dim() == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and {b.dim()}D")
     if a.dim() == 1 and b.dim() == 1:
