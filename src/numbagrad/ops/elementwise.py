@@ -229,7 +229,7 @@ class Elementwise(Function):
         for v in values:
             operands.append(0 if v is None else v)
         out_data = 0
-        into_out = False
+        out_owned = False
         saved = ctx._saved
         if saved or ctx._freed:
             if ctx._freed:
@@ -243,7 +243,7 @@ class Elementwise(Function):
                 # freed right after this node (``_saved_owned``), an output only the node holds can take the
                 # gradient: no allocation, and no write into memory that is not in the cache (checked before
                 # ``out_data`` holds the array too)
-                into_out = (
+                out_owned = (
                     ctx._saved_owned and saved[k][0]._data.size >= SAVED_REUSE_MIN_SIZE and engine_owns(saved[k][0])
                 )
                 out_data = _saved_data(saved[k], ctx)
@@ -253,8 +253,8 @@ class Elementwise(Function):
         reuse = _reusable_input(cls, needed) if owned and owned[0] else None
         meta = ctx.in_meta
         pair = cls._kernel_pairs.get(needed)  # two gradients from kernels: one pass computes both
-        # the input whose gradient goes into the saved output's buffer, if any (an int: compared with ``i``)
-        into_out = _reusable_input(cls, needed) if into_out and reuse is None and out_data.dtype is gd.dtype else None
+        # the input whose gradient goes into the saved output's buffer, if any
+        into_out = _reusable_input(cls, needed) if out_owned and reuse is None and out_data.dtype is gd.dtype else None
         if pair is not None:
             into_out = None
             both = backend.elementwise_grads(row, pair, gd, out_data, operands, ctx.params, gd.dtype, reuse is not None)
