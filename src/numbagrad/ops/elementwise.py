@@ -22,8 +22,9 @@ from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES
 from .._types import from_numpy_dtype as _scalar_dtype
 from .._types import get_default_dtype
-from ..autograd.engine import engine_owns
+from ..autograd.engine import accumulator_of, engine_owns
 from ..autograd.function import (
+    _NO_EDGE,
     ERR_BACKWARD_TWICE,
     Function,
     _sequence,
@@ -45,6 +46,7 @@ _BOOL = np.dtype(np.bool_)
 #: ownership check and the in-place kernel's lookup cost more than the allocation they save (relu(x*w+b) with
 #: the reuse: 1.5 us more a step at 1e3, 5-10 us less at 32768 elements, 2 us less at 1e5).
 SAVED_REUSE_MIN_SIZE = 16384
+_ONE_NEEDED = (True,)
 _new = object.__new__  # a Tensor with only its storage set: what Tensor._make does, without the call
 
 _BOOL_ERRORS = {
@@ -182,6 +184,94 @@ class Elementwise(Function):
             ctx.values = [None if isinstance(a, Tensor) else a for a in args]
         if mixed:
             ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in args]
+        return result
+
+    # ``_fast_apply`` unrolled for the two commonest calls, one contiguous tensor (``relu(x)``) and two of one shape,
+    # dtype and storage (``x * w``): no per-operand loop or lists, 0.4 us less a call without a graph and 0.7 us
+    # less with one (measured at 16 elements). Anything else goes to ``_fast_apply``.
+    @classmethod
+    def _fast_one(cls, a: Tensor, st):
+        d = a._data
+        dt = d.dtype
+        if st.anomaly or st.inference or dt.kind != "f" or dt.itemsize < 4 or not d.flags.c_contiguous:
+            return cls._fast_apply((a,), st)
+        fa = a.grad_fn
+        linked = st.enabled and (fa is not None or a._requires_grad)
+        if linked and not cls.differentiable:
+            return None  # the NotImplemented node: the general path makes it
+        row = cls.row
+        if row.integral_only:
+            return None
+        result = _new(Tensor)
+        result._data = (_BACKENDS.get(type(d)) or backend_for(d)).elementwise_plain(
+            row, [d], dt, d.shape, row.out_dtype, "a"
+        )
+        if not linked:
+            return result
+        if cls._saves[0] and a._is_inference:
+            return None  # (the general path raises torch's error)
+        ctx = cls._backward_cls()
+        ctx.needs_input_grad = _ONE_NEEDED
+        ctx.next_functions = ((fa, a._output_nr) if fa is not None else (accumulator_of(a), 0),)
+        ctx._sequence_nr = next(_sequence)
+        result.grad_fn = ctx
+        if cls._saves[0]:
+            ctx._saved = [saved_input(a), saved_output(result)] if cls._saves_out else [saved_input(a)]
+        elif cls._saves_out:
+            ctx._saved = [saved_output(result)]
+        return result
+
+    @classmethod
+    def _fast_pair(cls, a: Tensor, b: Tensor, st):
+        d = a._data
+        e = b._data
+        dt = d.dtype
+        if (
+            d.shape != e.shape
+            or dt is not e.dtype
+            or type(d) is not type(e)
+            or st.anomaly
+            or st.inference
+            or dt.kind != "f"
+            or dt.itemsize < 4
+            or not d.flags.c_contiguous
+            or not e.flags.c_contiguous
+        ):
+            return cls._fast_apply((a, b), st)
+        fa = a.grad_fn
+        fb = b.grad_fn
+        linked = st.enabled and (fa is not None or fb is not None or a._requires_grad or b._requires_grad)
+        if linked and not cls.differentiable:
+            return None  # the NotImplemented node: the general path makes it
+        row = cls.row
+        if row.integral_only:
+            return None
+        result = _new(Tensor)
+        result._data = (_BACKENDS.get(type(d)) or backend_for(d)).elementwise_plain(
+            row, [d, e], dt, d.shape, row.out_dtype, "aa"
+        )
+        if not linked:
+            return result
+        saves = cls._saves
+        if (saves[0] and a._is_inference) or (saves[1] and b._is_inference):
+            return None  # (the general path raises torch's error)
+        ctx = cls._backward_cls()
+        ctx.needs_input_grad = (fa is not None or a._requires_grad, fb is not None or b._requires_grad)
+        ctx.next_functions = (
+            (fa, a._output_nr) if fa is not None else (accumulator_of(a), 0) if a._requires_grad else _NO_EDGE,
+            (fb, b._output_nr) if fb is not None else (accumulator_of(b), 0) if b._requires_grad else _NO_EDGE,
+        )
+        ctx._sequence_nr = next(_sequence)
+        result.grad_fn = ctx
+        if saves[0] or saves[1] or cls._saves_out:
+            saved = []
+            if saves[0]:
+                saved.append(saved_input(a))
+            if saves[1]:
+                saved.append(saved_input(b))
+            if cls._saves_out:
+                saved.append(saved_output(result))
+            ctx._saved = saved
         return result
 
     @staticmethod
@@ -480,7 +570,7 @@ def _make_frontend(row: Row, public: str):
                 raise not_a_tensor(public, "input", 1, input)
             st = state
             if st.tracer is None:  # what ``apply`` would try first, without its frame (as the operators do)
-                result = cls._fast_apply((input,), st)
+                result = cls._fast_one(input, st)
                 if result is not None:
                     return result
             return cls.apply(input)
@@ -638,6 +728,10 @@ def _make_operator(row: Row, fn, name: str):
     with_tensor = classes.get("tt") or classes.get("")
     with_number = classes.get("ts") or classes.get("")
     number_first = classes.get("st") or with_number  # (``3.0 % t``: torch's NotImplemented node)
+    if with_tensor is not None and with_tensor.arity == 2:
+        fast_pair = with_tensor._fast_pair
+    elif with_tensor is not None:  # (a row of other arity: its fast path checks the operand count)
+        fast_pair = lambda a, b, st: with_tensor._fast_apply((a, b), st)  # noqa: E731
     if fn.__code__.co_argcount == 1:
 
         def unary(self):
@@ -668,7 +762,7 @@ def _make_operator(row: Row, fn, name: str):
                 if isinstance(other, Tensor):
                     st = state
                     if st.tracer is None:  # what ``apply`` would try first, without its frame
-                        result = with_tensor._fast_apply((self, other), st)
+                        result = fast_pair(self, other, st)
                         if result is not None:
                             return result
                     return with_tensor.apply(self, other)
