@@ -104,17 +104,14 @@ def engine_owns(grad: Tensor | None) -> bool:
     """
     if grad is None or _SOLE_REFS is None:
         return False
-    data_refs, grad_refs = _SOLE_REFS
     data = grad._data
-    return (
-        type(data) is np.ndarray
-        and data.base is None
-        and data.flags.writeable
-        and data.flags.c_contiguous
-        and grad.grad_fn is None
-        and sys.getrefcount(data) <= data_refs
-        and sys.getrefcount(grad) <= grad_refs
-    )
+    if type(data) is not np.ndarray or data.base is not None or grad.grad_fn is not None:
+        return False
+    data_refs, grad_refs = _SOLE_REFS
+    if sys.getrefcount(data) > data_refs or sys.getrefcount(grad) > grad_refs:
+        return False
+    flags = data.flags  # (read once: a new object each time, which holds the array)
+    return flags.writeable and flags.c_contiguous
 
 
 # --- entry points -------------------------------------------------------------------------------------------

@@ -67,6 +67,7 @@ def _broadcast_shape(inputs) -> tuple:
     return () if shape is None else shape
 
 
+_ZEROS = {np.dtype(t): np.dtype(t).type(0) for t in (np.float16, np.float32, np.float64)}  # (see _flatten)
 _KERNELS: dict = {}  # (row name, which, pattern, parallel) -> compiled kernel: the lookup every op makes
 _GRAD = tuple(f"grad{i}" for i in range(8))  # the kernel names of the gradients (not formatted per call)
 
@@ -109,21 +110,27 @@ def _flatten(values, size: int, dtype: np.dtype, shape: tuple, rows: bool = Fals
     pattern = ""
     spread = None  # the operands to broadcast: (position, array)
     for v in values:
-        if type(v) is not np.ndarray and dtype.kind == "f":  # a number (or the 0 standing for an unread operand)
-            flat.append(dtype.type(v))
+        if type(v) is np.ndarray:
+            if v.size == size and (v.dtype is dtype or v.dtype == dtype):
+                if v.flags.c_contiguous:  # the common case: one contiguous operand per element
+                    flat.append(v if v.ndim == 1 else v.ravel())
+                    pattern += "a"
+                    continue
+                if size and not any(v.strides):  # expanded from one element (a sum's gradient): a number
+                    flat.append(v.flat[0])
+                    pattern += "s"
+                    continue
+        elif dtype.kind == "f":  # a number, or the 0 standing for an operand no gradient reads
+            zero = _ZEROS.get(dtype) if type(v) is int and v == 0 else None
+            flat.append(dtype.type(v) if zero is None else zero)  # (a numpy scalar costs 0.2 us to make)
             pattern += "s"
-        elif (
-            type(v) is np.ndarray and v.size == size and (v.dtype is dtype or v.dtype == dtype) and v.flags.c_contiguous
-        ):
-            flat.append(v if v.ndim == 1 else v.ravel())  # the common case: one contiguous operand per element
-            pattern += "a"
-        else:
-            v, kind = _operand(v, size, dtype)
-            if kind == "b":
-                spread = spread or []
-                spread.append((len(flat), v))
-            flat.append(v)
-            pattern += kind
+            continue
+        v, kind = _operand(v, size, dtype)  # another dtype, a strided view, a broadcast operand
+        if kind == "b":
+            spread = spread or []
+            spread.append((len(flat), v))
+        flat.append(v)
+        pattern += kind
     if spread is None:
         return flat, pattern, 0
     inner, kinds = _row_split(spread, shape, size) if rows else (0, "")
@@ -261,12 +268,13 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
     flat, pattern, _ = _flatten((g, out, *inputs), size, dtype, g.shape)
     parallel = size >= PARALLEL_THRESHOLD
     scalars = [dtype.type(p) for p in params] if params else ()
+    flat_first = first if first.ndim == 1 else first.reshape(-1)
     if into_g and g.dtype is dtype and g.flags.c_contiguous:
-        _into_kernel(row, which, pattern, parallel, "g")(first.reshape(-1), *flat, *scalars)
+        _into_kernel(row, which, pattern, parallel, "g")(flat_first, *flat, *scalars)
         return first, g
     second = empty(g.shape, dtype)
     kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
-    kernel(first.reshape(-1), second.reshape(-1), *flat, *scalars)
+    kernel(flat_first, second if second.ndim == 1 else second.reshape(-1), *flat, *scalars)
     return first, second
 
 

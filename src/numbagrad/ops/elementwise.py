@@ -314,10 +314,15 @@ class Elementwise(Function):
         if state.enabled:  # create_graph: the differentiable formula on tensors
             return _tensor_backward(ctx, cls, g, needed)
         n = cls.arity
-        values = ctx.values or cls._no_values  # (plain inputs: forward recorded no scalars)
-        operands = []  # storage of each input (a saved tensor's, a scalar, or 0 where no gradient reads it)
-        for v in values:
-            operands.append(0 if v is None else v)
+        # storage of each input: a saved tensor's, a scalar, or 0 where no gradient reads it
+        values = ctx.values
+        if values:
+            operands = []
+            for v in values:
+                operands.append(0 if v is None else v)
+        else:  # plain inputs: forward recorded no scalars
+            values = cls._no_values
+            operands = [0] * n
         out_data = 0
         out_owned = False
         saved = ctx._saved
@@ -325,8 +330,8 @@ class Elementwise(Function):
             if ctx._freed:
                 raise RuntimeError(ERR_BACKWARD_TWICE)
             k = 0
-            for j in range(n):
-                if cls._saves[j] and values[j] is None:
+            for j in cls._save_idx:
+                if values[j] is None:
                     operands[j] = _saved_data(saved[k], ctx)
                     k += 1
             if cls._saves_out:
