@@ -377,10 +377,15 @@ class _Task:
         targets = self.targets
         releases = not self.retain_graph  # each node's saved tensors, right after it ran
         st = state
-        while ready:
-            node = heapq.heappop(ready)[2]
+        node = None  # the next node to run, when the last one made it the only ready one (it skips the heap)
+        while True:
+            if node is None:
+                if not ready:
+                    break
+                node = heapq.heappop(ready)[2]
             if type(node) is AccumulateGrad:  # a leaf given as a root
                 self._accumulate_leaf(node, buffers.pop(node)[0])
+                node = None
                 continue
             grads_in = buffers.pop(node, None) or [None] * node._num_outputs
             if node._hooked:
@@ -418,6 +423,7 @@ class _Task:
             grads_in = None
             # hand each gradient to its next node's buffer; queue the nodes that became ready
             leaves = None
+            follow = None  # a node that became ready while no other is: it runs next, without the heap
             for (nxt, nr), g in zip(node.next_functions, grads_out):
                 if nxt is None:
                     continue
@@ -436,9 +442,15 @@ class _Task:
                             if leaves is None:
                                 leaves = []
                             leaves.append(nxt)
+                    elif follow is None and not ready:
+                        follow = nxt
                     else:
+                        if follow is not None:
+                            heapq.heappush(ready, (-follow._sequence_nr, id(follow), follow))
+                            follow = None
                         heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
-            grads_out = g = buf = None  # only the buffers hold the gradients now: keeps reference counts exact
+            node = follow
+            grads_out = g = buf = follow = None  # only the buffers hold the gradients now: exact reference counts
             if leaves:  # accumulated once nothing but the buffer holds their gradients
                 for leaf in leaves:  # the popped gradient goes straight into the call: no local holds it
                     self._accumulate_leaf(leaf, buffers.pop(leaf)[0], waiting)

@@ -106,7 +106,8 @@ class Elementwise(Function):
     _save_idx: tuple = ()  # the inputs some gradient reads
     _no_values: tuple = ()  # one None per input: the values of inputs that are all tensors
     _saves_out = False
-    _passthrough: tuple = ()
+    _passthrough: tuple = ()  # per input: is its gradient g itself?
+    _only_passthrough = False
     _tensor_grads = None
     _kernel_pairs: dict = {}  # needs_input_grad -> the two inputs whose gradients one fused kernel computes
     _array_pattern = "a"  # elementwise_plain's pattern when every operand is a whole array: "a" per input
@@ -314,6 +315,11 @@ class Elementwise(Function):
         if state.enabled:  # create_graph: the differentiable formula on tensors
             return _tensor_backward(ctx, cls, g, needed)
         n = cls.arity
+        if cls._only_passthrough and ctx.in_meta is None:  # (add): each gradient is g itself, no kernel
+            grads = []
+            for i in range(n):
+                grads.append(g if needed[i] else None)
+            return (*grads, *([None] * len(ctx.params)))
         # storage of each input: a saved tensor's, a scalar, or 0 where no gradient reads it
         values = ctx.values
         if values:
@@ -539,6 +545,7 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
         cls._no_values = (None,) * row.arity
         cls._saves_out = any(n[1] in u for n, u in zip(names, uses))
         cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
+        cls._only_passthrough = all(cls._passthrough)
         cls._tensor_grads = _LazyTensorGrads(row)
         if row.arity == 2 and not any(cls._passthrough):  # both gradients needed: one kernel computes the two
             cls._kernel_pairs = {(True, True) + (False,) * k: (0, 1) for k in range(len(row.params) + 1)}
