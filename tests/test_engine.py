@@ -563,3 +563,32 @@ def test_queue_callback_outside_backward_is_an_error():
 
     with pytest.raises(RuntimeError, match="only be installed during backward"):
         queue_callback(lambda: None)
+
+
+def _node_summary(t):
+    """What a node records, saved inputs by identity (the output saved as "out"): comparable across two builds."""
+    node = t.grad_fn
+    saved = [(id(s[0]) if s[2] < 0 else "out", s[1], s[2], s[3]) for s in node._saved or ()]
+    return type(node).__name__, node.next_functions, node.needs_input_grad, saved
+
+
+_FAST_CASES = [(name, (True,)) for name in ("exp", "relu", "sigmoid")] + [
+    (name, grads) for name in ("mul", "add", "sub", "div") for grads in ((True, True), (True, False), (False, True))
+]
+
+
+@pytest.mark.parametrize(("name", "grads"), _FAST_CASES)
+def test_unrolled_fast_paths_build_the_node_the_general_loop_builds(name, grads):
+    # ``_fast_one``/``_fast_pair`` (what ``relu(x)`` and ``x * w`` call) against ``_fast_apply``'s loop
+    from numbagrad.autograd.grad_mode import state
+    from numbagrad.ops.elementwise import CLASSES
+
+    cls = CLASSES[name].get("tt") or CLASSES[name][""]
+    a = leaf([0.5, -1.5, 2.0], requires_grad=grads[0])
+    if cls.arity == 1:
+        unrolled, looped = cls._fast_one(a, state), cls._fast_apply((a,), state)
+    else:
+        b = leaf([1.5, 2.5, -3.0], requires_grad=grads[1]) * 1.0  # a non-leaf when it requires grad
+        unrolled, looped = cls._fast_pair(a, b, state), cls._fast_apply((a, b), state)
+    assert np.array_equal(unrolled.detach().numpy(), looped.detach().numpy())
+    assert _node_summary(unrolled) == _node_summary(looped)
