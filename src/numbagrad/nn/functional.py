@@ -18,7 +18,6 @@ from .._tensor import Tensor
 from .._types import broadcast_shapes, wrap_dim
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad, state
-from ..backend import backend_for
 from ..ops import loss_ops, nn_ops
 from ..ops._common import not_a_tensor, same_backend
 from ..ops.creation import _generator
@@ -615,10 +614,7 @@ class _Linear(Function):
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
         ctx.save_for_backward(x, weight)
         xd, wd, bd = x._data, weight._data, bias._data
-        if type(wd) is type(xd) and type(bd) is type(xd):
-            backend = backend_for(xd)
-        else:
-            backend = same_backend((x, weight, bias))  # torch's error when they are on two devices
+        backend = same_backend((x, weight, bias))  # (torch's error when they are on two devices)
         shape = xd.shape
         if len(shape) == 2:
             return Tensor._make(backend.linear(xd, wd, bd))

@@ -139,13 +139,13 @@ def _storable(d: np.dtype) -> np.dtype:
 def same_backend(tensors):
     """The backend of tensors one op combines: all on one device, except that 0-dim CPU tensors may join a
     cuda op (as in torch). Mixing devices otherwise is torch's RuntimeError."""
-    first = None
+    first = kind = None
     for t in tensors:
         if isinstance(t, Tensor):
-            b = backend_for(t._data)
+            data = t._data
             if first is None:
-                first = b
-            elif b is not first:
+                first, kind = backend_for(data), type(data)
+            elif type(data) is not kind and backend_for(data) is not first:  # (one storage type: one backend)
                 return _mixed(tensors)
     return first
 
