@@ -592,3 +592,46 @@ def test_unrolled_fast_paths_build_the_node_the_general_loop_builds(name, grads)
         unrolled, looped = cls._fast_pair(a, b, state), cls._fast_apply((a, b), state)
     assert np.array_equal(unrolled.detach().numpy(), looped.detach().numpy())
     assert _node_summary(unrolled) == _node_summary(looped)
+
+
+_BACKWARD_CASES = ["exp", "relu", "sigmoid", "tanh", "sqrt", "log", "mul", "div", "atan2", "maximum"]
+
+
+@pytest.mark.parametrize("name", _BACKWARD_CASES)
+def test_unrolled_backwards_give_the_general_backwards_gradients(name):
+    # ``_backward_one``/``_backward_pair`` (what relu's and mul's nodes run) against ``Elementwise.backward``
+    from numbagrad.ops.elementwise import CLASSES, Elementwise
+
+    cls = CLASSES[name].get("tt") or CLASSES[name][""]
+    assert cls.backward is not Elementwise.backward  # the row takes an unrolled path
+    inputs = [leaf([0.5, 1.5, 2.0]), leaf([1.5, 2.5, 0.25])][: cls.arity]
+    node = cls.apply(*inputs).grad_fn
+    g = numbagrad.tensor([1.0, -2.0, 3.0])
+    with numbagrad.no_grad():  # (as the engine runs nodes without create_graph)
+        unrolled, general = node._apply([g]), Elementwise.backward(node, g)
+    assert len(unrolled) == len(general) == cls.arity
+    for u, v in zip(unrolled, general):
+        assert u.dtype == v.dtype and np.array_equal(u.numpy(), v.numpy())
+
+
+def test_unrolled_backward_writes_a_large_gradient_into_the_saved_output_it_frees():
+    # at SAVED_REUSE_MIN_SIZE elements relu's gradient takes its saved output's buffer, as the general path did
+    from numbagrad.ops.elementwise import SAVED_REUSE_MIN_SIZE
+
+    values = np.linspace(-1.0, 1.0, SAVED_REUSE_MIN_SIZE, dtype=np.float32)
+    x = leaf(values)
+    y = numbagrad.relu(x)
+    buffer = y._data.__array_interface__["data"][0]
+    loss = y.sum()
+    del y  # only relu's node holds its output now
+    loss.backward()
+    assert x.grad.numpy().tolist() == (values > 0).astype(np.float32).tolist()
+    assert x.grad._data.__array_interface__["data"][0] == buffer
+
+
+def test_unrolled_backward_still_reports_a_saved_tensor_modified_in_place():
+    x = leaf([0.5, 1.5])
+    y = x.exp()
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

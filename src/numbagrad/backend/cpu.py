@@ -246,11 +246,18 @@ def elementwise_grad(
         return _in_single(row, _GRAD[i], (g, out, *inputs), params, empty(g.shape, dtype))
     if result is None:
         return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, empty(g.shape, dtype), True)
-    if result is g and g.dtype is dtype and g.flags.c_contiguous and g.size:
-        flat, pattern, _ = _flatten((g, out, *inputs), g.size, dtype, g.shape)
-        kernel = _into_kernel(row, _GRAD[i], pattern, g.size >= PARALLEL_THRESHOLD, "g")
-        kernel(*flat, *[dtype.type(p) for p in params] if params else ())
-        return g
+    size = g.size
+    if (result is g or result is out) and result.dtype is dtype and result.flags.c_contiguous and result.size == size:
+        # into the gradient's or the saved output's own buffer: the kernel that writes that operand in place
+        flat, pattern, inner = _flatten((g, out, *inputs), size, dtype, g.shape, True)
+        scalars = [dtype.type(p) for p in params] if params else ()
+        if inner:
+            scalars = (*scalars, size // inner, inner)
+        if size:
+            _into_kernel(row, _GRAD[i], pattern, size >= PARALLEL_THRESHOLD, "g" if result is g else "o")(
+                *flat, *scalars
+            )
+        return result
     return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, result)
 
 
