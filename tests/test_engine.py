@@ -635,3 +635,10 @@ def test_unrolled_backward_still_reports_a_saved_tensor_modified_in_place():
     y.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_the_engine_works_out_buffer_ownership_only_for_nodes_that_write_into_gradients():
+    # add's gradients are g itself (no kernel writes anywhere); mul's backward may write into an owned g
+    x, y = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    assert type((x + y).grad_fn)._reuses_grad_buffers is False
+    assert type((x * y).grad_fn)._reuses_grad_buffers is True

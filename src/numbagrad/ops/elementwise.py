@@ -629,6 +629,8 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
         cls._saves_out = any(n[1] in u for n, u in zip(names, uses))
         cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
         cls._only_passthrough = all(cls._passthrough)
+        if cls._only_passthrough:  # (add) its gradients are g itself: the engine need not work out who owns g
+            cls._backward_cls._reuses_grad_buffers = False
         cls._tensor_grads = _LazyTensorGrads(row)
         if row.arity == 1 and attrs["differentiable"] and not cls._passthrough[0] and (cls._saves[0] or cls._saves_out):
             cls.backward = staticmethod(Elementwise._backward_one)  # (it hands anything uncommon to backward)
