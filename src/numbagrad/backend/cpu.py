@@ -209,7 +209,7 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
 def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, out_dtype=None, pattern=None):
     """``elementwise`` for operands already known to be C-contiguous arrays of ``shape`` and ``dtype`` (or numbers):
     what an op's fast path calls, skipping the per-operand checks. ``pattern``: ``"a"`` per operand when the
-    caller knows they are all arrays (else worked out here)."""
+    caller knows they are all arrays (else worked out here, and numbers in ``operands`` become numpy scalars)."""
     try:
         out = np.empty(shape, dtype if out_dtype is None else out_dtype)
     except MemoryError:
@@ -218,10 +218,12 @@ def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, o
         return _run(row, "forward", operands, (), dtype, out, True)
     if pattern is None:
         pattern = ""
-        for v in operands:
-            pattern += "a" if type(v) is np.ndarray else "s"
-        if "s" in pattern:  # numbers become scalars of the computing dtype
-            operands = [o if type(o) is np.ndarray else dtype.type(o) for o in operands]
+        for k in range(len(operands)):
+            if type(operands[k]) is np.ndarray:
+                pattern += "a"
+            else:  # a number becomes a scalar of the computing dtype (in the caller's list: it is the op's own)
+                pattern += "s"
+                operands[k] = dtype.type(operands[k])
     kernels = _FORWARD.get(row.name)
     kernel = kernels.get(pattern) if kernels is not None else None
     if kernel is None:
