@@ -642,3 +642,15 @@ def test_the_engine_works_out_buffer_ownership_only_for_nodes_that_write_into_gr
     x, y = leaf([1.0, 2.0]), leaf([3.0, 4.0])
     assert type((x + y).grad_fn)._reuses_grad_buffers is False
     assert type((x * y).grad_fn)._reuses_grad_buffers is True
+
+
+@pytest.mark.parametrize("bias_shape", [(5,), (4, 1), (1, 5)])
+def test_a_gradient_written_into_its_own_buffer_reads_a_broadcast_operand_by_rows(bias_shape):
+    # sigmoid's gradient is owned by the engine, so mul's backward writes x's gradient into it, reading b by rows
+    gen = np.random.default_rng(1)
+    x_values = gen.standard_normal((4, 5)).astype(np.float32)
+    b_values = gen.standard_normal(bias_shape).astype(np.float32)
+    x = leaf(x_values)
+    numbagrad.sigmoid(numbagrad.exp(x * 1.0) * numbagrad.tensor(b_values)).sum().backward()
+    s = 1 / (1 + np.exp(-(np.exp(x_values) * b_values)))
+    np.testing.assert_allclose(x.grad.numpy(), s * (1 - s) * b_values * np.exp(x_values), rtol=1e-5, atol=1e-6)
