@@ -121,7 +121,8 @@ def _make_grads(outputs: tuple, grad_outputs) -> list:
         out = outputs[0]
         data = out._data
         if data.size == 1 and data.dtype.kind == "f" and (out._requires_grad or out.grad_fn is not None):
-            return [Tensor._make(out._backend.full(data.shape, 1, data.dtype))]
+            backend = _tensor._BACKENDS.get(type(data)) or _tensor.backend_for(data)  # (out._backend's lookup)
+            return [Tensor._make(backend.full(data.shape, 1, data.dtype))]
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     elif isinstance(grad_outputs, Tensor):

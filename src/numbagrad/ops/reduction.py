@@ -17,6 +17,8 @@ from .._tensor import Tensor
 from .._types import get_default_dtype, to_dtype
 from ..autograd.function import _NO_EDGE, Function, _sequence, edge_of
 from ..autograd.grad_mode import state
+from ..backend import _BY_TYPE as _BACKENDS
+from ..backend import backend_for
 from ._common import wrap_dim, wrap_dims
 from ._registry import Sample, T, declare
 from .inplace import write_inplace
@@ -61,7 +63,7 @@ def _expand_back(g: Tensor, shape, axes, keepdim: bool) -> Tensor:
             g = g.reshape(_keepdim_shape(shape, axes))
         return g.expand(shape)
     data = g._data
-    backend = g._backend
+    backend = _BACKENDS.get(type(data)) or backend_for(data)  # (what g._backend returns, without its frame)
     if not keepdim and data.ndim != len(shape) and data.size != 1:  # (one element expands from any shape)
         data = backend.reshape(data, _keepdim_shape(shape, axes))
     return Tensor._make(backend.broadcast_to(data, shape))
@@ -87,7 +89,7 @@ class Sum(Function):
             return None
         data = x._data
         result = _new(Tensor)
-        result._data = x._backend.reduce(data, "sum", axes, keepdim, dt)
+        result._data = (_BACKENDS.get(type(data)) or backend_for(data)).reduce(data, "sum", axes, keepdim, dt)
         if st.enabled and (x._requires_grad or x.grad_fn is not None) and dt.kind in "fc":
             ctx = cls._backward_cls()
             ctx.needs_input_grad = _FIRST_ONLY
