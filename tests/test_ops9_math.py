@@ -57,11 +57,36 @@ def test_each_form_matches_torch_in_values_node_and_gradients(torch, fn):
     same(torch, fn, X.copy(), Y.copy())
 
 
-@pytest.mark.parametrize("name", ["sinh", "cosh", "atan", "expm1", "erf", "log1p", "log2", "log10", "asin", "acos"])
+@pytest.mark.parametrize(
+    "name", ["sinh", "cosh", "atan", "expm1", "erf", "erfinv", "log1p", "log2", "log10", "asin", "acos"]
+)
 def test_unary_rows_match_torch(torch, name):
     x = np.array([0.01, 0.3, 0.6, 0.9])
     same(torch, lambda lib, t: getattr(lib, name)(t), x)
     same(torch, lambda lib, t: getattr(t, name)(), x)
+
+
+def test_erfinv_matches_torch_at_the_ends_of_its_domain(torch):
+    """Infinite at -1 and 1, NaN beyond, -0.0 kept, and the tails (torch's values are within 2e-15 there)."""
+    x = np.array([-1.0, 1.0, 1.5, -2.0, np.nan, -0.0, 0.0, 1e-300, -0.999, 0.99999, -0.9999999])
+    same(torch, lambda lib, t: lib.erfinv(t), x, grads=False, rtol=2e-15)
+
+
+def test_erfinv_of_float32_matches_torch(torch):
+    x = np.linspace(-0.999, 0.999, 41).astype(np.float32)
+    same(torch, lambda lib, t: lib.erfinv(t), x, rtol=3e-7)
+
+
+def test_erfinv_undoes_erf():
+    x = numbagrad.linspace(-4, 4, 81, dtype=numbagrad.float64)
+    np.testing.assert_allclose(numbagrad.erfinv(numbagrad.erf(x)).numpy(), x.numpy(), rtol=1e-9, atol=1e-15)
+
+
+def test_erfinv_in_place_is_the_tensor_method():
+    x = numbagrad.tensor([0.25, -0.75])
+    expected = x.erfinv()
+    assert x.erfinv_() is x
+    np.testing.assert_array_equal(x.numpy(), expected.numpy())
 
 
 # --- integers and bools ---------------------------------------------------------------------------------------------
