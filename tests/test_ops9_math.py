@@ -82,6 +82,16 @@ def test_erfinv_undoes_erf():
     np.testing.assert_allclose(numbagrad.erfinv(numbagrad.erf(x)).numpy(), x.numpy(), rtol=1e-9, atol=1e-15)
 
 
+def test_erfinv_near_one_is_as_exact_as_in_the_middle():
+    """Beyond |y| = 0.99998 the CPU kernel's fast erfc gives way to libm's (the fix-up loop): the tail keeps its
+    digits, in an array that mixes both."""
+    from numbagrad.scalar_math import _np_erfinv
+
+    tail = 1 - np.logspace(-15, -1, 57)
+    y = np.concatenate([tail, -tail, np.linspace(-0.9, 0.9, 19)])
+    np.testing.assert_allclose(numbagrad.erfinv(numbagrad.tensor(y)).numpy(), _np_erfinv(y), rtol=1e-14)
+
+
 def test_erfinv_in_place_is_the_tensor_method():
     x = numbagrad.tensor([0.25, -0.75])
     expected = x.erfinv()

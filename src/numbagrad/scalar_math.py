@@ -1006,8 +1006,8 @@ class Row:
     makes the activations 2-3x faster (sigmoid of 1e5 elements: 160 us in float64, 50 us; torch 50 us); log, tanh,
     log1p, expm1 and erf are ``float32_math`` too (tanh of 1e5 float32 elements: 202 us, 61 us; torch 262 us). exp
     is not: the float32 expf is an ulp off at exp(4), which then prints 54.5982 where torch prints 54.5981.
-    ``fix_up``: the row's CPU kernels call the fast versions of sin, cos, tan, fmod, % and // and recompute with the
-    exact ones the results that come out nan (``codegen._map_kernel``), so its functions must carry such a nan to
+    ``fix_up``: the row's CPU kernels call the fast versions of sin, cos, tan, fmod, %, // and erfc and recompute with
+    the exact ones the results that come out nan (``codegen._map_kernel``), so its functions must carry such a nan to
     their result.
 
     ``doc``: what the op computes, in one line: the first line of its public function's and in-place method's
@@ -1097,8 +1097,8 @@ def _np_erfinv(y):
     """erfinv by bisection on erf (erfc near 1) down to two adjacent floats: slow, simple, independent."""
 
     def solve(v: float) -> float:
-        if not abs(v) < 1:
-            return math.copysign(math.inf, v) if abs(v) == 1 else math.nan
+        if not 0 < abs(v) < 1:
+            return v if v == 0 else math.copysign(math.inf, v) if abs(v) == 1 else math.nan
         a, lo, hi = abs(v), 0.0, 27.0  # (erfc(27) underflows)
         mid = 13.5
         while lo < mid < hi:  # (above 0.5, erfc against 1 - a, which is exact, resolves a near 1)
@@ -1276,6 +1276,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("erfc", erfc, (erfc_grad,), lambda x: _np_erf(x, math.erfc), "ErfcBackward0", float_only=True,
         doc="The complementary error function ``1 - erf(input)`` of each element, accurate where erf is near 1."),
     Row("erfinv", erfinv, (erfinv_grad,), _np_erfinv, "ErfinvBackward0", float_only=True, domain=(-0.9, 0.9),
+        fix_up=True,
         doc="The inverse error function of each element: ``erfinv(erf(x)) == x``, infinite at -1 and 1."),
     Row("asinh", asinh, (asinh_grad,), np.arcsinh, "AsinhBackward0", ("asinh", "arcsinh"), float_only=True,
         doc="The inverse hyperbolic sine of each element."),
