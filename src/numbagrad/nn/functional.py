@@ -967,3 +967,315 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduct
         total = loss.sum()
         return total / input.shape[0] if input.dim() else total
     return _reduce(loss, reduction)
+
+
+# --- margin, ranking, embedding and likelihood losses ---------------------------------------------------------------
+# torch computes most of these as compositions (their last node is the reduction's); soft_margin_loss,
+# multi_margin_loss and multilabel_margin_loss are single nodes there, and are single nodes here, each with a
+# backward written in tensor ops so double backward needs no second formula.
+def _sizes(t: Tensor) -> str:
+    """A shape as torch's C++ messages print it: ``[2, 3]``."""
+    return str(list(t.shape))
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False, size_average=None,
+                     eps: float = 1e-8, reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
+    """Negative log-likelihood of ``target`` under a Poisson distribution of rate ``exp(input)`` (``log_input``) or
+    ``input``; ``full`` adds Stirling's approximation of ``log(target!)`` for targets above 1."""
+    reduction = _reduction(reduction, size_average, reduce)
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Tensor:  # fmt: skip
+    """``0.5 * (log(var) + (input - target)**2 / var)`` (plus ``0.5 * log(2 pi)`` with ``full``), ``var`` clamped
+    below at ``eps`` without passing that clamp to its gradient, as torch does."""
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * ops.ones_like(input)
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif input.dim() == var.dim() and sum(y for x, y in zip(input.shape, var.shape) if x != y) == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0, size_average=None,
+                        reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
+    """``max(0, -target * (input1 - input2) + margin)``: ``target`` 1 asks input1 to rank higher, -1 lower."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(
+            "margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} "
+        )
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average=None, reduce=None,
+                         reduction: str = "mean") -> Tensor:  # fmt: skip
+    """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1 (other targets add both)."""
+    reduction = _reduction(reduction, size_average, reduce)
+    zeros = ops.zeros_like(input)
+    margin_part = ops.where(target != 1, (margin - input).clamp_min(0), zeros)
+    self_part = ops.where(target != -1, input, zeros)
+    return _reduce(margin_part + self_part, reduction)
+
+
+class _SoftMarginLoss(Function):
+    """``log(1 + exp(-target * input))``, reduced, in one node."""
+
+    node_name = "SoftMarginLossBackward0"
+
+    @staticmethod
+    def forward(ctx, input: Tensor, target: Tensor, reduction: str) -> Tensor:
+        ctx.save_for_backward(input, target)
+        ctx.reduction = reduction
+        return _reduce((-input * target).exp().log1p(), reduction)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        input, target = ctx.saved_tensors
+        scale = grad / input.numel() if ctx.reduction == "mean" else grad
+        grad_input = -target * (-input * target).sigmoid() * scale
+        return grad_input, None, None
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                     reduction: str = "mean") -> Tensor:  # fmt: skip
+    """The two-class logistic loss ``log(1 + exp(-target * input))`` for targets in {1, -1}."""
+    reduction = _reduction(reduction, size_average, reduce)
+    return _SoftMarginLoss.apply(input, target, reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+                                reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
+    """One-vs-all logistic loss over the classes of the last dim, averaged over them: one loss per sample."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    loss = loss.sum(dim=class_dim) / input.shape[class_dim]
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0, size_average=None,
+                          reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
+    """``1 - cos(input1, input2)`` where ``target`` is 1, ``max(0, cos - margin)`` where it is -1."""
+    reduction = _reduction(reduction, size_average, reduce)
+    dim = target.dim()
+    if dim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if dim == 1 and (input1.dim() != 2 or input2.dim() != 2):
+        raise RuntimeError(
+            "1D target tensor expects 2D input tensors, but found inputs with sizes "
+            f"{_sizes(input1)} and {_sizes(input2)}."
+        )
+    if dim == 0 and (input1.dim() != 1 or input2.dim() != 1):
+        raise RuntimeError(
+            "0D target tensor expects 1D input tensors, but found inputs with sizes "
+            f"{_sizes(input1)} and {_sizes(input2)}."
+        )
+    eps = 1e-12
+    prod_sum = (input1 * input2).sum(dim)
+    mag1 = (input1 * input1).sum(dim) + eps
+    mag2 = (input2 * input2).sum(dim) + eps
+    cos = prod_sum / (mag1 * mag2).sqrt()
+    zeros = ops.zeros_like(cos)
+    positive = ops.where(target == 1, 1 - cos, zeros)
+    negative = ops.where(target == -1, (cos - margin).clamp_min(0), zeros)
+    return _reduce(positive + negative, reduction)
+
+
+def _margin_targets(input: Tensor, target: Tensor) -> tuple:
+    """The (rows, classes) view of a 1-D or 2-D margin-loss input, and its class count, with torch's checks."""
+    if input.dim() > 2 or (input.dim() == 2 and input.shape[1] == 0) or (input.dim() < 2 and input.numel() == 0):
+        raise RuntimeError(
+            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: " + _sizes(input)
+        )
+    classes = input.shape[-1] if input.dim() else 1
+    return input.reshape(-1, classes), classes
+
+
+def _reduce_rows(per_row: Tensor, input: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return per_row.reshape(input.shape[:-1]) if input.dim() else per_row.reshape(())
+    return _reduce(per_row, reduction)
+
+
+class _MultiMarginLoss(Function):
+    """``sum_{j != y} max(0, margin - x[y] + x[j]) ** p * weight[y] / C`` per sample, in one node."""
+
+    node_name = "MultiMarginLossBackward0"
+
+    @staticmethod
+    def forward(ctx, input: Tensor, target: Tensor, p: int, margin: float, weight, reduction: str) -> Tensor:
+        rows, classes = _margin_targets(input, target)
+        index = target.reshape(-1, 1)
+        z = (margin - rows.gather(1, index) + rows).scatter(1, index, 0.0).clamp_min(0)
+        scale = 1.0 if weight is None else weight[target.reshape(-1)].reshape(-1, 1)
+        per_row = ((z if p == 1 else z * z) * scale).sum(1) / classes
+        ctx.save_for_backward(input, target, weight)
+        ctx.p, ctx.margin, ctx.reduction = p, margin, reduction
+        return _reduce_rows(per_row, input, reduction)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        input, target, weight = ctx.saved_tensors
+        rows, classes = _margin_targets(input, target)
+        index = target.reshape(-1, 1)
+        z = (ctx.margin - rows.gather(1, index) + rows).scatter(1, index, 0.0)
+        active = (z > 0).to(rows.dtype)
+        dz = active if ctx.p == 1 else 2 * z * active
+        if weight is not None:
+            dz = dz * weight[target.reshape(-1)].reshape(-1, 1)
+        per_row_grad = grad.reshape(-1, 1) if ctx.reduction == "none" else grad.expand(rows.shape[0], 1)
+        if ctx.reduction == "mean":
+            per_row_grad = per_row_grad / rows.shape[0]
+        dz = dz * per_row_grad / classes
+        grad_rows = dz.scatter(1, index, -dz.sum(1, keepdim=True))
+        return grad_rows.reshape(input.shape), None, None, None, None, None
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                      size_average=None, reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
+    """The multi-class hinge loss: each wrong class scoring within ``margin`` of the target class costs."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    _margin_targets(input, target)
+    rows = input.shape[0] if input.dim() == 2 else 1
+    classes = input.shape[-1] if input.dim() else 1
+    if target.dim() > 1 or target.numel() != rows:
+        raise RuntimeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of input samples (batch "
+            f"size). Expected target size [{rows}], but got {_sizes(target)}. Input has shape {_sizes(input)}."
+        )
+    if weight is not None and weight.numel() != classes:
+        raise RuntimeError(f"inconsistent weight size, expected {classes} but got {_sizes(weight)}")
+    if target.numel() and (int(target.min()) < 0 or int(target.max()) >= classes):
+        raise RuntimeError("target out of range")
+    return _MultiMarginLoss.apply(input, target, p, margin, weight, reduction)
+
+
+class _MultilabelMarginLoss(Function):
+    """``sum_{j in targets} sum_{k not in targets} max(0, 1 - (x[j] - x[k])) / C`` per sample, in one node."""
+
+    node_name = "MultilabelMarginLossBackward0"
+
+    @staticmethod
+    def _pairs(input: Tensor, target: Tensor) -> tuple:
+        """Per row: which classes are targets (the indices before the first -1), and the hinge of every (target j,
+        other k) pair, as a (rows, C, C) tensor masked to the pairs that count."""
+        rows, classes = _margin_targets(input, target)
+        labels = target.reshape(-1, classes).numpy()
+        chosen = np.zeros((rows.shape[0], classes), dtype=bool)
+        for r, row in enumerate(labels):
+            for label in row:
+                if label < 0:
+                    break
+                chosen[r, label] = True
+        pairs = chosen[:, :, None] & ~chosen[:, None, :]
+        hinge = 1 - (rows.unsqueeze(2) - rows.unsqueeze(1))
+        mask = Tensor._make(pairs & (hinge.detach().numpy() > 0)).to(rows.dtype)
+        return rows, classes, hinge, mask
+
+    @staticmethod
+    def forward(ctx, input: Tensor, target: Tensor, reduction: str) -> Tensor:
+        rows, classes, hinge, mask = _MultilabelMarginLoss._pairs(input, target)
+        ctx.save_for_backward(input, target)
+        ctx.reduction = reduction
+        return _reduce_rows((hinge * mask).sum((1, 2)) / classes, input, reduction)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        input, target = ctx.saved_tensors
+        rows, classes, _, mask = _MultilabelMarginLoss._pairs(input, target)
+        per_row_grad = grad.reshape(-1, 1) if ctx.reduction == "none" else grad.expand(rows.shape[0], 1)
+        if ctx.reduction == "mean":
+            per_row_grad = per_row_grad / rows.shape[0]
+        scale = per_row_grad / classes
+        grad_rows = (mask.sum(1) - mask.sum(2)) * scale
+        return grad_rows.reshape(input.shape), None, None
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                           reduction: str = "mean") -> Tensor:  # fmt: skip
+    """The multi-label hinge loss: ``target`` lists each sample's classes, ended by the first -1."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if input.dim() <= 1:
+        ok = target.dim() <= 1 and target.numel() == (input.shape[0] if input.dim() else 1)
+    else:
+        ok = target.dim() == 2 and tuple(target.shape) == tuple(input.shape)
+    if input.dim() <= 2 and not ok:
+        raise RuntimeError(f"inconsistent target size: {_sizes(target)} for input of size: {_sizes(input)}")
+    classes = input.shape[-1] if input.dim() else 1
+    if target.numel() and (int(target.min()) < -1 or int(target.max()) >= classes):
+        raise RuntimeError("target out of range")
+    return _MultilabelMarginLoss.apply(input, target, reduction)
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average=None, reduce=None,
+                        reduction: str = "mean") -> Tensor:  # fmt: skip
+    """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with the ``p``-norm distance (``swap``: the
+    smaller of the negative's distances to the anchor and to the positive)."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim == n_dim):
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but "
+            f"got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs"
+        )
+    return triplet_margin_with_distance_loss(
+        anchor, positive, negative, margin=margin, swap=swap, reduction=reduction,
+        distance_function=lambda x, y: pairwise_distance(x, y, p, eps),
+    )  # fmt: skip
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:  # fmt: skip
+    """The triplet loss with any distance (``pairwise_distance`` by default)."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim == n_dim):
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but "
+            f"got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs"
+        )
+    distance = distance_function if distance_function is not None else pairwise_distance
+    dist_pos = distance(anchor, positive)
+    dist_neg = distance(anchor, negative)
+    if swap:
+        dist_neg = ops.minimum(dist_neg, distance(positive, negative))
+    return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
