@@ -6,6 +6,9 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
+from .. import ops
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 
@@ -126,3 +129,105 @@ def kaiming_normal_(
     """
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     return tensor if std is None else normal_(tensor, 0.0, std)
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator=None) -> Tensor:  # fmt: skip
+    """Fill ``tensor`` with draws from ``N(mean, std ** 2)`` truncated to ``[a, b]``, in place.
+
+    As torch: where the interval holds more than 30% of the mass, normal draws outside it are redrawn; otherwise
+    uniform draws on ``[a, b]`` are accepted with the normal density's ratio to its peak there (rejection sampling),
+    so narrow intervals far in a tail do not loop for ever. ``generator`` is accepted but ignored.
+    """
+    if (mean < a - 2 * std) or (mean > b + 2 * std):
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may be "
+            "incorrect.",
+            stacklevel=2,
+        )
+
+    def norm_cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    with no_grad():
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            result = ops.empty_like(tensor).normal_(mean, std)
+            while bool((outside := (result < a) | (result > b)).any()):
+                result = ops.where(outside, ops.empty_like(result).normal_(mean, std), result)
+        else:
+            peak = max(a, min(mean, b))
+            log_peak = -0.5 * ((peak - mean) / std) ** 2
+            result = ops.empty_like(tensor).uniform_(a, b)
+            pending = ops.empty_like(tensor).uniform_().log() > -0.5 * ((result - mean) / std) ** 2 - log_peak
+            while bool(pending.any()):
+                candidates = ops.empty_like(tensor).uniform_(a, b)
+                result = ops.where(pending, candidates, result)
+                accept = ops.empty_like(tensor).uniform_().log() <= -0.5 * ((candidates - mean) / std) ** 2 - log_peak
+                pending = pending & ~accept
+        return tensor.copy_(result)
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-D ``tensor`` with the identity (ones on the main diagonal), in place: linear layers that start as
+    the identity map."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        return tensor.copy_(ops.eye(*tensor.shape, dtype=tensor.dtype))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3-, 4- or 5-D convolution weight with the Dirac delta, in place: each output channel of each group
+    copies one input channel through the kernel's centre, so the convolution starts as the identity."""
+    dims = tensor.dim()
+    if dims not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = sizes[0] // groups
+    weight = np.zeros(sizes, dtype=tensor.dtype.numpy)
+    centre = tuple(size // 2 for size in sizes[2:])
+    for g in range(groups):
+        for d in range(min(per_group, sizes[1])):
+            weight[(g * per_group + d, d, *centre)] = 1
+    with no_grad():
+        return tensor.copy_(Tensor._make(weight))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
+    """Fill ``tensor`` (2-D or more, trailing dims flattened) with a random (semi-)orthogonal matrix times ``gain``,
+    in place (Saxe et al.): the Q of a Gaussian matrix's QR, its columns' signs fixed by R's diagonal so that Q is
+    uniform over the orthogonal group. ``generator`` is accepted but ignored."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    with no_grad():
+        flattened = ops.empty(rows, cols, dtype=tensor.dtype).normal_(0, 1).numpy().astype(np.float64)
+    if rows < cols:
+        flattened = flattened.T
+    q, r = np.linalg.qr(flattened)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    with no_grad():
+        tensor.copy_(Tensor._make(np.ascontiguousarray(q.reshape(tuple(tensor.shape)))).to(tensor.dtype))
+        return tensor.mul_(gain)
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """Fill a 2-D ``tensor`` from ``N(0, std ** 2)`` with ``ceil(sparsity * rows)`` zeros in each column at random
+    rows, in place (Martens' sparse initialisation). ``generator`` is accepted but ignored."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0, std)
+        for col in range(cols):
+            zero_rows = ops.randperm(rows)[:num_zeros]
+            tensor[zero_rows, col] = 0
+    return tensor
