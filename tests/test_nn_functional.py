@@ -88,6 +88,18 @@ CASES = [
     _case("glu", lambda lib, F, x: F.glu(x), X),
     _case("glu_dim0", lambda lib, F, x: F.glu(x, 0), R((4, 3))),
     _case("softmin", lambda lib, F, x: F.softmin(x, 1), X),
+    # torch's celu backward takes 1 / alpha in float32 (derivatives.yaml: 1.0 / alpha.toFloat()), a relative 1e-8
+    _case("celu", lambda lib, F, x: F.celu(x, 0.7), X, rtol=1e-7),
+    _case("celu_inplace", lambda lib, F, x: F.celu(x * 1, 1.5, inplace=True), X, rtol=1e-7),
+    _case("hardshrink", lambda lib, F, x: F.hardshrink(x), X),
+    _case("softshrink", lambda lib, F, x: F.softshrink(x, 0.8), X),
+    _case("threshold", lambda lib, F, x: F.threshold(x, 0.5, -2.0), X),
+    _case("threshold_", lambda lib, F, x: F.threshold_(x * 1, 0.5, -2.0), X),
+    _case("rrelu_eval", lambda lib, F, x: F.rrelu(x, 0.1, 0.3), X),
+    _case("rrelu_eval_inplace", lambda lib, F, x: F.rrelu(x * 1, inplace=True), X),
+    _case("prelu_one_weight", lambda lib, F, x, w: F.prelu(x, w), X, R((1,))),
+    _case("prelu_per_channel", lambda lib, F, x, w: F.prelu(x, w), IMG, R((3,))),
+    _case("prelu_1d_input", lambda lib, F, x, w: F.prelu(x, w), R((5,)), R((1,))),
     # in place (on a non-leaf)
     _case("relu6_inplace", lambda lib, F, x: F.relu6(x * 4, inplace=True), X),
     _case("leaky_relu_", lambda lib, F, x: F.leaky_relu_(x * 1, 0.3), X),
@@ -424,6 +436,13 @@ ERRORS = {
     "smooth_l1_beta": lambda lib, F: F.smooth_l1_loss(lib.zeros(3), lib.zeros(3), beta=-1.0),
     "huber_delta": lambda lib, F: F.huber_loss(lib.zeros(3), lib.zeros(3), delta=0.0),
     "l1_weight_size": lambda lib, F: F.l1_loss(lib.zeros(3), lib.zeros(3), weight=lib.ones(2)),
+    "prelu_channels": lambda lib, F: F.prelu(lib.zeros(2, 3), lib.ones(2)),
+    "prelu_weight_dims": lambda lib, F: F.prelu(lib.zeros(2, 3), lib.ones(3, 1)),
+    "prelu_dtypes": lambda lib, F: F.prelu(lib.zeros(2, 3, dtype=lib.float64), lib.ones(3)),
+    "softshrink_negative": lambda lib, F: F.softshrink(lib.zeros(3), -1.0),
+    "softshrink_negative_double": lambda lib, F: F.softshrink(lib.zeros(3, dtype=lib.float64), -0.5),
+    "hardshrink_int": lambda lib, F: F.hardshrink(lib.tensor([1, 2])),
+    "rrelu_int": lambda lib, F: F.rrelu(lib.tensor([1, 2])),
 }
 
 
@@ -515,6 +534,7 @@ SECOND_ORDER = {
     "avg_pool2d": lambda x, w: NF.avg_pool2d(x * w.sum(), 3, 2, 1, count_include_pad=False) ** 2,
     "adaptive_avg_pool2d": lambda x, w: NF.adaptive_avg_pool2d(x * w.sum(), (2, 3)) ** 2,
     "layer_norm": lambda x, w: NF.layer_norm(x, (5,), w.reshape(-1)[:5], w.reshape(-1)[5:10]),
+    "prelu": lambda x, w: NF.prelu(x, w.reshape(-1)[:2]) * x,
     "group_norm": lambda x, w: NF.group_norm(x, 2, w.reshape(-1)[:2], w.reshape(-1)[2:4]),
     "batch_norm": lambda x, w: NF.batch_norm(x, None, None, w.reshape(-1)[:2], w.reshape(-1)[2:4], training=True),
     "cross_entropy": lambda x, w: NF.cross_entropy(
@@ -562,8 +582,25 @@ def test_second_derivatives_gradgradcheck(name):
         lambda F, x: F.hardsigmoid(x),
         lambda F, x: F.softplus(x, 2.0, 6.0),
         lambda F, x: F.logsigmoid(x),
+        lambda F, x: F.hardshrink(x, 3.0),
+        lambda F, x: F.softshrink(x, 3.0),
+        lambda F, x: F.threshold(x, 3.0, 1.0),
+        lambda F, x: F.celu(x, 2.0),
     ],
-    ids=["relu6", "hardtanh", "leaky_relu", "elu", "hardswish", "hardsigmoid", "softplus", "logsigmoid"],
+    ids=[
+        "relu6",
+        "hardtanh",
+        "leaky_relu",
+        "elu",
+        "hardswish",
+        "hardsigmoid",
+        "softplus",
+        "logsigmoid",
+        "hardshrink",
+        "softshrink",
+        "threshold",
+        "celu",
+    ],  # fmt: skip
 )
 def test_gradients_at_the_kinks_match_torch(call):
     """At the points where the pieces meet (0, 6, +-3, the softplus threshold) torch picks one side: so do we."""
@@ -574,3 +611,22 @@ def test_gradients_at_the_kinks_match_torch(call):
     call(NF, ours).sum().backward()
     call(torch.nn.functional, theirs).sum().backward()
     np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+@pytest.mark.torch
+def test_threshold_keeps_integer_tensors_integral(torch):
+    ours = NF.threshold(numbagrad.tensor([1, 2, 3]), 1.5, 7)
+    assert ours.dtype is numbagrad.int64
+    assert ours.tolist() == torch.nn.functional.threshold(torch.tensor([1, 2, 3]), 1.5, 7).tolist()
+
+
+def test_rrelu_in_training_scales_negatives_by_slopes_within_bounds_and_backpropagates_them():
+    x = numbagrad.full((4000,), -1.0, dtype=numbagrad.float64, requires_grad=True)
+    out = NF.rrelu(x, 0.1, 0.3, training=True)
+    slopes = -out.detach().numpy()
+    assert slopes.min() >= 0.1 and slopes.max() <= 0.3 and abs(slopes.mean() - 0.2) < 0.01
+    assert out.grad_fn.name() == "RreluWithNoiseBackward0"
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), slopes)
+    positive = numbagrad.ones(3)
+    np.testing.assert_array_equal(NF.rrelu(positive, training=True).numpy(), np.ones(3))

@@ -155,6 +155,26 @@ def hardtanh_grad(g, out, x, min_val, max_val):
     return select((x > min_val) & (x < max_val), g, 0.0)  # torch: zero at the bounds themselves
 
 
+def hardshrink(x, lambd):
+    return select((x >= -lambd) & (x <= lambd), 0.0, x)
+
+
+def shrink_grad(g, out, x, lambd):
+    return select((x >= -lambd) & (x <= lambd), 0.0, g)
+
+
+def softshrink(x, lambd):
+    return select(x > lambd, x - lambd, select(x < -lambd, x + lambd, 0.0))
+
+
+def threshold(x, threshold, value):
+    return select(x <= threshold, value, x)
+
+
+def threshold_grad(g, out, x, threshold, value):
+    return select(x <= threshold, 0.0, g)
+
+
 def leaky_relu(x, negative_slope):
     return select(x > 0, x, x * negative_slope)
 
@@ -1172,6 +1192,15 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("hardtanh", hardtanh, (hardtanh_grad,), np.clip, "HardtanhBackward0", ("_hardtanh",), methods=(),
         params=("min_val", "max_val"),
         doc="Hard tanh: each element clamped into ``[min_val, max_val]``."),
+    Row("hardshrink", hardshrink, (shrink_grad,), lambda x, l: np.where(np.abs(x) <= l, 0.0, x), "HardshrinkBackward0",
+        ("_hardshrink",), methods=(), params=("lambd",), inplace=False,
+        doc="Hard shrinkage: ``input`` where ``|input| > lambd``, else 0."),
+    Row("softshrink", softshrink, (shrink_grad,), lambda x, l: np.where(np.abs(x) <= l, 0.0, x - np.sign(x) * l),
+        "SoftshrinkBackward0", ("_softshrink",), methods=(), params=("lambd",), inplace=False,
+        doc="Soft shrinkage: ``input`` moved ``lambd`` towards 0, and 0 where ``|input| <= lambd``."),
+    Row("threshold", threshold, (threshold_grad,), lambda x, t, v: np.where(x <= t, v, x), "ThresholdBackward0",
+        ("_threshold",), methods=(), params=("threshold", "value"), domain=(-1.0, 4.0),
+        doc="Threshold: ``value`` where ``input <= threshold``, else ``input``."),
     Row("leaky_relu", leaky_relu, (leaky_relu_grad,), lambda x, s: np.where(x > 0, x, x * s), "LeakyReluBackward0",
         ("_leaky_relu",), methods=(), params=("negative_slope",), float_only=True,
         doc="Leaky ReLU: ``input`` where positive, else ``negative_slope * input``."),
@@ -1416,6 +1445,7 @@ EXAMPLE_PARAMS = {
     "min_val": -0.5,
     "max_val": 0.5,
     "negative_slope": 0.1,
+    "lambd": 0.5,
     "alpha": 1.3,
     "scale": 1.1,
     "input_scale": 0.9,

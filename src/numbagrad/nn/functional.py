@@ -22,6 +22,7 @@ from ..ops import loss_ops, nn_ops
 from ..ops._common import not_a_tensor, same_backend
 from ..ops.creation import _generator
 from ..ops.elementwise import CLASSES, ROWS, make_function, row_inplace
+from ..ops.inplace import write_inplace
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -196,6 +197,148 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
     return nn_ops.Glu.apply(input, d)
+
+
+# torch's celu is elu with input_scale 1 / alpha, under its own node names.
+_CELU = make_function(ROWS["elu"], "CeluBackward0", "Celu")
+_CELU_INPLACE = make_function(ROWS["elu"], "CeluBackward1", "CeluInplace")
+_THRESHOLD_INPLACE = make_function(ROWS["threshold"], "ThresholdBackward1", "ThresholdInplace")
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``; ``inplace=True`` overwrites the input."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _activation("elu", input, (alpha, 1.0, 1.0 / alpha), inplace, "elu", _CELU_INPLACE if inplace else _CELU)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``celu``."""
+    return celu(input, alpha, inplace=True)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``input`` where ``|input| > lambd``, else 0."""
+    return _activation("hardshrink", input, (lambd,), False, "hardshrink")
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``input`` moved ``lambd`` towards zero, and 0 where ``|input| <= lambd``."""
+    if isinstance(input, Tensor) and input.is_floating_point() and lambd < 0:
+        limit = float(np.finfo(input.dtype.numpy).max)
+        raise RuntimeError(
+            f"lambda must be in range [0, {limit:g}] for input dtype {input.dtype.scalar_name}, but found {lambd:g}"
+        )
+    return _activation("softshrink", input, (lambd,), False, "softshrink")
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``value`` where ``input <= threshold``, else ``input`` (integer tensors too)."""
+    return _activation("threshold", input, (threshold, value), inplace, None,
+                       _THRESHOLD_INPLACE if inplace else None)  # fmt: skip
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place ``threshold``."""
+    return _activation("threshold", input, (threshold, value), True, None, _THRESHOLD_INPLACE)
+
+
+class _RReLU(Function):
+    """``input`` where positive, else ``input * slope`` with the slope drawn from ``U(lower, upper)`` per element in
+    training, or ``(lower + upper) / 2`` in evaluation; one node (torch's ``RreluWithNoiseBackward0``) whose
+    backward multiplies by the saved slopes."""
+
+    node_name = "RreluWithNoiseBackward0"
+
+    @staticmethod
+    def forward(ctx, input: Tensor, lower: float, upper: float, training: bool) -> Tensor:
+        if training:
+            slope = ops.empty_like(input).uniform_(lower, upper)
+        else:
+            slope = ops.full_like(input, (lower + upper) / 2)
+        noise = ops.where(input > 0, ops.ones_like(input), slope)
+        ctx.save_for_backward(noise)
+        return input * noise
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        (noise,) = ctx.saved_tensors
+        return grad * noise, None, None, None
+
+
+class _RReLUInplace(_RReLU):
+    node_name = "RreluWithNoiseBackward1"
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:  # fmt: skip
+    """Randomized leaky ReLU: negative inputs scaled by a random slope in ``[lower, upper]`` (training), or by the
+    mean slope (evaluation)."""
+    if not isinstance(input, Tensor):
+        raise not_a_tensor("rrelu", "input", 1, input)
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"leaky_relu_cpu\" not implemented for '{input.dtype.scalar_name}'")
+    if inplace:
+        return write_inplace(input, lambda old: _RReLUInplace.apply(old, lower, upper, training))
+    return _RReLU.apply(input, lower, upper, training)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    """In-place ``rrelu``."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+class _PReLU(Function):
+    """``input`` where positive, else ``weight * input``, the weight one value or one per channel (dim 1); one node
+    (torch's ``PreluKernelBackward0``) with a backward in tensor ops, so it has a second derivative."""
+
+    node_name = "PreluKernelBackward0"
+
+    @staticmethod
+    def _channel_weight(input: Tensor, weight: Tensor) -> Tensor:
+        if weight.numel() == 1 or input.dim() < 2:
+            return weight.reshape(())
+        return weight.reshape((input.shape[1],) + (1,) * (input.dim() - 2))
+
+    @staticmethod
+    def forward(ctx, input: Tensor, weight: Tensor) -> Tensor:
+        ctx.save_for_backward(input, weight)
+        return ops.where(input > 0, input, _PReLU._channel_weight(input, weight) * input)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        input, weight = ctx.saved_tensors
+        positive = input > 0
+        w = _PReLU._channel_weight(input, weight)
+        grad_input = ops.where(positive, grad, w * grad) if ctx.needs_input_grad[0] else None
+        grad_weight = None
+        if ctx.needs_input_grad[1]:
+            per_element = ops.where(positive, ops.zeros_like(input), input * grad)
+            if weight.numel() == 1 or input.dim() < 2:
+                grad_weight = per_element.sum().reshape(weight.shape)
+            else:
+                dims = tuple(d for d in range(input.dim()) if d != 1)
+                grad_weight = per_element.sum(dims).reshape(weight.shape)
+        return grad_input, grad_weight
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """Parametric ReLU: negative inputs scaled by a learned ``weight`` (one value, or one per channel of dim 1)."""
+    if not isinstance(input, Tensor):
+        raise not_a_tensor("prelu", "self", 1, input)
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    if weight.dtype != input.dtype:
+        raise RuntimeError(
+            f"prelu: Type promoting not supported. Got {input.dtype.scalar_name} and {weight.dtype.scalar_name}"
+        )
+    channels = input.shape[1] if input.dim() >= 2 else 1
+    if weight.numel() != 1 and weight.numel() != channels:
+        raise RuntimeError(
+            "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+            f"{weight.numel()} and channel size = {channels}."
+        )
+    return _PReLU.apply(input, weight)
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
