@@ -36,7 +36,7 @@ from .batchnorm import BatchNorm1d, BatchNorm2d
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d
 from .distance import CosineSimilarity, PairwiseDistance
-from .dropout import Dropout
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from .flatten import Flatten, Unflatten
 from .layers import Identity, Linear
 from .loss import (
@@ -69,6 +69,7 @@ from .sparse import Embedding
 
 __all__ = [
     "AdaptiveAvgPool2d",
+    "AlphaDropout",
     "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
@@ -81,8 +82,12 @@ __all__ = [
     "CosineSimilarity",
     "CrossEntropyLoss",
     "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
     "ELU",
     "Embedding",
+    "FeatureAlphaDropout",
     "Flatten",
     "GELU",
     "GLU",

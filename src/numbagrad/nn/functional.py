@@ -408,6 +408,100 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return input.mul_(m) if inplace else input * m
 
 
+_SELU_NEGATIVE_SATURATION = 1.7580993408473766  # -SELU(-inf) = scale * alpha
+
+
+def _masked_dropout(input: Tensor, p: float, training: bool, inplace: bool, feature: bool, alpha: bool) -> Tensor:
+    """torch's dropout family in one place: a keep mask per element, or per channel (``feature``: one draw for each
+    (N, C) map, broadcast over the rest); kept values scaled by ``1 / (1 - p)``, or, for ``alpha`` dropout, the
+    dropped ones set to SELU's negative saturation and the result shifted and scaled so that inputs of zero mean and
+    unit variance keep them."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if feature and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if p == 1.0:
+        zero = ops.zeros((), dtype=input.dtype, device=input.device)
+        return input.mul_(zero) if inplace else input * zero
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2) if feature else tuple(input.shape)
+    dt = input._data.dtype
+    keep = (_generator().random(shape, dtype=np.float32) >= np.float32(p)).astype(dt)
+    if not alpha:
+        scale = Tensor._make(input._backend.from_host(keep * dt.type(1.0 / (1.0 - p))))
+        return input.mul_(scale) if inplace else input * scale
+    a = 1.0 / math.sqrt((_SELU_NEGATIVE_SATURATION**2 * p + 1) * (1 - p))
+    shift = ((keep - 1) * (_SELU_NEGATIVE_SATURATION * a) + _SELU_NEGATIVE_SATURATION * a * p).astype(dt)
+    scale_t = Tensor._make(input._backend.from_host((keep * a).astype(dt)))
+    shift_t = Tensor._make(input._backend.from_host(shift))
+    return input.mul_(scale_t).add_(shift_t) if inplace else input * scale_t + shift_t
+
+
+def _channel_dropout(name: str, input: Tensor, p: float, training: bool, inplace: bool, spatial: int) -> Tensor:
+    """dropout1d/2d/3d: per-channel dropout of a (N, C, *spatial) input, or (C, *spatial) without a batch dim."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    dims = input.dim()
+    unbatched = dims == spatial + 1
+    if spatial == 1 and dims not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {dims}D input. Note that dropout1d exists to provide "
+            "channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, and an optional batch "
+            "dimension (i.e. 2D or 3D inputs)."
+        )
+    if spatial > 1 and dims not in (spatial + 1, spatial + 2):
+        warnings.warn(
+            f"{name}: Received a {dims}-D input to {name}, which is deprecated and will result in an error in a "
+            f"future release. To retain the behavior and silence this warning, please use dropout instead. Note that "
+            f"{name} exists to provide channel-wise dropout on inputs with {spatial} spatial dimensions, a channel "
+            f"dimension, and an optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).",
+            stacklevel=3,
+        )
+    if spatial == 2 and dims == 3:
+        # torch keeps its historical reading of a 3-D input to dropout2d as batched 1-D maps, and says so
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
+            "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will change "
+            "in a future release to interpret the input as one without a batch dimension, i.e. shape (C, H, W). To "
+            "maintain the 1D channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=3,
+        )
+        unbatched = False
+    if unbatched:
+        input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    result = _masked_dropout(input, p, training, inplace, feature=True, alpha=False)
+    if unbatched:
+        result = result.squeeze_(0) if inplace else result.squeeze(0)
+    return result
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of a (N, C, L) or (C, L) input with probability ``p``, scaling the rest."""
+    return _channel_dropout("dropout1d", input, p, training, inplace, 1)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of a (N, C, H, W) or (C, H, W) input with probability ``p``, scaling the rest."""
+    return _channel_dropout("dropout2d", input, p, training, inplace, 2)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of a (N, C, D, H, W) or (C, D, H, W) input with probability ``p``, scaling the rest."""
+    return _channel_dropout("dropout3d", input, p, training, inplace, 3)
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """Dropout for SELU networks: dropped elements take SELU's negative saturation, then an affine map keeps zero
+    mean and unit variance."""
+    return _masked_dropout(input, p, training, inplace, feature=False, alpha=True)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """``alpha_dropout`` of whole channels."""
+    return _masked_dropout(input, p, training, inplace, feature=True, alpha=True)
+
+
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:  # fmt: skip
     """Rows of ``weight`` for the integer indices ``input``; ``padding_idx``'s row gets no gradient, ``max_norm``
