@@ -1,6 +1,6 @@
-"""``BatchNorm1d`` and ``BatchNorm2d``: batch statistics in training (updating ``running_mean``/``running_var``
-with ``momentum``, or a cumulative average when ``momentum=None``, and counting ``num_batches_tracked``), the
-running statistics in eval."""
+"""``BatchNorm1d``, ``BatchNorm2d`` and ``BatchNorm3d``: batch statistics in training (updating ``running_mean``
+and ``running_var`` with ``momentum``, or a cumulative average when ``momentum=None``, and counting
+``num_batches_tracked``), the running statistics in eval."""
 
 from __future__ import annotations
 
@@ -76,3 +76,11 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Over (N, C, D, H, W) input."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")

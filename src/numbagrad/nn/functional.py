@@ -605,6 +605,54 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
     return nn_ops.LayerNorm.apply(input, weight, bias, shape, n, eps)
 
 
+def _check_normalized_shape(input: Tensor, shape: tuple) -> None:
+    """rms_norm's check; its message has no comma after the ``*`` (layer_norm's has one)."""
+    ishape = tuple(input.shape)
+    k = len(shape)
+    if k == 0 or len(ishape) < k or ishape[len(ishape) - k :] != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape [*{', '.join(map(str, shape))}], but "
+            f"got input of size{list(ishape)}"
+        )
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """``input / sqrt(mean(input ** 2) + eps)`` over the trailing ``normalized_shape`` dims (then ``* weight``);
+    ``eps`` defaults to the machine epsilon of the input's dtype, as torch's."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    _check_normalized_shape(input, shape)
+    if weight is not None and tuple(weight.shape) != shape:
+        raise RuntimeError(
+            f"Expected weight to be of same shape as normalized_shape, but got weight of shape {list(weight.shape)} "
+            f"and normalized_shape = {list(shape)}"
+        )
+    if eps is None:
+        eps = float(np.finfo(input.dtype.numpy).eps) if input.is_floating_point() else float(np.finfo(np.float32).eps)
+    dims = tuple(range(input.dim() - len(shape), input.dim()))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """Divide each element by ``(k + alpha * mean of squares over size neighbouring channels) ** beta``; the window
+    is centred as torch's (``size // 2`` channels before, ``(size - 1) // 2`` after, zero-padded)."""
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    channels = input.shape[1]
+    square = input * input
+    last = (0, *range(2, dim), 1)  # channels last, where pad's first pair applies
+    back = (0, dim - 1, *range(1, dim - 1))
+    padded = pad(square.permute(*last), (size // 2, (size - 1) // 2)).permute(*back)
+    window = padded.narrow(1, 0, channels)
+    for offset in range(1, size):
+        window = window + padded.narrow(1, offset, channels)
+    div = (window / size * alpha + k) ** beta
+    return input / div
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
                bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
                eps: float = 1e-5) -> Tensor:  # fmt: skip
