@@ -541,6 +541,173 @@ def _embedding_renorm_(weight: Tensor, indices: np.ndarray, max_norm: float, nor
         weight[Tensor._make(rows)] = picked * scale
 
 
+class _EmbeddingBag(Function):
+    """Sums, means or maxima of bags of ``weight``'s rows, in one node (torch's ``EmbeddingBagBackward0``).
+
+    ``bags`` gives each index's bag and ``valid`` whether it counts (``padding_idx`` entries do not); the backward
+    scatters the output gradient back to the rows with tensor ops, so it is differentiable again."""
+
+    node_name = "EmbeddingBagBackward0"
+
+    @staticmethod
+    def forward(ctx, weight: Tensor, per_sample_weights, indices, bags, valid, num_bags: int, mode: str) -> Tensor:
+        table = weight._host()
+        rows = table[indices] * valid[:, None].astype(table.dtype)
+        if per_sample_weights is not None:
+            rows = rows * per_sample_weights._host()[:, None]
+        out = np.zeros((num_bags, table.shape[1]), dtype=table.dtype)
+        counts = np.bincount(bags[valid], minlength=num_bags).astype(table.dtype)
+        winners = None
+        if mode == "max":
+            winners = np.full((num_bags, table.shape[1]), -1, dtype=np.int64)
+            for position in np.flatnonzero(valid):
+                bag, row = bags[position], rows[position]
+                better = (winners[bag] < 0) | (row > out[bag])
+                out[bag] = np.where(better, row, out[bag])
+                winners[bag] = np.where(better, indices[position], winners[bag])
+        else:
+            np.add.at(out, bags, rows)
+            if mode == "mean":
+                out /= np.maximum(counts, 1)[:, None]
+        ctx.save_for_backward(weight, per_sample_weights)
+        ctx.indices, ctx.bags, ctx.valid, ctx.counts, ctx.winners, ctx.mode = (
+            indices,
+            bags,
+            valid,
+            counts,
+            winners,
+            mode,
+        )
+        return Tensor._make(weight._backend.from_host(out))
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        weight, per_sample_weights = ctx.saved_tensors
+        num, dim = weight.shape
+        grad_weight = grad_psw = None
+        if ctx.mode == "max":
+            won = ctx.winners >= 0
+            targets = (ctx.winners * dim + np.arange(dim))[won]
+            flat = ops.zeros(num * dim, dtype=weight.dtype, device=weight.device)
+            grad_weight = flat.index_add(0, Tensor._make(targets), grad[Tensor._make(won)]).reshape(num, dim)
+            return grad_weight, None, None, None, None, None, None
+        scale = ctx.valid.astype(ctx.counts.dtype)
+        if ctx.mode == "mean":
+            scale = scale / np.maximum(ctx.counts, 1)[ctx.bags]
+        per_index = grad[Tensor._make(ctx.bags)] * Tensor._make(scale.astype(weight._data.dtype)).unsqueeze(1)
+        if ctx.needs_input_grad[1]:
+            grad_psw = (per_index * weight[Tensor._make(ctx.indices)]).sum(1)
+        if ctx.needs_input_grad[0]:
+            if per_sample_weights is not None:
+                per_index = per_index * per_sample_weights.unsqueeze(1)
+            grad_weight = ops.zeros_like(weight).index_add(0, Tensor._make(ctx.indices), per_index)
+        return grad_weight, grad_psw, None, None, None, None, None
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:  # fmt: skip
+    """Reduce bags of embeddings without materialising them: a 2-D ``input`` holds one fixed-size bag per row; a 1-D
+    ``input`` is cut into bags at ``offsets``. ``mode`` is ``'sum'``, ``'mean'`` or ``'max'``; ``padding_idx``
+    entries count for nothing (an empty bag gives zeros)."""
+    if sparse:
+        raise NotImplementedError("numbagrad has no sparse tensors: embedding_bag(sparse=True) is not supported")
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it must have the "
+            f"same shape as the input ({input.shape})"
+        )
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length "
+                "sequences. However, found offsets of type "
+                + ("<class 'numbagrad.Tensor'>" if isinstance(offsets, Tensor) else str(type(offsets)))
+            )
+        num_bags, length = input.shape
+        indices = input._host().reshape(-1).astype(np.int64)
+        starts = np.arange(num_bags, dtype=np.int64) * length
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        indices = input._host().astype(np.int64)
+        starts = offsets._host().astype(np.int64)
+        if starts.size and starts[0] != 0:
+            raise RuntimeError(
+                "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. "
+                f"However, got {starts[0]}\n[ numbagrad.LongTensor{{}} ]"
+            )
+        if starts.size and starts[-1] > indices.size:
+            raise RuntimeError(
+                f"offsets[-1] can not be greater than input's length ({indices.size}), but got offsets[-1] of "
+                f"{starts[-1]}"
+            )
+        if include_last_offset:
+            starts = starts[:-1]
+        num_bags = starts.size
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
+            f"(got mode='{mode}'). Please open a feature request on GitHub."
+        )
+    num = weight.shape[0]
+    bad = np.flatnonzero((indices < 0) | (indices >= num))
+    if bad.size:
+        raise RuntimeError(
+            f"Index {bad[0]} of input takes value {indices[bad[0]]} which is not in the valid range [0, {num})"
+        )
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise AssertionError("padding_idx must be within the number of embeddings")
+        padding_idx %= num
+    if max_norm is not None:
+        _embedding_renorm_(weight, indices, max_norm, norm_type)
+    bags = np.searchsorted(starts, np.arange(indices.size), side="right") - 1
+    valid = indices != padding_idx if padding_idx is not None else np.ones(indices.size, dtype=bool)
+    valid &= bags >= 0
+    bags = np.maximum(bags, 0)
+    return _EmbeddingBag.apply(weight, per_sample_weights, indices, bags, valid, num_bags, mode)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x1^T A_o x2 + b_o`` for each output feature ``o`` (``weight`` is (out, in1, in2)), over any leading dims."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for d in range(input1.dim() - 1):
+        if input1.shape[d] != input2.shape[d]:
+            raise RuntimeError(
+                f"bilinear(): input batch dimensions do not match at dim {d}: got {input1.shape[d]} and "
+                f"{input2.shape[d]}"
+            )
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(
+            f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but expected {weight.shape[1]}"
+        )
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(
+            f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but expected {weight.shape[2]}"
+        )
+    if bias is not None and bias.numel() != weight.shape[0]:
+        raise RuntimeError(
+            f"bilinear(): bias size does not match weight size: got {bias.numel()} but expected {weight.shape[0]}"
+        )
+    lead = tuple(input1.shape[:-1])
+    flat1, flat2 = input1.reshape(-1, input1.shape[-1]), input2.reshape(-1, input2.shape[-1])
+    out = ops.einsum("bi,oij,bj->bo", flat1, weight, flat2).reshape(*lead, weight.shape[0])
+    return out if bias is None else out + bias
+
+
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot vectors of the class indices in ``tensor`` (a new last dim of ``num_classes``)."""
     if tensor.dtype.name != "int64":
