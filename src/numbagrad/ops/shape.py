@@ -759,3 +759,37 @@ def char(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
 def byte(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
     """``to(uint8)``."""
     return to(input, dtype=uint8)
+
+
+@declare(samples=(Sample(T(3), T(2), indexing="ij"), Sample(T(3), T(2), T(4), indexing="xy")))
+def meshgrid(*tensors, indexing: str | None = None) -> tuple:
+    """Coordinate grids from 1-D (or 0-d) tensors: output ``i`` is input ``i`` expanded along every other axis, a view
+    (``"ij"``: axis ``i`` varies with input ``i``; ``"xy"``: the first two axes swapped, as numpy's default)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    if indexing is None:
+        warnings.warn(
+            "torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.", stacklevel=2
+        )
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.dim()}D")
+    if any(t.dtype != tensors[0].dtype for t in tensors):
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    order = list(tensors)
+    if indexing == "xy" and len(order) >= 2:
+        order[0], order[1] = order[1], order[0]
+    shape = tuple(t.numel() for t in order)
+    grids = []
+    for axis, t in enumerate(order):
+        view = [1] * len(order)
+        view[axis] = -1
+        grids.append(t.reshape(*view).expand(*shape))
+    if indexing == "xy" and len(grids) >= 2:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
