@@ -38,6 +38,7 @@ LAYERS = {
     "cache": 5,
     "utils": 5,
     "cuda": 5,
+    "amp": 5,
     "compile": 6,
     "compiler": 6,
     "_generator": 4,

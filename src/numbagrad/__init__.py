@@ -128,6 +128,7 @@ def numel(t: Tensor) -> int:
 
 
 _LAZY_MODULES = (  # compile: a callable package
+    "amp",
     "nn",
     "optim",
     "cuda",
@@ -148,4 +149,6 @@ def __getattr__(name: str):
         return importlib.import_module(f".{name}", __name__)
     if name in ("elementwise", "warmup"):
         return getattr(importlib.import_module(".extend", __name__), name)
+    if name in ("autocast", "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled"):
+        return getattr(importlib.import_module(".amp", __name__), name)
     raise AttributeError(f"module 'numbagrad' has no attribute '{name}'")

@@ -24,6 +24,7 @@ class _State(threading.local):
         self.anomaly = False
         self.anomaly_check_nan = True
         self.tracer = None
+        self.autocast = None  # (device type, dtype) inside an enabled ``amp.autocast`` region
 
 
 state = _State()

@@ -8,6 +8,7 @@ torch, so every function returns the node torch prints.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -15,11 +16,11 @@ import numpy as np
 
 from .. import ops
 from .._tensor import Tensor
-from .._types import broadcast_shapes, wrap_dim
+from .._types import broadcast_shapes, float32, wrap_dim
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad, state
 from ..ops import loss_ops, nn_ops
-from ..ops._common import not_a_tensor, same_backend
+from ..ops._common import autocast_to, not_a_tensor, same_backend
 from ..ops.creation import _generator
 from ..ops.elementwise import CLASSES, ROWS, make_function, row_inplace
 from ..ops.inplace import write_inplace
@@ -338,6 +339,8 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
             "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
             f"{weight.numel()} and channel size = {channels}."
         )
+    if state.autocast is not None:
+        input, weight = autocast_to(None, input, weight)
     return _PReLU.apply(input, weight)
 
 
@@ -966,6 +969,8 @@ def _type_name(t: Tensor) -> str:
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
            groups: int = 1) -> Tensor:  # fmt: skip
     """1-d convolution (cross-correlation) of (N, C, L) by (O, C / groups, k), in one node."""
+    if state.autocast is not None:
+        input, weight, bias = autocast_to(None, input, weight, bias)
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
@@ -1105,6 +1110,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise not_a_tensor("linear", "input", 1, input)
     if not isinstance(weight, Tensor):
         raise not_a_tensor("linear", "weight", 2, weight)
+    if state.autocast is not None:
+        input, weight, bias = autocast_to(None, input, weight, bias)
     x, w = input._data, weight._data
     if x.ndim == 0 or w.ndim == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {x.ndim}D and {w.ndim}D")
@@ -1136,6 +1143,20 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 # --- losses ------------------------------------------------------------------------------------------------------
+def _float32_under_autocast(loss):
+    """torch's autocast runs the losses in float32 (its ``fp32`` lists): floating tensor arguments of the region's
+    device are cast up before the loss runs."""
+
+    @functools.wraps(loss)
+    def wrapped(*args, **kwargs):
+        if state.autocast is not None:
+            args = autocast_to(float32, *args)
+            kwargs = {key: autocast_to(float32, value)[0] for key, value in kwargs.items()}
+        return loss(*args, **kwargs)
+
+    return wrapped
+
+
 def _legacy_reduction(size_average, reduce, emit_warning: bool = True) -> str:
     """torch's ``_Reduction.legacy_get_string``: the deprecated ``size_average``/``reduce`` flags as a reduction."""
     size_average = True if size_average is None else size_average
@@ -1198,6 +1219,7 @@ def _weighted(loss: Tensor, weight: Tensor | None, input: Tensor, reduction: str
     return weighted.sum() / weight.sum()
 
 
+@_float32_under_autocast
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
             weight: Tensor | None = None) -> Tensor:  # fmt: skip
     """Mean (or sum, or elementwise) absolute error."""
@@ -1229,6 +1251,7 @@ class _MseLoss(Function):
         return grad, -grad, None
 
 
+@_float32_under_autocast
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:  # fmt: skip
     """Mean (or sum, or elementwise) squared error."""
@@ -1240,6 +1263,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     return _MseLoss.apply(a, b, reduction)
 
 
+@_float32_under_autocast
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:  # fmt: skip
     """Squared error below ``beta`` (scaled by ``0.5 / beta``), absolute error above (``beta=0``: L1)."""
@@ -1253,6 +1277,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     return loss_ops.SmoothL1Loss.apply(a, b, reduction, float(beta))
 
 
+@_float32_under_autocast
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:  # fmt: skip
     """Squared error below ``delta``, ``delta``-scaled absolute error above."""
@@ -1302,6 +1327,7 @@ def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> 
     return targets, loss_ops.RowLayout(ishape)
 
 
+@_float32_under_autocast
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                   ignore_index: int = -100, reduce=None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
@@ -1355,6 +1381,7 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight, ignore_index: in
     return loss_ops.ScalarDiv.apply(total, input.numel() / c if input.numel() else math.nan)
 
 
+@_float32_under_autocast
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
     """Negative log-likelihood of class-index ``target`` given log-probabilities ``input`` (class dim 1)."""
@@ -1383,6 +1410,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return loss_ops.BinaryCrossEntropy.apply(input, target, weight, reduction)
 
 
+@_float32_under_autocast
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      size_average=None, reduce=None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:  # fmt: skip
@@ -1394,6 +1422,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     return loss_ops.BinaryCrossEntropyWithLogits.apply(input, target, weight, pos_weight, reduction)
 
 
+@_float32_under_autocast
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
            log_target: bool = False) -> Tensor:  # fmt: skip
     """``target * (log(target) - input)`` (``input`` holds log-probabilities; ``log_target``: so does
@@ -1430,6 +1459,7 @@ def _sizes(t: Tensor) -> str:
     return str(list(t.shape))
 
 
+@_float32_under_autocast
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False, size_average=None,
                      eps: float = 1e-8, reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
     """Negative log-likelihood of ``target`` under a Poisson distribution of rate ``exp(input)`` (``log_input``) or
@@ -1442,6 +1472,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     return _reduce(loss, reduction)
 
 
+@_float32_under_autocast
 def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, eps: float = 1e-6,
                       reduction: str = "mean") -> Tensor:  # fmt: skip
     """``0.5 * (log(var) + (input - target)**2 / var)`` (plus ``0.5 * log(2 pi)`` with ``full``), ``var`` clamped
@@ -1470,6 +1501,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False, ep
     return _reduce(loss, reduction)
 
 
+@_float32_under_autocast
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0, size_average=None,
                         reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
     """``max(0, -target * (input1 - input2) + margin)``: ``target`` 1 asks input1 to rank higher, -1 lower."""
@@ -1482,6 +1514,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
+@_float32_under_autocast
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average=None, reduce=None,
                          reduction: str = "mean") -> Tensor:  # fmt: skip
     """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1 (other targets add both)."""
@@ -1511,6 +1544,7 @@ class _SoftMarginLoss(Function):
         return grad_input, None, None
 
 
+@_float32_under_autocast
 def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                      reduction: str = "mean") -> Tensor:  # fmt: skip
     """The two-class logistic loss ``log(1 + exp(-target * input))`` for targets in {1, -1}."""
@@ -1518,6 +1552,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
     return _SoftMarginLoss.apply(input, target, reduction)
 
 
+@_float32_under_autocast
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                                 reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
     """One-vs-all logistic loss over the classes of the last dim, averaged over them: one loss per sample."""
@@ -1533,6 +1568,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
     return _reduce(loss, reduction)
 
 
+@_float32_under_autocast
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0, size_average=None,
                           reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
     """``1 - cos(input1, input2)`` where ``target`` is 1, ``max(0, cos - margin)`` where it is -1."""
@@ -1611,6 +1647,7 @@ class _MultiMarginLoss(Function):
         return grad_rows.reshape(input.shape), None, None, None, None, None
 
 
+@_float32_under_autocast
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
                       size_average=None, reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
     """The multi-class hinge loss: each wrong class scoring within ``margin`` of the target class costs."""
@@ -1675,6 +1712,7 @@ class _MultilabelMarginLoss(Function):
         return grad_rows.reshape(input.shape), None, None
 
 
+@_float32_under_autocast
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                            reduction: str = "mean") -> Tensor:  # fmt: skip
     """The multi-label hinge loss: ``target`` lists each sample's classes, ended by the first -1."""
@@ -1691,6 +1729,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
     return _MultilabelMarginLoss.apply(input, target, reduction)
 
 
+@_float32_under_autocast
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
                         eps: float = 1e-6, swap: bool = False, size_average=None, reduce=None,
                         reduction: str = "mean") -> Tensor:  # fmt: skip

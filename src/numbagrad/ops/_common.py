@@ -16,6 +16,7 @@ from .._types import (
     wrap_dim,
     wrap_dims,
 )
+from ..autograd.grad_mode import state
 from ..backend import backend_for
 from ._registry import declare
 
@@ -164,3 +165,18 @@ def _mixed(tensors):
 
 
 __all__ += ["bool_", "int64", "shape_str"]
+
+
+def autocast_to(dtype, *tensors) -> tuple:
+    """Inside an enabled ``amp.autocast`` region: ``tensors`` whose device is the region's and whose dtype is
+    floating, cast to ``dtype`` (None: the region's dtype), as torch's autocast casts the inputs of the ops on its
+    lists; anything else unchanged. Callers test ``state.autocast`` first, so ops outside a region pay one attribute
+    read."""
+    device_type, region_dtype = state.autocast
+    target = region_dtype if dtype is None else dtype
+    return tuple(
+        t.to(target)
+        if isinstance(t, Tensor) and t.is_floating_point() and t.device.type == device_type and t.dtype != target
+        else t
+        for t in tensors
+    )

@@ -9,7 +9,8 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._common import not_a_tensor, result_np_dtype, same_backend, wrap_dim
+from ..autograd.grad_mode import state
+from ._common import autocast_to, not_a_tensor, result_np_dtype, same_backend, wrap_dim
 from ._registry import Sample, T, declare
 from .inplace import write_inplace
 from .reduction import sum_to_shape
@@ -165,6 +166,8 @@ def _check_2d(t: Tensor, name: str) -> None:
 @declare(methods=True, samples=(Sample(T(3, 4), T(4, 2)),))
 def mm(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product of two 2-D tensors."""
+    if state.autocast is not None:
+        a, b = autocast_to(None, a, b)
     _check_2d(a, "self")
     _check_2d(b, "mat2")
     if a.shape[1] != b.shape[0]:
@@ -204,6 +207,8 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 @declare(methods=("matmul", "__matmul__"), samples=(Sample(T(2, 3, 4), T(4, 2)), Sample(T(4), T(2, 4, 3))))
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """torch.matmul: dot, mv, mm, or a broadcast batched product, by the operands' dimensions."""
+    if state.autocast is not None:
+        a, b = autocast_to(None, a, b)
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise not_a_tensor("matmul", "other", 1, b if isinstance(a, Tensor) else a)
     if a.dim() == 0 or b.dim() == 0:
@@ -236,6 +241,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 @declare(methods=True, samples=(Sample(T(2, 3, 4), T(2, 4, 2)),))
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     """Batched matrix product of (b, n, m) and (b, m, p) tensors (torch names them ``input`` and ``mat2``)."""
+    if state.autocast is not None:
+        a, b = autocast_to(None, a, b)
     if a.dim() != 3 or b.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     return Bmm.apply(a, b)
@@ -295,6 +302,8 @@ def _check_same_dtype(input: Tensor, m1: Tensor, m2: Tensor) -> None:  # noqa: A
 @declare(methods=True, samples=(Sample(T(3, 2), T(3, 4), T(4, 2)), Sample(T(2), T(3, 4), T(4, 2), beta=0.5, alpha=2.0)))
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the product's shape."""
+    if state.autocast is not None:
+        input, mat1, mat2 = autocast_to(None, input, mat1, mat2)
     _check_2d(mat1, "mat1")
     _check_2d(mat2, "mat2")
     if mat1.shape[1] != mat2.shape[0]:
@@ -312,6 +321,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
 )
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """``beta * input + alpha * bmm(batch1, batch2)``."""
+    if state.autocast is not None:
+        input, batch1, batch2 = autocast_to(None, input, batch1, batch2)
     if batch1.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if batch2.dim() != 3:

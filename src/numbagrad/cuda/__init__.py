@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .backend import cuda_backend
+from ..backend import cuda_backend
 
 
 def is_available() -> bool:
@@ -31,4 +31,6 @@ def synchronize(device=None) -> None:
     cuda.synchronize()
 
 
-__all__ = ["current_device", "device_count", "is_available", "synchronize"]
+from . import amp  # noqa: E402 - torch.cuda.amp's deprecated spellings, which need the functions above
+
+__all__ = ["amp", "current_device", "device_count", "is_available", "synchronize"]
