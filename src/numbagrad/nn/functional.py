@@ -967,3 +967,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduct
         total = loss.sum()
         return total / input.shape[0] if input.dim() else total
     return _reduce(loss, reduction)
+
+
+# --- attention (``_attention`` imports nothing from this module) ---------------------------------------------------
+from ._attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402, F401
