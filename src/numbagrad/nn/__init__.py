@@ -47,6 +47,14 @@ from .normalization import GroupNorm, LayerNorm
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sparse import Embedding
+from .transformer import (
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "AdaptiveAvgPool2d",
@@ -83,6 +91,7 @@ __all__ = [
     "Module",
     "ModuleDict",
     "ModuleList",
+    "MultiheadAttention",
     "NLLLoss",
     "Parameter",
     "ParameterDict",
@@ -100,6 +109,11 @@ __all__ = [
     "Softsign",
     "Tanh",
     "Tanhshrink",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
     "Unflatten",
     "functional",
     "init",

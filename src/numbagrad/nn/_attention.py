@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import ops
 from .._tensor import Tensor
-from .._types import bool_
+from .._types import bool_, float32
 from ..autograd.function import Function
 from ..ops._common import not_a_tensor
 from ..ops.creation import _generator
@@ -142,13 +142,19 @@ def _check_sdpa(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p:
             "Expected query, key, and value to have the same dtype, but got query.dtype: "
             f"{_cpp_name(query)} key.dtype: {_cpp_name(key)} and value.dtype: {_cpp_name(value)} instead."
         )
-    if attn_mask is not None and attn_mask.dtype != bool_ and not attn_mask.is_floating_point():
+    if attn_mask is not None and attn_mask.dtype not in (bool_, float32, query.dtype):
         raise RuntimeError(
             "Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: "
             f"{_cpp_name(attn_mask)} and  query.dtype: {_cpp_name(query)} instead."
         )
+    if query.size(-1) != key.size(-1):  # the error of the batched product the scores come from
+        batch = math.prod(np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2])))
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {query.size(-1)}] but got: "
+            f"[{batch}, {key.size(-1)}]."
+        )
     if dropout_p < 0.0 or dropout_p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     if not enable_gqa:
         return 1, 1
     heads, k_heads, v_heads = query.size(-3), key.size(-3), value.size(-3)
@@ -162,7 +168,11 @@ def _attention(query, key, value, mask, dropout_p: float, scale: float, gqa: tup
     float mask or None."""
     keep = None
     if dropout_p > 0.0:
-        shape = (*np.broadcast_shapes(tuple(query.shape[:-1]), tuple(key.shape[:-2])), key.shape[-2])
+        key_batch = tuple(key.shape[:-2])
+        if gqa[0] != 1:
+            key_batch = (*key_batch[:-1], key_batch[-1] * gqa[0])
+        batch = np.broadcast_shapes(tuple(query.shape[:-2]), key_batch)
+        shape = (*batch, query.shape[-2], key.shape[-2])
         if mask is not None:
             shape = np.broadcast_shapes(shape, tuple(mask.shape))
         keep = _dropout_keep(tuple(shape), dropout_p, query)
