@@ -434,3 +434,18 @@ def test_modules_live_at_torchs_paths():
     assert issubclass(linear.NonDynamicallyQuantizableLinear, nn.Linear)
     assert activation.MultiheadAttention is nn.MultiheadAttention
     assert transformer.TransformerEncoderLayer is nn.TransformerEncoderLayer
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+def test_reprs_are_torchs(torch):
+    for name, args in (("MultiheadAttention", (8, 2)), ("TransformerEncoderLayer", (8, 2, 16)),
+                       ("TransformerDecoderLayer", (8, 2, 16)), ("Transformer", (8, 2, 1, 1, 16))):  # fmt: skip
+        assert repr(getattr(nn, name)(*args)) == repr(getattr(torch.nn, name)(*args))
+
+
+def test_encoder_layer_dropout_acts_in_training_only():
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.5)
+    x = numbagrad.tensor(_arrays((4, 2, 8), dtype="float32")[0])
+    assert not np.array_equal(layer(x).detach().numpy(), layer(x).detach().numpy())
+    layer.eval()
+    np.testing.assert_array_equal(layer(x).detach().numpy(), layer(x).detach().numpy())
