@@ -72,6 +72,14 @@ def test_sdpa_matches_torch_values_and_gradients(torch, case, dtype):
         _close(ours.grad, theirs.grad, tol)
 
 
+def test_sdpa_scale_and_enable_gqa_are_keyword_only(torch):
+    q = numbagrad.zeros(1, 3, 4)
+    with pytest.raises(TypeError):
+        torch.nn.functional.scaled_dot_product_attention(*(torch.zeros(1, 3, 4),) * 3, None, 0.0, False, 0.5)
+    with pytest.raises(TypeError):
+        F.scaled_dot_product_attention(q, q, q, None, 0.0, False, 0.5)
+
+
 def test_sdpa_row_without_keys_is_zero():
     q, k, v = (numbagrad.tensor(a) for a in _arrays((1, 3, 4), (1, 3, 4), (1, 3, 4)))
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=numbagrad.tensor(BOOL_MASK))

@@ -181,7 +181,7 @@ def _attention(query, key, value, mask, dropout_p: float, scale: float, gqa: tup
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
-                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, *, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:  # fmt: skip
     """``softmax(query @ key^T * scale + mask) @ value`` over the last two dims, leading dims broadcast.
 
@@ -252,6 +252,15 @@ def _mha_shape_check(query: Tensor, key: Tensor, value: Tensor, key_padding_mask
                 raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}")
         return False
     raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D query tensor")
+
+
+def _none_or_dtype(input: Tensor | None):  # noqa: A002
+    """``input``'s dtype, or None for None (torch's helper, used to compare two masks' types)."""
+    if input is None:
+        return None
+    if isinstance(input, Tensor):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
 
 
 def _canonical_mask(mask, mask_name: str, other_type, other_name: str, target_type, check_other: bool = True):

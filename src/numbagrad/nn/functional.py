@@ -970,4 +970,9 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduct
 
 
 # --- attention (``_attention`` imports nothing from this module) ---------------------------------------------------
-from ._attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402, F401
+from ._attention import (  # noqa: E402, F401
+    _canonical_mask,
+    _none_or_dtype,
+    multi_head_attention_forward,
+    scaled_dot_product_attention,
+)
