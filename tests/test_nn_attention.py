@@ -80,6 +80,20 @@ def test_sdpa_scale_and_enable_gqa_are_keyword_only(torch):
         F.scaled_dot_product_attention(q, q, q, None, 0.0, False, 0.5)
 
 
+def test_sdpa_backward_reuses_the_saved_probabilities(monkeypatch):
+    """The softmax runs once, in the forward; the backward (also a double backward) computes none."""
+    q, k, v = (numbagrad.tensor(a, requires_grad=True) for a in _arrays((2, 3, 4), (2, 5, 4), (2, 5, 4)))
+    backend = q._backend
+    calls = []
+    softmax = backend.softmax
+    monkeypatch.setattr(backend, "softmax", lambda *args: calls.append(1) or softmax(*args))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert len(calls) == 1
+    (gq,) = numbagrad.autograd.grad(out.sum(), q, create_graph=True)
+    gq.sum().backward()
+    assert len(calls) == 1
+
+
 def test_sdpa_row_without_keys_is_zero():
     q, k, v = (numbagrad.tensor(a) for a in _arrays((1, 3, 4), (1, 3, 4), (1, 3, 4)))
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=numbagrad.tensor(BOOL_MASK))
@@ -336,6 +350,21 @@ def test_multi_head_attention_forward_matches_torch(torch):
                   m.out_proj.bias, training=False)  # fmt: skip
 
     _compare_module(torch, ours, theirs, _arrays((3, 2, 8)), call)
+
+
+def test_multi_head_attention_forward_with_static_keys_matches_torch(torch):
+    ours, theirs = _pair(torch, nn.MultiheadAttention, torch.nn.MultiheadAttention, 8, 2)
+
+    def call(m, x, static_k, static_v):
+        fn = (
+            F.multi_head_attention_forward
+            if isinstance(m, nn.Module)
+            else torch.nn.functional.multi_head_attention_forward
+        )
+        return fn(x, x, x, 8, 2, m.in_proj_weight, m.in_proj_bias, None, None, False, 0.0, m.out_proj.weight,
+                  m.out_proj.bias, training=False, static_k=static_k, static_v=static_v)  # fmt: skip
+
+    _compare_module(torch, ours, theirs, _arrays((3, 2, 8), (4, 5, 4), (4, 5, 4)), call)
 
 
 # --- Transformer -----------------------------------------------------------------------------------------------------
