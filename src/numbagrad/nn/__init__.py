@@ -66,6 +66,14 @@ from .normalization import CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNor
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sparse import Embedding, EmbeddingBag
+from .transformer import (
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "AdaptiveAvgPool2d",
@@ -122,6 +130,7 @@ __all__ = [
     "MultiLabelMarginLoss",
     "MultiLabelSoftMarginLoss",
     "MultiMarginLoss",
+    "MultiheadAttention",
     "NLLLoss",
     "PReLU",
     "PairwiseDistance",
@@ -148,6 +157,11 @@ __all__ = [
     "Tanh",
     "Tanhshrink",
     "Threshold",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
     "TripletMarginLoss",
     "TripletMarginWithDistanceLoss",
     "Unflatten",

@@ -1770,3 +1770,12 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     if swap:
         dist_neg = ops.minimum(dist_neg, distance(positive, negative))
     return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
+
+
+# --- attention (``_attention`` imports nothing from this module) ---------------------------------------------------
+from ._attention import (  # noqa: E402, F401
+    _canonical_mask,
+    _none_or_dtype,
+    multi_head_attention_forward,
+    scaled_dot_product_attention,
+)
