@@ -39,6 +39,7 @@ from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from .flatten import Flatten, Unflatten
 from .layers import Bilinear, Identity, Linear
+from .lazy import LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyLinear
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -63,7 +64,7 @@ from .loss import (
 )
 from .module import Module
 from .normalization import CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sparse import Embedding, EmbeddingBag
 from .transformer import (
@@ -115,6 +116,10 @@ __all__ = [
     "KLDivLoss",
     "L1Loss",
     "LayerNorm",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
+    "LazyLinear",
     "LeakyReLU",
     "Linear",
     "LocalResponseNorm",
@@ -165,6 +170,8 @@ __all__ = [
     "TripletMarginLoss",
     "TripletMarginWithDistanceLoss",
     "Unflatten",
+    "UninitializedBuffer",
+    "UninitializedParameter",
     "functional",
     "init",
     "utils",

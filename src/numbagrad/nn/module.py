@@ -10,7 +10,7 @@ from .._tensor import RemovableHandle, Tensor
 from .._types import dtype as _dtype
 from .._types import float16, float32, float64
 from ..autograd.grad_mode import break_trace, no_grad, state
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedTensorMixin
 
 T = TypeVar("T", bound="Module")
 
@@ -443,6 +443,9 @@ class Module:
                         f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like object from '
                         f"checkpoint but received {type(value)}"
                     )
+                elif isinstance(target, UninitializedTensorMixin):
+                    target.materialize(tuple(value.shape))
+                    target.copy_(value)
                 elif value.shape != target.shape:
                     errors.append(
                         f"size mismatch for {key}: copying a param with shape {value.shape} from checkpoint, "

@@ -35,3 +35,59 @@ class Parameter(Tensor):
 
 def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
     return Parameter(data, requires_grad)
+
+
+class UninitializedTensorMixin:
+    """A placeholder whose shape a lazy module learns from its first input: it holds no elements until
+    ``materialize(shape)`` allocates them, and then it becomes a plain ``cls_to_become``."""
+
+    cls_to_become: type = Tensor
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Allocate ``shape`` (in the placeholder's dtype and device unless given) and become ``cls_to_become``."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        dtype = self.dtype if dtype is None else dtype
+        device = self.device if device is None else device
+        self._data = ops.empty(*shape, dtype=dtype, device=device)._data
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually happens in "
+            "`load_state_dict` when trying to load an uninitialized parameter into an initialized one. Call "
+            "`forward` to initialize the parameters before accessing their attributes."
+        )
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+    __str__ = __repr__
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A ``Parameter`` of a lazy module whose shape is not known yet."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None) -> UninitializedParameter:
+        return Parameter.__new__(cls, ops.empty(0, dtype=dtype, device=device), requires_grad)
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None) -> None:
+        """Everything happens in ``__new__``."""
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer of a lazy module (``running_mean``...) whose shape is not known yet."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None) -> UninitializedBuffer:
+        t = object.__new__(cls)
+        t._init(ops.empty(0, dtype=dtype, device=device)._data, False)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None) -> None:
+        """Everything happens in ``__new__``."""
