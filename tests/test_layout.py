@@ -39,6 +39,7 @@ LAYERS = {
     "utils": 5,
     "cuda": 5,
     "amp": 5,
+    "func": 5,
     "compile": 6,
     "compiler": 6,
     "_generator": 4,

@@ -129,6 +129,7 @@ def numel(t: Tensor) -> int:
 
 _LAZY_MODULES = (  # compile: a callable package
     "amp",
+    "func",
     "nn",
     "optim",
     "cuda",
@@ -149,6 +150,8 @@ def __getattr__(name: str):
         return importlib.import_module(f".{name}", __name__)
     if name in ("elementwise", "warmup"):
         return getattr(importlib.import_module(".extend", __name__), name)
+    if name == "vmap":
+        return importlib.import_module(".func", __name__).vmap
     if name in ("autocast", "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled"):
         return getattr(importlib.import_module(".amp", __name__), name)
     raise AttributeError(f"module 'numbagrad' has no attribute '{name}'")

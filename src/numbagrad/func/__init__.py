@@ -1,0 +1,439 @@
+"""``numbagrad.func``: torch.func's composable transforms over the reverse-mode engine.
+
+``grad``, ``grad_and_value``, ``vjp``, ``jacrev``, ``jacfwd``, ``jvp``, ``hessian``, ``vmap``, ``functional_call``
+and ``stack_module_state``, with torch's signatures (``argnums``, ``has_aux``, pytrees of tensors in tuples, lists
+and dicts). Each transform runs the function on fresh aliases of its inputs with grad mode on and differentiates
+with ``create_graph=True``, so transforms nest (``jacrev(jacrev(f))``, ``vmap(grad(f))``); results are cut from the
+graph when the outermost transform returns.
+
+How numbagrad computes them, where torch differs:
+- numbagrad has no forward-mode AD yet: ``jvp`` uses the double-vjp identity (the vjp of a vjp is linear in its
+  cotangent, and its own vjp is the jvp), and ``jacfwd`` builds the same Jacobian from reverse-mode rows, so both
+  need the function's ops to have second derivatives (all built-in ops do).
+- ``vmap`` runs the function once per sample and stacks the results (torch's batching rules vectorize instead):
+  the values are torch's, the speed is a loop's. ``randomness='error'`` raises if the function draws random
+  numbers, ``'same'`` gives every sample the same draws, ``'different'`` independent ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from .. import ops
+from .._tensor import Tensor
+from ..autograd.engine import grad as _autograd_grad
+from ..autograd.grad_mode import enable_grad
+from ..ops.creation import _rng
+
+__all__ = [
+    "functional_call",
+    "grad",
+    "grad_and_value",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "stack_module_state",
+    "vjp",
+    "vmap",
+]
+
+
+class _Depth(threading.local):
+    """How many transforms are running in this thread: results keep their graph inside one, not outside all."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+_depth = _Depth()
+
+
+class _Level:
+    def __enter__(self) -> None:
+        _depth.value += 1
+
+    def __exit__(self, *exc) -> None:
+        _depth.value -= 1
+
+
+def _lift(tree):
+    """At the outermost level, the results without their graph (torch.func's results are plain tensors)."""
+    if _depth.value:
+        return tree
+    return _map(lambda t: t.detach(), tree)
+
+
+# --- pytrees -----------------------------------------------------------------------------------------------------
+def _flatten(tree) -> tuple[list, object]:
+    """The tensors of a nested tuple/list/dict structure, in order, and a spec to rebuild it."""
+    if isinstance(tree, Tensor):
+        return [tree], "T"
+    if isinstance(tree, (tuple, list)):
+        leaves, specs = [], []
+        for item in tree:
+            sub, spec = _flatten(item)
+            leaves += sub
+            specs.append((len(sub), spec))
+        return leaves, (type(tree), specs)
+    if isinstance(tree, dict):
+        leaves, specs = [], []
+        for key, item in tree.items():
+            sub, spec = _flatten(item)
+            leaves += sub
+            specs.append((key, len(sub), spec))
+        return leaves, (dict, specs)
+    return [], ("leaf", tree)
+
+
+def _unflatten(leaves: list, spec):
+    if spec == "T":
+        return leaves[0]
+    kind, specs = spec
+    if kind == "leaf":
+        return specs
+    if kind is dict:
+        out, i = {}, 0
+        for key, n, sub in specs:
+            out[key] = _unflatten(leaves[i : i + n], sub)
+            i += n
+        return out
+    items, i = [], 0
+    for n, sub in specs:
+        items.append(_unflatten(leaves[i : i + n], sub))
+        i += n
+    return kind(items) if kind is not tuple or not hasattr(kind, "_fields") else kind(*items)
+
+
+def _map(fn, tree):
+    leaves, spec = _flatten(tree)
+    return _unflatten([fn(t) for t in leaves], spec)
+
+
+def _alias(t: Tensor) -> Tensor:
+    """A fresh tensor to differentiate with respect to: a differentiable alias of an input that already requires
+    grad (so an enclosing transform still sees through it), a new leaf of one that does not."""
+    if not t.is_floating_point():
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    return t.view_as(t) if t.requires_grad else t.detach().requires_grad_(True)
+
+
+def _argnums(argnums, nargs: int, name: str) -> tuple:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums:
+        raise RuntimeError(f"{name}: Expected argnums to be a non-empty tuple of ints")
+    for n in nums:
+        if not isinstance(n, int):
+            raise RuntimeError(f"{name}: Got argnums={argnums}. Expected an int or a tuple of ints.")
+        if not -nargs <= n < nargs:
+            raise RuntimeError(f"Got argnum={n}, but only {nargs} positional inputs")
+    return tuple(n % nargs for n in nums)
+
+
+def _grads(outputs: list, inputs: list, cotangents: list | None = None) -> list:
+    """d(outputs . cotangents)/d(inputs) with a graph, zeros where an input is unused."""
+    needed = [(o, c) for o, c in zip(outputs, cotangents or [None] * len(outputs)) if o.requires_grad]
+    if not needed:
+        return [ops.zeros_like(t) for t in inputs]
+    outs = [o for o, _ in needed]
+    cots = [c if c is not None else ops.ones_like(o) for o, c in needed]
+    result = _autograd_grad(outs, inputs, cots, retain_graph=True, create_graph=True, allow_unused=True)
+    return [g if g is not None else ops.zeros_like(t) for g, t in zip(result, inputs)]
+
+
+def _split_aux(out, has_aux: bool, name: str):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(
+            f"{name}(f)(*args): output of function f should be a tuple: (output, aux) if has_aux is True"
+        )
+    return out
+
+
+# --- grad and vjp ------------------------------------------------------------------------------------------------
+def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """``func``'s gradient with respect to the ``argnums`` inputs, and its value (and aux): ``func`` must return a
+    scalar tensor."""
+
+    def wrapper(*args, **kwargs):
+        nums = _argnums(argnums, len(args), "grad_and_value")
+        with _Level(), enable_grad():
+            leaves, spec = _flatten([args[i] for i in nums])
+            inner = [_alias(t) for t in leaves]
+            new_args = list(args)
+            for i, value in zip(nums, _unflatten(inner, spec)):
+                new_args[i] = value
+            out, aux = _split_aux(func(*new_args, **kwargs), has_aux, "grad_and_value")
+            if not isinstance(out, Tensor):
+                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
+            if out.dim() != 0:
+                raise RuntimeError(
+                    f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor with "
+                    f"{out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?"
+                )
+            grads = _unflatten(_grads([out], inner), spec)
+        result = grads[0] if isinstance(argnums, int) else tuple(grads)
+        value = (out, aux) if has_aux else out
+        return _lift(result), _lift(value)
+
+    return wrapper
+
+
+def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """``func``'s gradient with respect to the ``argnums`` inputs (with ``has_aux``: and its aux output)."""
+    both = grad_and_value(func, argnums, has_aux)
+
+    def wrapper(*args, **kwargs):
+        gradient, value = both(*args, **kwargs)
+        return (gradient, value[1]) if has_aux else gradient
+
+    return wrapper
+
+
+def vjp(func: Callable, *primals, has_aux: bool = False):
+    """``(func(*primals), vjp_fn)``: ``vjp_fn(cotangents)`` gives the cotangents' products with the Jacobian, one
+    per primal; it may be called many times."""
+    with _Level(), enable_grad():
+        leaves, spec = _flatten(list(primals))
+        inner = [_alias(t) for t in leaves]
+        out, aux = _split_aux(func(*_unflatten(inner, spec)), has_aux, "vjp")
+    out_leaves, out_spec = _flatten(out)
+
+    def vjp_fn(*cotangents):
+        tree = cotangents[0] if len(cotangents) == 1 else cotangents
+        cot_leaves, _ = _flatten(tree)
+        if len(cot_leaves) != len(out_leaves):
+            raise RuntimeError(
+                "Expected pytree structure of cotangents to be the same as pytree structure of outputs to the function."
+            )
+        for c, o in zip(cot_leaves, out_leaves):
+            if tuple(c.shape) != tuple(o.shape):
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[0] has a shape of {c.shape} and output[0] has a shape of "
+                    f"{o.shape}."
+                )
+        with _Level(), enable_grad():
+            grads = _grads(out_leaves, inner, cot_leaves)
+        return _lift(tuple(_unflatten(grads, spec)))
+
+    result = (_lift(out), vjp_fn)
+    return (*result, _lift(aux)) if has_aux else result
+
+
+def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: bool = False):
+    """``(func(*primals), J @ tangents)``: the directional derivative along ``tangents`` (see the module docstring:
+    computed as the vjp of a vjp)."""
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should be valid to "
+                           "call f(*primals).")  # fmt: skip
+    p_leaves, spec = _flatten(list(primals))
+    t_leaves, _ = _flatten(list(tangents))
+    if len(p_leaves) != len(t_leaves):
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to have the same python structure. For "
+            "example, if primals is a tuple of 3 tensors, tangents also must be. Got primals with structure "
+            f"{primals} and tangents with structure {tangents}"
+        )
+    with _Level(), enable_grad():
+        inner = [_alias(t) for t in p_leaves]
+        out, aux = _split_aux(func(*_unflatten(inner, spec)), has_aux, "jvp")
+        out_leaves, out_spec = _flatten(out)
+        dummies = [ops.zeros_like(o).requires_grad_(True) for o in out_leaves]
+        pullback = _grads(out_leaves, inner, dummies)
+        pushed = _grads(pullback, dummies, t_leaves)
+    result = (_lift(out), _lift(_unflatten(pushed, out_spec)))
+    return (*result, _lift(aux)) if has_aux else result
+
+
+# --- Jacobians -----------------------------------------------------------------------------------------------------
+def _jacobian(func: Callable, argnums, has_aux: bool, name: str) -> Callable:
+    def wrapper(*args, **kwargs):
+        nums = _argnums(argnums, len(args), name)
+        with _Level(), enable_grad():
+            leaves, spec = _flatten([args[i] for i in nums])
+            inner = [_alias(t) for t in leaves]
+            new_args = list(args)
+            for i, value in zip(nums, _unflatten(inner, spec)):
+                new_args[i] = value
+            out, aux = _split_aux(func(*new_args, **kwargs), has_aux, name)
+            out_leaves, out_spec = _flatten(out)
+            per_output = []
+            for o in out_leaves:
+                flat = o.reshape(-1)
+                rows = [_grads([flat[k]], inner) for k in range(flat.numel())]
+                jacs = []
+                for j, t in enumerate(inner):
+                    if rows:
+                        jac = ops.stack([row[j] for row in rows]).reshape(*o.shape, *t.shape)
+                    else:
+                        jac = ops.zeros(*o.shape, *t.shape, dtype=t.dtype, device=t.device)
+                    jacs.append(jac)
+                grouped = _unflatten(jacs, spec)
+                per_output.append(grouped[0] if isinstance(argnums, int) else tuple(grouped))
+            result = _unflatten(per_output, out_spec)
+        return (_lift(result), _lift(aux)) if has_aux else _lift(result)
+
+    return wrapper
+
+
+def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int | None = None,
+           _preallocate_and_copy: bool = False) -> Callable:  # fmt: skip
+    """The Jacobian of ``func`` with respect to the ``argnums`` inputs, one reverse pass per output element: shape
+    ``output.shape + input.shape``."""
+    return _jacobian(func, argnums, has_aux, "jacrev")
+
+
+def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
+    """The Jacobian of ``func`` with respect to the ``argnums`` inputs (torch computes it column by column in forward
+    mode; numbagrad, without forward mode yet, row by row: the same matrix)."""
+    return _jacobian(func, argnums, has_aux, "jacfwd")
+
+
+def hessian(func: Callable, argnums=0) -> Callable:
+    """The Hessian of a scalar ``func``: the Jacobian of its gradient."""
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+# --- vmap ----------------------------------------------------------------------------------------------------------
+def _batch_size(args: tuple, in_dims) -> int:
+    sizes = []
+    for arg, dim in zip(args, in_dims):
+        if dim is None:
+            continue
+        for t in _flatten(arg)[0]:
+            if t.dim() == 0:
+                raise ValueError(
+                    f"vmap(f, in_dims={tuple(in_dims)}, ...)(<inputs>): Got in_dim={dim} for an input but the input "
+                    "is of type Tensor with 0 dims. We cannot vmap over dim 0 of a 0-d tensor; please use in_dims=None"
+                )
+            sizes.append(t.shape[dim])
+    if not sizes:
+        raise ValueError(
+            f"vmap(f, in_dims={tuple(in_dims)}, ...)(<inputs>): at least one input must be a Tensor with an in_dim"
+        )
+    if len(set(sizes)) != 1:
+        raise ValueError(
+            f"vmap(f, in_dims={tuple(in_dims)}, ...)(<inputs>): Expected all tensors to have the same size in the "
+            f"mapped dimension, got sizes {sizes} for the mapped dimension"
+        )
+    return sizes[0]
+
+
+def vmap(
+    func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size: int | None = None
+) -> Callable:
+    """``func`` mapped over a batch dimension of its inputs (``in_dims``: one per argument, or None for an argument
+    every sample shares), its results stacked along ``out_dims``."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+
+    def wrapper(*args, **kwargs):
+        dims = tuple(in_dims) if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
+        if len(dims) != len(args):
+            raise ValueError(
+                f"vmap(f, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the structure of "
+                f"`inputs`. in_dims has structure {len(dims)} but inputs has structure {len(args)}."
+            )
+        size = _batch_size(args, dims)
+        rng_state = _rng[0].bit_generator.state
+        outputs = []
+        for b in range(size):
+            if randomness == "same":
+                _rng[0].bit_generator.state = rng_state
+            sample = [
+                arg if dim is None else _map(lambda t, d=dim, i=b: t[(slice(None),) * (d % t.dim()) + (i,)], arg)
+                for arg, dim in zip(args, dims)
+            ]
+            with _Level():
+                outputs.append(func(*sample, **kwargs))
+            if randomness == "error" and _rng[0].bit_generator.state != rng_state:
+                raise RuntimeError(
+                    "vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+                    "'different' randomness flags on vmap or perform the randomness operation out of vmap"
+                )
+        leaves_per_sample = [_flatten(o) for o in outputs]
+        spec = leaves_per_sample[0][1]
+        n_out = len(leaves_per_sample[0][0])
+        odims = tuple(out_dims) if isinstance(out_dims, (tuple, list)) else (out_dims,) * n_out
+        stacked = [
+            ops.stack([leaves[k] for leaves, _ in leaves_per_sample], dim=odims[k] if k < len(odims) else 0)
+            for k in range(n_out)
+        ]
+        return _lift(_unflatten(stacked, spec))
+
+    return wrapper
+
+
+# --- modules as functions ------------------------------------------------------------------------------------------
+def _swap(module, name: str, value):
+    """Put ``value`` where ``module``'s parameter or buffer ``name`` (dotted) is; return what was there."""
+    *path, leaf = name.split(".")
+    owner = module
+    for part in path:
+        owner = getattr(owner, part)
+    for store in (owner._parameters, owner._buffers):
+        if leaf in store:
+            old = store[leaf]
+            store[leaf] = value
+            return owner, store, leaf, old
+    raise AttributeError(f"{type(module).__name__} has no parameter or buffer {name!r}")
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights: bool = True,
+                    strict: bool = False):  # fmt: skip
+    """Call ``module`` with its parameters and buffers replaced by the given tensors (a dict, or a tuple of dicts),
+    then put the originals back: a module as a pure function of its weights."""
+    dicts = parameter_and_buffer_dicts
+    if isinstance(dicts, dict):
+        merged = dict(dicts)
+    else:
+        merged = {}
+        for d in dicts:
+            repeated = set(merged) & set(d)
+            if repeated:
+                raise ValueError(f"{sorted(repeated)} appeared in multiple dictionaries; behavior of functional call "
+                                 "is ambiguous")  # fmt: skip
+            merged.update(d)
+    if strict:
+        own = set(dict(module.named_parameters())) | set(dict(module.named_buffers()))
+        missing, unexpected = sorted(own - set(merged)), sorted(set(merged) - own)
+        if missing or unexpected:
+            raise RuntimeError(
+                f"Error(s) in reparametrizing for {type(module).__name__}:\n\t"
+                + "\n\t".join(
+                    ([f"Unexpected key(s): {', '.join(map(repr, unexpected))}."] if unexpected else [])
+                    + ([f"Missing key(s): {', '.join(map(repr, missing))}."] if missing else [])
+                )
+            )
+    args = () if args is None else (args if isinstance(args, tuple) else (args,))
+    swapped = []
+    try:
+        for name, value in merged.items():
+            swapped.append(_swap(module, name, value))
+        return module(*args, **(kwargs or {}))
+    finally:
+        for _, store, leaf, old in reversed(swapped):
+            store[leaf] = old
+
+
+def stack_module_state(models) -> tuple[dict, dict]:
+    """The parameters and buffers of same-shaped ``models``, each stacked along a new leading dim (parameters as new
+    leaves that require grad), ready for ``vmap(functional_call)`` ensembles."""
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or not any(m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    kind = type(models[0])
+    if not all(type(m) is kind for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    params = {
+        name: ops.stack([dict(m.named_parameters())[name] for m in models]).detach().requires_grad_(p.requires_grad)
+        for name, p in models[0].named_parameters()
+    }
+    buffers = {
+        name: ops.stack([dict(m.named_buffers())[name] for m in models]) for name, _ in models[0].named_buffers()
+    }
+    return params, buffers
