@@ -1,0 +1,367 @@
+"""Whole training steps of real model shapes, numbagrad against torch, side by side in one process.
+
+    python benchmarks/bench_models.py                 # every model, 1 and 2 threads, eager and compiled
+    python benchmarks/bench_models.py --models gpt,mlp --threads 1 --quick
+
+Each model is written once for either library (``lib`` is ``numbagrad`` or ``torch``); numbagrad's copy loads
+torch's initial ``state_dict``, both see the same batches, and the first step's losses are compared (a whole-model
+correctness check: a mismatch is printed). A step is zero_grad, forward, loss, backward, (clip,) optimizer step.
+Timings alternate between the libraries batch by batch (the machine is shared: both see the same load), in
+``ROUNDS`` rounds; the table gives the median step times and the median of the rounds' ratios with their range.
+Thread counts are fixed per child process (``NUMBA_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``,
+``torch.set_num_threads``). "compiled" runs numbagrad's step with the model wrapped in ``numbagrad.compile``
+(torch stays eager in that column).
+
+The models, with the sizes the issues fix:
+- gpt: a char-level GPT (nanoGPT): 4 layers, 4 heads, n_embd 128, block 64, batch 12, vocab 65, tied embedding
+  and head, attention through ``F.scaled_dot_product_attention``, AdamW with two param groups, ``clip_grad_norm_``.
+- mlp: makemore's MLP: embedding 10, context 3, hidden 200, batch 32, SGD.
+- wavenet: makemore's hierarchical WaveNet-style MLP with BatchNorm1d: embedding 24, hidden 128, context 8, batch
+  32, SGD.
+- vae: the PyTorch example's VAE, 784-400-20, batch 64, Adam.
+- cnn: the PyTorch MNIST example's CNN (two convs, max-pool, dropout in eval mode, two linears), batch 64.
+- lstm: a 2-layer LSTM language model, hidden 256, seq 35, batch 20, vocab 1000, SGD with clipping (when
+  ``nn.LSTM`` exists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import interleaved_medians  # noqa: E402
+
+ROUNDS = 3
+
+
+def _load_from_torch(ours, theirs) -> None:
+    import numbagrad
+
+    ours.load_state_dict({k: numbagrad.tensor(v.detach().cpu().numpy()) for k, v in theirs.state_dict().items()})
+
+
+# --- the models, each written once for either library -----------------------------------------------------------
+def gpt(lib, rng):
+    nn, F = lib.nn, lib.nn.functional
+    n_layer, n_head, n_embd, block, batch, vocab = 4, 4, 128, 64, 12, 65
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+            self.c_proj = nn.Linear(n_embd, n_embd)
+
+        def forward(self, x):
+            b, t, c = x.size()
+            q, k, v = self.c_attn(x).split(n_embd, dim=2)
+            q = q.view(b, t, n_head, c // n_head).transpose(1, 2)
+            k = k.view(b, t, n_head, c // n_head).transpose(1, 2)
+            v = v.view(b, t, n_head, c // n_head).transpose(1, 2)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.attn = nn.LayerNorm(n_embd), Attention()
+            self.ln_2 = nn.LayerNorm(n_embd)
+            self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, n_embd), nn.Embedding(block, n_embd)
+            self.blocks = nn.ModuleList([Block() for _ in range(n_layer)])
+            self.ln_f = nn.LayerNorm(n_embd)
+            self.lm_head = nn.Linear(n_embd, vocab, bias=False)
+            self.wte.weight = self.lm_head.weight
+
+        def forward(self, idx, targets):
+            pos = lib.arange(0, idx.size(1), dtype=lib.long)
+            x = self.wte(idx) + self.wpe(pos)
+            for blk in self.blocks:
+                x = blk(x)
+            logits = self.lm_head(self.ln_f(x))
+            return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+    def optimizer(model):
+        params = [p for p in model.parameters() if p.requires_grad]
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]  # fmt: skip
+        return lib.optim.AdamW(groups, lr=3e-4, betas=(0.9, 0.95))
+
+    def batch_data():
+        x = rng.integers(0, vocab, (batch, block))
+        return x, np.roll(x, -1, axis=1)
+
+    return GPT, optimizer, batch_data, 1.0
+
+
+def mlp(lib, rng):
+    nn, F = lib.nn, lib.nn.functional
+    vocab, context, emb, hidden, batch = 27, 3, 10, 200, 32
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.C = nn.Embedding(vocab, emb)
+            self.hidden = nn.Linear(context * emb, hidden)
+            self.out = nn.Linear(hidden, vocab)
+
+        def forward(self, x, y):
+            h = lib.tanh(self.hidden(self.C(x).view(x.shape[0], -1)))
+            return F.cross_entropy(self.out(h), y)
+
+    def batch_data():
+        return rng.integers(0, vocab, (batch, context)), rng.integers(0, vocab, (batch,))
+
+    return MLP, (lambda model: lib.optim.SGD(model.parameters(), lr=0.1)), batch_data, None
+
+
+def wavenet(lib, rng):
+    nn, F = lib.nn, lib.nn.functional
+    vocab, context, emb, hidden, batch = 27, 8, 24, 128, 32
+
+    class Level(nn.Module):
+        """FlattenConsecutive(2) -> Linear(no bias) -> BatchNorm1d over the channels -> Tanh."""
+
+        def __init__(self, fan_in):
+            super().__init__()
+            self.linear = nn.Linear(2 * fan_in, hidden, bias=False)
+            self.bn = nn.BatchNorm1d(hidden)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            x = self.linear(x.reshape(b, t // 2, 2 * c))
+            x = self.bn(x.transpose(1, 2)).transpose(1, 2) if x.shape[1] > 1 else self.bn(x.squeeze(1)).unsqueeze(1)
+            return lib.tanh(x)
+
+    class WaveNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.C = nn.Embedding(vocab, emb)
+            self.levels = nn.Sequential(Level(emb), Level(hidden), Level(hidden))
+            self.out = nn.Linear(hidden, vocab)
+
+        def forward(self, x, y):
+            return F.cross_entropy(self.out(self.levels(self.C(x)).squeeze(1)), y)
+
+    def batch_data():
+        return rng.integers(0, vocab, (batch, context)), rng.integers(0, vocab, (batch,))
+
+    return WaveNet, (lambda model: lib.optim.SGD(model.parameters(), lr=0.1)), batch_data, None
+
+
+def vae(lib, rng):
+    nn, F = lib.nn, lib.nn.functional
+    batch = 64
+
+    class VAE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc21, self.fc22 = nn.Linear(784, 400), nn.Linear(400, 20), nn.Linear(400, 20)
+            self.fc3, self.fc4 = nn.Linear(20, 400), nn.Linear(400, 784)
+
+        def forward(self, x, eps):
+            h1 = F.relu(self.fc1(x))
+            mu, logvar = self.fc21(h1), self.fc22(h1)
+            z = mu + eps * lib.exp(0.5 * logvar)
+            recon = lib.sigmoid(self.fc4(F.relu(self.fc3(z))))
+            bce = F.binary_cross_entropy(recon, x, reduction="sum")
+            return bce - 0.5 * lib.sum(1 + logvar - mu.pow(2) - logvar.exp())
+
+    def batch_data():
+        return rng.uniform(0, 1, (batch, 784)).astype(np.float32), rng.standard_normal((batch, 20)).astype(np.float32)
+
+    return VAE, (lambda model: lib.optim.Adam(model.parameters(), lr=1e-3)), batch_data, None
+
+
+def cnn(lib, rng):
+    nn, F = lib.nn, lib.nn.functional
+    batch = 64
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.conv2 = nn.Conv2d(1, 32, 3, 1), nn.Conv2d(32, 64, 3, 1)
+            self.dropout1, self.dropout2 = nn.Dropout(0.25), nn.Dropout(0.5)
+            self.fc1, self.fc2 = nn.Linear(9216, 128), nn.Linear(128, 10)
+
+        def forward(self, x, y):
+            x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)
+            x = self.dropout1(lib.flatten(x, 1))
+            x = self.fc2(self.dropout2(F.relu(self.fc1(x))))
+            return F.nll_loss(F.log_softmax(x, dim=1), y)
+
+    def batch_data():
+        return rng.standard_normal((batch, 1, 28, 28)).astype(np.float32), rng.integers(0, 10, (batch,))
+
+    return Net, (lambda model: lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.5)), batch_data, None
+
+
+def lstm(lib, rng):
+    nn, F = lib.nn, lib.nn.functional
+    vocab, emb, hidden, seq, batch = 1000, 256, 256, 35, 20
+
+    class RNNModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Embedding(vocab, emb)
+            self.rnn = nn.LSTM(emb, hidden, 2, dropout=0.0)
+            self.decoder = nn.Linear(hidden, vocab)
+
+        def forward(self, x, y):
+            out, _ = self.rnn(self.encoder(x))
+            return F.cross_entropy(self.decoder(out).view(-1, vocab), y.view(-1))
+
+    def batch_data():
+        x = rng.integers(0, vocab, (seq, batch))
+        return x, np.roll(x, -1, axis=0)
+
+    return RNNModel, (lambda model: lib.optim.SGD(model.parameters(), lr=20.0)), batch_data, 0.25
+
+
+MODELS = {"gpt": gpt, "mlp": mlp, "wavenet": wavenet, "vae": vae, "cnn": cnn, "lstm": lstm}
+
+
+def _available(name: str) -> str | None:
+    """Why a model cannot run here yet (a missing module), or None."""
+    import numbagrad
+
+    if name == "lstm" and not hasattr(numbagrad.nn, "LSTM"):
+        return "numbagrad.nn.LSTM does not exist yet"
+    return None
+
+
+def _stepper(lib, model, optimizer, batches, clip):
+    data = [tuple(lib.tensor(a) for a in b) for b in batches]
+    state = {"i": 0}
+    params = list(model.parameters())
+
+    def step():
+        args = data[state["i"] % len(data)]
+        state["i"] += 1
+        optimizer.zero_grad()
+        loss = model(*args)
+        loss.backward()
+        if clip:
+            lib.nn.utils.clip_grad_norm_(params, clip)
+        optimizer.step()
+        return loss
+
+    return step
+
+
+def measure(names: list[str], threads: int, compiled: bool) -> dict:
+    """In a child process with its thread counts set: the model -> timings, ratios and the first-step losses."""
+    import torch
+
+    import numbagrad
+
+    torch.set_num_threads(threads)
+    results = {}
+    for name in names:
+        why = _available(name)
+        if why:
+            results[name] = {"skipped": why}
+            continue
+        rng = np.random.default_rng(0)
+        torch.manual_seed(0)
+        numbagrad.manual_seed(0)
+        t_cls, t_opt, t_batch, clip = MODELS[name](torch, rng)
+        n_cls, n_opt, _, _ = MODELS[name](numbagrad, rng)
+        batches = [t_batch() for _ in range(4)]
+        theirs, ours = t_cls(), n_cls()
+        _load_from_torch(ours, theirs)
+        if name == "cnn":  # the example's dropout, switched off so both libraries compute the same step
+            ours.eval(), theirs.eval()
+        model_ours = numbagrad.compile(ours) if compiled else ours
+        step_ours = _stepper(numbagrad, model_ours, n_opt(ours), batches, clip)
+        step_theirs = _stepper(torch, theirs, t_opt(theirs), batches, clip)
+        first = (float(step_ours().item()), float(step_theirs().item()))
+        rounds = [interleaved_medians([step_ours, step_theirs], min_time=1.0, repeats=5) for _ in range(ROUNDS)]
+        results[name] = {
+            "ours": float(np.median([r[0] for r in rounds])),
+            "torch": float(np.median([r[1] for r in rounds])),
+            "ratios": sorted(r[0] / r[1] for r in rounds),
+            "first_loss": first,
+        }
+    return results
+
+
+def _child(names: list[str], threads: int, compiled: bool) -> dict:
+    env = dict(os.environ, NUMBA_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    env["OMP_NUM_THREADS"] = str(threads)
+    env.pop("OPENBLAS_CORETYPE", None)
+    args = [sys.executable, os.path.abspath(__file__), "--child", str(threads), "--models", ",".join(names)]
+    args += ["--compiled"] if compiled else []
+    out = subprocess.run(args, check=True, env=env, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def table(names: list[str], thread_counts: list[int], with_compiled: bool) -> None:
+    columns = [(t, False) for t in thread_counts] + ([(thread_counts[0], True)] if with_compiled else [])
+    results = {col: _child(names, *col) for col in columns}
+    header = f"{'model':<9}" + "".join(
+        f"| {('compiled' if c else 'eager') + f', {t} thr':<16}{'ng ms':>9}{'torch ms':>10}{'ratio':>7}{'rounds':>13} "
+        for t, c in columns
+    )
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        line = f"{name:<9}"
+        for col in columns:
+            r = results[col][name]
+            if "skipped" in r:
+                line += f"| {'skipped: ' + r['skipped']:<55} "
+                continue
+            ratios = r["ratios"]
+            line += (f"| {'':<16}{r['ours'] * 1e3:9.2f}{r['torch'] * 1e3:10.2f}{ratios[len(ratios) // 2]:7.2f}"
+                     f"{f'{ratios[0]:.2f}-{ratios[-1]:.2f}':>13} ")  # fmt: skip
+        print(line)
+    print("\nFirst-step losses (numbagrad, torch), from torch's initial weights and the same batch:")
+    for name in names:
+        r = results[columns[0]][name]
+        if "first_loss" in r:
+            a, b = r["first_loss"]
+            flag = "" if math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5) else "   <-- MISMATCH"
+            print(f"  {name:<9} {a:.6f}  {b:.6f}{flag}")
+    import numba
+    import torch
+
+    print(f"\nnumba {numba.__version__}, numpy {np.__version__}, torch {torch.__version__}; ratio = numbagrad / "
+          f"torch step time, the median of {ROUNDS} interleaved rounds ('rounds': their range)")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--quick", action="store_true", help="one thread count, no compiled column")
+    parser.add_argument("--no-compiled", action="store_true")
+    parser.add_argument("--child", type=int)
+    parser.add_argument("--compiled", action="store_true")
+    args = parser.parse_args()
+    names = [n for n in args.models.split(",") if n]
+    if args.child is not None:
+        print(json.dumps(measure(names, args.child, args.compiled)))
+        return
+    threads = [int(t) for t in args.threads.split(",")]
+    if args.quick:
+        threads = threads[:1]
+    table(names, threads, not (args.quick or args.no_compiled))
+
+
+if __name__ == "__main__":
+    main()
