@@ -36,7 +36,10 @@ from ._types import (
     int16,
     int32,
     int64,
+    layout,
     set_default_dtype,
+    sparse_coo,
+    strided,
     uint8,
 )
 from ._types import bool_ as bool  # noqa: A001 - torch's name
@@ -113,6 +116,9 @@ __all__ = [
     "set_printoptions",
     "short",
     "uint8",
+    "layout",
+    "sparse_coo",
+    "strided",
 ]
 __all__ += _ops_all
 
@@ -130,6 +136,7 @@ def numel(t: Tensor) -> int:
 _LAZY_MODULES = (  # compile: a callable package
     "amp",
     "func",
+    "sparse",
     "nn",
     "optim",
     "cuda",

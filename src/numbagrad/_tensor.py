@@ -22,6 +22,7 @@ from ._types import (
     get_default_dtype,
     int32,
     int64,
+    strided,
     to_device,
     to_dtype,
     wrap_dim,
@@ -234,6 +235,10 @@ class Tensor:
     def is_floating_point(self) -> bool:
         """True if the dtype is a float type."""
         return self._data.dtype.kind == "f"
+
+    #: Dense tensors are strided; sparse COO tensors are ``ops.sparse.SparseCOOTensor``.
+    is_sparse = False
+    layout = strided
 
     def is_contiguous(self, memory_format=None) -> bool:
         """True if the elements are laid out row-major without gaps.

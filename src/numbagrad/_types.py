@@ -200,3 +200,17 @@ def broadcast_shapes_or_none(*shapes) -> tuple | None:
         return broadcast_shapes(*shapes)
     except RuntimeError:
         return None
+
+
+class layout:  # noqa: N801 - torch's name
+    """A tensor layout, printed as torch's are (``numbagrad.strided``, ``numbagrad.sparse_coo``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"numbagrad.{self.name}"
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")

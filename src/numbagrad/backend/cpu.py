@@ -1199,3 +1199,15 @@ __all__ = [
     "triangle",
     "unique",
 ]
+
+
+def coo_matmul(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, dense: np.ndarray, out_rows: int):
+    """The (out_rows, n) product of the sparse matrix with entries ``values`` at (``rows``, ``cols``) and the
+    (k, n) ``dense`` matrix, accumulated in the result dtype."""
+    from . import sparse_kernels  # lazy: importing the kernels starts Numba
+
+    dtype = np.result_type(values.dtype, dense.dtype)
+    out = np.zeros((out_rows, dense.shape[1]), dtype=dtype)
+    sparse_kernels.coo_matmul_add(rows, cols, values.astype(dtype, copy=False),
+                                  np.ascontiguousarray(dense, dtype=dtype), out)  # fmt: skip
+    return out

@@ -165,7 +165,9 @@ def _check_2d(t: Tensor, name: str) -> None:
 
 @declare(methods=True, samples=(Sample(T(3, 4), T(4, 2)),))
 def mm(a: Tensor, b: Tensor) -> Tensor:
-    """Matrix product of two 2-D tensors."""
+    """Matrix product of two 2-D tensors (or of a sparse COO matrix and a dense one, see ``ops/sparse.py``)."""
+    if getattr(a, "is_sparse", False):
+        return a.mm(b)
     if state.autocast is not None:
         a, b = autocast_to(None, a, b)
     _check_2d(a, "self")
