@@ -3,6 +3,10 @@
 Subclasses implement ``_update(group, param, grad, state, p)``, which runs one fused kernel over a parameter, its
 gradient and its state, on the parameter's device: ``_foreach`` hands a per-element update function from
 ``optim._updates`` to the parameter's backend (``backend.foreach``). Storage is handed to the kernel flat.
+
+torch's ``foreach`` and ``fused`` choose between its implementations of the same update (a loop of tensor ops, one
+multi-tensor launch, one fused kernel); here every update is already one fused kernel per parameter, so they are
+kept in the param groups, validated as torch validates them, and select nothing.
 """
 
 from __future__ import annotations
@@ -108,12 +112,39 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        self._check_step_flags()
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
                     if p._grad is not None:
                         self._step_parameter(group, p)
         return loss
+
+    # The tensors torch names in its error for ``capturable=True`` off a capturable device, and those devices.
+    _capturable_tensors = "params and state_steps"
+    _capturable_devices = "['cuda', 'xpu', 'hpu', 'privateuseone', 'xla']"
+
+    def _check_step_flags(self) -> None:
+        """Before any parameter moves, torch's errors for the options this step cannot honour: ``capturable``
+        (kept step counts on the device, for CUDA graphs) off CUDA, and ``differentiable`` (an update recorded by
+        autograd) of a parameter that requires grad: torch's in-place update of such a leaf fails, and the update
+        here is not recorded, so a non-leaf one is refused too."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                if group.get("capturable") and p.device.type != "cuda":
+                    raise AssertionError(
+                        f"If capturable=True, {self._capturable_tensors} must be on supported devices: "
+                        f"{self._capturable_devices}."
+                    )
+                if group.get("differentiable") and p.requires_grad:
+                    if p.is_leaf:
+                        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+                    raise NotImplementedError(
+                        f"{type(self).__name__}(differentiable=True): updates of non-leaf parameters that require "
+                        "grad are not recorded by autograd here"
+                    )
 
     def _step_parameter(self, group: dict, p: Tensor) -> None:
         """Run ``_update`` in place on the parameter's flat storage (a contiguous copy, written back, if needed)."""
@@ -185,6 +216,15 @@ class Optimizer:
                 p = id_map[key]
                 self.state[p] = {k: _cast_state(k, v, p) for k, v in value.items()}
         self.param_groups = [{**s, "params": g["params"]} for g, s in zip(groups, saved_groups)]
+
+
+def _check_fused(fused: bool | None, foreach: bool | None, differentiable: bool) -> None:
+    """torch's errors for ``fused=True`` with options it excludes (the update is one fused kernel either way)."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
 
 def _foreach(update, arrays: list, scalars: tuple, static: tuple = ()) -> None:

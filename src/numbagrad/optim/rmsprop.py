@@ -14,7 +14,8 @@ class RMSprop(Optimizer):
     squared running mean gradient first; one fused kernel per parameter."""
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0,
-                 momentum: float = 0, centered: bool = False, maximize: bool = False) -> None:  # fmt: skip
+                 momentum: float = 0, centered: bool = False, capturable: bool = False, foreach: bool | None = None,
+                 maximize: bool = False, differentiable: bool = False) -> None:  # fmt: skip
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -26,7 +27,8 @@ class RMSprop(Optimizer):
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered, weight_decay=weight_decay,
-                        maximize=maximize)  # fmt: skip
+                        capturable=capturable, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable)  # fmt: skip
         super().__init__(params, defaults)
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:

@@ -1,0 +1,195 @@
+"""optim: Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop and LBFGS against torch (30 steps of a small regression with
+the same start and data, parameters and state within 1e-6 in float64 and 1e-5 in float32), their param groups
+and state_dict, torch's errors, and the ``foreach``/``fused``/``capturable``/``differentiable`` options of every
+optimizer."""
+
+import numpy as np
+import pytest
+
+import numbagrad
+
+OPTIMIZERS = {
+    "adadelta": lambda o, p: o.Adadelta(p),
+    "adadelta-rho-weight-decay-maximize": lambda o, p: o.Adadelta(p, lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.1,
+                                                                 maximize=True),
+    "adamax": lambda o, p: o.Adamax(p, lr=0.05),
+    "adamax-low-beta1-weight-decay-maximize": lambda o, p: o.Adamax(p, lr=0.05, betas=(0.3, 0.9), weight_decay=0.1,
+                                                                     maximize=True),
+    "nadam": lambda o, p: o.NAdam(p, lr=0.05),
+    "nadam-weight-decay-maximize": lambda o, p: o.NAdam(p, lr=0.05, weight_decay=0.1, maximize=True),
+    "nadam-decoupled-momentum-decay": lambda o, p: o.NAdam(p, lr=0.05, weight_decay=0.1, momentum_decay=0.01,
+                                                           decoupled_weight_decay=True),
+    "radam": lambda o, p: o.RAdam(p, lr=0.05),
+    "radam-weight-decay-maximize": lambda o, p: o.RAdam(p, lr=0.05, weight_decay=0.1, maximize=True),
+    "radam-decoupled-low-betas": lambda o, p: o.RAdam(p, lr=0.05, betas=(0.4, 0.9), weight_decay=0.1,
+                                                      decoupled_weight_decay=True),
+    "asgd": lambda o, p: o.ASGD(p, lr=0.1),
+    "asgd-averaging-from-t0-weight-decay-maximize": lambda o, p: o.ASGD(p, lr=0.1, lambd=0.01, alpha=0.5, t0=10,
+                                                                         weight_decay=0.1, maximize=True),
+    "rprop": lambda o, p: o.Rprop(p, lr=0.01),
+    "rprop-etas-bounds-maximize": lambda o, p: o.Rprop(p, lr=0.01, etas=(0.3, 1.5), step_sizes=(1e-3, 0.05),
+                                                       maximize=True),
+}  # fmt: skip
+
+
+def _train(lib, make_optimizer, dtype="float64", steps=30):
+    """A tanh regression: the same start, data and therefore (while the parameters agree) gradients each step."""
+    rng = np.random.default_rng(0)
+    w0, b0 = rng.standard_normal((5, 4)), rng.standard_normal(5)
+    xs, ys = rng.standard_normal((steps, 8, 4)), rng.standard_normal((steps, 8, 5))
+    dt = getattr(lib, dtype)
+    w = lib.nn.Parameter(lib.tensor(w0, dtype=dt))
+    b = lib.nn.Parameter(lib.tensor(b0, dtype=dt))
+    opt = make_optimizer(lib.optim, [w, b])
+    for x, y in zip(xs, ys):
+        opt.zero_grad()
+        out = lib.tanh(lib.tensor(x, dtype=dt) @ w.t() + b)
+        ((out - lib.tensor(y, dtype=dt)) ** 2).mean().backward()
+        opt.step()
+    return [w, b], opt
+
+
+def _numpy(value):
+    return np.asarray(value.detach().cpu().numpy(), dtype=np.float64) if hasattr(value, "numpy") else value
+
+
+@pytest.mark.parametrize("dtype, tol", [("float64", 1e-6), ("float32", 1e-5)])
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_thirty_steps_match_torch_in_parameters_and_state(torch, name, dtype, tol):
+    ours, ours_opt = _train(numbagrad, OPTIMIZERS[name], dtype)
+    theirs, theirs_opt = _train(torch, OPTIMIZERS[name], dtype)
+    for a, b in zip(ours, theirs):
+        assert a.dtype == getattr(numbagrad, dtype)
+        np.testing.assert_allclose(_numpy(a), _numpy(b), rtol=0, atol=tol)
+    for i in range(2):
+        state, expected = ours_opt.state_dict()["state"][i], theirs_opt.state_dict()["state"][i]
+        assert list(state) == list(expected)
+        for key in expected:
+            assert state[key].dtype == getattr(numbagrad, str(expected[key].dtype).split(".")[1]), key
+            np.testing.assert_allclose(_numpy(state[key]), _numpy(expected[key]), rtol=0, atol=tol, err_msg=key)
+    start, _ = _train(numbagrad, OPTIMIZERS[name], dtype, steps=0)
+    assert not np.allclose(_numpy(ours[0]), _numpy(start[0]))  # it moved
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_param_groups_match_torch(torch, name):
+    groups = []
+    for lib in (numbagrad, torch):
+        opt = OPTIMIZERS[name](lib.optim, [lib.nn.Parameter(lib.ones(2))])
+        groups.append(opt.state_dict()["param_groups"])
+    assert groups[0] == groups[1]
+    assert [list(g) for g in groups[0]] == [list(g) for g in groups[1]]  # and their keys in torch's order
+
+
+def _resume(lib, name, steps=3):
+    """Three steps, a state_dict loaded into a new optimizer over copies of the parameters, three more steps."""
+    params, opt = _train(lib, OPTIMIZERS[name], steps=steps)
+    copies = [lib.nn.Parameter(p.detach().clone()) for p in params]
+    resumed = OPTIMIZERS[name](lib.optim, copies)
+    resumed.load_state_dict(opt.state_dict())
+    rng = np.random.default_rng(1)
+    for _ in range(steps):
+        for p in copies:
+            p.grad = lib.tensor(rng.standard_normal(tuple(p.shape)), dtype=p.dtype)
+        resumed.step()
+    return copies, resumed
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_state_dict_round_trip_resumes_as_torch_does(torch, name):
+    """torch casts floating state (not ``step``) to the parameter's dtype on load: NAdam's float32 ``mu_product``
+    and ASGD's ``eta`` and ``mu`` continue in float64, here as there."""
+    ours, ours_opt = _resume(numbagrad, name)
+    theirs, theirs_opt = _resume(torch, name)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(_numpy(a), _numpy(b), rtol=0, atol=1e-12)
+    for key, value in theirs_opt.state_dict()["state"][0].items():
+        assert str(ours_opt.state_dict()["state"][0][key].dtype) == str(value.dtype).replace("torch", "numbagrad")
+
+
+# --- torch's errors ----------------------------------------------------------------------------------------------
+INVALID = {
+    "Invalid learning rate: -1": lambda o, p: o.Adadelta(p, lr=-1),
+    "Invalid rho value: 1.5": lambda o, p: o.Adadelta(p, rho=1.5),
+    "Invalid epsilon value: -1": lambda o, p: o.Adadelta(p, eps=-1),
+    "Invalid beta parameter at index 0: 1.0": lambda o, p: o.Adamax(p, betas=(1.0, 0.9)),
+    "Invalid weight_decay value: -0.1": lambda o, p: o.Adamax(p, weight_decay=-0.1),
+    "Invalid beta parameter at index 1: -0.1": lambda o, p: o.NAdam(p, betas=(0.9, -0.1)),
+    "Invalid momentum_decay value: -1": lambda o, p: o.NAdam(p, momentum_decay=-1),
+    "Invalid epsilon value: -1e-08": lambda o, p: o.RAdam(p, eps=-1e-8),
+    "Invalid learning rate: -0.5": lambda o, p: o.ASGD(p, lr=-0.5),
+    "Invalid weight_decay value: -2": lambda o, p: o.ASGD(p, weight_decay=-2),
+    "Invalid eta values: 1.5, 1.2": lambda o, p: o.Rprop(p, etas=(1.5, 1.2)),
+    "Invalid learning rate: -3": lambda o, p: o.Rprop(p, lr=-3),
+}
+
+
+@pytest.mark.parametrize("message", INVALID)
+def test_invalid_options_are_torchs_value_errors(torch, message):
+    for lib in (numbagrad, torch):
+        with pytest.raises(ValueError) as info:
+            INVALID[message](lib.optim, [lib.nn.Parameter(lib.ones(2))])
+        assert str(info.value) == message
+
+
+# --- foreach, fused, capturable, differentiable ---------------------------------------------------------------------
+ALL = {
+    "SGD": lambda o, p, **kw: o.SGD(p, lr=0.1, momentum=0.9, **kw),
+    "Adam": lambda o, p, **kw: o.Adam(p, lr=0.1, **kw),
+    "AdamW": lambda o, p, **kw: o.AdamW(p, lr=0.1, **kw),
+    "RMSprop": lambda o, p, **kw: o.RMSprop(p, lr=0.1, **kw),
+    "Adagrad": lambda o, p, **kw: o.Adagrad(p, lr=0.1, **kw),
+    "Adadelta": lambda o, p, **kw: o.Adadelta(p, **kw),
+    "Adamax": lambda o, p, **kw: o.Adamax(p, **kw),
+    "NAdam": lambda o, p, **kw: o.NAdam(p, **kw),
+    "RAdam": lambda o, p, **kw: o.RAdam(p, **kw),
+    "ASGD": lambda o, p, **kw: o.ASGD(p, **kw),
+    "Rprop": lambda o, p, **kw: o.Rprop(p, **kw),
+}
+OPTIONS = [
+    {"foreach": True},
+    {"foreach": False},
+    {"fused": True},
+    {"fused": False},
+    {"fused": True, "foreach": True},
+    {"fused": True, "differentiable": True},
+    {"capturable": True},
+    {"differentiable": True},
+]
+
+
+def _outcome(lib, name, options):
+    """The parameter after two steps, or the type and text of the error that construction or stepping raised."""
+    p = lib.nn.Parameter(lib.tensor([1.0, -2.0, 0.5], dtype=lib.float64))
+    try:
+        opt = ALL[name](lib.optim, [p], **options)
+        for g in ([0.5, 1.0, -1.0], [1.0, -0.25, 2.0]):
+            p.grad = lib.tensor(g, dtype=lib.float64)
+            opt.step()
+    except (TypeError, ValueError, RuntimeError, AssertionError) as error:
+        return type(error).__name__, str(error)
+    return p.detach().numpy().copy(), opt.param_groups[0]
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize("name", ALL)
+def test_implementation_options_are_accepted_or_refused_as_torch_does(torch, name, options):
+    """``foreach``/``fused`` select nothing here (each update is one fused kernel) but must be accepted where torch
+    accepts them, giving the same step; torch's own errors otherwise (an unknown keyword, the exclusive pairs,
+    ``capturable`` off CUDA, ``differentiable`` in-place updates of a leaf that requires grad)."""
+    ours, theirs = _outcome(numbagrad, name, options), _outcome(torch, name, options)
+    if isinstance(theirs[0], str):
+        assert ours == theirs
+    else:
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=0, atol=1e-12)
+        assert {k: v for k, v in ours[1].items() if k != "params"} == {
+            k: v for k, v in theirs[1].items() if k != "params"
+        }
+
+
+def test_rmsprop_foreach_steps_as_the_default_does():
+    results = []
+    for foreach in (None, True):
+        p = _train(numbagrad, lambda o, p, f=foreach: o.RMSprop(p, lr=0.01, momentum=0.5, foreach=f), steps=5)[0][0]
+        results.append(p.detach().numpy())
+    np.testing.assert_array_equal(results[0], results[1])
