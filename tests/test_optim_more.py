@@ -193,3 +193,116 @@ def test_rmsprop_foreach_steps_as_the_default_does():
         p = _train(numbagrad, lambda o, p, f=foreach: o.RMSprop(p, lr=0.01, momentum=0.5, foreach=f), steps=5)[0][0]
         results.append(p.detach().numpy())
     np.testing.assert_array_equal(results[0], results[1])
+
+
+# --- LBFGS --------------------------------------------------------------------------------------------------------
+def _rosenbrock_run(lib, steps=8, dtype="float64", start=(-1.2, 1.0), **options):
+    """``steps`` LBFGS steps on the Rosenbrock function from ``start`` (its classic start: from some others the
+    iterates amplify last-bit differences of the backend's ``dot`` and ``add_(alpha=)`` roundings, which torch
+    fuses, to 1e-5 within a few steps): the point, each step's returned loss, and the optimizer."""
+    x = lib.nn.Parameter(lib.tensor(start, dtype=getattr(lib, dtype)))
+    opt = lib.optim.LBFGS([x], **options)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((1 - x[:-1]) ** 2).sum() + 100 * ((x[1:] - x[:-1] ** 2) ** 2).sum()
+        loss.backward()
+        return loss
+
+    losses = [opt.step(closure).item() for _ in range(steps)]
+    return x.detach().numpy().copy(), losses, opt
+
+
+LBFGS_OPTIONS = {
+    "default": {},
+    "strong-wolfe": {"line_search_fn": "strong_wolfe"},
+    "short-history-lr": {"history_size": 3, "max_iter": 7, "lr": 0.5},
+    "strong-wolfe-short-history": {"line_search_fn": "strong_wolfe", "history_size": 2, "max_iter": 5},
+    "strong-wolfe-few-evaluations": {"line_search_fn": "strong_wolfe", "max_iter": 10, "max_eval": 12},
+    "tolerances": {"tolerance_grad": 1e-3, "tolerance_change": 1e-4},
+}
+
+
+@pytest.mark.parametrize("name", LBFGS_OPTIONS)
+def test_lbfgs_on_rosenbrock_matches_torch(torch, name):
+    ours, our_losses, our_opt = _rosenbrock_run(numbagrad, **LBFGS_OPTIONS[name])
+    theirs, their_losses, their_opt = _rosenbrock_run(torch, **LBFGS_OPTIONS[name])
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(our_losses, their_losses, rtol=0, atol=1e-6)
+    state, expected = our_opt.state_dict()["state"][0], their_opt.state_dict()["state"][0]
+    assert list(state) == list(expected)
+    assert (state["func_evals"], state["n_iter"]) == (expected["func_evals"], expected["n_iter"])
+    for key in ("d", "prev_flat_grad"):
+        np.testing.assert_allclose(_numpy(state[key]), _numpy(expected[key]), rtol=0, atol=1e-6)
+    assert len(state["old_dirs"]) == len(expected["old_dirs"])
+    # ro = 1 / (y.s): near the minimum y.s is a difference of nearly equal gradients, known to a few digits only
+    np.testing.assert_allclose(state["ro"], [float(r) for r in expected["ro"]], rtol=1e-4)
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_finds_the_rosenbrock_minimum(line_search_fn):
+    x, losses, _ = _rosenbrock_run(numbagrad, steps=10, start=(0.0, 0.0), line_search_fn=line_search_fn)
+    np.testing.assert_allclose(x, [1.0, 1.0], atol=1e-4)  # the valley is flat: a loss of 1e-10 is 1e-5 away
+    assert losses[-1] < 1e-9
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_in_float32_matches_torch(torch, line_search_fn):
+    ours, _, _ = _rosenbrock_run(numbagrad, steps=2, dtype="float32", line_search_fn=line_search_fn, max_iter=8)
+    theirs, _, _ = _rosenbrock_run(torch, steps=2, dtype="float32", line_search_fn=line_search_fn, max_iter=8)
+    assert ours.dtype == np.float32
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_over_several_parameters_matches_torch(torch, line_search_fn):
+    """A least-squares fit of a linear layer: the flat vectors are split back into a weight and a bias; a
+    parameter without a gradient counts as a zero gradient and stays put."""
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((10, 3)), rng.standard_normal((10, 2))
+    w0, b0, unused0 = rng.standard_normal((2, 3)), rng.standard_normal(2), rng.standard_normal(4)
+    results = []
+    for lib in (numbagrad, torch):
+        w, b, unused = (lib.nn.Parameter(lib.tensor(v, dtype=lib.float64)) for v in (w0, b0, unused0))
+        opt = lib.optim.LBFGS([w, b, unused], history_size=4, max_iter=6, line_search_fn=line_search_fn)
+
+        def closure(lib=lib, w=w, b=b, opt=opt):
+            opt.zero_grad()
+            loss = ((lib.tensor(x, dtype=lib.float64) @ w.t() + b - lib.tensor(y, dtype=lib.float64)) ** 2).mean()
+            loss.backward()
+            return loss
+
+        for _ in range(3):
+            opt.step(closure)
+        results.append([_numpy(p) for p in (w, b, unused)])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(results[0][2], unused0)
+
+
+def test_lbfgs_errors_are_torchs(torch):
+    for lib in (numbagrad, torch):
+        a, b = lib.nn.Parameter(lib.ones(2)), lib.nn.Parameter(lib.ones(2))
+        with pytest.raises(ValueError, match=r"^LBFGS doesn't support per-parameter options \(parameter groups\)$"):
+            lib.optim.LBFGS([{"params": [a]}, {"params": [b]}])
+        with pytest.raises(ValueError, match="^Invalid learning rate: -1$"):
+            lib.optim.LBFGS([a], lr=-1)
+        opt = lib.optim.LBFGS([a], line_search_fn="backtracking")
+
+        def closure(a=a, opt=opt):
+            opt.zero_grad()
+            loss = (a**2).sum()
+            loss.backward()
+            return loss
+
+        with pytest.raises(RuntimeError, match="^only 'strong_wolfe' is supported$"):
+            opt.step(closure)
+
+
+def test_lbfgs_defaults_match_torch(torch):
+    groups = [
+        lib.optim.LBFGS([lib.nn.Parameter(lib.ones(2))], max_iter=8).param_groups[0] for lib in (numbagrad, torch)
+    ]
+    assert {k: v for k, v in groups[0].items() if k != "params"} == {
+        k: v for k, v in groups[1].items() if k != "params"
+    }
