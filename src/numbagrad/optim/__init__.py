@@ -3,7 +3,7 @@
 element-wise step runs one fused kernel per parameter, generated from a per-element update function.
 ``optim.lr_scheduler`` holds torch's learning-rate schedulers, ``optim.swa_utils`` weight averaging."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
@@ -32,4 +32,5 @@ __all__ = [
     "RMSprop",
     "Rprop",
     "lr_scheduler",
+    "swa_utils",
 ]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import cat
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..ops import cat
 from .optimizer import Optimizer
 
 
