@@ -306,3 +306,40 @@ def test_lbfgs_defaults_match_torch(torch):
     assert {k: v for k, v in groups[0].items() if k != "params"} == {
         k: v for k, v in groups[1].items() if k != "params"
     }
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["adadelta-rho-weight-decay-maximize", "adamax-low-beta1-weight-decay-maximize", "nadam-decoupled-momentum-decay",
+     "radam-weight-decay-maximize", "asgd-averaging-from-t0-weight-decay-maximize", "rprop-etas-bounds-maximize"],
+)  # fmt: skip
+def test_step_on_device_matches_cpu(device, name):
+    results = []
+    for dev in ("cpu", device):
+        p = numbagrad.nn.Parameter(numbagrad.tensor([1.0, -2.0, 3.0], dtype=numbagrad.float64).to(dev))
+        opt = OPTIMIZERS[name](numbagrad.optim, [p])
+        for g in ([0.5, 1.0, -1.0], [1.0, 1.0, 1.0], [-0.5, 2.0, 0.0]):
+            p.grad = numbagrad.tensor(g, dtype=numbagrad.float64).to(dev)
+            opt.step()
+        assert p.device.type == dev and all(s.device.type == dev for s in opt.state[p].values() if s.dim())
+        results.append(p.detach().cpu().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_on_device_matches_cpu(device, line_search_fn):
+    results = []
+    for dev in ("cpu", device):
+        x = numbagrad.nn.Parameter(numbagrad.tensor([-1.2, 1.0], dtype=numbagrad.float64).to(dev))
+        opt = numbagrad.optim.LBFGS([x], max_iter=5, line_search_fn=line_search_fn)
+
+        def closure(x=x, opt=opt):
+            opt.zero_grad()
+            loss = ((1 - x[:-1]) ** 2).sum() + 100 * ((x[1:] - x[:-1] ** 2) ** 2).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        assert x.device.type == dev
+        results.append(x.detach().cpu().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-9)
