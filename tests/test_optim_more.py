@@ -26,6 +26,9 @@ OPTIMIZERS = {
     "asgd": lambda o, p: o.ASGD(p, lr=0.1),
     "asgd-averaging-from-t0-weight-decay-maximize": lambda o, p: o.ASGD(p, lr=0.1, lambd=0.01, alpha=0.5, t0=10,
                                                                          weight_decay=0.1, maximize=True),
+    "adafactor": lambda o, p: o.Adafactor(p),
+    "adafactor-weight-decay-maximize": lambda o, p: o.Adafactor(p, lr=0.05, weight_decay=0.1, maximize=True),
+    "adafactor-decay-eps-clip": lambda o, p: o.Adafactor(p, beta2_decay=-0.5, eps=(1e-20, 1e-2), d=1.5),
     "rprop": lambda o, p: o.Rprop(p, lr=0.01),
     "rprop-etas-bounds-maximize": lambda o, p: o.Rprop(p, lr=0.01, etas=(0.3, 1.5), step_sizes=(1e-3, 0.05),
                                                        maximize=True),
@@ -121,6 +124,12 @@ INVALID = {
     "Invalid weight_decay value: -2": lambda o, p: o.ASGD(p, weight_decay=-2),
     "Invalid eta values: 1.5, 1.2": lambda o, p: o.Rprop(p, etas=(1.5, 1.2)),
     "Invalid learning rate: -3": lambda o, p: o.Rprop(p, lr=-3),
+    "Learning rate should be >= 0 but is: -1": lambda o, p: o.Adafactor(p, lr=-1),
+    "beta2_decay should be <= 0 but is: 0.5": lambda o, p: o.Adafactor(p, beta2_decay=0.5),
+    "epsilon1 should be >= 0 but is: -1": lambda o, p: o.Adafactor(p, eps=(-1, 1e-3)),
+    "epsilon2 should be >= 0 but is: -1": lambda o, p: o.Adafactor(p, eps=(None, -1)),
+    "Clipping threshold d should be >= 1 but is: 0.5": lambda o, p: o.Adafactor(p, d=0.5),
+    "weight_decay should be >= 0 but is: -1": lambda o, p: o.Adafactor(p, weight_decay=-1),
 }
 
 
@@ -145,6 +154,7 @@ ALL = {
     "RAdam": lambda o, p, **kw: o.RAdam(p, **kw),
     "ASGD": lambda o, p, **kw: o.ASGD(p, **kw),
     "Rprop": lambda o, p, **kw: o.Rprop(p, **kw),
+    "Adafactor": lambda o, p, **kw: o.Adafactor(p, **kw),
 }
 OPTIONS = [
     {"foreach": True},
@@ -311,7 +321,8 @@ def test_lbfgs_defaults_match_torch(torch):
 @pytest.mark.parametrize(
     "name",
     ["adadelta-rho-weight-decay-maximize", "adamax-low-beta1-weight-decay-maximize", "nadam-decoupled-momentum-decay",
-     "radam-weight-decay-maximize", "asgd-averaging-from-t0-weight-decay-maximize", "rprop-etas-bounds-maximize"],
+     "radam-weight-decay-maximize", "asgd-averaging-from-t0-weight-decay-maximize", "rprop-etas-bounds-maximize",
+     "adafactor-weight-decay-maximize"],
 )  # fmt: skip
 def test_step_on_device_matches_cpu(device, name):
     results = []
@@ -343,3 +354,23 @@ def test_lbfgs_on_device_matches_cpu(device, line_search_fn):
         assert x.device.type == dev
         results.append(x.detach().cpu().numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_adafactor_factors_a_batch_of_matrices_as_torch_does(torch, dtype):
+    """A 3-d parameter: one row and one column statistic per matrix of the batch; a group's ``eps[0]`` defaults
+    to its first parameter's dtype epsilon."""
+    rng = np.random.default_rng(3)
+    start, grads = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 2, 3, 4))
+    results = []
+    for lib in (numbagrad, torch):
+        p = lib.nn.Parameter(lib.tensor(start, dtype=getattr(lib, dtype)))
+        opt = lib.optim.Adafactor([p], lr=0.1)
+        for g in grads:
+            p.grad = lib.tensor(g, dtype=getattr(lib, dtype))
+            opt.step()
+        state = opt.state[p]
+        assert tuple(state["row_var"].shape) == (2, 3, 1) and tuple(state["col_var"].shape) == (2, 1, 4)
+        results.append([_numpy(p), _numpy(state["row_var"]), _numpy(state["col_var"])])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6 if dtype == "float64" else 1e-5)

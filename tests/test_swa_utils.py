@@ -195,3 +195,25 @@ def test_swalr_errors_match_torch(torch):
             lib.optim.swa_utils.SWALR(opt, swa_lr=0.05, anneal_epochs=-1)
         with pytest.raises(ValueError, match="swa_lr must have the same length as optimizer.param_groups"):
             lib.optim.swa_utils.SWALR(opt, swa_lr=[0.05, 0.1])
+
+
+@pytest.mark.parametrize("name", ["swa-default", "ema-multi-use-buffers", "swa-multi"])
+def test_averaged_model_on_device_matches_cpu(device, name):
+    options = dict(AVERAGES[name])
+    fn = options.pop("fn", None)
+    if fn is not None:
+        options["multi_avg_fn"] = getattr(swa_utils, fn)(*options.pop("fn_args", ()))
+    results = []
+    for dev in ("cpu", device):
+        model = _model(ng).to(dev)
+        averaged = swa_utils.AveragedModel(model, device=dev, **options)
+        for k in range(3):
+            with ng.no_grad():
+                for p in model.parameters():
+                    p.mul_(0.5).add_(float(k))
+            model(ng.tensor(np.random.default_rng(k).standard_normal((4, 3))).to(dev))
+            averaged.update_parameters(model)
+        assert averaged.n_averaged.device.type == dev
+        results.append([v.cpu().numpy() for v in averaged.state_dict().values()])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

@@ -1,10 +1,11 @@
 """``numbagrad.optim``: torch's optimizers (``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``,
-``Adamax``, ``NAdam``, ``RAdam``, ``ASGD``, ``Rprop``, ``LBFGS``) with torch's options and semantics; each
-element-wise step runs one fused kernel per parameter, generated from a per-element update function.
-``optim.lr_scheduler`` holds torch's learning-rate schedulers, ``optim.swa_utils`` weight averaging."""
+``Adamax``, ``NAdam``, ``RAdam``, ``ASGD``, ``Rprop``, ``LBFGS``, ``Adafactor``) with torch's options and
+semantics; each element-wise step runs one fused kernel per parameter, generated from a per-element update
+function. ``optim.lr_scheduler`` holds torch's learning-rate schedulers, ``optim.swa_utils`` weight averaging."""
 
 from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
@@ -22,6 +23,7 @@ __all__ = [
     "LBFGS",
     "SGD",
     "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
     "AdamW",
