@@ -374,3 +374,27 @@ def test_adafactor_factors_a_batch_of_matrices_as_torch_does(torch, dtype):
         results.append([_numpy(p), _numpy(state["row_var"]), _numpy(state["col_var"])])
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6 if dtype == "float64" else 1e-5)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["adadelta-rho-weight-decay-maximize", "adamax-low-beta1-weight-decay-maximize", "nadam-decoupled-momentum-decay",
+     "radam-weight-decay-maximize", "asgd-averaging-from-t0-weight-decay-maximize", "rprop-etas-bounds-maximize",
+     "adafactor-weight-decay-maximize"],
+)  # fmt: skip
+def test_float16_parameters_step_as_float32_does(name):
+    """Numba has no float16: the update runs in float32 and the parameter and its state stay float16."""
+    start = np.linspace(-1, 1, 9).astype(np.float16)
+    grads = [np.linspace(0.5, -2, 9), np.linspace(-1, 1, 9) ** 2, np.full(9, 0.25)]
+    results = []
+    for dtype in (numbagrad.float16, numbagrad.float32):
+        p = numbagrad.nn.Parameter(numbagrad.tensor(start, dtype=dtype))
+        opt = OPTIMIZERS[name](numbagrad.optim, [p])
+        for g in grads:
+            p.grad = numbagrad.tensor(g.astype(np.float16), dtype=dtype)
+            opt.step()
+        assert p.dtype == dtype and all(s.dtype == dtype for s in opt.state[p].values() if s.dim())
+        results.append(p.detach().numpy().astype(np.float32))
+    half, single = results
+    assert not np.array_equal(half, start)  # it moved
+    np.testing.assert_allclose(half, single, rtol=0, atol=4e-3)
