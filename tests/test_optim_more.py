@@ -143,11 +143,11 @@ def test_invalid_options_are_torchs_value_errors(torch, message):
 
 # --- foreach, fused, capturable, differentiable ---------------------------------------------------------------------
 ALL = {
-    "SGD": lambda o, p, **kw: o.SGD(p, lr=0.1, momentum=0.9, **kw),
-    "Adam": lambda o, p, **kw: o.Adam(p, lr=0.1, **kw),
-    "AdamW": lambda o, p, **kw: o.AdamW(p, lr=0.1, **kw),
-    "RMSprop": lambda o, p, **kw: o.RMSprop(p, lr=0.1, **kw),
-    "Adagrad": lambda o, p, **kw: o.Adagrad(p, lr=0.1, **kw),
+    "SGD": lambda o, p, **kw: o.SGD(p, **{"lr": 0.1, "momentum": 0.9, **kw}),
+    "Adam": lambda o, p, **kw: o.Adam(p, **{"lr": 0.1, **kw}),
+    "AdamW": lambda o, p, **kw: o.AdamW(p, **{"lr": 0.1, **kw}),
+    "RMSprop": lambda o, p, **kw: o.RMSprop(p, **{"lr": 0.1, **kw}),
+    "Adagrad": lambda o, p, **kw: o.Adagrad(p, **{"lr": 0.1, **kw}),
     "Adadelta": lambda o, p, **kw: o.Adadelta(p, **kw),
     "Adamax": lambda o, p, **kw: o.Adamax(p, **kw),
     "NAdam": lambda o, p, **kw: o.NAdam(p, **kw),
@@ -195,6 +195,22 @@ def test_implementation_options_are_accepted_or_refused_as_torch_does(torch, nam
         assert {k: v for k, v in ours[1].items() if k != "params"} == {
             k: v for k, v in theirs[1].items() if k != "params"
         }
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_one_element_tensor_lr_steps_as_torch_does(torch, name):
+    """A Tensor learning rate (one element) is used as its value; a longer one is torch's error."""
+    ours, theirs = (_outcome(lib, name, {"lr": lib.tensor([0.05], dtype=lib.float64)}) for lib in (numbagrad, torch))
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=0, atol=1e-12)
+    for lib in (numbagrad, torch):
+        with pytest.raises(ValueError, match="^Tensor lr must be 1-element$"):
+            ALL[name](lib.optim, [lib.nn.Parameter(lib.ones(2))], lr=lib.tensor([0.1, 0.2]))
+
+
+def test_adam_tensor_lr_with_foreach_is_torchs_error(torch):
+    for lib in (numbagrad, torch):
+        with pytest.raises(ValueError, match="^lr as a Tensor is not supported for capturable=False and foreach=True$"):
+            lib.optim.Adam([lib.nn.Parameter(lib.ones(2))], lr=lib.tensor(0.1), foreach=True)
 
 
 def test_rmsprop_foreach_steps_as_the_default_does():
@@ -398,3 +414,11 @@ def test_float16_parameters_step_as_float32_does(name):
     half, single = results
     assert not np.array_equal(half, start)  # it moved
     np.testing.assert_allclose(half, single, rtol=0, atol=4e-3)
+
+
+def test_lbfgs_takes_a_one_element_tensor_lr():
+    as_float, _, _ = _rosenbrock_run(numbagrad, steps=2, lr=0.5)
+    as_tensor, _, _ = _rosenbrock_run(numbagrad, steps=2, lr=numbagrad.tensor(0.5, dtype=numbagrad.float64))
+    np.testing.assert_array_equal(as_float, as_tensor)
+    with pytest.raises(ValueError, match="^Tensor lr must be 1-element$"):
+        numbagrad.optim.LBFGS([numbagrad.nn.Parameter(numbagrad.ones(2))], lr=numbagrad.tensor([0.1, 0.2]))

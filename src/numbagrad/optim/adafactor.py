@@ -16,7 +16,7 @@ from .._tensor import Tensor
 from .._typeinfo import finfo
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops import norm
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _check_tensor_lr
 
 
 class Adafactor(Optimizer):
@@ -28,6 +28,7 @@ class Adafactor(Optimizer):
     def __init__(self, params, lr: float = 1e-2, beta2_decay: float = -0.8,
                  eps: tuple[float | None, float] = (None, 1e-3), d: float = 1.0, weight_decay: float = 0.0, *,
                  foreach: bool | None = None, maximize: bool = False) -> None:  # fmt: skip
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
         if not 0.0 >= beta2_decay:

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ._updates import adagrad_update
-from .optimizer import Optimizer, _check_fused, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_type
 
 
 class Adagrad(Optimizer):
@@ -28,6 +28,7 @@ class Adagrad(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ._updates import asgd_update
-from .optimizer import Optimizer, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_type
 
 
 class ASGD(Optimizer):
@@ -19,6 +19,7 @@ class ASGD(Optimizer):
     def __init__(self, params, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75, t0: float = 1e6,
                  weight_decay: float = 0, foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:  # fmt: skip
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= weight_decay:
@@ -30,11 +31,11 @@ class ASGD(Optimizer):
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         if "ax" not in state:
             state["step"] = Tensor._make(np.array(0.0, np.float32))
-            state["eta"] = Tensor._make(np.array(group["lr"], np.float32))
+            state["eta"] = Tensor._make(np.array(float(group["lr"]), np.float32))
             state["mu"] = Tensor._make(np.array(1.0, np.float32))
             state["ax"] = self._zeros_like(p)
         step = self._next_step(state)
-        lr, lambd = group["lr"], group["lambd"]
+        lr, lambd = float(group["lr"]), group["lambd"]  # lr may be a one-element Tensor
         eta, mu = float(state["eta"]._data), float(state["mu"]._data)
         s = _scalar_type(param)
         scalars = (s(1 - lambd * eta), s(-eta), s(mu), s(group["weight_decay"]), group["maximize"])

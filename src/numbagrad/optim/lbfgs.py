@@ -13,7 +13,7 @@ from collections.abc import Callable
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops import cat
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _check_tensor_lr
 
 
 def _cubic_minimizer(x1: float, f1: float, g1: float, x2: float, f2: float, g2: float,
@@ -132,6 +132,7 @@ class LBFGS(Optimizer):
     def __init__(self, params, lr: float = 1, max_iter: int = 20, max_eval: int | None = None,
                  tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9, history_size: int = 100,
                  line_search_fn: str | None = None) -> None:  # fmt: skip
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:
@@ -164,7 +165,7 @@ class LBFGS(Optimizer):
         """Run L-BFGS iterations, calling ``closure`` for every loss and gradient; returns the loss the first
         call gave."""
         group = self.param_groups[0]
-        lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
+        lr, max_iter, max_eval = float(group["lr"]), group["max_iter"], group["max_eval"]  # lr may be a Tensor
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]
         state = self.state[self._params[0]]

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ._updates import nadam_update
-from .optimizer import Optimizer, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_type
 
 
 class NAdam(Optimizer):
@@ -22,6 +22,7 @@ class NAdam(Optimizer):
                  weight_decay: float = 0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:  # fmt: skip
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:

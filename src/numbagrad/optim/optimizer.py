@@ -218,6 +218,12 @@ class Optimizer:
         self.param_groups = [{**s, "params": g["params"]} for g, s in zip(groups, saved_groups)]
 
 
+def _check_tensor_lr(lr) -> None:
+    """torch's error for a Tensor learning rate of more than one element (a one-element one works as a float)."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
 def _check_fused(fused: bool | None, foreach: bool | None, differentiable: bool) -> None:
     """torch's errors for ``fused=True`` with options it excludes (the update is one fused kernel either way)."""
     if fused:

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ._updates import rprop_update
-from .optimizer import Optimizer, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_type
 
 
 class Rprop(Optimizer):
@@ -18,6 +18,7 @@ class Rprop(Optimizer):
     def __init__(self, params, lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
                  step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False, foreach: bool | None = None,
                  maximize: bool = False, differentiable: bool = False) -> None:  # fmt: skip
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < etas[0] < 1.0 < etas[1]:

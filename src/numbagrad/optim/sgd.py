@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ._updates import sgd_update
-from .optimizer import Optimizer, _check_fused, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_type
 
 
 class SGD(Optimizer):
@@ -13,6 +13,7 @@ class SGD(Optimizer):
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0, weight_decay: float = 0,
                  nesterov: bool = False, *, maximize: bool = False, foreach: bool | None = None,
                  differentiable: bool = False, fused: bool | None = None) -> None:  # fmt: skip
+        _check_tensor_lr(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
