@@ -3,6 +3,8 @@ the same start and data, parameters and state within 1e-6 in float64 and 1e-5 in
 and state_dict, torch's errors, and the ``foreach``/``fused``/``capturable``/``differentiable`` options of every
 optimizer."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -422,3 +424,81 @@ def test_lbfgs_takes_a_one_element_tensor_lr():
     np.testing.assert_array_equal(as_float, as_tensor)
     with pytest.raises(ValueError, match="^Tensor lr must be 1-element$"):
         numbagrad.optim.LBFGS([numbagrad.nn.Parameter(numbagrad.ones(2))], lr=numbagrad.tensor([0.1, 0.2]))
+
+
+# --- hooks ----------------------------------------------------------------------------------------------------------
+def _hook_log(lib):
+    """An SGD step with instance and global step hooks, state_dict and load_state_dict hooks; what they saw."""
+    seen = []
+    p = lib.nn.Parameter(lib.tensor([1.0, 2.0], dtype=lib.float64))
+    opt = lib.optim.SGD([p], lr=0.5)
+    module = importlib.import_module(f"{lib.__name__}.optim.optimizer")
+
+    def closure():
+        seen.append("closure")
+        return lib.tensor(3.0)
+
+    def pre(o, args, kwargs):
+        seen.append(("pre", type(o).__name__, len(args), sorted(kwargs)))
+        return (args[0],), {"closure": closure}  # run the step with a closure
+
+    handles = [
+        module.register_optimizer_step_pre_hook(lambda o, a, k: seen.append("global pre")),
+        module.register_optimizer_step_post_hook(lambda o, a, k: seen.append(("global post", sorted(k)))),
+        opt.register_step_pre_hook(pre),
+        opt.register_step_post_hook(lambda o, a, k: seen.append(("post", len(a), sorted(k)))),
+        opt.register_state_dict_pre_hook(lambda o: seen.append("sd pre")),
+        opt.register_state_dict_pre_hook(lambda o: seen.append("sd pre first"), prepend=True),
+        opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1}),
+        opt.register_load_state_dict_pre_hook(lambda o, sd: seen.append(("load pre", "extra" in sd))),
+        opt.register_load_state_dict_post_hook(lambda o: seen.append("load post")),
+    ]
+    try:
+        p.grad = lib.tensor([1.0, 1.0], dtype=lib.float64)
+        loss = opt.step()
+        seen.append(("loss", float(loss)))
+        state = opt.state_dict()
+        seen.append(sorted(state))
+        opt.load_state_dict(state)
+        handles[2].remove()
+        opt.step()
+    finally:
+        for handle in handles:
+            handle.remove()
+    opt.step()  # no hook runs
+    seen.append(p.detach().numpy().tolist())
+    return seen
+
+
+def test_hooks_run_as_torchs_do(torch):
+    assert _hook_log(numbagrad) == _hook_log(torch)
+
+
+def test_a_step_pre_hook_returning_something_else_is_torchs_error(torch):
+    for lib in (numbagrad, torch):
+        p = lib.nn.Parameter(lib.ones(2))
+        opt = lib.optim.Adam([p])
+        opt.register_step_pre_hook(lambda o, a, k: "args")
+        with pytest.raises(
+            RuntimeError, match="must return None or a tuple of \\(new_args, new_kwargs\\), but got args"
+        ):
+            opt.step()
+
+
+def test_a_subclass_step_calling_super_runs_the_hooks_at_each_wrapped_level_as_torch_does(torch):
+    """Each class's ``step`` is wrapped when its first instance is made: a subclass's ``step`` calling an already
+    wrapped ``SGD.step`` runs the post hook twice, in torch too."""
+    counts = []
+    for lib in (numbagrad, torch):
+        lib.optim.SGD([lib.nn.Parameter(lib.ones(2))], lr=0.1)
+
+        class Counting(lib.optim.SGD):
+            def step(self, closure=None):
+                return super().step(closure)
+
+        calls = []
+        opt = Counting([lib.nn.Parameter(lib.ones(2))], lr=0.1)
+        opt.register_step_post_hook(lambda o, a, k, calls=calls: calls.append(1))
+        opt.step()
+        counts.append(len(calls))
+    assert counts[0] == counts[1]

@@ -11,14 +11,16 @@ kept in the param groups, validated as torch validates them, and select nothing.
 
 from __future__ import annotations
 
+import functools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
-from .._tensor import Tensor
+from .._tensor import RemovableHandle, Tensor
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..backend import backend_for
 from ..nn.module import typename, zero_grads
@@ -38,13 +40,78 @@ def _typename(obj) -> str:
     return typename(obj)
 
 
+# Step hooks of every optimizer (``register_optimizer_step_pre_hook``/``..._post_hook``), run around each step.
+_global_optimizer_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+_global_optimizer_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    """Run ``hook(optimizer, args, kwargs)`` before every optimizer's ``step``; it may return ``(new_args,
+    new_kwargs)`` for the step to take instead."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    """Run ``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
+
+
+def _with_step_hooks(step: Callable) -> Callable:
+    """``step`` wrapped to run the global and the optimizer's own step hooks around it (torch's
+    ``profile_hook_step``): pre hooks may replace the arguments, post hooks see the ones the step took."""
+
+    @functools.wraps(step)
+    def hooked_step(*args, **kwargs):
+        self = args[0]
+        for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            result = pre_hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(
+                        f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                    )
+                args, kwargs = result
+        out = step(*args, **kwargs)
+        for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
+            post_hook(self, args, kwargs)
+        return out
+
+    hooked_step.hooked = True  # type: ignore[attr-defined]
+    return hooked_step
+
+
+def _register(hooks: OrderedDict, hook: Callable, prepend: bool = False) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
 class Optimizer:
-    """Base class: holds ``param_groups`` (dicts of params and their hyper-parameters) and ``state``."""
+    """Base class: holds ``param_groups`` (dicts of params and their hyper-parameters) and ``state``.
+
+    Hooks run as torch's do: step pre/post hooks around ``step`` (each class's ``step`` is wrapped when its first
+    instance is made, as torch patches it), and pre/post hooks of ``state_dict`` and ``load_state_dict``.
+    """
 
     def __init__(self, params, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict] = []
+        self._optimizer_step_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict[int, Callable] = OrderedDict()
+        cls = type(self)
+        if not getattr(cls.step, "hooked", False):
+            cls.step = _with_step_hooks(cls.step)  # type: ignore[method-assign]
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
@@ -101,6 +168,31 @@ class Optimizer:
         if not existing.isdisjoint(ids):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
+
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Run ``hook(optimizer, args, kwargs)`` before each ``step``; it may return ``(new_args, new_kwargs)``."""
+        return _register(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Run ``hook(optimizer, args, kwargs)`` after each ``step``."""
+        return _register(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(optimizer)`` before ``state_dict`` builds its dict (first of all with ``prepend``)."""
+        return _register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(optimizer, state_dict)`` on the dict ``state_dict`` built; a dict it returns replaces it."""
+        return _register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(optimizer, state_dict)`` before ``load_state_dict`` reads the dict (a shallow copy of the
+        caller's); a dict it returns is loaded instead."""
+        return _register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Run ``hook(optimizer)`` after ``load_state_dict`` has restored the state."""
+        return _register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter: to ``None`` by default, to zeros with ``set_to_none=False``."""
@@ -186,6 +278,8 @@ class Optimizer:
     def state_dict(self) -> dict:
         """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``, parameters numbered in
         group order (torch's format)."""
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         index: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
@@ -195,11 +289,21 @@ class Optimizer:
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
         state = {index[id(p)]: s for p, s in self.state.items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore hyper-parameters and state saved by ``state_dict`` (state tensors are copied, cast to each
         parameter's dtype and device, except ``step``)."""
+        state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups, saved_groups = self.param_groups, state_dict["param_groups"]
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -216,6 +320,8 @@ class Optimizer:
                 p = id_map[key]
                 self.state[p] = {k: _cast_state(k, v, p) for k, v in value.items()}
         self.param_groups = [{**s, "params": g["params"]} for g, s in zip(groups, saved_groups)]
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
 
 
 def _check_tensor_lr(lr) -> None:
