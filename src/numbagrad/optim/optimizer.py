@@ -45,19 +45,24 @@ _global_optimizer_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
 _global_optimizer_post_hooks: OrderedDict[int, Callable] = OrderedDict()
 
 
+def _register(hooks: OrderedDict, hook: Callable, prepend: bool = False) -> RemovableHandle:
+    """Add ``hook`` to ``hooks`` (first with ``prepend``); the handle removes it."""
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
 def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
     """Run ``hook(optimizer, args, kwargs)`` before every optimizer's ``step``; it may return ``(new_args,
     new_kwargs)`` for the step to take instead."""
-    handle = RemovableHandle(_global_optimizer_pre_hooks)
-    _global_optimizer_pre_hooks[handle.id] = hook
-    return handle
+    return _register(_global_optimizer_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
     """Run ``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
-    handle = RemovableHandle(_global_optimizer_post_hooks)
-    _global_optimizer_post_hooks[handle.id] = hook
-    return handle
+    return _register(_global_optimizer_post_hooks, hook)
 
 
 def _with_step_hooks(step: Callable) -> Callable:
@@ -82,14 +87,6 @@ def _with_step_hooks(step: Callable) -> Callable:
 
     hooked_step.hooked = True  # type: ignore[attr-defined]
     return hooked_step
-
-
-def _register(hooks: OrderedDict, hook: Callable, prepend: bool = False) -> RemovableHandle:
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = hook
-    if prepend:
-        hooks.move_to_end(handle.id, last=False)
-    return handle
 
 
 class Optimizer:
@@ -222,6 +219,8 @@ class Optimizer:
         autograd) of a parameter that requires grad: torch's in-place update of such a leaf fails, and the update
         here is not recorded, so a non-leaf one is refused too."""
         for group in self.param_groups:
+            if not (group.get("capturable") or group.get("differentiable")):
+                continue
             for p in group["params"]:
                 if p._grad is None:
                     continue
