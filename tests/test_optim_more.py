@@ -502,3 +502,24 @@ def test_a_subclass_step_calling_super_runs_the_hooks_at_each_wrapped_level_as_t
         opt.step()
         counts.append(len(calls))
     assert counts[0] == counts[1]
+
+
+@pytest.mark.parametrize(
+    "name", ["radam", "nadam-decoupled-momentum-decay", "asgd-averaging-from-t0-weight-decay-maximize", "adafactor"]
+)
+def test_scalar_state_follows_the_default_dtype_as_torchs_does(torch, name):
+    """With float64 the default dtype, ``step`` (and NAdam's ``mu_product``, ASGD's ``eta`` and ``mu``) are float64
+    tensors, and ASGD's step sizes are no longer rounded to float32: float32 parameters follow torch's."""
+    results = []
+    for lib in (numbagrad, torch):
+        lib.set_default_dtype(lib.float64)
+        try:
+            params, opt = _train(lib, OPTIMIZERS[name], "float32", steps=15)
+        finally:
+            lib.set_default_dtype(lib.float32)
+        state = opt.state_dict()["state"][0]
+        results.append(([_numpy(p) for p in params], {k: str(v.dtype).split(".")[1] for k, v in state.items()}))
+    (ours, our_dtypes), (theirs, their_dtypes) = results
+    assert our_dtypes == their_dtypes and our_dtypes["step"] == "float64"
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)

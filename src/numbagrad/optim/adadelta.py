@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from ._updates import adadelta_update
-from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_state, _scalar_type
 
 
 class Adadelta(Optimizer):
@@ -33,7 +31,7 @@ class Adadelta(Optimizer):
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         if "square_avg" not in state:
-            state["step"] = Tensor._make(np.array(0.0, np.float32))
+            state["step"] = _scalar_state(0.0)
             state["square_avg"] = self._zeros_like(p)
             state["acc_delta"] = self._zeros_like(p)
         self._next_step(state)

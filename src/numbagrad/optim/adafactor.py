@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from .._tensor import Tensor
 from .._typeinfo import finfo
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops import norm
-from .optimizer import Optimizer, _check_tensor_lr
+from .optimizer import Optimizer, _check_tensor_lr, _scalar_state
 
 
 class Adafactor(Optimizer):
@@ -67,7 +65,7 @@ class Adafactor(Optimizer):
         grad = -p.grad if group["maximize"] else p.grad
         state = self.state[p]
         if "step" not in state:
-            state["step"] = Tensor._make(np.array(0.0, np.float32))
+            state["step"] = _scalar_state(0.0)
             if grad.dim() > 1:  # factored: one mean square per row (last dim 1) and per column (second-last 1)
                 state["row_var"] = grad.new_zeros((*grad.shape[:-1], 1))
                 state["col_var"] = grad.new_zeros((*grad.shape[:-2], 1, grad.shape[-1]))

@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from ._updates import adagrad_update
-from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_state, _scalar_type
 
 
 class Adagrad(Optimizer):
@@ -50,7 +48,7 @@ class Adagrad(Optimizer):
 
     def _init_state(self, group: dict, p: Tensor) -> None:
         state = self.state[p]
-        state["step"] = Tensor._make(np.array(0.0, np.float32))
+        state["step"] = _scalar_state(0.0)
         state["sum"] = self._full_like(p, group["initial_accumulator_value"])
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:

@@ -3,11 +3,9 @@ weight decay, Loshchilov & Hutter)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from ._updates import adam_update
-from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_state, _scalar_type
 
 
 class Adam(Optimizer):
@@ -39,7 +37,7 @@ class Adam(Optimizer):
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         amsgrad = group["amsgrad"]
         if "exp_avg" not in state:
-            state["step"] = Tensor._make(np.array(0.0, np.float32))
+            state["step"] = _scalar_state(0.0)
             state["exp_avg"] = self._zeros_like(p)
             state["exp_avg_sq"] = self._zeros_like(p)
             if amsgrad:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from ._updates import adamax_update
-from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_state, _scalar_type
 
 
 class Adamax(Optimizer):
@@ -33,7 +31,7 @@ class Adamax(Optimizer):
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         if "exp_avg" not in state:
-            state["step"] = Tensor._make(np.array(0.0, np.float32))
+            state["step"] = _scalar_state(0.0)
             state["exp_avg"] = self._zeros_like(p)
             state["exp_inf"] = self._zeros_like(p)
         step = self._next_step(state)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from ._updates import asgd_update
-from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_state, _scalar_state_type, _scalar_type
 
 
 class ASGD(Optimizer):
     """SGD with step size ``eta = lr / (1 + lambd lr step) ** alpha`` that also keeps ``ax``, the running average
-    of the parameter from step ``t0`` on. ``eta`` and ``mu`` (the averaging weight) are float32 0-d tensors in the
-    state, read back rounded, as torch keeps them. One fused kernel per parameter."""
+    of the parameter from step ``t0`` on. ``eta`` and ``mu`` (the averaging weight) are 0-d tensors of the default
+    dtype in the state, read back rounded, as torch keeps them. One fused kernel per parameter."""
 
     _capturable_tensors = "params, mus, etas, and state_steps"
 
@@ -30,9 +28,9 @@ class ASGD(Optimizer):
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         if "ax" not in state:
-            state["step"] = Tensor._make(np.array(0.0, np.float32))
-            state["eta"] = Tensor._make(np.array(float(group["lr"]), np.float32))
-            state["mu"] = Tensor._make(np.array(1.0, np.float32))
+            state["step"] = _scalar_state(0.0)
+            state["eta"] = _scalar_state(float(group["lr"]))
+            state["mu"] = _scalar_state(1.0)
             state["ax"] = self._zeros_like(p)
         step = self._next_step(state)
         lr, lambd = float(group["lr"]), group["lambd"]  # lr may be a one-element Tensor
@@ -40,7 +38,7 @@ class ASGD(Optimizer):
         s = _scalar_type(param)
         scalars = (s(1 - lambd * eta), s(-eta), s(mu), s(group["weight_decay"]), group["maximize"])
         _foreach(asgd_update, [param, grad, state["ax"]._data.reshape(-1)], scalars)
-        # torch makes each new value a tensor of the default dtype (float32) before storing it, even where a loaded
-        # state holds them in float64
-        state["eta"]._data[...] = np.float32(lr / ((1 + lambd * lr * step) ** group["alpha"]))
-        state["mu"]._data[...] = np.float32(1 / max(1, step - group["t0"]))
+        # torch makes each new value a tensor of the default dtype before storing it, even where a loaded state
+        # holds them in the parameter's dtype
+        state["eta"]._data[...] = _scalar_state_type()(lr / ((1 + lambd * lr * step) ** group["alpha"]))
+        state["mu"]._data[...] = _scalar_state_type()(1 / max(1, step - group["t0"]))

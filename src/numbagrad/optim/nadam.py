@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from ._updates import nadam_update
-from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_state, _scalar_type
 
 
 class NAdam(Optimizer):
     """Adam whose momentum coefficient warms up as ``beta1 (1 - 0.5 * 0.96 ** (step * momentum_decay))``; the
-        running product of those coefficients is kept in ``state["mu_product"]`` (a float32 0-d tensor, as torch's, and
-    like torch's cast to the parameter's dtype by ``load_state_dict``).
-        One fused kernel per parameter."""
+    running product of those coefficients is kept in ``state["mu_product"]`` (a 0-d tensor of the default dtype, as
+    torch's, and like torch's cast to the parameter's dtype by ``load_state_dict``). One fused kernel per
+    parameter."""
 
     _capturable_tensors = "params, mu_products and state_steps"
 
@@ -42,8 +40,8 @@ class NAdam(Optimizer):
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         if "exp_avg" not in state:
-            state["step"] = Tensor._make(np.array(0.0, np.float32))
-            state["mu_product"] = Tensor._make(np.array(1.0, np.float32))
+            state["step"] = _scalar_state(0.0)
+            state["mu_product"] = _scalar_state(1.0)
             state["exp_avg"] = self._zeros_like(p)
             state["exp_avg_sq"] = self._zeros_like(p)
         step = self._next_step(state)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._tensor import RemovableHandle, Tensor
+from .._types import get_default_dtype
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..backend import backend_for
 from ..nn.module import typename, zero_grads
@@ -262,9 +263,10 @@ class Optimizer:
 
     @staticmethod
     def _next_step(state: dict) -> float:
-        """Count one more step in ``state["step"]`` (a float32 0-d cpu tensor, as torch keeps it); its value."""
+        """Count one more step in ``state["step"]`` (a 0-d cpu tensor of the default dtype, as torch keeps it);
+        its value."""
         if "step" not in state:
-            state["step"] = Tensor._make(np.array(0.0, np.float32))
+            state["step"] = _scalar_state(0.0)
         state["step"]._data[...] += 1
         return float(state["step"]._data)
 
@@ -342,6 +344,17 @@ def _foreach(update, arrays: list, scalars: tuple, static: tuple = ()) -> None:
     """One fused pass of the per-element ``update`` over flat ``arrays`` on their backend (CPU loop or CUDA);
     ``static`` flags are compiled into the kernel (those that decide which arrays are written)."""
     backend_for(arrays[0]).foreach(update, arrays, scalars, static)
+
+
+def _scalar_state_type() -> type:
+    """The numpy type of optimizer scalars kept as tensors (``step``, NAdam's ``mu_product``, ASGD's ``eta``):
+    the default dtype, float32 unless ``set_default_dtype(float64)``, as torch's ``_get_scalar_dtype``."""
+    return get_default_dtype().numpy.type
+
+
+def _scalar_state(value: float) -> Tensor:
+    """A 0-d cpu tensor of ``value`` in the scalar state's dtype (``_scalar_state_type``)."""
+    return Tensor._make(np.array(value, _scalar_state_type()))
 
 
 def _scalar_type(param: np.ndarray):

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from ._updates import rmsprop_update
-from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_state, _scalar_type
 
 
 class RMSprop(Optimizer):
@@ -35,7 +33,7 @@ class RMSprop(Optimizer):
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         momentum, centered = group["momentum"], group["centered"]
         if "square_avg" not in state:
-            state["step"] = Tensor._make(np.array(0.0, np.float32))
+            state["step"] = _scalar_state(0.0)
             state["square_avg"] = self._zeros_like(p)
             if momentum > 0:
                 state["momentum_buffer"] = self._zeros_like(p)

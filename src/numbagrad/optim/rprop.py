@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from ._updates import rprop_update
-from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_state, _scalar_type
 
 
 class Rprop(Optimizer):
@@ -29,7 +27,7 @@ class Rprop(Optimizer):
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         if "prev" not in state:
-            state["step"] = Tensor._make(np.array(0.0, np.float32))
+            state["step"] = _scalar_state(0.0)
             state["prev"] = self._zeros_like(p)
             state["step_size"] = self._full_like(p, group["lr"])
         self._next_step(state)
