@@ -523,3 +523,50 @@ def test_scalar_state_follows_the_default_dtype_as_torchs_does(torch, name):
     assert our_dtypes == their_dtypes and our_dtypes["step"] == "float64"
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
+
+
+# --- named parameters --------------------------------------------------------------------------------------------
+def _named_run(lib):
+    """An Adam over ``named_parameters()``: its groups (with ``param_names``) and state_dict, then a load."""
+    model = lib.nn.Linear(3, 2)
+    opt = lib.optim.Adam(model.named_parameters(), lr=0.1)
+    opt.add_param_group({"params": [("extra", lib.nn.Parameter(lib.ones(2)))], "lr": 0.01})
+    saved = opt.state_dict()
+    fresh = lib.optim.Adam(lib.nn.Linear(3, 2).named_parameters(), lr=0.5)
+    fresh.add_param_group({"params": [("extra", lib.nn.Parameter(lib.ones(2)))]})
+    fresh.load_state_dict(saved)
+    return [
+        [{k: v for k, v in g.items() if k != "params"} for g in saved["param_groups"]],
+        [{k: v for k, v in g.items() if k != "params"} for g in fresh.param_groups],
+        [len(g["params"]) for g in opt.param_groups],
+    ]
+
+
+def test_named_parameters_are_kept_as_param_names_like_torch(torch):
+    assert _named_run(numbagrad) == _named_run(torch)
+
+
+def test_mixing_named_and_unnamed_parameters_is_torchs_error(torch):
+    for lib in (numbagrad, torch):
+        a, b = lib.nn.Parameter(lib.ones(2)), lib.nn.Parameter(lib.ones(2))
+        with pytest.raises(ValueError, match="^all optimizer params should be with/without names. Some param names"):
+            lib.optim.SGD([("a", a), b], lr=0.1)
+        opt = lib.optim.SGD([("a", a)], lr=0.1)
+        with pytest.raises(ValueError, match="cannot add param group without names to the optimizer$"):
+            opt.add_param_group({"params": [b]})
+
+
+def test_a_differentiable_optimizer_accepts_a_non_leaf_tensor_as_torch_does(torch):
+    """torch lets a differentiable optimizer hold non-leaf tensors; its step would record the update, which is
+    not done here: the step refuses it rather than updating without the graph."""
+    for lib in (numbagrad, torch):
+        w = lib.ones(2, requires_grad=True) * 2
+        lib.optim.SGD([w], lr=0.1, differentiable=True)
+        with pytest.raises(ValueError, match="^can't optimize a non-leaf Tensor$"):
+            lib.optim.SGD([w], lr=0.1)
+    w = numbagrad.ones(2, requires_grad=True) * 2
+    w.retain_grad()
+    opt = numbagrad.optim.SGD([w], lr=0.1, differentiable=True)
+    w.sum().backward()
+    with pytest.raises(NotImplementedError, match="differentiable=True"):
+        opt.step()

@@ -133,7 +133,9 @@ class Optimizer:
         return s + "\n)"
 
     def add_param_group(self, param_group: dict) -> None:
-        """Add a group of parameters (with its own hyper-parameters; missing ones come from ``defaults``)."""
+        """Add a group of parameters (with its own hyper-parameters; missing ones come from ``defaults``). The
+        parameters may be ``(name, tensor)`` pairs, as ``named_parameters()`` gives: the names are kept in the
+        group's ``param_names``."""
         if not isinstance(param_group, dict):
             raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
@@ -146,10 +148,17 @@ class Optimizer:
             )
         else:
             param_group["params"] = list(params)
+        names = [p[0] for p in param_group["params"] if isinstance(p, tuple)]
+        param_group["params"] = [p[1] if isinstance(p, tuple) else p for p in param_group["params"]]
+        if names:
+            if len(names) != len(param_group["params"]):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
         for param in param_group["params"]:
             if not isinstance(param, Tensor):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(param))
-            if not (param.is_leaf or param.retains_grad):
+            # a differentiable optimizer may update non-leaf tensors (its step refuses them here, see _check_step_flags)
+            if not self.defaults.get("differentiable") and not (param.is_leaf or param.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
@@ -163,6 +172,13 @@ class Optimizer:
                 stacklevel=3,
             )
         existing = {id(p) for group in self.param_groups for p in group["params"]}
+        for group in self.param_groups:
+            if ("param_names" in param_group) != ("param_names" in group):
+                kind = "with names" if "param_names" in param_group else "without names"
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {kind} to the optimizer"
+                )
         if not existing.isdisjoint(ids):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
@@ -320,7 +336,7 @@ class Optimizer:
             if key in id_map:
                 p = id_map[key]
                 self.state[p] = {k: _cast_state(k, v, p) for k, v in value.items()}
-        self.param_groups = [{**s, "params": g["params"]} for g, s in zip(groups, saved_groups)]
+        self.param_groups = [_restored_group(g, s) for g, s in zip(groups, saved_groups)]
         for post_hook in self._optimizer_load_state_dict_post_hooks.values():
             post_hook(self)
 
@@ -361,6 +377,14 @@ def _scalar_type(param: np.ndarray):
     """The type of an update's hyperparameters: the dtype the update computes in (float16 parameters are updated
     in float32: Numba has no float16, so the backends run a float16 update on float32 copies)."""
     return np.float32 if param.dtype == np.float16 else param.dtype.type
+
+
+def _restored_group(group: dict, saved: dict) -> dict:
+    """A saved group's options with this optimizer's parameters (and their names, where the save has none)."""
+    restored = {**saved, "params": group["params"]}
+    if "param_names" in group and "param_names" not in saved:
+        restored["param_names"] = group["param_names"]
+    return restored
 
 
 def _cast_state(key: str, value, p: Tensor):
