@@ -1,7 +1,8 @@
-"""optim: Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop and LBFGS against torch (30 steps of a small regression with
-the same start and data, parameters and state within 1e-6 in float64 and 1e-5 in float32), their param groups
-and state_dict, torch's errors, and the ``foreach``/``fused``/``capturable``/``differentiable`` options of every
-optimizer."""
+"""optim: Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop, Adafactor and LBFGS against torch (30 steps of a small
+regression with the same start and data, parameters and state within 1e-6 in float64 and 1e-5 in float32; LBFGS
+on the Rosenbrock function in both line-search modes), their param groups and state_dict, torch's errors; and for
+every optimizer the ``foreach``/``fused``/``capturable``/``differentiable`` options, a Tensor ``lr``, named
+parameters and the step and state_dict hooks, each compared with torch."""
 
 import importlib
 
