@@ -571,3 +571,12 @@ def test_a_differentiable_optimizer_accepts_a_non_leaf_tensor_as_torch_does(torc
     w.sum().backward()
     with pytest.raises(NotImplementedError, match="differentiable=True"):
         opt.step()
+
+
+@pytest.mark.parametrize("name", [*ALL, "LBFGS"])
+def test_repr_matches_torch(torch, name):
+    reprs = []
+    for lib in (numbagrad, torch):
+        params = [lib.nn.Parameter(lib.ones(2))]
+        reprs.append(repr(getattr(lib.optim, name)(params, lr=0.1)))
+    assert reprs[0] == reprs[1]
