@@ -1,12 +1,38 @@
-"""``numbagrad.optim``: ``SGD``, ``Adam``, ``AdamW``, ``RMSprop`` and ``Adagrad`` with torch's options and
-semantics; each step runs one fused kernel per parameter, generated from a per-element update function.
-``optim.lr_scheduler`` holds torch's learning-rate schedulers."""
+"""``numbagrad.optim``: torch's optimizers (``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``,
+``Adamax``, ``NAdam``, ``RAdam``, ``ASGD``, ``Rprop``, ``LBFGS``, ``Adafactor``) with torch's options and
+semantics; each element-wise step runs one fused kernel per parameter, generated from a per-element update
+function. ``optim.lr_scheduler`` holds torch's learning-rate schedulers, ``optim.swa_utils`` weight averaging."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
+from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .adamax import Adamax
+from .asgd import ASGD
+from .lbfgs import LBFGS
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 
-__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
+__all__ = [
+    "ASGD",
+    "LBFGS",
+    "SGD",
+    "Adadelta",
+    "Adafactor",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "NAdam",
+    "Optimizer",
+    "RAdam",
+    "RMSprop",
+    "Rprop",
+    "lr_scheduler",
+    "swa_utils",
+]

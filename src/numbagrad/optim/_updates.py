@@ -94,3 +94,116 @@ def adagrad_update(i, p, g, state_sum, neg_clr, eps, weight_decay, maximize):
     state_sum[i] = s
     std = math.sqrt(s) + eps  # state_sum.sqrt().add_(eps)
     p[i] = p[i] + neg_clr * d / std  # param.addcdiv_(grad, std, value=-clr)
+
+
+def adadelta_update(i, p, g, square_avg, acc_delta, neg_lr, rho, one_minus_rho, eps, weight_decay, maximize):
+    """Adadelta for element ``i``: the step is ``sqrt(acc_delta + eps) / sqrt(square_avg + eps) * grad``."""
+    d = -g[i] if maximize else g[i]
+    if weight_decay != 0:
+        d = d + weight_decay * p[i]
+    sq = square_avg[i] * rho + one_minus_rho * d * d  # square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
+    square_avg[i] = sq
+    std = math.sqrt(sq + eps)  # square_avg.add(eps).sqrt_()
+    delta = math.sqrt(acc_delta[i] + eps) / std * d  # acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
+    acc_delta[i] = acc_delta[i] * rho + one_minus_rho * delta * delta
+    p[i] = p[i] + neg_lr * delta  # param.add_(delta, alpha=-lr)
+
+
+def adamax_update(i, p, g, exp_avg, exp_inf, neg_clr, one_minus_beta1, beta1, beta2, eps, weight_decay, maximize):
+    """Adamax for element ``i``: the second moment is the decayed maximum ``max(beta2 * u, |grad| + eps)``, a nan
+    on either side winning as in ``torch.maximum``."""
+    d = -g[i] if maximize else g[i]
+    if weight_decay != 0:
+        d = d + weight_decay * p[i]
+    m = lerp(exp_avg[i], d, one_minus_beta1, beta1)  # exp_avg.lerp_(grad, 1 - beta1)
+    exp_avg[i] = m
+    a = exp_inf[i] * beta2
+    b = abs(d) + eps
+    u = b if b > a or b != b else a
+    exp_inf[i] = u
+    p[i] = p[i] + neg_clr * m / u  # param.addcdiv_(exp_avg, exp_inf, value=-clr)
+
+
+def nadam_update(i, p, g, m, v, one_minus_beta1, beta1, beta2, one_minus_beta2, bias_correction2, eps, weight_decay,
+                 decay_factor, decoupled, grad_coef, avg_coef, maximize):  # fmt: skip
+    """NAdam for element ``i``: two ``addcdiv`` steps, the gradient's (``grad_coef = -lr (1 - mu) / (1 - prod mu)``)
+    then the momentum's (``avg_coef = -lr mu_next / (1 - prod mu * mu_next)``), as torch takes them."""
+    d = -g[i] if maximize else g[i]
+    if weight_decay != 0:
+        if decoupled:
+            p[i] = p[i] * decay_factor  # param.mul_(1 - lr * weight_decay)
+        else:
+            d = d + weight_decay * p[i]
+    mi = lerp(m[i], d, one_minus_beta1, beta1)
+    m[i] = mi
+    vi = v[i] * beta2 + one_minus_beta2 * d * d
+    v[i] = vi
+    denom = math.sqrt(vi / bias_correction2) + eps  # exp_avg_sq.div(bias_correction2).sqrt().add_(eps)
+    p[i] = p[i] + grad_coef * d / denom
+    p[i] = p[i] + avg_coef * mi / denom
+
+
+def radam_update(i, p, g, m, v, one_minus_beta1, beta1, beta2, one_minus_beta2, bias_correction1, lr, bc2_sqrt,
+                 rect, eps, weight_decay, decay_factor, decoupled, rectified, maximize):  # fmt: skip
+    """RAdam for element ``i``: the bias-corrected momentum times ``lr``, and while the variance is tractable
+    (``rectified``: torch's ``rho_t > 5``) times the adaptive rate ``sqrt(bc2) / (sqrt(v) + eps)`` and ``rect``."""
+    d = -g[i] if maximize else g[i]
+    if weight_decay != 0:
+        if decoupled:
+            p[i] = p[i] * decay_factor
+        else:
+            d = d + weight_decay * p[i]
+    mi = lerp(m[i], d, one_minus_beta1, beta1)
+    m[i] = mi
+    vi = v[i] * beta2 + one_minus_beta2 * d * d
+    v[i] = vi
+    t = mi / bias_correction1 * lr
+    if rectified:
+        t = t * (bc2_sqrt / (math.sqrt(vi) + eps)) * rect
+    p[i] = p[i] - t  # param.add_(update, alpha=-1.0)
+
+
+def asgd_update(i, p, g, ax, decay, neg_eta, mu, weight_decay, maximize):
+    """ASGD for element ``i``: a decayed SGD step (``decay = 1 - lambd * eta``), then the running average ``ax``
+    moves toward the parameter by ``mu`` (``ax`` is the parameter itself while ``mu == 1``)."""
+    d = -g[i] if maximize else g[i]
+    if weight_decay != 0:
+        d = d + weight_decay * p[i]
+    pi = p[i] * decay
+    pi = pi + neg_eta * d  # param.add_(grad, alpha=-eta)
+    p[i] = pi
+    if mu != 1:
+        ax[i] = ax[i] + (pi - ax[i]) * mu  # ax.add_(param.sub(ax).mul_(mu))
+    else:
+        ax[i] = pi
+
+
+def rprop_update(i, p, g, prev, step_size, etaminus, etaplus, one, step_size_min, step_size_max, maximize):
+    """Rprop for element ``i``: the step size grows by ``etaplus`` while the gradient keeps its sign and shrinks by
+    ``etaminus`` when it flips (that gradient then counts as zero); the parameter moves by the step size against
+    the gradient's sign. A nan gradient gives a nan step size, as torch's sign and clamp do."""
+    d = -g[i] if maximize else g[i]
+    s = d * prev[i]
+    if s > 0:
+        factor = etaplus
+    elif s < 0:
+        factor = etaminus
+    elif s == 0:
+        factor = one
+    else:
+        factor = s  # nan
+    size = step_size[i] * factor
+    if size < step_size_min:
+        size = step_size_min
+    elif size > step_size_max:
+        size = step_size_max
+    step_size[i] = size
+    if factor == etaminus:
+        d = one - one  # grad[sign.eq(etaminus)] = 0
+    if d > 0:
+        p[i] = p[i] - size
+    elif d < 0:
+        p[i] = p[i] + size
+    elif d != d:
+        p[i] = p[i] + d
+    prev[i] = d

@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from ._updates import adagrad_update
-from .optimizer import Optimizer, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_state, _scalar_type
 
 
 class Adagrad(Optimizer):
@@ -22,9 +20,13 @@ class Adagrad(Optimizer):
         weight_decay: float = 0,
         initial_accumulator_value: float = 0,
         eps: float = 1e-10,
+        foreach: bool | None = None,
         *,
         maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:
@@ -36,15 +38,17 @@ class Adagrad(Optimizer):
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, maximize=maximize)  # fmt: skip
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, fused=fused)  # fmt: skip
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
         for group in self.param_groups:
             for p in group["params"]:
                 self._init_state(group, p)
 
     def _init_state(self, group: dict, p: Tensor) -> None:
         state = self.state[p]
-        state["step"] = Tensor._make(np.array(0.0, np.float32))
+        state["step"] = _scalar_state(0.0)
         state["sum"] = self._full_like(p, group["initial_accumulator_value"])
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:

@@ -3,19 +3,21 @@ weight decay, Loshchilov & Hutter)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from ._updates import adam_update
-from .optimizer import Optimizer, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_state, _scalar_type
 
 
 class Adam(Optimizer):
     """Bias-corrected moment estimates; one fused kernel per parameter updates the parameter and its moments."""
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
-                 decoupled_weight_decay: bool = False) -> None:  # fmt: skip
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:  # fmt: skip
+        if isinstance(lr, Tensor) and foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -27,13 +29,15 @@ class Adam(Optimizer):
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)  # fmt: skip
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         amsgrad = group["amsgrad"]
         if "exp_avg" not in state:
-            state["step"] = Tensor._make(np.array(0.0, np.float32))
+            state["step"] = _scalar_state(0.0)
             state["exp_avg"] = self._zeros_like(p)
             state["exp_avg_sq"] = self._zeros_like(p)
             if amsgrad:
@@ -66,8 +70,11 @@ class AdamW(Adam):
     moment estimates (torch's ``AdamW``, whose default ``weight_decay`` is 1e-2)."""
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False) -> None:  # fmt: skip
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:  # fmt: skip
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)  # fmt: skip
 
     def load_state_dict(self, state_dict: dict) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._tensor import Tensor
 from ._updates import rmsprop_update
-from .optimizer import Optimizer, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_tensor_lr, _foreach, _scalar_state, _scalar_type
 
 
 class RMSprop(Optimizer):
@@ -14,7 +12,9 @@ class RMSprop(Optimizer):
     squared running mean gradient first; one fused kernel per parameter."""
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0,
-                 momentum: float = 0, centered: bool = False, maximize: bool = False) -> None:  # fmt: skip
+                 momentum: float = 0, centered: bool = False, capturable: bool = False, foreach: bool | None = None,
+                 maximize: bool = False, differentiable: bool = False) -> None:  # fmt: skip
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -26,13 +26,14 @@ class RMSprop(Optimizer):
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered, weight_decay=weight_decay,
-                        maximize=maximize)  # fmt: skip
+                        capturable=capturable, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable)  # fmt: skip
         super().__init__(params, defaults)
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         momentum, centered = group["momentum"], group["centered"]
         if "square_avg" not in state:
-            state["step"] = Tensor._make(np.array(0.0, np.float32))
+            state["step"] = _scalar_state(0.0)
             state["square_avg"] = self._zeros_like(p)
             if momentum > 0:
                 state["momentum_buffer"] = self._zeros_like(p)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ._updates import sgd_update
-from .optimizer import Optimizer, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_type
 
 
 class SGD(Optimizer):
     """``p -= lr * d`` where ``d`` is the (decayed, momentum-averaged) gradient; one fused kernel per parameter."""
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0, weight_decay: float = 0,
-                 nesterov: bool = False, *, maximize: bool = False) -> None:  # fmt: skip
+                 nesterov: bool = False, *, maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:  # fmt: skip
+        _check_tensor_lr(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -21,8 +23,9 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
-                        maximize=maximize)  # fmt: skip
+                        maximize=maximize, foreach=foreach, differentiable=differentiable, fused=fused)  # fmt: skip
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         momentum = group["momentum"]
