@@ -160,21 +160,27 @@ class GradScaler:
         return self._init_scale if self._scale is None else float(self._scale)
 
     def get_growth_factor(self) -> float:
+        """The factor the scale grows by after ``growth_interval`` clean steps."""
         return self._growth_factor
 
     def set_growth_factor(self, new_factor: float) -> None:
+        """Set the growth factor."""
         self._growth_factor = new_factor
 
     def get_backoff_factor(self) -> float:
+        """The factor the scale shrinks by after a step with inf/nan gradients."""
         return self._backoff_factor
 
     def set_backoff_factor(self, new_factor: float) -> None:
+        """Set the backoff factor."""
         self._backoff_factor = new_factor
 
     def get_growth_interval(self) -> int:
+        """How many clean steps in a row grow the scale."""
         return self._growth_interval
 
     def set_growth_interval(self, new_interval: int) -> None:
+        """Set the growth interval."""
         self._growth_interval = new_interval
 
     def _get_growth_tracker(self) -> int:
@@ -183,6 +189,7 @@ class GradScaler:
         return self._init_growth_tracker if self._growth_tracker is None else self._growth_tracker
 
     def is_enabled(self) -> bool:
+        """Whether this scaler scales (False: every method passes through)."""
         return self._enabled
 
     def state_dict(self) -> dict:
@@ -199,6 +206,7 @@ class GradScaler:
         }
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the scale, factors, interval and growth tracker from ``state_dict()``'s dict."""
         if not self._enabled:
             return
         if len(state_dict) == 0:

@@ -50,9 +50,11 @@ class BasePruningMethod:
         setattr(module, self._tensor_name, self.apply_mask(module))
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """The mask (ones kept, zeros pruned) this method gives ``t``, starting from ``default_mask``."""
         raise NotImplementedError
 
     def apply_mask(self, module: Module) -> Tensor:
+        """``<name>_orig * <name>_mask``: the pruned tensor the module computes with."""
         orig = getattr(module, self._tensor_name + "_orig")
         mask = getattr(module, self._tensor_name + "_mask")
         return orig * mask
@@ -116,6 +118,7 @@ class BasePruningMethod:
         return method
 
     def remove(self, module: Module) -> None:
+        """Make the pruned tensor a plain parameter again (its zeros kept), dropping the original and the mask."""
         weight = self.apply_mask(module)
         if hasattr(module, self._tensor_name):
             delattr(module, self._tensor_name)
@@ -131,6 +134,7 @@ class Identity(BasePruningMethod):
     """Prunes nothing: a mask of ones."""
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """The mask of this method (see the class docstring), within ``default_mask``."""
         return default_mask
 
 
@@ -143,6 +147,7 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """The mask of this method (see the class docstring), within ``default_mask``."""
         size = t.numel()
         _validate_amount(self.amount, size)
         mask = default_mask._host().copy().reshape(-1)
@@ -162,6 +167,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """The mask of this method (see the class docstring), within ``default_mask``."""
         size = t.numel()
         _validate_amount(self.amount, size)
         mask = default_mask._host().copy().reshape(-1)
@@ -190,6 +196,7 @@ class LnStructured(BasePruningMethod):
         self.amount, self.n, self.dim = amount, n, dim
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """The mask of this method (see the class docstring), within ``default_mask``."""
         dim = self.dim if self.dim >= 0 else self.dim + t.dim()
         channels = t.shape[dim]
         _validate_amount(self.amount, channels)
@@ -211,6 +218,7 @@ class RandomStructured(BasePruningMethod):
         self.amount, self.dim = amount, dim
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """The mask of this method (see the class docstring), within ``default_mask``."""
         dim = self.dim if self.dim >= 0 else self.dim + t.dim()
         channels = t.shape[dim]
         _validate_amount(self.amount, channels)
@@ -229,6 +237,7 @@ class CustomFromMask(BasePruningMethod):
         self.mask = mask
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """The mask of this method (see the class docstring), within ``default_mask``."""
         if tuple(default_mask.shape) != tuple(self.mask.shape):
             raise AssertionError("default_mask and self.mask must have the same shape")
         return default_mask * self.mask.to(default_mask.dtype)
