@@ -46,6 +46,7 @@ from .module import Module
 from .normalization import GroupNorm, LayerNorm
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 
 __all__ = [
@@ -64,6 +65,8 @@ __all__ = [
     "Flatten",
     "GELU",
     "GLU",
+    "GRU",
+    "GRUCell",
     "GroupNorm",
     "Hardsigmoid",
     "Hardswish",
@@ -72,6 +75,8 @@ __all__ = [
     "Identity",
     "KLDivLoss",
     "L1Loss",
+    "LSTM",
+    "LSTMCell",
     "LayerNorm",
     "LeakyReLU",
     "Linear",
@@ -87,6 +92,10 @@ __all__ = [
     "Parameter",
     "ParameterDict",
     "ParameterList",
+    "RNN",
+    "RNNBase",
+    "RNNCell",
+    "RNNCellBase",
     "ReLU",
     "ReLU6",
     "SELU",

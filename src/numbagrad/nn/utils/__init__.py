@@ -1,9 +1,12 @@
-"""``numbagrad.nn.utils``: gradient clipping and flattening parameters to one vector (torch's ``nn.utils``)."""
+"""``numbagrad.nn.utils``: gradient clipping, flattening parameters to one vector, and packed sequences for the
+RNN modules (``rnn``), as torch's ``nn.utils``."""
 
+from . import rnn
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 
 __all__ = [
+    "rnn",
     "clip_grad_norm",
     "clip_grad_norm_",
     "clip_grad_value_",
