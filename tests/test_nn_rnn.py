@@ -6,7 +6,7 @@ import pytest
 
 import numbagrad
 from numbagrad import nn
-from numbagrad.autograd import gradcheck
+from numbagrad.autograd import gradcheck, gradgradcheck
 from numbagrad.nn.utils import rnn as R
 
 ATOL = {"float64": 1e-6, "float32": 1e-5}
@@ -233,6 +233,20 @@ def test_cell_passes_gradcheck_in_float64(name):
         return cell(x, (h, c)) if name == "LSTMCell" else cell(x, h)
 
     assert gradcheck(run, (x, h, c, *cell.parameters()))
+
+
+@pytest.mark.parametrize("name", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_cell_passes_gradgradcheck_in_float64(name):
+    """The fused gate kernels' gradients are themselves differentiable (create_graph runs their tensor form)."""
+    cell = getattr(nn, name)(3, 2).double()
+    x = numbagrad.randn(2, 3, dtype=numbagrad.float64, requires_grad=True)
+    h = numbagrad.randn(2, 2, dtype=numbagrad.float64, requires_grad=True)
+    c = numbagrad.randn(2, 2, dtype=numbagrad.float64, requires_grad=True)
+
+    def run(x, h, c, *params):
+        return cell(x, (h, c)) if name == "LSTMCell" else cell(x, h)
+
+    assert gradgradcheck(run, (x, h, c, *cell.parameters()))
 
 
 def test_lstm_passes_gradcheck_through_packed_bidirectional_layers():

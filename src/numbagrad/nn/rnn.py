@@ -8,12 +8,15 @@ torch's names and layout, so state_dicts move between torch and numbagrad unchan
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
 
 from .. import ops
 from .._tensor import Tensor
+from ..ops.elementwise import make_function
+from ..scalar_math import Row
 from . import functional as F
 from . import init
 from .module import Module
@@ -23,6 +26,108 @@ from .utils.rnn import PackedSequence
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+# --- the gate math of one step, fused into one elementwise op per state (forward and gradient kernels) ------------
+# Module-level scalar functions, so their generated kernels are served from Numba's disk cache. The logistic
+# function is written ``0.5 * tanh(0.5 * x) + 0.5``: it never overflows, and its tensor form (math.tanh) keeps
+# double backward available.
+def _lstm_c(i, f, g, c):
+    return (0.5 * math.tanh(0.5 * f) + 0.5) * c + (0.5 * math.tanh(0.5 * i) + 0.5) * math.tanh(g)
+
+
+def _lstm_c_grad_i(gr, out, i, f, g, c):
+    si = 0.5 * math.tanh(0.5 * i) + 0.5
+    return gr * math.tanh(g) * si * (1 - si)
+
+
+def _lstm_c_grad_f(gr, out, i, f, g, c):
+    sf = 0.5 * math.tanh(0.5 * f) + 0.5
+    return gr * c * sf * (1 - sf)
+
+
+def _lstm_c_grad_g(gr, out, i, f, g, c):
+    tg = math.tanh(g)
+    return gr * (0.5 * math.tanh(0.5 * i) + 0.5) * (1 - tg * tg)
+
+
+def _lstm_c_grad_c(gr, out, i, f, g, c):
+    return gr * (0.5 * math.tanh(0.5 * f) + 0.5)
+
+
+def _lstm_h(o, c):
+    return (0.5 * math.tanh(0.5 * o) + 0.5) * math.tanh(c)
+
+
+def _lstm_h_grad_o(gr, out, o, c):
+    so = 0.5 * math.tanh(0.5 * o) + 0.5
+    return gr * math.tanh(c) * so * (1 - so)
+
+
+def _lstm_h_grad_c(gr, out, o, c):
+    tc = math.tanh(c)
+    return gr * (0.5 * math.tanh(0.5 * o) + 0.5) * (1 - tc * tc)
+
+
+def _gru_h(xr, xz, xn, hr, hz, hn, h):
+    r = 0.5 * math.tanh(0.5 * (xr + hr)) + 0.5
+    z = 0.5 * math.tanh(0.5 * (xz + hz)) + 0.5
+    n = math.tanh(xn + r * hn)
+    return n + z * (h - n)
+
+
+def _gru_grad_r(gr, out, xr, xz, xn, hr, hz, hn, h):
+    r = 0.5 * math.tanh(0.5 * (xr + hr)) + 0.5
+    z = 0.5 * math.tanh(0.5 * (xz + hz)) + 0.5
+    n = math.tanh(xn + r * hn)
+    return gr * (1 - z) * (1 - n * n) * hn * r * (1 - r)
+
+
+def _gru_grad_z(gr, out, xr, xz, xn, hr, hz, hn, h):
+    r = 0.5 * math.tanh(0.5 * (xr + hr)) + 0.5
+    z = 0.5 * math.tanh(0.5 * (xz + hz)) + 0.5
+    n = math.tanh(xn + r * hn)
+    return gr * (h - n) * z * (1 - z)
+
+
+def _gru_grad_xn(gr, out, xr, xz, xn, hr, hz, hn, h):
+    r = 0.5 * math.tanh(0.5 * (xr + hr)) + 0.5
+    z = 0.5 * math.tanh(0.5 * (xz + hz)) + 0.5
+    n = math.tanh(xn + r * hn)
+    return gr * (1 - z) * (1 - n * n)
+
+
+def _gru_grad_hn(gr, out, xr, xz, xn, hr, hz, hn, h):
+    r = 0.5 * math.tanh(0.5 * (xr + hr)) + 0.5
+    z = 0.5 * math.tanh(0.5 * (xz + hz)) + 0.5
+    n = math.tanh(xn + r * hn)
+    return gr * (1 - z) * (1 - n * n) * r
+
+
+def _gru_grad_h(gr, out, xr, xz, xn, hr, hz, hn, h):
+    return gr * (0.5 * math.tanh(0.5 * (xz + hz)) + 0.5)
+
+
+@functools.cache
+def _gate_functions() -> tuple[type, type, type]:
+    """The fused gate Functions (LSTM's ``c'`` and ``h'``, GRU's ``h'``), made on first use so that importing
+    numbagrad does not read their bytecode; their fixed row names keep their generated kernels in the disk cache.
+
+    ``float32_math``: float32 data runs float32 arithmetic (the vectorized tanh), as torch's float32 cells do."""
+
+    def make(name: str, forward, grads, node: str) -> type:
+        return make_function(Row(name, forward, tuple(grads), None, float_only=True, float32_math=True), node)
+
+    lstm_c = make(
+        "rnn_lstm_cell_state",
+        _lstm_c,
+        [_lstm_c_grad_i, _lstm_c_grad_f, _lstm_c_grad_g, _lstm_c_grad_c],
+        "LstmCellStateBackward",
+    )
+    lstm_h = make("rnn_lstm_cell_hidden", _lstm_h, [_lstm_h_grad_o, _lstm_h_grad_c], "LstmCellHiddenBackward")
+    gru_grads = [_gru_grad_r, _gru_grad_z, _gru_grad_xn, _gru_grad_r, _gru_grad_z, _gru_grad_hn, _gru_grad_h]
+    gru_h = make("rnn_gru_cell_hidden", _gru_h, gru_grads, "GruCellBackward")
+    return lstm_c, lstm_h, gru_h
 
 
 # --- one time step of each kind of cell: ``xi`` is the input's projection ``x @ W_ih.T + b_ih`` -----------------
@@ -35,10 +140,10 @@ def _rnn_relu_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, 
 
 
 def _lstm_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None = None) -> tuple:
-    h, c = state
-    i, f, g, o = (xi + F.linear(h, w_hh, b_hh)).chunk(4, 1)
-    c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
-    h = ops.sigmoid(o) * ops.tanh(c)
+    lstm_c, lstm_h, _ = _gate_functions()
+    i, f, g, o = (xi + F.linear(state[0], w_hh, b_hh)).chunk(4, 1)
+    c = lstm_c.apply(i, f, g, state[1])
+    h = lstm_h.apply(o, c)
     if w_hr is not None:
         h = F.linear(h, w_hr)
     return h, c
@@ -46,12 +151,7 @@ def _lstm_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr
 
 def _gru_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr=None) -> tuple:
     h = state[0]
-    xr, xz, xn = xi.chunk(3, 1)
-    hr, hz, hn = F.linear(h, w_hh, b_hh).chunk(3, 1)
-    r = ops.sigmoid(xr + hr)
-    z = ops.sigmoid(xz + hz)
-    n = ops.tanh(xn + r * hn)
-    return (n + z * (h - n),)
+    return (_gate_functions()[2].apply(*xi.chunk(3, 1), *F.linear(h, w_hh, b_hh).chunk(3, 1), h),)
 
 
 _STEPS = {"RNN_TANH": _rnn_tanh_step, "RNN_RELU": _rnn_relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
