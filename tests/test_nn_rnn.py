@@ -249,6 +249,19 @@ def test_cell_passes_gradgradcheck_in_float64(name):
     assert gradgradcheck(run, (x, h, c, *cell.parameters()))
 
 
+@pytest.mark.parametrize("which", ["output", "c_n"])
+def test_lstm_passes_gradgradcheck_when_only_one_state_reaches_the_loss(which):
+    """A step whose h' (or c') gets no gradient still differentiates twice (the other seed is absent)."""
+    lstm = nn.LSTM(2, 2).double()
+    x = numbagrad.randn(3, 1, 2, dtype=numbagrad.float64, requires_grad=True)
+
+    def run(x, *params):
+        out, (_, c_n) = lstm(x)
+        return out if which == "output" else c_n
+
+    assert gradgradcheck(run, (x, *lstm.parameters()))
+
+
 def test_lstm_passes_gradcheck_through_packed_bidirectional_layers():
     lstm = nn.LSTM(3, 4, bidirectional=True, proj_size=2).double()
     x = numbagrad.randn(3, 2, 3, dtype=numbagrad.float64, requires_grad=True)

@@ -15,7 +15,11 @@ import warnings
 
 from .. import ops
 from .._tensor import Tensor
-from ..ops.elementwise import make_function
+from ..autograd.engine import grad as autograd_grad
+from ..autograd.function import Function
+from ..autograd.grad_mode import state
+from ..ops._common import same_backend
+from ..ops.elementwise import ROWS, make_function
 from ..scalar_math import Row
 from . import functional as F
 from . import init
@@ -139,11 +143,93 @@ def _rnn_relu_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, 
     return (ops.relu(xi + F.linear(state[0], w_hh, b_hh)),)
 
 
-def _lstm_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None = None) -> tuple:
+def _lstm_step_ops(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None) -> tuple[Tensor, Tensor]:
+    """One LSTM step made of ops (``create_graph`` differentiates this): ``(h', c')`` before any projection."""
     lstm_c, lstm_h, _ = _gate_functions()
     i, f, g, o = (xi + F.linear(state[0], w_hh, b_hh)).chunk(4, 1)
     c = lstm_c.apply(i, f, g, state[1])
-    h = lstm_h.apply(o, c)
+    return lstm_h.apply(o, c), c
+
+
+class _LSTMStep(Function):
+    """One LSTM time step as one graph node: ``gates = xi + h @ W_hh.T + b_hh``, then the fused ``c'`` and ``h'``
+    kernels. A step made of ops costs five nodes (linear, add, chunk and the two gate ops); over a long sequence
+    their bookkeeping, not the arithmetic, was most of the time. The add writes the gates gate-major,
+    ``(4, B, H)``, so each gate is one contiguous block and every kernel of the step takes the backend's
+    contiguous fast path; the backward computes the gradients two per kernel. With ``create_graph`` the backward
+    differentiates ``_lstm_step_ops`` instead, so double backward uses the ops' own derivatives."""
+
+    node_name = "LstmStepBackward"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, xi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None):
+        backend = same_backend((xi, h, c, w_hh, b_hh))
+        lstm_c, lstm_h, _ = _gate_functions()
+        x, hd, w = xi._data, h._data, w_hh._data
+        dtype = x.dtype
+        batch, size = c.shape
+        gates = backend.linear(hd, w, b_hh._data) if b_hh is not None else backend.matmul(hd, w.T)
+        by_gate = (4, batch, size)
+        split = (batch, 4, size)
+        blocks = backend.elementwise(
+            ROWS["add"],
+            [backend.reshape(gates, split).transpose(1, 0, 2), backend.reshape(x, split).transpose(1, 0, 2)],
+            (),
+            dtype,
+            shape=by_gate,
+        )
+        flat = backend.reshape(blocks, (4, batch * size))
+        i, f, g, o = flat[0], flat[1], flat[2], flat[3]
+        c_flat = backend.reshape(backend.ascontiguous(c._data), (batch * size,))
+        c_new = backend.elementwise_plain(lstm_c.row, [i, f, g, c_flat], dtype, (batch * size,), pattern="aaaa")
+        h_new = backend.elementwise_plain(lstm_h.row, [o, c_new], dtype, (batch * size,), pattern="aa")
+        ctx.save_for_backward(xi, h, c, w_hh, b_hh)
+        ctx.arrays = (i, f, g, o, c_flat, c_new, h_new)
+        return Tensor._make(backend.reshape(h_new, (batch, size))), Tensor._make(backend.reshape(c_new, (batch, size)))
+
+    @staticmethod
+    def backward(ctx, gh: Tensor | None, gc: Tensor | None):
+        xi, h, c, w_hh, b_hh = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        if state.enabled:  # create_graph: the step's ops, differentiated by the engine
+            inputs = [t for t, need in zip((xi, h, c, w_hh, b_hh), needs) if need]
+            pairs = [(out, g) for out, g in zip(_lstm_step_ops(xi, (h, c), w_hh, b_hh), (gh, gc)) if g is not None]
+            outs, seeds = [p[0] for p in pairs], [p[1] for p in pairs]
+            grads = iter(autograd_grad(outs, inputs, seeds, create_graph=True, allow_unused=True))
+            return tuple(next(grads) if need else None for need in needs)
+        lstm_c, lstm_h, _ = _gate_functions()
+        i, f, g, o, c_flat, c_new, h_new = ctx.arrays
+        backend = c._backend
+        dtype = c_new.dtype
+        batch, size = c.shape
+        flat = (batch * size,)
+        gc_flat = None if gc is None else backend.reshape(backend.ascontiguous(gc._data), flat)
+        if gh is None:  # (a step whose h' reaches the loss by no path: only c' carries a gradient)
+            d_o, gct = backend.zeros(flat, dtype), gc_flat
+        else:
+            gh_flat = backend.reshape(backend.ascontiguous(gh._data), flat)
+            d_o, gct = backend.elementwise_grads(lstm_h.row, (0, 1), gh_flat, h_new, [o, c_new], (), dtype)
+            if gc_flat is not None:
+                gct = backend.elementwise_plain(ROWS["add"], [gct, gc_flat], dtype, flat, pattern="aa")
+        inputs = [i, f, g, c_flat]
+        d_i, d_f = backend.elementwise_grads(lstm_c.row, (0, 1), gct, c_new, inputs, (), dtype)
+        d_g, d_c = backend.elementwise_grads(lstm_c.row, (2, 3), gct, c_new, inputs, (), dtype)
+        rows = (batch, 1, size)
+        parts = [backend.reshape(d, rows) for d in (d_i, d_f, d_g, d_o)]
+        dgates = backend.reshape(backend.concatenate(parts, 1, dtype), (batch, 4 * size))
+        gh_prev, gw, gb = backend.linear_backward(dgates, h._data, w_hh._data, (needs[1], needs[3], needs[4]))
+        return (
+            Tensor._make(dgates) if needs[0] else None,
+            None if gh_prev is None else Tensor._make(gh_prev),
+            Tensor._make(backend.reshape(d_c, (batch, size))) if needs[2] else None,
+            None if gw is None else Tensor._make(gw),
+            None if gb is None else Tensor._make(gb),
+        )
+
+
+def _lstm_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None = None) -> tuple:
+    h, c = _LSTMStep.apply(xi, state[0], state[1], w_hh, b_hh)
     if w_hr is not None:
         h = F.linear(h, w_hr)
     return h, c
