@@ -17,7 +17,7 @@ from .. import ops
 from .._tensor import Tensor
 from ..autograd.engine import grad as autograd_grad
 from ..autograd.function import Function
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import state as grad_state
 from ..ops._common import same_backend
 from ..ops.elementwise import ROWS, make_function
 from ..scalar_math import Row
@@ -163,7 +163,7 @@ class _LSTMStep(Function):
     _trusted = True
 
     @staticmethod
-    def forward(ctx, xi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None):
+    def forward(ctx, xi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None, offset: Tensor | None):
         backend = same_backend((xi, h, c, w_hh, b_hh))
         lstm_c, lstm_h, _ = _gate_functions()
         x, hd, w = xi._data, h._data, w_hh._data
@@ -186,20 +186,22 @@ class _LSTMStep(Function):
         h_new = backend.elementwise_plain(lstm_h.row, [o, c_new], dtype, (batch * size,), pattern="aa")
         ctx.save_for_backward(xi, h, c, w_hh, b_hh)
         ctx.arrays = (i, f, g, o, c_flat, c_new, h_new)
+        ctx.weights_elsewhere = offset is not None
         return Tensor._make(backend.reshape(h_new, (batch, size))), Tensor._make(backend.reshape(c_new, (batch, size)))
 
     @staticmethod
     def backward(ctx, gh: Tensor | None, gc: Tensor | None):
         xi, h, c, w_hh, b_hh = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        if state.enabled:  # create_graph: the step's ops, differentiated by the engine
-            inputs = [t for t, need in zip((xi, h, c, w_hh, b_hh), needs) if need]
+        if grad_state.enabled:  # create_graph: the step's ops, differentiated by the engine
+            inputs = [t for t, need in zip((xi, h, c, w_hh, b_hh), needs[:5]) if need]
             pairs = [(out, g) for out, g in zip(_lstm_step_ops(xi, (h, c), w_hh, b_hh), (gh, gc)) if g is not None]
             outs, seeds = [p[0] for p in pairs], [p[1] for p in pairs]
             grads = iter(autograd_grad(outs, inputs, seeds, create_graph=True, allow_unused=True))
-            return tuple(next(grads) if need else None for need in needs)
+            return (*(next(grads) if need else None for need in needs[:5]), None)  # (the offset's node: None)
         lstm_c, lstm_h, _ = _gate_functions()
         i, f, g, o, c_flat, c_new, h_new = ctx.arrays
+        need_w, need_b = (False, False) if ctx.weights_elsewhere else (needs[3], needs[4])
         backend = c._backend
         dtype = c_new.dtype
         batch, size = c.shape
@@ -218,18 +220,55 @@ class _LSTMStep(Function):
         rows = (batch, 1, size)
         parts = [backend.reshape(d, rows) for d in (d_i, d_f, d_g, d_o)]
         dgates = backend.reshape(backend.concatenate(parts, 1, dtype), (batch, 4 * size))
-        gh_prev, gw, gb = backend.linear_backward(dgates, h._data, w_hh._data, (needs[1], needs[3], needs[4]))
+        gh_prev, gw, gb = backend.linear_backward(dgates, h._data, w_hh._data, (needs[1], need_w, need_b))
         return (
             Tensor._make(dgates) if needs[0] else None,
             None if gh_prev is None else Tensor._make(gh_prev),
             Tensor._make(backend.reshape(d_c, (batch, size))) if needs[2] else None,
             None if gw is None else Tensor._make(gw),
             None if gb is None else Tensor._make(gb),
+            Tensor._make(dgates) if ctx.weights_elsewhere and needs[5] else None,
         )
 
 
-def _lstm_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None = None) -> tuple:
-    h, c = _LSTMStep.apply(xi, state[0], state[1], w_hh, b_hh)
+class _RecurrentWeights(Function):
+    """Gives ``W_hh`` and ``b_hh`` their gradients for a whole layer in one matmul: ``d W_hh = sum_t dgates_t.T @
+    h_{t-1}`` as one ``(4H, T*B) @ (T*B, H)`` product, instead of T small products and T accumulations of a
+    ``(4H, H)`` gradient. Its output is a zero ``offset`` with ``xi``'s shape, one slice per step: a step adds
+    nothing with it, but hands it its gates' gradient ``dgates_t`` and skips its own weight gradients. (``xi``'s
+    gradient cannot serve: in a double backward, ``xi`` also feeds the first backward's graph.) The layer loop
+    stores the states that fed each step in ``h_prev`` (rows in ``xi``'s order) once it has run. With
+    ``create_graph`` the steps differentiate their weights themselves and this returns nothing."""
+
+    node_name = "LstmRecurrentWeightsBackward"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, w_hh: Tensor, b_hh: Tensor | None, shape: tuple):
+        ctx.h_prev = None
+        ctx.save_for_backward(w_hh)
+        return Tensor._make(w_hh._backend.zeros(shape, w_hh._data.dtype))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        needs = ctx.needs_input_grad
+        if grad_state.enabled:
+            return None, None, None
+        (w_hh,) = ctx.saved_tensors
+        backend = g._backend
+        gd = g._data
+        g2 = backend.reshape(backend.ascontiguous(gd), (-1, gd.shape[-1]))
+        h_prev = backend.concatenate([h._data for h in ctx.h_prev], 0, gd.dtype)
+        _, gw, gb = backend.linear_backward(g2, h_prev, w_hh._data, (False, needs[0], needs[1]))
+        return None if gw is None else Tensor._make(gw), None if gb is None else Tensor._make(gb), None
+
+
+def _lstm_step(
+    xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None = None, offset=None
+) -> tuple:
+    """One LSTM step (``offset``: this step's slice of a ``_RecurrentWeights`` output, which then gives ``W_hh``
+    and ``b_hh`` their gradients)."""
+    h, c = _LSTMStep.apply(xi, state[0], state[1], w_hh, b_hh, offset)
     if w_hr is not None:
         h = F.linear(h, w_hr)
     return h, c
@@ -243,8 +282,9 @@ def _gru_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr=
 _STEPS = {"RNN_TANH": _rnn_tanh_step, "RNN_RELU": _rnn_relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
 
 
-def _run_direction(step, xs: list, state: tuple, weights: tuple, sizes: list[int], reverse: bool):
-    """Run one direction of one layer over the projected steps ``xs``; returns (outputs per step, final state).
+def _run_direction(step, xs: list, state: tuple, weights: tuple, sizes: list[int], reverse: bool, offsets=None):
+    """Run one direction of one layer over the projected steps ``xs``; returns the outputs per step, the final
+    state, and the hidden state each step read. ``offsets``: LSTM's per-step ``_RecurrentWeights`` slices.
 
     ``sizes[t]`` is how many sequences are still running at step ``t`` (packed input; all equal otherwise).
     Forward, the rows of sequences that have ended are set aside as their final state; in reverse, a sequence
@@ -252,6 +292,7 @@ def _run_direction(step, xs: list, state: tuple, weights: tuple, sizes: list[int
     """
     w_hh, b_hh, w_hr = weights
     outputs: list = [None] * len(xs)
+    fed: list = [None] * len(xs)  # the state each step read (what _RecurrentWeights multiplies by)
     if not reverse:
         ended: list[tuple] = []
         current = sizes[0] if sizes else 0
@@ -260,11 +301,12 @@ def _run_direction(step, xs: list, state: tuple, weights: tuple, sizes: list[int
                 ended.append(tuple(s[sizes[t] : current] for s in state))
                 state = tuple(s[: sizes[t]] for s in state)
                 current = sizes[t]
-            state = step(x, state, w_hh, b_hh, w_hr)
+            fed[t] = state[0]
+            state = step(x, state, w_hh, b_hh, w_hr, offsets[t]) if offsets else step(x, state, w_hh, b_hh, w_hr)
             outputs[t] = state[0]
         if ended:
             state = tuple(ops.cat([s] + [piece[k] for piece in reversed(ended)], 0) for k, s in enumerate(state))
-        return outputs, state
+        return outputs, state, fed
     initial = state
     current = sizes[-1]
     if current < initial[0].shape[0]:
@@ -273,9 +315,11 @@ def _run_direction(step, xs: list, state: tuple, weights: tuple, sizes: list[int
         if sizes[t] > current:
             state = tuple(ops.cat([s, s0[current : sizes[t]]], 0) for s, s0 in zip(state, initial))
             current = sizes[t]
-        state = step(xs[t], state, w_hh, b_hh, w_hr)
+        fed[t] = state[0]
+        x = xs[t]
+        state = step(x, state, w_hh, b_hh, w_hr, offsets[t]) if offsets else step(x, state, w_hh, b_hh, w_hr)
         outputs[t] = state[0]
-    return outputs, state
+    return outputs, state, fed
 
 
 class RNNBase(Module):
@@ -464,9 +508,15 @@ class RNNBase(Module):
                 params = dict(zip(("w_ih", "w_hh", "b_ih", "b_hh", "w_hr"), self._weights_of(index)))
                 projected = F.linear(layer_input, params["w_ih"], params["b_ih"])
                 xs = list(projected.unbind(0) if batch_sizes is None else projected.split(sizes, 0))
+                offsets = None
+                if self.mode == "LSTM" and grad_state.enabled and params["w_hh"].requires_grad:
+                    offset = _RecurrentWeights.apply(params["w_hh"], params["b_hh"], tuple(projected.shape))
+                    offsets = offset.unbind(0) if batch_sizes is None else offset.split(sizes, 0)
                 state = tuple(h[index] for h in hx)
                 weights = (params["w_hh"], params["b_hh"], params["w_hr"])
-                outputs, state = _run_direction(step, xs, state, weights, sizes, reverse=direction == 1)
+                outputs, state, fed = _run_direction(step, xs, state, weights, sizes, direction == 1, offsets)
+                if offsets is not None:
+                    offset.grad_fn.h_prev = fed
                 directions.append(ops.stack(outputs, 0) if batch_sizes is None else ops.cat(outputs, 0))
                 for k, s in enumerate(state):
                     finals[k].append(s)
