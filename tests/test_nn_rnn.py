@@ -94,6 +94,20 @@ def test_module_matches_torch_outputs_states_and_gradients(torch, name, kw, with
     _compare_run(torch, theirs, ours, x, hx, ATOL[dtype])
 
 
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_float16_module_matches_torch(torch, name):
+    """Half precision computes in float32 inside the fused kernels and rounds once, as torch's CPU does."""
+    theirs, ours = _pair(torch, name, "float16")
+    x = torch.randn(5, 2, 3, dtype=torch.float16, requires_grad=True)
+    xn = _ng(x, requires_grad=True)
+    out, out_n = theirs(x)[0], ours(xn)[0]
+    assert out_n.dtype == numbagrad.float16
+    _close(out_n.float(), out.float(), 2e-3)
+    out.float().sum().backward()
+    out_n.float().sum().backward()
+    _close(xn.grad.float(), x.grad.float(), 2e-3)
+
+
 @pytest.mark.parametrize("with_h0", [False, True])
 @pytest.mark.parametrize("name, kw", [("RNN", {}), ("LSTM", {"proj_size": 2}), ("GRU", {"batch_first": True})])
 def test_unbatched_input_matches_torch(torch, name, kw, with_h0):

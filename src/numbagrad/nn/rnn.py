@@ -151,6 +151,14 @@ def _lstm_step_ops(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None) 
     return lstm_h.apply(o, c), c
 
 
+def _plain(backend, row: Row, operands: list, dtype, shape: tuple, pattern: str):
+    """The backend's fast path for contiguous operands of one shape, which float16 (computed in float32 by the
+    general path) does not take."""
+    if dtype.itemsize >= 4:
+        return backend.elementwise_plain(row, operands, dtype, shape, pattern=pattern)
+    return backend.elementwise(row, operands, (), dtype, shape=shape)
+
+
 class _LSTMStep(Function):
     """One LSTM time step as one graph node: ``gates = xi + h @ W_hh.T + b_hh``, then the fused ``c'`` and ``h'``
     kernels. A step made of ops costs five nodes (linear, add, chunk and the two gate ops); over a long sequence
@@ -182,8 +190,8 @@ class _LSTMStep(Function):
         flat = backend.reshape(blocks, (4, batch * size))
         i, f, g, o = flat[0], flat[1], flat[2], flat[3]
         c_flat = backend.reshape(backend.ascontiguous(c._data), (batch * size,))
-        c_new = backend.elementwise_plain(lstm_c.row, [i, f, g, c_flat], dtype, (batch * size,), pattern="aaaa")
-        h_new = backend.elementwise_plain(lstm_h.row, [o, c_new], dtype, (batch * size,), pattern="aa")
+        c_new = _plain(backend, lstm_c.row, [i, f, g, c_flat], dtype, (batch * size,), pattern="aaaa")
+        h_new = _plain(backend, lstm_h.row, [o, c_new], dtype, (batch * size,), pattern="aa")
         ctx.save_for_backward(xi, h, c, w_hh, b_hh)
         ctx.arrays = (i, f, g, o, c_flat, c_new, h_new)
         ctx.weights_elsewhere = offset is not None
@@ -213,7 +221,7 @@ class _LSTMStep(Function):
             gh_flat = backend.reshape(backend.ascontiguous(gh._data), flat)
             d_o, gct = backend.elementwise_grads(lstm_h.row, (0, 1), gh_flat, h_new, [o, c_new], (), dtype)
             if gc_flat is not None:
-                gct = backend.elementwise_plain(ROWS["add"], [gct, gc_flat], dtype, flat, pattern="aa")
+                gct = _plain(backend, ROWS["add"], [gct, gc_flat], dtype, flat, pattern="aa")
         inputs = [i, f, g, c_flat]
         d_i, d_f = backend.elementwise_grads(lstm_c.row, (0, 1), gct, c_new, inputs, (), dtype)
         d_g, d_c = backend.elementwise_grads(lstm_c.row, (2, 3), gct, c_new, inputs, (), dtype)
