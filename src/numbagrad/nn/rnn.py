@@ -282,9 +282,85 @@ def _lstm_step(
     return h, c
 
 
-def _gru_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr=None) -> tuple:
-    h = state[0]
-    return (_gate_functions()[2].apply(*xi.chunk(3, 1), *F.linear(h, w_hh, b_hh).chunk(3, 1), h),)
+def _gru_step_ops(xi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    """One GRU step made of ops (``create_graph`` differentiates this)."""
+    return _gate_functions()[2].apply(*xi.chunk(3, 1), *F.linear(h, w_hh, b_hh).chunk(3, 1), h)
+
+
+def _gate_major(backend, a, batch: int, size: int):
+    """``(B, 3H)`` as ``(3, B*H)``: each gate's block contiguous (what the fused kernels' fast path takes)."""
+    blocks = backend.ascontiguous(backend.reshape(a, (batch, 3, size)).transpose(1, 0, 2))
+    return backend.reshape(blocks, (3, batch * size))
+
+
+class _GRUStep(Function):
+    """One GRU time step as one graph node (as ``_LSTMStep``): ``gh = h @ W_hh.T + b_hh``, both ``xi`` and ``gh``
+    laid out gate-major, then the fused ``h'`` kernel. Its backward computes the seven gradients in three kernels
+    (those of ``xr``/``hr`` and ``xz``/``hz`` are equal); with ``create_graph`` it differentiates
+    ``_gru_step_ops``. ``offset`` (a ``_RecurrentWeights`` slice) receives ``gh``'s gradient instead of the step
+    computing ``W_hh``'s and ``b_hh``'s."""
+
+    node_name = "GruStepBackward"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, xi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, offset: Tensor | None):
+        backend = same_backend((xi, h, w_hh, b_hh))
+        gru_h = _gate_functions()[2]
+        hd, w = h._data, w_hh._data
+        dtype = hd.dtype
+        batch, size = h.shape
+        gh = backend.linear(hd, w, b_hh._data) if b_hh is not None else backend.matmul(hd, w.T)
+        x3 = _gate_major(backend, xi._data, batch, size)
+        h3 = _gate_major(backend, gh, batch, size)
+        h_flat = backend.reshape(backend.ascontiguous(hd), (batch * size,))
+        operands = [x3[0], x3[1], x3[2], h3[0], h3[1], h3[2], h_flat]
+        h_new = _plain(backend, gru_h.row, operands, dtype, (batch * size,), "a" * 7)
+        ctx.save_for_backward(xi, h, w_hh, b_hh)
+        ctx.arrays = (operands, h_new)
+        ctx.weights_elsewhere = offset is not None
+        return Tensor._make(backend.reshape(h_new, (batch, size)))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        xi, h, w_hh, b_hh = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        if grad_state.enabled:  # create_graph: the step's ops, differentiated by the engine
+            inputs = [t for t, need in zip((xi, h, w_hh, b_hh), needs[:4]) if need]
+            grads = iter(autograd_grad([_gru_step_ops(xi, h, w_hh, b_hh)], inputs, [g], create_graph=True))
+            return (*(next(grads) if need else None for need in needs[:4]), None)
+        gru_h = _gate_functions()[2]
+        operands, h_new = ctx.arrays
+        backend = h._backend
+        dtype = h_new.dtype
+        batch, size = h.shape
+        gd = backend.reshape(backend.ascontiguous(g._data), (batch * size,))
+        d_r, d_z = backend.elementwise_grads(gru_h.row, (0, 1), gd, h_new, operands, (), dtype)
+        d_xn, d_hn = backend.elementwise_grads(gru_h.row, (2, 5), gd, h_new, operands, (), dtype)
+        d_h = backend.elementwise_grad(gru_h.row, 6, gd, h_new, operands, (), dtype)
+        rows = (batch, 1, size)
+
+        def by_row(parts):
+            joined = backend.concatenate([backend.reshape(p, rows) for p in parts], 1, dtype)
+            return backend.reshape(joined, (batch, 3 * size))
+
+        d_gh = by_row([d_r, d_z, d_hn])
+        need_w, need_b = (False, False) if ctx.weights_elsewhere else (needs[2], needs[3])
+        gh_prev, gw, gb = backend.linear_backward(d_gh, h._data, w_hh._data, (needs[1], need_w, need_b))
+        if gh_prev is not None:
+            gh_prev = _plain(backend, ROWS["add"], [gh_prev, backend.reshape(d_h, (batch, size))], dtype,
+                             (batch, size), "aa")  # fmt: skip
+        return (
+            Tensor._make(by_row([d_r, d_z, d_xn])) if needs[0] else None,
+            None if gh_prev is None else Tensor._make(gh_prev),
+            None if gw is None else Tensor._make(gw),
+            None if gb is None else Tensor._make(gb),
+            Tensor._make(d_gh) if ctx.weights_elsewhere and needs[4] else None,
+        )
+
+
+def _gru_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr=None, offset=None) -> tuple:
+    return (_GRUStep.apply(xi, state[0], w_hh, b_hh, offset),)
 
 
 _STEPS = {"RNN_TANH": _rnn_tanh_step, "RNN_RELU": _rnn_relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
@@ -517,7 +593,7 @@ class RNNBase(Module):
                 projected = F.linear(layer_input, params["w_ih"], params["b_ih"])
                 xs = list(projected.unbind(0) if batch_sizes is None else projected.split(sizes, 0))
                 offsets = None
-                if self.mode == "LSTM" and grad_state.enabled and params["w_hh"].requires_grad:
+                if self.mode in ("LSTM", "GRU") and grad_state.enabled and params["w_hh"].requires_grad:
                     offset = _RecurrentWeights.apply(params["w_hh"], params["b_hh"], tuple(projected.shape))
                     offsets = offset.unbind(0) if batch_sizes is None else offset.split(sizes, 0)
                 state = tuple(h[index] for h in hx)
