@@ -1,9 +1,12 @@
 """Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their one-step cells (torch's ``nn/modules/rnn.py``).
 
 Each layer and direction first projects its whole input sequence at once (``x @ W_ih.T + b_ih``, one matmul for
-all time steps), then walks the steps, adding ``h @ W_hh.T + b_hh`` and applying the gate math. Everything is made
-of differentiable ops, so backward, double backward and hooks need nothing of their own. The parameters carry
-torch's names and layout, so state_dicts move between torch and numbagrad unchanged.
+all time steps), then walks the steps, adding ``h @ W_hh.T + b_hh`` and applying the gate math. An RNN step is made
+of ops. An LSTM or GRU step is one Function (``_LSTMStep``, ``_GRUStep``): the recurrent linear, then gate kernels
+generated from scalar functions by the elementwise table's machinery (forward and fused gradients); under
+``create_graph`` its backward differentiates the same step made of ops, so double backward works.
+``_RecurrentWeights`` gives ``W_hh`` and ``b_hh`` their gradients once per layer. The parameters carry torch's names
+and layout, so state_dicts move between torch and numbagrad unchanged.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "R
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
-# --- the gate math of one step, fused into one elementwise op per state (forward and gradient kernels) ------------
+# --- the gate math of one step: one elementwise row per new state (forward and gradient kernels) -----------------
 # Module-level scalar functions, so their generated kernels are served from Numba's disk cache. The logistic
 # function is written ``0.5 * tanh(0.5 * x) + 0.5``: it never overflows, and its tensor form (math.tanh) keeps
 # double backward available.
@@ -162,10 +165,10 @@ def _plain(backend, row: Row, operands: list, dtype, shape: tuple, pattern: str)
 class _LSTMStep(Function):
     """One LSTM time step as one graph node: ``gates = xi + h @ W_hh.T + b_hh``, then the fused ``c'`` and ``h'``
     kernels. A step made of ops costs five nodes (linear, add, chunk and the two gate ops); over a long sequence
-    their bookkeeping, not the arithmetic, was most of the time. The add writes the gates gate-major,
-    ``(4, B, H)``, so each gate is one contiguous block and every kernel of the step takes the backend's
-    contiguous fast path; the backward computes the gradients two per kernel. With ``create_graph`` the backward
-    differentiates ``_lstm_step_ops`` instead, so double backward uses the ops' own derivatives."""
+    their bookkeeping, not the arithmetic, was most of the time. The gates are copied gate-major, ``(4, B, H)``,
+    so each gate is one contiguous block and every kernel of the step takes the backend's contiguous fast path;
+    the backward computes the gradients two per kernel. With ``create_graph`` the backward differentiates
+    ``_lstm_step_ops`` instead, so double backward uses the ops' own derivatives."""
 
     node_name = "LstmStepBackward"
     _trusted = True
@@ -178,15 +181,8 @@ class _LSTMStep(Function):
         dtype = x.dtype
         batch, size = c.shape
         gates = backend.linear(hd, w, b_hh._data) if b_hh is not None else backend.matmul(hd, w.T)
-        by_gate = (4, batch, size)
-        split = (batch, 4, size)
-        blocks = backend.elementwise(
-            ROWS["add"],
-            [backend.reshape(gates, split).transpose(1, 0, 2), backend.reshape(x, split).transpose(1, 0, 2)],
-            (),
-            dtype,
-            shape=by_gate,
-        )
+        gates = _plain(backend, ROWS["add"], [gates, backend.ascontiguous(x)], dtype, gates.shape, "aa")
+        blocks = backend.ascontiguous(backend.reshape(gates, (batch, 4, size)).transpose(1, 0, 2))
         flat = backend.reshape(blocks, (4, batch * size))
         i, f, g, o = flat[0], flat[1], flat[2], flat[3]
         c_flat = backend.reshape(backend.ascontiguous(c._data), (batch * size,))
