@@ -236,15 +236,16 @@ class _LSTMStep(Function):
 
 
 class _RecurrentWeights(Function):
-    """Gives ``W_hh`` and ``b_hh`` their gradients for a whole layer in one matmul: ``d W_hh = sum_t dgates_t.T @
-    h_{t-1}`` as one ``(4H, T*B) @ (T*B, H)`` product, instead of T small products and T accumulations of a
-    ``(4H, H)`` gradient. Its output is a zero ``offset`` with ``xi``'s shape, one slice per step: a step adds
-    nothing with it, but hands it its gates' gradient ``dgates_t`` and skips its own weight gradients. (``xi``'s
-    gradient cannot serve: in a double backward, ``xi`` also feeds the first backward's graph.) The layer loop
-    stores the states that fed each step in ``h_prev`` (rows in ``xi``'s order) once it has run. With
-    ``create_graph`` the steps differentiate their weights themselves and this returns nothing."""
+    """Gives ``W_hh`` and ``b_hh`` their gradients for a whole layer in one matmul: ``d W_hh = sum_t d(hh_t).T @
+    h_{t-1}``, where ``hh_t = h_{t-1} @ W_hh.T + b_hh``, as one ``(G, T*B) @ (T*B, H)`` product instead of T small
+    products and T accumulations of a ``(G, H)`` gradient. Its output is a zero ``offset`` with ``xi``'s shape, one
+    slice per step: a step adds nothing with it, but hands it ``d(hh_t)`` (LSTM: its gates' gradient; GRU: that of
+    ``gh``) and skips its own weight gradients. (``xi``'s gradient cannot serve: in a double backward, ``xi`` also
+    feeds the first backward's graph.) The layer loop stores the states that fed each step in ``h_prev`` (rows in
+    ``xi``'s order) once it has run. With ``create_graph`` the steps differentiate their weights themselves and
+    this returns nothing."""
 
-    node_name = "LstmRecurrentWeightsBackward"
+    node_name = "RecurrentWeightsBackward"
     _trusted = True
 
     @staticmethod
