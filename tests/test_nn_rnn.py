@@ -495,3 +495,48 @@ def test_dropout_with_one_layer_warns_as_torch():
 )
 def test_packing_errors_match_torch(torch, call):
     _same_error(torch, lambda t: call(t.nn.utils.rnn, t), lambda lib: call(R, lib))
+
+
+# --- a training program, unchanged between the two libraries --------------------------------------------------
+def _train_language_model(lib, state=None, steps=3):
+    """A tiny LSTM language model trained a few SGD steps: the same code for torch and numbagrad."""
+    nn_ = lib.nn
+
+    class LM(nn_.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn_.Embedding(7, 3)
+            self.rnn = nn_.LSTM(3, 4, num_layers=2, dropout=0.0, batch_first=True)
+            self.head = nn_.Linear(4, 7)
+
+        def forward(self, tokens, hidden=None):
+            out, hidden = self.rnn(self.embed(tokens), hidden)
+            return self.head(out), hidden
+
+    model = LM().double()
+    if state is not None:
+        model.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+    tokens = lib.tensor(np.random.default_rng(1).integers(0, 7, (2, 6)))
+    optimizer = lib.optim.SGD(model.parameters(), lr=0.5)
+    losses, hidden = [], None
+    for _ in range(steps):
+        optimizer.zero_grad()
+        if hidden is not None:
+            hidden = tuple(h.detach() for h in hidden)  # truncated backpropagation through time
+        logits, hidden = model(tokens[:, :-1], hidden)
+        loss = nn_.functional.cross_entropy(logits.reshape(-1, 7), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return model, losses
+
+
+def test_lstm_language_model_trains_as_torchs(torch):
+    start, _ = _train_language_model(torch, steps=0)
+    state = {k: v.detach().numpy().copy() for k, v in start.state_dict().items()}
+    theirs, their_losses = _train_language_model(torch, state)
+    ours, our_losses = _train_language_model(numbagrad, state)
+    np.testing.assert_allclose(our_losses, their_losses, rtol=0, atol=1e-10)
+    theirs_params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        _close(p, theirs_params[name], 1e-10)
