@@ -66,6 +66,7 @@ from .module import Module
 from .normalization import CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding, EmbeddingBag
 from .transformer import (
     MultiheadAttention,
@@ -104,6 +105,8 @@ __all__ = [
     "Flatten",
     "GELU",
     "GLU",
+    "GRU",
+    "GRUCell",
     "GaussianNLLLoss",
     "GroupNorm",
     "Hardshrink",
@@ -115,6 +118,8 @@ __all__ = [
     "Identity",
     "KLDivLoss",
     "L1Loss",
+    "LSTM",
+    "LSTMCell",
     "LayerNorm",
     "LazyBatchNorm1d",
     "LazyBatchNorm2d",
@@ -144,6 +149,10 @@ __all__ = [
     "ParameterList",
     "PoissonNLLLoss",
     "RMSNorm",
+    "RNN",
+    "RNNBase",
+    "RNNCell",
+    "RNNCellBase",
     "RReLU",
     "ReLU",
     "ReLU6",

@@ -1,0 +1,924 @@
+"""Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their one-step cells (torch's ``nn/modules/rnn.py``).
+
+Each layer and direction first projects its whole input sequence at once (``x @ W_ih.T + b_ih``, one matmul for
+all time steps), then walks the steps, adding ``h @ W_hh.T + b_hh`` and applying the gate math. An RNN step is made
+of ops. An LSTM or GRU step is one Function (``_LSTMStep``, ``_GRUStep``): the recurrent linear, then gate kernels
+generated from scalar functions by the elementwise table's machinery (forward and fused gradients); under
+``create_graph`` its backward differentiates the same step made of ops, so double backward works.
+``_RecurrentWeights`` gives ``W_hh`` and ``b_hh`` their gradients once per layer. The parameters carry torch's names
+and layout, so state_dicts move between torch and numbagrad unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import warnings
+
+from .. import ops
+from .._tensor import Tensor
+from ..autograd.engine import grad as autograd_grad
+from ..autograd.function import Function
+from ..autograd.grad_mode import state as grad_state
+from ..ops._common import same_backend
+from ..ops.elementwise import ROWS, make_function
+from ..scalar_math import Row
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+from .utils.rnn import PackedSequence
+
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+# --- the gate math of one step: one elementwise row per new state (forward and gradient kernels) -----------------
+# Module-level scalar functions, so their generated kernels are served from Numba's disk cache. The logistic
+# function is written ``0.5 * tanh(0.5 * x) + 0.5``: it never overflows, and its tensor form (math.tanh) keeps
+# double backward available.
+def _lstm_c(i, f, g, c):
+    return (0.5 * math.tanh(0.5 * f) + 0.5) * c + (0.5 * math.tanh(0.5 * i) + 0.5) * math.tanh(g)
+
+
+def _lstm_c_grad_i(gr, out, i, f, g, c):
+    si = 0.5 * math.tanh(0.5 * i) + 0.5
+    return gr * math.tanh(g) * si * (1 - si)
+
+
+def _lstm_c_grad_f(gr, out, i, f, g, c):
+    sf = 0.5 * math.tanh(0.5 * f) + 0.5
+    return gr * c * sf * (1 - sf)
+
+
+def _lstm_c_grad_g(gr, out, i, f, g, c):
+    tg = math.tanh(g)
+    return gr * (0.5 * math.tanh(0.5 * i) + 0.5) * (1 - tg * tg)
+
+
+def _lstm_c_grad_c(gr, out, i, f, g, c):
+    return gr * (0.5 * math.tanh(0.5 * f) + 0.5)
+
+
+def _lstm_h(o, c):
+    return (0.5 * math.tanh(0.5 * o) + 0.5) * math.tanh(c)
+
+
+def _lstm_h_grad_o(gr, out, o, c):
+    so = 0.5 * math.tanh(0.5 * o) + 0.5
+    return gr * math.tanh(c) * so * (1 - so)
+
+
+def _lstm_h_grad_c(gr, out, o, c):
+    tc = math.tanh(c)
+    return gr * (0.5 * math.tanh(0.5 * o) + 0.5) * (1 - tc * tc)
+
+
+def _gru_h(xr, xz, xn, hr, hz, hn, h):
+    r = 0.5 * math.tanh(0.5 * (xr + hr)) + 0.5
+    z = 0.5 * math.tanh(0.5 * (xz + hz)) + 0.5
+    n = math.tanh(xn + r * hn)
+    return n + z * (h - n)
+
+
+def _gru_grad_r(gr, out, xr, xz, xn, hr, hz, hn, h):
+    r = 0.5 * math.tanh(0.5 * (xr + hr)) + 0.5
+    z = 0.5 * math.tanh(0.5 * (xz + hz)) + 0.5
+    n = math.tanh(xn + r * hn)
+    return gr * (1 - z) * (1 - n * n) * hn * r * (1 - r)
+
+
+def _gru_grad_z(gr, out, xr, xz, xn, hr, hz, hn, h):
+    r = 0.5 * math.tanh(0.5 * (xr + hr)) + 0.5
+    z = 0.5 * math.tanh(0.5 * (xz + hz)) + 0.5
+    n = math.tanh(xn + r * hn)
+    return gr * (h - n) * z * (1 - z)
+
+
+def _gru_grad_xn(gr, out, xr, xz, xn, hr, hz, hn, h):
+    r = 0.5 * math.tanh(0.5 * (xr + hr)) + 0.5
+    z = 0.5 * math.tanh(0.5 * (xz + hz)) + 0.5
+    n = math.tanh(xn + r * hn)
+    return gr * (1 - z) * (1 - n * n)
+
+
+def _gru_grad_hn(gr, out, xr, xz, xn, hr, hz, hn, h):
+    r = 0.5 * math.tanh(0.5 * (xr + hr)) + 0.5
+    z = 0.5 * math.tanh(0.5 * (xz + hz)) + 0.5
+    n = math.tanh(xn + r * hn)
+    return gr * (1 - z) * (1 - n * n) * r
+
+
+def _gru_grad_h(gr, out, xr, xz, xn, hr, hz, hn, h):
+    return gr * (0.5 * math.tanh(0.5 * (xz + hz)) + 0.5)
+
+
+@functools.cache
+def _gate_functions() -> tuple[type, type, type]:
+    """The fused gate Functions (LSTM's ``c'`` and ``h'``, GRU's ``h'``), made on first use so that importing
+    numbagrad does not read their bytecode; their fixed row names keep their generated kernels in the disk cache.
+
+    ``float32_math``: float32 data runs float32 arithmetic (the vectorized tanh), as torch's float32 cells do."""
+
+    def make(name: str, forward, grads, node: str) -> type:
+        return make_function(Row(name, forward, tuple(grads), None, float_only=True, float32_math=True), node)
+
+    lstm_c = make(
+        "rnn_lstm_cell_state",
+        _lstm_c,
+        [_lstm_c_grad_i, _lstm_c_grad_f, _lstm_c_grad_g, _lstm_c_grad_c],
+        "LstmCellStateBackward",
+    )
+    lstm_h = make("rnn_lstm_cell_hidden", _lstm_h, [_lstm_h_grad_o, _lstm_h_grad_c], "LstmCellHiddenBackward")
+    gru_grads = [_gru_grad_r, _gru_grad_z, _gru_grad_xn, _gru_grad_r, _gru_grad_z, _gru_grad_hn, _gru_grad_h]
+    gru_h = make("rnn_gru_cell_hidden", _gru_h, gru_grads, "GruCellBackward")
+    return lstm_c, lstm_h, gru_h
+
+
+# --- one time step of each kind of cell: ``xi`` is the input's projection ``x @ W_ih.T + b_ih`` -----------------
+def _rnn_tanh_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr=None) -> tuple:
+    return (ops.tanh(xi + F.linear(state[0], w_hh, b_hh)),)
+
+
+def _rnn_relu_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr=None) -> tuple:
+    return (ops.relu(xi + F.linear(state[0], w_hh, b_hh)),)
+
+
+def _lstm_step_ops(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None) -> tuple[Tensor, Tensor]:
+    """One LSTM step made of ops (``create_graph`` differentiates this): ``(h', c')`` before any projection."""
+    lstm_c, lstm_h, _ = _gate_functions()
+    i, f, g, o = (xi + F.linear(state[0], w_hh, b_hh)).chunk(4, 1)
+    c = lstm_c.apply(i, f, g, state[1])
+    return lstm_h.apply(o, c), c
+
+
+def _plain(backend, row: Row, operands: list, dtype, shape: tuple, pattern: str):
+    """The backend's fast path for contiguous operands of one shape, which float16 (computed in float32 by the
+    general path) does not take."""
+    if dtype.itemsize >= 4:
+        return backend.elementwise_plain(row, operands, dtype, shape, pattern=pattern)
+    return backend.elementwise(row, operands, (), dtype, shape=shape)
+
+
+class _LSTMStep(Function):
+    """One LSTM time step as one graph node: ``gates = xi + h @ W_hh.T + b_hh``, then the fused ``c'`` and ``h'``
+    kernels. A step made of ops costs five nodes (linear, add, chunk and the two gate ops); over a long sequence
+    their bookkeeping, not the arithmetic, was most of the time. The gates are copied gate-major, ``(4, B, H)``,
+    so each gate is one contiguous block and every kernel of the step takes the backend's contiguous fast path;
+    the backward computes the gradients two per kernel. With ``create_graph`` the backward differentiates
+    ``_lstm_step_ops`` instead, so double backward uses the ops' own derivatives."""
+
+    node_name = "LstmStepBackward"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, xi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None, offset: Tensor | None):
+        backend = same_backend((xi, h, c, w_hh, b_hh))
+        lstm_c, lstm_h, _ = _gate_functions()
+        x, hd, w = xi._data, h._data, w_hh._data
+        dtype = x.dtype
+        batch, size = c.shape
+        gates = backend.linear(hd, w, b_hh._data) if b_hh is not None else backend.matmul(hd, w.T)
+        gates = _plain(backend, ROWS["add"], [gates, backend.ascontiguous(x)], dtype, gates.shape, "aa")
+        blocks = backend.ascontiguous(backend.reshape(gates, (batch, 4, size)).transpose(1, 0, 2))
+        flat = backend.reshape(blocks, (4, batch * size))
+        i, f, g, o = flat[0], flat[1], flat[2], flat[3]
+        c_flat = backend.reshape(backend.ascontiguous(c._data), (batch * size,))
+        c_new = _plain(backend, lstm_c.row, [i, f, g, c_flat], dtype, (batch * size,), pattern="aaaa")
+        h_new = _plain(backend, lstm_h.row, [o, c_new], dtype, (batch * size,), pattern="aa")
+        ctx.save_for_backward(xi, h, c, w_hh, b_hh)
+        ctx.arrays = (i, f, g, o, c_flat, c_new, h_new)
+        ctx.weights_elsewhere = offset is not None
+        return Tensor._make(backend.reshape(h_new, (batch, size))), Tensor._make(backend.reshape(c_new, (batch, size)))
+
+    @staticmethod
+    def backward(ctx, gh: Tensor | None, gc: Tensor | None):
+        xi, h, c, w_hh, b_hh = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        if grad_state.enabled:  # create_graph: the step's ops, differentiated by the engine
+            inputs = [t for t, need in zip((xi, h, c, w_hh, b_hh), needs[:5]) if need]
+            pairs = [(out, g) for out, g in zip(_lstm_step_ops(xi, (h, c), w_hh, b_hh), (gh, gc)) if g is not None]
+            outs, seeds = [p[0] for p in pairs], [p[1] for p in pairs]
+            grads = iter(autograd_grad(outs, inputs, seeds, create_graph=True, allow_unused=True))
+            return (*(next(grads) if need else None for need in needs[:5]), None)  # (the offset's node: None)
+        lstm_c, lstm_h, _ = _gate_functions()
+        i, f, g, o, c_flat, c_new, h_new = ctx.arrays
+        need_w, need_b = (False, False) if ctx.weights_elsewhere else (needs[3], needs[4])
+        backend = c._backend
+        dtype = c_new.dtype
+        batch, size = c.shape
+        flat = (batch * size,)
+        gc_flat = None if gc is None else backend.reshape(backend.ascontiguous(gc._data), flat)
+        if gh is None:  # (a step whose h' reaches the loss by no path: only c' carries a gradient)
+            d_o, gct = backend.zeros(flat, dtype), gc_flat
+        else:
+            gh_flat = backend.reshape(backend.ascontiguous(gh._data), flat)
+            d_o, gct = backend.elementwise_grads(lstm_h.row, (0, 1), gh_flat, h_new, [o, c_new], (), dtype)
+            if gc_flat is not None:
+                gct = _plain(backend, ROWS["add"], [gct, gc_flat], dtype, flat, pattern="aa")
+        inputs = [i, f, g, c_flat]
+        d_i, d_f = backend.elementwise_grads(lstm_c.row, (0, 1), gct, c_new, inputs, (), dtype)
+        d_g, d_c = backend.elementwise_grads(lstm_c.row, (2, 3), gct, c_new, inputs, (), dtype)
+        rows = (batch, 1, size)
+        parts = [backend.reshape(d, rows) for d in (d_i, d_f, d_g, d_o)]
+        dgates = backend.reshape(backend.concatenate(parts, 1, dtype), (batch, 4 * size))
+        gh_prev, gw, gb = backend.linear_backward(dgates, h._data, w_hh._data, (needs[1], need_w, need_b))
+        return (
+            Tensor._make(dgates) if needs[0] else None,
+            None if gh_prev is None else Tensor._make(gh_prev),
+            Tensor._make(backend.reshape(d_c, (batch, size))) if needs[2] else None,
+            None if gw is None else Tensor._make(gw),
+            None if gb is None else Tensor._make(gb),
+            Tensor._make(dgates) if ctx.weights_elsewhere and needs[5] else None,
+        )
+
+
+class _RecurrentWeights(Function):
+    """Gives ``W_hh`` and ``b_hh`` their gradients for a whole layer in one matmul: ``d W_hh = sum_t d(hh_t).T @
+    h_{t-1}``, where ``hh_t = h_{t-1} @ W_hh.T + b_hh``, as one ``(G, T*B) @ (T*B, H)`` product instead of T small
+    products and T accumulations of a ``(G, H)`` gradient. Its output is a zero ``offset`` with ``xi``'s shape, one
+    slice per step: a step adds nothing with it, but hands it ``d(hh_t)`` (LSTM: its gates' gradient; GRU: that of
+    ``gh``) and skips its own weight gradients. (``xi``'s gradient cannot serve: in a double backward, ``xi`` also
+    feeds the first backward's graph.) The layer loop stores the states that fed each step in ``h_prev`` (rows in
+    ``xi``'s order) once it has run. With ``create_graph`` the steps differentiate their weights themselves and
+    this returns nothing."""
+
+    node_name = "RecurrentWeightsBackward"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, w_hh: Tensor, b_hh: Tensor | None, shape: tuple):
+        ctx.h_prev = None
+        ctx.save_for_backward(w_hh)
+        return Tensor._make(w_hh._backend.zeros(shape, w_hh._data.dtype))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        needs = ctx.needs_input_grad
+        if grad_state.enabled:
+            return None, None, None
+        (w_hh,) = ctx.saved_tensors
+        backend = g._backend
+        gd = g._data
+        g2 = backend.reshape(backend.ascontiguous(gd), (-1, gd.shape[-1]))
+        h_prev = backend.concatenate([h._data for h in ctx.h_prev], 0, gd.dtype)
+        _, gw, gb = backend.linear_backward(g2, h_prev, w_hh._data, (False, needs[0], needs[1]))
+        return None if gw is None else Tensor._make(gw), None if gb is None else Tensor._make(gb), None
+
+
+def _lstm_step(
+    xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None = None, offset=None
+) -> tuple:
+    """One LSTM step (``offset``: this step's slice of a ``_RecurrentWeights`` output, which then gives ``W_hh``
+    and ``b_hh`` their gradients)."""
+    h, c = _LSTMStep.apply(xi, state[0], state[1], w_hh, b_hh, offset)
+    if w_hr is not None:
+        h = F.linear(h, w_hr)
+    return h, c
+
+
+def _gru_step_ops(xi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    """One GRU step made of ops (``create_graph`` differentiates this)."""
+    return _gate_functions()[2].apply(*xi.chunk(3, 1), *F.linear(h, w_hh, b_hh).chunk(3, 1), h)
+
+
+def _gate_major(backend, a, batch: int, size: int):
+    """``(B, 3H)`` as ``(3, B*H)``: each gate's block contiguous (what the fused kernels' fast path takes)."""
+    blocks = backend.ascontiguous(backend.reshape(a, (batch, 3, size)).transpose(1, 0, 2))
+    return backend.reshape(blocks, (3, batch * size))
+
+
+class _GRUStep(Function):
+    """One GRU time step as one graph node (as ``_LSTMStep``): ``gh = h @ W_hh.T + b_hh``, both ``xi`` and ``gh``
+    laid out gate-major, then the fused ``h'`` kernel. Its backward computes the seven gradients in three kernels
+    (those of ``xr``/``hr`` and ``xz``/``hz`` are equal); with ``create_graph`` it differentiates
+    ``_gru_step_ops``. ``offset`` (a ``_RecurrentWeights`` slice) receives ``gh``'s gradient instead of the step
+    computing ``W_hh``'s and ``b_hh``'s."""
+
+    node_name = "GruStepBackward"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, xi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, offset: Tensor | None):
+        backend = same_backend((xi, h, w_hh, b_hh))
+        gru_h = _gate_functions()[2]
+        hd, w = h._data, w_hh._data
+        dtype = hd.dtype
+        batch, size = h.shape
+        gh = backend.linear(hd, w, b_hh._data) if b_hh is not None else backend.matmul(hd, w.T)
+        x3 = _gate_major(backend, xi._data, batch, size)
+        h3 = _gate_major(backend, gh, batch, size)
+        h_flat = backend.reshape(backend.ascontiguous(hd), (batch * size,))
+        operands = [x3[0], x3[1], x3[2], h3[0], h3[1], h3[2], h_flat]
+        h_new = _plain(backend, gru_h.row, operands, dtype, (batch * size,), "a" * 7)
+        ctx.save_for_backward(xi, h, w_hh, b_hh)
+        ctx.arrays = (operands, h_new)
+        ctx.weights_elsewhere = offset is not None
+        return Tensor._make(backend.reshape(h_new, (batch, size)))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        xi, h, w_hh, b_hh = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        if grad_state.enabled:  # create_graph: the step's ops, differentiated by the engine
+            inputs = [t for t, need in zip((xi, h, w_hh, b_hh), needs[:4]) if need]
+            grads = iter(autograd_grad([_gru_step_ops(xi, h, w_hh, b_hh)], inputs, [g], create_graph=True))
+            return (*(next(grads) if need else None for need in needs[:4]), None)
+        gru_h = _gate_functions()[2]
+        operands, h_new = ctx.arrays
+        backend = h._backend
+        dtype = h_new.dtype
+        batch, size = h.shape
+        gd = backend.reshape(backend.ascontiguous(g._data), (batch * size,))
+        d_r, d_z = backend.elementwise_grads(gru_h.row, (0, 1), gd, h_new, operands, (), dtype)
+        d_xn, d_hn = backend.elementwise_grads(gru_h.row, (2, 5), gd, h_new, operands, (), dtype)
+        d_h = backend.elementwise_grad(gru_h.row, 6, gd, h_new, operands, (), dtype)
+        rows = (batch, 1, size)
+
+        def by_row(parts):
+            joined = backend.concatenate([backend.reshape(p, rows) for p in parts], 1, dtype)
+            return backend.reshape(joined, (batch, 3 * size))
+
+        d_gh = by_row([d_r, d_z, d_hn])
+        need_w, need_b = (False, False) if ctx.weights_elsewhere else (needs[2], needs[3])
+        gh_prev, gw, gb = backend.linear_backward(d_gh, h._data, w_hh._data, (needs[1], need_w, need_b))
+        if gh_prev is not None:
+            gh_prev = _plain(backend, ROWS["add"], [gh_prev, backend.reshape(d_h, (batch, size))], dtype,
+                             (batch, size), "aa")  # fmt: skip
+        return (
+            Tensor._make(by_row([d_r, d_z, d_xn])) if needs[0] else None,
+            None if gh_prev is None else Tensor._make(gh_prev),
+            None if gw is None else Tensor._make(gw),
+            None if gb is None else Tensor._make(gb),
+            Tensor._make(d_gh) if ctx.weights_elsewhere and needs[4] else None,
+        )
+
+
+def _gru_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr=None, offset=None) -> tuple:
+    return (_GRUStep.apply(xi, state[0], w_hh, b_hh, offset),)
+
+
+_STEPS = {"RNN_TANH": _rnn_tanh_step, "RNN_RELU": _rnn_relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
+
+
+def _run_direction(step, xs: list, state: tuple, weights: tuple, sizes: list[int], reverse: bool, offsets=None):
+    """Run one direction of one layer over the projected steps ``xs``; returns the outputs per step, the final
+    state, and the hidden state each step read. ``offsets``: LSTM's per-step ``_RecurrentWeights`` slices.
+
+    ``sizes[t]`` is how many sequences are still running at step ``t`` (packed input; all equal otherwise).
+    Forward, the rows of sequences that have ended are set aside as their final state; in reverse, a sequence
+    joins (from its initial state) at its last step.
+    """
+    w_hh, b_hh, w_hr = weights
+    outputs: list = [None] * len(xs)
+    fed: list = [None] * len(xs)  # the state each step read (what _RecurrentWeights multiplies by)
+    if not reverse:
+        ended: list[tuple] = []
+        current = sizes[0] if sizes else 0
+        for t, x in enumerate(xs):
+            if sizes[t] < current:
+                ended.append(tuple(s[sizes[t] : current] for s in state))
+                state = tuple(s[: sizes[t]] for s in state)
+                current = sizes[t]
+            fed[t] = state[0]
+            state = step(x, state, w_hh, b_hh, w_hr, offsets[t]) if offsets else step(x, state, w_hh, b_hh, w_hr)
+            outputs[t] = state[0]
+        if ended:
+            state = tuple(ops.cat([s] + [piece[k] for piece in reversed(ended)], 0) for k, s in enumerate(state))
+        return outputs, state, fed
+    initial = state
+    current = sizes[-1]
+    if current < initial[0].shape[0]:
+        state = tuple(s[:current] for s in initial)
+    for t in range(len(xs) - 1, -1, -1):
+        if sizes[t] > current:
+            state = tuple(ops.cat([s, s0[current : sizes[t]]], 0) for s, s0 in zip(state, initial))
+            current = sizes[t]
+        fed[t] = state[0]
+        x = xs[t]
+        state = step(x, state, w_hh, b_hh, w_hr, offsets[t]) if offsets else step(x, state, w_hh, b_hh, w_hr)
+        outputs[t] = state[0]
+    return outputs, state, fed
+
+
+class RNNBase(Module):
+    """What ``RNN``, ``LSTM`` and ``GRU`` share: torch's parameters (``weight_ih_l{k}[_reverse]``, ...), their
+    uniform(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) initialisation, the input checks, and the layer loop."""
+
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__()
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        num_directions = 2 if bidirectional else 1
+        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError(
+                "dropout should be a number in range [0, 1] representing the probability of an element being zeroed"
+            )
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(
+                "dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
+                f"num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                stacklevel=2,
+            )
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"batch_first should be of type bool, got: {type(batch_first).__name__}")
+        if not isinstance(input_size, int):
+            raise TypeError(f"input_size should be of type int, got: {type(input_size).__name__}")
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
+        if not isinstance(hidden_size, int):
+            raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if mode not in _GATES:
+            raise ValueError("Unrecognized RNN mode: " + mode)
+        gate_size = _GATES[mode] * hidden_size
+        real_hidden_size = proj_size if proj_size > 0 else hidden_size
+        self._flat_weights_names: list[str] = []
+        self._all_weights: list[list[str]] = []
+        for layer in range(num_layers):
+            layer_input_size = input_size if layer == 0 else real_hidden_size * num_directions
+            for direction in range(num_directions):
+                shapes = [(gate_size, layer_input_size), (gate_size, real_hidden_size)]
+                names = ["weight_ih_l{}{}", "weight_hh_l{}{}"]
+                if bias:
+                    shapes += [(gate_size,), (gate_size,)]
+                    names += ["bias_ih_l{}{}", "bias_hh_l{}{}"]
+                if proj_size > 0:
+                    shapes.append((proj_size, hidden_size))
+                    names.append("weight_hr_l{}{}")
+                suffix = "_reverse" if direction == 1 else ""
+                names = [n.format(layer, suffix) for n in names]
+                for name, shape in zip(names, shapes):
+                    setattr(self, name, Parameter(ops.empty(*shape, dtype=dtype, device=device)))
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    @property
+    def _flat_weights(self) -> list:
+        """The parameters in torch's flat order, read afresh (so an assigned ``weight_ih_l0`` is seen)."""
+        return [getattr(self, n, None) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        """Each layer-direction's parameters, in torch's order (w_ih, w_hh[, b_ih, b_hh][, w_hr])."""
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    def flatten_parameters(self) -> None:
+        """Nothing to do: as in torch on the CPU, the parameters are used where they are."""
+
+    def reset_parameters(self) -> None:
+        """Draw every parameter from uniform(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as torch does."""
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    # --- checks, with torch's messages ---------------------------------------------------------------------
+    def check_input(self, input: Tensor, batch_sizes) -> None:  # noqa: A002
+        """The input's dtype, number of dimensions and feature size, with torch's errors."""
+        weight_dtype = self._flat_weights[0].dtype
+        if input.dtype != weight_dtype:
+            raise ValueError(
+                f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight_dtype}). Convert input: "
+                f"input.to({weight_dtype}), or convert model: model.to({input.dtype})"
+            )
+        expected_input_dim = 2 if batch_sizes is not None else 3
+        if input.dim() != expected_input_dim:
+            raise RuntimeError(f"input must have {expected_input_dim} dimensions, got {input.dim()}")
+        if self.input_size != input.size(-1):
+            raise RuntimeError(
+                f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.size(-1)}"
+            )
+
+    def get_expected_hidden_size(self, input: Tensor, batch_sizes) -> tuple[int, int, int]:  # noqa: A002
+        """``(layers * directions, batch, proj_size or hidden_size)``: the shape ``h_0`` must have."""
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
+        num_directions = 2 if self.bidirectional else 1
+        size = self.proj_size if self.proj_size > 0 else self.hidden_size
+        return (self.num_layers * num_directions, mini_batch, size)
+
+    def check_hidden_size(
+        self, hx: Tensor, expected_hidden_size: tuple[int, int, int], msg: str = "Expected hidden size {}, got {}"
+    ) -> None:
+        """Raise torch's RuntimeError (``msg`` filled with both shapes) unless ``hx`` has the expected shape."""
+        if tuple(hx.size()) != expected_hidden_size:
+            raise RuntimeError(msg.format(expected_hidden_size, list(hx.size())))
+
+    def check_forward_args(self, input: Tensor, hidden: Tensor, batch_sizes) -> None:  # noqa: A002
+        """Check the input, then the initial state's shape."""
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
+
+    def permute_hidden(self, hx: Tensor, permutation: Tensor | None) -> Tensor:
+        """Reorder the batch of a state to follow a packed sequence's sorting (``None``: unchanged)."""
+        return hx if permutation is None else hx.index_select(1, permutation)
+
+    # --- the computation -----------------------------------------------------------------------------------
+    def _zeros(self, input: Tensor, batch: int, size: int) -> Tensor:
+        num_directions = 2 if self.bidirectional else 1
+        return ops.zeros(self.num_layers * num_directions, batch, size, dtype=input.dtype, device=input.device)
+
+    def _layers(self, input: Tensor, hx: tuple, batch_sizes: Tensor | None) -> tuple[Tensor, tuple]:
+        """All layers and directions: ``input`` is ``(T, B, input_size)`` (time first), or a packed ``data``
+        ``(N, input_size)`` with ``batch_sizes``; ``hx`` holds the initial states ``(layers * directions, B, *)``.
+        Returns the last layer's output (same layout as ``input``) and the final states, stacked like ``hx``."""
+        step = _STEPS[self.mode]
+        num_directions = 2 if self.bidirectional else 1
+        if batch_sizes is None:
+            sizes = [input.shape[1]] * input.shape[0]
+        else:
+            sizes = [int(n) for n in batch_sizes.numpy()]
+        finals: list[list[Tensor]] = [[] for _ in hx]
+        layer_input = input
+        for layer in range(self.num_layers):
+            if layer > 0 and self.dropout > 0 and self.training:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+            directions = []
+            for direction in range(num_directions):
+                index = layer * num_directions + direction
+                params = dict(zip(("w_ih", "w_hh", "b_ih", "b_hh", "w_hr"), self._weights_of(index)))
+                projected = F.linear(layer_input, params["w_ih"], params["b_ih"])
+                xs = list(projected.unbind(0) if batch_sizes is None else projected.split(sizes, 0))
+                offsets = None
+                if self.mode in ("LSTM", "GRU") and grad_state.enabled and params["w_hh"].requires_grad:
+                    offset = _RecurrentWeights.apply(params["w_hh"], params["b_hh"], tuple(projected.shape))
+                    offsets = offset.unbind(0) if batch_sizes is None else offset.split(sizes, 0)
+                state = tuple(h[index] for h in hx)
+                weights = (params["w_hh"], params["b_hh"], params["w_hr"])
+                outputs, state, fed = _run_direction(step, xs, state, weights, sizes, direction == 1, offsets)
+                if offsets is not None:
+                    offset.grad_fn.h_prev = fed
+                directions.append(ops.stack(outputs, 0) if batch_sizes is None else ops.cat(outputs, 0))
+                for k, s in enumerate(state):
+                    finals[k].append(s)
+            layer_input = directions[0] if num_directions == 1 else ops.cat(directions, -1)
+        return layer_input, tuple(ops.stack(f, 0) for f in finals)
+
+    def _weights_of(self, index: int) -> tuple:
+        """(w_ih, w_hh, b_ih, b_hh, w_hr) of one layer-direction, ``None`` for those this module lacks."""
+        names = self._all_weights[index]
+        w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
+        b_ih = getattr(self, names[2]) if self.bias else None
+        b_hh = getattr(self, names[3]) if self.bias else None
+        w_hr = getattr(self, names[-1]) if self.proj_size > 0 else None
+        return w_ih, w_hh, b_ih, b_hh, w_hr
+
+    def _forward_single_state(self, input, hx):  # noqa: A002
+        """forward for RNN and GRU (one state tensor), following torch's checks in torch's order."""
+        orig_input = input
+        if isinstance(orig_input, PackedSequence):
+            input, batch_sizes, sorted_indices, unsorted_indices = orig_input
+            if hx is None:
+                hx = self._zeros(input, int(batch_sizes[0]), self.hidden_size)
+            else:
+                hx = self.permute_hidden(hx, sorted_indices)
+        else:
+            batch_sizes = sorted_indices = unsorted_indices = None
+            if input.dim() not in (2, 3):
+                tensor_word = " tensor" if self.mode != "GRU" else ""
+                name = "GRU" if self.mode == "GRU" else "RNN"
+                raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D{tensor_word} instead")
+            is_batched = input.dim() == 3
+            batch_dim = 0 if self.batch_first else 1
+            if not is_batched:
+                input = input.unsqueeze(batch_dim)
+                if hx is not None:
+                    if hx.dim() != 2:
+                        raise RuntimeError(
+                            f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor"
+                        )
+                    hx = hx.unsqueeze(1)
+            elif hx is not None and hx.dim() != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
+            if hx is None:
+                hx = self._zeros(input, input.size(0) if self.batch_first else input.size(1), self.hidden_size)
+        self.check_forward_args(input, hx, batch_sizes)
+        if batch_sizes is None and self.batch_first:
+            input = input.transpose(0, 1)
+        output, (hidden,) = self._layers(input, (hx,), batch_sizes)
+        if isinstance(orig_input, PackedSequence):
+            return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), self.permute_hidden(
+                hidden, unsorted_indices
+            )
+        if self.batch_first:
+            output = output.transpose(0, 1)
+        if not is_batched:
+            output = output.squeeze(batch_dim)
+            hidden = hidden.squeeze(1)
+        return output, hidden
+
+
+class RNN(RNNBase):
+    """Elman RNN, ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (``relu`` with
+    ``nonlinearity="relu"``), stacked ``num_layers`` deep, optionally bidirectional."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if len(args) > 3:
+            self.nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        else:
+            self.nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if self.nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' or 'relu'.")
+        super().__init__(mode, *args, **kwargs)
+
+    def forward(self, input, hx: Tensor | None = None):  # noqa: A002
+        """``(output, h_n)``; ``input`` is ``(L, N, H_in)``, ``(N, L, H_in)`` with ``batch_first``, ``(L, H_in)``
+        unbatched, or a ``PackedSequence`` (then ``output`` is one too)."""
+        return self._forward_single_state(input, hx)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit: reset gate ``r``, update gate ``z``, candidate ``n = tanh(W_in x + b_in +
+    r * (W_hn h + b_hn))``, ``h' = (1 - z) * n + z * h``; gates in torch's order (r, z, n)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        super().__init__("GRU", *args, **kwargs)
+
+    def forward(self, input, hx: Tensor | None = None):  # noqa: A002
+        """``(output, h_n)``, as ``RNN.forward``."""
+        return self._forward_single_state(input, hx)
+
+
+class LSTM(RNNBase):
+    """Long short-term memory: gates in torch's order (input, forget, cell, output); with ``proj_size > 0`` the
+    hidden state is projected by ``weight_hr_l{k}`` to ``proj_size`` features."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__("LSTM", *args, **kwargs)
+
+    def get_expected_cell_size(self, input: Tensor, batch_sizes) -> tuple[int, int, int]:  # noqa: A002
+        """``(layers * directions, batch, hidden_size)``: the shape ``c_0`` must have."""
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
+        num_directions = 2 if self.bidirectional else 1
+        return (self.num_layers * num_directions, mini_batch, self.hidden_size)
+
+    def check_forward_args(self, input: Tensor, hidden: tuple, batch_sizes) -> None:  # noqa: A002
+        """Check the input, then ``h_0``'s and ``c_0``'s shapes."""
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(
+            hidden[0], self.get_expected_hidden_size(input, batch_sizes), "Expected hidden[0] size {}, got {}"
+        )
+        self.check_hidden_size(
+            hidden[1], self.get_expected_cell_size(input, batch_sizes), "Expected hidden[1] size {}, got {}"
+        )
+
+    def permute_hidden(self, hx: tuple, permutation: Tensor | None) -> tuple:
+        """Reorder the batch of ``(h, c)`` to follow a packed sequence's sorting (``None``: unchanged)."""
+        if permutation is None:
+            return hx
+        return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
+
+    def forward(self, input, hx: tuple | None = None):  # noqa: A002
+        """``(output, (h_n, c_n))``; ``input`` as for ``RNN.forward``, ``hx`` an optional ``(h_0, c_0)``."""
+        orig_input = input
+        real_hidden_size = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if isinstance(orig_input, PackedSequence):
+            input, batch_sizes, sorted_indices, unsorted_indices = orig_input
+            if hx is None:
+                batch = int(batch_sizes[0])
+                hx = (self._zeros(input, batch, real_hidden_size), self._zeros(input, batch, self.hidden_size))
+            else:
+                hx = self.permute_hidden(hx, sorted_indices)
+        else:
+            batch_sizes = sorted_indices = unsorted_indices = None
+            if input.dim() not in (2, 3):
+                raise ValueError(f"LSTM: Expected input to be 2D or 3D, got {input.dim()}D instead")
+            is_batched = input.dim() == 3
+            batch_dim = 0 if self.batch_first else 1
+            if not is_batched:
+                input = input.unsqueeze(batch_dim)
+            batch = input.size(0) if self.batch_first else input.size(1)
+            if hx is None:
+                hx = (self._zeros(input, batch, real_hidden_size), self._zeros(input, batch, self.hidden_size))
+                self.check_forward_args(input, hx, batch_sizes)
+            else:
+                if is_batched:
+                    if hx[0].dim() != 3 or hx[1].dim() != 3:
+                        raise RuntimeError(
+                            "For batched 3-D input, hx and cx should also be 3-D but got "
+                            f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors"
+                        )
+                else:
+                    if hx[0].dim() != 2 or hx[1].dim() != 2:
+                        raise RuntimeError(
+                            "For unbatched 2-D input, hx and cx should also be 2-D but got "
+                            f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors"
+                        )
+                    hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
+                self.check_forward_args(input, hx, batch_sizes)
+        if batch_sizes is not None:
+            self.check_forward_args(input, hx, batch_sizes)
+        elif self.batch_first:
+            input = input.transpose(0, 1)
+        output, hidden = self._layers(input, tuple(hx), batch_sizes)
+        if isinstance(orig_input, PackedSequence):
+            return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), self.permute_hidden(
+                hidden, unsorted_indices
+            )
+        if self.batch_first:
+            output = output.transpose(0, 1)
+        if not is_batched:
+            output = output.squeeze(batch_dim)
+            hidden = (hidden[0].squeeze(1), hidden[1].squeeze(1))
+        return output, hidden
+
+
+# --- cells -------------------------------------------------------------------------------------------------
+class RNNCellBase(Module):
+    """What the cells share: ``weight_ih (chunks*hidden, input)``, ``weight_hh (chunks*hidden, hidden)``, the
+    optional biases, torch's uniform(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) init, and the size checks."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None, dtype=None) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(ops.empty(num_chunks * hidden_size, input_size, dtype=dtype, device=device))
+        self.weight_hh = Parameter(ops.empty(num_chunks * hidden_size, hidden_size, dtype=dtype, device=device))
+        if bias:
+            self.bias_ih = Parameter(ops.empty(num_chunks * hidden_size, dtype=dtype, device=device))
+            self.bias_hh = Parameter(ops.empty(num_chunks * hidden_size, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += ", bias={bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def reset_parameters(self) -> None:
+        """Draw every parameter from uniform(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as torch does."""
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _check_sizes(self, input: Tensor, hidden: tuple) -> None:  # noqa: A002
+        """torch's checks of a cell's (2-D) input and states, in its order and with its messages."""
+        if input.size(1) != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected {self.input_size}")
+        for k, h in enumerate(hidden):
+            if input.size(0) != h.size(0):
+                raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{k} batch size {h.size(0)}")
+            if h.size(1) != self.hidden_size:
+                raise RuntimeError(
+                    f"hidden{k} has inconsistent hidden_size: got {h.size(1)}, expected {self.hidden_size}"
+                )
+
+    def _one_step(self, step, input: Tensor, state: tuple) -> tuple:  # noqa: A002
+        self._check_sizes(input, state)
+        xi = F.linear(input, self.weight_ih, self.bias_ih)
+        return step(xi, state, self.weight_hh, self.bias_hh)
+
+    def _zeros(self, input: Tensor) -> Tensor:  # noqa: A002
+        return ops.zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
+
+
+class RNNCell(RNNCellBase):
+    """One step of an Elman RNN: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (or ``relu``)."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        nonlinearity: str = "tanh",
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:  # noqa: A002
+        if input.dim() not in (1, 2):
+            raise ValueError(f"RNNCell: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        if hx is not None and hx.dim() not in (1, 2):
+            raise ValueError(f"RNNCell: Expected hidden to be 1D or 2D, got {hx.dim()}D instead")
+        is_batched = input.dim() == 2
+        if not is_batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            hx = self._zeros(input)
+        elif not is_batched:
+            hx = hx.unsqueeze(0)
+        if self.nonlinearity == "tanh":
+            step = _rnn_tanh_step
+        elif self.nonlinearity == "relu":
+            step = _rnn_relu_step
+        else:
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        (ret,) = self._one_step(step, input, (hx,))
+        return ret if is_batched else ret.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step: ``(h', c')`` from ``input`` and ``(h, c)``, gates in torch's order (i, f, g, o)."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device, dtype=dtype)
+
+    def forward(self, input: Tensor, hx: tuple | None = None) -> tuple[Tensor, Tensor]:  # noqa: A002
+        if input.dim() not in (1, 2):
+            raise ValueError(f"LSTMCell: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        if hx is not None:
+            for idx, value in enumerate(hx):
+                if value.dim() not in (1, 2):
+                    raise ValueError(f"LSTMCell: Expected hx[{idx}] to be 1D or 2D, got {value.dim()}D instead")
+        is_batched = input.dim() == 2
+        if not is_batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            zeros = self._zeros(input)
+            hx = (zeros, zeros)
+        elif not is_batched:
+            hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
+        h, c = self._one_step(_lstm_step, input, tuple(hx))
+        return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step: ``h'`` from ``input`` and ``h``, gates in torch's order (r, z, n)."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:  # noqa: A002
+        if input.dim() not in (1, 2):
+            raise ValueError(f"GRUCell: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        if hx is not None and hx.dim() not in (1, 2):
+            raise ValueError(f"GRUCell: Expected hidden to be 1D or 2D, got {hx.dim()}D instead")
+        is_batched = input.dim() == 2
+        if not is_batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            hx = self._zeros(input)
+        elif not is_batched:
+            hx = hx.unsqueeze(0)
+        (ret,) = self._one_step(_gru_step, input, (hx,))
+        return ret if is_batched else ret.squeeze(0)

@@ -1,0 +1,542 @@
+"""RNN, LSTM, GRU, their cells and ``nn.utils.rnn`` against torch: torch's weights loaded into ours, then outputs,
+final states and every gradient compared (input 3, hidden 4, seq 5, batch 2)."""
+
+import numpy as np
+import pytest
+
+import numbagrad
+from numbagrad import nn
+from numbagrad.autograd import gradcheck, gradgradcheck
+from numbagrad.nn.utils import rnn as R
+
+ATOL = {"float64": 1e-6, "float32": 1e-5}
+
+CASES = [
+    ("RNN", {}),
+    ("RNN", {"nonlinearity": "relu"}),
+    ("RNN", {"num_layers": 2, "bidirectional": True}),
+    ("LSTM", {}),
+    ("LSTM", {"num_layers": 2, "bidirectional": True}),
+    ("LSTM", {"proj_size": 2}),
+    ("LSTM", {"proj_size": 2, "num_layers": 2, "bidirectional": True, "batch_first": True}),
+    ("LSTM", {"bias": False, "batch_first": True}),
+    ("GRU", {}),
+    ("GRU", {"num_layers": 2, "bidirectional": True}),
+    ("GRU", {"bias": False, "batch_first": True}),
+]
+
+
+def _ng(t, requires_grad=False):
+    return numbagrad.tensor(t.detach().numpy(), requires_grad=requires_grad)
+
+
+def _close(ours, theirs, atol):
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=0, atol=atol)
+
+
+def _pair(torch, name, dtype="float64", **kw):
+    """torch's module and ours with torch's weights (loaded through a state_dict)."""
+    theirs = getattr(torch.nn, name)(3, 4, **kw).to(getattr(torch, dtype))
+    ours = getattr(nn, name)(3, 4, **kw).to(getattr(numbagrad, dtype))
+    ours.load_state_dict({k: _ng(v) for k, v in theirs.state_dict().items()})
+    return theirs, ours
+
+
+def _initial_state(torch, name, kw, batch, dtype):
+    """A random initial state of the shape torch expects (a pair for LSTM)."""
+    layers = kw.get("num_layers", 1) * (2 if kw.get("bidirectional") else 1)
+    h_size = kw.get("proj_size", 0) or 4
+    h = torch.randn(layers, *batch, h_size, dtype=dtype, requires_grad=True)
+    if name != "LSTM":
+        return h
+    return h, torch.randn(layers, *batch, 4, dtype=dtype, requires_grad=True)
+
+
+def _states(hx):
+    return list(hx) if isinstance(hx, tuple) else [hx]
+
+
+def _compare_run(torch, theirs, ours, x, hx, atol):
+    """Run both, compare outputs and final states, then backpropagate the same weighted sum and compare the
+    gradients of the input, the initial states and every parameter."""
+    xn = _ng(x, requires_grad=True)
+    hxn = None if hx is None else tuple(_ng(h, requires_grad=True) for h in _states(hx))
+    if hxn is not None and not isinstance(hx, tuple):
+        hxn = hxn[0]
+    out, h_n = theirs(x, hx)
+    out_n, h_n_n = ours(xn, hxn)
+    _close(out_n, out, atol)
+    for a, b in zip(_states(h_n_n), _states(h_n)):
+        _close(a, b, atol)
+    weights = [torch.randn(out.shape, dtype=out.dtype)] + [torch.randn(h.shape, dtype=h.dtype) for h in _states(h_n)]
+    loss = sum((w * t).sum() for w, t in zip(weights, [out] + _states(h_n)))
+    loss_n = sum((_ng(w) * t).sum() for w, t in zip(weights, [out_n] + _states(h_n_n)))
+    loss.backward()
+    loss_n.backward()
+    _close(xn.grad, x.grad, atol)
+    if hx is not None:
+        for a, b in zip(_states(hxn), _states(hx)):
+            _close(a.grad, b.grad, atol)
+    theirs_params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        _close(p.grad, theirs_params[name].grad, atol)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("with_h0", [False, True])
+@pytest.mark.parametrize("name, kw", CASES)
+def test_module_matches_torch_outputs_states_and_gradients(torch, name, kw, with_h0, dtype):
+    theirs, ours = _pair(torch, name, dtype, **kw)
+    tdtype = getattr(torch, dtype)
+    shape = (2, 5, 3) if kw.get("batch_first") else (5, 2, 3)
+    x = torch.randn(shape, dtype=tdtype, requires_grad=True)
+    hx = _initial_state(torch, name, kw, (2,), tdtype) if with_h0 else None
+    _compare_run(torch, theirs, ours, x, hx, ATOL[dtype])
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_float16_module_matches_torch(torch, name):
+    """Half precision computes in float32 inside the fused kernels and rounds once, as torch's CPU does."""
+    theirs, ours = _pair(torch, name, "float16")
+    x = torch.randn(5, 2, 3, dtype=torch.float16, requires_grad=True)
+    xn = _ng(x, requires_grad=True)
+    out, out_n = theirs(x)[0], ours(xn)[0]
+    assert out_n.dtype == numbagrad.float16
+    _close(out_n.float(), out.float(), 2e-3)
+    out.float().sum().backward()
+    out_n.float().sum().backward()
+    _close(xn.grad.float(), x.grad.float(), 2e-3)
+
+
+@pytest.mark.parametrize("with_h0", [False, True])
+@pytest.mark.parametrize("name, kw", [("RNN", {}), ("LSTM", {"proj_size": 2}), ("GRU", {"batch_first": True})])
+def test_unbatched_input_matches_torch(torch, name, kw, with_h0):
+    theirs, ours = _pair(torch, name, **kw)
+    x = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    hx = _initial_state(torch, name, kw, (), torch.float64) if with_h0 else None
+    _compare_run(torch, theirs, ours, x, hx, ATOL["float64"])
+
+
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+def test_dropout_one_in_training_feeds_zeros_to_the_next_layer_as_torch(torch, name):
+    """With p=1 the dropout between layers is deterministic (all zeros), so training mode is comparable."""
+    theirs, ours = _pair(torch, name, num_layers=2, dropout=1.0)
+    x = torch.randn(5, 2, 3, dtype=torch.float64, requires_grad=True)
+    _compare_run(torch, theirs, ours, x, None, ATOL["float64"])
+
+
+def test_dropout_acts_only_in_training_mode():
+    lstm = nn.LSTM(3, 4, num_layers=2, dropout=0.5).double()
+    x = numbagrad.randn(5, 2, 3, dtype=numbagrad.float64)
+    lstm.eval()
+    first, second = lstm(x)[0].detach(), lstm(x)[0].detach()
+    assert np.array_equal(first.numpy(), second.numpy())
+    lstm.train()
+    assert not np.array_equal(lstm(x)[0].detach().numpy(), first.numpy())
+
+
+# --- parameters, state_dicts, printing ------------------------------------------------------------------------
+@pytest.mark.parametrize("name, kw", CASES)
+def test_parameter_names_shapes_and_flat_order_match_torch(torch, name, kw):
+    theirs = getattr(torch.nn, name)(3, 4, **kw)
+    ours = getattr(nn, name)(3, 4, **kw)
+    assert [(k, tuple(p.shape)) for k, p in ours.named_parameters()] == [
+        (k, tuple(p.shape)) for k, p in theirs.named_parameters()
+    ]
+    assert ours._flat_weights_names == theirs._flat_weights_names
+    assert [[tuple(p.shape) for p in ws] for ws in ours.all_weights] == [
+        [tuple(p.shape) for p in ws] for ws in theirs.all_weights
+    ]
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+def test_our_state_dict_loads_into_torch_and_gives_the_same_outputs(torch, name):
+    ours = getattr(nn, name)(3, 4, num_layers=2, bidirectional=True).double()
+    theirs = getattr(torch.nn, name)(3, 4, num_layers=2, bidirectional=True).double()
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in ours.state_dict().items()})
+    x = torch.randn(5, 2, 3, dtype=torch.float64)
+    _close(ours(_ng(x))[0], theirs(x)[0], 1e-6)
+
+
+def test_init_is_uniform_within_one_over_sqrt_hidden():
+    lstm = nn.LSTM(3, 16, num_layers=2, proj_size=4)
+    values = np.concatenate([p.detach().numpy().ravel() for p in lstm.parameters()])
+    bound = 1 / np.sqrt(16)
+    assert values.min() >= -bound and values.max() <= bound
+    assert values.min() < -0.9 * bound and values.max() > 0.9 * bound
+
+
+def test_flatten_parameters_leaves_parameters_unchanged():
+    gru = nn.GRU(3, 4)
+    before = [p.detach().numpy().copy() for p in gru.parameters()]
+    assert gru.flatten_parameters() is None
+    assert all(np.array_equal(a, p.detach().numpy()) for a, p in zip(before, gru.parameters()))
+
+
+def test_assigned_weight_is_used_by_forward():
+    rnn = nn.RNN(3, 4).double()
+    x = numbagrad.randn(5, 2, 3, dtype=numbagrad.float64)
+    rnn.weight_ih_l0 = nn.Parameter(numbagrad.zeros(4, 3, dtype=numbagrad.float64))
+    rnn.weight_hh_l0 = nn.Parameter(numbagrad.zeros(4, 4, dtype=numbagrad.float64))
+    expected = np.tanh(rnn.bias_ih_l0.detach().numpy() + rnn.bias_hh_l0.detach().numpy())
+    np.testing.assert_allclose(rnn(x)[0].detach().numpy(), np.broadcast_to(expected, (5, 2, 4)))
+
+
+def test_module_classes_are_importable_from_torchs_module_path():
+    from numbagrad.nn.modules import rnn as modules_rnn
+
+    assert (modules_rnn.LSTM, modules_rnn.GRU, modules_rnn.RNN) == (nn.LSTM, nn.GRU, nn.RNN)
+    assert (modules_rnn.LSTMCell, modules_rnn.GRUCell, modules_rnn.RNNCell) == (nn.LSTMCell, nn.GRUCell, nn.RNNCell)
+
+
+# --- cells ---------------------------------------------------------------------------------------------------
+CELLS = [
+    ("RNNCell", {}),
+    ("RNNCell", {"nonlinearity": "relu"}),
+    ("LSTMCell", {}),
+    ("GRUCell", {}),
+    ("GRUCell", {"bias": False}),
+]
+
+
+def _cell_pair(torch, name, kw):
+    theirs = getattr(torch.nn, name)(3, 4, **kw).double()
+    ours = getattr(nn, name)(3, 4, **kw).double()
+    ours.load_state_dict({k: _ng(v) for k, v in theirs.state_dict().items()})
+    return theirs, ours
+
+
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("with_hx", [False, True])
+@pytest.mark.parametrize("name, kw", CELLS)
+def test_cell_matches_torch(torch, name, kw, with_hx, batched):
+    theirs, ours = _cell_pair(torch, name, kw)
+    batch = (2,) if batched else ()
+    x = torch.randn(*batch, 3, dtype=torch.float64, requires_grad=True)
+    hx = None
+    if with_hx:
+        hx = torch.randn(*batch, 4, dtype=torch.float64, requires_grad=True)
+        if name == "LSTMCell":
+            hx = (hx, torch.randn(*batch, 4, dtype=torch.float64, requires_grad=True))
+    xn = _ng(x, requires_grad=True)
+    hxn = None if hx is None else [_ng(h, requires_grad=True) for h in _states(hx)]
+    out = _states(theirs(x, hx))
+    out_n = _states(ours(xn, None if hxn is None else (tuple(hxn) if name == "LSTMCell" else hxn[0])))
+    for a, b in zip(out_n, out):
+        _close(a, b, 1e-6)
+    sum(o.sum() * (k + 1) for k, o in enumerate(out)).backward()
+    sum(o.sum() * (k + 1) for k, o in enumerate(out_n)).backward()
+    _close(xn.grad, x.grad, 1e-6)
+    for a, b in zip(hxn or [], _states(hx) if hx is not None else []):
+        _close(a.grad, b.grad, 1e-6)
+    theirs_params = dict(theirs.named_parameters())
+    for pname, p in ours.named_parameters():
+        _close(p.grad, theirs_params[pname].grad, 1e-6)
+
+
+@pytest.mark.parametrize("name", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_cell_passes_gradcheck_in_float64(name):
+    cell = getattr(nn, name)(3, 4).double()
+    x = numbagrad.randn(2, 3, dtype=numbagrad.float64, requires_grad=True)
+    h = numbagrad.randn(2, 4, dtype=numbagrad.float64, requires_grad=True)
+    c = numbagrad.randn(2, 4, dtype=numbagrad.float64, requires_grad=True)
+
+    def run(x, h, c, *params):
+        """The cell reads its parameters itself; gradcheck perturbs them (in place) as it perturbs x, h, c."""
+        return cell(x, (h, c)) if name == "LSTMCell" else cell(x, h)
+
+    assert gradcheck(run, (x, h, c, *cell.parameters()))
+
+
+@pytest.mark.parametrize("name", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_cell_passes_gradgradcheck_in_float64(name):
+    """The fused gate kernels' gradients are themselves differentiable (create_graph runs their tensor form)."""
+    cell = getattr(nn, name)(3, 2).double()
+    x = numbagrad.randn(2, 3, dtype=numbagrad.float64, requires_grad=True)
+    h = numbagrad.randn(2, 2, dtype=numbagrad.float64, requires_grad=True)
+    c = numbagrad.randn(2, 2, dtype=numbagrad.float64, requires_grad=True)
+
+    def run(x, h, c, *params):
+        return cell(x, (h, c)) if name == "LSTMCell" else cell(x, h)
+
+    assert gradgradcheck(run, (x, h, c, *cell.parameters()))
+
+
+@pytest.mark.parametrize("which", ["output", "c_n"])
+def test_lstm_passes_gradgradcheck_when_only_one_state_reaches_the_loss(which):
+    """A step whose h' (or c') gets no gradient still differentiates twice (the other seed is absent)."""
+    lstm = nn.LSTM(2, 2).double()
+    x = numbagrad.randn(2, 1, 2, dtype=numbagrad.float64, requires_grad=True)
+
+    def run(x, *params):
+        out, (_, c_n) = lstm(x)
+        return out if which == "output" else c_n
+
+    assert gradgradcheck(run, (x, *lstm.parameters()))
+
+
+def test_gru_module_passes_gradgradcheck():
+    gru = nn.GRU(2, 2).double()
+    x = numbagrad.randn(2, 1, 2, dtype=numbagrad.float64, requires_grad=True)
+    assert gradgradcheck(lambda x, *params: gru(x)[0], (x, *gru.parameters()))
+
+
+def test_lstm_passes_gradcheck_through_packed_bidirectional_layers():
+    lstm = nn.LSTM(3, 4, bidirectional=True, proj_size=2).double()
+    x = numbagrad.randn(3, 2, 3, dtype=numbagrad.float64, requires_grad=True)
+
+    def run(x):
+        packed = R.pack_padded_sequence(x, [3, 1])
+        out, (h, c) = lstm(packed)
+        return out.data, h, c
+
+    assert gradcheck(run, (x,))
+
+
+# --- packed sequences -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("lengths, enforce_sorted", [([5, 3, 2], True), ([2, 5, 3], False), ([3, 5, 5], False)])
+def test_pack_and_pad_match_torch(torch, lengths, enforce_sorted, batch_first):
+    x = torch.randn((3, 5, 2) if batch_first else (5, 3, 2), dtype=torch.float64, requires_grad=True)
+    xn = _ng(x, requires_grad=True)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first, enforce_sorted)
+    packed_n = R.pack_padded_sequence(xn, lengths, batch_first, enforce_sorted)
+    _close(packed_n.data, packed.data, 0)
+    assert packed_n.batch_sizes.tolist() == packed.batch_sizes.tolist()
+    for a, b in [
+        (packed_n.sorted_indices, packed.sorted_indices),
+        (packed_n.unsorted_indices, packed.unsorted_indices),
+    ]:
+        assert (a is None and b is None) or a.tolist() == b.tolist()
+    padded, lens = torch.nn.utils.rnn.pad_packed_sequence(packed, batch_first, padding_value=-1.5, total_length=6)
+    padded_n, lens_n = R.pad_packed_sequence(packed_n, batch_first, padding_value=-1.5, total_length=6)
+    _close(padded_n, padded, 0)
+    assert lens_n.tolist() == lens.tolist() and lens_n.dtype == numbagrad.int64
+    weights = torch.randn(padded.shape, dtype=torch.float64)
+    (weights * padded).sum().backward()
+    (_ng(weights) * padded_n).sum().backward()
+    _close(xn.grad, x.grad, 0)
+
+
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_pad_sequence_matches_torch(torch, batch_first, padding_side):
+    seqs = [torch.randn(n, 2, requires_grad=True) for n in (2, 4, 1)]
+    seqs_n = [_ng(s, requires_grad=True) for s in seqs]
+    padded = torch.nn.utils.rnn.pad_sequence(seqs, batch_first, 7.0, padding_side)
+    padded_n = R.pad_sequence(seqs_n, batch_first, 7.0, padding_side)
+    _close(padded_n, padded, 0)
+    weights = torch.randn(padded.shape)
+    (weights * padded).sum().backward()
+    (_ng(weights) * padded_n).sum().backward()
+    for a, b in zip(seqs_n, seqs):
+        _close(a.grad, b.grad, 0)
+
+
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_pack_sequence_unpack_sequence_and_unpad_sequence_match_torch(torch, enforce_sorted):
+    seqs = [torch.randn(n, 3) for n in ((4, 2, 1) if enforce_sorted else (2, 4, 1))]
+    packed = torch.nn.utils.rnn.pack_sequence(seqs, enforce_sorted)
+    packed_n = R.pack_sequence([_ng(s) for s in seqs], enforce_sorted)
+    _close(packed_n.data, packed.data, 0)
+    assert packed_n.batch_sizes.tolist() == packed.batch_sizes.tolist()
+    for a, b in zip(R.unpack_sequence(packed_n), seqs):
+        _close(a, b, 0)
+    padded = torch.nn.utils.rnn.pad_sequence(seqs)
+    lengths = torch.tensor([len(s) for s in seqs])
+    for a, b in zip(R.unpad_sequence(_ng(padded), _ng(lengths)), torch.nn.utils.rnn.unpad_sequence(padded, lengths)):
+        _close(a, b, 0)
+
+
+@pytest.mark.parametrize("with_h0", [False, True])
+@pytest.mark.parametrize(
+    "name, kw",
+    [
+        ("RNN", {}),
+        ("LSTM", {"num_layers": 2, "bidirectional": True}),
+        ("GRU", {"bidirectional": True}),
+        ("LSTM", {"proj_size": 2, "bidirectional": True}),
+    ],
+)
+def test_module_on_packed_sequence_matches_torch(torch, name, kw, with_h0):
+    theirs, ours = _pair(torch, name, **kw)
+    x = torch.randn(5, 3, 3, dtype=torch.float64, requires_grad=True)
+    xn = _ng(x, requires_grad=True)
+    lengths = [3, 5, 1]
+    hx = _initial_state(torch, name, kw, (3,), torch.float64) if with_h0 else None
+    hxn = None if hx is None else [_ng(h, requires_grad=True) for h in _states(hx)]
+    out, h_n = theirs(torch.nn.utils.rnn.pack_padded_sequence(x, lengths, enforce_sorted=False), hx)
+    packed_n = R.pack_padded_sequence(xn, lengths, enforce_sorted=False)
+    out_n, h_n_n = ours(packed_n, None if hxn is None else (tuple(hxn) if name == "LSTM" else hxn[0]))
+    assert isinstance(out_n, R.PackedSequence)
+    _close(out_n.data, out.data, 1e-6)
+    assert out_n.unsorted_indices.tolist() == out.unsorted_indices.tolist()
+    for a, b in zip(_states(h_n_n), _states(h_n)):
+        _close(a, b, 1e-6)
+    loss = (out.data**2).sum() + sum((h**3).sum() for h in _states(h_n))
+    loss_n = (out_n.data**2).sum() + sum((h**3).sum() for h in _states(h_n_n))
+    loss.backward()
+    loss_n.backward()
+    _close(xn.grad, x.grad, 1e-6)
+    for a, b in zip(hxn or [], _states(hx) if hx is not None else []):
+        _close(a.grad, b.grad, 1e-6)
+    theirs_params = dict(theirs.named_parameters())
+    for pname, p in ours.named_parameters():
+        _close(p.grad, theirs_params[pname].grad, 1e-6)
+
+
+# --- errors ------------------------------------------------------------------------------------------------
+def _same_error(torch, make_theirs, make_ours):
+    with pytest.raises(Exception) as theirs:
+        make_theirs(torch)
+    with pytest.raises(Exception) as ours:
+        make_ours(numbagrad)
+    assert type(ours.value).__name__ == type(theirs.value).__name__
+    assert str(ours.value) == str(theirs.value)
+
+
+def _module_call(name, x_shape, hx_shape=None, **kw):
+    def run(lib):
+        module = getattr(lib.nn, name)(3, 4, **kw)
+        hx = None
+        if hx_shape is not None:
+            hx = lib.zeros(*hx_shape)
+            hx = (hx, lib.zeros(*hx_shape)) if name.startswith("LSTM") else hx
+        return module(lib.zeros(*x_shape), hx)
+
+    return run
+
+
+@pytest.mark.parametrize(
+    "name, x_shape, hx_shape",
+    [
+        ("RNN", (5, 2, 6), None),
+        ("LSTM", (5, 2, 6), None),
+        ("GRU", (5, 2, 6), None),
+        ("RNN", (5, 2, 3), (1, 3, 4)),
+        ("LSTM", (5, 2, 3), (1, 3, 4)),
+        ("GRU", (5, 2, 3), (2, 2, 4)),
+        ("RNN", (5, 2, 3, 1), None),
+        ("LSTM", (5, 2, 3, 1), None),
+        ("GRU", (5, 2, 3, 1), None),
+        ("RNN", (5, 2, 3), (2, 4)),
+        ("LSTM", (5, 3), (1, 1, 4)),
+        ("GRU", (5, 3), (1, 1, 4)),
+    ],
+)
+def test_module_errors_match_torch(torch, name, x_shape, hx_shape):
+    _same_error(torch, _module_call(name, x_shape, hx_shape), _module_call(name, x_shape, hx_shape))
+
+
+def test_lstm_with_projection_checks_hidden_against_proj_size(torch):
+    run = _module_call("LSTM", (5, 2, 3), (1, 2, 4), proj_size=2)
+    _same_error(torch, run, run)
+
+
+def test_input_dtype_must_match_the_weights():
+    lstm = nn.LSTM(3, 4)
+    with pytest.raises(ValueError, match=r"RNN input dtype \(numbagrad.float64\) does not match weight dtype"):
+        lstm(numbagrad.zeros(5, 2, 3, dtype=numbagrad.float64))
+
+
+@pytest.mark.parametrize(
+    "name, x_shape, hx_shape",
+    [
+        ("RNNCell", (2, 5), None),
+        ("LSTMCell", (2, 5), None),
+        ("GRUCell", (2, 5), None),
+        ("RNNCell", (2, 3), (2, 5)),
+        ("LSTMCell", (2, 3), (3, 4)),
+        ("GRUCell", (2, 3), (3, 4)),
+        ("GRUCell", (2, 3, 1), None),
+        ("LSTMCell", (2, 3), (2, 2, 4)),
+    ],
+)
+def test_cell_errors_match_torch(torch, name, x_shape, hx_shape):
+    _same_error(torch, _module_call(name, x_shape, hx_shape), _module_call(name, x_shape, hx_shape))
+
+
+@pytest.mark.parametrize(
+    "name, args, kw",
+    [
+        ("LSTM", (3, 4), {"dropout": 1.5}),
+        ("LSTM", (3, 4), {"proj_size": 4}),
+        ("LSTM", (3, 4), {"proj_size": -1}),
+        ("GRU", (3, 4), {"proj_size": 2}),
+        ("RNN", (3, 4), {"nonlinearity": "sigmoid"}),
+        ("RNN", (3, 0), {}),
+        ("GRU", (3, 4), {"num_layers": 0}),
+        ("LSTM", (3, 4.0), {}),
+        ("GRU", (3, 4), {"bias": 1}),
+    ],
+)
+def test_constructor_errors_match_torch(torch, name, args, kw):
+    _same_error(torch, lambda lib: getattr(lib.nn, name)(*args, **kw), lambda lib: getattr(lib.nn, name)(*args, **kw))
+
+
+def test_dropout_with_one_layer_warns_as_torch():
+    with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
+        nn.GRU(3, 4, dropout=0.2)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda R, lib: R.pack_padded_sequence(lib.zeros(4, 3, 2), [2, 3, 1]),
+        lambda R, lib: R.pack_padded_sequence(lib.zeros(4, 3, 2), [3, 2, 0]),
+        lambda R, lib: R.pack_padded_sequence(lib.zeros(4, 3, 2), [3, 2]),
+        lambda R, lib: R.pack_padded_sequence(lib.zeros(4, 3, 2), lib.tensor([[3, 2, 1]])),
+        lambda R, lib: R.pad_packed_sequence(R.pack_padded_sequence(lib.zeros(4, 3, 2), [3, 2, 1]), total_length=2),
+        lambda R, lib: R.pad_sequence([lib.ones(2, 3)], padding_side="middle"),
+        lambda R, lib: R.pad_sequence([lib.ones(2, 3), lib.ones(2, 4)]),
+        lambda R, lib: R.pad_sequence([]),
+    ],
+)
+def test_packing_errors_match_torch(torch, call):
+    _same_error(torch, lambda t: call(t.nn.utils.rnn, t), lambda lib: call(R, lib))
+
+
+# --- a training program, unchanged between the two libraries --------------------------------------------------
+def _train_language_model(lib, state=None, steps=3):
+    """A tiny LSTM language model trained a few SGD steps: the same code for torch and numbagrad."""
+    nn_ = lib.nn
+
+    class LM(nn_.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn_.Embedding(7, 3)
+            self.rnn = nn_.LSTM(3, 4, num_layers=2, dropout=0.0, batch_first=True)
+            self.head = nn_.Linear(4, 7)
+
+        def forward(self, tokens, hidden=None):
+            out, hidden = self.rnn(self.embed(tokens), hidden)
+            return self.head(out), hidden
+
+    model = LM().double()
+    if state is not None:
+        model.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+    tokens = lib.tensor(np.random.default_rng(1).integers(0, 7, (2, 6)))
+    optimizer = lib.optim.SGD(model.parameters(), lr=0.5)
+    losses, hidden = [], None
+    for _ in range(steps):
+        optimizer.zero_grad()
+        if hidden is not None:
+            hidden = tuple(h.detach() for h in hidden)  # truncated backpropagation through time
+        logits, hidden = model(tokens[:, :-1], hidden)
+        loss = nn_.functional.cross_entropy(logits.reshape(-1, 7), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return model, losses
+
+
+def test_lstm_language_model_trains_as_torchs(torch):
+    start, _ = _train_language_model(torch, steps=0)
+    state = {k: v.detach().numpy().copy() for k, v in start.state_dict().items()}
+    theirs, their_losses = _train_language_model(torch, state)
+    ours, our_losses = _train_language_model(numbagrad, state)
+    np.testing.assert_allclose(our_losses, their_losses, rtol=0, atol=1e-10)
+    theirs_params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        _close(p, theirs_params[name], 1e-10)
