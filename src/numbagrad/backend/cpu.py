@@ -471,6 +471,10 @@ def overlap(a: np.ndarray, b: np.ndarray) -> str:
 
 @np.errstate(all="ignore")  # BLAS's inf * 0 gives nan without a warning, as in torch
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b``; a stack of matrices times one matrix is folded into one 2-D product, as torch's matmul folds it
+    (numpy loops over the stack instead: 5x slower at (32, 4, 48) @ (48, 128))."""
+    if a.ndim > 2 and b.ndim == 2:
+        return np.asarray(np.matmul(a.reshape(-1, a.shape[-1]), b)).reshape(a.shape[:-1] + (b.shape[1],))
     return np.asarray(np.matmul(a, b))
 
 

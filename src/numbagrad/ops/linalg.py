@@ -93,7 +93,12 @@ class BatchedMatmul(_Product):
         if b.dim() == 1:
             g2 = g2.unsqueeze(-1)
         ga = matmul(g2, b2.transpose(-1, -2)) if ctx.needs_input_grad[0] else None
-        gb = matmul(a2.transpose(-1, -2), g2) if ctx.needs_input_grad[1] else None
+        gb = None
+        if ctx.needs_input_grad[1]:
+            if b2.dim() == 2 and a2.dim() > 2:  # one 2-D product over the folded stack, no per-matrix sum
+                gb = mm(a2.reshape(-1, a2.shape[-1]).t(), g2.reshape(-1, g2.shape[-1]))
+            else:
+                gb = matmul(a2.transpose(-1, -2), g2)
         if ga is not None:
             ga = sum_to_shape(ga, a2.shape).reshape(a.shape)
         if gb is not None:
