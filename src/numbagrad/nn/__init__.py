@@ -32,6 +32,7 @@ from .activation import (
     Tanhshrink,
     Threshold,
 )
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d
@@ -79,6 +80,7 @@ from .transformer import (
 
 __all__ = [
     "AdaptiveAvgPool2d",
+    "AdaptiveLogSoftmaxWithLoss",
     "AlphaDropout",
     "AvgPool2d",
     "BCELoss",
