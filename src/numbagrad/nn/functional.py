@@ -17,7 +17,7 @@ import numpy as np
 from .. import ops
 from .._tensor import Tensor
 from .._types import broadcast_shapes, float32, wrap_dim
-from ..autograd.function import Function
+from ..autograd.function import Function, once_differentiable
 from ..autograd.grad_mode import no_grad, state
 from ..ops import loss_ops, nn_ops
 from ..ops._common import autocast_to, not_a_tensor, same_backend
@@ -1457,6 +1457,126 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduct
 def _sizes(t: Tensor) -> str:
     """A shape as torch's C++ messages print it: ``[2, 3]``."""
     return str(list(t.shape))
+
+
+def _ctc_tables(lp: np.ndarray, target: np.ndarray, blank: int) -> tuple:
+    """The log forward (alpha) and backward (beta) variables of one sample over its blank-interleaved target, and
+    its negative log-likelihood; both tables include the emission at their own time step, as torch's do."""
+    steps = lp.shape[0]
+    ext = np.full(2 * len(target) + 1, blank, dtype=np.int64)
+    ext[1::2] = target
+    width = len(ext)
+    skip = np.zeros(width, dtype=bool)
+    skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
+    alpha = np.full((steps, width), -np.inf)
+    beta = np.full((steps, width), -np.inf)
+    if steps == 0:
+        return alpha, beta, ext, (0.0 if len(target) == 0 else np.inf)
+    alpha[0, 0] = lp[0, blank]
+    if width > 1:
+        alpha[0, 1] = lp[0, ext[1]]
+    for t in range(1, steps):
+        prev = alpha[t - 1]
+        one = np.concatenate(([-np.inf], prev[:-1]))
+        two = np.where(skip, np.concatenate(([-np.inf, -np.inf], prev[:-2]))[:width], -np.inf)
+        alpha[t] = np.logaddexp(np.logaddexp(prev, one), two) + lp[t, ext]
+    beta[-1, -1] = lp[-1, ext[-1]]
+    if width > 1:
+        beta[-1, -2] = lp[-1, ext[-2]]
+    skip_next = np.zeros(width, dtype=bool)
+    skip_next[: max(width - 2, 0)] = skip[2:]
+    for t in range(steps - 2, -1, -1):
+        nxt = beta[t + 1]
+        one = np.concatenate((nxt[1:], [-np.inf]))
+        two = np.where(skip_next, np.concatenate((nxt[2:], [-np.inf, -np.inf]))[:width], -np.inf)
+        beta[t] = np.logaddexp(np.logaddexp(nxt, one), two) + lp[t, ext]
+    last = alpha[-1, -1] if width == 1 else np.logaddexp(alpha[-1, -1], alpha[-1, -2])
+    return alpha, beta, ext, -last
+
+
+class _CtcLoss(Function):
+    """The per-sample CTC negative log-likelihoods, in one node; the backward is torch's: ``exp(lp) -
+    exp(logsumexp(alpha + beta) + nll - lp)`` per class and step (it assumes ``log_probs`` came from a log-softmax,
+    as torch's does) and is not differentiated again."""
+
+    node_name = "CtcLossBackward0"
+
+    @staticmethod
+    def forward(ctx, log_probs: Tensor, targets: list, input_lengths: list, blank: int, zero_infinity: bool):
+        lp = log_probs._host().astype(np.float64)
+        losses, tables = [], []
+        for n, target in enumerate(targets):
+            alpha, beta, ext, nll = _ctc_tables(lp[: input_lengths[n], n], target, blank)
+            if zero_infinity and np.isinf(nll):
+                nll = 0.0
+                alpha = None
+            losses.append(nll)
+            tables.append((alpha, beta, ext))
+        ctx.lp, ctx.tables, ctx.losses, ctx.input_lengths = lp, tables, losses, input_lengths
+        out = np.asarray(losses, dtype=log_probs._data.dtype)
+        return Tensor._make(log_probs._backend.from_host(out))
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor):
+        g = grad._host().astype(np.float64)
+        lp = ctx.lp
+        result = np.zeros_like(lp)
+        for n, (alpha, beta, ext) in enumerate(ctx.tables):
+            steps = ctx.input_lengths[n]
+            if alpha is None or steps == 0:
+                continue
+            nll = ctx.losses[n]
+            both = alpha + beta
+            lcab = np.full((steps, lp.shape[2]), -np.inf)
+            for s, c in enumerate(ext):
+                lcab[:, c] = np.logaddexp(lcab[:, c], both[:, s])
+            sample = lp[:steps, n]
+            with np.errstate(over="ignore", invalid="ignore"):
+                result[:steps, n] = (np.exp(sample) - np.exp(lcab + nll - sample)) * g[n]
+        return Tensor._make(grad._backend.from_host(result.astype(grad._data.dtype))), None, None, None, None
+
+
+@_float32_under_autocast
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False) -> Tensor:  # fmt: skip
+    """Connectionist Temporal Classification: the negative log-likelihood of each target sequence over every
+    alignment of it (blanks and repeats) to the (T, N, C) ``log_probs``; ``'mean'`` divides each by its target
+    length, then averages."""
+    _check_reduction(reduction)
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
+    in_lengths = [int(v) for v in np.atleast_1d(np.asarray(
+        input_lengths._host() if isinstance(input_lengths, Tensor) else input_lengths))]  # fmt: skip
+    t_lengths = [int(v) for v in np.atleast_1d(np.asarray(
+        target_lengths._host() if isinstance(target_lengths, Tensor) else target_lengths))]  # fmt: skip
+    steps, batch = log_probs.shape[0], log_probs.shape[1]
+    for v in in_lengths:
+        if v > steps:
+            raise RuntimeError(f"Expected input_lengths to have value at most {steps}, but got value {v} (while "
+                               "checking arguments for ctc_loss_allocate_outputs)")  # fmt: skip
+    flat = targets._host().astype(np.int64)
+    if targets.dim() == 1 and not unbatched:
+        offsets = np.concatenate(([0], np.cumsum(t_lengths)))
+        sequences = [flat[offsets[n] : offsets[n + 1]] for n in range(batch)]
+    else:
+        longest = max(t_lengths) if t_lengths else 0
+        if flat.shape[1] < longest:
+            raise RuntimeError(f"Expected tensor to have size at least {longest} at dimension 1, but got size "
+                               f"{flat.shape[1]} for argument #2 'targets' (while checking arguments for "
+                               "ctc_loss_allocate_outputs)")  # fmt: skip
+        sequences = [flat[n, : t_lengths[n]] for n in range(batch)]
+    losses = _CtcLoss.apply(log_probs, sequences, in_lengths, blank, zero_infinity)
+    if unbatched:
+        losses = losses.squeeze(0)
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return losses.sum()
+    lengths = ops.tensor(t_lengths, dtype=losses.dtype).clamp_min(1)
+    return (losses / (lengths if not unbatched else lengths[0])).mean()
 
 
 @_float32_under_autocast

@@ -246,3 +246,15 @@ class TripletMarginWithDistanceLoss(_Loss):
         return F.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=self.distance_function,
                                                    margin=self.margin, swap=self.swap,
                                                    reduction=self.reduction)  # fmt: skip
+
+
+class CTCLoss(_Loss):
+    """Connectionist Temporal Classification loss of (T, N, C) log-probabilities against target sequences."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> None:
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths, target_lengths) -> Tensor:
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)  # fmt: skip
