@@ -34,7 +34,7 @@ from .activation import (
 )
 from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .containers import Container, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
@@ -58,6 +58,7 @@ from .loss import (
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
     NLLLoss,
+    NLLLoss2d,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
@@ -92,6 +93,7 @@ __all__ = [
     "Bilinear",
     "CELU",
     "CTCLoss",
+    "Container",
     "Conv1d",
     "Conv2d",
     "CosineEmbeddingLoss",
@@ -146,6 +148,7 @@ __all__ = [
     "MultiMarginLoss",
     "MultiheadAttention",
     "NLLLoss",
+    "NLLLoss2d",
     "PReLU",
     "PairwiseDistance",
     "Parameter",

@@ -4,6 +4,7 @@ torch's list/dict APIs."""
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain
@@ -419,3 +420,18 @@ class ParameterDict(Module):
     def __ior__(self, other: ParameterDict) -> ParameterDict:
         self.update(other)
         return self
+
+
+class Container(Module):
+    """torch's deprecated ``nn.Container``: a Module whose keyword arguments become its children."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__()
+        warnings.warn(
+            "`nn.Container` is deprecated. All of its functionality is now implemented in `nn.Module`. Subclass "
+            "that instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        for key, value in kwargs.items():
+            self.add_module(key, value)

@@ -387,6 +387,17 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     return ((a / na) * (b / nb)).sum(dim)
 
 
+def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
+    """The ``p``-norm distances between every pair of rows of a 2-D ``input`` (the upper triangle, row by row)."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    first, second = np.triu_indices(input.shape[0], 1)
+    diff = input[Tensor._make(first.astype(np.int64))] - input[Tensor._make(second.astype(np.int64))]
+    return diff.norm(p, 1)
+
+
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
     """``||x1 - x2 + eps||_p`` over the last dim (node ``NormBackward1``)."""
     last = max(x1.dim(), x2.dim()) - 1

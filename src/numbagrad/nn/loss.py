@@ -3,6 +3,8 @@ weights kept as buffers (moved by ``to``, saved in ``state_dict``), forward thro
 
 from __future__ import annotations
 
+import warnings
+
 from .._tensor import Tensor
 from . import functional as F
 from .distance import PairwiseDistance
@@ -258,3 +260,17 @@ class CTCLoss(_Loss):
     def forward(self, log_probs: Tensor, targets: Tensor, input_lengths, target_lengths) -> Tensor:
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
                           self.zero_infinity)  # fmt: skip
+
+
+class NLLLoss2d(NLLLoss):
+    """``NLLLoss`` under its deprecated name (it warns, as torch's does)."""
+
+    def __init__(self, weight: Tensor | None = None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean") -> None:  # fmt: skip
+        warnings.warn(
+            "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and see "
+            "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
