@@ -1,0 +1,488 @@
+"""numbagrad.distributions against torch.distributions: values and parameter gradients of log_prob, entropy,
+mean, variance, cdf and icdf on the same inputs; sample shapes, dtypes and supports; sample statistics of a
+large seeded sample; KL divergences; transforms; and validate_args errors."""
+
+import math
+
+import numpy as np
+import pytest
+
+import numbagrad
+import numbagrad.distributions as D
+
+RNG = np.random.default_rng(0)
+POS = RNG.uniform(0.5, 2.0, (3,))
+POS2 = RNG.uniform(0.5, 2.0, (3,))
+REAL = RNG.standard_normal((3,))
+PROB = RNG.uniform(0.1, 0.9, (3,))
+SIMPLEX = np.array([[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]])
+LOWER = np.array([[1.2, 0.0, 0.0], [0.3, 0.9, 0.0], [-0.4, 0.2, 1.5]])
+COV = LOWER @ LOWER.T
+
+
+def _cases():
+    """name -> (parameters, constructor(module, params), values to score, methods)."""
+    # fmt: off
+    return {
+        "Normal": ({"loc": REAL, "scale": POS}, lambda m, p: m.Normal(p["loc"], p["scale"]), REAL + 0.3,
+                   ("log_prob", "entropy", "mean", "variance", "stddev", "cdf", "icdf")),
+        "Uniform": ({"low": -POS, "high": POS2}, lambda m, p: m.Uniform(p["low"], p["high"]), 0.2 * REAL,
+                    ("log_prob", "entropy", "mean", "variance", "cdf", "icdf")),
+        "Bernoulli(probs)": ({"probs": PROB}, lambda m, p: m.Bernoulli(probs=p["probs"]), np.array([0.0, 1.0, 1.0]),
+                             ("log_prob", "entropy", "mean", "variance")),
+        "Bernoulli(logits)": ({"logits": REAL}, lambda m, p: m.Bernoulli(logits=p["logits"]),
+                              np.array([1.0, 0.0, 1.0]), ("log_prob", "entropy", "mean", "variance")),
+        "Categorical(probs)": ({"probs": SIMPLEX}, lambda m, p: m.Categorical(probs=p["probs"]), np.array([2, 0]),
+                               ("log_prob", "entropy")),
+        "Categorical(logits)": ({"logits": SIMPLEX * 3}, lambda m, p: m.Categorical(logits=p["logits"]),
+                                np.array([1, 2]), ("log_prob", "entropy")),
+        "OneHotCategorical": ({"probs": SIMPLEX}, lambda m, p: m.OneHotCategorical(probs=p["probs"]),
+                              np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]),
+                              ("log_prob", "entropy", "mean", "variance")),
+        "Exponential": ({"rate": POS}, lambda m, p: m.Exponential(p["rate"]), POS2,
+                        ("log_prob", "entropy", "mean", "variance", "cdf", "icdf")),
+        "Laplace": ({"loc": REAL, "scale": POS}, lambda m, p: m.Laplace(p["loc"], p["scale"]), REAL - 0.4,
+                    ("log_prob", "entropy", "mean", "variance", "cdf", "icdf")),
+        "Cauchy": ({"loc": REAL, "scale": POS}, lambda m, p: m.Cauchy(p["loc"], p["scale"]), REAL + 0.7,
+                   ("log_prob", "entropy", "cdf", "icdf")),
+        "Gumbel": ({"loc": REAL, "scale": POS}, lambda m, p: m.Gumbel(p["loc"], p["scale"]), REAL + 0.2,
+                   ("log_prob", "entropy", "mean", "variance")),
+        "LogNormal": ({"loc": REAL, "scale": POS}, lambda m, p: m.LogNormal(p["loc"], p["scale"]), POS2,
+                      ("log_prob", "entropy", "mean", "variance", "cdf", "icdf")),
+        "HalfNormal": ({"scale": POS}, lambda m, p: m.HalfNormal(p["scale"]), POS2,
+                       ("log_prob", "entropy", "mean", "variance", "cdf", "icdf")),
+        "HalfCauchy": ({"scale": POS}, lambda m, p: m.HalfCauchy(p["scale"]), POS2,
+                       ("log_prob", "entropy", "cdf", "icdf")),
+        "Gamma": ({"concentration": POS, "rate": POS2}, lambda m, p: m.Gamma(p["concentration"], p["rate"]), POS2,
+                  ("log_prob", "entropy", "mean", "variance")),
+        "Chi2": ({"df": 2 * POS}, lambda m, p: m.Chi2(p["df"]), POS2, ("log_prob", "entropy", "mean", "variance")),
+        "Beta": ({"c1": POS, "c0": POS2}, lambda m, p: m.Beta(p["c1"], p["c0"]), PROB,
+                 ("log_prob", "entropy", "mean", "variance")),
+        "Dirichlet": ({"concentration": SIMPLEX * 4}, lambda m, p: m.Dirichlet(p["concentration"]),
+                      np.array([[0.3, 0.3, 0.4], [0.1, 0.2, 0.7]]), ("log_prob", "entropy", "mean", "variance")),
+        "StudentT": ({"df": 2 + POS, "loc": REAL, "scale": POS2},
+                     lambda m, p: m.StudentT(p["df"], p["loc"], p["scale"]), REAL + 0.5,
+                     ("log_prob", "entropy", "mean", "variance")),
+        "Poisson": ({"rate": POS}, lambda m, p: m.Poisson(p["rate"]), np.array([0.0, 2.0, 5.0]),
+                    ("log_prob", "mean", "variance")),
+        "Binomial": ({"probs": PROB}, lambda m, p: m.Binomial(5, probs=p["probs"]), np.array([0.0, 2.0, 5.0]),
+                     ("log_prob", "entropy", "mean", "variance")),
+        "Geometric": ({"probs": PROB}, lambda m, p: m.Geometric(probs=p["probs"]), np.array([0.0, 2.0, 5.0]),
+                      ("log_prob", "entropy", "mean", "variance")),
+        "RelaxedBernoulli": ({"temperature": np.array(0.7), "probs": PROB},
+                             lambda m, p: m.RelaxedBernoulli(p["temperature"], probs=p["probs"]), PROB[::-1].copy(),
+                             ("log_prob",)),
+        "RelaxedOneHotCategorical": ({"temperature": np.array(0.7), "probs": SIMPLEX},
+                                     lambda m, p: m.RelaxedOneHotCategorical(p["temperature"], probs=p["probs"]),
+                                     np.array([[0.3, 0.3, 0.4], [0.1, 0.2, 0.7]]), ("log_prob",)),
+        "MultivariateNormal(cov)": ({"loc": REAL, "cov": COV},
+                                    lambda m, p: m.MultivariateNormal(p["loc"], covariance_matrix=p["cov"]),
+                                    np.stack([REAL + 0.5, REAL - 1.0]), ("log_prob", "entropy", "mean", "variance")),
+        "MultivariateNormal(tril)": ({"loc": REAL, "tril": LOWER},
+                                     lambda m, p: m.MultivariateNormal(p["loc"], scale_tril=p["tril"]),
+                                     REAL + 0.5, ("log_prob", "entropy", "variance")),
+        "MultivariateNormal(precision)": ({"loc": REAL, "prec": np.linalg.inv(COV)},
+                                          lambda m, p: m.MultivariateNormal(p["loc"], precision_matrix=p["prec"]),
+                                          REAL + 0.5, ("log_prob", "entropy", "variance")),
+        "Independent(Normal)": ({"loc": REAL, "scale": POS},
+                                lambda m, p: m.Independent(m.Normal(p["loc"], p["scale"]), 1), REAL,
+                                ("log_prob", "entropy", "mean", "variance")),
+        "MixtureSameFamily": ({"logits": REAL, "loc": REAL, "scale": POS},
+                              lambda m, p: m.MixtureSameFamily(m.Categorical(logits=p["logits"]),
+                                                               m.Normal(p["loc"], p["scale"])),
+                              np.array([0.3, -1.0]), ("log_prob", "mean", "variance", "cdf")),
+        "Tanh-transformed": ({"loc": REAL, "scale": POS},
+                             lambda m, p: m.TransformedDistribution(m.Normal(p["loc"], p["scale"]),
+                                                                    [m.transforms.TanhTransform(),
+                                                                     m.transforms.AffineTransform(1.0, 2.0)]),
+                             np.array([0.5, 1.2, 2.5]), ("log_prob",)),
+        "StickBreaking-transformed": ({"loc": REAL[:2], "scale": POS[:2]},
+                                      lambda m, p: m.TransformedDistribution(
+                                          m.Independent(m.Normal(p["loc"], p["scale"]), 1),
+                                          m.transforms.StickBreakingTransform()),
+                                      np.array([0.2, 0.5, 0.3]), ("log_prob",)),
+        "Power-Sigmoid-transformed": ({"loc": REAL, "scale": POS},
+                                      lambda m, p: m.TransformedDistribution(
+                                          m.Normal(p["loc"], p["scale"]),
+                                          [m.transforms.SigmoidTransform(), m.transforms.PowerTransform(2.0)]),
+                                      np.array([0.2, 0.5, 0.3]), ("log_prob",)),
+    }
+    # fmt: on
+
+
+CASES = _cases()
+
+
+def _evaluate(module, tensor_of, name: str, method: str):
+    """Builds the case's distribution in ``module`` from fresh leaf parameters; returns (result, params)."""
+    params_np, make, value, _ = CASES[name]
+    params = {k: tensor_of(v) for k, v in params_np.items()}
+    dist = make(module, params)
+    if method in ("log_prob", "cdf"):
+        v = value if value.dtype.kind == "f" else value.astype(np.int64)
+        result = getattr(dist, method)(module_tensor(module, v))
+    elif method == "icdf":
+        result = dist.icdf(module_tensor(module, np.full(tuple(dist.batch_shape), 0.3)))
+    elif method == "entropy":
+        result = dist.entropy()
+    else:
+        result = getattr(dist, method)
+    return result, params
+
+
+def module_tensor(module, array):
+    return (numbagrad if module is D else module_torch()).tensor(array)
+
+
+_TORCH = []
+
+
+def module_torch():
+    return _TORCH[0]
+
+
+@pytest.mark.parametrize(
+    "name, method", [(name, method) for name, case in CASES.items() for method in case[3]], ids=lambda x: str(x)
+)
+def test_values_and_gradients_match_torch(torch, name, method):
+    _TORCH[:] = [torch]
+    ours, our_params = _evaluate(D, lambda a: numbagrad.tensor(a, requires_grad=True), name, method)
+    theirs, their_params = _evaluate(torch.distributions, lambda a: torch.tensor(a, requires_grad=True), name, method)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-9, atol=1e-12)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    if not theirs.requires_grad:
+        return
+    weights = np.linspace(0.5, 1.5, max(ours.numel(), 1)).reshape(tuple(ours.shape))
+    (ours * numbagrad.tensor(weights)).sum().backward()
+    (theirs * torch.tensor(weights)).sum().backward()
+    for key in our_params:
+        g_ours, g_theirs = our_params[key].grad, their_params[key].grad
+        if g_theirs is None:
+            assert g_ours is None or not np.any(g_ours.numpy()), key
+            continue
+        np.testing.assert_allclose(g_ours.numpy(), g_theirs.numpy(), rtol=1e-7, atol=1e-10, err_msg=key)
+
+
+SAMPLING = {
+    "Normal": (lambda: D.Normal(numbagrad.tensor([1.0, -2.0]), numbagrad.tensor([0.5, 2.0])), [1.0, -2.0], [0.25, 4.0]),
+    "Uniform": (
+        lambda: D.Uniform(numbagrad.tensor([0.0, 1.0]), numbagrad.tensor([2.0, 4.0])),
+        [1.0, 2.5],
+        [1 / 3, 0.75],
+    ),
+    "Bernoulli": (lambda: D.Bernoulli(numbagrad.tensor([0.2, 0.7])), [0.2, 0.7], [0.16, 0.21]),
+    "Exponential": (lambda: D.Exponential(numbagrad.tensor([0.5, 2.0])), [2.0, 0.5], [4.0, 0.25]),
+    "Laplace": (lambda: D.Laplace(numbagrad.tensor([0.0, 1.0]), numbagrad.tensor([1.0, 0.5])), [0.0, 1.0], [2.0, 0.5]),
+    "Gamma": (lambda: D.Gamma(numbagrad.tensor([0.5, 3.0]), numbagrad.tensor([1.0, 2.0])), [0.5, 1.5], [0.5, 0.75]),
+    "Beta": (lambda: D.Beta(numbagrad.tensor([2.0, 0.5]), numbagrad.tensor([3.0, 0.5])), [0.4, 0.5], [0.04, 0.125]),
+    "Poisson": (lambda: D.Poisson(numbagrad.tensor([0.5, 4.0])), [0.5, 4.0], [0.5, 4.0]),
+    "Binomial": (lambda: D.Binomial(10, numbagrad.tensor([0.2, 0.5])), [2.0, 5.0], [1.6, 2.5]),
+    "Geometric": (lambda: D.Geometric(numbagrad.tensor([0.3, 0.8])), [7 / 3, 0.25], [70 / 9, 0.3125]),
+    "Gumbel": (
+        lambda: D.Gumbel(numbagrad.tensor([0.0, 1.0]), numbagrad.tensor([1.0, 2.0])),
+        [0.5772156649, 2.1544313298],
+        [math.pi**2 / 6, 4 * math.pi**2 / 6],
+    ),
+    "LogNormal": (
+        lambda: D.LogNormal(numbagrad.tensor([0.0, 0.5]), numbagrad.tensor([0.5, 0.25])),
+        [math.exp(0.125), math.exp(0.53125)],
+        [(math.exp(0.25) - 1) * math.exp(0.25), (math.exp(0.0625) - 1) * math.exp(1.0625)],
+    ),
+    "HalfNormal": (
+        lambda: D.HalfNormal(numbagrad.tensor([1.0, 2.0])),
+        [math.sqrt(2 / math.pi), 2 * math.sqrt(2 / math.pi)],
+        [1 - 2 / math.pi, 4 * (1 - 2 / math.pi)],
+    ),
+    "StudentT": (lambda: D.StudentT(numbagrad.tensor([5.0, 10.0])), [0.0, 0.0], [5 / 3, 1.25]),
+    "Chi2": (lambda: D.Chi2(numbagrad.tensor([1.0, 4.0])), [1.0, 4.0], [2.0, 8.0]),
+}
+
+
+@pytest.mark.parametrize("name", list(SAMPLING))
+def test_sample_statistics(name):
+    numbagrad.manual_seed(1)
+    make, mean, var = SAMPLING[name]
+    dist = make()
+    x = dist.sample((40000,))
+    assert tuple(x.shape) == (40000, 2) and x.dtype == numbagrad.float32
+    assert bool(dist.support.check(x).all())
+    data = x.numpy().astype(np.float64)
+    np.testing.assert_allclose(data.mean(0), mean, rtol=0.05, atol=0.02)
+    np.testing.assert_allclose(data.var(0), var, rtol=0.08, atol=0.01)
+
+
+def test_categorical_and_dirichlet_sample_frequencies():
+    numbagrad.manual_seed(2)
+    probs = numbagrad.tensor([0.1, 0.6, 0.3])
+    counts = np.bincount(D.Categorical(probs).sample((30000,)).numpy(), minlength=3) / 30000
+    np.testing.assert_allclose(counts, probs.numpy(), atol=0.01)
+    one_hot = D.OneHotCategorical(probs).sample((20000,)).numpy()
+    np.testing.assert_allclose(one_hot.mean(0), probs.numpy(), atol=0.015)
+    conc = numbagrad.tensor([1.0, 2.0, 5.0])
+    draws = D.Dirichlet(conc).sample((20000,)).numpy()
+    np.testing.assert_allclose(draws.mean(0), [0.125, 0.25, 0.625], atol=0.01)
+    np.testing.assert_allclose(draws.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_multivariate_normal_sample_covariance():
+    numbagrad.manual_seed(3)
+    dist = D.MultivariateNormal(numbagrad.tensor(REAL), covariance_matrix=numbagrad.tensor(COV))
+    x = dist.sample((50000,)).numpy().astype(np.float64)
+    np.testing.assert_allclose(x.mean(0), REAL, atol=0.05)
+    np.testing.assert_allclose(np.cov(x.T), COV, atol=0.08)
+
+
+def test_mixture_sample_shape_and_mean():
+    numbagrad.manual_seed(4)
+    mix = D.MixtureSameFamily(
+        D.Categorical(numbagrad.tensor([0.25, 0.75])),
+        D.Normal(numbagrad.tensor([-2.0, 2.0]), numbagrad.tensor([0.5, 0.5])),
+    )
+    x = mix.sample((20000,))
+    assert tuple(x.shape) == (20000,)
+    assert abs(float(x.mean()) - 1.0) < 0.05
+
+
+@pytest.mark.parametrize("name", ["Normal", "Laplace", "Exponential", "Uniform", "LogNormal", "Gumbel", "Cauchy"])
+def test_rsample_is_differentiable_and_shaped(name):
+    params = {k: numbagrad.tensor(v, requires_grad=True) for k, v in CASES[name][0].items()}
+    dist = CASES[name][1](D, params)
+    x = dist.rsample((4,))
+    assert tuple(x.shape) == (4, 3)
+    x.sum().backward()
+    assert all(p.grad is not None for p in params.values())
+
+
+def test_normal_rsample_gradient_is_the_reparameterization():
+    loc = numbagrad.tensor([0.5, -1.0], requires_grad=True)
+    scale = numbagrad.tensor([2.0, 0.5], requires_grad=True)
+    numbagrad.manual_seed(5)
+    x = D.Normal(loc, scale).rsample((3,))
+    x.sum().backward()
+    eps = (x.detach() - loc.detach()) / scale.detach()
+    np.testing.assert_allclose(loc.grad.numpy(), [3.0, 3.0])
+    np.testing.assert_allclose(scale.grad.numpy(), eps.sum(0).numpy(), rtol=1e-5)
+
+
+def test_gamma_rsample_gradient_matches_torchs_formula(torch):
+    numbagrad.manual_seed(6)
+    alpha = numbagrad.tensor([0.3, 1.0, 2.5, 8.0], dtype=numbagrad.float64, requires_grad=True)
+    x = D.Gamma(alpha, 1.0).rsample()
+    x.sum().backward()
+    expected = torch._standard_gamma_grad(torch.tensor(alpha.detach().numpy()), torch.tensor(x.detach().numpy()))
+    np.testing.assert_allclose(alpha.grad.numpy(), expected.numpy(), rtol=2e-3)
+
+
+def test_sample_shapes_and_dtypes():
+    assert D.Normal(0.0, 1.0).sample().shape == ()
+    assert D.Normal(numbagrad.zeros(2, dtype=numbagrad.float64), 1.0).sample((3,)).dtype == numbagrad.float64
+    assert tuple(D.Categorical(numbagrad.ones(2, 4)).sample((5,)).shape) == (5, 2)
+    assert D.Categorical(numbagrad.ones(4)).sample().dtype == numbagrad.int64
+    assert tuple(D.OneHotCategorical(numbagrad.ones(2, 4)).sample((5,)).shape) == (5, 2, 4)
+    assert tuple(D.Dirichlet(numbagrad.ones(2, 3)).rsample((4,)).shape) == (4, 2, 3)
+    mvn = D.MultivariateNormal(numbagrad.zeros(2, 3), scale_tril=numbagrad.eye(3))
+    assert tuple(mvn.rsample((4,)).shape) == (4, 2, 3) and mvn.batch_shape == (2,) and mvn.event_shape == (3,)
+
+
+def test_expand_and_shapes_match_torch(torch):
+    for name in ("Normal", "Bernoulli(probs)", "Categorical(probs)", "Gamma", "Beta", "Dirichlet", "LogNormal",
+                 "MultivariateNormal(cov)", "Independent(Normal)"):  # fmt: skip
+        params, make, _, _ = CASES[name]
+        ours = make(D, {k: numbagrad.tensor(v) for k, v in params.items()})
+        theirs = make(torch.distributions, {k: torch.tensor(v) for k, v in params.items()})
+        assert (ours.batch_shape, ours.event_shape) == (tuple(theirs.batch_shape), tuple(theirs.event_shape)), name
+        batch = (4,) + tuple(theirs.batch_shape)
+        ours_e, theirs_e = ours.expand(batch), theirs.expand(batch)
+        assert tuple(ours_e.batch_shape) == tuple(theirs_e.batch_shape)
+        assert tuple(ours_e.sample().shape) == tuple(theirs_e.sample().shape), name
+
+
+KL_PAIRS = [
+    ("Normal", "Normal"), ("Bernoulli(probs)", "Bernoulli(logits)"), ("Categorical(probs)", "Categorical(logits)"),
+    ("Exponential", "Exponential"), ("Laplace", "Laplace"), ("Gamma", "Gamma"), ("Beta", "Beta"),
+    ("Dirichlet", "Dirichlet"), ("Poisson", "Poisson"), ("Geometric", "Geometric"), ("Gumbel", "Gumbel"),
+    ("Cauchy", "Cauchy"), ("HalfNormal", "HalfNormal"), ("LogNormal", "LogNormal"), ("Uniform", "Normal"),
+    ("Normal", "Laplace"), ("Exponential", "Gamma"), ("Gamma", "Normal"), ("Laplace", "Normal"),
+    ("MultivariateNormal(cov)", "MultivariateNormal(tril)"), ("Independent(Normal)", "Independent(Normal)"),
+    ("OneHotCategorical", "OneHotCategorical"), ("Normal", "Uniform"), ("Beta", "Normal"), ("Uniform", "Gumbel"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("p_name, q_name", KL_PAIRS, ids=lambda x: x)
+def test_kl_divergence_matches_torch(torch, p_name, q_name):
+    def build(module, tensor_of, name, shift):
+        params, make, _, _ = CASES[name]
+        return make(module, {k: tensor_of(v * shift if k in ("loc", "logits") else v) for k, v in params.items()})
+
+    our_params, their_params = [], []
+
+    def ours_of(a):
+        our_params.append(numbagrad.tensor(a, requires_grad=True))
+        return our_params[-1]
+
+    def theirs_of(a):
+        their_params.append(torch.tensor(a, requires_grad=True))
+        return their_params[-1]
+
+    ours = D.kl_divergence(build(D, ours_of, p_name, 1.0), build(D, ours_of, q_name, 0.7))
+    theirs = torch.distributions.kl_divergence(
+        build(torch.distributions, theirs_of, p_name, 1.0), build(torch.distributions, theirs_of, q_name, 0.7)
+    )
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-8)
+    finite = np.isfinite(theirs.detach().numpy())
+    if finite.all():
+        ours.sum().backward()
+        theirs.sum().backward()
+        for a, b in zip(our_params, their_params):
+            if b.grad is not None:
+                np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6, atol=1e-10)
+
+
+def test_kl_not_implemented_and_register_kl():
+    p, q = D.Normal(0.0, 1.0), D.Poisson(1.0)
+    with pytest.raises(NotImplementedError, match="No KL\\(p \\|\\| q\\) is implemented for p type Normal and q type"):
+        D.kl_divergence(p, q)
+
+    class MyNormal(D.Normal):
+        pass
+
+    @D.register_kl(MyNormal, D.Poisson)
+    def _kl(p, q):
+        return p.loc * 0 + 42.0
+
+    try:
+        assert float(D.kl_divergence(MyNormal(0.0, 1.0), q)) == 42.0
+        np.testing.assert_allclose(float(D.kl_divergence(MyNormal(0.0, 1.0), D.Normal(1.0, 1.0))), 0.5)
+    finally:
+        del D.kl._KL_REGISTRY[MyNormal, D.Poisson]
+        D.kl._KL_MEMOIZE.clear()
+
+
+VALIDATION = [
+    ("Normal scale", lambda m, t: m.Normal(t([0.0]), t([-1.0]))),
+    ("Bernoulli probs", lambda m, t: m.Bernoulli(t([1.5]))),
+    ("Exponential rate", lambda m, t: m.Exponential(t([0.0]))),
+    ("Categorical probs", lambda m, t: m.Categorical(t([[0.5, -0.5]]))),
+    ("Gamma concentration", lambda m, t: m.Gamma(t([-1.0]), t([1.0]))),
+    ("Uniform order", lambda m, t: m.Uniform(t([1.0]), t([0.0]))),
+    ("both probs and logits", lambda m, t: m.Bernoulli(probs=t([0.5]), logits=t([0.0]))),
+    ("MVN none", lambda m, t: m.MultivariateNormal(t([0.0, 0.0]))),
+    ("MVN loc 0-d", lambda m, t: m.MultivariateNormal(t(0.0), scale_tril=t([[1.0]]))),
+    ("Dirichlet 0-d", lambda m, t: m.Dirichlet(t(1.0))),
+    ("log_prob outside support", lambda m, t: m.Exponential(t([1.0])).log_prob(t([-1.0]))),
+    ("log_prob event shape", lambda m, t: m.Dirichlet(t([1.0, 1.0])).log_prob(t([0.2, 0.3, 0.5]))),
+    ("log_prob batch shape", lambda m, t: m.Normal(t([0.0, 1.0]), t([1.0, 1.0])).log_prob(t([0.0, 1.0, 2.0]))),
+    ("log_prob not a tensor", lambda m, t: m.Normal(t([0.0]), t([1.0])).log_prob(0.5)),
+    ("Independent ndims", lambda m, t: m.Independent(m.Normal(t([0.0]), t([1.0])), 2)),
+    ("transforms type", lambda m, t: m.TransformedDistribution(m.Normal(t([0.0]), t([1.0])), "exp")),
+]
+
+
+@pytest.mark.parametrize("case", VALIDATION, ids=lambda c: c[0])
+def test_validation_errors_match_torch(torch, case):
+    _, build = case
+
+    def run(module, tensor):
+        with pytest.raises(Exception) as info:
+            build(module, tensor)
+        return type(info.value), str(info.value).replace("torch.", "numbagrad.").replace("grad_fn", "")
+
+    ours = run(D, numbagrad.tensor)
+    theirs = run(torch.distributions, torch.tensor)
+    assert ours == theirs
+
+
+def test_validate_args_off_skips_checks():
+    dist = D.Normal(numbagrad.tensor([0.0]), numbagrad.tensor([-1.0]), validate_args=False)
+    assert dist.scale.item() == -1.0
+    D.Distribution.set_default_validate_args(False)
+    try:
+        D.Exponential(numbagrad.tensor([-1.0]))
+    finally:
+        D.Distribution.set_default_validate_args(True)
+    with pytest.raises(ValueError):
+        D.Distribution.set_default_validate_args("yes")
+
+
+def test_constraints_and_support_match_torch(torch):
+    C, TC = D.constraints, torch.distributions.constraints
+    values = [-1.0, 0.0, 0.5, 1.0, 2.0, float("nan")]
+    for name in ("real", "positive", "nonnegative", "unit_interval", "boolean", "nonnegative_integer"):
+        ours = getattr(C, name).check(numbagrad.tensor(values)).numpy()
+        theirs = getattr(TC, name).check(torch.tensor(values)).numpy()
+        np.testing.assert_array_equal(ours, theirs, err_msg=name)
+        assert repr(getattr(C, name)) == repr(getattr(TC, name))
+    simplex = [[0.2, 0.8], [0.5, 0.6]]
+    np.testing.assert_array_equal(
+        C.simplex.check(numbagrad.tensor(simplex)).numpy(), TC.simplex.check(torch.tensor(simplex)).numpy()
+    )
+    assert repr(D.Uniform(0.0, 2.0).support) == repr(torch.distributions.Uniform(0.0, 2.0).support)
+    assert repr(C.independent(C.real, 1)) == repr(TC.independent(TC.real, 1))
+    assert D.Normal(0.0, 1.0).__repr__() == "Normal(loc: 0.0, scale: 1.0)"
+    assert C.is_dependent(D.Uniform.support) and not C.is_dependent(C.real)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["ExpTransform", "SigmoidTransform", "TanhTransform", "AbsTransform", "Affine", "Power", "Softmax", "StickBreaking",
+     "Compose"],
+)  # fmt: skip
+def test_transforms_match_torch(torch, name):
+    def make(T):
+        return {
+            "ExpTransform": T.ExpTransform(), "SigmoidTransform": T.SigmoidTransform(),
+            "TanhTransform": T.TanhTransform(), "AbsTransform": T.AbsTransform(),
+            "Affine": T.AffineTransform(0.5, -2.0), "Power": T.PowerTransform(3.0),
+            "Softmax": T.SoftmaxTransform(), "StickBreaking": T.StickBreakingTransform(),
+            "Compose": T.ComposeTransform([T.AffineTransform(0.5, 2.0), T.ExpTransform()]),
+        }[name]  # fmt: skip
+
+    x = np.array([0.3, 1.2, 0.7])
+    ours_t, theirs_t = make(D.transforms), make(torch.distributions.transforms)
+    xo = numbagrad.tensor(x, requires_grad=True)
+    xt = torch.tensor(x, requires_grad=True)
+    yo, yt = ours_t(xo), theirs_t(xt)
+    np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours_t.inv(yo).detach().numpy(), theirs_t.inv(yt).detach().numpy(), rtol=1e-9)
+    if theirs_t.bijective:
+        lo, lt = ours_t.log_abs_det_jacobian(xo, yo), theirs_t.log_abs_det_jacobian(xt, yt)
+        np.testing.assert_allclose(lo.detach().numpy(), lt.detach().numpy(), rtol=1e-9)
+        if lt.requires_grad:
+            lo.sum().backward()
+            lt.sum().backward()
+            np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-9, atol=1e-12)
+    assert tuple(ours_t.forward_shape((2, 3))) == tuple(theirs_t.forward_shape(torch.Size((2, 3))))
+    assert ours_t.domain.event_dim == theirs_t.domain.event_dim
+    assert ours_t.codomain.event_dim == theirs_t.codomain.event_dim
+
+
+def test_transform_cache_returns_the_same_tensor():
+    t = D.transforms.ExpTransform(cache_size=1)
+    x = numbagrad.tensor([0.5])
+    y = t(x)
+    assert t.inv(y) is x
+    with pytest.raises(ValueError, match="cache_size must be 0 or 1"):
+        D.transforms.ExpTransform(cache_size=2)
+
+
+def test_enumerate_support_matches_torch(torch):
+    for make in (
+        lambda m, t: m.Bernoulli(t([0.2, 0.4])),
+        lambda m, t: m.Categorical(t([[0.2, 0.8], [0.5, 0.5]])),
+        lambda m, t: m.Binomial(3, t([0.2, 0.4])),
+        lambda m, t: m.OneHotCategorical(t([0.2, 0.3, 0.5])),
+    ):
+        for expand in (True, False):
+            ours = make(D, numbagrad.tensor).enumerate_support(expand)
+            theirs = make(torch.distributions, torch.tensor).enumerate_support(expand)
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+            assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+
+
+def test_mode_matches_torch(torch):
+    for name in ("Normal", "Gamma", "Beta", "Dirichlet", "Exponential", "LogNormal", "Poisson", "Binomial",
+                 "Categorical(probs)", "OneHotCategorical", "Bernoulli(probs)", "StudentT"):  # fmt: skip
+        params, make, _, _ = CASES[name]
+        ours = make(D, {k: numbagrad.tensor(v) for k, v in params.items()}).mode
+        theirs = make(torch.distributions, {k: torch.tensor(v) for k, v in params.items()}).mode
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, err_msg=name)
