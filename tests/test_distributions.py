@@ -486,3 +486,19 @@ def test_mode_matches_torch(torch):
         ours = make(D, {k: numbagrad.tensor(v) for k, v in params.items()}).mode
         theirs = make(torch.distributions, {k: torch.tensor(v) for k, v in params.items()}).mode
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, err_msg=name)
+
+
+def test_gamma_cdf_matches_torch_and_refuses_the_concentration_gradient(torch):
+    a, r, v = np.array([0.3, 1.5, 4.0, 20.0]), np.array([1.0, 2.0, 0.5, 1.0]), np.array([0.01, 0.7, 9.0, 19.0])
+    x, tx = numbagrad.tensor(v, requires_grad=True), torch.tensor(v, requires_grad=True)
+    ours = D.Gamma(numbagrad.tensor(a), numbagrad.tensor(r)).cdf(x)
+    theirs = torch.distributions.Gamma(torch.tensor(a), torch.tensor(r)).cdf(tx)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
+    ours.sum().backward()
+    theirs.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    chi2 = D.Chi2(numbagrad.tensor(a)).cdf(numbagrad.tensor(v))
+    np.testing.assert_allclose(chi2.numpy(), torch.distributions.Chi2(torch.tensor(a)).cdf(torch.tensor(v)), rtol=1e-12)
+    concentration = numbagrad.tensor(a, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="the derivative for 'igamma: input' is not implemented."):
+        D.Gamma(concentration, 1.0).cdf(numbagrad.tensor(v)).sum().backward()

@@ -1,4 +1,5 @@
-"""Gamma samples with reparameterized gradients (``rsample`` of Gamma, Chi2, Beta, Dirichlet, StudentT).
+"""Gamma samples with reparameterized gradients (``rsample`` of Gamma, Chi2, Beta, Dirichlet, StudentT), and
+Gamma's CDF.
 
 A Gamma(alpha, 1) sample ``x`` is a function of ``alpha`` at a fixed uniform draw ``u = P(alpha, x)`` (the
 regularized incomplete gamma function, Gamma's CDF), so by implicit differentiation
@@ -97,3 +98,30 @@ class StandardGamma(Function):
 def standard_gamma(alpha: Tensor) -> Tensor:
     """Gamma(alpha, 1) samples of ``alpha``'s shape, differentiable in ``alpha``."""
     return StandardGamma.apply(alpha.contiguous())
+
+
+class RegularizedGammaCdf(Function):
+    """``P(a, x)``, the regularized lower incomplete gamma function (torch's ``special.gammainc``): Gamma's CDF.
+    As in torch, only ``x`` has a derivative."""
+
+    node_name = "IgammaBackward0"
+
+    @staticmethod
+    def forward(ctx, a, x):
+        a_host, x_host = np.broadcast_arrays(a._host(), x._host())
+        with np.errstate(all="ignore"):
+            out = _regularized_lower_gamma(a_host, np.maximum(x_host, 0.0))
+        ctx.save_for_backward(a, x)
+        return ops.as_tensor(out.astype(np.result_type(a._host(), x._host())), device=a.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.needs_input_grad[0]:
+            raise NotImplementedError("the derivative for 'igamma: input' is not implemented.")
+        a, x = ctx.saved_tensors
+        return None, g * ops.exp(ops.xlogy(a - 1, x) - x - ops.lgamma(a))
+
+
+def gammainc(a: Tensor, x: Tensor) -> Tensor:
+    """``P(a, x)`` elementwise (broadcast), differentiable in ``x``."""
+    return RegularizedGammaCdf.apply(a, x)

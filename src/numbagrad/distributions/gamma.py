@@ -9,7 +9,7 @@ from .._typeinfo import finfo
 from .._types import Size
 from ..autograd import no_grad
 from . import constraints
-from ._gamma_sampling import standard_gamma
+from ._gamma_sampling import gammainc, standard_gamma
 from .distribution import _EMPTY, Distribution
 from .utils import broadcast_all
 
@@ -67,6 +67,11 @@ class Gamma(Distribution):
             - self.rate * value
             - ops.lgamma(self.concentration)
         )
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return gammainc(self.concentration, self.rate * value)
 
     def entropy(self):
         c = self.concentration
