@@ -13,6 +13,7 @@ from .cauchy import Cauchy
 from .chi2 import Chi2
 from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
@@ -63,6 +64,7 @@ __all__ = [
     "Distribution",
     "ExpRelaxedCategorical",
     "ExpTransform",
+    "ExponentialFamily",
     "Exponential",
     "Gamma",
     "Geometric",

@@ -11,13 +11,14 @@ from ..autograd import no_grad
 from ..nn.functional import binary_cross_entropy_with_logits
 from . import constraints
 from .categorical import _probs_or_logits
-from .distribution import _EMPTY, Distribution
+from .distribution import _EMPTY
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0; values are floats, as the parameter."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -98,3 +99,10 @@ class Bernoulli(Distribution):
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
         return values
+
+    @property
+    def _natural_params(self):
+        return (ops.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return ops.log1p(ops.exp(x))

@@ -8,13 +8,14 @@ from .. import ops
 from .._types import Size
 from . import constraints
 from .dirichlet import Dirichlet
-from .distribution import _EMPTY, Distribution
+from .distribution import _EMPTY
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Beta"]
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     """Density proportional to ``x ** (concentration1 - 1) * (1 - x) ** (concentration0 - 1)``."""
 
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
@@ -70,3 +71,10 @@ class Beta(Distribution):
     @property
     def concentration0(self):
         return self._dirichlet.concentration[..., 1]
+
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return ops.lgamma(x) + ops.lgamma(y) - ops.lgamma(x + y)

@@ -7,12 +7,13 @@ from .._types import Size
 from ..nn import functional as F
 from . import constraints
 from ._gamma_sampling import standard_gamma
-from .distribution import _EMPTY, Distribution
+from .distribution import _EMPTY
+from .exp_family import ExponentialFamily
 
 __all__ = ["Dirichlet"]
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Probability vectors with density proportional to ``prod(x_i ** (concentration_i - 1))``; ``rsample``
     normalizes differentiable Gamma draws."""
 
@@ -72,3 +73,10 @@ class Dirichlet(Distribution):
             - (k - a0) * ops.digamma(a0)
             - ((self.concentration - 1.0) * ops.digamma(self.concentration)).sum(-1)
         )
+
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - ops.lgamma(x.sum(-1))

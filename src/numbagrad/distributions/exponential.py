@@ -7,13 +7,14 @@ import numbers
 from .. import ops
 from .._types import Size
 from . import constraints
-from .distribution import _EMPTY, Distribution
+from .distribution import _EMPTY
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Exponential"]
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Waiting times with rate ``rate`` (mean ``1 / rate``)."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -69,3 +70,10 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - ops.log(self.rate)
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -ops.log(-x)

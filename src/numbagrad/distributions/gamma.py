@@ -10,13 +10,14 @@ from .._types import Size
 from ..autograd import no_grad
 from . import constraints
 from ._gamma_sampling import gammainc, standard_gamma
-from .distribution import _EMPTY, Distribution
+from .distribution import _EMPTY
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Gamma"]
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Density ``rate^c x^(c-1) exp(-rate x) / Gamma(c)``; ``rsample`` differentiates through the draw."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
@@ -76,3 +77,10 @@ class Gamma(Distribution):
     def entropy(self):
         c = self.concentration
         return c - ops.log(self.rate) + ops.lgamma(c) + (1.0 - c) * ops.digamma(c)
+
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return ops.lgamma(x + 1) + (x + 1) * ops.log(-y.reciprocal())

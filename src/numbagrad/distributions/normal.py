@@ -9,13 +9,14 @@ from .. import ops
 from .._types import Size
 from ..autograd import no_grad
 from . import constraints
-from .distribution import _EMPTY, Distribution
+from .distribution import _EMPTY
+from .exp_family import ExponentialFamily
 from .utils import _standard_normal, broadcast_all
 
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """Normal distribution with mean ``loc`` and standard deviation ``scale``; ``rsample`` is ``loc + scale * eps``."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
@@ -83,3 +84,10 @@ class Normal(Distribution):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + ops.log(self.scale)
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * ops.log(-math.pi / y)

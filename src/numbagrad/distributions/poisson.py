@@ -8,13 +8,14 @@ from .. import ops
 from .._types import Size
 from ..ops.creation import _rng_for
 from . import constraints
-from .distribution import _EMPTY, Distribution
+from .distribution import _EMPTY
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Poisson"]
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Counts with mean and variance ``rate``."""
 
     arg_constraints = {"rate": constraints.nonnegative}
@@ -56,3 +57,10 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return value.xlogy(rate) - rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self):
+        return (ops.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return ops.exp(x)
