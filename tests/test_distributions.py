@@ -535,3 +535,34 @@ def test_kl_between_exponential_family_subclasses_uses_bregman_divergence(torch)
         return numbagrad.tensor(values) if module is D else torch.tensor(values)
 
     np.testing.assert_allclose(subclass_kl(D).numpy(), subclass_kl(torch.distributions).numpy(), rtol=1e-6)
+
+
+REGISTRY_CONSTRAINTS = {
+    "real": lambda C: C.real,
+    "positive": lambda C: C.positive,
+    "greater_than": lambda C: C.greater_than(1.5),
+    "less_than": lambda C: C.less_than(-1.0),
+    "unit_interval": lambda C: C.unit_interval,
+    "interval": lambda C: C.interval(-2.0, 3.0),
+    "simplex": lambda C: C.simplex,
+    "real_vector": lambda C: C.real_vector,
+    "lower_cholesky": lambda C: C.lower_cholesky,
+}
+
+
+@pytest.mark.parametrize("registry", ["biject_to", "transform_to"])
+@pytest.mark.parametrize("name", list(REGISTRY_CONSTRAINTS))
+def test_constraint_registry_matches_torch(torch, registry, name):
+    tdist = torch.distributions
+    try:
+        theirs_t = getattr(tdist, registry)(REGISTRY_CONSTRAINTS[name](tdist.constraints))
+    except NotImplementedError as error:
+        with pytest.raises(NotImplementedError, match=str(error)):
+            getattr(D, registry)(REGISTRY_CONSTRAINTS[name](D.constraints))
+        return
+    ours_t = getattr(D, registry)(REGISTRY_CONSTRAINTS[name](D.constraints))
+    x = np.random.default_rng(1).standard_normal((3, 3))
+    y_ours, y_theirs = ours_t(numbagrad.tensor(x)), theirs_t(torch.tensor(x))
+    np.testing.assert_allclose(y_ours.numpy(), y_theirs.numpy(), rtol=1e-12)
+    assert bool(REGISTRY_CONSTRAINTS[name](D.constraints).check(y_ours).all())
+    np.testing.assert_allclose(ours_t.inv(y_ours).numpy(), theirs_t.inv(y_theirs).numpy(), rtol=1e-9, atol=1e-12)

@@ -11,6 +11,7 @@ from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
+from .constraint_registry import biject_to, transform_to
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -39,6 +40,7 @@ from .transforms import (
     ComposeTransform,
     ExpTransform,
     IndependentTransform,
+    LowerCholeskyTransform,
     PowerTransform,
     ReshapeTransform,
     SigmoidTransform,
@@ -76,6 +78,7 @@ __all__ = [
     "Laplace",
     "LogNormal",
     "LogitRelaxedBernoulli",
+    "LowerCholeskyTransform",
     "MixtureSameFamily",
     "MultivariateNormal",
     "Normal",
@@ -94,9 +97,11 @@ __all__ = [
     "Transform",
     "TransformedDistribution",
     "Uniform",
+    "biject_to",
     "constraints",
     "identity_transform",
     "kl_divergence",
     "register_kl",
+    "transform_to",
     "transforms",
 ]

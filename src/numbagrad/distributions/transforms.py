@@ -20,6 +20,7 @@ __all__ = [
     "ComposeTransform",
     "ExpTransform",
     "IndependentTransform",
+    "LowerCholeskyTransform",
     "PowerTransform",
     "ReshapeTransform",
     "SigmoidTransform",
@@ -634,3 +635,27 @@ class StickBreakingTransform(Transform):
 
     def inverse_shape(self, shape):
         return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+def _embed_diagonal(d):
+    """Square matrices with ``d`` (finite) on the diagonal and zeros elsewhere."""
+    return d.unsqueeze(-1) * ops.eye(d.shape[-1], dtype=d.dtype, device=d.device)
+
+
+class LowerCholeskyTransform(Transform):
+    """From unconstrained matrices to lower triangular ones with a positive diagonal (``exp`` of the diagonal,
+    the strict lower triangle kept): a parameterization of Cholesky factors."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, LowerCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return x.tril(-1) + _embed_diagonal(x.diagonal(dim1=-2, dim2=-1).exp())
+
+    def _inverse(self, y):
+        return y.tril(-1) + _embed_diagonal(y.diagonal(dim1=-2, dim2=-1).log())
