@@ -566,3 +566,25 @@ def test_constraint_registry_matches_torch(torch, registry, name):
     np.testing.assert_allclose(y_ours.numpy(), y_theirs.numpy(), rtol=1e-12)
     assert bool(REGISTRY_CONSTRAINTS[name](D.constraints).check(y_ours).all())
     np.testing.assert_allclose(ours_t.inv(y_ours).numpy(), theirs_t.inv(y_theirs).numpy(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: D.Normal(0.0, 1.0),
+        lambda: D.Gamma(numbagrad.tensor([0.5, 2.0]), 1.0),
+        lambda: D.Poisson(numbagrad.tensor([3.0])),
+        lambda: D.Binomial(7, numbagrad.tensor([0.3])),
+        lambda: D.Categorical(numbagrad.tensor([0.2, 0.8])),
+        lambda: D.Dirichlet(numbagrad.tensor([1.0, 2.0])),
+        lambda: D.MultivariateNormal(numbagrad.zeros(2), numbagrad.eye(2)),
+    ],
+)
+def test_manual_seed_makes_samples_reproducible(make):
+    numbagrad.manual_seed(123)
+    first = make().sample((5,))
+    numbagrad.manual_seed(123)
+    again = make().sample((5,))
+    second = make().sample((5,))
+    np.testing.assert_array_equal(first.numpy(), again.numpy())
+    assert not np.array_equal(first.numpy(), second.numpy())
