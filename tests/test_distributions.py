@@ -84,6 +84,18 @@ def _cases():
         "MultivariateNormal(precision)": ({"loc": REAL, "prec": np.linalg.inv(COV)},
                                           lambda m, p: m.MultivariateNormal(p["loc"], precision_matrix=p["prec"]),
                                           REAL + 0.5, ("log_prob", "entropy", "variance")),
+        "Multinomial": ({"probs": SIMPLEX}, lambda m, p: m.Multinomial(4, probs=p["probs"]),
+                        np.array([[1.0, 0.0, 3.0], [2.0, 2.0, 0.0]]), ("log_prob", "entropy", "mean", "variance")),
+        "NegativeBinomial": ({"total_count": POS2 * 3, "probs": PROB},
+                             lambda m, p: m.NegativeBinomial(p["total_count"], probs=p["probs"]),
+                             np.array([0.0, 2.0, 5.0]), ("log_prob", "mean", "variance")),
+        "Pareto": ({"scale": POS, "alpha": 2.5 + POS2}, lambda m, p: m.Pareto(p["scale"], p["alpha"]), POS + POS2,
+                   ("log_prob", "entropy", "mean", "variance", "cdf", "icdf")),
+        "Weibull": ({"scale": POS, "concentration": POS2}, lambda m, p: m.Weibull(p["scale"], p["concentration"]),
+                    POS2, ("log_prob", "entropy", "mean", "variance", "cdf", "icdf")),
+        "InverseGamma": ({"concentration": 2 + POS, "rate": POS2},
+                         lambda m, p: m.InverseGamma(p["concentration"], p["rate"]), POS2,
+                         ("log_prob", "entropy", "mean", "variance")),
         "Independent(Normal)": ({"loc": REAL, "scale": POS},
                                 lambda m, p: m.Independent(m.Normal(p["loc"], p["scale"]), 1), REAL,
                                 ("log_prob", "entropy", "mean", "variance")),
@@ -195,6 +207,21 @@ SAMPLING = {
     ),
     "StudentT": (lambda: D.StudentT(numbagrad.tensor([5.0, 10.0])), [0.0, 0.0], [5 / 3, 1.25]),
     "Chi2": (lambda: D.Chi2(numbagrad.tensor([1.0, 4.0])), [1.0, 4.0], [2.0, 8.0]),
+    "NegativeBinomial": (
+        lambda: D.NegativeBinomial(numbagrad.tensor([3.0, 5.0]), numbagrad.tensor([0.4, 0.2])),
+        [2.0, 1.25],
+        [10 / 3, 1.5625],
+    ),
+    "Weibull": (
+        lambda: D.Weibull(numbagrad.tensor([1.0, 2.0]), numbagrad.tensor([1.0, 2.0])),
+        [1.0, math.sqrt(math.pi)],
+        [1.0, 4 * (1 - math.pi / 4)],
+    ),
+    "Pareto": (
+        lambda: D.Pareto(numbagrad.tensor([1.0, 2.0]), numbagrad.tensor([5.0, 6.0])),
+        [1.25, 2.4],
+        [1.25**2 * 5 / (16 * 3) * 16 / 25 * 1.0, 4 * 6 / (25 * 4)],
+    ),
 }
 
 
@@ -218,6 +245,9 @@ def test_categorical_and_dirichlet_sample_frequencies():
     np.testing.assert_allclose(counts, probs.numpy(), atol=0.01)
     one_hot = D.OneHotCategorical(probs).sample((20000,)).numpy()
     np.testing.assert_allclose(one_hot.mean(0), probs.numpy(), atol=0.015)
+    counts = D.Multinomial(10, probs).sample((5000,))
+    assert tuple(counts.shape) == (5000, 3) and bool((counts.sum(-1) == 10).all())
+    np.testing.assert_allclose(counts.numpy().mean(0), 10 * probs.numpy(), atol=0.1)
     conc = numbagrad.tensor([1.0, 2.0, 5.0])
     draws = D.Dirichlet(conc).sample((20000,)).numpy()
     np.testing.assert_allclose(draws.mean(0), [0.125, 0.25, 0.625], atol=0.01)

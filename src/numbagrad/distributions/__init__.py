@@ -22,13 +22,17 @@ from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
 from .half_normal import HalfNormal
 from .independent import Independent
+from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
+from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .pareto import Pareto
 from .poisson import Poisson
 from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
 from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
@@ -51,6 +55,7 @@ from .transforms import (
     identity_transform,
 )
 from .uniform import Uniform
+from .weibull import Weibull
 
 __all__ = [
     "AbsTransform",
@@ -75,15 +80,19 @@ __all__ = [
     "HalfNormal",
     "Independent",
     "IndependentTransform",
+    "InverseGamma",
     "Laplace",
     "LogNormal",
     "LogitRelaxedBernoulli",
     "LowerCholeskyTransform",
     "MixtureSameFamily",
+    "Multinomial",
     "MultivariateNormal",
+    "NegativeBinomial",
     "Normal",
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",
+    "Pareto",
     "Poisson",
     "PowerTransform",
     "RelaxedBernoulli",
@@ -97,6 +106,7 @@ __all__ = [
     "Transform",
     "TransformedDistribution",
     "Uniform",
+    "Weibull",
     "biject_to",
     "constraints",
     "identity_transform",
