@@ -96,6 +96,16 @@ def _cases():
         "InverseGamma": ({"concentration": 2 + POS, "rate": POS2},
                          lambda m, p: m.InverseGamma(p["concentration"], p["rate"]), POS2,
                          ("log_prob", "entropy", "mean", "variance")),
+        "FisherSnedecor": ({"df1": 2 + POS, "df2": 4 + POS2}, lambda m, p: m.FisherSnedecor(p["df1"], p["df2"]),
+                           POS2, ("log_prob", "mean", "variance")),
+        "Kumaraswamy": ({"c1": POS, "c0": POS2}, lambda m, p: m.Kumaraswamy(p["c1"], p["c0"]), PROB,
+                        ("log_prob", "entropy", "mean", "variance", "cdf", "icdf")),
+        "LogisticNormal": ({"loc": REAL, "scale": POS}, lambda m, p: m.LogisticNormal(p["loc"], p["scale"]),
+                           np.array([0.1, 0.2, 0.3, 0.4]), ("log_prob",)),
+        "Softplus-transformed": ({"loc": REAL, "scale": POS},
+                                 lambda m, p: m.TransformedDistribution(m.Normal(p["loc"], p["scale"]),
+                                                                        m.transforms.SoftplusTransform()),
+                                 POS2, ("log_prob", "cdf", "icdf")),
         "Independent(Normal)": ({"loc": REAL, "scale": POS},
                                 lambda m, p: m.Independent(m.Normal(p["loc"], p["scale"]), 1), REAL,
                                 ("log_prob", "entropy", "mean", "variance")),
@@ -618,3 +628,23 @@ def test_manual_seed_makes_samples_reproducible(make):
     second = make().sample((5,))
     np.testing.assert_array_equal(first.numpy(), again.numpy())
     assert not np.array_equal(first.numpy(), second.numpy())
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: D.FisherSnedecor(numbagrad.tensor([5.0]), numbagrad.tensor([12.0])),
+        lambda: D.Kumaraswamy(numbagrad.tensor([2.0]), numbagrad.tensor([3.0])),
+        lambda: D.InverseGamma(numbagrad.tensor([5.0]), numbagrad.tensor([2.0])),
+        lambda: D.LogisticNormal(numbagrad.tensor([0.5, -0.5]), numbagrad.tensor([0.3, 0.3])),
+    ],
+)
+def test_rsample_mean_matches_the_mean(make):
+    numbagrad.manual_seed(7)
+    dist = make()
+    x = dist.rsample((40000,)).numpy().astype(np.float64)
+    assert bool(dist.support.check(numbagrad.tensor(x)).all())
+    if not isinstance(dist, D.LogisticNormal):
+        np.testing.assert_allclose(x.mean(0), dist.mean.numpy(), rtol=0.03)
+    else:
+        np.testing.assert_allclose(x.sum(-1), 1.0, rtol=1e-6)  # (float32 samples)

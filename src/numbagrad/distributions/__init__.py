@@ -16,6 +16,7 @@ from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
@@ -24,8 +25,10 @@ from .half_normal import HalfNormal
 from .independent import Independent
 from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
+from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
@@ -49,6 +52,7 @@ from .transforms import (
     ReshapeTransform,
     SigmoidTransform,
     SoftmaxTransform,
+    SoftplusTransform,
     StickBreakingTransform,
     TanhTransform,
     Transform,
@@ -73,6 +77,7 @@ __all__ = [
     "ExpTransform",
     "ExponentialFamily",
     "Exponential",
+    "FisherSnedecor",
     "Gamma",
     "Geometric",
     "Gumbel",
@@ -80,9 +85,11 @@ __all__ = [
     "HalfNormal",
     "Independent",
     "IndependentTransform",
+    "Kumaraswamy",
     "InverseGamma",
     "Laplace",
     "LogNormal",
+    "LogisticNormal",
     "LogitRelaxedBernoulli",
     "LowerCholeskyTransform",
     "MixtureSameFamily",
@@ -100,6 +107,7 @@ __all__ = [
     "ReshapeTransform",
     "SigmoidTransform",
     "SoftmaxTransform",
+    "SoftplusTransform",
     "StickBreakingTransform",
     "StudentT",
     "TanhTransform",
