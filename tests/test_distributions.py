@@ -106,6 +106,9 @@ def _cases():
                                  lambda m, p: m.TransformedDistribution(m.Normal(p["loc"], p["scale"]),
                                                                         m.transforms.SoftplusTransform()),
                                  POS2, ("log_prob", "cdf", "icdf")),
+        "LowRankMultivariateNormal": ({"loc": REAL, "w": LOWER[:, :2], "d": POS},
+                                      lambda m, p: m.LowRankMultivariateNormal(p["loc"], p["w"], p["d"]),
+                                      np.stack([REAL + 0.5, REAL - 1.0]), ("log_prob", "entropy", "variance")),
         "Independent(Normal)": ({"loc": REAL, "scale": POS},
                                 lambda m, p: m.Independent(m.Normal(p["loc"], p["scale"]), 1), REAL,
                                 ("log_prob", "entropy", "mean", "variance")),
@@ -343,7 +346,9 @@ KL_PAIRS = [
     ("Dirichlet", "Dirichlet"), ("Poisson", "Poisson"), ("Geometric", "Geometric"), ("Gumbel", "Gumbel"),
     ("Cauchy", "Cauchy"), ("HalfNormal", "HalfNormal"), ("LogNormal", "LogNormal"), ("Uniform", "Normal"),
     ("Normal", "Laplace"), ("Exponential", "Gamma"), ("Gamma", "Normal"), ("Laplace", "Normal"),
-    ("MultivariateNormal(cov)", "MultivariateNormal(tril)"), ("Independent(Normal)", "Independent(Normal)"),
+    ("MultivariateNormal(cov)", "MultivariateNormal(tril)"), ("LowRankMultivariateNormal", "LowRankMultivariateNormal"),
+    ("MultivariateNormal(cov)", "LowRankMultivariateNormal"), ("LowRankMultivariateNormal", "MultivariateNormal(cov)"),
+    ("Independent(Normal)", "Independent(Normal)"),
     ("OneHotCategorical", "OneHotCategorical"), ("Normal", "Uniform"), ("Beta", "Normal"), ("Uniform", "Gumbel"),
 ]  # fmt: skip
 
@@ -648,3 +653,27 @@ def test_rsample_mean_matches_the_mean(make):
         np.testing.assert_allclose(x.mean(0), dist.mean.numpy(), rtol=0.03)
     else:
         np.testing.assert_allclose(x.sum(-1), 1.0, rtol=1e-6)  # (float32 samples)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "MultivariateNormal(cov)",
+        "MultivariateNormal(tril)",
+        "MultivariateNormal(precision)",
+        "LowRankMultivariateNormal",
+    ],
+)
+@pytest.mark.parametrize("matrix", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_multivariate_normal_matrices_and_their_gradients_match_torch(torch, name, matrix):
+    params, make, _, _ = CASES[name]
+    ours_p = {k: numbagrad.tensor(v, requires_grad=True) for k, v in params.items()}
+    theirs_p = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    ours, theirs = getattr(make(D, ours_p), matrix), getattr(make(torch.distributions, theirs_p), matrix)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-9, atol=1e-12)
+    weights = np.arange(9.0).reshape(3, 3)
+    (ours * numbagrad.tensor(weights)).sum().backward()
+    (theirs * torch.tensor(weights)).sum().backward()
+    for key in ours_p:
+        if theirs_p[key].grad is not None:
+            np.testing.assert_allclose(ours_p[key].grad.numpy(), theirs_p[key].grad.numpy(), rtol=1e-7, atol=1e-10)

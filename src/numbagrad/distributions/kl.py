@@ -26,6 +26,11 @@ from .gumbel import Gumbel
 from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .lowrank_multivariate_normal import (
+    LowRankMultivariateNormal,
+    _batch_lowrank_logdet,
+    _batch_lowrank_mahalanobis,
+)
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
@@ -250,6 +255,58 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
     )
     term3 = _batch_mahalanobis(q_tril, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+def _low_rank_shapes_agree(p, q, names: str) -> None:
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            f"KL-divergence between two {names} with                          different event shapes cannot be computed"
+        )
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
+    _low_rank_shapes_agree(p, q, "Low Rank Multivariate Normals")
+    qw, qd = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag
+    pw, pd = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    term1 = _batch_lowrank_logdet(qw, qd, q._capacitance_tril) - _batch_lowrank_logdet(pw, pd, p._capacitance_tril)
+    term3 = _batch_lowrank_mahalanobis(qw, qd, q.loc - p.loc, q._capacitance_tril)
+    a = solve_triangular(q._capacitance_tril, qw.mT / qd.unsqueeze(-2), upper=False)
+    term21 = (pd / qd).sum(-1)
+    term22 = _batch_trace_xxt(pw * qd.rsqrt().unsqueeze(-1))
+    term23 = _batch_trace_xxt(a * pd.sqrt().unsqueeze(-2))
+    term24 = _batch_trace_xxt(a.matmul(pw))
+    return 0.5 * (term1 + term21 + term22 - term23 - term24 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
+    _low_rank_shapes_agree(p, q, "(Low Rank) Multivariate Normals")
+    qw, qd = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag
+    p_tril = p._unbroadcasted_scale_tril
+    term1 = _batch_lowrank_logdet(qw, qd, q._capacitance_tril) - 2 * p_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    term3 = _batch_lowrank_mahalanobis(qw, qd, q.loc - p.loc, q._capacitance_tril)
+    a = solve_triangular(q._capacitance_tril, qw.mT / qd.unsqueeze(-2), upper=False)
+    term21 = _batch_trace_xxt(p_tril * qd.rsqrt().unsqueeze(-1))
+    term22 = _batch_trace_xxt(a.matmul(p_tril))
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
+    _low_rank_shapes_agree(p, q, "(Low Rank) Multivariate Normals")
+    pw, pd = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    q_tril = q._unbroadcasted_scale_tril
+    term1 = 2 * q_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - _batch_lowrank_logdet(pw, pd, p._capacitance_tril)
+    term3 = _batch_mahalanobis(q_tril, q.loc - p.loc)
+    batch = broadcast_shapes(tuple(q_tril.shape[:-2]), tuple(pw.shape[:-2]))
+    n = p.event_shape[0]
+    q_tril = q_tril.expand(batch + (n, n))
+    p_factor = pw.expand(batch + (n, p.cov_factor.size(-1)))
+    p_diag = (pd.sqrt().unsqueeze(-1) * ops.eye(n, dtype=pd.dtype, device=pd.device)).expand(batch + (n, n))
+    term21 = _batch_trace_xxt(solve_triangular(q_tril, p_factor, upper=False))
+    term22 = _batch_trace_xxt(solve_triangular(q_tril, p_diag, upper=False))
+    return 0.5 * (term1 + term21 + term22 + term3 - p.event_shape[0])
 
 
 @register_kl(Normal, Normal)

@@ -94,9 +94,10 @@ class MultivariateNormal(Distribution):
 
     @lazy_property
     def precision_matrix(self):
+        # (L L^T)^-1, refactored so that, as torch's cholesky_inverse, it is differentiable in every entry of L
         lower = self._unbroadcasted_scale_tril
         identity = ops.eye(lower.shape[-1], dtype=lower.dtype, device=lower.device)
-        inverse = solve_triangular(lower, identity, upper=False)
+        inverse = solve_triangular(cholesky(ops.matmul(lower, lower.mT)), identity, upper=False)
         return ops.matmul(inverse.mT, inverse).expand(self._matrix_shape())
 
     @property
