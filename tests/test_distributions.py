@@ -116,6 +116,11 @@ def _cases():
                               lambda m, p: m.MixtureSameFamily(m.Categorical(logits=p["logits"]),
                                                                m.Normal(p["loc"], p["scale"])),
                               np.array([0.3, -1.0]), ("log_prob", "mean", "variance", "cdf")),
+        "Copula": ({"loc": REAL, "scale": POS},
+                   lambda m, p: m.TransformedDistribution(
+                       m.Normal(p["loc"], p["scale"]),
+                       m.transforms.CumulativeDistributionTransform(m.Normal(0.0, 1.0))),
+                   np.array([0.2, 0.5, 0.9]), ("log_prob",)),
         "Tanh-transformed": ({"loc": REAL, "scale": POS},
                              lambda m, p: m.TransformedDistribution(m.Normal(p["loc"], p["scale"]),
                                                                     [m.transforms.TanhTransform(),
@@ -592,6 +597,7 @@ REGISTRY_CONSTRAINTS = {
     "simplex": lambda C: C.simplex,
     "real_vector": lambda C: C.real_vector,
     "lower_cholesky": lambda C: C.lower_cholesky,
+    "positive_definite": lambda C: C.positive_definite,
 }
 
 

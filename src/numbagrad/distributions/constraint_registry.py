@@ -112,3 +112,8 @@ def _transform_to_simplex(constraint):
 @transform_to.register(constraints.lower_cholesky)
 def _transform_to_lower_cholesky(constraint):
     return transforms.LowerCholeskyTransform()
+
+
+@transform_to.register(constraints.positive_definite)
+def _transform_to_positive_definite(constraint):
+    return transforms.PositiveDefiniteTransform()

@@ -12,15 +12,18 @@ from .._typeinfo import finfo
 from .._types import broadcast_shapes
 from ..nn import functional as F
 from . import constraints
+from ._linalg import cholesky
 from .utils import _sum_rightmost, broadcast_all, lazy_property
 
 __all__ = [
     "AbsTransform",
     "AffineTransform",
     "ComposeTransform",
+    "CumulativeDistributionTransform",
     "ExpTransform",
     "IndependentTransform",
     "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
     "PowerTransform",
     "ReshapeTransform",
     "SigmoidTransform",
@@ -683,3 +686,52 @@ class LowerCholeskyTransform(Transform):
 
     def _inverse(self, y):
         return y.tril(-1) + _embed_diagonal(y.diagonal(dim1=-2, dim2=-1).log())
+
+
+class PositiveDefiniteTransform(Transform):
+    """From unconstrained matrices to positive-definite ones: ``L @ L.mT`` of their LowerCholeskyTransform."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PositiveDefiniteTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        lower = LowerCholeskyTransform()(x)
+        return ops.matmul(lower, lower.mT)
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(cholesky(y))
+
+
+class CumulativeDistributionTransform(Transform):
+    """``y = distribution.cdf(x)``: onto the unit interval, its Jacobian the density (a copula's marginals)."""
+
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self):  # type: ignore[override]
+        return self.distribution.support
+
+    def _call(self, x):
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y):
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self.distribution.log_prob(x)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
