@@ -109,6 +109,9 @@ def _cases():
         "LowRankMultivariateNormal": ({"loc": REAL, "w": LOWER[:, :2], "d": POS},
                                       lambda m, p: m.LowRankMultivariateNormal(p["loc"], p["w"], p["d"]),
                                       np.stack([REAL + 0.5, REAL - 1.0]), ("log_prob", "entropy", "variance")),
+        "VonMises": ({"loc": REAL, "concentration": np.array([0.5, 2.0, 6.0])},
+                     lambda m, p: m.VonMises(p["loc"], p["concentration"]), REAL + 1.0,
+                     ("log_prob", "mean", "variance")),
         "Independent(Normal)": ({"loc": REAL, "scale": POS},
                                 lambda m, p: m.Independent(m.Normal(p["loc"], p["scale"]), 1), REAL,
                                 ("log_prob", "entropy", "mean", "variance")),
@@ -193,6 +196,13 @@ def test_values_and_gradients_match_torch(torch, name, method):
         np.testing.assert_allclose(g_ours.numpy(), g_theirs.numpy(), rtol=1e-7, atol=1e-10, err_msg=key)
 
 
+def _von_mises_variance(kappa: float) -> float:
+    """The variance of the angle about its mean, by the trapezoidal rule (the density is periodic)."""
+    t = np.linspace(-np.pi, np.pi, 20001)
+    density = np.exp(kappa * np.cos(t))
+    return float(np.trapezoid(t**2 * density, t) / np.trapezoid(density, t))
+
+
 SAMPLING = {
     "Normal": (lambda: D.Normal(numbagrad.tensor([1.0, -2.0]), numbagrad.tensor([0.5, 2.0])), [1.0, -2.0], [0.25, 4.0]),
     "Uniform": (
@@ -225,6 +235,11 @@ SAMPLING = {
     ),
     "StudentT": (lambda: D.StudentT(numbagrad.tensor([5.0, 10.0])), [0.0, 0.0], [5 / 3, 1.25]),
     "Chi2": (lambda: D.Chi2(numbagrad.tensor([1.0, 4.0])), [1.0, 4.0], [2.0, 8.0]),
+    "VonMises": (
+        lambda: D.VonMises(numbagrad.tensor([0.5, -1.0]), numbagrad.tensor([4.0, 10.0])),
+        [0.5, -1.0],
+        [0.2894, 0.1071],
+    ),
     "NegativeBinomial": (
         lambda: D.NegativeBinomial(numbagrad.tensor([3.0, 5.0]), numbagrad.tensor([0.4, 0.2])),
         [2.0, 1.25],
