@@ -369,7 +369,9 @@ KL_PAIRS = [
     ("MultivariateNormal(cov)", "MultivariateNormal(tril)"), ("LowRankMultivariateNormal", "LowRankMultivariateNormal"),
     ("MultivariateNormal(cov)", "LowRankMultivariateNormal"), ("LowRankMultivariateNormal", "MultivariateNormal(cov)"),
     ("Independent(Normal)", "Independent(Normal)"),
-    ("OneHotCategorical", "OneHotCategorical"), ("Normal", "Uniform"), ("Beta", "Normal"), ("Uniform", "Gumbel"),
+    ("OneHotCategorical", "OneHotCategorical"), ("Pareto", "Pareto"), ("Pareto", "Exponential"), ("Pareto", "Gamma"),
+    ("Pareto", "Normal"), ("Pareto", "Uniform"), ("Normal", "Pareto"), ("Uniform", "Pareto"), ("Gamma", "Pareto"),
+    ("Normal", "Uniform"), ("Beta", "Normal"), ("Uniform", "Gumbel"),
 ]  # fmt: skip
 
 

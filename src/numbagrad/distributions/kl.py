@@ -34,6 +34,7 @@ from .lowrank_multivariate_normal import (
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
@@ -390,8 +391,14 @@ def _kl_beta_uniform(p, q):
     return ops.where((q.low > p.support.lower_bound) | (q.high < p.support.upper_bound), math.inf, result)
 
 
+@register_kl(Beta, Pareto)
+def _kl_beta_infinity(p, q):
+    return _infinite_like(p.concentration1)
+
+
 @register_kl(Exponential, Beta)
 @register_kl(Exponential, Uniform)
+@register_kl(Exponential, Pareto)
 def _kl_exponential_infinity(p, q):
     return _infinite_like(p.rate)
 
@@ -422,6 +429,7 @@ def _kl_exponential_normal(p, q):
 
 @register_kl(Gamma, Beta)
 @register_kl(Gamma, Uniform)
+@register_kl(Gamma, Pareto)
 def _kl_gamma_infinity(p, q):
     return _infinite_like(p.concentration)
 
@@ -456,6 +464,7 @@ def _kl_gamma_normal(p, q):
 @register_kl(Gumbel, Exponential)
 @register_kl(Gumbel, Gamma)
 @register_kl(Gumbel, Uniform)
+@register_kl(Gumbel, Pareto)
 def _kl_gumbel_infinity(p, q):
     return _infinite_like(p.loc)
 
@@ -473,6 +482,7 @@ def _kl_gumbel_normal(p, q):
 @register_kl(Laplace, Exponential)
 @register_kl(Laplace, Gamma)
 @register_kl(Laplace, Uniform)
+@register_kl(Laplace, Pareto)
 def _kl_laplace_infinity(p, q):
     return _infinite_like(p.loc)
 
@@ -492,6 +502,7 @@ def _kl_laplace_normal(p, q):
 @register_kl(Normal, Exponential)
 @register_kl(Normal, Gamma)
 @register_kl(Normal, Uniform)
+@register_kl(Normal, Pareto)
 def _kl_normal_infinity(p, q):
     return _infinite_like(p.loc)
 
@@ -516,6 +527,57 @@ def _kl_normal_laplace(p, q):
     t2 = math.sqrt(2 / math.pi) * p.scale * ops.exp(-0.5 * loc_diff_scale_ratio.pow(2))
     t3 = loc_diff * ops.erf(math.sqrt(0.5) * loc_diff_scale_ratio)
     return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return ops.where(p.support.lower_bound < q.support.lower_bound, math.inf, result)
+
+
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, Uniform)
+def _kl_pareto_infinity(p, q):
+    return _infinite_like(p.scale)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_rate_prod = p.scale * q.rate
+    t1 = (p.alpha / scale_rate_prod).log()
+    result = t1 - p.alpha.reciprocal() + p.alpha * scale_rate_prod / (p.alpha - 1) - 1
+    return ops.where(p.alpha <= 1, math.inf, result)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    common_term = p.scale.log() + p.alpha.reciprocal()
+    t1 = p.alpha.log() - common_term
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * common_term
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    return ops.where(p.alpha <= 1, math.inf, t1 + t2 + t3 + t4 - 1)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    var_normal = 2 * q.scale.pow(2)
+    common_term = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    result = t1 - p.alpha.reciprocal() + (t3 + t4) / var_normal - 1
+    return ops.where(p.alpha <= 2, math.inf, result)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    support_uniform = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * support_uniform).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - support_uniform) / support_uniform
+    return ops.where(p.low < q.support.lower_bound, math.inf, t2 * (q.alpha + 1) - t1)
 
 
 @register_kl(Poisson, Bernoulli)
