@@ -112,6 +112,11 @@ def _cases():
         "VonMises": ({"loc": REAL, "concentration": np.array([0.5, 2.0, 6.0])},
                      lambda m, p: m.VonMises(p["loc"], p["concentration"]), REAL + 1.0,
                      ("log_prob", "mean", "variance")),
+        "ContinuousBernoulli": ({"probs": np.array([0.2, 0.4995, 0.8])},
+                                lambda m, p: m.ContinuousBernoulli(probs=p["probs"]), PROB,
+                                ("log_prob", "entropy", "mean", "variance", "cdf", "icdf")),
+        "ContinuousBernoulli(logits)": ({"logits": REAL}, lambda m, p: m.ContinuousBernoulli(logits=p["logits"]),
+                                        PROB, ("log_prob", "entropy", "mean", "variance")),
         "Independent(Normal)": ({"loc": REAL, "scale": POS},
                                 lambda m, p: m.Independent(m.Normal(p["loc"], p["scale"]), 1), REAL,
                                 ("log_prob", "entropy", "mean", "variance")),
@@ -372,6 +377,7 @@ KL_PAIRS = [
     ("OneHotCategorical", "OneHotCategorical"), ("Pareto", "Pareto"), ("Pareto", "Exponential"), ("Pareto", "Gamma"),
     ("Pareto", "Normal"), ("Pareto", "Uniform"), ("Normal", "Pareto"), ("Uniform", "Pareto"), ("Gamma", "Pareto"),
     ("Normal", "Uniform"), ("Beta", "Normal"), ("Uniform", "Gumbel"),
+    ("ContinuousBernoulli", "ContinuousBernoulli(logits)"),
 ]  # fmt: skip
 
 
@@ -664,6 +670,7 @@ def test_manual_seed_makes_samples_reproducible(make):
         lambda: D.FisherSnedecor(numbagrad.tensor([5.0]), numbagrad.tensor([12.0])),
         lambda: D.Kumaraswamy(numbagrad.tensor([2.0]), numbagrad.tensor([3.0])),
         lambda: D.InverseGamma(numbagrad.tensor([5.0]), numbagrad.tensor([2.0])),
+        lambda: D.ContinuousBernoulli(numbagrad.tensor([0.2, 0.5, 0.9])),
         lambda: D.LogisticNormal(numbagrad.tensor([0.5, -0.5]), numbagrad.tensor([0.3, 0.3])),
     ],
 )

@@ -16,6 +16,7 @@ from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -166,6 +167,14 @@ def _kl_categorical_categorical(p, q):
     t = ops.where((q.probs == 0).expand_as(t), math.inf, t)
     t = ops.where((p.probs == 0).expand_as(t), 0.0, t)
     return t.sum(-1)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + ops.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - ops.log1p(-q.probs)
+    return t1 + t2 + t3
 
 
 @register_kl(Dirichlet, Dirichlet)
