@@ -707,3 +707,29 @@ def test_multivariate_normal_matrices_and_their_gradients_match_torch(torch, nam
     for key in ours_p:
         if theirs_p[key].grad is not None:
             np.testing.assert_allclose(ours_p[key].grad.numpy(), theirs_p[key].grad.numpy(), rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["cat", "stack"])
+@pytest.mark.parametrize("registry", ["biject_to", "transform_to"])
+def test_cat_and_stack_transforms_match_torch(torch, kind, registry):
+    def build(module):
+        C = module.constraints
+        if kind == "cat":
+            return C.cat([C.real, C.positive, C.interval(0.0, 2.0)], dim=1, lengths=[1, 2, 1])
+        return C.stack([C.positive, C.unit_interval, C.real], dim=0)
+
+    x = np.random.default_rng(2).standard_normal((3, 4))
+    ours_t, theirs_t = (
+        getattr(D, registry)(build(D)),
+        getattr(torch.distributions, registry)(build(torch.distributions)),
+    )
+    xo, xt = numbagrad.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    yo, yt = ours_t(xo), theirs_t(xt)
+    np.testing.assert_allclose(yo.detach().numpy(), yt.detach().numpy(), rtol=1e-12)
+    assert bool(build(D).check(yo).all())
+    np.testing.assert_allclose(ours_t.inv(yo).detach().numpy(), theirs_t.inv(yt).detach().numpy(), rtol=1e-9)
+    lo, lt = ours_t.log_abs_det_jacobian(xo, yo), theirs_t.log_abs_det_jacobian(xt, yt)
+    np.testing.assert_allclose(lo.detach().numpy(), lt.detach().numpy(), rtol=1e-9)
+    lo.sum().backward()
+    lt.sum().backward()
+    np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-9, atol=1e-12)

@@ -18,6 +18,7 @@ from .utils import _sum_rightmost, broadcast_all, lazy_property
 __all__ = [
     "AbsTransform",
     "AffineTransform",
+    "CatTransform",
     "ComposeTransform",
     "CumulativeDistributionTransform",
     "ExpTransform",
@@ -29,6 +30,7 @@ __all__ = [
     "SigmoidTransform",
     "SoftmaxTransform",
     "SoftplusTransform",
+    "StackTransform",
     "StickBreakingTransform",
     "TanhTransform",
     "Transform",
@@ -735,3 +737,136 @@ class CumulativeDistributionTransform(Transform):
         if self._cache_size == cache_size:
             return self
         return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
+
+
+def _check_along(t: Tensor, dim: int, size: int, what: str, name: str) -> None:
+    if not -t.dim() <= dim < t.dim():
+        raise AssertionError(f"dim {dim} out of range for {what} with {t.dim()} dimensions")
+    if t.size(dim) != size:
+        raise AssertionError(f"{name}.size({dim}) = {t.size(dim)} must equal length {size}")
+
+
+class CatTransform(Transform):
+    """The transforms ``tseq`` applied to consecutive slices (of ``lengths``) along ``dim``, results concatenated
+    (as ``torch.cat``)."""
+
+    def __init__(self, tseq, dim: int = 0, lengths=None, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})")
+        self.dim = dim
+
+    @lazy_property
+    def event_dim(self) -> int:
+        return max(t.event_dim for t in self.transforms)
+
+    @lazy_property
+    def length(self) -> int:
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _map_slices(self, z: Tensor, name: str, apply) -> Tensor:
+        _check_along(z, self.dim, self.length, "tensor", name)
+        out, start = [], 0
+        for transform, length in zip(self.transforms, self.lengths):
+            out.append(apply(transform, z.narrow(self.dim, start, length)))
+            start += length
+        return ops.cat(out, dim=self.dim)
+
+    def _call(self, x):
+        return self._map_slices(x, "x", lambda t, part: t(part))
+
+    def _inverse(self, y):
+        return self._map_slices(y, "y", lambda t, part: t.inv(part))
+
+    def log_abs_det_jacobian(self, x, y):
+        _check_along(x, self.dim, self.length, "x", "x")
+        _check_along(y, self.dim, self.length, "y", "y")
+        terms, start = [], 0
+        for transform, length in zip(self.transforms, self.lengths):
+            term = transform.log_abs_det_jacobian(x.narrow(self.dim, start, length), y.narrow(self.dim, start, length))
+            if transform.event_dim < self.event_dim:
+                term = _sum_rightmost(term, self.event_dim - transform.event_dim)
+            terms.append(term)
+            start += length
+        dim = (self.dim - x.dim() if self.dim >= 0 else self.dim) + self.event_dim
+        if dim < 0:
+            return ops.cat(terms, dim=dim)
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        return total
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """The transforms ``tseq`` applied to the slices of ``dim`` one each, results stacked (as ``torch.stack``)."""
+
+    def __init__(self, tseq, dim: int = 0, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _check(self, z: Tensor, what: str, name: str) -> None:
+        if not -z.dim() <= self.dim < z.dim():
+            raise AssertionError(f"dim {self.dim} out of range for {what} with {z.dim()} dimensions")
+        if z.size(self.dim) != len(self.transforms):
+            raise AssertionError(
+                f"{name}.size({self.dim}) = {z.size(self.dim)} must equal len(transforms) {len(self.transforms)}"
+            )
+
+    def _call(self, x):
+        self._check(x, "tensor", "x")
+        return ops.stack([t(part) for part, t in zip(x.unbind(self.dim), self.transforms)], dim=self.dim)
+
+    def _inverse(self, y):
+        self._check(y, "tensor", "y")
+        return ops.stack([t.inv(part) for part, t in zip(y.unbind(self.dim), self.transforms)], dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        self._check(x, "x", "x")
+        self._check(y, "y", "y")
+        parts = zip(x.unbind(self.dim), y.unbind(self.dim), self.transforms)
+        return ops.stack([t.log_abs_det_jacobian(a, b) for a, b, t in parts], dim=self.dim)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
