@@ -117,6 +117,9 @@ def _cases():
                                 ("log_prob", "entropy", "mean", "variance", "cdf", "icdf")),
         "ContinuousBernoulli(logits)": ({"logits": REAL}, lambda m, p: m.ContinuousBernoulli(logits=p["logits"]),
                                         PROB, ("log_prob", "entropy", "mean", "variance")),
+        "GeneralizedPareto": ({"loc": REAL, "scale": POS, "concentration": np.array([-0.2, 0.0, 0.3])},
+                              lambda m, p: m.GeneralizedPareto(p["loc"], p["scale"], p["concentration"]),
+                              REAL + 0.5, ("entropy", "mean", "variance", "icdf")),
         "Independent(Normal)": ({"loc": REAL, "scale": POS},
                                 lambda m, p: m.Independent(m.Normal(p["loc"], p["scale"]), 1), REAL,
                                 ("log_prob", "entropy", "mean", "variance")),
@@ -671,6 +674,9 @@ def test_manual_seed_makes_samples_reproducible(make):
         lambda: D.Kumaraswamy(numbagrad.tensor([2.0]), numbagrad.tensor([3.0])),
         lambda: D.InverseGamma(numbagrad.tensor([5.0]), numbagrad.tensor([2.0])),
         lambda: D.ContinuousBernoulli(numbagrad.tensor([0.2, 0.5, 0.9])),
+        lambda: D.GeneralizedPareto(
+            numbagrad.tensor([0.0, 1.0]), numbagrad.tensor([1.0, 2.0]), numbagrad.tensor([0.2, -0.3])
+        ),
         lambda: D.LogisticNormal(numbagrad.tensor([0.5, -0.5]), numbagrad.tensor([0.3, 0.3])),
     ],
 )
@@ -733,3 +739,20 @@ def test_cat_and_stack_transforms_match_torch(torch, kind, registry):
     lo.sum().backward()
     lt.sum().backward()
     np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_generalized_pareto_log_prob_and_cdf_match_torch_in_float32(torch):
+    """(torch's own log_prob and cdf raise for float64 parameters: they compare with a float32 zero.)"""
+    params = {"loc": REAL, "scale": POS, "concentration": np.array([-0.2, 0.0, 0.3])}
+    value = (REAL + 0.5).astype(np.float32)
+    ours_p = {k: numbagrad.tensor(v.astype(np.float32), requires_grad=True) for k, v in params.items()}
+    theirs_p = {k: torch.tensor(v.astype(np.float32), requires_grad=True) for k, v in params.items()}
+    ours = D.GeneralizedPareto(**ours_p)
+    theirs = torch.distributions.GeneralizedPareto(**theirs_p)
+    for method in ("log_prob", "cdf"):
+        a, b = getattr(ours, method)(numbagrad.tensor(value)), getattr(theirs, method)(torch.tensor(value))
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=2e-6, atol=1e-7)
+        a.sum().backward()
+        b.sum().backward()
+    for key in ours_p:
+        np.testing.assert_allclose(ours_p[key].grad.numpy(), theirs_p[key].grad.numpy(), rtol=1e-5, atol=1e-6)
