@@ -380,7 +380,9 @@ KL_PAIRS = [
     ("OneHotCategorical", "OneHotCategorical"), ("Pareto", "Pareto"), ("Pareto", "Exponential"), ("Pareto", "Gamma"),
     ("Pareto", "Normal"), ("Pareto", "Uniform"), ("Normal", "Pareto"), ("Uniform", "Pareto"), ("Gamma", "Pareto"),
     ("Normal", "Uniform"), ("Beta", "Normal"), ("Uniform", "Gumbel"),
-    ("ContinuousBernoulli", "ContinuousBernoulli(logits)"),
+    ("ContinuousBernoulli", "ContinuousBernoulli(logits)"), ("ContinuousBernoulli", "Normal"),
+    ("ContinuousBernoulli", "Exponential"), ("ContinuousBernoulli", "Uniform"), ("Beta", "ContinuousBernoulli"),
+    ("Uniform", "ContinuousBernoulli"), ("Normal", "ContinuousBernoulli"),
 ]  # fmt: skip
 
 

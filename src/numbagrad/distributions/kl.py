@@ -400,6 +400,42 @@ def _kl_beta_uniform(p, q):
     return ops.where((q.low > p.support.lower_bound) | (q.high < p.support.upper_bound), math.inf, result)
 
 
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() - p.mean * q.logits - ops.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_continuous_bernoulli_infinity(p, q):
+    return _infinite_like(p.probs)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - ops.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t2 = 0.5 * (math.log(2.0 * math.pi) + ops.square(q.loc / q.scale)) + ops.log(q.scale)
+    t3 = (p.variance + ops.square(p.mean) - 2.0 * q.loc * p.mean) / (2.0 * ops.square(q.scale))
+    return -p.entropy() + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    outside = (q.low >= p.support.lower_bound) | (q.high <= p.support.upper_bound)
+    return ops.where(outside, ops.ones_like(result) * math.inf, result)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = -p.entropy() - p.mean * q.logits - ops.log1p(-q.probs) - q._cont_bern_log_norm()
+    outside = (p.high >= q.support.upper_bound) | (p.low <= q.support.lower_bound)
+    return ops.where(outside, ops.ones_like(result) * math.inf, result)
+
+
 @register_kl(Beta, Pareto)
 def _kl_beta_infinity(p, q):
     return _infinite_like(p.concentration1)
@@ -408,6 +444,7 @@ def _kl_beta_infinity(p, q):
 @register_kl(Exponential, Beta)
 @register_kl(Exponential, Uniform)
 @register_kl(Exponential, Pareto)
+@register_kl(Exponential, ContinuousBernoulli)
 def _kl_exponential_infinity(p, q):
     return _infinite_like(p.rate)
 
@@ -439,6 +476,7 @@ def _kl_exponential_normal(p, q):
 @register_kl(Gamma, Beta)
 @register_kl(Gamma, Uniform)
 @register_kl(Gamma, Pareto)
+@register_kl(Gamma, ContinuousBernoulli)
 def _kl_gamma_infinity(p, q):
     return _infinite_like(p.concentration)
 
@@ -474,6 +512,7 @@ def _kl_gamma_normal(p, q):
 @register_kl(Gumbel, Gamma)
 @register_kl(Gumbel, Uniform)
 @register_kl(Gumbel, Pareto)
+@register_kl(Gumbel, ContinuousBernoulli)
 def _kl_gumbel_infinity(p, q):
     return _infinite_like(p.loc)
 
@@ -492,6 +531,7 @@ def _kl_gumbel_normal(p, q):
 @register_kl(Laplace, Gamma)
 @register_kl(Laplace, Uniform)
 @register_kl(Laplace, Pareto)
+@register_kl(Laplace, ContinuousBernoulli)
 def _kl_laplace_infinity(p, q):
     return _infinite_like(p.loc)
 
@@ -512,6 +552,7 @@ def _kl_laplace_normal(p, q):
 @register_kl(Normal, Gamma)
 @register_kl(Normal, Uniform)
 @register_kl(Normal, Pareto)
+@register_kl(Normal, ContinuousBernoulli)
 def _kl_normal_infinity(p, q):
     return _infinite_like(p.loc)
 
@@ -548,6 +589,7 @@ def _kl_pareto_pareto(p, q):
 
 @register_kl(Pareto, Beta)
 @register_kl(Pareto, Uniform)
+@register_kl(Pareto, ContinuousBernoulli)
 def _kl_pareto_infinity(p, q):
     return _infinite_like(p.scale)
 
