@@ -758,3 +758,31 @@ def test_generalized_pareto_log_prob_and_cdf_match_torch_in_float32(torch):
         b.sum().backward()
     for key in ours_p:
         np.testing.assert_allclose(ours_p[key].grad.numpy(), theirs_p[key].grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name, n", [("lgamma", None), ("digamma", None), ("polygamma", 1), ("polygamma", 3)])
+def test_special_functions_and_their_second_derivatives_match_torch(torch, name, n):
+    """lgamma, digamma and polygamma, which the gamma-family distributions are built on."""
+    data = np.array([0.3, 1.0, 2.5, 7.0, 15.0, -0.5, -2.3])
+
+    def first_and_second(module, tensor):
+        x = tensor(data, requires_grad=True)
+        y = getattr(module, name)(x) if n is None else module.polygamma(n, x)
+        (g,) = module.autograd.grad(y.sum(), x, create_graph=True)
+        (h,) = module.autograd.grad(g.sum(), x)
+        return y.detach().numpy(), g.detach().numpy(), h.numpy()
+
+    ours = first_and_second(numbagrad, numbagrad.tensor)
+    theirs = first_and_second(torch, torch.tensor)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-12)
+
+
+def test_polygamma_errors_match_torch(torch):
+    for call in (lambda m: m.polygamma(-1, m.ones(2)), lambda m: m.polygamma(1.5, m.ones(2)),
+                 lambda m: m.polygamma(1, [1.0])):  # fmt: skip
+        with pytest.raises(Exception) as ours:
+            call(numbagrad)
+        with pytest.raises(Exception) as theirs:
+            call(torch)
+        assert (type(ours.value), str(ours.value)) == (type(theirs.value), str(theirs.value))
