@@ -45,6 +45,9 @@ LAYERS = {
     "compiler": 6,
     "_generator": 4,
     "distributed": 5,
+    "testing": 5,
+    "distributions": 5,
+    "fft": 5,
     "__init__": 7,
     "__main__": 7,
 }

@@ -145,11 +145,15 @@ _LAZY_MODULES = (  # compile: a callable package
     "extend",
     "compile",
     "compiler",
+    "testing",
+    "distributions",
+    "fft",
 )
 
 
 def __getattr__(name: str):
-    """``numbagrad.nn``, ``numbagrad.optim``, ``numbagrad.cuda`` and ``numbagrad.elementwise`` load on first use
+    """``numbagrad.nn``, ``numbagrad.optim``, ``numbagrad.cuda``, ``numbagrad.distributions`` and the other
+    subpackages, and ``numbagrad.elementwise``, load on first use
     (lazy: ``import numbagrad`` stays fast and never imports numba)."""
     import importlib
 

@@ -612,6 +612,108 @@ def erfinv_grad(g, out, x):
     return 0.886226925452758 * math.exp(out * out) * g  # sqrt(pi) / 2 * exp(erfinv(x) ** 2)
 
 
+def lgamma(x):
+    if x <= 0.0 and x == math.floor(x):  # the poles (Python's math, under the CUDA simulator, raises there)
+        return math.inf
+    return math.lgamma(x)
+
+
+def lgamma_grad(g, out, x):
+    return g * digamma(x)
+
+
+def digamma(x):
+    # Negative x by reflection, psi(x) = psi(1 - x) - pi / tan(pi x) (NaN at the poles, as torch); then the
+    # recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10 and the asymptotic series there (error < 1e-16).
+    if x == 0.0:
+        return math.copysign(math.inf, -x)
+    reflection = 0.0
+    if x < 0.0:
+        if x == math.floor(x):
+            return math.nan
+        reflection = -math.pi / math.tan(math.pi * x)
+        x = 1.0 - x
+    result = reflection
+    while x < 10.0:
+        result -= 1.0 / x
+        x += 1.0
+    z = 1.0 / (x * x)
+    series = z * (1 / 12 - z * (1 / 120 - z * (1 / 252 - z * (1 / 240 - z * (1 / 132 - z * (691 / 32760 - z / 12))))))
+    return result + math.log(x) - 0.5 / x - series
+
+
+def digamma_grad(g, out, x):
+    return g * polygamma(x, 1.0)
+
+
+def hurwitz_zeta(s, q):
+    # zeta(s, q) = sum over k >= 0 of (q + k) ** -s: the first terms summed (at least 10, until q + k > 9), then
+    # the Euler-Maclaurin tail with Bernoulli numbers (Cephes' algorithm); inf at non-positive integer q.
+    if s == 1.0:
+        return math.inf
+    if s < 1.0:
+        return math.nan
+    if q <= 0.0:
+        if q == math.floor(q):
+            return math.inf
+        if s != math.floor(s):
+            return math.nan
+    eps = 1.1102230246251565e-16
+    total = q**-s
+    a = q
+    b = 0.0
+    i = 0
+    while i < 9 or a <= 9.0:
+        i += 1
+        a += 1.0
+        b = a**-s
+        total += b
+        if -eps * total < b < eps * total:
+            return total
+    bernoulli = (  # (2j)! / B_2j
+        12.0,
+        -720.0,
+        30240.0,
+        -1209600.0,
+        47900160.0,
+        -1.8924375803183791606e9,
+        7.47242496e10,
+        -2.950130727918164224e12,
+        1.1646782814350067249e14,
+        -4.5979787224074726105e15,
+        1.8152105401943546773e17,
+        -7.1661652561756670113e18,
+    )
+    w = a
+    total += b * w / (s - 1.0) - 0.5 * b
+    factor = 1.0
+    k = 0.0
+    for j in range(12):
+        factor *= s + k
+        b /= w
+        t = factor * b / bernoulli[j]
+        total += t
+        if abs(t / total) < eps:
+            return total
+        k += 1.0
+        factor *= s + k
+        b /= w
+        k += 1.0
+    return total
+
+
+def polygamma(x, n):
+    # The n-th derivative of digamma: (-1) ** (n + 1) n! zeta(n + 1, x) for n >= 1.
+    if n == 0.0:
+        return digamma(x)
+    sign = 1.0 if n % 2.0 == 1.0 else -1.0
+    return sign * math.exp(math.lgamma(n + 1.0)) * hurwitz_zeta(n + 1.0, x)
+
+
+def polygamma_grad(g, out, x, n):
+    return g * polygamma(x, n + 1.0)
+
+
 def asinh(x):
     return math.asinh(x)
 
@@ -1087,6 +1189,8 @@ class Row:
         """Gradient ``i`` re-bound so ``math.*`` and ``select`` act on Tensors (differentiably)."""
         fn = self.grads[i]
         scope = dict(fn.__globals__, math=tensor_math, select=tensor_math.select, power=_tensor_power)
+        called = {i.argval for i in dis.get_instructions(fn) if i.opname == "LOAD_GLOBAL"}
+        scope.update({name: op for name, op in tensor_math.rows.items() if name in called})  # digamma, polygamma
         return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
@@ -1127,6 +1231,33 @@ def _np_erfinv(y):
         return math.copysign(hi, v)
 
     return np.vectorize(solve, otypes=[np.asarray(y).dtype])(y)
+
+
+def _np_lgamma(x):
+    return np.vectorize(math.lgamma, otypes=[np.asarray(x).dtype])(x)
+
+
+def _np_polygamma_one(x: float, n: int) -> float:
+    """The n-th polygamma by a plain sum of 40 terms of ``(-1) ** (n + 1) n! / (x + k) ** (n + 1)`` plus the
+    integral of the rest and its first Euler-Maclaurin corrections (digamma: ``log`` minus the terms)."""
+    m = 40
+    if n == 0:
+        head = -sum(1.0 / (x + k) for k in range(m))
+        y = x + m
+        return head + math.log(y) - 0.5 / y - 1 / (12 * y**2) + 1 / (120 * y**4) - 1 / (252 * y**6)
+    s = n + 1
+    y = x + m
+    head = sum((x + k) ** -s for k in range(m))
+    tail = y ** (1 - s) / (s - 1) + 0.5 * y**-s + s * y ** (-s - 1) / 12 - s * (s + 1) * (s + 2) * y ** (-s - 3) / 720
+    return (-1) ** (n + 1) * math.factorial(n) * (head + tail)
+
+
+def _np_digamma(x):
+    return np.vectorize(lambda v: _np_polygamma_one(float(v), 0), otypes=[np.asarray(x).dtype])(x)
+
+
+def _np_polygamma(x, n):
+    return np.vectorize(lambda v: _np_polygamma_one(float(v), int(n)), otypes=[np.asarray(x).dtype])(x)
 
 
 def _np_logit(x, eps):
@@ -1307,6 +1438,13 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("erfinv", erfinv, (erfinv_grad,), _np_erfinv, "ErfinvBackward0", float_only=True, domain=(-0.9, 0.9),
         fix_up=True,
         doc="The inverse error function of each element: ``erfinv(erf(x)) == x``, infinite at -1 and 1."),
+    Row("lgamma", lgamma, (lgamma_grad,), _np_lgamma, "LgammaBackward0", float_only=True, domain=(0.2, 4.0),
+        doc="The natural logarithm of the absolute value of the gamma function of each element."),
+    Row("digamma", digamma, (digamma_grad,), _np_digamma, "DigammaBackward0", float_only=True, domain=(0.2, 4.0),
+        doc="The digamma function ``d/dx lgamma(x)`` of each element."),
+    Row("polygamma", polygamma, (polygamma_grad,), _np_polygamma, "PolygammaBackward0", params=("n",),
+        float_only=True, frontend=False, methods=(), domain=(0.2, 4.0),
+        doc="The ``n``-th derivative of the digamma function of each element."),
     Row("asinh", asinh, (asinh_grad,), np.arcsinh, "AsinhBackward0", ("asinh", "arcsinh"), float_only=True,
         doc="The inverse hyperbolic sine of each element."),
     Row("acosh", acosh, (acosh_grad,), _quiet(np.arccosh), "AcoshBackward0", ("acosh", "arccosh"), float_only=True,
@@ -1451,6 +1589,7 @@ EXAMPLE_PARAMS = {
     "input_scale": 0.9,
     "beta": 1.5,
     "threshold": 2.0,
+    "n": 2.0,
 }
 
 

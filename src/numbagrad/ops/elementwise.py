@@ -590,10 +590,15 @@ def _tensor_math() -> types.SimpleNamespace:
     def unary(name):
         return lambda x: FUNCTIONS[name].apply(x) if isinstance(x, Tensor) else getattr(math, name)(x)
 
+    def row_op(name):
+        return lambda *args: FUNCTIONS[name].apply(*args)
+
     ns = types.SimpleNamespace(select=select, inf=math.inf, nan=math.nan, pi=math.pi, e=math.e)
     for name, row in ROWS.items():  # math.<f> is the row <f> wherever the table has one (exp, erf, log1p...)
         if hasattr(math, name) and row.arity == 1 and row.differentiable:
             setattr(ns, name, unary(name))
+    # a gradient that calls another row's forward by name (lgamma's digamma, digamma's polygamma) calls that row
+    ns.rows = {row.forward.__name__: row_op(name) for name, row in ROWS.items() if row.differentiable}
     return ns
 
 
@@ -1058,6 +1063,16 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:  # noqa: A002
     return FUNCTIONS["logit"].apply(input, -1.0 if eps is None else float(eps))
 
 
+def polygamma(n: int, input: Tensor) -> Tensor:  # noqa: A002
+    """The ``n``-th derivative of the digamma function of each element (``n = 0``: digamma itself)."""
+    _require_tensor("polygamma", input, 2)
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return FUNCTIONS["polygamma"].apply(input, float(n))
+
+
 def _clamp_tensor(input: Tensor, min, max) -> Tensor:  # noqa: A001, A002
     """``clamp`` with a tensor bound: one ``ClampBackward0`` node whose bounds get gradients too (as torch)."""
     lo, hi = (None if b is None else as_operand(b, "clamp") for b in (min, max))
@@ -1118,6 +1133,7 @@ _MORE_MATH = {
     "addcmul": addcmul,
     "addcdiv": addcdiv,
     "logit": logit,
+    "polygamma": polygamma,
     **{name: _private_frontend(name) for name in ("lerp_scalar", "clamp_tensor", "round_decimals")},
 }
 
