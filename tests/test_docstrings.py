@@ -36,6 +36,8 @@ MODULES = (
     "numbagrad.amp",
     "numbagrad.func",
     "numbagrad.sparse",
+    "numbagrad.testing",
+    "numbagrad.fft",
     "numbagrad.nn.utils.parametrize",
     "numbagrad.nn.utils.parametrizations",
     "numbagrad.nn.utils.prune",
