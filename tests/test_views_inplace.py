@@ -391,6 +391,29 @@ def test_error_inplace_on_a_view_returned_by_a_custom_function(torch):
     _same_error(torch, program)
 
 
+def test_error_using_an_unbound_piece_after_its_base_changed(torch):
+    """torch raises when the piece's grad_fn is next read, numbagrad when backward reaches it: the same error."""
+
+    def program(lib):
+        x = lib.ones(3, 2, requires_grad=True).clone()
+        piece = x.unbind(0)[0]
+        x.mul_(2)
+        (piece * 1).sum().backward()
+
+    _same_error(torch, program)
+
+
+def test_error_using_a_no_grad_view_after_its_base_changed(torch):
+    def program(lib):
+        x = lib.ones(3, 2, requires_grad=True).clone()
+        with lib.no_grad():
+            v = x[0]
+        x.mul_(3)
+        (v * 1).sum().backward()
+
+    _same_error(torch, program)
+
+
 def test_errors_leave_the_data_intact():
     x = numbagrad.ones(3, 2, requires_grad=True).clone()
     piece = x.unbind(0)[0]

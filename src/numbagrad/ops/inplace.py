@@ -97,7 +97,7 @@ def rebase(t: Tensor, op) -> Tensor:
             del retained[old._output_nr]
         result.grad_fn._retain_grad_of(t)
     if t._views:
-        _regenerate_views(t)
+        _regenerate_views(t, old.requires_grad)
     return t
 
 
@@ -337,13 +337,15 @@ def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     new = CopySlicesView.apply(old_base, result, t._data, _Region(base, t))
     base.grad_fn, base._output_nr = new.grad_fn, 0
     t._bump_version()
-    _regenerate_views(base)
+    _regenerate_views(base, old_base.requires_grad)
     return t
 
 
-def _regenerate_views(base: Tensor) -> None:
+def _regenerate_views(base: Tensor, had_history: bool) -> None:
     """Point every live view of ``base`` at the base's new history (torch does this lazily, on the view's next
-    grad_fn access; here it happens at the in-place op, the only time the history changes)."""
+    grad_fn access; here it happens at the in-place op, the only time the history changes). A view that may not
+    follow (see ``_check_view_inplace``; ``had_history``: the base required grad before the op) gets a node that
+    raises torch's error when differentiated through."""
     fn = base.grad_fn
     live = []
     for ref in base._views:
@@ -351,23 +353,34 @@ def _regenerate_views(base: Tensor) -> None:
         if v is None:
             continue
         live.append(ref)
-        if fn is None:
+        if fn is None or type(v.grad_fn) is _ModifiedView._backward_cls:
             continue
-        if v._creation_meta == _MULTI_OUTPUT_VIEW:
-            name = _op_name(v.grad_fn) if v.grad_fn is not None else "a view"
-            message = (
-                f"Output {v._output_nr} of {name} is a view and its base or another view of its base has been "
-                f"modified inplace. {_VIEW_ERRORS[_MULTI_OUTPUT_VIEW]}"
-            )
+        meta = v._creation_meta
+        if meta is None and v.grad_fn is None and had_history:
+            meta = _NO_GRAD_VIEW
+        if meta is not None:
             node = _ModifiedView._backward_cls()
-            node.message = message
-            node.next_functions = ((fn, base._output_nr), (None, 0))
+            node.message = _modified_view_message(v, meta)
         else:
             node = TakeRegion._backward_cls()
             node.region = _Region(base, v)
-            node.next_functions = (edge_of(base), (None, 0))
+        node.next_functions = (edge_of(base), (None, 0))
         node.needs_input_grad = (True, False)
         node._sequence_nr = next(_sequence)
         v.grad_fn, v._output_nr = node, 0
     base._views = live
     base._views_pruned_at = len(live)
+
+
+def _modified_view_message(v: Tensor, meta: str) -> str:
+    if v.grad_fn is not None:
+        prefix = (
+            f"Output {v._output_nr} of {_op_name(v.grad_fn)} is a view and its base or another view of its base has "
+            "been modified inplace."
+        )
+    else:
+        prefix = (
+            "A view was created in no_grad mode and its base or another view of its base has been modified inplace "
+            "with grad mode enabled."
+        )
+    return f"{prefix} {_VIEW_ERRORS[meta]}"
