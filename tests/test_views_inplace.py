@@ -492,3 +492,21 @@ def test_random_programs_of_views_and_inplace_ops_match_torch(torch, steps):
                 np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
     else:
         assert got == want
+
+
+def test_inplace_on_views_on_each_device(torch, device):
+    def program(a, b):
+        x = a.clone()
+        v = x[1]
+        x[0].mul_(b)
+        x[:, 2:] = b[:2] * 2
+        return (x * 3).sum() + (v * v).sum()
+
+    a, b = np.arange(12.0).reshape(3, 4), np.linspace(-1.0, 1.0, 4)
+    results = []
+    for lib, on in ((numbagrad, device), (torch, "cpu")):
+        ta, tb = lib.tensor(a, requires_grad=True, device=on), lib.tensor(b, requires_grad=True, device=on)
+        program(ta, tb).backward()
+        results.append([ta.grad.cpu().numpy(), tb.grad.cpu().numpy()])
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-12)

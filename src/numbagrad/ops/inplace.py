@@ -174,14 +174,14 @@ class _Region:
     def take(self, t: Tensor) -> Tensor:
         """The view's elements read from ``t`` (a tensor of the base's shape), as a new tensor."""
         backend = t._backend
-        flat = backend.reshape(t._data, (-1,))
+        flat = backend.reshape(_contiguous(t), (-1,))
         return Tensor._make(backend.reshape(backend.getitem(flat, (self.index,)), self.shape))
 
     def put(self, t: Tensor) -> Tensor:
         """Zeros of the base's shape with ``t`` (of the view's shape) added at the view's elements."""
         backend = t._backend
         n = int(np.prod(self.base_shape))
-        values = backend.reshape(t._data, (-1,))
+        values = backend.reshape(_contiguous(t), (-1,))
         return Tensor._make(backend.reshape(backend.index_add_zeros((n,), t._data.dtype, (self.index,), values),
                                             self.base_shape))  # fmt: skip
 
@@ -191,6 +191,12 @@ class _Region:
         out = backend.copy(t._data)
         backend.setitem(backend.reshape(out, (-1,)), (self.index,), 0)
         return Tensor._make(out)
+
+
+def _contiguous(t: Tensor):
+    """``t``'s storage, copied when it is not row-major contiguous (so that it can be flattened as a view)."""
+    backend = t._backend
+    return t._data if backend.is_contiguous(t._data) else backend.copy(t._data)
 
 
 def _addresses(ptr: int, shape: tuple, strides: tuple) -> np.ndarray:
