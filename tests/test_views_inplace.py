@@ -453,12 +453,16 @@ _INPLACE = [
 
 def _random_program(lib, steps, a, b):
     """Run ``steps`` (view index, op index, target) on ``a.clone()``; a step's target is a fresh view (0), a
-    view kept from earlier steps (1), or the base itself (2)."""
+    view kept from earlier steps (1), the base itself (2), the leaf ``a`` (3) or a view of it (4)."""
     x = a.clone()
     kept = []
     for view_k, op_k, target in steps:
         if target == 2:
             t = x
+        elif target == 3:
+            t = a
+        elif target == 4:
+            t = _VIEWS[view_k](a)
         elif target == 1 and kept:
             t = kept[-1]
         else:
@@ -468,7 +472,9 @@ def _random_program(lib, steps, a, b):
     return x * 1 + sum(k.sum() for k in kept[-2:]) if kept else x * 1
 
 
-_STEP = st.tuples(st.integers(0, len(_VIEWS) - 1), st.integers(0, len(_INPLACE) - 1), st.integers(0, 2))
+_STEP = st.tuples(
+    st.integers(0, len(_VIEWS) - 1), st.integers(0, len(_INPLACE) - 1), st.sampled_from([0, 0, 0, 1, 1, 2, 2, 3, 4])
+)
 
 
 @settings(max_examples=100, deadline=None)
@@ -480,8 +486,9 @@ def test_random_programs_of_views_and_inplace_ops_match_torch(torch, steps):
     for lib in (numbagrad, torch):
         try:
             results.append(("ok", *_run(lib, lambda lib, a_, b_: _random_program(lib, steps, a_, b_), [a, b])))
-        except RuntimeError as e:
-            results.append(("error", type(e).__name__))
+        except RuntimeError as e:  # the saved-tensor check names nodes its own way: compare its type only
+            same_words = not str(e).startswith("one of the variables needed for gradient computation")
+            results.append(("error", type(e).__name__, str(e) if same_words else ""))
     got, want = results
     assert got[0] == want[0], (got, want)
     if got[0] == "ok":

@@ -36,6 +36,8 @@ def check_inplace(t: Tensor) -> None:
     if t.grad_fn is None and t._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = t._base
+    if base is not None and (t.requires_grad or base.requires_grad):
+        _check_view_inplace(t, base)  # (torch checks how the view was made first)
     if base is not None and base.grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
