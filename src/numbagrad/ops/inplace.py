@@ -316,8 +316,9 @@ def _check_view_inplace(t: Tensor, base: Tensor) -> None:
 
 
 class _ModifiedView(Function):
-    """The grad_fn of a view that may not follow its base's new history (one of several outputs of one node):
-    differentiating through it raises torch's error."""
+    """The grad_fn of a view that may not follow its base's new history (a piece of ``unbind``/``split``, a
+    custom Function's view, a view made in no-grad mode): differentiating through it raises torch's error, which
+    torch raises when the view's grad_fn is next read. ``_regenerate_views`` builds its nodes directly."""
 
     node_name = "Error"
 
