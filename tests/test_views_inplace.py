@@ -271,6 +271,19 @@ def test_gradcheck_through_inplace_ops_on_views():
     assert numbagrad.autograd.gradcheck(f, (a, b))
 
 
+def test_a_view_that_retains_grad_reports_the_gradient_of_its_new_value(torch):
+    grads = []
+    for lib in (numbagrad, torch):
+        a = lib.tensor(np.array([[1.0, 2.0], [3.0, 4.0]]), requires_grad=True)
+        x = a.clone()
+        v = x[0]
+        v.retain_grad()
+        x.mul_(3)
+        (v * v).sum().backward()
+        grads.append(v.grad.numpy())
+    np.testing.assert_allclose(*grads)
+
+
 # --- base, version counter, detach ---------------------------------------------------------------------------
 def test_base_and_is_view_as_torch(torch):
     for lib in (numbagrad, torch):

@@ -93,14 +93,21 @@ def rebase(t: Tensor, op) -> Tensor:
     t._backend.setitem(t._data, (Ellipsis,), result._data)
     t._bump_version()
     t.grad_fn, t._output_nr = result.grad_fn, result._output_nr
-    if t._retains_grad and old_node is not None and result.grad_fn is not None:
-        retained = old_node._retained
-        if retained is not None and retained.get(old._output_nr) is not None and retained[old._output_nr]() is t:
-            del retained[old._output_nr]
-        result.grad_fn._retain_grad_of(t)
+    if t._retains_grad:
+        _move_retained_grad(t, old_node, old._output_nr)
     if t._views:
         _regenerate_views(t, old.requires_grad)
     return t
+
+
+def _move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
+    """``t`` called ``retain_grad()`` and has a new grad_fn: its retained gradient now comes from the new node."""
+    if old_node is None or t.grad_fn is None:
+        return
+    retained = old_node._retained
+    if retained is not None and retained.get(old_output_nr) is not None and retained[old_output_nr]() is t:
+        del retained[old_output_nr]
+    t.grad_fn._retain_grad_of(t)
 
 
 def needs_graph(t: Tensor, operands) -> bool:
@@ -376,7 +383,10 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
         node.next_functions = (edge_of(base), (None, 0))
         node.needs_input_grad = (True, False)
         node._sequence_nr = next(_sequence)
+        old_node, old_output_nr = v.grad_fn, v._output_nr
         v.grad_fn, v._output_nr = node, 0
+        if v._retains_grad:
+            _move_retained_grad(v, old_node, old_output_nr)
     base._views = live
     base._views_pruned_at = len(live)
 
