@@ -530,3 +530,15 @@ def test_inplace_on_views_on_each_device(torch, device):
         results.append([ta.grad.cpu().numpy(), tb.grad.cpu().numpy()])
     for got, want in zip(*results):
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_writing_into_a_view_of_a_column_major_base(torch):
+    grads = []
+    for lib in (numbagrad, torch):
+        x = lib.from_numpy(np.asfortranarray(np.arange(12.0).reshape(3, 4)))
+        b = lib.tensor(np.array([1.0, -2.0, 0.5]), requires_grad=True)
+        x[:, 1].mul_(b)
+        (x * lib.arange(12.0, dtype=lib.float64).view(3, 4)).sum().backward()
+        grads.append((x.detach().numpy().copy(), b.grad.numpy()))
+    for got, want in zip(*grads):
+        np.testing.assert_allclose(got, want)
