@@ -99,6 +99,37 @@ def test_inplace_on_a_view_with_an_operand_that_requires_grad(torch):
     _compare(torch, program, (3, 4), (3, 2))
 
 
+def test_inplace_on_a_view_with_itself_and_a_sibling_view_as_operands(torch):
+    def program(lib, a):
+        x = a.clone()
+        x[0].add_(x[0])
+        x[1].add_(x[2])
+        x.t()[3].sub_(x[:, 0])
+        return x
+
+    _compare(torch, program, (3, 4))
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda x: x[0:2].add_(x[1:3]),
+        lambda x: x.view(-1)[1:5].add_(x.view(-1)[0:4]),
+        lambda x: x[:, 0:2].add_(x[:, 1:3]),
+    ],
+)
+def test_partly_overlapping_operands_are_refused_where_torch_can_tell(torch, write):
+    outcome = []
+    for lib in (numbagrad, torch):
+        x = lib.ones(3, 4)
+        try:
+            write(x)
+            outcome.append(x.tolist())
+        except RuntimeError as e:
+            outcome.append(str(e))
+    assert outcome[0] == outcome[1]
+
+
 def test_rnn_style_loop_writing_each_step_into_a_slice(torch):
     def program(lib, x, w, h0):
         h = lib.zeros(2, 4, 3, dtype=lib.float64)
