@@ -458,6 +458,25 @@ def test_error_using_a_no_grad_view_after_its_base_changed(torch):
     _same_error(torch, program)
 
 
+def test_error_using_a_custom_functions_view_after_its_base_changed(torch):
+    def program(lib):
+        class AsView(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.view_as(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        x = lib.ones(3, requires_grad=True).clone()
+        v = AsView.apply(x)
+        x.mul_(2)
+        (v * 1).sum().backward()
+
+    _same_error(torch, program)
+
+
 def test_errors_leave_the_data_intact():
     x = numbagrad.ones(3, 2, requires_grad=True).clone()
     piece = x.unbind(0)[0]
