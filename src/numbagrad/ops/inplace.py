@@ -300,15 +300,17 @@ class CopySlicesView(Function):
         return g_base, g_value, None, None
 
 
+# How a view was made, when that refuses in-place changes of it (``Tensor._creation_meta``; autograd.function
+# writes the custom Function's mark itself, as it sits below the ops).
 _NO_GRAD_VIEW = "no_grad"
-_MULTI_OUTPUT_VIEW = "multi_output"
+MULTI_OUTPUT_VIEW = "multi_output"
 _CUSTOM_FUNCTION_VIEW = "custom_function"
 
 _VIEW_ERRORS = {
     _NO_GRAD_VIEW: "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
     "by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace "
     "to be tracked) or both outside (if you want the inplace to be tracked).",
-    _MULTI_OUTPUT_VIEW: "This view is the output of a function that returns multiple views. Such functions do not "
+    MULTI_OUTPUT_VIEW: "This view is the output of a function that returns multiple views. Such functions do not "
     "allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place "
     "one.",
     _CUSTOM_FUNCTION_VIEW: "This view was created inside a custom Function (or because an input was returned "

@@ -20,6 +20,7 @@ from ..autograd.grad_mode import state
 from ..backend import backend_for, for_device
 from ._common import result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
+from .inplace import MULTI_OUTPUT_VIEW
 
 
 def _shape_arg(shape) -> tuple:
@@ -463,7 +464,7 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
 def _multi_output_views(views: list) -> tuple:
     """Views that are outputs of one node: torch refuses in-place changes of them that need autograd."""
     for v in views:
-        v._creation_meta = "multi_output"
+        v._creation_meta = MULTI_OUTPUT_VIEW
     return tuple(views)
 
 
