@@ -8,6 +8,7 @@ stays below the ops in the import graph. What is here is the data, the autograd 
 from __future__ import annotations
 
 import warnings
+import weakref
 
 import numpy as np
 
@@ -75,7 +76,8 @@ _NON_LEAF_GRAD_WARNING = (
 #: The per-instance fields numbagrad itself keeps on a tensor (everything else in ``__dict__`` is the user's).
 _TENSOR_FIELDS = frozenset(
     {"_data", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_version_counter", "_base", "_retains_grad",
-     "_hooks", "_accumulator", "_is_inference", "_post_accumulate_hooks"}
+     "_hooks", "_accumulator", "_is_inference", "_post_accumulate_hooks", "_views", "_views_pruned_at",
+     "_creation_meta"}
 )  # fmt: skip
 
 
@@ -98,6 +100,9 @@ class Tensor:
     _hooks = None
     _accumulator = None
     _is_inference = False
+    _views: list | None = None  # weak references to the live views of this base (see ``_view_of``)
+    _views_pruned_at = 0
+    _creation_meta: str | None = None  # how a view was made, when in-place changes to it are refused
 
     def __init__(self, *args, dtype=None, device=None, requires_grad: bool = False) -> None:
         """``Tensor(2, 3)`` is uninitialised storage of that shape, ``Tensor([1, 2])`` copies data (as float)."""
@@ -145,11 +150,32 @@ class Tensor:
         return counter
 
     def _view_of(self, data) -> Tensor:
-        """A new tensor over ``data`` that is a view of ``self``: same version counter, ``_base`` set."""
+        """A new tensor over ``data`` that is a view of ``self``: same version counter, ``_base`` set to the root.
+
+        The root keeps a weak reference to each live view, so that an in-place op that gives the root a new
+        history can give its views theirs (``ops.inplace``); where the view sits in the root is worked out from
+        the storage only then. A view of a view inherits the reason an in-place change of it is refused."""
         t = Tensor._make(data)
         t._version_counter = self._shared_version()
-        t._base = self if self._base is None else self._base
+        root = self._base
+        if root is None:
+            root = self
+        elif self._creation_meta is not None:
+            t._creation_meta = self._creation_meta
+        t._base = root
+        views = root._views
+        if views is None:
+            root._views = [weakref.ref(t)]
+        else:
+            views.append(weakref.ref(t))
+            if len(views) > 2 * root._views_pruned_at + 16:  # drop dead references, amortised O(1) per view
+                views[:] = [r for r in views if r() is not None]
+                root._views_pruned_at = len(views)
         return t
+
+    def _is_view(self) -> bool:
+        """True if this tensor is a view of another (its ``_base``)."""
+        return self._base is not None
 
     @property
     def _backend(self):

@@ -555,6 +555,8 @@ def _link_outputs(cls, ctx, args: tuple, output):
     if fresh and not (ctx.dirty_tensors or ctx.non_differentiable):
         if output._data.dtype.kind in "fc":
             output.grad_fn = ctx
+            if output._base is not None and not ctx._builtin:
+                output._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
         if not cls._trusted:  # what materialize_grads makes zeros of
             ctx._output_meta = ((output._data.shape, output._data.dtype, output._backend),)
         returned_as_is = ()
@@ -596,6 +598,8 @@ def _link_general(ctx, args: tuple, output) -> tuple:
             o.grad_fn = ctx
             o._output_nr = i
             o._requires_grad = False
+            if o._base is not None and not ctx._builtin and not is_dirty:
+                o._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
         meta.append((o._data.shape, o._data.dtype, o._backend))
     ctx._output_meta = meta
     for d in dirty:

@@ -209,7 +209,7 @@ def setitem(x: Tensor, index, value) -> None:
         same_backend((x, value))
         if not _is_advanced(np_index) and value._backend is x._backend:
             check_written(x, (value,), x._backend.getitem(x._data, np_index))
-    if state.enabled and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)):
+    if needs_graph(x, (value,)):
         cls = IndexPut if _is_advanced(np_index) else CopySlices
         if isinstance(value, Tensor) and value.dtype != x.dtype:
             value = value.to(x.dtype)

@@ -4,6 +4,11 @@ Rebasing: the op runs out of place on an alias holding the tensor's old value an
 written back into the same storage (so views and numpy arrays sharing it see the change) and the tensor takes
 the result's grad_fn, as torch does. Without autograd a table row writes straight into the tensor's storage.
 
+An in-place op on a view rebases the view's base instead (torch's ``CopySlices``): the base's new node takes the
+base's old history for the elements outside the view and the op's result for those inside, and every live view
+of the base gets a new grad_fn (``AsStridedBackward0``) reading its elements from the base's new history. Where
+a view sits in its base is worked out from the storage (``_Region``) only when such an op happens.
+
 Before anything is written, torch's checks run, so no error leaves a tensor half-written: a leaf that requires
 grad, a destination whose elements share memory (an expanded view), an operand partly overlapping the destination,
 a result dtype that cannot be cast to the destination's, a broadcast that would grow the destination.
@@ -11,10 +16,13 @@ a result dtype that cannot be cast to the destination's, a broadcast that would 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .._tensor import Tensor
 from .._types import from_numpy_dtype
+from ..autograd.function import Function, _sequence, edge_of
 from ..autograd.grad_mode import no_grad, state
 from ._common import broadcast_shapes, shape_str
 
@@ -28,6 +36,8 @@ def check_inplace(t: Tensor) -> None:
     if t.grad_fn is None and t._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = t._base
+    if base is not None and (t.requires_grad or base.requires_grad):
+        _check_view_inplace(t, base)  # (torch checks how the view was made first)
     if base is not None and base.grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
@@ -43,11 +53,27 @@ def check_written(t: Tensor, operands=(), destination=None) -> None:
             "location. Please clone() the tensor before performing the operation."
         )
     for o in operands:
-        if isinstance(o, Tensor) and o._data is not data and t._backend.overlap(data, o._data) == "partial":
+        if (
+            isinstance(o, Tensor)
+            and o._data is not data
+            and t._backend.overlap(data, o._data) == "partial"
+            and _dense(data)
+            and _dense(o._data)  # torch cannot tell for other layouts, and lets them through
+        ):
             raise RuntimeError(
                 "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
                 "single memory location. Please clone() the tensor before performing the operation."
             )
+
+
+def _dense(data) -> bool:
+    """torch's "non-overlapping and dense": the elements fill one block of memory, in some order of the dims."""
+    expected = data.dtype.itemsize
+    for stride, size in sorted((abs(s), n) for s, n in zip(data.strides, data.shape) if n != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def _has_internal_overlap(data) -> bool:
@@ -73,11 +99,8 @@ def rebase(t: Tensor, op) -> Tensor:
 
     A retained gradient follows the tensor to its new node (``retain_grad`` reports the newest version's
     gradient, as in torch); hooks registered before stay with the old version."""
-    if t._base is not None and (t._base.requires_grad or t.requires_grad):
-        raise RuntimeError(
-            "numbagrad does not support in-place operations that need autograd on a view of a tensor that requires "
-            "grad; apply the operation to the base tensor, or clone() the view first."
-        )
+    if t._base is not None:
+        return _rebase_view(t, t._base, op)
     old = Tensor._make(t._backend.copy(t._data))
     old.grad_fn, old._output_nr, old._requires_grad = t.grad_fn, t._output_nr, t._requires_grad
     old_node = t.grad_fn
@@ -86,18 +109,30 @@ def rebase(t: Tensor, op) -> Tensor:
     t._backend.setitem(t._data, (Ellipsis,), result._data)
     t._bump_version()
     t.grad_fn, t._output_nr = result.grad_fn, result._output_nr
-    if t._retains_grad and old_node is not None and result.grad_fn is not None:
-        retained = old_node._retained
-        if retained is not None and retained.get(old._output_nr) is not None and retained[old._output_nr]() is t:
-            del retained[old._output_nr]
-        result.grad_fn._retain_grad_of(t)
+    if t._retains_grad:
+        _move_retained_grad(t, old_node, old._output_nr)
+    if t._views:
+        _regenerate_views(t, old.requires_grad)
     return t
+
+
+def _move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
+    """``t`` called ``retain_grad()`` and has a new grad_fn: its retained gradient now comes from the new node."""
+    if old_node is None or t.grad_fn is None:
+        return
+    retained = old_node._retained
+    if retained is not None and retained.get(old_output_nr) is not None and retained[old_output_nr]() is t:
+        del retained[old_output_nr]
+    t.grad_fn._retain_grad_of(t)
 
 
 def needs_graph(t: Tensor, operands) -> bool:
     if not state.enabled:
         return False
     if t._requires_grad or t.grad_fn is not None:
+        return True
+    base = t._base  # a view made in no-grad mode of a base that requires grad: refused by the rebase
+    if base is not None and (base._requires_grad or base.grad_fn is not None):
         return True
     return any(isinstance(o, Tensor) and (o._requires_grad or o.grad_fn is not None) for o in operands)
 
@@ -129,3 +164,260 @@ def write_inplace(t: Tensor, op, operands=()) -> Tensor:
     with no_grad():
         result = op(t)
     return write_result(t, result)
+
+
+# --- in-place ops on views (torch's CopySlices and view regeneration) ----------------------------------------
+class _Region:
+    """Where a view's elements sit in its base: for each element of the view, the position of that element in
+    the base's elements in row-major order. It is worked out from the storage geometry (addresses and strides
+    recorded at construction) the first time a gradient needs it, so rebasing costs nothing until backward."""
+
+    __slots__ = ("base_shape", "shape", "_geometry", "_index")
+
+    def __init__(self, base: Tensor, view: Tensor) -> None:
+        b, v = base._data, view._data
+        backend = base._backend
+        self.base_shape, self.shape = tuple(b.shape), tuple(v.shape)
+        contiguous = backend.is_contiguous(b)
+        self._geometry = (backend.data_ptr(b), b.strides, contiguous, backend.data_ptr(v), v.strides, b.dtype.itemsize)
+        self._index = None
+
+    @property
+    def index(self) -> np.ndarray:
+        """The view's positions in the flattened base, as a 1-d int64 array in the view's row-major order."""
+        if self._index is None:
+            base_ptr, base_strides, contiguous, view_ptr, view_strides, itemsize = self._geometry
+            view_addr = _addresses(view_ptr, self.shape, view_strides).reshape(-1)
+            if contiguous:
+                self._index = (view_addr - base_ptr) // itemsize
+            else:  # a base with its own strides: find each address among the base's elements
+                base_addr = _addresses(base_ptr, self.base_shape, base_strides).reshape(-1)
+                order = np.argsort(base_addr, kind="stable")
+                self._index = order[np.searchsorted(base_addr[order], view_addr)]
+        return self._index
+
+    def take(self, t: Tensor) -> Tensor:
+        """The view's elements read from ``t`` (a tensor of the base's shape), as a new tensor."""
+        backend = t._backend
+        flat = backend.reshape(_contiguous(t), (-1,))
+        return Tensor._make(backend.reshape(backend.getitem(flat, (self.index,)), self.shape))
+
+    def put(self, t: Tensor) -> Tensor:
+        """Zeros of the base's shape with ``t`` (of the view's shape) added at the view's elements."""
+        backend = t._backend
+        n = int(np.prod(self.base_shape))
+        values = backend.reshape(_contiguous(t), (-1,))
+        return Tensor._make(backend.reshape(backend.index_add_zeros((n,), t._data.dtype, (self.index,), values),
+                                            self.base_shape))  # fmt: skip
+
+    def zero(self, t: Tensor) -> Tensor:
+        """A copy of ``t`` (of the base's shape) with the view's elements set to zero."""
+        backend = t._backend
+        out = backend.copy(t._data)
+        backend.setitem(backend.reshape(out, (-1,)), (self.index,), 0)
+        return Tensor._make(out)
+
+
+def _contiguous(t: Tensor):
+    """``t``'s storage, copied when it is not row-major contiguous (so that it can be flattened as a view)."""
+    backend = t._backend
+    return t._data if backend.is_contiguous(t._data) else backend.copy(t._data)
+
+
+def _addresses(ptr: int, shape: tuple, strides: tuple) -> np.ndarray:
+    """The address of every element of an array laid out by ``shape`` and byte ``strides`` from ``ptr``."""
+    addr = np.full((), ptr, dtype=np.int64)
+    for k, (n, s) in enumerate(zip(shape, strides)):
+        step = np.arange(n, dtype=np.int64) * s
+        addr = addr + step.reshape((1,) * k + (n,) + (1,) * (len(shape) - k - 1))
+    return np.broadcast_to(addr, shape)
+
+
+class TakeRegion(Function):
+    """A view's elements as a function of its base: the grad_fn a view gets when its base is rebased."""
+
+    node_name = "AsStridedBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, base, region):
+        ctx.region = region
+        return region.take(base)
+
+    @staticmethod
+    def backward(ctx, g):
+        return PutRegion.apply(g, ctx.region), None
+
+
+class PutRegion(Function):
+    """Zeros of the base's shape holding ``g`` at the view's elements (``TakeRegion``'s backward)."""
+
+    node_name = "AsStridedScatterBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, g, region):
+        ctx.region = region
+        return region.put(g)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return TakeRegion.apply(gg, ctx.region), None
+
+
+class ZeroRegion(Function):
+    """``g`` with the view's elements zeroed: the gradient a rebased base passes to its old history."""
+
+    node_name = "AsStridedScatterBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, g, region):
+        ctx.region = region
+        return region.zero(g)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return ZeroRegion.apply(gg, ctx.region), None
+
+
+class CopySlicesView(Function):
+    """The base after an in-place op on one of its views: the old base outside the view, ``value`` (the op's
+    result) inside. Forward writes ``value`` into the view's storage ``dest``; the output aliases the base."""
+
+    node_name = "CopySlices"
+
+    @staticmethod
+    def forward(ctx, old_base, value, dest, region):
+        ctx.region = region
+        old_base._backend.setitem(dest, (Ellipsis,), value._data)
+        return Tensor._make(old_base._data)
+
+    @staticmethod
+    def backward(ctx, g):
+        g_base = ZeroRegion.apply(g, ctx.region) if ctx.needs_input_grad[0] else None
+        g_value = TakeRegion.apply(g, ctx.region) if ctx.needs_input_grad[1] else None
+        return g_base, g_value, None, None
+
+
+# How a view was made, when that refuses in-place changes of it (``Tensor._creation_meta``; autograd.function
+# writes the custom Function's mark itself, as it sits below the ops).
+_NO_GRAD_VIEW = "no_grad"
+MULTI_OUTPUT_VIEW = "multi_output"
+_CUSTOM_FUNCTION_VIEW = "custom_function"
+
+_VIEW_ERRORS = {
+    _NO_GRAD_VIEW: "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
+    "by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace "
+    "to be tracked) or both outside (if you want the inplace to be tracked).",
+    MULTI_OUTPUT_VIEW: "This view is the output of a function that returns multiple views. Such functions do not "
+    "allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place "
+    "one.",
+    _CUSTOM_FUNCTION_VIEW: "This view was created inside a custom Function (or because an input was returned "
+    "as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the "
+    "custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
+    "output of the custom Function.",
+}
+
+
+def _op_name(node) -> str:
+    """A node's name as torch's view errors print it: ``UnbindBackward0`` is ``Unbind``."""
+    return re.sub(r"Backward\d*$", "", node.name())
+
+
+def _check_view_inplace(t: Tensor, base: Tensor) -> None:
+    """torch's refusals of an in-place op that needs autograd on a view: one of several outputs of one node
+    (``unbind``, ``split``), one made by a custom Function, one made in no-grad mode of a base requiring grad."""
+    meta = t._creation_meta
+    if meta is None and t.grad_fn is None and base.requires_grad:
+        meta = _NO_GRAD_VIEW
+    if meta is None:
+        return
+    if t.grad_fn is not None:
+        prefix = f"Output {t._output_nr} of {_op_name(t.grad_fn)} is a view and is being modified inplace."
+    else:
+        prefix = "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
+    raise RuntimeError(f"{prefix} {_VIEW_ERRORS[meta]}")
+
+
+class _ModifiedView(Function):
+    """The grad_fn of a view that may not follow its base's new history (a piece of ``unbind``/``split``, a
+    custom Function's view, a view made in no-grad mode): differentiating through it raises torch's error, which
+    torch raises when the view's grad_fn is next read. ``_regenerate_views`` builds its nodes directly."""
+
+    node_name = "Error"
+
+    @staticmethod
+    def forward(ctx, base, message):
+        ctx.message = message
+        return Tensor._make(base._data)
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError(ctx.message)
+
+
+def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
+    """``op`` applied in place to the view ``t`` of ``base``: base gets a ``CopySlices`` node, its views new
+    grad_fns. The op runs on a copy of the view's values (which its backward may save), so the write into the
+    shared storage cannot change what backward reads."""
+    _check_view_inplace(t, base)
+    old = Tensor._make(t._backend.copy(t._data))
+    old.grad_fn, old._output_nr = t.grad_fn, t._output_nr
+    result = op(old)
+    check_result(t, result._data.dtype, result._data.shape)
+    old_base = Tensor._make(base._data)
+    old_base.grad_fn, old_base._output_nr, old_base._requires_grad = base.grad_fn, base._output_nr, base._requires_grad
+    new = CopySlicesView.apply(old_base, result, t._data, _Region(base, t))
+    base.grad_fn, base._output_nr = new.grad_fn, 0
+    t._bump_version()
+    _regenerate_views(base, old_base.requires_grad)
+    return t
+
+
+def _regenerate_views(base: Tensor, had_history: bool) -> None:
+    """Point every live view of ``base`` at the base's new history (torch does this lazily, on the view's next
+    grad_fn access; here it happens at the in-place op, the only time the history changes). A view that may not
+    follow (see ``_check_view_inplace``; ``had_history``: the base required grad before the op) gets a node that
+    raises torch's error when differentiated through."""
+    fn = base.grad_fn
+    live = []
+    for ref in base._views:
+        v = ref()
+        if v is None:
+            continue
+        live.append(ref)
+        if fn is None or type(v.grad_fn) is _ModifiedView._backward_cls:
+            continue
+        meta = v._creation_meta
+        if meta is None and v.grad_fn is None and had_history:
+            meta = _NO_GRAD_VIEW
+        if meta is not None:
+            node = _ModifiedView._backward_cls()
+            node.message = _modified_view_message(v, meta)
+        else:
+            node = TakeRegion._backward_cls()
+            node.region = _Region(base, v)
+        node.next_functions = (edge_of(base), (None, 0))
+        node.needs_input_grad = (True, False)
+        node._sequence_nr = next(_sequence)
+        old_node, old_output_nr = v.grad_fn, v._output_nr
+        v.grad_fn, v._output_nr = node, 0
+        if v._retains_grad:
+            _move_retained_grad(v, old_node, old_output_nr)
+    base._views = live
+    base._views_pruned_at = len(live)
+
+
+def _modified_view_message(v: Tensor, meta: str) -> str:
+    if v.grad_fn is not None:
+        prefix = (
+            f"Output {v._output_nr} of {_op_name(v.grad_fn)} is a view and its base or another view of its base has "
+            "been modified inplace."
+        )
+    else:
+        prefix = (
+            "A view was created in no_grad mode and its base or another view of its base has been modified inplace "
+            "with grad mode enabled."
+        )
+    return f"{prefix} {_VIEW_ERRORS[meta]}"

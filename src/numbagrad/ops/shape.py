@@ -20,6 +20,7 @@ from ..autograd.grad_mode import state
 from ..backend import backend_for, for_device
 from ._common import result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
+from .inplace import MULTI_OUTPUT_VIEW
 
 
 def _shape_arg(shape) -> tuple:
@@ -460,6 +461,13 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     return x[tuple(index)]
 
 
+def _multi_output_views(views: list) -> tuple:
+    """Views that are outputs of one node: torch refuses in-place changes of them that need autograd."""
+    for v in views:
+        v._creation_meta = MULTI_OUTPUT_VIEW
+    return tuple(views)
+
+
 class Unbind(Function):
     """``unbind``: every index along ``dim`` as a view, all outputs of one node (torch's ``UnbindBackward0``)."""
 
@@ -469,7 +477,7 @@ class Unbind(Function):
     def forward(ctx, x, dim):
         ctx.dim = dim
         backend, data, lead = x._backend, x._data, (slice(None),) * dim
-        return tuple(x._view_of(backend.getitem(data, lead + (i,))) for i in range(data.shape[dim]))
+        return _multi_output_views([x._view_of(backend.getitem(data, lead + (i,))) for i in range(data.shape[dim])])
 
     @staticmethod
     def backward(ctx, *grads):
@@ -497,7 +505,7 @@ class SplitWithSizes(Function):
         for s in sizes:
             out.append(x._view_of(backend.getitem(data, lead + (slice(start, start + s),))))
             start += s
-        return tuple(out)
+        return _multi_output_views(out)
 
     @staticmethod
     def backward(ctx, *grads):
