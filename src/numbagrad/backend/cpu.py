@@ -1145,6 +1145,7 @@ __all__ = [
     "col2im",
     "concatenate",
     "conv2d",
+    "coo_matmul",
     "conv2d_backward",
     "copy",
     "cross_entropy",
