@@ -150,6 +150,8 @@ def _make_grads(outputs: tuple, grad_outputs) -> list:
                 f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a shape of "
                 f"{out.shape}."
             )
+        elif g._data.dtype != data.dtype and data.dtype.kind in "fc":
+            g = g.to(out.dtype)  # torch's validate_outputs: a gradient takes its tensor's dtype
         grads.append(g)
     return grads
 
@@ -293,7 +295,8 @@ def _dependencies(roots) -> dict:
 
 
 def _needed(roots, targets) -> set:
-    """Nodes from which some target node is reachable (only those need to run when ``inputs`` are given)."""
+    """Nodes from which some target node is reachable through their edges (only those need to run when
+    ``inputs`` are given: a target itself runs only when another target lies below it, as in torch)."""
     needed: set = set()
     done: set = set()
     for root in roots:
@@ -310,7 +313,7 @@ def _needed(roots, targets) -> set:
                     break
             else:
                 stack.pop()
-                if node in targets or any(n in needed for n, _ in node.next_functions if n is not None):
+                if any(n in needed or n in targets for n, _ in node.next_functions if n is not None):
                     needed.add(node)
     return needed
 
@@ -389,16 +392,15 @@ class _Task:
                 node = None
                 continue
             grads_in = buffers.pop(node, None) or [None] * node._num_outputs
-            if node._hooked:
-                grads_in = self._before_node(node, grads_in)
+            run = needed is None or node in needed
+            if node._hooked and (run or node in targets):  # (nothing runs outside the part that is needed)
+                grads_in = self._before_node(node, grads_in, run)
             if targets is not None and node in targets:
                 for nr, k in targets[node]:
                     self.captured[k] = grads_in[nr]
-            if (needed is None or node in needed) and (
-                grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads
-            ):
+            if run and (grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads):
                 inline = not (st.anomaly or node._post_hooks)  # else _run_node: checks and hooks around it
-                if node._reuses_grad_buffers:  # which incoming buffers the node may write into
+                if inline and node._reuses_grad_buffers:  # which incoming buffers the node may write into
                     if len(grads_in) == 1:
                         node._grads_owned = (engine_owns(grads_in[0]),)
                     else:
@@ -465,8 +467,8 @@ class _Task:
             if finish or engine_owns(waiting[leaf][0]):
                 self._accumulate_leaf(leaf, waiting.pop(leaf)[0])
 
-    def _before_node(self, node, grads_in: list) -> list:
-        """Tensor hooks of the node's outputs, retain_grad, then the node's pre-hooks."""
+    def _before_node(self, node, grads_in: list, run: bool = True) -> list:
+        """Tensor hooks of the node's outputs, retain_grad, then the node's pre-hooks (when it is to ``run``)."""
         if node._tensor_hooks:
             for nr, hooks in node._tensor_hooks.items():
                 if grads_in[nr] is not None and hooks:
@@ -476,7 +478,7 @@ class _Task:
                 t = ref()
                 if t is not None and grads_in[nr] is not None:
                     _store_non_leaf_grad(t, grads_in[nr], self.create_graph)
-        if node._pre_hooks:
+        if run and node._pre_hooks:
             for hook in list(node._pre_hooks.values()):
                 r = hook(tuple(grads_in))
                 if r is not None:
@@ -511,6 +513,19 @@ class _Task:
             node._release()
         return grads_out
 
+    def _leaf_node_hooks(self, node: AccumulateGrad, g):
+        """Pre-hooks registered on a leaf's ``AccumulateGrad`` node (``(grad,) -> (grad,) or None``); its
+        post-hooks run too (with ``grad_inputs`` empty), in that order, before accumulation."""
+        if node._pre_hooks:
+            for hook in list(node._pre_hooks.values()):
+                r = hook((g,))
+                if r is not None:
+                    g = r[0]
+        if node._post_hooks:
+            for hook in list(node._post_hooks.values()):
+                hook((), (g,))
+        return g
+
     def _accumulate_leaf(self, node: AccumulateGrad, g, waiting: dict | None = None) -> None:
         """Leaf hooks, capture for ``inputs``, accumulation into ``.grad`` and post-accumulate hooks.
 
@@ -518,16 +533,20 @@ class _Task:
         tensor to ``b`` and to mul's backward) may wait until that node has read it; the leaf then keeps it
         without the copy torch makes. Only where nothing could tell the difference (a plain ``backward``, no
         hooks on the leaf, no ``.grad`` yet) and the copy costs more than the waiting (``WAIT_MIN_SIZE``)."""
-        if g is None:
-            return
+        targets = self.targets
         leaf = node.variable
+        if g is None or (targets is not None and node not in targets) or not leaf._requires_grad:
+            return  # (not needed for ``inputs``; or detached in place since: torch's AccumulateGrad skips it)
+        if g._data.dtype != leaf._data.dtype:  # torch's validate_outputs: a gradient takes its input's dtype
+            g = g.to(leaf.dtype)
         if leaf._hooks:
             g = _call_hooks(leaf._hooks, g)
-        targets = self.targets
+        if node._hooked:
+            g = self._leaf_node_hooks(node, g)
         if targets is not None and node in targets:
             for _, k in targets[node]:
                 self.captured[k] = g
-        if self.accumulate and (targets is None or node in targets):
+        if self.accumulate:
             owned = engine_owns(g)  # before the call below puts g on the stack once more
             post = leaf.__dict__.get("_post_accumulate_hooks")
             shared = not (owned or waiting is None or targets is not None or self.create_graph)

@@ -621,7 +621,7 @@ def _save_tensors(cls, ctx, returned_as_is) -> None:
             raise RuntimeError(
                 "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
                 "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
-                "normal tensor and use it in autograd."
+                "normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."
             )
         if returned_as_is and cls._new_style and _contains(returned_as_is, t):
             raise RuntimeError(

@@ -159,8 +159,8 @@ class inference_mode(_DecoratorContextManager):  # noqa: N801
 
     def __enter__(self) -> None:
         self.prev = (state.enabled, state.inference)
-        if self.mode:
-            state.enabled, state.inference = False, True
+        # torch's InferenceMode guard: grad mode is the opposite of inference mode, inside either
+        state.enabled, state.inference = not self.mode, self.mode
 
     def __exit__(self, *exc) -> None:
         state.enabled, state.inference = self.prev

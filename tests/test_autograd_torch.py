@@ -1,0 +1,233 @@
+"""Autograd behaviours checked against torch: each scenario runs on numbagrad and on torch, and their observable
+results (values, dtypes, what hooks saw, errors raised) must agree. Modelled on torch's test/test_autograd.py."""
+
+
+import pytest
+
+import numbagrad
+
+
+def _plain(x):
+    """Results as plain Python values (tensors become nested lists, dtypes their names) to compare across libs."""
+    if isinstance(x, (tuple, list)):
+        return [_plain(v) for v in x]
+    if hasattr(x, "detach") and hasattr(x, "tolist"):
+        return x.detach().tolist()
+    if type(x).__name__ == "dtype":
+        return str(x).split(".")[-1]
+    return x
+
+
+def same(torch, scenario):
+    """Run ``scenario(lib)`` on both libraries; results, or the exception type and message, must agree."""
+    results = []
+    for lib in (numbagrad, torch):
+        try:
+            results.append(("ok", _plain(scenario(lib))))
+        except Exception as e:  # the comparison is the point: the same type and text
+            results.append((type(e).__name__, str(e)))
+    assert results[0] == results[1]
+    return results[1]
+
+
+# --- gradients take their input's dtype ----------------------------------------------------------------------
+def test_float64_leaf_gets_float64_grad_from_float32_seed(torch):
+    def scenario(lib):
+        x = lib.ones(2, dtype=lib.float64, requires_grad=True)
+        (x * 2).backward(lib.ones(2))
+        return x.grad.dtype, x.grad
+
+    assert same(torch, scenario)[1] == ["float64", [2.0, 2.0]]
+
+
+def test_autograd_grad_casts_seed_to_output_dtype(torch):
+    def scenario(lib):
+        x = lib.ones(2, dtype=lib.float64, requires_grad=True)
+        (g,) = lib.autograd.grad(x * 2, x, lib.ones(2))
+        return g.dtype
+
+    assert same(torch, scenario)[1] == "float64"
+
+
+def test_autograd_backward_casts_seed(torch):
+    def scenario(lib):
+        x = lib.ones(2, dtype=lib.float64, requires_grad=True)
+        lib.autograd.backward([x * 3], [lib.ones(2)])
+        return x.grad.dtype
+
+    assert same(torch, scenario)[1] == "float64"
+
+
+def test_sum_with_wider_dtype_gives_grad_in_input_dtype(torch):
+    def scenario(lib):
+        x = lib.ones(3, requires_grad=True)
+        seen = []
+        y = x * 2
+        y.register_hook(lambda g: seen.append(g.dtype))
+        y.sum(dtype=lib.float64).backward()
+        return x.grad.dtype, seen
+
+    assert same(torch, scenario)[1] == ["float32", ["float32"]]
+
+
+# --- node hooks ------------------------------------------------------------------------------------------------
+def test_post_hook_receives_incoming_gradient_as_grad_outputs(torch):
+    def scenario(lib):
+        a = lib.ones(1, requires_grad=True)
+        b = a * 2
+        seen = []
+        b.grad_fn.register_hook(lambda gi, go: seen.append((gi[0], go)))
+        (b * 5).sum().backward()
+        return seen
+
+    assert same(torch, scenario)[1] == [[[10.0], [[5.0]]]]
+
+
+def test_prehook_on_accumulate_grad_node_can_replace_grad(torch):
+    def scenario(lib):
+        a = lib.ones(2, requires_grad=True)
+        y = a * 2
+        acc = y.grad_fn.next_functions[0][0]
+        seen = []
+
+        def hook(grads):
+            seen.append(grads[0])
+            return (grads[0] * 10,)
+
+        acc.register_prehook(hook)
+        y.sum().backward()
+        return type(acc).__name__, seen, a.grad
+
+    assert same(torch, scenario)[1] == ["AccumulateGrad", [[2.0, 2.0]], [20.0, 20.0]]
+
+
+def test_autograd_grad_runs_no_hook_outside_the_needed_graph(torch):
+    def scenario(lib):
+        a = lib.ones(1, requires_grad=True)
+        seen = []
+        a.register_hook(lambda g: seen.append("leaf"))
+        z = a * 2
+        z.register_hook(lambda g: seen.append("below"))
+        y = z * 1
+        y.register_hook(lambda g: seen.append(("y", g)))
+        y.grad_fn.register_prehook(lambda g: seen.append("y's node"))
+        (g,) = lib.autograd.grad(y * 3, y)
+        return g, seen
+
+    assert same(torch, scenario)[1] == [[3.0], [["y", [3.0]]]]
+
+
+def test_autograd_grad_does_not_run_other_leaves_hooks(torch):
+    def scenario(lib):
+        x = lib.ones(1, requires_grad=True)
+        w = lib.ones(1, requires_grad=True)
+        seen = []
+        w.register_hook(lambda g: seen.append("w"))
+        x.register_hook(lambda g: seen.append("x"))
+        lib.autograd.grad((x * w).sum(), x)
+        return seen
+
+    assert same(torch, scenario)[1] == ["x"]
+
+
+def test_detach_inplace_after_use_leaves_grad_unset(torch):
+    def scenario(lib):
+        a = lib.ones((), requires_grad=True)
+        s = a.sin()
+        a.detach_()
+        s.backward()
+        return a.grad is None, a.requires_grad
+
+    assert same(torch, scenario)[1] == [True, False]
+
+
+# --- inference mode ------------------------------------------------------------------------------------------
+def test_inference_mode_false_inside_inference_mode_records_a_graph(torch):
+    def scenario(lib):
+        with lib.inference_mode(), lib.inference_mode(False):
+            x = lib.ones(1, requires_grad=True)
+            y = x * 2
+            return lib.is_inference_mode_enabled(), lib.is_grad_enabled(), y.grad_fn is not None
+
+    assert same(torch, scenario)[1] == [False, True, True]
+
+
+def test_tensor_made_in_inference_mode_is_an_inference_tensor(torch):
+    def scenario(lib):
+        with lib.inference_mode():
+            c = lib.ones(3)
+        return c.is_inference(), lib.is_inference(c), lib.ones(3).is_inference(), c.clone().is_inference()
+
+    assert same(torch, scenario)[1] == [True, True, False, False]
+
+
+@pytest.mark.parametrize("write", ["add_", "mul_", "setitem"])
+def test_inplace_on_inference_tensor_outside_inference_mode_raises(torch, write):
+    def scenario(lib):
+        with lib.inference_mode():
+            c = lib.ones(3)
+        if write == "setitem":
+            c[0] = 5.0
+        else:
+            getattr(c, write)(2)
+        return c
+
+    kind, message = same(torch, scenario)
+    assert kind == "RuntimeError" and message.startswith("Inplace update to inference tensor outside InferenceMode")
+
+
+def test_inplace_on_inference_tensor_inside_inference_mode_is_allowed(torch):
+    def scenario(lib):
+        with lib.inference_mode():
+            c = lib.ones(3)
+            c.add_(2)
+        return c
+
+    assert same(torch, scenario)[1] == [3.0, 3.0, 3.0]
+
+
+def test_inference_tensor_cannot_be_saved_for_backward(torch):
+    def scenario(lib):
+        with lib.inference_mode():
+            c = lib.ones(3)
+        x = lib.ones(3, requires_grad=True)
+        return x * c
+
+    kind, message = same(torch, scenario)
+    assert kind == "RuntimeError" and message.startswith("Inference tensors cannot be saved for backward.")
+
+
+def test_inference_tensor_cannot_require_grad_outside_inference_mode(torch):
+    def scenario(lib):
+        with lib.inference_mode():
+            c = lib.ones(3)
+        c.requires_grad_()
+
+    assert same(torch, scenario)[0] == "RuntimeError"
+
+
+# --- misuse -----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", ["int scalar", "int vector", "a number"])
+def test_data_of_a_leaf_requiring_grad_must_stay_floating(torch, value):
+    def scenario(lib):
+        a = lib.ones(2, requires_grad=True)
+        a.data = {"int scalar": lib.tensor(3), "int vector": lib.ones(3, dtype=lib.int32), "a number": 3}[value]
+
+    assert same(torch, scenario)[0] in ("RuntimeError", "TypeError")
+
+
+def test_data_may_change_dtype_and_shape_without_grad(torch):
+    def scenario(lib):
+        a = lib.ones(2)
+        a.data = lib.tensor([1, 2, 3])
+        return a.dtype, a
+
+    assert same(torch, scenario)[1] == ["int64", [1, 2, 3]]
+
+
+def test_grad_cannot_be_the_leaf_itself(torch):
+    def scenario(lib):
+        x = lib.ones(2, requires_grad=True)
+        x.grad = x
+
+    assert same(torch, scenario) == ("RuntimeError", "can't assign Variable as its own grad")
