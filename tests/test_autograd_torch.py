@@ -1,6 +1,7 @@
 """Autograd behaviours checked against torch: each scenario runs on numbagrad and on torch, and their observable
 results (values, dtypes, what hooks saw, errors raised) must agree. Modelled on torch's test/test_autograd.py."""
 
+import warnings
 
 import pytest
 
@@ -231,3 +232,74 @@ def test_grad_cannot_be_the_leaf_itself(torch):
         x.grad = x
 
     assert same(torch, scenario) == ("RuntimeError", "can't assign Variable as its own grad")
+
+
+# --- custom Functions ------------------------------------------------------------------------------------------
+def test_function_returning_one_tensor_twice_returns_the_same_object(torch):
+    def scenario(lib):
+        class Twice(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x * 2
+                return y, y
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return g1 + g2
+
+        x = lib.ones(2, requires_grad=True)
+        a, b = Twice.apply(x)
+        b.sum().backward()
+        return a is b, x.grad
+
+    assert same(torch, scenario)[1] == [True, [1.0, 1.0]]
+
+
+def _warnings_of(action) -> list:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        action()
+    return [str(w.message) for w in caught if "jit" not in str(w.message)]
+
+
+def test_detect_anomaly_warns_when_made(torch):
+    def scenario(lib):
+        def enter():
+            with lib.autograd.detect_anomaly():
+                pass
+
+        return _warnings_of(enter)
+
+    assert same(torch, scenario)[1][0].startswith("Anomaly Detection has been enabled.")
+
+
+def test_mark_dirty_on_a_tensor_that_is_not_an_input_warns(torch):
+    def scenario(lib):
+        class Dirty(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x * 2
+                ctx.mark_dirty(y)
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        x = lib.ones(2, requires_grad=True)
+        return [m.split(" (Triggered")[0] for m in _warnings_of(lambda: Dirty.apply(x))]
+
+    assert same(torch, scenario)[1] == [
+        "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been mutated should "
+        "be passed to ctx.mark_dirty()."
+    ]
+
+
+def test_graph_node_is_a_virtual_base_class(torch):
+    def scenario(lib):
+        node_cls = lib.autograd.graph.Node
+        y = lib.ones(1, requires_grad=True) * 2
+        acc = y.grad_fn.next_functions[0][0]
+        return isinstance(y.grad_fn, node_cls), node_cls in type(y.grad_fn).__mro__, isinstance(acc, node_cls)
+
+    assert same(torch, scenario)[1] == [True, False, True]

@@ -1,6 +1,6 @@
 """numbagrad.autograd: Function, the engine's entry points, grad modes and gradient checks."""
 
-from . import function, functional, grad_mode
+from . import function, functional, grad_mode, graph
 from .engine import backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
 from .grad_mode import (
@@ -30,6 +30,7 @@ __all__ = [
     "functional",
     "grad",
     "grad_mode",
+    "graph",
     "gradcheck",
     "gradgradcheck",
     "inference_mode",

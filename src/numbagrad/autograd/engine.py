@@ -24,11 +24,11 @@ import numpy as np
 from .. import _tensor
 from .._tensor import Tensor
 from .grad_mode import state
-from .graph import Node
+from .graph import GraphNode
 
 
 # --- leaves -------------------------------------------------------------------------------------------------
-class AccumulateGrad(Node):
+class AccumulateGrad(GraphNode):
     """The node behind a leaf that requires grad: adds incoming gradients into ``variable.grad``."""
 
     def __init__(self, variable: Tensor) -> None:

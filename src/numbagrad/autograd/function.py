@@ -22,7 +22,7 @@ from .._tensor import Tensor
 from .._types import broadcast_shapes_or_none, shape_str
 from .engine import accumulator_of
 from .grad_mode import no_grad, state
-from .graph import Node
+from .graph import GraphNode
 
 ERR_BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -137,7 +137,7 @@ def _raise_modified(t: Tensor, current: int, version: int, owner, output_nr: int
     )
 
 
-class BackwardCFunction(Node, FunctionCtx):
+class BackwardCFunction(GraphNode, FunctionCtx):
     """Base of every ``<Name>Backward`` class: the ctx during forward, the graph node afterwards.
 
     As in torch, a custom Function's backward runs once its node is reached even when every incoming gradient is
@@ -233,7 +233,7 @@ def _check_grads(node: BackwardCFunction, result: tuple) -> list:
     return out
 
 
-def validate_grad(node: Node, i: int, grad: Tensor, meta) -> Tensor:
+def validate_grad(node: GraphNode, i: int, grad: Tensor, meta) -> Tensor:
     """Reduce a broadcast gradient to the input's shape, cast its dtype, check shape and device."""
     shape, dtype, backend = meta
     data = grad._data
@@ -570,6 +570,13 @@ def _link_general(ctx, args: tuple, output) -> tuple:
     _check_marks(ctx)
     dirty, non_diff = ctx.dirty_tensors, ctx.non_differentiable
     for d in dirty:
+        if not _contains(args, d):
+            warnings.warn(
+                "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been mutated "
+                "should be passed to ctx.mark_dirty().",
+                UserWarning,
+                stacklevel=4,
+            )
         d._bump_version()
     is_tuple = type(output) is tuple
     outputs = list(output) if is_tuple else [output]
@@ -585,7 +592,8 @@ def _link_general(ctx, args: tuple, output) -> tuple:
         if is_dirty:
             if o.grad_fn is None and o._requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-        elif _contains(args, o) or o.grad_fn is not None:
+        elif _contains(args, o) or (o.grad_fn is not None and o.grad_fn is not ctx):
+            # (a tensor returned twice is the same object twice, as in torch: its last position is its output_nr)
             # "Return it as a view so that we can attach a new grad_fn" (torch)
             o = outputs[i] = o._view_of(o._data)
             returned_as_is.append(original)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import warnings
 
 
 class _State(threading.local):
@@ -185,6 +186,12 @@ class detect_anomaly(_DecoratorContextManager):  # noqa: N801
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = check_nan
         self.prev = (False, True)
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled for "
+            "debugging.",
+            UserWarning,
+            stacklevel=2,
+        )
 
     def __enter__(self) -> None:
         self.prev = (state.anomaly, state.anomaly_check_nan)
@@ -194,7 +201,9 @@ class detect_anomaly(_DecoratorContextManager):  # noqa: N801
         state.anomaly, state.anomaly_check_nan = self.prev
 
     def clone(self):
-        return self.__class__(self.check_nan)
+        copy = object.__new__(self.__class__)  # (no second warning for each call of a decorated function)
+        copy.check_nan, copy.prev = self.check_nan, self.prev
+        return copy
 
 
 class set_detect_anomaly:  # noqa: N801

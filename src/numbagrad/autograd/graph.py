@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import abc
 import weakref
 
 from .._tensor import RemovableHandle
 
 
-class Node:
-    """A node of the backward graph. ``next_functions`` holds one ``(node, output_nr)`` edge per input.
+class GraphNode:
+    """What every node of the backward graph is built on. ``next_functions`` holds one ``(node, output_nr)`` edge
+    per input. (The public ``Node`` is the abstract interface it satisfies.)
 
     ``_hooked`` is True once any hook (tensor hook, retain_grad, pre or post hook) is registered on this node, so
     the engine tests one attribute per node instead of four.
@@ -71,6 +73,40 @@ class Node:
 
     def __call__(self, *grads):
         return self._apply(list(grads))
+
+
+class Node(abc.ABC):
+    """``torch.autograd.graph.Node``: the abstract interface of backward-graph nodes. As in torch, the node classes
+    are not subclasses of it: they are its virtual subclasses (``isinstance(y.grad_fn, Node)`` is True while
+    ``Node`` is not in their MRO), so user code can test for nodes without the library's base class showing."""
+
+    @abc.abstractmethod
+    def name(self) -> str:
+        """The node's class name, as torch prints it (``MulBackward0``)."""
+
+    @property
+    @abc.abstractmethod
+    def next_functions(self) -> tuple:
+        """One ``(node, output_nr)`` edge per input of the forward op."""
+
+    @property
+    @abc.abstractmethod
+    def metadata(self) -> dict:
+        """A dict the user may fill (kept with the node)."""
+
+    @abc.abstractmethod
+    def register_hook(self, fn) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` after the node runs."""
+
+    @abc.abstractmethod
+    def register_prehook(self, fn) -> RemovableHandle:
+        """``fn(grad_outputs)`` before the node runs."""
+
+    @classmethod
+    def __subclasshook__(cls, subclass):
+        if cls is Node and issubclass(subclass, GraphNode):
+            return True
+        return NotImplemented
 
 
 def _add_hook(hooks: dict, fn) -> RemovableHandle:
