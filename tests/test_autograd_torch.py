@@ -303,3 +303,100 @@ def test_graph_node_is_a_virtual_base_class(torch):
         return isinstance(y.grad_fn, node_cls), node_cls in type(y.grad_fn).__mro__, isinstance(acc, node_cls)
 
     assert same(torch, scenario)[1] == [True, False, True]
+
+
+# --- saved-tensor hooks ------------------------------------------------------------------------------------------
+def test_saved_tensors_hooks_pack_each_saved_tensor_and_unpack_in_backward(torch):
+    def scenario(lib):
+        packed = []
+
+        def pack(t):
+            packed.append(t.shape)
+            return t * 1  # a copy: backward must work from the unpacked value alone
+
+        def unpack(t):
+            return t
+
+        x = lib.tensor([0.5, 1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(pack, unpack):
+            y = (x.sin() * x).exp().sum()
+        n_packed = len(packed)
+        y.backward()
+        return n_packed, [round(v, 10) for v in x.grad.tolist()]
+
+    n, grad = same(torch, scenario)[1]
+    assert n == 4 and len(grad) == 3
+
+
+def test_saved_tensors_hooks_apply_to_custom_function_saves(torch):
+    def scenario(lib):
+        log = []
+
+        class Square(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return 2 * x * g
+
+        def pack(t):
+            log.append("pack")
+            return t.detach() * 10
+
+        def unpack(t):
+            log.append("unpack")
+            return t
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(pack, unpack):
+            y = Square.apply(x)
+        y.sum().backward()
+        return log, x.grad  # the gradient sees what unpack returned (10x)
+
+    assert same(torch, scenario)[1] == [["pack", "unpack"], [20.0, 40.0]]
+
+
+def test_unpack_hook_must_return_a_tensor(torch):
+    def scenario(lib):
+        x = lib.ones(2, requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: 3):
+            y = (x * x).sum()
+        y.backward()
+
+    assert same(torch, scenario)[0] == "TypeError"
+
+
+def test_disable_saved_tensors_hooks_rejects_hooks_with_its_message(torch):
+    def scenario(lib):
+        with lib.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            with lib.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                pass
+
+    assert same(torch, scenario) == ("RuntimeError", "no hooks here")
+
+
+def test_save_on_cpu_gives_the_same_gradient(torch):
+    def scenario(lib):
+        x = lib.tensor([0.5, 1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        with lib.autograd.graph.save_on_cpu():
+            y = (x.exp() * x).sum()
+        y.backward()
+        return [round(v, 10) for v in x.grad.tolist()]
+
+    same(torch, scenario)
+
+
+def test_saved_tensor_hooks_skip_the_inplace_check_as_torch(torch):
+    def scenario(lib):
+        x = lib.ones(2, requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            a = x * 1
+            y = a.sin()
+        a.add_(1)
+        y.sum().backward()
+
+    assert same(torch, scenario)[0] == "ok"

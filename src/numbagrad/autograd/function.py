@@ -87,7 +87,7 @@ class FunctionCtx:
                 continue
             t, version, output_nr, _ = s
             counter = t._version_counter
-            if output_nr < 0 and (counter.value if counter is not None else 0) == version:
+            if output_nr < 0 and (counter.value if counter is not None else 0) == version and type(t) is Tensor:
                 tensors.append(t)  # an unchanged input: ``_unpack_saved``'s common case, inline
             else:
                 tensors.append(_unpack_saved(s, self))
@@ -108,7 +108,11 @@ class FunctionCtx:
 
 def _unpack_saved(saved: tuple, node) -> Tensor:
     t, version, output_nr, grad_fn = saved
-    counter = t._version_counter
+    if type(t) is PackedTensor:
+        t = t.unpack()
+        counter = None
+    else:
+        counter = t._version_counter
     current = 0 if counter is None else counter.value
     if current != version:
         _raise_modified(t, current, version, node if output_nr >= 0 else grad_fn, output_nr)
@@ -524,6 +528,8 @@ def edge_of(t: Tensor) -> tuple:
 
 def saved_input(t: Tensor) -> tuple:
     """What saving an input for backward records: the tensor, its version now, and its own grad_fn."""
+    if state.saved_hooks is not None:
+        return (PackedTensor(t), 0, -1, t.grad_fn)
     counter = t._version_counter
     return (t, 0 if counter is None else counter.value, -1, t.grad_fn)
 
@@ -534,7 +540,41 @@ def saved_output(t: Tensor) -> tuple:
     counter = t._shared_version()
     detached = Tensor._make(t._data)
     detached._version_counter = counter
+    if state.saved_hooks is not None:
+        return (PackedTensor(detached), 0, t._output_nr, None)
     return (detached, counter.value, t._output_nr, None)
+
+
+class PackedTensor:
+    """A tensor saved for backward while ``saved_tensors_hooks`` are active: the pack hook's result, unpacked
+    (by the unpack hook) whenever backward reads it. It stands where the tensor would in a saved entry, so every
+    node, built-in or custom, reads it the same way: ``_data`` unpacks. As in torch, what the hooks hand back is
+    not version-checked (it has no version counter, and its entry records version 0)."""
+
+    __slots__ = ("_packed", "_unpack")
+    grad_fn = None
+    _version_counter = None
+
+    def __init__(self, t: Tensor) -> None:
+        hooks = state.saved_hooks
+        pack, self._unpack = hooks[-1]
+        state.saved_hooks = None  # what the pack hook itself computes is saved as usual (torch: no recursion)
+        try:
+            self._packed = pack(t)
+        finally:
+            state.saved_hooks = hooks
+
+    def unpack(self) -> Tensor:
+        t = self._unpack(self._packed)
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type {type(t).__name__}"
+            )
+        return t
+
+    @property
+    def _data(self):
+        return self.unpack()._data
 
 
 def _link_outputs(cls, ctx, args: tuple, output):

@@ -25,6 +25,8 @@ class _State(threading.local):
         self.anomaly = False
         self.anomaly_check_nan = True
         self.tracer = None
+        self.saved_hooks = None  # the (pack, unpack) pairs of saved_tensors_hooks, innermost last; None if none
+        self.saved_hooks_disabled = None  # disable_saved_tensors_hooks' error message while it is active
 
 
 state = _State()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import abc
 import weakref
 
-from .._tensor import RemovableHandle
+from .._tensor import RemovableHandle, Tensor
+from .grad_mode import state
 
 
 class GraphNode:
@@ -113,3 +114,54 @@ def _add_hook(hooks: dict, fn) -> RemovableHandle:
     handle = RemovableHandle(hooks)
     hooks[handle.id] = fn
     return handle
+
+
+# --- saved-tensor hooks -------------------------------------------------------------------------------------
+class saved_tensors_hooks:  # noqa: N801 - torch's name
+    """Inside, every tensor saved for backward (by ``ctx.save_for_backward`` or a built-in op) is handed to
+    ``pack_hook(tensor)`` and only its result is kept; backward gets the tensor back from
+    ``unpack_hook(packed)`` whenever it reads it. The innermost pair applies (what activation checkpointing and
+    offloading build on)."""
+
+    def __init__(self, pack_hook, unpack_hook) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> None:
+        if state.saved_hooks_disabled is not None:
+            raise RuntimeError(state.saved_hooks_disabled)
+        state.saved_hooks = (state.saved_hooks or ()) + ((self.pack_hook, self.unpack_hook),)
+
+    def __exit__(self, *exc) -> None:
+        state.saved_hooks = state.saved_hooks[:-1] or None
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801
+    """Saved tensors are kept on the CPU (copied there from a device) and moved back to their device when
+    backward reads them: device memory traded for copies."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack(t: Tensor):
+            return t.device, t.to("cpu") if t.is_cuda else t
+
+        def unpack(packed) -> Tensor:
+            device, t = packed
+            return t.to(device)
+
+        super().__init__(pack, unpack)
+
+
+class disable_saved_tensors_hooks:  # noqa: N801
+    """Inside, entering ``saved_tensors_hooks`` raises ``RuntimeError(error_message)`` (for code whose saves
+    must not be intercepted)."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+        self.prev = None
+
+    def __enter__(self) -> None:
+        self.prev = state.saved_hooks_disabled
+        state.saved_hooks_disabled = self.error_message
+
+    def __exit__(self, *exc) -> None:
+        state.saved_hooks_disabled = self.prev
