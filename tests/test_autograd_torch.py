@@ -400,3 +400,64 @@ def test_saved_tensor_hooks_skip_the_inplace_check_as_torch(torch):
         y.sum().backward()
 
     assert same(torch, scenario)[0] == "ok"
+
+
+# --- hooks over leaves and over several tensors ------------------------------------------------------------------
+def test_post_accumulate_grad_hook_sees_the_accumulated_grad(torch):
+    def scenario(lib):
+        x = lib.ones(2, requires_grad=True)
+        seen = []
+        x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.clone()))
+        (x * 2).sum().backward()
+        (x * 3).sum().backward()
+        return seen
+
+    assert same(torch, scenario)[1] == [[2.0, 2.0], [5.0, 5.0]]
+
+
+def _grads_or_none(gs):
+    return [None if g is None else g.tolist() for g in gs]
+
+
+def test_multi_grad_hook_all_runs_once_per_backward_with_the_computed_grads(torch):
+    def scenario(lib):
+        a, b, c = (lib.ones(2, requires_grad=True) for _ in range(3))
+        log = []
+        handle = lib.autograd.graph.register_multi_grad_hook((a, b, c), lambda gs: log.append(_grads_or_none(gs)))
+        (a * 2 + b * 3).sum().backward()
+        (c * 5).sum().backward()
+        handle.remove()
+        (a * 2).sum().backward()
+        return log
+
+    assert same(torch, scenario)[1] == [[[2.0, 2.0], [3.0, 3.0], None], [None, None, [5.0, 5.0]]]
+
+
+def test_multi_grad_hook_any_runs_for_the_first_grad_only(torch):
+    def scenario(lib):
+        a, b = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+        log = []
+        lib.autograd.graph.register_multi_grad_hook((a, b), lambda g: log.append(g.tolist()), mode="any")
+        (a * 2 + b * 3).sum().backward()
+        return log
+
+    assert same(torch, scenario)[1] == [[3.0, 3.0]]
+
+
+def test_multi_grad_hook_counts_only_what_autograd_grad_computes(torch):
+    def scenario(lib):
+        x = lib.ones(2, requires_grad=True)
+        y = x * 2
+        log = []
+        lib.autograd.graph.register_multi_grad_hook((x, y), lambda gs: log.append(_grads_or_none(gs)))
+        lib.autograd.grad((y * 3).sum(), y)
+        return log
+
+    assert same(torch, scenario)[1] == [[None, [3.0, 3.0]]]
+
+
+def test_multi_grad_hook_rejects_unknown_mode(torch):
+    def scenario(lib):
+        lib.autograd.graph.register_multi_grad_hook((lib.ones(1, requires_grad=True),), print, mode="some")
+
+    assert same(torch, scenario)[0] == "ValueError"

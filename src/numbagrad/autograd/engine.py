@@ -256,6 +256,8 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
     outer = getattr(_callbacks, "pending", None)
     _callbacks.pending = []
     st = state
+    outer_task = st.task
+    st.task = task
     prev_mode = st.enabled
     st.enabled = create_graph
     try:
@@ -266,6 +268,7 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
     finally:
         st.enabled = prev_mode
         _callbacks.pending = outer
+        st.task = outer_task
     return task.captured
 
 
@@ -339,6 +342,9 @@ class _Task:
         self.accumulate = accumulate
         self.targets = None  # node -> [(output_nr, k)]: where to capture the gradients of ``inputs``
         self.captured: list = []
+        self.deps: dict = {}  # (while it runs: what ``will_compute_grad_of`` reads)
+        self.needed = None
+        self.roots: list = []
         if inputs is not None:
             self.targets = {}
             for k, t in enumerate(inputs):
@@ -351,6 +357,7 @@ class _Task:
         if len(roots) == 1:  # loss.backward(): one root, its seed straight into its buffer
             node, nr = roots[0]
             root_nodes = [node]
+            self.roots = root_nodes
             deps = _dependencies(root_nodes)
             buf = [None] * node._num_outputs
             buf[nr] = grads[0]
@@ -358,6 +365,7 @@ class _Task:
             ready = [] if node in deps else [(-node._sequence_nr, id(node), node)]
         else:
             root_nodes = list(dict.fromkeys(node for node, _ in roots))
+            self.roots = root_nodes
             deps = _dependencies(root_nodes)
             buffers = {}
             for (node, nr), g in zip(roots, grads):
@@ -368,6 +376,7 @@ class _Task:
             ready = [(-node._sequence_nr, id(node), node) for node in root_nodes if node not in deps]
             heapq.heapify(ready)
         needed = _needed(root_nodes, self.targets) if self.targets is not None else None
+        self.deps, self.needed = deps, needed
         g = buf = None  # only the buffers hold the seeds now (see engine_owns)
         waiting: dict = {}  # leaf -> [its first gradient], still shared when it was ready (see _accumulate_leaf)
         try:
@@ -459,6 +468,16 @@ class _Task:
                     self._accumulate_leaf(leaf, buffers.pop(leaf)[0], waiting)
             if waiting:
                 self._accumulate_waiting(waiting, False)
+
+    def will_compute_grad_of(self, t: Tensor) -> bool:
+        """Whether this pass computes a gradient for ``t`` (its node is reached, and needed for ``inputs``)."""
+        node = t.grad_fn if t.grad_fn is not None else accumulator_of(t)
+        if node not in self.deps and node not in self.roots:
+            return False
+        targets = self.targets
+        if targets is not None and node not in targets and node not in self.needed:
+            return False
+        return True
 
     def _accumulate_waiting(self, waiting: dict, finish: bool) -> None:
         """Accumulate the waiting leaves (see ``_accumulate_leaf``) whose gradient nothing else holds any more;

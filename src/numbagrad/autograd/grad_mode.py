@@ -27,6 +27,7 @@ class _State(threading.local):
         self.tracer = None
         self.saved_hooks = None  # the (pack, unpack) pairs of saved_tensors_hooks, innermost last; None if none
         self.saved_hooks_disabled = None  # disable_saved_tensors_hooks' error message while it is active
+        self.task = None  # the backward pass running in this thread (the engine's ``_Task``), if any
 
 
 state = _State()

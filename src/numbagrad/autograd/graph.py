@@ -165,3 +165,54 @@ class disable_saved_tensors_hooks:  # noqa: N801
 
     def __exit__(self, *exc) -> None:
         state.saved_hooks_disabled = self.prev
+
+
+# --- hooks over several tensors -----------------------------------------------------------------------------
+class _MultiHandle:
+    """Removes the per-tensor hooks of one ``register_multi_grad_hook``."""
+
+    def __init__(self, handles: list) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all") -> _MultiHandle:
+    """Call ``fn`` once per backward over several tensors: with mode ``"all"``, ``fn(grads)`` once every gradient
+    this backward computes for ``tensors`` is known (``None`` for the others); with mode ``"any"``, ``fn(grad)``
+    for the first of them to be computed."""
+    supported = ("all", "any")
+    if mode not in supported:
+        raise ValueError(f"Expects mode to be one of {supported} but got {mode}")
+    tensors = tuple(tensors)
+    passes: dict = weakref.WeakKeyDictionary()  # backward pass -> its state
+
+    def hook_for(i: int):
+        def hook(grad):
+            task = state.task
+            if mode == "any":
+                if task not in passes:
+                    passes[task] = True
+                    fn(grad)
+                return None
+            if task not in passes:
+                expected = sum(1 for t in tensors if task.will_compute_grad_of(t))
+                passes[task] = [expected, [None] * len(tensors)]
+            entry = passes[task]
+            entry[1][i] = grad
+            entry[0] -= 1
+            if entry[0] == 0:
+                fn(tuple(entry[1]))
+            return None
+
+        return hook
+
+    return _MultiHandle([t.register_hook(hook_for(i)) for i, t in enumerate(tensors) if t.requires_grad])
