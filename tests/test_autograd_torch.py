@@ -461,3 +461,120 @@ def test_multi_grad_hook_rejects_unknown_mode(torch):
         lib.autograd.graph.register_multi_grad_hook((lib.ones(1, requires_grad=True),), print, mode="some")
 
     assert same(torch, scenario)[0] == "ValueError"
+
+
+# --- gradcheck options ---------------------------------------------------------------------------------------------
+def _gradcheck_outcome(lib, fn_name, **options):
+    class Square(lib.autograd.Function):  # no jvp
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    class Wrong(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    fns = {"sin": lambda t: t.sin() * t, "square": Square.apply, "wrong": Wrong.apply, "mask": lambda t: t[t > 0.0]}
+    x = lib.tensor([0.0 if fn_name == "mask" else 0.5, 1.5], dtype=lib.float64, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return lib.autograd.gradcheck(fns[fn_name], (x,), **options)
+
+
+@pytest.mark.parametrize(
+    ("fn_name", "options"),
+    [
+        ("sin", {"check_forward_ad": True}),
+        ("square", {"check_forward_ad": True}),
+        ("square", {"check_forward_ad": True, "raise_exception": False}),
+        ("wrong", {"raise_exception": False}),
+        ("wrong", {"check_backward_ad": False}),
+        ("wrong", {"fast_mode": True, "raise_exception": False}),
+        ("sin", {"fast_mode": True}),
+        ("square", {"check_undefined_grad": True}),
+        ("mask", {}),
+    ],
+)
+def test_gradcheck_options_behave_as_torch(torch, fn_name, options):
+    def scenario(lib):
+        return _gradcheck_outcome(lib, fn_name, **options)
+
+    kind, value = same_kind(torch, scenario)
+    assert kind in ("ok", "NotImplementedError", "AssertionError")
+
+
+def same_kind(torch, scenario):
+    """Like ``same``, for messages that name the library (``torch.Size``): compared with that name removed."""
+    results = []
+    for lib in (numbagrad, torch):
+        try:
+            results.append(("ok", _plain(scenario(lib))))
+        except Exception as e:
+            results.append((type(e).__name__, str(e).replace(lib.__name__ + ".", "")))
+    assert results[0] == results[1]
+    return results[1]
+
+
+def test_gradcheck_fast_mode_reports_mismatch_as_torch(torch):
+    messages = []
+    for lib in (numbagrad, torch):
+        with pytest.raises(lib.autograd.gradcheck.__globals__["GradcheckError"]) as info:
+            _gradcheck_outcome(lib, "wrong", fast_mode=True)
+        messages.append(str(info.value))
+    for m in messages:
+        assert m.startswith("Jacobian mismatch for output 0 with respect to input 0,\nnumerical:")
+        assert "in fast mode. See: https://github.com/pytorch/pytorch/issues/53876" in m
+
+
+def _leaky_gradcheck(lib, when_undefined_only: bool, **options):
+    class Leaky(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            if g is None:
+                return lib.ones(2, dtype=lib.float64)  # a gradient out of nothing
+            return g * 2 if when_undefined_only else g * 2 + 1
+
+    x = lib.tensor([0.5, 1.5], dtype=lib.float64, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return lib.autograd.gradcheck(Leaky.apply, (x,), atol=10, rtol=10, **options)
+
+
+def test_gradcheck_catches_backward_not_multiplied_by_grad_output(torch):
+    assert same(torch, lambda lib: _leaky_gradcheck(lib, False)) == (
+        "GradcheckError",
+        "backward not multiplied by grad_output",
+    )
+
+
+def test_gradcheck_catches_backward_that_mishandles_undefined_grads(torch):
+    kind, message = same(torch, lambda lib: _leaky_gradcheck(lib, True))
+    assert kind == "GradcheckError" and message.startswith("Expected all input grads to be undefined or zero")
+
+
+def test_gradcheck_undefined_grad_check_can_be_switched_off(torch):
+    assert same(torch, lambda lib: _leaky_gradcheck(lib, True, check_undefined_grad=False)) == ("ok", True)
+
+
+def test_gradgradcheck_passes_options_through(torch):
+    def scenario(lib):
+        x = lib.tensor([0.5, 1.5], dtype=lib.float64, requires_grad=True)
+        return lib.autograd.gradgradcheck(lambda t: t.sin() * t, (x,), fast_mode=True, check_fwd_over_rev=True)
+
+    assert same(torch, scenario)[1] is True
