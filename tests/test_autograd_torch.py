@@ -578,3 +578,43 @@ def test_gradgradcheck_passes_options_through(torch):
         return lib.autograd.gradgradcheck(lambda t: t.sin() * t, (x,), fast_mode=True, check_fwd_over_rev=True)
 
     assert same(torch, scenario)[1] is True
+
+
+# --- the legacy Variable ------------------------------------------------------------------------------------------
+def test_variable_makes_a_detached_alias_that_may_require_grad(torch):
+    def scenario(lib):
+        t = lib.ones(2)
+        v = lib.autograd.Variable(t, requires_grad=True)
+        y = lib.ones(2, requires_grad=True) * 2
+        w = lib.autograd.Variable(y)
+        return (
+            type(v) is lib.Tensor,
+            v is t,
+            v.requires_grad,
+            t.requires_grad,
+            v.data_ptr() == t.data_ptr(),
+            w.grad_fn is None,
+            isinstance(t, lib.autograd.Variable),
+        )
+
+    assert same(torch, scenario)[1] == [True, False, True, False, True, True, True]
+
+
+def test_variable_volatile_warns_and_does_nothing(torch):
+    def scenario(lib):
+        t = lib.ones(2)
+        return _warnings_of(lambda: lib.autograd.Variable(t, volatile=True))
+
+    assert same(torch, scenario)[1] == [
+        "volatile was removed and now has no effect. Use `with torch.no_grad():` instead."
+    ]
+
+
+@pytest.mark.parametrize("case", ["not a tensor", "int requires grad"])
+def test_variable_errors_as_torch(torch, case):
+    def scenario(lib):
+        if case == "not a tensor":
+            return lib.autograd.Variable(3)
+        return lib.autograd.Variable(lib.ones(2, dtype=lib.int64), requires_grad=True)
+
+    assert same(torch, scenario)[0] in ("TypeError", "RuntimeError")

@@ -16,6 +16,7 @@ from .grad_mode import (
     set_grad_enabled,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .variable import Variable
 
 __all__ = [
     "Function",
@@ -23,6 +24,7 @@ __all__ = [
     "GradcheckError",
     "InplaceFunction",
     "NestedIOFunction",
+    "Variable",
     "backward",
     "detect_anomaly",
     "enable_grad",

@@ -87,7 +87,11 @@ class FunctionCtx:
                 continue
             t, version, output_nr, _ = s
             counter = t._version_counter
-            if output_nr < 0 and (counter.value if counter is not None else 0) == version and type(t) is not PackedTensor:
+            if (
+                output_nr < 0
+                and (counter.value if counter is not None else 0) == version
+                and type(t) is not PackedTensor
+            ):
                 tensors.append(t)  # an unchanged input: ``_unpack_saved``'s common case, inline
             else:
                 tensors.append(_unpack_saved(s, self))
