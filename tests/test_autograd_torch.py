@@ -618,3 +618,24 @@ def test_variable_errors_as_torch(torch, case):
         return lib.autograd.Variable(lib.ones(2, dtype=lib.int64), requires_grad=True)
 
     assert same(torch, scenario)[0] in ("TypeError", "RuntimeError")
+
+
+# --- second backward through indexing ----------------------------------------------------------------------------
+@pytest.mark.parametrize("case", ["setitem advanced", "getitem advanced", "getitem mask", "getitem slice"])
+def test_second_backward_through_indexing_as_torch(torch, case):
+    def scenario(lib):
+        b = lib.ones(3, requires_grad=True)
+        if case == "setitem advanced":
+            y = lib.zeros(3)
+            y[[1, 2]] = b[[1, 1]]
+        elif case == "getitem advanced":
+            y = b[[1, 1]]
+        elif case == "getitem mask":
+            y = b[lib.tensor([True, False, True])]
+        else:
+            y = b[1:]
+        y.sum().backward()
+        y.sum().backward()
+        return b.grad
+
+    same(torch, scenario)
