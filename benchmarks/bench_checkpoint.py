@@ -1,7 +1,9 @@
 """Activation memory of a 16-layer MLP (width 512, batch 256) trained one step with and without checkpointing in 4
-segments (``utils.checkpoint.checkpoint_sequential``, both forms), measured with tracemalloc: the peak of memory
-allocated by numpy between the start of the forward and the end of the backward, and what is still allocated
-after the forward (the activations kept for backward).
+segments (``utils.checkpoint.checkpoint_sequential``, both forms), measured with tracemalloc: what is still
+allocated after the forward (the activations kept for backward), and the peak of memory allocated between the
+start of the forward and the end of the backward. The parameters' ``.grad`` buffers exist before the step
+(``zero_grad(set_to_none=False)``), so neither number counts them; the input requires grad, as the reentrant
+form needs for the segments' parameters to get gradients.
 
     PYTHONPATH=src python benchmarks/bench_checkpoint.py
 """
@@ -28,7 +30,7 @@ def model() -> nn.Sequential:
 
 def step(net: nn.Sequential, x, mode: str) -> tuple[float, float, float]:
     """(MiB kept after the forward, peak MiB through the backward, seconds) of one forward and backward."""
-    net.zero_grad()
+    net.zero_grad(set_to_none=False)
     tracemalloc.start()
     start = time.perf_counter()
     if mode == "plain":
@@ -46,7 +48,7 @@ def step(net: nn.Sequential, x, mode: str) -> tuple[float, float, float]:
 
 def main() -> None:
     net = model()
-    x = numbagrad.randn(BATCH, WIDTH)
+    x = numbagrad.randn(BATCH, WIDTH, requires_grad=True)
     step(net, x, "plain")  # compile and warm the kernels outside the measurement
     print(f"{LAYERS}-layer MLP, width {WIDTH}, batch {BATCH}, float32; checkpointed in {SEGMENTS} segments")
     print(f"{'mode':<16}{'kept after forward':>20}{'peak in step':>16}{'time':>10}")

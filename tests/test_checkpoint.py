@@ -111,3 +111,16 @@ def test_checkpoint_sequential_matches_torch(torch, use_reentrant):
         seq(layers, 2, x, use_reentrant=use_reentrant).sum().backward()
         results.append(x.grad.tolist())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
+
+
+def test_reentrant_checkpoint_warns_when_no_input_requires_grad(torch):
+    from torch.utils.checkpoint import checkpoint as torch_checkpoint
+
+    messages = []
+    for lib, ck in ((numbagrad, checkpoint), (torch, torch_checkpoint)):
+        w = lib.ones(2, requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ck(lambda t, w=w: t * w, lib.ones(2), use_reentrant=True)
+        messages.append([str(m.message) for m in caught])
+    assert messages[0] == messages[1] == ["None of the inputs have requires_grad=True. Gradients will be None"]

@@ -115,6 +115,10 @@ class _CheckpointFunction(Function):
 
     @staticmethod
     def forward(ctx, run_function, preserve_rng_state, *args):
+        if not any(a.requires_grad for a in args if isinstance(a, Tensor)):
+            warnings.warn(
+                "None of the inputs have requires_grad=True. Gradients will be None", UserWarning, stacklevel=4
+            )
         ctx.run_function = run_function
         ctx.rng = _rng_state() if preserve_rng_state else None
         ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
