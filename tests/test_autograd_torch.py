@@ -504,6 +504,8 @@ def _gradcheck_outcome(lib, fn_name, **options):
         ("sin", {"fast_mode": True}),
         ("square", {"check_undefined_grad": True}),
         ("mask", {}),
+        ("sin", {"check_grad_dtypes": True}),
+        ("sin", {"masked": True}),
     ],
 )
 def test_gradcheck_options_behave_as_torch(torch, fn_name, options):

@@ -85,7 +85,9 @@ def _numerical_jacobians(func, inputs, diff_inputs, eps: float) -> list:
     return result
 
 
-def _analytical_jacobians(func, inputs, diff_inputs) -> list:
+def _analytical_jacobians(func, inputs, diff_inputs, check_grad_dtypes: bool = False) -> list:
+    """J[o][i] from one backward per output element; ``check_grad_dtypes``: each gradient must have its input's
+    dtype (torch's "Gradient has dtype mismatch")."""
     outputs = _float_outputs(func, inputs)
     result = [[np.zeros((x.numel(), o.numel())) for x in diff_inputs] for o in outputs]
     for o_idx, out in enumerate(outputs):
@@ -99,6 +101,8 @@ def _analytical_jacobians(func, inputs, diff_inputs) -> list:
                 if g is not None:
                     if g.shape != diff_inputs[i].shape:
                         raise GradcheckError("Analytical gradient has incorrect size")
+                    if check_grad_dtypes and g.dtype != diff_inputs[i].dtype:
+                        raise GradcheckError("Gradient has dtype mismatch")
                     result[o_idx][i][:, m] = g._host().astype(np.float64).reshape(-1)
     return result
 
@@ -152,7 +156,7 @@ def gradcheck(
             return False
     numerical = _numerical_jacobians(func, inputs, diff_inputs, eps)
     if check_backward_ad and not fast_mode:
-        analytical = _analytical_jacobians(func, inputs, diff_inputs)
+        analytical = _analytical_jacobians(func, inputs, diff_inputs, check_grad_dtypes)
         if not _compare(numerical, analytical, rtol, atol, raise_exception, ""):
             return False
         again = _analytical_jacobians(func, inputs, diff_inputs)
