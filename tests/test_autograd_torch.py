@@ -641,3 +641,23 @@ def test_second_backward_through_indexing_as_torch(torch, case):
         return b.grad
 
     same(torch, scenario)
+
+
+# --- batched gradients ---------------------------------------------------------------------------------------------
+def test_grad_with_batched_grad_outputs_gives_one_vjp_per_row(torch):
+    def scenario(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        (jac,) = lib.autograd.grad(x * x, x, lib.eye(3), is_grads_batched=True)
+        (rows,) = lib.autograd.grad((x * x).sum(), x, lib.ones(2), is_grads_batched=True)
+        return jac, rows
+
+    assert same(torch, scenario)[1] == [[[2.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 6.0]], [[2.0, 4.0, 6.0]] * 2]
+
+
+def test_grad_batched_grad_outputs_need_a_batch_dim(torch):
+    def scenario(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        return lib.autograd.grad(x * x, x, lib.ones(3), is_grads_batched=True)
+
+    kind, message = same_kind(torch, scenario)
+    assert kind == "RuntimeError" and message.startswith("If `is_grads_batched=True`")

@@ -200,8 +200,6 @@ def grad(
     materialize_grads: bool = False,
 ):
     """The gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` is not touched)."""
-    if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported by numbagrad")
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
@@ -213,6 +211,8 @@ def grad(
     for t in inputs:
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads)
     grads = _make_grads(outputs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
@@ -228,6 +228,35 @@ def grad(
                     "allow_unused=True if this is the desired behavior."
                 )
         result.append(g)
+    return tuple(result)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """``grad(..., is_grads_batched=True)``: the first dim of each grad_output is a batch; each input's result
+    stacks one vector-Jacobian product per batch entry (torch vectorizes them with vmap; here they run one
+    after another, keeping the graph until the last)."""
+    grad_outputs = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if g.shape[1:] != out.shape:
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                "dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding "
+                f"output, but a mismatch was detected: grad_output[{i}] has a shape of {g.shape[1:]} and output[{i}] "
+                f"has a shape of {out.shape}. If you only want some tensors in `grad_output` to be considered "
+                "batched, consider using vmap."
+            )
+    n = grad_outputs[0].shape[0]
+    rows = []
+    for b in range(n):
+        keep = retain_graph if b == n - 1 else True
+        rows.append(
+            grad(outputs, inputs, [g[b] for g in grad_outputs], keep, create_graph, True, allow_unused, False,
+                 materialize_grads)
+        )  # fmt: skip
+    result = []
+    for k in range(len(inputs)):
+        column = [row[k] for row in rows]
+        result.append(None if column[0] is None else _tensor._ops.stack(column))
     return tuple(result)
 
 
