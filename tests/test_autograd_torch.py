@@ -661,3 +661,26 @@ def test_grad_batched_grad_outputs_need_a_batch_dim(torch):
 
     kind, message = same_kind(torch, scenario)
     assert kind == "RuntimeError" and message.startswith("If `is_grads_batched=True`")
+
+
+def test_accumulate_grad_node_hooks_run_in_torch_order(torch):
+    def scenario(lib):
+        a = lib.ones(2, requires_grad=True)
+        y = a * 2
+        acc = y.grad_fn.next_functions[0][0]
+        log = []
+        acc.register_hook(lambda gi, go: log.append(("post", len(gi), go[0].tolist(), a.grad is None)))
+        acc.register_prehook(lambda go: log.append(("pre", a.grad is None)))
+        a.register_hook(lambda g: log.append(("tensor", a.grad is None)))
+        a.register_post_accumulate_grad_hook(lambda t: log.append(("post accumulate", t.grad.tolist())))
+        y.sum().backward()
+        lib.autograd.grad((a * 3).sum(), a)  # captured, not accumulated: only the tensor hook runs
+        return log
+
+    assert same(torch, scenario)[1] == [
+        ["tensor", True],
+        ["pre", True],
+        ["post accumulate", [2.0, 2.0]],
+        ["post", 0, [2.0, 2.0], False],
+        ["tensor", False],
+    ]

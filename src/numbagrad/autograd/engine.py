@@ -561,19 +561,6 @@ class _Task:
             node._release()
         return grads_out
 
-    def _leaf_node_hooks(self, node: AccumulateGrad, g):
-        """Pre-hooks registered on a leaf's ``AccumulateGrad`` node (``(grad,) -> (grad,) or None``); its
-        post-hooks run too (with ``grad_inputs`` empty), in that order, before accumulation."""
-        if node._pre_hooks:
-            for hook in list(node._pre_hooks.values()):
-                r = hook((g,))
-                if r is not None:
-                    g = r[0]
-        if node._post_hooks:
-            for hook in list(node._post_hooks.values()):
-                hook((), (g,))
-        return g
-
     def _accumulate_leaf(self, node: AccumulateGrad, g, waiting: dict | None = None) -> None:
         """Leaf hooks, capture for ``inputs``, accumulation into ``.grad`` and post-accumulate hooks.
 
@@ -589,8 +576,12 @@ class _Task:
             g = g.to(leaf.dtype)
         if leaf._hooks:
             g = _call_hooks(leaf._hooks, g)
-        if node._hooked:
-            g = self._leaf_node_hooks(node, g)
+        hooked = node._hooked and self.accumulate  # (a captured leaf's node does not run: nor do its hooks)
+        if hooked and node._pre_hooks:
+            for hook in list(node._pre_hooks.values()):
+                r = hook((g,))
+                if r is not None:
+                    g = r[0]
         if targets is not None and node in targets:
             for _, k in targets[node]:
                 self.captured[k] = g
@@ -598,13 +589,16 @@ class _Task:
             owned = engine_owns(g)  # before the call below puts g on the stack once more
             post = leaf.__dict__.get("_post_accumulate_hooks")
             shared = not (owned or waiting is None or targets is not None or self.create_graph)
-            if shared and leaf._grad is None and not leaf._hooks and not post and g._data.size >= WAIT_MIN_SIZE:
+            if shared and leaf._grad is None and not (leaf._hooks or post or hooked) and g._data.size >= WAIT_MIN_SIZE:
                 waiting[node] = [g]  # its one holder while it waits, as a buffer slot is
                 return
             node.accumulate(g, self.create_graph, owned)
             if post:
                 for hook in list(post.values()):
                     hook(leaf)
+            if hooked and node._post_hooks:  # the node's own post-hooks: after it accumulated, as in torch
+                for hook in list(node._post_hooks.values()):
+                    hook((), (g,))
 
 
 def _check_nan(node, grads) -> None:
