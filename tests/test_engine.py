@@ -279,7 +279,7 @@ def test_inference_mode_tensors_cannot_be_saved_for_backward():
     message = (
         "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
         "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and "
-        "use it in autograd."
+        "use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."
     )
     with pytest.raises(RuntimeError, match=re.escape(message)):
         x * frozen

@@ -100,6 +100,7 @@ __all__ = [
     "is_anomaly_enabled",
     "is_floating_point",
     "is_grad_enabled",
+    "is_inference",
     "is_inference_mode_enabled",
     "is_tensor",
     "load",
@@ -126,6 +127,11 @@ __all__ += _ops_all
 def is_floating_point(t: Tensor) -> bool:
     """True if ``t``'s dtype is a float type (float16, float32, float64)."""
     return t.is_floating_point()
+
+
+def is_inference(input: Tensor) -> bool:  # noqa: A002 - torch's parameter name
+    """True if ``input`` is an inference tensor (made inside ``inference_mode()``)."""
+    return input.is_inference()
 
 
 def numel(t: Tensor) -> int:

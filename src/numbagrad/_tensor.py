@@ -191,6 +191,10 @@ class Tensor:
 
     @data.setter
     def data(self, other: Tensor) -> None:
+        if not isinstance(other, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(other).__name__}")
+        if self.requires_grad and other._data.dtype.kind not in "fc":
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._data = other._data
 
     @property
@@ -290,6 +294,11 @@ class Tensor:
     def _bump_version(self) -> None:
         self._shared_version().value += 1
 
+    def is_inference(self) -> bool:
+        """True for a tensor made in inference mode: it records no version changes, so autograd may not save it,
+        and outside inference mode it may not be changed in place."""
+        return self._is_inference
+
     @property
     def is_leaf(self) -> bool:
         """True for tensors not produced by a recorded op (``grad_fn is None``): backward fills their ``.grad``."""
@@ -313,6 +322,8 @@ class Tensor:
             raise RuntimeError(msg)
         if value and self._data.dtype.kind != "f":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if value and self._is_inference and not _grad_mode.state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -341,6 +352,8 @@ class Tensor:
                 raise TypeError(
                     f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
                 )
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if value.shape != self.shape:
                 raise RuntimeError("assigned grad has data of a different size")
             if value.dtype is not self.dtype and value.dtype != self.dtype:

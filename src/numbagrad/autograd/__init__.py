@@ -1,6 +1,6 @@
 """numbagrad.autograd: Function, the engine's entry points, grad modes and gradient checks."""
 
-from . import function, functional, grad_mode
+from . import function, functional, grad_mode, graph
 from .engine import backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
 from .grad_mode import (
@@ -16,6 +16,7 @@ from .grad_mode import (
     set_grad_enabled,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .variable import Variable
 
 __all__ = [
     "Function",
@@ -23,6 +24,7 @@ __all__ = [
     "GradcheckError",
     "InplaceFunction",
     "NestedIOFunction",
+    "Variable",
     "backward",
     "detect_anomaly",
     "enable_grad",
@@ -30,6 +32,7 @@ __all__ = [
     "functional",
     "grad",
     "grad_mode",
+    "graph",
     "gradcheck",
     "gradgradcheck",
     "inference_mode",

@@ -24,11 +24,11 @@ import numpy as np
 from .. import _tensor
 from .._tensor import Tensor
 from .grad_mode import state
-from .graph import Node
+from .graph import GraphNode
 
 
 # --- leaves -------------------------------------------------------------------------------------------------
-class AccumulateGrad(Node):
+class AccumulateGrad(GraphNode):
     """The node behind a leaf that requires grad: adds incoming gradients into ``variable.grad``."""
 
     def __init__(self, variable: Tensor) -> None:
@@ -150,6 +150,8 @@ def _make_grads(outputs: tuple, grad_outputs) -> list:
                 f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a shape of "
                 f"{out.shape}."
             )
+        elif g._data.dtype != data.dtype and data.dtype.kind in "fc":
+            g = g.to(out.dtype)  # torch's validate_outputs: a gradient takes its tensor's dtype
         grads.append(g)
     return grads
 
@@ -198,8 +200,6 @@ def grad(
     materialize_grads: bool = False,
 ):
     """The gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` is not touched)."""
-    if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported by numbagrad")
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
@@ -211,6 +211,8 @@ def grad(
     for t in inputs:
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads)
     grads = _make_grads(outputs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
@@ -226,6 +228,35 @@ def grad(
                     "allow_unused=True if this is the desired behavior."
                 )
         result.append(g)
+    return tuple(result)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """``grad(..., is_grads_batched=True)``: the first dim of each grad_output is a batch; each input's result
+    stacks one vector-Jacobian product per batch entry (torch vectorizes them with vmap; here they run one
+    after another, keeping the graph until the last)."""
+    grad_outputs = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if g.shape[1:] != out.shape:
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                "dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding "
+                f"output, but a mismatch was detected: grad_output[{i}] has a shape of {g.shape[1:]} and output[{i}] "
+                f"has a shape of {out.shape}. If you only want some tensors in `grad_output` to be considered "
+                "batched, consider using vmap."
+            )
+    n = grad_outputs[0].shape[0]
+    rows = []
+    for b in range(n):
+        keep = retain_graph if b == n - 1 else True
+        rows.append(
+            grad(outputs, inputs, [g[b] for g in grad_outputs], keep, create_graph, True, allow_unused, False,
+                 materialize_grads)
+        )  # fmt: skip
+    result = []
+    for k in range(len(inputs)):
+        column = [row[k] for row in rows]
+        result.append(None if column[0] is None else _tensor._ops.stack(column))
     return tuple(result)
 
 
@@ -254,6 +285,8 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
     outer = getattr(_callbacks, "pending", None)
     _callbacks.pending = []
     st = state
+    outer_task = st.task
+    st.task = task
     prev_mode = st.enabled
     st.enabled = create_graph
     try:
@@ -264,6 +297,7 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
     finally:
         st.enabled = prev_mode
         _callbacks.pending = outer
+        st.task = outer_task
     return task.captured
 
 
@@ -293,7 +327,8 @@ def _dependencies(roots) -> dict:
 
 
 def _needed(roots, targets) -> set:
-    """Nodes from which some target node is reachable (only those need to run when ``inputs`` are given)."""
+    """Nodes from which some target node is reachable through their edges (only those need to run when
+    ``inputs`` are given: a target itself runs only when another target lies below it, as in torch)."""
     needed: set = set()
     done: set = set()
     for root in roots:
@@ -310,7 +345,7 @@ def _needed(roots, targets) -> set:
                     break
             else:
                 stack.pop()
-                if node in targets or any(n in needed for n, _ in node.next_functions if n is not None):
+                if any(n in needed or n in targets for n, _ in node.next_functions if n is not None):
                     needed.add(node)
     return needed
 
@@ -336,6 +371,9 @@ class _Task:
         self.accumulate = accumulate
         self.targets = None  # node -> [(output_nr, k)]: where to capture the gradients of ``inputs``
         self.captured: list = []
+        self.deps: dict = {}  # (while it runs: what ``will_compute_grad_of`` reads)
+        self.needed = None
+        self.roots: list = []
         if inputs is not None:
             self.targets = {}
             for k, t in enumerate(inputs):
@@ -348,6 +386,7 @@ class _Task:
         if len(roots) == 1:  # loss.backward(): one root, its seed straight into its buffer
             node, nr = roots[0]
             root_nodes = [node]
+            self.roots = root_nodes
             deps = _dependencies(root_nodes)
             buf = [None] * node._num_outputs
             buf[nr] = grads[0]
@@ -355,6 +394,7 @@ class _Task:
             ready = [] if node in deps else [(-node._sequence_nr, id(node), node)]
         else:
             root_nodes = list(dict.fromkeys(node for node, _ in roots))
+            self.roots = root_nodes
             deps = _dependencies(root_nodes)
             buffers = {}
             for (node, nr), g in zip(roots, grads):
@@ -365,6 +405,7 @@ class _Task:
             ready = [(-node._sequence_nr, id(node), node) for node in root_nodes if node not in deps]
             heapq.heapify(ready)
         needed = _needed(root_nodes, self.targets) if self.targets is not None else None
+        self.deps, self.needed = deps, needed
         g = buf = None  # only the buffers hold the seeds now (see engine_owns)
         waiting: dict = {}  # leaf -> [its first gradient], still shared when it was ready (see _accumulate_leaf)
         try:
@@ -389,16 +430,15 @@ class _Task:
                 node = None
                 continue
             grads_in = buffers.pop(node, None) or [None] * node._num_outputs
-            if node._hooked:
-                grads_in = self._before_node(node, grads_in)
+            run = needed is None or node in needed
+            if node._hooked and (run or node in targets):  # (nothing runs outside the part that is needed)
+                grads_in = self._before_node(node, grads_in, run)
             if targets is not None and node in targets:
                 for nr, k in targets[node]:
                     self.captured[k] = grads_in[nr]
-            if (needed is None or node in needed) and (
-                grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads
-            ):
+            if run and (grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads):
                 inline = not (st.anomaly or node._post_hooks)  # else _run_node: checks and hooks around it
-                if node._reuses_grad_buffers:  # which incoming buffers the node may write into
+                if inline and node._reuses_grad_buffers:  # which incoming buffers the node may write into
                     if len(grads_in) == 1:
                         node._grads_owned = (engine_owns(grads_in[0]),)
                     else:
@@ -458,6 +498,16 @@ class _Task:
             if waiting:
                 self._accumulate_waiting(waiting, False)
 
+    def will_compute_grad_of(self, t: Tensor) -> bool:
+        """Whether this pass computes a gradient for ``t`` (its node is reached, and needed for ``inputs``)."""
+        node = t.grad_fn if t.grad_fn is not None else accumulator_of(t)
+        if node not in self.deps and node not in self.roots:
+            return False
+        targets = self.targets
+        if targets is not None and node not in targets and node not in self.needed:
+            return False
+        return True
+
     def _accumulate_waiting(self, waiting: dict, finish: bool) -> None:
         """Accumulate the waiting leaves (see ``_accumulate_leaf``) whose gradient nothing else holds any more;
         all of them when ``finish``."""
@@ -465,8 +515,8 @@ class _Task:
             if finish or engine_owns(waiting[leaf][0]):
                 self._accumulate_leaf(leaf, waiting.pop(leaf)[0])
 
-    def _before_node(self, node, grads_in: list) -> list:
-        """Tensor hooks of the node's outputs, retain_grad, then the node's pre-hooks."""
+    def _before_node(self, node, grads_in: list, run: bool = True) -> list:
+        """Tensor hooks of the node's outputs, retain_grad, then the node's pre-hooks (when it is to ``run``)."""
         if node._tensor_hooks:
             for nr, hooks in node._tensor_hooks.items():
                 if grads_in[nr] is not None and hooks:
@@ -476,7 +526,7 @@ class _Task:
                 t = ref()
                 if t is not None and grads_in[nr] is not None:
                     _store_non_leaf_grad(t, grads_in[nr], self.create_graph)
-        if node._pre_hooks:
+        if run and node._pre_hooks:
             for hook in list(node._pre_hooks.values()):
                 r = hook(tuple(grads_in))
                 if r is not None:
@@ -518,26 +568,37 @@ class _Task:
         tensor to ``b`` and to mul's backward) may wait until that node has read it; the leaf then keeps it
         without the copy torch makes. Only where nothing could tell the difference (a plain ``backward``, no
         hooks on the leaf, no ``.grad`` yet) and the copy costs more than the waiting (``WAIT_MIN_SIZE``)."""
-        if g is None:
-            return
+        targets = self.targets
         leaf = node.variable
+        if g is None or (targets is not None and node not in targets) or not leaf._requires_grad:
+            return  # (not needed for ``inputs``; or detached in place since: torch's AccumulateGrad skips it)
+        if g._data.dtype != leaf._data.dtype:  # torch's validate_outputs: a gradient takes its input's dtype
+            g = g.to(leaf.dtype)
         if leaf._hooks:
             g = _call_hooks(leaf._hooks, g)
-        targets = self.targets
+        hooked = node._hooked and self.accumulate  # (a captured leaf's node does not run: nor do its hooks)
+        if hooked and node._pre_hooks:
+            for hook in list(node._pre_hooks.values()):
+                r = hook((g,))
+                if r is not None:
+                    g = r[0]
         if targets is not None and node in targets:
             for _, k in targets[node]:
                 self.captured[k] = g
-        if self.accumulate and (targets is None or node in targets):
+        if self.accumulate:
             owned = engine_owns(g)  # before the call below puts g on the stack once more
             post = leaf.__dict__.get("_post_accumulate_hooks")
             shared = not (owned or waiting is None or targets is not None or self.create_graph)
-            if shared and leaf._grad is None and not leaf._hooks and not post and g._data.size >= WAIT_MIN_SIZE:
+            if shared and leaf._grad is None and not (leaf._hooks or post or hooked) and g._data.size >= WAIT_MIN_SIZE:
                 waiting[node] = [g]  # its one holder while it waits, as a buffer slot is
                 return
             node.accumulate(g, self.create_graph, owned)
             if post:
                 for hook in list(post.values()):
                     hook(leaf)
+            if hooked and node._post_hooks:  # the node's own post-hooks: after it accumulated, as in torch
+                for hook in list(node._post_hooks.values()):
+                    hook((), (g,))
 
 
 def _check_nan(node, grads) -> None:

@@ -22,7 +22,7 @@ from .._tensor import Tensor
 from .._types import broadcast_shapes_or_none, shape_str
 from .engine import accumulator_of
 from .grad_mode import no_grad, state
-from .graph import Node
+from .graph import GraphNode
 
 ERR_BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -87,7 +87,11 @@ class FunctionCtx:
                 continue
             t, version, output_nr, _ = s
             counter = t._version_counter
-            if output_nr < 0 and (counter.value if counter is not None else 0) == version:
+            if (
+                output_nr < 0
+                and (counter.value if counter is not None else 0) == version
+                and type(t) is not PackedTensor
+            ):
                 tensors.append(t)  # an unchanged input: ``_unpack_saved``'s common case, inline
             else:
                 tensors.append(_unpack_saved(s, self))
@@ -108,7 +112,11 @@ class FunctionCtx:
 
 def _unpack_saved(saved: tuple, node) -> Tensor:
     t, version, output_nr, grad_fn = saved
-    counter = t._version_counter
+    if type(t) is PackedTensor:
+        t = t.unpack()
+        counter = None
+    else:
+        counter = t._version_counter
     current = 0 if counter is None else counter.value
     if current != version:
         _raise_modified(t, current, version, node if output_nr >= 0 else grad_fn, output_nr)
@@ -137,7 +145,7 @@ def _raise_modified(t: Tensor, current: int, version: int, owner, output_nr: int
     )
 
 
-class BackwardCFunction(Node, FunctionCtx):
+class BackwardCFunction(GraphNode, FunctionCtx):
     """Base of every ``<Name>Backward`` class: the ctx during forward, the graph node afterwards.
 
     As in torch, a custom Function's backward runs once its node is reached even when every incoming gradient is
@@ -233,7 +241,7 @@ def _check_grads(node: BackwardCFunction, result: tuple) -> list:
     return out
 
 
-def validate_grad(node: Node, i: int, grad: Tensor, meta) -> Tensor:
+def validate_grad(node: GraphNode, i: int, grad: Tensor, meta) -> Tensor:
     """Reduce a broadcast gradient to the input's shape, cast its dtype, check shape and device."""
     shape, dtype, backend = meta
     data = grad._data
@@ -524,6 +532,8 @@ def edge_of(t: Tensor) -> tuple:
 
 def saved_input(t: Tensor) -> tuple:
     """What saving an input for backward records: the tensor, its version now, and its own grad_fn."""
+    if state.saved_hooks is not None:
+        return (PackedTensor(t), 0, -1, t.grad_fn)
     counter = t._version_counter
     return (t, 0 if counter is None else counter.value, -1, t.grad_fn)
 
@@ -534,7 +544,41 @@ def saved_output(t: Tensor) -> tuple:
     counter = t._shared_version()
     detached = Tensor._make(t._data)
     detached._version_counter = counter
+    if state.saved_hooks is not None:
+        return (PackedTensor(detached), 0, t._output_nr, None)
     return (detached, counter.value, t._output_nr, None)
+
+
+class PackedTensor:
+    """A tensor saved for backward while ``saved_tensors_hooks`` are active: the pack hook's result, unpacked
+    (by the unpack hook) whenever backward reads it. It stands where the tensor would in a saved entry, so every
+    node, built-in or custom, reads it the same way: ``_data`` unpacks. As in torch, what the hooks hand back is
+    not version-checked (it has no version counter, and its entry records version 0)."""
+
+    __slots__ = ("_packed", "_unpack")
+    grad_fn = None
+    _version_counter = None
+
+    def __init__(self, t: Tensor) -> None:
+        hooks = state.saved_hooks
+        pack, self._unpack = hooks[-1]
+        state.saved_hooks = None  # what the pack hook itself computes is saved as usual (torch: no recursion)
+        try:
+            self._packed = pack(t)
+        finally:
+            state.saved_hooks = hooks
+
+    def unpack(self) -> Tensor:
+        t = self._unpack(self._packed)
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type {type(t).__name__}"
+            )
+        return t
+
+    @property
+    def _data(self):
+        return self.unpack()._data
 
 
 def _link_outputs(cls, ctx, args: tuple, output):
@@ -572,6 +616,13 @@ def _link_general(ctx, args: tuple, output) -> tuple:
     _check_marks(ctx)
     dirty, non_diff = ctx.dirty_tensors, ctx.non_differentiable
     for d in dirty:
+        if not _contains(args, d):
+            warnings.warn(
+                "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been mutated "
+                "should be passed to ctx.mark_dirty().",
+                UserWarning,
+                stacklevel=4,
+            )
         d._bump_version()
     is_tuple = type(output) is tuple
     outputs = list(output) if is_tuple else [output]
@@ -587,7 +638,8 @@ def _link_general(ctx, args: tuple, output) -> tuple:
         if is_dirty:
             if o.grad_fn is None and o._requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-        elif _contains(args, o) or o.grad_fn is not None:
+        elif _contains(args, o) or (o.grad_fn is not None and o.grad_fn is not ctx):
+            # (a tensor returned twice is the same object twice, as in torch: its last position is its output_nr)
             # "Return it as a view so that we can attach a new grad_fn" (torch)
             o = outputs[i] = o._view_of(o._data)
             returned_as_is.append(original)
@@ -625,7 +677,7 @@ def _save_tensors(cls, ctx, returned_as_is) -> None:
             raise RuntimeError(
                 "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
                 "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
-                "normal tensor and use it in autograd."
+                "normal tensor and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."
             )
         if returned_as_is and cls._new_style and _contains(returned_as_is, t):
             raise RuntimeError(

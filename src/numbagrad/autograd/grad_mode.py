@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import warnings
 
 
 class _State(threading.local):
@@ -25,6 +26,9 @@ class _State(threading.local):
         self.anomaly_check_nan = True
         self.tracer = None
         self.autocast = None  # (device type, dtype) inside an enabled ``amp.autocast`` region
+        self.saved_hooks = None  # the (pack, unpack) pairs of saved_tensors_hooks, innermost last; None if none
+        self.saved_hooks_disabled = None  # disable_saved_tensors_hooks' error message while it is active
+        self.task = None  # the backward pass running in this thread (the engine's ``_Task``), if any
 
 
 state = _State()
@@ -160,8 +164,8 @@ class inference_mode(_DecoratorContextManager):  # noqa: N801
 
     def __enter__(self) -> None:
         self.prev = (state.enabled, state.inference)
-        if self.mode:
-            state.enabled, state.inference = False, True
+        # torch's InferenceMode guard: grad mode is the opposite of inference mode, inside either
+        state.enabled, state.inference = not self.mode, self.mode
 
     def __exit__(self, *exc) -> None:
         state.enabled, state.inference = self.prev
@@ -186,6 +190,12 @@ class detect_anomaly(_DecoratorContextManager):  # noqa: N801
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = check_nan
         self.prev = (False, True)
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime and should only be enabled for "
+            "debugging.",
+            UserWarning,
+            stacklevel=2,
+        )
 
     def __enter__(self) -> None:
         self.prev = (state.anomaly, state.anomaly_check_nan)
@@ -195,7 +205,9 @@ class detect_anomaly(_DecoratorContextManager):  # noqa: N801
         state.anomaly, state.anomaly_check_nan = self.prev
 
     def clone(self):
-        return self.__class__(self.check_nan)
+        copy = object.__new__(self.__class__)  # (no second warning for each call of a decorated function)
+        copy.check_nan, copy.prev = self.check_nan, self.prev
+        return copy
 
 
 class set_detect_anomaly:  # noqa: N801

@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._tensor import Tensor
 from .engine import grad as autograd_grad
+from .function import BackwardCFunction, Function, _overridden
 from .grad_mode import enable_grad
+
+FAST_FAIL_SLOW_OK_MSG = """
+Fast gradcheck failed but element-wise differences are small. This means that the
+test might've passed in slow_mode!
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck:
+
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `fast_mode=False` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `gradcheck_fast_mode=False`
+- is a Module test (e.g., in common_nn.py), then modify the corresponding
+  module_test entry to have `gradcheck_fast_mode=False`
+""".strip()
 
 
 class GradcheckError(RuntimeError):
@@ -21,6 +40,28 @@ def _float_outputs(func, inputs) -> list:
     return [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor) and o.is_floating_point()]
 
 
+def _check_same_shape(before: list, after: list, eps: float, idx: tuple) -> None:
+    """torch's check that perturbing an input element leaves the outputs' shapes and dtypes as they were."""
+    for o1, o2 in zip(before, after):
+        if o1.shape != o2.shape:
+            raise AssertionError(
+                f"Expected `func` to return outputs with the same shape when inputs are perturbed on index {idx} by "
+                f"{eps}, but got: shapes {o1.shape} and {o2.shape}."
+            )
+        if o1.dtype != o2.dtype:
+            raise AssertionError(
+                f"Expected `func` to return outputs with the same dtype when inputs are perturbed on index {idx} by "
+                f"{eps}, but got: dtypes {o1.dtype} and {o2.dtype}."
+            )
+
+
+def _perturbed(func, inputs, outputs: list, eps: float, x: Tensor, k: int) -> list:
+    """The outputs (float64, flat) with element ``k`` of ``x`` moved by ``eps`` (shapes checked first)."""
+    after = _float_outputs(func, inputs)
+    _check_same_shape(outputs, after, eps, tuple(int(i) for i in np.unravel_index(k, x.shape)))
+    return [o._host().astype(np.float64).reshape(-1).copy() for o in after]
+
+
 def _numerical_jacobians(func, inputs, diff_inputs, eps: float) -> list:
     """J[o][i] of shape (numel(input i), numel(output o)), by central differences on the storage."""
     with enable_grad():  # gradgradcheck differentiates inside func
@@ -32,17 +73,21 @@ def _numerical_jacobians(func, inputs, diff_inputs, eps: float) -> list:
                 raise ValueError("gradcheck needs contiguous inputs")
             for k in range(flat.size):
                 orig = flat[k].item()
-                flat[k] = orig + eps
-                plus = [o._host().astype(np.float64).reshape(-1).copy() for o in _float_outputs(func, inputs)]
-                flat[k] = orig - eps
-                minus = [o._host().astype(np.float64).reshape(-1).copy() for o in _float_outputs(func, inputs)]
-                flat[k] = orig
+                try:
+                    flat[k] = orig + eps
+                    plus = _perturbed(func, inputs, outputs, eps, x, k)
+                    flat[k] = orig - eps
+                    minus = _perturbed(func, inputs, outputs, eps, x, k)
+                finally:
+                    flat[k] = orig
                 for o in range(len(outputs)):
                     result[o][i][k] = (plus[o] - minus[o]) / (2 * eps)
     return result
 
 
-def _analytical_jacobians(func, inputs, diff_inputs) -> list:
+def _analytical_jacobians(func, inputs, diff_inputs, check_grad_dtypes: bool = False) -> list:
+    """J[o][i] from one backward per output element; ``check_grad_dtypes``: each gradient must have its input's
+    dtype (torch's "Gradient has dtype mismatch")."""
     outputs = _float_outputs(func, inputs)
     result = [[np.zeros((x.numel(), o.numel())) for x in diff_inputs] for o in outputs]
     for o_idx, out in enumerate(outputs):
@@ -56,6 +101,8 @@ def _analytical_jacobians(func, inputs, diff_inputs) -> list:
                 if g is not None:
                     if g.shape != diff_inputs[i].shape:
                         raise GradcheckError("Analytical gradient has incorrect size")
+                    if check_grad_dtypes and g.dtype != diff_inputs[i].dtype:
+                        raise GradcheckError("Gradient has dtype mismatch")
                     result[o_idx][i][:, m] = g._host().astype(np.float64).reshape(-1)
     return result
 
@@ -92,37 +139,227 @@ def gradcheck(
             "gradcheck expects at least one input tensor to require gradient, but none of the them have "
             "requires_grad=True."
         )
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
     for x in diff_inputs:
         if x.dtype.name != "float64":
-            import warnings
-
             warnings.warn(
                 f"Input #{inputs.index(x)} requires gradient and is not a double precision floating point. "
                 "This check will likely fail if all the inputs are not of double precision floating point. ",
                 UserWarning,
                 stacklevel=2,
             )
+    if check_forward_ad:
+        _require_jvp(func, inputs)
+    if fast_mode and check_backward_ad:
+        if not _fast_check(func, inputs, diff_inputs, eps, atol, rtol, raise_exception):
+            return False
     numerical = _numerical_jacobians(func, inputs, diff_inputs, eps)
-    analytical = _analytical_jacobians(func, inputs, diff_inputs)
+    if check_backward_ad and not fast_mode:
+        analytical = _analytical_jacobians(func, inputs, diff_inputs, check_grad_dtypes)
+        if not _compare(numerical, analytical, rtol, atol, raise_exception, ""):
+            return False
+        again = _analytical_jacobians(func, inputs, diff_inputs)
+        for a_row, b_row in zip(analytical, again):
+            for a, b in zip(a_row, b_row):
+                if not np.allclose(a, b, rtol=0, atol=nondet_tol):
+                    return _fail(
+                        "Backward is not reentrant, i.e., running backward with same input and grad_output "
+                        "multiple times gives different values, although analytical gradient matches numerical "
+                        f"gradient.The tolerance for nondeterminism was {nondet_tol}.",
+                        raise_exception,
+                    )
+    if check_forward_ad:
+        forward = _forward_jacobians(func, inputs, diff_inputs)
+        if not _compare(numerical, forward, rtol, atol, raise_exception, "computed with forward mode "):
+            return False
+    if not check_backward_ad:
+        return True
+    _check_backward_mul_by_grad_output(func, inputs, diff_inputs, masked)
+    if check_undefined_grad:
+        _undefined_grads_ok(func, inputs, diff_inputs)
+    return True
+
+
+def _compare(numerical: list, analytical: list, rtol: float, atol: float, raise_exception: bool, mode: str) -> bool:
     for o, (num_row, ana_row) in enumerate(zip(numerical, analytical)):
         for i, (n, a) in enumerate(zip(num_row, ana_row)):
             if not np.allclose(a, n, rtol=rtol, atol=atol):
                 return _fail(
-                    f"Jacobian mismatch for output {o} with respect to input {i},\n"
+                    f"Jacobian {mode}mismatch for output {o} with respect to input {i},\n"
                     f"numerical:{Tensor._make(n)!r}\nanalytical:{Tensor._make(a)!r}\n",
                     raise_exception,
                 )
-    again = _analytical_jacobians(func, inputs, diff_inputs)
-    for a_row, b_row in zip(analytical, again):
-        for a, b in zip(a_row, b_row):
-            if not np.allclose(a, b, rtol=0, atol=nondet_tol):
-                return _fail(
-                    "Backward is not reentrant, i.e., running backward with same input and grad_output multiple "
-                    "times gives different values, although analytical gradient matches numerical gradient."
-                    f"The tolerance for nondeterminism was {nondet_tol}.",
-                    raise_exception,
-                )
     return True
+
+
+def _check_backward_mul_by_grad_output(func, inputs, diff_inputs, masked) -> None:
+    """With zero output gradients every input gradient must be zero (``masked``: close to zero), and of its
+    input's dtype and size; torch raises here whatever ``raise_exception``."""
+    with enable_grad():
+        outputs = [o for o in _float_outputs(func, inputs) if o.requires_grad]
+        zeros = [Tensor._make(np.zeros(o.shape, o._data.dtype)) for o in outputs]
+        grads = autograd_grad(outputs, diff_inputs, zeros, allow_unused=True)
+    for g, x in zip(grads, diff_inputs):
+        if g is None:
+            continue
+        values = g._host()
+        if (not np.allclose(values, 0)) if masked else np.any(values != 0):
+            raise GradcheckError("backward not multiplied by grad_output")
+        if g.dtype != x.dtype:
+            raise GradcheckError("grad is incorrect type")
+        if g.shape != x.shape:
+            raise GradcheckError("grad is incorrect size")
+
+
+def _graph_nodes(outputs: list):
+    """Every node of the graph behind ``outputs`` (each once)."""
+    seen: set = set()
+    stack = [o.grad_fn for o in outputs if o.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        yield node
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+
+
+def _require_jvp(func, inputs) -> None:
+    """Forward mode needs each custom Function's ``jvp``: torch raises (whatever ``raise_exception``) for one
+    without it."""
+    with enable_grad():
+        outputs = _float_outputs(func, inputs)
+    for node in _graph_nodes(outputs):
+        if isinstance(node, BackwardCFunction) and not node._builtin and "jvp" not in _overridden(node._forward_cls):
+            raise NotImplementedError(
+                "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
+            )
+
+
+def _forward_jacobians(func, inputs, diff_inputs) -> list:
+    """J[o][i] from directional derivatives ``J @ e_k`` (forward mode's columns). numbagrad has no dual numbers:
+    each one is the derivative, with respect to the backward's incoming gradient ``v``, of the vector-Jacobian
+    product ``J^T v`` (linear in ``v``), i.e. a differentiated backward (``create_graph``), checked against the
+    same central differences."""
+    with enable_grad():
+        outputs = _float_outputs(func, inputs)
+        result = [[np.zeros((x.numel(), o.numel())) for x in diff_inputs] for o in outputs]
+        for o_idx, out in enumerate(outputs):
+            if not out.requires_grad:
+                continue
+            v = Tensor._make(np.zeros(out.shape, out._data.dtype), requires_grad=True)
+            vjps = autograd_grad(out, diff_inputs, v, create_graph=True, allow_unused=True)
+            for i, g in enumerate(vjps):
+                if g is None or not g.requires_grad:
+                    continue
+                flat = g.reshape(-1)
+                for k in range(flat.numel()):
+                    (column,) = autograd_grad(flat[k], v, retain_graph=True, allow_unused=True)
+                    if column is not None:
+                        result[o_idx][i][k, :] = column._host().astype(np.float64).reshape(-1)
+    return result
+
+
+def _fast_check(func, inputs, diff_inputs, eps: float, atol: float, rtol: float, raise_exception: bool) -> bool:
+    """torch's fast mode: per (input, output) pair, ``u^T J v`` for random ``u`` and ``v``, from a directional
+    central difference and from one backward, instead of whole Jacobians; a mismatch reports both Jacobians."""
+    rng = np.random.default_rng(0)
+    with enable_grad():
+        outputs = _float_outputs(func, inputs)
+    for i, x in enumerate(diff_inputs):
+        flat = x._data.reshape(-1)
+        v = rng.random(flat.size)
+        orig = flat.copy()
+        try:
+            flat[:] = orig + eps * v
+            plus = [o._host().astype(np.float64).reshape(-1).copy() for o in _float_outputs(func, inputs)]
+            flat[:] = orig - eps * v
+            minus = [o._host().astype(np.float64).reshape(-1).copy() for o in _float_outputs(func, inputs)]
+        finally:
+            flat[:] = orig
+        for o, out in enumerate(outputs):
+            u = rng.random(out.numel())
+            numerical = float(u @ ((plus[o] - minus[o]) / (2 * eps)))
+            analytical = 0.0
+            if out.requires_grad:
+                seed = Tensor._make(u.reshape(out.shape).astype(out._data.dtype))
+                (g,) = autograd_grad(out, x, seed, retain_graph=True, allow_unused=True)
+                if g is not None:
+                    analytical = float(g._host().astype(np.float64).reshape(-1) @ v)
+            if not np.isclose(analytical, numerical, rtol=rtol, atol=atol):
+                slow_n = _numerical_jacobians(func, inputs, [x], eps)[o][0]
+                slow_a = _analytical_jacobians(func, inputs, [x])[o][0]
+                message = (
+                    f"Jacobian mismatch for output {o} with respect to input {i},\n"
+                    f"numerical:{numerical}\nanalytical:{analytical}\n\n"
+                    "The above quantities relating the numerical and analytical jacobians are computed \n"
+                    "in fast mode. See: https://github.com/pytorch/pytorch/issues/53876 for more background \n"
+                    "about fast mode. Below, we recompute numerical and analytical jacobians in slow mode:\n\n"
+                    f"Numerical:\n {Tensor._make(slow_n)!r}\n"
+                    f"Analytical:\n{Tensor._make(slow_a)!r}\n\n"
+                    f"The max per-element difference (slow mode) is: {np.abs(slow_n - slow_a).max()}.\n"
+                )
+                if np.allclose(slow_a, slow_n, rtol=rtol, atol=atol):
+                    message += FAST_FAIL_SLOW_OK_MSG
+                return _fail(message, raise_exception)
+    return True
+
+
+class _UndefinedGrad(Function):
+    """Identity whose backward hands on an undefined (None) gradient: what torch's ``UndefinedGrad`` does to
+    check that backward functions cope with missing output gradients."""
+
+    node_name = "UndefinedGradBackward"
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+
+def _undefined_grads_ok(func, inputs, diff_inputs) -> bool:
+    """torch's ``check_undefined_grad``: with every output gradient undefined (then each in turn, when there are
+    several), backward runs and gives input gradients that are None or zero."""
+    with enable_grad():
+        n = len([o for o in _float_outputs(func, inputs) if o.requires_grad])
+        cases = [None] + (list(range(n)) if n > 1 else [])
+        for undefined in cases:
+            outputs = [o for o in _float_outputs(func, inputs) if o.requires_grad]
+            checked = [
+                _UndefinedGrad.apply(o) if undefined is None or k == undefined else o for k, o in enumerate(outputs)
+            ]
+            zeros = [Tensor._make(np.zeros(o.shape, o._data.dtype)) for o in checked]
+            try:
+                grads = autograd_grad(checked, diff_inputs, zeros, allow_unused=True)
+            except RuntimeError as e:
+                _warn_bc_breaking()
+                raise GradcheckError(
+                    'Expected backward function to handle undefined output grads. Please look at "Notes about '
+                    'undefined output gradients" in "tools/autograd/derivatives.yaml"'
+                ) from e
+            for g in grads:
+                if g is not None and np.any(g._host() != 0):
+                    _warn_bc_breaking()
+                    raise GradcheckError(
+                        "Expected all input grads to be undefined or zero when all output grads are undefined or "
+                        'zero. Please look at "Notes about undefined output gradients" in '
+                        '"tools/autograd/derivatives.yaml"'
+                    )
+    return True
+
+
+def _warn_bc_breaking() -> None:
+    warnings.warn(
+        "Backwards compatibility: New undefined gradient support checking feature is enabled by default, but it "
+        "may break existing callers of this function. If this is true for you, you can call this function with "
+        '"check_undefined_grad=False" to disable the feature',
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def gradgradcheck(
@@ -170,4 +407,11 @@ def gradgradcheck(
         rtol=rtol,
         raise_exception=raise_exception,
         nondet_tol=nondet_tol,
+        check_undefined_grad=check_undefined_grad,
+        check_grad_dtypes=check_grad_dtypes,
+        check_batched_grad=check_batched_grad,
+        check_forward_ad=check_fwd_over_rev,
+        check_backward_ad=check_rev_over_rev,
+        fast_mode=fast_mode,
+        masked=masked,
     )

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import abc
 import weakref
 
-from .._tensor import RemovableHandle
+from .._tensor import RemovableHandle, Tensor
+from .grad_mode import state
 
 
-class Node:
-    """A node of the backward graph. ``next_functions`` holds one ``(node, output_nr)`` edge per input.
+class GraphNode:
+    """What every node of the backward graph is built on. ``next_functions`` holds one ``(node, output_nr)`` edge
+    per input. (The public ``Node`` is the abstract interface it satisfies.)
 
     ``_hooked`` is True once any hook (tensor hook, retain_grad, pre or post hook) is registered on this node, so
     the engine tests one attribute per node instead of four.
@@ -73,7 +76,143 @@ class Node:
         return self._apply(list(grads))
 
 
+class Node(abc.ABC):
+    """``torch.autograd.graph.Node``: the abstract interface of backward-graph nodes. As in torch, the node classes
+    are not subclasses of it: they are its virtual subclasses (``isinstance(y.grad_fn, Node)`` is True while
+    ``Node`` is not in their MRO), so user code can test for nodes without the library's base class showing."""
+
+    @abc.abstractmethod
+    def name(self) -> str:
+        """The node's class name, as torch prints it (``MulBackward0``)."""
+
+    @property
+    @abc.abstractmethod
+    def next_functions(self) -> tuple:
+        """One ``(node, output_nr)`` edge per input of the forward op."""
+
+    @property
+    @abc.abstractmethod
+    def metadata(self) -> dict:
+        """A dict the user may fill (kept with the node)."""
+
+    @abc.abstractmethod
+    def register_hook(self, fn) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` after the node runs."""
+
+    @abc.abstractmethod
+    def register_prehook(self, fn) -> RemovableHandle:
+        """``fn(grad_outputs)`` before the node runs."""
+
+    @classmethod
+    def __subclasshook__(cls, subclass):
+        if cls is Node and issubclass(subclass, GraphNode):
+            return True
+        return NotImplemented
+
+
 def _add_hook(hooks: dict, fn) -> RemovableHandle:
     handle = RemovableHandle(hooks)
     hooks[handle.id] = fn
     return handle
+
+
+# --- saved-tensor hooks -------------------------------------------------------------------------------------
+class saved_tensors_hooks:  # noqa: N801 - torch's name
+    """Inside, every tensor saved for backward (by ``ctx.save_for_backward`` or a built-in op) is handed to
+    ``pack_hook(tensor)`` and only its result is kept; backward gets the tensor back from
+    ``unpack_hook(packed)`` whenever it reads it. The innermost pair applies (what activation checkpointing and
+    offloading build on)."""
+
+    def __init__(self, pack_hook, unpack_hook) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> None:
+        if state.saved_hooks_disabled is not None:
+            raise RuntimeError(state.saved_hooks_disabled)
+        state.saved_hooks = (state.saved_hooks or ()) + ((self.pack_hook, self.unpack_hook),)
+
+    def __exit__(self, *exc) -> None:
+        state.saved_hooks = state.saved_hooks[:-1] or None
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801
+    """Saved tensors are kept on the CPU (copied there from a device) and moved back to their device when
+    backward reads them: device memory traded for copies."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack(t: Tensor):
+            return t.device, t.to("cpu") if t.is_cuda else t
+
+        def unpack(packed) -> Tensor:
+            device, t = packed
+            return t.to(device)
+
+        super().__init__(pack, unpack)
+
+
+class disable_saved_tensors_hooks:  # noqa: N801
+    """Inside, entering ``saved_tensors_hooks`` raises ``RuntimeError(error_message)`` (for code whose saves
+    must not be intercepted)."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+        self.prev = None
+
+    def __enter__(self) -> None:
+        self.prev = state.saved_hooks_disabled
+        state.saved_hooks_disabled = self.error_message
+
+    def __exit__(self, *exc) -> None:
+        state.saved_hooks_disabled = self.prev
+
+
+# --- hooks over several tensors -----------------------------------------------------------------------------
+class _MultiHandle:
+    """Removes the per-tensor hooks of one ``register_multi_grad_hook``."""
+
+    def __init__(self, handles: list) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all") -> _MultiHandle:
+    """Call ``fn`` once per backward over several tensors: with mode ``"all"``, ``fn(grads)`` once every gradient
+    this backward computes for ``tensors`` is known (``None`` for the others); with mode ``"any"``, ``fn(grad)``
+    for the first of them to be computed."""
+    supported = ("all", "any")
+    if mode not in supported:
+        raise ValueError(f"Expects mode to be one of {supported} but got {mode}")
+    tensors = tuple(tensors)
+    passes: dict = weakref.WeakKeyDictionary()  # backward pass -> its state
+
+    def hook_for(i: int):
+        def hook(grad):
+            task = state.task
+            if mode == "any":
+                if task not in passes:
+                    passes[task] = True
+                    fn(grad)
+                return None
+            if task not in passes:
+                expected = sum(1 for t in tensors if task.will_compute_grad_of(t))
+                passes[task] = [expected, [None] * len(tensors)]
+            entry = passes[task]
+            entry[1][i] = grad
+            entry[0] -= 1
+            if entry[0] == 0:
+                fn(tuple(entry[1]))
+            return None
+
+        return hook
+
+    return _MultiHandle([t.register_hook(hook_for(i)) for i, t in enumerate(tensors) if t.requires_grad])

@@ -792,7 +792,7 @@ def _fast_inplace(t: Tensor, row: Row, args: tuple) -> bool:
     data = t._data
     if row.out_bool or row.integral_only or data.dtype.kind != "f" or data.dtype.itemsize < 4:
         return False
-    if not data.flags.c_contiguous:
+    if not data.flags.c_contiguous or t._is_inference:  # (an inference tensor: check_inplace decides)
         return False
     enabled = state.enabled
     if enabled and (t._requires_grad or t.grad_fn is not None or t._base is not None):

@@ -56,10 +56,32 @@ def _node_kind(np_index) -> str:
     return kind
 
 
+_ARRAY = object()  # where an advanced index had an array, once the array is saved for backward
+
+
+def _save_index(ctx, index) -> None:
+    """Keep ``index`` for backward; its arrays are saved as torch saves an advanced index's tensors, so they are
+    freed after backward and a second backward raises torch's error."""
+    if _is_advanced(index):
+        ctx.save_for_backward(*[Tensor._make(i) for i in index if isinstance(i, np.ndarray)])
+        index = tuple(_ARRAY if isinstance(i, np.ndarray) else i for i in index)
+    ctx.index = index
+
+
+def _saved_index(ctx) -> tuple:
+    """The index ``_save_index`` kept (its arrays read back from the saved tensors)."""
+    index = ctx.index
+    if any(i is _ARRAY for i in index):
+        arrays = iter(ctx.saved_tensors)
+        index = tuple(next(arrays)._data if i is _ARRAY else i for i in index)
+    return index
+
+
 class _GetItem(Function):
     @staticmethod
     def forward(ctx, x, index):
-        ctx.shape, ctx.index = x.shape, index
+        ctx.shape = x.shape
+        _save_index(ctx, index)
         data = x._backend.getitem(x._data, index)
         if _is_advanced(index):
             return Tensor._make(data)
@@ -67,7 +89,7 @@ class _GetItem(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return IndexAddZeros.apply(g, ctx.shape, ctx.index), None
+        return IndexAddZeros.apply(g, ctx.shape, _saved_index(ctx)), None
 
 
 _GETITEM = {
@@ -172,16 +194,17 @@ class IndexPut(Function):
 
     @staticmethod
     def forward(ctx, x, value, index):
-        ctx.index = index
+        _save_index(ctx, index)
         out = x._backend.copy(x._data)
         _assign(x._backend, out, index, value._data if isinstance(value, Tensor) else value)
         return Tensor._make(out)
 
     @staticmethod
     def backward(ctx, g):
+        index = _saved_index(ctx)
         gx = g.clone()
-        gx[ctx.index] = 0
-        gv = g[ctx.index] if ctx.needs_input_grad[1] else None
+        gx[index] = 0
+        gv = g[index] if ctx.needs_input_grad[1] else None
         return gx, gv, None
 
 

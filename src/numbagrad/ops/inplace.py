@@ -27,10 +27,17 @@ from ..autograd.grad_mode import no_grad, state
 from ._common import broadcast_shapes, shape_str
 
 _CASTS = {"b": 0, "i": 1, "u": 1, "f": 2}
+ERR_INFERENCE_INPLACE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal "
+    "tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
+)
 
 
 def check_inplace(t: Tensor) -> None:
-    """torch's ``check_inplace``: no in-place change of a leaf (or a view of one) that requires grad."""
+    """torch's ``check_inplace``: no in-place change of a leaf (or a view of one) that requires grad, nor of an
+    inference tensor outside inference mode (its version is not tracked, so a graph could not see the change)."""
+    if t._is_inference and not state.inference:
+        raise RuntimeError(ERR_INFERENCE_INPLACE)
     if not state.enabled:
         return
     if t.grad_fn is None and t._requires_grad:

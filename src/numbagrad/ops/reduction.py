@@ -94,18 +94,26 @@ class Sum(Function):
             ctx = cls._backward_cls()
             ctx.needs_input_grad = _FIRST_ONLY
             ctx.shape, ctx.axes, ctx.keepdim = data.shape, axes, keepdim
+            if dt != data.dtype:
+                ctx.in_dtype = x.dtype
             ctx.next_functions = (edge_of(x), _NO_EDGE, _NO_EDGE, _NO_EDGE)
             ctx._sequence_nr = next(_sequence)
             result.grad_fn = ctx
         return result
 
+    _node_defaults = {"in_dtype": None}  # the input's dtype when ``dtype=`` changed the sum's: grads cast back
+
     @staticmethod
     def forward(ctx, x, axes, keepdim, dt):
         ctx.shape, ctx.axes, ctx.keepdim = x._data.shape, axes, keepdim
+        if dt != x._data.dtype:
+            ctx.in_dtype = x.dtype
         return Tensor._make(x._backend.reduce(x._data, "sum", axes, keepdim, dt))
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.in_dtype is not None:
+            g = g.to(ctx.in_dtype)
         return _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim), None, None, None
 
 

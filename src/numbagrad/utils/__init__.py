@@ -1,5 +1,5 @@
-"""``numbagrad.utils``: ``utils.data`` (datasets, samplers, DataLoader)."""
+"""``numbagrad.utils``: ``utils.data`` (datasets, samplers, DataLoader) and ``utils.checkpoint``."""
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
