@@ -1,6 +1,7 @@
 """``numbagrad.nn``: Modules, Parameters, containers, layers, losses, ``functional`` and ``init`` (torch's API)."""
 
 from . import functional, init, utils
+from . import modules as modules  # torch's module paths (nn.modules.conv.Conv2d, ...)
 from . import parallel as parallel  # DistributedDataParallel (imports no mpi4py)
 from .activation import (
     ELU,
@@ -27,7 +28,7 @@ from .activation import (
 )
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .layers import Identity, Linear
@@ -44,6 +45,23 @@ from .loss import (
 )
 from .module import Module
 from .normalization import GroupNorm, LayerNorm
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sparse import Embedding
@@ -55,8 +73,18 @@ __all__ = [
     "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ConstantPad3d",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
     "CrossEntropyLoss",
     "Dropout",
     "ELU",
@@ -89,6 +117,12 @@ __all__ = [
     "ParameterList",
     "ReLU",
     "ReLU6",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReflectionPad3d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "ReplicationPad3d",
     "SELU",
     "Sequential",
     "SiLU",
@@ -101,6 +135,9 @@ __all__ = [
     "Tanh",
     "Tanhshrink",
     "Unflatten",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ZeroPad3d",
     "functional",
     "init",
     "utils",

@@ -323,7 +323,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 
 def pad(input: Tensor, pad: list, mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002
-    """Pad the last ``len(pad) // 2`` dims (last dim first, ``(left, right)`` each); negative pads crop."""
+    """Pad the last ``len(pad) // 2`` dims (last dim first, ``(left, right)`` each); negative pads crop. Modes
+    other than ``constant`` copy input elements: mirrored (``reflect``), the edge (``replicate``) or wrapped
+    around (``circular``), over the last 1, 2 or 3 dims of a batched or unbatched input."""
     pads = tuple(int(p) for p in pad)
     if len(pads) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
@@ -333,7 +335,7 @@ def pad(input: Tensor, pad: list, mode: str = "constant", value: float | None = 
             f"{len(pads)} and input of dimension {input.dim()}"
         )
     if mode != "constant":
-        raise NotImplementedError(f"numbagrad's pad supports mode='constant' only, not {mode!r}")
+        return _index_pad(input, pads, mode, value)
     shape, _, _ = nn_ops.pad_geometry(tuple(input.shape), pads)
     for k, size in enumerate(shape):
         if size < 0:
@@ -344,6 +346,59 @@ def pad(input: Tensor, pad: list, mode: str = "constant", value: float | None = 
             )
     fill = 0 if value is None else value
     return nn_ops.ConstantPad.apply(input, pads, fill)
+
+
+def _index_pad(input: Tensor, pads: tuple, mode: str, value) -> Tensor:
+    """``reflect``/``replicate``/``circular`` padding: torch's checks, then one gather per padded dim."""
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    k = len(pads) // 2
+    if k not in (1, 2, 3) or input.dim() not in (k + 1, k + 2):
+        raise NotImplementedError(
+            f"Padding size {len(pads)} is not supported for {input.dim()}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+        )
+    shape = tuple(input.shape)
+    if mode != "circular" and any(s == 0 for s in shape[1:]):
+        raise RuntimeError(
+            f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other non-zero "
+            f"dimensions for input, but got: {list(shape)}"
+        )
+    indices = []
+    for i in range(k):
+        dim = input.dim() - 1 - i
+        left, right, size = pads[2 * i], pads[2 * i + 1], shape[dim]
+        if mode == "reflect" and (left >= size or right >= size):
+            raise RuntimeError(
+                f"Argument #{4 + 2 * i}: Padding size should be less than the corresponding input dimension, but got: "
+                f"padding ({left}, {right}) at dimension {dim} of input {list(shape)}"
+            )
+        if mode == "circular" and (left > size or right > size):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if size + left + right < 0:
+            out_shape = list(shape)
+            out_shape[dim] = size + left + right
+            raise RuntimeError(f"Trying to create tensor with negative dimension {size + left + right}: {out_shape}")
+        indices.append((dim, _pad_positions(size, left, right, mode)))
+    return nn_ops.PAD_NODES[mode, k].apply(input, nn_ops._IndexPadMaps(shape, tuple(indices)))
+
+
+def _pad_positions(size: int, left: int, right: int, mode: str) -> np.ndarray:
+    """The source position of each output position along one dim (negative pads crop first)."""
+    if mode == "circular":  # torch crops, then wraps around the cropped part
+        start, stop = max(-left, 0), size - max(-right, 0)
+        span = max(stop - start, 1)
+        return start + np.arange(-max(left, 0), stop - start + max(right, 0), dtype=np.int64) % span
+    j = np.arange(-left, size + right, dtype=np.int64)
+    if mode == "replicate":
+        return np.clip(j, 0, size - 1)
+    j = np.abs(j)  # reflect about the first element, then the last
+    return np.where(j >= size, 2 * (size - 1) - j, j)
 
 
 # --- normalization -----------------------------------------------------------------------------------------------
@@ -428,8 +483,8 @@ def _tuple(value, n: int, name: str) -> tuple:
     return value
 
 
-def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int, dims: int) -> Tensor:
-    name = f"conv{dims}d"
+def _conv_shapes(input: Tensor, weight: Tensor, bias, groups: int, dims: int, name: str, transposed: bool) -> tuple:
+    """torch's checks of a convolution's operands, in torch's order: (batched input shape, unbatched?)."""
     batched_dim = dims + 2
     if input.dim() not in (batched_dim - 1, batched_dim):
         raise RuntimeError(
@@ -443,15 +498,56 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
         )
     unbatched = input.dim() == batched_dim - 1
     shape = (1, *input.shape) if unbatched else tuple(input.shape)
-    n, c = shape[0], shape[1]
-    o = weight.shape[0]
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if weight.shape[0] % groups:
+        least = "at least" if transposed and weight.shape[0] < groups else "divisible by"
+        size = f"{list(weight.shape)}" if least == "at least" else f"[{list(weight.shape)}]"  # sic: torch's brackets
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be {least} {groups} at dimension 0, but got weight of size "
+            f"{size} instead"
+        )
+    given = f"transposed=1, weight of size {list(weight.shape)}" if transposed else (
+        f"groups={groups}, weight of size {list(weight.shape)}"
+    )  # fmt: skip
+    channels = weight.shape[0] if transposed else weight.shape[1] * groups
+    if shape[1] != channels:
+        raise RuntimeError(
+            f"Given {given}, expected input{list(shape)} to have {channels} channels, but got {shape[1]} channels "
+            "instead"
+        )
+    out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != out_channels):
+        raise RuntimeError(
+            f"Given {'transposed=1, ' if transposed else ''}weight of size {list(weight.shape)}, expected bias to be "
+            f"1-dimensional with {out_channels} elements, but got bias of size {list(bias.shape)} instead"
+        )
+    if weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found {weight.dtype.scalar_name}")
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(f"Input type ({_type_name(input)}) and bias type ({_type_name(bias)}) should be the same")
+    return shape, unbatched
+
+
+def _geometry(big_shape: tuple, small_shape: tuple, kernel, stride, pads, dilation, groups: int, dims: int):
+    """The convolution geometry from the large side to the small one (1-d as 2-d of height 1)."""
+    out = tuple(small_shape[2:])
+    in_shape = tuple(big_shape)
+    lead = [p for p, _ in pads]
+    if dims == 1:
+        kernel, stride, dilation, lead = (1, *kernel), (1, *stride), (1, *dilation), [0, *lead]
+        out, in_shape = (1, *out), (*in_shape[:2], 1, *in_shape[2:])
+    return nn_ops.ConvGeometry(tuple(kernel), tuple(stride), tuple(lead), tuple(dilation), groups, out, in_shape,
+                               tuple(big_shape), tuple(small_shape))  # fmt: skip
+
+
+def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int, dims: int) -> Tensor:
+    shape, unbatched = _conv_shapes(input, weight, bias, groups, dims, f"conv{dims}d", False)
     stride = _tuple(stride, dims, "stride")
     dilation = _tuple(dilation, dims, "dilation")
     kernel = tuple(weight.shape[2:])
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
     if isinstance(padding, str):
         if padding == "valid":
             pads = [(0, 0)] * dims
@@ -468,25 +564,6 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
         pads = [(p, p) for p in _tuple(padding, dims, "padding")]
         if any(p < 0 for p, _ in pads):
             raise RuntimeError("negative padding is not supported")
-    if o % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of "
-            f"size [{list(weight.shape)}] instead"  # sic: torch prints the size in double brackets
-        )
-    if c != weight.shape[1] * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input{list(shape)} to have "
-            f"{weight.shape[1] * groups} channels, but got {c} channels instead"
-        )
-    if bias is not None and (bias.dim() != 1 or bias.shape[0] != o):
-        raise RuntimeError(
-            f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with {o} elements, but got "
-            f"bias of size {list(bias.shape)} instead"
-        )
-    if weight.dtype != input.dtype:
-        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found {weight.dtype.scalar_name}")
-    if bias is not None and bias.dtype != input.dtype:
-        raise RuntimeError(f"Input type ({_type_name(input)}) and bias type ({_type_name(bias)}) should be the same")
     spatial = shape[2:]
     padded = [s + a + b for s, (a, b) in zip(spatial, pads)]
     effective = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
@@ -496,15 +573,52 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
             f"({' x '.join(map(str, effective))}). Kernel size can't be greater than actual input size"
         )
     out = tuple((p - e) // s + 1 for p, e, s in zip(padded, effective, stride))
-    if dims == 1:  # a 1-d convolution is a 2-d one of height 1
-        kernel, stride, dilation = (1, *kernel), (1, *stride), (1, *dilation)
-        pads, out, spatial = [(0, 0), *pads], (1, *out), (1, *spatial)
-    out_shape = (n, o, *out[-dims:])
-    geom = nn_ops.ConvGeometry(kernel, stride, tuple(a for a, _ in pads), dilation, groups, out, (n, c, *spatial),
-                               out_shape)  # fmt: skip
+    geom = _geometry(shape, (shape[0], weight.shape[0], *out), kernel, stride, pads, dilation, groups, dims)
     if unbatched:  # torch unsqueezes, convolves and squeezes (node SqueezeBackward1)
         return nn_ops.Convolution.apply(input.unsqueeze(0), weight, bias, geom).squeeze(0)
     return nn_ops.Convolution.apply(input, weight, bias, geom)
+
+
+def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output_padding, groups: int, dilation,
+                    dims: int) -> Tensor:  # fmt: skip
+    shape, unbatched = _conv_shapes(input, weight, bias, groups, dims, f"conv_transpose{dims}d", True)
+    stride = _tuple(stride, dims, "stride")
+    padding = _tuple(padding, dims, "padding")
+    output_padding = _tuple(output_padding, dims, "output_padding")
+    dilation = _tuple(dilation, dims, "dilation")
+    kernel = tuple(weight.shape[2:])
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(k <= 0 for k in kernel):
+        axes = ("depth", "height", "width")[3 - dims :]
+        raise RuntimeError(
+            "kernel size should be greater than zero, but got "
+            + " ".join(f"kernel_{a}: {k}" for a, k in zip(axes, kernel))
+        )
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        lead = (0, 1, 1) if dims == 1 else ()  # torch runs a 1-d one as a 2-d one of height 1
+        axes = ("depth", "height", "width")[3 - max(dims, 2) :]
+        parts = [f"output_padding_{a}: {v}" for a, v in zip(axes, (*lead[:1], *output_padding))]
+        parts += [f"stride_{a}: {v}" for a, v in zip(axes, (*lead[1:2], *stride))]
+        parts += [f"dilation_{a}: {v}" for a, v in zip(axes, (*lead[2:], *dilation))]
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {' '.join(parts)}")
+    spatial = shape[2:]
+    out = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1
+                for i, s, p, d, k, op in zip(spatial, stride, padding, dilation, kernel, output_padding))  # fmt: skip
+    if any(o <= 0 for o in out):
+        raise RuntimeError(
+            f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output size per channel: "
+            f"({' x '.join(map(str, out))}). Output size is too small"
+        )
+    big = (shape[0], weight.shape[1] * groups, *out)
+    geom = _geometry(big, shape, kernel, stride, [(p, p) for p in padding], dilation, groups, dims)
+    if unbatched:
+        return nn_ops.ConvolutionTranspose.apply(input.unsqueeze(0), weight, bias, geom).squeeze(0)
+    return nn_ops.ConvolutionTranspose.apply(input, weight, bias, geom)
 
 
 def _type_name(t: Tensor) -> str:
@@ -522,6 +636,34 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     """2-d convolution (cross-correlation) of (N, C, H, W) by (O, C / groups, kh, kw): im2col and BLAS, one
     node."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:  # fmt: skip
+    """3-d convolution (cross-correlation) of (N, C, D, H, W) by (O, C / groups, kd, kh, kw), in one node: its
+    columns are two 2-d im2col passes (depth windows, then height-width windows)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:  # fmt: skip
+    """1-d transposed convolution of (N, C_in, L) by (C_in, C_out / groups, k): the gradient of ``conv1d`` with
+    respect to its input, one node."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:  # fmt: skip
+    """2-d transposed convolution of (N, C_in, H, W) by (C_in, C_out / groups, kh, kw): the gradient of
+    ``conv2d`` with respect to its input, one node."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:  # fmt: skip
+    """3-d transposed convolution of (N, C_in, D, H, W) by (C_in, C_out / groups, kd, kh, kw): the gradient of
+    ``conv3d`` with respect to its input, one node."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
 
 
 def _pool_size(size: int, k: int, pad: int, stride: int, dilation: int, ceil_mode: bool) -> int:

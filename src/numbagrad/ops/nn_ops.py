@@ -47,81 +47,177 @@ class LinearMap(Function):
 
 # --- convolution -------------------------------------------------------------------------------------------------
 class ConvGeometry:
-    """Everything about one convolution but the data: 2-d sizes (a 1-d convolution has height 1), the (top,
-    left) padding offsets, groups, the output size, and how the caller's input was shaped."""
+    """Everything about one convolution but the data, seen from the convolution (the transposed convolution runs
+    it backwards): 2-d or 3-d sizes (a 1-d convolution is a 2-d one of height 1), the leading padding offsets,
+    groups, the output's spatial size ``out``, the internal shape ``in_shape`` (N, C, *spatial) of the large side,
+    and the caller's shapes of the large side (``big_shape``) and of the small side (``small_shape``)."""
 
-    __slots__ = ("kernel", "stride", "padding", "dilation", "groups", "out_hw", "in4", "out_shape")
+    __slots__ = ("kernel", "stride", "padding", "dilation", "groups", "out", "in_shape", "big_shape", "small_shape")
 
-    def __init__(self, kernel, stride, padding, dilation, groups, out_hw, in4, out_shape) -> None:
+    def __init__(self, kernel, stride, padding, dilation, groups, out, in_shape, big_shape, small_shape) -> None:
         self.kernel, self.stride, self.padding, self.dilation = kernel, stride, padding, dilation
-        self.groups, self.out_hw, self.in4, self.out_shape = groups, out_hw, in4, out_shape
+        self.groups, self.out, self.in_shape = groups, out, in_shape
+        self.big_shape, self.small_shape = big_shape, small_shape
+
+    @property
+    def k(self) -> int:
+        """Rows of the columns: channels times kernel positions."""
+        return self.in_shape[1] * math.prod(self.kernel)
+
+    @property
+    def length(self) -> int:
+        """Columns of the columns: output positions."""
+        return math.prod(self.out)
+
+    def _planes(self) -> tuple:
+        """The 2-d passes that make a 3-d im2col: first the depth windows of (N, C, D, H * W), then the (h, w)
+        windows of (N, C * kd * od, H, W)."""
+        n, c, d, h, w = self.in_shape
+        (kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = self.kernel, self.stride, self.padding, self.dilation
+        od, oh, ow = self.out
+        depth = _Plane((n, c, d, h * w), (kd, 1), (sd, 1), (pd, 0), (dd, 1), (od, h * w))
+        rows = _Plane((n, c * kd * od, h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow))
+        return depth, rows
+
+    def columns(self, x: Tensor) -> Tensor:
+        """(N, C * K, L) columns of the large side ``x``: each output position's receptive field (differentiable)."""
+        x = x.reshape(self.in_shape)
+        if len(self.kernel) == 2:
+            plane = _Plane(self.in_shape, self.kernel, self.stride, self.padding, self.dilation, self.out)
+            return plane.columns(x)
+        depth, rows = self._planes()
+        n, c = self.in_shape[:2]
+        (kd, kh, kw), (od, oh, ow) = self.kernel, self.out
+        cols = rows.columns(depth.columns(x).reshape(rows.shape))
+        cols = cols.reshape(n, c, kd, od, kh, kw, oh, ow).permute(0, 1, 2, 4, 5, 3, 6, 7)
+        return cols.reshape(n, self.k, self.length)
+
+    def image(self, cols: Tensor) -> Tensor:
+        """The adjoint of ``columns``: (N, C * K, L) columns summed back into the large side (differentiable)."""
+        if len(self.kernel) == 2:
+            plane = _Plane(self.in_shape, self.kernel, self.stride, self.padding, self.dilation, self.out)
+            return plane.image(cols).reshape(self.big_shape)
+        depth, rows = self._planes()
+        n, c = self.in_shape[:2]
+        (kd, kh, kw), (od, oh, ow) = self.kernel, self.out
+        cols = cols.reshape(n, c, kd, kh, kw, od, oh, ow).permute(0, 1, 2, 5, 3, 4, 6, 7)
+        planes = rows.image(cols.reshape(n, c * kd * od * kh * kw, oh * ow))
+        return depth.image(planes.reshape(n, c * kd, od * depth.out[1])).reshape(self.big_shape)
+
+
+class _Plane:
+    """One 2-d im2col over (N, C, H, W) as a differentiable ``LinearMap`` (its adjoint is col2im)."""
+
+    def __init__(self, shape, kernel, stride, padding, dilation, out) -> None:
+        self.shape, self.kernel, self.stride, self.padding, self.dilation, self.out = (
+            tuple(shape), tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), tuple(out)
+        )  # fmt: skip
 
     def im2col(self, x):
-        return backend_for(x).im2col(x, self.kernel, self.stride, self.padding, self.dilation, self.out_hw)
+        b = backend_for(x)
+        return b.im2col(b.reshape(x, self.shape), self.kernel, self.stride, self.padding, self.dilation, self.out)
 
     def col2im(self, cols):
         return backend_for(cols).col2im(
-            cols, self.in4, self.kernel, self.stride, self.padding, self.dilation, self.out_hw
+            cols, self.shape, self.kernel, self.stride, self.padding, self.dilation, self.out
         )
+
+    def columns(self, x: Tensor) -> Tensor:
+        return LinearMap.apply(x.reshape(self.shape), self.im2col, self.col2im)
+
+    def image(self, cols: Tensor) -> Tensor:
+        return LinearMap.apply(cols.contiguous(), self.col2im, self.im2col)
+
+
+def _grouped(t: Tensor, groups: int) -> Tensor:
+    """(N, C, *) as (N, groups, C / groups, positions)."""
+    return t.reshape(t.shape[0], groups, t.shape[1] // groups, -1)
+
+
+def _channel_bias(out: Tensor, bias) -> Tensor:
+    return out if bias is None else out + bias.reshape(_channel_shape(out))
+
+
+def _weight_grad(small: Tensor, big: Tensor, geom: ConvGeometry) -> Tensor:
+    """The weight's gradient ``sum_n small[n] @ columns(big[n]).T`` per group, shaped (O, C / groups, *kernel):
+    of a convolution (``small`` the output gradient, ``big`` its input) and of a transposed one (``small`` its
+    input, ``big`` the output gradient) alike."""
+    g = geom.groups
+    cols = geom.columns(big).reshape(geom.in_shape[0], g, geom.k // g, geom.length)
+    w = _grouped(small, g).matmul(cols.transpose(2, 3)).sum(0)
+    return w.reshape(small.shape[1], geom.in_shape[1] // g, *geom.kernel)
 
 
 class Convolution(Function):
-    """``conv1d``/``conv2d`` in one node: im2col then one matrix product per group (bias added in place)."""
+    """``conv1d``/``conv2d``/``conv3d`` in one node: im2col then one matrix product per group (plus the bias).
+    Its input gradient is the transposed convolution of the output gradient, and the transposed convolution's is
+    this one: each is the other's backward, so every order of derivative exists."""
 
     node_name = "ConvolutionBackward0"
     _trusted = True
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias, geom: ConvGeometry) -> Tensor:
-        backend = x._backend
-        x4 = backend.reshape(x._data, geom.in4)
-        w4 = backend.reshape(weight._data, (weight.shape[0], geom.in4[1] // geom.groups, *geom.kernel))
-        b = None if bias is None else bias._data
-        out, cols = backend.conv2d(x4, w4, b, geom.stride, geom.padding, geom.dilation, geom.groups, geom.out_hw)
-        ctx.geom, ctx.cols = geom, cols
+        ctx.geom, ctx.cols = geom, None
         ctx.save_for_backward(x, weight)
-        return _t(backend.reshape(out, geom.out_shape))
+        if len(geom.kernel) == 2:  # the backend's fused 2-d convolution, whose columns serve the backward
+            backend = x._backend
+            x4 = backend.reshape(x._data, geom.in_shape)
+            w4 = backend.reshape(weight._data, (weight.shape[0], geom.in_shape[1] // geom.groups, *geom.kernel))
+            b = None if bias is None else bias._data
+            out, ctx.cols = backend.conv2d(x4, w4, b, geom.stride, geom.padding, geom.dilation, geom.groups, geom.out)
+            return _t(backend.reshape(out, geom.small_shape))
+        g = geom.groups
+        cols = geom.columns(x).reshape(geom.in_shape[0], g, geom.k // g, geom.length)
+        out = weight.reshape(g, weight.shape[0] // g, geom.k // g).matmul(cols)
+        return _channel_bias(out.reshape(geom.small_shape), bias)
 
     @staticmethod
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         geom = ctx.geom
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        n, o = geom.in4[0], weight.shape[0]
-        if state.enabled:
-            return (*_conv_backward_graph(g, x, weight, geom, need_x, need_w, need_b), None)
-        backend = g._backend
-        g4 = backend.reshape(g._data, (n, o, *geom.out_hw))
-        w4 = backend.reshape(weight._data, (o, geom.in4[1] // geom.groups, *geom.kernel))
-        gx, gw, gb = backend.conv2d_backward(
-            g4, ctx.cols, geom.in4, w4, geom.stride, geom.padding, geom.dilation, geom.groups, need_x, need_w, need_b
-        )
-        if need_x and gx.shape != x._data.shape:
-            gx = backend.reshape(gx, x._data.shape)
-        if need_w and gw.shape != weight._data.shape:
-            gw = backend.reshape(gw, weight._data.shape)
-        gx = _t(gx) if need_x else None
-        gw = _t(gw) if need_w else None
-        return gx, gw, (_t(gb) if need_b else None), None
+        if ctx.cols is not None and not state.enabled:  # the backend's fused 2-d backward
+            backend = g._backend
+            n, o = geom.in_shape[0], weight.shape[0]
+            g4 = backend.reshape(g._data, (n, o, *geom.out))
+            w4 = backend.reshape(weight._data, (o, geom.in_shape[1] // geom.groups, *geom.kernel))
+            gx, gw, gb = backend.conv2d_backward(g4, ctx.cols, geom.in_shape, w4, geom.stride, geom.padding,
+                                                 geom.dilation, geom.groups, need_x, need_w, need_b)  # fmt: skip
+            gx = _t(backend.reshape(gx, x._data.shape)) if need_x else None
+            gw = _t(backend.reshape(gw, weight._data.shape)) if need_w else None
+            return gx, gw, (_t(gb) if need_b else None), None
+        gx = ConvolutionTranspose.apply(g, weight, None, geom) if need_x else None
+        gw = _weight_grad(g, x, geom).reshape(weight.shape) if need_w else None
+        gb = g.sum((0, *range(2, g.dim()))) if need_b else None
+        return gx, gw, gb, None
 
 
-def _conv_backward_graph(g: Tensor, x: Tensor, weight: Tensor, geom: ConvGeometry, need_x, need_w, need_b):
-    """Convolution's gradients with differentiable operations (double backward)."""
-    n, o, groups = geom.in4[0], weight.shape[0], geom.groups
-    length = geom.out_hw[0] * geom.out_hw[1]
-    k = geom.in4[1] * geom.kernel[0] * geom.kernel[1]
-    g4 = g.reshape(n, groups, o // groups, length)
-    w3 = weight.reshape(groups, o // groups, k // groups)
-    gx = gw = gb = None
-    if need_x:
-        gcols = w3.transpose(1, 2).matmul(g4).reshape(n, k, length)
-        gx = LinearMap.apply(gcols, geom.col2im, geom.im2col).reshape(x.shape)
-    if need_w:
-        cols = LinearMap.apply(x.reshape(geom.in4), geom.im2col, geom.col2im).reshape(n, groups, k // groups, length)
-        gw = g4.matmul(cols.transpose(2, 3)).sum(0).reshape(weight.shape)
-    if need_b:
-        gb = g4.sum((0, 3)).reshape(o)
-    return gx, gw, gb
+class ConvolutionTranspose(Function):
+    """``conv_transpose1d/2d/3d`` in one node: the adjoint of the convolution of ``geom`` (one matrix product per
+    group, then col2im), plus the bias. ``weight`` is (C_in, C_out / groups, *kernel), the convolution's layout."""
+
+    node_name = "ConvolutionBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias, geom: ConvGeometry) -> Tensor:
+        ctx.geom = geom
+        ctx.save_for_backward(x, weight)
+        g = geom.groups
+        w = weight.reshape(g, weight.shape[0] // g, geom.k // g).transpose(1, 2)
+        cols = w.matmul(_grouped(x, g)).reshape(geom.in_shape[0], geom.k, geom.length)
+        return _channel_bias(geom.image(cols), bias)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, weight = ctx.saved_tensors
+        geom = ctx.geom
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        gx = Convolution.apply(g, weight, None, geom).reshape(x.shape) if need_x else None
+        gw = _weight_grad(x, g, geom).reshape(weight.shape) if need_w else None
+        gb = g.sum((0, *range(2, g.dim()))) if need_b else None
+        return gx, gw, gb, None
 
 
 # --- pooling -------------------------------------------------------------------------------------------------------
@@ -483,6 +579,60 @@ def pad_geometry(shape: tuple, pads: tuple) -> tuple:
         dst[d] = slice(max(left, 0), max(left, 0) + src[d].stop - src[d].start)
         shape[d] = size + left + right
     return tuple(shape), tuple(src), tuple(dst)
+
+
+class _IndexPadMaps:
+    """``reflect``/``replicate``/``circular`` padding as a gather along each padded dim (``index`` a 1-d int64
+    array of source positions per dim), and its adjoint, the scatter-add of the same indices."""
+
+    def __init__(self, in_shape: tuple, indices: tuple) -> None:
+        self.in_shape, self.indices = tuple(in_shape), indices  # indices: ((dim, positions), ...)
+
+    def forward(self, x):
+        b = backend_for(x)
+        for dim, index in self.indices:
+            x = b.index_select(x, dim, index)
+        return x
+
+    def adjoint(self, g):
+        b = backend_for(g)
+        shape = list(g.shape)
+        for dim, index in reversed(self.indices):
+            shape[dim] = self.in_shape[dim]
+            g = b.index_add(b.zeros(tuple(shape), g.dtype), dim, index, b.ascontiguous(g))
+        return g
+
+
+class IndexPad(Function):
+    """``pad`` in mode ``reflect``, ``replicate`` or ``circular``: one gather node; its gradient sums each output
+    element back into the input element it copies (a ``LinearMap``, so higher derivatives exist)."""
+
+    node_name = "IndexPadBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, maps: _IndexPadMaps) -> Tensor:
+        ctx.maps = maps
+        return _t(maps.forward(x._data))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        maps = ctx.maps
+        if state.enabled:
+            return LinearMap.apply(g, maps.adjoint, maps.forward), None
+        return _t(maps.adjoint(g._data)), None
+
+
+def _pad_node(mode: str, k: int) -> type:
+    """``IndexPad`` under torch's node name for ``mode`` over ``k`` dims (circular padding is a copy into slices
+    there, ``CopySlices``)."""
+    name = {"reflect": f"ReflectionPad{k}DBackward0", "replicate": f"ReplicationPad{k}DBackward0"}.get(
+        mode, "CopySlices"
+    )
+    return type(f"IndexPad{mode.title()}{k}d", (IndexPad,), {"node_name": name, "__doc__": IndexPad.__doc__})
+
+
+PAD_NODES = {(mode, k): _pad_node(mode, k) for mode in ("reflect", "replicate", "circular") for k in (1, 2, 3)}
 
 
 # --- small composites with their own node --------------------------------------------------------------------------
