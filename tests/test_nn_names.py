@@ -11,7 +11,7 @@ softmin gumbel_softmax normalize cosine_similarity pairwise_distance dropout emb
 batch_norm group_norm conv1d conv2d max_pool2d avg_pool2d adaptive_avg_pool2d l1_loss smooth_l1_loss huber_loss
 nll_loss cross_entropy binary_cross_entropy binary_cross_entropy_with_logits kl_div mse_loss
 leaky_relu_ elu_ selu_ hardtanh_ relu_ relu softmax log_softmax linear sigmoid tanh
-conv3d conv_transpose1d conv_transpose2d conv_transpose3d
+conv3d conv_transpose1d conv_transpose2d conv_transpose3d interpolate upsample adaptive_avg_pool1d adaptive_avg_pool3d
 """.split()
 
 MODULES = """
@@ -20,7 +20,7 @@ Hardsigmoid LogSoftmax Dropout LayerNorm BatchNorm1d BatchNorm2d GroupNorm Embed
 AdaptiveAvgPool2d L1Loss SmoothL1Loss HuberLoss NLLLoss BCELoss BCEWithLogitsLoss KLDivLoss
 Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d
 ConstantPad3d ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d
-CircularPad1d CircularPad2d CircularPad3d
+CircularPad1d CircularPad2d CircularPad3d Upsample UpsamplingNearest2d UpsamplingBilinear2d
 """.split()
 
 

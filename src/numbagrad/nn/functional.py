@@ -666,6 +666,138 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
 
 
+# --- resampling: interpolate and adaptive average pooling in 1 and 3 dims --------------------------------------------
+_RESAMPLE_MODES = {  # (mode, spatial dims) -> (matrix kind, torch's node)
+    **{("nearest", k): ("nearest", f"UpsampleNearest{k}DBackward0") for k in (1, 2, 3)},
+    **{("nearest-exact", k): ("nearest-exact", f"UpsampleNearestExact{k}DBackward0") for k in (1, 2, 3)},
+    ("linear", 1): ("linear", "UpsampleLinear1DBackward0"),
+    ("bilinear", 2): ("linear", "UpsampleBilinear2DBackward0"),
+    ("trilinear", 3): ("linear", "UpsampleTrilinear3DBackward0"),
+    ("bicubic", 2): ("cubic", "UpsampleBicubic2DBackward0"),
+}
+_NEEDS = {"linear": 3, "bilinear": 4, "trilinear": 5}
+
+
+def _resample(input: Tensor, kind: str, node: str, out: tuple, align_corners: bool, scales) -> Tensor:
+    """``input`` resampled to ``out`` over its trailing dims, one matrix per dim that changes."""
+    k = len(out)
+    mats = []
+    for i, (size, new) in enumerate(zip(input.shape[-k:], out)):
+        scale = None if scales is None else scales[i]
+        m = nn_ops.resample_matrix(kind, size, new, align_corners, scale, input._data.dtype)
+        mats.append((input.dim() - k + i, m))
+    return nn_ops.RESAMPLE_NODES[node].apply(input, tuple(mats))
+
+
+def _check_resample_sizes(input: Tensor, out, gap: str = "") -> None:
+    spatial = tuple(input.shape[2:])
+    if any(s <= 0 for s in out) or any(s <= 0 for s in spatial):
+        axes = ("D", "H", "W")[3 - len(out) :]
+        shown = lambda sizes: ", ".join(f"{a}: {s}" for a, s in zip(axes, sizes))  # noqa: E731
+        raise RuntimeError(
+            f"Input and output sizes should be greater than 0, but got input ({shown(spatial)}){gap} output "
+            f"({shown(out)})"
+        )
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:  # fmt: skip
+    """Resample the spatial dims of (N, C, *spatial) ``input`` to ``size`` or by ``scale_factor``: ``nearest``,
+    ``nearest-exact``, ``linear``/``bilinear``/``trilinear``, ``bicubic`` (1, 2 and 3 spatial dims
+    respectively) or ``area`` (adaptive average pooling), with torch's source positions and weights."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError(
+                "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | "
+                "trilinear"
+            )
+    elif align_corners is None:
+        align_corners = False
+    dim = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    scales = None
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got input with spatial "
+                    f"dimensions of {list(input.shape[2:])} and output size of {size}. Please provide input tensor in "
+                    "(N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format."
+                )
+            if not all(isinstance(s, (int, np.integer)) for s in size):
+                raise TypeError(
+                    "expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, int], but got "
+                    f"size with types {[type(s) for s in size]}"
+                )
+            out = [int(s) for s in size]
+        else:
+            out = [int(size)] * dim
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, but got input with "
+                    f"spatial dimensions of {list(input.shape[2:])} and scale_factor of shape {scale_factor}. Please "
+                    "provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) "
+                    "format."
+                )
+            scales = [float(s) for s in scale_factor]
+        else:
+            scales = [float(scale_factor)] * dim
+        out = [int(math.floor(s * f)) for s, f in zip(input.shape[2:], scales)]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if recompute_scale_factor or mode == "area":
+        scales = None  # the output size alone decides the positions
+    if antialias:
+        if not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
+            raise ValueError(
+                "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D tensor "
+                "as input"
+            )
+        raise NotImplementedError("numbagrad's interpolate has no antialiasing filter (antialias=True)")
+    if mode == "area" and dim in (1, 2, 3):
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](input, out)
+    if (mode, dim) in _RESAMPLE_MODES:
+        _check_resample_sizes(input, out, " and" if dim == 1 else "")
+        kind, node = _RESAMPLE_MODES[mode, dim]
+        return _resample(input, kind, node, tuple(out), bool(align_corners), scales)
+    if mode in _NEEDS and dim in (1, 2, 3):
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_NEEDS[mode]}D input")
+    raise NotImplementedError(
+        f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the modes: nearest | "
+        f"linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got {mode})"
+    )
+
+
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
+    """Deprecated alias of ``interpolate`` (torch warns the same)."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """Mean over ``output_size`` windows spanning the last dim (torch: a 2-d pool of height 1)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"adaptive_avg_pool1d() argument 'input' (position 1) must be 2D or 3D, got {input.dim()}D")
+    size = output_size[0] if isinstance(output_size, (list, tuple)) else output_size
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, int(size))).squeeze(-2)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """Mean over ``output_size`` windows spanning the last three dims (``None`` keeps that dim's size)."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got {list(input.shape)}")
+    sizes = (output_size,) * 3 if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    out = tuple(input.shape[-3 + i] if s is None else int(s) for i, s in enumerate(sizes))
+    if out == (1, 1, 1):  # torch takes the mean (node MeanBackward1)
+        return input.mean((-1, -2, -3), keepdim=True)
+    return _resample(input, "area", "AdaptiveAvgPool3DBackward0", out, False, None)
+
+
 def _pool_size(size: int, k: int, pad: int, stride: int, dilation: int, ceil_mode: bool) -> int:
     """torch's ``pooling_output_shape``: a window may start in the right padding only with ``ceil_mode``."""
     num = size + 2 * pad - dilation * (k - 1) - 1 + (stride - 1 if ceil_mode else 0)

@@ -313,6 +313,90 @@ class AdaptiveAvgPool2d(AvgPool2d):
     node_name = "AdaptiveAvgPool2DBackward0"
 
 
+# --- resampling: interpolation and adaptive average pooling --------------------------------------------------------
+def resample_matrix(mode: str, in_size: int, out_size: int, align_corners: bool, scale, dtype) -> np.ndarray:
+    """The (out_size, in_size) matrix of one spatial dim's resampling, with torch's source positions and weights:
+    ``nearest``/``nearest-exact`` pick one element, ``linear`` mixes two, ``cubic`` four (clamped at the edges),
+    ``area`` averages torch's adaptive windows. ``scale`` is the user's scale factor (or None); positions are
+    computed in ``dtype`` (torch's float32 arithmetic for nearest), so the picks and weights are torch's."""
+    m = np.zeros((out_size, in_size), np.float64)
+    rows = np.arange(out_size)
+    if mode == "area":
+        for i in range(out_size):
+            start, stop = (i * in_size) // out_size, -((-(i + 1) * in_size) // out_size)
+            m[i, start:stop] = 1.0 / (stop - start)
+        return m
+    if mode in ("nearest", "nearest-exact"):
+        f = np.float32
+        ratio = f(1.0 / scale) if scale is not None and scale > 0 else f(in_size) / f(out_size)
+        pos = rows.astype(f) + (f(0.5) if mode == "nearest-exact" else f(0.0))
+        src = np.minimum(np.floor(pos * ratio).astype(np.int64), in_size - 1)
+        if mode == "nearest" and out_size == in_size:
+            src = rows
+        m[rows, src] = 1.0
+        return m
+    f = dtype.type
+    if align_corners:
+        ratio = f(in_size - 1) / f(out_size - 1) if out_size > 1 else f(0.0)
+        real = ratio * rows.astype(f)
+    else:
+        ratio = f(1.0 / scale) if scale is not None and scale > 0 else f(in_size) / f(out_size)
+        real = ratio * (rows.astype(f) + f(0.5)) - f(0.5)
+        if mode == "linear":
+            real = np.maximum(real, f(0.0))
+    index = np.minimum(np.floor(real).astype(np.int64), in_size - 1)
+    lam = np.clip(real - index.astype(f), f(0.0), f(1.0)).astype(np.float64)
+    if mode == "linear":
+        np.add.at(m, (rows, index), 1.0 - lam)
+        np.add.at(m, (rows, index + (index < in_size - 1)), lam)
+        return m
+    a = -0.75  # torch's bicubic: Keys' cubic convolution with A = -0.75, taps clamped to the edges
+    near = lambda x: ((a + 2) * x - (a + 3)) * x * x + 1  # noqa: E731 - |x| <= 1
+    far = lambda x: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a  # noqa: E731 - 1 < |x| < 2
+    for tap, w in enumerate((far(lam + 1), near(lam), near(1 - lam), far(2 - lam))):
+        np.add.at(m, (rows, np.clip(index - 1 + tap, 0, in_size - 1)), w)
+    return m
+
+
+class Resample(Function):
+    """A separable resampling of the trailing dims: one matrix per dim (``resample_matrix``) applied along it.
+    Its gradient applies the transposed matrices, as matrix products, so higher derivatives exist. Subclasses
+    carry torch's node name for each mode."""
+
+    node_name = "ResampleBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, mats: tuple) -> Tensor:
+        ctx.mats = mats
+        return _along_dims(x, [(d, m.T) for d, m in mats])
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return _along_dims(g, [(d, m) for d, m in reversed(ctx.mats)]), None
+
+
+def _along_dims(x: Tensor, mats) -> Tensor:
+    """``x`` with each (dim, (in, out) matrix) contracted along its dim."""
+    for d, m in mats:
+        w = _t(x._backend.from_host(np.ascontiguousarray(m, dtype=x._data.dtype)))
+        x = x.transpose(d, -1).matmul(w).transpose(d, -1)
+    return x
+
+
+def _resample_node(name: str) -> type:
+    return type(name.replace("Backward0", ""), (Resample,), {"node_name": name, "__doc__": Resample.__doc__})
+
+
+RESAMPLE_NODES = {
+    name: _resample_node(name)
+    for name in [f"UpsampleNearest{k}DBackward0" for k in (1, 2, 3)]
+    + [f"UpsampleNearestExact{k}DBackward0" for k in (1, 2, 3)]
+    + ["UpsampleLinear1DBackward0", "UpsampleBilinear2DBackward0", "UpsampleTrilinear3DBackward0"]
+    + ["UpsampleBicubic2DBackward0", "AdaptiveAvgPool3DBackward0"]
+}
+
+
 # --- normalization -------------------------------------------------------------------------------------------------
 def _normalized(x: Tensor, axes, eps: float):
     """(x - mean) * rstd over ``axes``, with differentiable statistics (the double-backward path)."""
