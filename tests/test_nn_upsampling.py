@@ -163,3 +163,13 @@ def test_upsampling_modules_load_from_torchs_module_path():
     from numbagrad.nn.modules.upsampling import Upsample
 
     assert Upsample is nn.Upsample
+
+
+def test_upsample_function_warns_and_interpolates(torch):
+    x = np.random.default_rng(3).standard_normal((1, 1, 2, 3))
+    with pytest.warns(UserWarning) as ours:
+        a = NF.upsample(numbagrad.tensor(x), scale_factor=2, mode="bilinear")
+    with pytest.warns(UserWarning) as theirs:
+        b = torch.nn.functional.upsample(torch.tensor(x), scale_factor=2, mode="bilinear")
+    assert str(ours[0].message) == str(theirs[0].message)
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)

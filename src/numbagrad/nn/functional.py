@@ -775,7 +775,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
 
 def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
     """Deprecated alias of ``interpolate`` (torch warns the same)."""
-    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
