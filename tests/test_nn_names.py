@@ -12,6 +12,7 @@ batch_norm group_norm conv1d conv2d max_pool2d avg_pool2d adaptive_avg_pool2d l1
 nll_loss cross_entropy binary_cross_entropy binary_cross_entropy_with_logits kl_div mse_loss
 leaky_relu_ elu_ selu_ hardtanh_ relu_ relu softmax log_softmax linear sigmoid tanh
 conv3d conv_transpose1d conv_transpose2d conv_transpose3d interpolate upsample adaptive_avg_pool1d adaptive_avg_pool3d
+pixel_shuffle pixel_unshuffle channel_shuffle native_channel_shuffle fold unfold instance_norm
 """.split()
 
 MODULES = """
@@ -21,6 +22,7 @@ AdaptiveAvgPool2d L1Loss SmoothL1Loss HuberLoss NLLLoss BCELoss BCEWithLogitsLos
 Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d
 ConstantPad3d ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d
 CircularPad1d CircularPad2d CircularPad3d Upsample UpsamplingNearest2d UpsamplingBilinear2d
+PixelShuffle PixelUnshuffle ChannelShuffle Fold Unfold InstanceNorm1d InstanceNorm2d InstanceNorm3d
 """.split()
 
 

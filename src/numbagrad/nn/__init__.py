@@ -31,6 +31,8 @@ from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Se
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
+from .fold import Fold, Unfold
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .layers import Identity, Linear
 from .loss import (
     BCELoss,
@@ -63,6 +65,7 @@ from .padding import (
     ZeroPad3d,
 )
 from .parameter import Parameter
+from .pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sparse import Embedding
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
@@ -74,6 +77,7 @@ __all__ = [
     "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
+    "ChannelShuffle",
     "CircularPad1d",
     "CircularPad2d",
     "CircularPad3d",
@@ -91,6 +95,7 @@ __all__ = [
     "ELU",
     "Embedding",
     "Flatten",
+    "Fold",
     "GELU",
     "GLU",
     "GroupNorm",
@@ -99,6 +104,9 @@ __all__ = [
     "Hardtanh",
     "HuberLoss",
     "Identity",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
     "KLDivLoss",
     "L1Loss",
     "LayerNorm",
@@ -116,6 +124,8 @@ __all__ = [
     "Parameter",
     "ParameterDict",
     "ParameterList",
+    "PixelShuffle",
+    "PixelUnshuffle",
     "ReLU",
     "ReLU6",
     "ReflectionPad1d",
@@ -136,6 +146,7 @@ __all__ = [
     "Tanh",
     "Tanhshrink",
     "Unflatten",
+    "Unfold",
     "Upsample",
     "UpsamplingBilinear2d",
     "UpsamplingNearest2d",

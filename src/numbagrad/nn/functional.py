@@ -798,6 +798,154 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
     return _resample(input, "area", "AdaptiveAvgPool3DBackward0", out, False, None)
 
 
+# --- rearrangements: pixel and channel shuffles, fold and unfold ------------------------------------------------------
+def _shuffle_factor(input: Tensor, factor: int, name: str, kind: str) -> None:
+    if input.dim() < 3:
+        raise RuntimeError(
+            f"{name} expects input to have at least 3 dimensions, but got input with {input.dim()} dimension(s)"
+        )
+    if factor <= 0:
+        raise RuntimeError(f"{name} expects a positive {kind}, but got {factor}")
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C * r * r, H, W) -> (*, C, H * r, W * r): each group of r * r channels becomes an r x r block."""
+    r = int(upscale_factor)
+    _shuffle_factor(input, r, "pixel_shuffle", "upscale_factor")
+    c = input.shape[-3]
+    if c % (r * r):
+        raise RuntimeError(
+            "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, "
+            f"but input.size(-3)={c} is not divisible by {r * r}"
+        )
+    return nn_ops.PixelShuffle.apply(input, r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W): the inverse of ``pixel_shuffle``."""
+    r = int(downscale_factor)
+    _shuffle_factor(input, r, "pixel_unshuffle", "downscale_factor")
+    for name, d in (("height", -2), ("width", -1)):
+        if input.shape[d] % r:
+            raise RuntimeError(
+                f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but input.size({d})="
+                f"{input.shape[d]} is not divisible by {r}"
+            )
+    return nn_ops.PixelUnshuffle.apply(input, r)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, C, *) with the channels of ``groups`` groups interleaved (ShuffleNet's channel shuffle)."""
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    c = input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    return nn_ops.ChannelShuffle.apply(input, int(groups))
+
+
+native_channel_shuffle = channel_shuffle
+
+
+def _block_args(kernel_size, dilation, padding, stride) -> tuple:
+    """fold/unfold's (kernel, dilation, padding, stride) pairs, with torch's checks."""
+    args = []
+    for name, value in (("kernel_size", kernel_size), ("dilation", dilation), ("padding", padding),
+                        ("stride", stride)):  # fmt: skip
+        pair = (int(value),) * 2 if isinstance(value, int) else tuple(int(v) for v in value)
+        if len(pair) != 2:
+            raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(pair)}")
+        args.append(pair)
+    kernel, dilation, padding, stride = args
+    checks = (("kernel size", "kernel", kernel, 1, "greater than zero"), ("dilation", "dilation", dilation, 1,
+              "greater than zero"), ("padding", "pad", padding, 0, "non-negative"),
+              ("stride", "stride", stride, 1, "greater than zero"))  # fmt: skip
+    for label, short, pair, least, words in checks:
+        if min(pair) < least:
+            raise RuntimeError(f"{label} should be {words}, but got {short}_height: {pair[0]} {short}_width: {pair[1]}")
+    return kernel, dilation, padding, stride
+
+
+def _blocks(spatial, kernel, dilation, padding, stride) -> tuple:
+    return tuple((s + 2 * p - (d * (k - 1) + 1)) // st + 1
+                 for s, k, d, p, st in zip(spatial, kernel, dilation, padding, stride))  # fmt: skip
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Sliding blocks of (N, C, H, W) input as columns: (N, C * kh * kw, L) (im2col), one node."""
+    kernel, dilation, padding, stride = _block_args(kernel_size, dilation, padding, stride)
+    if input.dim() not in (3, 4) or any(s == 0 for s in input.shape[1:]):
+        raise RuntimeError(
+            "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
+            f"input, but got: {list(input.shape)}"
+        )
+    x = input.unsqueeze(0) if input.dim() == 3 else input  # (only its shape is used)
+    out = _blocks(x.shape[2:], kernel, dilation, padding, stride)
+    if min(out) < 1:
+        raise RuntimeError(
+            f"Given input with spatial size {tuple(x.shape[2:])}, kernel_size={kernel}, dilation={dilation}, "
+            f"padding={padding}, calculated shape of the array of sliding blocks as {out}, but its components must "
+            "be at least one."
+        )
+    c = x.shape[1]
+    cols_shape = (*input.shape[:-3], c * kernel[0] * kernel[1], out[0] * out[1])
+    plane = nn_ops._Plane(tuple(x.shape), kernel, stride, padding, dilation, out, tuple(input.shape), cols_shape)
+    return nn_ops.Im2Col.apply(input, plane.im2col, plane.col2im)
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Columns (N, C * kh * kw, L) summed back into (N, C, *output_size) (col2im, the adjoint of ``unfold``)."""
+    size = (int(output_size),) * 2 if isinstance(output_size, int) else tuple(int(v) for v in output_size)
+    if len(size) != 2:
+        raise RuntimeError(f"It is expected output_size equals to 2, but got size {len(size)}")
+    kernel, dilation, padding, stride = _block_args(kernel_size, dilation, padding, stride)
+    if input.dim() not in (2, 3) or any(s == 0 for s in input.shape[1:]):
+        raise RuntimeError(
+            "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for "
+            f"input, but got: {list(input.shape)}"
+        )
+    n, k, length = (1, *input.shape) if input.dim() == 2 else input.shape
+    if k % (kernel[0] * kernel[1]):
+        raise RuntimeError(
+            "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got "
+            f"input.size(1)={k} and kernel_size={kernel}."
+        )
+    out = _blocks(size, kernel, dilation, padding, stride)
+    if out[0] * out[1] != length:
+        raise RuntimeError(
+            f"Given output_size={size}, kernel_size={kernel}, dilation={dilation}, padding={padding}, "
+            f"stride={stride}, expected size of input's dimension 2 to match the calculated number of sliding blocks "
+            f"{out[0]} * {out[1]} = {out[0] * out[1]}, but got input.size(2)={length}."
+        )
+    shape = (n, k // (kernel[0] * kernel[1]), *size)
+    image_shape = shape[1:] if input.dim() == 2 else shape
+    plane = nn_ops._Plane(shape, kernel, stride, padding, dilation, out, image_shape, tuple(input.shape))
+    return nn_ops.Col2Im.apply(input.contiguous(), plane.col2im, plane.im2col)
+
+
+# --- instance normalization ------------------------------------------------------------------------------------------
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:  # fmt: skip
+    """Normalize each (sample, channel) over its spatial elements: torch's batch norm of the input seen as one
+    sample of N * C channels; the running statistics (if given) take the mean of the N samples' updates."""
+    if use_input_stats and math.prod(input.shape[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    n, c = input.shape[:2]
+    repeated = [None if t is None else t.repeat(n) for t in (weight, bias, running_mean, running_var)]
+    x = input.contiguous().view(1, n * c, *input.shape[2:])
+    out = nn_ops.BatchNorm.apply(x, *repeated, use_input_stats, momentum, eps, None)
+    with no_grad():
+        for stat, updated in ((running_mean, repeated[2]), (running_var, repeated[3])):
+            if stat is not None:
+                stat.copy_(updated.view(n, c).mean(0))
+    return out.view(input.shape)
+
+
 def _pool_size(size: int, k: int, pad: int, stride: int, dilation: int, ceil_mode: bool) -> int:
     """torch's ``pooling_output_shape``: a window may start in the right padding only with ``ceil_mode``."""
     num = size + 2 * pad - dilation * (k - 1) - 1 + (stride - 1 if ceil_mode else 0)

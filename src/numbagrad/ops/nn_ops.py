@@ -106,21 +106,28 @@ class ConvGeometry:
 
 
 class _Plane:
-    """One 2-d im2col over (N, C, H, W) as a differentiable ``LinearMap`` (its adjoint is col2im)."""
+    """One 2-d im2col over (N, C, H, W) as a differentiable ``LinearMap`` (its adjoint is col2im). The storage
+    maps also take and give the caller's shapes of the image and of the columns (``unfold`` of unbatched input)."""
 
-    def __init__(self, shape, kernel, stride, padding, dilation, out) -> None:
+    def __init__(self, shape, kernel, stride, padding, dilation, out, image_shape=None, cols_shape=None) -> None:
         self.shape, self.kernel, self.stride, self.padding, self.dilation, self.out = (
             tuple(shape), tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), tuple(out)
         )  # fmt: skip
+        k = self.shape[1] * self.kernel[0] * self.kernel[1]
+        self.image_shape = self.shape if image_shape is None else tuple(image_shape)
+        self.cols_shape = (self.shape[0], k, self.out[0] * self.out[1]) if cols_shape is None else tuple(cols_shape)
 
     def im2col(self, x):
         b = backend_for(x)
-        return b.im2col(b.reshape(x, self.shape), self.kernel, self.stride, self.padding, self.dilation, self.out)
+        x = b.reshape(x, self.shape)
+        cols = b.im2col(x, self.kernel, self.stride, self.padding, self.dilation, self.out)
+        return b.reshape(cols, self.cols_shape)
 
     def col2im(self, cols):
-        return backend_for(cols).col2im(
-            cols, self.shape, self.kernel, self.stride, self.padding, self.dilation, self.out
-        )
+        b = backend_for(cols)
+        cols = b.reshape(b.ascontiguous(cols), (self.shape[0], -1, self.out[0] * self.out[1]))
+        x = b.col2im(cols, self.shape, self.kernel, self.stride, self.padding, self.dilation, self.out)
+        return b.reshape(x, self.image_shape)
 
     def columns(self, x: Tensor) -> Tensor:
         return LinearMap.apply(x.reshape(self.shape), self.im2col, self.col2im)
@@ -395,6 +402,77 @@ RESAMPLE_NODES = {
     + ["UpsampleLinear1DBackward0", "UpsampleBilinear2DBackward0", "UpsampleTrilinear3DBackward0"]
     + ["UpsampleBicubic2DBackward0", "AdaptiveAvgPool3DBackward0"]
 }
+
+
+# --- rearrangements: pixel and channel shuffles, fold and unfold ------------------------------------------------------
+class PixelShuffle(Function):
+    """(*, C * r * r, H, W) -> (*, C, H * r, W * r); its gradient is ``PixelUnshuffle`` and the reverse."""
+
+    node_name = "PixelShuffleBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, r: int) -> Tensor:
+        ctx.r = r
+        *lead, c, h, w = x.shape
+        out = x.reshape(*lead, c // (r * r), r, r, h, w)
+        k = len(lead)
+        out = out.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2).reshape(*lead, c // (r * r), h * r, w * r)
+        return out.clone() if r == 1 else out
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return PixelUnshuffle.apply(g, ctx.r), None
+
+
+class PixelUnshuffle(Function):
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W), the inverse of ``PixelShuffle``."""
+
+    node_name = "PixelUnshuffleBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, r: int) -> Tensor:
+        ctx.r = r
+        *lead, c, h, w = x.shape
+        out = x.reshape(*lead, c, h // r, r, w // r, r)
+        k = len(lead)
+        out = out.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3).reshape(*lead, c * r * r, h // r, w // r)
+        return out.clone() if r == 1 else out
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return PixelShuffle.apply(g, ctx.r), None
+
+
+class ChannelShuffle(Function):
+    """(N, g * k, *) -> channel ``i * k + j`` moved to ``j * g + i``; its gradient shuffles back with ``k`` groups."""
+
+    node_name = "ChannelShuffleBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, groups: int) -> Tensor:
+        ctx.groups = groups
+        n, c, *rest = x.shape
+        out = x.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(x.shape)
+        return out.clone() if groups in (1, c) else out
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return ChannelShuffle.apply(g, g.shape[1] // ctx.groups), None
+
+
+class Im2Col(LinearMap):
+    """``unfold``: (N, C, H, W) -> (N, C * kh * kw, L) sliding blocks, under torch's node name."""
+
+    node_name = "Im2ColBackward0"
+
+
+class Col2Im(LinearMap):
+    """``fold``: (N, C * kh * kw, L) blocks summed into (N, C, H, W), under torch's node name."""
+
+    node_name = "Col2ImBackward0"
 
 
 # --- normalization -------------------------------------------------------------------------------------------------
