@@ -1021,6 +1021,97 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     return nn_ops.AdaptiveAvgPool2d.apply(input, nn_ops._PoolMaps(input.shape, out_hw, True))
 
 
+# --- pooling in 1 and 3 dims -----------------------------------------------------------------------------------------
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):  # fmt: skip
+    """Max over windows of the last dim (torch: a 2-d pool of height 1); indices are positions in that dim."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:"
+            f"{list(input.shape)}"
+        )
+    (k,), (p,), (d,) = (
+        _tuple(kernel_size, 1, "kernel_size"),
+        _tuple(padding, 1, "padding"),
+        _tuple(dilation, 1, "dilation"),
+    )
+    (s,) = (k,) if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, 1, "stride")
+    if p > k // 2:
+        raise RuntimeError(
+            f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and kernel_size={k}"
+        )
+    size = _pool_size(input.shape[-1], k, p, s, d, ceil_mode)
+    if size < 1:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {size}")
+    out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:  # fmt: skip
+    """Mean over windows of the last dim (torch: a 2-d pool of height 1)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 'self' (while "
+            "checking arguments for avg_pool1d)"
+        )
+    (k,), (p,) = _tuple(kernel_size, 1, "kernel_size"), _tuple(padding, 1, "padding")
+    (s,) = (k,) if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, 1, "stride")
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
+
+
+def _pool3d_args(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool, name: str) -> tuple:
+    """3-d pooling's (kernel, stride, padding, dilation, output size), with torch's checks in torch's order."""
+    if input.dim() not in (4, 5) or input.numel() == 0:
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    kernel = _tuple(kernel_size, 3, "kernel_size")
+    empty = stride is None or (not isinstance(stride, int) and len(stride) == 0)
+    stride = kernel if empty else _tuple(stride, 3, "stride")
+    padding, dilation = _tuple(padding, 3, "padding"), _tuple(dilation, 3, "dilation")
+    spatial = tuple(input.shape[-3:])
+    if name == "avg_pool3d" and any(s < k for s, k in zip(spatial, kernel)):
+        raise RuntimeError(
+            "input image (T: {} H: {} W: {}) smaller than kernel size (kT: {} kH: {} kW: {})".format(*spatial, *kernel)
+        )
+    for p, k, d in zip(padding, kernel, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and "
+                f"dilation={d}"
+            )
+    out = tuple(_pool_size(*a, ceil_mode) for a in zip(spatial, kernel, padding, stride, dilation))
+    if min(out) < 1:
+        c = input.shape[-4]
+        raise RuntimeError(
+            f"Given input size: ({c}x{'x'.join(map(str, spatial))}). Calculated output size: "
+            f"({c}x{'x'.join(map(str, out))}). Output size is too small"
+        )
+    return kernel, stride, padding, dilation, out
+
+
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):  # fmt: skip
+    """Max over 3-d windows of the last three dims; with ``return_indices`` also the int64 positions
+    ``(d * H + h) * W + w`` of each maximum in its volume."""
+    kernel, stride, padding, dilation, out = _pool3d_args(input, kernel_size, stride, padding, dilation, ceil_mode,
+                                                          "max_pool3d")  # fmt: skip
+    values, indices = nn_ops.MaxPool3d.apply(input, kernel, stride, padding, dilation, out)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:  # fmt: skip
+    """Mean over 3-d windows of the last three dims."""
+    kernel, stride, padding, _, out = _pool3d_args(input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool3d")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    maps = nn_ops._DepthThenPlanes(tuple(input.shape), kernel, stride, padding, bool(count_include_pad),
+                                   int(divisor_override or 0), out)  # fmt: skip
+    return nn_ops.AvgPool3d.apply(input, maps)
+
+
 # --- linear ------------------------------------------------------------------------------------------------------
 class _Linear(Function):
     """``x @ W.t() + b`` in one node (torch's ``addmm`` for 2-D input), on the backend's ``linear``. ``linear`` has

@@ -243,15 +243,18 @@ class MaxPool2d(Function):
         indices = _t(backend.reshape(idx, shape))
         ctx.mark_non_differentiable(indices)
         ctx.save_for_backward(indices)
-        ctx.in_shape = x.shape
+        ctx.in_shape, ctx.dims = x.shape, 2
         return _t(backend.reshape(out, shape)), indices
 
     @staticmethod
     def backward(ctx, g: Tensor, _g_indices):
+        """Each output gradient added at its maximum's flat index in its plane (the plane seen as 2-d: rows of the
+        last dim)."""
         (indices,) = ctx.saved_tensors
-        in_shape = tuple(ctx.in_shape)
-        planes = int(np.prod(in_shape[:-2], dtype=np.int64))
-        in_hw, out_hw = in_shape[-2:], tuple(g.shape[-2:])
+        in_shape, k = tuple(ctx.in_shape), ctx.dims
+        planes = int(np.prod(in_shape[:-k], dtype=np.int64))
+        in_hw = (int(np.prod(in_shape[-k:-1], dtype=np.int64)), in_shape[-1])
+        out_hw = (int(np.prod(g.shape[-k:-1], dtype=np.int64)), g.shape[-1])
         backend = indices._backend
         idx = backend.reshape(indices._data, (planes, *out_hw))
 
@@ -268,6 +271,33 @@ class MaxPool2d(Function):
         if state.enabled:
             return LinearMap.apply(g, scatter, gather), *([None] * 5)
         return _t(scatter(g._data)), *([None] * 5)
+
+
+class MaxPool3d(MaxPool2d):
+    """Max over windows of the last three dims, as two passes of the 2-d kernel: the (h, w) windows of each depth
+    slice, then the depth windows of those maxima. Scanning depth first keeps torch's choice among equal maxima
+    (the first in (d, h, w) order; the last NaN). Indices are ``(d * H + h) * W + w`` in each input volume."""
+
+    node_name = "MaxPool3DWithIndicesBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, kernel, stride, padding, dilation, out):
+        b = x._backend
+        *lead, d, h, w = x.shape
+        planes = int(np.prod(lead, dtype=np.int64))
+        od, oh, ow = out
+        rows, idx_hw = b.max_pool2d(b.reshape(x._data, (planes * d, h, w)), kernel[1:], stride[1:], padding[1:],
+                                    dilation[1:], (oh, ow))  # fmt: skip
+        depth = b.reshape(rows, (planes, d, oh * ow))
+        values, idx_d = b.max_pool2d(depth, (kernel[0], 1), (stride[0], 1), (padding[0], 0), (dilation[0], 1),
+                                     (od, oh * ow))  # fmt: skip
+        chosen = _t(idx_d) // (oh * ow)  # the depth of each maximum
+        picked = _t(b.take_along_axis(b.reshape(idx_hw, (planes, d, oh * ow)), chosen._data, 1))
+        indices = (chosen * (h * w) + picked).reshape(*lead, od, oh, ow)
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        ctx.in_shape, ctx.dims = x.shape, 3
+        return _t(b.reshape(values, (*lead, od, oh, ow))), indices
 
 
 class _PoolMaps:
@@ -318,6 +348,47 @@ class AvgPool2d(Function):
 
 class AdaptiveAvgPool2d(AvgPool2d):
     node_name = "AdaptiveAvgPool2DBackward0"
+
+
+class _DepthThenPlanes:
+    """The array maps of a 3-d average pool as two 2-d ones: the depth windows of (P, D, H * W), then the (h, w)
+    windows of each of the (P * OD) slices. Window sizes and valid counts are products over the dims, so the
+    means are torch's; a ``divisor_override`` takes the two passes as sums, then divides."""
+
+    def __init__(self, in_shape, kernel, stride, padding, count_include_pad: bool, divisor: int, out) -> None:
+        *lead, d, h, w = in_shape
+        self.planes = int(np.prod(lead, dtype=np.int64))
+        self.in_shape, self.out_shape = tuple(in_shape), (*lead, *out)
+        od, oh, ow = out
+        depth = ((kernel[0], 1), (stride[0], 1), (padding[0], 0), count_include_pad, 1 if divisor else 0)
+        rows = (kernel[1:], stride[1:], padding[1:], count_include_pad, 1 if divisor else 0)
+        self.depth = _PoolMaps((self.planes, d, h * w), (od, h * w), False, depth)
+        self.rows = _PoolMaps((self.planes * od, h, w), (oh, ow), False, rows)
+        self.scale = 1.0 / divisor if divisor else None
+
+    def _scaled(self, a):
+        if self.scale is None:
+            return a
+        b = backend_for(a)
+        return b.elementwise(_mul_row(), [a, b.full((), self.scale, a.dtype)], (), a.dtype)
+
+    def forward(self, x):
+        b = backend_for(x)
+        mid = self.depth.forward(b.reshape(b.ascontiguous(x), self.depth.in_shape))
+        out = self.rows.forward(b.reshape(b.ascontiguous(mid), self.rows.in_shape))
+        return self._scaled(b.reshape(out, self.out_shape))
+
+    def adjoint(self, g):
+        b = backend_for(g)
+        mid = self.rows.adjoint(b.reshape(b.ascontiguous(g), self.rows.out_shape))
+        gx = self.depth.adjoint(b.reshape(b.ascontiguous(mid), self.depth.out_shape))
+        return self._scaled(b.reshape(gx, self.in_shape))
+
+
+class AvgPool3d(AvgPool2d):
+    """Mean over windows of the last three dims (its maps: ``_DepthThenPlanes``)."""
+
+    node_name = "AvgPool3DBackward0"
 
 
 # --- resampling: interpolation and adaptive average pooling --------------------------------------------------------
