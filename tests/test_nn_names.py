@@ -13,7 +13,7 @@ nll_loss cross_entropy binary_cross_entropy binary_cross_entropy_with_logits kl_
 leaky_relu_ elu_ selu_ hardtanh_ relu_ relu softmax log_softmax linear sigmoid tanh
 conv3d conv_transpose1d conv_transpose2d conv_transpose3d interpolate upsample adaptive_avg_pool1d adaptive_avg_pool3d
 pixel_shuffle pixel_unshuffle channel_shuffle native_channel_shuffle fold unfold instance_norm
-max_pool1d max_pool3d avg_pool1d avg_pool3d
+max_pool1d max_pool3d avg_pool1d avg_pool3d adaptive_max_pool1d adaptive_max_pool2d
 """.split()
 
 MODULES = """
@@ -25,6 +25,7 @@ ConstantPad3d ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d R
 CircularPad1d CircularPad2d CircularPad3d Upsample UpsamplingNearest2d UpsamplingBilinear2d
 PixelShuffle PixelUnshuffle ChannelShuffle Fold Unfold InstanceNorm1d InstanceNorm2d InstanceNorm3d
 MaxPool1d MaxPool3d AvgPool1d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool3d
+AdaptiveMaxPool1d AdaptiveMaxPool2d
 """.split()
 
 

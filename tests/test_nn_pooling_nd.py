@@ -56,6 +56,11 @@ POOLS = [
     ("avg_pool3d", (2, 2, 4, 5, 6), (3, 2, 1), {"count_include_pad": False}),
     ("avg_pool3d", (2, 2, 4, 5, 6), (3, 2, 1), {"divisor_override": 5}),
     ("avg_pool3d", (1, 2, 5, 5, 5), (3, 2, 1), {"ceil_mode": True, "count_include_pad": False}),
+    ("adaptive_max_pool1d", (2, 3, 7), (3,), {"return_indices": True}),
+    ("adaptive_max_pool1d", (3, 7), ((5,),), {"return_indices": True}),
+    ("adaptive_max_pool2d", (2, 2, 5, 7), ((3, 4),), {"return_indices": True}),
+    ("adaptive_max_pool2d", (2, 5, 7), ((2, None),), {"return_indices": True}),
+    ("adaptive_max_pool2d", (1, 2, 3, 4), ((7, 9),), {"return_indices": True}),
 ]
 
 
@@ -65,11 +70,20 @@ def test_pooling_matches_torch(torch, name, shape, args, kw, ties):
     _same_as_torch(torch, lambda lib, x: getattr(lib.nn.functional, name)(x, *args, **kw), _input(0, shape, ties))
 
 
-@pytest.mark.parametrize("name", ["max_pool1d", "avg_pool1d", "max_pool3d", "avg_pool3d"])
-def test_pooling_gradcheck_and_gradgradcheck(name):
-    shape = (1, 2, 5) if name.endswith("1d") else (1, 1, 3, 4, 3)
+@pytest.mark.parametrize(
+    "name,shape,args",
+    [
+        ("max_pool1d", (1, 2, 5), (2, 1, 1)),
+        ("avg_pool1d", (1, 2, 5), (2, 1, 1)),
+        ("max_pool3d", (1, 1, 3, 4, 3), (2, 1, 1)),
+        ("avg_pool3d", (1, 1, 3, 4, 3), (2, 1, 1)),
+        ("adaptive_max_pool1d", (1, 2, 5), (3,)),
+        ("adaptive_max_pool2d", (1, 2, 3, 5), ((2, 3),)),
+    ],
+)
+def test_pooling_gradcheck_and_gradgradcheck(name, shape, args):
     x = numbagrad.tensor(_input(1, shape), requires_grad=True)
-    fn = lambda t: getattr(NF, name)(t, 2, 1, 1)  # noqa: E731
+    fn = lambda t: getattr(NF, name)(t, *args)  # noqa: E731
     assert gradcheck(fn, (x,))
     assert gradgradcheck(lambda t: fn(t) ** 2, (x,))
 
@@ -88,6 +102,9 @@ ERRORS = [
     ("max_pool3d", (1, 1, 4, 4, 4), (2,), {"padding": 2}),
     ("avg_pool3d", (1, 1, 4, 4, 4), (2,), {"padding": 2}),
     ("avg_pool3d", (1, 1, 4, 4, 4), (2,), {"divisor_override": 0}),
+    ("adaptive_max_pool1d", (2, 3, 4, 5), (2,), {}),
+    ("adaptive_max_pool2d", (2, 3), (2,), {}),
+    ("adaptive_max_pool2d", (1, 2, 3, 3), ((1, 2, 3),), {}),
 ]
 
 
@@ -108,6 +125,8 @@ MODULES = [
     ("AvgPool3d", (2,), {"stride": 1, "padding": 1, "divisor_override": 3}, (1, 2, 3, 4, 3)),
     ("AdaptiveAvgPool1d", (3,), {}, (2, 3, 7)),
     ("AdaptiveAvgPool3d", ((2, None, 3),), {}, (1, 2, 3, 4, 5)),
+    ("AdaptiveMaxPool1d", (3,), {}, (2, 3, 7)),
+    ("AdaptiveMaxPool2d", ((2, None),), {"return_indices": True}, (1, 2, 3, 4)),
 ]
 
 
@@ -123,6 +142,12 @@ def test_max_pool_modules_return_indices_like_torch(torch):
     expected = torch.nn.MaxPool3d(2, return_indices=True)(torch.tensor(x))
     np.testing.assert_array_equal(values.numpy(), expected[0].numpy())
     np.testing.assert_array_equal(indices.numpy(), expected[1].numpy())
+
+
+def test_adaptive_max_pool_picks_the_last_nan_like_torch(torch):
+    x = _input(4, (1, 2, 6, 6))
+    x[np.random.default_rng(5).random(x.shape) < 0.2] = np.nan
+    _same_as_torch(torch, lambda lib, t: lib.nn.functional.adaptive_max_pool2d(t, (4, 5), True), x)
 
 
 def test_pooling_modules_load_from_torchs_module_path():

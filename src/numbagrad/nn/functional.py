@@ -1112,6 +1112,32 @@ def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     return nn_ops.AvgPool3d.apply(input, maps)
 
 
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """Max over ``output_size`` adaptive windows of the last two dims (``None`` keeps that dim's size); with
+    ``return_indices`` also the int64 positions ``h * W + w`` of each maximum in its plane."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(input.shape)}")
+    sizes = (output_size, output_size) if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    if len(sizes) != 2:
+        raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
+    out_hw = tuple(input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(sizes))
+    values, indices = nn_ops.AdaptiveMaxPool2d.apply(input, out_hw)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """Max over ``output_size`` adaptive windows of the last dim (torch: a 2-d pool of height 1)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 'self' (while "
+            "checking arguments for adaptive_max_pool1d)"
+        )
+    size = output_size[0] if isinstance(output_size, (list, tuple)) else output_size
+    values, indices = adaptive_max_pool2d(input.unsqueeze(-2), (1, int(size)), True)
+    values, indices = values.squeeze(-2), indices.squeeze(-2)
+    return (values, indices) if return_indices else values
+
+
 # --- linear ------------------------------------------------------------------------------------------------------
 class _Linear(Function):
     """``x @ W.t() + b`` in one node (torch's ``addmm`` for 2-D input), on the backend's ``linear``. ``linear`` has

@@ -122,3 +122,29 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Mean over windows chosen so the last three dims become ``output_size``."""
 
     _fn = staticmethod(F.adaptive_avg_pool3d)
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _fn = staticmethod(F.adaptive_max_pool2d)
+
+    def __init__(self, output_size, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input: Tensor):
+        return self._fn(input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Max over windows chosen so the last dim becomes ``output_size`` (optionally returning the indices)."""
+
+    _fn = staticmethod(F.adaptive_max_pool1d)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """Max over windows chosen so the last two dims become ``output_size`` (optionally returning the indices)."""
+
+    _fn = staticmethod(F.adaptive_max_pool2d)

@@ -243,7 +243,7 @@ class MaxPool2d(Function):
         indices = _t(backend.reshape(idx, shape))
         ctx.mark_non_differentiable(indices)
         ctx.save_for_backward(indices)
-        ctx.in_shape, ctx.dims = x.shape, 2
+        ctx.in_shape, ctx.dims, ctx.args = x.shape, 2, 5
         return _t(backend.reshape(out, shape)), indices
 
     @staticmethod
@@ -269,8 +269,8 @@ class MaxPool2d(Function):
             return b.reshape(picked, g.shape)
 
         if state.enabled:
-            return LinearMap.apply(g, scatter, gather), *([None] * 5)
-        return _t(scatter(g._data)), *([None] * 5)
+            return LinearMap.apply(g, scatter, gather), *([None] * ctx.args)
+        return _t(scatter(g._data)), *([None] * ctx.args)
 
 
 class MaxPool3d(MaxPool2d):
@@ -296,7 +296,7 @@ class MaxPool3d(MaxPool2d):
         indices = (chosen * (h * w) + picked).reshape(*lead, od, oh, ow)
         ctx.mark_non_differentiable(indices)
         ctx.save_for_backward(indices)
-        ctx.in_shape, ctx.dims = x.shape, 3
+        ctx.in_shape, ctx.dims, ctx.args = x.shape, 3, 5
         return _t(b.reshape(values, (*lead, od, oh, ow))), indices
 
 
@@ -348,6 +348,46 @@ class AvgPool2d(Function):
 
 class AdaptiveAvgPool2d(AvgPool2d):
     node_name = "AdaptiveAvgPool2DBackward0"
+
+
+def adaptive_windows(size: int, out: int) -> np.ndarray:
+    """(out, longest window) input positions of torch's adaptive windows ``[floor(i * size / out),
+    ceil((i + 1) * size / out))``, each row padded with its window's last position (a repeat changes no maximum)."""
+    bounds = [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+    k = max((stop - start for start, stop in bounds), default=1)
+    return np.array([[min(start + j, stop - 1) for j in range(k)] for start, stop in bounds], np.int64).reshape(out, k)
+
+
+class AdaptiveMaxPool2d(MaxPool2d):
+    """Max over torch's adaptive windows of the last two dims: (values, indices ``h * W + w``), the first maximum
+    of each window in (h, w) order or its last NaN, as torch's kernel picks. The windows are gathered into one
+    (OH, OW, KH * KW) block (rows padded with repeats), then reduced."""
+
+    node_name = "AdaptiveMaxPool2DBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, out_hw):
+        b = x._backend
+        *lead, h, w = x.shape
+        (oh, ow), rows, cols = out_hw, adaptive_windows(x.shape[-2], out_hw[0]), adaptive_windows(w, out_hw[1])
+        kh, kw = rows.shape[1], cols.shape[1]
+        block = x.index_select(x.dim() - 2, _t(b.from_host(rows.reshape(-1))))
+        block = block.index_select(x.dim() - 1, _t(b.from_host(cols.reshape(-1))))
+        block = block.reshape(*lead, oh, kh, ow, kw).transpose(-3, -2).reshape(*lead, oh, ow, kh * kw)
+        values, arg = block.max(-1)
+        nan = block.isnan()
+        last_nan = (kh * kw - 1) - nan.flip(-1).to(arg.dtype).argmax(-1)
+        arg = _where(nan.any(-1), last_nan, arg)
+        i = _t(b.from_host(np.arange(oh, dtype=np.int64).reshape(oh, 1)))
+        j = _t(b.from_host(np.arange(ow, dtype=np.int64)))
+        picks = (i * kh + arg // kw, j * kw + arg % kw)  # flat positions in rows and cols
+        h_at, w_at = (_t(b.from_host(m.reshape(-1))).index_select(0, p.reshape(-1)).reshape(p.shape)
+                      for m, p in zip((rows, cols), picks))  # fmt: skip
+        indices = h_at * w + w_at
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        ctx.in_shape, ctx.dims, ctx.args = x.shape, 2, 1
+        return values, indices
 
 
 class _DepthThenPlanes:
