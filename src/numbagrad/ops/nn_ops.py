@@ -487,18 +487,25 @@ class Resample(Function):
     @staticmethod
     def forward(ctx, x: Tensor, mats: tuple) -> Tensor:
         ctx.mats = mats
-        return _along_dims(x, [(d, m.T) for d, m in mats])
+        return _along_dims(x, mats)
 
     @staticmethod
     def backward(ctx, g: Tensor):
-        return _along_dims(g, [(d, m) for d, m in reversed(ctx.mats)]), None
+        return _along_dims(g, [(d, m.T) for d, m in reversed(ctx.mats)]), None
 
 
 def _along_dims(x: Tensor, mats) -> Tensor:
-    """``x`` with each (dim, (in, out) matrix) contracted along its dim."""
+    """``x`` with each (dim, (new, old) matrix) applied along its dim, as contiguous matrix products: one GEMM
+    over the rows for the last dim, ``matrix @ block`` over the leading dims for another."""
     for d, m in mats:
         w = _t(x._backend.from_host(np.ascontiguousarray(m, dtype=x._data.dtype)))
-        x = x.transpose(d, -1).matmul(w).transpose(d, -1)
+        shape = tuple(x.shape)
+        new = (*shape[:d], m.shape[0], *shape[d + 1 :])
+        if d == len(shape) - 1:
+            x = x.reshape(-1, shape[d]).matmul(w.t()).reshape(new)
+        else:
+            lead, after = math.prod(shape[:d]), math.prod(shape[d + 1 :])
+            x = w.matmul(x.reshape(lead, shape[d], after)).reshape(new)
     return x
 
 
