@@ -370,3 +370,51 @@ def test_padding_modules_match_torch(torch, name, args, shape):
 @pytest.mark.parametrize("name", ["CircularPad1d", "CircularPad2d", "CircularPad3d"])
 def test_circular_pad_modules_check_the_rank_like_torch(torch, name):
     _same_error(torch, lambda lib, x: getattr(lib.nn, name)(1)(x), _arrays(14, (2,)))
+
+
+# --- whole programs --------------------------------------------------------------------------------------------------
+def _dcgan_generator(nn):
+    return nn.Sequential(
+        nn.ConvTranspose2d(4, 6, 4, 1, 0, bias=False), nn.BatchNorm2d(6), nn.ReLU(),
+        nn.ConvTranspose2d(6, 3, 4, 2, 1, bias=False), nn.BatchNorm2d(3), nn.ReLU(),
+        nn.ConvTranspose2d(3, 1, 4, 2, 1, bias=False), nn.Tanh(),
+    )  # fmt: skip
+
+
+def _unet_block(nn):
+    return nn.Sequential(
+        nn.Conv2d(2, 4, 3, padding=1, padding_mode="reflect"), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(4, 4, 3, padding="same", padding_mode="replicate"), nn.Upsample(scale_factor=2, mode="bilinear"),
+        nn.ReflectionPad2d(1), nn.Conv2d(4, 8, 3), nn.PixelShuffle(2), nn.InstanceNorm2d(2, affine=True),
+    )  # fmt: skip
+
+
+def _video_net(nn):
+    return nn.Sequential(
+        nn.Conv3d(1, 2, 3, padding=1, padding_mode="circular"), nn.MaxPool3d(2), nn.ConvTranspose3d(2, 2, 2, 2),
+        nn.AvgPool3d(2), nn.AdaptiveAvgPool3d(1), nn.Flatten(),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "build,shape",
+    [(_dcgan_generator, (2, 4, 1, 1)), (_unet_block, (2, 2, 8, 8)), (_video_net, (1, 1, 4, 4, 4))],
+    ids=["dcgan_generator", "unet_block", "video_net"],
+)
+def test_small_programs_train_step_for_step_like_torch(torch, build, shape):
+    """Two SGD steps of small DCGAN, U-Net and 3-d networks from torch's weights: same outputs, same weights."""
+    theirs = build(torch.nn).double()
+    ours = build(nn).to(numbagrad.float64)
+    ours.load_state_dict({k: numbagrad.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    opt_a = numbagrad.optim.SGD(ours.parameters(), lr=0.05)
+    opt_b = torch.optim.SGD(theirs.parameters(), lr=0.05)
+    (x,) = _arrays(20, shape)
+    for _ in range(2):
+        ya, yb = ours(numbagrad.tensor(x)), theirs(torch.tensor(x))
+        np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=1e-8, atol=1e-10)
+        for opt, y in ((opt_a, ya), (opt_b, yb)):
+            opt.zero_grad()
+            (y**2).mean().backward()
+            opt.step()
+    for (n, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-8, atol=1e-10, err_msg=n)
