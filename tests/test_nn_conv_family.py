@@ -418,3 +418,11 @@ def test_small_programs_train_step_for_step_like_torch(torch, build, shape):
             opt.step()
     for (n, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-8, atol=1e-10, err_msg=n)
+
+
+@pytest.mark.parametrize("name", ["Conv1d", "Conv2d", "Conv3d"])
+def test_convolutions_take_no_output_padding_like_torch(torch, name):
+    with pytest.raises(TypeError):
+        getattr(torch.nn, name)(1, 1, 1, output_padding=1)
+    with pytest.raises(TypeError):
+        getattr(nn, name)(1, 1, 1, output_padding=1)

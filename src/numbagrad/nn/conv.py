@@ -28,8 +28,8 @@ class _ConvNd(Module):
     _transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None,
-                 output_padding=0) -> None:  # fmt: skip
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:  # fmt: skip
         super().__init__()
         n = self._dims
         if groups <= 0:
@@ -51,7 +51,7 @@ class _ConvNd(Module):
             raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, but got padding_mode='{padding_mode}'")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.stride, self.padding, self.dilation = stride, padding, dilation
-        self.transposed, self.output_padding = self._transposed, _ntuple(output_padding, n)
+        self.transposed, self.output_padding = self._transposed, (0,) * n
         self.groups, self.padding_mode = groups, padding_mode
         self._reversed_padding_repeated_twice = self._pad_list()
         if self.transposed:
@@ -144,7 +144,8 @@ class _ConvTransposeNd(_ConvNd):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, device, dtype, output_padding)  # fmt: skip
+                         padding_mode, device, dtype)  # fmt: skip
+        self.output_padding = _ntuple(output_padding, self._dims)
 
     def _output_padding(self, input: Tensor, output_size) -> tuple:
         """torch's ``_output_padding``: the module's own, or what makes the output ``output_size`` (which may also
