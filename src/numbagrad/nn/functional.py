@@ -946,81 +946,6 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     return out.view(input.shape)
 
 
-def _pool_size(size: int, k: int, pad: int, stride: int, dilation: int, ceil_mode: bool) -> int:
-    """torch's ``pooling_output_shape``: a window may start in the right padding only with ``ceil_mode``."""
-    num = size + 2 * pad - dilation * (k - 1) - 1 + (stride - 1 if ceil_mode else 0)
-    out = num // stride + 1
-    if ceil_mode and (out - 1) * stride >= size + pad:
-        out -= 1
-    return out
-
-
-def _pool_args(input: Tensor, kernel_size, stride, padding, dilation=1) -> tuple:
-    if input.dim() not in (3, 4) or input.numel() == 0 and input.dim() == 3:
-        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
-    kernel = _tuple(kernel_size, 2, "kernel_size")
-    stride = (
-        kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, 2, "stride")
-    )
-    return kernel, stride, _tuple(padding, 2, "padding"), _tuple(dilation, 2, "dilation")
-
-
-def _out_hw(input: Tensor, kernel, stride, padding, dilation, ceil_mode) -> tuple:
-    h, w = input.shape[-2:]
-    out = (_pool_size(h, kernel[0], padding[0], stride[0], dilation[0], ceil_mode),
-           _pool_size(w, kernel[1], padding[1], stride[1], dilation[1], ceil_mode))  # fmt: skip
-    if out[0] < 1 or out[1] < 1:
-        c = input.shape[-3]
-        raise RuntimeError(
-            f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{out[0]}x{out[1]}). Output size is too "
-            "small"
-        )
-    return out
-
-
-def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
-               return_indices: bool = False):  # fmt: skip
-    """Max over 2-d windows of the last two dims; with ``return_indices`` also the int64 positions ``h * W + w``
-    of each maximum in its plane (what ``max_unpool2d`` takes)."""
-    kernel, stride, padding, dilation = _pool_args(input, kernel_size, stride, padding, dilation)
-    for p, k, d in zip(padding, kernel, dilation):
-        if p > (d * (k - 1) + 1) // 2:
-            raise RuntimeError(
-                f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and "
-                f"dilation={d}"
-            )
-    out_hw = _out_hw(input, kernel, stride, padding, dilation, ceil_mode)
-    values, indices = nn_ops.MaxPool2d.apply(input, kernel, stride, padding, dilation, out_hw)
-    return (values, indices) if return_indices else values
-
-
-def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:  # fmt: skip
-    """Mean over 2-d windows of the last two dims."""
-    kernel, stride, padding, _ = _pool_args(input, kernel_size, stride, padding)
-    for p, k in zip(padding, kernel):
-        if p > k // 2:
-            raise RuntimeError(
-                f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and dilation=1"
-            )
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
-    out_hw = _out_hw(input, kernel, stride, padding, (1, 1), ceil_mode)
-    args = (kernel, stride, padding, bool(count_include_pad), int(divisor_override or 0))
-    return nn_ops.AvgPool2d.apply(input, nn_ops._PoolMaps(input.shape, out_hw, False, args))
-
-
-def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
-    """Mean over ``output_size`` windows spanning the last two dims (``None`` keeps that dim's size)."""
-    if input.dim() not in (3, 4):
-        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
-    sizes = (output_size, output_size) if isinstance(output_size, int) or output_size is None else tuple(output_size)
-    out_hw = tuple(input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(sizes))
-    if out_hw == (1, 1):  # torch takes the mean (node MeanBackward1)
-        return input.mean((-1, -2), keepdim=True)
-    return nn_ops.AdaptiveAvgPool2d.apply(input, nn_ops._PoolMaps(input.shape, out_hw, True))
-
-
 # --- pooling in 1 and 3 dims -----------------------------------------------------------------------------------------
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):  # fmt: skip
@@ -1136,6 +1061,82 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     values, indices = adaptive_max_pool2d(input.unsqueeze(-2), (1, int(size)), True)
     values, indices = values.squeeze(-2), indices.squeeze(-2)
     return (values, indices) if return_indices else values
+
+
+# --- pooling in 2 dims ----------------------------------------------------------------------------------------------
+def _pool_size(size: int, k: int, pad: int, stride: int, dilation: int, ceil_mode: bool) -> int:
+    """torch's ``pooling_output_shape``: a window may start in the right padding only with ``ceil_mode``."""
+    num = size + 2 * pad - dilation * (k - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = num // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _pool_args(input: Tensor, kernel_size, stride, padding, dilation=1) -> tuple:
+    if input.dim() not in (3, 4) or input.numel() == 0 and input.dim() == 3:
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    kernel = _tuple(kernel_size, 2, "kernel_size")
+    stride = (
+        kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, 2, "stride")
+    )
+    return kernel, stride, _tuple(padding, 2, "padding"), _tuple(dilation, 2, "dilation")
+
+
+def _out_hw(input: Tensor, kernel, stride, padding, dilation, ceil_mode) -> tuple:
+    h, w = input.shape[-2:]
+    out = (_pool_size(h, kernel[0], padding[0], stride[0], dilation[0], ceil_mode),
+           _pool_size(w, kernel[1], padding[1], stride[1], dilation[1], ceil_mode))  # fmt: skip
+    if out[0] < 1 or out[1] < 1:
+        c = input.shape[-3]
+        raise RuntimeError(
+            f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{out[0]}x{out[1]}). Output size is too "
+            "small"
+        )
+    return out
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):  # fmt: skip
+    """Max over 2-d windows of the last two dims; with ``return_indices`` also the int64 positions ``h * W + w``
+    of each maximum in its plane (what ``max_unpool2d`` takes)."""
+    kernel, stride, padding, dilation = _pool_args(input, kernel_size, stride, padding, dilation)
+    for p, k, d in zip(padding, kernel, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and "
+                f"dilation={d}"
+            )
+    out_hw = _out_hw(input, kernel, stride, padding, dilation, ceil_mode)
+    values, indices = nn_ops.MaxPool2d.apply(input, kernel, stride, padding, dilation, out_hw)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:  # fmt: skip
+    """Mean over 2-d windows of the last two dims."""
+    kernel, stride, padding, _ = _pool_args(input, kernel_size, stride, padding)
+    for p, k in zip(padding, kernel):
+        if p > k // 2:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and dilation=1"
+            )
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    out_hw = _out_hw(input, kernel, stride, padding, (1, 1), ceil_mode)
+    args = (kernel, stride, padding, bool(count_include_pad), int(divisor_override or 0))
+    return nn_ops.AvgPool2d.apply(input, nn_ops._PoolMaps(input.shape, out_hw, False, args))
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """Mean over ``output_size`` windows spanning the last two dims (``None`` keeps that dim's size)."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    sizes = (output_size, output_size) if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    out_hw = tuple(input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(sizes))
+    if out_hw == (1, 1):  # torch takes the mean (node MeanBackward1)
+        return input.mean((-1, -2), keepdim=True)
+    return nn_ops.AdaptiveAvgPool2d.apply(input, nn_ops._PoolMaps(input.shape, out_hw, True))
 
 
 # --- linear ------------------------------------------------------------------------------------------------------
