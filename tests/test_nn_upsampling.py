@@ -109,7 +109,34 @@ ERRORS = [
     ((1, 2, 3), {"size": 2, "align_corners": True}),
     ((1, 2, 3), {"size": 2, "mode": "cubic"}),
     ((1, 2, 3), {"size": 2, "mode": "linear", "antialias": True}),
+    ((1, 2, 3, 3), {"size": 2, "mode": "lanczos", "align_corners": True, "antialias": True}),
+    ((1, 2, 3, 3), {"size": 2, "mode": "lanczos"}),
 ]
+
+
+ANTIALIAS = [
+    {"scale_factor": 0.4},
+    {"size": (3, 5)},
+    {"scale_factor": 1.7},
+    {"size": (16, 4)},
+    {"scale_factor": (0.3, 2.2), "align_corners": True},
+    {"size": (1, 1)},
+]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kw", ANTIALIAS, ids=str)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_antialiased_interpolate_matches_torch(torch, mode, kw, dtype):
+    kw = {**kw, "mode": mode, "antialias": True}
+    tol = 1e-12 if dtype == np.float64 else 3e-6
+    _same_as_torch(torch, lambda lib, x: lib.nn.functional.interpolate(x, **kw), (2, 2, 8, 9), dtype, tol)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialiased_interpolate_gradcheck(mode):
+    x = numbagrad.tensor(np.random.default_rng(4).standard_normal((1, 1, 5, 4)), requires_grad=True)
+    assert gradcheck(lambda t: NF.interpolate(t, size=(2, 3), mode=mode, antialias=True), (x,))
 
 
 @pytest.mark.parametrize("shape,kw", ERRORS, ids=str)

@@ -678,13 +678,15 @@ _RESAMPLE_MODES = {  # (mode, spatial dims) -> (matrix kind, torch's node)
 _NEEDS = {"linear": 3, "bilinear": 4, "trilinear": 5}
 
 
-def _resample(input: Tensor, kind: str, node: str, out: tuple, align_corners: bool, scales) -> Tensor:
-    """``input`` resampled to ``out`` over its trailing dims, one matrix per dim that changes."""
+def _resample(input: Tensor, kind: str, node: str, out: tuple, align_corners: bool, scales,
+              antialias: bool = False) -> Tensor:  # fmt: skip
+    """``input`` resampled to ``out`` over its trailing dims, one matrix per dim."""
     k = len(out)
+    matrix = nn_ops.antialiased_matrix if antialias else nn_ops.resample_matrix
     mats = []
     for i, (size, new) in enumerate(zip(input.shape[-k:], out)):
         scale = None if scales is None else scales[i]
-        m = nn_ops.resample_matrix(kind, size, new, align_corners, scale, input._data.dtype)
+        m = matrix(kind, size, new, align_corners, scale, input._data.dtype)
         mats.append((input.dim() - k + i, m))
     return nn_ops.RESAMPLE_NODES[node].apply(input, tuple(mats))
 
@@ -752,13 +754,20 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     if recompute_scale_factor or mode == "area":
         scales = None  # the output size alone decides the positions
-    if antialias:
-        if not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
-            raise ValueError(
-                "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D tensor "
-                "as input"
-            )
-        raise NotImplementedError("numbagrad's interpolate has no antialiasing filter (antialias=True)")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D tensor as input"
+        )
+    if antialias and mode in ("bilinear", "bicubic"):
+        _check_resample_sizes(input, out)
+        kind, node = _RESAMPLE_MODES[mode, 2]
+        return _resample(input, kind, node.replace("2D", "2DAa"), tuple(out), bool(align_corners), scales, True)
+    if mode == "lanczos" and input.dim() == 4:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+        raise NotImplementedError("numbagrad's interpolate has no lanczos mode")
     if mode == "area" and dim in (1, 2, 3):
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](input, out)
     if (mode, dim) in _RESAMPLE_MODES:

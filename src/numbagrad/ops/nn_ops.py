@@ -476,6 +476,40 @@ def resample_matrix(mode: str, in_size: int, out_size: int, align_corners: bool,
     return m
 
 
+def antialiased_matrix(kind: str, in_size: int, out_size: int, align_corners: bool, scale, dtype) -> np.ndarray:
+    """The (out_size, in_size) matrix of torch's antialiased ``bilinear``/``bicubic`` resampling of one dim: a
+    triangle (``linear``) or Keys cubic with ``a = -0.5`` (``cubic``) filter, stretched by the scale when
+    downsampling, over the inputs within its support, its weights normalized to sum to one."""
+    f = dtype.type
+    if align_corners:
+        ratio = f(in_size - 1) / f(out_size - 1) if out_size > 1 else f(0.0)
+    else:
+        ratio = f(1.0 / scale) if scale is not None and scale > 0 else f(in_size) / f(out_size)
+    taps = 2 if kind == "linear" else 4
+    support = f(taps * 0.5) * ratio if ratio >= 1.0 else f(taps * 0.5)
+    widest = int(math.ceil(support)) * 2 + 1
+    inv = f(1.0) / ratio if ratio >= 1.0 else f(1.0)
+    a = -0.5
+
+    def weight(x):
+        x = abs(x)
+        if kind == "linear":
+            return 1.0 - x if x < 1.0 else 0.0
+        if x < 1.0:
+            return ((a + 2) * x - (a + 3)) * x * x + 1
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a if x < 2.0 else 0.0
+
+    m = np.zeros((out_size, in_size), np.float64)
+    for i in range(out_size):
+        center = ratio * f(i + 0.5)
+        lo = max(int(center - support + f(0.5)), 0)
+        size = min(max(min(int(center + support + f(0.5)), in_size) - lo, 0), widest)
+        w = np.array([weight(float((f(j + lo) - center + f(0.5)) * inv)) for j in range(size)], np.float64)
+        total = w.sum()
+        m[i, lo : lo + size] = w / total if total != 0 else w
+    return m
+
+
 class Resample(Function):
     """A separable resampling of the trailing dims: one matrix per dim (``resample_matrix``) applied along it.
     Its gradient applies the transposed matrices, as matrix products, so higher derivatives exist. Subclasses
@@ -519,6 +553,7 @@ RESAMPLE_NODES = {
     + [f"UpsampleNearestExact{k}DBackward0" for k in (1, 2, 3)]
     + ["UpsampleLinear1DBackward0", "UpsampleBilinear2DBackward0", "UpsampleTrilinear3DBackward0"]
     + ["UpsampleBicubic2DBackward0", "AdaptiveAvgPool3DBackward0"]
+    + ["UpsampleBilinear2DAaBackward0", "UpsampleBicubic2DAaBackward0"]
 }
 
 
