@@ -164,6 +164,7 @@ CONV_ERRORS = {
     ),
     "negative_output_padding": ("conv_transpose2d", (1, 2, 3, 3), (2, 3, 2, 2), dict(output_padding=-1)),
     "output_too_small": ("conv_transpose2d", (1, 2, 3, 3), (2, 3, 2, 2), dict(padding=3)),
+    "output_too_small_1d": ("conv_transpose1d", (2, 1, 1), (1, 2, 1), dict(stride=2, padding=1, output_padding=1)),
     "groups_at_least": ("conv_transpose2d", (1, 2, 3, 3), (2, 3, 2, 2), dict(groups=3)),
     "groups_divisible": ("conv_transpose2d", (1, 4, 3, 3), (4, 3, 2, 2), dict(groups=3)),
     "transposed_channels": ("conv_transpose2d", (1, 3, 3, 3), (2, 3, 2, 2), {}),

@@ -610,9 +610,10 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output
     out = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1
                 for i, s, p, d, k, op in zip(spatial, stride, padding, dilation, kernel, output_padding))  # fmt: skip
     if any(o <= 0 for o in out):
+        lead = (1,) if dims == 1 else ()  # torch runs a 1-d one as a 2-d one of height 1
         raise RuntimeError(
-            f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output size per channel: "
-            f"({' x '.join(map(str, out))}). Output size is too small"
+            f"Given input size per channel: ({' x '.join(map(str, lead + spatial))}). Calculated output size per "
+            f"channel: ({' x '.join(map(str, lead + out))}). Output size is too small"
         )
     big = (shape[0], weight.shape[1] * groups, *out)
     geom = _geometry(big, shape, kernel, stride, [(p, p) for p in padding], dilation, groups, dims)
