@@ -154,3 +154,19 @@ def test_pooling_modules_load_from_torchs_module_path():
     from numbagrad.nn.modules.pooling import AdaptiveAvgPool3d, AvgPool1d, MaxPool3d
 
     assert (AdaptiveAvgPool3d, AvgPool1d, MaxPool3d) == (nn.AdaptiveAvgPool3d, nn.AvgPool1d, nn.MaxPool3d)
+
+
+@pytest.mark.parametrize(
+    "name,shape,args", [("max_pool1d", (1, 1, 3), (2, 1, 1, 2)), ("max_pool3d", (1, 1, 1, 3, 3), (2, 1, 1, 2))]
+)
+def test_windows_with_no_input_element_are_minus_infinity_and_pass_no_gradient(torch, name, shape, args):
+    """Dilation over padding can leave a window empty: torch's value is -inf and its index points past the input
+    (its backward would write there); ours receive no gradient."""
+    x = _input(6, shape)
+    t = numbagrad.tensor(x, requires_grad=True)
+    out = getattr(NF, name)(t, *args)
+    expected = getattr(torch.nn.functional, name)(torch.tensor(x), *args)
+    np.testing.assert_array_equal(out.detach().numpy(), expected.numpy())
+    out.sum().backward()
+    assert np.isinf(out.detach().numpy()).any()
+    assert t.grad.sum().item() == np.isfinite(out.detach().numpy()).sum()

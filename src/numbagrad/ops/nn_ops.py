@@ -291,8 +291,9 @@ class MaxPool3d(MaxPool2d):
         depth = b.reshape(rows, (planes, d, oh * ow))
         values, idx_d = b.max_pool2d(depth, (kernel[0], 1), (stride[0], 1), (padding[0], 0), (dilation[0], 1),
                                      (od, oh * ow))  # fmt: skip
-        chosen = _t(idx_d) // (oh * ow)  # the depth of each maximum
-        picked = _t(b.take_along_axis(b.reshape(idx_hw, (planes, d, oh * ow)), chosen._data, 1))
+        chosen = _t(idx_d) // (oh * ow)  # the depth of each maximum (past the input for an empty window)
+        inside = chosen.clamp(max=d - 1)
+        picked = _t(b.take_along_axis(b.reshape(idx_hw, (planes, d, oh * ow)), inside._data, 1))
         indices = (chosen * (h * w) + picked).reshape(*lead, od, oh, ow)
         ctx.mark_non_differentiable(indices)
         ctx.save_for_backward(indices)
