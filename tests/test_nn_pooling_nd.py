@@ -157,7 +157,7 @@ def test_pooling_modules_load_from_torchs_module_path():
 
 
 @pytest.mark.parametrize(
-    "name,shape,args", [("max_pool1d", (1, 1, 3), (2, 1, 1, 2)), ("max_pool3d", (1, 1, 1, 3, 3), (2, 1, 1, 2))]
+    "name,shape,args", [("max_pool1d", (1, 1, 1), (2, 1, 1, 2)), ("max_pool3d", (1, 1, 1, 3, 3), (2, 1, 1, 2))]
 )
 def test_windows_with_no_input_element_are_minus_infinity_and_pass_no_gradient(torch, name, shape, args):
     """Dilation over padding can leave a window empty: torch's value is -inf and its index points past the input
