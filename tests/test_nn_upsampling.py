@@ -200,3 +200,23 @@ def test_upsample_function_warns_and_interpolates(torch):
         b = torch.nn.functional.upsample(torch.tensor(x), scale_factor=2, mode="bilinear")
     assert str(ours[0].message) == str(theirs[0].message)
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+
+
+#: Where torch's forward and backward kernels pick differently: a dim that keeps its size under a scale factor
+#: (copied by the 2-d nearest and the linear kernels, resampled by the 1-d and 3-d nearest ones, copied by the
+#: bicubic backward only), an exact 2x, and float32 ratios.
+KERNEL_RULES = [
+    ((2, 2, 5), {"scale_factor": 1.01, "mode": "nearest"}),
+    ((2, 2, 4, 4), {"scale_factor": (1.16, 2.6), "mode": "nearest"}),
+    ((1, 2, 2, 3), {"scale_factor": (2.28, 1.2), "mode": "nearest"}),
+    ((2, 1, 6, 6), {"scale_factor": (2.13, 2.21), "mode": "nearest"}),
+    ((2, 1, 5, 2, 3), {"scale_factor": (0.39, 3.01, 1.11), "mode": "nearest"}),
+    ((1, 2, 2, 1, 1), {"scale_factor": (1.35, 2.18, 1.0), "mode": "trilinear"}),
+    ((2, 2, 4, 4), {"scale_factor": (1.16, 1.0), "mode": "bicubic"}),
+    ((2, 2, 4, 4), {"scale_factor": 1.1, "mode": "bicubic"}),
+]
+
+
+@pytest.mark.parametrize("shape,kw", KERNEL_RULES, ids=str)
+def test_interpolate_follows_torchs_forward_and_backward_kernels(torch, shape, kw):
+    _same_as_torch(torch, lambda lib, x: lib.nn.functional.interpolate(x, **kw), shape)

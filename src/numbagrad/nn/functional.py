@@ -682,13 +682,20 @@ _NEEDS = {"linear": 3, "bilinear": 4, "trilinear": 5}
 def _resample(input: Tensor, kind: str, node: str, out: tuple, align_corners: bool, scales,
               antialias: bool = False) -> Tensor:  # fmt: skip
     """``input`` resampled to ``out`` over its trailing dims, one matrix per dim."""
-    k = len(out)
-    matrix = nn_ops.antialiased_matrix if antialias else nn_ops.resample_matrix
+    k, dtype = len(out), input._data.dtype
+    legacy = k == 2  # torch's 2-d nearest forward takes its backward kernels' older picks; 1-d and 3-d do not
+    same = tuple(input.shape[-k:]) == tuple(out)  # (torch's bicubic backward then copies the gradient)
     mats = []
     for i, (size, new) in enumerate(zip(input.shape[-k:], out)):
         scale = None if scales is None else scales[i]
-        m = matrix(kind, size, new, align_corners, scale, input._data.dtype)
-        mats.append((input.dim() - k + i, m))
+        if antialias:
+            m = back = nn_ops.antialiased_matrix(kind, size, new, align_corners, scale, dtype)
+        else:
+            m = nn_ops.resample_matrix(kind, size, new, align_corners, scale, dtype, legacy)
+            back = nn_ops.resample_matrix(kind, size, new, align_corners, scale, dtype, True)
+            if kind == "cubic" and same:
+                back = np.eye(size)
+        mats.append((input.dim() - k + i, m, back))
     return nn_ops.RESAMPLE_NODES[node].apply(input, tuple(mats))
 
 

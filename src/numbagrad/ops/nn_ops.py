@@ -433,11 +433,13 @@ class AvgPool3d(AvgPool2d):
 
 
 # --- resampling: interpolation and adaptive average pooling --------------------------------------------------------
-def resample_matrix(mode: str, in_size: int, out_size: int, align_corners: bool, scale, dtype) -> np.ndarray:
+def resample_matrix(mode: str, in_size: int, out_size: int, align_corners: bool, scale, dtype,
+                    legacy: bool = False) -> np.ndarray:  # fmt: skip
     """The (out_size, in_size) matrix of one spatial dim's resampling, with torch's source positions and weights:
     ``nearest``/``nearest-exact`` pick one element, ``linear`` mixes two, ``cubic`` four (clamped at the edges),
     ``area`` averages torch's adaptive windows. ``scale`` is the user's scale factor (or None); positions are
-    computed in ``dtype`` (torch's float32 arithmetic for nearest), so the picks and weights are torch's."""
+    computed in ``dtype`` as torch's kernels do. ``legacy``: the nearest picks of torch's older kernels (every
+    backward, and the 2-d forward): float32 ratios, exact copies at 1x and 2x."""
     m = np.zeros((out_size, in_size), np.float64)
     rows = np.arange(out_size)
     if mode == "area":
@@ -446,14 +448,23 @@ def resample_matrix(mode: str, in_size: int, out_size: int, align_corners: bool,
             m[i, start:stop] = 1.0 / (stop - start)
         return m
     if mode in ("nearest", "nearest-exact"):
-        f = np.float32
+        f = np.float32 if legacy else dtype.type
         ratio = f(1.0 / scale) if scale is not None and scale > 0 else f(in_size) / f(out_size)
-        pos = rows.astype(f) + (f(0.5) if mode == "nearest-exact" else f(0.0))
-        src = np.minimum(np.floor(pos * ratio).astype(np.int64), in_size - 1)
-        if mode == "nearest" and out_size == in_size:
-            src = rows
+        if legacy:
+            pos = rows.astype(f) + (f(0.5) if mode == "nearest-exact" else f(0.0))
+            src = np.floor(pos * ratio)
+        elif mode == "nearest":
+            src = np.floor((ratio * rows.astype(f)).astype(np.float32))
+        else:
+            real = np.maximum(ratio * (rows.astype(f) + f(0.5)) - f(0.5), f(0.0))
+            src = np.floor((real + f(0.5)).astype(np.float32))
+        src = np.minimum(src.astype(np.int64), in_size - 1)
+        if legacy and mode == "nearest" and out_size in (in_size, 2 * in_size):
+            src = rows // (out_size // in_size)
         m[rows, src] = 1.0
         return m
+    if mode == "linear" and in_size == out_size:  # torch copies (whatever the scale factor)
+        return np.eye(out_size)
     f = dtype.type
     if align_corners:
         ratio = f(in_size - 1) / f(out_size - 1) if out_size > 1 else f(0.0)
@@ -512,9 +523,10 @@ def antialiased_matrix(kind: str, in_size: int, out_size: int, align_corners: bo
 
 
 class Resample(Function):
-    """A separable resampling of the trailing dims: one matrix per dim (``resample_matrix``) applied along it.
-    Its gradient applies the transposed matrices, as matrix products, so higher derivatives exist. Subclasses
-    carry torch's node name for each mode."""
+    """A separable resampling of the trailing dims: per dim (dim, forward matrix, backward matrix), the forward
+    one applied along it. The gradient applies the transposed backward matrix (torch's backward kernels pick
+    nearest elements by an older rule than its forward ones), as another ``Resample`` whose own gradient is the
+    forward matrix again, so higher derivatives exist. Subclasses carry torch's node name for each mode."""
 
     node_name = "ResampleBackward0"
     _trusted = True
@@ -522,11 +534,11 @@ class Resample(Function):
     @staticmethod
     def forward(ctx, x: Tensor, mats: tuple) -> Tensor:
         ctx.mats = mats
-        return _along_dims(x, mats)
+        return _along_dims(x, [(d, m) for d, m, _ in mats])
 
-    @staticmethod
-    def backward(ctx, g: Tensor):
-        return _along_dims(g, [(d, m.T) for d, m in reversed(ctx.mats)]), None
+    @classmethod
+    def backward(cls, ctx, g: Tensor):
+        return cls.apply(g, tuple((d, back.T, m.T) for d, m, back in reversed(ctx.mats))), None
 
 
 def _along_dims(x: Tensor, mats) -> Tensor:
