@@ -336,6 +336,13 @@ def pad(input: Tensor, pad: list, mode: str = "constant", value: float | None = 
         )
     if mode != "constant":
         return _index_pad(input, pads, mode, value)
+    size = list(input.shape)
+    for d in range(input.dim() - len(pads) // 2, input.dim()):  # torch first narrows by the negative pads
+        for p in pads[2 * (input.dim() - 1 - d) : 2 * (input.dim() - d)]:
+            if p < 0:
+                size[d] += p
+                if size[d] < 0:
+                    raise RuntimeError("narrow(): length must be non-negative.")
     shape, _, _ = nn_ops.pad_geometry(tuple(input.shape), pads)
     for k, size in enumerate(shape):
         if size < 0:
@@ -369,31 +376,58 @@ def _index_pad(input: Tensor, pads: tuple, mode: str, value) -> Tensor:
             f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other non-zero "
             f"dimensions for input, but got: {list(shape)}"
         )
-    indices = []
+    if mode == "circular":  # torch's checks, first spatial dim first
+        for i in reversed(range(k)):
+            left, right, size = pads[2 * i], pads[2 * i + 1], shape[input.dim() - 1 - i]
+            if left > size or right > size:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            if size + left + right < 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    out_shape = list(shape)
     for i in range(k):
         dim = input.dim() - 1 - i
         left, right, size = pads[2 * i], pads[2 * i + 1], shape[dim]
+        out_shape[dim] = size + left + right
         if mode == "reflect" and (left >= size or right >= size):
             raise RuntimeError(
                 f"Argument #{4 + 2 * i}: Padding size should be less than the corresponding input dimension, but got: "
                 f"padding ({left}, {right}) at dimension {dim} of input {list(shape)}"
             )
-        if mode == "circular" and (left > size or right > size):
+    if mode != "circular" and k < 3:  # the reflect and replicate kernels' check of the output width (and height)
+        hw = shape[-k:]
+        out = [s + pads[2 * (k - 1 - j)] + pads[2 * (k - 1 - j) + 1] for j, s in enumerate(hw)]
+        if all(o < 1 for o in out):
+            names = ("H", "W")[2 - k :]
+            sizes = ", ".join(f"{a}: {v}" for a, v in zip(names, hw))
+            raise RuntimeError(
+                f"input ({sizes}{' ' if k == 2 and mode == 'replicate' else ''}) is too small. Calculated output "
+                + " ".join(f"{a}: {v}" for a, v in zip(names, out))
+            )
+    for d in range(input.dim()):
+        if out_shape[d] < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {out_shape[d]}: {out_shape}")
+    indices = []
+    for i in range(k):
+        dim = input.dim() - 1 - i
+        positions = _pad_positions(shape[dim], pads[2 * i], pads[2 * i + 1], mode)
+        if (positions < 0).any():  # torch's copies would read elements not written yet
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        if size + left + right < 0:
-            out_shape = list(shape)
-            out_shape[dim] = size + left + right
-            raise RuntimeError(f"Trying to create tensor with negative dimension {size + left + right}: {out_shape}")
-        indices.append((dim, _pad_positions(size, left, right, mode)))
+        indices.append((dim, positions))
     return nn_ops.PAD_NODES[mode, k].apply(input, nn_ops._IndexPadMaps(shape, tuple(indices)))
 
 
 def _pad_positions(size: int, left: int, right: int, mode: str) -> np.ndarray:
     """The source position of each output position along one dim (negative pads crop first)."""
-    if mode == "circular":  # torch crops, then wraps around the cropped part
-        start, stop = max(-left, 0), size - max(-right, 0)
-        span = max(stop - start, 1)
-        return start + np.arange(-max(left, 0), stop - start + max(right, 0), dtype=np.int64) % span
+    if mode == "circular":  # torch's steps: the cropped input in the middle, then copies of the output's slices
+        n = size + left + right
+        pos = np.full(n, -1, np.int64)
+        lo, hi = max(left, 0), n - max(right, 0)
+        pos[lo:hi] = np.arange(max(-left, 0), size - max(-right, 0))
+        if left > 0:
+            pos[:left] = pos[n - left - max(right, 0) : hi].copy()
+        if right > 0:
+            pos[n - right :] = pos[lo : lo + right].copy()
+        return pos
     j = np.arange(-left, size + right, dtype=np.int64)
     if mode == "replicate":
         return np.clip(j, 0, size - 1)
