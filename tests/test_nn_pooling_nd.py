@@ -170,3 +170,13 @@ def test_windows_with_no_input_element_are_minus_infinity_and_pass_no_gradient(t
     out.sum().backward()
     assert np.isinf(out.detach().numpy()).any()
     assert t.grad.sum().item() == np.isfinite(out.detach().numpy()).sum()
+
+
+@pytest.mark.parametrize("shape,args", [((2, 1, 4), (1, 3, 1, 1)), ((1, 1), (2, 2, 0, 2))], ids=str)
+def test_max_pool1d_with_indices_checks_as_the_2d_pool_like_torch(torch, shape, args):
+    x = np.zeros(shape)
+    with pytest.raises(RuntimeError) as theirs:
+        torch.nn.functional.max_pool1d(torch.tensor(x), *args, return_indices=True)
+    with pytest.raises(RuntimeError) as ours:
+        NF.max_pool1d(numbagrad.tensor(x), *args, return_indices=True)
+    assert str(ours.value) == str(theirs.value)

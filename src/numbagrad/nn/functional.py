@@ -1012,12 +1012,12 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
         _tuple(dilation, 1, "dilation"),
     )
     (s,) = (k,) if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, 1, "stride")
-    if p > k // 2:
+    if not return_indices and p > k // 2:  # (with indices, torch checks as the 2-d pool)
         raise RuntimeError(
             f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and kernel_size={k}"
         )
     size = _pool_size(input.shape[-1], k, p, s, d, ceil_mode)
-    if size < 1:
+    if not return_indices and size < 1:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {size}")
     out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices)
     if return_indices:
