@@ -12,6 +12,9 @@ batch_norm group_norm conv1d conv2d max_pool2d avg_pool2d adaptive_avg_pool2d l1
 nll_loss cross_entropy binary_cross_entropy binary_cross_entropy_with_logits kl_div mse_loss
 leaky_relu_ elu_ selu_ hardtanh_ relu_ relu softmax log_softmax linear sigmoid tanh
 scaled_dot_product_attention multi_head_attention_forward
+conv3d conv_transpose1d conv_transpose2d conv_transpose3d interpolate upsample adaptive_avg_pool1d adaptive_avg_pool3d
+pixel_shuffle pixel_unshuffle channel_shuffle native_channel_shuffle fold unfold instance_norm
+max_pool1d max_pool3d avg_pool1d avg_pool3d adaptive_max_pool1d adaptive_max_pool2d
 """.split()
 
 MODULES = """
@@ -19,6 +22,12 @@ ParameterList ParameterDict Flatten Unflatten ReLU6 LeakyReLU ELU SELU GELU SiLU
 Hardsigmoid LogSoftmax Dropout LayerNorm BatchNorm1d BatchNorm2d GroupNorm Embedding Conv1d Conv2d MaxPool2d AvgPool2d
 AdaptiveAvgPool2d L1Loss SmoothL1Loss HuberLoss NLLLoss BCELoss BCEWithLogitsLoss KLDivLoss
 MultiheadAttention Transformer TransformerEncoder TransformerDecoder TransformerEncoderLayer TransformerDecoderLayer
+Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d ZeroPad1d ZeroPad2d ZeroPad3d ConstantPad1d ConstantPad2d
+ConstantPad3d ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d
+CircularPad1d CircularPad2d CircularPad3d Upsample UpsamplingNearest2d UpsamplingBilinear2d
+PixelShuffle PixelUnshuffle ChannelShuffle Fold Unfold InstanceNorm1d InstanceNorm2d InstanceNorm3d
+MaxPool1d MaxPool3d AvgPool1d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool3d
+AdaptiveMaxPool1d AdaptiveMaxPool2d
 """.split()
 
 

@@ -162,16 +162,19 @@ def max_pool2d_forward(x, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
 
 @njit(**_OPTS)
 def max_pool2d_backward(g, indices, gx):
+    """Each output gradient added at its maximum. A window with no input element in it (dilation over padding)
+    holds an index past its plane, as torch's does; it receives nothing (torch's kernel would write past it)."""
     planes, oh, ow = g.shape
-    w_ = gx.shape[2]
+    h_, w_ = gx.shape[1], gx.shape[2]
     for p in range(planes):
-        for h in range(gx.shape[1]):
+        for h in range(h_):
             for w in range(w_):
                 gx[p, h, w] = 0.0
         for y in range(oh):
             for z in range(ow):
                 k = indices[p, y, z]
-                gx[p, k // w_, k % w_] += g[p, y, z]
+                if k < h_ * w_:
+                    gx[p, k // w_, k % w_] += g[p, y, z]
 
 
 @njit(**_OPTS, inline="always")

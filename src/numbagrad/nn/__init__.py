@@ -1,6 +1,7 @@
 """``numbagrad.nn``: Modules, Parameters, containers, layers, losses, ``functional`` and ``init`` (torch's API)."""
 
 from . import functional, init, utils
+from . import modules as modules  # torch's module paths (nn.modules.conv.Conv2d, ...)
 from . import parallel as parallel  # DistributedDataParallel (imports no mpi4py)
 from .activation import (
     CELU,
@@ -35,10 +36,12 @@ from .activation import (
 from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .containers import Container, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from .flatten import Flatten, Unflatten
+from .fold import Fold, Unfold
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .layers import Bilinear, Identity, Linear
 from .lazy import LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyLinear
 from .loss import (
@@ -67,8 +70,38 @@ from .loss import (
 )
 from .module import Module
 from .normalization import CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    AvgPool3d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxPool3d,
+)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding, EmbeddingBag
 from .transformer import (
@@ -79,12 +112,19 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
+    "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
     "AdaptiveLogSoftmaxWithLoss",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
     "AlphaDropout",
+    "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "BCELoss",
     "BCEWithLogitsLoss",
     "BatchNorm1d",
@@ -93,9 +133,20 @@ __all__ = [
     "Bilinear",
     "CELU",
     "CTCLoss",
+    "ChannelShuffle",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ConstantPad3d",
     "Container",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
     "CosineEmbeddingLoss",
     "CosineSimilarity",
     "CrossEntropyLoss",
@@ -109,6 +160,7 @@ __all__ = [
     "EmbeddingBag",
     "FeatureAlphaDropout",
     "Flatten",
+    "Fold",
     "GELU",
     "GLU",
     "GRU",
@@ -122,6 +174,9 @@ __all__ = [
     "HingeEmbeddingLoss",
     "HuberLoss",
     "Identity",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
     "KLDivLoss",
     "L1Loss",
     "LSTM",
@@ -138,7 +193,9 @@ __all__ = [
     "LogSoftmax",
     "MSELoss",
     "MarginRankingLoss",
+    "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
     "Mish",
     "Module",
     "ModuleDict",
@@ -154,6 +211,8 @@ __all__ = [
     "Parameter",
     "ParameterDict",
     "ParameterList",
+    "PixelShuffle",
+    "PixelUnshuffle",
     "PoissonNLLLoss",
     "RMSNorm",
     "RNN",
@@ -163,6 +222,12 @@ __all__ = [
     "RReLU",
     "ReLU",
     "ReLU6",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReflectionPad3d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "ReplicationPad3d",
     "SELU",
     "Sequential",
     "SiLU",
@@ -186,8 +251,15 @@ __all__ = [
     "TripletMarginLoss",
     "TripletMarginWithDistanceLoss",
     "Unflatten",
+    "Unfold",
     "UninitializedBuffer",
     "UninitializedParameter",
+    "Upsample",
+    "UpsamplingBilinear2d",
+    "UpsamplingNearest2d",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ZeroPad3d",
     "functional",
     "init",
     "utils",

@@ -741,7 +741,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 
 def pad(input: Tensor, pad: list, mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002
-    """Pad the last ``len(pad) // 2`` dims (last dim first, ``(left, right)`` each); negative pads crop."""
+    """Pad the last ``len(pad) // 2`` dims (last dim first, ``(left, right)`` each); negative pads crop. Modes
+    other than ``constant`` copy input elements: mirrored (``reflect``), the edge (``replicate``) or wrapped
+    around (``circular``), over the last 1, 2 or 3 dims of a batched or unbatched input."""
     pads = tuple(int(p) for p in pad)
     if len(pads) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
@@ -751,7 +753,14 @@ def pad(input: Tensor, pad: list, mode: str = "constant", value: float | None = 
             f"{len(pads)} and input of dimension {input.dim()}"
         )
     if mode != "constant":
-        raise NotImplementedError(f"numbagrad's pad supports mode='constant' only, not {mode!r}")
+        return _index_pad(input, pads, mode, value)
+    size = list(input.shape)
+    for d in range(input.dim() - len(pads) // 2, input.dim()):  # torch first narrows by the negative pads
+        for p in pads[2 * (input.dim() - 1 - d) : 2 * (input.dim() - d)]:
+            if p < 0:
+                size[d] += p
+                if size[d] < 0:
+                    raise RuntimeError("narrow(): length must be non-negative.")
     shape, _, _ = nn_ops.pad_geometry(tuple(input.shape), pads)
     for k, size in enumerate(shape):
         if size < 0:
@@ -762,6 +771,86 @@ def pad(input: Tensor, pad: list, mode: str = "constant", value: float | None = 
             )
     fill = 0 if value is None else value
     return nn_ops.ConstantPad.apply(input, pads, fill)
+
+
+def _index_pad(input: Tensor, pads: tuple, mode: str, value) -> Tensor:
+    """``reflect``/``replicate``/``circular`` padding: torch's checks, then one gather per padded dim."""
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    k = len(pads) // 2
+    if k not in (1, 2, 3) or input.dim() not in (k + 1, k + 2):
+        raise NotImplementedError(
+            f"Padding size {len(pads)} is not supported for {input.dim()}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+        )
+    shape = tuple(input.shape)
+    if mode != "circular" and any(s == 0 for s in shape[1:]):
+        raise RuntimeError(
+            f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other non-zero "
+            f"dimensions for input, but got: {list(shape)}"
+        )
+    if mode == "circular":  # torch's checks, first spatial dim first
+        for i in reversed(range(k)):
+            left, right, size = pads[2 * i], pads[2 * i + 1], shape[input.dim() - 1 - i]
+            if left > size or right > size:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            if size + left + right < 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    out_shape = list(shape)
+    for i in range(k):
+        dim = input.dim() - 1 - i
+        left, right, size = pads[2 * i], pads[2 * i + 1], shape[dim]
+        out_shape[dim] = size + left + right
+        if mode == "reflect" and (left >= size or right >= size):
+            raise RuntimeError(
+                f"Argument #{4 + 2 * i}: Padding size should be less than the corresponding input dimension, but got: "
+                f"padding ({left}, {right}) at dimension {dim} of input {list(shape)}"
+            )
+    if mode != "circular" and k < 3:  # the reflect and replicate kernels' check of the output width (and height)
+        hw = shape[-k:]
+        out = [s + pads[2 * (k - 1 - j)] + pads[2 * (k - 1 - j) + 1] for j, s in enumerate(hw)]
+        if all(o < 1 for o in out):
+            names = ("H", "W")[2 - k :]
+            sizes = ", ".join(f"{a}: {v}" for a, v in zip(names, hw))
+            raise RuntimeError(
+                f"input ({sizes}{' ' if k == 2 and mode == 'replicate' else ''}) is too small. Calculated output "
+                + " ".join(f"{a}: {v}" for a, v in zip(names, out))
+            )
+    for d in range(input.dim()):
+        if out_shape[d] < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {out_shape[d]}: {out_shape}")
+    indices = []
+    for i in range(k):
+        dim = input.dim() - 1 - i
+        positions = _pad_positions(shape[dim], pads[2 * i], pads[2 * i + 1], mode)
+        if (positions < 0).any():  # torch's copies would read elements not written yet
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        indices.append((dim, positions))
+    return nn_ops.PAD_NODES[mode, k].apply(input, nn_ops._IndexPadMaps(shape, tuple(indices)))
+
+
+def _pad_positions(size: int, left: int, right: int, mode: str) -> np.ndarray:
+    """The source position of each output position along one dim (negative pads crop first)."""
+    if mode == "circular":  # torch's steps: the cropped input in the middle, then copies of the output's slices
+        n = size + left + right
+        pos = np.full(n, -1, np.int64)
+        lo, hi = max(left, 0), n - max(right, 0)
+        pos[lo:hi] = np.arange(max(-left, 0), size - max(-right, 0))
+        if left > 0:
+            pos[:left] = pos[n - left - max(right, 0) : hi].copy()
+        if right > 0:
+            pos[n - right :] = pos[lo : lo + right].copy()
+        return pos
+    j = np.arange(-left, size + right, dtype=np.int64)
+    if mode == "replicate":
+        return np.clip(j, 0, size - 1)
+    j = np.abs(j)  # reflect about the first element, then the last
+    return np.where(j >= size, 2 * (size - 1) - j, j)
 
 
 # --- normalization -----------------------------------------------------------------------------------------------
@@ -894,8 +983,8 @@ def _tuple(value, n: int, name: str) -> tuple:
     return value
 
 
-def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int, dims: int) -> Tensor:
-    name = f"conv{dims}d"
+def _conv_shapes(input: Tensor, weight: Tensor, bias, groups: int, dims: int, name: str, transposed: bool) -> tuple:
+    """torch's checks of a convolution's operands, in torch's order: (batched input shape, unbatched?)."""
     batched_dim = dims + 2
     if input.dim() not in (batched_dim - 1, batched_dim):
         raise RuntimeError(
@@ -909,15 +998,56 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
         )
     unbatched = input.dim() == batched_dim - 1
     shape = (1, *input.shape) if unbatched else tuple(input.shape)
-    n, c = shape[0], shape[1]
-    o = weight.shape[0]
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if weight.shape[0] % groups:
+        least = "at least" if transposed and weight.shape[0] < groups else "divisible by"
+        size = f"{list(weight.shape)}" if least == "at least" else f"[{list(weight.shape)}]"  # sic: torch's brackets
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be {least} {groups} at dimension 0, but got weight of size "
+            f"{size} instead"
+        )
+    given = f"transposed=1, weight of size {list(weight.shape)}" if transposed else (
+        f"groups={groups}, weight of size {list(weight.shape)}"
+    )  # fmt: skip
+    channels = weight.shape[0] if transposed else weight.shape[1] * groups
+    if shape[1] != channels:
+        raise RuntimeError(
+            f"Given {given}, expected input{list(shape)} to have {channels} channels, but got {shape[1]} channels "
+            "instead"
+        )
+    out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != out_channels):
+        raise RuntimeError(
+            f"Given {'transposed=1, ' if transposed else ''}weight of size {list(weight.shape)}, expected bias to be "
+            f"1-dimensional with {out_channels} elements, but got bias of size {list(bias.shape)} instead"
+        )
+    if weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found {weight.dtype.scalar_name}")
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(f"Input type ({_type_name(input)}) and bias type ({_type_name(bias)}) should be the same")
+    return shape, unbatched
+
+
+def _geometry(big_shape: tuple, small_shape: tuple, kernel, stride, pads, dilation, groups: int, dims: int):
+    """The convolution geometry from the large side to the small one (1-d as 2-d of height 1)."""
+    out = tuple(small_shape[2:])
+    in_shape = tuple(big_shape)
+    lead = [p for p, _ in pads]
+    if dims == 1:
+        kernel, stride, dilation, lead = (1, *kernel), (1, *stride), (1, *dilation), [0, *lead]
+        out, in_shape = (1, *out), (*in_shape[:2], 1, *in_shape[2:])
+    return nn_ops.ConvGeometry(tuple(kernel), tuple(stride), tuple(lead), tuple(dilation), groups, out, in_shape,
+                               tuple(big_shape), tuple(small_shape))  # fmt: skip
+
+
+def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int, dims: int) -> Tensor:
+    shape, unbatched = _conv_shapes(input, weight, bias, groups, dims, f"conv{dims}d", False)
     stride = _tuple(stride, dims, "stride")
     dilation = _tuple(dilation, dims, "dilation")
     kernel = tuple(weight.shape[2:])
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
     if isinstance(padding, str):
         if padding == "valid":
             pads = [(0, 0)] * dims
@@ -934,25 +1064,6 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
         pads = [(p, p) for p in _tuple(padding, dims, "padding")]
         if any(p < 0 for p, _ in pads):
             raise RuntimeError("negative padding is not supported")
-    if o % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of "
-            f"size [{list(weight.shape)}] instead"  # sic: torch prints the size in double brackets
-        )
-    if c != weight.shape[1] * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input{list(shape)} to have "
-            f"{weight.shape[1] * groups} channels, but got {c} channels instead"
-        )
-    if bias is not None and (bias.dim() != 1 or bias.shape[0] != o):
-        raise RuntimeError(
-            f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with {o} elements, but got "
-            f"bias of size {list(bias.shape)} instead"
-        )
-    if weight.dtype != input.dtype:
-        raise RuntimeError(f"expected scalar type {input.dtype.scalar_name} but found {weight.dtype.scalar_name}")
-    if bias is not None and bias.dtype != input.dtype:
-        raise RuntimeError(f"Input type ({_type_name(input)}) and bias type ({_type_name(bias)}) should be the same")
     spatial = shape[2:]
     padded = [s + a + b for s, (a, b) in zip(spatial, pads)]
     effective = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
@@ -962,15 +1073,53 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
             f"({' x '.join(map(str, effective))}). Kernel size can't be greater than actual input size"
         )
     out = tuple((p - e) // s + 1 for p, e, s in zip(padded, effective, stride))
-    if dims == 1:  # a 1-d convolution is a 2-d one of height 1
-        kernel, stride, dilation = (1, *kernel), (1, *stride), (1, *dilation)
-        pads, out, spatial = [(0, 0), *pads], (1, *out), (1, *spatial)
-    out_shape = (n, o, *out[-dims:])
-    geom = nn_ops.ConvGeometry(kernel, stride, tuple(a for a, _ in pads), dilation, groups, out, (n, c, *spatial),
-                               out_shape)  # fmt: skip
+    geom = _geometry(shape, (shape[0], weight.shape[0], *out), kernel, stride, pads, dilation, groups, dims)
     if unbatched:  # torch unsqueezes, convolves and squeezes (node SqueezeBackward1)
         return nn_ops.Convolution.apply(input.unsqueeze(0), weight, bias, geom).squeeze(0)
     return nn_ops.Convolution.apply(input, weight, bias, geom)
+
+
+def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output_padding, groups: int, dilation,
+                    dims: int) -> Tensor:  # fmt: skip
+    shape, unbatched = _conv_shapes(input, weight, bias, groups, dims, f"conv_transpose{dims}d", True)
+    stride = _tuple(stride, dims, "stride")
+    padding = _tuple(padding, dims, "padding")
+    output_padding = _tuple(output_padding, dims, "output_padding")
+    dilation = _tuple(dilation, dims, "dilation")
+    kernel = tuple(weight.shape[2:])
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(k <= 0 for k in kernel):
+        axes = ("depth", "height", "width")[3 - dims :]
+        raise RuntimeError(
+            "kernel size should be greater than zero, but got "
+            + " ".join(f"kernel_{a}: {k}" for a, k in zip(axes, kernel))
+        )
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        lead = (0, 1, 1) if dims == 1 else ()  # torch runs a 1-d one as a 2-d one of height 1
+        axes = ("depth", "height", "width")[3 - max(dims, 2) :]
+        parts = [f"output_padding_{a}: {v}" for a, v in zip(axes, (*lead[:1], *output_padding))]
+        parts += [f"stride_{a}: {v}" for a, v in zip(axes, (*lead[1:2], *stride))]
+        parts += [f"dilation_{a}: {v}" for a, v in zip(axes, (*lead[2:], *dilation))]
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {' '.join(parts)}")
+    spatial = shape[2:]
+    out = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1
+                for i, s, p, d, k, op in zip(spatial, stride, padding, dilation, kernel, output_padding))  # fmt: skip
+    if any(o <= 0 for o in out):
+        lead = (1,) if dims == 1 else ()  # torch runs a 1-d one as a 2-d one of height 1
+        raise RuntimeError(
+            f"Given input size per channel: ({' x '.join(map(str, lead + spatial))}). Calculated output size per "
+            f"channel: ({' x '.join(map(str, lead + out))}). Output size is too small"
+        )
+    big = (shape[0], weight.shape[1] * groups, *out)
+    geom = _geometry(big, shape, kernel, stride, [(p, p) for p in padding], dilation, groups, dims)
+    if unbatched:
+        return nn_ops.ConvolutionTranspose.apply(input.unsqueeze(0), weight, bias, geom).squeeze(0)
+    return nn_ops.ConvolutionTranspose.apply(input, weight, bias, geom)
 
 
 def _type_name(t: Tensor) -> str:
@@ -992,6 +1141,448 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:  # fmt: skip
+    """3-d convolution (cross-correlation) of (N, C, D, H, W) by (O, C / groups, kd, kh, kw), in one node: its
+    columns are two 2-d im2col passes (depth windows, then height-width windows)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:  # fmt: skip
+    """1-d transposed convolution of (N, C_in, L) by (C_in, C_out / groups, k): the gradient of ``conv1d`` with
+    respect to its input, one node."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:  # fmt: skip
+    """2-d transposed convolution of (N, C_in, H, W) by (C_in, C_out / groups, kh, kw): the gradient of
+    ``conv2d`` with respect to its input, one node."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:  # fmt: skip
+    """3-d transposed convolution of (N, C_in, D, H, W) by (C_in, C_out / groups, kd, kh, kw): the gradient of
+    ``conv3d`` with respect to its input, one node."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
+
+
+# --- resampling: interpolate and adaptive average pooling in 1 and 3 dims --------------------------------------------
+_RESAMPLE_MODES = {  # (mode, spatial dims) -> (matrix kind, torch's node)
+    **{("nearest", k): ("nearest", f"UpsampleNearest{k}DBackward0") for k in (1, 2, 3)},
+    **{("nearest-exact", k): ("nearest-exact", f"UpsampleNearestExact{k}DBackward0") for k in (1, 2, 3)},
+    ("linear", 1): ("linear", "UpsampleLinear1DBackward0"),
+    ("bilinear", 2): ("linear", "UpsampleBilinear2DBackward0"),
+    ("trilinear", 3): ("linear", "UpsampleTrilinear3DBackward0"),
+    ("bicubic", 2): ("cubic", "UpsampleBicubic2DBackward0"),
+}
+_NEEDS = {"linear": 3, "bilinear": 4, "trilinear": 5}
+
+
+def _resample(input: Tensor, kind: str, node: str, out: tuple, align_corners: bool, scales,
+              antialias: bool = False) -> Tensor:  # fmt: skip
+    """``input`` resampled to ``out`` over its trailing dims, one matrix per dim."""
+    k, dtype = len(out), input._data.dtype
+    legacy = k == 2  # torch's 2-d nearest forward takes its backward kernels' older picks; 1-d and 3-d do not
+    same = tuple(input.shape[-k:]) == tuple(out)  # (torch's bicubic backward then copies the gradient)
+    mats = []
+    for i, (size, new) in enumerate(zip(input.shape[-k:], out)):
+        scale = None if scales is None else scales[i]
+        if antialias:
+            m = back = nn_ops.antialiased_matrix(kind, size, new, align_corners, scale, dtype)
+        else:
+            m = nn_ops.resample_matrix(kind, size, new, align_corners, scale, dtype, legacy)
+            back = nn_ops.resample_matrix(kind, size, new, align_corners, scale, dtype, True)
+            if kind == "cubic" and same:
+                back = np.eye(size)
+        mats.append((input.dim() - k + i, m, back))
+    return nn_ops.RESAMPLE_NODES[node].apply(input, tuple(mats))
+
+
+def _check_resample_sizes(input: Tensor, out, gap: str = "") -> None:
+    spatial = tuple(input.shape[2:])
+    if any(s <= 0 for s in out) or any(s <= 0 for s in spatial):
+        axes = ("D", "H", "W")[3 - len(out) :]
+        shown = lambda sizes: ", ".join(f"{a}: {s}" for a, s in zip(axes, sizes))  # noqa: E731
+        raise RuntimeError(
+            f"Input and output sizes should be greater than 0, but got input ({shown(spatial)}){gap} output "
+            f"({shown(out)})"
+        )
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:  # fmt: skip
+    """Resample the spatial dims of (N, C, *spatial) ``input`` to ``size`` or by ``scale_factor``: ``nearest``,
+    ``nearest-exact``, ``linear``/``bilinear``/``trilinear``, ``bicubic`` (1, 2 and 3 spatial dims
+    respectively) or ``area`` (adaptive average pooling), with torch's source positions and weights."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError(
+                "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | "
+                "trilinear"
+            )
+    elif align_corners is None:
+        align_corners = False
+    dim = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    scales = None
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got input with spatial "
+                    f"dimensions of {list(input.shape[2:])} and output size of {size}. Please provide input tensor in "
+                    "(N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format."
+                )
+            if not all(isinstance(s, (int, np.integer)) for s in size):
+                raise TypeError(
+                    "expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, int], but got "
+                    f"size with types {[type(s) for s in size]}"
+                )
+            out = [int(s) for s in size]
+        else:
+            out = [int(size)] * dim
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, but got input with "
+                    f"spatial dimensions of {list(input.shape[2:])} and scale_factor of shape {scale_factor}. Please "
+                    "provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) "
+                    "format."
+                )
+            scales = [float(s) for s in scale_factor]
+        else:
+            scales = [float(scale_factor)] * dim
+        out = [int(math.floor(s * f)) for s, f in zip(input.shape[2:], scales)]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if recompute_scale_factor or mode == "area":
+        scales = None  # the output size alone decides the positions
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D tensor as input"
+        )
+    if antialias and mode in ("bilinear", "bicubic"):
+        _check_resample_sizes(input, out)
+        kind, node = _RESAMPLE_MODES[mode, 2]
+        return _resample(input, kind, node.replace("2D", "2DAa"), tuple(out), bool(align_corners), scales, True)
+    if mode == "lanczos" and input.dim() == 4:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+        raise NotImplementedError("numbagrad's interpolate has no lanczos mode")
+    if mode == "area" and dim in (1, 2, 3):
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](input, out)
+    if (mode, dim) in _RESAMPLE_MODES:
+        _check_resample_sizes(input, out, " and" if dim == 1 else "")
+        kind, node = _RESAMPLE_MODES[mode, dim]
+        return _resample(input, kind, node, tuple(out), bool(align_corners), scales)
+    if mode in _NEEDS and dim in (1, 2, 3):
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_NEEDS[mode]}D input")
+    raise NotImplementedError(
+        f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the modes: nearest | "
+        f"linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got {mode})"
+    )
+
+
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None):
+    """Deprecated alias of ``interpolate`` (torch warns the same)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """Mean over ``output_size`` windows spanning the last dim (torch: a 2-d pool of height 1)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"adaptive_avg_pool1d() argument 'input' (position 1) must be 2D or 3D, got {input.dim()}D")
+    size = output_size[0] if isinstance(output_size, (list, tuple)) else output_size
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, int(size))).squeeze(-2)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """Mean over ``output_size`` windows spanning the last three dims (``None`` keeps that dim's size)."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got {list(input.shape)}")
+    sizes = (output_size,) * 3 if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    out = tuple(input.shape[-3 + i] if s is None else int(s) for i, s in enumerate(sizes))
+    if out == (1, 1, 1):  # torch takes the mean (node MeanBackward1)
+        return input.mean((-1, -2, -3), keepdim=True)
+    return _resample(input, "area", "AdaptiveAvgPool3DBackward0", out, False, None)
+
+
+# --- rearrangements: pixel and channel shuffles, fold and unfold ------------------------------------------------------
+def _shuffle_factor(input: Tensor, factor: int, name: str, kind: str) -> None:
+    if input.dim() < 3:
+        raise RuntimeError(
+            f"{name} expects input to have at least 3 dimensions, but got input with {input.dim()} dimension(s)"
+        )
+    if factor <= 0:
+        raise RuntimeError(f"{name} expects a positive {kind}, but got {factor}")
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C * r * r, H, W) -> (*, C, H * r, W * r): each group of r * r channels becomes an r x r block."""
+    r = int(upscale_factor)
+    _shuffle_factor(input, r, "pixel_shuffle", "upscale_factor")
+    c = input.shape[-3]
+    if c % (r * r):
+        raise RuntimeError(
+            "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, "
+            f"but input.size(-3)={c} is not divisible by {r * r}"
+        )
+    return nn_ops.PixelShuffle.apply(input, r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W): the inverse of ``pixel_shuffle``."""
+    r = int(downscale_factor)
+    _shuffle_factor(input, r, "pixel_unshuffle", "downscale_factor")
+    for name, d in (("height", -2), ("width", -1)):
+        if input.shape[d] % r:
+            raise RuntimeError(
+                f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but input.size({d})="
+                f"{input.shape[d]} is not divisible by {r}"
+            )
+    return nn_ops.PixelUnshuffle.apply(input, r)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, C, *) with the channels of ``groups`` groups interleaved (ShuffleNet's channel shuffle)."""
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    c = input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    return nn_ops.ChannelShuffle.apply(input, int(groups))
+
+
+native_channel_shuffle = channel_shuffle
+
+
+def _block_args(kernel_size, dilation, padding, stride) -> tuple:
+    """fold/unfold's (kernel, dilation, padding, stride) pairs, with torch's checks."""
+    args = []
+    for name, value in (("kernel_size", kernel_size), ("dilation", dilation), ("padding", padding),
+                        ("stride", stride)):  # fmt: skip
+        pair = (int(value),) * 2 if isinstance(value, int) else tuple(int(v) for v in value)
+        if len(pair) != 2:
+            raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(pair)}")
+        args.append(pair)
+    kernel, dilation, padding, stride = args
+    checks = (("kernel size", "kernel", kernel, 1, "greater than zero"), ("dilation", "dilation", dilation, 1,
+              "greater than zero"), ("padding", "pad", padding, 0, "non-negative"),
+              ("stride", "stride", stride, 1, "greater than zero"))  # fmt: skip
+    for label, short, pair, least, words in checks:
+        if min(pair) < least:
+            raise RuntimeError(f"{label} should be {words}, but got {short}_height: {pair[0]} {short}_width: {pair[1]}")
+    return kernel, dilation, padding, stride
+
+
+def _blocks(spatial, kernel, dilation, padding, stride) -> tuple:
+    return tuple((s + 2 * p - (d * (k - 1) + 1)) // st + 1
+                 for s, k, d, p, st in zip(spatial, kernel, dilation, padding, stride))  # fmt: skip
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Sliding blocks of (N, C, H, W) input as columns: (N, C * kh * kw, L) (im2col), one node."""
+    kernel, dilation, padding, stride = _block_args(kernel_size, dilation, padding, stride)
+    if input.dim() not in (3, 4) or any(s == 0 for s in input.shape[1:]):
+        raise RuntimeError(
+            "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
+            f"input, but got: {list(input.shape)}"
+        )
+    x = input.unsqueeze(0) if input.dim() == 3 else input  # (only its shape is used)
+    out = _blocks(x.shape[2:], kernel, dilation, padding, stride)
+    if min(out) < 1:
+        raise RuntimeError(
+            f"Given input with spatial size {tuple(x.shape[2:])}, kernel_size={kernel}, dilation={dilation}, "
+            f"padding={padding}, calculated shape of the array of sliding blocks as {out}, but its components must "
+            "be at least one."
+        )
+    c = x.shape[1]
+    cols_shape = (*input.shape[:-3], c * kernel[0] * kernel[1], out[0] * out[1])
+    plane = nn_ops._Plane(tuple(x.shape), kernel, stride, padding, dilation, out, tuple(input.shape), cols_shape)
+    return nn_ops.Im2Col.apply(input, plane.im2col, plane.col2im)
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Columns (N, C * kh * kw, L) summed back into (N, C, *output_size) (col2im, the adjoint of ``unfold``)."""
+    size = (int(output_size),) * 2 if isinstance(output_size, int) else tuple(int(v) for v in output_size)
+    if len(size) != 2:
+        raise RuntimeError(f"It is expected output_size equals to 2, but got size {len(size)}")
+    kernel, dilation, padding, stride = _block_args(kernel_size, dilation, padding, stride)
+    if input.dim() not in (2, 3) or any(s == 0 for s in input.shape[1:]):
+        raise RuntimeError(
+            "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for "
+            f"input, but got: {list(input.shape)}"
+        )
+    n, k, length = (1, *input.shape) if input.dim() == 2 else input.shape
+    if k % (kernel[0] * kernel[1]):
+        raise RuntimeError(
+            "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got "
+            f"input.size(1)={k} and kernel_size={kernel}."
+        )
+    out = _blocks(size, kernel, dilation, padding, stride)
+    if out[0] * out[1] != length:
+        raise RuntimeError(
+            f"Given output_size={size}, kernel_size={kernel}, dilation={dilation}, padding={padding}, "
+            f"stride={stride}, expected size of input's dimension 2 to match the calculated number of sliding blocks "
+            f"{out[0]} * {out[1]} = {out[0] * out[1]}, but got input.size(2)={length}."
+        )
+    shape = (n, k // (kernel[0] * kernel[1]), *size)
+    image_shape = shape[1:] if input.dim() == 2 else shape
+    plane = nn_ops._Plane(shape, kernel, stride, padding, dilation, out, image_shape, tuple(input.shape))
+    return nn_ops.Col2Im.apply(input.contiguous(), plane.col2im, plane.im2col)
+
+
+# --- instance normalization ------------------------------------------------------------------------------------------
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:  # fmt: skip
+    """Normalize each (sample, channel) over its spatial elements: torch's batch norm of the input seen as one
+    sample of N * C channels; the running statistics (if given) take the mean of the N samples' updates."""
+    if use_input_stats and math.prod(input.shape[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    n, c = input.shape[:2]
+    repeated = [None if t is None else t.repeat(n) for t in (weight, bias, running_mean, running_var)]
+    x = input.contiguous().view(1, n * c, *input.shape[2:])
+    out = nn_ops.BatchNorm.apply(x, *repeated, use_input_stats, momentum, eps, None)
+    with no_grad():
+        for stat, updated in ((running_mean, repeated[2]), (running_var, repeated[3])):
+            if stat is not None:
+                stat.copy_(updated.view(n, c).mean(0))
+    return out.view(input.shape)
+
+
+# --- pooling in 1 and 3 dims -----------------------------------------------------------------------------------------
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):  # fmt: skip
+    """Max over windows of the last dim (torch: a 2-d pool of height 1); indices are positions in that dim."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:"
+            f"{list(input.shape)}"
+        )
+    (k,), (p,), (d,) = (
+        _tuple(kernel_size, 1, "kernel_size"),
+        _tuple(padding, 1, "padding"),
+        _tuple(dilation, 1, "dilation"),
+    )
+    (s,) = (k,) if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, 1, "stride")
+    if not return_indices and p > k // 2:  # (with indices, torch checks as the 2-d pool)
+        raise RuntimeError(
+            f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and kernel_size={k}"
+        )
+    size = _pool_size(input.shape[-1], k, p, s, d, ceil_mode)
+    if not return_indices and size < 1:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {size}")
+    out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:  # fmt: skip
+    """Mean over windows of the last dim (torch: a 2-d pool of height 1)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 'self' (while "
+            "checking arguments for avg_pool1d)"
+        )
+    (k,), (p,) = _tuple(kernel_size, 1, "kernel_size"), _tuple(padding, 1, "padding")
+    (s,) = (k,) if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tuple(stride, 1, "stride")
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
+
+
+def _pool3d_args(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool, name: str) -> tuple:
+    """3-d pooling's (kernel, stride, padding, dilation, output size), with torch's checks in torch's order."""
+    if input.dim() not in (4, 5) or input.numel() == 0:
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    kernel = _tuple(kernel_size, 3, "kernel_size")
+    empty = stride is None or (not isinstance(stride, int) and len(stride) == 0)
+    stride = kernel if empty else _tuple(stride, 3, "stride")
+    padding, dilation = _tuple(padding, 3, "padding"), _tuple(dilation, 3, "dilation")
+    spatial = tuple(input.shape[-3:])
+    if name == "avg_pool3d" and any(s < k for s, k in zip(spatial, kernel)):
+        raise RuntimeError(
+            "input image (T: {} H: {} W: {}) smaller than kernel size (kT: {} kH: {} kW: {})".format(*spatial, *kernel)
+        )
+    for p, k, d in zip(padding, kernel, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and "
+                f"dilation={d}"
+            )
+    out = tuple(_pool_size(*a, ceil_mode) for a in zip(spatial, kernel, padding, stride, dilation))
+    if min(out) < 1:
+        c = input.shape[-4]
+        raise RuntimeError(
+            f"Given input size: ({c}x{'x'.join(map(str, spatial))}). Calculated output size: "
+            f"({c}x{'x'.join(map(str, out))}). Output size is too small"
+        )
+    return kernel, stride, padding, dilation, out
+
+
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):  # fmt: skip
+    """Max over 3-d windows of the last three dims; with ``return_indices`` also the int64 positions
+    ``(d * H + h) * W + w`` of each maximum in its volume."""
+    kernel, stride, padding, dilation, out = _pool3d_args(input, kernel_size, stride, padding, dilation, ceil_mode,
+                                                          "max_pool3d")  # fmt: skip
+    values, indices = nn_ops.MaxPool3d.apply(input, kernel, stride, padding, dilation, out)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:  # fmt: skip
+    """Mean over 3-d windows of the last three dims."""
+    kernel, stride, padding, _, out = _pool3d_args(input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool3d")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    maps = nn_ops._DepthThenPlanes(tuple(input.shape), kernel, stride, padding, bool(count_include_pad),
+                                   int(divisor_override or 0), out)  # fmt: skip
+    return nn_ops.AvgPool3d.apply(input, maps)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """Max over ``output_size`` adaptive windows of the last two dims (``None`` keeps that dim's size); with
+    ``return_indices`` also the int64 positions ``h * W + w`` of each maximum in its plane."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(input.shape)}")
+    sizes = (output_size, output_size) if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    if len(sizes) != 2:
+        raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
+    out_hw = tuple(input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(sizes))
+    values, indices = nn_ops.AdaptiveMaxPool2d.apply(input, out_hw)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """Max over ``output_size`` adaptive windows of the last dim (torch: a 2-d pool of height 1)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 'self' (while "
+            "checking arguments for adaptive_max_pool1d)"
+        )
+    size = output_size[0] if isinstance(output_size, (list, tuple)) else output_size
+    values, indices = adaptive_max_pool2d(input.unsqueeze(-2), (1, int(size)), True)
+    values, indices = values.squeeze(-2), indices.squeeze(-2)
+    return (values, indices) if return_indices else values
+
+
+# --- pooling in 2 dims ----------------------------------------------------------------------------------------------
 def _pool_size(size: int, k: int, pad: int, stride: int, dilation: int, ceil_mode: bool) -> int:
     """torch's ``pooling_output_shape``: a window may start in the right padding only with ``ceil_mode``."""
     num = size + 2 * pad - dilation * (k - 1) - 1 + (stride - 1 if ceil_mode else 0)

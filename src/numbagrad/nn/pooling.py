@@ -1,4 +1,5 @@
-"""Pooling modules: ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d`` (arguments stored as given, as torch)."""
+"""Pooling modules in 1, 2 and 3 dims: ``MaxPool``, ``AvgPool`` and ``AdaptiveAvgPool`` (arguments stored as given,
+as torch; ``AvgPool1d`` keeps them as 1-tuples, as torch)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from . import functional as F
 from .module import Module
 
 
-class MaxPool2d(Module):
-    """Max over 2-d windows of the last two dims (optionally returning the argmax indices)."""
+class _MaxPoolNd(Module):
+    _fn = staticmethod(F.max_pool2d)
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
                  ceil_mode: bool = False) -> None:  # fmt: skip
@@ -19,16 +20,55 @@ class MaxPool2d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input: Tensor):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)  # fmt: skip
+        return self._fn(input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
+                        return_indices=self.return_indices)  # fmt: skip
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")  # fmt: skip
 
 
+class MaxPool1d(_MaxPoolNd):
+    """Max over 1-d windows of the last dim (optionally returning the argmax indices)."""
+
+    _fn = staticmethod(F.max_pool1d)
+
+
+class MaxPool2d(_MaxPoolNd):
+    """Max over 2-d windows of the last two dims (optionally returning the argmax indices)."""
+
+    _fn = staticmethod(F.max_pool2d)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Max over 3-d windows of the last three dims (optionally returning the argmax indices)."""
+
+    _fn = staticmethod(F.max_pool3d)
+
+
+class AvgPool1d(Module):
+    """Mean over 1-d windows of the last dim."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:  # fmt: skip
+        super().__init__()
+        one = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,)  # noqa: E731 - torch's _single
+        self.kernel_size = one(kernel_size)
+        self.stride = one(stride if stride is not None else kernel_size)
+        self.padding, self.ceil_mode, self.count_include_pad = one(padding), ceil_mode, count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)  # fmt: skip
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
 class AvgPool2d(Module):
     """Mean over 2-d windows of the last two dims."""
+
+    _fn = staticmethod(F.avg_pool2d)
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
                  divisor_override: int | None = None) -> None:  # fmt: skip
@@ -39,22 +79,72 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)  # fmt: skip
+        return self._fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                        self.count_include_pad, self.divisor_override)  # fmt: skip
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool2d(Module):
-    """Mean over windows chosen so the last two dims become ``output_size``."""
+class AvgPool3d(AvgPool2d):
+    """Mean over 3-d windows of the last three dims."""
+
+    _fn = staticmethod(F.avg_pool3d)
+
+
+class _AdaptiveAvgPoolNd(Module):
+    _fn = staticmethod(F.adaptive_avg_pool2d)
 
     def __init__(self, output_size) -> None:
         super().__init__()
         self.output_size = output_size
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(input, self.output_size)
+        return self._fn(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """Mean over windows chosen so the last dim becomes ``output_size``."""
+
+    _fn = staticmethod(F.adaptive_avg_pool1d)
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """Mean over windows chosen so the last two dims become ``output_size``."""
+
+    _fn = staticmethod(F.adaptive_avg_pool2d)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """Mean over windows chosen so the last three dims become ``output_size``."""
+
+    _fn = staticmethod(F.adaptive_avg_pool3d)
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _fn = staticmethod(F.adaptive_max_pool2d)
+
+    def __init__(self, output_size, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input: Tensor):
+        return self._fn(input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Max over windows chosen so the last dim becomes ``output_size`` (optionally returning the indices)."""
+
+    _fn = staticmethod(F.adaptive_max_pool1d)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """Max over windows chosen so the last two dims become ``output_size`` (optionally returning the indices)."""
+
+    _fn = staticmethod(F.adaptive_max_pool2d)

@@ -47,81 +47,184 @@ class LinearMap(Function):
 
 # --- convolution -------------------------------------------------------------------------------------------------
 class ConvGeometry:
-    """Everything about one convolution but the data: 2-d sizes (a 1-d convolution has height 1), the (top,
-    left) padding offsets, groups, the output size, and how the caller's input was shaped."""
+    """Everything about one convolution but the data, seen from the convolution (the transposed convolution runs
+    it backwards): 2-d or 3-d sizes (a 1-d convolution is a 2-d one of height 1), the leading padding offsets,
+    groups, the output's spatial size ``out``, the internal shape ``in_shape`` (N, C, *spatial) of the large side,
+    and the caller's shapes of the large side (``big_shape``) and of the small side (``small_shape``)."""
 
-    __slots__ = ("kernel", "stride", "padding", "dilation", "groups", "out_hw", "in4", "out_shape")
+    __slots__ = ("kernel", "stride", "padding", "dilation", "groups", "out", "in_shape", "big_shape", "small_shape")
 
-    def __init__(self, kernel, stride, padding, dilation, groups, out_hw, in4, out_shape) -> None:
+    def __init__(self, kernel, stride, padding, dilation, groups, out, in_shape, big_shape, small_shape) -> None:
         self.kernel, self.stride, self.padding, self.dilation = kernel, stride, padding, dilation
-        self.groups, self.out_hw, self.in4, self.out_shape = groups, out_hw, in4, out_shape
+        self.groups, self.out, self.in_shape = groups, out, in_shape
+        self.big_shape, self.small_shape = big_shape, small_shape
+
+    @property
+    def k(self) -> int:
+        """Rows of the columns: channels times kernel positions."""
+        return self.in_shape[1] * math.prod(self.kernel)
+
+    @property
+    def length(self) -> int:
+        """Columns of the columns: output positions."""
+        return math.prod(self.out)
+
+    def _planes(self) -> tuple:
+        """The 2-d passes that make a 3-d im2col: first the depth windows of (N, C, D, H * W), then the (h, w)
+        windows of (N, C * kd * od, H, W)."""
+        n, c, d, h, w = self.in_shape
+        (kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = self.kernel, self.stride, self.padding, self.dilation
+        od, oh, ow = self.out
+        depth = _Plane((n, c, d, h * w), (kd, 1), (sd, 1), (pd, 0), (dd, 1), (od, h * w))
+        rows = _Plane((n, c * kd * od, h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow))
+        return depth, rows
+
+    def columns(self, x: Tensor) -> Tensor:
+        """(N, C * K, L) columns of the large side ``x``: each output position's receptive field (differentiable)."""
+        x = x.reshape(self.in_shape)
+        if len(self.kernel) == 2:
+            plane = _Plane(self.in_shape, self.kernel, self.stride, self.padding, self.dilation, self.out)
+            return plane.columns(x)
+        depth, rows = self._planes()
+        n, c = self.in_shape[:2]
+        (kd, kh, kw), (od, oh, ow) = self.kernel, self.out
+        cols = rows.columns(depth.columns(x).reshape(rows.shape))
+        cols = cols.reshape(n, c, kd, od, kh, kw, oh, ow).permute(0, 1, 2, 4, 5, 3, 6, 7)
+        return cols.reshape(n, self.k, self.length)
+
+    def image(self, cols: Tensor) -> Tensor:
+        """The adjoint of ``columns``: (N, C * K, L) columns summed back into the large side (differentiable)."""
+        if len(self.kernel) == 2:
+            plane = _Plane(self.in_shape, self.kernel, self.stride, self.padding, self.dilation, self.out)
+            return plane.image(cols).reshape(self.big_shape)
+        depth, rows = self._planes()
+        n, c = self.in_shape[:2]
+        (kd, kh, kw), (od, oh, ow) = self.kernel, self.out
+        cols = cols.reshape(n, c, kd, kh, kw, od, oh, ow).permute(0, 1, 2, 5, 3, 4, 6, 7)
+        planes = rows.image(cols.reshape(n, c * kd * od * kh * kw, oh * ow))
+        return depth.image(planes.reshape(n, c * kd, od * depth.out[1])).reshape(self.big_shape)
+
+
+class _Plane:
+    """One 2-d im2col over (N, C, H, W) as a differentiable ``LinearMap`` (its adjoint is col2im). The storage
+    maps also take and give the caller's shapes of the image and of the columns (``unfold`` of unbatched input)."""
+
+    def __init__(self, shape, kernel, stride, padding, dilation, out, image_shape=None, cols_shape=None) -> None:
+        self.shape, self.kernel, self.stride, self.padding, self.dilation, self.out = (
+            tuple(shape), tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), tuple(out)
+        )  # fmt: skip
+        k = self.shape[1] * self.kernel[0] * self.kernel[1]
+        self.image_shape = self.shape if image_shape is None else tuple(image_shape)
+        self.cols_shape = (self.shape[0], k, self.out[0] * self.out[1]) if cols_shape is None else tuple(cols_shape)
 
     def im2col(self, x):
-        return backend_for(x).im2col(x, self.kernel, self.stride, self.padding, self.dilation, self.out_hw)
+        b = backend_for(x)
+        x = b.reshape(x, self.shape)
+        cols = b.im2col(x, self.kernel, self.stride, self.padding, self.dilation, self.out)
+        return b.reshape(cols, self.cols_shape)
 
     def col2im(self, cols):
-        return backend_for(cols).col2im(
-            cols, self.in4, self.kernel, self.stride, self.padding, self.dilation, self.out_hw
-        )
+        b = backend_for(cols)
+        cols = b.reshape(b.ascontiguous(cols), (self.shape[0], -1, self.out[0] * self.out[1]))
+        x = b.col2im(cols, self.shape, self.kernel, self.stride, self.padding, self.dilation, self.out)
+        return b.reshape(x, self.image_shape)
+
+    def columns(self, x: Tensor) -> Tensor:
+        return LinearMap.apply(x.reshape(self.shape), self.im2col, self.col2im)
+
+    def image(self, cols: Tensor) -> Tensor:
+        return LinearMap.apply(cols.contiguous(), self.col2im, self.im2col)
+
+
+def _grouped(t: Tensor, groups: int) -> Tensor:
+    """(N, C, *) as (N, groups, C / groups, positions)."""
+    return t.reshape(t.shape[0], groups, t.shape[1] // groups, -1)
+
+
+def _channel_bias(out: Tensor, bias) -> Tensor:
+    return out if bias is None else out + bias.reshape(_channel_shape(out))
+
+
+def _weight_grad(small: Tensor, big: Tensor, geom: ConvGeometry) -> Tensor:
+    """The weight's gradient ``sum_n small[n] @ columns(big[n]).T`` per group, shaped (O, C / groups, *kernel):
+    of a convolution (``small`` the output gradient, ``big`` its input) and of a transposed one (``small`` its
+    input, ``big`` the output gradient) alike."""
+    g = geom.groups
+    cols = geom.columns(big).reshape(geom.in_shape[0], g, geom.k // g, geom.length)
+    w = _grouped(small, g).matmul(cols.transpose(2, 3)).sum(0)
+    return w.reshape(small.shape[1], geom.in_shape[1] // g, *geom.kernel)
 
 
 class Convolution(Function):
-    """``conv1d``/``conv2d`` in one node: im2col then one matrix product per group (bias added in place)."""
+    """``conv1d``/``conv2d``/``conv3d`` in one node: im2col then one matrix product per group (plus the bias).
+    Its input gradient is the transposed convolution of the output gradient, and the transposed convolution's is
+    this one: each is the other's backward, so every order of derivative exists."""
 
     node_name = "ConvolutionBackward0"
     _trusted = True
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias, geom: ConvGeometry) -> Tensor:
-        backend = x._backend
-        x4 = backend.reshape(x._data, geom.in4)
-        w4 = backend.reshape(weight._data, (weight.shape[0], geom.in4[1] // geom.groups, *geom.kernel))
-        b = None if bias is None else bias._data
-        out, cols = backend.conv2d(x4, w4, b, geom.stride, geom.padding, geom.dilation, geom.groups, geom.out_hw)
-        ctx.geom, ctx.cols = geom, cols
+        ctx.geom, ctx.cols = geom, None
         ctx.save_for_backward(x, weight)
-        return _t(backend.reshape(out, geom.out_shape))
+        if len(geom.kernel) == 2:  # the backend's fused 2-d convolution, whose columns serve the backward
+            backend = x._backend
+            x4 = backend.reshape(x._data, geom.in_shape)
+            w4 = backend.reshape(weight._data, (weight.shape[0], geom.in_shape[1] // geom.groups, *geom.kernel))
+            b = None if bias is None else bias._data
+            out, ctx.cols = backend.conv2d(x4, w4, b, geom.stride, geom.padding, geom.dilation, geom.groups, geom.out)
+            return _t(backend.reshape(out, geom.small_shape))
+        g = geom.groups
+        cols = geom.columns(x).reshape(geom.in_shape[0], g, geom.k // g, geom.length)
+        out = weight.reshape(g, weight.shape[0] // g, geom.k // g).matmul(cols)
+        return _channel_bias(out.reshape(geom.small_shape), bias)
 
     @staticmethod
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         geom = ctx.geom
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        n, o = geom.in4[0], weight.shape[0]
-        if state.enabled:
-            return (*_conv_backward_graph(g, x, weight, geom, need_x, need_w, need_b), None)
-        backend = g._backend
-        g4 = backend.reshape(g._data, (n, o, *geom.out_hw))
-        w4 = backend.reshape(weight._data, (o, geom.in4[1] // geom.groups, *geom.kernel))
-        gx, gw, gb = backend.conv2d_backward(
-            g4, ctx.cols, geom.in4, w4, geom.stride, geom.padding, geom.dilation, geom.groups, need_x, need_w, need_b
-        )
-        if need_x and gx.shape != x._data.shape:
-            gx = backend.reshape(gx, x._data.shape)
-        if need_w and gw.shape != weight._data.shape:
-            gw = backend.reshape(gw, weight._data.shape)
-        gx = _t(gx) if need_x else None
-        gw = _t(gw) if need_w else None
-        return gx, gw, (_t(gb) if need_b else None), None
+        if ctx.cols is not None and not state.enabled:  # the backend's fused 2-d backward
+            backend = g._backend
+            n, o = geom.in_shape[0], weight.shape[0]
+            g4 = backend.reshape(g._data, (n, o, *geom.out))
+            w4 = backend.reshape(weight._data, (o, geom.in_shape[1] // geom.groups, *geom.kernel))
+            gx, gw, gb = backend.conv2d_backward(g4, ctx.cols, geom.in_shape, w4, geom.stride, geom.padding,
+                                                 geom.dilation, geom.groups, need_x, need_w, need_b)  # fmt: skip
+            gx = _t(backend.reshape(gx, x._data.shape)) if need_x else None
+            gw = _t(backend.reshape(gw, weight._data.shape)) if need_w else None
+            return gx, gw, (_t(gb) if need_b else None), None
+        gx = ConvolutionTranspose.apply(g, weight, None, geom) if need_x else None
+        gw = _weight_grad(g, x, geom).reshape(weight.shape) if need_w else None
+        gb = g.sum((0, *range(2, g.dim()))) if need_b else None
+        return gx, gw, gb, None
 
 
-def _conv_backward_graph(g: Tensor, x: Tensor, weight: Tensor, geom: ConvGeometry, need_x, need_w, need_b):
-    """Convolution's gradients with differentiable operations (double backward)."""
-    n, o, groups = geom.in4[0], weight.shape[0], geom.groups
-    length = geom.out_hw[0] * geom.out_hw[1]
-    k = geom.in4[1] * geom.kernel[0] * geom.kernel[1]
-    g4 = g.reshape(n, groups, o // groups, length)
-    w3 = weight.reshape(groups, o // groups, k // groups)
-    gx = gw = gb = None
-    if need_x:
-        gcols = w3.transpose(1, 2).matmul(g4).reshape(n, k, length)
-        gx = LinearMap.apply(gcols, geom.col2im, geom.im2col).reshape(x.shape)
-    if need_w:
-        cols = LinearMap.apply(x.reshape(geom.in4), geom.im2col, geom.col2im).reshape(n, groups, k // groups, length)
-        gw = g4.matmul(cols.transpose(2, 3)).sum(0).reshape(weight.shape)
-    if need_b:
-        gb = g4.sum((0, 3)).reshape(o)
-    return gx, gw, gb
+class ConvolutionTranspose(Function):
+    """``conv_transpose1d/2d/3d`` in one node: the adjoint of the convolution of ``geom`` (one matrix product per
+    group, then col2im), plus the bias. ``weight`` is (C_in, C_out / groups, *kernel), the convolution's layout."""
+
+    node_name = "ConvolutionBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias, geom: ConvGeometry) -> Tensor:
+        ctx.geom = geom
+        ctx.save_for_backward(x, weight)
+        g = geom.groups
+        w = weight.reshape(g, weight.shape[0] // g, geom.k // g).transpose(1, 2)
+        cols = w.matmul(_grouped(x, g)).reshape(geom.in_shape[0], geom.k, geom.length)
+        return _channel_bias(geom.image(cols), bias)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        x, weight = ctx.saved_tensors
+        geom = ctx.geom
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        gx = Convolution.apply(g, weight, None, geom).reshape(x.shape) if need_x else None
+        gw = _weight_grad(x, g, geom).reshape(weight.shape) if need_w else None
+        gb = g.sum((0, *range(2, g.dim()))) if need_b else None
+        return gx, gw, gb, None
 
 
 # --- pooling -------------------------------------------------------------------------------------------------------
@@ -140,15 +243,18 @@ class MaxPool2d(Function):
         indices = _t(backend.reshape(idx, shape))
         ctx.mark_non_differentiable(indices)
         ctx.save_for_backward(indices)
-        ctx.in_shape = x.shape
+        ctx.in_shape, ctx.dims, ctx.args = x.shape, 2, 5
         return _t(backend.reshape(out, shape)), indices
 
     @staticmethod
     def backward(ctx, g: Tensor, _g_indices):
+        """Each output gradient added at its maximum's flat index in its plane (the plane seen as 2-d: rows of the
+        last dim)."""
         (indices,) = ctx.saved_tensors
-        in_shape = tuple(ctx.in_shape)
-        planes = int(np.prod(in_shape[:-2], dtype=np.int64))
-        in_hw, out_hw = in_shape[-2:], tuple(g.shape[-2:])
+        in_shape, k = tuple(ctx.in_shape), ctx.dims
+        planes = int(np.prod(in_shape[:-k], dtype=np.int64))
+        in_hw = (int(np.prod(in_shape[-k:-1], dtype=np.int64)), in_shape[-1])
+        out_hw = (int(np.prod(g.shape[-k:-1], dtype=np.int64)), g.shape[-1])
         backend = indices._backend
         idx = backend.reshape(indices._data, (planes, *out_hw))
 
@@ -163,8 +269,36 @@ class MaxPool2d(Function):
             return b.reshape(picked, g.shape)
 
         if state.enabled:
-            return LinearMap.apply(g, scatter, gather), *([None] * 5)
-        return _t(scatter(g._data)), *([None] * 5)
+            return LinearMap.apply(g, scatter, gather), *([None] * ctx.args)
+        return _t(scatter(g._data)), *([None] * ctx.args)
+
+
+class MaxPool3d(MaxPool2d):
+    """Max over windows of the last three dims, as two passes of the 2-d kernel: the (h, w) windows of each depth
+    slice, then the depth windows of those maxima. Scanning depth first keeps torch's choice among equal maxima
+    (the first in (d, h, w) order; the last NaN). Indices are ``(d * H + h) * W + w`` in each input volume."""
+
+    node_name = "MaxPool3DWithIndicesBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, kernel, stride, padding, dilation, out):
+        b = x._backend
+        *lead, d, h, w = x.shape
+        planes = int(np.prod(lead, dtype=np.int64))
+        od, oh, ow = out
+        rows, idx_hw = b.max_pool2d(b.reshape(x._data, (planes * d, h, w)), kernel[1:], stride[1:], padding[1:],
+                                    dilation[1:], (oh, ow))  # fmt: skip
+        depth = b.reshape(rows, (planes, d, oh * ow))
+        values, idx_d = b.max_pool2d(depth, (kernel[0], 1), (stride[0], 1), (padding[0], 0), (dilation[0], 1),
+                                     (od, oh * ow))  # fmt: skip
+        chosen = _t(idx_d) // (oh * ow)  # the depth of each maximum (past the input for an empty window)
+        inside = chosen.clamp(max=d - 1)
+        picked = _t(b.take_along_axis(b.reshape(idx_hw, (planes, d, oh * ow)), inside._data, 1))
+        indices = (chosen * (h * w) + picked).reshape(*lead, od, oh, ow)
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        ctx.in_shape, ctx.dims, ctx.args = x.shape, 3, 5
+        return _t(b.reshape(values, (*lead, od, oh, ow))), indices
 
 
 class _PoolMaps:
@@ -215,6 +349,296 @@ class AvgPool2d(Function):
 
 class AdaptiveAvgPool2d(AvgPool2d):
     node_name = "AdaptiveAvgPool2DBackward0"
+
+
+def adaptive_windows(size: int, out: int) -> np.ndarray:
+    """(out, longest window) input positions of torch's adaptive windows ``[floor(i * size / out),
+    ceil((i + 1) * size / out))``, each row padded with its window's last position (a repeat changes no maximum)."""
+    bounds = [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+    k = max((stop - start for start, stop in bounds), default=1)
+    return np.array([[min(start + j, stop - 1) for j in range(k)] for start, stop in bounds], np.int64).reshape(out, k)
+
+
+class AdaptiveMaxPool2d(MaxPool2d):
+    """Max over torch's adaptive windows of the last two dims: (values, indices ``h * W + w``), the first maximum
+    of each window in (h, w) order or its last NaN, as torch's kernel picks. The windows are gathered into one
+    (OH, OW, KH * KW) block (rows padded with repeats), then reduced."""
+
+    node_name = "AdaptiveMaxPool2DBackward0"
+
+    @staticmethod
+    def forward(ctx, x: Tensor, out_hw):
+        b = x._backend
+        *lead, h, w = x.shape
+        (oh, ow), rows, cols = out_hw, adaptive_windows(x.shape[-2], out_hw[0]), adaptive_windows(w, out_hw[1])
+        kh, kw = rows.shape[1], cols.shape[1]
+        block = x.index_select(x.dim() - 2, _t(b.from_host(rows.reshape(-1))))
+        block = block.index_select(x.dim() - 1, _t(b.from_host(cols.reshape(-1))))
+        block = block.reshape(*lead, oh, kh, ow, kw).transpose(-3, -2).reshape(*lead, oh, ow, kh * kw)
+        values, arg = block.max(-1)
+        nan = block.isnan()
+        last_nan = (kh * kw - 1) - nan.flip(-1).to(arg.dtype).argmax(-1)
+        arg = _where(nan.any(-1), last_nan, arg)
+        i = _t(b.from_host(np.arange(oh, dtype=np.int64).reshape(oh, 1)))
+        j = _t(b.from_host(np.arange(ow, dtype=np.int64)))
+        picks = (i * kh + arg // kw, j * kw + arg % kw)  # flat positions in rows and cols
+        h_at, w_at = (_t(b.from_host(m.reshape(-1))).index_select(0, p.reshape(-1)).reshape(p.shape)
+                      for m, p in zip((rows, cols), picks))  # fmt: skip
+        indices = h_at * w + w_at
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        ctx.in_shape, ctx.dims, ctx.args = x.shape, 2, 1
+        return values, indices
+
+
+class _DepthThenPlanes:
+    """The array maps of a 3-d average pool as two 2-d ones: the depth windows of (P, D, H * W), then the (h, w)
+    windows of each of the (P * OD) slices. Window sizes and valid counts are products over the dims, so the
+    means are torch's; a ``divisor_override`` takes the two passes as sums, then divides."""
+
+    def __init__(self, in_shape, kernel, stride, padding, count_include_pad: bool, divisor: int, out) -> None:
+        *lead, d, h, w = in_shape
+        self.planes = int(np.prod(lead, dtype=np.int64))
+        self.in_shape, self.out_shape = tuple(in_shape), (*lead, *out)
+        od, oh, ow = out
+        depth = ((kernel[0], 1), (stride[0], 1), (padding[0], 0), count_include_pad, 1 if divisor else 0)
+        rows = (kernel[1:], stride[1:], padding[1:], count_include_pad, 1 if divisor else 0)
+        self.depth = _PoolMaps((self.planes, d, h * w), (od, h * w), False, depth)
+        self.rows = _PoolMaps((self.planes * od, h, w), (oh, ow), False, rows)
+        self.scale = 1.0 / divisor if divisor else None
+
+    def _scaled(self, a):
+        if self.scale is None:
+            return a
+        b = backend_for(a)
+        return b.elementwise(_mul_row(), [a, b.full((), self.scale, a.dtype)], (), a.dtype)
+
+    def forward(self, x):
+        b = backend_for(x)
+        mid = self.depth.forward(b.reshape(b.ascontiguous(x), self.depth.in_shape))
+        out = self.rows.forward(b.reshape(b.ascontiguous(mid), self.rows.in_shape))
+        return self._scaled(b.reshape(out, self.out_shape))
+
+    def adjoint(self, g):
+        b = backend_for(g)
+        mid = self.rows.adjoint(b.reshape(b.ascontiguous(g), self.rows.out_shape))
+        gx = self.depth.adjoint(b.reshape(b.ascontiguous(mid), self.depth.out_shape))
+        return self._scaled(b.reshape(gx, self.in_shape))
+
+
+class AvgPool3d(AvgPool2d):
+    """Mean over windows of the last three dims (its maps: ``_DepthThenPlanes``)."""
+
+    node_name = "AvgPool3DBackward0"
+
+
+# --- resampling: interpolation and adaptive average pooling --------------------------------------------------------
+def resample_matrix(mode: str, in_size: int, out_size: int, align_corners: bool, scale, dtype,
+                    legacy: bool = False) -> np.ndarray:  # fmt: skip
+    """The (out_size, in_size) matrix of one spatial dim's resampling, with torch's source positions and weights:
+    ``nearest``/``nearest-exact`` pick one element, ``linear`` mixes two, ``cubic`` four (clamped at the edges),
+    ``area`` averages torch's adaptive windows. ``scale`` is the user's scale factor (or None); positions are
+    computed in ``dtype`` as torch's kernels do. ``legacy``: the nearest picks of torch's older kernels (every
+    backward, and the 2-d forward): float32 ratios, exact copies at 1x and 2x."""
+    m = np.zeros((out_size, in_size), np.float64)
+    rows = np.arange(out_size)
+    if mode == "area":
+        for i in range(out_size):
+            start, stop = (i * in_size) // out_size, -((-(i + 1) * in_size) // out_size)
+            m[i, start:stop] = 1.0 / (stop - start)
+        return m
+    if mode in ("nearest", "nearest-exact"):
+        f = np.float32 if legacy else dtype.type
+        ratio = f(1.0 / scale) if scale is not None and scale > 0 else f(in_size) / f(out_size)
+        if legacy:
+            pos = rows.astype(f) + (f(0.5) if mode == "nearest-exact" else f(0.0))
+            src = np.floor(pos * ratio)
+        elif mode == "nearest":
+            src = np.floor((ratio * rows.astype(f)).astype(np.float32))
+        else:
+            real = np.maximum(ratio * (rows.astype(f) + f(0.5)) - f(0.5), f(0.0))
+            src = np.floor((real + f(0.5)).astype(np.float32))
+        src = np.minimum(src.astype(np.int64), in_size - 1)
+        if legacy and mode == "nearest" and out_size in (in_size, 2 * in_size):
+            src = rows // (out_size // in_size)
+        m[rows, src] = 1.0
+        return m
+    if mode == "linear" and in_size == out_size:  # torch copies (whatever the scale factor)
+        return np.eye(out_size)
+    f = dtype.type
+    if align_corners:
+        ratio = f(in_size - 1) / f(out_size - 1) if out_size > 1 else f(0.0)
+        real = ratio * rows.astype(f)
+    else:
+        ratio = f(1.0 / scale) if scale is not None and scale > 0 else f(in_size) / f(out_size)
+        real = ratio * (rows.astype(f) + f(0.5)) - f(0.5)
+        if mode == "linear":
+            real = np.maximum(real, f(0.0))
+    index = np.minimum(np.floor(real).astype(np.int64), in_size - 1)
+    lam = np.clip(real - index.astype(f), f(0.0), f(1.0)).astype(np.float64)
+    if mode == "linear":
+        np.add.at(m, (rows, index), 1.0 - lam)
+        np.add.at(m, (rows, index + (index < in_size - 1)), lam)
+        return m
+    a = -0.75  # torch's bicubic: Keys' cubic convolution with A = -0.75, taps clamped to the edges
+    near = lambda x: ((a + 2) * x - (a + 3)) * x * x + 1  # noqa: E731 - |x| <= 1
+    far = lambda x: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a  # noqa: E731 - 1 < |x| < 2
+    for tap, w in enumerate((far(lam + 1), near(lam), near(1 - lam), far(2 - lam))):
+        np.add.at(m, (rows, np.clip(index - 1 + tap, 0, in_size - 1)), w)
+    return m
+
+
+def antialiased_matrix(kind: str, in_size: int, out_size: int, align_corners: bool, scale, dtype) -> np.ndarray:
+    """The (out_size, in_size) matrix of torch's antialiased ``bilinear``/``bicubic`` resampling of one dim: a
+    triangle (``linear``) or Keys cubic with ``a = -0.5`` (``cubic``) filter, stretched by the scale when
+    downsampling, over the inputs within its support, its weights normalized to sum to one."""
+    f = dtype.type
+    if align_corners:
+        ratio = f(in_size - 1) / f(out_size - 1) if out_size > 1 else f(0.0)
+    else:
+        ratio = f(1.0 / scale) if scale is not None and scale > 0 else f(in_size) / f(out_size)
+    taps = 2 if kind == "linear" else 4
+    support = f(taps * 0.5) * ratio if ratio >= 1.0 else f(taps * 0.5)
+    widest = int(math.ceil(support)) * 2 + 1
+    inv = f(1.0) / ratio if ratio >= 1.0 else f(1.0)
+    a = -0.5
+
+    def weight(x):
+        x = abs(x)
+        if kind == "linear":
+            return 1.0 - x if x < 1.0 else 0.0
+        if x < 1.0:
+            return ((a + 2) * x - (a + 3)) * x * x + 1
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a if x < 2.0 else 0.0
+
+    m = np.zeros((out_size, in_size), np.float64)
+    for i in range(out_size):
+        center = ratio * f(i + 0.5)
+        lo = max(int(center - support + f(0.5)), 0)
+        size = min(max(min(int(center + support + f(0.5)), in_size) - lo, 0), widest)
+        w = np.array([weight(float((f(j + lo) - center + f(0.5)) * inv)) for j in range(size)], np.float64)
+        total = w.sum()
+        m[i, lo : lo + size] = w / total if total != 0 else w
+    return m
+
+
+class Resample(Function):
+    """A separable resampling of the trailing dims: per dim (dim, forward matrix, backward matrix), the forward
+    one applied along it. The gradient applies the transposed backward matrix (torch's backward kernels pick
+    nearest elements by an older rule than its forward ones), as another ``Resample`` whose own gradient is the
+    forward matrix again, so higher derivatives exist. Subclasses carry torch's node name for each mode."""
+
+    node_name = "ResampleBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, mats: tuple) -> Tensor:
+        ctx.mats = mats
+        return _along_dims(x, [(d, m) for d, m, _ in mats])
+
+    @classmethod
+    def backward(cls, ctx, g: Tensor):
+        return cls.apply(g, tuple((d, back.T, m.T) for d, m, back in reversed(ctx.mats))), None
+
+
+def _along_dims(x: Tensor, mats) -> Tensor:
+    """``x`` with each (dim, (new, old) matrix) applied along its dim, as contiguous matrix products: one GEMM
+    over the rows for the last dim, ``matrix @ block`` over the leading dims for another."""
+    for d, m in mats:
+        w = _t(x._backend.from_host(np.ascontiguousarray(m, dtype=x._data.dtype)))
+        shape = tuple(x.shape)
+        new = (*shape[:d], m.shape[0], *shape[d + 1 :])
+        if d == len(shape) - 1:
+            x = x.reshape(-1, shape[d]).matmul(w.t()).reshape(new)
+        else:
+            lead, after = math.prod(shape[:d]), math.prod(shape[d + 1 :])
+            x = w.matmul(x.reshape(lead, shape[d], after)).reshape(new)
+    return x
+
+
+def _resample_node(name: str) -> type:
+    return type(name.replace("Backward0", ""), (Resample,), {"node_name": name, "__doc__": Resample.__doc__})
+
+
+RESAMPLE_NODES = {
+    name: _resample_node(name)
+    for name in [f"UpsampleNearest{k}DBackward0" for k in (1, 2, 3)]
+    + [f"UpsampleNearestExact{k}DBackward0" for k in (1, 2, 3)]
+    + ["UpsampleLinear1DBackward0", "UpsampleBilinear2DBackward0", "UpsampleTrilinear3DBackward0"]
+    + ["UpsampleBicubic2DBackward0", "AdaptiveAvgPool3DBackward0"]
+    + ["UpsampleBilinear2DAaBackward0", "UpsampleBicubic2DAaBackward0"]
+}
+
+
+# --- rearrangements: pixel and channel shuffles, fold and unfold ------------------------------------------------------
+class PixelShuffle(Function):
+    """(*, C * r * r, H, W) -> (*, C, H * r, W * r); its gradient is ``PixelUnshuffle`` and the reverse."""
+
+    node_name = "PixelShuffleBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, r: int) -> Tensor:
+        ctx.r = r
+        *lead, c, h, w = x.shape
+        out = x.reshape(*lead, c // (r * r), r, r, h, w)
+        k = len(lead)
+        out = out.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2).reshape(*lead, c // (r * r), h * r, w * r)
+        return out.clone() if r == 1 else out
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return PixelUnshuffle.apply(g, ctx.r), None
+
+
+class PixelUnshuffle(Function):
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W), the inverse of ``PixelShuffle``."""
+
+    node_name = "PixelUnshuffleBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, r: int) -> Tensor:
+        ctx.r = r
+        *lead, c, h, w = x.shape
+        out = x.reshape(*lead, c, h // r, r, w // r, r)
+        k = len(lead)
+        out = out.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3).reshape(*lead, c * r * r, h // r, w // r)
+        return out.clone() if r == 1 else out
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return PixelShuffle.apply(g, ctx.r), None
+
+
+class ChannelShuffle(Function):
+    """(N, g * k, *) -> channel ``i * k + j`` moved to ``j * g + i``; its gradient shuffles back with ``k`` groups."""
+
+    node_name = "ChannelShuffleBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, groups: int) -> Tensor:
+        ctx.groups = groups
+        n, c, *rest = x.shape
+        out = x.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(x.shape)
+        return out.clone() if groups in (1, c) else out
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return ChannelShuffle.apply(g, g.shape[1] // ctx.groups), None
+
+
+class Im2Col(LinearMap):
+    """``unfold``: (N, C, H, W) -> (N, C * kh * kw, L) sliding blocks, under torch's node name."""
+
+    node_name = "Im2ColBackward0"
+
+
+class Col2Im(LinearMap):
+    """``fold``: (N, C * kh * kw, L) blocks summed into (N, C, H, W), under torch's node name."""
+
+    node_name = "Col2ImBackward0"
 
 
 # --- normalization -------------------------------------------------------------------------------------------------
@@ -483,6 +907,60 @@ def pad_geometry(shape: tuple, pads: tuple) -> tuple:
         dst[d] = slice(max(left, 0), max(left, 0) + src[d].stop - src[d].start)
         shape[d] = size + left + right
     return tuple(shape), tuple(src), tuple(dst)
+
+
+class _IndexPadMaps:
+    """``reflect``/``replicate``/``circular`` padding as a gather along each padded dim (``index`` a 1-d int64
+    array of source positions per dim), and its adjoint, the scatter-add of the same indices."""
+
+    def __init__(self, in_shape: tuple, indices: tuple) -> None:
+        self.in_shape, self.indices = tuple(in_shape), indices  # indices: ((dim, positions), ...)
+
+    def forward(self, x):
+        b = backend_for(x)
+        for dim, index in self.indices:
+            x = b.index_select(x, dim, index)
+        return x
+
+    def adjoint(self, g):
+        b = backend_for(g)
+        shape = list(g.shape)
+        for dim, index in reversed(self.indices):
+            shape[dim] = self.in_shape[dim]
+            g = b.index_add(b.zeros(tuple(shape), g.dtype), dim, index, b.ascontiguous(g))
+        return g
+
+
+class IndexPad(Function):
+    """``pad`` in mode ``reflect``, ``replicate`` or ``circular``: one gather node; its gradient sums each output
+    element back into the input element it copies (a ``LinearMap``, so higher derivatives exist)."""
+
+    node_name = "IndexPadBackward0"
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, x: Tensor, maps: _IndexPadMaps) -> Tensor:
+        ctx.maps = maps
+        return _t(maps.forward(x._data))
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        maps = ctx.maps
+        if state.enabled:
+            return LinearMap.apply(g, maps.adjoint, maps.forward), None
+        return _t(maps.adjoint(g._data)), None
+
+
+def _pad_node(mode: str, k: int) -> type:
+    """``IndexPad`` under torch's node name for ``mode`` over ``k`` dims (circular padding is a copy into slices
+    there, ``CopySlices``)."""
+    name = {"reflect": f"ReflectionPad{k}DBackward0", "replicate": f"ReplicationPad{k}DBackward0"}.get(
+        mode, "CopySlices"
+    )
+    return type(f"IndexPad{mode.title()}{k}d", (IndexPad,), {"node_name": name, "__doc__": IndexPad.__doc__})
+
+
+PAD_NODES = {(mode, k): _pad_node(mode, k) for mode in ("reflect", "replicate", "circular") for k in (1, 2, 3)}
 
 
 # --- small composites with their own node --------------------------------------------------------------------------

@@ -1,10 +1,12 @@
-"""torch's ``nn.modules.activation`` path: the activation modules and ``MultiheadAttention``."""
+"""torch.nn.modules.activation's classes at their torch path (what torch's pickles name)."""
 
 from ..activation import (
+    CELU,
     ELU,
     GELU,
     GLU,
     SELU,
+    Hardshrink,
     Hardsigmoid,
     Hardswish,
     Hardtanh,
@@ -12,24 +14,30 @@ from ..activation import (
     LogSigmoid,
     LogSoftmax,
     Mish,
+    PReLU,
     ReLU,
     ReLU6,
+    RReLU,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
+    Softshrink,
     Softsign,
     Tanh,
     Tanhshrink,
-)
-from ..transformer import MultiheadAttention
+    Threshold,
+)  # noqa: F401
+from ..transformer import MultiheadAttention  # noqa: F401
 
 __all__ = [
+    "CELU",
     "ELU",
     "GELU",
     "GLU",
-    "SELU",
+    "Hardshrink",
     "Hardsigmoid",
     "Hardswish",
     "Hardtanh",
@@ -38,14 +46,20 @@ __all__ = [
     "LogSoftmax",
     "Mish",
     "MultiheadAttention",
+    "PReLU",
+    "RReLU",
     "ReLU",
     "ReLU6",
+    "SELU",
     "SiLU",
     "Sigmoid",
     "Softmax",
+    "Softmax2d",
     "Softmin",
     "Softplus",
+    "Softshrink",
     "Softsign",
     "Tanh",
     "Tanhshrink",
+    "Threshold",
 ]

@@ -1,6 +1,5 @@
-"""``numbagrad.nn.modules.rnn``: torch's path to the recurrent layers, which live in ``numbagrad.nn.rnn``."""
+"""torch.nn.modules.rnn's classes at their torch path (what torch's pickles name)."""
 
-from ..rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from ..utils.rnn import PackedSequence
+from ..rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 
-__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "PackedSequence", "RNNBase", "RNNCell", "RNNCellBase"]
+__all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]

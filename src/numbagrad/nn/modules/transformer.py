@@ -1,4 +1,4 @@
-"""torch's ``nn.modules.transformer`` path: the Transformer modules."""
+"""torch.nn.modules.transformer's classes at their torch path (what torch's pickles name)."""
 
 from ..transformer import (
     Transformer,
@@ -6,7 +6,7 @@ from ..transformer import (
     TransformerDecoderLayer,
     TransformerEncoder,
     TransformerEncoderLayer,
-)
+)  # noqa: F401
 
 __all__ = [
     "Transformer",

@@ -1,0 +1,5 @@
+"""torch.nn.modules.instancenorm's classes at their torch path (what torch's pickles name)."""
+
+from ..instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
+
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
