@@ -13,6 +13,15 @@ LAZY = [
     ("LazyBatchNorm1d", (), (4, 3), "BatchNorm1d"),
     ("LazyBatchNorm2d", (), (2, 3, 4, 4), "BatchNorm2d"),
     ("LazyBatchNorm3d", (1e-3, None), (2, 3, 2, 2, 2), "BatchNorm3d"),
+    ("LazyConv1d", (4, 3), (2, 3, 7), "Conv1d"),
+    ("LazyConv2d", (4, 3, 2, 1), (2, 3, 6, 6), "Conv2d"),
+    ("LazyConv3d", (2, 2), (1, 2, 4, 4, 4), "Conv3d"),
+    ("LazyConvTranspose1d", (4, 3, 1, 0, 0, 2), (2, 6, 5), "ConvTranspose1d"),
+    ("LazyConvTranspose2d", (3, 2, 2), (2, 4, 3, 3), "ConvTranspose2d"),
+    ("LazyConvTranspose3d", (2, 2), (1, 2, 3, 3, 3), "ConvTranspose3d"),
+    ("LazyInstanceNorm1d", (), (2, 3, 5), "InstanceNorm1d"),
+    ("LazyInstanceNorm2d", (), (2, 3, 4, 4), "InstanceNorm2d"),
+    ("LazyInstanceNorm3d", (), (2, 3, 2, 2, 2), "InstanceNorm3d"),
 ]
 
 
@@ -69,3 +78,16 @@ def test_lazy_layers_train_inside_a_model():
 def test_uninitialized_parameters_refuse_shape_queries():
     with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized parameter"):
         nn.LazyLinear(2).weight.shape  # noqa: B018
+
+
+@pytest.mark.torch
+def test_lazy_conv_errors_match_torch(torch):
+    for call in (
+        lambda m: m.nn.LazyConv2d(4, 3)(m.ones(3, 3)),
+        lambda m: m.nn.LazyConv2d(4, 3, groups=2)(m.ones(1, 3, 5, 5)),
+    ):
+        with pytest.raises((RuntimeError, ValueError)) as theirs:
+            call(torch)
+        with pytest.raises(type(theirs.value)) as ours:
+            call(numbagrad)
+        assert str(ours.value) == str(theirs.value).replace("torch.", "numbagrad.")

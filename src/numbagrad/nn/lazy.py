@@ -13,6 +13,8 @@ from .._tensor import Tensor
 from .._types import int64
 from ..autograd.grad_mode import no_grad
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .layers import Linear
 from .parameter import UninitializedBuffer, UninitializedParameter, UninitializedTensorMixin
 
@@ -120,3 +122,103 @@ class LazyBatchNorm3d(_LazyBatchNorm, BatchNorm3d):
     """A ``BatchNorm3d`` whose ``num_features`` comes from its first input."""
 
     cls_to_become = BatchNorm3d
+
+
+class _LazyConv(LazyModuleMixin):
+    """A convolution whose ``in_channels`` is the channel count of its first input."""
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def _get_in_channels(self, input: Tensor) -> int:
+        spatial = self._dims
+        if input.dim() not in (spatial + 1, spatial + 2):
+            raise RuntimeError(
+                f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) input to {type(self).__name__}, but "
+                f"got input of size: {input.shape}"
+            )
+        return input.shape[1] if input.dim() == spatial + 2 else input.shape[0]
+
+    def initialize_parameters(self, input: Tensor, *args, **kwargs) -> None:
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            if self.transposed:
+                shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
+            else:
+                shape = (self.out_channels, self.in_channels // self.groups, *self.kernel_size)
+            with no_grad():
+                self.weight.materialize(shape)
+                if self.bias is not None:
+                    self.bias.materialize((self.out_channels,))
+                self.reset_parameters()
+
+
+def _lazy_conv(base: type, transposed: bool) -> type:
+    """The lazy form of ``base`` (``LazyConv2d`` of ``Conv2d``...): torch's constructor less ``in_channels``."""
+
+    if transposed:
+
+        def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0, groups: int = 1,
+                     bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                     dtype=None) -> None:  # fmt: skip
+            base.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
+                          padding_mode, device, dtype)  # fmt: skip
+            _lazy_parameters(self, out_channels, bias, device, dtype)
+    else:
+
+        def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1,
+                     bias: bool = True, padding_mode: str = "zeros", device=None,
+                     dtype=None) -> None:  # fmt: skip
+            base.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device,
+                          dtype)  # fmt: skip
+            _lazy_parameters(self, out_channels, bias, device, dtype)
+
+    name = "Lazy" + base.__name__
+    doc = f"A ``{base.__name__}`` whose ``in_channels`` is the channel count of its first input."
+    return type(name, (_LazyConv, base), {"__init__": __init__, "cls_to_become": base, "__doc__": doc,
+                                          "__module__": __name__})  # fmt: skip
+
+
+def _lazy_parameters(module, out_channels: int, bias: bool, device, dtype) -> None:
+    module._initialize_hook = module.register_forward_pre_hook(_infer_parameters)
+    module.weight = UninitializedParameter(device=device, dtype=dtype)
+    module.out_channels = out_channels
+    if bias:
+        module.bias = UninitializedParameter(device=device, dtype=dtype)
+
+
+LazyConv1d = _lazy_conv(Conv1d, False)
+LazyConv2d = _lazy_conv(Conv2d, False)
+LazyConv3d = _lazy_conv(Conv3d, False)
+LazyConvTranspose1d = _lazy_conv(ConvTranspose1d, True)
+LazyConvTranspose2d = _lazy_conv(ConvTranspose2d, True)
+LazyConvTranspose3d = _lazy_conv(ConvTranspose3d, True)
+
+
+class _LazyInstanceNorm(_LazyBatchNorm):
+    """Instance norm whose ``num_features`` comes from its first input (dim 1, as torch reads it)."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None) -> None:  # fmt: skip
+        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
+    """An ``InstanceNorm1d`` whose ``num_features`` comes from its first input."""
+
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
+    """An ``InstanceNorm2d`` whose ``num_features`` comes from its first input."""
+
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
+    """An ``InstanceNorm3d`` whose ``num_features`` comes from its first input."""
+
+    cls_to_become = InstanceNorm3d
