@@ -74,11 +74,11 @@ class _Writer:
             return " | ".join(self.type_expr(a) for a in args)
         if origin is not None and isinstance(origin, type):
             if origin is collections.abc.Callable:
+                self.imports.add("import collections.abc")
                 if args and args[0] is Ellipsis:
                     return f"collections.abc.Callable[..., {self.type_expr(args[1])}]"
                 if args:
                     params = ", ".join(self.type_expr(a) for a in args[0])
-                    self.imports.add("import collections.abc")
                     return f"collections.abc.Callable[[{params}], {self.type_expr(args[1])}]"
             inner = ", ".join("..." if a is Ellipsis else self.type_expr(a) for a in args)
             base = self.class_ref(origin)
@@ -89,13 +89,14 @@ class _Writer:
             return self.class_ref(tp)
         return "typing.Any"
 
-    def annotation(self, fn: Callable, annotation: Any) -> str:
-        """Evaluate a (possibly string) annotation in ``fn``'s module and spell it; ``typing.Any`` if it fails."""
+    def annotation(self, namespace: dict, annotation: Any) -> str:
+        """Evaluate a (possibly string) annotation in the module namespace it was written in and spell it;
+        ``typing.Any`` if it names something that module does not have."""
         if annotation is inspect.Parameter.empty:
             return "typing.Any"
         if isinstance(annotation, str):
             try:
-                annotation = eval(annotation, dict(getattr(fn, "__globals__", {})))  # noqa: S307 - source annotations
+                annotation = eval(annotation, dict(namespace))  # noqa: S307 - annotations of our own source
             except Exception:
                 return "typing.Any"
         return self.type_expr(annotation)
@@ -110,6 +111,7 @@ class _Writer:
             params = ["self"] if method else []
             return [f"{indent}def {name}({', '.join([*params, '*args: typing.Any', '**kwargs: typing.Any'])}) -> "
                     "typing.Any: ..."]  # fmt: skip
+        namespace = getattr(fn, "__globals__", {})
         parameters = list(sig.parameters.values())
         rendered: list[str] = []
         if method and parameters and parameters[0].kind in (Parameter.POSITIONAL_ONLY, Parameter.POSITIONAL_OR_KEYWORD):
@@ -131,20 +133,17 @@ class _Writer:
             prefix = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
             if p.kind is p.VAR_POSITIONAL:
                 seen_star = True
-            text = f"{prefix}{p.name}: {self.annotation(fn, p.annotation)}"
+            text = f"{prefix}{p.name}: {self.annotation(namespace, p.annotation)}"
             if p.default is not p.empty:
                 text += " = ..."
             rendered.append(text)
         if had_positional_only:
             rendered.append("/")
-        returns = self.annotation(fn, sig.return_annotation)
+        returns = self.annotation(namespace, sig.return_annotation)
         if returns == "typing.Any" and sig.return_annotation is sig.empty and name in self.tensor_names:
-            returns = self.tensor_ref()
+            returns = self.class_ref(Tensor)
         ignore = "  # type: ignore[override]" if method and name in _OBJECT_METHODS else ""  # (``__eq__`` -> Tensor)
         return [f"{indent}def {name}({', '.join(rendered)}) -> {returns}: ...{ignore}"]
-
-    def tensor_ref(self) -> str:
-        return self.class_ref(Tensor)
 
     # --- values ------------------------------------------------------------------------------------------------
     def value_type(self, value: Any) -> str:
@@ -167,6 +166,7 @@ _NAMES_CACHE: dict[str, frozenset[str]] = {}
 
 
 def _top_level_names(module: str) -> frozenset[str]:
+    """The names ``module``'s source binds at top level (definitions, imports, assignments)."""
     if module not in _NAMES_CACHE:
         names: set[str] = set()
         mod = sys.modules.get(module)
@@ -186,9 +186,17 @@ def _top_level_names(module: str) -> frozenset[str]:
     return _NAMES_CACHE[module]
 
 
+#: Python's augmented-assignment operators: a Tensor's return the tensor itself.
+_INPLACE_OPERATORS = frozenset(
+    f"__i{op}__" for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift",
+                            "and", "xor", "or")
+)  # fmt: skip
+
+
 def _row_tensor_names() -> frozenset[str]:
-    """Names the table's rows make (functions, methods, operators, in-place forms): all return a Tensor."""
-    names: set[str] = {"__ipow__"}
+    """Names that return a Tensor without an annotation saying so: what the table's rows make (functions, methods,
+    operators, in-place forms) and the augmented-assignment operators."""
+    names: set[str] = set(_INPLACE_OPERATORS)
     for row in ROWS.values():
         methods = tuple(row.methods) or tuple(row.names)
         names.update((row.name, *row.names, *methods, *row.operators))
@@ -213,11 +221,19 @@ def _render_class(writer: _Writer, cls: type, extra_fields: frozenset[str] = fro
             continue
         if isinstance(value, property):
             getter = value.fget
-            returns = writer.annotation(getter, inspect.signature(getter).return_annotation) if getter else "typing.Any"
+            returns = (
+                writer.annotation(getter.__globals__, inspect.signature(getter).return_annotation)
+                if getter
+                else "typing.Any"
+            )
             body += ["    @property", f"    def {name}(self) -> {returns}: ..."]
             if value.fset is not None:
                 params = list(inspect.signature(value.fset).parameters.values())
-                arg = writer.annotation(value.fset, params[-1].annotation) if len(params) > 1 else "typing.Any"
+                arg = (
+                    writer.annotation(value.fset.__globals__, params[-1].annotation)
+                    if len(params) > 1
+                    else "typing.Any"
+                )
                 body += [f"    @{name}.setter", f"    def {name}(self, value: {arg}) -> None: ..."]
         elif isinstance(value, (classmethod, staticmethod)):
             kind = "classmethod" if isinstance(value, classmethod) else "staticmethod"
@@ -229,17 +245,10 @@ def _render_class(writer: _Writer, cls: type, extra_fields: frozenset[str] = fro
             own = getattr(value, "__qualname__", "").startswith(cls.__qualname__ + ".")
             body += writer.function(name, value, method="own" if own else "bound", indent="    ")
         elif name in annotations:
-            body.append(f"    {name}: {_eval_class_annotation(writer, cls, annotations[name])}")
+            body.append(f"    {name}: {writer.annotation(vars(sys.modules[cls.__module__]), annotations[name])}")
         else:
             body.append(f"    {name}: {writer.value_type(value)}")
     return lines + (body or ["    ..."])
-
-
-def _eval_class_annotation(writer: _Writer, cls: type, annotation: Any) -> str:
-    """A class attribute's annotation, evaluated in the class's module."""
-    module = sys.modules[cls.__module__]
-    holder = types.FunctionType((lambda: None).__code__, vars(module))
-    return writer.annotation(holder, annotation)
 
 
 def _render_module(
@@ -254,7 +263,7 @@ def _render_module(
     for name in names:
         value = values[name]
         if isinstance(value, types.ModuleType):
-            if value.__name__.startswith(_PACKAGE + "."):
+            if value.__name__.startswith(numbagrad.__name__ + "."):
                 parent, _, child = value.__name__.rpartition(".")
                 imports.append(f"from {'.' if parent == module.__name__ else parent} import {child} as {name}")
         elif isinstance(value, type) and value.__module__ == module.__name__:
@@ -276,10 +285,8 @@ def _render_module(
     return [*imports, "", *variables, "", "", *functions, *classes]
 
 
-_PACKAGE = (__spec__.name if __spec__ else __name__).rpartition(".")[0]  # (run as __main__)
-
-
 def _finish(writer: _Writer, body: list[str], own_module: str) -> str:
+    """The stub file's text: header, the imports its annotations need, the body (at most two blank lines)."""
     imports = sorted(i for i in writer.imports if i != f"import {own_module}")
     text = HEADER + "\n" + "\n".join(imports) + "\n\n" + "\n".join(body).strip("\n") + "\n"
     while "\n\n\n\n" in text:
@@ -317,7 +324,7 @@ def tensor_stub() -> str:
     writer = _Writer(_tensor.__name__, _row_tensor_names())
     values = {n: v for n, v in vars(_tensor).items() if not (n.startswith("__") and n.endswith("__"))}
     names = [n for n, v in values.items() if not isinstance(v, types.ModuleType) and n != "annotations"]
-    ops = frozenset(id(d.function) for d in _declarations())
+    ops = frozenset(id(d.function) for d in OPS.values())
     return _finish(writer, _render_module(writer, _tensor, names, values, ops), _tensor.__name__)
 
 
@@ -331,14 +338,10 @@ def package_stub() -> str:
     names = sorted(public | set(numbagrad.__all__))
     names += [n for n in _lazy_names(numbagrad) if n not in names] + ["__version__"]
     values = {n: getattr(numbagrad, n) for n in names}
-    ops = frozenset(id(d.function) for d in _declarations())
+    ops = frozenset(id(d.function) for d in OPS.values())
     body = _render_module(writer, numbagrad, names, values, ops)
     body += ["", "__all__ = [", *(f'    "{n}",' for n in numbagrad.__all__), "]"]
     return _finish(writer, body, numbagrad.__name__)
-
-
-def _declarations() -> list:
-    return list(OPS.values())
 
 
 def stubs() -> dict[Path, str]:
