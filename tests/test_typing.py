@@ -1,5 +1,6 @@
 """The type stubs: they are current, and mypy accepts typed user code with them (and still finds real errors)."""
 
+import ast
 import os
 import subprocess
 import sys
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 
 import numbagrad
+from numbagrad import Tensor
+from numbagrad._stubs import _Writer
 
 SRC = Path(numbagrad.__file__).resolve().parent.parent
 
@@ -77,6 +80,48 @@ def test_committed_stubs_are_the_generators_output():
         [sys.executable, "-m", "numbagrad._stubs", "--check"], env=env, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, f"stale stubs: run `python -m numbagrad._stubs`\n{result.stdout}{result.stderr}"
+
+
+def _defined_names(body: list[ast.stmt]) -> set[str]:
+    names = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+def test_tensor_stub_has_every_tensor_attribute():
+    """Each method, operator and property the live Tensor has (bound by the ops or written in the class)."""
+    tree = ast.parse((SRC / "numbagrad" / "_tensor.pyi").read_text())
+    (tensor,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Tensor"]
+    expected = set(vars(Tensor)) - {"__module__", "__doc__", "__dict__", "__weakref__", "__annotations__"}
+    assert expected - _defined_names(tensor.body) == set()
+
+
+def test_package_stub_has_every_public_name():
+    tree = ast.parse((SRC / "numbagrad" / "__init__.pyi").read_text())
+    assert set(numbagrad.__all__) | {"nn", "optim", "no_grad"} <= _defined_names(tree.body)
+
+
+def test_a_bound_op_becomes_a_method_without_its_tensor_argument():
+    def op(input: Tensor, dim: int | None = None, *, keepdim: bool = False) -> Tensor:
+        return input
+
+    (line,) = _Writer("numbagrad._tensor", frozenset()).function("op", op, method="bound")
+    assert line == "def op(self, dim: builtins.int | None = ..., *, keepdim: builtins.bool = ...) -> Tensor: ..."
+
+
+def test_an_unannotated_function_returns_any_unless_a_table_row_makes_it():
+    def sin(input):
+        return input
+
+    assert _Writer("numbagrad", frozenset()).function("sin", sin) == ["def sin(input: typing.Any) -> typing.Any: ..."]
+    row_made = _Writer("numbagrad", frozenset({"sin"})).function("sin", sin)
+    assert row_made == ["def sin(input: typing.Any) -> numbagrad._tensor.Tensor: ..."]
 
 
 def test_mypy_accepts_typed_user_code_and_rejects_a_missing_method(tmp_path):
