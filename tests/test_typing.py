@@ -36,7 +36,7 @@ def loss_of(t: Tensor) -> Tensor:
 
 t = numbagrad.zeros(2, 3, requires_grad=True)
 u = numbagrad.ones(6).view(2, 3)
-s = (t + u - 1.0) / 2 @ u.T
+s = -(1.0 - t + u * 2) / 2 @ u.T
 loss_of(t).backward()
 row = t[0, 1:]
 shape: tuple[int, ...] = t.shape

@@ -186,17 +186,20 @@ def _top_level_names(module: str) -> frozenset[str]:
     return _NAMES_CACHE[module]
 
 
-#: Python's augmented-assignment operators: a Tensor's return the tensor itself.
-_INPLACE_OPERATORS = frozenset(
-    f"__i{op}__" for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift",
-                            "and", "xor", "or")
-)  # fmt: skip
+_BINARY_OPERATORS = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift", "and",
+                     "xor", "or")  # fmt: skip
+
+#: Python's arithmetic operators (plain, reflected, augmented, unary): a Tensor's return a Tensor.
+_TENSOR_OPERATORS = frozenset(
+    [f"__{p}{op}__" for op in _BINARY_OPERATORS for p in ("", "r", "i")]
+    + ["__neg__", "__pos__", "__abs__", "__invert__"]
+)
 
 
 def _row_tensor_names() -> frozenset[str]:
     """Names that return a Tensor without an annotation saying so: what the table's rows make (functions, methods,
-    operators, in-place forms) and the augmented-assignment operators."""
-    names: set[str] = set(_INPLACE_OPERATORS)
+    operators, in-place forms) and the arithmetic operators."""
+    names: set[str] = set(_TENSOR_OPERATORS)
     for row in ROWS.values():
         methods = tuple(row.methods) or tuple(row.names)
         names.update((row.name, *row.names, *methods, *row.operators))
