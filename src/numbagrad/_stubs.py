@@ -130,7 +130,7 @@ class _Writer:
             if p.kind is p.KEYWORD_ONLY and not seen_star:
                 rendered.append("*")
                 seen_star = True
-            prefix = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
+            prefix = "*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else ""
             if p.kind is p.VAR_POSITIONAL:
                 seen_star = True
             text = f"{prefix}{p.name}: {self.annotation(namespace, p.annotation)}"
@@ -201,7 +201,7 @@ def _row_tensor_names() -> frozenset[str]:
     operators, in-place forms) and the arithmetic operators."""
     names: set[str] = set(_TENSOR_OPERATORS)
     for row in ROWS.values():
-        methods = tuple(row.methods) or tuple(row.names)
+        methods = tuple(row.methods or row.names)  # (no methods given: the names)
         names.update((row.name, *row.names, *methods, *row.operators))
         if row.inplace:
             names.update(m + "_" for m in methods)
