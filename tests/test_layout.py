@@ -50,6 +50,7 @@ LAYERS = {
     "fft": 5,
     "__init__": 7,
     "__main__": 7,
+    "_stubs": 7,
 }
 MAX_LAZY_IMPORTS = 10
 
