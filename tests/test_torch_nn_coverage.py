@@ -14,12 +14,6 @@ MISSING_MODULES = {
     "AdaptiveMaxPool3d": "not built yet",
     "FractionalMaxPool2d": "not built yet",
     "FractionalMaxPool3d": "not built yet",
-    "LPPool1d": "not built yet",
-    "LPPool2d": "not built yet",
-    "LPPool3d": "not built yet",
-    "MaxUnpool1d": "not built yet",
-    "MaxUnpool2d": "not built yet",
-    "MaxUnpool3d": "not built yet",
     "LinearCrossEntropyLoss": "not built yet (new in torch 2.13)",
     "DataParallel": "one process per device: numbagrad's data parallelism is DistributedDataParallel over MPI",
     "SyncBatchNorm": "needs collectives inside forward; not built",
@@ -29,12 +23,10 @@ MISSING_MODULES = {
 MISSING_FUNCTIONS = {
     "Optional", "boolean_dispatch", "assert_int_or_pair", "handle_torch_function", "has_torch_function",
     "has_torch_function_unary", "has_torch_function_variadic",  # torch's dispatch helpers, not user functions
-    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d",
+    "adaptive_max_pool3d",
     "adaptive_max_pool3d_with_indices", "affine_grid", "grid_sample", "conv_tbc", "fractional_max_pool2d",
     "fractional_max_pool2d_with_indices", "fractional_max_pool3d", "fractional_max_pool3d_with_indices",
-    "grouped_mm", "scaled_grouped_mm", "scaled_mm", "linear_cross_entropy", "lp_pool1d", "lp_pool2d", "lp_pool3d",
-    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices", "max_unpool1d",
-    "max_unpool2d", "max_unpool3d", "upsample_bilinear", "upsample_nearest",
+    "grouped_mm", "scaled_grouped_mm", "scaled_mm", "linear_cross_entropy",
 }  # fmt: skip
 
 

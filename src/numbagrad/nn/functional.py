@@ -2501,3 +2501,124 @@ from ._attention import (  # noqa: E402, F401
     multi_head_attention_forward,
     scaled_dot_product_attention,
 )
+
+
+# --- LP pooling, unpooling, and torch's *_with_indices and upsample_* spellings ----------------------------------
+def _lp_pool(input: Tensor, norm_type: float, kernel_size, stride, ceil_mode: bool, dims: int) -> Tensor:
+    """``(sum over the window of x ** p) ** (1 / p)``, computed as torch does: the window mean of ``x ** p`` times
+    the window size, its negative part clipped to 0 (``sign * relu(abs)``) before the root."""
+    kernel = _tuple(kernel_size, dims, "kernel_size")
+    pool = (avg_pool1d, avg_pool2d, avg_pool3d)[dims - 1]
+    out = pool(input.pow(norm_type), kernel_size, stride if stride is not None else None, 0, ceil_mode)
+    return (ops.sign(out) * relu(out.abs())).mul(math.prod(kernel)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (N, C, L): the ``norm_type``-norm of each window."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (N, C, H, W): the ``norm_type``-norm of each window."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (N, C, D, H, W): the ``norm_type``-norm of each window."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+def _unpool_output_size(input: Tensor, kernel: tuple, stride: tuple, padding: tuple, output_size) -> list:
+    dims = len(kernel)
+    default = [(input.shape[-dims + d] - 1) * stride[d] + kernel[d] - 2 * padding[d] for d in range(dims)]
+    if output_size is None:
+        return default
+    if len(output_size) == dims + 2:
+        output_size = output_size[2:]
+    if len(output_size) != dims:
+        raise ValueError(
+            f"output_size should be a sequence containing {dims} or {dims + 2} elements, but it has a length of "
+            f"'{len(output_size)}'"
+        )
+    for d in range(dims):  # (the message shows output_size as given: a tuple, or torch.Size, or a list)
+        low, high = default[d] - stride[d], default[d] + stride[d]
+        if not low < output_size[d] < high:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {low} and {high})')
+    return list(output_size)
+
+
+def _max_unpool(input: Tensor, indices: Tensor, kernel_size, stride, padding, output_size, dims: int) -> Tensor:
+    """Put each pooled value back where ``max_pool``'s ``indices`` say it came from (flat positions within its
+    (N, C) plane), zeros elsewhere; the gradient gathers from those positions."""
+    kernel = _tuple(kernel_size, dims, "kernel_size")
+    stride = kernel if stride is None else _tuple(stride, dims, "stride")
+    padding = _tuple(padding, dims, "padding")
+    size = _unpool_output_size(input, kernel, stride, padding, output_size)
+    unbatched = input.dim() == dims + 1
+    x, idx = (input.unsqueeze(0), indices.unsqueeze(0)) if unbatched else (input, indices)
+    n, c = x.shape[0], x.shape[1]
+    plane = math.prod(size)
+    flat_idx = idx.reshape(n, c, -1)
+    if flat_idx.numel() and (int(flat_idx.min()) < 0 or int(flat_idx.max()) >= plane):
+        raise RuntimeError(f"Found an invalid max index: {int(flat_idx.max())} (output volumes are of size "
+                           f"{'x'.join(map(str, size))}")  # fmt: skip
+    out = ops.zeros(n, c, plane, dtype=x.dtype, device=x.device).scatter(2, flat_idx, x.reshape(n, c, -1))
+    out = out.reshape(n, c, *size)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of ``max_pool1d``: maxima back at their positions, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of ``max_pool2d``: maxima back at their positions, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of ``max_pool3d``: maxima back at their positions, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+                            return_indices: bool = False):  # fmt: skip
+    """``max_pool1d`` with its argmax indices."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+                            return_indices: bool = False):  # fmt: skip
+    """``max_pool2d`` with its argmax indices."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+                            return_indices: bool = False):  # fmt: skip
+    """``max_pool3d`` with its argmax indices."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices: bool = False):
+    """``adaptive_max_pool1d`` with its argmax indices."""
+    return adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices: bool = False):
+    """``adaptive_max_pool2d`` with its argmax indices."""
+    return adaptive_max_pool2d(input, output_size, return_indices=True)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated spelling of ``interpolate(mode="nearest")`` (it warns, as torch's does)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)  # fmt: skip
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated spelling of ``interpolate(mode="bilinear", align_corners=True)`` (it warns, as torch's does)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)  # fmt: skip
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

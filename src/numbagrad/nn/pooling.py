@@ -148,3 +148,75 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Max over windows chosen so the last two dims become ``output_size`` (optionally returning the indices)."""
 
     _fn = staticmethod(F.adaptive_max_pool2d)
+
+
+class _LPPoolNd(Module):
+    _function = staticmethod(F.lp_pool2d)
+
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._function(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")  # fmt: skip
+
+
+class LPPool1d(_LPPoolNd):
+    """The ``norm_type``-norm of each window of (N, C, L) input."""
+
+    _function = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    """The ``norm_type``-norm of each window of (N, C, H, W) input."""
+
+    _function = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    """The ``norm_type``-norm of each window of (N, C, D, H, W) input."""
+
+    _function = staticmethod(F.lp_pool3d)
+
+
+class _MaxUnpoolNd(Module):
+    _function = staticmethod(F.max_unpool2d)
+    _dims = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        n = self._dims
+        self.kernel_size = F._tuple(kernel_size, n, "kernel_size")
+        self.stride = F._tuple(stride if stride is not None else kernel_size, n, "stride")
+        self.padding = F._tuple(padding, n, "padding")
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return self._function(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Put ``MaxPool1d``'s maxima back at their positions (zeros elsewhere)."""
+
+    _function = staticmethod(F.max_unpool1d)
+    _dims = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Put ``MaxPool2d``'s maxima back at their positions (zeros elsewhere)."""
+
+    _function = staticmethod(F.max_unpool2d)
+    _dims = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Put ``MaxPool3d``'s maxima back at their positions (zeros elsewhere)."""
+
+    _function = staticmethod(F.max_unpool3d)
+    _dims = 3

@@ -9,9 +9,15 @@ from ..pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
 )  # noqa: F401
 
 __all__ = [
@@ -23,7 +29,13 @@ __all__ = [
     "AvgPool1d",
     "AvgPool2d",
     "AvgPool3d",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
     "MaxPool1d",
     "MaxPool2d",
     "MaxPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
 ]
