@@ -24,7 +24,7 @@ MISSING_FUNCTIONS = {
     "Optional", "boolean_dispatch", "assert_int_or_pair", "handle_torch_function", "has_torch_function",
     "has_torch_function_unary", "has_torch_function_variadic",  # torch's dispatch helpers, not user functions
     "adaptive_max_pool3d",
-    "adaptive_max_pool3d_with_indices", "affine_grid", "grid_sample", "conv_tbc", "fractional_max_pool2d",
+    "adaptive_max_pool3d_with_indices", "conv_tbc", "fractional_max_pool2d",
     "fractional_max_pool2d_with_indices", "fractional_max_pool3d", "fractional_max_pool3d_with_indices",
     "grouped_mm", "scaled_grouped_mm", "scaled_mm", "linear_cross_entropy",
 }  # fmt: skip

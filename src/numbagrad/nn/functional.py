@@ -2622,3 +2622,158 @@ def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)  # fmt: skip
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# --- spatial transformers: affine_grid and grid_sample ------------------------------------------------------------
+_ALIGN_WARNING = (
+    "Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. Please specify "
+    "align_corners=True if the old behavior is desired. See the documentation of grid_sample for details."
+)
+
+
+def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
+    """The sampling grid of a batch of affine maps: (N, H, W, 2) for 2-D ``theta`` (N, 2, 3), (N, D, H, W, 3) for
+    3-D (N, 3, 4), in ``grid_sample``'s normalised [-1, 1] coordinates."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    given, size = size, [int(s) for s in size]
+    if len(size) == 4:
+        if theta.dim() != 3 or tuple(theta.shape[-2:]) != (2, 3):
+            raise ValueError(
+                f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {given}. Got {theta.shape}."
+            )
+        spatial = size[2:]
+    elif len(size) == 5:
+        if theta.dim() != 3 or tuple(theta.shape[-2:]) != (3, 4):
+            raise ValueError(
+                f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {given}. Got {theta.shape}."
+            )
+        spatial = size[2:]
+    else:
+        raise NotImplementedError(
+            "affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, respectively. Got size "
+            f"{given}."
+        )
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {given}")
+
+    def axis(n: int) -> np.ndarray:
+        points = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
+        return points if align_corners else points * (n - 1) / n
+
+    # the base grid (x, y[, z], 1) per output point, x varying fastest, as torch's
+    coords = np.meshgrid(*[axis(n) for n in spatial], indexing="ij")[::-1]
+    base = np.stack([*coords, np.ones(spatial)], axis=-1).reshape(-1, len(spatial) + 1)
+    base_t = Tensor._make(theta._backend.from_host(base.astype(theta._data.dtype)))
+    grid = base_t.unsqueeze(0).matmul(theta.transpose(1, 2))
+    return grid.reshape(size[0], *spatial, len(spatial))
+
+
+def _reflect(coord: Tensor, twice_low: float, twice_high: float) -> Tensor:
+    """torch's ``reflect_coordinates``: fold a coordinate into [low, high] by reflecting at the ends."""
+    if twice_low == twice_high:
+        return coord * 0
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    distance = (coord - low).abs()
+    extra = ops.fmod(distance, span)
+    flips = (distance / span).floor()
+    return ops.where(ops.fmod(flips, 2) == 0, extra + low, span - extra + low)
+
+
+def _bounded(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """torch's ``compute_coordinates``: a source coordinate clipped (``border``) or reflected then clipped
+    (``reflection``); unchanged for ``zeros``, where out-of-range taps read 0."""
+    if padding_mode == "border":
+        return coord.clamp(0, size - 1)
+    if padding_mode == "reflection":
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
+        return coord.clamp(0, size - 1)
+    return coord
+
+
+def _tap(flat: Tensor, xs: np.ndarray, ys: np.ndarray, width: int, height: int) -> Tensor:
+    """The input's values at integer (x, y) per output point, 0 where outside: (N, C, points)."""
+    inside = (xs >= 0) & (xs < width) & (ys >= 0) & (ys < height)
+    index = np.where(inside, ys * width + xs, 0).astype(np.int64)
+    n, c = flat.shape[0], flat.shape[1]
+    values = flat.gather(2, Tensor._make(index).unsqueeze(1).expand(n, c, index.shape[-1]))
+    return values * Tensor._make(inside.astype(flat._data.dtype)).unsqueeze(1)
+
+
+def _cubic_weights(t: Tensor) -> list:
+    a = -0.75
+
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Tensor:  # fmt: skip
+    """Sample (N, C, H, W) ``input`` at the normalised (x, y) points of ``grid`` (N, H_out, W_out, 2):
+    ``bilinear``, ``nearest`` or ``bicubic`` interpolation, outside points read as zeros, the border, or its
+    reflection. Gradients reach both the input and the grid."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(
+            f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '{mode}'"
+        )
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(
+            "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: "
+            f"'{padding_mode}'"
+        )
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    if input.dim() != 4:
+        raise NotImplementedError("grid_sample: numbagrad samples 4-D (N, C, H, W) inputs; 5-D volumes are not built")
+    if grid.dim() != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise RuntimeError(
+            "grid_sampler(): expected grid and input to have same batch size, and grid to have shape (N, H_out, "
+            f"W_out, 2), but got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+        )
+    n, c, height, width = input.shape
+    out_h, out_w = grid.shape[1], grid.shape[2]
+    flat = input.reshape(n, c, height * width)
+    gx, gy = grid[..., 0].reshape(n, -1), grid[..., 1].reshape(n, -1)
+
+    def unnormalize(g: Tensor, size: int) -> Tensor:
+        return (g + 1) / 2 * (size - 1) if align_corners else ((g + 1) * size - 1) / 2
+
+    x, y = unnormalize(gx, width), unnormalize(gy, height)
+    if mode == "bicubic":
+        x0, y0 = x.detach().floor(), y.detach().floor()
+        wx, wy = _cubic_weights(x - x0), _cubic_weights(y - y0)
+        x0n, y0n = x0.numpy().astype(np.int64), y0.numpy().astype(np.int64)
+        out = None
+        for j in range(4):
+            row = None
+            for i in range(4):
+                tx = _bounded(Tensor._make((x0n - 1 + i).astype(input._data.dtype)), width, padding_mode,
+                              align_corners).numpy().astype(np.int64)  # fmt: skip
+                ty = _bounded(Tensor._make((y0n - 1 + j).astype(input._data.dtype)), height, padding_mode,
+                              align_corners).numpy().astype(np.int64)  # fmt: skip
+                term = _tap(flat, tx, ty, width, height) * wx[i].unsqueeze(1)
+                row = term if row is None else row + term
+            term = row * wy[j].unsqueeze(1)
+            out = term if out is None else out + term
+        return out.reshape(n, c, out_h, out_w)
+    x, y = _bounded(x, width, padding_mode, align_corners), _bounded(y, height, padding_mode, align_corners)
+    if mode == "nearest":
+        xs = np.rint(x.detach().numpy()).astype(np.int64)
+        ys = np.rint(y.detach().numpy()).astype(np.int64)
+        return _tap(flat, xs, ys, width, height).reshape(n, c, out_h, out_w)
+    x0, y0 = x.detach().floor(), y.detach().floor()
+    fx, fy = (x - x0).unsqueeze(1), (y - y0).unsqueeze(1)
+    xi, yi = x0.numpy().astype(np.int64), y0.numpy().astype(np.int64)
+    out = (_tap(flat, xi, yi, width, height) * (1 - fx) * (1 - fy) + _tap(flat, xi + 1, yi, width, height) * fx
+           * (1 - fy) + _tap(flat, xi, yi + 1, width, height) * (1 - fx) * fy
+           + _tap(flat, xi + 1, yi + 1, width, height) * fx * fy)  # fmt: skip
+    return out.reshape(n, c, out_h, out_w)
