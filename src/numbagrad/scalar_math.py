@@ -1395,7 +1395,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         doc="Bitwise OR of integer or bool tensors."),
     Row("bitwise_xor", bitwise_xor, (), np.bitwise_xor, operators=_ops("xor"), integral_only=True,
         doc="Bitwise XOR of integer or bool tensors."),
-    Row("bitwise_not", bitwise_not, (), np.invert, operators=("__invert__",), integral_only=True, frontend=False,
+    Row("bitwise_not", bitwise_not, (), np.invert, integral_only=True, frontend=False,
         doc="Bitwise NOT of an integer or bool tensor (logical NOT for bool)."),
 ]}
 # fmt: on

@@ -912,9 +912,9 @@ def layer_norm(x: np.ndarray, weight, bias, eps: float, n: int) -> tuple:
     rows = x.size // n if n else 0
     out = np.empty(x.shape, x.dtype)
     mean, rstd = np.empty(rows, x.dtype), np.empty(rows, x.dtype)
-    affine = weight is not None
-    w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if affine else np.ones(1, x.dtype)
-    b = np.ascontiguousarray(bias, x.dtype).reshape(-1) if bias is not None else np.zeros(w.shape[0], x.dtype)
+    affine = weight is not None or bias is not None  # a bias alone still shifts the result
+    w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if weight is not None else np.ones(n, x.dtype)
+    b = np.ascontiguousarray(bias, x.dtype).reshape(-1) if bias is not None else np.zeros(n, x.dtype)
     _nn().layer_norm_forward(x.reshape(rows, n), w, b, float(eps), out.reshape(rows, n), mean, rstd, affine)
     return out, mean, rstd
 

@@ -1142,6 +1142,16 @@ register(Declaration("_pow_operators", pow, ("__pow__",)))
 register(Declaration("_rpow_operator", _rpow, ("__rpow__",)))
 register(Declaration("_rsub_operator", _rsub, ("__rsub__",)))
 register(Declaration("_rtruediv_operator", _rtruediv, ("__rtruediv__",)))
+
+
+def _invert(self: Tensor) -> Tensor:
+    """``~self``: ``bitwise_not``, which the operator refuses for floats with a TypeError of its own."""
+    if self._data.dtype.kind not in "biu":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(self)
+
+
+register(Declaration("_invert_operator", _invert, ("__invert__",)))
 register(Declaration("_pos_operator", lambda self: self, ("__pos__",)))
 
 

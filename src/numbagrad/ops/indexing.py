@@ -19,9 +19,15 @@ from .reduction import IndexScatter, return_types
 from .shape import cat
 
 
-def _numpy_index(index):
-    """Translate a torch index (ints, slices, None, Ellipsis, bool/int tensors, lists) to a numpy index."""
-    if not isinstance(index, tuple):
+def _numpy_index(index, ndim: int | None = None):
+    """Translate a torch index (ints, slices, None, Ellipsis, bools, bool/int tensors, lists) to a numpy index.
+
+    A list holding tensors, lists, slices, None or Ellipsis is a tuple of indices (torch's legacy rule); a bool
+    (or a 0-d bool tensor) stays a Python bool, for ``_stages`` to turn into a new dim. With ``ndim`` given, an
+    index with several ``...`` has each of them span what torch's does."""
+    if isinstance(index, list) and len(index) < 32 and any(_indexes_a_dim(i) for i in index):
+        index = tuple(index)
+    elif not isinstance(index, tuple):
         index = (index,)
     out = []
     for item in index:
@@ -29,16 +35,85 @@ def _numpy_index(index):
             data = item._host()
             if data.dtype.kind == "f":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            out.append(data if data.ndim else (data.item() if data.dtype.kind != "b" else data))
+            out.append(data if data.ndim else bool(data) if data.dtype.kind == "b" else int(data))
         elif isinstance(item, list):
-            out.append(np.asarray(item))
+            data = np.asarray(item) if item else np.zeros(0, np.int64)
+            if data.dtype.kind not in "biu":
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            out.append(data)
+        elif isinstance(item, (bool, np.bool_)):
+            out.append(bool(item))
+        elif isinstance(item, slice):
+            if item.step is not None and item.step < 0:
+                raise ValueError("step must be greater than zero")
+            out.append(item)
         else:
             out.append(item)
+    if ndim is not None and sum(i is Ellipsis for i in out) > 1:
+        out = _expand_ellipses(out, ndim)
     return tuple(out)
 
 
+def _indexes_a_dim(item) -> bool:
+    return isinstance(item, (Tensor, list, tuple, slice)) or item is None or item is Ellipsis
+
+
+def _spans(item) -> int:
+    """How many of the indexed tensor's dims an index item consumes."""
+    if item is None or item is Ellipsis or type(item) is bool:
+        return 0
+    if isinstance(item, np.ndarray) and item.dtype == np.bool_:
+        return item.ndim
+    return 1
+
+
+def _expand_ellipses(items: list, ndim: int) -> list:
+    """torch lets each ``...`` span the dims the other items leave, so all but the first span nothing that
+    exists: full slices, those past the last dim dropped."""
+    fill = max(ndim - sum(_spans(i) for i in items), 0)
+    out = []
+    for item in items:
+        out.extend([slice(None)] * fill if item is Ellipsis else [item])
+    while len(out) > ndim and isinstance(out[-1], slice) and out[-1] == slice(None):
+        out.pop()
+    if sum(_spans(i) for i in out) > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    return out
+
+
+def _stages(np_index):
+    """torch applies ints (as ``select``), slices, None and bools (as a new dim) first and the tensor indices
+    to that view, so an int is not an advanced index and does not move the advanced result's dims; numpy counts
+    it as one. Returns None where numpy's one step gives torch's answer, else ``(basic, advanced)``, the two
+    indices to apply one after the other."""
+    ints = bools = advanced = False
+    for item in np_index:
+        if type(item) is bool:
+            bools = True
+        elif isinstance(item, (int, np.integer)):
+            ints = True
+        elif isinstance(item, np.ndarray):
+            advanced = True
+    if not bools and not (ints and advanced):
+        return None
+    basic, rest = [], []
+    for item in np_index:
+        if type(item) is bool:  # a new dim of size 1, indexed by [0] (True) or by nothing (False)
+            basic.append(None)
+            rest.append(np.zeros(int(item), np.int64))
+        elif isinstance(item, np.ndarray):
+            basic.extend([slice(None)] * _spans(item))
+            rest.append(item)
+        elif isinstance(item, (int, np.integer)):
+            basic.append(item)
+        else:
+            basic.append(item)
+            rest.append(item if item is Ellipsis else slice(None))
+    return tuple(basic), tuple(rest)
+
+
 def _is_advanced(np_index) -> bool:
-    return any(isinstance(i, np.ndarray) for i in np_index)
+    return any(isinstance(i, np.ndarray) or type(i) is bool for i in np_index)
 
 
 def _node_kind(np_index) -> str:
@@ -93,7 +168,7 @@ class IndexAddZeros(Function):
 
 @declare(methods=("__getitem__",), name="_getitem")
 def getitem(x: Tensor, index) -> Tensor:
-    np_index = _numpy_index(index)
+    np_index = _numpy_index(index, x.dim())
     if x.dim() == 0 and np_index not in ((Ellipsis,), (None,), ()):
         if not all(i is None or i is Ellipsis for i in np_index):
             raise IndexError(
@@ -101,6 +176,9 @@ def getitem(x: Tensor, index) -> Tensor:
                 "C++ to convert a 0-dim tensor to a number"
             )
     _check_bounds(x, np_index)
+    stages = _stages(np_index)
+    if stages is not None:  # the basic part first, as a view, then the advanced part (torch's two steps)
+        return getitem(getitem(x, stages[0]), stages[1])
     kind = "Slice" if isinstance(index, slice) else _node_kind(np_index)  # torch's fast path for x[a:b] slices always
     return _GETITEM[kind].apply(x, np_index)
 
@@ -109,17 +187,9 @@ def _check_bounds(x: Tensor, np_index) -> None:
     dim = 0
     for item in np_index:
         if item is Ellipsis:
-            dim = (
-                x.dim()
-                - sum(
-                    1
-                    for i in np_index
-                    if i is not None and i is not Ellipsis and not (isinstance(i, np.ndarray) and i.dtype == np.bool_)
-                )
-                + dim
-            )
+            dim += x.dim() - sum(_spans(i) for i in np_index)
             continue
-        if item is None:
+        if item is None or type(item) is bool:
             continue
         if isinstance(item, (int, np.integer)) and dim < x.dim():
             size = x.shape[dim]
@@ -143,11 +213,19 @@ def _check_bounds(x: Tensor, np_index) -> None:
 
 
 def _assign(backend, target, index, value) -> None:
-    """``target[index] = value``; a value that does not broadcast is torch's RuntimeError (target untouched)."""
+    """``target[index] = value``; a value that does not broadcast is torch's RuntimeError (target untouched).
+    As in torch, the value's leading 1-sized dims are dropped first, and ints index before tensors do."""
+    stages = _stages(index)
+    if stages is not None:
+        target, index = backend.getitem(target, stages[0]), stages[1]
     want = list(backend.getitem(target, index).shape)
     got = list(getattr(value, "shape", ()))
+    while got and got[0] == 1:
+        got.pop(0)
     if got and broadcast_shapes_or_none(tuple(want), tuple(got)) != tuple(want):
         _raise_shape(index, want, got)
+    if hasattr(value, "shape") and len(got) != value.ndim:
+        value = backend.reshape(value, tuple(got))
     backend.setitem(target, index, value)
 
 
@@ -172,7 +250,7 @@ class IndexPut(Function):
 
     @staticmethod
     def forward(ctx, x, value, index):
-        ctx.index = index
+        ctx.index, ctx.value_shape = index, value.shape if isinstance(value, Tensor) else None
         out = x._backend.copy(x._data)
         _assign(x._backend, out, index, value._data if isinstance(value, Tensor) else value)
         return Tensor._make(out)
@@ -182,6 +260,8 @@ class IndexPut(Function):
         gx = g.clone()
         gx[ctx.index] = 0
         gv = g[ctx.index] if ctx.needs_input_grad[1] else None
+        if gv is not None and gv.dim() < len(ctx.value_shape):  # the value's leading 1-dims, dropped in forward
+            gv = gv.reshape((1,) * (len(ctx.value_shape) - gv.dim()) + tuple(gv.shape))
         return gx, gv, None
 
 
@@ -199,7 +279,7 @@ def _writes_through_a_view(np_index) -> bool:
 @declare(methods=("__setitem__",), name="_setitem")
 def setitem(x: Tensor, index, value) -> None:
     """In-place write through an index: plain storage write, or a graph node when autograd is involved."""
-    np_index = _numpy_index(index)
+    np_index = _numpy_index(index, x.dim())
     if state.enabled and x.grad_fn is None and x._requires_grad and _writes_through_a_view(np_index):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(x)
@@ -209,8 +289,13 @@ def setitem(x: Tensor, index, value) -> None:
         same_backend((x, value))
         if not _is_advanced(np_index) and value._backend is x._backend:
             check_written(x, (value,), x._backend.getitem(x._data, np_index))
+    if isinstance(value, Tensor) and value.dtype != x.dtype and _is_advanced(np_index):
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{x.dtype.scalar_name} for the destination and {value.dtype.scalar_name} for the source."
+        )
     if state.enabled and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)):
-        cls = IndexPut if _is_advanced(np_index) else CopySlices
+        cls = IndexPut if _is_advanced(np_index) and not _writes_through_a_view(np_index) else CopySlices
         if isinstance(value, Tensor) and value.dtype != x.dtype:
             value = value.to(x.dtype)
         rebase(x, lambda old: cls.apply(old, value, np_index))

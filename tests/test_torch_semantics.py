@@ -1,0 +1,101 @@
+"""Tensor ops give torch's values, dtypes and shapes: each row runs one program with ``m = torch`` and with
+``m = numbagrad`` and requires the same answer (tensors, tuples of them, or plain Python values)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbagrad
+
+
+def _answer(out):
+    """A comparable form of a program's result: tensors become (dtype name, shape, values)."""
+    if isinstance(out, (tuple, list)):
+        return [_answer(o) for o in out]
+    if hasattr(out, "detach") and hasattr(out, "dtype"):
+        return ("tensor", str(out.dtype).split(".")[-1], tuple(out.shape), out.detach().numpy().copy())
+    if hasattr(out, "__module__") and type(out).__module__.split(".")[0] in ("torch", "numbagrad"):
+        return str(out).split(".")[-1]  # dtypes, memory formats
+    return out
+
+
+def _assert_same(got, want) -> None:
+    if isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _assert_same(g, w)
+    elif isinstance(want, tuple) and want and want[0] == "tensor":
+        assert got[:3] == want[:3]
+        np.testing.assert_allclose(got[3], want[3], rtol=1e-6, atol=1e-12, equal_nan=True)
+    else:
+        assert got == want
+
+
+def check(torch, program) -> None:
+    """``program(m)`` gives the same answer with numbagrad as with torch."""
+    _assert_same(_answer(program(numbagrad)), _answer(program(torch)))
+
+
+def _grad(m, x, f):
+    """The gradient of ``f(x).sum()`` with respect to the float tensor ``x``."""
+    x = x.detach().requires_grad_(True)
+    f(x).sum().backward()
+    return x.grad
+
+
+def _F(m):
+    return m.nn.functional
+
+
+VALUES = {
+    # indexing: ints are applied first (as views), so only tensors, lists and bools are advanced indices
+    "index int between slice and list": lambda m: m.arange(8.0).reshape(2, 2, 2)[0, :, [0, 1]],
+    "index int, slice, list shape": lambda m: m.arange(24.0).reshape(2, 3, 4)[0, :, [0, 1]],
+    "index lists around ellipsis": lambda m: m.arange(24.0).reshape(2, 3, 4)[[0, 1], ..., [0, 1]],
+    "index gradient with int between": lambda m: _grad(m, m.arange(24.0).reshape(2, 3, 4), lambda x: x[0, :, [0, 2]]),
+    "index int, list, int": lambda m: m.arange(24.0).reshape(2, 3, 4)[1, [0, 2], 3],
+    "index bool scalar": lambda m: m.arange(6).reshape(2, 3)[True],
+    "index False scalar": lambda m: m.arange(6).reshape(2, 3)[False],
+    "index bool scalar after slice": lambda m: m.arange(6).reshape(2, 3)[:, True],
+    "index bool scalar, list, int": lambda m: m.arange(12).reshape(3, 4)[True, [0, 2], 1],
+    "index mask after ellipsis, then int": lambda m: m.arange(24).reshape(2, 3, 4)[
+        ..., m.tensor([True, False, True]), 1
+    ],
+    "index two ellipses": lambda m: m.arange(24).reshape(2, 3, 4)[..., 0, ...],
+    "index empty list": lambda m: m.arange(3)[[]],
+    "index list of tensors is a tuple": lambda m: m.arange(6).reshape(2, 3)[[m.tensor([0, 1]), m.tensor([1, 2])]],
+    "setitem int, slice, list": lambda m: (
+        lambda x: (x.__setitem__((0, slice(None), [0, 1]), m.arange(6.0).reshape(3, 2)), x)[1]
+    )(m.zeros(2, 3, 4)),
+    "setitem value with leading 1-dims": lambda m: (lambda x: (x.__setitem__(0, m.ones(1, 2)), x)[1])(m.zeros(2, 2)),
+    "setitem [1, 10] into [10]": lambda m: (
+        lambda x: (x.__setitem__(slice(None), m.arange(10.0).reshape(1, 10)), x)[1]
+    )(m.zeros(10)),
+    "setitem gradient of a value with leading 1-dims": lambda m: _grad(
+        m, m.ones(1, 3), lambda v: (lambda x: (x.__setitem__(1, v), x * m.arange(6.0).reshape(2, 3))[1])(m.zeros(2, 3))
+    ),
+    # narrow
+    "narrow negative start": lambda m: m.arange(5).narrow(0, -2, 2),
+    "narrow to the end": lambda m: m.arange(5).narrow(0, 5, 0),
+    # operators
+    "invert leaves its input alone": lambda m: (lambda x: [~x, x])(m.tensor([1, 2])),
+    "invert of bool": lambda m: ~m.tensor([True, False]),
+    # normalization
+    "layer_norm bias without weight": lambda m: _F(m).layer_norm(
+        m.arange(6.0).reshape(3, 2), [2], None, m.tensor([1.0, 2.0])
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(VALUES))
+def test_values(torch, name):
+    check(torch, VALUES[name])
+
+
+def test_setitem_grad_fn_after_an_int_is_copyslices(torch):
+    """ints index first (a view), so torch records the write as CopySlices, not IndexPutBackward0."""
+    for m in (torch, numbagrad):
+        x = m.zeros(2, 3, 4, requires_grad=True) * 1
+        x[0, :, [0, 1]] = 1.0
+        assert type(x.grad_fn).__name__ == "CopySlices"
