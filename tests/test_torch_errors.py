@@ -33,6 +33,24 @@ ERRORS = {
         True,
     ),
     "invert of float": (lambda m: ~m.ones(2), True),
+    "integer pow with a negative scalar exponent": (lambda m: m.tensor([2, 3]) ** -1, True),
+    "index_add_ with a source of another shape": (
+        lambda m: m.zeros(3, 2).index_add_(0, m.tensor([0, 1]), m.ones(2, 3)),
+        True,
+    ),
+    "index_add_ with too many indices": (lambda m: m.zeros(3).index_add_(0, m.tensor([0, 1]), m.ones(3)), True),
+    "sum over a repeated dim": (lambda m: m.ones(2, 3).sum((0, 0)), True),
+    "sum over a repeated negative dim": (lambda m: m.ones(2, 3).sum((1, -1)), True),
+    "argmax of an empty tensor": (lambda m: m.zeros(0).argmax(), True),
+    "argmin over an empty dim": (lambda m: m.zeros(2, 0).argmin(1), True),
+    "argmax of bool": (lambda m: m.tensor([True, False]).argmax(), True),
+    "sum to an integer dtype with autograd": (lambda m: m.ones(2, requires_grad=True).sum(dtype=m.int64), True),
+    "cumsum to an integer dtype with autograd": (
+        lambda m: m.ones(2, requires_grad=True).cumsum(0, dtype=m.int32),
+        True,
+    ),
+    "var with unbiased and keepdim but no dim": (lambda m: m.ones(2, 3).var(unbiased=True, keepdim=True), False),
+    "std with unbiased and keepdim but no dim": (lambda m: m.ones(2, 3).std(unbiased=False, keepdim=True), False),
 }
 
 

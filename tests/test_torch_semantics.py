@@ -78,6 +78,54 @@ VALUES = {
     # narrow
     "narrow negative start": lambda m: m.arange(5).narrow(0, -2, 2),
     "narrow to the end": lambda m: m.arange(5).narrow(0, 5, 0),
+    # reductions
+    "var fractional correction": lambda m: m.arange(5.0).var(correction=0.5),
+    "std fractional correction over a dim": lambda m: m.arange(6.0).reshape(2, 3).std(1, correction=1.5),
+    "var_mean fractional correction": lambda m: m.var_mean(m.arange(5.0), correction=0.5),
+    "std_mean fractional correction": lambda m: m.std_mean(m.arange(5.0), correction=0.5),
+    "sum over an empty dim list": lambda m: m.arange(6.0).reshape(2, 3).sum(dim=[]),
+    "mean over an empty dim tuple": lambda m: m.arange(6.0).reshape(2, 3).mean(dim=()),
+    "amax over an empty dim list": lambda m: m.arange(6.0).reshape(2, 3).amax(dim=[]),
+    "amin over an empty dim list keepdim": lambda m: m.arange(6.0).reshape(2, 3).amin(dim=[], keepdim=True),
+    "std over an empty dim list": lambda m: m.arange(6.0).reshape(2, 3).std(dim=[]),
+    "var over an empty dim list": lambda m: m.arange(6.0).reshape(2, 3).var(dim=[]),
+    "any over an empty dim tuple reduces nothing": lambda m: m.tensor([[0, 1], [0, 0]]).any(dim=()),
+    "all over an empty dim list reduces nothing": lambda m: m.tensor([[0.0, 1.0], [2.0, 0.0]]).all(dim=[]),
+    "std gradient where std is 0": lambda m: _grad(m, m.ones(3), lambda x: x.std()),
+    "std gradient over a dim where std is 0": lambda m: _grad(m, m.ones(2, 3), lambda x: x.std(1)),
+    "var gradient without degrees of freedom": lambda m: _grad(
+        m, m.tensor([1.0, 2.0, 4.0]), lambda x: x.var(correction=3)
+    ),
+    "var gradient of one element": lambda m: _grad(m, m.ones(1), lambda x: x.var()),
+    "var gradient over a dim without degrees of freedom": lambda m: _grad(m, m.ones(2, 1), lambda x: x.var(1)),
+    "std gradient over a size-0 dim": lambda m: _grad(m, m.ones(0, 2), lambda x: x.std(0, correction=0)),
+    "std_mean gradient where std is 0": lambda m: _grad(m, m.ones(2, 3), lambda x: m.std_mean(x, 1)[0]),
+    "var_mean gradient without degrees of freedom": lambda m: _grad(
+        m, m.ones(2), lambda x: m.var_mean(x, correction=2)[0]
+    ),
+    "sum with axis and keepdims": lambda m: m.ones(2, 3).sum(axis=1, keepdims=True),
+    "argmax with axis": lambda m: m.tensor([[1.0, 3.0, 2.0], [4.0, 0.0, 5.0]]).argmax(axis=1),
+    "mean with axis tuple": lambda m: m.mean(m.arange(6.0).reshape(2, 3), axis=(0, 1)),
+    "cat with axis": lambda m: m.cat([m.ones(2, 1), m.zeros(2, 1)], axis=1),
+    "argmax of an empty dim that is not reduced": lambda m: m.zeros(0, 2).argmax(1),
+    # elementwise and index ops
+    "clamp of bool is int64": lambda m: m.tensor([True, False]).clamp(0, 1),
+    "clamp of bool with a float bound": lambda m: m.tensor([True, False]).clamp(0.5),
+    "index_add truncates a fractional alpha on ints": lambda m: m.zeros(3, dtype=m.int64).index_add(
+        0, m.tensor([0, 1]), m.tensor([3, 4]), alpha=1.5
+    ),
+    "index_add truncates a negative alpha toward 0": lambda m: m.zeros(3, dtype=m.int64).index_add(
+        0, m.tensor([0, 1]), m.tensor([3, 4]), alpha=-1.5
+    ),
+    "index_add keeps a float alpha on floats": lambda m: m.zeros(3).index_add(
+        0, m.tensor([0, 2]), m.ones(2), alpha=1.5
+    ),
+    "index_add on 0-d": lambda m: m.tensor(1.0).index_add(0, m.tensor([0]), m.tensor(2.0)),
+    "index_add gradient on 0-d": lambda m: _grad(m, m.tensor(1.0), lambda x: x.index_add(0, m.tensor([0]), x * 3)),
+    "index_fill on 0-d": lambda m: m.tensor(1.0).index_fill(0, m.tensor([0]), 2.0),
+    "integer pow with negative tensor exponents": lambda m: m.tensor([2, 3, 1, -1]) ** m.tensor([-1, -2, -3, -3]),
+    "pow saves its input, not its output": lambda m: _grad(m, m.tensor([1.5, 2.0]), lambda x: (x**2).add_(1)),
+    "cube saves its input, not its output": lambda m: _grad(m, m.tensor([1.5, 2.0]), lambda x: (x**3).mul_(2)),
     # operators
     "invert leaves its input alone": lambda m: (lambda x: [~x, x])(m.tensor([1, 2])),
     "invert of bool": lambda m: ~m.tensor([True, False]),

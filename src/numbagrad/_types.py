@@ -173,10 +173,14 @@ def wrap_dim(dim: int, ndim: int) -> int:
 
 
 def wrap_dims(dims, ndim: int) -> tuple:
-    """Sorted, de-duplicated, normalised dims (an int or a sequence)."""
+    """Sorted, normalised dims (an int or a sequence); a dim named twice is torch's RuntimeError."""
     if isinstance(dims, int):
         dims = (dims,)
-    return tuple(sorted({wrap_dim(d, ndim) for d in dims}))
+    wrapped = [wrap_dim(d, ndim) for d in dims]
+    for k, d in enumerate(wrapped):
+        if d in wrapped[:k]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return tuple(sorted(wrapped))
 
 
 def broadcast_shapes(*shapes) -> tuple:

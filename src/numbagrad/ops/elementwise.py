@@ -611,8 +611,10 @@ class _LazyTensorGrads:
         return self.fns[i]
 
 
-def make_function(row: Row, node_name: str | None, class_name: str | None = None) -> type:
-    """One Function class for a table row (or a user's ``Row``), shown in graphs as ``node_name``."""
+def make_function(row: Row, node_name: str | None, class_name: str | None = None, kinds: str = "") -> type:
+    """One Function class for a table row (or a user's ``Row``), shown in graphs as ``node_name``; ``kinds``
+    (``"ts"``: tensor and number) says which operands are tensors, so a gradient that a number never needs
+    does not make the node keep the output alive (``x ** 2`` saves ``x`` alone, as torch's node does)."""
     class_name = class_name or (node_name or row.name.title().replace("_", "")).replace("Backward", "_")
     attrs = {"row": row, "arity": row.arity, "_array_pattern": "a" * row.arity, "__module__": __name__}
     # torch's NotImplemented node: no gradient formula, or none for these operand kinds (remainder(3.0, t))
@@ -626,7 +628,8 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
         cls._saves = tuple(any(n[2 + j] in u for n, u in zip(names, uses)) for j in range(row.arity))
         cls._save_idx = tuple(j for j in range(row.arity) if cls._saves[j])
         cls._no_values = (None,) * row.arity
-        cls._saves_out = any(n[1] in u for n, u in zip(names, uses))
+        tensors = [i for i in range(len(row.grads)) if not kinds or kinds[i] == "t"]
+        cls._saves_out = any(names[i][1] in uses[i] for i in tensors)
         cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
         cls._only_passthrough = all(cls._passthrough)
         if cls._only_passthrough:  # (add) its gradients are g itself: the engine need not work out who owns g
@@ -645,7 +648,7 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
 def _classes(row: Row) -> dict:
     """The row's Function classes by operand kinds (``"tt"``, ``"ts"``, ``"st"``; ``""`` for the only one)."""
     if isinstance(row.node, dict):
-        return {kinds: make_function(row, node) for kinds, node in row.node.items()}
+        return {kinds: make_function(row, node, kinds=kinds) for kinds, node in row.node.items()}
     return {"": make_function(row, row.node)}
 
 
@@ -894,7 +897,10 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A001, A002 - to
     if dt.kind != "f":
         if isinstance(min, float) or isinstance(max, float):
             input = input.to(get_default_dtype())
-        else:  # integer tensor, integer bounds: stay integer, unbounded sides at the dtype's limits
+        else:  # integer tensor, integer bounds: stay integer (a bool one becomes int64, as the bounds promote it)
+            if dt.kind == "b" and not (type(min) is bool or type(max) is bool):
+                dt = np.dtype(np.int64)
+                input = input.to(_scalar_dtype(dt))
             info = np.iinfo(dt) if dt.kind != "b" else np.iinfo(np.int8)
             min = info.min if min is None else min
             max = info.max if max is None else max
@@ -918,6 +924,8 @@ def pow(input, exponent) -> Tensor:  # noqa: A001 - torch's name
     x, e = as_operand(input, "pow", 1, "input"), as_operand(exponent, "pow", 2, "exponent")
     classes = CLASSES["pow"]
     if not isinstance(e, Tensor):
+        if type(e) is int and e < 0 and isinstance(x, Tensor) and x._data.dtype.kind in "biu":
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
         return classes["ts"].apply(x, e)
     if not isinstance(x, Tensor):
         return classes["st"].apply(x, e)

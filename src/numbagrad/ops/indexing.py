@@ -700,7 +700,8 @@ class IndexAdd(Function):
     ),
 )
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:  # noqa: A002
-    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim`` (repeated indices add up)."""
+    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim`` (repeated indices add up).
+    An integer tensor takes ``alpha`` truncated to an integer, as torch does; a 0-d tensor is one element."""
     index = _vector_index(index, "index_add_", input.dim())
     dim = wrap_dim(dim, input.dim())
     if source._data.dtype != input._data.dtype:
@@ -714,6 +715,18 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
             f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): ({source.shape[dim]}), "
             f"for dim: {dim}"
         )
+    if source.dim() != input.dim() or any(
+        a != b for d, (a, b) in enumerate(zip(input.shape, source.shape)) if d != dim
+    ):
+        raise RuntimeError(
+            "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = "
+            f"{shape_str(input.shape)} source.shape = {shape_str(source.shape)}"
+        )
+    if input._data.dtype.kind != "f":
+        alpha = int(alpha)
+    if input.dim() == 0:
+        _check_range(index, 1, dim, RuntimeError, negative=False)
+        return IndexAdd.apply(input.reshape(1), 0, index.reshape(-1), source.reshape(1), alpha).reshape(())
     _check_range(index, input.shape[dim], dim, RuntimeError, negative=False)
     return IndexAdd.apply(input, dim, index.reshape(-1), source, alpha)
 
@@ -760,7 +773,10 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
             f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} dimension(s)."
         )
     _check_range(index, input.shape[dim] if input.dim() else 1, dim)
-    return (IndexFillTensor if isinstance(value, Tensor) else IndexFill).apply(input, dim, index.reshape(-1), value)
+    cls = IndexFillTensor if isinstance(value, Tensor) else IndexFill
+    if input.dim() == 0:  # one element, filled as a 1-element vector
+        return cls.apply(input.reshape(1), 0, index.reshape(-1), value).reshape(())
+    return cls.apply(input, dim, index.reshape(-1), value)
 
 
 @declare(methods=("index_fill_",), name="_index_fill_")
