@@ -15,7 +15,7 @@ def _answer(out):
         return [_answer(o) for o in out]
     if hasattr(out, "detach") and hasattr(out, "dtype"):
         return ("tensor", str(out.dtype).split(".")[-1], tuple(out.shape), out.detach().numpy().copy())
-    if hasattr(out, "__module__") and type(out).__module__.split(".")[0] in ("torch", "numbagrad"):
+    if not isinstance(out, (bool, int, float, str, type(None))):
         return str(out).split(".")[-1]  # dtypes, memory formats
     return out
 
@@ -126,6 +126,31 @@ VALUES = {
     "integer pow with negative tensor exponents": lambda m: m.tensor([2, 3, 1, -1]) ** m.tensor([-1, -2, -3, -3]),
     "pow saves its input, not its output": lambda m: _grad(m, m.tensor([1.5, 2.0]), lambda x: (x**2).add_(1)),
     "cube saves its input, not its output": lambda m: _grad(m, m.tensor([1.5, 2.0]), lambda x: (x**3).mul_(2)),
+    # dtypes
+    "addmm on ints truncates alpha and beta": lambda m: m.addmm(
+        *(m.arange(4).reshape(2, 2) for _ in range(3)), alpha=2.7, beta=-1.5
+    ),
+    "baddbmm on ints truncates alpha": lambda m: m.baddbmm(
+        *(m.ones(1, 2, 2, dtype=m.int64) for _ in range(3)), alpha=1.5
+    ),
+    "cat promotes with an empty 1-d tensor": lambda m: m.cat([m.tensor([]), m.tensor([1, 2])]),
+    "cat promotes with an empty float64 tensor": lambda m: m.cat([m.zeros(0, dtype=m.float64), m.ones(2, 3)]),
+    "in-place comparison keeps requires_grad": lambda m: (lambda y: [y.lt_(1.5), y.requires_grad])(
+        m.ones(2, requires_grad=True) * 1
+    ),
+    "in-place comparison gradient is zero": lambda m: _grad(m, m.tensor([1.0, 2.0]), lambda x: (x * 1).ge_(1.5)),
+    "in-place comparison with a tensor gives zero to it": lambda m: _grad(
+        m, m.tensor([1.0, 2.0]), lambda w: (w * 0 + 1).eq_(w)
+    ),
+    "einsum outer product promotes": lambda m: m.einsum("i,j->ij", m.ones(2), m.ones(2, dtype=m.int64)),
+    "einsum elementwise product promotes": lambda m: m.einsum("i,i->i", m.ones(2), m.ones(2, dtype=m.float64)),
+    "squeeze of 0-d with dim 0": lambda m: m.tensor(1.0).squeeze(0),
+    "squeeze of 0-d with dim -1": lambda m: m.tensor(1.0).squeeze(-1),
+    "legacy_contiguous_format is contiguous_format": lambda m: [m.legacy_contiguous_format, m.contiguous_format],
+    "rsub scales input by alpha": lambda m: m.rsub(m.ones(2), m.ones(2) * 3, alpha=2),
+    "rsub of a number scales input by alpha": lambda m: m.rsub(m.ones(2), 1.0, alpha=2),
+    "fractions into an int tensor are truncated": lambda m: m.tensor([1.5, -2.7], dtype=m.int64),
+    "heaviside of one dtype": lambda m: m.heaviside(m.tensor([-1.0, 0.0, 2.0]), m.tensor(0.5)),
     # operators
     "invert leaves its input alone": lambda m: (lambda x: [~x, x])(m.tensor([1, 2])),
     "invert of bool": lambda m: ~m.tensor([True, False]),
@@ -147,3 +172,14 @@ def test_setitem_grad_fn_after_an_int_is_copyslices(torch):
         x = m.zeros(2, 3, 4, requires_grad=True) * 1
         x[0, :, [0, 1]] = 1.0
         assert type(x.grad_fn).__name__ == "CopySlices"
+
+
+@pytest.mark.parametrize("columns", [3, 4, 6])
+def test_print_wraps_suffixes_where_torch_does(torch, columns):
+    """``dtype=`` and ``grad_fn=`` stay on the last line unless torch's own spelling would pass its print width."""
+    data = (np.arange(3 * columns).reshape(3, columns) * 0.7318 + 1.0314).tolist()
+    shown = []
+    for m in (torch, numbagrad):
+        x = m.tensor(data, dtype=m.float64, requires_grad=True)
+        shown.append(repr(x - 1))
+    assert shown[1] == shown[0].replace("torch.", "numbagrad.")

@@ -57,15 +57,27 @@ _BOOL_ERRORS = {
     "use the `~` or `logical_not()` operator instead.",
     "neg": "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use "
     "the `~` or `logical_not()` operator instead.",
+    "relu": "Boolean inputs not supported for relu",
 }
+
+
+#: rows whose torch kernels take tensors of one dtype only (no promotion), with torch's message
+_SAME_DTYPE_ERRORS = {"heaviside": "heaviside is not yet implemented for tensors with different dtypes."}
 
 
 def _compute_dtype(row: Row, inputs: tuple) -> np.dtype:
     """The dtype the kernel computes in (torch's promotion, then the row's rules), checking what torch refuses."""
     dt = result_np_dtype(inputs)
+    if row.name in _SAME_DTYPE_ERRORS and len({a._data.dtype for a in inputs if isinstance(a, Tensor)}) > 1:
+        raise RuntimeError(_SAME_DTYPE_ERRORS[row.name])
     if row.name in _BOOL_ERRORS and any(
         type(a) is bool or (isinstance(a, Tensor) and a._data.dtype == _BOOL) for a in inputs
     ):
+        if row.name in ("sub", "rsub") and all(isinstance(a, Tensor) and a._data.dtype == _BOOL for a in inputs):
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                "`logical_xor()` operator instead."
+            )
         raise RuntimeError(_BOOL_ERRORS[row.name])
     kind = dt.kind
     if kind == "f":
@@ -74,6 +86,8 @@ def _compute_dtype(row: Row, inputs: tuple) -> np.dtype:
         return dt
     if row.floating_only:
         raise NotImplementedError(f"\"{row.name}_cpu\" not implemented for '{_torch_name(dt)}'")
+    if kind == "b" and row.no_bool:
+        raise NotImplementedError(f"\"{row.no_bool}\" not implemented for 'Bool'")
     if row.float_only:
         return get_default_dtype().numpy
     if row.integer_division and _has_zero(inputs[1]):
@@ -682,6 +696,9 @@ def _make_frontend(row: Row, public: str):
         fn = unary
     elif row.arity == 2:
         single = classes.get("")
+        if row.number_operands != (0, 1):  # torch's parser wants a Tensor where the row takes no number
+            checked = _tensor_operands_checked(row, public)
+            return checked
 
         def binary(input, other, *, alpha=1):  # noqa: A002
             a = as_operand(input, public, 1, "input")
@@ -710,6 +727,37 @@ def _make_frontend(row: Row, public: str):
     fn.__name__ = fn.__qualname__ = public
     fn.__doc__ = f"{_describe(row)}\n\nGenerated from row ``{row.name}`` of ``scalar_math.ROWS``."
     return fn
+
+
+def _tensor_operands_checked(row: Row, public: str):
+    """The public function of a binary row whose torch signature takes a Python number at ``row.number_operands``
+    only (``maximum(t, 1.5)`` is torch's TypeError)."""
+    classes = CLASSES[row.name]
+    single = classes.get("")
+
+    def run(input, other, alpha):  # noqa: A002
+        for k, (value, name) in enumerate(((input, "input"), (other, "other"))):
+            if k not in row.number_operands and not isinstance(value, Tensor):
+                raise not_a_tensor(public, name, k + 1, value)
+        a = as_operand(input, public, 1, "input")
+        b = as_operand(other, public, 2, "other")
+        if alpha != 1:  # (rsub, the one such row with alpha: ``other - alpha * input``)
+            a = mul(a, alpha)
+        return (single or _by_operands(classes, a, b)).apply(a, b)
+
+    if row.alpha:
+
+        def binary(input, other, *, alpha=1):  # noqa: A002
+            return run(input, other, alpha)
+
+    else:
+
+        def binary(input, other):  # noqa: A002
+            return run(input, other, 1)
+
+    binary.__name__ = binary.__qualname__ = public
+    binary.__doc__ = f"{_describe(row)}\n\nGenerated from row ``{row.name}`` of ``scalar_math.ROWS``."
+    return binary
 
 
 def _describe(row: Row) -> str:
@@ -828,6 +876,8 @@ def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
     operands = [as_operand(a, row.names[0] + "_") for a in args[: row.arity - 1]]
     check_written(t, operands)
     if needs_graph(t, operands):
+        if row.out_bool and t._data.dtype.kind == "f":
+            return rebase(t, lambda old: _compared_into(row, old, operands[0]))
         return rebase(t, lambda old: frontend(old, *args, **kwargs))
     if kwargs or not row.frontend or len(args) != row.arity - 1:  # torch's own signature: compute, then write
         with no_grad():
@@ -847,6 +897,35 @@ def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
         backend.setitem(data, (Ellipsis,), backend.elementwise(row, arrays, (), dt, out=backend.empty(shape, out_dt)))
     t._bump_version()
     return t
+
+
+class _CompareInto(Function):
+    """An in-place comparison (``y.lt_(1.5)``) into a float tensor under autograd: the 0/1 result in the
+    tensor's dtype, on a node whose gradients are zero, which torch records (``LtBackward0``) so the tensor
+    keeps requiring grad."""
+
+    @staticmethod
+    def forward(ctx, old, other, row):
+        ctx.other_shape = other.shape if isinstance(other, Tensor) else None
+        return FUNCTIONS[row.name].apply(old, other).to(old.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        gother = (g * 0).sum_to_size(ctx.other_shape) if ctx.needs_input_grad[1] else None
+        return g * 0, gother, None
+
+
+_COMPARE_INTO: dict = {}
+
+
+def _compared_into(row: Row, old: Tensor, other) -> Tensor:
+    kind = 1 if isinstance(other, Tensor) else 0  # torch's node for a tensor operand is the second one
+    key = (row.name, kind)
+    if key not in _COMPARE_INTO:
+        node = f"{row.name.title()}Backward{kind}"
+        _COMPARE_INTO[key] = type(node.replace("Backward", "_"), (_CompareInto,), {"node_name": node})
+    cls = _COMPARE_INTO[key]
+    return cls.apply(old, other, row)
 
 
 def _make_inplace(row: Row, fn, name: str):

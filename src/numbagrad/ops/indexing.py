@@ -388,10 +388,20 @@ def nonzero(x: Tensor, *, as_tuple: bool = False):
     return Tensor._make(backend.from_host(np.ascontiguousarray(stacked)))
 
 
+def _close_operand(input: Tensor, other, name: str) -> Tensor:  # noqa: A002
+    """torch's checks for isclose/allclose: ``other`` is a tensor of ``input``'s dtype that broadcasts with it."""
+    if not isinstance(other, Tensor):
+        raise not_a_tensor(name, "other", 2, other)
+    if other.dtype != input.dtype:
+        raise RuntimeError(f"{input.dtype.scalar_name} did not match {other.dtype.scalar_name}")
+    broadcast_shapes(input.shape, other.shape)
+    return other
+
+
 @declare(methods=True, differentiable=False)
 def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:  # noqa: A002
     """``|input - other| <= atol + rtol * |other|`` everywhere."""
-    b = as_operand(other, "allclose")
+    b = _close_operand(input, other, "allclose")
     return bool(
         np.allclose(input._host(), b._host() if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     )
@@ -400,7 +410,7 @@ def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equ
 @declare(methods=True, differentiable=False)
 def isclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:  # noqa: A002
     """Elementwise ``|input - other| <= atol + rtol * |other|``."""
-    b = as_operand(other, "isclose")
+    b = _close_operand(input, other, "isclose")
     host = np.isclose(
         input._host(), b._host() if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan
     )

@@ -443,6 +443,12 @@ class Norm(Function):
 @declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1, 1), Sample(T(3, 4), 3, (0, 1))))
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
     """Vector norm over ``dim`` (all elements by default); ``'fro'`` is the 2-norm."""
+    if not input.is_floating_point():
+        raise RuntimeError(
+            f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {input.dtype.scalar_name}"
+        )
+    if dtype is not None:
+        input = input.to(dtype)
     if p in ("fro", None):
         p = 2
     if p == "nuc":
