@@ -77,6 +77,46 @@ ERRORS = {
     "nan into an int64 tensor": (lambda m: m.tensor([float("nan")], dtype=m.int64), True),
     "inf into an int32 tensor": (lambda m: m.tensor([float("inf")], dtype=m.int32), True),
     "300.0 into a uint8 tensor": (lambda m: m.tensor([300.0], dtype=m.uint8), True),
+    "layer_norm with an int shape": (lambda m: _F(m).layer_norm(m.ones(2, 3), 3), True),
+    "group_norm with one value per group": (lambda m: _F(m).group_norm(m.ones(1, 2), 2), False),
+    "bce weight that requires grad": (
+        lambda m: _F(m).binary_cross_entropy(m.full((2,), 0.5), m.ones(2), weight=m.ones(2, requires_grad=True)),
+        True,
+    ),
+    "bce with logits, weight that requires grad": (
+        lambda m: _F(m).binary_cross_entropy_with_logits(m.zeros(2), m.ones(2), weight=m.ones(2, requires_grad=True)),
+        True,
+    ),
+    "bce with logits, pos_weight that requires grad": (
+        lambda m: _F(m).binary_cross_entropy_with_logits(
+            m.zeros(2), m.ones(2), pos_weight=m.ones(2, requires_grad=True)
+        ),
+        True,
+    ),
+    "nll_loss weight that requires grad": (
+        lambda m: _F(m).nll_loss(m.zeros(3, 2), m.tensor([0, 1, 1]), weight=m.ones(2, requires_grad=True)),
+        True,
+    ),
+    "cross_entropy weight that requires grad": (
+        lambda m: _F(m).cross_entropy(m.zeros(3, 2), m.tensor([0, 1, 1]), weight=m.ones(2, requires_grad=True)),
+        True,
+    ),
+    "bce with a target of another dtype": (
+        lambda m: _F(m).binary_cross_entropy(m.full((2,), 0.5), m.ones(2, dtype=m.float64)),
+        True,
+    ),
+    "huber_loss backward with a target of another dtype": (
+        lambda m: _F(m).huber_loss(m.full((2,), 0.5, requires_grad=True), m.ones(2, dtype=m.float64)).backward(),
+        True,
+    ),
+    "batch_norm float32 input, float64 stats": (
+        lambda m: _F(m).batch_norm(m.ones(2, 2), m.zeros(2, dtype=m.float64), m.ones(2, dtype=m.float64)),
+        True,
+    ),
+    "batch_norm float64 input, float32 stats": (
+        lambda m: _F(m).batch_norm(m.ones(2, 2, dtype=m.float64), m.zeros(2), m.ones(2)),
+        True,
+    ),
     "sum over a repeated dim": (lambda m: m.ones(2, 3).sum((0, 0)), True),
     "sum over a repeated negative dim": (lambda m: m.ones(2, 3).sum((1, -1)), True),
     "argmax of an empty tensor": (lambda m: m.zeros(0).argmax(), True),

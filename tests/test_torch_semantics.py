@@ -151,6 +151,12 @@ VALUES = {
     "rsub of a number scales input by alpha": lambda m: m.rsub(m.ones(2), 1.0, alpha=2),
     "fractions into an int tensor are truncated": lambda m: m.tensor([1.5, -2.7], dtype=m.int64),
     "heaviside of one dtype": lambda m: m.heaviside(m.tensor([-1.0, 0.0, 2.0]), m.tensor(0.5)),
+    # nn.functional
+    "mse_loss of empty input": lambda m: _F(m).mse_loss(m.zeros(0), m.zeros(0)),
+    "mse_loss gradient of empty input": lambda m: _grad(m, m.zeros(0), lambda x: _F(m).mse_loss(x, m.zeros(0))),
+    "linear with zero in-features": lambda m: _F(m).linear(m.ones(2, 0), m.ones(3, 0), m.ones(3)),
+    "linear with zero out-features": lambda m: _F(m).linear(m.ones(2, 4), m.ones(0, 4), m.ones(0)),
+    "group_norm with two values per group": lambda m: _F(m).group_norm(m.arange(4.0).reshape(1, 2, 2), 2),
     # operators
     "invert leaves its input alone": lambda m: (lambda x: [~x, x])(m.tensor([1, 2])),
     "invert of bool": lambda m: ~m.tensor([True, False]),
