@@ -117,6 +117,15 @@ ERRORS = {
         lambda m: _F(m).batch_norm(m.ones(2, 2, dtype=m.float64), m.zeros(2), m.ones(2)),
         True,
     ),
+    "setitem through every element of an expanded tensor": (
+        lambda m: m.zeros(3).expand(2, 3).__setitem__(Ellipsis, 2.0),
+        True,
+    ),
+    "setitem a column of an expanded tensor": (
+        lambda m: m.zeros(3).expand(2, 3).__setitem__((slice(None), 0), 2.0),
+        True,
+    ),
+    "add_ into an expanded tensor": (lambda m: m.zeros(3).expand(2, 3).add_(1.0), True),
     "sum over a repeated dim": (lambda m: m.ones(2, 3).sum((0, 0)), True),
     "sum over a repeated negative dim": (lambda m: m.ones(2, 3).sum((1, -1)), True),
     "argmax of an empty tensor": (lambda m: m.zeros(0).argmax(), True),

@@ -157,6 +157,11 @@ VALUES = {
     "linear with zero in-features": lambda m: _F(m).linear(m.ones(2, 0), m.ones(3, 0), m.ones(3)),
     "linear with zero out-features": lambda m: _F(m).linear(m.ones(2, 4), m.ones(0, 4), m.ones(0)),
     "group_norm with two values per group": lambda m: _F(m).group_norm(m.arange(4.0).reshape(1, 2, 2), 2),
+    # writes into expanded tensors
+    "fill_ a row of an expanded tensor": lambda m: (lambda x: (x.expand(2, 3)[0].fill_(1.0), x)[1])(m.zeros(3)),
+    "setitem a row of an expanded tensor": lambda m: (lambda x: (x.expand(2, 3).__setitem__(0, 2.0), x)[1])(m.zeros(3)),
+    "fill_ an expanded tensor": lambda m: (lambda x: (x.expand(2, 3).fill_(1.0), x)[1])(m.zeros(3)),
+    "mul_ a row of an expanded tensor": lambda m: (lambda x: (x.expand(2, 3)[1].mul_(2.0), x)[1])(m.ones(3)),
     # operators
     "invert leaves its input alone": lambda m: (lambda x: [~x, x])(m.tensor([1, 2])),
     "invert of bool": lambda m: ~m.tensor([True, False]),

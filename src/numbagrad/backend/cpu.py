@@ -432,6 +432,15 @@ def ascontiguous(a: np.ndarray) -> np.ndarray:
     return np.asarray(a, order="C")
 
 
+def expand(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """``Tensor.expand``'s stride-0 view of ``a``, writable as ``a`` is (torch writes through an expanded tensor
+    where the written elements do not overlap: ``x.expand(2, 3)[0].fill_(1)``; ``np.broadcast_to`` is read-only)."""
+    shape = tuple(shape)
+    lead = len(shape) - a.ndim
+    strides = (0,) * lead + tuple(st if n == s else 0 for n, s, st in zip(a.shape, shape[lead:], a.strides))
+    return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
+
+
 def broadcast_to(a: np.ndarray, shape: tuple) -> np.ndarray:
     """A stride-0 view of ``a`` expanded to ``shape``; a one-element ``a`` takes numpy's constructor directly
     (0.25 µs instead of ``np.broadcast_to``'s 2-4 µs: this is what a sum's backward runs)."""
@@ -1137,6 +1146,7 @@ __all__ = [
     "avg_pool2d",
     "avg_pool2d_backward",
     "broadcast_to",
+    "expand",
     "can_view",
     "col2im",
     "concatenate",

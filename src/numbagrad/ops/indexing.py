@@ -14,7 +14,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
-from .inplace import check_inplace, check_written, needs_graph, rebase, write_inplace
+from .inplace import check_inplace, check_written, has_internal_overlap, needs_graph, rebase, write_inplace
 from .reduction import IndexScatter, return_types
 from .shape import cat
 
@@ -287,8 +287,8 @@ def setitem(x: Tensor, index, value) -> None:
     value = as_operand(value, "__setitem__", 2, "value")
     if isinstance(value, Tensor):
         same_backend((x, value))
-        if not _is_advanced(np_index) and value._backend is x._backend:
-            check_written(x, (value,), x._backend.getitem(x._data, np_index))
+    if not _is_advanced(np_index) and (not isinstance(value, Tensor) or value._backend is x._backend):
+        check_written(x, (value,), x._backend.getitem(x._data, np_index))  # (an expanded destination: refused)
     if isinstance(value, Tensor) and value.dtype != x.dtype and _is_advanced(np_index):
         raise RuntimeError(
             "Index put requires the source and destination dtypes match, got "
@@ -430,6 +430,11 @@ def fill_(input: Tensor, value) -> Tensor:  # noqa: A002 - torch's name
         raise RuntimeError(
             f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions."
         )
+    if has_internal_overlap(input._data) and not needs_graph(input, (value,)):
+        check_inplace(input)  # torch fills an expanded tensor (one value everywhere), which setitem refuses
+        input._backend.setitem(input._data, (Ellipsis,), value.item() if isinstance(value, Tensor) else value)
+        input._bump_version()
+        return input
     setitem(input, Ellipsis, value)
     return input
 
