@@ -62,6 +62,7 @@ VALUES = {
     "index mask after ellipsis, then int": lambda m: m.arange(24).reshape(2, 3, 4)[
         ..., m.tensor([True, False, True]), 1
     ],
+    "index lists adjacent across an empty ellipsis": lambda m: m.arange(6.0).reshape(1, 2, 3)[:, [0], ..., [1, 2]],
     "index two ellipses": lambda m: m.arange(24).reshape(2, 3, 4)[..., 0, ...],
     "index empty list": lambda m: m.arange(3)[[]],
     "index list of tensors is a tuple": lambda m: m.arange(6).reshape(2, 3)[[m.tensor([0, 1]), m.tensor([1, 2])]],
@@ -162,6 +163,9 @@ VALUES = {
     "setitem a row of an expanded tensor": lambda m: (lambda x: (x.expand(2, 3).__setitem__(0, 2.0), x)[1])(m.zeros(3)),
     "fill_ an expanded tensor": lambda m: (lambda x: (x.expand(2, 3).fill_(1.0), x)[1])(m.zeros(3)),
     "mul_ a row of an expanded tensor": lambda m: (lambda x: (x.expand(2, 3)[1].mul_(2.0), x)[1])(m.ones(3)),
+    "bool ** True is the tensor": lambda m: m.tensor([True, False]) ** True,
+    "bool ** False is ones": lambda m: m.tensor([True, False]) ** False,
+    "bool ** 2 promotes to int64": lambda m: m.tensor([True, False]) ** 2,
     # operators
     "invert leaves its input alone": lambda m: (lambda x: [~x, x])(m.tensor([1, 2])),
     "invert of bool": lambda m: ~m.tensor([True, False]),

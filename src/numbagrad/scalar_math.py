@@ -1242,6 +1242,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         doc="Divide ``input`` by ``other``, elementwise (true division: integers give floats)."),
     Row("pow", pow_, (pow_grad_x, pow_grad_y), np.power,
         {"tt": "PowBackward1", "ts": "PowBackward0", "st": "PowBackward2"}, frontend=False, domain=(0.3, 2.0),
+        no_bool="pow",
         doc="Raise ``input`` to the power ``exponent``, elementwise."),
     Row("maximum", maximum, (maximum_grad_x, maximum_grad_y), np.maximum, "MaximumBackward0",
         doc="The larger of ``input`` and ``other`` at each position (NaN wins).", number_operands=()),

@@ -1005,6 +1005,8 @@ def pow(input, exponent) -> Tensor:  # noqa: A001 - torch's name
     if not isinstance(e, Tensor):
         if type(e) is int and e < 0 and isinstance(x, Tensor) and x._data.dtype.kind in "biu":
             raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if type(e) is bool and isinstance(x, Tensor) and x._data.dtype == _BOOL:  # torch's shortcuts for 1 and 0
+            return x.clone() if e else x.logical_or(x.logical_not())
         return classes["ts"].apply(x, e)
     if not isinstance(x, Tensor):
         return classes["st"].apply(x, e)

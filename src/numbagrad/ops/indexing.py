@@ -49,8 +49,9 @@ def _numpy_index(index, ndim: int | None = None):
             out.append(item)
         else:
             out.append(item)
-    if ndim is not None and sum(i is Ellipsis for i in out) > 1:
-        out = _expand_ellipses(out, ndim)
+    ellipses = sum(i is Ellipsis for i in out)
+    if ndim is not None and (ellipses > 1 or (ellipses and _is_advanced(out))):
+        out = _expand_ellipses(out, ndim)  # (numpy parts tensor indices around even an empty ``...``; torch not)
     return tuple(out)
 
 

@@ -392,6 +392,7 @@ class ProdDim(Prod):
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """Product over ``dim`` (all by default)."""
     if dtype is not None:
+        _sum_dtype(input, dtype)  # (torch's refusal of an integer dtype under autograd)
         input = input.to(dtype)
     axes = None if dim is None else _axes(input, dim)
     return (Prod if axes is None else ProdDim).apply(input, axes, keepdim)
