@@ -157,6 +157,13 @@ VALUES = {
     "mse_loss gradient of empty input": lambda m: _grad(m, m.zeros(0), lambda x: _F(m).mse_loss(x, m.zeros(0))),
     "linear with zero in-features": lambda m: _F(m).linear(m.ones(2, 0), m.ones(3, 0), m.ones(3)),
     "linear with zero out-features": lambda m: _F(m).linear(m.ones(2, 4), m.ones(0, 4), m.ones(0)),
+    "linear of a 1-d input with zero in-features": lambda m: _F(m).linear(m.ones(0), m.ones(3, 0), m.ones(3)),
+    "linear gradient of a batched input with zero in-features": lambda m: _grad(
+        m, m.ones(4, 2, 0), lambda x: _F(m).linear(x, m.ones(3, 0), m.ones(3))
+    ),
+    "linear gradient of an empty batch": lambda m: _grad(
+        m, m.ones(0, 2, 3), lambda x: _F(m).linear(x, m.ones(4, 3), m.ones(4))
+    ),
     "group_norm with two values per group": lambda m: _F(m).group_norm(m.arange(4.0).reshape(1, 2, 2), 2),
     # writes into expanded tensors
     "fill_ a row of an expanded tensor": lambda m: (lambda x: (x.expand(2, 3)[0].fill_(1.0), x)[1])(m.zeros(3)),

@@ -627,17 +627,19 @@ class _Linear(Function):
         shape = xd.shape
         if len(shape) == 2:
             return Tensor._make(backend.linear(xd, wd, bd))
-        out = backend.linear(backend.reshape(xd, (-1, shape[-1])), wd, bd)
+        rows = math.prod(shape[:-1])  # (not -1: a size-0 input leaves it ambiguous)
+        out = backend.linear(backend.reshape(xd, (rows, shape[-1])), wd, bd)
         return Tensor._make(backend.reshape(out, (*shape[:-1], out.shape[1])))
 
     @staticmethod
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
+        rows = math.prod(x.shape[:-1])  # (not -1: a size-0 input leaves it ambiguous)
         if state.enabled:  # create_graph: differentiable ops
-            g2 = g.reshape(-1, g.shape[-1])
+            g2 = g.reshape(rows, g.shape[-1])
             gx = g.matmul(weight) if need_x else None
-            gw = g2.t().mm(x.reshape(-1, x.shape[-1])) if need_w else None
+            gw = g2.t().mm(x.reshape(rows, x.shape[-1])) if need_w else None
             gb = g2.sum(0) if need_b else None
             return gx, gw, gb
         backend = g._backend
@@ -645,8 +647,8 @@ class _Linear(Function):
         if len(shape) == 2:
             g2, x2 = g._data, x._data
         else:
-            g2 = backend.reshape(g._data, (-1, g._data.shape[-1]))
-            x2 = backend.reshape(x._data, (-1, shape[-1]))
+            g2 = backend.reshape(g._data, (rows, g._data.shape[-1]))
+            x2 = backend.reshape(x._data, (rows, shape[-1]))
         gx, gw, gb = backend.linear_backward(g2, x2, weight._data, ctx.needs_input_grad)
         return (
             None if gx is None else Tensor._make(gx if len(shape) == 2 else backend.reshape(gx, shape)),
