@@ -154,6 +154,45 @@ def test_fuzz_type_promotion(torch, case, op, inplace):
         compare(torch, lambda m, x: fn(b, x), a)
 
 
+UNARY = [
+    "abs",
+    "neg",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "sign",
+    "sqrt",
+    "exp",
+    "log",
+    "sigmoid",
+    "relu",
+    "square",
+    "reciprocal",
+    "logical_not",
+    "bitwise_not",
+    "clamp",
+    "cumsum",
+    "flip",
+    "max",
+    "argsort",
+]
+
+
+@FUZZ
+@given(shape=shapes, dtype=st.sampled_from(DTYPES), name=st.sampled_from(UNARY), data=st.data())
+def test_fuzz_unary(torch, shape, dtype, name, data):
+    x = _array(data.draw, shape, dtype)
+    calls = {
+        "clamp": lambda m, t: t.clamp(-1, 1),
+        "cumsum": lambda m, t: t.cumsum(0),
+        "flip": lambda m, t: t.flip(0),
+        "max": lambda m, t: t.max(0) if t.dim() else t.max(),
+        "argsort": lambda m, t: t.argsort(dim=0, stable=True),
+    }
+    compare(torch, calls.get(name, lambda m, t: getattr(m, name)(t)), x)
+
+
 # --- indexing -----------------------------------------------------------------------------------------------------
 @st.composite
 def index_cases(draw):

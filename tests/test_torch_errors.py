@@ -126,6 +126,7 @@ ERRORS = {
         True,
     ),
     "add_ into an expanded tensor": (lambda m: m.zeros(3).expand(2, 3).add_(1.0), True),
+    "round of bool": (lambda m: m.tensor([True]).round(), True),
     "bool ** bool tensors": (lambda m: m.tensor([True]) ** m.tensor([False]), True),
     "prod to an integer dtype with autograd": (lambda m: m.ones(2, requires_grad=True).prod(dtype=m.int64), True),
     "sum over a repeated dim": (lambda m: m.ones(2, 3).sum((0, 0)), True),

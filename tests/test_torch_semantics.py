@@ -170,6 +170,7 @@ VALUES = {
     "setitem a row of an expanded tensor": lambda m: (lambda x: (x.expand(2, 3).__setitem__(0, 2.0), x)[1])(m.zeros(3)),
     "fill_ an expanded tensor": lambda m: (lambda x: (x.expand(2, 3).fill_(1.0), x)[1])(m.zeros(3)),
     "mul_ a row of an expanded tensor": lambda m: (lambda x: (x.expand(2, 3)[1].mul_(2.0), x)[1])(m.ones(3)),
+    "flip of 0-d": lambda m: m.tensor(2.0).flip(0),
     "bool ** True is the tensor": lambda m: m.tensor([True, False]) ** True,
     "bool ** False is ones": lambda m: m.tensor([True, False]) ** False,
     "bool ** 2 promotes to int64": lambda m: m.tensor([True, False]) ** 2,

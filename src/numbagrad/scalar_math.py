@@ -1219,7 +1219,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("ceil", ceil, (zero_grad,), np.ceil, "CeilBackward0",
         doc="Round each element up to a whole number (the dtype is kept).", no_bool="ceil_vml_cpu"),
     Row("round", round_, (zero_grad,), np.round, "RoundBackward0", frontend=False,
-        doc="Round each element to the nearest whole number, halves to even."),
+        doc="Round each element to the nearest whole number, halves to even.", no_bool="round_vml_cpu"),
     Row("trunc", trunc, (zero_grad,), np.trunc, "TruncBackward0", ("trunc", "fix"),
         doc="Round each element toward zero (drop the fractional part).", no_bool="trunc_vml_cpu"),
     Row("frac", frac, (frac_grad,), lambda x: x - np.trunc(x), "FracBackward0", floating_only=True,

@@ -687,7 +687,7 @@ class Flip(Function):
 
     @staticmethod
     def forward(ctx, x, dims):
-        ctx.dims = dims
+        ctx.dims = dims = dims if x.dim() else ()  # (a 0-d tensor takes dim 0 or -1 and has nothing to reverse)
         return Tensor._make(x._backend.flip(x._data, dims))
 
     @staticmethod
