@@ -170,6 +170,7 @@ VALUES = {
     "setitem a row of an expanded tensor": lambda m: (lambda x: (x.expand(2, 3).__setitem__(0, 2.0), x)[1])(m.zeros(3)),
     "fill_ an expanded tensor": lambda m: (lambda x: (x.expand(2, 3).fill_(1.0), x)[1])(m.zeros(3)),
     "mul_ a row of an expanded tensor": lambda m: (lambda x: (x.expand(2, 3)[1].mul_(2.0), x)[1])(m.ones(3)),
+    "atan2 gradient at the origin is zero": lambda m: _grad(m, m.tensor([0.0, 1.0]), lambda y: m.atan2(y, y * 0)),
     "flip of 0-d": lambda m: m.tensor(2.0).flip(0),
     "bool ** True is the tensor": lambda m: m.tensor([True, False]) ** True,
     "bool ** False is ones": lambda m: m.tensor([True, False]) ** False,

@@ -508,11 +508,14 @@ def atan2(y, x):
 
 
 def atan2_grad_y(g, out, y, x):
-    return g * x / (x * x + y * y)
+    """At the origin torch's gradient is 0 (the reciprocal of 0 counted as 0), not 0 / 0."""
+    d = x * x + y * y
+    return g * x * select(d == 0.0, 0.0, 1.0 / d)
 
 
 def atan2_grad_x(g, out, y, x):
-    return -g * y / (x * x + y * y)
+    d = x * x + y * y
+    return -g * y * select(d == 0.0, 0.0, 1.0 / d)
 
 
 def log1p(x):
@@ -1328,7 +1331,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         doc="The smaller of ``input`` and ``other`` at each position (a NaN loses to a number).", number_operands=()),
     Row("fmod", fmod, (fmod_grad_x, fmod_grad_y), np.fmod, {"tt": "FmodBackward1", "ts": "FmodBackward0"},
         integer_division=True, frontend=False, domain=(0.3, 3.0), fix_up=True,
-        doc="C's ``fmod(input, other)``, elementwise: the remainder has the sign of ``input``."),
+        doc="C's ``fmod(input, other)``, elementwise: the remainder has the sign of ``input``.", no_bool="fmod_cpu"),
     Row("square", square, (square_grad,), np.square, "PowBackward0", frontend=False,
         doc="The square of each element."),  # torch's pow(x, 2)
     Row("lerp", lerp, (lerp_grad_x, lerp_grad_y, lerp_grad_w), lambda x, y, w: x + w * (y - x), "LerpBackward1",

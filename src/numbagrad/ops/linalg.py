@@ -32,6 +32,12 @@ def _check_dtypes(a: Tensor, b: Tensor, op: str) -> None:
         )
 
 
+def _no_bool(t: Tensor, kernel: str) -> None:
+    """torch's matrix kernels take no bool tensors (``"dot" not implemented for 'Bool'``)."""
+    if t._data.dtype == np.bool_:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
 def _name(t: Tensor) -> str:
     return {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "bool": "bool"}[t.dtype.name]
 
@@ -172,6 +178,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
             f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and {b.shape[0]}x{b.shape[1]})"
         )
     _check_dtypes(a, b, "mm")
+    _no_bool(a, "addmm_impl_cpu_")
     return Mm.apply(a, b)
 
 
@@ -189,6 +196,7 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
         raise RuntimeError(
             f"addmv input tensors must have the same dtype, but got {names[0]}, {names[1]}, and {names[0]}"
         )
+    _no_bool(a, "addmv_impl_cpu")
     return Mv.apply(a, v)
 
 
@@ -203,6 +211,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
             f"number of elements, but got {a.shape[0]} and {b.shape[0]} elements respectively"
         )
     _check_dtypes(a, b, "dot")
+    _no_bool(a, "dot")
     return Dot.apply(a, b)
 
 
@@ -246,6 +255,7 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     _check_batches(a, b)
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"expected scalar type {a.dtype.scalar_name} but found {b.dtype.scalar_name}")
+    _no_bool(a, "bmm")
     return Bmm.apply(a, b)
 
 
