@@ -125,6 +125,8 @@ VALUES = {
     "index_add gradient on 0-d": lambda m: _grad(m, m.tensor(1.0), lambda x: x.index_add(0, m.tensor([0]), x * 3)),
     "index_fill on 0-d": lambda m: m.tensor(1.0).index_fill(0, m.tensor([0]), 2.0),
     "integer pow with negative tensor exponents": lambda m: m.tensor([2, 3, 1, -1]) ** m.tensor([-1, -2, -3, -3]),
+    "integer 0 to negative tensor exponents": lambda m: m.tensor([0, 0, 0]) ** m.tensor([-1, -2, 2]),
+    "integer number 0 to negative tensor exponents": lambda m: 0 ** m.tensor([-1, 2]),
     "pow saves its input, not its output": lambda m: _grad(m, m.tensor([1.5, 2.0]), lambda x: (x**2).add_(1)),
     "cube saves its input, not its output": lambda m: _grad(m, m.tensor([1.5, 2.0]), lambda x: (x**3).mul_(2)),
     # dtypes

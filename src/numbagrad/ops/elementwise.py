@@ -1008,9 +1008,10 @@ def pow(input, exponent) -> Tensor:  # noqa: A001 - torch's name
         if type(e) is bool and isinstance(x, Tensor) and x._data.dtype == _BOOL:  # torch's shortcuts for 1 and 0
             return x.clone() if e else x.logical_or(x.logical_not())
         return classes["ts"].apply(x, e)
-    if not isinstance(x, Tensor):
-        return classes["st"].apply(x, e)
-    return classes["tt"].apply(x, e)
+    out = classes["st"].apply(x, e) if not isinstance(x, Tensor) else classes["tt"].apply(x, e)
+    if out._data.dtype.kind in "iu" and bool((e < 0).any()):  # torch: 0 ** negative is 0 in integers
+        out.masked_fill_((e < 0) & (x == 0), 0)
+    return out
 
 
 def bitwise_not(input: Tensor) -> Tensor:  # noqa: A002
