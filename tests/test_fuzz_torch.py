@@ -227,12 +227,12 @@ def index_cases(draw):
     shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
     items, dim, ellipsis = [], 0, False
     while dim < len(shape) and len(items) < 4:
-        kind = draw(st.sampled_from(["int", "slice", "none", "ellipsis", "list", "mask", "bool", "stop"]))
+        kind = draw(st.sampled_from(["int", "slice", "none", "ellipsis", "list", "mask", "bool", "tensor", "stop"]))
         size = shape[dim]
         if kind == "stop":
             break
-        if kind == "int":
-            items.append(draw(st.integers(-size, size - 1)))
+        if kind == "int":  # (one past either end now and then: torch's IndexError)
+            items.append(draw(st.integers(-size - 1, size)))
             dim += 1
         elif kind == "slice":
             start = draw(st.none() | st.integers(-size - 1, size + 1))
@@ -249,7 +249,12 @@ def index_cases(draw):
             dim = len(shape) - sum(1 for i in items if not (i is None or i is Ellipsis or isinstance(i, bool)))
             dim = max(dim, 0)
         elif kind == "list":
-            items.append(draw(st.lists(st.integers(-size, size - 1), min_size=1, max_size=3)))
+            items.append(draw(st.lists(st.integers(-size, size - 1), min_size=0, max_size=3)))
+            dim += 1
+        elif kind == "tensor":  # a 0-d or 1-d int32/int64 tensor index
+            values = draw(st.lists(st.integers(-size, size - 1), min_size=1, max_size=2))
+            dtype = draw(st.sampled_from(["int64", "int32"]))
+            items.append(np.array(values[0] if draw(st.booleans()) else values, dtype=dtype))
             dim += 1
         elif kind == "mask":
             items.append(np.array(draw(st.lists(st.booleans(), min_size=size, max_size=size))))
