@@ -26,6 +26,9 @@ from ._typeinfo import (
 )
 from ._types import (
     Size,
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
     device,
     dtype,
     float16,
@@ -37,6 +40,9 @@ from ._types import (
     int32,
     int64,
     layout,
+    legacy_contiguous_format,
+    memory_format,
+    preserve_format,
     set_default_dtype,
     sparse_coo,
     strided,
@@ -62,6 +68,12 @@ nan = math.nan
 __version__ = "0.1.0"
 
 __all__ = [
+    "preserve_format",
+    "memory_format",
+    "legacy_contiguous_format",
+    "contiguous_format",
+    "channels_last_3d",
+    "channels_last",
     "BoolTensor",
     "ByteTensor",
     "CharTensor",

@@ -202,17 +202,21 @@ def _tensor_str(a: np.ndarray, indent: int) -> str:
 
 
 def _add_suffixes(tensor_str: str, suffixes: Sequence[str], indent: int) -> str:
-    """Append ``, suffix`` items, wrapping onto new lines when the last line would get too long."""
+    """Append ``, suffix`` items, wrapping onto new lines when the last line would get too long.
+
+    Widths are counted as torch spells the suffix (``dtype=torch.float64``), so a suffix wraps where torch's
+    does although ``numbagrad.`` is longer."""
     parts = [tensor_str]
     # The "+ 1" (instead of "- 1") mirrors torch exactly; it makes wrapping kick in 2 chars early.
     last_line_len = len(tensor_str) - tensor_str.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > _OPTS.linewidth:
+        width = len(suffix.replace("numbagrad.", "torch."))
+        if last_line_len + width + 2 > _OPTS.linewidth:
             parts.append(",\n" + " " * indent + suffix)
-            last_line_len = indent + len(suffix)
+            last_line_len = indent + width
         else:
             parts.append(", " + suffix)
-            last_line_len += len(suffix) + 2
+            last_line_len += width + 2
     parts.append(")")
     return "".join(parts)
 

@@ -25,6 +25,25 @@ class dtype:  # noqa: N801 - torch spells it lowercase
         return (_dtype_by_name, (self.name,))
 
 
+class memory_format:  # noqa: N801 - torch spells it lowercase
+    """A memory layout's name, as ``clone``/``contiguous``/``to`` take it; numbagrad's storage is always row-major,
+    so the names are what torch code passes around and compares."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"numbagrad.{self.name}"
+
+
+contiguous_format = memory_format("contiguous_format")
+legacy_contiguous_format = contiguous_format  # torch's old name for the same format
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+
 float32 = dtype("float32", "Float", np.float32)
 float64 = dtype("float64", "Double", np.float64)
 int64 = dtype("int64", "Long", np.int64)
@@ -173,10 +192,14 @@ def wrap_dim(dim: int, ndim: int) -> int:
 
 
 def wrap_dims(dims, ndim: int) -> tuple:
-    """Sorted, de-duplicated, normalised dims (an int or a sequence)."""
+    """Sorted, normalised dims (an int or a sequence); a dim named twice is torch's RuntimeError."""
     if isinstance(dims, int):
         dims = (dims,)
-    return tuple(sorted({wrap_dim(d, ndim) for d in dims}))
+    wrapped = [wrap_dim(d, ndim) for d in dims]
+    for k, d in enumerate(wrapped):
+        if d in wrapped[:k]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return tuple(sorted(wrapped))
 
 
 def broadcast_shapes(*shapes) -> tuple:

@@ -528,11 +528,14 @@ def atan2(y, x):
 
 
 def atan2_grad_y(g, out, y, x):
-    return g * x / (x * x + y * y)
+    """At the origin torch's gradient is 0 (the reciprocal of 0 counted as 0), not 0 / 0."""
+    d = x * x + y * y
+    return g * x * select(d == 0.0, 0.0, 1.0 / d)
 
 
 def atan2_grad_x(g, out, y, x):
-    return -g * y / (x * x + y * y)
+    d = x * x + y * y
+    return -g * y * select(d == 0.0, 0.0, 1.0 / d)
 
 
 def log1p(x):
@@ -1134,6 +1137,12 @@ class Row:
 
     ``doc``: what the op computes, in one line: the first line of its public function's and in-place method's
     docstrings.
+
+    ``no_bool``: the name of torch's kernel that refuses bool input (``"abs_cpu"``), for its NotImplementedError.
+
+    ``number_operands``: the positions of the public function's operands that may be Python numbers (torch's
+    ``maximum(t, 1.5)`` is a TypeError: none; ``lt(1.5, t)`` too: only the second); the operators take numbers
+    anywhere.
     """
 
     name: str
@@ -1157,6 +1166,8 @@ class Row:
     float32_math: bool = False
     fix_up: bool = False
     doc: str = ""
+    number_operands: tuple = (0, 1)
+    no_bool: str = ""
     arity: int = field(init=False)
     out_dtype: object = field(init=False)  # the result's dtype when it is not the computation's (bool), else None
 
@@ -1302,7 +1313,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         domain=(0.3, 3.0),
         doc="The reciprocal of each element: ``1 / input``."),
     Row("abs", abs_, (abs_grad,), np.abs, "AbsBackward0", ("abs", "absolute"), operators=("__abs__",),
-        doc="The absolute value of each element."),
+        doc="The absolute value of each element.", no_bool="abs_cpu"),
     Row("sin", sin, (sin_grad,), np.sin, "SinBackward0", float_only=True, fix_up=True,
         doc="The sine of each element (in radians)."),
     Row("cos", cos, (cos_grad,), np.cos, "CosBackward0", float_only=True, fix_up=True,
@@ -1367,13 +1378,13 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("sign", sign, (zero_grad,), np.sign, "SignBackward0",
         doc="The sign of each element: -1, 0 or 1."),
     Row("floor", floor, (zero_grad,), np.floor, "FloorBackward0",
-        doc="Round each element down to a whole number (the dtype is kept)."),
+        doc="Round each element down to a whole number (the dtype is kept).", no_bool="floor_vml_cpu"),
     Row("ceil", ceil, (zero_grad,), np.ceil, "CeilBackward0",
-        doc="Round each element up to a whole number (the dtype is kept)."),
+        doc="Round each element up to a whole number (the dtype is kept).", no_bool="ceil_vml_cpu"),
     Row("round", round_, (zero_grad,), np.round, "RoundBackward0", frontend=False,
-        doc="Round each element to the nearest whole number, halves to even."),
+        doc="Round each element to the nearest whole number, halves to even.", no_bool="round_vml_cpu"),
     Row("trunc", trunc, (zero_grad,), np.trunc, "TruncBackward0", ("trunc", "fix"),
-        doc="Round each element toward zero (drop the fractional part)."),
+        doc="Round each element toward zero (drop the fractional part).", no_bool="trunc_vml_cpu"),
     Row("frac", frac, (frac_grad,), lambda x: x - np.trunc(x), "FracBackward0", floating_only=True,
         doc="The fractional part of each element, with its sign: ``input - trunc(input)``."),
     # binary, differentiable
@@ -1385,7 +1396,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     # torch.rsub(x, y) is y - x; Tensor.__rsub__ calls it (see ops/elementwise.py)
     Row("rsub", rsub, (rsub_grad_x, rsub_grad_y), lambda x, y: y - x, {"tt": "RsubBackward0", "ts": "RsubBackward1"},
         methods=(), inplace=False, alpha=True,
-        doc="Subtract ``input`` (times ``alpha``) from ``other``: ``other - alpha * input``."),
+        doc="Subtract ``input`` (times ``alpha``) from ``other``: ``other - alpha * input``.", number_operands=(1,)),
     Row("mul", mul, (mul_grad_x, mul_grad_y), np.multiply, "MulBackward0", ("mul", "multiply"),
         operators=_ops("mul"),
         doc="Multiply ``input`` by ``other``, elementwise."),
@@ -1394,17 +1405,18 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         doc="Divide ``input`` by ``other``, elementwise (true division: integers give floats)."),
     Row("pow", pow_, (pow_grad_x, pow_grad_y), np.power,
         {"tt": "PowBackward1", "ts": "PowBackward0", "st": "PowBackward2"}, frontend=False, domain=(0.3, 2.0),
+        no_bool="pow",
         doc="Raise ``input`` to the power ``exponent``, elementwise."),
     Row("maximum", maximum, (maximum_grad_x, maximum_grad_y), np.maximum, "MaximumBackward0",
-        doc="The larger of ``input`` and ``other`` at each position (NaN wins)."),
+        doc="The larger of ``input`` and ``other`` at each position (NaN wins).", number_operands=()),
     Row("minimum", minimum, (minimum_grad_x, minimum_grad_y), np.minimum, "MinimumBackward0",
-        doc="The smaller of ``input`` and ``other`` at each position (NaN wins)."),
+        doc="The smaller of ``input`` and ``other`` at each position (NaN wins).", number_operands=()),
     Row("remainder", remainder, (remainder_grad_x, remainder_grad_y), np.remainder,
         {"tt": "RemainderBackward1", "ts": "RemainderBackward0", "st": "NotImplemented"},
         operators=("__mod__", "__rmod__", "__imod__"), integer_division=True, domain=(0.3, 3.0), fix_up=True,
-        doc="Python's ``input % other``, elementwise: the result has the sign of ``other``."),
-    Row("hypot", hypot, (hypot_grad_x, hypot_grad_y), np.hypot, "HypotBackward0", float_only=True,
-        doc="The hypotenuse ``sqrt(input ** 2 + other ** 2)``, elementwise."),
+        doc="Python's ``input % other``, elementwise: the result has the sign of ``other``.", no_bool="remainder_cpu"),
+    Row("hypot", hypot, (hypot_grad_x, hypot_grad_y), np.hypot, "HypotBackward0",
+        doc="The hypotenuse ``sqrt(input ** 2 + other ** 2)``, elementwise.", number_operands=(), floating_only=True),
     # --- more math (issue 9)
     Row("sinh", sinh, (sinh_grad,), np.sinh, "SinhBackward0", float_only=True,
         doc="The hyperbolic sine of each element."),
@@ -1471,21 +1483,22 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         domain=(0.3, 3.0),
         doc="``input * log(other)``, elementwise, 0 where ``input`` is 0 (NaN where ``other`` is NaN)."),
     Row("logaddexp", logaddexp, (logaddexp_grad_x, logaddexp_grad_y), np.logaddexp, "LogaddexpBackward0",
-        float_only=True, inplace=False,
-        doc="``log(exp(input) + exp(other))``, elementwise, without overflow."),
+        inplace=False,
+        doc="``log(exp(input) + exp(other))``, elementwise, without overflow.", number_operands=(), floating_only=True),
     Row("logaddexp2", logaddexp2, (logaddexp2_grad_x, logaddexp2_grad_y), np.logaddexp2, "Logaddexp2Backward0",
-        float_only=True, inplace=False,
-        doc="``log2(2 ** input + 2 ** other)``, elementwise, without overflow."),
+        inplace=False,
+        doc="``log2(2 ** input + 2 ** other)``, elementwise, without overflow.", number_operands=(),
+        floating_only=True),
     Row("copysign", copysign, (copysign_grad_x, copysign_grad_y), np.copysign,
         {"tt": "CopysignBackward0", "ts": "CopysignBackward1"}, float_only=True, domain=(0.3, 3.0),
-        doc="The magnitude of ``input`` with the sign of ``other``, elementwise."),
+        doc="The magnitude of ``input`` with the sign of ``other``, elementwise.", number_operands=(1,)),
     Row("fmax", fmax, (fmax_grad_x, fmax_grad_y), np.fmax, "FmaxBackward0", inplace=False,
-        doc="The larger of ``input`` and ``other`` at each position (a NaN loses to a number)."),
+        doc="The larger of ``input`` and ``other`` at each position (a NaN loses to a number).", number_operands=()),
     Row("fmin", fmin, (fmin_grad_x, fmin_grad_y), np.fmin, "FminBackward0", inplace=False,
-        doc="The smaller of ``input`` and ``other`` at each position (a NaN loses to a number)."),
+        doc="The smaller of ``input`` and ``other`` at each position (a NaN loses to a number).", number_operands=()),
     Row("fmod", fmod, (fmod_grad_x, fmod_grad_y), np.fmod, {"tt": "FmodBackward1", "ts": "FmodBackward0"},
         integer_division=True, frontend=False, domain=(0.3, 3.0), fix_up=True,
-        doc="C's ``fmod(input, other)``, elementwise: the remainder has the sign of ``input``."),
+        doc="C's ``fmod(input, other)``, elementwise: the remainder has the sign of ``input``.", no_bool="fmod_cpu"),
     Row("square", square, (square_grad,), np.square, "PowBackward0", frontend=False,
         doc="The square of each element."),  # torch's pow(x, 2)
     Row("lerp", lerp, (lerp_grad_x, lerp_grad_y, lerp_grad_w), lambda x, y, w: x + w * (y - x), "LerpBackward1",
@@ -1521,19 +1534,19 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("floor_divide", floor_divide, (), np.floor_divide, "NotImplemented",
         operators=("__floordiv__", "__rfloordiv__", "__ifloordiv__"), integer_division=True, domain=(0.3, 3.0),
         fix_up=True,
-        doc="Divide and round down: ``floor(input / other)``, elementwise."),
+        doc="Divide and round down: ``floor(input / other)``, elementwise.", no_bool="div_floor_cpu"),
     Row("eq", eq, (), np.equal, operators=("__eq__",), out_bool=True,
-        doc="``input == other``, elementwise, as a bool tensor."),
+        doc="``input == other``, elementwise, as a bool tensor.", number_operands=(1,)),
     Row("ne", ne, (), np.not_equal, names=("ne", "not_equal"), operators=("__ne__",), out_bool=True,
-        doc="``input != other``, elementwise, as a bool tensor."),
+        doc="``input != other``, elementwise, as a bool tensor.", number_operands=(1,)),
     Row("lt", lt, (), np.less, names=("lt", "less"), operators=("__lt__",), out_bool=True,
-        doc="``input < other``, elementwise, as a bool tensor."),
+        doc="``input < other``, elementwise, as a bool tensor.", number_operands=(1,)),
     Row("le", le, (), np.less_equal, names=("le", "less_equal"), operators=("__le__",), out_bool=True,
-        doc="``input <= other``, elementwise, as a bool tensor."),
+        doc="``input <= other``, elementwise, as a bool tensor.", number_operands=(1,)),
     Row("gt", gt, (), np.greater, names=("gt", "greater"), operators=("__gt__",), out_bool=True,
-        doc="``input > other``, elementwise, as a bool tensor."),
+        doc="``input > other``, elementwise, as a bool tensor.", number_operands=(1,)),
     Row("ge", ge, (), np.greater_equal, names=("ge", "greater_equal"), operators=("__ge__",), out_bool=True,
-        doc="``input >= other``, elementwise, as a bool tensor."),
+        doc="``input >= other``, elementwise, as a bool tensor.", number_operands=(1,)),
     Row("isnan", isnan, (), np.isnan, out_bool=True, inplace=False,
         doc="Whether each element is NaN, as a bool tensor."),
     Row("isinf", isinf, (), np.isinf, out_bool=True, inplace=False,
@@ -1547,22 +1560,22 @@ ROWS: dict[str, Row] = {r.name: r for r in [
     Row("isposinf", isposinf, (), np.isposinf, out_bool=True, inplace=False,
         doc="Whether each element is positive infinity, as a bool tensor."),
     Row("heaviside", heaviside, (), np.heaviside, "NotImplemented",
-        doc="The step function: 0 below 0, ``values`` at 0, 1 above, elementwise (no gradient)."),
+        doc="The step function: 0 below 0, ``values`` at 0, 1 above, elementwise (no gradient).", number_operands=()),
     Row("logical_not", logical_not, (), np.logical_not, out_bool=True,
         doc="Logical NOT of each element (nonzero is true), as a bool tensor."),
     Row("logical_and", logical_and, (), np.logical_and, out_bool=True,
-        doc="Logical AND of ``input`` and ``other`` (nonzero is true), as a bool tensor."),
+        doc="Logical AND of ``input`` and ``other`` (nonzero is true), as a bool tensor.", number_operands=()),
     Row("logical_or", logical_or, (), np.logical_or, out_bool=True,
-        doc="Logical OR of ``input`` and ``other`` (nonzero is true), as a bool tensor."),
+        doc="Logical OR of ``input`` and ``other`` (nonzero is true), as a bool tensor.", number_operands=()),
     Row("logical_xor", logical_xor, (), np.logical_xor, out_bool=True,
-        doc="Logical XOR of ``input`` and ``other`` (nonzero is true), as a bool tensor."),
+        doc="Logical XOR of ``input`` and ``other`` (nonzero is true), as a bool tensor.", number_operands=()),
     Row("bitwise_and", bitwise_and, (), np.bitwise_and, operators=_ops("and"), integral_only=True,
         doc="Bitwise AND of integer or bool tensors."),
     Row("bitwise_or", bitwise_or, (), np.bitwise_or, operators=_ops("or"), integral_only=True,
         doc="Bitwise OR of integer or bool tensors."),
     Row("bitwise_xor", bitwise_xor, (), np.bitwise_xor, operators=_ops("xor"), integral_only=True,
         doc="Bitwise XOR of integer or bool tensors."),
-    Row("bitwise_not", bitwise_not, (), np.invert, operators=("__invert__",), integral_only=True, frontend=False,
+    Row("bitwise_not", bitwise_not, (), np.invert, integral_only=True, frontend=False,
         doc="Bitwise NOT of an integer or bool tensor (logical NOT for bool)."),
 ]}
 # fmt: on

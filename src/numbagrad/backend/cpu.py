@@ -432,6 +432,15 @@ def ascontiguous(a: np.ndarray) -> np.ndarray:
     return np.asarray(a, order="C")
 
 
+def expand(a: np.ndarray, shape: tuple) -> np.ndarray:
+    """``Tensor.expand``'s stride-0 view of ``a``, writable as ``a`` is (torch writes through an expanded tensor
+    where the written elements do not overlap: ``x.expand(2, 3)[0].fill_(1)``; ``np.broadcast_to`` is read-only)."""
+    shape = tuple(shape)
+    lead = len(shape) - a.ndim
+    strides = (0,) * lead + tuple(st if n == s else 0 for n, s, st in zip(a.shape, shape[lead:], a.strides))
+    return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
+
+
 def broadcast_to(a: np.ndarray, shape: tuple) -> np.ndarray:
     """A stride-0 view of ``a`` expanded to ``shape``; a one-element ``a`` takes numpy's constructor directly
     (0.25 µs instead of ``np.broadcast_to``'s 2-4 µs: this is what a sum's backward runs)."""
@@ -916,9 +925,9 @@ def layer_norm(x: np.ndarray, weight, bias, eps: float, n: int) -> tuple:
     rows = x.size // n if n else 0
     out = np.empty(x.shape, x.dtype)
     mean, rstd = np.empty(rows, x.dtype), np.empty(rows, x.dtype)
-    affine = weight is not None
-    w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if affine else np.ones(1, x.dtype)
-    b = np.ascontiguousarray(bias, x.dtype).reshape(-1) if bias is not None else np.zeros(w.shape[0], x.dtype)
+    affine = weight is not None or bias is not None  # a bias alone still shifts the result
+    w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if weight is not None else np.ones(n, x.dtype)
+    b = np.ascontiguousarray(bias, x.dtype).reshape(-1) if bias is not None else np.zeros(n, x.dtype)
     _nn().layer_norm_forward(x.reshape(rows, n), w, b, float(eps), out.reshape(rows, n), mean, rstd, affine)
     return out, mean, rstd
 
@@ -1141,6 +1150,7 @@ __all__ = [
     "avg_pool2d",
     "avg_pool2d_backward",
     "broadcast_to",
+    "expand",
     "can_view",
     "col2im",
     "concatenate",

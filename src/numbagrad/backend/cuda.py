@@ -476,6 +476,11 @@ def broadcast_to(a, shape):
     return _view(a, lambda x: np.broadcast_to(x, tuple(shape)))
 
 
+def expand(a, shape):
+    """``Tensor.expand``'s stride-0 view, writable (under the simulator too, whose arrays are numpy's)."""
+    return _view(a, lambda x: cpu.expand(x, tuple(shape)))
+
+
 def concatenate(arrays: list, dim: int, dtype):
     shape = list(arrays[0].shape)
     shape[dim] = sum(a.shape[dim] for a in arrays)

@@ -857,7 +857,9 @@ def _pad_positions(size: int, left: int, right: int, mode: str) -> np.ndarray:
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:  # fmt: skip
     """Normalize over the trailing ``normalized_shape`` dims (then ``* weight + bias``), in one fused node."""
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if isinstance(normalized_shape, int):  # (the LayerNorm module takes an int; the function a sequence)
+        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
+    shape = tuple(normalized_shape)
     k = len(shape)
     ishape = input._data.shape  # plain tuples: cheaper than Size in the hot path
     if k == 0 or len(ishape) < k or ishape[len(ishape) - k :] != shape:
@@ -946,11 +948,17 @@ def _check_batch_norm(input: Tensor, running_mean, running_var, weight, bias, tr
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         if t is not None and t.numel() != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    params = [t for t in (weight, bias, running_mean, running_var) if t is not None]
+    if input.dtype.itemsize >= 4 and any(t.dtype != input.dtype for t in params):  # (half input: float params)
+        if input.dtype.name == "float32":
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:  # fmt: skip
-    """Normalize each group of ``C / num_groups`` channels of each sample (then a per-channel affine)."""
+    """Normalize each group of ``C / num_groups`` channels of each sample (then a per-channel affine); a group
+    of one value per sample is torch's ValueError."""
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     c = input.shape[1]
@@ -959,8 +967,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
             f"Expected number of channels in input to be divisible by num_groups, but got input of shape "
             f"{list(input.shape)} and num_groups={num_groups}"
         )
-    if int(np.prod([input.shape[0] * c // num_groups, num_groups, *input.shape[2:]])) == 1:
-        raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+    sizes = [input.shape[0] * c // num_groups, num_groups, *input.shape[2:]]
+    if int(np.prod([sizes[0], *sizes[2:]])) == 1:  # (torch counts the values per channel of this layout)
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {sizes}")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and (t.dim() != 1 or t.numel() != c):
             raise RuntimeError(
@@ -1677,17 +1686,19 @@ class _Linear(Function):
         shape = xd.shape
         if len(shape) == 2:
             return Tensor._make(backend.linear(xd, wd, bd))
-        out = backend.linear(backend.reshape(xd, (-1, shape[-1])), wd, bd)
+        rows = math.prod(shape[:-1])  # (not -1: a size-0 input leaves it ambiguous)
+        out = backend.linear(backend.reshape(xd, (rows, shape[-1])), wd, bd)
         return Tensor._make(backend.reshape(out, (*shape[:-1], out.shape[1])))
 
     @staticmethod
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
+        rows = math.prod(x.shape[:-1])  # (not -1: a size-0 input leaves it ambiguous)
         if state.enabled:  # create_graph: differentiable ops
-            g2 = g.reshape(-1, g.shape[-1])
+            g2 = g.reshape(rows, g.shape[-1])
             gx = g.matmul(weight) if need_x else None
-            gw = g2.t().mm(x.reshape(-1, x.shape[-1])) if need_w else None
+            gw = g2.t().mm(x.reshape(rows, x.shape[-1])) if need_w else None
             gb = g2.sum(0) if need_b else None
             return gx, gw, gb
         backend = g._backend
@@ -1695,8 +1706,8 @@ class _Linear(Function):
         if len(shape) == 2:
             g2, x2 = g._data, x._data
         else:
-            g2 = backend.reshape(g._data, (-1, g._data.shape[-1]))
-            x2 = backend.reshape(x._data, (-1, shape[-1]))
+            g2 = backend.reshape(g._data, (rows, g._data.shape[-1]))
+            x2 = backend.reshape(x._data, (rows, shape[-1]))
         gx, gw, gb = backend.linear_backward(g2, x2, weight._data, ctx.needs_input_grad)
         return (
             None if gx is None else Tensor._make(gx if len(shape) == 2 else backend.reshape(gx, shape)),
@@ -1848,7 +1859,7 @@ class _MseLoss(Function):
     def backward(ctx, g: Tensor):
         x, target = ctx.saved_tensors
         diff = x - target
-        scale = g * (2.0 / diff.numel()) if ctx.reduction == "mean" else g * 2.0
+        scale = g * (2.0 / max(diff.numel(), 1)) if ctx.reduction == "mean" else g * 2.0  # (empty: no elements)
         grad = diff * scale
         return grad, -grad, None
 
@@ -1895,8 +1906,18 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _reduce(loss_ops.HuberLoss.apply(a, b, "none", float(delta)) * weight, reduction)  # a plain mean here
 
 
+def _not_differentiable(function: str, argument: str, t) -> None:
+    """torch's refusal of a tensor that requires grad where its op has no derivative (a loss's ``weight``)."""
+    if t is not None and state.enabled and t.requires_grad:
+        raise RuntimeError(
+            f"The function '{function}' is not differentiable with respect to argument '{argument}'. This input "
+            "cannot have requires_grad True."
+        )
+
+
 def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> tuple:
     """Checks torch makes of class-index targets; (host targets, one per row of the (rows, C) layout, layout)."""
+    _not_differentiable("nll_loss_forward", "weight", weight)
     if not isinstance(target, Tensor) or target.dtype.name not in ("int64", "uint8"):
         found = target.dtype.scalar_name if isinstance(target, Tensor) else type(target).__name__
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {found}")
@@ -2005,6 +2026,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
             f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) is "
             "deprecated. Please ensure they have the same size."
         )
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {target.dtype.scalar_name} but expected {input.dtype.scalar_name}")
+    _not_differentiable("binary_cross_entropy", "weight", weight)
     if input.numel() and bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
@@ -2021,6 +2045,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     reduction = _reduction(reduction, size_average, reduce)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    _not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
+    _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     return loss_ops.BinaryCrossEntropyWithLogits.apply(input, target, weight, pos_weight, reduction)
 
 

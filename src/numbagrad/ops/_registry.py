@@ -8,6 +8,7 @@ row of the table (``scalar_math.ROWS``) and registered by ``ops/elementwise.py``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -89,6 +90,7 @@ def declare(
 
     def register_fn(f: Callable) -> Callable:
         op_name = name or f.__name__
+        f = _with_numpy_aliases(f)
         if methods is True:
             method_names = (op_name, *aliases)
         else:
@@ -97,6 +99,30 @@ def declare(
         return f
 
     return register_fn(fn) if fn is not None else register_fn
+
+
+_NUMPY_ALIASES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def _with_numpy_aliases(f: Callable) -> Callable:
+    """torch takes numpy's ``axis=`` for ``dim=`` and ``keepdims=`` for ``keepdim=`` in every op that has them;
+    an op with a ``dim`` or ``keepdim`` parameter is wrapped to rename them (others are returned as they are)."""
+    code = f.__code__
+    names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    if not any(target in names for target in _NUMPY_ALIASES.values()):
+        return f
+
+    @functools.wraps(f)
+    def renamed(*args, **kwargs):
+        if kwargs:
+            for alias, target in _NUMPY_ALIASES.items():
+                if alias in kwargs:
+                    if target in kwargs:
+                        raise TypeError(f"{f.__name__}() got multiple values for argument '{target}'")
+                    kwargs[target] = kwargs.pop(alias)
+        return f(*args, **kwargs)
+
+    return renamed
 
 
 def bind_methods(tensor_cls: type) -> None:

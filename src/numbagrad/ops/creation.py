@@ -119,7 +119,19 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         inferred = _infer_dtype(array) if typed is None else _sequence_dtype(typed)
     dt = to_dtype(dtype) if dtype is not None else inferred
+    _check_fits(array, dt.numpy)
     return _finish(np.asarray(array, dtype=dt.numpy, order="C"), device, requires_grad)
+
+
+def _check_fits(array: np.ndarray, target: np.dtype) -> None:
+    """torch refuses a float value that an integer dtype cannot hold (nan, inf, out of range); a fraction is
+    truncated."""
+    if target.kind not in "iu" or array.dtype.kind != "f" or not array.size:
+        return
+    info = np.iinfo(target)
+    values = array.astype(np.float64)
+    if not np.isfinite(values).all() or values.min() <= info.min - 1 or values.max() >= info.max + 1:
+        raise RuntimeError(f"value cannot be converted to type {target.name} without overflow")
 
 
 _PYTHON_NUMBERS = {bool, int, float}

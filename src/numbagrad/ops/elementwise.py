@@ -57,15 +57,27 @@ _BOOL_ERRORS = {
     "use the `~` or `logical_not()` operator instead.",
     "neg": "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use "
     "the `~` or `logical_not()` operator instead.",
+    "relu": "Boolean inputs not supported for relu",
 }
+
+
+#: rows whose torch kernels take tensors of one dtype only (no promotion), with torch's message
+_SAME_DTYPE_ERRORS = {"heaviside": "heaviside is not yet implemented for tensors with different dtypes."}
 
 
 def _compute_dtype(row: Row, inputs: tuple) -> np.dtype:
     """The dtype the kernel computes in (torch's promotion, then the row's rules), checking what torch refuses."""
     dt = result_np_dtype(inputs)
+    if row.name in _SAME_DTYPE_ERRORS and len({a._data.dtype for a in inputs if isinstance(a, Tensor)}) > 1:
+        raise RuntimeError(_SAME_DTYPE_ERRORS[row.name])
     if row.name in _BOOL_ERRORS and any(
         type(a) is bool or (isinstance(a, Tensor) and a._data.dtype == _BOOL) for a in inputs
     ):
+        if row.name in ("sub", "rsub") and all(isinstance(a, Tensor) and a._data.dtype == _BOOL for a in inputs):
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                "`logical_xor()` operator instead."
+            )
         raise RuntimeError(_BOOL_ERRORS[row.name])
     kind = dt.kind
     if kind == "f":
@@ -74,6 +86,8 @@ def _compute_dtype(row: Row, inputs: tuple) -> np.dtype:
         return dt
     if row.floating_only:
         raise NotImplementedError(f"\"{row.name}_cpu\" not implemented for '{_torch_name(dt)}'")
+    if kind == "b" and row.no_bool:
+        raise NotImplementedError(f"\"{row.no_bool}\" not implemented for 'Bool'")
     if row.float_only:
         return get_default_dtype().numpy
     if row.integer_division and _has_zero(inputs[1]):
@@ -616,8 +630,10 @@ class _LazyTensorGrads:
         return self.fns[i]
 
 
-def make_function(row: Row, node_name: str | None, class_name: str | None = None) -> type:
-    """One Function class for a table row (or a user's ``Row``), shown in graphs as ``node_name``."""
+def make_function(row: Row, node_name: str | None, class_name: str | None = None, kinds: str = "") -> type:
+    """One Function class for a table row (or a user's ``Row``), shown in graphs as ``node_name``; ``kinds``
+    (``"ts"``: tensor and number) says which operands are tensors, so a gradient that a number never needs
+    does not make the node keep the output alive (``x ** 2`` saves ``x`` alone, as torch's node does)."""
     class_name = class_name or (node_name or row.name.title().replace("_", "")).replace("Backward", "_")
     attrs = {"row": row, "arity": row.arity, "_array_pattern": "a" * row.arity, "__module__": __name__}
     # torch's NotImplemented node: no gradient formula, or none for these operand kinds (remainder(3.0, t))
@@ -631,7 +647,8 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
         cls._saves = tuple(any(n[2 + j] in u for n, u in zip(names, uses)) for j in range(row.arity))
         cls._save_idx = tuple(j for j in range(row.arity) if cls._saves[j])
         cls._no_values = (None,) * row.arity
-        cls._saves_out = any(n[1] in u for n, u in zip(names, uses))
+        tensors = [i for i in range(len(row.grads)) if not kinds or kinds[i] == "t"]
+        cls._saves_out = any(names[i][1] in uses[i] for i in tensors)
         cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
         cls._only_passthrough = all(cls._passthrough)
         if cls._only_passthrough:  # (add) its gradients are g itself: the engine need not work out who owns g
@@ -650,7 +667,7 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
 def _classes(row: Row) -> dict:
     """The row's Function classes by operand kinds (``"tt"``, ``"ts"``, ``"st"``; ``""`` for the only one)."""
     if isinstance(row.node, dict):
-        return {kinds: make_function(row, node) for kinds, node in row.node.items()}
+        return {kinds: make_function(row, node, kinds=kinds) for kinds, node in row.node.items()}
     return {"": make_function(row, row.node)}
 
 
@@ -684,6 +701,9 @@ def _make_frontend(row: Row, public: str):
         fn = unary
     elif row.arity == 2:
         single = classes.get("")
+        if row.number_operands != (0, 1):  # torch's parser wants a Tensor where the row takes no number
+            checked = _tensor_operands_checked(row, public)
+            return checked
 
         def binary(input, other, *, alpha=1):  # noqa: A002
             a = as_operand(input, public, 1, "input")
@@ -712,6 +732,37 @@ def _make_frontend(row: Row, public: str):
     fn.__name__ = fn.__qualname__ = public
     fn.__doc__ = f"{_describe(row)}\n\nGenerated from row ``{row.name}`` of ``scalar_math.ROWS``."
     return fn
+
+
+def _tensor_operands_checked(row: Row, public: str):
+    """The public function of a binary row whose torch signature takes a Python number at ``row.number_operands``
+    only (``maximum(t, 1.5)`` is torch's TypeError)."""
+    classes = CLASSES[row.name]
+    single = classes.get("")
+
+    def run(input, other, alpha):  # noqa: A002
+        for k, (value, name) in enumerate(((input, "input"), (other, "other"))):
+            if k not in row.number_operands and not isinstance(value, Tensor):
+                raise not_a_tensor(public, name, k + 1, value)
+        a = as_operand(input, public, 1, "input")
+        b = as_operand(other, public, 2, "other")
+        if alpha != 1:  # (rsub, the one such row with alpha: ``other - alpha * input``)
+            a = mul(a, alpha)
+        return (single or _by_operands(classes, a, b)).apply(a, b)
+
+    if row.alpha:
+
+        def binary(input, other, *, alpha=1):  # noqa: A002
+            return run(input, other, alpha)
+
+    else:
+
+        def binary(input, other):  # noqa: A002
+            return run(input, other, 1)
+
+    binary.__name__ = binary.__qualname__ = public
+    binary.__doc__ = f"{_describe(row)}\n\nGenerated from row ``{row.name}`` of ``scalar_math.ROWS``."
+    return binary
 
 
 def _describe(row: Row) -> str:
@@ -830,6 +881,8 @@ def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
     operands = [as_operand(a, row.names[0] + "_") for a in args[: row.arity - 1]]
     check_written(t, operands)
     if needs_graph(t, operands):
+        if row.out_bool and t._data.dtype.kind == "f":
+            return rebase(t, lambda old: _compared_into(row, old, operands[0]))
         return rebase(t, lambda old: frontend(old, *args, **kwargs))
     if kwargs or not row.frontend or len(args) != row.arity - 1:  # torch's own signature: compute, then write
         with no_grad():
@@ -849,6 +902,35 @@ def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
         backend.setitem(data, (Ellipsis,), backend.elementwise(row, arrays, (), dt, out=backend.empty(shape, out_dt)))
     t._bump_version()
     return t
+
+
+class _CompareInto(Function):
+    """An in-place comparison (``y.lt_(1.5)``) into a float tensor under autograd: the 0/1 result in the
+    tensor's dtype, on a node whose gradients are zero, which torch records (``LtBackward0``) so the tensor
+    keeps requiring grad."""
+
+    @staticmethod
+    def forward(ctx, old, other, row):
+        ctx.other_shape = other.shape if isinstance(other, Tensor) else None
+        return FUNCTIONS[row.name].apply(old, other).to(old.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        gother = (g * 0).sum_to_size(ctx.other_shape) if ctx.needs_input_grad[1] else None
+        return g * 0, gother, None
+
+
+_COMPARE_INTO: dict = {}
+
+
+def _compared_into(row: Row, old: Tensor, other) -> Tensor:
+    kind = 1 if isinstance(other, Tensor) else 0  # torch's node for a tensor operand is the second one
+    key = (row.name, kind)
+    if key not in _COMPARE_INTO:
+        node = f"{row.name.title()}Backward{kind}"
+        _COMPARE_INTO[key] = type(node.replace("Backward", "_"), (_CompareInto,), {"node_name": node})
+    cls = _COMPARE_INTO[key]
+    return cls.apply(old, other, row)
 
 
 def _make_inplace(row: Row, fn, name: str):
@@ -899,7 +981,10 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A001, A002 - to
     if dt.kind != "f":
         if isinstance(min, float) or isinstance(max, float):
             input = input.to(get_default_dtype())
-        else:  # integer tensor, integer bounds: stay integer, unbounded sides at the dtype's limits
+        else:  # integer tensor, integer bounds: stay integer (a bool one becomes int64, as the bounds promote it)
+            if dt.kind == "b" and not (type(min) is bool or type(max) is bool):
+                dt = np.dtype(np.int64)
+                input = input.to(_scalar_dtype(dt))
             info = np.iinfo(dt) if dt.kind != "b" else np.iinfo(np.int8)
             min = info.min if min is None else min
             max = info.max if max is None else max
@@ -923,10 +1008,15 @@ def pow(input, exponent) -> Tensor:  # noqa: A001 - torch's name
     x, e = as_operand(input, "pow", 1, "input"), as_operand(exponent, "pow", 2, "exponent")
     classes = CLASSES["pow"]
     if not isinstance(e, Tensor):
+        if type(e) is int and e < 0 and isinstance(x, Tensor) and x._data.dtype.kind in "biu":
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if type(e) is bool and isinstance(x, Tensor) and x._data.dtype == _BOOL:  # torch's shortcuts for 1 and 0
+            return x.clone() if e else x.logical_or(x.logical_not())
         return classes["ts"].apply(x, e)
-    if not isinstance(x, Tensor):
-        return classes["st"].apply(x, e)
-    return classes["tt"].apply(x, e)
+    out = classes["st"].apply(x, e) if not isinstance(x, Tensor) else classes["tt"].apply(x, e)
+    if out._data.dtype.kind in "iu" and bool((e < 0).any()):  # torch: 0 ** negative is 0 in integers
+        out.masked_fill_((e < 0) & (x == 0), 0)
+    return out
 
 
 def bitwise_not(input: Tensor) -> Tensor:  # noqa: A002
@@ -1158,6 +1248,16 @@ register(Declaration("_pow_operators", pow, ("__pow__",)))
 register(Declaration("_rpow_operator", _rpow, ("__rpow__",)))
 register(Declaration("_rsub_operator", _rsub, ("__rsub__",)))
 register(Declaration("_rtruediv_operator", _rtruediv, ("__rtruediv__",)))
+
+
+def _invert(self: Tensor) -> Tensor:
+    """``~self``: ``bitwise_not``, which the operator refuses for floats with a TypeError of its own."""
+    if self._data.dtype.kind not in "biu":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(self)
+
+
+register(Declaration("_invert_operator", _invert, ("__invert__",)))
 register(Declaration("_pos_operator", lambda self: self, ("__pos__",)))
 
 

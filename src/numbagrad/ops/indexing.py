@@ -14,14 +14,20 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
-from .inplace import check_inplace, check_written, needs_graph, rebase, write_inplace
+from .inplace import check_inplace, check_written, has_internal_overlap, needs_graph, rebase, write_inplace
 from .reduction import IndexScatter, return_types
 from .shape import cat
 
 
-def _numpy_index(index):
-    """Translate a torch index (ints, slices, None, Ellipsis, bool/int tensors, lists) to a numpy index."""
-    if not isinstance(index, tuple):
+def _numpy_index(index, ndim: int | None = None):
+    """Translate a torch index (ints, slices, None, Ellipsis, bools, bool/int tensors, lists) to a numpy index.
+
+    A list holding tensors, lists, slices, None or Ellipsis is a tuple of indices (torch's legacy rule); a bool
+    (or a 0-d bool tensor) stays a Python bool, for ``_stages`` to turn into a new dim. With ``ndim`` given, an
+    index with several ``...`` has each of them span what torch's does."""
+    if isinstance(index, list) and len(index) < 32 and any(_indexes_a_dim(i) for i in index):
+        index = tuple(index)
+    elif not isinstance(index, tuple):
         index = (index,)
     out = []
     for item in index:
@@ -29,16 +35,86 @@ def _numpy_index(index):
             data = item._host()
             if data.dtype.kind == "f":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            out.append(data if data.ndim else (data.item() if data.dtype.kind != "b" else data))
+            out.append(data if data.ndim else bool(data) if data.dtype.kind == "b" else int(data))
         elif isinstance(item, list):
-            out.append(np.asarray(item))
+            data = np.asarray(item) if item else np.zeros(0, np.int64)
+            if data.dtype.kind not in "biu":
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            out.append(data)
+        elif isinstance(item, (bool, np.bool_)):
+            out.append(bool(item))
+        elif isinstance(item, slice):
+            if item.step is not None and item.step < 0:
+                raise ValueError("step must be greater than zero")
+            out.append(item)
         else:
             out.append(item)
+    ellipses = sum(i is Ellipsis for i in out)
+    if ndim is not None and (ellipses > 1 or (ellipses and _is_advanced(out))):
+        out = _expand_ellipses(out, ndim)  # (numpy parts tensor indices around even an empty ``...``; torch not)
     return tuple(out)
 
 
+def _indexes_a_dim(item) -> bool:
+    return isinstance(item, (Tensor, list, tuple, slice)) or item is None or item is Ellipsis
+
+
+def _spans(item) -> int:
+    """How many of the indexed tensor's dims an index item consumes."""
+    if item is None or item is Ellipsis or type(item) is bool:
+        return 0
+    if isinstance(item, np.ndarray) and item.dtype == np.bool_:
+        return item.ndim
+    return 1
+
+
+def _expand_ellipses(items: list, ndim: int) -> list:
+    """torch lets each ``...`` span the dims the other items leave, so all but the first span nothing that
+    exists: full slices, those past the last dim dropped."""
+    fill = max(ndim - sum(_spans(i) for i in items), 0)
+    out = []
+    for item in items:
+        out.extend([slice(None)] * fill if item is Ellipsis else [item])
+    while len(out) > ndim and isinstance(out[-1], slice) and out[-1] == slice(None):
+        out.pop()
+    if sum(_spans(i) for i in out) > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    return out
+
+
+def _stages(np_index):
+    """torch applies ints (as ``select``), slices, None and bools (as a new dim) first and the tensor indices
+    to that view, so an int is not an advanced index and does not move the advanced result's dims; numpy counts
+    it as one. Returns None where numpy's one step gives torch's answer, else ``(basic, advanced)``, the two
+    indices to apply one after the other."""
+    ints = bools = advanced = False
+    for item in np_index:
+        if type(item) is bool:
+            bools = True
+        elif isinstance(item, (int, np.integer)):
+            ints = True
+        elif isinstance(item, np.ndarray):
+            advanced = True
+    if not bools and not (ints and advanced):
+        return None
+    basic, rest = [], []
+    for item in np_index:
+        if type(item) is bool:  # a new dim of size 1, indexed by [0] (True) or by nothing (False)
+            basic.append(None)
+            rest.append(np.zeros(int(item), np.int64))
+        elif isinstance(item, np.ndarray):
+            basic.extend([slice(None)] * _spans(item))
+            rest.append(item)
+        elif isinstance(item, (int, np.integer)):
+            basic.append(item)
+        else:
+            basic.append(item)
+            rest.append(item if item is Ellipsis else slice(None))
+    return tuple(basic), tuple(rest)
+
+
 def _is_advanced(np_index) -> bool:
-    return any(isinstance(i, np.ndarray) for i in np_index)
+    return any(isinstance(i, np.ndarray) or type(i) is bool for i in np_index)
 
 
 def _node_kind(np_index) -> str:
@@ -115,7 +191,7 @@ class IndexAddZeros(Function):
 
 @declare(methods=("__getitem__",), name="_getitem")
 def getitem(x: Tensor, index) -> Tensor:
-    np_index = _numpy_index(index)
+    np_index = _numpy_index(index, x.dim())
     if x.dim() == 0 and np_index not in ((Ellipsis,), (None,), ()):
         if not all(i is None or i is Ellipsis for i in np_index):
             raise IndexError(
@@ -123,6 +199,9 @@ def getitem(x: Tensor, index) -> Tensor:
                 "C++ to convert a 0-dim tensor to a number"
             )
     _check_bounds(x, np_index)
+    stages = _stages(np_index)
+    if stages is not None:  # the basic part first, as a view, then the advanced part (torch's two steps)
+        return getitem(getitem(x, stages[0]), stages[1])
     kind = "Slice" if isinstance(index, slice) else _node_kind(np_index)  # torch's fast path for x[a:b] slices always
     return _GETITEM[kind].apply(x, np_index)
 
@@ -131,17 +210,9 @@ def _check_bounds(x: Tensor, np_index) -> None:
     dim = 0
     for item in np_index:
         if item is Ellipsis:
-            dim = (
-                x.dim()
-                - sum(
-                    1
-                    for i in np_index
-                    if i is not None and i is not Ellipsis and not (isinstance(i, np.ndarray) and i.dtype == np.bool_)
-                )
-                + dim
-            )
+            dim += x.dim() - sum(_spans(i) for i in np_index)
             continue
-        if item is None:
+        if item is None or type(item) is bool:
             continue
         if isinstance(item, (int, np.integer)) and dim < x.dim():
             size = x.shape[dim]
@@ -165,11 +236,19 @@ def _check_bounds(x: Tensor, np_index) -> None:
 
 
 def _assign(backend, target, index, value) -> None:
-    """``target[index] = value``; a value that does not broadcast is torch's RuntimeError (target untouched)."""
+    """``target[index] = value``; a value that does not broadcast is torch's RuntimeError (target untouched).
+    As in torch, the value's leading 1-sized dims are dropped first, and ints index before tensors do."""
+    stages = _stages(index)
+    if stages is not None:
+        target, index = backend.getitem(target, stages[0]), stages[1]
     want = list(backend.getitem(target, index).shape)
     got = list(getattr(value, "shape", ()))
+    while got and got[0] == 1:
+        got.pop(0)
     if got and broadcast_shapes_or_none(tuple(want), tuple(got)) != tuple(want):
         _raise_shape(index, want, got)
+    if hasattr(value, "shape") and len(got) != value.ndim:
+        value = backend.reshape(value, tuple(got))
     backend.setitem(target, index, value)
 
 
@@ -195,6 +274,7 @@ class IndexPut(Function):
     @staticmethod
     def forward(ctx, x, value, index):
         _save_index(ctx, index)
+        ctx.value_shape = value.shape if isinstance(value, Tensor) else None
         out = x._backend.copy(x._data)
         _assign(x._backend, out, index, value._data if isinstance(value, Tensor) else value)
         return Tensor._make(out)
@@ -205,6 +285,8 @@ class IndexPut(Function):
         gx = g.clone()
         gx[index] = 0
         gv = g[index] if ctx.needs_input_grad[1] else None
+        if gv is not None and gv.dim() < len(ctx.value_shape):  # the value's leading 1-dims, dropped in forward
+            gv = gv.reshape((1,) * (len(ctx.value_shape) - gv.dim()) + tuple(gv.shape))
         return gx, gv, None
 
 
@@ -222,7 +304,7 @@ def _writes_through_a_view(np_index) -> bool:
 @declare(methods=("__setitem__",), name="_setitem")
 def setitem(x: Tensor, index, value) -> None:
     """In-place write through an index: plain storage write, or a graph node when autograd is involved."""
-    np_index = _numpy_index(index)
+    np_index = _numpy_index(index, x.dim())
     if state.enabled and x.grad_fn is None and x._requires_grad and _writes_through_a_view(np_index):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(x)
@@ -230,10 +312,15 @@ def setitem(x: Tensor, index, value) -> None:
     value = as_operand(value, "__setitem__", 2, "value")
     if isinstance(value, Tensor):
         same_backend((x, value))
-        if not _is_advanced(np_index) and value._backend is x._backend:
-            check_written(x, (value,), x._backend.getitem(x._data, np_index))
+    if not _is_advanced(np_index) and (not isinstance(value, Tensor) or value._backend is x._backend):
+        check_written(x, (value,), x._backend.getitem(x._data, np_index))  # (an expanded destination: refused)
+    if isinstance(value, Tensor) and value.dtype != x.dtype and _is_advanced(np_index):
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{x.dtype.scalar_name} for the destination and {value.dtype.scalar_name} for the source."
+        )
     if needs_graph(x, (value,)):
-        cls = IndexPut if _is_advanced(np_index) else CopySlices
+        cls = IndexPut if _is_advanced(np_index) and not _writes_through_a_view(np_index) else CopySlices
         if isinstance(value, Tensor) and value.dtype != x.dtype:
             value = value.to(x.dtype)
         rebase(x, lambda old: cls.apply(old, value, np_index))
@@ -326,10 +413,20 @@ def nonzero(x: Tensor, *, as_tuple: bool = False):
     return Tensor._make(backend.from_host(np.ascontiguousarray(stacked)))
 
 
+def _close_operand(input: Tensor, other, name: str) -> Tensor:  # noqa: A002
+    """torch's checks for isclose/allclose: ``other`` is a tensor of ``input``'s dtype that broadcasts with it."""
+    if not isinstance(other, Tensor):
+        raise not_a_tensor(name, "other", 2, other)
+    if other.dtype != input.dtype:
+        raise RuntimeError(f"{input.dtype.scalar_name} did not match {other.dtype.scalar_name}")
+    broadcast_shapes(input.shape, other.shape)
+    return other
+
+
 @declare(methods=True, differentiable=False)
 def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:  # noqa: A002
     """``|input - other| <= atol + rtol * |other|`` everywhere."""
-    b = as_operand(other, "allclose")
+    b = _close_operand(input, other, "allclose")
     return bool(
         np.allclose(input._host(), b._host() if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     )
@@ -338,7 +435,7 @@ def allclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equ
 @declare(methods=True, differentiable=False)
 def isclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:  # noqa: A002
     """Elementwise ``|input - other| <= atol + rtol * |other|``."""
-    b = as_operand(other, "isclose")
+    b = _close_operand(input, other, "isclose")
     host = np.isclose(
         input._host(), b._host() if isinstance(b, Tensor) else b, rtol=rtol, atol=atol, equal_nan=equal_nan
     )
@@ -358,6 +455,11 @@ def fill_(input: Tensor, value) -> Tensor:  # noqa: A002 - torch's name
         raise RuntimeError(
             f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions."
         )
+    if has_internal_overlap(input._data) and not needs_graph(input, (value,)):
+        check_inplace(input)  # torch fills an expanded tensor (one value everywhere), which setitem refuses
+        input._backend.setitem(input._data, (Ellipsis,), value.item() if isinstance(value, Tensor) else value)
+        input._bump_version()
+        return input
     setitem(input, Ellipsis, value)
     return input
 
@@ -638,7 +740,8 @@ class IndexAdd(Function):
     ),
 )
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:  # noqa: A002
-    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim`` (repeated indices add up)."""
+    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim`` (repeated indices add up).
+    An integer tensor takes ``alpha`` truncated to an integer, as torch does; a 0-d tensor is one element."""
     index = _vector_index(index, "index_add_", input.dim())
     dim = wrap_dim(dim, input.dim())
     if source._data.dtype != input._data.dtype:
@@ -652,6 +755,18 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
             f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): ({source.shape[dim]}), "
             f"for dim: {dim}"
         )
+    if source.dim() != input.dim() or any(
+        a != b for d, (a, b) in enumerate(zip(input.shape, source.shape)) if d != dim
+    ):
+        raise RuntimeError(
+            "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = "
+            f"{shape_str(input.shape)} source.shape = {shape_str(source.shape)}"
+        )
+    if input._data.dtype.kind != "f":
+        alpha = int(alpha)
+    if input.dim() == 0:
+        _check_range(index, 1, dim, RuntimeError, negative=False)
+        return IndexAdd.apply(input.reshape(1), 0, index.reshape(-1), source.reshape(1), alpha).reshape(())
     _check_range(index, input.shape[dim], dim, RuntimeError, negative=False)
     return IndexAdd.apply(input, dim, index.reshape(-1), source, alpha)
 
@@ -698,7 +813,10 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:  # noqa
             f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} dimension(s)."
         )
     _check_range(index, input.shape[dim] if input.dim() else 1, dim)
-    return (IndexFillTensor if isinstance(value, Tensor) else IndexFill).apply(input, dim, index.reshape(-1), value)
+    cls = IndexFillTensor if isinstance(value, Tensor) else IndexFill
+    if input.dim() == 0:  # one element, filled as a 1-element vector
+        return cls.apply(input.reshape(1), 0, index.reshape(-1), value).reshape(())
+    return cls.apply(input, dim, index.reshape(-1), value)
 
 
 @declare(methods=("index_fill_",), name="_index_fill_")

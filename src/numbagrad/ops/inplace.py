@@ -54,7 +54,7 @@ def check_written(t: Tensor, operands=(), destination=None) -> None:
     storage, by default all of it) must not share memory, and an operand must be the destination itself or not
     overlap it at all."""
     data = t._data if destination is None else destination
-    if data.size > 1 and 0 in data.strides and _has_internal_overlap(data):
+    if has_internal_overlap(data):
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a single memory "
             "location. Please clone() the tensor before performing the operation."
@@ -83,8 +83,13 @@ def _dense(data) -> bool:
     return True
 
 
-def _has_internal_overlap(data) -> bool:
-    return any(stride == 0 and size > 1 for stride, size in zip(data.strides, data.shape))
+def has_internal_overlap(data) -> bool:
+    """True when two elements of ``data`` are one memory location (a stride-0 dim of size > 1: expanded)."""
+    return (
+        data.size > 1
+        and 0 in data.strides
+        and any(stride == 0 and size > 1 for stride, size in zip(data.strides, data.shape))
+    )
 
 
 def check_result(t: Tensor, result_dtype: np.dtype, result_shape: tuple) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
-from ._common import autocast_to, not_a_tensor, result_np_dtype, same_backend, wrap_dim
+from ._common import autocast_to, not_a_tensor, result_np_dtype, result_type, same_backend, wrap_dim
 from ._registry import Sample, T, declare
 from .inplace import write_inplace
 from .reduction import sum_to_shape
@@ -31,6 +31,12 @@ def _check_dtypes(a: Tensor, b: Tensor, op: str) -> None:
             if op == "mm"
             else f"expected scalar type {_name(a)} but found {_name(b)}"
         )
+
+
+def _no_bool(t: Tensor, kernel: str) -> None:
+    """torch's matrix kernels take no bool tensors (``"dot" not implemented for 'Bool'``)."""
+    if t._data.dtype == np.bool_:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 def _name(t: Tensor) -> str:
@@ -182,6 +188,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
             f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and {b.shape[0]}x{b.shape[1]})"
         )
     _check_dtypes(a, b, "mm")
+    _no_bool(a, "addmm_impl_cpu_")
     return Mm.apply(a, b)
 
 
@@ -194,6 +201,12 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
         raise RuntimeError(
             f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), vec ({v.shape[0]})"
         )
+    if a._data.dtype != v._data.dtype:
+        names = (v.dtype.scalar_name, a.dtype.scalar_name)
+        raise RuntimeError(
+            f"addmv input tensors must have the same dtype, but got {names[0]}, {names[1]}, and {names[0]}"
+        )
+    _no_bool(a, "addmv_impl_cpu")
     return Mv.apply(a, v)
 
 
@@ -208,6 +221,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
             f"number of elements, but got {a.shape[0]} and {b.shape[0]} elements respectively"
         )
     _check_dtypes(a, b, "dot")
+    _no_bool(a, "dot")
     return Dot.apply(a, b)
 
 
@@ -252,7 +266,20 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
         a, b = autocast_to(None, a, b)
     if a.dim() != 3 or b.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
+    _check_batches(a, b)
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected scalar type {a.dtype.scalar_name} but found {b.dtype.scalar_name}")
+    _no_bool(a, "bmm")
     return Bmm.apply(a, b)
+
+
+def _check_batches(a: Tensor, b: Tensor) -> None:
+    """torch's check that ``b`` is (batches of ``a``, columns of ``a``, *)."""
+    if b.shape[:2] != (a.shape[0], a.shape[2]):
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, {a.shape[2]}] but got: "
+            f"[{b.shape[0]}, {b.shape[1]}]."
+        )
 
 
 @declare(name="_rmatmul_operator", methods=("__rmatmul__",))
@@ -320,7 +347,15 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
         )
     _check_same_dtype(input, mat1, mat2)
     input.expand(mat1.shape[0], mat2.shape[1])  # torch's message when input does not broadcast
+    beta, alpha = _scales(input, beta, alpha)
     return Addmm.apply(input, mat1, mat2, beta, alpha)
+
+
+def _scales(input: Tensor, beta, alpha) -> tuple:  # noqa: A002
+    """``(beta, alpha)`` as torch applies them: truncated to integers for an integer ``input``."""
+    if input._data.dtype.kind in "biu":
+        return int(beta), int(alpha)
+    return beta, alpha
 
 
 @declare(
@@ -335,7 +370,9 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     if batch2.dim() != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
     _check_same_dtype(input, batch1, batch2)
+    _check_batches(batch1, batch2)
     input.expand(batch1.shape[0], batch1.shape[1], batch2.shape[2])
+    beta, alpha = _scales(input, beta, alpha)
     return Baddbmm.apply(input, batch1, batch2, beta, alpha)
 
 
@@ -674,17 +711,22 @@ def einsum(*args) -> Tensor:
             raise TypeError(
                 f"einsum(): argument 'operands' (position 2) must be tuple of Tensors, not {type(o).__name__}"
             )
-    for o in operands[1:]:
-        if o._data.dtype != operands[0]._data.dtype:
-            raise RuntimeError(f"expected scalar type {operands[0].dtype.scalar_name} but found {o.dtype.scalar_name}")
     shapes = [tuple(o.shape) for o in operands]
     terms, out = _einsum_parse(equation, shapes)
     sizes = _einsum_sizes(terms, shapes)
+    summed = any(c not in out for t in terms for c in t)
+    if any(o._data.dtype != operands[0]._data.dtype for o in operands):
+        if summed:  # torch contracts with bmm, which takes one dtype; a plain product promotes
+            bad = next(o for o in operands if o._data.dtype != operands[0]._data.dtype)
+            raise RuntimeError(
+                f"expected scalar type {operands[0].dtype.scalar_name} but found {bad.dtype.scalar_name}"
+            )
+        common = result_type(*operands)
+        operands = [o.to(common) for o in operands]
     for k, (t, o) in enumerate(zip(terms, operands)):
         want = tuple(sizes[c] for c in t)
         if want != shapes[k]:
             operands[k] = o.expand(want)
-    summed = any(c not in out for t in terms for c in t)
     return _EINSUM_NODES[(len(operands) > 1, summed)].apply(terms, out, *operands)
 
 

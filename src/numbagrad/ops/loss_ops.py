@@ -285,6 +285,8 @@ class HuberLoss(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         x, target = ctx.saved_tensors
+        if x.dtype != target.dtype:  # torch's backward kernel takes one dtype (its forward promotes)
+            raise RuntimeError(f"Found dtype {target.dtype.scalar_name} but expected {x.dtype.scalar_name}")
         d = x - target
         grad = d.clamp(-ctx.delta, ctx.delta) * _reduced_grad(g, d.numel(), ctx.reduction)
         return grad, -grad, None, None

@@ -42,8 +42,9 @@ _FIRST_ONLY = (True, False, False, False)
 
 
 def _axes(t: Tensor, dim) -> tuple | None:
-    """Normalised reduction axes; ``None`` means all. A 0-dim tensor accepts dim 0 or -1 and reduces nothing."""
-    if dim is None or dim == ():
+    """Normalised reduction axes; ``None`` means all (as an empty dim list does in torch). A 0-dim tensor accepts
+    dim 0 or -1 and reduces nothing."""
+    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
         return None
     axes = wrap_dims(dim, t.dim())
     return () if t.dim() == 0 else axes
@@ -122,8 +123,12 @@ class SumDim(Sum):
 
 
 def _sum_dtype(x: Tensor, dtype):
+    """The result dtype; an integer one asked for is refused where autograd would have to follow it."""
     if dtype is not None:
-        return to_dtype(dtype).numpy
+        dt = to_dtype(dtype)
+        if not dt.is_floating_point and state.enabled and x.requires_grad:
+            raise RuntimeError(f"Autograd not support dtype: {dt.scalar_name}")
+        return dt.numpy
     return np.dtype(np.int64) if x._data.dtype.kind in "biu" else x._data.dtype
 
 
@@ -332,6 +337,13 @@ def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001, A002
 
 
 def _arg_extreme(x: Tensor, op: str, dim, keepdim: bool) -> Tensor:
+    """argmax / argmin, with torch's refusals: bool input, and an empty tensor or dim (no index to return)."""
+    if x._data.dtype == np.bool_:
+        raise RuntimeError(f"{op}(): does not support bool input")
+    if dim is None and x.numel() == 0:
+        raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
+    if dim is not None and x.dim():
+        _check_nonempty(x, (wrap_dim(dim, x.dim()),), op)
     backend = x._backend
     if x.dim() == 0:
         if dim is not None:
@@ -388,6 +400,7 @@ class ProdDim(Prod):
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """Product over ``dim`` (all by default)."""
     if dtype is not None:
+        _sum_dtype(input, dtype)  # (torch's refusal of an integer dtype under autograd)
         input = input.to(dtype)
     axes = None if dim is None else _axes(input, dim)
     return (Prod if axes is None else ProdDim).apply(input, axes, keepdim)
@@ -439,6 +452,12 @@ class Norm(Function):
 @declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1, 1), Sample(T(3, 4), 3, (0, 1))))
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
     """Vector norm over ``dim`` (all elements by default); ``'fro'`` is the 2-norm."""
+    if not input.is_floating_point():
+        raise RuntimeError(
+            f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {input.dtype.scalar_name}"
+        )
+    if dtype is not None:
+        input = input.to(dtype)
     if p in ("fro", None):
         p = 2
     if p == "nuc":
@@ -462,8 +481,26 @@ class Var(Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        centered = x - x.mean(dim=ctx.axes, keepdim=True)
-        return _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim) * centered * (2.0 / ctx.denominator), None, None, None
+        return (
+            _var_backward(_expand_back(g, ctx.shape, ctx.axes, ctx.keepdim), x, ctx.axes, ctx.denominator),
+            None,
+            None,
+            None,
+        )
+
+
+def _var_backward(g_full: Tensor, x: Tensor, axes, denominator: float) -> Tensor:
+    """``g * 2 (x - mean) / (N - correction)`` as torch computes it: with no degrees of freedom left, the
+    gradient is inf (nan where x is its mean) over all dims, and the division's inf along given dims."""
+    centered = x - x.mean(dim=axes, keepdim=True)
+    if denominator <= 0 and (axes is None or x.dim() == 0):
+        return g_full * (centered != 0).to(x.dtype).where(centered != 0, math.nan) * math.inf
+    return g_full * centered * (2.0 / denominator if denominator else math.inf)
+
+
+def _std_to_var_grad(g: Tensor, std: Tensor) -> Tensor:
+    """The gradient of var from that of ``std = sqrt(var)``: ``g / (2 std)``, 0 where std is 0 (as in torch)."""
+    return (g / (std * 2)).where(std != 0, 0.0)
 
 
 class Std(Function):
@@ -481,30 +518,41 @@ class Std(Function):
     @staticmethod
     def backward(ctx, g):
         x, std = ctx.saved_tensors
-        centered = x - x.mean(dim=ctx.axes, keepdim=True)
-        g_full = _expand_back(g / std, ctx.shape, ctx.axes, ctx.keepdim)
-        return g_full * centered * (1.0 / ctx.denominator), None, None, None
+        g_full = _expand_back(_std_to_var_grad(g, std), ctx.shape, ctx.axes, ctx.keepdim)
+        return _var_backward(g_full, x, ctx.axes, ctx.denominator), None, None, None
 
 
-def _correction(unbiased, correction) -> int:
+def _correction(unbiased, correction) -> float:
+    """The ``correction`` (fractional ones too) or what ``unbiased`` means: 1 unless it is False."""
     if correction is not None:
-        return int(correction)
+        return correction
     return 0 if unbiased is False else 1
+
+
+def _spread_args(name: str, dim, unbiased, keepdim: bool) -> tuple:
+    """``(dim, unbiased)``: ``var(True)`` is ``var(unbiased=True)``; torch has no form with ``unbiased`` and
+    ``keepdim`` but no ``dim``."""
+    if isinstance(dim, bool):
+        return None, dim
+    if dim is None and unbiased is not None and keepdim:
+        raise TypeError(
+            f"{name}() received an invalid combination of arguments - got (keepdim=bool, unbiased=bool, ), but "
+            "expected one of: (tuple of ints dim, bool unbiased, bool keepdim)"
+        )
+    return dim, unbiased
 
 
 @declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, correction=0)))
 def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:  # noqa: A002
     """Variance over ``dim``, Bessel-corrected by default (``correction=1``) as in torch."""
-    if isinstance(dim, bool):
-        unbiased, dim = dim, None
+    dim, unbiased = _spread_args("var", dim, unbiased, keepdim)
     return Var.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
 
 
 @declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)))
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:  # noqa: A002
     """Standard deviation over ``dim``, Bessel-corrected by default."""
-    if isinstance(dim, bool):
-        unbiased, dim = dim, None
+    dim, unbiased = _spread_args("std", dim, unbiased, keepdim)
     return Std.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
 
 
@@ -569,7 +617,8 @@ def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:  # noqa: A002
 
 
 def _reduce_bool(x: Tensor, op: str, dim, keepdim: bool) -> Tensor:
-    axes = None if dim is None else _axes(x, dim)
+    """any / all; unlike the other reductions, an empty dim list reduces nothing (as in torch)."""
+    axes = None if dim is None else () if isinstance(dim, (tuple, list)) and not dim else _axes(x, dim)
     return Tensor._make(x._backend.reduce(x._data, op, axes, keepdim))
 
 
@@ -745,14 +794,10 @@ class VarMean(Function):
     @staticmethod
     def backward(ctx, g_spread, g_mean):
         x, spread = ctx.saved_tensors
-        centered = x - x.mean(dim=ctx.axes, keepdim=True)
         if ctx._forward_cls.take_sqrt:
-            g_spread = g_spread / spread
-            scale = 1.0 / ctx.denominator
-        else:
-            scale = 2.0 / ctx.denominator
-        gx = _expand_back(g_spread, ctx.shape, ctx.axes, ctx.keepdim) * centered * scale
-        gx = gx + _expand_back(g_mean / ctx.n, ctx.shape, ctx.axes, ctx.keepdim)
+            g_spread = _std_to_var_grad(g_spread, spread)
+        gx = _var_backward(_expand_back(g_spread, ctx.shape, ctx.axes, ctx.keepdim), x, ctx.axes, ctx.denominator)
+        gx = gx + _expand_back(g_mean / ctx.n if ctx.n else g_mean * math.nan, ctx.shape, ctx.axes, ctx.keepdim)
         return gx, None, None, None
 
 
@@ -762,8 +807,7 @@ class StdMean(VarMean):
 
 
 def _spread_mean(cls, input: Tensor, dim, unbiased, keepdim: bool, correction):  # noqa: A002
-    if isinstance(dim, bool):
-        unbiased, dim = dim, None
+    dim, unbiased = _spread_args(cls.__name__ == "StdMean" and "std_mean" or "var_mean", dim, unbiased, keepdim)
     return cls.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
-from .._types import Size, float16, int8, int16, to_device, to_dtype, uint8
+from .._types import Size, float16, from_numpy_dtype, int8, int16, to_device, to_dtype, uint8
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend import backend_for, for_device
@@ -79,6 +79,11 @@ def _is_view_possible(data, shape) -> bool:
 @declare(methods=True)
 def view(x: Tensor, *shape) -> Tensor:
     """Same storage, new shape; fails (like torch) when the strides do not allow it."""
+    if not shape:
+        raise TypeError(
+            "view() received an invalid combination of arguments - got (), but expected one of:\n"
+            " * (torch.dtype dtype)\n * (tuple of ints size)\n"
+        )
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, Size, int)):
         return x.to(shape[0])
     shape = _infer_shape(_shape_arg(shape), x.numel())
@@ -93,6 +98,8 @@ def view(x: Tensor, *shape) -> Tensor:
 @declare(methods=True, samples=(Sample(T(3, 4), (4, 3)), Sample(T(2, 3, 4), (-1, 4))))
 def reshape(x: Tensor, *shape) -> Tensor:
     """A view when possible, else a copy (torch's two node names follow)."""
+    if not shape:
+        raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     shape = _infer_shape(_shape_arg(shape), x.numel())
     if shape == x.shape and x.grad_fn is None and not x.requires_grad:
         return View.apply(x, shape)
@@ -142,6 +149,8 @@ class MatrixTranspose(Permute):
 @declare(methods=True, samples=(Sample(T(2, 3, 4), (2, 0, 1)),))
 def permute(x: Tensor, *dims) -> Tensor:
     """A view with the dims reordered as ``dims``."""
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims) if dims and not isinstance(dims[0], int) else tuple(dims)
     if len(dims) != x.dim():
         raise RuntimeError(
@@ -259,7 +268,7 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
         return Squeeze.apply(x, tuple(i for i, s in enumerate(x.shape) if s == 1))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     dims = tuple(wrap_dim(d, x.dim()) for d in dims)
-    return SqueezeDim.apply(x, tuple(d for d in dims if x.shape[d] == 1))
+    return SqueezeDim.apply(x, tuple(d for d in dims if x.dim() and x.shape[d] == 1))  # (0-d: dim 0 or -1, kept)
 
 
 class Unsqueeze(Function):
@@ -292,7 +301,7 @@ class Expand(Function):
     @staticmethod
     def forward(ctx, x, shape):
         ctx.in_shape = x._data.shape
-        return x._view_of(x._backend.broadcast_to(x._data, shape))
+        return x._view_of(x._backend.expand(x._data, shape))
 
     @staticmethod
     def backward(ctx, g):
@@ -420,7 +429,13 @@ def cat(tensors, dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.dim() == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    dt = result_np_dtype(tensors)  # empty 1-d tensors are skipped (torch's legacy rule) but still promote
     tensors = [t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)] or tensors[:1]
+    if result_np_dtype(tensors) != dt:
+        tensors[0] = tensors[0].to(from_numpy_dtype(dt))
     d = wrap_dim(dim, tensors[0].dim())
     ref = tensors[0].shape
     for i, t in enumerate(tensors):
@@ -455,7 +470,19 @@ def stack(tensors, dim: int = 0) -> Tensor:
 
 @declare(methods=True, samples=(Sample(T(4, 5), 1, 1, 3),))
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
-    """A view of ``length`` entries of ``dim`` from ``start``."""
+    """A view of ``length`` entries of ``dim`` from ``start`` (a negative start counts from the end)."""
+    if x.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    dim = wrap_dim(dim, x.dim())
+    size = x.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if start < 0:
+        start += size
+    if start > size - length:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     index = [slice(None)] * x.dim()
     index[dim] = slice(start, start + length)
     return x[tuple(index)]
@@ -668,7 +695,7 @@ class Flip(Function):
 
     @staticmethod
     def forward(ctx, x, dims):
-        ctx.dims = dims
+        ctx.dims = dims = dims if x.dim() else ()  # (a 0-d tensor takes dim 0 or -1 and has nothing to reverse)
         return Tensor._make(x._backend.flip(x._data, dims))
 
     @staticmethod
