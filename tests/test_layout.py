@@ -40,6 +40,7 @@ LAYERS = {
     "cuda": 5,
     "amp": 5,
     "func": 5,
+    "linalg": 5,
     "compile": 6,
     "compiler": 6,
     "_generator": 4,

@@ -130,6 +130,7 @@ def numel(t: Tensor) -> int:
 _LAZY_MODULES = (  # compile: a callable package
     "amp",
     "func",
+    "linalg",
     "nn",
     "optim",
     "cuda",

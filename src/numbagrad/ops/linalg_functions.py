@@ -1,0 +1,964 @@
+"""The ``torch.linalg`` operations on real float32/float64 matrices (batched over leading dims).
+
+Decompositions and solvers run numpy's LAPACK on the host: a cuda input is copied to the host, factorized there
+and the result copied back. Each differentiable decomposition is an ``autograd.Function`` whose backward is
+written with differentiable numbagrad ops (recomputing the factorization through the op itself), so double
+backward works without a second formula. The public ``numbagrad.linalg`` namespace (``numbagrad/linalg.py``)
+re-exports these under torch's names.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ._common import wrap_dim
+from ._registry import Sample, T, declare
+from .creation import eye, zeros_like
+from .indexing import where
+from .linalg import DiagonalEmbed, diagonal, matmul, tril, triu
+from .reduction import amax, amin, sum, sum_to_shape
+from .shape import cat
+
+
+class LinAlgError(RuntimeError):
+    """Raised when a matrix is singular or not positive-definite (torch's ``torch.linalg.LinAlgError``)."""
+
+
+# --- host helpers --------------------------------------------------------------------------------------------
+
+
+def _host(t: Tensor) -> np.ndarray:
+    """The tensor's values as a host numpy array (a copy from the device for cuda tensors)."""
+    return t._backend.to_host(t._data)
+
+
+def _wrap(a: np.ndarray, like: Tensor) -> Tensor:
+    """A new tensor on ``like``'s device holding ``a``."""
+    return Tensor._make(like._backend.from_host(np.array(a, order="C")))
+
+
+_DTYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _check_float(t: Tensor, op: str, what: str = "input") -> None:
+    if not t.is_floating_point():
+        name = _DTYPE_NAMES.get(t.dtype.name, t.dtype.name)
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as {what}. Got {name}")
+
+
+def _check_matrix(t: Tensor, op: str, square: bool = True, name: str = "A") -> None:
+    """torch's checks that ``t`` is a (batch of) matrices of a floating dtype."""
+    if t.dim() < 2:
+        raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
+    if square and t.shape[-1] != t.shape[-2]:
+        raise RuntimeError(
+            f"{op}: {name} must be batches of square matrices, but they are {t.shape[-2]} by {t.shape[-1]} matrices"
+        )
+    _check_float(t, op)
+
+
+def _batch_prefix(info: np.ndarray) -> tuple[str, int]:
+    """The ``(Batch element k): `` prefix and the info code of the first failing matrix."""
+    flat = info.reshape(-1)
+    k = int(np.flatnonzero(flat)[0])
+    return ("" if info.ndim == 0 else f"(Batch element {k}): "), int(flat[k])
+
+
+def _lu_host(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LU with partial pivoting, LAPACK's ``getrf`` convention: packed LU, 1-based pivots, and info (the 1-based
+    index of the first exactly-zero pivot, 0 if none), batched over leading dims."""
+    lu = np.array(a, dtype=a.dtype, copy=True)
+    *batch, m, n = lu.shape
+    k = min(m, n)
+    piv = np.zeros((*batch, k), dtype=np.int32)
+    info = np.zeros(tuple(batch), dtype=np.int32)
+    flat = lu.reshape(-1, m, n)
+    fpiv = piv.reshape(-1, k)
+    finfo = info.reshape(-1)
+    rows = np.arange(flat.shape[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j in range(k):
+            p = j + np.argmax(np.abs(flat[:, j:, j]), axis=1)
+            fpiv[:, j] = p + 1
+            swap = flat[rows, p, :].copy()
+            flat[rows, p, :] = flat[:, j, :]
+            flat[:, j, :] = swap
+            pivot = flat[:, j, j]
+            zero = pivot == 0
+            finfo[(finfo == 0) & zero] = j + 1
+            safe = np.where(zero, 1, pivot)
+            flat[:, j + 1 :, j] /= safe[:, None]
+            flat[:, j + 1 :, j] *= ~zero[:, None]
+            flat[:, j + 1 :, j + 1 :] -= flat[:, j + 1 :, j, None] * flat[:, j, None, j + 1 :]
+    return lu, piv, info
+
+
+def _cholesky_info(a: np.ndarray) -> np.ndarray:
+    """For each matrix, the order of the first leading minor that is not positive-definite (0 if none)."""
+    flat = a.reshape(-1, a.shape[-1], a.shape[-1])
+    info = np.zeros(flat.shape[0], dtype=np.int32)
+    for b in range(flat.shape[0]):
+        for k in range(1, flat.shape[-1] + 1):
+            try:
+                np.linalg.cholesky(flat[b, :k, :k])
+            except np.linalg.LinAlgError:
+                info[b] = k
+                break
+    return info.reshape(a.shape[:-2])
+
+
+def _mT(x: Tensor) -> Tensor:
+    return x.transpose(-2, -1)
+
+
+def _diag_embed(v: Tensor) -> Tensor:
+    """Matrices with ``v``'s last dim on their diagonal (differentiable)."""
+    nd = v.dim() + 1
+    return DiagonalEmbed.apply(v, (*v.shape, v.shape[-1]), 0, nd - 2, nd - 1)
+
+
+def _eye_like(a: Tensor, n: int) -> Tensor:
+    return eye(n, dtype=a.dtype, device=a.device)
+
+
+# --- determinants --------------------------------------------------------------------------------------------
+
+
+class Det(Function):
+    node_name = "LinalgDetBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _wrap(np.asarray(np.linalg.det(_host(a)), dtype=_host(a).dtype), a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return (g * det(a)).unsqueeze(-1).unsqueeze(-1) * _mT(inv(a))
+
+
+@declare(name="det", methods=True, samples=(Sample(T(3, 3)), Sample(T(2, 3, 3))))
+def det(A: Tensor) -> Tensor:
+    """The determinant of each square matrix of ``A`` (runs on the host for cuda inputs)."""
+    _check_matrix(A, "linalg.det")
+    return Det.apply(A)
+
+
+class Slogdet(Function):
+    node_name = "LinalgSlogdetBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        sign, logabs = np.linalg.slogdet(_host(a))
+        dt = _host(a).dtype
+        return _wrap(np.asarray(sign, dtype=dt), a), _wrap(np.asarray(logabs, dtype=dt), a)
+
+    @staticmethod
+    def backward(ctx, g_sign, g_log):
+        """The sign is locally constant: only ``log|det|`` carries a gradient."""
+        (a,) = ctx.saved_tensors
+        return g_log.unsqueeze(-1).unsqueeze(-1) * _mT(inv(a))
+
+
+@declare(name="slogdet", methods=True, samples=(Sample(T(3, 3)),))
+def slogdet(A: Tensor) -> tuple[Tensor, Tensor]:
+    """``(sign, log|det|)`` of each square matrix (runs on the host for cuda inputs)."""
+    _check_matrix(A, "linalg.slogdet")
+    return Slogdet.apply(A)
+
+
+@declare(name="logdet", methods=True)
+def logdet(input: Tensor) -> Tensor:  # noqa: A002
+    """``log(det)``: nan where the determinant is negative, -inf where it is zero."""
+    _check_matrix(input, "logdet")
+    sign, logabs = slogdet(input)
+    return where(sign < 0, float("nan"), logabs)
+
+
+# --- inverse and solvers -------------------------------------------------------------------------------------
+
+
+def _raise_singular_inv(a: np.ndarray, op: str) -> None:
+    _, _, info = _lu_host(a)
+    if np.any(info):
+        prefix, k = _batch_prefix(info)
+        raise LinAlgError(
+            f"{op}: {prefix}The diagonal element {k} is zero, the inversion could not be completed because the "
+            "input matrix is singular."
+        )
+
+
+def _inv_host(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inverses and LAPACK-style info codes (singular matrices get nan inverses and a nonzero code)."""
+    _, _, info = _lu_host(a)
+    out = np.full_like(a, np.nan)
+    ok = info == 0
+    if np.all(ok):
+        return np.linalg.inv(a), info
+    if np.any(ok):
+        out[ok] = np.linalg.inv(a[ok])
+    return out, info
+
+
+class Inv(Function):
+    node_name = "LinalgInvExBackward0"
+
+    @staticmethod
+    def forward(ctx, a, check_errors, op):
+        ctx.save_for_backward(a)
+        data = _host(a)
+        if check_errors:
+            _raise_singular_inv(data, op)
+        return _wrap(_inv_host(data)[0], a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        ai_t = _mT(inv(a))
+        return -matmul(matmul(ai_t, g), ai_t), None, None
+
+
+@declare(name="inverse", methods=True, samples=(Sample(T(3, 3)), Sample(T(2, 3, 3))))
+def inv(A: Tensor) -> Tensor:
+    """The inverse of each square matrix; a singular one raises ``LinAlgError`` (host LAPACK for cuda)."""
+    _check_matrix(A, "linalg.inv")
+    return Inv.apply(A, True, "linalg.inv")
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False) -> tuple[Tensor, Tensor]:
+    """``(inverse, info)``: info is 0 for invertible matrices, else the 1-based index of the zero pivot."""
+    _check_matrix(A, "linalg.inv_ex")
+    out = Inv.apply(A, check_errors, "linalg.inv_ex")
+    _, _, info = _lu_host(_host(A))
+    return out, _wrap(info, A)
+
+
+def _is_vector_rhs(A: Tensor, B: Tensor) -> bool:
+    """torch's rule: ``B`` is a (batch of) vector(s) when 1-D or when its shape is ``A``'s without the last dim."""
+    return B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
+class Solve(Function):
+    node_name = "LinalgSolveExBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        ad, bd = _host(a), _host(b)
+        batch = np.broadcast_shapes(ad.shape[:-2], bd.shape[:-2])
+        ad = np.broadcast_to(ad, batch + ad.shape[-2:])
+        bd = np.broadcast_to(bd, batch + bd.shape[-2:])
+        _, _, info = _lu_host(ad)
+        if np.any(info):
+            prefix, _ = _batch_prefix(info)
+            raise LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.")
+        return _wrap(np.linalg.solve(ad, bd), a)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        gb = _solve_matrix(_mT(a), g)
+        ga = -matmul(gb, _mT(_solve_matrix(a, b))) if ctx.needs_input_grad[0] else None
+        if ga is not None:
+            ga = _sum_to(ga, a.shape)
+        return ga, (_sum_to(gb, b.shape) if ctx.needs_input_grad[1] else None)
+
+
+def _sum_to(x: Tensor, shape: tuple) -> Tensor:
+    """Sum away the broadcast batch dims of a gradient."""
+    return sum_to_shape(x, tuple(shape))
+
+
+def _solve_matrix(A: Tensor, B: Tensor) -> Tensor:
+    return Solve.apply(A, B)
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``); a singular ``A`` raises
+    ``LinAlgError``. Runs on the host for cuda inputs."""
+    _check_matrix(A, "linalg.solve")
+    _check_float(B, "linalg.solve")
+    if A.dtype != B.dtype:
+        raise RuntimeError(
+            f"linalg.solve: Expected A and B to have the same dtype, but found A of type {_tname(A)} and B of type "
+            f"{_tname(B)} instead"
+        )
+    vector = _is_vector_rhs(A, B)
+    rhs = B.unsqueeze(-1) if vector else B
+    if not left:
+        rhs = _mT(rhs) if not vector else rhs
+    n = A.shape[-1]
+    k_dim = -2 if (left or vector) else -2
+    if rhs.shape[k_dim] != n:
+        bs = rhs.shape
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} "
+            f"({A.shape[-2]}x{A.shape[-1]} and {bs[-2]}x{bs[-1]})"
+            if left
+            else f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({B.shape[-2]}x{B.shape[-1]} "
+            f"and {A.shape[-2]}x{A.shape[-1]})"
+        )
+    x = Solve.apply(A if left else _mT(A), rhs)
+    if vector:
+        return x.squeeze(-1)
+    return x if left else _mT(x)
+
+
+def _tname(t: Tensor) -> str:
+    return {"float32": "Float", "float64": "Double"}.get(t.dtype.name, t.dtype.name)
+
+
+def _trisolve_host(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool) -> np.ndarray:
+    """Substitution for ``A X = B`` with triangular ``A`` (zero diagonals give inf/nan, as LAPACK's trtrs)."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    x = np.array(np.broadcast_to(b, batch + b.shape[-2:]), dtype=np.result_type(a, b))
+    n = a.shape[-1]
+    order = range(n - 1, -1, -1) if upper else range(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in order:
+            others = slice(i + 1, n) if upper else slice(0, i)
+            acc = x[..., i, :] - np.einsum("...j,...jk->...k", a[..., i, others], x[..., others, :])
+            x[..., i, :] = acc if unit else acc / a[..., i, i, None]
+    return x
+
+
+class SolveTriangular(Function):
+    node_name = "LinalgSolveTriangularBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b, upper, unit):
+        ctx.save_for_backward(a, b)
+        ctx.upper, ctx.unit = upper, unit
+        return _wrap(_trisolve_host(_host(a), _host(b), upper, unit), a)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        gb = SolveTriangular.apply(_mT(a), g, not ctx.upper, ctx.unit)
+        ga = None
+        if ctx.needs_input_grad[0]:
+            x = SolveTriangular.apply(a, b, ctx.upper, ctx.unit)
+            ga = -matmul(gb, _mT(x))
+            ga = triu(ga, 1 if ctx.unit else 0) if ctx.upper else tril(ga, -1 if ctx.unit else 0)
+            ga = _sum_to(ga, a.shape)
+        return ga, (_sum_to(gb, b.shape) if ctx.needs_input_grad[1] else None), None, None
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
+    """The solution of ``A X = B`` (or ``X A = B``) for triangular ``A``; only ``A``'s ``upper`` or lower
+    triangle is read. Runs on the host for cuda inputs."""
+    _check_matrix(A, "linalg.solve_triangular")
+    if B.dim() < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
+    _check_float(B, "linalg.solve_triangular")
+    if left:
+        return SolveTriangular.apply(A, B, upper, unitriangular)
+    return _mT(SolveTriangular.apply(_mT(A), _mT(B), not upper, unitriangular))
+
+
+# --- cholesky ------------------------------------------------------------------------------------------------
+
+
+class Cholesky(Function):
+    node_name = "LinalgCholeskyExBackward0"
+
+    @staticmethod
+    def forward(ctx, a, upper, check_errors):
+        ctx.save_for_backward(a)
+        ctx.upper = upper
+        data = _host(a)
+        info = _cholesky_info(data)
+        if check_errors and np.any(info):
+            prefix, k = _batch_prefix(info)
+            raise LinAlgError(
+                f"linalg.cholesky: {prefix}The factorization could not be completed because the input is not "
+                f"positive-definite (the leading minor of order {k} is not positive-definite)."
+            )
+        ok = info == 0
+        out = np.zeros_like(data)
+        if np.all(ok):
+            out = np.linalg.cholesky(data)
+        elif np.any(ok):
+            out[ok] = np.linalg.cholesky(data[ok])
+        return _wrap(np.swapaxes(out, -1, -2) if upper else out, a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        low = Cholesky.apply(a, False, False)
+        g_low = _mT(g) if ctx.upper else g
+        phi = tril(matmul(_mT(low), g_low))
+        phi = phi - 0.5 * _diag_embed(diagonal(phi, 0, -2, -1))
+        linv = SolveTriangular.apply(low, _eye_like(a, a.shape[-1]).expand(*low.shape), False, False)
+        ga = matmul(matmul(_mT(linv), phi), linv)
+        return 0.5 * (ga + _mT(ga)), None, None
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> tuple[Tensor, Tensor]:
+    """``(L, info)``: the Cholesky factor and, per matrix, the order of the first non-positive-definite leading
+    minor (0 on success). Runs on the host for cuda inputs."""
+    _check_matrix(A, "linalg.cholesky")
+    out = Cholesky.apply(A, upper, check_errors)
+    return out, _wrap(_cholesky_info(_host(A)), A)
+
+
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """The lower (or ``upper``) Cholesky factor of each symmetric positive-definite matrix; raises
+    ``LinAlgError`` otherwise. Runs on the host for cuda inputs."""
+    _check_matrix(A, "linalg.cholesky")
+    return Cholesky.apply(A, upper, True)
+
+
+# --- qr, eigh, svd -------------------------------------------------------------------------------------------
+
+
+def _copyltu(m: Tensor) -> Tensor:
+    """The symmetric matrix built from ``m``'s lower triangle."""
+    low = tril(m, -1)
+    return low + _mT(low) + _diag_embed(diagonal(m, 0, -2, -1))
+
+
+class Qr(Function):
+    node_name = "LinalgQrBackward0"
+
+    @staticmethod
+    def forward(ctx, a, mode):
+        ctx.save_for_backward(a)
+        ctx.mode = mode
+        q, r = np.linalg.qr(_host(a), mode="complete" if mode == "complete" else "reduced")
+        if mode == "r":
+            return _wrap(np.zeros((0,), dtype=r.dtype), a), _wrap(r, a)
+        return _wrap(q, a), _wrap(r, a)
+
+    @staticmethod
+    def backward(ctx, gq, gr):
+        (a,) = ctx.saved_tensors
+        if ctx.mode == "r":
+            raise RuntimeError(
+                "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use "
+                "linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr."
+            )
+        m, n = a.shape[-2], a.shape[-1]
+        if ctx.mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+        return _qr_backward(a, gq, gr), None
+
+
+def _qr_backward(a: Tensor, gq: Tensor, gr: Tensor) -> Tensor:
+    m, n = a.shape[-2], a.shape[-1]
+    if m >= n:
+        q, r = Qr.apply(a, "reduced")
+        mm_ = matmul(r, _mT(gr)) - matmul(_mT(gq), q)
+        rhs = gq + matmul(q, _copyltu(mm_))
+        return _mT(SolveTriangular.apply(r, _mT(rhs), True, False))
+    # wide: A = [X | Y] with X square; Q R = [Q U | Q V]
+    x, y = a[..., :, :m], a[..., :, m:]
+    q, r = Qr.apply(a, "reduced")
+    gu, gv = gr[..., :, :m], gr[..., :, m:]
+    gx = _qr_backward(x, gq + matmul(y, _mT(gv)), gu)
+    gy = matmul(q, gv)
+    return cat([gx, gy], -1)
+
+
+def qr(A: Tensor, mode: str = "reduced") -> tuple[Tensor, Tensor]:
+    """``(Q, R)`` with orthonormal ``Q`` and upper-triangular ``R`` (modes ``reduced``, ``complete``, ``r``).
+    Runs on the host for cuda inputs."""
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(
+            f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'"
+        )
+    _check_matrix(A, "linalg.qr", square=False)
+    return Qr.apply(A, mode)
+
+
+class Eigh(Function):
+    node_name = "LinalgEighBackward0"
+
+    @staticmethod
+    def forward(ctx, a, uplo):
+        ctx.save_for_backward(a)
+        ctx.uplo = uplo
+        w, v = np.linalg.eigh(_host(a), UPLO=uplo)
+        return _wrap(w, a), _wrap(v, a)
+
+    @staticmethod
+    def backward(ctx, gw, gv):
+        (a,) = ctx.saved_tensors
+        w, v = Eigh.apply(a, ctx.uplo)
+        vt_gv = matmul(_mT(v), gv)
+        gaps = w.unsqueeze(-2) - w.unsqueeze(-1)
+        n = a.shape[-1]
+        ident = _eye_like(a, n)
+        inner = where(ident.bool(), 0.0, vt_gv / (gaps + ident)) + _diag_embed(gw)
+        ga = matmul(matmul(v, inner), _mT(v))
+        return 0.5 * (ga + _mT(ga)), None  # symmetric, as torch returns it
+
+
+def _check_uplo(UPLO: str) -> None:
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+
+
+def eigh(A: Tensor, UPLO: str = "L") -> tuple[Tensor, Tensor]:
+    """Ascending eigenvalues and orthonormal eigenvectors of symmetric matrices, reading the ``UPLO`` triangle.
+    Runs on the host for cuda inputs."""
+    _check_matrix(A, "linalg.eigh")
+    _check_uplo(UPLO)
+    return Eigh.apply(A, UPLO)
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+    """The ascending eigenvalues of symmetric matrices (runs on the host for cuda inputs)."""
+    _check_matrix(A, "linalg.eigvalsh")
+    _check_uplo(UPLO)
+    return Eigh.apply(A, UPLO)[0]
+
+
+class Svd(Function):
+    node_name = "LinalgSvdBackward0"
+
+    @staticmethod
+    def forward(ctx, a, full_matrices):
+        ctx.save_for_backward(a)
+        u, s, vh = np.linalg.svd(_host(a), full_matrices=full_matrices)
+        return _wrap(u, a), _wrap(s, a), _wrap(vh, a)
+
+    @staticmethod
+    def backward(ctx, gu, gs, gvh):
+        (a,) = ctx.saved_tensors
+        m, n = a.shape[-2], a.shape[-1]
+        k = min(m, n)
+        u, s, vh = Svd.apply(a, False)
+        gu, gvh = gu[..., :, :k], gvh[..., :k, :]
+        v, gv = _mT(vh), _mT(gvh)
+        ret = _diag_embed(gs)
+        s2 = s * s
+        ident = _eye_like(a, k)
+        gaps = s2.unsqueeze(-2) - s2.unsqueeze(-1) + ident
+        ut_gu = matmul(_mT(u), gu)
+        vt_gv = matmul(_mT(v), gv)
+        ret = ret + (ut_gu - _mT(ut_gu)) / gaps * s.unsqueeze(-2)
+        ret = ret + s.unsqueeze(-1) * ((vt_gv - _mT(vt_gv)) / gaps)
+        ga = matmul(matmul(u, ret), vh)
+        if m > k:
+            ga = ga + matmul((gu - matmul(u, ut_gu)) / s.unsqueeze(-2), vh)
+        if n > k:
+            ga = ga + matmul(u, _mT((gv - matmul(v, vt_gv)) / s.unsqueeze(-2)))
+        return ga, None
+
+
+def _check_driver(driver) -> None:
+    if driver is not None:
+        raise RuntimeError(
+            "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER backend."
+        )
+
+
+def svd(A: Tensor, full_matrices: bool = True, *, driver=None) -> tuple[Tensor, Tensor, Tensor]:
+    """``(U, S, Vh)`` with ``A = U diag(S) Vh`` and descending ``S`` (runs on the host for cuda inputs)."""
+    _check_matrix(A, "linalg.svd", square=False)
+    _check_driver(driver)
+    return Svd.apply(A, full_matrices)
+
+
+def svdvals(A: Tensor, *, driver=None) -> Tensor:
+    """The singular values in descending order (runs on the host for cuda inputs)."""
+    _check_matrix(A, "linalg.svd", square=False)
+    _check_driver(driver)
+    return Svd.apply(A, False)[1]
+
+
+# --- pseudo-inverse, rank, least squares ---------------------------------------------------------------------
+
+
+def _tolerances(a: np.ndarray, atol, rtol, s: np.ndarray) -> np.ndarray:
+    """torch's cutoff ``max(atol, rtol * largest singular value)`` (default ``rtol``: eps * max(m, n) when no
+    ``atol`` is given, else 0)."""
+    if rtol is None:
+        rtol = np.finfo(a.dtype).eps * max(a.shape[-2:]) if (atol is None or np.all(np.asarray(atol) <= 0)) else 0.0
+    atol = 0.0 if atol is None else atol
+    smax = s.max(axis=-1) if s.shape[-1] else np.zeros(s.shape[:-1], dtype=s.dtype)
+    return np.maximum(np.asarray(atol, dtype=a.dtype), np.asarray(rtol, dtype=a.dtype) * smax)
+
+
+def _tol_value(x):
+    return _host(x) if isinstance(x, Tensor) else x
+
+
+class Pinv(Function):
+    node_name = "LinalgPinvBackward0"
+
+    @staticmethod
+    def forward(ctx, a, atol, rtol, hermitian):
+        ctx.save_for_backward(a)
+        ctx.args = (atol, rtol, hermitian)
+        data = _host(a)
+        if hermitian:
+            w, v = np.linalg.eigh(data)
+            cut = _tolerances(data, atol, rtol, np.abs(w))[..., None]
+            winv = np.where(np.abs(w) > cut, 1 / np.where(w == 0, 1, w), 0)
+            out = (v * winv[..., None, :]) @ np.swapaxes(v, -1, -2)
+        else:
+            u, s, vh = np.linalg.svd(data, full_matrices=False)
+            cut = _tolerances(data, atol, rtol, s)[..., None]
+            sinv = np.where(s > cut, 1 / np.where(s == 0, 1, s), 0)
+            out = np.swapaxes(vh, -1, -2) @ (sinv[..., :, None] * np.swapaxes(u, -1, -2))
+        return _wrap(out.astype(data.dtype), a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        p = Pinv.apply(a, *ctx.args)
+        pt = _mT(p)
+        gt = _mT(g)
+        left = _eye_like(a, a.shape[-2]) - matmul(a, p)
+        right = _eye_like(a, a.shape[-1]) - matmul(p, a)
+        return (
+            -matmul(matmul(pt, g), pt)
+            + matmul(matmul(left, gt), matmul(p, pt))
+            + matmul(matmul(pt, p), matmul(gt, right)),
+            None,
+            None,
+            None,
+        )
+
+
+@declare(name="pinverse", methods=True)
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:  # noqa: A002
+    """The Moore-Penrose pseudo-inverse with singular values below ``rcond * max`` dropped (runs on the host for
+    cuda inputs)."""
+    _check_matrix(input, "linalg.pinv", square=False)
+    return Pinv.apply(input, None, rcond, False)
+
+
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse, dropping singular values below ``max(atol, rtol * max)`` (runs on the host
+    for cuda inputs)."""
+    _check_matrix(A, "linalg.pinv", square=False)
+    return Pinv.apply(A, _tol_value(atol), _tol_value(rtol), hermitian)
+
+
+def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The number of singular values above ``max(atol, rtol * max)`` (an int64 tensor; host for cuda)."""
+    _check_matrix(A, "linalg.matrix_rank", square=False)
+    data = _host(A)
+    s = np.abs(np.linalg.eigvalsh(data)) if hermitian else np.linalg.svd(data, compute_uv=False)
+    cut = _tolerances(data, _tol_value(atol), _tol_value(rtol), s)[..., None]
+    return _wrap(np.asarray((s > cut).sum(axis=-1), dtype=np.int64), A)
+
+
+def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``(solution, residuals, rank, singular_values)`` of ``min ||A X - B||`` as torch's default CPU driver
+    ``gelsy`` returns them: the minimum-norm solution (through the pseudo-inverse, differentiable), the rank, and
+    empty residuals and singular values. Runs on the host for cuda inputs."""
+    if driver not in (None, "gelsy"):
+        raise NotImplementedError(f"linalg.lstsq: driver {driver!r} is not supported, only 'gelsy'")
+    _check_matrix(A, "torch.linalg.lstsq", square=False)
+    vector = B.dim() == A.dim() - 1
+    rhs = B.unsqueeze(-1) if vector else B
+    if rhs.shape[-2] != A.shape[-2]:
+        raise RuntimeError(
+            f"torch.linalg.lstsq: input.size(-2) should match other.size(-2). Got {A.shape[-2]} and {rhs.shape[-2]}"
+        )
+    tol = np.finfo(_host(A).dtype).eps * max(A.shape[-2:]) if rcond is None else rcond
+    x = matmul(pinv(A, rtol=tol), rhs)
+    empty = _wrap(np.zeros((0,), dtype=_host(A).dtype), A)
+    rank = matrix_rank(A, rtol=tol)
+    return (x.squeeze(-1) if vector else x), empty, rank, _wrap(np.zeros((0,), dtype=_host(A).dtype), A)
+
+
+# --- powers and exponential ----------------------------------------------------------------------------------
+
+
+@declare(name="matrix_power", methods=True, samples=(Sample(T(3, 3), 3), Sample(T(2, 3, 3), 2)))
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """``A`` multiplied by itself ``n`` times (the inverse's power for negative ``n``, identity for 0), by
+    repeated squaring as torch does."""
+    _check_matrix(A, "linalg.matrix_power")
+    if n == 0:
+        return _eye_like(A, A.shape[-1]).expand(*A.shape).clone()
+    if n < 0:
+        A, n = inv(A), -n
+    if n == 1:
+        return A.clone()
+    result = None
+    z = A
+    while n:
+        if n & 1:
+            result = z if result is None else matmul(result, z)
+        n >>= 1
+        if n:
+            z = matmul(z, z)
+    return result
+
+
+def _expm_host(a: np.ndarray) -> np.ndarray:
+    """Scaling and squaring with a degree-18 Taylor polynomial on the scaled matrix (norm at most 1/2)."""
+    norms = np.abs(a).sum(axis=-2).max(axis=-1) if a.size else np.zeros(a.shape[:-2])
+    squarings = int(max(0, math.ceil(math.log2(max(float(np.max(norms, initial=0.0)), 1e-300) / 0.5)))) if a.size else 0
+    x = a / (2.0**squarings)
+    ident = np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    out = ident.copy()
+    term = ident.copy()
+    for k in range(1, 19):
+        term = term @ x / k
+        out = out + term
+    for _ in range(squarings):
+        out = out @ out
+    return out.astype(a.dtype)
+
+
+class MatrixExp(Function):
+    node_name = "LinalgMatrixExpBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _wrap(_expm_host(_host(a)), a)
+
+    @staticmethod
+    def backward(ctx, g):
+        """The adjoint of the Fréchet derivative: the upper-right block of ``exp([[A^T, G], [0, A^T]])``."""
+        (a,) = ctx.saved_tensors
+        n = a.shape[-1]
+        at = _mT(a)
+        top = cat([at, g], -1)
+        bottom = cat([zeros_like(g), at], -1)
+        big = MatrixExp.apply(cat([top, bottom], -2))
+        return big[..., :n, n:]
+
+
+@declare(name="matrix_exp", methods=True, samples=(Sample(T(3, 3)), Sample(T(2, 2, 2))))
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential of each square matrix (computed on the host for cuda inputs)."""
+    _check_matrix(A, "linalg.matrix_exp")
+    return MatrixExp.apply(A)
+
+
+# --- products ------------------------------------------------------------------------------------------------
+
+
+class Cross(Function):
+    node_name = "LinalgCrossBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b, dim):
+        ctx.save_for_backward(a, b)
+        ctx.dim = dim
+        out = np.cross(_host(a), _host(b), axis=dim)
+        return _wrap(np.asarray(out, dtype=np.result_type(_host(a), _host(b))), a)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = _sum_to(Cross.apply(b, g, ctx.dim), a.shape) if ctx.needs_input_grad[0] else None
+        gb = _sum_to(Cross.apply(g, a, ctx.dim), b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb, None
+
+
+def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:  # noqa: A002
+    """The cross product of 3-vectors along ``dim`` (broadcasting the other dims)."""
+    if input.dim() != other.dim():
+        raise RuntimeError(
+            f"linalg.cross: inputs must have the same number of dimensions. Got {input.dim()} and {other.dim()}"
+        )
+    d = wrap_dim(dim, input.dim())
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(
+            f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and {other.shape[d]}"
+        )
+    return Cross.apply(input, other, d)
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    """The dot product of ``x`` and ``y`` along ``dim``, broadcasting the others."""
+    return sum(x * y, dim)
+
+
+def multi_dot(tensors) -> Tensor:
+    """The product of a chain of matrices (the first may be a vector, as may the last), in torch's order."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    first, last = tensors[0], tensors[-1]
+    mats = [first.unsqueeze(0) if first.dim() == 1 else first, *tensors[1:-1]]
+    mats.append(last.unsqueeze(-1) if last.dim() == 1 else last)
+    for i, t in enumerate(mats):
+        if t.dim() != 2:
+            raise RuntimeError(
+                f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D"
+                if 0 < i < len(mats) - 1
+                else f"multi_dot(): the {'first' if i == 0 else 'last'} tensor must be 1D or 2D but got "
+                f"{tensors[i].dim()}D"
+            )
+    out = _chain(mats)
+    if first.dim() == 1:
+        out = out.squeeze(0)
+    if last.dim() == 1:
+        out = out.squeeze(-1)
+    return out
+
+
+def _chain(mats: list) -> Tensor:
+    """Multiply in the cheapest order (the classic dynamic program over split points)."""
+    dims = [mats[0].shape[0]] + [m.shape[1] for m in mats]
+    n = len(mats)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+
+    def build(i: int, j: int) -> Tensor:
+        if i == j:
+            return mats[i]
+        k = split[i][j]
+        return matmul(build(i, k), build(k + 1, j))
+
+    return build(0, n - 1)
+
+
+def linalg_diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """The diagonals of the matrices in dims ``dim1``, ``dim2`` (a view)."""
+    return diagonal(A, offset, dim1, dim2)
+
+
+def vander(x: Tensor, N: int | None = None) -> Tensor:
+    """The Vandermonde matrix with increasing powers ``x**0 .. x**(N-1)`` in the last dim."""
+    if x.dim() < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        if n < 1:
+            raise RuntimeError("N must be greater than 1.")
+    cols = [x.unsqueeze(-1) ** 0 * 1]
+    for _ in range(1, n):
+        cols.append(cols[-1] * x.unsqueeze(-1))
+    return cat(cols, -1)
+
+
+# --- norms ---------------------------------------------------------------------------------------------------
+
+
+def _norm_dims(x: Tensor, dim) -> tuple:
+    if dim is None:
+        return tuple(range(x.dim()))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return tuple(sorted(wrap_dim(d, x.dim()) for d in dims))
+
+
+class VectorNorm(Function):
+    node_name = "LinalgVectorNormBackward0"
+
+    @staticmethod
+    def forward(ctx, x, ord, dims, keepdim):
+        ctx.save_for_backward(x)
+        ctx.args = (ord, dims, keepdim)
+        a = np.abs(_host(x))
+        axes = dims if dims else None
+        if ord == math.inf:
+            out = a.max(axis=axes, keepdims=keepdim, initial=0)
+        elif ord == -math.inf:
+            out = a.min(axis=axes, keepdims=keepdim)
+        elif ord == 0:
+            out = (a != 0).sum(axis=axes, keepdims=keepdim)
+        elif ord == 1:
+            out = a.sum(axis=axes, keepdims=keepdim)
+        elif ord == 2:
+            out = np.sqrt((a * a).sum(axis=axes, keepdims=keepdim))
+        else:
+            with np.errstate(divide="ignore"):
+                out = (a**ord).sum(axis=axes, keepdims=keepdim) ** (1.0 / ord)
+        return _wrap(np.asarray(out, dtype=a.dtype), x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        ord, dims, keepdim = ctx.args
+        norm = VectorNorm.apply(x, ord, dims, True)
+        if not keepdim:
+            for d in dims:
+                g = g.unsqueeze(d)
+        if ord == 0:
+            return zeros_like(x), None, None, None
+        if ord == 1:
+            return g * x.sign(), None, None, None
+        if ord in (math.inf, -math.inf):
+            hit = (x.abs() == norm).to(x.dtype)
+            count = sum(hit, dims, True)
+            return g * x.sign() * hit / count, None, None, None
+        if ord == 2:
+            return where(norm == 0, 0.0, g * x / where(norm == 0, 1.0, norm)), None, None, None
+        scale = x.abs() ** (ord - 2) * x if ord >= 1 else x.sign() * x.abs() ** (ord - 1)
+        return where(norm == 0, 0.0, g * scale / where(norm == 0, 1.0, norm) ** (ord - 1)), None, None, None
+
+
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """The ``ord``-norm of ``x`` over ``dim`` (all dims by default) seen as one vector."""
+    _check_float(x, "linalg.vector_norm")
+    if dtype is not None:
+        x = x.to(dtype)
+    dims = _norm_dims(x, dim)
+    if x.numel() == 0 and ord < 0 or (x.numel() == 0 and ord == math.inf and any(x.shape[d] == 0 for d in dims)):
+        raise RuntimeError(
+            f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the operation does not "
+            "have an identity"
+        )
+    if x.dim() == 0 and dim is None:
+        dims = ()
+    return VectorNorm.apply(x, float(ord), dims, keepdim)
+
+
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
+    """The ``ord`` matrix norm (``fro``, ``nuc``, inf, -inf, 1, -1, 2, -2) of the matrices in ``dim``."""
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    _check_float(A, "linalg.matrix_norm")
+    if dtype is not None:
+        A = A.to(dtype)
+    d0, d1 = wrap_dim(dim[0], A.dim()), wrap_dim(dim[1], A.dim())
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim)
+    if ord not in ("nuc", 2, -2, 1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if ord in ("nuc", 2, -2):
+        moved = A.permute(*[i for i in range(A.dim()) if i not in (d0, d1)], d0, d1)
+        s = svdvals(moved)
+        out = sum(s, -1) if ord == "nuc" else (amax(s, -1) if ord == 2 else amin(s, -1))
+        if keepdim:
+            for d in sorted((d0, d1)):
+                out = out.unsqueeze(d)
+        return out
+    reduce_first, reduce_then = (d0, d1) if ord in (1, -1) else (d1, d0)
+    sums = sum(A.abs(), reduce_first, True)
+    out = amax(sums, reduce_then, True) if ord > 0 else amin(sums, reduce_then, True)
+    if not keepdim:
+        out = out.squeeze((d0, d1))
+    return out
+
+
+def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """A vector norm or a matrix norm as ``ord`` and ``dim`` say (2-norm of the flattened input by default)."""
+    if dim is not None and not isinstance(dim, int):
+        dim = tuple(dim)
+    if isinstance(ord, str) or (dim is not None and not isinstance(dim, int) and len(dim) == 2 and ord is not None):
+        return matrix_norm(A, "fro" if ord is None else ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
+    if ord is not None and dim is None and A.dim() == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    if ord is not None and dim is None and A.dim() != 1:
+        raise RuntimeError(
+            f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D."
+        )
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
