@@ -184,23 +184,24 @@ def logdet(input: Tensor) -> Tensor:  # noqa: A002
 # --- inverse and solvers -------------------------------------------------------------------------------------
 
 
-def _raise_singular_inv(a: np.ndarray, op: str) -> None:
-    _, _, info = _lu_host(a)
-    if np.any(info):
-        prefix, k = _batch_prefix(info)
-        raise LinAlgError(
-            f"{op}: {prefix}The diagonal element {k} is zero, the inversion could not be completed because the "
-            "input matrix is singular."
-        )
+def _raise_singular_inv(info: np.ndarray, op: str) -> None:
+    prefix, k = _batch_prefix(info)
+    raise LinAlgError(
+        f"{op}: {prefix}The diagonal element {k} is zero, the inversion could not be completed because the "
+        "input matrix is singular."
+    )
 
 
 def _inv_host(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The inverses and LAPACK-style info codes (singular matrices get nan inverses and a nonzero code)."""
+    """The inverses and LAPACK-style info codes (singular matrices get nan inverses and a nonzero code). The
+    pivot search runs only when LAPACK reports a singular matrix."""
+    try:
+        return np.linalg.inv(a), np.zeros(a.shape[:-2], dtype=np.int32)
+    except np.linalg.LinAlgError:
+        pass
     _, _, info = _lu_host(a)
     out = np.full_like(a, np.nan)
     ok = info == 0
-    if np.all(ok):
-        return np.linalg.inv(a), info
     if np.any(ok):
         out[ok] = np.linalg.inv(a[ok])
     return out, info
@@ -212,13 +213,15 @@ class Inv(Function):
     @staticmethod
     def forward(ctx, a, check_errors, op):
         ctx.save_for_backward(a)
-        data = _host(a)
-        if check_errors:
-            _raise_singular_inv(data, op)
-        return _wrap(_inv_host(data)[0], a)
+        out, info = _inv_host(_host(a))
+        if check_errors and np.any(info):
+            _raise_singular_inv(info, op)
+        info_t = _wrap(info, a)
+        ctx.mark_non_differentiable(info_t)
+        return _wrap(out, a), info_t
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g, g_info):
         (a,) = ctx.saved_tensors
         ai_t = _mT(inv(a))
         return -matmul(matmul(ai_t, g), ai_t), None, None
@@ -228,15 +231,13 @@ class Inv(Function):
 def inv(A: Tensor) -> Tensor:
     """The inverse of each square matrix; a singular one raises ``LinAlgError`` (host LAPACK for cuda)."""
     _check_matrix(A, "linalg.inv")
-    return Inv.apply(A, True, "linalg.inv")
+    return Inv.apply(A, True, "linalg.inv")[0]
 
 
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> tuple[Tensor, Tensor]:
     """``(inverse, info)``: info is 0 for invertible matrices, else the 1-based index of the zero pivot."""
     _check_matrix(A, "linalg.inv_ex")
-    out = Inv.apply(A, check_errors, "linalg.inv_ex")
-    _, _, info = _lu_host(_host(A))
-    return out, _wrap(info, A)
+    return Inv.apply(A, check_errors, "linalg.inv_ex")
 
 
 def _is_vector_rhs(A: Tensor, B: Tensor) -> bool:
@@ -254,11 +255,11 @@ class Solve(Function):
         batch = np.broadcast_shapes(ad.shape[:-2], bd.shape[:-2])
         ad = np.broadcast_to(ad, batch + ad.shape[-2:])
         bd = np.broadcast_to(bd, batch + bd.shape[-2:])
-        _, _, info = _lu_host(ad)
-        if np.any(info):
-            prefix, _ = _batch_prefix(info)
-            raise LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.")
-        return _wrap(np.linalg.solve(ad, bd), a)
+        try:
+            return _wrap(np.linalg.solve(ad, bd), a)
+        except np.linalg.LinAlgError:
+            prefix, _ = _batch_prefix(_lu_host(ad)[2])
+        raise LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.")
 
     @staticmethod
     def backward(ctx, g):
@@ -374,25 +375,29 @@ class Cholesky(Function):
         ctx.save_for_backward(a)
         ctx.upper = upper
         data = _host(a)
-        info = _cholesky_info(data)
+        try:
+            out, info = np.linalg.cholesky(data), np.zeros(data.shape[:-2], dtype=np.int32)
+        except np.linalg.LinAlgError:
+            out, info = None, _cholesky_info(data)
         if check_errors and np.any(info):
             prefix, k = _batch_prefix(info)
             raise LinAlgError(
                 f"linalg.cholesky: {prefix}The factorization could not be completed because the input is not "
                 f"positive-definite (the leading minor of order {k} is not positive-definite)."
             )
-        ok = info == 0
-        out = np.zeros_like(data)
-        if np.all(ok):
-            out = np.linalg.cholesky(data)
-        elif np.any(ok):
-            out[ok] = np.linalg.cholesky(data[ok])
-        return _wrap(np.swapaxes(out, -1, -2) if upper else out, a)
+        if out is None:
+            out = np.zeros_like(data)
+            ok = info == 0
+            if np.any(ok):
+                out[ok] = np.linalg.cholesky(data[ok])
+        info_t = _wrap(info, a)
+        ctx.mark_non_differentiable(info_t)
+        return _wrap(np.swapaxes(out, -1, -2) if upper else out, a), info_t
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g, g_info):
         (a,) = ctx.saved_tensors
-        low = Cholesky.apply(a, False, False)
+        low = Cholesky.apply(a, False, False)[0]
         g_low = _mT(g) if ctx.upper else g
         phi = tril(matmul(_mT(low), g_low))
         phi = phi - 0.5 * _diag_embed(diagonal(phi, 0, -2, -1))
@@ -405,15 +410,14 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     """``(L, info)``: the Cholesky factor and, per matrix, the order of the first non-positive-definite leading
     minor (0 on success). Runs on the host for cuda inputs."""
     _check_matrix(A, "linalg.cholesky")
-    out = Cholesky.apply(A, upper, check_errors)
-    return out, _wrap(_cholesky_info(_host(A)), A)
+    return Cholesky.apply(A, upper, check_errors)
 
 
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The lower (or ``upper``) Cholesky factor of each symmetric positive-definite matrix; raises
     ``LinAlgError`` otherwise. Runs on the host for cuda inputs."""
     _check_matrix(A, "linalg.cholesky")
-    return Cholesky.apply(A, upper, True)
+    return Cholesky.apply(A, upper, True)[0]
 
 
 # --- qr, eigh, svd -------------------------------------------------------------------------------------------
