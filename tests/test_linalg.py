@@ -426,3 +426,91 @@ def test_singular_input_is_left_unchanged():
     with pytest.raises(L.LinAlgError):
         L.inv(a)
     np.testing.assert_array_equal(a.numpy(), SINGULAR)
+
+
+# --- LU, householder, tensor solvers, condition number -------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (4, 3), (3, 5)])
+def test_lu_factor_and_lu_match_torch(torch, shape, dtype):
+    ours, theirs = _tensors(torch, dtype, _rand(*shape))
+    _assert_same(tuple(L.lu_factor_ex(ours[0])), tuple(torch.linalg.lu_factor_ex(theirs[0])), dtype)
+    _assert_same(tuple(L.lu(ours[0])), tuple(torch.linalg.lu(theirs[0])), dtype)
+
+
+@pytest.mark.parametrize(("left", "adjoint"), [(True, False), (False, False), (True, True), (False, True)])
+def test_lu_solve_matches_torch(torch, left, adjoint):
+    ours, theirs = _tensors(torch, "float64", _rand(2, 3, 3), _rand(2, 3, 3, seed=1))
+    lu_, piv = L.lu_factor(ours[0])
+    tlu, tpiv = torch.linalg.lu_factor(theirs[0])
+    _assert_same(
+        L.lu_solve(lu_, piv, ours[1], left=left, adjoint=adjoint),
+        torch.linalg.lu_solve(tlu, tpiv, theirs[1], left=left, adjoint=adjoint),
+        "float64",
+    )
+
+
+def test_solve_ex_reports_singular_info(torch):
+    ours, theirs = _tensors(torch, "float64", BATCH_SINGULAR)
+    _assert_same(tuple(L.solve_ex(ours[0], ours[0])), tuple(torch.linalg.solve_ex(theirs[0], theirs[0])), "float64")
+    ours, theirs = _tensors(torch, "float64", _wellcond(3, 3))
+    _assert_same(tuple(L.solve_ex(ours[0], ours[0])), tuple(torch.linalg.solve_ex(theirs[0], theirs[0])), "float64")
+
+
+def test_lu_factor_of_singular_matrix_raises_torch_error(torch):
+    _errors_match(torch, lambda m, A: m.linalg.lu_factor(A), SINGULAR)
+    _errors_match(torch, lambda m, A: m.linalg.lu_factor_ex(A, check_errors=True), BATCH_SINGULAR)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_householder_product_matches_torch(torch, dtype):
+    ours, theirs = _tensors(torch, dtype, _rand(2, 4, 3), _rand(2, 2, seed=1))
+    _assert_same(L.householder_product(*ours), torch.linalg.householder_product(*theirs), dtype)
+
+
+def test_householder_product_rebuilds_q_of_geqrf(torch):
+    a, tau = torch.geqrf(torch.tensor(_rand(4, 3)))
+    q = L.householder_product(numbagrad.tensor(a.numpy()), numbagrad.tensor(tau.numpy()))
+    _assert_same(q, torch.linalg.qr(torch.tensor(_rand(4, 3)))[0], "float64")
+
+
+def test_tensorinv_and_tensorsolve_match_torch(torch):
+    ours, theirs = _tensors(torch, "float64", _wellcond(6, 6).reshape(2, 3, 6), _rand(2, 3, seed=1))
+    _assert_same(L.tensorinv(ours[0]), torch.linalg.tensorinv(theirs[0]), "float64")
+    _assert_same(L.tensorsolve(*ours), torch.linalg.tensorsolve(*theirs), "float64")
+    a4, ta4 = ours[0].reshape(6, 2, 3), theirs[0].reshape(6, 2, 3)
+    _assert_same(L.tensorsolve(a4, ours[1], dims=(0,)), torch.linalg.tensorsolve(ta4, theirs[1], dims=(0,)), "float64")
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, 1, -1, math.inf, -math.inf, "fro", "nuc"])
+def test_cond_matches_torch(torch, p):
+    ours, theirs = _tensors(torch, "float64", _wellcond(2, 3, 3))
+    _assert_same(L.cond(ours[0], p), torch.linalg.cond(theirs[0], p), "float64")
+
+
+@pytest.mark.parametrize(
+    ("fn", "arrays"),
+    [
+        (lambda A: L.lu_factor(A)[0], [_wellcond(2, 3, 3)]),
+        (lambda A: L.lu(A)[1:], [_wellcond(3, 3)]),
+        (lambda A, B: L.lu_solve(*L.lu_factor(A), B), [_wellcond(3, 3), _rand(3, 2, seed=1)]),
+        (lambda A, B: L.lu_solve(*L.lu_factor(A), B, left=False, adjoint=True), [_wellcond(3, 3), _rand(2, 3)]),
+        (lambda A, tau: L.householder_product(A, tau), [_rand(4, 3), _rand(2, seed=1)]),
+        (lambda A: L.tensorinv(A, 1), [_wellcond(4, 4).reshape(4, 2, 2)]),
+        (lambda A: L.cond(A), [_wellcond(3, 3)]),
+        (lambda A: L.cond(A, 1), [_wellcond(3, 3)]),
+    ],
+    ids=["lu_factor", "lu", "lu_solve", "lu_solve_right_adjoint", "householder", "tensorinv", "cond", "cond_1"],
+)
+def test_gradcheck_of_lu_family(fn, arrays):
+    assert gradcheck(fn, tuple(_leaf(a) for a in arrays))
+
+
+def test_lu_factor_gradient_matches_torch(torch):
+    a = _wellcond(3, 3)
+    x, tx = _leaf(a), torch.tensor(a, requires_grad=True)
+    w = _rand(3, 3, seed=5)
+    (L.lu_factor(x)[0] * numbagrad.tensor(w)).sum().backward()
+    (torch.linalg.lu_factor(tx)[0] * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-10)

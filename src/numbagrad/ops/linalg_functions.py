@@ -249,7 +249,7 @@ class Solve(Function):
     node_name = "LinalgSolveExBackward0"
 
     @staticmethod
-    def forward(ctx, a, b):
+    def forward(ctx, a, b, check_errors=True):
         ctx.save_for_backward(a, b)
         ad, bd = _host(a), _host(b)
         batch = np.broadcast_shapes(ad.shape[:-2], bd.shape[:-2])
@@ -258,8 +258,15 @@ class Solve(Function):
         try:
             return _wrap(np.linalg.solve(ad, bd), a)
         except np.linalg.LinAlgError:
-            prefix, _ = _batch_prefix(_lu_host(ad)[2])
-        raise LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.")
+            info = _lu_host(ad)[2]
+        if check_errors:
+            prefix, _ = _batch_prefix(info)
+            raise LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.")
+        out = np.full(bd.shape, np.nan, dtype=np.result_type(ad, bd))
+        ok = info == 0
+        if np.any(ok):
+            out[ok] = np.linalg.solve(ad[ok], bd[ok])
+        return _wrap(out, a)
 
     @staticmethod
     def backward(ctx, g):
@@ -268,7 +275,7 @@ class Solve(Function):
         ga = -matmul(gb, _mT(_solve_matrix(a, b))) if ctx.needs_input_grad[0] else None
         if ga is not None:
             ga = _sum_to(ga, a.shape)
-        return ga, (_sum_to(gb, b.shape) if ctx.needs_input_grad[1] else None)
+        return ga, (_sum_to(gb, b.shape) if ctx.needs_input_grad[1] else None), None
 
 
 def _sum_to(x: Tensor, shape: tuple) -> Tensor:
@@ -283,6 +290,11 @@ def _solve_matrix(A: Tensor, B: Tensor) -> Tensor:
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``); a singular ``A`` raises
     ``LinAlgError``. Runs on the host for cuda inputs."""
+    return _solve(A, B, left, True)
+
+
+def _solve(A: Tensor, B: Tensor, left: bool, check_errors: bool) -> Tensor:
+    """``solve``'s checks and batching; singular matrices raise or (unchecked) solve to nan."""
     _check_matrix(A, "linalg.solve")
     _check_float(B, "linalg.solve")
     if A.dtype != B.dtype:
@@ -305,7 +317,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
             else f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({B.shape[-2]}x{B.shape[-1]} "
             f"and {A.shape[-2]}x{A.shape[-1]})"
         )
-    x = Solve.apply(A if left else _mT(A), rhs)
+    x = Solve.apply(A if left else _mT(A), rhs, check_errors)
     if vector:
         return x.squeeze(-1)
     return x if left else _mT(x)
@@ -966,3 +978,186 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
             f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D."
         )
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+# --- LU ------------------------------------------------------------------------------------------------------
+
+
+class LuFactor(Function):
+    node_name = "LinalgLuFactorExBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        lu, piv, info = _lu_host(_host(a))
+        piv_t, info_t = _wrap(piv, a), _wrap(info, a)
+        ctx.mark_non_differentiable(piv_t, info_t)
+        return _wrap(lu, a), piv_t, info_t
+
+    @staticmethod
+    def backward(ctx, g, g_piv, g_info):
+        """``A = P L U``: ``gA = P L^{-T} (tril(L^T gL, -1) + triu(gU U^T)) U^{-T}`` (square matrices)."""
+        (a,) = ctx.saved_tensors
+        if a.shape[-1] != a.shape[-2]:
+            raise RuntimeError("linalg.lu_factor: the derivative is implemented for square matrices only")
+        lu, piv, _ = LuFactor.apply(a)
+        p, low, up = lu_unpack(lu, piv)
+        phi = tril(matmul(_mT(low), tril(g, -1)), -1) + triu(matmul(triu(g), _mT(up)))
+        ident = _eye_like(a, a.shape[-1]).expand(*a.shape)
+        linv_t = _mT(SolveTriangular.apply(low, ident, False, True))
+        uinv_t = _mT(SolveTriangular.apply(up, ident, True, False))
+        return matmul(p, matmul(matmul(linv_t, phi), uinv_t))
+
+
+def _permutation_host(piv: np.ndarray, m: int) -> np.ndarray:
+    """The permutation matrices ``P`` of LAPACK pivots (row ``i`` swapped with ``piv[i] - 1`` in turn), so that
+    ``A = P L U``."""
+    flat = piv.reshape(-1, piv.shape[-1])
+    perms = np.tile(np.arange(m), (flat.shape[0], 1))
+    for b in range(flat.shape[0]):
+        for i, p in enumerate(flat[b]):
+            perms[b, [i, p - 1]] = perms[b, [p - 1, i]]
+    eye_m = np.eye(m)
+    mats = np.stack([eye_m[:, perm] for perm in perms]) if flat.shape[0] else np.zeros((0, m, m))
+    return mats.reshape(*piv.shape[:-1], m, m)
+
+
+def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+    """``(LU, pivots, info)``: the packed LU factorization with partial pivoting (1-based int32 pivots, LAPACK's
+    convention) and per matrix the 1-based index of the first zero pivot. Runs on the host for cuda inputs."""
+    _check_matrix(A, "torch.linalg.lu_factor_ex", square=False)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    lu, piv, info = LuFactor.apply(A)
+    if check_errors:
+        _raise_zero_pivot(_host(info), "torch.linalg.lu_factor_ex")
+    return lu, piv, info
+
+
+def _raise_zero_pivot(info: np.ndarray, op: str) -> None:
+    """torch's error (a plain RuntimeError) for a factorization with an exactly zero pivot."""
+    if np.any(info):
+        prefix, k = _batch_prefix(info)
+        raise RuntimeError(
+            f"{op}: {prefix}U[{k},{k}] is zero and using it on lu_solve would result in a division by zero. If you "
+            "still want to perform the factorization, consider calling linalg.lu(A, pivot) or "
+            "linalg.lu_factor_ex(A, pivot)"
+        )
+
+
+def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor]:
+    """``(LU, pivots)`` of ``lu_factor_ex``; a matrix with a zero pivot raises RuntimeError."""
+    _check_matrix(A, "torch.linalg.lu_factor", square=False)
+    lu, piv, info = lu_factor_ex(A, pivot=pivot)
+    _raise_zero_pivot(_host(info), "torch.linalg.lu_factor")
+    return lu, piv
+
+
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True):
+    """``(P, L, U)`` from a packed LU factorization (differentiable in ``LU_data``)."""
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    p = _wrap(_permutation_host(_host(LU_pivots), m).astype(_host(LU_data).dtype), LU_data)
+    low = tril(LU_data[..., :, :k], -1) + _eye_like(LU_data, m)[:, :k]
+    up = triu(LU_data[..., :k, :])
+    return p, low, up
+
+
+def lu(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+    """``(P, L, U)`` with ``A = P L U``: unit lower-triangular ``L``, upper-triangular ``U`` (host for cuda)."""
+    _check_matrix(A, "linalg.lu", square=False)
+    lu_data, piv, _ = lu_factor_ex(A, pivot=pivot)
+    return lu_unpack(lu_data, piv)
+
+
+def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor:
+    """The solution of ``A X = B`` (``X A = B`` for ``left=False``, ``A^T`` for ``adjoint``) from ``A``'s
+    ``lu_factor``; differentiable in ``LU`` and ``B``."""
+    _check_matrix(LU, "linalg.lu_solve")
+    if B.dim() < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 dimensions.")
+    p, low, up = lu_unpack(LU, pivots)
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return _mT(lu_solve(LU, pivots, _mT(B), adjoint=not adjoint))
+    if adjoint:  # A^T X = B with A^T = U^T L^T P^T
+        y = SolveTriangular.apply(_mT(up), B, False, False)
+        y = SolveTriangular.apply(_mT(low), y, True, True)
+        return matmul(p, y)
+    y = SolveTriangular.apply(low, matmul(_mT(p), B), False, True)
+    return SolveTriangular.apply(up, y, True, False)
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> tuple[Tensor, Tensor]:
+    """``(X, info)`` of ``solve``; info is the 1-based index of the first zero pivot of each ``A`` (0 if none)
+    and a singular matrix's solution is nan unless ``check_errors`` raises."""
+    _check_matrix(A, "linalg.solve_ex")
+    x = _solve(A, B, left, check_errors)
+    return x, _wrap(_lu_host(_host(A))[2], A)
+
+
+# --- householder, tensors, condition number ------------------------------------------------------------------
+
+
+def householder_product(A: Tensor, tau: Tensor) -> Tensor:
+    """The first ``n`` columns of ``H_1 ... H_k`` with ``H_i = I - tau_i v_i v_i^T`` and ``v_i`` the ``i``-th
+    column of ``A`` below the diagonal with a unit diagonal entry (LAPACK's ``orgqr``), built from
+    differentiable ops."""
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.householder_product: input must have at least 2 dimensions.")
+    m, n = A.shape[-2], A.shape[-1]
+    k = tau.shape[-1]
+    if m < n:
+        raise RuntimeError(
+            "torch.linalg.householder_product: input.shape[-2] must be greater than or equal to input.shape[-1]"
+        )
+    if n < k:
+        raise RuntimeError(
+            "torch.linalg.householder_product: input.shape[-1] must be greater than or equal to tau.shape[-1]"
+        )
+    vs = tril(A, -1) + _eye_like(A, m)[:, :n]
+    h = _eye_like(A, m).expand(*A.shape[:-2], m, m)
+    for i in range(k):
+        v = vs[..., :, i : i + 1]
+        h = h - tau[..., i : i + 1].unsqueeze(-1) * matmul(matmul(h, v), _mT(v))
+    return h[..., :, :n]
+
+
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
+    """The inverse of ``A`` seen as a linear map from its last dims (after ``ind``) to its first ``ind`` dims."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    out_shape, in_shape = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    rows, cols = math.prod(out_shape), math.prod(in_shape)
+    if rows != cols:
+        raise RuntimeError(
+            "Expected self to satisfy the requirement prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
+            f"{cols} != {rows}"
+        )
+    return inv(A.reshape(rows, cols)).reshape(*in_shape, *out_shape)
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims=None) -> Tensor:
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B`` (``dims`` of ``A`` first moved to the end)."""
+    if dims is not None:
+        dims = [wrap_dim(d, A.dim()) for d in dims]
+        A = A.permute(*[i for i in range(A.dim()) if i not in dims], *dims)
+    result_shape = tuple(A.shape[B.dim() :])
+    rows, cols = B.numel(), math.prod(result_shape)
+    if rows != cols:
+        raise RuntimeError(
+            "Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
+            f"but got {cols} != {rows}"
+        )
+    return solve(A.reshape(rows, cols), B.reshape(rows)).reshape(*result_shape)
+
+
+def cond(A: Tensor, p=None) -> Tensor:
+    """The condition number in the ``p`` norm (2-norm: ratio of extreme singular values)."""
+    if A.dim() < 2:
+        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+    if p is None or p in (2, -2):
+        s = svdvals(A)
+        big, small = amax(s, -1), amin(s, -1)
+        return small / big if p == -2 else big / small
+    _check_matrix(A, "linalg.cond")
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
