@@ -378,6 +378,14 @@ def test_singular_input_raises_linalg_error(torch, fn, array):
     assert isinstance(err, L.LinAlgError)
 
 
+@pytest.mark.parametrize("n", [3, 6])
+def test_cholesky_ex_of_indefinite_matrix_returns_torch_partial_factor(torch, n):
+    a = _spd(n, n)
+    a[n - 2, n - 2] = -1.0
+    ours, theirs = _tensors(torch, "float64", np.stack([a, _spd(n, n, seed=1)]))
+    _assert_same(tuple(L.cholesky_ex(ours[0])), tuple(torch.linalg.cholesky_ex(theirs[0])), "float64")
+
+
 def test_ex_variants_report_info_without_raising(torch):
     ours, theirs = _tensors(torch, "float64", BATCH_SINGULAR, np.stack([np.eye(2), NOT_PD]))
     _assert_same(L.inv_ex(ours[0])[1], torch.linalg.inv_ex(theirs[0])[1], "float64")
@@ -403,6 +411,18 @@ def test_ex_variants_report_info_without_raising(torch):
         (lambda m, A: m.linalg.multi_dot([A]), np.ones((2, 2))),
         (lambda m, A: m.linalg.eigh(A, UPLO="X"), np.ones((2, 2))),
         (lambda m, A: m.linalg.solve(A, A[:1]), np.eye(2)),
+        (lambda m, A: m.linalg.norm(A, "fro"), np.ones((2, 2, 2))),
+        (lambda m, A: m.linalg.norm(A, 2), np.ones((2, 2, 2))),
+        (lambda m, A: m.linalg.vander(A), np.ones(1)),
+        (lambda m, A: m.linalg.vander(A[0]), np.ones(2)),
+        (lambda m, A: m.linalg.svd(A, driver="gesvd"), np.ones((2, 2))),
+        (lambda m, A: m.linalg.solve(A, A.double()), np.eye(2)),
+        (lambda m, A: m.linalg.lu_solve(A, A[0].int(), A[0]), np.eye(2)),
+        (lambda m, A: m.linalg.tensorinv(A), np.ones((2, 3))),
+        (lambda m, A: m.linalg.tensorinv(A, 0), np.ones((2, 2))),
+        (lambda m, A: m.linalg.tensorsolve(A, A[:, 0]), np.ones((2, 3))),
+        (lambda m, A: m.linalg.householder_product(A, A[0, :1]), np.ones((2, 3))),
+        (lambda m, A: m.linalg.householder_product(A, A[:, 0]), np.ones((3, 2))),
     ],
 )
 def test_bad_input_raises_torch_error(torch, fn, array):

@@ -97,18 +97,24 @@ def _lu_host(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return lu, piv, info
 
 
-def _cholesky_info(a: np.ndarray) -> np.ndarray:
-    """For each matrix, the order of the first leading minor that is not positive-definite (0 if none)."""
-    flat = a.reshape(-1, a.shape[-1], a.shape[-1])
+def _potrf_host(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cholesky factors and info codes column by column (LAPACK's unblocked ``potf2``), batched: a matrix that
+    is not positive-definite keeps the partial factor LAPACK leaves (what torch's ``cholesky_ex`` returns: the
+    failed pivot stored, later columns untouched) and reports the order of its first non-positive leading minor.
+    Used only when numpy's cholesky fails."""
+    work = np.tril(a)
+    flat = work.reshape(-1, a.shape[-1], a.shape[-1])
     info = np.zeros(flat.shape[0], dtype=np.int32)
-    for b in range(flat.shape[0]):
-        for k in range(1, flat.shape[-1] + 1):
-            try:
-                np.linalg.cholesky(flat[b, :k, :k])
-            except np.linalg.LinAlgError:
-                info[b] = k
+    for m, matrix in enumerate(flat):
+        for j in range(matrix.shape[0]):
+            pivot = matrix[j, j] - matrix[j, :j] @ matrix[j, :j]
+            matrix[j, j] = pivot
+            if not pivot > 0:
+                info[m] = j + 1
                 break
-    return info.reshape(a.shape[:-2])
+            matrix[j, j] = np.sqrt(pivot)
+            matrix[j + 1 :, j] = (matrix[j + 1 :, j] - matrix[j + 1 :, :j] @ matrix[j, :j]) / matrix[j, j]
+    return work, info.reshape(a.shape[:-2])
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -390,18 +396,13 @@ class Cholesky(Function):
         try:
             out, info = np.linalg.cholesky(data), np.zeros(data.shape[:-2], dtype=np.int32)
         except np.linalg.LinAlgError:
-            out, info = None, _cholesky_info(data)
+            out, info = _potrf_host(data)
         if check_errors and np.any(info):
             prefix, k = _batch_prefix(info)
             raise LinAlgError(
                 f"linalg.cholesky: {prefix}The factorization could not be completed because the input is not "
                 f"positive-definite (the leading minor of order {k} is not positive-definite)."
             )
-        if out is None:
-            out = np.zeros_like(data)
-            ok = info == 0
-            if np.any(ok):
-                out[ok] = np.linalg.cholesky(data[ok])
         info_t = _wrap(info, a)
         ctx.mark_non_differentiable(info_t)
         return _wrap(np.swapaxes(out, -1, -2) if upper else out, a), info_t
@@ -853,12 +854,9 @@ def linalg_diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -
 
 def vander(x: Tensor, N: int | None = None) -> Tensor:
     """The Vandermonde matrix with increasing powers ``x**0 .. x**(N-1)`` in the last dim."""
-    if x.dim() < 1:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
-    n = x.shape[-1] if N is None else N
-    if n <= 1:
-        if n < 1:
-            raise RuntimeError("N must be greater than 1.")
+    n = (x.shape[-1] if x.dim() else 0) if N is None else N
+    if x.dim() == 0 or n <= 1:
+        raise RuntimeError("N must be greater than 1.")
     cols = [x.unsqueeze(-1) ** 0 * 1]
     for _ in range(1, n):
         cols.append(cols[-1] * x.unsqueeze(-1))
@@ -969,6 +967,10 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
     """A vector norm or a matrix norm as ``ord`` and ``dim`` say (2-norm of the flattened input by default)."""
     if dim is not None and not isinstance(dim, int):
         dim = tuple(dim)
+    if ord is not None and dim is None and A.dim() not in (1, 2):
+        raise RuntimeError(
+            f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D."
+        )
     if isinstance(ord, str) or (dim is not None and not isinstance(dim, int) and len(dim) == 2 and ord is not None):
         return matrix_norm(A, "fro" if ord is None else ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
     if ord is not None and dim is None and A.dim() == 2:
