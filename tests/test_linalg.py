@@ -534,3 +534,60 @@ def test_lu_factor_gradient_matches_torch(torch):
     (L.lu_factor(x)[0] * numbagrad.tensor(w)).sum().backward()
     (torch.linalg.lu_factor(tx)[0] * torch.tensor(w)).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+# --- torch's top-level forms ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("some", "compute_uv"), [(True, True), (False, True), (True, False)])
+def test_torch_svd_returns_v_and_zero_vectors_without_compute_uv(torch, some, compute_uv):
+    a = _rand(2, 4, 3)
+    u, s, v = numbagrad.svd(numbagrad.tensor(a), some=some, compute_uv=compute_uv)
+    tu, ts, tv = torch.svd(torch.tensor(a), some=some, compute_uv=compute_uv)
+    assert (tuple(u.shape), tuple(v.shape)) == (tuple(tu.shape), tuple(tv.shape))
+    np.testing.assert_allclose(s.numpy(), ts.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(np.abs(v.numpy()), np.abs(tv.numpy()), atol=1e-10)
+    if not compute_uv:
+        assert not u.numpy().any() and not v.numpy().any()
+
+
+def test_torch_cholesky_family_matches_torch(torch):
+    ours, theirs = _tensors(torch, "float64", _spd(2, 3, 3), _rand(2, 3, 2, seed=1))
+    with pytest.warns(UserWarning, match="torch.cholesky is deprecated"):
+        low = numbagrad.cholesky(ours[0])
+    tlow = torch.linalg.cholesky(theirs[0])
+    _assert_same(low, tlow, "float64")
+    for upper in (False, True):
+        f, tf = (low.mT, tlow.mT) if upper else (low, tlow)
+        _assert_same(numbagrad.cholesky_solve(ours[1], f, upper), torch.cholesky_solve(theirs[1], tf, upper), "float64")
+        _assert_same(numbagrad.cholesky_inverse(f, upper), torch.cholesky_inverse(tf, upper), "float64")
+
+
+def test_torch_vander_and_lu_unpack_match_torch(torch):
+    ours, theirs = _tensors(torch, "float64", _rand(4), _rand(3, 3, seed=1))
+    _assert_same(numbagrad.vander(ours[0]), torch.vander(theirs[0]), "float64")
+    _assert_same(numbagrad.vander(ours[0], 3, True), torch.vander(theirs[0], 3, True), "float64")
+    lu_, piv = L.lu_factor(ours[1])
+    tlu, tpiv = torch.linalg.lu_factor(theirs[1])
+    for flags in ((True, True), (False, True), (True, False)):
+        _assert_same(tuple(numbagrad.lu_unpack(lu_, piv, *flags)), tuple(torch.lu_unpack(tlu, tpiv, *flags)), "float64")
+
+
+@pytest.mark.parametrize(
+    ("fn", "arrays"),
+    [
+        (
+            lambda A, B: numbagrad.cholesky_solve(B, L.cholesky(A @ A.mT + numbagrad.eye(3, dtype=numbagrad.float64))),
+            [_rand(3, 3), _rand(3, 2, seed=1)],
+        ),
+        (
+            lambda A: numbagrad.cholesky_inverse(L.cholesky(A @ A.mT + numbagrad.eye(3, dtype=numbagrad.float64))),
+            [_rand(3, 3)],
+        ),
+        (lambda x: numbagrad.vander(x), [_rand(3)]),
+        (lambda A: numbagrad.svd(A)[0] @ numbagrad.svd(A)[2].mT, [_rand(4, 3)]),
+    ],
+    ids=["cholesky_solve", "cholesky_inverse", "vander", "svd"],
+)
+def test_gradcheck_of_top_level_forms(fn, arrays):
+    assert gradcheck(fn, tuple(_leaf(a) for a in arrays))

@@ -10,6 +10,7 @@ re-exports these under torch's names.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -1056,10 +1057,16 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple[Tensor, Tensor]:
 
 
 def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True):
-    """``(P, L, U)`` from a packed LU factorization (differentiable in ``LU_data``)."""
+    """``(P, L, U)`` from a packed LU factorization (differentiable in ``LU_data``); what is not unpacked is an
+    empty tensor."""
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = min(m, n)
-    p = _wrap(_permutation_host(_host(LU_pivots), m).astype(_host(LU_data).dtype), LU_data)
+    empty = _wrap(np.zeros((0,), dtype=_host(LU_data).dtype), LU_data)
+    p = empty
+    if unpack_pivots:
+        p = _wrap(_permutation_host(_host(LU_pivots), m).astype(_host(LU_data).dtype), LU_data)
+    if not unpack_data:
+        return p, empty, empty
     low = tril(LU_data[..., :, :k], -1) + _eye_like(LU_data, m)[:, :k]
     up = triu(LU_data[..., :k, :])
     return p, low, up
@@ -1163,3 +1170,92 @@ def cond(A: Tensor, p=None) -> Tensor:
         return small / big if p == -2 else big / small
     _check_matrix(A, "linalg.cond")
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+# --- torch's top-level forms ---------------------------------------------------------------------------------
+
+
+@declare(name="svd", methods=True)
+def torch_svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> tuple[Tensor, Tensor, Tensor]:  # noqa: A002
+    """``torch.svd``: ``(U, S, V)`` with ``V`` (not ``Vh``); without ``compute_uv`` the vectors are zero
+    matrices of the full sizes. Runs on the host for cuda inputs."""
+    _check_matrix(input, "linalg.svd", square=False)
+    if not compute_uv:
+        s = Svd.apply(input, False)[1]
+        m, n = input.shape[-2], input.shape[-1]
+        batch = tuple(input.shape[:-2])
+        return zeros_like(s).new_zeros(*batch, m, m), s, zeros_like(s).new_zeros(*batch, n, n)
+    u, s, vh = Svd.apply(input, not some)
+    return u, s, _mT(vh)
+
+
+@declare(name="qr", methods=True, samples=(Sample(T(4, 3)), Sample(T(2, 3, 3))))
+def torch_qr(input: Tensor, some: bool = True) -> tuple[Tensor, Tensor]:  # noqa: A002
+    """``torch.qr``: ``linalg.qr`` in ``reduced`` mode (``complete`` when not ``some``)."""
+    return qr(input, "reduced" if some else "complete")
+
+
+@declare(name="cross", methods=True, samples=(Sample(T(2, 3), T(2, 3)), Sample(T(3, 2), T(3, 2), 0)))
+def torch_cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:  # noqa: A002
+    """``torch.cross``: as ``linalg.cross``, but without ``dim`` the first dim of size 3 is used."""
+    if dim is None:
+        sizes = list(np.broadcast_shapes(tuple(input.shape), tuple(other.shape)))
+        dim = sizes.index(3) if 3 in sizes else -1
+        if 3 not in sizes:
+            raise RuntimeError("no dimension of size 3 in input")
+    return cross(input, other, dim=dim)
+
+
+@declare(name="vander")
+def torch_vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    """``torch.vander``: the powers of a 1-D ``x``, decreasing unless ``increasing``."""
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    if n == 0:
+        return x.unsqueeze(-1)[..., :0] * 1
+    cols = [x.unsqueeze(-1) ** 0 * 1]
+    for _ in range(1, n):
+        cols.append(cols[-1] * x.unsqueeze(-1))
+    powers = cat(cols, -1)
+    return powers if increasing else powers.flip(-1)
+
+
+class CholeskyDeprecated(Cholesky):
+    node_name = "CholeskyBackward0"
+
+
+@declare(name="cholesky", methods=True)
+def torch_cholesky(input: Tensor, upper: bool = False) -> Tensor:  # noqa: A002
+    """``torch.cholesky`` (deprecated in torch in favour of ``linalg.cholesky``, and warns as torch does)."""
+    warnings.warn(
+        "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future PyTorch "
+        "release.",
+        UserWarning,
+        stacklevel=2,
+    )
+    _check_matrix(input, "cholesky")
+    return CholeskyDeprecated.apply(input, upper, True)[0]
+
+
+@declare(name="cholesky_solve", methods=True)
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:  # noqa: A002
+    """The solution of ``A X = input`` given ``A``'s Cholesky factor ``input2`` (lower, or ``upper``)."""
+    low = _mT(input2) if upper else input2
+    y = solve_triangular(low, input, upper=False)
+    return solve_triangular(_mT(low), y, upper=True)
+
+
+@declare(name="cholesky_inverse", methods=True)
+def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:  # noqa: A002
+    """The inverse of ``A`` given its Cholesky factor (lower, or ``upper``)."""
+    n = input.shape[-1]
+    return cholesky_solve(_eye_like(input, n).expand(*input.shape), input, upper)
+
+
+@declare(name="lu_unpack")
+def torch_lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True):
+    """``(P, L, U)`` from ``lu_factor``'s packed output."""
+    return lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
