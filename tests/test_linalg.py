@@ -591,3 +591,40 @@ def test_torch_vander_and_lu_unpack_match_torch(torch):
 )
 def test_gradcheck_of_top_level_forms(fn, arrays):
     assert gradcheck(fn, tuple(_leaf(a) for a in arrays))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda m, x: m.linalg.det(x),
+        lambda m, x: m.linalg.inv(x),
+        lambda m, x: m.linalg.solve(x, x[..., :1]),
+        lambda m, x: m.linalg.cholesky(x @ x.mT),
+        lambda m, x: m.linalg.svdvals(x),
+        lambda m, x: m.linalg.eigvalsh(x + x.mT),
+        lambda m, x: m.linalg.matrix_exp(x),
+        lambda m, x: m.linalg.vector_norm(x, dim=-1),
+    ],
+    ids=["det", "inv", "solve", "cholesky", "svdvals", "eigvalsh", "matrix_exp", "vector_norm"],
+)
+def test_values_and_gradients_on_each_device_match_torch(torch, device, fn):
+    a = _wellcond(2, 3, 3)
+    x = numbagrad.tensor(a, device=device, requires_grad=True)
+    tx = torch.tensor(a, requires_grad=True)
+    out, tout = fn(numbagrad, x), fn(torch, tx)
+    assert out.device.type == device
+    np.testing.assert_allclose(out.detach().cpu().numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-10)
+    out.sum().backward()
+    tout.sum().backward()
+    assert x.grad.device.type == device
+    np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_svd_and_eigh_gauge_invariant_gradients_match_torch(torch):
+    a = _rand(4, 3)
+    x, tx = _leaf(a), torch.tensor(a, requires_grad=True)
+    u, s, vh = L.svd(x, full_matrices=False)
+    tu, ts, tvh = torch.linalg.svd(tx, full_matrices=False)
+    ((u @ vh).sum() + (s * s).sum()).backward()
+    ((tu @ tvh).sum() + (ts * ts).sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-10)
