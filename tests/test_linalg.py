@@ -175,6 +175,11 @@ def test_solve_with_a_batch_of_vectors_matches_torch(torch):
     ours, theirs = _tensors(torch, "float64", _wellcond(2, 3, 3), _rand(2, 3))
     _assert_same(L.solve(*ours), torch.linalg.solve(*theirs), "float64")
     _assert_same(L.solve(ours[0], ours[1][0]), torch.linalg.solve(theirs[0], theirs[1][0]), "float64")
+    _assert_same(
+        L.solve(ours[0], ours[1][:1], left=False),
+        torch.linalg.solve(theirs[0], theirs[1][:1], left=False),
+        "float64",
+    )
 
 
 def test_solve_broadcasts_batch_dims(torch):
@@ -411,6 +416,8 @@ def test_ex_variants_report_info_without_raising(torch):
         (lambda m, A: m.linalg.multi_dot([A]), np.ones((2, 2))),
         (lambda m, A: m.linalg.eigh(A, UPLO="X"), np.ones((2, 2))),
         (lambda m, A: m.linalg.solve(A, A[:1]), np.eye(2)),
+        (lambda m, A: m.linalg.solve(A, m.ones(2, 3), left=False), np.eye(2)),
+        (lambda m, A: m.linalg.solve(A, m.ones(3), left=False), np.eye(2)),
         (lambda m, A: m.linalg.norm(A, "fro"), np.ones((2, 2, 2))),
         (lambda m, A: m.linalg.norm(A, 2), np.ones((2, 2, 2))),
         (lambda m, A: m.linalg.vander(A), np.ones(1)),

@@ -311,23 +311,16 @@ def _solve(A: Tensor, B: Tensor, left: bool, check_errors: bool) -> Tensor:
         )
     vector = _is_vector_rhs(A, B)
     rhs = B.unsqueeze(-1) if vector else B
-    if not left:
-        rhs = _mT(rhs) if not vector else rhs
-    n = A.shape[-1]
-    k_dim = -2 if (left or vector) else -2
-    if rhs.shape[k_dim] != n:
-        bs = rhs.shape
+    if rhs.shape[-2 if left else -1] != A.shape[-1]:
+        shapes = f"({A.shape[-2]}x{A.shape[-1]} and {rhs.shape[-2]}x{rhs.shape[-1]})"
         raise RuntimeError(
-            f"linalg.solve: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} "
-            f"({A.shape[-2]}x{A.shape[-1]} and {bs[-2]}x{bs[-1]})"
-            if left
-            else f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({B.shape[-2]}x{B.shape[-1]} "
-            f"and {A.shape[-2]}x{A.shape[-1]})"
+            f"linalg.solve: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} {shapes}"
         )
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        rhs = _mT(rhs)
     x = Solve.apply(A if left else _mT(A), rhs, check_errors)
-    if vector:
-        return x.squeeze(-1)
-    return x if left else _mT(x)
+    x = x if left else _mT(x)
+    return x.squeeze(-1) if vector else x
 
 
 def _tname(t: Tensor) -> str:
