@@ -187,9 +187,11 @@ def test_solve_broadcasts_batch_dims(torch):
     _assert_same(L.solve(*ours), torch.linalg.solve(*theirs), "float64")
 
 
-def test_lstsq_returns_torch_gelsy_outputs(torch):
-    ours, theirs = _tensors(torch, "float64", _rand(5, 3), _rand(5, 2, seed=1))
-    _assert_same(tuple(L.lstsq(*ours)), tuple(torch.linalg.lstsq(*theirs)), "float64")
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+@pytest.mark.parametrize("shape", [(5, 3), (2, 3, 5)])
+def test_lstsq_returns_each_drivers_outputs_as_torch(torch, driver, shape):
+    ours, theirs = _tensors(torch, "float64", _rand(*shape), _rand(*shape[:-1], 2, seed=1))
+    _assert_same(tuple(L.lstsq(*ours, driver=driver)), tuple(torch.linalg.lstsq(*theirs, driver=driver)), "float64")
 
 
 def test_matrix_rank_of_a_rank_deficient_matrix(torch):
@@ -416,6 +418,8 @@ def test_ex_variants_report_info_without_raising(torch):
         (lambda m, A: m.linalg.multi_dot([A]), np.ones((2, 2))),
         (lambda m, A: m.linalg.eigh(A, UPLO="X"), np.ones((2, 2))),
         (lambda m, A: m.linalg.solve(A, A[:1]), np.eye(2)),
+        (lambda m, A: m.linalg.lstsq(A, A[:1]), np.ones((3, 2))),
+        (lambda m, A: m.linalg.lstsq(A, A, driver="foo"), np.ones((3, 2))),
         (lambda m, A: m.linalg.solve(A, m.ones(2, 3), left=False), np.eye(2)),
         (lambda m, A: m.linalg.solve(A, m.ones(3), left=False), np.eye(2)),
         (lambda m, A: m.linalg.norm(A, "fro"), np.ones((2, 2, 2))),

@@ -666,23 +666,33 @@ def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> 
 
 
 def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """``(solution, residuals, rank, singular_values)`` of ``min ||A X - B||`` as torch's default CPU driver
-    ``gelsy`` returns them: the minimum-norm solution (through the pseudo-inverse, differentiable), the rank, and
-    empty residuals and singular values. Runs on the host for cuda inputs."""
-    if driver not in (None, "gelsy"):
-        raise NotImplementedError(f"linalg.lstsq: driver {driver!r} is not supported, only 'gelsy'")
+    """``(solution, residuals, rank, singular_values)`` of ``min ||A X - B||`` with the outputs of each LAPACK
+    ``driver`` as torch's CPU fills them (default ``gelsy``): the minimum-norm solution (through the
+    pseudo-inverse, differentiable); the squared residuals for tall full-rank ``A`` except with ``gelsy``; the rank
+    except with ``gels``; the singular values with ``gelsd``/``gelss``. Runs on the host for cuda inputs."""
+    if driver is None:
+        driver = "gelsy"
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     _check_matrix(A, "torch.linalg.lstsq", square=False)
     vector = B.dim() == A.dim() - 1
     rhs = B.unsqueeze(-1) if vector else B
     if rhs.shape[-2] != A.shape[-2]:
-        raise RuntimeError(
-            f"torch.linalg.lstsq: input.size(-2) should match other.size(-2). Got {A.shape[-2]} and {rhs.shape[-2]}"
-        )
-    tol = np.finfo(_host(A).dtype).eps * max(A.shape[-2:]) if rcond is None else rcond
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    dt = _host(A).dtype
+    tol = np.finfo(dt).eps * max(A.shape[-2:]) if rcond is None else rcond
     x = matmul(pinv(A, rtol=tol), rhs)
-    empty = _wrap(np.zeros((0,), dtype=_host(A).dtype), A)
+    empty = _wrap(np.zeros((0,), dtype=dt), A)
     rank = matrix_rank(A, rtol=tol)
-    return (x.squeeze(-1) if vector else x), empty, rank, _wrap(np.zeros((0,), dtype=_host(A).dtype), A)
+    residuals = empty
+    m, n = A.shape[-2], A.shape[-1]
+    if driver != "gelsy" and m > n and bool(np.all(_host(rank) == n)):
+        residuals = sum((matmul(A, x) - rhs) ** 2, -2)
+        residuals = residuals.squeeze(-1) if vector else residuals
+    if driver == "gels":
+        rank = _wrap(np.zeros((0,), dtype=np.int64), A)
+    singular_values = svdvals(A).detach() if driver in ("gelsd", "gelss") else empty
+    return (x.squeeze(-1) if vector else x), residuals, rank, singular_values
 
 
 # --- powers and exponential ----------------------------------------------------------------------------------
