@@ -500,10 +500,18 @@ def test_householder_product_matches_torch(torch, dtype):
     _assert_same(L.householder_product(*ours), torch.linalg.householder_product(*theirs), dtype)
 
 
-def test_householder_product_rebuilds_q_of_geqrf(torch):
-    a, tau = torch.geqrf(torch.tensor(_rand(4, 3)))
-    q = L.householder_product(numbagrad.tensor(a.numpy()), numbagrad.tensor(tau.numpy()))
-    _assert_same(q, torch.linalg.qr(torch.tensor(_rand(4, 3)))[0], "float64")
+def test_geqrf_matches_torch_and_orgqr_rebuilds_q(torch):
+    ours, theirs = _tensors(torch, "float64", _rand(2, 4, 3))
+    h, tau = numbagrad.geqrf(ours[0])
+    _assert_same((h, tau), tuple(torch.geqrf(theirs[0])), "float64")
+    _assert_same(numbagrad.orgqr(h, tau), torch.linalg.qr(theirs[0])[0], "float64")
+    _assert_same(h.orgqr(tau), torch.orgqr(*torch.geqrf(theirs[0])), "float64")
+
+
+def test_geqrf_backward_raises_torch_error(torch):
+    x = _leaf(_rand(3, 3))
+    with pytest.raises(RuntimeError, match="the derivative for 'geqrf' is not implemented."):
+        numbagrad.geqrf(x)[0].sum().backward()
 
 
 def test_tensorinv_and_tensorsolve_match_torch(torch):

@@ -1262,3 +1262,30 @@ def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:  # noqa: A00
 def torch_lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True):
     """``(P, L, U)`` from ``lu_factor``'s packed output."""
     return lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
+
+
+class Geqrf(Function):
+    node_name = "GeqrfBackward0"
+
+    @staticmethod
+    def forward(ctx, a):
+        h, tau = np.linalg.qr(_host(a), mode="raw")
+        return _wrap(np.swapaxes(h, -1, -2), a), _wrap(tau, a)
+
+    @staticmethod
+    def backward(ctx, gh, gtau):
+        raise RuntimeError("the derivative for 'geqrf' is not implemented.")
+
+
+@declare(name="geqrf", methods=True, differentiable=False)
+def geqrf(input: Tensor) -> tuple[Tensor, Tensor]:  # noqa: A002
+    """LAPACK's ``geqrf``: ``R`` above the diagonal and the Householder vectors below it, with their ``tau``
+    (``orgqr`` rebuilds ``Q``). Not differentiable, as in torch. Runs on the host for cuda inputs."""
+    _check_matrix(input, "geqrf", square=False)
+    return Geqrf.apply(input)
+
+
+@declare(name="orgqr", methods=True)
+def orgqr(input: Tensor, input2: Tensor) -> Tensor:  # noqa: A002
+    """``torch.orgqr``: ``linalg.householder_product(input, tau=input2)``."""
+    return householder_product(input, input2)
