@@ -532,6 +532,8 @@ def test_cond_matches_torch(torch, p):
     ("fn", "arrays"),
     [
         (lambda A: L.lu_factor(A)[0], [_wellcond(2, 3, 3)]),
+        (lambda A: L.lu_factor(A)[0], [_rand(2, 4, 3)]),
+        (lambda A: L.lu_factor(A)[0], [_rand(3, 5)]),
         (lambda A: L.lu(A)[1:], [_wellcond(3, 3)]),
         (lambda A, B: L.lu_solve(*L.lu_factor(A), B), [_wellcond(3, 3), _rand(3, 2, seed=1)]),
         (lambda A, B: L.lu_solve(*L.lu_factor(A), B, left=False, adjoint=True), [_wellcond(3, 3), _rand(2, 3)]),
@@ -540,16 +542,28 @@ def test_cond_matches_torch(torch, p):
         (lambda A: L.cond(A), [_wellcond(3, 3)]),
         (lambda A: L.cond(A, 1), [_wellcond(3, 3)]),
     ],
-    ids=["lu_factor", "lu", "lu_solve", "lu_solve_right_adjoint", "householder", "tensorinv", "cond", "cond_1"],
+    ids=[
+        "lu_factor",
+        "lu_factor_tall",
+        "lu_factor_wide",
+        "lu",
+        "lu_solve",
+        "lu_solve_right_adjoint",
+        "householder",
+        "tensorinv",
+        "cond",
+        "cond_1",
+    ],
 )
 def test_gradcheck_of_lu_family(fn, arrays):
     assert gradcheck(fn, tuple(_leaf(a) for a in arrays))
 
 
-def test_lu_factor_gradient_matches_torch(torch):
-    a = _wellcond(3, 3)
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 3), (3, 5)])
+def test_lu_factor_gradient_matches_torch(torch, shape):
+    a = _rand(*shape)
     x, tx = _leaf(a), torch.tensor(a, requires_grad=True)
-    w = _rand(3, 3, seed=5)
+    w = _rand(*shape, seed=5)
     (L.lu_factor(x)[0] * numbagrad.tensor(w)).sum().backward()
     (torch.linalg.lu_factor(tx)[0] * torch.tensor(w)).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-10)

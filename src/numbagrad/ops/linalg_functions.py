@@ -1002,17 +1002,35 @@ class LuFactor(Function):
 
     @staticmethod
     def backward(ctx, g, g_piv, g_info):
-        """``A = P L U``: ``gA = P L^{-T} (tril(L^T gL, -1) + triu(gU U^T)) U^{-T}`` (square matrices)."""
         (a,) = ctx.saved_tensors
-        if a.shape[-1] != a.shape[-2]:
-            raise RuntimeError("linalg.lu_factor: the derivative is implemented for square matrices only")
-        lu, piv, _ = LuFactor.apply(a)
-        p, low, up = lu_unpack(lu, piv)
-        phi = tril(matmul(_mT(low), tril(g, -1)), -1) + triu(matmul(triu(g), _mT(up)))
-        ident = _eye_like(a, a.shape[-1]).expand(*a.shape)
-        linv_t = _mT(SolveTriangular.apply(low, ident, False, True))
-        uinv_t = _mT(SolveTriangular.apply(up, ident, True, False))
-        return matmul(p, matmul(matmul(linv_t, phi), uinv_t))
+        lu_data, piv, _ = LuFactor.apply(a)
+        p, low, up = lu_unpack(lu_data, piv)
+        return matmul(p, _lu_backward(low, up, tril(g, -1)[..., :, : up.shape[-2]], triu(g)[..., : low.shape[-1], :]))
+
+
+def _lu_backward(low: Tensor, up: Tensor, g_low: Tensor, g_up: Tensor) -> Tensor:
+    """The gradient of ``P^T A`` from those of ``L`` (strictly lower) and ``U`` (upper) in ``A = P L U``.
+
+    Square: ``L^{-T} (tril(L^T gL, -1) + triu(gU U^T)) U^{-T}``. Wide ``[A1 A2] = L [U1 U2]``: ``A2`` adds
+    ``L^{-T} gU2`` and, through ``U2 = L^{-1} A2``, the term ``-L^{-T} gU2 U2^T`` to ``gL``. Tall
+    ``[A1; A2] = [L1; L2] U``: ``A2`` gets ``gL2 U^{-T}`` and ``gU`` the term ``-L2^T gL2 U^{-T}``.
+    """
+    m, n = low.shape[-2], up.shape[-1]
+    if m < n:
+        up1, up2 = up[..., :, :m], up[..., :, m:]
+        g_a2 = SolveTriangular.apply(_mT(low), g_up[..., :, m:], True, True)
+        g_low = g_low - tril(matmul(g_a2, _mT(up2)), -1)
+        return cat([_lu_backward(low, up1, g_low, g_up[..., :, :m]), g_a2], -1)
+    if m > n:
+        low1, low2 = low[..., :n, :], low[..., n:, :]
+        g_a2 = _mT(SolveTriangular.apply(up, _mT(g_low[..., n:, :]), True, False))
+        g_up = g_up - triu(matmul(_mT(low2), g_a2))
+        return cat([_lu_backward(low1, up, g_low[..., :n, :], g_up), g_a2], -2)
+    phi = tril(matmul(_mT(low), g_low), -1) + triu(matmul(g_up, _mT(up)))
+    ident = _eye_like(low, m).expand(*low.shape)
+    linv_t = _mT(SolveTriangular.apply(low, ident, False, True))
+    uinv_t = _mT(SolveTriangular.apply(up, ident, True, False))
+    return matmul(matmul(linv_t, phi), uinv_t)
 
 
 def _permutation_host(piv: np.ndarray, m: int) -> np.ndarray:
