@@ -107,6 +107,10 @@ VALUE_CASES = {
         for o in ("fro", "nuc", 2, -2, 1, -1, math.inf, -math.inf)
     },
     "matrix_norm_dims_keepdim": (lambda m, A: m.linalg.matrix_norm(A, 1, dim=(-1, 0), keepdim=True), [_rand]),
+    "matrix_norm_nuc_dims_keepdim": (lambda m, A: m.linalg.matrix_norm(A, "nuc", dim=(-1, 0), keepdim=True), [_rand]),
+    "matrix_norm_2_dims": (lambda m, A: m.linalg.matrix_norm(A, 2, dim=(0, -1)), [_rand]),
+    "norm_vector_ord_dim": (lambda m, A: m.linalg.norm(A, 3, dim=-1), [_rand]),
+    "norm_matrix_ord_dim": (lambda m, A: m.linalg.norm(A, -1, dim=(-2, -1), keepdim=True), [_rand]),
 }
 
 
