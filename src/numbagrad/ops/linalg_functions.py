@@ -140,13 +140,14 @@ class Det(Function):
 
     @staticmethod
     def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return _wrap(np.asarray(np.linalg.det(_host(a)), dtype=_host(a).dtype), a)
+        out = _wrap(np.asarray(np.linalg.det(_host(a)), dtype=_host(a).dtype), a)
+        ctx.save_for_backward(a, out)
+        return out
 
     @staticmethod
     def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        return (g * det(a)).unsqueeze(-1).unsqueeze(-1) * _mT(inv(a))
+        a, d = ctx.saved_tensors
+        return (g * d).unsqueeze(-1).unsqueeze(-1) * _mT(inv(a))
 
 
 @declare(name="det", methods=True, samples=(Sample(T(3, 3)), Sample(T(2, 3, 3))))
@@ -219,18 +220,18 @@ class Inv(Function):
 
     @staticmethod
     def forward(ctx, a, check_errors, op):
-        ctx.save_for_backward(a)
         out, info = _inv_host(_host(a))
         if check_errors and np.any(info):
             _raise_singular_inv(info, op)
-        info_t = _wrap(info, a)
+        info_t, out_t = _wrap(info, a), _wrap(out, a)
         ctx.mark_non_differentiable(info_t)
-        return _wrap(out, a), info_t
+        ctx.save_for_backward(out_t)
+        return out_t, info_t
 
     @staticmethod
     def backward(ctx, g, g_info):
-        (a,) = ctx.saved_tensors
-        ai_t = _mT(inv(a))
+        (ainv,) = ctx.saved_tensors
+        ai_t = _mT(ainv)
         return -matmul(matmul(ai_t, g), ai_t), None, None
 
 
@@ -257,32 +258,34 @@ class Solve(Function):
 
     @staticmethod
     def forward(ctx, a, b, check_errors=True):
-        ctx.save_for_backward(a, b)
+        ctx.b_shape = b.shape
         ad, bd = _host(a), _host(b)
         batch = np.broadcast_shapes(ad.shape[:-2], bd.shape[:-2])
         ad = np.broadcast_to(ad, batch + ad.shape[-2:])
         bd = np.broadcast_to(bd, batch + bd.shape[-2:])
         try:
-            return _wrap(np.linalg.solve(ad, bd), a)
+            out = np.linalg.solve(ad, bd)
         except np.linalg.LinAlgError:
             info = _lu_host(ad)[2]
-        if check_errors:
-            prefix, _ = _batch_prefix(info)
-            raise LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.")
-        out = np.full(bd.shape, np.nan, dtype=np.result_type(ad, bd))
-        ok = info == 0
-        if np.any(ok):
-            out[ok] = np.linalg.solve(ad[ok], bd[ok])
-        return _wrap(out, a)
+            if check_errors:
+                prefix, _ = _batch_prefix(info)
+                raise LinAlgError(
+                    f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular."
+                ) from None
+            out = np.full(bd.shape, np.nan, dtype=np.result_type(ad, bd))
+            ok = info == 0
+            if np.any(ok):
+                out[ok] = np.linalg.solve(ad[ok], bd[ok])
+        x = _wrap(out, a)
+        ctx.save_for_backward(a, x)
+        return x
 
     @staticmethod
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
+        a, x = ctx.saved_tensors
         gb = _solve_matrix(_mT(a), g)
-        ga = -matmul(gb, _mT(_solve_matrix(a, b))) if ctx.needs_input_grad[0] else None
-        if ga is not None:
-            ga = _sum_to(ga, a.shape)
-        return ga, (_sum_to(gb, b.shape) if ctx.needs_input_grad[1] else None), None
+        ga = _sum_to(-matmul(gb, _mT(x)), a.shape) if ctx.needs_input_grad[0] else None
+        return ga, (_sum_to(gb, ctx.b_shape) if ctx.needs_input_grad[1] else None), None
 
 
 def _sum_to(x: Tensor, shape: tuple) -> Tensor:
@@ -347,21 +350,21 @@ class SolveTriangular(Function):
 
     @staticmethod
     def forward(ctx, a, b, upper, unit):
-        ctx.save_for_backward(a, b)
-        ctx.upper, ctx.unit = upper, unit
-        return _wrap(_trisolve_host(_host(a), _host(b), upper, unit), a)
+        ctx.upper, ctx.unit, ctx.b_shape = upper, unit, b.shape
+        x = _wrap(_trisolve_host(_host(a), _host(b), upper, unit), a)
+        ctx.save_for_backward(a, x)
+        return x
 
     @staticmethod
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
+        a, x = ctx.saved_tensors
         gb = SolveTriangular.apply(_mT(a), g, not ctx.upper, ctx.unit)
         ga = None
         if ctx.needs_input_grad[0]:
-            x = SolveTriangular.apply(a, b, ctx.upper, ctx.unit)
             ga = -matmul(gb, _mT(x))
             ga = triu(ga, 1 if ctx.unit else 0) if ctx.upper else tril(ga, -1 if ctx.unit else 0)
             ga = _sum_to(ga, a.shape)
-        return ga, (_sum_to(gb, b.shape) if ctx.needs_input_grad[1] else None), None, None
+        return ga, (_sum_to(gb, ctx.b_shape) if ctx.needs_input_grad[1] else None), None, None
 
 
 def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
@@ -384,7 +387,6 @@ class Cholesky(Function):
 
     @staticmethod
     def forward(ctx, a, upper, check_errors):
-        ctx.save_for_backward(a)
         ctx.upper = upper
         data = _host(a)
         try:
@@ -397,18 +399,18 @@ class Cholesky(Function):
                 f"linalg.cholesky: {prefix}The factorization could not be completed because the input is not "
                 f"positive-definite (the leading minor of order {k} is not positive-definite)."
             )
-        info_t = _wrap(info, a)
+        info_t, factor = _wrap(info, a), _wrap(np.swapaxes(out, -1, -2) if upper else out, a)
         ctx.mark_non_differentiable(info_t)
-        return _wrap(np.swapaxes(out, -1, -2) if upper else out, a), info_t
+        ctx.save_for_backward(factor)
+        return factor, info_t
 
     @staticmethod
     def backward(ctx, g, g_info):
-        (a,) = ctx.saved_tensors
-        low = Cholesky.apply(a, False, False)[0]
-        g_low = _mT(g) if ctx.upper else g
+        (factor,) = ctx.saved_tensors
+        low, g_low = (_mT(factor), _mT(g)) if ctx.upper else (factor, g)
         phi = tril(matmul(_mT(low), g_low))
         phi = phi - 0.5 * _diag_embed(diagonal(phi, 0, -2, -1))
-        linv = SolveTriangular.apply(low, _eye_like(a, a.shape[-1]).expand(*low.shape), False, False)
+        linv = SolveTriangular.apply(low, _eye_like(low, low.shape[-1]).expand(*low.shape), False, False)
         ga = matmul(matmul(_mT(linv), phi), linv)
         return 0.5 * (ga + _mT(ga)), None, None
 
