@@ -303,7 +303,22 @@ def test_gradcheck(name):
     assert gradcheck(fn, tuple(_leaf(a) for a in arrays))
 
 
-@pytest.mark.parametrize("name", ["det", "inv", "solve", "cholesky", "matrix_exp", "eigh", "svd_gauge_invariant"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "det",
+        "inv",
+        "solve",
+        "solve_triangular",
+        "cholesky",
+        "qr_tall",
+        "qr_wide",
+        "matrix_exp",
+        "eigh",
+        "svd_gauge_invariant",
+        "pinv_wide",
+    ],
+)
 def test_gradgradcheck(name):
     fn, arrays = GRAD_CASES[name]
     assert gradgradcheck(fn, tuple(_leaf(a) for a in arrays))
@@ -442,6 +457,17 @@ def test_ex_variants_report_info_without_raising(torch):
 )
 def test_bad_input_raises_torch_error(torch, fn, array):
     _errors_match(torch, fn, array)
+
+
+@pytest.mark.parametrize("mode", ["r", "complete"])
+def test_qr_backward_without_a_usable_q_raises_torch_error(torch, mode):
+    messages = []
+    for lib in (torch, numbagrad):
+        x = lib.tensor(_rand(4, 3), requires_grad=True)
+        with pytest.raises(RuntimeError) as err:
+            lib.linalg.qr(x, mode=mode)[1].sum().backward()
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
 
 
 def test_integer_input_raises_torch_error(torch):

@@ -443,41 +443,36 @@ class Qr(Function):
 
     @staticmethod
     def forward(ctx, a, mode):
-        ctx.save_for_backward(a)
         ctx.mode = mode
         q, r = np.linalg.qr(_host(a), mode="complete" if mode == "complete" else "reduced")
-        if mode == "r":
-            return _wrap(np.zeros((0,), dtype=r.dtype), a), _wrap(r, a)
-        return _wrap(q, a), _wrap(r, a)
+        q_t, r_t = _wrap(np.zeros((0,), dtype=r.dtype) if mode == "r" else q, a), _wrap(r, a)
+        ctx.save_for_backward(q_t, r_t)
+        return q_t, r_t
 
     @staticmethod
     def backward(ctx, gq, gr):
-        (a,) = ctx.saved_tensors
         if ctx.mode == "r":
             raise RuntimeError(
                 "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use "
                 "linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr."
             )
-        m, n = a.shape[-2], a.shape[-1]
-        if ctx.mode == "complete" and m > n:
+        q, r = ctx.saved_tensors
+        if ctx.mode == "complete" and q.shape[-2] > r.shape[-1]:
             raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
-        return _qr_backward(a, gq, gr), None
+        return _qr_backward(q, r, gq, gr), None
 
 
-def _qr_backward(a: Tensor, gq: Tensor, gr: Tensor) -> Tensor:
-    m, n = a.shape[-2], a.shape[-1]
+def _qr_backward(q: Tensor, r: Tensor, gq: Tensor, gr: Tensor) -> Tensor:
+    """Tall or square ``A = Q R``: ``gA = (gQ + Q copyltu(R gR^T - gQ^T Q)) R^{-T}``. Wide ``[X | Y] = Q [U | V]``:
+    ``Y = Q V`` passes ``Y gV^T`` on to ``gQ`` of the square ``X = Q U``, and gets ``gY = Q gV``."""
+    m, n = q.shape[-2], r.shape[-1]
     if m >= n:
-        q, r = Qr.apply(a, "reduced")
-        mm_ = matmul(r, _mT(gr)) - matmul(_mT(gq), q)
-        rhs = gq + matmul(q, _copyltu(mm_))
+        rhs = gq + matmul(q, _copyltu(matmul(r, _mT(gr)) - matmul(_mT(gq), q)))
         return _mT(SolveTriangular.apply(r, _mT(rhs), True, False))
-    # wide: A = [X | Y] with X square; Q R = [Q U | Q V]
-    x, y = a[..., :, :m], a[..., :, m:]
-    q, r = Qr.apply(a, "reduced")
+    u, v = r[..., :, :m], r[..., :, m:]
     gu, gv = gr[..., :, :m], gr[..., :, m:]
-    gx = _qr_backward(x, gq + matmul(y, _mT(gv)), gu)
-    gy = matmul(q, gv)
-    return cat([gx, gy], -1)
+    gx = _qr_backward(q, u, gq + matmul(matmul(q, v), _mT(gv)), gu)
+    return cat([gx, matmul(q, gv)], -1)
 
 
 def qr(A: Tensor, mode: str = "reduced") -> tuple[Tensor, Tensor]:
