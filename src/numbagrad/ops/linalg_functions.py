@@ -491,22 +491,26 @@ class Eigh(Function):
 
     @staticmethod
     def forward(ctx, a, uplo):
-        ctx.save_for_backward(a)
-        ctx.uplo = uplo
         w, v = np.linalg.eigh(_host(a), UPLO=uplo)
-        return _wrap(w, a), _wrap(v, a)
+        w_t, v_t = _wrap(w, a), _wrap(v, a)
+        ctx.save_for_backward(w_t, v_t)
+        ctx.set_materialize_grads(False)
+        return w_t, v_t
 
     @staticmethod
     def backward(ctx, gw, gv):
-        (a,) = ctx.saved_tensors
-        w, v = Eigh.apply(a, ctx.uplo)
-        vt_gv = matmul(_mT(v), gv)
-        gaps = w.unsqueeze(-2) - w.unsqueeze(-1)
-        n = a.shape[-1]
-        ident = _eye_like(a, n)
-        inner = where(ident.bool(), 0.0, vt_gv / (gaps + ident)) + _diag_embed(gw)
+        """``gA = V (diag(gw) + (V^T gV) / (w_j - w_i)) V^T``, symmetrized as torch returns it."""
+        w, v = ctx.saved_tensors
+        inner = _diag_embed(gw) if gw is not None else None
+        if gv is not None:
+            ident = _eye_like(v, v.shape[-1])
+            gaps = w.unsqueeze(-2) - w.unsqueeze(-1) + ident
+            off = where(ident.bool(), 0.0, matmul(_mT(v), gv) / gaps)
+            inner = off if inner is None else inner + off
+        if inner is None:
+            return None, None
         ga = matmul(matmul(v, inner), _mT(v))
-        return 0.5 * (ga + _mT(ga)), None  # symmetric, as torch returns it
+        return 0.5 * (ga + _mT(ga)), None
 
 
 def _check_uplo(UPLO: str) -> None:
@@ -534,32 +538,44 @@ class Svd(Function):
 
     @staticmethod
     def forward(ctx, a, full_matrices):
-        ctx.save_for_backward(a)
         u, s, vh = np.linalg.svd(_host(a), full_matrices=full_matrices)
-        return _wrap(u, a), _wrap(s, a), _wrap(vh, a)
+        outs = _wrap(u, a), _wrap(s, a), _wrap(vh, a)
+        ctx.save_for_backward(*outs)
+        ctx.set_materialize_grads(False)
+        return outs
 
     @staticmethod
     def backward(ctx, gu, gs, gvh):
-        (a,) = ctx.saved_tensors
-        m, n = a.shape[-2], a.shape[-1]
-        k = min(m, n)
-        u, s, vh = Svd.apply(a, False)
-        gu, gvh = gu[..., :, :k], gvh[..., :k, :]
-        v, gv = _mT(vh), _mT(gvh)
-        ret = _diag_embed(gs)
+        """``gA = U (diag(gS) + (skew(U^T gU) / E) S + S (skew(V^T gV) / E)) V^T`` with ``E_ij = s_j^2 - s_i^2``,
+        plus the parts of ``gU`` and ``gV`` outside the spans of ``U`` and ``V`` for non-square ``A``."""
+        u, s, vh = ctx.saved_tensors
+        m, n = u.shape[-2], vh.shape[-1]
+        k = s.shape[-1]
+        u, vh = u[..., :, :k], vh[..., :k, :]
+        if gu is None and gvh is None:
+            if gs is None:
+                return None, None
+            return matmul(u * gs.unsqueeze(-2), vh), None
+        ret = _diag_embed(gs) if gs is not None else zeros_like(s).unsqueeze(-1) * zeros_like(s).unsqueeze(-2)
         s2 = s * s
-        ident = _eye_like(a, k)
-        gaps = s2.unsqueeze(-2) - s2.unsqueeze(-1) + ident
-        ut_gu = matmul(_mT(u), gu)
-        vt_gv = matmul(_mT(v), gv)
-        ret = ret + (ut_gu - _mT(ut_gu)) / gaps * s.unsqueeze(-2)
-        ret = ret + s.unsqueeze(-1) * ((vt_gv - _mT(vt_gv)) / gaps)
-        ga = matmul(matmul(u, ret), vh)
-        if m > k:
-            ga = ga + matmul((gu - matmul(u, ut_gu)) / s.unsqueeze(-2), vh)
-        if n > k:
-            ga = ga + matmul(u, _mT((gv - matmul(v, vt_gv)) / s.unsqueeze(-2)))
-        return ga, None
+        gaps = s2.unsqueeze(-2) - s2.unsqueeze(-1) + _eye_like(s, k)
+        v = _mT(vh)
+        ga = None
+        if gu is not None:
+            gu = gu[..., :, :k]
+            ut_gu = matmul(_mT(u), gu)
+            ret = ret + (ut_gu - _mT(ut_gu)) / gaps * s.unsqueeze(-2)
+            if m > k:
+                ga = matmul((gu - matmul(u, ut_gu)) / s.unsqueeze(-2), vh)
+        if gvh is not None:
+            gv = _mT(gvh[..., :k, :])
+            vt_gv = matmul(_mT(v), gv)
+            ret = ret + s.unsqueeze(-1) * ((vt_gv - _mT(vt_gv)) / gaps)
+            if n > k:
+                extra = matmul(u, _mT((gv - matmul(v, vt_gv)) / s.unsqueeze(-2)))
+                ga = extra if ga is None else ga + extra
+        core = matmul(matmul(u, ret), vh)
+        return (core if ga is None else core + ga), None
 
 
 def _check_driver(driver) -> None:
