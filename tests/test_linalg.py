@@ -691,3 +691,7 @@ def test_svd_and_eigh_gauge_invariant_gradients_match_torch(torch):
     ((u @ vh).sum() + (s * s).sum()).backward()
     ((tu @ tvh).sum() + (ts * ts).sum()).backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_lu_factor_gradgradcheck():
+    assert gradgradcheck(lambda A: L.lu_factor(A)[0], (_leaf(_wellcond(3, 3)),))

@@ -621,8 +621,6 @@ class Pinv(Function):
 
     @staticmethod
     def forward(ctx, a, atol, rtol, hermitian):
-        ctx.save_for_backward(a)
-        ctx.args = (atol, rtol, hermitian)
         data = _host(a)
         if hermitian:
             w, v = np.linalg.eigh(data)
@@ -634,12 +632,14 @@ class Pinv(Function):
             cut = _tolerances(data, atol, rtol, s)[..., None]
             sinv = np.where(s > cut, 1 / np.where(s == 0, 1, s), 0)
             out = np.swapaxes(vh, -1, -2) @ (sinv[..., :, None] * np.swapaxes(u, -1, -2))
-        return _wrap(out.astype(data.dtype), a)
+        p = _wrap(out.astype(data.dtype), a)
+        ctx.save_for_backward(a, p)
+        return p
 
     @staticmethod
     def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        p = Pinv.apply(a, *ctx.args)
+        """``-P^T g P^T + (I - A P) g^T P P^T + P^T P g^T (I - P A)`` for ``P = pinv(A)`` of constant rank."""
+        a, p = ctx.saved_tensors
         pt = _mT(p)
         gt = _mT(g)
         left = _eye_like(a, a.shape[-2]) - matmul(a, p)
@@ -1007,16 +1007,15 @@ class LuFactor(Function):
 
     @staticmethod
     def forward(ctx, a):
-        ctx.save_for_backward(a)
         lu, piv, info = _lu_host(_host(a))
-        piv_t, info_t = _wrap(piv, a), _wrap(info, a)
+        lu_t, piv_t, info_t = _wrap(lu, a), _wrap(piv, a), _wrap(info, a)
         ctx.mark_non_differentiable(piv_t, info_t)
-        return _wrap(lu, a), piv_t, info_t
+        ctx.save_for_backward(lu_t, piv_t)
+        return lu_t, piv_t, info_t
 
     @staticmethod
     def backward(ctx, g, g_piv, g_info):
-        (a,) = ctx.saved_tensors
-        lu_data, piv, _ = LuFactor.apply(a)
+        lu_data, piv = ctx.saved_tensors
         p, low, up = lu_unpack(lu_data, piv)
         return matmul(p, _lu_backward(low, up, tril(g, -1)[..., :, : up.shape[-2]], triu(g)[..., : low.shape[-1], :]))
 
