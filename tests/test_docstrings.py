@@ -39,6 +39,7 @@ MODULES = (
     "numbagrad.cuda",
     "numbagrad.serialization",
     "numbagrad.extend",
+    "numbagrad.linalg",
 )
 
 
