@@ -695,3 +695,54 @@ def test_svd_and_eigh_gauge_invariant_gradients_match_torch(torch):
 
 def test_lu_factor_gradgradcheck():
     assert gradgradcheck(lambda A: L.lu_factor(A)[0], (_leaf(_wellcond(3, 3)),))
+
+
+@pytest.mark.parametrize("dtype", ["float16"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda m, A: m.linalg.inv(A),
+        lambda m, A: m.linalg.inv_ex(A),
+        lambda m, A: m.linalg.slogdet(A),
+        lambda m, A: m.linalg.det(A),
+        lambda m, A: m.linalg.solve(A, A),
+        lambda m, A: m.linalg.lu_factor(A),
+        lambda m, A: m.linalg.svdvals(A),
+        lambda m, A: m.linalg.eigvalsh(A),
+        lambda m, A: m.linalg.cholesky(A),
+        lambda m, A: m.linalg.qr(A),
+        lambda m, A: m.linalg.solve_triangular(A, A, upper=True),
+        lambda m, A: m.linalg.pinv(A),
+        lambda m, A: m.linalg.matrix_rank(A),
+        lambda m, A: m.linalg.lstsq(A, A),
+        lambda m, A: m.linalg.matrix_norm(A, 2),
+    ],
+)
+def test_low_precision_input_raises_torch_error(torch, fn, dtype):
+    with pytest.raises(Exception) as expected:
+        fn(torch, torch.ones(2, 2, dtype=getattr(torch, dtype)))
+    with pytest.raises(Exception) as got:
+        fn(numbagrad, numbagrad.ones(2, 2, dtype=getattr(numbagrad, dtype)))
+    assert (type(got.value), str(got.value)) == (type(expected.value), str(expected.value))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda m, A: m.linalg.det(A),
+        lambda m, A: m.linalg.inv(A),
+        lambda m, A: m.linalg.svdvals(A),
+        lambda m, A: m.linalg.cholesky(A),
+        lambda m, A: m.linalg.eigvalsh(A),
+        lambda m, A: m.linalg.matrix_exp(A),
+        lambda m, A: m.linalg.pinv(A),
+        lambda m, A: m.linalg.matrix_rank(A),
+        lambda m, A: tuple(m.linalg.slogdet(A)),
+        lambda m, A: m.linalg.matrix_norm(A, 2),
+        lambda m, A: m.linalg.matrix_norm(A, "nuc"),
+    ],
+)
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0)])
+def test_empty_matrices_match_torch(torch, fn, shape):
+    ours, theirs = _tensors(torch, "float32", np.zeros(shape))
+    _assert_same(fn(numbagrad, ours[0]), fn(torch, theirs[0]), "float32")

@@ -51,8 +51,35 @@ def _check_float(t: Tensor, op: str, what: str = "input") -> None:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as {what}. Got {name}")
 
 
+#: What torch's CPU kernels raise for float16 input, by op: the kernel that has no such dtype
+#: (NotImplementedError), or a RuntimeError's text (``{op}`` and ``{dtype}`` filled in).
+_LOW_PRECISION = {
+    "linalg.det": "lu_cpu",
+    "linalg.solve": "lu_cpu",
+    "linalg.solve_ex": "lu_cpu",
+    "linalg.lu": "lu_cpu",
+    "linalg.lu_solve": "lu_cpu",
+    "torch.linalg.lu_factor": "lu_cpu",
+    "torch.linalg.lu_factor_ex": "lu_cpu",
+    "linalg.svd": "linalg_svd_cpu",
+    "linalg.eigh": "linalg_eigh_cpu",
+    "linalg.eigvalsh": "linalg_eigh_cpu",
+    "linalg.cholesky": "cholesky_cpu",
+    "linalg.qr": "geqrf_cpu",
+    "geqrf": "geqrf_cpu",
+    "linalg.solve_triangular": "triangular_solve_cpu",
+    "linalg.pinv": RuntimeError(
+        "linalg.pinv({dtype}{{[{shape}]}}): expected a tensor with 2 or more dimensions of float, double, cfloat or "
+        "cdouble types"
+    ),
+    "linalg.matrix_rank": RuntimeError("This function doesn't handle types other than float and double"),
+    "torch.linalg.lstsq": RuntimeError("This function doesn't handle types other than float and double"),
+}
+_LOW_NAMES = {"float16": "Half"}
+
+
 def _check_matrix(t: Tensor, op: str, square: bool = True, name: str = "A") -> None:
-    """torch's checks that ``t`` is a (batch of) matrices of a floating dtype."""
+    """torch's checks that ``t`` is a (batch of) matrices of a floating dtype that LAPACK handles."""
     if t.dim() < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
     if square and t.shape[-1] != t.shape[-2]:
@@ -60,6 +87,19 @@ def _check_matrix(t: Tensor, op: str, square: bool = True, name: str = "A") -> N
             f"{op}: {name} must be batches of square matrices, but they are {t.shape[-2]} by {t.shape[-1]} matrices"
         )
     _check_float(t, op)
+    _check_precision(t, op)
+
+
+def _check_precision(t: Tensor, op: str) -> None:
+    low = _LOW_NAMES.get(t.dtype.name)
+    if low is None or op == "linalg.matrix_exp" or op == "linalg.matrix_power":
+        return
+    rule = _LOW_PRECISION.get(op)
+    if isinstance(rule, str):
+        raise NotImplementedError(f"\"{rule}\" not implemented for '{low}'")
+    if isinstance(rule, RuntimeError):
+        raise RuntimeError(str(rule.args[0]).format(dtype=low, shape=", ".join(map(str, t.shape))))
+    raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {low}")
 
 
 def _batch_prefix(info: np.ndarray) -> tuple[str, int]:
@@ -244,7 +284,7 @@ def inv(A: Tensor) -> Tensor:
 
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> tuple[Tensor, Tensor]:
     """``(inverse, info)``: info is 0 for invertible matrices, else the 1-based index of the zero pivot."""
-    _check_matrix(A, "linalg.inv_ex")
+    _check_matrix(A, "linalg.inv")
     return Inv.apply(A, check_errors, "linalg.inv_ex")
 
 
@@ -965,9 +1005,13 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if ord not in ("nuc", 2, -2, 1, -1, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord in ("nuc", 2, -2):
+        _check_precision(A, "linalg.matrix_norm")
         moved = A.permute(*[i for i in range(A.dim()) if i not in (d0, d1)], d0, d1)
         s = svdvals(moved)
-        out = sum(s, -1) if ord == "nuc" else (amax(s, -1) if ord == 2 else amin(s, -1))
+        if ord == "nuc" or s.shape[-1] == 0:  # an empty matrix has norm 0
+            out = sum(s, -1)
+        else:
+            out = amax(s, -1) if ord == 2 else amin(s, -1)
         if keepdim:
             for d in sorted((d0, d1)):
                 out = out.unsqueeze(d)
