@@ -435,6 +435,8 @@ def test_ex_variants_report_info_without_raising(torch):
         (lambda m, A: m.linalg.matrix_norm(A, 3), np.ones((3, 3))),
         (lambda m, A: m.linalg.matrix_power(A, 2), np.ones((2, 3))),
         (lambda m, A: m.linalg.multi_dot([A]), np.ones((2, 2))),
+        (lambda m, A: m.linalg.vector_norm(A[:0], math.inf), np.ones(2)),
+        (lambda m, A: m.linalg.vector_norm(A[:, :0], -1.0, dim=1), np.ones((2, 2))),
         (lambda m, A: m.linalg.eigh(A, UPLO="X"), np.ones((2, 2))),
         (lambda m, A: m.linalg.solve(A, A[:1]), np.eye(2)),
         (lambda m, A: m.linalg.lstsq(A, A[:1]), np.ones((3, 2))),

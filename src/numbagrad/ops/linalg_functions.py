@@ -982,11 +982,19 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
     if dtype is not None:
         x = x.to(dtype)
     dims = _norm_dims(x, dim)
-    if x.numel() == 0 and ord < 0 or (x.numel() == 0 and ord == math.inf and any(x.shape[d] == 0 for d in dims)):
-        raise RuntimeError(
-            f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because the operation does not "
-            "have an identity"
-        )
+    if (ord < 0 or ord == math.inf) and x.numel() == 0:  # max/min-like norms of nothing have no value
+        where_ = "an empty tensor because"
+        if dim is not None:
+            empty = [d for d in dims if x.shape[d] == 0]
+            if not empty:
+                where_ = None
+            else:  # (torch's text has no space before "because" here)
+                where_ = f"the dimension {empty[0]}because this dimension is empty and"
+        if where_ is not None:
+            raise RuntimeError(
+                f"linalg.vector_norm cannot compute the {float(ord):g} norm on {where_} the operation does not have "
+                "an identity"
+            )
     if x.dim() == 0 and dim is None:
         dims = ()
     return VectorNorm.apply(x, float(ord), dims, keepdim)
