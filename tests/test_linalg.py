@@ -206,6 +206,12 @@ def test_matrix_rank_of_a_rank_deficient_matrix(torch):
     _assert_same(L.pinv(ours[0]), torch.linalg.pinv(theirs[0]), "float64")
 
 
+def test_matrix_exp_of_non_finite_and_mixed_scale_batches_matches_torch(torch):
+    a = np.stack([_rand(3, 3), 50 * _rand(3, 3, seed=1), np.full((3, 3), np.nan), np.where(np.eye(3) > 0, np.inf, 0.0)])
+    ours, theirs = _tensors(torch, "float64", a)
+    _assert_same(L.matrix_exp(ours[0]), torch.linalg.matrix_exp(theirs[0]), "float64")
+
+
 def test_singular_slogdet_and_det(torch):
     ours, theirs = _tensors(torch, "float64", np.array([[1.0, 2.0], [2.0, 4.0]]))
     _assert_same(tuple(L.slogdet(ours[0])), tuple(torch.linalg.slogdet(theirs[0])), "float64")

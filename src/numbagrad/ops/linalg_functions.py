@@ -774,18 +774,24 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
 
 
 def _expm_host(a: np.ndarray) -> np.ndarray:
-    """Scaling and squaring with a degree-18 Taylor polynomial on the scaled matrix (norm at most 1/2)."""
-    norms = np.abs(a).sum(axis=-2).max(axis=-1) if a.size else np.zeros(a.shape[:-2])
-    squarings = int(max(0, math.ceil(math.log2(max(float(np.max(norms, initial=0.0)), 1e-300) / 0.5)))) if a.size else 0
-    x = a / (2.0**squarings)
-    ident = np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape)
-    out = ident.copy()
-    term = ident.copy()
+    """Scaling and squaring: each matrix is scaled by ``2**-s`` to a 1-norm of at most 1/2, where a degree-18
+    Taylor polynomial is exact to rounding, and the result squared ``s`` times. Non-finite matrices give nan."""
+    if a.size == 0:
+        return a.copy()
+    finite = np.isfinite(a).all(axis=(-2, -1))
+    safe = np.where(finite[..., None, None], a, 0)
+    norms = np.abs(safe).sum(axis=-2).max(axis=-1)
+    squarings = np.ceil(np.log2(np.maximum(norms, 1e-300) / 0.5)).clip(min=0).astype(np.int64)
+    x = safe / np.exp2(squarings)[..., None, None]
+    out = np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy()
+    term = out.copy()
     for k in range(1, 19):
         term = term @ x / k
         out = out + term
-    for _ in range(squarings):
-        out = out @ out
+    for step in range(int(squarings.max())):
+        more = squarings > step
+        out[more] = out[more] @ out[more]
+    out[~finite] = np.nan
     return out.astype(a.dtype)
 
 
