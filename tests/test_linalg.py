@@ -441,6 +441,14 @@ def test_ex_variants_report_info_without_raising(torch):
         (lambda m, A: m.linalg.matrix_norm(A, 3), np.ones((3, 3))),
         (lambda m, A: m.linalg.matrix_power(A, 2), np.ones((2, 3))),
         (lambda m, A: m.linalg.multi_dot([A]), np.ones((2, 2))),
+        (lambda m, A: m.linalg.multi_dot([A, A[:, :1].mT]), np.ones((2, 3))),
+        (lambda m, A: m.linalg.multi_dot([A[0, :2], A.mT]), np.ones((3, 3))),
+        (lambda m, A: m.linalg.cross(A, A[0]), np.ones((2, 3))),
+        (lambda m, A: m.linalg.vecdot(A[0], A[0, :2]), np.ones((2, 3))),
+        (lambda m, A: m.linalg.solve_triangular(A, A[:1], upper=True), np.eye(2)),
+        (lambda m, A: m.linalg.solve_triangular(A, A[:, :1], upper=True, left=False), np.eye(2)),
+        (lambda m, A: m.linalg.matrix_norm(A, dim=(0, 1, 2)), np.ones((2, 2, 2))),
+        (lambda m, A: m.linalg.norm(A, "fro", dim=0), np.ones((2, 2))),
         (lambda m, A: m.linalg.vector_norm(A[:0], math.inf), np.ones(2)),
         (lambda m, A: m.linalg.vector_norm(A[:, :0], -1.0, dim=1), np.ones((2, 2))),
         (lambda m, A: m.linalg.eigh(A, UPLO="X"), np.ones((2, 2))),
@@ -476,6 +484,13 @@ def test_qr_backward_without_a_usable_q_raises_torch_error(torch, mode):
             lib.linalg.qr(x, mode=mode)[1].sum().backward()
         messages.append(str(err.value))
     assert messages[0] == messages[1]
+
+
+def test_matrix_power_of_a_float_power_raises_torch_type_error(torch):
+    with pytest.raises(TypeError) as expected:
+        torch.linalg.matrix_power(torch.eye(2), 1.5)
+    with pytest.raises(TypeError, match=str(expected.value).replace("(", r"\(").replace(")", r"\)")):
+        L.matrix_power(numbagrad.eye(2), 1.5)
 
 
 def test_integer_input_raises_torch_error(torch):

@@ -407,6 +407,15 @@ class SolveTriangular(Function):
         return ga, (_sum_to(gb, ctx.b_shape) if ctx.needs_input_grad[1] else None), None, None
 
 
+def _check_rhs(A: Tensor, B: Tensor, left: bool, op: str) -> None:
+    """torch's check that ``B`` fits ``A X = B`` (or ``X A = B``)."""
+    if B.shape[-2 if left else -1] != A.shape[-1]:
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} "
+            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})"
+        )
+
+
 def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor:
     """The solution of ``A X = B`` (or ``X A = B``) for triangular ``A``; only ``A``'s ``upper`` or lower
     triangle is read. Runs on the host for cuda inputs."""
@@ -414,6 +423,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True, un
     if B.dim() < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
     _check_float(B, "linalg.solve_triangular")
+    _check_rhs(A, B, left, "linalg.solve_triangular")
     if left:
         return SolveTriangular.apply(A, B, upper, unitriangular)
     return _mT(SolveTriangular.apply(_mT(A), _mT(B), not upper, unitriangular))
@@ -755,6 +765,8 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None) -> tuple[Tensor, Ten
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """``A`` multiplied by itself ``n`` times (the inverse's power for negative ``n``, identity for 0), by
     repeated squaring as torch does."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
     _check_matrix(A, "linalg.matrix_power")
     if n == 0:
         return _eye_like(A, A.shape[-1]).expand(*A.shape).clone()
@@ -846,9 +858,7 @@ class Cross(Function):
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:  # noqa: A002
     """The cross product of 3-vectors along ``dim`` (broadcasting the other dims)."""
     if input.dim() != other.dim():
-        raise RuntimeError(
-            f"linalg.cross: inputs must have the same number of dimensions. Got {input.dim()} and {other.dim()}"
-        )
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     d = wrap_dim(dim, input.dim())
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(
@@ -859,6 +869,11 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:  # noqa: A0
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """The dot product of ``x`` and ``y`` along ``dim``, broadcasting the others."""
+    if x.dim() == 1 and y.dim() == 1 and x.shape[0] != y.shape[0]:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src [{y.shape[0]}] to have the same "
+            f"number of elements, but got {x.shape[0]} and {y.shape[0]} elements respectively"
+        )
     return sum(x * y, dim)
 
 
@@ -877,6 +892,12 @@ def multi_dot(tensors) -> Tensor:
                 if 0 < i < len(mats) - 1
                 else f"multi_dot(): the {'first' if i == 0 else 'last'} tensor must be 1D or 2D but got "
                 f"{tensors[i].dim()}D"
+            )
+    for i in range(len(mats) - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(
+                f"multi_dot(): tensors {i} and {i + 1} with shapes {list(tensors[i].shape)} and "
+                f"{list(tensors[i + 1].shape)} cannot be multiplied"
             )
     out = _chain(mats)
     if first.dim() == 1:
@@ -1013,7 +1034,10 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     _check_float(A, "linalg.matrix_norm")
     if dtype is not None:
         A = A.to(dtype)
-    d0, d1 = wrap_dim(dim[0], A.dim()), wrap_dim(dim[1], A.dim())
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
+    d0, d1 = wrap_dim(dims[0], A.dim()), wrap_dim(dims[1], A.dim())
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
     if ord not in ("nuc", 2, -2, 1, -1, math.inf, -math.inf):
@@ -1039,21 +1063,17 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
 
 
 def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    """A vector norm or a matrix norm as ``ord`` and ``dim`` say (2-norm of the flattened input by default)."""
+    """A vector norm or a matrix norm as ``ord`` and ``dim`` say (2-norm of the flattened input by default): a
+    string ``ord``, or an ``ord`` with a 2-tuple ``dim`` or a 2-D input and no ``dim``, means a matrix norm."""
     if dim is not None and not isinstance(dim, int):
         dim = tuple(dim)
     if ord is not None and dim is None and A.dim() not in (1, 2):
         raise RuntimeError(
             f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D."
         )
-    if isinstance(ord, str) or (dim is not None and not isinstance(dim, int) and len(dim) == 2 and ord is not None):
-        return matrix_norm(A, "fro" if ord is None else ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
-    if ord is not None and dim is None and A.dim() == 2:
-        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
-    if ord is not None and dim is None and A.dim() != 1:
-        raise RuntimeError(
-            f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D."
-        )
+    two_dims = A.dim() == 2 if dim is None else isinstance(dim, tuple) and len(dim) == 2
+    if isinstance(ord, str) or (ord is not None and two_dims):
+        return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
@@ -1176,6 +1196,7 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoin
     _check_matrix(LU, "linalg.lu_solve")
     if B.dim() < 2:
         raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 dimensions.")
+    _check_rhs(LU, B, left, "linalg.lu_solve")
     p, low, up = lu_unpack(LU, pivots)
     if not left:  # X A = B  <=>  A^T X^T = B^T
         return _mT(lu_solve(LU, pivots, _mT(B), adjoint=not adjoint))
