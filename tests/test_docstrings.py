@@ -48,6 +48,7 @@ MODULES = (
     "numbagrad.cuda",
     "numbagrad.serialization",
     "numbagrad.extend",
+    "numbagrad.linalg",
 )
 
 

@@ -41,6 +41,7 @@ LAYERS = {
     "amp": 5,
     "func": 5,
     "sparse": 5,
+    "linalg": 5,
     "compile": 6,
     "compiler": 6,
     "_generator": 4,

@@ -155,6 +155,7 @@ _LAZY_MODULES = (  # compile: a callable package
     "amp",
     "func",
     "sparse",
+    "linalg",
     "nn",
     "optim",
     "cuda",
