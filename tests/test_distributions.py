@@ -461,8 +461,18 @@ VALIDATION = [
 ]
 
 
+@pytest.fixture
+def validating(torch):
+    """Validation on in both libraries: their class-wide default is a global that other tests (torch's compile
+    machinery, for one) may have switched off."""
+    previous = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(previous)
+
+
 @pytest.mark.parametrize("case", VALIDATION, ids=lambda c: c[0])
-def test_validation_errors_match_torch(torch, case):
+def test_validation_errors_match_torch(torch, case, validating):
     _, build = case
 
     def run(module, tensor):
