@@ -40,8 +40,13 @@ PROBE = textwrap.dedent(
 
 
 def probe(**env: str) -> tuple[bool, int]:
-    """(whether numbagrad tuned malloc, page faults of the 100 steps) in a fresh process with ``env`` added."""
+    """(whether numbagrad tuned malloc, page faults of the 100 steps) in a fresh process with ``env`` added.
+
+    The package's bytecode is written first: compiling its sources at import allocates and frees blocks of a few
+    MB, and glibc then raises its mmap threshold on its own, which would hide the policy being measured."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "NUMBAGRAD_TUNE_MALLOC"}
+    clean.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-c", "import numbagrad"], env=clean, check=True)
     out = subprocess.run(
         [sys.executable, "-c", PROBE], env={**clean, **env}, capture_output=True, text=True, check=True
     ).stdout.split()
