@@ -6,7 +6,7 @@ from .. import _tensor
 from .. import autograd as _autograd
 from .._tensor import Tensor as _Tensor
 from ..autograd import grad_mode as _grad_mode
-from . import apply, creation, elementwise, indexing, inplace, linalg, reduction, shape, sparse  # noqa: F401 - each registers its ops
+from . import apply, creation, elementwise, indexing, inplace, linalg, more, reduction, shape, sparse  # noqa: F401 - each registers its ops
 from ._registry import OPS, bind_methods, public_names
 
 for _decl in OPS.values():
