@@ -10,8 +10,8 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
+from .._types import bool_, int64, wrap_dim
 from .._types import broadcast_shapes as _broadcast_shapes
-from .._types import int64, wrap_dim
 from ..autograd.function import Function
 from . import creation, indexing, inplace, shape
 from ._registry import Sample, T, declare
@@ -251,3 +251,254 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 def index_copy_(input: Tensor, dim: int, index, source: Tensor) -> Tensor:  # noqa: A002
     """``index_copy`` written into ``input``."""
     return inplace.write_inplace(input, lambda t: index_copy(t, dim, index, source), (source,))
+
+
+# --- splitting and stacking ------------------------------------------------------------------------------------
+
+
+def _split_at(input: Tensor, bounds: list, d: int) -> tuple:
+    """The slices of dim ``d`` between consecutive ``bounds`` (clamped to the dim, as Python slices)."""
+    size = input.shape[d]
+    out = []
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        start = min(max(start, 0), size)
+        stop = min(max(stop, start), size)
+        out.append(input[(slice(None),) * d + (slice(start, stop),)])
+    return tuple(out)
+
+
+@declare(methods=True, samples=(Sample(T(5, 2), 3), Sample(T(2, 6), [1, 4], 1), Sample(T(7), (2, 9))))
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:  # noqa: A002
+    """Views of ``input`` split along ``dim`` into ``n`` nearly equal parts (the first ``size % n`` one longer), or
+    at the listed indices."""
+    if input.dim() == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    d = wrap_dim(int(dim), input.dim())
+    if isinstance(indices_or_sections, Tensor):
+        if indices_or_sections.dtype != int64:
+            raise RuntimeError(
+                "tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+                + _dtype_name(indices_or_sections.dtype)
+            )
+        if indices_or_sections.dim() > 1:
+            raise RuntimeError(
+                "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional "
+                f"tensor, but got a tensor with {indices_or_sections.dim()} dims"
+            )
+        values = indices_or_sections.tolist()
+        indices_or_sections = values
+    if isinstance(indices_or_sections, (int, np.integer)):
+        n = int(indices_or_sections)
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        size = input.shape[d]
+        base, extra = divmod(size, n)
+        bounds = [0]
+        for k in range(n):
+            bounds.append(bounds[-1] + base + (1 if k < extra else 0))
+        return _split_at(input, bounds, d)
+    return _split_at(input, [0, *(int(i) for i in indices_or_sections), input.shape[d]], d)
+
+
+def _direction_split(name: str, input: Tensor, indices_or_sections, dim: int, min_dims: int) -> tuple:
+    if input.dim() < min_dims:
+        raise RuntimeError(
+            f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor with "
+            f"{input.dim()} dimensions!"
+        )
+    if isinstance(indices_or_sections, (int, np.integer)):
+        n = int(indices_or_sections)
+        size = input.shape[dim]
+        if n == 0 or size % n:
+            raise RuntimeError(
+                f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension {size} is "
+                f"not divisible by the split_size {n}!"
+            )
+    return tensor_split(input, indices_or_sections, dim)
+
+
+@declare(methods=True, samples=(Sample(T(2, 4), 2), Sample(T(6), [1, 4])))
+def hsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
+    """``tensor_split`` along dim 1 (dim 0 of a 1-D tensor); a section count must divide the dim."""
+    return _direction_split("hsplit", input, indices_or_sections, 1 if input.dim() > 1 else 0, 1)
+
+
+@declare(methods=True, samples=(Sample(T(4, 2), 2), Sample(T(5, 2), [1, 3])))
+def vsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
+    """``tensor_split`` along dim 0 of a tensor of at least 2 dims; a section count must divide the dim."""
+    return _direction_split("vsplit", input, indices_or_sections, 0, 2)
+
+
+@declare(methods=True, samples=(Sample(T(2, 2, 4), 2), Sample(T(1, 2, 5), [3])))
+def dsplit(input: Tensor, indices_or_sections) -> tuple:  # noqa: A002
+    """``tensor_split`` along dim 2 of a tensor of at least 3 dims; a section count must divide the dim."""
+    return _direction_split("dsplit", input, indices_or_sections, 2, 3)
+
+
+@declare(samples=(Sample(T(3)), Sample(T(2, 3))))
+def atleast_1d(*tensors):
+    """Each tensor as at least 1-D (0-d ones as views of shape ``(1,)``); one tensor gives a tensor, several a
+    tuple."""
+    return _atleast(tensors, 1)
+
+
+@declare(samples=(Sample(T(3)), Sample(T(2, 3))))
+def atleast_2d(*tensors):
+    """Each tensor as at least 2-D: 0-d as ``(1, 1)``, 1-D ``(n,)`` as ``(1, n)``."""
+    return _atleast(tensors, 2)
+
+
+@declare(samples=(Sample(T(3)), Sample(T(2, 3)), Sample(T(2, 3, 2))))
+def atleast_3d(*tensors):
+    """Each tensor as at least 3-D: 0-d as ``(1, 1, 1)``, ``(n,)`` as ``(1, n, 1)``, ``(m, n)`` as ``(m, n, 1)``."""
+    return _atleast(tensors, 3)
+
+
+def _atleast(tensors: tuple, ndim: int):
+    single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    out = tuple(_raise_dims(t, ndim) for t in tensors)
+    return out[0] if single else out
+
+
+def _raise_dims(t: Tensor, ndim: int) -> Tensor:
+    n = t.dim()
+    if n >= ndim:
+        return t
+    if n == 0:
+        return shape.reshape(t, (1,) * ndim)
+    if ndim == 2:
+        return shape.unsqueeze(t, 0)
+    if n == 1:
+        return shape.unsqueeze(shape.unsqueeze(t, 0), 2)
+    return shape.unsqueeze(t, 2)
+
+
+def _tensor_list(name: str, tensors) -> list:
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
+
+
+@declare(samples=(Sample([T(2, 3), T(2, 1)]), Sample([T(3), T(2)])))
+def hstack(tensors, *, out=None) -> Tensor:
+    """Concatenate along dim 1 (dim 0 for 1-D tensors), after ``atleast_1d``."""
+    tensors = [_raise_dims(t, 1) for t in _tensor_list("hstack", tensors)]
+    return shape.cat(tensors, 0 if tensors[0].dim() == 1 else 1)
+
+
+@declare(aliases=("row_stack",), samples=(Sample([T(2, 3), T(1, 3)]), Sample([T(3), T(3)])))
+def vstack(tensors, *, out=None) -> Tensor:
+    """Concatenate along dim 0 after ``atleast_2d`` (1-D tensors become rows)."""
+    return shape.cat([_raise_dims(t, 2) for t in _tensor_list("vstack", tensors)], 0)
+
+
+@declare(samples=(Sample([T(2, 3), T(2, 3)]), Sample([T(3), T(3)]), Sample([T(1, 2, 1), T(1, 2, 2)])))
+def dstack(tensors, *, out=None) -> Tensor:
+    """Concatenate along dim 2 after ``atleast_3d``."""
+    return shape.cat([_raise_dims(t, 3) for t in _tensor_list("dstack", tensors)], 2)
+
+
+@declare(samples=(Sample([T(3), T(3, 2)]), Sample([T(2, 2), T(2)])))
+def column_stack(tensors, *, out=None) -> Tensor:
+    """Concatenate along dim 1, 0-d and 1-D tensors first made columns ``(n, 1)``."""
+    cols = [shape.reshape(t, (t.numel(), 1)) if t.dim() <= 1 else t for t in _tensor_list("column_stack", tensors)]
+    return shape.cat(cols, 1)
+
+
+# --- rearranging -----------------------------------------------------------------------------------------------
+
+
+@declare(methods=True, samples=(Sample(T(2, 3), (2, 2)), Sample(T(2, 3), (3,)), Sample(T(3), (2, 1, 2))))
+def tile(input: Tensor, dims) -> Tensor:  # noqa: A002
+    """``repeat`` with ``dims`` padded with leading 1s to the input's number of dims."""
+    dims = _int_tuple(dims)
+    dims = (1,) * (input.dim() - len(dims)) + dims
+    return shape.repeat(input, dims)
+
+
+class Rot90(Function):
+    """A copy rotated by ``k`` quarter turns from ``dims[0]`` towards ``dims[1]``; the gradient turns back."""
+
+    node_name = "Rot90Backward0"
+
+    @staticmethod
+    def forward(ctx, x, k, dims):
+        ctx.k, ctx.dims = k, dims
+        d0, d1 = dims
+        if k == 1:
+            out = shape.transpose(shape.flip(x, (d1,)), d0, d1)
+        elif k == 2:
+            out = shape.flip(x, (d0, d1))
+        elif k == 3:
+            out = shape.flip(shape.transpose(x, d0, d1), (d1,))
+        else:
+            out = x
+        return shape.clone(out).contiguous()
+
+    @staticmethod
+    def backward(ctx, g):
+        return Rot90.apply(g, (4 - ctx.k) % 4, ctx.dims), None, None
+
+
+@declare(
+    methods=True, samples=(Sample(T(2, 3)), Sample(T(2, 3, 2), 3, (2, 0)), Sample(T(2, 3), -2), Sample(T(2, 3), 0))
+)
+def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:  # noqa: A002
+    """Rotate by ``k`` quarter turns in the plane of ``dims``, from the first dim towards the second."""
+    dims = _int_tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = wrap_dim(dims[0], input.dim()), wrap_dim(dims[1], input.dim())
+    if d0 == d1 or abs(dims[0] - dims[1]) == input.dim():
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    return Rot90.apply(input, int(k) % 4, (d0, d1))
+
+
+@declare(methods=True, samples=(Sample(T(2, 3)),))
+def fliplr(input: Tensor) -> Tensor:  # noqa: A002
+    """Reverse dim 1 (a copy)."""
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return shape.flip(input, (1,))
+
+
+@declare(methods=True, samples=(Sample(T(2, 3)), Sample(T(3))))
+def flipud(input: Tensor) -> Tensor:  # noqa: A002
+    """Reverse dim 0 (a copy)."""
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return shape.flip(input, (0,))
+
+
+@declare(
+    methods=True,
+    samples=(
+        Sample(T(5)),
+        Sample(T(3, 4), 2, 1),
+        Sample(T(3, 4), 1, 0, T(1, 4), T(2, 4)),
+        Sample(T(2, 3), n=3, dim=-1, append=T(2, 1)),
+    ),
+)
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> Tensor:  # noqa: A002
+    """The ``n``-th forward difference along ``dim`` (``prepend``/``append`` joined on first); booleans differ by
+    exclusive or."""
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = wrap_dim(int(dim), input.dim())
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = shape.cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        size = x.shape[d]
+        if size == 0:
+            break
+        later = shape.narrow(x, d, 1, size - 1)
+        earlier = shape.narrow(x, d, 0, size - 1)
+        x = later.logical_xor(earlier) if x.dtype == bool_ else later - earlier
+    return x
