@@ -13,7 +13,7 @@ from .._tensor import Tensor
 from .._types import bool_, int64, wrap_dim
 from .._types import broadcast_shapes as _broadcast_shapes
 from ..autograd.function import Function
-from . import creation, indexing, inplace, shape
+from . import creation, indexing, inplace, linalg, reduction, shape
 from ._registry import Sample, T, declare
 
 
@@ -502,3 +502,232 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) ->
         earlier = shape.narrow(x, d, 0, size - 1)
         x = later.logical_xor(earlier) if x.dtype == bool_ else later - earlier
     return x
+
+
+# --- products --------------------------------------------------------------------------------------------------
+
+
+def _scaled(t: Tensor, factor) -> Tensor:
+    return t if factor == 1 else t * factor
+
+
+def _plus_scaled_input(prod: Tensor, input: Tensor, beta, alpha) -> Tensor:  # noqa: A002
+    """``beta * input + alpha * prod``; ``beta == 0`` ignores ``input`` (its NaNs too), as torch's BLAS ops."""
+    prod = _scaled(prod, alpha)
+    if beta == 0:
+        return shape.expand(prod, tuple(prod.shape)).clone() if prod.dim() else prod
+    return _scaled(shape.expand(input, tuple(prod.shape)), beta) + prod
+
+
+class Addmv(Function):
+    node_name = "AddmvBackward0"
+
+    @staticmethod
+    def forward(ctx, input, mat, vec, beta, alpha):  # noqa: A002
+        ctx.in_shape, ctx.beta, ctx.alpha = tuple(input.shape), beta, alpha
+        ctx.save_for_backward(mat, vec)
+        return _plus_scaled_input(linalg.mv(mat, vec), input, beta, alpha)
+
+    @staticmethod
+    def backward(ctx, g):
+        mat, vec = ctx.saved_tensors
+        gi = reduction.sum_to_shape(_scaled(g, ctx.beta), ctx.in_shape) if ctx.needs_input_grad[0] else None
+        gm = _scaled(linalg.outer(g, vec), ctx.alpha) if ctx.needs_input_grad[1] else None
+        gv = _scaled(linalg.mv(mat.t(), g), ctx.alpha) if ctx.needs_input_grad[2] else None
+        return gi, gm, gv, None, None
+
+
+@declare(methods=True, samples=(Sample(T(2), T(2, 3), T(3)), Sample(T(1), T(2, 3), T(3), beta=0.5, alpha=2.0)))
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
+    """``beta * input + alpha * (mat @ vec)``."""
+    if mat.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {mat.dim()}, {vec.dim()}")
+    if mat.shape[1] != vec.shape[0]:
+        raise RuntimeError(
+            f"size mismatch, got input ({mat.shape[0]}), mat ({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})"
+        )
+    return Addmv.apply(input, mat, vec, beta, alpha)
+
+
+class Addr(Function):
+    node_name = "AddrBackward0"
+
+    @staticmethod
+    def forward(ctx, input, vec1, vec2, beta, alpha):  # noqa: A002
+        ctx.in_shape, ctx.beta, ctx.alpha = tuple(input.shape), beta, alpha
+        ctx.save_for_backward(vec1, vec2)
+        return _plus_scaled_input(linalg.outer(vec1, vec2), input, beta, alpha)
+
+    @staticmethod
+    def backward(ctx, g):
+        vec1, vec2 = ctx.saved_tensors
+        gi = reduction.sum_to_shape(_scaled(g, ctx.beta), ctx.in_shape) if ctx.needs_input_grad[0] else None
+        g1 = _scaled(linalg.mv(g, vec2), ctx.alpha) if ctx.needs_input_grad[1] else None
+        g2 = _scaled(linalg.mv(g.t(), vec1), ctx.alpha) if ctx.needs_input_grad[2] else None
+        return gi, g1, g2, None, None
+
+
+@declare(methods=True, samples=(Sample(T(2, 3), T(2), T(3)), Sample(T(3), T(2), T(3), beta=2.0, alpha=-1.0)))
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    if vec1.dim() != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.dim()}-D")
+    if vec2.dim() != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec2, but got {vec2.dim()}-D")
+    return Addr.apply(input, vec1, vec2, beta, alpha)
+
+
+class Addbmm(Function):
+    node_name = "AddbmmBackward0"
+
+    @staticmethod
+    def forward(ctx, input, batch1, batch2, beta, alpha):  # noqa: A002
+        ctx.in_shape, ctx.beta, ctx.alpha = tuple(input.shape), beta, alpha
+        ctx.save_for_backward(batch1, batch2)
+        return _plus_scaled_input(reduction.sum(linalg.bmm(batch1, batch2), 0), input, beta, alpha)
+
+    @staticmethod
+    def backward(ctx, g):
+        batch1, batch2 = ctx.saved_tensors
+        gi = reduction.sum_to_shape(_scaled(g, ctx.beta), ctx.in_shape) if ctx.needs_input_grad[0] else None
+        gb = _scaled(shape.expand(g, (batch1.shape[0], *g.shape)), ctx.alpha)
+        g1 = linalg.bmm(gb, batch2.transpose(1, 2)) if ctx.needs_input_grad[1] else None
+        g2 = linalg.bmm(batch1.transpose(1, 2), gb) if ctx.needs_input_grad[2] else None
+        return gi, g1, g2, None, None
+
+
+@declare(
+    methods=True, samples=(Sample(T(2, 4), T(3, 2, 5), T(3, 5, 4)), Sample(T(4), T(2, 2, 3), T(2, 3, 4), beta=0.5))
+)
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    if batch1.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if batch2.dim() != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if batch1.shape[0] != batch2.shape[0]:
+        raise RuntimeError(
+            f"batch1 and batch2 must have same number of batches, got {batch1.shape[0]} and {batch2.shape[0]}"
+        )
+    if batch1.shape[2] != batch2.shape[1]:
+        raise RuntimeError(
+            f"Incompatible matrix sizes for bmm ({batch1.shape[1]}x{batch1.shape[2]} and "
+            f"{batch2.shape[1]}x{batch2.shape[2]})"
+        )
+    return Addbmm.apply(input, batch1, batch2, beta, alpha)
+
+
+class Vdot(Function):
+    node_name = "VdotBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return linalg.dot(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return (g * b if ctx.needs_input_grad[0] else None), (g * a if ctx.needs_input_grad[1] else None)
+
+
+@declare(methods=True, samples=(Sample(T(4), T(4)),))
+def vdot(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+    """The dot product of two 1-D tensors, the first conjugated (real tensors: ``dot``)."""
+    if input.dim() != 1 or other.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
+    linalg.dot(input.detach(), other.detach())  # dot's size and dtype errors, which vdot shares
+    return Vdot.apply(input, other)
+
+
+@declare(samples=(Sample(T(2, 3), T(2, 3, 4)), Sample(T(2, 3), T(3, 2), ([0, 1], [1, 0])), Sample(T(2, 3), T(4), 0)))
+def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+    """Sum of products over the last ``dims`` dims of ``a`` and the first ``dims`` of ``b`` (or the listed dim
+    pairs), as one matrix product of the two reshaped tensors."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, (int, np.integer)):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={int(dims)}")
+        if dims > a.dim() or dims > b.dim():
+            raise RuntimeError(
+                f"tensordot expects dims < ndim_a or ndim_b, but got dims={int(dims)}, ndim_a={a.dim()}, "
+                f"ndim_b={b.dim()}"
+            )
+        dims_a = list(range(a.dim() - int(dims), a.dim()))
+        dims_b = list(range(int(dims)))
+    else:
+        dims_a, dims_b = (list(_int_tuple(d)) for d in dims)
+        if len(dims_a) != len(dims_b):
+            raise RuntimeError("both dimension lists should have same length")
+    dims_a = [wrap_dim(d, a.dim()) for d in dims_a]
+    dims_b = [wrap_dim(d, b.dim()) for d in dims_b]
+    for da, db in zip(dims_a, dims_b):
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(
+                f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} and second has "
+                f"size {b.shape[db]} in dim {db}"
+            )
+    free_a = [d for d in range(a.dim()) if d not in dims_a]
+    free_b = [d for d in range(b.dim()) if d not in dims_b]
+    k = math.prod(a.shape[d] for d in dims_a)
+    m = math.prod(a.shape[d] for d in free_a)
+    n = math.prod(b.shape[d] for d in free_b)
+    left = shape.reshape(shape.permute(a, *free_a, *dims_a), (m, k))
+    right = shape.reshape(shape.permute(b, *dims_b, *free_b), (k, n))
+    out_shape = tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b)
+    return shape.reshape(linalg.mm(left, right), out_shape)
+
+
+@declare(methods=True, samples=(Sample(T(2, 3), T(4, 3)), Sample(T(3), T(3)), Sample(T(2, 3), T(3))))
+def inner(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+    """Sum of products over the last dim of both (a scalar times a tensor when either is 0-d)."""
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(
+            f"inner() the last dimension must match on both input tensors but got shapes {_size_str(input)} and "
+            f"{_size_str(other)}"
+        )
+    return tensordot(input, other, ([-1], [-1]))
+
+
+@declare(methods=True, samples=(Sample(T(2, 3), T(3, 2)), Sample(T(2), T(2, 1, 3))))
+def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+    """The Kronecker product: every element of ``input`` times a block ``other``, dims aligned from the right."""
+    n = max(input.dim(), other.dim())
+    a = shape.reshape(input, (1,) * (n - input.dim()) + tuple(input.shape))
+    b = shape.reshape(other, (1,) * (n - other.dim()) + tuple(other.shape))
+    interleaved_a, interleaved_b = [], []
+    for sa, sb in zip(a.shape, b.shape):
+        interleaved_a += [sa, 1]
+        interleaved_b += [1, sb]
+    prod = shape.reshape(a, tuple(interleaved_a)) * shape.reshape(b, tuple(interleaved_b))
+    # torch's kron ends in an unsafe view of the product (node UnsafeViewBackward0)
+    return shape.ReshapeCopy.apply(prod, tuple(sa * sb for sa, sb in zip(a.shape, b.shape)))
+
+
+@declare(samples=(Sample(T(2, 3), T(3, 4), T(4, 2)), Sample(T(2, 3), T(3, 2))))
+def chain_matmul(*matrices, out=None) -> Tensor:
+    """The product of 2-D matrices left to right (torch's deprecated form of ``linalg.multi_dot``)."""
+    import warnings
+
+    warnings.warn(
+        "torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use torch.linalg.multi_dot "
+        "instead, which accepts a list of two or more tensors rather than multiple parameters.",
+        UserWarning,
+        stacklevel=2,
+    )
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:
+        if m.dim() != 2:
+            raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
+    if len(matrices) == 1:
+        return shape.clone(matrices[0])
+    out_ = matrices[0]
+    for m in matrices[1:]:
+        out_ = linalg.mm(out_, m)
+    return shape.view(out_, tuple(out_.shape))  # torch's multi_dot views its product as the output shape
