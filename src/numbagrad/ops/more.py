@@ -10,10 +10,11 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from .._types import bool_, int64, wrap_dim
+from .._types import Size, bool_, int64, wrap_dim
 from .._types import broadcast_shapes as _broadcast_shapes
 from ..autograd.function import Function
 from . import creation, indexing, inplace, linalg, reduction, shape
+from ._common import result_type
 from ._registry import Sample, T, declare
 
 
@@ -731,3 +732,228 @@ def chain_matmul(*matrices, out=None) -> Tensor:
     for m in matrices[1:]:
         out_ = linalg.mm(out_, m)
     return shape.view(out_, tuple(out_.shape))  # torch's multi_dot views its product as the output shape
+
+
+# --- building matrices and grids -------------------------------------------------------------------------------
+
+
+class BlockDiag(Function):
+    """The 2-D inputs along the diagonal of a zero matrix; the gradient of each is its block of ``g``."""
+
+    node_name = "BlockDiagBackward0"
+
+    @staticmethod
+    def forward(ctx, dtype, *blocks):
+        ctx.spans = []
+        rows, cols = sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)
+        backend = blocks[0]._backend
+        out = backend.zeros((rows, cols), dtype)
+        r = c = 0
+        for b in blocks:
+            ctx.spans.append((r, c, b.shape[0], b.shape[1]))
+            backend.setitem(out, (slice(r, r + b.shape[0]), slice(c, c + b.shape[1])), b._data.astype(dtype))
+            r, c = r + b.shape[0], c + b.shape[1]
+        return Tensor._make(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, *(g[r : r + h, c : c + w] for r, c, h, w in ctx.spans)
+
+
+@declare(samples=(Sample(T(2, 3), T(1, 2)), Sample(T(3), T(2, 2))))
+def block_diag(*tensors) -> Tensor:
+    """A block-diagonal matrix of the inputs (0-d ones as 1x1 blocks, 1-D ones as single rows), in their promoted
+    dtype."""
+    blocks = []
+    for k, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(
+                f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {k} has {t.dim()} dimensions"
+            )
+        blocks.append(shape.reshape(t, (1, 1) if t.dim() == 0 else (1, t.shape[0])) if t.dim() < 2 else t)
+    if not blocks:
+        return creation.empty(1, 0)
+    dtype = result_type(*blocks)
+    return BlockDiag.apply(dtype.numpy, *blocks)
+
+
+@declare(samples=(Sample(T(3), T(2)), Sample(T(2), T(2), T(3))))
+def cartesian_prod(*tensors) -> Tensor:
+    """Every combination of one element of each 1-D input, as the rows of a matrix (one input: itself)."""
+    for t in tensors:
+        if t.dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {_size_str(t)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = shape.meshgrid(*tensors, indexing="ij")
+    return shape.stack([shape.reshape(g, -1) for g in grids], 1)
+
+
+class DiagEmbedND(Function):
+    """The last dim of ``input`` placed on diagonal ``offset`` of new dims ``dim1``, ``dim2`` (zeros elsewhere)."""
+
+    node_name = "DiagEmbedBackward0"
+
+    @staticmethod
+    def forward(ctx, x, offset, dim1, dim2):
+        ctx.args = (offset, dim1, dim2)
+        n = x.shape[-1] + abs(offset)
+        rest = list(x.shape[:-1])
+        out_shape = []
+        for d in range(len(rest) + 2):
+            out_shape.append(n if d in (dim1, dim2) else rest.pop(0))
+        backend = x._backend
+        out = backend.zeros(tuple(out_shape), x._data.dtype)
+        backend.setitem(backend.diagonal(out, offset, dim1, dim2), (Ellipsis,), x._data)
+        return Tensor._make(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        return linalg.diagonal(g, *ctx.args).clone(), None, None, None
+
+
+@declare(methods=True, samples=(Sample(T(2, 3)), Sample(T(2, 3), 1, 0, 2), Sample(T(3), -1)))
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:  # noqa: A002
+    """Matrices in dims ``dim1``, ``dim2`` whose diagonal ``offset`` holds the last dim of ``input``."""
+    n = input.dim() + 1
+    d1, d2 = wrap_dim(int(dim1), n), wrap_dim(int(dim2), n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {int(dim1)}, {int(dim2)}")
+    if input.dim() == 0:
+        input = shape.reshape(input, (1,))
+    return DiagEmbedND.apply(input, int(offset), d1, d2)
+
+
+@declare(methods=True, samples=(Sample(T(3)), Sample(T(2, 2), 1), Sample(T(3), -2)))
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:  # noqa: A002
+    """A square matrix with the flattened input on diagonal ``offset``."""
+    return DiagEmbedND.apply(shape.reshape(input, -1), int(offset), 0, 1)
+
+
+def _triangle_indices(row: int, col: int, offset: int, upper: bool, dtype, device) -> Tensor:
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
+    r, c = np.indices((row, col)).reshape(2, -1) if row and col else (np.zeros(0, np.int64),) * 2
+    keep = (c - r <= offset) if not upper else (c - r >= offset)
+    return creation.tensor(np.stack([r[keep], c[keep]]).astype(np.int64), dtype=dtype, device=device)
+
+
+@declare(differentiable=False, samples=(Sample(3, 3), Sample(3, 4, 1), Sample(4, 2, -1)))
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=int64, device=None, layout=None) -> Tensor:
+    """The (row, column) indices of the lower triangle of a ``row x col`` matrix (``c - r <= offset``), row by row,
+    as a ``2 x N`` tensor."""
+    return _triangle_indices(int(row), int(col), int(offset), False, dtype, device)
+
+
+@declare(differentiable=False, samples=(Sample(3, 3), Sample(3, 4, 1), Sample(4, 2, -1)))
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=int64, device=None, layout=None) -> Tensor:
+    """The (row, column) indices of the upper triangle of a ``row x col`` matrix (``c - r >= offset``), row by row,
+    as a ``2 x N`` tensor."""
+    return _triangle_indices(int(row), int(col), int(offset), True, dtype, device)
+
+
+@declare(samples=(Sample(T(2, 1), T(3)), Sample(T(3), T(3))))
+def broadcast_tensors(*tensors) -> tuple:
+    """Each tensor expanded to the common broadcast shape (a tensor already of that shape is returned as is)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    target = _broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return tuple(t if tuple(t.shape) == tuple(target) else shape.expand(t, tuple(target)) for t in tensors)
+
+
+@declare(differentiable=False)
+def broadcast_shapes(*shapes) -> Size:
+    """The shape tensors of ``shapes`` broadcast to (an int is a 1-D shape), with torch's error when they do
+    not."""
+    as_tuples = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(int(v) for v in s) for s in shapes]
+    return Size(_broadcast_shapes(*as_tuples))
+
+
+@declare(differentiable=False, samples=(Sample(0, 2, 3), Sample(0.0, 1.0, 5, base=2.0), Sample(-1, 1, 4)))
+def logspace(
+    start,
+    end,
+    steps: int,
+    base: float = 10.0,
+    *,
+    out=None,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """``steps`` values ``base ** e`` for ``e`` evenly spaced from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    exponents = np.linspace(float(start), float(end), int(steps))
+    values = np.power(float(base), exponents)
+    target = creation.get_default_dtype() if dtype is None else dtype
+    if not target.is_floating_point:
+        values = np.trunc(values) if values.size else values
+    return creation.tensor(values, dtype=target, device=device, requires_grad=requires_grad)
+
+
+# --- NaN-ignoring reductions and counts ------------------------------------------------------------------------
+
+
+class NanSum(Function):
+    """The sum of the non-NaN elements; NaN positions get no gradient."""
+
+    node_name = "NansumBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, dtype):
+        ctx.save_for_backward(x)
+        ctx.dim, ctx.keepdim, ctx.shape = dim, keepdim, tuple(x.shape)
+        clean = x.masked_fill(x.isnan(), 0) if x.is_floating_point() else x
+        return reduction.sum(clean, dim, keepdim, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if ctx.dim is not None and not ctx.keepdim:
+            for d in sorted(ctx.dim):
+                g = shape.unsqueeze(g, d)
+        g = shape.expand(g, ctx.shape).to(x.dtype)
+        return g.masked_fill(x.isnan(), 0), None, None, None
+
+
+def _reduce_dims(dim, ndim: int):
+    if dim is None or (isinstance(dim, (list, tuple)) and not dim):
+        return None
+    return tuple(sorted({wrap_dim(int(d), ndim) for d in _int_tuple(dim)}))
+
+
+@declare(methods=True, samples=(Sample(T(2, 3)), Sample(T(2, 3), 1), Sample(T(2, 3, 2), (0, 2), True)))
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:  # noqa: A002
+    """``sum`` treating NaNs as zero."""
+    return NanSum.apply(input, _reduce_dims(dim, input.dim()), bool(keepdim), dtype)
+
+
+@declare(methods=True, samples=(Sample(T(2, 3)), Sample(T(2, 3), 1, True)))
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:  # noqa: A002
+    """``mean`` of the non-NaN elements (NaN where every element is NaN)."""
+    if not input.is_floating_point():
+        raise RuntimeError(
+            "nanmean(): expected input to have floating point or complex dtype but got " + _dtype_name(input.dtype)
+        )
+    count = reduction.sum(input.isnan().logical_not(), dim, keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
+@declare(
+    methods=True,
+    differentiable=False,
+    samples=(Sample(T(2, 3, dtype="int64")), Sample(T(2, 3, dtype="int64"), 1), Sample(T(2, 3, dtype="int64"), (0, 1))),
+)
+def count_nonzero(input: Tensor, dim=None) -> Tensor:  # noqa: A002
+    """The number of nonzero elements over ``dim`` (all by default), as int64."""
+    return reduction.sum(input != 0, _reduce_dims(dim, input.dim()))
+
+
+@declare(methods=True, differentiable=False, samples=(Sample(T(2, 3, dtype="int64")), Sample(T(4))))
+def argwhere(input: Tensor) -> Tensor:  # noqa: A002
+    """The indices of the nonzero elements, one row each (``nonzero``)."""
+    return indexing.nonzero(input)
