@@ -456,7 +456,7 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:  # noqa: A002
         raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
     d0, d1 = wrap_dim(dims[0], input.dim()), wrap_dim(dims[1], input.dim())
     if d0 == d1 or abs(dims[0] - dims[1]) == input.dim():
-        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
     return Rot90.apply(input, int(k) % 4, (d0, d1))
 
 
@@ -655,20 +655,20 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
                 f"tensordot expects dims < ndim_a or ndim_b, but got dims={int(dims)}, ndim_a={a.dim()}, "
                 f"ndim_b={b.dim()}"
             )
-        dims_a = list(range(a.dim() - int(dims), a.dim()))
+        dims_a = list(range(-int(dims), 0))
         dims_b = list(range(int(dims)))
     else:
         dims_a, dims_b = (list(_int_tuple(d)) for d in dims)
         if len(dims_a) != len(dims_b):
             raise RuntimeError("both dimension lists should have same length")
-    dims_a = [wrap_dim(d, a.dim()) for d in dims_a]
-    dims_b = [wrap_dim(d, b.dim()) for d in dims_b]
     for da, db in zip(dims_a, dims_b):
-        if a.shape[da] != b.shape[db]:
+        if a.shape[wrap_dim(da, a.dim())] != b.shape[wrap_dim(db, b.dim())]:
             raise RuntimeError(
                 f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} and second has "
                 f"size {b.shape[db]} in dim {db}"
             )
+    dims_a = [wrap_dim(d, a.dim()) for d in dims_a]
+    dims_b = [wrap_dim(d, b.dim()) for d in dims_b]
     free_a = [d for d in range(a.dim()) if d not in dims_a]
     free_b = [d for d in range(b.dim()) if d not in dims_b]
     k = math.prod(a.shape[d] for d in dims_a)
@@ -865,10 +865,30 @@ def broadcast_tensors(*tensors) -> tuple:
 
 @declare(differentiable=False)
 def broadcast_shapes(*shapes) -> Size:
-    """The shape tensors of ``shapes`` broadcast to (an int is a 1-D shape), with torch's error when they do
-    not."""
-    as_tuples = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(int(v) for v in s) for s in shapes]
-    return Size(_broadcast_shapes(*as_tuples))
+    """The shape that tensors of ``shapes`` broadcast to (an int is a 1-D shape), without making tensors; the
+    error names the first shape that does not fit the ones before it, as torch's."""
+    shapes = [(int(s),) if isinstance(s, (int, np.integer)) else s for s in shapes if s is not None]
+    if not shapes:
+        return Size(())
+    for s in shapes:
+        if not isinstance(s, (tuple, list)):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {s}")
+    common = [1] * max(len(s) for s in shapes)
+    for k, s in enumerate(shapes):
+        for idx in range(-1, -1 - len(s), -1):
+            size = int(s[idx])
+            if size == common[idx]:
+                continue
+            if common[idx] == 1:
+                if size < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                common[idx] = size
+            if size != 1 and common[idx] != size:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {size} at {idx}! Mismatching argument at index "
+                    f"{k} had {s}; but expected shape should be broadcastable to {common}"
+                )
+    return Size(common)
 
 
 @declare(differentiable=False, samples=(Sample(0, 2, 3), Sample(0.0, 1.0, 5, base=2.0), Sample(-1, 1, 4)))

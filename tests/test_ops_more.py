@@ -1,0 +1,193 @@
+"""The tensor functions of ``ops/more.py`` against torch 2.13: values and dtypes on integer, boolean, empty and NaN
+inputs (the float64 gradients are covered by the declarations' generated tests), in-place forms, and torch's
+exceptions with their messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbagrad
+
+pytestmark = pytest.mark.torch
+
+A = np.arange(12).reshape(3, 4)
+F = np.array([[1.5, np.nan, -2.0], [np.nan, np.nan, np.nan]])
+
+
+def _outs(value) -> list:
+    if type(value) in (list, tuple):  # not a Size
+        return [t for v in value for t in _outs(v)]
+    return [value]
+
+
+def _check_same(ours, theirs) -> None:
+    ours, theirs = _outs(ours), _outs(theirs)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        if not hasattr(b, "dtype"):  # a Size
+            assert tuple(a) == tuple(b)
+            continue
+        assert a.dtype.name == str(b.dtype).replace("torch.", "")
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, equal_nan=True)
+
+
+VALUES = {
+    "movedim int": lambda lib: lib.movedim(lib.tensor(A).reshape(3, 2, 2), (0, 2), (1, 0)),
+    "moveaxis method": lambda lib: lib.tensor(A).moveaxis(-1, 0),
+    "select negative index": lambda lib: lib.tensor(A).select(1, -1),
+    "unflatten -1": lambda lib: lib.tensor(A).unflatten(1, (-1, 2)),
+    "ravel of a transpose": lambda lib: lib.tensor(A).t().ravel(),
+    "take negative indices": lambda lib: lib.take(lib.tensor(A), lib.tensor([[-1, 0], [5, -12]])),
+    "take empty index": lambda lib: lib.take(lib.tensor(A), lib.tensor([], dtype=lib.int64)),
+    "take_along_dim broadcast": lambda lib: lib.take_along_dim(lib.tensor(A), lib.tensor([[0], [3], [1]]), 1),
+    "take_along_dim flat": lambda lib: lib.take_along_dim(lib.tensor(A), lib.tensor([11, 0])),
+    "index_copy int": lambda lib: lib.tensor(A).index_copy(1, lib.tensor([3, 0]), lib.tensor(-A[:, :2])),
+    "tensor_split sections": lambda lib: lib.tensor_split(lib.arange(7), 3),
+    "tensor_split more sections than elements": lambda lib: lib.tensor_split(lib.arange(2), 4),
+    "tensor_split indices past the end": lambda lib: lib.tensor_split(lib.arange(5), [2, 9, 3]),
+    "tensor_split index tensor": lambda lib: lib.tensor_split(lib.tensor(A), lib.tensor([1, 3]), 1),
+    "hsplit 1-D": lambda lib: lib.hsplit(lib.arange(6), 3),
+    "vsplit list": lambda lib: lib.tensor(A).vsplit([1]),
+    "dsplit": lambda lib: lib.tensor(A).reshape(1, 3, 4).dsplit(2),
+    "hstack ints and 0-d": lambda lib: lib.hstack([lib.tensor(3), lib.tensor([1, 2])]),
+    "vstack promotes": lambda lib: lib.vstack([lib.tensor([1, 2]), lib.tensor([0.5, 1.5])]),
+    "row_stack": lambda lib: lib.row_stack((lib.tensor([1, 2]), lib.tensor([[3, 4]]))),
+    "dstack": lambda lib: lib.dstack([lib.tensor([1, 2]), lib.tensor([3, 4])]),
+    "column_stack": lambda lib: lib.column_stack(
+        [lib.tensor([1, 2]), lib.tensor([[3, 4], [5, 6]]), lib.tensor([7, 8])]
+    ),
+    "atleast_3d several": lambda lib: lib.atleast_3d(lib.tensor(1), lib.tensor([1, 2]), lib.tensor(A)),
+    "atleast_2d list": lambda lib: lib.atleast_2d([lib.tensor(1.0), lib.tensor([True])]),
+    "tile longer dims": lambda lib: lib.tensor([1, 2]).tile((2, 2)),
+    "rot90 int each k": lambda lib: [lib.rot90(lib.tensor(A), k) for k in range(-1, 6)],
+    "rot90 reversed dims": lambda lib: lib.tensor(A).reshape(3, 2, 2).rot90(1, [2, 0]),
+    "fliplr flipud": lambda lib: (lib.tensor(A).fliplr(), lib.tensor(A).flipud()),
+    "diff bool": lambda lib: lib.diff(lib.tensor([True, False, False, True])),
+    "diff int order 2 prepend": lambda lib: lib.diff(lib.tensor(A), 2, 0, prepend=lib.tensor([[1, 1, 1, 1]])),
+    "diff order past the size": lambda lib: lib.tensor([1.0, 4.0]).diff(n=3),
+    "kron int": lambda lib: lib.kron(lib.tensor([[1, 2], [3, 4]]), lib.tensor([1, -1])),
+    "inner 0-d": lambda lib: lib.inner(lib.tensor(2), lib.tensor(A)),
+    "inner int": lambda lib: lib.inner(lib.tensor(A), lib.tensor(A)),
+    "vdot int": lambda lib: lib.vdot(lib.tensor([1, 2]), lib.tensor([3, 4])),
+    "tensordot 0": lambda lib: lib.tensordot(lib.tensor([1, 2]), lib.tensor([3, 4, 5]), 0),
+    "tensordot pairs": lambda lib: lib.tensordot(lib.tensor(A), lib.tensor(A).t(), ([0, 1], [1, 0])),
+    "addmv beta 0 ignores nan": lambda lib: lib.addmv(
+        lib.full((2,), float("nan")), lib.ones(2, 3), lib.ones(3), beta=0
+    ),
+    "addr int": lambda lib: lib.addr(lib.tensor([[1, 2], [3, 4]]), lib.tensor([1, 2]), lib.tensor([3, 4]), alpha=2),
+    "addbmm": lambda lib: lib.addbmm(lib.ones(2, 2), lib.ones(3, 2, 4), lib.ones(3, 4, 2), beta=0.5, alpha=2),
+    "block_diag promotes": lambda lib: lib.block_diag(lib.tensor(2), lib.tensor([1.5, 2.5]), lib.tensor([[1], [2]])),
+    "block_diag empty": lambda lib: lib.block_diag(),
+    "cartesian_prod int": lambda lib: lib.cartesian_prod(lib.tensor([1, 2]), lib.tensor([3, 4, 5])),
+    "diag_embed int offset": lambda lib: lib.diag_embed(lib.tensor(A), -1, 0, 2),
+    "diagflat int": lambda lib: lib.tensor([[1, 2], [3, 4]]).diagflat(2),
+    "tril_indices": lambda lib: [
+        lib.tril_indices(r, c, o) for r, c, o in [(3, 3, 0), (2, 4, 5), (4, 2, -3), (0, 3, 0)]
+    ],
+    "triu_indices int32": lambda lib: lib.triu_indices(3, 4, 1, dtype=lib.int32),
+    "broadcast_tensors": lambda lib: lib.broadcast_tensors(lib.tensor([[1], [2]]), lib.tensor([1, 2, 3])),
+    "broadcast_shapes": lambda lib: lib.broadcast_shapes((2, 1), 3, (1, 1, 1)),
+    "logspace": lambda lib: (lib.logspace(-2, 2, 5), lib.logspace(0, 3, 4, base=2, dtype=lib.float64)),
+    "logspace int": lambda lib: lib.logspace(0, 3, 4, dtype=lib.int64),
+    "nansum": lambda lib: (lib.nansum(lib.tensor(F)), lib.tensor(F).nansum(1), lib.nansum(lib.tensor(A), 0)),
+    "nanmean all nan row": lambda lib: (lib.nanmean(lib.tensor(F), 1), lib.tensor(F).nanmean()),
+    "count_nonzero": lambda lib: (lib.count_nonzero(lib.tensor(A % 3)), lib.tensor(A % 3).count_nonzero((0, 1))),
+    "argwhere": lambda lib: (lib.argwhere(lib.tensor(A % 5 == 0)), lib.argwhere(lib.tensor(3.0))),
+}
+
+
+@pytest.mark.filterwarnings("ignore:torch.chain_matmul is deprecated")
+@pytest.mark.parametrize("name", list(VALUES))
+def test_values_and_dtypes_match_torch(torch, name):
+    _check_same(VALUES[name](numbagrad), VALUES[name](torch))
+
+
+ERRORS = {
+    "movedim count": lambda lib: lib.movedim(lib.zeros(2, 3), (0, 1), (0,)),
+    "movedim repeated": lambda lib: lib.movedim(lib.zeros(2, 3), (0, 0), (0, 1)),
+    "select range": lambda lib: lib.zeros(3, 4).select(0, 3),
+    "select 0-d": lambda lib: lib.zeros(()).select(0, 0),
+    "unflatten sizes": lambda lib: lib.zeros(2, 6).unflatten(1, (4, 2)),
+    "take range": lambda lib: lib.take(lib.zeros(2, 3), lib.tensor([6])),
+    "take dtype": lambda lib: lib.take(lib.zeros(2, 3), lib.tensor([1.0])),
+    "take_along_dim dims": lambda lib: lib.take_along_dim(lib.zeros(2, 3), lib.tensor([0]), 1),
+    "take_along_dim dtype": lambda lib: lib.take_along_dim(lib.zeros(2, 3), lib.tensor([[0.0]]), 1),
+    "index_copy dtype": lambda lib: lib.zeros(2, 3).index_copy(0, lib.tensor([0]), lib.zeros(1, 3, dtype=lib.float64)),
+    "index_copy range": lambda lib: lib.zeros(2, 3).index_copy(0, lib.tensor([2]), lib.zeros(1, 3)),
+    "tensor_split 0-d": lambda lib: lib.tensor_split(lib.tensor(1.0), 2),
+    "tensor_split zero sections": lambda lib: lib.tensor_split(lib.zeros(3), 0),
+    "hsplit divisible": lambda lib: lib.hsplit(lib.zeros(2, 4), 3),
+    "hsplit 0-d": lambda lib: lib.hsplit(lib.tensor(1.0), 1),
+    "vsplit 1-D": lambda lib: lib.vsplit(lib.zeros(4), 2),
+    "dsplit 2-D": lambda lib: lib.dsplit(lib.zeros(2, 4), 2),
+    "hstack empty": lambda lib: lib.hstack([]),
+    "column_stack empty": lambda lib: lib.column_stack([]),
+    "rot90 one dim": lambda lib: lib.rot90(lib.zeros(2, 2), 1, (0,)),
+    "rot90 same dims": lambda lib: lib.rot90(lib.zeros(2, 2), 1, (1, -1)),
+    "rot90 1-D": lambda lib: lib.rot90(lib.zeros(2)),
+    "fliplr 1-D": lambda lib: lib.fliplr(lib.zeros(2)),
+    "flipud 0-d": lambda lib: lib.flipud(lib.tensor(1.0)),
+    "diff 0-d": lambda lib: lib.diff(lib.tensor(1.0)),
+    "diff negative order": lambda lib: lib.diff(lib.zeros(3), -1),
+    "inner sizes": lambda lib: lib.inner(lib.zeros(2, 3), lib.zeros(2)),
+    "vdot sizes": lambda lib: lib.vdot(lib.zeros(2), lib.zeros(3)),
+    "tensordot mismatch": lambda lib: lib.tensordot(lib.zeros(2, 3), lib.zeros(2, 3), 1),
+    "tensordot negative": lambda lib: lib.tensordot(lib.zeros(2), lib.zeros(2), -1),
+    "addmv sizes": lambda lib: lib.addmv(lib.zeros(2), lib.zeros(2, 3), lib.zeros(4)),
+    "addr 2-D vec": lambda lib: lib.addr(lib.zeros(2, 2), lib.zeros(2, 1), lib.zeros(2)),
+    "addbmm batches": lambda lib: lib.addbmm(lib.zeros(2, 2), lib.zeros(3, 2, 4), lib.zeros(2, 4, 2)),
+    "block_diag 3-D": lambda lib: lib.block_diag(lib.zeros(2), lib.zeros(1, 1, 1)),
+    "cartesian_prod 2-D": lambda lib: lib.cartesian_prod(lib.zeros(2, 2)),
+    "diag_embed same dims": lambda lib: lib.diag_embed(lib.zeros(2, 2), 0, 1, -2),
+    "tril_indices negative": lambda lib: lib.tril_indices(-1, 2),
+    "triu_indices negative col": lambda lib: lib.triu_indices(2, -2),
+    "broadcast_shapes clash": lambda lib: lib.broadcast_shapes((2,), (3,)),
+    "nanmean int": lambda lib: lib.nanmean(lib.tensor([1, 2])),
+    "nansum dim": lambda lib: lib.nansum(lib.zeros(2), 1),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_errors_match_torch(torch, name):
+    with pytest.raises(Exception) as theirs:
+        ERRORS[name](torch)
+    with pytest.raises(type(theirs.value)) as ours:
+        ERRORS[name](numbagrad)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_index_copy_in_place_writes_and_keeps_the_gradient_of_the_source(torch):
+    results = []
+    for lib in (numbagrad, torch):
+        x = lib.zeros(3, 2, dtype=lib.float64)
+        src = lib.tensor([[1.0, 2.0]], dtype=lib.float64, requires_grad=True)
+        y = x.index_copy_(0, lib.tensor([1]), src)
+        (y * lib.arange(6, dtype=lib.float64).reshape(3, 2)).sum().backward()
+        results.append((y is x, x.detach().numpy().tolist(), src.grad.numpy().tolist()))
+    assert results[0] == results[1]
+
+
+def test_take_error_leaves_the_input_untouched():
+    x = numbagrad.tensor([1.0, 2.0])
+    with pytest.raises(IndexError):
+        x.take(numbagrad.tensor([2]))
+    assert x.tolist() == [1.0, 2.0]
+
+
+def test_select_is_a_view_sharing_storage():
+    x = numbagrad.zeros(2, 3)
+    x.select(1, 2).fill_(5.0)
+    assert x.tolist() == [[0.0, 0.0, 5.0], [0.0, 0.0, 5.0]]
+
+
+def test_chain_matmul_warns_as_deprecated(torch):
+    with pytest.warns(UserWarning, match="chain_matmul is deprecated"):
+        numbagrad.chain_matmul(numbagrad.ones(2, 2), numbagrad.ones(2, 2))
+
+
+def test_nansum_gradient_is_zero_at_nans():
+    x = numbagrad.tensor([1.0, float("nan"), 3.0], requires_grad=True)
+    numbagrad.nansum(x * 2).backward()
+    assert x.grad.tolist() == [2.0, 0.0, 2.0]
