@@ -95,6 +95,28 @@ VALUES = {
     "nanmean all nan row": lambda lib: (lib.nanmean(lib.tensor(F), 1), lib.tensor(F).nanmean()),
     "count_nonzero": lambda lib: (lib.count_nonzero(lib.tensor(A % 3)), lib.tensor(A % 3).count_nonzero((0, 1))),
     "argwhere": lambda lib: (lib.argwhere(lib.tensor(A % 5 == 0)), lib.argwhere(lib.tensor(3.0))),
+    "float_power int": lambda lib: (lib.float_power(lib.tensor([2, 3]), 2), lib.tensor([4.0]).float_power(-0.5)),
+    "float_power number base": lambda lib: lib.float_power(2, lib.tensor([1, -1], dtype=lib.int32)),
+    "ldexp int input": lambda lib: lib.ldexp(lib.tensor([1, 3]), lib.tensor([2, -1])),
+    "ldexp float32": lambda lib: lib.tensor([1.5], dtype=lib.float32).ldexp(lib.tensor([3])),
+    "gcd signs and zeros": lambda lib: lib.gcd(lib.tensor([12, -18, 0, 7]), lib.tensor([8, 12, 0, 0])),
+    "gcd broadcast int32": lambda lib: lib.tensor([[4], [9]], dtype=lib.int32).gcd(lib.tensor([6, 3], dtype=lib.int32)),
+    "lcm": lambda lib: lib.lcm(lib.tensor([4, -6, 0, 3]), lib.tensor([6, 4, 5, -7])),
+    "isin": lambda lib: (
+        lib.isin(lib.tensor([[1, 2], [3, 2]]), lib.tensor([2, 5])),
+        lib.isin(lib.tensor([1.5]), lib.tensor([1.5]), invert=True),
+    ),
+    "bucketize": lambda lib: [
+        lib.bucketize(lib.tensor([1, 5, 9, 0]), lib.tensor([1, 3, 5, 7]), right=r) for r in (False, True)
+    ],
+    "bucketize int32 out": lambda lib: lib.bucketize(lib.tensor([[0.5, 3.5]]), lib.tensor([1.0, 3.0]), out_int32=True),
+    "searchsorted": lambda lib: [
+        lib.searchsorted(lib.tensor([1, 3, 5, 7]), lib.tensor([1, 5, 9]), side=s) for s in ("left", "right")
+    ],
+    "searchsorted rows": lambda lib: lib.searchsorted(lib.tensor([[1, 3], [2, 4]]), lib.tensor([[3], [3]]), right=True),
+    "searchsorted sorter": lambda lib: lib.searchsorted(
+        lib.tensor([5, 1, 3]), lib.tensor([2, 5]), sorter=lib.tensor([1, 2, 0])
+    ),
 }
 
 
@@ -146,6 +168,11 @@ ERRORS = {
     "broadcast_shapes clash": lambda lib: lib.broadcast_shapes((2,), (3,)),
     "nanmean int": lambda lib: lib.nanmean(lib.tensor([1, 2])),
     "nansum dim": lambda lib: lib.nansum(lib.zeros(2), 1),
+    "gcd float": lambda lib: lib.gcd(lib.tensor([1.0]), lib.tensor([2])),
+    "bucketize 2-D boundaries": lambda lib: lib.bucketize(lib.tensor([1]), lib.tensor([[1, 2]])),
+    "searchsorted side": lambda lib: lib.searchsorted(lib.tensor([1, 2]), lib.tensor([1]), side="middle"),
+    "searchsorted opposite": lambda lib: lib.searchsorted(lib.tensor([1, 2]), lib.tensor([1]), right=True, side="left"),
+    "searchsorted leading dims": lambda lib: lib.searchsorted(lib.tensor([[1, 2]]), lib.tensor([[1], [2]])),
 }
 
 
@@ -185,6 +212,26 @@ def test_select_is_a_view_sharing_storage():
 def test_chain_matmul_warns_as_deprecated(torch):
     with pytest.warns(UserWarning, match="chain_matmul is deprecated"):
         numbagrad.chain_matmul(numbagrad.ones(2, 2), numbagrad.ones(2, 2))
+
+
+def test_nan_to_num_in_place_and_randint_like(torch):
+    x = numbagrad.tensor([float("nan"), float("inf"), 1.0])
+    assert numbagrad.nan_to_num_(x, 2.0, 5.0) is x
+    assert x.tolist() == [2.0, 5.0, 1.0]
+    r = numbagrad.randint_like(numbagrad.zeros(50, dtype=numbagrad.int32), 3, 6)
+    assert r.dtype == numbagrad.int32 and r.shape == (50,)
+    assert 3 <= int(r.min()) and int(r.max()) < 6
+    assert int(numbagrad.randint_like(numbagrad.zeros(20), 2).max()) < 2
+
+
+def test_ldexp_gradient_of_a_float_exponent_matches_torch(torch):
+    grads = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor([1.5, -2.0], dtype=lib.float64, requires_grad=True)
+        e = lib.tensor([2.0, -1.0], dtype=lib.float64, requires_grad=True)
+        lib.ldexp(x, e).sum().backward()
+        grads.append((x.grad.numpy().tolist(), e.grad.numpy().tolist()))
+    np.testing.assert_allclose(np.array(grads[0], dtype=float), np.array(grads[1], dtype=float), rtol=1e-12)
 
 
 def test_nansum_gradient_is_zero_at_nans():

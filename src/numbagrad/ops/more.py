@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from .._types import Size, bool_, int64, wrap_dim
+from .._types import Size, bool_, int32, int64, wrap_dim
 from .._types import broadcast_shapes as _broadcast_shapes
 from ..autograd.function import Function
 from . import creation, indexing, inplace, linalg, reduction, shape
@@ -977,3 +977,196 @@ def count_nonzero(input: Tensor, dim=None) -> Tensor:  # noqa: A002
 def argwhere(input: Tensor) -> Tensor:  # noqa: A002
     """The indices of the nonzero elements, one row each (``nonzero``)."""
     return indexing.nonzero(input)
+
+
+# --- elementwise and lookups -----------------------------------------------------------------------------------
+
+
+@declare(name="nan_to_num_")
+def nan_to_num_(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:  # noqa: A002
+    """``nan_to_num`` written into ``input``."""
+    return input.nan_to_num_(nan, posinf, neginf)
+
+
+@declare(differentiable=False)
+@creation._recorded
+def randint_like(
+    input: Tensor,
+    low: int = 0,
+    high: int | None = None,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,  # noqa: A002
+    requires_grad: bool = False,
+    memory_format=None,
+    generator=None,
+) -> Tensor:
+    """Integers drawn uniformly from ``[low, high)`` (``randint_like(t, high)``: from 0) in ``input``'s shape, dtype
+    and device."""
+    if high is None:
+        low, high = 0, low
+    dt, dev = creation._like(input, dtype, device)
+    return creation.randint(
+        int(low), int(high), tuple(input.shape), generator=generator, dtype=dt, device=dev, requires_grad=requires_grad
+    )
+
+
+@declare(
+    methods=True,
+    samples=(Sample(T(2, 3), 2), Sample(T(2, 3, domain=(0.5, 2.0)), T(3)), Sample(T(3, domain=(0.5, 2.0)), 0.5)),
+)
+def float_power(input, exponent, *, out=None) -> Tensor:  # noqa: A002
+    """``input ** exponent`` computed in float64 whatever the operands' dtypes."""
+    from .._types import float64
+
+    base = input.to(float64) if isinstance(input, Tensor) else float(input)
+    power = exponent.to(float64) if isinstance(exponent, Tensor) else float(exponent)
+    return base**power
+
+
+class Ldexp(Function):
+    node_name = "LdexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, other, dtype):
+        scale = (other.to(dtype) * math.log(2.0)).exp()
+        ctx.save_for_backward(scale)
+        return x.to(dtype) * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        (scale,) = ctx.saved_tensors
+        return g * scale, None, None
+
+
+@declare(methods=True, samples=(Sample(T(2, 3), T(3, dtype="int64", high=4)),))
+def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+    """``input * 2 ** other``, in a floating dtype."""
+    dtype = result_type(input, other)
+    if not dtype.is_floating_point:
+        dtype = creation.get_default_dtype()
+    if other.is_floating_point() and other.requires_grad:
+        return input.to(dtype) * (other.to(dtype) * math.log(2.0)).exp()
+    return Ldexp.apply(input, other, dtype)
+
+
+def _require_integers(name: str, *tensors) -> None:
+    """torch's refusal of a floating result dtype for the integer-only ops."""
+    dtype = result_type(*tensors)
+    if dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype_name(dtype)}'")
+
+
+@declare(
+    methods=True, differentiable=False, samples=(Sample(T(2, 3, dtype="int64", high=20), T(3, dtype="int64", high=20)),)
+)
+def gcd(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+    """The greatest common divisor of integer tensors, elementwise (non-negative; ``gcd(0, 0) == 0``), by Euclid's
+    algorithm run on whole tensors."""
+    _require_integers("gcd", input, other)
+    a, b = input.abs(), other.abs()
+    common = tuple(_broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    a, b = shape.expand(a, common), shape.expand(b, common)
+    dtype = result_type(input, other)
+    a, b = a.to(dtype), b.to(dtype)
+    while bool((b != 0).any()):
+        nonzero = b != 0
+        a, b = indexing.where(nonzero, b, a), indexing.where(nonzero, a.remainder(indexing.where(nonzero, b, 1)), 0)
+    return a.clone()
+
+
+@declare(
+    methods=True, differentiable=False, samples=(Sample(T(2, 3, dtype="int64", high=12), T(3, dtype="int64", high=12)),)
+)
+def lcm(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+    """The least common multiple of integer tensors, elementwise (non-negative; 0 where either is 0)."""
+    _require_integers("lcm", input, other)
+    g = gcd(input, other)
+    return indexing.where(g == 0, 0, (input // indexing.where(g == 0, 1, g) * other).abs()).to(g.dtype)
+
+
+@declare(
+    differentiable=False,
+    samples=(
+        Sample(T(2, 3, dtype="int64", high=6), T(3, dtype="int64", high=6)),
+        Sample(T(4, dtype="int64", high=5), T(2, dtype="int64", high=5), invert=True),
+    ),
+)
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
+    """Whether each of ``elements`` occurs in ``test_elements`` (or not, with ``invert``), by comparing every pair:
+    simple and device-neutral, for the small test sets this is used with."""
+    if not isinstance(elements, Tensor):
+        elements = creation.tensor(elements)
+    if not isinstance(test_elements, Tensor):
+        test_elements = creation.tensor(test_elements)
+    found = (shape.unsqueeze(elements, -1) == shape.reshape(test_elements, -1)).any(-1)
+    return found.logical_not() if invert else found
+
+
+def _insertion_points(boundaries: Tensor, values: Tensor, right: bool, out_int32: bool) -> Tensor:
+    """How many boundaries each value passes (``<`` on the left side, ``<=`` on the right), counted over all
+    pairs; boundaries of several dims hold one sorted sequence per leading index."""
+    if boundaries.dim() <= 1:
+        seq = shape.reshape(boundaries, -1)
+        passed = shape.unsqueeze(values, -1) >= seq if right else shape.unsqueeze(values, -1) > seq
+    else:
+        seq = shape.unsqueeze(boundaries, -2)
+        v = shape.unsqueeze(values, -1)
+        passed = v >= seq if right else v > seq
+    return reduction.sum(passed, -1).to(int32 if out_int32 else int64)
+
+
+@declare(
+    differentiable=False,
+    samples=(Sample(T(2, 3), T(1)), Sample(T(5, dtype="int64", high=3), T(1, dtype="int64", high=3), right=True)),
+)
+def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool = False, out=None) -> Tensor:  # noqa: A002
+    """The index of the bucket of sorted 1-D ``boundaries`` each value falls in (``right``: ties go after the
+    boundary)."""
+    if boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    if not isinstance(input, Tensor):
+        input = creation.tensor(input, dtype=boundaries.dtype)
+    return _insertion_points(boundaries, input, right, out_int32)
+
+
+@declare(
+    differentiable=False,
+    samples=(
+        Sample(T(1), T(2, 3)),
+        Sample(T(2, 1), T(2, 3), right=True),
+        Sample(T(1, dtype="int64"), T(4, dtype="int64"), side="right"),
+    ),
+)
+def searchsorted(
+    sorted_sequence: Tensor,
+    input,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side=None,  # noqa: A002
+    out=None,
+    sorter=None,
+) -> Tensor:
+    """Where each value would be inserted in ``sorted_sequence`` (its last dim; leading dims matched with
+    ``input``'s) to keep it sorted: before equal entries, or after them with ``right`` / ``side="right"``."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError(
+                "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True"
+            )
+        right = side == "right"
+    if sorter is not None:
+        sorted_sequence = indexing.gather(sorted_sequence, -1, sorter)
+    if not isinstance(input, Tensor):
+        input = creation.tensor(input, dtype=sorted_sequence.dtype)
+    if sorted_sequence.dim() > 1 and tuple(sorted_sequence.shape[:-1]) != tuple(input.shape[:-1]):
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
+            f"tensor and input value tensor must match, but we got boundaries tensor {_size_str(sorted_sequence)} "
+            f"and input value tensor {_size_str(input)}"
+        )
+    return _insertion_points(sorted_sequence, input, right, out_int32)
