@@ -117,6 +117,12 @@ VALUES = {
     "searchsorted sorter": lambda lib: lib.searchsorted(
         lib.tensor([5, 1, 3]), lib.tensor([2, 5]), sorter=lib.tensor([1, 2, 0])
     ),
+    "select_scatter casts src": lambda lib: lib.select_scatter(lib.zeros(2, 3), lib.arange(3), 0, -1),
+    "slice_scatter steps": lambda lib: [
+        lib.slice_scatter(lib.zeros(8, dtype=lib.int64), lib.ones(n, dtype=lib.int64), 0, s, e, st)
+        for n, s, e, st in [(2, 6, None, 1), (3, 1, None, 3), (2, -2, None, 1), (0, 9, 12, 1)]
+    ],
+    "diagonal_scatter offset": lambda lib: lib.tensor(A).diagonal_scatter(lib.tensor([7, 8, 9]), 1),
 }
 
 
@@ -168,6 +174,10 @@ ERRORS = {
     "broadcast_shapes clash": lambda lib: lib.broadcast_shapes((2,), (3,)),
     "nanmean int": lambda lib: lib.nanmean(lib.tensor([1, 2])),
     "nansum dim": lambda lib: lib.nansum(lib.zeros(2), 1),
+    "select_scatter size": lambda lib: lib.select_scatter(lib.zeros(2, 3), lib.zeros(4), 0, 0),
+    "select_scatter index": lambda lib: lib.select_scatter(lib.zeros(2, 3), lib.zeros(3), 0, 5),
+    "slice_scatter size": lambda lib: lib.slice_scatter(lib.zeros(2, 3), lib.zeros(2, 2), 1, 0, 1),
+    "diagonal_scatter size": lambda lib: lib.diagonal_scatter(lib.zeros(2, 3), lib.zeros(3)),
     "gcd float": lambda lib: lib.gcd(lib.tensor([1.0]), lib.tensor([2])),
     "bucketize 2-D boundaries": lambda lib: lib.bucketize(lib.tensor([1]), lib.tensor([[1, 2]])),
     "searchsorted side": lambda lib: lib.searchsorted(lib.tensor([1, 2]), lib.tensor([1]), side="middle"),

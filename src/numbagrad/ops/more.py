@@ -1170,3 +1170,99 @@ def searchsorted(
             f"and input value tensor {_size_str(input)}"
         )
     return _insertion_points(sorted_sequence, input, right, out_int32)
+
+
+# --- scatters into views ---------------------------------------------------------------------------------------
+
+
+class _ScatterInto(Function):
+    """A copy of ``x`` whose region holds ``src``; the gradient of ``x`` is ``g`` with that region zeroed (the same
+    scatter, of zeros), the gradient of ``src`` the region of ``g``. Subclasses say what the region is:
+    ``region_of`` (a differentiable view of a tensor) and ``region_data`` (the same view of the backend's data)."""
+
+    @classmethod
+    def forward(cls, ctx, x, src, where):
+        ctx.where = where
+        backend = x._backend
+        out = backend.copy(x._data)
+        backend.setitem(cls.region_data(backend, out, where), (Ellipsis,), src._data.astype(out.dtype))
+        return Tensor._make(out)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        gx = gsrc = None
+        if ctx.needs_input_grad[0]:
+            gx = cls.apply(g, creation.zeros_like(cls.region_of(g, ctx.where)), ctx.where)
+        if ctx.needs_input_grad[1]:
+            gsrc = cls.region_of(g, ctx.where).clone()
+        return gx, gsrc, None
+
+
+class _IndexedScatter(_ScatterInto):
+    """The region is a basic index (a selected or sliced dim)."""
+
+    @staticmethod
+    def region_of(t, where):
+        return t[where]
+
+    @staticmethod
+    def region_data(backend, data, where):
+        return backend.getitem(data, where)
+
+
+class SelectScatter(_IndexedScatter):
+    node_name = "SelectScatterBackward0"
+
+
+class SliceScatter(_IndexedScatter):
+    node_name = "SliceScatterBackward0"
+
+
+class DiagonalScatter(_ScatterInto):
+    node_name = "DiagonalScatterBackward0"
+
+    @staticmethod
+    def region_of(t, where):
+        return linalg.diagonal(t, *where)
+
+    @staticmethod
+    def region_data(backend, data, where):
+        return backend.diagonal(data, *where)
+
+
+def _check_region(src: Tensor, region: Tensor) -> None:
+    if tuple(src.shape) != tuple(region.shape):
+        raise RuntimeError(
+            f"expected src to have a size equal to the slice of self. src size = {_size_str(src)}, slice size = "
+            f"{_size_str(region)}"
+        )
+
+
+@declare(methods=True, samples=(Sample(T(2, 3), T(3), 0, 1), Sample(T(2, 3), T(2), 1, -1)))
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``src`` written at ``input.select(dim, index)``."""
+    region = select(input, dim, index)
+    _check_region(src, region)
+    d = wrap_dim(int(dim), input.dim())
+    return SelectScatter.apply(input, src, (slice(None),) * d + (int(index),))
+
+
+@declare(
+    methods=True,
+    samples=(Sample(T(4, 3), T(2, 3), 0, 1, 3), Sample(T(2, 6), T(2, 2), 1, 1, None, 3), Sample(T(4), T(4))),
+)
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start=None, end=None, step: int = 1) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``src`` written at the slice ``start:end:step`` of ``dim``."""
+    d = wrap_dim(int(dim), input.dim())
+    where = (slice(None),) * d + (slice(start, end, step),)
+    _check_region(src, input[where])
+    return SliceScatter.apply(input, src, where)
+
+
+@declare(methods=True, samples=(Sample(T(3, 3), T(3)), Sample(T(2, 3), T(2), 1), Sample(T(2, 3, 2), T(3, 1), -1, 0, 2)))
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:  # noqa: A002
+    """A copy of ``input`` with ``src`` written on its diagonal ``offset`` of dims ``dim1``, ``dim2``."""
+    region = linalg.diagonal(input, offset, dim1, dim2)
+    _check_region(src, region)
+    d1, d2 = wrap_dim(int(dim1), input.dim()), wrap_dim(int(dim2), input.dim())
+    return DiagonalScatter.apply(input, src, (int(offset), d1, d2))
