@@ -248,3 +248,32 @@ def test_nansum_gradient_is_zero_at_nans():
     x = numbagrad.tensor([1.0, float("nan"), 3.0], requires_grad=True)
     numbagrad.nansum(x * 2).backward()
     assert x.grad.tolist() == [2.0, 0.0, 2.0]
+
+
+def _f64(*shape):
+    return numbagrad.tensor(np.random.default_rng(1).uniform(-1, 1, shape), requires_grad=True)
+
+
+SECOND_ORDER = {
+    "take": lambda x: numbagrad.take(x, numbagrad.tensor([[0, 5], [5, 2]])) ** 2,
+    "index_copy": lambda x: x.index_copy(0, numbagrad.tensor([1]), x[:1] * x[1:2]) ** 2,
+    "rot90": lambda x: x.rot90(3) ** 2,
+    "addmv": lambda x: numbagrad.addmv(x[0, :2], x, x[1], beta=0.5, alpha=2.0) ** 2,
+    "addr": lambda x: numbagrad.addr(x, x[:, 0], x[0], alpha=-1.0) ** 2,
+    "addbmm": lambda x: numbagrad.addbmm(x[:, :2], x.reshape(1, 2, 3), x.t().reshape(1, 3, 2)) ** 2,
+    "vdot": lambda x: numbagrad.vdot(x[0], x[1] ** 2),
+    "block_diag": lambda x: numbagrad.block_diag(x, x[0]) ** 2,
+    "diag_embed": lambda x: numbagrad.diag_embed(x, 1) ** 2,
+    "nansum": lambda x: numbagrad.nansum(x**2, 1),
+    "ldexp": lambda x: numbagrad.ldexp(x**2, numbagrad.tensor([1, 0, -1])),
+    "select_scatter": lambda x: numbagrad.select_scatter(x, x[1] ** 2, 0, 0) ** 2,
+    "slice_scatter": lambda x: numbagrad.slice_scatter(x, x[:, :1] ** 2, 1, 2) ** 2,
+    "diagonal_scatter": lambda x: numbagrad.diagonal_scatter(x, x[0, :2] ** 2, 1) ** 2,
+}
+
+
+@pytest.mark.parametrize("name", list(SECOND_ORDER))
+def test_second_derivatives_pass_gradgradcheck(name):
+    from numbagrad.autograd import gradgradcheck
+
+    assert gradgradcheck(SECOND_ORDER[name], (_f64(2, 3),))
