@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import numbagrad
+from numbagrad.autograd import gradgradcheck
 
 pytestmark = pytest.mark.torch
 
@@ -16,7 +17,7 @@ F = np.array([[1.5, np.nan, -2.0], [np.nan, np.nan, np.nan]])
 
 
 def _outs(value) -> list:
-    if type(value) in (list, tuple):  # not a Size
+    if isinstance(value, (list, tuple)) and type(value).__name__ != "Size":
         return [t for v in value for t in _outs(v)]
     return [value]
 
@@ -123,6 +124,16 @@ VALUES = {
         for n, s, e, st in [(2, 6, None, 1), (3, 1, None, 3), (2, -2, None, 1), (0, 9, 12, 1)]
     ],
     "diagonal_scatter offset": lambda lib: lib.tensor(A).diagonal_scatter(lib.tensor([7, 8, 9]), 1),
+    "aminmax int": lambda lib: (lib.aminmax(lib.tensor(A)), lib.tensor(A).aminmax(dim=0, keepdim=True)),
+    "aminmax 0-d keepdim": lambda lib: lib.aminmax(lib.tensor(2.5), keepdim=True),
+    "kthvalue int ties": lambda lib: lib.kthvalue(lib.tensor([[4, 1, 1, 0], [5, 2, 7, 3]]), 2),
+    "kthvalue 0-d": lambda lib: lib.tensor(3.0).kthvalue(1),
+    "median nan rows": lambda lib: lib.median(lib.tensor(F), 1),
+    "median all with nan": lambda lib: (lib.median(lib.tensor(F)), lib.median(lib.tensor(A))),
+    "median even count": lambda lib: lib.tensor([[4, 1, 1, 0]]).median(1, keepdim=True),
+    "nanmedian rows": lambda lib: lib.nanmedian(lib.tensor(F), 1),
+    "nanmedian all": lambda lib: (lib.nanmedian(lib.tensor(F)), lib.tensor([float("nan")]).nanmedian()),
+    "median empty": lambda lib: lib.median(lib.zeros(0)),
 }
 
 
@@ -178,6 +189,10 @@ ERRORS = {
     "select_scatter index": lambda lib: lib.select_scatter(lib.zeros(2, 3), lib.zeros(3), 0, 5),
     "slice_scatter size": lambda lib: lib.slice_scatter(lib.zeros(2, 3), lib.zeros(2, 2), 1, 0, 1),
     "diagonal_scatter size": lambda lib: lib.diagonal_scatter(lib.zeros(2, 3), lib.zeros(3)),
+    "aminmax empty": lambda lib: lib.aminmax(lib.zeros(0)),
+    "aminmax empty dim": lambda lib: lib.aminmax(lib.zeros(2, 0), dim=1),
+    "kthvalue k": lambda lib: lib.kthvalue(lib.zeros(2, 3), 4),
+    "median empty dim": lambda lib: lib.median(lib.zeros(2, 0), 1),
     "gcd float": lambda lib: lib.gcd(lib.tensor([1.0]), lib.tensor([2])),
     "bucketize 2-D boundaries": lambda lib: lib.bucketize(lib.tensor([1]), lib.tensor([[1, 2]])),
     "searchsorted side": lambda lib: lib.searchsorted(lib.tensor([1, 2]), lib.tensor([1]), side="middle"),
@@ -244,6 +259,15 @@ def test_ldexp_gradient_of_a_float_exponent_matches_torch(torch):
     np.testing.assert_allclose(np.array(grads[0], dtype=float), np.array(grads[1], dtype=float), rtol=1e-12)
 
 
+def test_median_gradient_is_shared_by_ties_as_torch(torch):
+    grads = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor([3.0, 1.0, 3.0, 5.0, 0.0, 3.0], dtype=lib.float64, requires_grad=True)
+        (lib.median(x) + lib.aminmax(x).max * 2).backward()
+        grads.append(x.grad.numpy().tolist())
+    assert grads[0] == grads[1]
+
+
 def test_nansum_gradient_is_zero_at_nans():
     x = numbagrad.tensor([1.0, float("nan"), 3.0], requires_grad=True)
     numbagrad.nansum(x * 2).backward()
@@ -274,6 +298,4 @@ SECOND_ORDER = {
 
 @pytest.mark.parametrize("name", list(SECOND_ORDER))
 def test_second_derivatives_pass_gradgradcheck(name):
-    from numbagrad.autograd import gradgradcheck
-
     assert gradgradcheck(SECOND_ORDER[name], (_f64(2, 3),))

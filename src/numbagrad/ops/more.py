@@ -6,11 +6,13 @@ because torch names their nodes and no composition gives those nodes.
 from __future__ import annotations
 
 import math
+import warnings
+from collections import namedtuple
 
 import numpy as np
 
 from .._tensor import Tensor
-from .._types import Size, bool_, int32, int64, wrap_dim
+from .._types import Size, bool_, float64, int32, int64, wrap_dim
 from .._types import broadcast_shapes as _broadcast_shapes
 from ..autograd.function import Function
 from . import creation, indexing, inplace, linalg, reduction, shape
@@ -711,8 +713,6 @@ def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
 @declare(samples=(Sample(T(2, 3), T(3, 4), T(4, 2)), Sample(T(2, 3), T(3, 2))))
 def chain_matmul(*matrices, out=None) -> Tensor:
     """The product of 2-D matrices left to right (torch's deprecated form of ``linalg.multi_dot``)."""
-    import warnings
-
     warnings.warn(
         "torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use torch.linalg.multi_dot "
         "instead, which accepts a list of two or more tensors rather than multiple parameters.",
@@ -1018,8 +1018,6 @@ def randint_like(
 )
 def float_power(input, exponent, *, out=None) -> Tensor:  # noqa: A002
     """``input ** exponent`` computed in float64 whatever the operands' dtypes."""
-    from .._types import float64
-
     base = input.to(float64) if isinstance(input, Tensor) else float(input)
     power = exponent.to(float64) if isinstance(exponent, Tensor) else float(exponent)
     return base**power
@@ -1266,3 +1264,192 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
     _check_region(src, region)
     d1, d2 = wrap_dim(int(dim1), input.dim()), wrap_dim(int(dim2), input.dim())
     return DiagonalScatter.apply(input, src, (int(offset), d1, d2))
+
+
+# --- order statistics ------------------------------------------------------------------------------------------
+
+
+def _named_pair(name: str, first: str, second: str) -> type:
+    """A named tuple that prints like torch's ``torch.return_types.<name>``."""
+
+    def __repr__(self) -> str:
+        return f"numbagrad.return_types.{name}(\n{first}={self[0]!r},\n{second}={self[1]!r})"
+
+    base = namedtuple(name, [first, second])
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "numbagrad.return_types"})
+
+
+_RETURN_TYPES = {
+    "aminmax": _named_pair("aminmax", "min", "max"),
+    **{name: _named_pair(name, "values", "indices") for name in ("kthvalue", "median", "nanmedian")},
+}
+
+
+def _evenly(g: Tensor, x: Tensor, value: Tensor, dim, keepdim: bool) -> Tensor:
+    """``g`` shared evenly by the elements of ``x`` equal to ``value`` (NaN matching NaN): the gradient of a
+    reduction that picks a value, as torch's."""
+    if dim is not None and not keepdim:
+        g, value = shape.unsqueeze(g, dim), shape.unsqueeze(value, dim)
+    hit = (x == value).logical_or(x.isnan().logical_and(value.isnan()))
+    count = reduction.sum(hit, dim, keepdim=True) if dim is not None else reduction.sum(hit)
+    return indexing.where(hit, g / count, 0).to(x.dtype)
+
+
+class Aminmax(Function):
+    node_name = "AminmaxBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        ctx.dim, ctx.keepdim = dim, keepdim
+        low = reduction.amin(x, () if dim is None else dim, keepdim)
+        high = reduction.amax(x, () if dim is None else dim, keepdim)
+        ctx.save_for_backward(x, low, high)
+        return low, high
+
+    @staticmethod
+    def backward(ctx, g_low, g_high):
+        x, low, high = ctx.saved_tensors
+        grad = None
+        for g, value in ((g_low, low), (g_high, high)):
+            if g is not None:
+                part = _evenly(g, x, value, ctx.dim, ctx.keepdim)
+                grad = part if grad is None else grad + part
+        return grad, None, None
+
+
+@declare(methods=True, samples=(Sample(T(2, 3)), Sample(T(2, 3), dim=1), Sample(T(2, 3), dim=0, keepdim=True)))
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):  # noqa: A002
+    """``(min, max)`` of ``input`` (over ``dim`` when given), in one call."""
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError(
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
+            )
+        low, high = Aminmax.apply(input, None, False)
+        if keepdim:
+            low, high = shape.reshape(low, (1,) * input.dim()), shape.reshape(high, (1,) * input.dim())
+    else:
+        d = wrap_dim(int(dim), input.dim())
+        if input.dim() and input.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+        low, high = Aminmax.apply(input, d if input.dim() else None, bool(keepdim))
+    return _RETURN_TYPES["aminmax"](low, high)
+
+
+class _Picked(Function):
+    """Values picked along ``dim`` at known indices; the gradient goes back to those indices."""
+
+    @staticmethod
+    def forward(ctx, x, dim, index, keepdim):
+        ctx.dim, ctx.keepdim, ctx.shape = dim, keepdim, tuple(x.shape)
+        ctx.save_for_backward(index)
+        out = indexing.gather(x, dim, index)
+        return out if keepdim else shape.squeeze(out, dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        if not ctx.keepdim:
+            g = shape.unsqueeze(g, ctx.dim)
+        zeros = creation.zeros(ctx.shape, dtype=g.dtype, device=g.device)
+        return indexing.scatter(zeros, ctx.dim, index, g), None, None, None
+
+
+class KthvalueBackward(_Picked):
+    node_name = "KthvalueBackward0"
+
+
+class MedianDimBackward(_Picked):
+    node_name = "MedianBackward1"
+
+
+class NanmedianDimBackward(_Picked):
+    node_name = "NanmedianBackward1"
+
+
+def _pick_sorted(input: Tensor, dim: int, position: Tensor, keepdim: bool, node: type, name: str):
+    """The ``position``-th smallest along ``dim`` (a tensor of positions, one per row, keeping ``dim``) and its
+    index in ``input``, from a stable sort (NaNs sort last)."""
+    if input.dim() == 0:
+        values = node.apply(shape.reshape(input, (1,)), 0, creation.zeros(1, dtype=int64), False)
+        return _RETURN_TYPES[name](shape.reshape(values, ()), creation.zeros((), dtype=int64))
+    order = indexing.sort(input.detach(), dim, stable=True).indices
+    index = indexing.gather(order, dim, position)
+    values = node.apply(input, dim, index, keepdim)
+    return _RETURN_TYPES[name](values, index if keepdim else shape.squeeze(index, dim))
+
+
+@declare(methods=True, samples=(Sample(T(5), 2), Sample(T(3, 4), 4, 1), Sample(T(3, 4), 1, 0, True)))
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=None):  # noqa: A002
+    """``(values, indices)`` of the ``k``-th smallest element along ``dim`` (``k`` counts from 1)."""
+    d = wrap_dim(int(dim), input.dim())
+    n = input.shape[d] if input.dim() else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    position = creation.full(_kept_shape(input, d), k - 1, dtype=int64)
+    return _pick_sorted(input, d, position, bool(keepdim), KthvalueBackward, "kthvalue")
+
+
+def _kept_shape(input: Tensor, d: int) -> tuple:
+    kept = list(input.shape)
+    if kept:
+        kept[d] = 1
+    return tuple(kept)
+
+
+class MedianAll(Function):
+    node_name = "MedianBackward0"
+
+    @staticmethod
+    def forward(ctx, x, ignore_nan):
+        flat = shape.reshape(x, -1)
+        valid = flat.isnan().logical_not()
+        count = int(reduction.sum(valid)) if ignore_nan else flat.numel()
+        if not ignore_nan and count and bool(valid.logical_not().any()):
+            out = creation.full((), float("nan"), dtype=x.dtype)
+        else:
+            out = indexing.sort(flat).values[max(count - 1, 0) // 2].clone()
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        return _evenly(g, x, out, None, False), None
+
+
+class NanmedianAll(MedianAll):
+    node_name = "NanmedianBackward0"
+
+
+def _median(input: Tensor, dim, keepdim: bool, ignore_nan: bool):
+    name = "nanmedian" if ignore_nan else "median"
+    if dim is None:
+        if input.numel() == 0:
+            return creation.full((), float("nan"), dtype=input.dtype)
+        return (NanmedianAll if ignore_nan else MedianAll).apply(input, ignore_nan)
+    d = wrap_dim(int(dim), input.dim())
+    if input.dim() and input.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    nan_count = reduction.sum(input.detach().isnan(), d, keepdim=True) if input.dim() else None
+    n = input.shape[d] if input.dim() else 1
+    if nan_count is None:
+        position = creation.zeros((), dtype=int64)
+    elif ignore_nan:  # the lower middle of the non-NaN values (the first NaN when all are NaN)
+        position = (n - nan_count - 1).clamp_min(0) // 2
+    else:  # a row with a NaN gives its first NaN
+        position = indexing.where(nan_count > 0, n - nan_count, (n - 1) // 2)
+    node = NanmedianDimBackward if ignore_nan else MedianDimBackward
+    return _pick_sorted(input, d, position, bool(keepdim), node, name)
+
+
+@declare(methods=True, samples=(Sample(T(5)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, True)))
+def median(input: Tensor, dim=None, keepdim: bool = False, *, out=None):  # noqa: A002
+    """The lower median (NaN if there is a NaN): of all elements, or ``(values, indices)`` along ``dim``."""
+    return _median(input, dim, keepdim, ignore_nan=False)
+
+
+@declare(methods=True, samples=(Sample(T(5)), Sample(T(3, 4), 1), Sample(T(3, 4), -1, True)))
+def nanmedian(input: Tensor, dim=None, keepdim: bool = False, *, out=None):  # noqa: A002
+    """``median`` of the non-NaN elements (NaN where all are NaN)."""
+    return _median(input, dim, keepdim, ignore_nan=True)
