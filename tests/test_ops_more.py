@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import numbagrad
-from numbagrad.autograd import gradgradcheck
+from numbagrad.autograd import gradcheck, gradgradcheck
 
 pytestmark = pytest.mark.torch
 
@@ -134,6 +134,31 @@ VALUES = {
     "nanmedian rows": lambda lib: lib.nanmedian(lib.tensor(F), 1),
     "nanmedian all": lambda lib: (lib.nanmedian(lib.tensor(F)), lib.tensor([float("nan")]).nanmedian()),
     "median empty": lambda lib: lib.median(lib.zeros(0)),
+    "combinations": lambda lib: [
+        lib.combinations(lib.tensor([1, 2, 3]), r, w) for r in (0, 1, 2, 4) for w in (False, True)
+    ],
+    "bincount": lambda lib: (lib.bincount(lib.tensor([0, 2, 2])), lib.tensor([1, 1]).bincount(minlength=4)),
+    "bincount weights": lambda lib: (
+        lib.bincount(lib.tensor([0, 2, 2]), lib.tensor([0.5, 1.0, 1.5])),
+        lib.bincount(lib.tensor([1, 1]), lib.tensor([2, 3])),
+    ),
+    "bincount empty": lambda lib: lib.bincount(lib.tensor([], dtype=lib.int64)),
+    "histc": lambda lib: (lib.histc(lib.tensor([1.0, 2, 1, 5]), 4, 0, 3), lib.tensor([1.0, 2, 1]).histc(4)),
+    "histc constant": lambda lib: lib.histc(lib.tensor([2.0, 2.0]), 3),
+    "cummax ties and nan": lambda lib: lib.cummax(lib.tensor([1.0, 3, 3, float("nan"), 2, float("nan")]), 0),
+    "cummin int": lambda lib: lib.tensor([[3, 1, 2, 1, 0], [0, 0, 5, -1, -1]]).cummin(1),
+    "cummax 0-d and empty": lambda lib: (lib.cummax(lib.tensor(2.0), 0), lib.cummax(lib.zeros(2, 0), 1)),
+    "trapezoid": lambda lib: (
+        lib.trapezoid(lib.tensor([1, 2, 4])),
+        lib.trapezoid(lib.tensor([1.0, 2, 4]), dx=2),
+        lib.trapezoid(lib.tensor(A, dtype=lib.float64), lib.tensor([0.0, 1.0, 3.0]), dim=0),
+        lib.trapezoid(lib.zeros(2, 0)),
+    ),
+    "cumulative_trapezoid": lambda lib: (
+        lib.cumulative_trapezoid(lib.tensor([1, 2, 4])),
+        lib.cumulative_trapezoid(lib.tensor(A, dtype=lib.float64), lib.tensor(A, dtype=lib.float64) ** 2),
+        lib.cumulative_trapezoid(lib.zeros(2, 0)),
+    ),
 }
 
 
@@ -193,6 +218,13 @@ ERRORS = {
     "aminmax empty dim": lambda lib: lib.aminmax(lib.zeros(2, 0), dim=1),
     "kthvalue k": lambda lib: lib.kthvalue(lib.zeros(2, 3), 4),
     "median empty dim": lambda lib: lib.median(lib.zeros(2, 0), 1),
+    "combinations 2-D": lambda lib: lib.combinations(lib.zeros(2, 2)),
+    "bincount negative": lambda lib: lib.bincount(lib.tensor([-1])),
+    "bincount float": lambda lib: lib.bincount(lib.tensor([1.0])),
+    "histc int": lambda lib: lib.histc(lib.tensor([1, 2])),
+    "trapezoid x count": lambda lib: lib.trapezoid(lib.zeros(3), lib.zeros(2)),
+    "cumulative_trapezoid x count": lambda lib: lib.cumulative_trapezoid(lib.zeros(3), lib.zeros(2)),
+    "trapezoid x and dx": lambda lib: lib.trapezoid(lib.zeros(3), lib.zeros(3), dx=1),
     "gcd float": lambda lib: lib.gcd(lib.tensor([1.0]), lib.tensor([2])),
     "bucketize 2-D boundaries": lambda lib: lib.bucketize(lib.tensor([1]), lib.tensor([[1, 2]])),
     "searchsorted side": lambda lib: lib.searchsorted(lib.tensor([1, 2]), lib.tensor([1]), side="middle"),
@@ -264,6 +296,28 @@ def test_median_gradient_is_shared_by_ties_as_torch(torch):
     for lib in (numbagrad, torch):
         x = lib.tensor([3.0, 1.0, 3.0, 5.0, 0.0, 3.0], dtype=lib.float64, requires_grad=True)
         (lib.median(x) + lib.aminmax(x).max * 2).backward()
+        grads.append(x.grad.numpy().tolist())
+    assert grads[0] == grads[1]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda y, x: numbagrad.trapezoid(y, x, dim=0),
+        lambda y, x: numbagrad.trapezoid(y, dx=0.5),
+        lambda y, x: numbagrad.cumulative_trapezoid(y, x, dim=0),
+        lambda y, x: numbagrad.cumulative_trapezoid(y, dx=2.0, dim=1),
+    ],
+)
+def test_trapezoid_gradients_pass_gradcheck(fn):
+    assert gradcheck(fn, (_f64(3, 2), numbagrad.tensor([0.0, 0.5, 2.0], dtype=numbagrad.float64, requires_grad=True)))
+
+
+def test_cummax_gradient_goes_to_the_running_maxima(torch):
+    grads = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor([1.0, 3.0, 2.0, 3.0, 0.0], dtype=lib.float64, requires_grad=True)
+        (lib.cummax(x, 0).values * lib.arange(5)).sum().backward()
         grads.append(x.grad.numpy().tolist())
     assert grads[0] == grads[1]
 

@@ -1453,3 +1453,196 @@ def median(input: Tensor, dim=None, keepdim: bool = False, *, out=None):  # noqa
 def nanmedian(input: Tensor, dim=None, keepdim: bool = False, *, out=None):  # noqa: A002
     """``median`` of the non-NaN elements (NaN where all are NaN)."""
     return _median(input, dim, keepdim, ignore_nan=True)
+
+
+# --- combinatorics, counting and scans -------------------------------------------------------------------------
+
+
+@declare(samples=(Sample(T(4)), Sample(T(3), 3, True), Sample(T(4), 1)))
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:  # noqa: A002
+    """The length-``r`` combinations of the elements of a 1-D tensor (as ``itertools.combinations``, or
+    ``combinations_with_replacement``), one per row."""
+    import itertools  # lazy: only combinations needs it
+
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {_size_str(input)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return creation.empty(0, dtype=input.dtype, device=input.device)
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(pick(range(input.shape[0]), r))
+    if not rows:
+        return creation.empty(0, r, dtype=input.dtype, device=input.device)
+    columns = creation.tensor(np.array(rows, dtype=np.int64).T, device=input.device)
+    return shape.stack([indexing.index_select(input, 0, columns[k]) for k in range(r)], 1)
+
+
+@declare(
+    methods=True,
+    differentiable=False,
+    samples=(Sample(T(6, dtype="int64", high=4)), Sample(T(5, dtype="int64"), T(5), 5)),
+)
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:  # noqa: A002
+    """How often each value ``0..max`` occurs in a 1-D non-negative integer tensor (the sum of ``weights`` at its
+    positions, when given), at least ``minlength`` long."""
+    if input.is_floating_point() or input.dtype == bool_:
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if input.dim() != 1 or (input.numel() and int(input.min()) < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (weights.dim() != 1 or weights.shape[0] != input.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    size = max(int(input.max()) + 1 if input.numel() else 0, int(minlength))
+    hits = shape.unsqueeze(input, 1) == creation.arange(size, device=input.device)
+    if weights is None:
+        return reduction.sum(hits, 0)
+    out_dtype = weights.dtype if weights.is_floating_point() else float64
+    return reduction.sum(hits.to(out_dtype) * shape.unsqueeze(weights.detach().to(out_dtype), 1), 0)
+
+
+@declare(methods=True, differentiable=False, samples=(Sample(T(8)), Sample(T(2, 5), 4, -1.0, 1.0)))
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *, out=None) -> Tensor:  # noqa: A002
+    """A histogram of ``bins`` equal-width bins over ``[min, max]`` (the data's range when both are 0); values
+    outside are ignored and ``max`` falls in the last bin."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
+    if bins <= 0:
+        raise RuntimeError("torch.histc: bins must be > 0, but got " + str(bins) + " for bins")
+    low, high = float(min), float(max)
+    data = shape.reshape(input.detach(), -1)
+    if low == high and data.numel():
+        low, high = float(data.min()), float(data.max())
+    if low == high:
+        low, high = low - 1, high + 1
+    if low > high:
+        raise RuntimeError(f"torch.histc: max must be larger than min, but got min {min} max {max}")
+    inside = (data >= low).logical_and(data <= high)
+    position = ((data - low) * bins / (high - low)).floor().clamp(0, bins - 1).to(int64)
+    hits = (shape.unsqueeze(position, 1) == creation.arange(bins, device=input.device)).logical_and(
+        shape.unsqueeze(inside, 1)
+    )
+    return reduction.sum(hits, 0).to(input.dtype)
+
+
+class _RunningPick(Function):
+    """Running maxima or minima along ``dim`` at known indices; the gradient adds back to those indices."""
+
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.dim, ctx.shape = dim, tuple(x.shape)
+        ctx.save_for_backward(index)
+        return indexing.gather(x, dim, index)
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        zeros = creation.zeros(ctx.shape, dtype=g.dtype, device=g.device)
+        return indexing.scatter_add(zeros, ctx.dim, index, g), None, None
+
+
+class CummaxBackward(_RunningPick):
+    node_name = "CummaxBackward0"
+
+
+class CumminBackward(_RunningPick):
+    node_name = "CumminBackward0"
+
+
+_RETURN_TYPES.update({name: _named_pair(name, "values", "indices") for name in ("cummax", "cummin")})
+
+
+def _running_index(x: Tensor, dim: int, largest: bool) -> Tensor:
+    """The index of the running max (min) along ``dim``: a scan by doubling shifts, an earlier element winning
+    only when strictly better, so ties go to the latest index; NaN beats every number, as in torch."""
+    n = x.shape[dim]
+    values = x.detach()
+    index = shape.expand(
+        shape.reshape(creation.arange(n, device=x.device), [n if d == dim else 1 for d in range(x.dim())]),
+        tuple(x.shape),
+    ).clone()
+    step = 1
+    while step < n:
+        prev_v = shape.narrow(values, dim, 0, n - step)
+        prev_i = shape.narrow(index, dim, 0, n - step)
+        cur_v = shape.narrow(values, dim, step, n - step)
+        cur_i = shape.narrow(index, dim, step, n - step)
+        better = (prev_v > cur_v) if largest else (prev_v < cur_v)
+        if values.is_floating_point():
+            better = better.logical_or(prev_v.isnan().logical_and(cur_v.isnan().logical_not()))
+        new_v = indexing.where(better, prev_v, cur_v)
+        new_i = indexing.where(better, prev_i, cur_i)
+        values = shape.cat([shape.narrow(values, dim, 0, step), new_v], dim)
+        index = shape.cat([shape.narrow(index, dim, 0, step), new_i], dim)
+        step *= 2
+    return index
+
+
+def _cumulative_pick(input: Tensor, dim: int, largest: bool):
+    name = "cummax" if largest else "cummin"
+    if input.dim() == 0:
+        return _RETURN_TYPES[name](input.clone(), creation.zeros((), dtype=int64, device=input.device))
+    d = wrap_dim(int(dim), input.dim())
+    if input.shape[d] == 0:
+        return _RETURN_TYPES[name](input.clone(), creation.zeros(tuple(input.shape), dtype=int64))
+    index = _running_index(input, d, largest)
+    node = CummaxBackward if largest else CumminBackward
+    return _RETURN_TYPES[name](node.apply(input, d, index), index)
+
+
+@declare(methods=True, samples=(Sample(T(5), 0), Sample(T(3, 4), 1), Sample(T(3, 4), -2)))
+def cummax(input: Tensor, dim: int, *, out=None):  # noqa: A002
+    """``(values, indices)`` of the running maximum along ``dim`` (ties and NaNs: the latest index)."""
+    return _cumulative_pick(input, dim, True)
+
+
+@declare(methods=True, samples=(Sample(T(5), 0), Sample(T(3, 4), 1)))
+def cummin(input: Tensor, dim: int, *, out=None):  # noqa: A002
+    """``(values, indices)`` of the running minimum along ``dim`` (ties and NaNs: the latest index)."""
+    return _cumulative_pick(input, dim, False)
+
+
+def _trapezoid_spacing(name: str, y: Tensor, x, dx, d: int):
+    """The spacing: a number, or ``diff(x)`` shaped to broadcast against ``y``'s pairs along ``d``."""
+    if x is not None and dx is not None:
+        raise TypeError(
+            f"{name}() received an invalid combination of arguments - got (Tensor, Tensor, dx={type(dx).__name__}), "
+            f"but expected one of:\n * (Tensor y, Tensor x, *, int dim = -1)\n * (Tensor y, *, Number dx = 1, int dim "
+            "= -1)\n"
+        )
+    if x is None:
+        return 1.0 if dx is None else dx
+    if (x.shape[0] if x.dim() == 1 else x.shape[d]) != y.shape[d]:
+        raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
+    if x.dim() == 1:
+        return shape.reshape(diff(x), [x.shape[0] - 1 if k == d else 1 for k in range(y.dim())])
+    return diff(x, dim=d)
+
+
+@declare(differentiable=True)
+def trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor:
+    """The trapezoidal rule along ``dim``: sample points ``x`` (or even spacing ``dx``, default 1)."""
+    d = wrap_dim(int(dim), y.dim())
+    spacing = _trapezoid_spacing("trapezoid", y, x, dx, d)
+    if y.shape[d] == 0:
+        return reduction.sum(y, d) * 0.0
+    n = y.shape[d]
+    pairs = shape.narrow(y, d, 1, n - 1) + shape.narrow(y, d, 0, n - 1)
+    if isinstance(spacing, Tensor):
+        return reduction.sum(spacing * pairs, d) / 2
+    return reduction.sum(pairs, d) * (spacing / 2)
+
+
+@declare(differentiable=True)
+def cumulative_trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor:
+    """The running trapezoidal rule along ``dim`` (one fewer element than ``y`` along it)."""
+    d = wrap_dim(int(dim), y.dim())
+    spacing = _trapezoid_spacing("cumulative_trapezoid", y, x, dx, d)
+    n = y.shape[d]
+    if n == 0:
+        return y.clone()
+    pairs = shape.narrow(y, d, 1, n - 1) + shape.narrow(y, d, 0, n - 1)
+    if isinstance(spacing, Tensor):
+        return reduction.cumsum(spacing * pairs, d) / 2
+    return reduction.cumsum(pairs * (spacing / 2), d)
