@@ -159,6 +159,15 @@ VALUES = {
         lib.cumulative_trapezoid(lib.tensor(A, dtype=lib.float64), lib.tensor(A, dtype=lib.float64) ** 2),
         lib.cumulative_trapezoid(lib.zeros(2, 0)),
     ),
+    "frexp edges": lambda lib: lib.frexp(
+        lib.tensor([1.5, -3.0, 0.0, float("inf"), float("nan"), 1e-310, 8.0, 0.9999999999999999, 1.7e308])
+    ),
+    "frexp float32 and half": lambda lib: (
+        lib.tensor([1.0, 0.375, -1e-40], dtype=lib.float32).frexp(),
+        lib.frexp(lib.tensor([1.0, 3.0], dtype=lib.float16)),
+    ),
+    "logcumsumexp spread": lambda lib: lib.logcumsumexp(lib.tensor([-1000.0, 0, float("-inf"), 5, 800, 1]), 0),
+    "logcumsumexp all -inf": lambda lib: lib.tensor([[float("-inf")] * 3], dtype=lib.float64).logcumsumexp(1),
 }
 
 
@@ -225,6 +234,8 @@ ERRORS = {
     "trapezoid x count": lambda lib: lib.trapezoid(lib.zeros(3), lib.zeros(2)),
     "cumulative_trapezoid x count": lambda lib: lib.cumulative_trapezoid(lib.zeros(3), lib.zeros(2)),
     "trapezoid x and dx": lambda lib: lib.trapezoid(lib.zeros(3), lib.zeros(3), dx=1),
+    "frexp int": lambda lib: lib.frexp(lib.tensor([1])),
+    "logcumsumexp int": lambda lib: lib.logcumsumexp(lib.tensor([1, 2]), 0),
     "gcd float": lambda lib: lib.gcd(lib.tensor([1.0]), lib.tensor([2])),
     "bucketize 2-D boundaries": lambda lib: lib.bucketize(lib.tensor([1]), lib.tensor([[1, 2]])),
     "searchsorted side": lambda lib: lib.searchsorted(lib.tensor([1, 2]), lib.tensor([1]), side="middle"),
@@ -346,6 +357,8 @@ SECOND_ORDER = {
     "ldexp": lambda x: numbagrad.ldexp(x**2, numbagrad.tensor([1, 0, -1])),
     "select_scatter": lambda x: numbagrad.select_scatter(x, x[1] ** 2, 0, 0) ** 2,
     "slice_scatter": lambda x: numbagrad.slice_scatter(x, x[:, :1] ** 2, 1, 2) ** 2,
+    "frexp": lambda x: numbagrad.frexp(x * 7).mantissa ** 2,
+    "logcumsumexp": lambda x: numbagrad.logcumsumexp(x * 3, 1) ** 2,
     "diagonal_scatter": lambda x: numbagrad.diagonal_scatter(x, x[0, :2] ** 2, 1) ** 2,
 }
 

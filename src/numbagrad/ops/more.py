@@ -15,6 +15,7 @@ from .._tensor import Tensor
 from .._types import Size, bool_, float64, int32, int64, wrap_dim
 from .._types import broadcast_shapes as _broadcast_shapes
 from ..autograd.function import Function
+from ..autograd.grad_mode import state as grad_state
 from . import creation, indexing, inplace, linalg, reduction, shape
 from ._common import result_type
 from ._registry import Sample, T, declare
@@ -1646,3 +1647,103 @@ def cumulative_trapezoid(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor
     if isinstance(spacing, Tensor):
         return reduction.cumsum(spacing * pairs, d) / 2
     return reduction.cumsum(pairs * (spacing / 2), d)
+
+
+class Frexp(Function):
+    """``input = mantissa * 2 ** exponent`` with ``0.5 <= |mantissa| < 1`` (0, inf and NaN keep exponent 0); the
+    gradient of the mantissa is ``g * 2 ** -exponent``."""
+
+    node_name = "FrexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        wide = x.to(float64)
+        magnitude = wide.abs()
+        normal = magnitude.isfinite().logical_and(magnitude > 0)
+        exponent = indexing.where(normal, magnitude.masked_fill(normal.logical_not(), 1.0).log2().floor() + 1, 0.0)
+        mantissa = wide * _power_of_two(-exponent)
+        too_big = normal.logical_and(mantissa.abs() >= 1)  # log2 rounded up just below a power of two
+        too_small = normal.logical_and(mantissa.abs() < 0.5)
+        exponent = exponent + too_big.to(float64) - too_small.to(float64)
+        scale = _power_of_two(-exponent)
+        mantissa = (wide * scale).to(x.dtype)
+        exponent = exponent.to(int32)
+        ctx.mark_non_differentiable(exponent)
+        ctx.save_for_backward(scale)
+        return mantissa, exponent
+
+    @staticmethod
+    def backward(ctx, g, _ge):
+        (scale,) = ctx.saved_tensors
+        return (g.to(float64) * scale).to(g.dtype)
+
+
+def _power_of_two(e: Tensor) -> Tensor:
+    """``2 ** e`` for integral float64 ``e`` in [-1100, 1100], as two factors so neither under- nor overflows."""
+    half = (e / 2).floor()
+    return (half * math.log(2.0)).exp() * ((e - half) * math.log(2.0)).exp()
+
+
+_RETURN_TYPES["frexp"] = _named_pair("frexp", "mantissa", "exponent")
+
+
+@declare(methods=True, samples=(Sample(T(2, 3, domain=(-100.0, 100.0))), Sample(T(4, domain=(-1e-3, 1e-3)))))
+def frexp(input: Tensor, *, out=None):  # noqa: A002
+    """``(mantissa, exponent)`` with ``input == mantissa * 2 ** exponent`` and ``0.5 <= |mantissa| < 1`` (the
+    exponent as int32)."""
+    if not input.is_floating_point():
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    mantissa, exponent = Frexp.apply(input)
+    return _RETURN_TYPES["frexp"](mantissa, exponent)
+
+
+def _log_scan(x: Tensor, dim: int) -> Tensor:
+    """Running ``logaddexp`` along ``dim`` by doubling shifts (log n steps): each partial result is a log-sum of
+    exponentials, so no element under- or overflows whatever the spread of ``x``."""
+    n = x.shape[dim]
+    out = x
+    step = 1
+    while step < n:
+        combined = shape.narrow(out, dim, step, n - step).logaddexp(shape.narrow(out, dim, 0, n - step))
+        out = shape.cat([shape.narrow(out, dim, 0, step), combined], dim)
+        step *= 2
+    return out
+
+
+class Logcumsumexp(Function):
+    node_name = "LogcumsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        out = _log_scan(x, dim)
+        ctx.save_for_backward(x, out)
+        return out.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        d = ctx.dim
+        if grad_state.enabled:  # a second derivative also follows the output's dependence on x
+            out = Logcumsumexp.apply(x, d)
+        # grad_i = sum over j >= i of g_j * exp(x_i - out_j), summed in log space for the positive and the negative
+        # parts of g separately; the smallest finite number stands for log(0) so that no NaN appears
+        floor = float(np.finfo(np.dtype(str(g.dtype).replace("numbagrad.", ""))).min)
+        log_abs = g.abs().log()
+        total = None
+        for sign, part in ((1.0, g > 0), (-1.0, g < 0)):
+            logs = indexing.where(part, log_abs, floor) - out
+            reverse = shape.flip(Logcumsumexp.apply(shape.flip(logs, (d,)), d), (d,))
+            term = (reverse + x).exp() * sign
+            total = term if total is None else total + term
+        return total, None
+
+
+@declare(methods=True, samples=(Sample(T(5), 0), Sample(T(3, 4), 1), Sample(T(3, 4), -2)))
+def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:  # noqa: A002
+    """``log(cumsum(exp(input)))`` along ``dim``, computed without overflow or underflow."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
+    if input.dim() == 0:
+        return Logcumsumexp.apply(shape.reshape(input, (1,)), 0).reshape(())
+    return Logcumsumexp.apply(input, wrap_dim(int(dim), input.dim()))
