@@ -168,6 +168,17 @@ VALUES = {
     ),
     "logcumsumexp spread": lambda lib: lib.logcumsumexp(lib.tensor([-1000.0, 0, float("-inf"), 5, 800, 1]), 0),
     "logcumsumexp all -inf": lambda lib: lib.tensor([[float("-inf")] * 3], dtype=lib.float64).logcumsumexp(1),
+    "quantile every interpolation": lambda lib: [
+        lib.quantile(lib.tensor(A, dtype=lib.float32), q, 1, interpolation=i)
+        for q in (0.0, 0.25, 0.5, 0.7, 1.0)
+        for i in ("linear", "lower", "higher", "midpoint", "nearest")
+    ],
+    "quantile q tensor keepdim": lambda lib: lib.quantile(
+        lib.tensor(A, dtype=lib.float64), lib.tensor([0.1, 0.9], dtype=lib.float64), 0, True
+    ),
+    "quantile all keepdim": lambda lib: lib.tensor(A, dtype=lib.float64).quantile(0.4, keepdim=True),
+    "quantile nan rows": lambda lib: (lib.quantile(lib.tensor(F), 0.5, 1), lib.nanquantile(lib.tensor(F), 0.5, 1)),
+    "nanquantile all": lambda lib: lib.tensor(F).nanquantile(lib.tensor([0.0, 0.5, 1.0], dtype=lib.float64)),
 }
 
 
@@ -236,6 +247,14 @@ ERRORS = {
     "trapezoid x and dx": lambda lib: lib.trapezoid(lib.zeros(3), lib.zeros(3), dx=1),
     "frexp int": lambda lib: lib.frexp(lib.tensor([1])),
     "logcumsumexp int": lambda lib: lib.logcumsumexp(lib.tensor([1, 2]), 0),
+    "quantile empty": lambda lib: lib.quantile(lib.zeros(0), 0.5),
+    "quantile q range": lambda lib: lib.quantile(lib.zeros(3), 1.5),
+    "quantile q tensor range": lambda lib: lib.quantile(lib.zeros(3), lib.tensor([0.5, 1.5])),
+    "quantile q 2-D": lambda lib: lib.quantile(lib.zeros(3), lib.tensor([[0.5]])),
+    "quantile int": lambda lib: lib.quantile(lib.tensor([1, 2]), 0.5),
+    "quantile q dtype": lambda lib: lib.quantile(lib.zeros(3), lib.tensor([0.5], dtype=lib.float64)),
+    "quantile interpolation": lambda lib: lib.quantile(lib.zeros(3), 0.5, interpolation="foo"),
+    "nanquantile q range": lambda lib: lib.nanquantile(lib.zeros(3), 2.0),
     "gcd float": lambda lib: lib.gcd(lib.tensor([1.0]), lib.tensor([2])),
     "bucketize 2-D boundaries": lambda lib: lib.bucketize(lib.tensor([1]), lib.tensor([[1, 2]])),
     "searchsorted side": lambda lib: lib.searchsorted(lib.tensor([1, 2]), lib.tensor([1]), side="middle"),

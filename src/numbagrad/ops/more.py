@@ -1747,3 +1747,90 @@ def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:  # noqa: A002
     if input.dim() == 0:
         return Logcumsumexp.apply(shape.reshape(input, (1,)), 0).reshape(())
     return Logcumsumexp.apply(input, wrap_dim(int(dim), input.dim()))
+
+
+class _SqueezeLast(shape.SqueezeDim):
+    """The squeeze ending a quantile: torch squeezes its result in place, so the node is ``SqueezeBackward4``."""
+
+    node_name = "SqueezeBackward4"
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_nan: bool) -> Tensor:  # noqa: A002
+    """Torch's quantile: sort each row (NaNs last), find the rank ``q * (count - 1)``, and read or interpolate the
+    sorted values there; a row with a NaN gives NaN unless ``ignore_nan``. (torch's messages say ``quantile()`` for
+    ``nanquantile`` too.)"""
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    if isinstance(q, Tensor):
+        if q.dim() > 1:
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    if not input.is_floating_point() or str(input.dtype) not in ("numbagrad.float32", "numbagrad.float64"):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor):
+        if q.dtype != input.dtype:
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+        if q.numel() and bool(((q < 0).logical_or(q > 1)).any()):
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    elif not 0 <= q <= 1:
+        raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q:g}")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(
+            "quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, but got "
+            + str(interpolation)
+        )
+    scalar_q = not isinstance(q, Tensor) or q.dim() == 0
+    qs = shape.reshape(q, -1) if isinstance(q, Tensor) else creation.tensor([float(q)], dtype=input.dtype)
+    if dim is None:
+        rows = shape.reshape(input, ((1,) * input.dim() if keepdim else ()) + (-1,))
+    else:
+        d = wrap_dim(int(dim), input.dim())
+        rows = shape.transpose(shape.unsqueeze(input, -1), d, -1) if keepdim else movedim(input, d, -1)
+    ordered = indexing.sort(rows, -1).values
+    n = ordered.shape[-1]
+    nans = ordered.detach().isnan()
+    if ignore_nan:
+        count = reduction.sum(nans.logical_not(), -1, keepdim=True).to(input.dtype)
+        ranks = (qs * (count - 1)).clamp_min(0)
+    else:
+        ranks = indexing.where(nans.any(-1, keepdim=True), float(n - 1), qs * (n - 1))
+    if interpolation == "lower":
+        ranks = ranks.floor()
+    elif interpolation == "higher":
+        ranks = ranks.ceil()
+    elif interpolation == "nearest":
+        ranks = ranks.round()
+    below = ranks.to(int64)
+    values = indexing.gather(ordered, -1, below)
+    if interpolation in ("linear", "midpoint"):
+        above = ranks.ceil().to(int64)
+        weights = creation.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below.to(ranks.dtype)
+        values = values.lerp(indexing.gather(ordered, -1, above), weights)
+    if not scalar_q:
+        values = shape.transpose(shape.unsqueeze(values, 0), 0, -1)
+    return _SqueezeLast.apply(values, (values.dim() - 1,))
+
+
+@declare(
+    methods=True,
+    samples=(
+        Sample(T(7), 0.3),
+        Sample(T(3, 4), T(2, domain=(0.0, 1.0), dtype="float64"), 1),
+        Sample(T(3, 4), 0.5, 0, True, interpolation="midpoint"),
+        Sample(T(2, 5), 0.6, -1, interpolation="nearest"),
+    ),
+)
+def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None) -> Tensor:  # noqa: A002
+    """The ``q``-th quantiles along ``dim`` (of all elements by default), interpolated as ``interpolation`` says; NaN
+    for rows holding a NaN. A 1-D ``q`` gives its quantiles along a new first dim."""
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
+
+
+@declare(methods=True, samples=(Sample(T(7), 0.3), Sample(T(3, 4), 0.8, 1, interpolation="lower")))
+def nanquantile(
+    input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None
+) -> Tensor:  # noqa: A002
+    """``quantile`` of the non-NaN values (NaN where a row has none)."""
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)
