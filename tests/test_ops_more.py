@@ -179,6 +179,21 @@ VALUES = {
     "quantile all keepdim": lambda lib: lib.tensor(A, dtype=lib.float64).quantile(0.4, keepdim=True),
     "quantile nan rows": lambda lib: (lib.quantile(lib.tensor(F), 0.5, 1), lib.nanquantile(lib.tensor(F), 0.5, 1)),
     "nanquantile all": lambda lib: lib.tensor(F).nanquantile(lib.tensor([0.0, 0.5, 1.0], dtype=lib.float64)),
+    "mode ties take the smallest, last index": lambda lib: lib.mode(lib.tensor([[1, 2, 2, 3, 3], [0, 0, 1, 1, 1]]), 1),
+    "mode float keepdim dim 0": lambda lib: lib.tensor([[1.5, 2.0], [1.5, 0.0], [0.0, 0.0]]).mode(0, True),
+    "mode 0-d": lambda lib: lib.mode(lib.tensor(3.0)),
+    "unique_consecutive flat": lambda lib: lib.unique_consecutive(
+        lib.tensor([[1, 1, 2], [2, 3, 1]]), return_inverse=True, return_counts=True
+    ),
+    "unique_consecutive dim": lambda lib: lib.tensor([[1, 1], [1, 1], [2, 3]]).unique_consecutive(
+        return_inverse=True, return_counts=True, dim=0
+    ),
+    "unique_consecutive counts only": lambda lib: lib.unique_consecutive(
+        lib.tensor([5.0, 5.0, 1.0]), return_counts=True
+    ),
+    "unique_consecutive empty": lambda lib: lib.unique_consecutive(
+        lib.tensor([], dtype=lib.int64), return_inverse=True, return_counts=True
+    ),
 }
 
 
@@ -255,6 +270,7 @@ ERRORS = {
     "quantile q dtype": lambda lib: lib.quantile(lib.zeros(3), lib.tensor([0.5], dtype=lib.float64)),
     "quantile interpolation": lambda lib: lib.quantile(lib.zeros(3), 0.5, interpolation="foo"),
     "nanquantile q range": lambda lib: lib.nanquantile(lib.zeros(3), 2.0),
+    "mode empty dim": lambda lib: lib.mode(lib.zeros(2, 0), 1),
     "gcd float": lambda lib: lib.gcd(lib.tensor([1.0]), lib.tensor([2])),
     "bucketize 2-D boundaries": lambda lib: lib.bucketize(lib.tensor([1]), lib.tensor([[1, 2]])),
     "searchsorted side": lambda lib: lib.searchsorted(lib.tensor([1, 2]), lib.tensor([1]), side="middle"),
@@ -348,6 +364,15 @@ def test_cummax_gradient_goes_to_the_running_maxima(torch):
     for lib in (numbagrad, torch):
         x = lib.tensor([1.0, 3.0, 2.0, 3.0, 0.0], dtype=lib.float64, requires_grad=True)
         (lib.cummax(x, 0).values * lib.arange(5)).sum().backward()
+        grads.append(x.grad.numpy().tolist())
+    assert grads[0] == grads[1]
+
+
+def test_mode_gradient_goes_to_the_returned_index(torch):
+    grads = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor([[1.0, 2.0, 2.0, 0.5], [3.0, 3.0, 1.0, 1.0]], dtype=lib.float64, requires_grad=True)
+        (lib.mode(x, 1).values * lib.tensor([2.0, 5.0], dtype=lib.float64)).sum().backward()
         grads.append(x.grad.numpy().tolist())
     assert grads[0] == grads[1]
 

@@ -1834,3 +1834,75 @@ def nanquantile(
 ) -> Tensor:  # noqa: A002
     """``quantile`` of the non-NaN values (NaN where a row has none)."""
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)
+
+
+class ModeBackward(_Picked):
+    node_name = "ModeBackward0"
+
+
+_RETURN_TYPES["mode"] = _named_pair("mode", "values", "indices")
+
+
+@declare(
+    methods=True,
+    samples=(Sample(T(6, dtype="int64", high=3)), Sample(T(3, 5, dtype="int64", high=3), 0, True), Sample(T(3, 4))),
+)
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False):  # noqa: A002
+    """``(values, indices)`` of the most frequent value along ``dim`` (the smallest when several are equally
+    frequent) and the last index where it occurs. Every pair of a row is compared, which suits the short rows it
+    is used on."""
+    if input.dim() == 0:
+        return _RETURN_TYPES["mode"](input.clone(), creation.zeros((), dtype=int64, device=input.device))
+    d = wrap_dim(int(dim), input.dim())
+    n = input.shape[d]
+    if n == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    rows = movedim(input.detach(), d, -1)
+    counts = reduction.sum(shape.unsqueeze(rows, -1) == shape.unsqueeze(rows, -2), -1)
+    candidate = counts == reduction.amax(counts, -1, keepdim=True)
+    value = reduction.amin(indexing.where(candidate, rows, reduction.amax(rows, -1, keepdim=True)), -1, keepdim=True)
+    positions = creation.arange(n, device=input.device)
+    index = reduction.amax(indexing.where(rows == value, positions, -1), -1, keepdim=True)
+    index = movedim(index, -1, d)
+    values = ModeBackward.apply(input, d, index, bool(keepdim))
+    return _RETURN_TYPES["mode"](values, index if keepdim else shape.squeeze(index, d))
+
+
+@declare(
+    methods=True,
+    differentiable=False,
+    samples=(
+        Sample(T(8, dtype="int64", high=2)),
+        Sample(T(3, 4, dtype="int64", high=2), True, True),
+        Sample(T(4, 2, dtype="int64", high=2), return_counts=True, dim=0),
+    ),
+)
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False, dim=None):  # noqa: A002
+    """Each run of equal consecutive elements (or slices along ``dim``) kept once; with ``return_inverse`` each
+    element's run number, with ``return_counts`` each run's length."""
+    if dim is None:
+        flat = shape.reshape(input.detach(), -1)
+        n = flat.numel()
+        changed = flat[1:] != flat[:-1] if n else None
+        inverse_shape = tuple(input.shape)
+    else:
+        d = wrap_dim(int(dim), input.dim())
+        n = input.shape[d]
+        slices = shape.reshape(movedim(input.detach(), d, 0), (n, -1)) if n else None
+        changed = (slices[1:] != slices[:-1]).any(1) if n else None
+        inverse_shape = (n,)
+    if n == 0:
+        empty = creation.zeros(0, dtype=int64, device=input.device)
+        values = input.detach().clone()
+        inverse, counts = creation.zeros(inverse_shape, dtype=int64, device=input.device), empty
+    else:
+        starts = shape.cat([creation.ones(1, dtype=bool_, device=input.device), changed])
+        first = shape.reshape(indexing.nonzero(starts), -1)
+        values = (
+            indexing.masked_select(flat, starts) if dim is None else indexing.index_select(input.detach(), d, first)
+        )
+        inverse = shape.reshape(reduction.cumsum(starts, 0) - 1, inverse_shape)
+        counts = diff(first, append=creation.tensor([n], dtype=int64, device=input.device))
+    if not (return_inverse or return_counts):
+        return values
+    return (values, *([inverse] if return_inverse else []), *([counts] if return_counts else []))
