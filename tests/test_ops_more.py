@@ -194,6 +194,11 @@ VALUES = {
     "unique_consecutive empty": lambda lib: lib.unique_consecutive(
         lib.tensor([], dtype=lib.int64), return_inverse=True, return_counts=True
     ),
+    "renorm float32": lambda lib: lib.renorm(lib.tensor(A, dtype=lib.float32), 2, 1, 5.0),
+    "renorm zero maxnorm and small slices": lambda lib: (
+        lib.tensor(A, dtype=lib.float64).renorm(1, 0, 0.0),
+        lib.tensor(A, dtype=lib.float64).renorm(2, 0, 100.0),
+    ),
 }
 
 
@@ -271,6 +276,11 @@ ERRORS = {
     "quantile interpolation": lambda lib: lib.quantile(lib.zeros(3), 0.5, interpolation="foo"),
     "nanquantile q range": lambda lib: lib.nanquantile(lib.zeros(3), 2.0),
     "mode empty dim": lambda lib: lib.mode(lib.zeros(2, 0), 1),
+    "renorm p": lambda lib: lib.renorm(lib.zeros(3, 4), 0, 0, 1),
+    "renorm maxnorm": lambda lib: lib.renorm(lib.zeros(3, 4), 2, 0, -1),
+    "renorm dim": lambda lib: lib.renorm(lib.zeros(3, 4), 2, 2, 1),
+    "renorm int": lambda lib: lib.renorm(lib.zeros(3, 4, dtype=lib.int64), 2, 0, 1),
+    "renorm 0-d": lambda lib: lib.renorm(lib.tensor(1.0), 2, 0, 1),
     "gcd float": lambda lib: lib.gcd(lib.tensor([1.0]), lib.tensor([2])),
     "bucketize 2-D boundaries": lambda lib: lib.bucketize(lib.tensor([1]), lib.tensor([[1, 2]])),
     "searchsorted side": lambda lib: lib.searchsorted(lib.tensor([1, 2]), lib.tensor([1]), side="middle"),
@@ -403,6 +413,8 @@ SECOND_ORDER = {
     "slice_scatter": lambda x: numbagrad.slice_scatter(x, x[:, :1] ** 2, 1, 2) ** 2,
     "frexp": lambda x: numbagrad.frexp(x * 7).mantissa ** 2,
     "logcumsumexp": lambda x: numbagrad.logcumsumexp(x * 3, 1) ** 2,
+    "renorm": lambda x: numbagrad.renorm(x * 2, 2, 0, 1.0) ** 2,
+    "renorm p=3": lambda x: numbagrad.renorm(x * 2 + 3, 3.0, 1, 2.0) ** 2,
     "diagonal_scatter": lambda x: numbagrad.diagonal_scatter(x, x[0, :2] ** 2, 1) ** 2,
 }
 

@@ -1906,3 +1906,60 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
     if not (return_inverse or return_counts):
         return values
     return (values, *([inverse] if return_inverse else []), *([counts] if return_counts else []))
+
+
+_RENORM_EPS = 1e-7  # what torch adds to the norm before dividing
+
+
+def _renorm_parts(x: Tensor, p: float, dim: int, maxnorm: float):
+    """The norms of the slices along ``dim`` (over every other dim, kept), which of them exceed ``maxnorm``, and
+    the factor each slice is scaled by."""
+    others = tuple(k for k in range(x.dim()) if k != dim)
+    norm = reduction.sum(x.abs() ** p, others, keepdim=True) ** (1.0 / p)
+    over = norm > maxnorm
+    factor = indexing.where(over, maxnorm / (norm + _RENORM_EPS), 1.0)
+    return norm, over, factor, others
+
+
+class Renorm(Function):
+    """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to norm ``maxnorm``. Its gradient
+    is written with differentiable ops of the saved input, so it differentiates again."""
+
+    node_name = "RenormBackward0"
+
+    @staticmethod
+    def forward(ctx, x, p, dim, maxnorm):
+        ctx.args = (p, dim, maxnorm)
+        ctx.save_for_backward(x)
+        return x * _renorm_parts(x, p, dim, maxnorm)[2]
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        p, dim, maxnorm = ctx.args
+        norm, over, factor, others = _renorm_parts(x, p, dim, maxnorm)
+        # d norm / d x = sign(x) |x|^(p-1) / norm^(p-1); the factor maxnorm / (norm + eps) falls with the norm
+        dnorm = x.sign() * x.abs() ** (p - 1) / norm ** (p - 1)
+        inner = reduction.sum(g * x, others, keepdim=True)
+        shrink = g * factor - maxnorm / (norm + _RENORM_EPS) ** 2 * inner * dnorm
+        return indexing.where(over, shrink, g), None, None, None
+
+
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4), 2, 0, 1.0), Sample(T(2, 3, 2), 1, 1, 0.8), Sample(T(3, 4), 3.0, -1, 5.0)),
+)
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:  # noqa: A002
+    """``input`` with every slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled to norm ``maxnorm``."""
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
+    if input.dim() <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions")
+    d = wrap_dim(int(dim), input.dim())
+    if not input.is_floating_point():
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got " + _dtype_name(input.dtype)
+        )
+    return Renorm.apply(input, float(p), d, float(maxnorm))
