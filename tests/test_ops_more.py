@@ -281,6 +281,8 @@ ERRORS = {
     "renorm dim": lambda lib: lib.renorm(lib.zeros(3, 4), 2, 2, 1),
     "renorm int": lambda lib: lib.renorm(lib.zeros(3, 4, dtype=lib.int64), 2, 0, 1),
     "renorm 0-d": lambda lib: lib.renorm(lib.tensor(1.0), 2, 0, 1),
+    "poisson negative rate": lambda lib: lib.poisson(lib.tensor([-1.0])),
+    "poisson int": lambda lib: lib.poisson(lib.tensor([1])),
     "gcd float": lambda lib: lib.gcd(lib.tensor([1.0]), lib.tensor([2])),
     "bucketize 2-D boundaries": lambda lib: lib.bucketize(lib.tensor([1]), lib.tensor([[1, 2]])),
     "searchsorted side": lambda lib: lib.searchsorted(lib.tensor([1, 2]), lib.tensor([1]), side="middle"),
@@ -385,6 +387,16 @@ def test_mode_gradient_goes_to_the_returned_index(torch):
         (lib.mode(x, 1).values * lib.tensor([2.0, 5.0], dtype=lib.float64)).sum().backward()
         grads.append(x.grad.numpy().tolist())
     assert grads[0] == grads[1]
+
+
+def test_poisson_draws_have_the_rates_as_means_and_a_zero_gradient():
+    numbagrad.manual_seed(0)
+    rates = numbagrad.tensor([0.0, 0.5, 4.0, 30.0], dtype=numbagrad.float64, requires_grad=True)
+    draws = numbagrad.poisson(rates.expand(4000, 4).t()).mean(1)
+    assert draws.dtype == numbagrad.float64 and type(draws.grad_fn).__name__ == "MeanBackward1"
+    np.testing.assert_allclose(draws.detach().numpy(), [0.0, 0.5, 4.0, 30.0], atol=0.4)
+    numbagrad.poisson(rates).sum().backward()
+    assert rates.grad.tolist() == [0.0, 0.0, 0.0, 0.0]
 
 
 def test_nansum_gradient_is_zero_at_nans():

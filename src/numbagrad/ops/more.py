@@ -1963,3 +1963,29 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:  # noqa
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got " + _dtype_name(input.dtype)
         )
     return Renorm.apply(input, float(p), d, float(maxnorm))
+
+
+class Poisson(Function):
+    """Poisson draws with the rates of ``input``; no reparametrised gradient (zeros, as torch)."""
+
+    node_name = "PoissonBackward0"
+
+    @staticmethod
+    def forward(ctx, rates, generator):
+        host = rates._host()
+        draws = creation._rng_for(generator).poisson(host).astype(host.dtype)
+        return Tensor._make(rates._backend.from_host(draws))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0, None
+
+
+@declare
+def poisson(input: Tensor, generator=None) -> Tensor:  # noqa: A002
+    """A draw of the Poisson distribution at each element, whose rate it is (in ``input``'s float dtype)."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
+    if input.numel() and bool((input.detach() < 0).any()):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    return Poisson.apply(input, generator)
