@@ -14,6 +14,7 @@ from . import (  # noqa: F401 - each registers its ops
     inplace,
     linalg,
     linalg_functions,
+    more,
     reduction,
     shape,
     sparse,
