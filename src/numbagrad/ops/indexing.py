@@ -474,6 +474,7 @@ def zero_(input: Tensor) -> Tensor:  # noqa: A002
 def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:  # noqa: A002
     """Copy ``src`` (broadcast, cast, moved to this tensor's device) into this tensor."""
     src = as_operand(src, "copy_", 1, "src")
+    check_inplace(input)  # torch refuses a write into a view of a leaf before it looks at the shapes
     if isinstance(src, Tensor):
         broadcast_shapes(input.shape, src.shape)  # torch's message for sources that cannot broadcast
         if src.device != input.device:
