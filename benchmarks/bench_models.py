@@ -20,8 +20,10 @@ The models, with the sizes the issues fix:
   32, SGD.
 - vae: the PyTorch example's VAE, 784-400-20, batch 64, Adam.
 - cnn: the PyTorch MNIST example's CNN (two convs, max-pool, dropout in eval mode, two linears), batch 64.
-- lstm: a 2-layer LSTM language model, hidden 256, seq 35, batch 20, vocab 1000, SGD with clipping (when
-  ``nn.LSTM`` exists).
+- lstm: a 2-layer LSTM language model, hidden 256, seq 35, batch 20, vocab 1000, SGD with clipping.
+- seq2seq: a GRU encoder-decoder with dot-product attention, vocab 50, hidden 64, batch 16, Adam.
+- dcgan: a DCGAN-style generator (transposed convolutions) and discriminator on 16x16 images, batch 16, Adam.
+- unet: a two-level U-Net with bilinear upsampling (align_corners=True) and skip connections, 32x32, batch 4.
 """
 
 from __future__ import annotations
@@ -232,15 +234,114 @@ def lstm(lib, rng):
     return RNNModel, (lambda model: lib.optim.SGD(model.parameters(), lr=20.0)), batch_data, 0.25
 
 
-MODELS = {"gpt": gpt, "mlp": mlp, "wavenet": wavenet, "vae": vae, "cnn": cnn, "lstm": lstm}
+def seq2seq(lib, rng):
+    nn, F = lib.nn, lib.nn.functional
+    vocab, emb, hidden, src_len, tgt_len, batch = 50, 32, 64, 10, 9, 16
+
+    class Seq2Seq(nn.Module):
+        """A GRU encoder and a GRU decoder with dot-product attention over the encoder's states."""
+
+        def __init__(self):
+            super().__init__()
+            self.src_emb, self.tgt_emb = nn.Embedding(vocab, emb), nn.Embedding(vocab, emb)
+            self.encoder = nn.GRU(emb, hidden, batch_first=True)
+            self.decoder = nn.GRU(emb, hidden, batch_first=True)
+            self.combine = nn.Linear(2 * hidden, hidden)
+            self.out = nn.Linear(hidden, vocab)
+
+        def forward(self, src, tgt_in, tgt_out):
+            enc, h = self.encoder(self.src_emb(src))
+            dec, _ = self.decoder(self.tgt_emb(tgt_in), h)
+            weights = F.softmax(dec @ enc.transpose(1, 2), dim=-1)
+            mixed = lib.tanh(self.combine(lib.cat([dec, weights @ enc], dim=-1)))
+            return F.cross_entropy(self.out(mixed).reshape(-1, vocab), tgt_out.reshape(-1))
+
+    def batch_data():
+        tgt = rng.integers(0, vocab, (batch, tgt_len + 1))
+        return rng.integers(0, vocab, (batch, src_len)), tgt[:, :-1], tgt[:, 1:]
+
+    return Seq2Seq, (lambda model: lib.optim.Adam(model.parameters(), lr=1e-3)), batch_data, 1.0
+
+
+def dcgan(lib, rng):
+    nn, F = lib.nn, lib.nn.functional
+    nz, batch = 16, 16
+
+    class GAN(nn.Module):
+        """A DCGAN-style generator (transposed convolutions) and discriminator on 16x16 images; the step's loss is
+        the discriminator's on real and generated images plus the generator's."""
+
+        def __init__(self):
+            super().__init__()
+            self.generator = nn.Sequential(
+                nn.ConvTranspose2d(nz, 32, 4, 1, 0, bias=False), nn.BatchNorm2d(32), nn.ReLU(True),
+                nn.ConvTranspose2d(32, 16, 4, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(True),
+                nn.ConvTranspose2d(16, 1, 4, 2, 1, bias=False), nn.Tanh(),
+            )  # fmt: skip
+            self.discriminator = nn.Sequential(
+                nn.Conv2d(1, 16, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, inplace=True),
+                nn.Conv2d(16, 32, 4, 2, 1, bias=False), nn.BatchNorm2d(32), nn.LeakyReLU(0.2, inplace=True),
+                nn.Conv2d(32, 1, 4, 1, 0, bias=False), nn.Sigmoid(),
+            )  # fmt: skip
+
+        def forward(self, real, noise):
+            fake = self.generator(noise)
+            ones, zeros = lib.ones(real.shape[0]), lib.zeros(real.shape[0])
+            d_real = F.binary_cross_entropy(self.discriminator(real).view(-1), ones)
+            d_fake = F.binary_cross_entropy(self.discriminator(fake.detach()).view(-1), zeros)
+            g_loss = F.binary_cross_entropy(self.discriminator(fake).view(-1), ones)
+            return d_real + d_fake + g_loss
+
+    def batch_data():
+        real = rng.uniform(-1, 1, (batch, 1, 16, 16)).astype(np.float32)
+        return real, rng.standard_normal((batch, nz, 1, 1)).astype(np.float32)
+
+    return GAN, (lambda model: lib.optim.Adam(model.parameters(), lr=2e-4, betas=(0.5, 0.999))), batch_data, None
+
+
+def unet(lib, rng):
+    nn, F = lib.nn, lib.nn.functional
+    batch, size, classes = 4, 32, 3
+
+    def block(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+    class UNet(nn.Module):
+        """A two-level U-Net: max-pool down, bilinear upsampling (align_corners=True) back, skip concatenation."""
+
+        def __init__(self):
+            super().__init__()
+            self.down1, self.down2, self.bottom = block(3, 8), block(8, 16), block(16, 32)
+            self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+            self.dec2, self.dec1 = block(32 + 16, 16), block(16 + 8, 8)
+            self.head = nn.Conv2d(8, classes, 1)
+
+        def forward(self, x, target):
+            d1 = self.down1(x)
+            d2 = self.down2(F.max_pool2d(d1, 2))
+            b = self.bottom(F.max_pool2d(d2, 2))
+            u2 = self.dec2(lib.cat([self.up(b), d2], dim=1))
+            u1 = self.dec1(lib.cat([self.up(u2), d1], dim=1))
+            return F.cross_entropy(self.head(u1), target)
+
+    def batch_data():
+        x = rng.standard_normal((batch, 3, size, size)).astype(np.float32)
+        return x, rng.integers(0, classes, (batch, size, size))
+
+    return UNet, (lambda model: lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)), batch_data, None
+
+
+MODELS = {"gpt": gpt, "mlp": mlp, "wavenet": wavenet, "vae": vae, "cnn": cnn, "lstm": lstm, "seq2seq": seq2seq,
+          "dcgan": dcgan, "unet": unet}  # fmt: skip
 
 
 def _available(name: str) -> str | None:
     """Why a model cannot run here yet (a missing module), or None."""
     import numbagrad
 
-    if name == "lstm" and not hasattr(numbagrad.nn, "LSTM"):
-        return "numbagrad.nn.LSTM does not exist yet"
+    needs = {"lstm": "LSTM", "seq2seq": "GRU", "dcgan": "ConvTranspose2d", "unet": "Upsample"}
+    if name in needs and not hasattr(numbagrad.nn, needs[name]):
+        return f"numbagrad.nn.{needs[name]} does not exist yet"
     return None
 
 
