@@ -92,3 +92,18 @@ def test_errors_match_torch(call, torch):
     with pytest.raises(type(theirs.value)) as ours:
         call(numbagrad)
     assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.torch
+def test_batch_norm_in_training_runs_twice_before_backward_as_torch(torch):
+    """A module used twice before one backward (a GAN's discriminator on real and generated batches): the second
+    forward updates the running statistics in place, which the first one's backward must not need."""
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((2, 4, 8, 8)), rng.standard_normal((2, 4, 8, 8))
+    grads = []
+    for lib in (numbagrad, torch):
+        bn = lib.nn.BatchNorm2d(4).double()
+        x = lib.tensor(a, requires_grad=True)
+        (bn(x).square().sum() + bn(lib.tensor(b)).sum()).backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-7, atol=1e-10)

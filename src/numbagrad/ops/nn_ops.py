@@ -740,7 +740,11 @@ class BatchNorm(Function):
         if out is xhat:
             out = xhat.clone()  # backward keeps xhat: the output may be changed in place
         ctx.training, ctx.eps, ctx.axes = training, eps, axes
-        ctx.save_for_backward(x, weight, running_mean, running_var)
+        # In training the backward needs the batch's statistics only: the running ones are not saved (as torch's
+        # native_batch_norm does not), so a second forward that updates them in place before this backward runs
+        # (a GAN's discriminator on real and generated images) is no "modified by an inplace operation".
+        stats = (None, None) if training else (running_mean, running_var)
+        ctx.save_for_backward(x, weight, *stats)
         ctx.xhat, ctx.rstd = xhat, rstd
         return out
 
