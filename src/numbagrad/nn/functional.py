@@ -408,18 +408,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (training only; otherwise
     the input itself comes back, as in torch)."""
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
-    dt = input._data.dtype
-    if p == 1.0:
-        mask = np.zeros(tuple(input.shape), dt)
-    else:
-        keep = _generator().random(tuple(input.shape), dtype=np.float32) >= np.float32(p)
-        mask = keep.astype(dt) * dt.type(1.0 / (1.0 - p))
-    m = Tensor._make(input._backend.from_host(mask))
-    return input.mul_(m) if inplace else input * m
+    return _masked_dropout(input, p, training, inplace, feature=False, alpha=False)
 
 
 _SELU_NEGATIVE_SATURATION = 1.7580993408473766  # -SELU(-inf) = scale * alpha
@@ -2165,6 +2154,11 @@ class _CtcLoss(Function):
         return Tensor._make(grad._backend.from_host(result.astype(grad._data.dtype))), None, None, None, None
 
 
+def _int_list(values) -> list:
+    """Lengths given as a tensor, a sequence or one number, as Python ints."""
+    return [int(v) for v in np.atleast_1d(np.asarray(values._host() if isinstance(values, Tensor) else values))]
+
+
 @_float32_under_autocast
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
              reduction: str = "mean", zero_infinity: bool = False) -> Tensor:  # fmt: skip
@@ -2176,10 +2170,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     if unbatched:
         log_probs = log_probs.unsqueeze(1)
         targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
-    in_lengths = [int(v) for v in np.atleast_1d(np.asarray(
-        input_lengths._host() if isinstance(input_lengths, Tensor) else input_lengths))]  # fmt: skip
-    t_lengths = [int(v) for v in np.atleast_1d(np.asarray(
-        target_lengths._host() if isinstance(target_lengths, Tensor) else target_lengths))]  # fmt: skip
+    in_lengths, t_lengths = _int_list(input_lengths), _int_list(target_lengths)
     steps, batch = log_probs.shape[0], log_probs.shape[1]
     for v in in_lengths:
         if v > steps:
@@ -2361,6 +2352,15 @@ def _reduce_rows(per_row: Tensor, input: Tensor, reduction: str) -> Tensor:
     return _reduce(per_row, reduction)
 
 
+def _row_scale(grad: Tensor, rows: int, classes: int, reduction: str) -> Tensor:
+    """The output gradient each row of a per-sample margin loss (a mean over ``classes``) receives, as a column:
+    its own entry (``'none'``), or the reduced loss's share (``'sum'``, ``'mean'``)."""
+    per_row = grad.reshape(-1, 1) if reduction == "none" else grad.expand(rows, 1)
+    if reduction == "mean":
+        per_row = per_row / rows
+    return per_row / classes
+
+
 class _MultiMarginLoss(Function):
     """``sum_{j != y} max(0, margin - x[y] + x[j]) ** p * weight[y] / C`` per sample, in one node."""
 
@@ -2387,10 +2387,7 @@ class _MultiMarginLoss(Function):
         dz = active if ctx.p == 1 else 2 * z * active
         if weight is not None:
             dz = dz * weight[target.reshape(-1)].reshape(-1, 1)
-        per_row_grad = grad.reshape(-1, 1) if ctx.reduction == "none" else grad.expand(rows.shape[0], 1)
-        if ctx.reduction == "mean":
-            per_row_grad = per_row_grad / rows.shape[0]
-        dz = dz * per_row_grad / classes
+        dz = dz * _row_scale(grad, rows.shape[0], classes, ctx.reduction)
         grad_rows = dz.scatter(1, index, -dz.sum(1, keepdim=True))
         return grad_rows.reshape(input.shape), None, None, None, None, None
 
@@ -2452,10 +2449,7 @@ class _MultilabelMarginLoss(Function):
     def backward(ctx, grad: Tensor):
         input, target = ctx.saved_tensors
         rows, classes, _, mask = _MultilabelMarginLoss._pairs(input, target)
-        per_row_grad = grad.reshape(-1, 1) if ctx.reduction == "none" else grad.expand(rows.shape[0], 1)
-        if ctx.reduction == "mean":
-            per_row_grad = per_row_grad / rows.shape[0]
-        scale = per_row_grad / classes
+        scale = _row_scale(grad, rows.shape[0], classes, ctx.reduction)
         grad_rows = (mask.sum(1) - mask.sum(2)) * scale
         return grad_rows.reshape(input.shape), None, None
 
