@@ -6,7 +6,7 @@
 
 The table runs each thread count in its own process (``torch.set_num_threads``, ``NUMBA_NUM_THREADS``,
 ``OPENBLAS_NUM_THREADS`` set before anything loads), the libraries side by side in it, their calls interleaved so
-that they see the same machine load; medians. The 1-thread ratios are the ones the targets (issue 11) are about:
+that they see the same machine load; medians. The 1-thread ratios are the ones the targets are about:
 
 * ``relu(x*w+b).sum()`` forward+backward, compiled: <= 0.4x torch at 1e3, <= 0.45x at 1e5, <= 0.35x at 1e7, and
   >= 80% of the hand-fused kernel pair's throughput (``ceiling``) at 1e7 and 1e8;

@@ -1,4 +1,4 @@
-"""nn.functional forward+backward, numbagrad vs torch: issue 9's three speed targets.
+"""nn.functional forward+backward, numbagrad vs torch: the three nn speed targets.
 
 * ``conv2d``: batch 64 of 1x28x28, 32 filters of 3x3 (with bias), gradients of weight and bias (a first layer);
   ``conv2d_input_grad`` also needs the input's gradient. Target: at most 2.0x torch.

@@ -10,7 +10,7 @@ per setting in a child process with ``NUMBA_NUM_THREADS``, ``OPENBLAS_NUM_THREAD
 alternate in every repeat, so both see the same load, and the ratio is what to read: each row runs in ``ROUNDS``
 rounds, and the table gives the median of their ratios and, beside it, their range.
 
-Targets (issue 8, at 1 thread): (a) <= 0.6x; (b) <= 1.0x at 1e3, <= 0.8x at 1e5, <= 0.7x at 1e7; (e) <= 1.0x.
+Targets (at 1 thread): (a) <= 0.6x; (b) <= 1.0x at 1e3, <= 0.8x at 1e5, <= 0.7x at 1e7; (e) <= 1.0x.
 Below the table: Python function calls per elementwise op and per backward node, counted with cProfile.
 torch columns are skipped when torch is not installed.
 """

@@ -1,4 +1,4 @@
-"""Differential testing against torch (issue 10): random chains of ops on random broadcastable shapes (0-dim and
+"""Differential testing against torch: random chains of ops on random broadcastable shapes (0-dim and
 empty ones included), with in-place steps, must give torch's values, dtypes and input gradients."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every public function, class, method and Tensor method has a docstring (issue 12, item 6).
+"""Every public function, class, method and Tensor method has a docstring.
 
 The public surface is enumerated, not listed by hand: each module's ``__all__`` (or, without one, its non-underscore
 names whose objects numbagrad defines), the public methods and properties of each public class, and so every

@@ -1,4 +1,4 @@
-"""nn modules of issue 9: reprs, parameters and buffers, default initialisation, and forward/backward against
+"""The first nn modules: reprs, parameters and buffers, default initialisation, and forward/backward against
 torch with the same weights (BatchNorm's running statistics included). Containers: ParameterList/ParameterDict."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every nn.functional function and nn module that issue 9 asks for exists (and is what torch calls it)."""
+"""Every nn.functional function and nn module of the first nn request exists (and is what torch calls it)."""
 
 import pytest
 

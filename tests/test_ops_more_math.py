@@ -1,4 +1,4 @@
-"""The elementwise rows added after issue 9 (asinh ... heaviside): node names of every operand form, edge values
+"""The later elementwise rows (asinh ... heaviside): node names of every operand form, edge values
 (zeros, infinities, nan, domain ends) and gradients, against torch 2.13 with ``torch_same.same``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reliability under threads and bad input (issue 10): per-thread autograd state, torch's errors for misuse with
+"""Reliability under threads and bad input: per-thread autograd state, torch's errors for misuse with
 the tensor left unchanged, edge shapes, and torch's autograd behaviours around custom Functions and grad modes."""
 
 from __future__ import annotations

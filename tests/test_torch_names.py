@@ -1,4 +1,5 @@
-"""Issue 9's name lists: every torch name a custom-autograd program reaches for exists in numbagrad.
+"""The name lists of the first op-breadth request: every torch name a custom-autograd program reaches for exists in
+numbagrad.
 
 Each list is copied from the issue ("`torch.*` functions and constants", "Tensor methods"); a missing name fails
 its own test case. The nn.functional and nn module names are checked in their own test file (see the marked place
@@ -48,7 +49,7 @@ METHOD_FORMS = (
     "detach bernoulli multinomial half"
 ).split()
 
-# --- nn.functional and nn modules (issue 9): the nn engineer's names live in their own test file -------------------
+# --- nn.functional and nn modules: their names live in tests/test_nn_names.py --------------------------------------
 
 
 def _cases(groups: dict) -> list:

@@ -1,5 +1,5 @@
 """``same(torch, fn, *args)``: run one program on numbagrad and on torch and require the same values, dtypes,
-printed node names and input gradients (the helper of the issue-9 op tests)."""
+printed node names and input gradients (the helper of the op tests)."""
 
 from __future__ import annotations
 

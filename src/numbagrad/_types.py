@@ -49,7 +49,7 @@ float64 = dtype("float64", "Double", np.float64)
 int64 = dtype("int64", "Long", np.int64)
 int32 = dtype("int32", "Int", np.int32)
 bool_ = dtype("bool", "Bool", np.bool_)
-# the narrow types (issue 9): float16 is stored as numpy's float16; kernels compute it in float32, as torch's CPU does
+# the narrow types: float16 is stored as numpy's float16; kernels compute it in float32, as torch's CPU does
 float16 = dtype("float16", "Half", np.float16)
 int16 = dtype("int16", "Short", np.int16)
 int8 = dtype("int8", "Char", np.int8)

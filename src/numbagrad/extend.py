@@ -119,7 +119,7 @@ def warmup(ops: Iterable[str | Callable] | None = None, dtypes: Sequence[str] = 
     for dt in dtypes:
         a = np.ones(2, np.dtype(dt))
         for parallel in (False, True):
-            codegen.accumulate_kernel("parallel" if parallel else "serial")(a.copy(), a)  # was backend/kernels.py
+            codegen.accumulate_kernel("parallel" if parallel else "serial")(a.copy(), a)
             for cls in classes:
                 row = cls.row
                 params = [a.dtype.type(0)] * len(row.params)

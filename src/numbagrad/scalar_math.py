@@ -482,7 +482,7 @@ def hypot_grad_y(g, out, x, y):
     return g * y / out
 
 
-# --- more math (issue 9) -------------------------------------------------------------------------------------
+# --- more math -----------------------------------------------------------------------------------------------
 def sinh(x):
     return math.sinh(x)
 
@@ -1417,7 +1417,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         doc="Python's ``input % other``, elementwise: the result has the sign of ``other``.", no_bool="remainder_cpu"),
     Row("hypot", hypot, (hypot_grad_x, hypot_grad_y), np.hypot, "HypotBackward0",
         doc="The hypotenuse ``sqrt(input ** 2 + other ** 2)``, elementwise.", number_operands=(), floating_only=True),
-    # --- more math (issue 9)
+    # --- more math
     Row("sinh", sinh, (sinh_grad,), np.sinh, "SinhBackward0", float_only=True,
         doc="The hyperbolic sine of each element."),
     Row("cosh", cosh, (cosh_grad,), np.cosh, "CoshBackward0", float_only=True,

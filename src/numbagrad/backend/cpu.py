@@ -310,7 +310,7 @@ def sum_to_shape(a: np.ndarray, shape: tuple) -> np.ndarray:
     return r.reshape(shape)
 
 
-# --- accumulation, foreach and apply kernels (backend engineer) ----------------------------------------------
+# --- accumulation, foreach and apply kernels -----------------------------------------------------------------
 def loop_variant(size: int) -> str:
     """The loop a kernel over ``size`` elements runs: ``"parallel"`` (``prange``) from ``PARALLEL_THRESHOLD`` on,
     else ``"serial"``."""
@@ -355,7 +355,7 @@ def apply_kernel(fn, dtype, variant: str, arity: int = 1):
     return kernel
 
 
-# --- numpy primitives (lead) ----------------------------------------------------------------------------------
+# --- numpy primitives -----------------------------------------------------------------------------------------
 # The rest of the backend interface, on numpy. Results are always ndarrays, never numpy scalars.
 
 
@@ -685,7 +685,7 @@ def put_along_axis_zeros(shape: tuple, idx: np.ndarray, values, dim: int) -> np.
     return out
 
 
-# --- numpy primitives (issue 9: op breadth) -----------------------------------------------------------------
+# --- numpy primitives for the breadth of ops ----------------------------------------------------------------
 # Each returns a new C-contiguous array (``diagonal`` a writable view); the cuda backend runs them by a host round
 # trip (``HOST_ROUND_TRIPS``), except ``diagonal``, a view there too.
 
@@ -1196,7 +1196,7 @@ __all__ = [
     "topk",
     "where",
     "zeros",
-    # op breadth (issue 9)
+    # the breadth of ops
     "cumulative",
     "diagonal",
     "einsum",

@@ -886,7 +886,7 @@ cross_entropy_backward = _host_op("cross_entropy_backward")
 conv2d = _host_op("conv2d")
 coo_matmul = _host_op("coo_matmul")
 conv2d_backward = _host_op("conv2d_backward")
-# op breadth (issue 9)
+# the breadth of ops
 cumulative = _host_op("cumulative")
 einsum = _host_op("einsum")
 embed_diagonal = _host_op("embed_diagonal")
@@ -905,7 +905,7 @@ unique = _host_op("unique")
 
 
 def diagonal(a, offset: int, dim1: int, dim2: int):
-    """A view of the diagonal, as ``cpu.diagonal`` (issue 9)."""
+    """A view of the diagonal, as ``cpu.diagonal``."""
     return _view(a, lambda x: cpu.diagonal(x, offset, dim1, dim2))
 
 

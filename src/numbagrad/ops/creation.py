@@ -456,7 +456,7 @@ def uniform_(input: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -
     return random_fill_(input, _rng_for(generator).uniform(a, b, input.shape))
 
 
-# --- issue 9: random ops, random fills, new_* -------------------------------------------------------------------
+# --- random ops, random fills, new_* ----------------------------------------------------------------------------
 class Bernoulli(Function):
     """``bernoulli(p)``: 0/1 draws with probabilities ``p``; no reparametrised gradient (zeros, as torch)."""
 

@@ -1043,7 +1043,7 @@ def _rtruediv(self, other):
     return mul(FUNCTIONS["reciprocal"].apply(self), other)
 
 
-# --- more math (issue 9): rows whose torch signature needs a hand-written frontend ---------------------------
+# --- more math: rows whose torch signature needs a hand-written frontend -------------------------------------
 def _invalid(name: str, args: tuple, *signatures: str) -> TypeError:
     """torch's argument-parser error when no overload takes these argument types."""
     got = ", ".join("Tensor" if isinstance(a, Tensor) else type(a).__name__ for a in args)

@@ -483,7 +483,7 @@ def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:  # noqa: A0
     return input
 
 
-# --- issue 9: gather/scatter, index_* ops, masked ops, repeat_interleave, and their in-place forms -----------------
+# --- gather/scatter, index_* ops, masked ops, repeat_interleave, and their in-place forms --------------------------
 def _check_index_dtype(index, name: str) -> None:
     if not isinstance(index, Tensor):
         raise not_a_tensor(name, "index", 3, index)

@@ -288,7 +288,7 @@ def rmatmul(b: Tensor, a) -> Tensor:
     return matmul(a, b)
 
 
-# --- issue 9: addmm, baddbmm, outer, trace, diag, diagonal, triu/tril, einsum ---------------------------------
+# --- addmm, baddbmm, outer, trace, diag, diagonal, triu/tril, einsum ------------------------------------------
 class Addmm(Function):
     """``beta * input + alpha * (mat1 @ mat2)`` (``bmm`` for the batched form), one node."""
 

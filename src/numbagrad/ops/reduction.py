@@ -654,7 +654,7 @@ def sum_to_size(input: Tensor, *size) -> Tensor:  # noqa: A002
     return sum_to_shape(input, size)
 
 
-# --- issue 9: scans, logsumexp, var_mean / std_mean, topk, argsort, unique ----------------------------------------
+# --- scans, logsumexp, var_mean / std_mean, topk, argsort, unique -------------------------------------------------
 return_types["topk"] = _return_type("topk")
 
 

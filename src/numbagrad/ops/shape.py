@@ -665,7 +665,7 @@ def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False, non_blocki
     return ToCopy.apply(x, dtype, device)
 
 
-# --- types (issue 9) -----------------------------------------------------------------------------------------
+# --- types ---------------------------------------------------------------------------------------------------
 @declare(methods=("type",), name="_type")
 def type_(input: Tensor, dtype=None, non_blocking: bool = False, **kwargs):  # noqa: A002
     """``t.type()`` names the tensor's type (``"torch.FloatTensor"``); ``t.type(dtype)`` converts, taking a dtype,
@@ -688,7 +688,7 @@ def type_as(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return to(input, dtype=other.dtype, device=other.device)
 
 
-# --- flip, roll, detach (issue 9) ----------------------------------------------------------------------------
+# --- flip, roll, detach --------------------------------------------------------------------------------------
 class Flip(Function):
     node_name = "FlipBackward0"
     _trusted = True

@@ -1,4 +1,4 @@
-"""Issue 9's linear algebra beyond the generated declaration tests: einsum's equation forms, node names and errors,
+"""Linear algebra beyond the generated declaration tests: einsum's equation forms, node names and errors,
 addmm/baddbmm scalars, diag/diagonal/trace/triu/tril edge cases, compared with torch 2.13."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 9's Tensor methods and protocols: new_*, type/type_as, output_nr, memory queries, __format__, __len__,
+"""Tensor methods and protocols: new_*, type/type_as, output_nr, memory queries, __format__, __len__,
 __iter__, __bool__, the narrow dtypes, finfo/iinfo and the legacy tensor types; and retain_grad across an in-place
 op. Each behaviour is compared with torch where torch is installed."""
 
@@ -10,7 +10,7 @@ import pytest
 import numbagrad
 
 
-# --- retain_grad followed by an in-place op (issue 9's silent bug) -------------------------------------------------
+# --- retain_grad followed by an in-place op (once silently wrong) --------------------------------------------------
 @pytest.mark.torch
 @pytest.mark.parametrize(
     "ops",
@@ -45,7 +45,7 @@ def test_retained_gradient_after_inplace_op_by_hand():
     np.testing.assert_array_equal(x.grad.numpy(), [6.0, 60.0, 600.0])
 
 
-# --- __format__ (issue 9's other silent bug) ------------------------------------------------------------------------
+# --- __format__ (once silently wrong) -------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("value", "spec", "expected"),
     [

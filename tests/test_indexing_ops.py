@@ -1,4 +1,4 @@
-"""Issue 9's indexing ops and their in-place forms beyond the generated declaration tests: every form's node name,
+"""Indexing ops and their in-place forms beyond the generated declaration tests: every form's node name,
 values and gradients, torch's errors, and in-place forms that leave the tensor untouched when they refuse."""
 
 from __future__ import annotations

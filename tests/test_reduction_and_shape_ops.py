@@ -1,4 +1,4 @@
-"""Issue 9's reductions, scans and shape ops beyond the generated declaration tests: gradients through zeros and
+"""Reductions, scans and shape ops beyond the generated declaration tests: gradients through zeros and
 infinities, named tuples, integer dtypes, split/chunk/unbind as torch's multi-output nodes, flip/roll, and errors,
 compared with torch 2.13."""
 

@@ -1,4 +1,4 @@
-"""Issue 9's random ops: bernoulli, multinomial, normal and the random fills. Draws are checked by their
+"""Random ops: bernoulli, multinomial, normal and the random fills. Draws are checked by their
 distribution (large samples, loose bounds), by determinism under a seed or a ``numbagrad.Generator``, and by the
 node names and (zero) gradients torch gives them."""
 

@@ -1,4 +1,4 @@
-"""Issue 9's elementwise ops, beyond what the table generates: each form's node name, dtype promotion, integer
+"""Elementwise ops, beyond what the table generates: each form's node name, dtype promotion, integer
 behaviour, edge values and errors, compared with torch 2.13."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Issue 9's ops on cuda tensors, compared with the CPU path (values, dtypes, node names, gradients). Run under
+"""The breadth of ops on cuda tensors, compared with the CPU path (values, dtypes, node names, gradients). Run under
 Numba's simulator on tiny shapes:
 
-    NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/test_cuda_ops9.py
+    NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/test_cuda_ops.py
 
 The elementwise rows (sinh ... addcdiv) are covered by tests/test_cuda.py's generated row tests; this file covers the
 other ops, whose primitives reach the device through the cuda backend (host round trips, a diagonal view).
