@@ -27,7 +27,8 @@ arithmetic that LLVM vectorizes:
   elsewhere.
 * ``_verf``: Hart & Cheney's rational forms (their #5667 for ``erfc`` from 0.5 on, times ``exp(-x*x)``), <= 3 ulp.
   1e5 elements: 349 us, libm 1315 us; an eager float32 ``gelu`` took 897 us (torch 69). ``_verfc_fast``: erfc from
-  the same forms up to 3 (``FIX_UP``): erfinv of 1e5 float64 elements 8200 -> 1210 us (torch 580).
+  the same forms up to 3 (``FIX_UP``): erfinv of 1e5 float64 elements takes 1210 us
+  so, 8200 us through libm (torch 580).
 * ``_vexpf``/``_vtanhf``/``_verff``/``_vexpm1f``/``_vlogf``/``_vlog1pf`` (``SINGLE_SOURCE``, which builds on
   ``SOURCE``): float32 arithmetic with fused multiply-adds (Cephes' expf and logf polynomials, <= 1 and 2 ulp;
   erf's Taylor series below 0.5 and the rational form above; expm1's Taylor series below 1 and exp - 1 above;
@@ -37,25 +38,27 @@ arithmetic that LLVM vectorizes:
   float32 swish kernel ran at 45 us per 1e5 elements, against 125 us through the float64 exp and 66 us without the
   FMAs. The float32 twins of the row functions (``single_precision``) serve ``numbagrad.compile``'s fused kernels
   and the eager kernels of the rows marked ``float32_math``: the activations, and log, tanh, log1p, expm1 and erf
-  (1e5 float32 elements, 1 thread: tanh 202 -> 61 us, torch 262; log 122 -> 58, torch 107; erf 299 -> 94, torch
-  137; expm1 342 -> 57, torch 130; log1p 204 -> 114, torch 84); the other eager rows keep the correctly rounded
+  (1e5 float32 elements, 1 thread, float32 math against the float64 path: tanh 61 us against 202, torch 262; log 58
+  against 122, torch 107; erf 94 against 299, torch 137; expm1 57 against 342, torch 130; log1p 114 against 204,
+  torch 84); the other eager rows keep the correctly rounded
   float64 path (exp among them: see ``_vexp``).
 
 ``vectorized(text)`` swaps them in for ``math.exp(`` and the others in copied scalar functions (CPU only: CUDA has
 fast versions). ``CPU_VERSIONS`` replaces table functions whole in the CPU kernels: ``root`` (``x ** 0.5`` and
 ``x ** -0.5`` through ``sqrt``), ``inverse_power`` (``x ** -1`` and ``x ** -2`` by division), ``round_`` (``rint``)
 and branch-free ``atanh``, ``acosh`` and ``exp2``. (A float32 ``x ** y`` through ``_vexp(y * _vlog(|x|))`` with
-C99's special cases as selects, measured with ``forceinline``: ``x ** 1.5`` of 1e5 elements 504 -> 345 us, torch
-257, but a tensor ** tensor kernel, which tests ``power``'s shortcuts per element, 701 -> 3186 us.) The
+C99's special cases as selects, measured with ``forceinline``: ``x ** 1.5`` of 1e5 elements took 345 us against
+504 through ``pow`` (torch 257), but a tensor ** tensor kernel, which tests ``power``'s shortcuts per element, 3186
+us against 701.) The
 text is part of every generated module that uses it, so a change here changes the module's hash and Numba's cache
 never serves a kernel built with the old math.
 
 ``SOURCE``'s functions are ``forceinline=True``: Numba types and compiles each once per module, and LLVM must
 inline it (``alwaysinline``), so the loops still vectorize. Numba's IR-level ``inline='always'`` typed each body
 again at every call site, nested ones too (gelu -> erf -> exp): float64 forward+backward first uses of 30 rows
-compiled in 31 s that way and 18 s now, gelu 2.6 -> 1.1 s, elu 3.1 -> 1.2 s, and the test suite's two every-row
-fused-kernel tests 193 -> 128 s. Left to LLVM's own choice (no attribute), erf, asinh, expm1, acos and atan2
-stayed calls, and their loops ran 3-8x slower.
+compiled in 31 s that way and in 18 s with ``forceinline`` (gelu 2.6 s against 1.1 s, elu 3.1 s against 1.2 s;
+the test suite's two every-row fused-kernel tests 193 s against 128 s). Left to LLVM's own choice (no attribute),
+erf, asinh, expm1, acos and atan2 stayed calls, and their loops ran 3-8x slower.
 """
 
 from __future__ import annotations
