@@ -190,17 +190,17 @@ def vae(lib, rng):
     return VAE, (lambda model: lib.optim.Adam(model.parameters(), lr=1e-3)), batch_data, None
 
 
-def cnn(lib, rng, batch=64, image=28):
+def cnn(lib, rng, batch=64, image=28, channels=(32, 64), hidden=128):
     """``image`` is the side of the square input (28 for MNIST); gpu_check.py runs a tiny one under the simulator."""
     nn, F = lib.nn, lib.nn.functional
-    flat = 64 * ((image - 4) // 2) ** 2
+    flat = channels[1] * ((image - 4) // 2) ** 2
 
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv1, self.conv2 = nn.Conv2d(1, 32, 3, 1), nn.Conv2d(32, 64, 3, 1)
+            self.conv1, self.conv2 = nn.Conv2d(1, channels[0], 3, 1), nn.Conv2d(channels[0], channels[1], 3, 1)
             self.dropout1, self.dropout2 = nn.Dropout(0.25), nn.Dropout(0.5)
-            self.fc1, self.fc2 = nn.Linear(flat, 128), nn.Linear(128, 10)
+            self.fc1, self.fc2 = nn.Linear(flat, hidden), nn.Linear(hidden, 10)
 
         def forward(self, x, y):
             x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)

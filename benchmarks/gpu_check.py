@@ -40,7 +40,7 @@ SIZES = {
         "n": 2_000,
         "matmul": 24,
         "gpt": {"n_layer": 1, "n_embd": 8, "block": 4, "batch": 2},
-        "cnn": {"batch": 2, "image": 8},
+        "cnn": {"batch": 2, "image": 8, "channels": (2, 4), "hidden": 8},
         "repeats": 1,
         "warmup": False,  # one run of each: a simulated GPT step launches hundreds of kernels in Python threads
     },
