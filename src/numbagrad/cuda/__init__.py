@@ -91,14 +91,17 @@ class Stream:
         return True
 
     def record_event(self, event: Event | None = None) -> Event:
+        """Record ``event`` (a new one if None) at this point of the stream's work; returns it."""
         event = Event() if event is None else event
         event.record(self)
         return event
 
     def wait_event(self, event: Event) -> None:
+        """Make later work on this stream wait until ``event`` has happened."""
         event.wait(self)
 
     def wait_stream(self, stream: Stream) -> None:
+        """Make later work on this stream wait for all work queued so far on ``stream``."""
         self.wait_event(stream.record_event())
 
     def __eq__(self, other: object) -> bool:
@@ -127,6 +130,7 @@ class Event:
         self._host_time: float | None = None
 
     def record(self, stream: Stream | None = None) -> None:
+        """Mark this point of ``stream``'s work (the current stream by default)."""
         stream = current_stream() if stream is None else stream
         if self._event is None:
             self._host_time = time.perf_counter()
@@ -135,15 +139,18 @@ class Event:
             self._host_time = 0.0
 
     def wait(self, stream: Stream | None = None) -> None:
+        """Make later work on ``stream`` (the current one by default) wait until this event has happened."""
         if self._event is not None and self._host_time is not None:
             self._event.wait((current_stream() if stream is None else stream)._stream)
 
     def query(self) -> bool:
+        """Whether the work before this event has finished (True for an event never recorded, as torch)."""
         if self._event is None or self._host_time is None:
             return True
         return bool(self._event.query())
 
     def synchronize(self) -> None:
+        """Wait until the work before this event has finished."""
         if self._event is not None and self._host_time is not None:
             self._event.synchronize()
 
