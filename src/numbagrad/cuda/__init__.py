@@ -6,6 +6,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 
+from .._types import CUDA0
 from ..backend import cuda_backend, cuda_memory
 
 
@@ -77,7 +78,7 @@ class Stream:
     def __init__(self, device=None, priority: int = 0, *, _numba_stream=None) -> None:
         cuda = cuda_backend()
         cuda.require()
-        self.device = _device()
+        self.device = CUDA0
         self.priority = priority
         self._stream = _numba_stream if _numba_stream is not None else cuda.new_stream()
 
@@ -171,12 +172,6 @@ class Event:
 
 _current: list[Stream] = []
 _default: Stream | None = None
-
-
-def _device():
-    from .._types import CUDA0
-
-    return CUDA0
 
 
 def default_stream(device=None) -> Stream:
