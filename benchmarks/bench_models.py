@@ -50,9 +50,10 @@ def _load_from_torch(ours, theirs) -> None:
 
 
 # --- the models, each written once for either library -----------------------------------------------------------
-def gpt(lib, rng):
+def gpt(lib, rng, n_layer=4, n_embd=128, block=64, batch=12):
+    """The sizes are keywords so that gpu_check.py can run a tiny one under Numba's simulator."""
     nn, F = lib.nn, lib.nn.functional
-    n_layer, n_head, n_embd, block, batch, vocab = 4, 4, 128, 64, 12, 65
+    n_head, vocab = 4, 65
 
     class Attention(nn.Module):
         def __init__(self):
@@ -90,7 +91,7 @@ def gpt(lib, rng):
             self.wte.weight = self.lm_head.weight
 
         def forward(self, idx, targets):
-            pos = lib.arange(0, idx.size(1), dtype=lib.long)
+            pos = lib.arange(0, idx.size(1), dtype=lib.long, device=idx.device)
             x = self.wte(idx) + self.wpe(pos)
             for blk in self.blocks:
                 x = blk(x)
@@ -189,16 +190,17 @@ def vae(lib, rng):
     return VAE, (lambda model: lib.optim.Adam(model.parameters(), lr=1e-3)), batch_data, None
 
 
-def cnn(lib, rng):
+def cnn(lib, rng, batch=64, image=28, channels=(32, 64), hidden=128):
+    """``image`` is the side of the square input (28 for MNIST); gpu_check.py runs a tiny one under the simulator."""
     nn, F = lib.nn, lib.nn.functional
-    batch = 64
+    flat = channels[1] * ((image - 4) // 2) ** 2
 
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv1, self.conv2 = nn.Conv2d(1, 32, 3, 1), nn.Conv2d(32, 64, 3, 1)
+            self.conv1, self.conv2 = nn.Conv2d(1, channels[0], 3, 1), nn.Conv2d(channels[0], channels[1], 3, 1)
             self.dropout1, self.dropout2 = nn.Dropout(0.25), nn.Dropout(0.5)
-            self.fc1, self.fc2 = nn.Linear(9216, 128), nn.Linear(128, 10)
+            self.fc1, self.fc2 = nn.Linear(flat, hidden), nn.Linear(hidden, 10)
 
         def forward(self, x, y):
             x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)
@@ -207,7 +209,7 @@ def cnn(lib, rng):
             return F.nll_loss(F.log_softmax(x, dim=1), y)
 
     def batch_data():
-        return rng.standard_normal((batch, 1, 28, 28)).astype(np.float32), rng.integers(0, 10, (batch,))
+        return rng.standard_normal((batch, 1, image, image)).astype(np.float32), rng.integers(0, 10, (batch,))
 
     return Net, (lambda model: lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.5)), batch_data, None
 

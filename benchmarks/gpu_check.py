@@ -1,25 +1,113 @@
-"""Check every op on a real GPU against the CPU path, then time elementwise forward + backward and ``apply_``
-at 1e8 float32 against measured device-to-device copy bandwidth (and torch on the same GPU when present).
+"""The one script to run when a GPU is lent: checks and times numbagrad's cuda backend in one go (under 5 minutes).
 
-    python benchmarks/gpu_check.py            # on a GPU machine, under 5 minutes
-    NUMBA_ENABLE_CUDASIM=1 python benchmarks/gpu_check.py --smoke   # the checks only, tiny sizes (CI)
+    python benchmarks/gpu_check.py            # on a GPU: full sizes; against torch on the same GPU when it has CUDA
+    python benchmarks/gpu_check.py --sim      # Numba's CUDA simulator, tiny sizes: proves the script runs (CI)
+    python benchmarks/gpu_check.py --no-tests # skip running the CUDA test files on the device
+
+First every table row (forward and gradients), reductions, matmul, indexing and ``apply_`` are compared with the
+CPU path on fresh random data. Then rows, each printed as soon as it is measured (a later failure leaves the
+earlier figures on the screen):
+- the driver's device-to-device copy bandwidth and elementwise relu forward+backward at 1e8 float32, as GB/s and as a
+  fraction of the copy bandwidth (target >= 80%);
+- matmul 4096 x 4096 float32 in TFLOP/s, and torch's (cuBLAS) when torch has CUDA here;
+- the char GPT and MNIST CNN training steps of ``bench_models.py``, numbagrad against torch, ms per step, with the
+  caching allocator's peak and a check that a repeated step reserves no new memory;
+- ``Tensor.apply_`` at 1e8 float32 against the same arithmetic as table ops;
+- the first call's compile time with an empty kernel cache and with a warm one (fresh processes);
+- finally the CUDA test files, run on the device instead of the simulator.
+Times come from ``numbagrad.cuda.Event`` pairs around ``REPEATS`` runs, after a warm-up run; the median is printed.
+Under ``--sim`` the timings are the simulator's (Python threads) and mean nothing; only the run matters.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
+import time
 
-import numpy as np
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
 
-import numbagrad
-from numbagrad.scalar_math import ROWS, example_params
+#: Sizes on a GPU and under the simulator (where every GPU thread is a Python thread).
+SIZES = {
+    "gpu": {"n": 10**8, "matmul": 4096, "gpt": {}, "cnn": {}, "repeats": 10, "warmup": True},
+    "sim": {
+        "n": 2_000,
+        "matmul": 24,
+        "gpt": {"n_layer": 1, "n_embd": 8, "block": 4, "batch": 2},
+        "cnn": {"batch": 2, "image": 8, "channels": (2, 4), "hidden": 8},
+        "repeats": 1,
+        "warmup": False,  # one run of each: a simulated GPT step launches hundreds of kernels in Python threads
+    },
+}
+CUDA_TESTS = [
+    "tests/test_cuda.py",
+    "tests/test_cuda_runtime.py",
+    "tests/test_backend.py",
+    "tests/test_nn_cuda.py",
+    "tests/test_nn_conv_family_cuda.py",
+    "tests/test_compile_cuda.py",
+]
 
 
+def _timed(fn, repeats: int, warmup: bool = True) -> float:
+    """Median seconds of ``fn()`` over ``repeats`` runs after one warm-up, timed by cuda events."""
+    import numbagrad
+
+    if warmup:
+        fn()
+    numbagrad.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = numbagrad.cuda.Event(enable_timing=True), numbagrad.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1000.0)
+    return statistics.median(times)
+
+
+def _torch_cuda():
+    """torch when it is installed with a usable GPU, else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def _torch_timed(torch, fn, repeats: int) -> float:
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1000.0)
+    return statistics.median(times)
+
+
+def row(name: str, ours: str, theirs: str = "", note: str = "") -> None:
+    print(f"| {name:<34} | {ours:>22} | {theirs:>22} | {note}", flush=True)
+
+
+# --- the rows ----------------------------------------------------------------------------------------------------
 def check_ops(n: int) -> list[str]:
     """Every table row (forward, backward), reductions, matmul, indexing and apply_ on fresh random data."""
+    import numpy as np
+
+    import numbagrad
     from numbagrad.ops.elementwise import function_for
+    from numbagrad.scalar_math import ROWS, example_params
 
     rng = np.random.default_rng()
     failures = []
@@ -56,112 +144,205 @@ def check_ops(n: int) -> list[str]:
     return failures
 
 
-def _time_cuda(fn, repeats: int) -> float:
-    """Median seconds of ``fn`` measured with CUDA events, after a warm-up call."""
-    from numba import cuda
+def bandwidth(size: dict) -> None:
+    import numbagrad
 
-    fn()
-    cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, stop = cuda.event(), cuda.event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cuda.event_elapsed_time(start, stop) / 1e3)
-    return statistics.median(times)
+    n, repeats = size["n"], size["repeats"]
+    x = numbagrad.randn(n, device="cuda")
+    out = numbagrad.empty(n, device="cuda")
+    copy_s = _timed(lambda: _device_to_device(out, x), repeats, size["warmup"])
+    copy_gbs = 2 * 4 * n / copy_s / 1e9
+    row(f"device-to-device copy {n:.0e} float32", f"{copy_gbs:.1f} GB/s")
+    leaf = numbagrad.randn(n, device="cuda", requires_grad=True)
+    grad = numbagrad.ones(n, device="cuda")
 
+    def relu_forward_backward():
+        leaf.grad = None
+        leaf.relu().backward(grad)
 
-def benchmark(n: int, repeats: int) -> list[tuple[str, float, float, float | None]]:
-    """(case, seconds, GB/s, torch GB/s) rows; bytes counted as each kernel's reads + writes."""
-    x = numbagrad.randn(n, device="cuda", dtype=numbagrad.float32)
-    g = numbagrad.randn(n, device="cuda", dtype=numbagrad.float32)
-    out = numbagrad.empty(n, device="cuda", dtype=numbagrad.float32)
-    nbytes = 4 * n
-    rows = []
-    copy = _time_cuda(lambda: _d2d(out._data, x._data), repeats)
-    rows.append(("device-to-device copy", copy, 2 * nbytes / copy / 1e9, None))
-    xr = x.detach().requires_grad_(True)
-
-    def fwd_bwd():
-        y = xr.tanh()
-        y.backward(g)
-        xr.grad = None
-
-    t = _time_cuda(fwd_bwd, repeats)  # tanh: read x, write y; grad: read g and y, write dx
-    torch_rate = _torch_rate(n, repeats)
-    rows.append(("tanh forward + backward", t, 5 * nbytes / t / 1e9, torch_rate))
-    t = _time_cuda(lambda: x.apply_(lambda v: v * 0.5 + 0.25), repeats)
-    rows.append(("apply_(v * 0.5 + 0.25)", t, 2 * nbytes / t / 1e9, None))
-    return rows
+    step_s = _timed(relu_forward_backward, repeats, size["warmup"])
+    moved = 4 * n * (2 + 3)  # forward reads x and writes y; backward reads g and x and writes x.grad
+    gbs = moved / step_s / 1e9
+    row("relu forward+backward", f"{gbs:.1f} GB/s", "", f"{gbs / copy_gbs:.0%} of copy (target >= 80%)")
 
 
-def _d2d(dst, src) -> None:
-    """numba's driver-level device-to-device copy (cuMemcpyDtoD): the bandwidth reference."""
+def _device_to_device(dst, src) -> None:
+    """The driver's device-to-device copy (cuMemcpyDtoD): the bandwidth reference (a clone under the simulator)."""
+    from numbagrad.backend import cuda as backend
+
+    if backend.simulator():
+        dst.copy_(src)
+        return
     from numba.cuda.cudadrv import driver
 
-    driver.device_to_device(dst, src, src.size * src.dtype.itemsize)
+    driver.device_to_device(dst._data, src._data, src.numel() * src.element_size())
 
 
-def _torch_rate(n: int, repeats: int) -> float | None:
+def matmul(size: dict) -> None:
+    import numbagrad
+
+    m, repeats = size["matmul"], size["repeats"]
+    a, b = numbagrad.randn(m, m, device="cuda"), numbagrad.randn(m, m, device="cuda")
+    ours = _timed(lambda: a @ b, repeats, size["warmup"])
+    torch = _torch_cuda()
+    theirs = ""
+    if torch is not None:
+        ta, tb = torch.randn(m, m, device="cuda"), torch.randn(m, m, device="cuda")
+        theirs = f"{2 * m**3 / _torch_timed(torch, lambda: ta @ tb, repeats) / 1e12:.2f} TFLOP/s"
+    from numbagrad.backend import cuda as backend
+
+    engine = "cuBLAS via CuPy" if backend._cupy() is not None else "register-tiled kernel"
+    row(f"matmul {m}x{m} float32", f"{2 * m**3 / ours / 1e12:.2f} TFLOP/s", theirs, engine)
+
+
+def _step(lib, model, optimizer, batch: list, clip):
+    """One training step of ``model`` on ``batch`` (zero_grad, forward, backward, clip, step)."""
+    params = list(model.parameters())
+
+    def step():
+        optimizer.zero_grad()
+        loss = model(*batch)
+        loss.backward()
+        if clip:
+            lib.nn.utils.clip_grad_norm_(params, clip)
+        optimizer.step()
+        return loss
+
+    return step
+
+
+def _cuda_step(lib, build, sizes: dict, name: str):
+    import numpy as np
+
+    model_class, make_optimizer, make_batch, clip = build(lib, np.random.default_rng(0), **sizes)
+    model = model_class().to("cuda")
+    if name == "cnn":
+        model.eval()  # the example's dropout off, as in bench_models
+    batch = [lib.as_tensor(a, device="cuda") for a in make_batch()]
+    return _step(lib, model, make_optimizer(model), batch, clip)
+
+
+def training_steps(size: dict) -> None:
+    import numbagrad
+    from bench_models import cnn, gpt
+
+    torch = _torch_cuda()
+    for name, build in (("gpt", gpt), ("cnn", cnn)):
+        step = _cuda_step(numbagrad, build, size[name], name)
+        if size["warmup"]:
+            step()  # the optimizer's state and the kernels exist from here on
+        numbagrad.cuda.synchronize()
+        numbagrad.cuda.reset_peak_memory_stats()
+        reserved = numbagrad.cuda.memory_reserved()
+        ours = _timed(step, size["repeats"], size["warmup"])
+        grown = (numbagrad.cuda.memory_reserved() - reserved) / 2**10
+        peak = numbagrad.cuda.max_memory_allocated() / 2**20
+        steady = f"reserved +{grown:.0f} KiB over {size['repeats'] + size['warmup']} more steps"
+        theirs = ""
+        if torch is not None:
+            theirs = f"{_torch_timed(torch, _cuda_step(torch, build, size[name], name), size['repeats']) * 1e3:.2f} ms"
+        row(f"{name} training step", f"{ours * 1e3:.2f} ms", theirs, f"peak {peak:.1f} MiB, {steady}")
+
+
+def apply_(size: dict) -> None:
+    import numbagrad
+
+    n, repeats = size["n"], size["repeats"]
+    x = numbagrad.randn(n, device="cuda")
+    ours = _timed(lambda: x.apply_(lambda v: v * 2.0 + 1.0), repeats, size["warmup"])
+    table = _timed(lambda: x.mul_(2.0).add_(1.0), repeats, size["warmup"])
+    row(f"apply_(v * 2 + 1) {n:.0e} float32", f"{2 * 4 * n / ours / 1e9:.1f} GB/s", "", f"mul_+add_: {table:.2e} s")
+
+
+_FIRST_CALL = """
+import time
+t0 = time.perf_counter()
+import numbagrad
+x = numbagrad.randn(1000, device="cuda", requires_grad=True)
+(x * 2 + 1).relu().sum().backward()
+numbagrad.cuda.synchronize()
+print(time.perf_counter() - t0)
+"""
+
+
+def first_call(size: dict, sim: bool) -> None:
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBAGRAD_CACHE_DIR=cache, NUMBA_CACHE_DIR=os.path.join(cache, "numba"))
+        if sim:
+            env["NUMBA_ENABLE_CUDASIM"] = "1"
+        figures = []
+        for _ in ("empty", "warm"):
+            out = subprocess.run([sys.executable, "-c", _FIRST_CALL], env=env, capture_output=True, text=True)
+            if out.returncode:
+                raise RuntimeError(out.stderr[-2000:])
+            figures.append(float(out.stdout.strip().splitlines()[-1]))
+    row("first call: import + fwd/bwd", f"{figures[0]:.2f} s empty cache", f"{figures[1]:.2f} s warm cache")
+
+
+def device_tests(budget_s: float) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = os.path.join(ROOT, "src")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", *CUDA_TESTS]
+    print(f"\n$ {' '.join(cmd[2:])}   (on the device, {budget_s:.0f} s budget)", flush=True)
     try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    x = torch.randn(n, device="cuda", requires_grad=True)
-    g = torch.randn(n, device="cuda")
-
-    def fwd_bwd():
-        x.tanh().backward(g)
-        x.grad = None
-
-    fwd_bwd()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fwd_bwd()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) / 1e3)
-    return 5 * 4 * n / statistics.median(times) / 1e9
+        return subprocess.run(cmd, cwd=ROOT, env=env, timeout=budget_s).returncode
+    except subprocess.TimeoutExpired:
+        print("CUDA tests: out of time (the figures above stand)")
+        return 1
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="checks only, at tiny sizes (works on the simulator)")
-    parser.add_argument("--n", type=float, default=1e8, help="elements for the timings (default 1e8)")
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--sim", action="store_true", help="run under Numba's CUDA simulator on tiny sizes")
+    parser.add_argument("--no-tests", action="store_true", help="skip running the CUDA test files on the device")
+    parser.add_argument("--budget", type=float, default=290.0, help="seconds for the whole script")
     args = parser.parse_args()
+    if args.sim:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numbagrad (and numba.cuda) is imported
+    started = time.perf_counter()
+    import numbagrad
+
     if not numbagrad.cuda.is_available():
-        from numbagrad.backend import cuda
+        from numbagrad.backend import cuda_backend
 
-        print(f"gpu_check: no GPU here ({cuda.unavailable_reason()}). Run it on a CUDA machine, or with "
-              "NUMBA_ENABLE_CUDASIM=1 and --smoke to check the script on the simulator.")  # fmt: skip
+        print(f"no GPU: {cuda_backend().unavailable_reason()}; run with --sim for the simulator")
         return 2
-    failures = check_ops(2 if args.smoke else 1000)
-    if failures:
-        print("MISMATCH against the CPU path: " + ", ".join(failures))
-        return 1
-    print("all ops match the CPU path")
-    if args.smoke:
-        return 0
-    from numbagrad.backend import cuda
+    size = SIZES["sim" if args.sim else "gpu"]
+    device = "Numba CUDA simulator" if args.sim else _device_name()
+    print(f"numbagrad {numbagrad.__version__} on {device}; torch on the GPU: {_torch_cuda() is not None}")
+    mismatches = check_ops(2 if args.sim else 1000)
+    print(("MISMATCH against the CPU path: " + ", ".join(mismatches)) if mismatches else "all ops match the CPU path")
+    print()
+    row("check", "numbagrad", "torch", "")
+    row("-" * 34, "-" * 22, "-" * 22, "")
+    failed = ["ops against the CPU"] if mismatches else []
+    for name, run in (
+        ("bandwidth", lambda: bandwidth(size)),
+        ("matmul", lambda: matmul(size)),
+        ("training steps", lambda: training_steps(size)),
+        ("apply_", lambda: apply_(size)),
+        ("first call", lambda: first_call(size, args.sim)),
+    ):
+        try:
+            run()
+        except Exception as error:  # one failing row must not hide the others' figures
+            failed.append(name)
+            row(name, "FAILED", "", f"{type(error).__name__}: {error}"[:200])
+    status = 1 if failed else 0
+    if not args.sim and not args.no_tests:
+        status |= device_tests(max(30.0, args.budget - (time.perf_counter() - started)))
+    print(f"\ngpu_check: {time.perf_counter() - started:.0f} s, {'failed: ' + ', '.join(failed) if failed else 'ok'}")
+    return status
 
-    if cuda.simulator():
-        print("simulator: timings skipped (they mean nothing there)")
-        return 0
-    rows = benchmark(int(args.n), args.repeats)
-    ref = rows[0][2]
-    print(f"\n{'case (1e8 float32)':<28}{'median ms':>10}{'GB/s':>9}{'of copy':>9}{'torch GB/s':>12}")
-    for name, t, rate, torch_rate in rows:
-        torch_col = f"{torch_rate:12.0f}" if torch_rate else f"{'-':>12}"
-        print(f"{name:<28}{t * 1e3:10.2f}{rate:9.0f}{rate / ref:9.0%}{torch_col}")
-    return 0
+
+def _device_name() -> str:
+    from numba import cuda
+
+    return (
+        cuda.get_current_device().name.decode()
+        if hasattr(cuda.get_current_device().name, "decode")
+        else str(cuda.get_current_device().name)
+    )
 
 
 if __name__ == "__main__":

@@ -326,12 +326,28 @@ def test_arg_reduce_first_occurrence_as_int64(b, op, axis, keepdim):
 
 # --- matmul, concatenate, sort ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("sa", "sb"), [((2, 3), (3, 4)), ((3,), (3, 2)), ((2, 3), (3,)), ((2, 2, 3), (3, 2)), ((2, 0), (0, 3))]
+    ("sa", "sb"),
+    [
+        ((2, 3), (3, 4)),
+        ((3,), (3, 2)),
+        ((2, 3), (3,)),
+        ((2, 2, 3), (3, 2)),
+        ((2, 0), (0, 3)),
+        ((5, 9), (9, 7)),  # no dimension a multiple of the kernel's tile or depth
+        ((2, 1, 5, 6), (3, 6, 5)),  # broadcast batch dims
+    ],
 )
 def test_matmul_matches_numpy(b, sa, sb):
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=sa), rng.normal(size=sb)
     np.testing.assert_allclose(get(b, b.matmul(put(b, x), put(b, y))), x @ y, rtol=1e-12, atol=1e-12)
+
+
+def test_matmul_of_integers_is_exact_in_their_dtype(b):
+    x, y = np.arange(15, dtype=np.int64).reshape(3, 5), np.arange(10, dtype=np.int64).reshape(5, 2)
+    got = get(b, b.matmul(put(b, x), put(b, y)))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, x @ y)
 
 
 def test_concatenate_casts_to_the_dtype(b):

@@ -4,7 +4,8 @@ arrays. The only importer of numba.cuda.
 Kernels are generated, never written per op: every per-element loop (table-row forward and gradients, ``where``,
 strided copies, gradient accumulation, ``foreach`` optimizer updates, ``apply_``/``map_``) is the grid-stride loop
 ``codegen.loop_source`` writes from the same scalar functions the CPU loops use, in a module in the cache
-directory. Hand-written kernels are few and named: the shared-memory tree reduction and the tiled ``matmul``.
+directory. Hand-written kernels are few and named: the shared-memory tree reduction and the register-tiled
+``matmul`` (the fallback when CuPy's cuBLAS is not installed).
 
 Storage is a subclass of numba's device array (of the simulator's ``FakeCUDAArray`` under
 ``NUMBA_ENABLE_CUDASIM=1``) that adds the few numpy methods ops call on storage (``copy``, ``astype``,
@@ -25,7 +26,7 @@ import numpy as np
 
 from .._types import CUDA0
 from ..scalar_math import ROWS, Row, select
-from . import codegen, cpu
+from . import codegen, cpu, cuda_memory
 
 DEVICE = CUDA0
 _cuda = None  # numba.cuda, imported on first use
@@ -37,6 +38,8 @@ def _nb():
     if _cuda is None:
         from numba import cuda
 
+        if not simulator():
+            cuda_memory.install(cuda)
         _cuda = cuda
     return _cuda
 
@@ -128,8 +131,7 @@ class _StorageMethods:
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        src = self if is_contiguous(self) else copy(self)
-        return _view(src, lambda a: a.reshape(shape))
+        return reshape(self, shape)
 
     def ravel(self):
         return self.reshape(-1)
@@ -232,14 +234,21 @@ def is_device_array(a) -> bool:
 
 
 def to_device(a: np.ndarray):
-    """Copy a numpy array to the device (C-contiguous)."""
-    require()
-    return _wrap(_nb().to_device(np.asarray(a, order="C")))  # not ascontiguousarray: it makes 0-d arrays 1-d
+    """Copy a numpy array to the device (C-contiguous), into memory from the caching allocator."""
+    a = np.asarray(a, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
+    out = empty(a.shape, a.dtype)
+    if a.size:
+        super(_StorageMethods, out).copy_to_device(a)  # numba's host-to-device copy (ours is a strided assign)
+    return out
 
 
 def empty(shape, dtype):
+    """Uninitialised device storage from the caching allocator (``cuda_memory``)."""
     require()
-    return _wrap(_nb().device_array(tuple(shape), np.dtype(dtype)))
+    shape, dtype = tuple(shape), np.dtype(dtype)
+    if simulator():
+        return _storage_class()(cuda_memory.simulator_array(shape, dtype))
+    return _wrap(_nb().device_array(shape, dtype))
 
 
 def full(shape, value, dtype):
@@ -283,6 +292,26 @@ def is_contiguous(a) -> bool:
 
 def synchronize() -> None:
     _nb().synchronize()
+
+
+def new_stream():
+    """A new numba.cuda stream."""
+    return _nb().stream()
+
+
+def default_stream():
+    """numba.cuda's default stream (the simulator has none: its streams are all synchronous, so any one serves)."""
+    cuda = _nb()
+    return cuda.stream() if simulator() else cuda.default_stream()
+
+
+def new_event(timing: bool):
+    """A numba.cuda event (GPU only: the simulator's events keep no time)."""
+    return _nb().event(timing=timing)
+
+
+def event_elapsed_ms(start, end) -> float:
+    return _nb().event_elapsed_time(start, end)
 
 
 # --- launching ----------------------------------------------------------------------------------------------
@@ -444,7 +473,7 @@ def assign(dst, src) -> None:
     if dst.size == 0:
         return
     if isinstance(src, np.ndarray):
-        src = src.reshape(-1)[0] if src.size == 1 else _wrap(_nb().to_device(np.asarray(src, order="C")))
+        src = src.reshape(-1)[0] if src.size == 1 else to_device(src)
     if dst.ndim == 0:
         dst = _view(dst, lambda a: a.reshape(1))
     scalar = not is_device_array(src)
@@ -688,61 +717,116 @@ def accumulate_(dst, src) -> None:
 
 
 # --- matmul -------------------------------------------------------------------------------------------------
+#: The register-tiled kernel's shape: a block of THREADS x THREADS threads computes a (THREADS * PER_THREAD)²
+#: tile of C, each thread PER_THREAD x PER_THREAD outputs held in registers, over K in steps of DEPTH staged in
+#: shared memory. 16, 4, 16 give 64 x 64 tiles on a GPU; the simulator runs every thread in Python, so it gets a
+#: 4 x 4 tile of 2 x 2 threads that still exercises every loop.
+_TILE_GPU = (16, 4, 16)
+_TILE_SIMULATOR = (2, 2, 4)
+
+
 def _matmul_kernel(dtype: np.dtype):
-    """Tiled shared-memory (B, M, K) @ (B, K, N) -> (B, M, N); one block computes one TILE x TILE output tile."""
+    """Register-tiled (B, M, K) @ (B, K, N) -> (B, M, N): the fallback when CuPy's cuBLAS is not installed."""
     key = ("matmul", dtype.str)
     if key not in _kernels:
-        tile = 4 if simulator() else 16
+        threads, per, depth = _TILE_SIMULATOR if simulator() else _TILE_GPU
+        tile = threads * per
+        loads = tile * depth // (threads * threads)
         dt = _nbtype(dtype)
-        source = codegen.module_source(
-            "cuda",
-            "from numba import types",
-            "@cuda.jit(cache=CACHE)\n"
-            + "def kernel(a, b, c):\n"
-            + f"    sa = cuda.shared.array(({tile}, {tile}), {dt})\n"
-            + f"    sb = cuda.shared.array(({tile}, {tile}), {dt})\n"
-            + "    tx = cuda.threadIdx.x\n"
-            + "    ty = cuda.threadIdx.y\n"
-            + f"    col = cuda.blockIdx.x * {tile} + tx\n"
-            + f"    row = cuda.blockIdx.y * {tile} + ty\n"
-            + "    z = cuda.blockIdx.z\n"
-            + "    m = a.shape[1]\n"
-            + "    kk = a.shape[2]\n"
-            + "    n = b.shape[2]\n"
-            + f"    acc = {dt}(0)\n"
-            + f"    for t in range((kk + {tile - 1}) // {tile}):\n"
-            + f"        k = t * {tile} + tx\n"
-            + f"        sa[ty, tx] = a[z, row, k] if row < m and k < kk else {dt}(0)\n"
-            + f"        k = t * {tile} + ty\n"
-            + f"        sb[ty, tx] = b[z, k, col] if k < kk and col < n else {dt}(0)\n"
-            + "        cuda.syncthreads()\n"
-            + f"        for j in range({tile}):\n"
-            + "            acc += sa[ty, j] * sb[j, tx]\n"
-            + "        cuda.syncthreads()\n"
-            + "    if row < m and col < n:\n"
-            + "        c[z, row, col] = acc\n",
-        )
-        _kernels[key] = (codegen.load_module(f"cuda_matmul_{dtype.name}", source).kernel, tile)
+        body = f"""@cuda.jit(cache=CACHE)
+def kernel(a, b, c):
+    sa = cuda.shared.array(({tile}, {depth}), {dt})
+    sb = cuda.shared.array(({depth}, {tile}), {dt})
+    acc = cuda.local.array(({per}, {per}), {dt})
+    ra = cuda.local.array({per}, {dt})
+    rb = cuda.local.array({per}, {dt})
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    tid = ty * {threads} + tx
+    row0 = cuda.blockIdx.y * {tile}
+    col0 = cuda.blockIdx.x * {tile}
+    z = cuda.blockIdx.z
+    m = a.shape[1]
+    kk = a.shape[2]
+    n = b.shape[2]
+    for i in range({per}):
+        for j in range({per}):
+            acc[i, j] = {dt}(0)
+    for k0 in range(0, kk, {depth}):
+        for step in range({loads}):
+            e = tid + step * {threads * threads}
+            r = e // {depth}
+            q = e % {depth}
+            sa[r, q] = a[z, row0 + r, k0 + q] if row0 + r < m and k0 + q < kk else {dt}(0)
+            q = e // {tile}
+            r = e % {tile}
+            sb[q, r] = b[z, k0 + q, col0 + r] if k0 + q < kk and col0 + r < n else {dt}(0)
+        cuda.syncthreads()
+        for q in range({depth}):
+            for i in range({per}):
+                ra[i] = sa[ty + i * {threads}, q]
+                rb[i] = sb[q, tx + i * {threads}]
+            for i in range({per}):
+                for j in range({per}):
+                    acc[i, j] += ra[i] * rb[j]
+        cuda.syncthreads()
+    for i in range({per}):
+        row = row0 + ty + i * {threads}
+        for j in range({per}):
+            col = col0 + tx + j * {threads}
+            if row < m and col < n:
+                c[z, row, col] = acc[i, j]
+"""
+        source = codegen.module_source("cuda", "from numba import types", body)
+        _kernels[key] = (codegen.load_module(f"cuda_matmul_{dtype.name}", source).kernel, threads, tile)
     return _kernels[key]
 
 
+_cupy_module: list = []
+
+
+def _cupy():
+    """CuPy (cuBLAS) when installed and on a GPU, else None; imported on the first matmul, never at import."""
+    if not _cupy_module:
+        module = None
+        if not simulator():
+            try:
+                import cupy as module
+            except ImportError:
+                module = None
+        _cupy_module.append(module)
+    return _cupy_module[0]
+
+
+def _as_batched(x, shape: tuple, dtype: np.dtype):
+    """``x`` broadcast to ``shape`` as a C-contiguous array of ``dtype`` (``x`` itself when it already is one)."""
+    if x.dtype == dtype and tuple(x.shape) == shape and is_contiguous(x):
+        return x
+    return _materialize(x, shape, dtype)
+
+
 def matmul(a, b):
-    """``np.matmul`` semantics (1-D promotion, broadcast batch dims) with a tiled shared-memory kernel."""
+    """``np.matmul`` semantics (1-D promotion, broadcast batch dims): cuBLAS through CuPy, zero-copy over
+    ``__cuda_array_interface__``, when CuPy is installed; else the register-tiled kernel."""
     dtype = np.result_type(a.dtype, b.dtype)
     a2 = _view(a, lambda x: x.reshape(1, -1)) if a.ndim == 1 else a
     b2 = _view(b, lambda x: x.reshape(-1, 1)) if b.ndim == 1 else b
     batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
     (m, k), n = a2.shape[-2:], b2.shape[-1]
     nb = int(np.prod(batch, dtype=np.int64))
-    a3 = _materialize(a2, batch + (m, k), dtype).reshape(nb, m, k)
-    b3 = _materialize(b2, batch + (k, n), dtype).reshape(nb, k, n)
+    a3 = _as_batched(a2, batch + (m, k), dtype).reshape(nb, m, k)
+    b3 = _as_batched(b2, batch + (k, n), dtype).reshape(nb, k, n)
     c = empty((nb, m, n), dtype)
     if c.size:
+        cupy = _cupy()
         if k == 0:
             assign(c, 0)
+        elif cupy is not None:
+            cupy.matmul(cupy.asarray(a3), cupy.asarray(b3), out=cupy.asarray(c))
         else:
-            kernel, tile = _matmul_kernel(dtype)
-            kernel[((n + tile - 1) // tile, (m + tile - 1) // tile, nb), (tile, tile)](a3, b3, c)
+            kernel, threads, tile = _matmul_kernel(dtype)
+            grid = ((n + tile - 1) // tile, (m + tile - 1) // tile, nb)
+            kernel[grid, (threads, threads)](a3, b3, c)
     shape = batch + ((m,) if a.ndim > 1 else ()) + ((n,) if b.ndim > 1 else ())
     return c.reshape(shape)
 
@@ -810,13 +894,16 @@ def data_ptr(a) -> int:
 
 
 def reshape(a, shape):
-    """A view of a contiguous array (a copy first otherwise)."""
-    return a.reshape(tuple(shape))
+    """A view when the strides allow it (numpy's rule, as on the CPU), else a reshaped copy."""
+    shape = tuple(shape)
+    if can_view(a, shape):
+        return _view(a, lambda x: x.reshape(shape))
+    return _view(copy(a), lambda x: x.reshape(shape))
 
 
 def can_view(a, shape) -> bool:
-    """Whether ``a`` can take ``shape`` without a copy (device arrays are viewed only when contiguous)."""
-    return is_contiguous(a)
+    """Whether ``a`` can take ``shape`` without a copy: numpy's answer for an array of ``a``'s strides."""
+    return cpu.can_view(_dummy(a), tuple(shape))
 
 
 def overlap(a, b) -> str:
