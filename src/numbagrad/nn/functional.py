@@ -2514,12 +2514,20 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
 
 
-# --- attention (``_attention`` imports nothing from this module) ---------------------------------------------------
+# --- attention and window max pools (``_attention`` and ``_window_pool`` import nothing from this module) --------
 from ._attention import (  # noqa: E402, F401
     _canonical_mask,
     _none_or_dtype,
     multi_head_attention_forward,
     scaled_dot_product_attention,
+)
+from ._window_pool import (  # noqa: E402, F401
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
 )
 
 

@@ -391,6 +391,64 @@ class AdaptiveMaxPool2d(MaxPool2d):
         return values, indices
 
 
+def window_positions(tables, in_sizes) -> np.ndarray:
+    """The flat positions (``(d * H + h) * W + w``) of every element of every window, (..., O, K) with ``O`` the
+    output positions and ``K`` the window's elements, both in row-major (d, h, w) order, from one (..., out, k)
+    table of input positions per spatial dim (leading dims, if any, are per plane)."""
+    lead = np.broadcast_shapes(*(t.shape[:-2] for t in tables))
+    n = len(tables)
+    flat = np.zeros((*lead, *([1] * (2 * n))), np.int64)
+    for d, (table, size) in enumerate(zip(tables, in_sizes)):
+        out, k = table.shape[-2:]
+        shape = [1] * (2 * n)
+        shape[d], shape[n + d] = out, k
+        flat = flat * size + table.reshape(*table.shape[:-2], *shape)
+    o = math.prod(t.shape[-2] for t in tables)
+    return flat.reshape(*lead, o, -1)
+
+
+class WindowMaxPool(MaxPool2d):
+    """Max over given windows of the last ``dims`` dims: (values, indices into each input plane), the first
+    maximum of each window in scan order or its last NaN, as torch's adaptive and fractional kernels pick.
+    ``positions`` (``window_positions``) is shared by all planes, or has one leading row per plane."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, positions: np.ndarray, out):
+        b = x._backend
+        dims = len(out)
+        lead, in_sizes = x.shape[:-dims], x.shape[-dims:]
+        planes = int(np.prod(lead, dtype=np.int64))
+        o, k = positions.shape[-2:]
+        flat = x.reshape(planes, math.prod(in_sizes))
+        pos = _t(b.from_host(np.ascontiguousarray(positions)))
+        if positions.ndim == 2:
+            block = flat.index_select(1, pos.reshape(-1)).reshape(planes, o, k)
+        else:
+            block = flat.gather(1, pos.reshape(planes, o * k)).reshape(planes, o, k)
+        values, arg = block.max(-1)
+        nan = block.isnan()
+        last_nan = (k - 1) - nan.flip(-1).to(arg.dtype).argmax(-1)
+        arg = _where(nan.any(-1), last_nan, arg)
+        full = pos.expand(planes, o, k) if positions.ndim == 2 else pos.reshape(planes, o, k)
+        indices = full.gather(2, arg.unsqueeze(-1)).reshape(*lead, *out)
+        ctx.mark_non_differentiable(indices)
+        ctx.save_for_backward(indices)
+        ctx.in_shape, ctx.dims, ctx.args = x.shape, dims, 2
+        return values.reshape(*lead, *out), indices
+
+
+class AdaptiveMaxPool3d(WindowMaxPool):
+    node_name = "AdaptiveMaxPool3DBackward0"
+
+
+class FractionalMaxPool2d(WindowMaxPool):
+    node_name = "FractionalMaxPool2DBackward0"
+
+
+class FractionalMaxPool3d(WindowMaxPool):
+    node_name = "FractionalMaxPool3DBackward0"
+
+
 class _DepthThenPlanes:
     """The array maps of a 3-d average pool as two 2-d ones: the depth windows of (P, D, H * W), then the (h, w)
     windows of each of the (P * OD) slices. Window sizes and valid counts are products over the dims, so the
