@@ -351,7 +351,11 @@ def _needed(roots, targets) -> set:
 
 
 def _add(a, b):
-    return b if a is None else (a if b is None else a + b)
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return b + a if b.is_sparse else a + b  # a sparse gradient (``embedding(sparse=True)``) adds itself
 
 
 def _call_hooks(hooks: dict, grad):
@@ -572,6 +576,13 @@ class _Task:
         leaf = node.variable
         if g is None or (targets is not None and node not in targets) or not leaf._requires_grad:
             return  # (not needed for ``inputs``; or detached in place since: torch's AccumulateGrad skips it)
+        if g.is_sparse:  # ``embedding(sparse=True)``: kept sparse, added to a sparse or dense ``.grad``
+            if targets is not None and node in targets:
+                for _, k in targets[node]:
+                    self.captured[k] = g
+            if self.accumulate:
+                leaf._grad = g if leaf._grad is None else g + leaf._grad
+            return
         if g._data.dtype != leaf._data.dtype:  # torch's validate_outputs: a gradient takes its input's dtype
             g = g.to(leaf.dtype)
         if leaf._hooks:

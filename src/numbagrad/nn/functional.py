@@ -508,9 +508,8 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:  # fmt: skip
     """Rows of ``weight`` for the integer indices ``input``; ``padding_idx``'s row gets no gradient, ``max_norm``
-    renormalizes the looked-up rows of ``weight`` in place first."""
-    if sparse:
-        raise NotImplementedError("numbagrad has no sparse tensors: embedding(sparse=True) is not supported")
+    renormalizes the looked-up rows of ``weight`` in place first; with ``sparse`` the weight's gradient is a
+    sparse COO tensor of the looked-up rows."""
     num = weight.shape[0]
     if padding_idx is not None:
         if padding_idx > 0:
@@ -531,7 +530,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, indices, max_norm, norm_type)
-    return nn_ops.Embedding.apply(weight, indices, padding_idx, scale_grad_by_freq)
+    node = nn_ops.SparseEmbedding if sparse else nn_ops.Embedding
+    return node.apply(weight, indices, padding_idx, scale_grad_by_freq)
 
 
 def _embedding_renorm_(weight: Tensor, indices: np.ndarray, max_norm: float, norm_type: float) -> None:

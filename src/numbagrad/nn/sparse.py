@@ -13,10 +13,8 @@ from .parameter import Parameter
 
 
 class Embedding(Module):
-    """A lookup table: row ``i`` of ``weight`` (``num_embeddings`` x ``embedding_dim``) for each index ``i``.
-
-    ``sparse=True`` raises ``NotImplementedError`` in forward: numbagrad has no sparse tensors, gradients are dense.
-    """
+    """A lookup table: row ``i`` of ``weight`` (``num_embeddings`` x ``embedding_dim``) for each index ``i``
+    (``sparse=True``: the weight's gradient is a sparse COO tensor of the looked-up rows, for ``optim.SparseAdam``)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,

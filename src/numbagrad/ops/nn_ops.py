@@ -22,6 +22,7 @@ from ..backend import backend_for
 from ..scalar_math import ROWS
 from .indexing import where as _where
 from .shape import cat
+from .sparse import SparseCOOTensor
 
 
 def _t(data) -> Tensor:
@@ -928,6 +929,24 @@ class Embedding(Function):
         if state.enabled:
             return LinearMap.apply(g, scatter, gather), None, None, None
         return _t(scatter(g._data)), None, None, None
+
+
+class SparseEmbedding(Embedding):
+    """``Embedding`` whose weight gradient is sparse, as torch's ``sparse=True``: one stored row per looked-up
+    index (uncoalesced, ``padding_idx``'s left out), so an optimizer touches only the rows that were used."""
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        if ctx.scale:
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+        flat = ctx.indices
+        rows = g.reshape(flat.shape[0], ctx.dim)
+        keep = slice(None) if ctx.padding_idx is None else np.flatnonzero(flat != ctx.padding_idx)
+        b = g._backend
+        indices = _t(b.from_host(np.ascontiguousarray(flat[keep].reshape(1, -1))))
+        if ctx.padding_idx is not None:
+            rows = rows.index_select(0, _t(b.from_host(keep.astype(np.int64))))
+        return SparseCOOTensor(indices, rows, (ctx.num, ctx.dim)), None, None, None
 
 
 def _mul_row():
