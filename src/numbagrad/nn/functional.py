@@ -19,6 +19,7 @@ from .._tensor import Tensor
 from .._types import broadcast_shapes, float32, wrap_dim
 from ..autograd.function import Function, once_differentiable
 from ..autograd.grad_mode import no_grad, state
+from ..backend import layout
 from ..ops import loss_ops, nn_ops
 from ..ops._common import autocast_to, not_a_tensor, same_backend
 from ..ops.creation import _generator
@@ -920,7 +921,20 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     """Normalize each channel (dim 1) by the batch statistics (training, updating the running ones in place with
     ``momentum``, the variance unbiased) or by the running statistics (eval)."""
     _check_batch_norm(input, running_mean, running_var, weight, bias, training)
-    return nn_ops.BatchNorm.apply(input, weight, bias, running_mean, running_var, training, momentum, eps, None)
+    out = nn_ops.BatchNorm.apply(input, weight, bias, running_mean, running_var, training, momentum, eps, None)
+    return _channels_last_as(out, input)
+
+
+def _channels_last_as(out: Tensor, *inputs) -> Tensor:
+    """``out`` laid out channels-last when one of ``inputs`` (4-d or 5-d, of ``out``'s rank) is channels-last-like,
+    as torch's CPU kernels of convolution, batch norm and pooling write it; else as it is."""
+    for t in inputs:
+        if t is not None and t.dim() == out.dim() and t.dim() in (4, 5):
+            order = layout.suggested_order(t._data)
+            if order != tuple(range(t.dim())):
+                out._data = layout.in_order(out._data, order, out._backend.copy)
+                return out
+    return out
 
 
 def _check_batch_norm(input: Tensor, running_mean, running_var, weight, bias, training: bool) -> None:
@@ -1135,15 +1149,15 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
            groups: int = 1) -> Tensor:  # fmt: skip
     """2-d convolution (cross-correlation) of (N, C, H, W) by (O, C / groups, kh, kw): im2col and BLAS, one
-    node."""
-    return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
+    node; channels-last when the input or the weight is, as torch's."""
+    return _channels_last_as(_conv(input, weight, bias, stride, padding, dilation, groups, 2), input, weight)
 
 
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
            groups: int = 1) -> Tensor:  # fmt: skip
     """3-d convolution (cross-correlation) of (N, C, D, H, W) by (O, C / groups, kd, kh, kw), in one node: its
     columns are two 2-d im2col passes (depth windows, then height-width windows)."""
-    return _conv(input, weight, bias, stride, padding, dilation, groups, 3)
+    return _channels_last_as(_conv(input, weight, bias, stride, padding, dilation, groups, 3), input, weight)
 
 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
@@ -1626,6 +1640,7 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
             )
     out_hw = _out_hw(input, kernel, stride, padding, dilation, ceil_mode)
     values, indices = nn_ops.MaxPool2d.apply(input, kernel, stride, padding, dilation, out_hw)
+    values, indices = _channels_last_as(values, input), _channels_last_as(indices, input)
     return (values, indices) if return_indices else values
 
 
@@ -1642,7 +1657,7 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
         raise RuntimeError("divisor must be not zero")
     out_hw = _out_hw(input, kernel, stride, padding, (1, 1), ceil_mode)
     args = (kernel, stride, padding, bool(count_include_pad), int(divisor_override or 0))
-    return nn_ops.AvgPool2d.apply(input, nn_ops._PoolMaps(input.shape, out_hw, False, args))
+    return _channels_last_as(nn_ops.AvgPool2d.apply(input, nn_ops._PoolMaps(input.shape, out_hw, False, args)), input)
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
