@@ -11,7 +11,6 @@ import numbagrad
 
 #: torch.nn classes numbagrad does not have yet, and why.
 MISSING_MODULES = {
-    "LinearCrossEntropyLoss": "not built yet (new in torch 2.13)",
     "DataParallel": "one process per device: numbagrad's data parallelism is DistributedDataParallel over MPI",
     "SyncBatchNorm": "needs collectives inside forward; not built",
 }
@@ -20,8 +19,6 @@ MISSING_MODULES = {
 MISSING_FUNCTIONS = {
     "Optional", "boolean_dispatch", "assert_int_or_pair", "handle_torch_function", "has_torch_function",
     "has_torch_function_unary", "has_torch_function_variadic",  # torch's dispatch helpers, not user functions
-    "conv_tbc",
-    "grouped_mm", "scaled_grouped_mm", "scaled_mm", "linear_cross_entropy",
 }  # fmt: skip
 
 

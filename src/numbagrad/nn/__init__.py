@@ -58,6 +58,7 @@ from .lazy import (
     LazyInstanceNorm3d,
     LazyLinear,
 )
+from .linear_cross_entropy import LinearCrossEntropyLoss
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -205,6 +206,7 @@ __all__ = [
     "InstanceNorm3d",
     "KLDivLoss",
     "L1Loss",
+    "LinearCrossEntropyLoss",
     "LPPool1d",
     "LPPool2d",
     "LPPool3d",

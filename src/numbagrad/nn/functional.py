@@ -1160,6 +1160,44 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return _channels_last_as(_conv(input, weight, bias, stride, padding, dilation, groups, 3), input, weight)
 
 
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-d convolution of (time, batch, channels) input by a (kernel width, in, out) weight, ``pad`` zeros at
+    both ends of time (torch's ``conv_tbc``): ``conv1d`` on the transposed operands, differentiable as it is."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1 or bias.shape[0] != weight.shape[2]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    return ConvTbc.apply(input, weight, bias, int(pad))
+
+
+class ConvTbc(Function):
+    """``conv_tbc`` as one node (torch's ``ConvTbcBackward0``): the gradients are the usual convolution ones,
+    computed with differentiable convolutions."""
+
+    node_name = "ConvTbcBackward0"
+
+    @staticmethod
+    def forward(ctx, input: Tensor, weight: Tensor, bias: Tensor, pad: int) -> Tensor:
+        ctx.pad = pad
+        ctx.save_for_backward(input, weight)
+        w = weight.permute(2, 1, 0)  # (out, in, kernel width)
+        return conv1d(input.permute(1, 2, 0), w, bias, padding=pad).permute(2, 0, 1).contiguous()
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        input, weight = ctx.saved_tensors
+        pad = ctx.pad
+        g_bct = g.permute(1, 2, 0)  # (batch, out, time)
+        w = weight.permute(2, 1, 0)
+        gx = conv_transpose1d(g_bct, w, padding=pad).permute(2, 0, 1)
+        gw = conv1d(input.permute(2, 1, 0), g_bct.transpose(0, 1), padding=pad)  # (in, out, kernel width)
+        return gx, gw.permute(2, 0, 1), g.sum((0, 1)), None
+
+
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
                      output_padding=0, groups: int = 1, dilation=1) -> Tensor:  # fmt: skip
     """1-d transposed convolution of (N, C_in, L) by (C_in, C_out / groups, k): the gradient of ``conv1d`` with
@@ -1955,6 +1993,44 @@ def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> 
 
 
 @_float32_under_autocast
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *, linear_bias: Tensor | None = None,
+                         weight: Tensor | None = None, reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options=None) -> Tensor:  # fmt: skip
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``: ``linear_weight`` (C, [d_1...,]
+    in_features) makes (N, C[, d_1...]) logits; ``target`` of the logits' shape holds class probabilities (then
+    ``ignore_index`` may not be given), else class indices (``ignore_index`` None means -100). torch's
+    ``options`` choose how its chunked kernel saves memory; the loss and gradients are the same without it, which
+    is what is computed here."""
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got {linear_weight.dim()}")
+    batches, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(
+            "expected equal input and linear_weight last dimensions (in_features), "
+            f"got {input.shape[-1]} and {linear_weight.shape[-1]}, respectively"
+        )
+    num_classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got {tuple(linear_bias.shape)}")
+    if out_features and not batches:
+        raise RuntimeError(
+            f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} requires batched input, "
+            f"(N, {in_features}), got unbatched input with shape {tuple(input.shape)}"
+        )
+    logits_shape = (*batches, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    rows = math.prod(out_features) * num_classes
+    flat_weight = linear_weight.reshape(rows, in_features) if out_features else linear_weight
+    flat_bias = linear_bias.reshape(rows) if out_features and linear_bias is not None else linear_bias
+    logits = linear(input, flat_weight, flat_bias).reshape(logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index,
+                         label_smoothing=label_smoothing)  # fmt: skip
+
+
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                   ignore_index: int = -100, reduce=None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:  # fmt: skip
@@ -2529,13 +2605,14 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
 
 
-# --- attention and window max pools (``_attention`` and ``_window_pool`` import nothing from this module) --------
+# --- attention, window max pools, grouped products (their modules import nothing from this one) ---------------
 from ._attention import (  # noqa: E402, F401
     _canonical_mask,
     _none_or_dtype,
     multi_head_attention_forward,
     scaled_dot_product_attention,
 )
+from ._grouped_mm import ScalingType, SwizzleType, grouped_mm, scaled_grouped_mm, scaled_mm  # noqa: E402, F401
 from ._window_pool import (  # noqa: E402, F401
     adaptive_max_pool3d,
     adaptive_max_pool3d_with_indices,
