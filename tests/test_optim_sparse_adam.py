@@ -122,3 +122,27 @@ def test_sparse_adam_argument_errors_match_torch(torch, kw):
     with pytest.raises(ValueError) as ours:
         numbagrad.optim.SparseAdam([numbagrad.zeros(2, requires_grad=True)], **kw)
     assert str(ours.value) == str(theirs.value)
+
+
+def test_zero_grad_without_none_empties_a_sparse_gradient_like_torch(torch):
+    results = []
+    for lib in (numbagrad, torch):
+        emb = lib.nn.Embedding(4, 2, sparse=True)
+        emb(lib.tensor([1, 2])).sum().backward()
+        lib.optim.SparseAdam(emb.parameters()).zero_grad(set_to_none=False)
+        empty = emb.weight.grad._nnz()
+        emb(lib.tensor([3])).sum().backward()
+        results.append((empty, emb.weight.grad._nnz(), _dense(emb.weight.grad)))
+    assert results[0][:2] == results[1][:2] == (0, 1)
+    np.testing.assert_array_equal(results[0][2], results[1][2])
+
+
+def test_sparse_gradients_of_two_backward_calls_keep_torchs_entry_order(torch):
+    entries = []
+    for lib in (numbagrad, torch):
+        emb = lib.nn.Embedding(5, 2, sparse=True)
+        emb(lib.tensor([4, 1])).sum().backward()
+        (2 * emb(lib.tensor([0]))).sum().backward()
+        entries.append((emb.weight.grad._indices().numpy(), emb.weight.grad._values().numpy()))
+    np.testing.assert_array_equal(entries[0][0], entries[1][0])
+    np.testing.assert_array_equal(entries[0][1], entries[1][1])

@@ -581,7 +581,7 @@ class _Task:
                 for _, k in targets[node]:
                     self.captured[k] = g
             if self.accumulate:
-                leaf._grad = g if leaf._grad is None else g + leaf._grad
+                leaf._grad = g if leaf._grad is None else g + leaf._grad  # (the new entries first, as torch's)
             return
         if g._data.dtype != leaf._data.dtype:  # torch's validate_outputs: a gradient takes its input's dtype
             g = g.to(leaf.dtype)

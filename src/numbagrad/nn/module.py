@@ -32,6 +32,8 @@ def zero_grads(params: Iterable[Tensor], set_to_none: bool = True) -> None:
             continue
         if set_to_none:
             p._grad = None
+        elif g.is_sparse:  # (``embedding(sparse=True)``'s gradient: it keeps no entries)
+            g.zero_()
         else:
             if g.grad_fn is not None:
                 g.detach_()

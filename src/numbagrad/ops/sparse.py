@@ -152,6 +152,13 @@ class SparseCOOTensor:
 
     __radd__ = __add__
 
+    def zero_(self) -> SparseCOOTensor:
+        """Drop every stored entry (torch's ``zero_`` of a sparse tensor: nnz becomes 0), in place."""
+        self._indices_t = self._indices_t[:, :0]
+        self._values_t = self._values_t.detach()[:0]
+        self._coalesced = True
+        return self
+
     def __neg__(self) -> SparseCOOTensor:
         return SparseCOOTensor(self._indices_t, -self._values_t, self._size, self._coalesced)
 
