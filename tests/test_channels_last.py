@@ -28,6 +28,9 @@ CONVERSIONS = [
     ("back_to", lambda lib, t: t.to(memory_format=lib.channels_last).to(memory_format=lib.contiguous_format)),
     ("3d", lambda lib, t: t.reshape(2, 3, 2, 2, 5).to(memory_format=lib.channels_last_3d)),
     ("size1", lambda lib, t: t[:1, :, :1, :1].contiguous(memory_format=lib.channels_last)),
+    ("to_dtype_keeps", lambda lib, t: t.to(memory_format=lib.channels_last).to(lib.float32)),
+    ("to_copy_keeps", lambda lib, t: t.transpose(0, 2).to(lib.float64, copy=True)),
+    ("to_sliced", lambda lib, t: t[:, :, ::2].to(lib.float32)),
 ]
 
 

@@ -1992,7 +1992,6 @@ def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> 
     return targets, loss_ops.RowLayout(ishape)
 
 
-@_float32_under_autocast
 def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *, linear_bias: Tensor | None = None,
                          weight: Tensor | None = None, reduction: str = "mean", ignore_index: int | None = None,
                          label_smoothing: float = 0.0, options=None) -> Tensor:  # fmt: skip
@@ -2031,6 +2030,7 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
                          label_smoothing=label_smoothing)  # fmt: skip
 
 
+@_float32_under_autocast
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                   ignore_index: int = -100, reduce=None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:  # fmt: skip

@@ -700,6 +700,8 @@ def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False, non_blocki
         return x
     if device is not None:
         for_device(device)
+    if order is None and not x._data.flags.c_contiguous:  # preserve_format: a dense layout is kept
+        order = layout.preserved_order(x._data)
     return ToCopy.apply(x, dtype, device, order)
 
 
