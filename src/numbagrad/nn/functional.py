@@ -1615,7 +1615,9 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     if len(sizes) != 2:
         raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
     out_hw = tuple(input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(sizes))
-    values, indices = nn_ops.AdaptiveMaxPool2d.apply(input, out_hw)
+    in_hw = tuple(input.shape[-2:])
+    tables = [nn_ops.adaptive_windows(size, o) for size, o in zip(in_hw, out_hw)]
+    values, indices = nn_ops.AdaptiveMaxPool2d.apply(input, nn_ops.window_positions(tables, in_hw), out_hw)
     return (values, indices) if return_indices else values
 
 

@@ -360,38 +360,6 @@ def adaptive_windows(size: int, out: int) -> np.ndarray:
     return np.array([[min(start + j, stop - 1) for j in range(k)] for start, stop in bounds], np.int64).reshape(out, k)
 
 
-class AdaptiveMaxPool2d(MaxPool2d):
-    """Max over torch's adaptive windows of the last two dims: (values, indices ``h * W + w``), the first maximum
-    of each window in (h, w) order or its last NaN, as torch's kernel picks. The windows are gathered into one
-    (OH, OW, KH * KW) block (rows padded with repeats), then reduced."""
-
-    node_name = "AdaptiveMaxPool2DBackward0"
-
-    @staticmethod
-    def forward(ctx, x: Tensor, out_hw):
-        b = x._backend
-        *lead, h, w = x.shape
-        (oh, ow), rows, cols = out_hw, adaptive_windows(x.shape[-2], out_hw[0]), adaptive_windows(w, out_hw[1])
-        kh, kw = rows.shape[1], cols.shape[1]
-        block = x.index_select(x.dim() - 2, _t(b.from_host(rows.reshape(-1))))
-        block = block.index_select(x.dim() - 1, _t(b.from_host(cols.reshape(-1))))
-        block = block.reshape(*lead, oh, kh, ow, kw).transpose(-3, -2).reshape(*lead, oh, ow, kh * kw)
-        values, arg = block.max(-1)
-        nan = block.isnan()
-        last_nan = (kh * kw - 1) - nan.flip(-1).to(arg.dtype).argmax(-1)
-        arg = _where(nan.any(-1), last_nan, arg)
-        i = _t(b.from_host(np.arange(oh, dtype=np.int64).reshape(oh, 1)))
-        j = _t(b.from_host(np.arange(ow, dtype=np.int64)))
-        picks = (i * kh + arg // kw, j * kw + arg % kw)  # flat positions in rows and cols
-        h_at, w_at = (_t(b.from_host(m.reshape(-1))).index_select(0, p.reshape(-1)).reshape(p.shape)
-                      for m, p in zip((rows, cols), picks))  # fmt: skip
-        indices = h_at * w + w_at
-        ctx.mark_non_differentiable(indices)
-        ctx.save_for_backward(indices)
-        ctx.in_shape, ctx.dims, ctx.args = x.shape, 2, 1
-        return values, indices
-
-
 def window_positions(tables, in_sizes) -> np.ndarray:
     """The flat positions (``(d * H + h) * W + w``) of every element of every window, (..., O, K) with ``O`` the
     output positions and ``K`` the window's elements, both in row-major (d, h, w) order, from one (..., out, k)
@@ -436,6 +404,10 @@ class WindowMaxPool(MaxPool2d):
         ctx.save_for_backward(indices)
         ctx.in_shape, ctx.dims, ctx.args = x.shape, dims, 2
         return values.reshape(*lead, *out), indices
+
+
+class AdaptiveMaxPool2d(WindowMaxPool):
+    node_name = "AdaptiveMaxPool2DBackward0"
 
 
 class AdaptiveMaxPool3d(WindowMaxPool):
