@@ -215,3 +215,14 @@ def test_fractional_module_constructor_errors_match_torch(torch, name, args, kw)
     with pytest.raises(ValueError) as ours:
         getattr(nn, name)(*args, **kw)
     assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda F, x: F.adaptive_max_pool3d(x.unsqueeze(-1), (2, 2, 1)), lambda F, x: F.fractional_max_pool2d(x, 2, 3)],
+    ids=["adaptive3d", "fractional2d"],
+)
+def test_window_pools_of_an_empty_batch_are_empty_like_torch(torch, fn):
+    ours = fn(NF, numbagrad.zeros(0, 2, 6, 6))
+    theirs = fn(torch.nn.functional, torch.zeros(0, 2, 6, 6))
+    assert tuple(ours.shape) == tuple(theirs.shape)

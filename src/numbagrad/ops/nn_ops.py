@@ -372,8 +372,8 @@ def window_positions(tables, in_sizes) -> np.ndarray:
         shape = [1] * (2 * n)
         shape[d], shape[n + d] = out, k
         flat = flat * size + table.reshape(*table.shape[:-2], *shape)
-    o = math.prod(t.shape[-2] for t in tables)
-    return flat.reshape(*lead, o, -1)
+    o, k = math.prod(t.shape[-2] for t in tables), math.prod(t.shape[-1] for t in tables)
+    return flat.reshape(*lead, o, k)
 
 
 class WindowMaxPool(MaxPool2d):
