@@ -616,7 +616,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     ``input`` is cut into bags at ``offsets``. ``mode`` is ``'sum'``, ``'mean'`` or ``'max'``; ``padding_idx``
     entries count for nothing (an empty bag gives zeros)."""
     if sparse:
-        raise NotImplementedError("numbagrad has no sparse tensors: embedding_bag(sparse=True) is not supported")
+        raise NotImplementedError(
+            "embedding_bag(sparse=True) is not built: only embedding(sparse=True) gives sparse gradients"
+        )
     if per_sample_weights is not None and input.shape != per_sample_weights.shape:
         raise ValueError(
             f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it must have the "
