@@ -146,3 +146,47 @@ def test_sparse_gradients_of_two_backward_calls_keep_torchs_entry_order(torch):
         entries.append((emb.weight.grad._indices().numpy(), emb.weight.grad._values().numpy()))
     np.testing.assert_array_equal(entries[0][0], entries[1][0])
     np.testing.assert_array_equal(entries[0][1], entries[1][1])
+
+
+@pytest.mark.parametrize(
+    "mode,kw", [("sum", {}), ("mean", {"padding_idx": 1}), ("sum", {"per_sample_weights": True})], ids=str
+)
+def test_sparse_embedding_bag_gradient_is_torchs(torch, mode, kw):
+    w = np.random.default_rng(5).standard_normal((6, 3))
+    psw = np.random.default_rng(6).standard_normal(5)
+    grads = []
+    for lib in (numbagrad, torch):
+        weight = lib.tensor(w, requires_grad=True)
+        extra = {"padding_idx": kw["padding_idx"]} if "padding_idx" in kw else {}
+        if kw.get("per_sample_weights"):
+            extra["per_sample_weights"] = lib.tensor(psw)
+        out = lib.nn.functional.embedding_bag(lib.tensor([0, 1, 3, 3, 5]), weight, lib.tensor([0, 2]), mode=mode,
+                                              sparse=True, **extra)  # fmt: skip
+        (out * out).sum().backward()
+        grads.append((weight.grad._indices().numpy(), weight.grad._values().numpy()))
+    np.testing.assert_array_equal(grads[0][0], grads[1][0])
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-12)
+
+
+def test_sparse_embedding_bag_refuses_max_mode_like_torch(torch):
+    messages = []
+    for lib in (numbagrad, torch):
+        with pytest.raises(ValueError) as err:
+            lib.nn.EmbeddingBag(4, 2, mode="max", sparse=True)(lib.tensor([[0, 1]]))
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+
+
+def test_sparse_adam_trains_an_embedding_bag_like_torch(torch):
+    w = np.random.default_rng(7).standard_normal((8, 3))
+    batches = [np.random.default_rng(s).integers(0, 8, (4, 3)) for s in range(10)]
+    weights = []
+    for lib in (numbagrad, torch):
+        bag = lib.nn.EmbeddingBag.from_pretrained(lib.tensor(w), freeze=False, mode="mean", sparse=True)
+        opt = lib.optim.SparseAdam(bag.parameters(), lr=0.1)
+        for idx in batches:
+            opt.zero_grad()
+            bag(lib.tensor(idx)).sin().sum().backward()
+            opt.step()
+        weights.append(bag.weight.detach().numpy())
+    np.testing.assert_allclose(weights[0], weights[1], rtol=1e-12, atol=1e-12)

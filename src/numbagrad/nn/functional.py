@@ -25,6 +25,7 @@ from ..ops._common import autocast_to, not_a_tensor, same_backend
 from ..ops.creation import _generator
 from ..ops.elementwise import CLASSES, ROWS, make_function, row_inplace
 from ..ops.inplace import write_inplace
+from ..ops.sparse import SparseCOOTensor as _SparseCOOTensor
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -595,16 +596,42 @@ class _EmbeddingBag(Function):
             flat = ops.zeros(num * dim, dtype=weight.dtype, device=weight.device)
             grad_weight = flat.index_add(0, Tensor._make(targets), grad[Tensor._make(won)]).reshape(num, dim)
             return grad_weight, None, None, None, None, None, None
+        per_index, grad_psw = _EmbeddingBag._index_grads(ctx, grad, weight, per_sample_weights)
+        if ctx.needs_input_grad[0]:
+            grad_weight = ops.zeros_like(weight).index_add(0, Tensor._make(ctx.indices), per_index)
+        return grad_weight, grad_psw, None, None, None, None, None
+
+    @staticmethod
+    def _index_grads(ctx, grad: Tensor, weight: Tensor, per_sample_weights) -> tuple:
+        """Sum or mean: the gradient each looked-up row receives (one per index, zero for ``padding_idx``) and
+        the gradient of ``per_sample_weights`` (None unless it is needed)."""
         scale = ctx.valid.astype(ctx.counts.dtype)
         if ctx.mode == "mean":
             scale = scale / np.maximum(ctx.counts, 1)[ctx.bags]
         per_index = grad[Tensor._make(ctx.bags)] * Tensor._make(scale.astype(weight._data.dtype)).unsqueeze(1)
-        if ctx.needs_input_grad[1]:
-            grad_psw = (per_index * weight[Tensor._make(ctx.indices)]).sum(1)
+        grad_psw = (per_index * weight[Tensor._make(ctx.indices)]).sum(1) if ctx.needs_input_grad[1] else None
+        if per_sample_weights is not None:
+            per_index = per_index * per_sample_weights.unsqueeze(1)
+        return per_index, grad_psw
+
+
+class _SparseEmbeddingBag(_EmbeddingBag):
+    """``embedding_bag(sparse=True)`` (sum or mean): the weight's gradient is a sparse COO tensor with one stored
+    row per looked-up index (``padding_idx``'s left out), as torch's."""
+
+    node_name = "EmbeddingBagBackward0"
+    _trusted = True  # (its weight gradient is sparse: the dense checks do not apply)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        weight, per_sample_weights = ctx.saved_tensors
+        per_index, grad_psw = _EmbeddingBag._index_grads(ctx, grad, weight, per_sample_weights)
+        grad_weight = None
         if ctx.needs_input_grad[0]:
-            if per_sample_weights is not None:
-                per_index = per_index * per_sample_weights.unsqueeze(1)
-            grad_weight = ops.zeros_like(weight).index_add(0, Tensor._make(ctx.indices), per_index)
+            keep = np.flatnonzero(ctx.valid)
+            rows = per_index[Tensor._make(keep)]
+            at = Tensor._make(weight._backend.from_host(ctx.indices[keep].reshape(1, -1)))
+            grad_weight = _SparseCOOTensor(at, rows, tuple(weight.shape))
         return grad_weight, grad_psw, None, None, None, None, None
 
 
@@ -614,11 +641,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                   padding_idx: int | None = None) -> Tensor:  # fmt: skip
     """Reduce bags of embeddings without materialising them: a 2-D ``input`` holds one fixed-size bag per row; a 1-D
     ``input`` is cut into bags at ``offsets``. ``mode`` is ``'sum'``, ``'mean'`` or ``'max'``; ``padding_idx``
-    entries count for nothing (an empty bag gives zeros)."""
-    if sparse:
-        raise NotImplementedError(
-            "embedding_bag(sparse=True) is not built: only embedding(sparse=True) gives sparse gradients"
-        )
+    entries count for nothing (an empty bag gives zeros). ``sparse`` (sum or mean): the weight's gradient is sparse."""
     if per_sample_weights is not None and input.shape != per_sample_weights.shape:
         raise ValueError(
             f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it must have the "
@@ -662,6 +685,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
@@ -683,7 +708,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     valid = indices != padding_idx if padding_idx is not None else np.ones(indices.size, dtype=bool)
     valid &= bags >= 0
     bags = np.maximum(bags, 0)
-    return _EmbeddingBag.apply(weight, per_sample_weights, indices, bags, valid, num_bags, mode)
+    node = _SparseEmbeddingBag if sparse else _EmbeddingBag
+    return node.apply(weight, per_sample_weights, indices, bags, valid, num_bags, mode)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
