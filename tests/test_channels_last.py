@@ -166,3 +166,36 @@ def test_memory_format_errors_match_torch(torch):
         with pytest.raises(RuntimeError) as ours:
             call(numbagrad)
         assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.randn(2, 3, 4, 5).to(memory_format=lib.channels_last).requires_grad_(),
+        lambda lib: lib.randn(3, 4).t().requires_grad_(),
+        lambda lib: lib.randn(2, 3, 4, 5).requires_grad_(),
+    ],
+    ids=["channels_last", "transposed", "contiguous"],
+)
+def test_a_leafs_gradient_takes_the_leafs_layout_like_torch(torch, make):
+    strides = []
+    for lib in (numbagrad, torch):
+        leaf = make(lib)
+        (leaf.relu() * 3).sum().backward()
+        strides.append(leaf.grad.stride())
+    assert strides[0] == strides[1]
+
+
+def test_a_channels_last_conv_weight_gets_a_channels_last_gradient_and_trains_like_torch(torch):
+    x = np.random.default_rng(8).standard_normal((2, 3, 6, 6))
+    results = []
+    for lib in (numbagrad, torch):
+        conv = _modules(lib)["conv"].to(memory_format=lib.channels_last)
+        opt = lib.optim.SGD(conv.parameters(), lr=0.1, momentum=0.9)
+        for _ in range(3):
+            opt.zero_grad()
+            conv(lib.tensor(x)).square().sum().backward()
+            opt.step()
+        results.append((conv.weight.grad.stride(), conv.weight.stride(), conv.weight.detach().numpy()))
+    assert results[0][:2] == results[1][:2]
+    np.testing.assert_allclose(results[0][2], results[1][2], rtol=1e-10)
