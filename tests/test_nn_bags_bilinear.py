@@ -136,3 +136,16 @@ def test_bilinear_errors_match_torch(call, torch):
     with pytest.raises(type(theirs.value)) as ours:
         call(numbagrad)
     assert str(ours.value) == str(theirs.value)
+
+
+def test_embedding_bag_from_pretrained_matches_torch(torch):
+    w = np.random.default_rng(8).standard_normal((5, 3))
+    results = []
+    for lib in (numbagrad, torch):
+        bag = lib.nn.EmbeddingBag.from_pretrained(lib.tensor(w), mode="sum", padding_idx=2)
+        out = bag(lib.tensor([[0, 2, 4], [1, 1, 3]]))
+        results.append((out.detach().numpy(), bag.weight.requires_grad, repr(bag)))
+        with pytest.raises(AssertionError):
+            lib.nn.EmbeddingBag.from_pretrained(lib.tensor(w[0]))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-12)
+    assert results[0][1:] == results[1][1:] == (False, "EmbeddingBag(5, 3, mode='sum', padding_idx=2)")

@@ -11,10 +11,6 @@ import numbagrad
 
 #: torch.nn classes numbagrad does not have yet, and why.
 MISSING_MODULES = {
-    "AdaptiveMaxPool3d": "not built yet",
-    "FractionalMaxPool2d": "not built yet",
-    "FractionalMaxPool3d": "not built yet",
-    "LinearCrossEntropyLoss": "not built yet (new in torch 2.13)",
     "DataParallel": "one process per device: numbagrad's data parallelism is DistributedDataParallel over MPI",
     "SyncBatchNorm": "needs collectives inside forward; not built",
 }
@@ -23,10 +19,6 @@ MISSING_MODULES = {
 MISSING_FUNCTIONS = {
     "Optional", "boolean_dispatch", "assert_int_or_pair", "handle_torch_function", "has_torch_function",
     "has_torch_function_unary", "has_torch_function_variadic",  # torch's dispatch helpers, not user functions
-    "adaptive_max_pool3d",
-    "adaptive_max_pool3d_with_indices", "conv_tbc", "fractional_max_pool2d",
-    "fractional_max_pool2d_with_indices", "fractional_max_pool3d", "fractional_max_pool3d_with_indices",
-    "grouped_mm", "scaled_grouped_mm", "scaled_mm", "linear_cross_entropy",
 }  # fmt: skip
 
 

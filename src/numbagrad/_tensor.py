@@ -29,7 +29,7 @@ from ._types import (
     wrap_dim,
 )
 from .backend import _BY_TYPE as _BACKENDS
-from .backend import backend_for
+from .backend import backend_for, layout
 
 _ops = None  # numbagrad.ops, bound at import of that package (what the engine and printing reach up to)
 _grad_mode = None  # numbagrad.autograd.grad_mode, bound likewise
@@ -271,11 +271,11 @@ class Tensor:
     layout = strided
 
     def is_contiguous(self, memory_format=None) -> bool:
-        """True if the elements are laid out row-major without gaps.
-
-        ``memory_format`` is accepted and ignored: numbagrad has no channels-last layout.
-        """
-        return backend_for(self._data).is_contiguous(self._data)
+        """True if the elements are laid out row-major without gaps (or in ``memory_format``'s order:
+        ``channels_last`` is (N, H, W, C) in memory), size-1 dims aside, as torch's."""
+        if memory_format is None or memory_format.name in ("contiguous_format", "preserve_format"):
+            return backend_for(self._data).is_contiguous(self._data)
+        return layout.is_contiguous_as(self._data.shape, layout.element_strides(self._data), memory_format.name)
 
     def stride(self, dim: int | None = None):
         """The step in elements between neighbours along each dim, or along ``dim`` when given."""

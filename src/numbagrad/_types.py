@@ -26,8 +26,8 @@ class dtype:  # noqa: N801 - torch spells it lowercase
 
 
 class memory_format:  # noqa: N801 - torch spells it lowercase
-    """A memory layout's name, as ``clone``/``contiguous``/``to`` take it; numbagrad's storage is always row-major,
-    so the names are what torch code passes around and compares."""
+    """A memory layout's name, as ``clone``/``contiguous``/``to`` take it: ``channels_last`` stores (N, C, H, W)
+    as (N, H, W, C) (``backend/layout.py``), ``preserve_format`` keeps a tensor's own layout."""
 
     __slots__ = ("name",)
 

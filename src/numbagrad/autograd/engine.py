@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import _tensor
 from .._tensor import Tensor
+from ..backend import layout
 from .grad_mode import state
 from .graph import GraphNode
 
@@ -48,10 +49,20 @@ class AccumulateGrad(GraphNode):
                 t._grad = grad if type(grad) is Tensor and not grad._requires_grad else Tensor._make(grad._data)
             else:
                 t._grad = Tensor._make(grad._backend.copy(grad._data))
+            if not t._data.flags.c_contiguous:  # torch's layout contract: a dense leaf's gradient has its strides
+                _lay_out_like(t._grad, t._data)
         elif create_graph or t._grad.requires_grad:
             t._grad = t._grad + grad
         else:
             t._grad._backend.accumulate_(t._grad._data, grad._data)
+
+
+def _lay_out_like(grad: Tensor, data) -> None:
+    """Give a leaf's new gradient the leaf's own layout when the leaf is dense but not row-major (a
+    channels-last weight), as torch's ``AccumulateGrad`` does."""
+    order = layout.dense_order(data)
+    if order is not None and layout.element_strides(grad._data) != layout.element_strides(data):
+        grad._data = layout.in_order(grad._data, order, grad._backend.copy)
 
 
 #: From this many elements a leaf's shared first gradient waits for its other reader instead of being copied
@@ -351,7 +362,11 @@ def _needed(roots, targets) -> set:
 
 
 def _add(a, b):
-    return b if a is None else (a if b is None else a + b)
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return b + a if b.is_sparse else a + b  # a sparse gradient (``embedding(sparse=True)``) adds itself
 
 
 def _call_hooks(hooks: dict, grad):
@@ -572,6 +587,13 @@ class _Task:
         leaf = node.variable
         if g is None or (targets is not None and node not in targets) or not leaf._requires_grad:
             return  # (not needed for ``inputs``; or detached in place since: torch's AccumulateGrad skips it)
+        if g.is_sparse:  # ``embedding(sparse=True)``: kept sparse, added to a sparse or dense ``.grad``
+            if targets is not None and node in targets:
+                for _, k in targets[node]:
+                    self.captured[k] = g
+            if self.accumulate:
+                leaf._grad = g if leaf._grad is None else g + leaf._grad  # (the new entries first, as torch's)
+            return
         if g._data.dtype != leaf._data.dtype:  # torch's validate_outputs: a gradient takes its input's dtype
             g = g.to(leaf.dtype)
         if leaf._hooks:

@@ -19,11 +19,13 @@ from .._tensor import Tensor
 from .._types import broadcast_shapes, float32, wrap_dim
 from ..autograd.function import Function, once_differentiable
 from ..autograd.grad_mode import no_grad, state
+from ..backend import layout
 from ..ops import loss_ops, nn_ops
 from ..ops._common import autocast_to, not_a_tensor, same_backend
 from ..ops.creation import _generator
 from ..ops.elementwise import CLASSES, ROWS, make_function, row_inplace
 from ..ops.inplace import write_inplace
+from ..ops.sparse import SparseCOOTensor as _SparseCOOTensor
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -508,9 +510,8 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:  # fmt: skip
     """Rows of ``weight`` for the integer indices ``input``; ``padding_idx``'s row gets no gradient, ``max_norm``
-    renormalizes the looked-up rows of ``weight`` in place first."""
-    if sparse:
-        raise NotImplementedError("numbagrad has no sparse tensors: embedding(sparse=True) is not supported")
+    renormalizes the looked-up rows of ``weight`` in place first; with ``sparse`` the weight's gradient is a
+    sparse COO tensor of the looked-up rows."""
     num = weight.shape[0]
     if padding_idx is not None:
         if padding_idx > 0:
@@ -531,7 +532,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, indices, max_norm, norm_type)
-    return nn_ops.Embedding.apply(weight, indices, padding_idx, scale_grad_by_freq)
+    node = nn_ops.SparseEmbedding if sparse else nn_ops.Embedding
+    return node.apply(weight, indices, padding_idx, scale_grad_by_freq)
 
 
 def _embedding_renorm_(weight: Tensor, indices: np.ndarray, max_norm: float, norm_type: float) -> None:
@@ -594,16 +596,42 @@ class _EmbeddingBag(Function):
             flat = ops.zeros(num * dim, dtype=weight.dtype, device=weight.device)
             grad_weight = flat.index_add(0, Tensor._make(targets), grad[Tensor._make(won)]).reshape(num, dim)
             return grad_weight, None, None, None, None, None, None
+        per_index, grad_psw = _EmbeddingBag._index_grads(ctx, grad, weight, per_sample_weights)
+        if ctx.needs_input_grad[0]:
+            grad_weight = ops.zeros_like(weight).index_add(0, Tensor._make(ctx.indices), per_index)
+        return grad_weight, grad_psw, None, None, None, None, None
+
+    @staticmethod
+    def _index_grads(ctx, grad: Tensor, weight: Tensor, per_sample_weights) -> tuple:
+        """Sum or mean: the gradient each looked-up row receives (one per index, zero for ``padding_idx``) and
+        the gradient of ``per_sample_weights`` (None unless it is needed)."""
         scale = ctx.valid.astype(ctx.counts.dtype)
         if ctx.mode == "mean":
             scale = scale / np.maximum(ctx.counts, 1)[ctx.bags]
         per_index = grad[Tensor._make(ctx.bags)] * Tensor._make(scale.astype(weight._data.dtype)).unsqueeze(1)
-        if ctx.needs_input_grad[1]:
-            grad_psw = (per_index * weight[Tensor._make(ctx.indices)]).sum(1)
+        grad_psw = (per_index * weight[Tensor._make(ctx.indices)]).sum(1) if ctx.needs_input_grad[1] else None
+        if per_sample_weights is not None:
+            per_index = per_index * per_sample_weights.unsqueeze(1)
+        return per_index, grad_psw
+
+
+class _SparseEmbeddingBag(_EmbeddingBag):
+    """``embedding_bag(sparse=True)`` (sum or mean): the weight's gradient is a sparse COO tensor with one stored
+    row per looked-up index (``padding_idx``'s left out), as torch's."""
+
+    node_name = "EmbeddingBagBackward0"
+    _trusted = True  # (its weight gradient is sparse: the dense checks do not apply)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        weight, per_sample_weights = ctx.saved_tensors
+        per_index, grad_psw = _EmbeddingBag._index_grads(ctx, grad, weight, per_sample_weights)
+        grad_weight = None
         if ctx.needs_input_grad[0]:
-            if per_sample_weights is not None:
-                per_index = per_index * per_sample_weights.unsqueeze(1)
-            grad_weight = ops.zeros_like(weight).index_add(0, Tensor._make(ctx.indices), per_index)
+            keep = np.flatnonzero(ctx.valid)
+            rows = per_index[Tensor._make(keep)]
+            at = Tensor._make(weight._backend.from_host(ctx.indices[keep].reshape(1, -1)))
+            grad_weight = _SparseCOOTensor(at, rows, tuple(weight.shape))
         return grad_weight, grad_psw, None, None, None, None, None
 
 
@@ -613,9 +641,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                   padding_idx: int | None = None) -> Tensor:  # fmt: skip
     """Reduce bags of embeddings without materialising them: a 2-D ``input`` holds one fixed-size bag per row; a 1-D
     ``input`` is cut into bags at ``offsets``. ``mode`` is ``'sum'``, ``'mean'`` or ``'max'``; ``padding_idx``
-    entries count for nothing (an empty bag gives zeros)."""
-    if sparse:
-        raise NotImplementedError("numbagrad has no sparse tensors: embedding_bag(sparse=True) is not supported")
+    entries count for nothing (an empty bag gives zeros). ``sparse`` (sum or mean): the weight's gradient is sparse."""
     if per_sample_weights is not None and input.shape != per_sample_weights.shape:
         raise ValueError(
             f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it must have the "
@@ -659,6 +685,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
@@ -680,7 +708,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     valid = indices != padding_idx if padding_idx is not None else np.ones(indices.size, dtype=bool)
     valid &= bags >= 0
     bags = np.maximum(bags, 0)
-    return _EmbeddingBag.apply(weight, per_sample_weights, indices, bags, valid, num_bags, mode)
+    node = _SparseEmbeddingBag if sparse else _EmbeddingBag
+    return node.apply(weight, per_sample_weights, indices, bags, valid, num_bags, mode)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -920,7 +949,20 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     """Normalize each channel (dim 1) by the batch statistics (training, updating the running ones in place with
     ``momentum``, the variance unbiased) or by the running statistics (eval)."""
     _check_batch_norm(input, running_mean, running_var, weight, bias, training)
-    return nn_ops.BatchNorm.apply(input, weight, bias, running_mean, running_var, training, momentum, eps, None)
+    out = nn_ops.BatchNorm.apply(input, weight, bias, running_mean, running_var, training, momentum, eps, None)
+    return _channels_last_as(out, input)
+
+
+def _channels_last_as(out: Tensor, *inputs) -> Tensor:
+    """``out`` laid out channels-last when one of ``inputs`` (4-d or 5-d, of ``out``'s rank) is channels-last-like,
+    as torch's CPU kernels of convolution, batch norm and pooling write it; else as it is."""
+    for t in inputs:
+        if t is not None and t.dim() == out.dim() and t.dim() in (4, 5):
+            order = layout.suggested_order(t._data)
+            if order != tuple(range(t.dim())):
+                out._data = layout.in_order(out._data, order, out._backend.copy)
+                return out
+    return out
 
 
 def _check_batch_norm(input: Tensor, running_mean, running_var, weight, bias, training: bool) -> None:
@@ -1135,15 +1177,53 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
            groups: int = 1) -> Tensor:  # fmt: skip
     """2-d convolution (cross-correlation) of (N, C, H, W) by (O, C / groups, kh, kw): im2col and BLAS, one
-    node."""
-    return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
+    node; channels-last when the input or the weight is, as torch's."""
+    return _channels_last_as(_conv(input, weight, bias, stride, padding, dilation, groups, 2), input, weight)
 
 
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
            groups: int = 1) -> Tensor:  # fmt: skip
     """3-d convolution (cross-correlation) of (N, C, D, H, W) by (O, C / groups, kd, kh, kw), in one node: its
     columns are two 2-d im2col passes (depth windows, then height-width windows)."""
-    return _conv(input, weight, bias, stride, padding, dilation, groups, 3)
+    return _channels_last_as(_conv(input, weight, bias, stride, padding, dilation, groups, 3), input, weight)
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-d convolution of (time, batch, channels) input by a (kernel width, in, out) weight, ``pad`` zeros at
+    both ends of time (torch's ``conv_tbc``): ``conv1d`` on the transposed operands, differentiable as it is."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1 or bias.shape[0] != weight.shape[2]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    return ConvTbc.apply(input, weight, bias, int(pad))
+
+
+class ConvTbc(Function):
+    """``conv_tbc`` as one node (torch's ``ConvTbcBackward0``): the gradients are the usual convolution ones,
+    computed with differentiable convolutions."""
+
+    node_name = "ConvTbcBackward0"
+
+    @staticmethod
+    def forward(ctx, input: Tensor, weight: Tensor, bias: Tensor, pad: int) -> Tensor:
+        ctx.pad = pad
+        ctx.save_for_backward(input, weight)
+        w = weight.permute(2, 1, 0)  # (out, in, kernel width)
+        return conv1d(input.permute(1, 2, 0), w, bias, padding=pad).permute(2, 0, 1).contiguous()
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        input, weight = ctx.saved_tensors
+        pad = ctx.pad
+        g_bct = g.permute(1, 2, 0)  # (batch, out, time)
+        w = weight.permute(2, 1, 0)
+        gx = conv_transpose1d(g_bct, w, padding=pad).permute(2, 0, 1)
+        gw = conv1d(input.permute(2, 1, 0), g_bct.transpose(0, 1), padding=pad)  # (in, out, kernel width)
+        return gx, gw.permute(2, 0, 1), g.sum((0, 1)), None
 
 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
@@ -1563,7 +1643,9 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     if len(sizes) != 2:
         raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
     out_hw = tuple(input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(sizes))
-    values, indices = nn_ops.AdaptiveMaxPool2d.apply(input, out_hw)
+    in_hw = tuple(input.shape[-2:])
+    tables = [nn_ops.adaptive_windows(size, o) for size, o in zip(in_hw, out_hw)]
+    values, indices = nn_ops.AdaptiveMaxPool2d.apply(input, nn_ops.window_positions(tables, in_hw), out_hw)
     return (values, indices) if return_indices else values
 
 
@@ -1626,6 +1708,7 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
             )
     out_hw = _out_hw(input, kernel, stride, padding, dilation, ceil_mode)
     values, indices = nn_ops.MaxPool2d.apply(input, kernel, stride, padding, dilation, out_hw)
+    values, indices = _channels_last_as(values, input), _channels_last_as(indices, input)
     return (values, indices) if return_indices else values
 
 
@@ -1642,7 +1725,7 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
         raise RuntimeError("divisor must be not zero")
     out_hw = _out_hw(input, kernel, stride, padding, (1, 1), ceil_mode)
     args = (kernel, stride, padding, bool(count_include_pad), int(divisor_override or 0))
-    return nn_ops.AvgPool2d.apply(input, nn_ops._PoolMaps(input.shape, out_hw, False, args))
+    return _channels_last_as(nn_ops.AvgPool2d.apply(input, nn_ops._PoolMaps(input.shape, out_hw, False, args)), input)
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
@@ -1937,6 +2020,44 @@ def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> 
             raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
     targets = loss_ops.ClassTargets(t, weight, ignore_index, input._data.dtype)
     return targets, loss_ops.RowLayout(ishape)
+
+
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *, linear_bias: Tensor | None = None,
+                         weight: Tensor | None = None, reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options=None) -> Tensor:  # fmt: skip
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``: ``linear_weight`` (C, [d_1...,]
+    in_features) makes (N, C[, d_1...]) logits; ``target`` of the logits' shape holds class probabilities (then
+    ``ignore_index`` may not be given), else class indices (``ignore_index`` None means -100). torch's
+    ``options`` choose how its chunked kernel saves memory; the loss and gradients are the same without it, which
+    is what is computed here."""
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got {linear_weight.dim()}")
+    batches, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError(
+            "expected equal input and linear_weight last dimensions (in_features), "
+            f"got {input.shape[-1]} and {linear_weight.shape[-1]}, respectively"
+        )
+    num_classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got {tuple(linear_bias.shape)}")
+    if out_features and not batches:
+        raise RuntimeError(
+            f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} requires batched input, "
+            f"(N, {in_features}), got unbatched input with shape {tuple(input.shape)}"
+        )
+    logits_shape = (*batches, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    rows = math.prod(out_features) * num_classes
+    flat_weight = linear_weight.reshape(rows, in_features) if out_features else linear_weight
+    flat_bias = linear_bias.reshape(rows) if out_features and linear_bias is not None else linear_bias
+    logits = linear(input, flat_weight, flat_bias).reshape(logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index,
+                         label_smoothing=label_smoothing)  # fmt: skip
 
 
 @_float32_under_autocast
@@ -2514,12 +2635,21 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
 
 
-# --- attention (``_attention`` imports nothing from this module) ---------------------------------------------------
+# --- attention, window max pools, grouped products (their modules import nothing from this one) ---------------
 from ._attention import (  # noqa: E402, F401
     _canonical_mask,
     _none_or_dtype,
     multi_head_attention_forward,
     scaled_dot_product_attention,
+)
+from ._grouped_mm import ScalingType, SwizzleType, grouped_mm, scaled_grouped_mm, scaled_mm  # noqa: E402, F401
+from ._window_pool import (  # noqa: E402, F401
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
 )
 
 

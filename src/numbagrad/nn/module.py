@@ -32,6 +32,8 @@ def zero_grads(params: Iterable[Tensor], set_to_none: bool = True) -> None:
             continue
         if set_to_none:
             p._grad = None
+        elif g.is_sparse:  # (``embedding(sparse=True)``'s gradient: it keeps no entries)
+            g.zero_()
         else:
             if g.grad_fn is not None:
                 g.detach_()
@@ -365,9 +367,11 @@ class Module:
         return self
 
     def to(self: T, *args, **kwargs) -> T:
-        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(tensor)``; dtype changes floats only."""
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(tensor)``; dtype changes floats only;
+        ``memory_format=`` lays out the 4-d and 5-d parameters and buffers so (``channels_last``)."""
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
+        memory_format = kwargs.pop("memory_format", None)
         kwargs.pop("non_blocking", None)
         for a in args:
             if isinstance(a, Tensor):
@@ -388,6 +392,8 @@ class Module:
                 t = t.to(device)
             if dtype is not None and t.is_floating_point():
                 t = t.to(dtype)
+            if memory_format is not None and t.dim() in (4, 5):
+                t = t.to(memory_format=memory_format)
             return t
 
         return self._apply(convert)

@@ -1,5 +1,5 @@
-"""Pooling modules in 1, 2 and 3 dims: ``MaxPool``, ``AvgPool`` and ``AdaptiveAvgPool`` (arguments stored as given,
-as torch; ``AvgPool1d`` keeps them as 1-tuples, as torch)."""
+"""Pooling modules in 1, 2 and 3 dims: ``MaxPool``, ``AvgPool``, ``AdaptiveAvgPool/MaxPool``, ``FractionalMaxPool``
+(arguments stored as given, as torch; ``AvgPool1d`` keeps them as 1-tuples, as torch)."""
 
 from __future__ import annotations
 
@@ -148,6 +148,57 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Max over windows chosen so the last two dims become ``output_size`` (optionally returning the indices)."""
 
     _fn = staticmethod(F.adaptive_max_pool2d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Max over windows chosen so the last three dims become ``output_size`` (optionally returning the indices)."""
+
+    _fn = staticmethod(F.adaptive_max_pool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    """Fractional max pooling (Graham, 2014): ``kernel_size`` windows at pseudo-random strides. A
+    ``_random_samples`` tensor given here is a buffer (fixing the windows), as torch's."""
+
+    _dims = 2
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
+                 _random_samples=None) -> None:  # fmt: skip
+        super().__init__()
+        n, name = self._dims, type(self).__name__
+        as_tuple = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * n  # noqa: E731 - torch's _ntuple
+        if n == 3 and any(k <= 0 for k in as_tuple(kernel_size)):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
+        self.kernel_size = as_tuple(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = as_tuple(output_size) if output_size is not None else None
+        self.output_ratio = as_tuple(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor):
+        return self._fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                        _random_samples=self._random_samples)  # fmt: skip
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling over the last two dims of (N, C, H, W) or (C, H, W) input."""
+
+    _dims = 2
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Fractional max pooling over the last three dims of (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _dims = 3
+    _fn = staticmethod(F.fractional_max_pool3d)
 
 
 class _LPPoolNd(Module):

@@ -13,10 +13,8 @@ from .parameter import Parameter
 
 
 class Embedding(Module):
-    """A lookup table: row ``i`` of ``weight`` (``num_embeddings`` x ``embedding_dim``) for each index ``i``.
-
-    ``sparse=True`` raises ``NotImplementedError`` in forward: numbagrad has no sparse tensors, gradients are dense.
-    """
+    """A lookup table: row ``i`` of ``weight`` (``num_embeddings`` x ``embedding_dim``) for each index ``i``
+    (``sparse=True``: the weight's gradient is a sparse COO tensor of the looked-up rows, for ``optim.SparseAdam``)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
@@ -108,6 +106,20 @@ class EmbeddingBag(Module):
             )
             self.weight = Parameter(_weight)
         self.mode, self.sparse, self.include_last_offset = mode, sparse, include_last_offset
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, max_norm: float | None = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                        sparse: bool = False, include_last_offset: bool = False,
+                        padding_idx: int | None = None) -> EmbeddingBag:  # fmt: skip
+        """An EmbeddingBag holding ``embeddings`` (2-D); frozen (no gradient) unless ``freeze=False``."""
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse, _weight=embeddings,
+                  include_last_offset=include_last_offset, padding_idx=padding_idx)  # fmt: skip
+        bag.weight.requires_grad = not freeze
+        return bag
 
     def reset_parameters(self) -> None:
         """Draw ``weight`` from N(0, 1) and zero the ``padding_idx`` row."""

@@ -13,7 +13,7 @@ from .._typeinfo import legacy_new
 from .._types import Size, bool_, from_numpy_dtype, get_default_dtype, int64, to_device, to_dtype
 from ..autograd.function import Function
 from ..autograd.grad_mode import break_trace, state
-from ..backend import for_device
+from ..backend import for_device, layout
 from ._common import _np_promote
 from ._registry import declare
 from .inplace import random_fill_
@@ -297,52 +297,66 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
     return _finish(np.full(_size((size,)), fill_value, to_dtype(dtype).numpy), device, requires_grad)
 
 
+def _laid_out_like(result: Tensor, t: Tensor, memory_format) -> Tensor:
+    """``result`` (new, row-major) laid out as ``memory_format`` says: by default (``preserve_format``) ``t``'s
+    own layout when ``t`` is dense, else torch's suggestion for it (channels-last or row-major)."""
+    name = "preserve_format" if memory_format is None else memory_format.name
+    order = layout.preserved_order(t._data) if name == "preserve_format" else layout.format_order(name, t.dim())
+    if order != tuple(range(t.dim())):
+        result._data = layout.in_order(result._data, order, result._backend.copy)
+    return result
+
+
 def _like(t: Tensor, dtype, device):
     return (to_dtype(dtype) if dtype is not None else t.dtype), (device if device is not None else t.device)
 
 
 @declare
 @_recorded
-def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
     """A tensor of zeros with ``t``'s shape, dtype and device (unless given).
 
-    The tensor is the positional parameter ``t`` (torch: ``input``); there is no ``memory_format``.
+    The tensor is the positional parameter ``t`` (torch: ``input``); the layout is ``t``'s (``memory_format``).
     """
     dt, dev = _like(t, dtype, device)
-    return zeros(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _laid_out_like(zeros(t.shape, dtype=dt, device=dev, requires_grad=requires_grad), t, memory_format)
 
 
 @declare
 @_recorded
-def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
     """A tensor of ones with ``t``'s shape, dtype and device (unless given).
 
-    The tensor is the positional parameter ``t`` (torch: ``input``); there is no ``memory_format``.
+    The tensor is the positional parameter ``t`` (torch: ``input``); the layout is ``t``'s (``memory_format``).
     """
     dt, dev = _like(t, dtype, device)
-    return ones(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _laid_out_like(ones(t.shape, dtype=dt, device=dev, requires_grad=requires_grad), t, memory_format)
 
 
 @declare
 @_recorded
-def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
     """An uninitialised tensor with ``t``'s shape, dtype and device (unless given).
 
-    The tensor is the positional parameter ``t`` (torch: ``input``); there is no ``memory_format``.
+    The tensor is the positional parameter ``t`` (torch: ``input``); the layout is ``t``'s (``memory_format``).
     """
     dt, dev = _like(t, dtype, device)
-    return empty(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _laid_out_like(empty(t.shape, dtype=dt, device=dev, requires_grad=requires_grad), t, memory_format)
 
 
 @declare
 @_recorded
-def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def full_like(
+    t: Tensor, fill_value, dtype=None, device=None, requires_grad: bool = False, memory_format=None
+) -> Tensor:
     """A tensor filled with ``fill_value`` with ``t``'s shape, dtype and device (unless given).
 
-    The tensor is the positional parameter ``t`` (torch: ``input``); there is no ``memory_format``.
+    The tensor is the positional parameter ``t`` (torch: ``input``); the layout is ``t``'s (``memory_format``).
     """
     dt, dev = _like(t, dtype, device)
-    return full(t.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _laid_out_like(
+        full(t.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad), t, memory_format
+    )
 
 
 @declare
@@ -419,18 +433,18 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 @declare
 @_recorded
-def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
     """Uniform samples from ``[0, 1)`` with ``t``'s shape, dtype and device (torch names the tensor ``input``)."""
     dt, dev = _like(t, dtype, device)
-    return rand(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _laid_out_like(rand(t.shape, dtype=dt, device=dev, requires_grad=requires_grad), t, memory_format)
 
 
 @declare
 @_recorded
-def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, memory_format=None) -> Tensor:
     """Standard normal samples with ``t``'s shape, dtype and device (torch names the tensor ``input``)."""
     dt, dev = _like(t, dtype, device)
-    return randn(t.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _laid_out_like(randn(t.shape, dtype=dt, device=dev, requires_grad=requires_grad), t, memory_format)
 
 
 @declare

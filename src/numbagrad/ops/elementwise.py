@@ -35,7 +35,7 @@ from ..autograd.function import (
 )
 from ..autograd.grad_mode import no_grad, state
 from ..backend import _BY_TYPE as _BACKENDS
-from ..backend import backend_for
+from ..backend import backend_for, layout
 from ..scalar_math import ROWS, Row
 from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend
 from ._registry import Declaration, register
@@ -103,6 +103,21 @@ def _has_zero(divisor) -> bool:
     if isinstance(divisor, Tensor):
         return bool((divisor == 0).any())
     return divisor == 0
+
+
+def _keep_layout(result: Tensor, inputs: tuple) -> None:
+    """Lay a new result out as its first full-shape tensor operand is (its own layout when dense, channels-last
+    when its strides are channels-last-like), as torch's TensorIterator does: ``relu`` of a channels-last tensor
+    is channels-last."""
+    for a in inputs:
+        if isinstance(a, Tensor) and a._data.shape == result._data.shape:
+            data = a._data
+            if data.flags.c_contiguous:
+                return
+            order = layout.preserved_order(data)
+            if order != tuple(range(data.ndim)):
+                result._data = layout.in_order(result._data, order, result._backend.copy)
+            return
 
 
 class Elementwise(Function):
@@ -307,6 +322,8 @@ class Elementwise(Function):
         arrays, backend, dt, shape, plain = _plan(row, inputs)
         result = _new(Tensor)
         result._data = backend.elementwise(row, arrays, params, dt, shape=shape, out_dtype=row.out_dtype)
+        if not plain or not inputs[0]._data.flags.c_contiguous:
+            _keep_layout(result, inputs)
         if cls.differentiable and True in ctx.needs_input_grad:
             # what backward needs: the saved tensors, the scalar inputs, the params, and (only when an input's
             # shape or dtype differs from the output's) each input's shape and dtype, to reduce its gradient to

@@ -22,6 +22,7 @@ from ..backend import backend_for
 from ..scalar_math import ROWS
 from .indexing import where as _where
 from .shape import cat
+from .sparse import SparseCOOTensor
 
 
 def _t(data) -> Tensor:
@@ -359,36 +360,66 @@ def adaptive_windows(size: int, out: int) -> np.ndarray:
     return np.array([[min(start + j, stop - 1) for j in range(k)] for start, stop in bounds], np.int64).reshape(out, k)
 
 
-class AdaptiveMaxPool2d(MaxPool2d):
-    """Max over torch's adaptive windows of the last two dims: (values, indices ``h * W + w``), the first maximum
-    of each window in (h, w) order or its last NaN, as torch's kernel picks. The windows are gathered into one
-    (OH, OW, KH * KW) block (rows padded with repeats), then reduced."""
+def window_positions(tables, in_sizes) -> np.ndarray:
+    """The flat positions (``(d * H + h) * W + w``) of every element of every window, (..., O, K) with ``O`` the
+    output positions and ``K`` the window's elements, both in row-major (d, h, w) order, from one (..., out, k)
+    table of input positions per spatial dim (leading dims, if any, are per plane)."""
+    lead = np.broadcast_shapes(*(t.shape[:-2] for t in tables))
+    n = len(tables)
+    flat = np.zeros((*lead, *([1] * (2 * n))), np.int64)
+    for d, (table, size) in enumerate(zip(tables, in_sizes)):
+        out, k = table.shape[-2:]
+        shape = [1] * (2 * n)
+        shape[d], shape[n + d] = out, k
+        flat = flat * size + table.reshape(*table.shape[:-2], *shape)
+    o, k = math.prod(t.shape[-2] for t in tables), math.prod(t.shape[-1] for t in tables)
+    return flat.reshape(*lead, o, k)
 
-    node_name = "AdaptiveMaxPool2DBackward0"
+
+class WindowMaxPool(MaxPool2d):
+    """Max over given windows of the last ``dims`` dims: (values, indices into each input plane), the first
+    maximum of each window in scan order or its last NaN, as torch's adaptive and fractional kernels pick.
+    ``positions`` (``window_positions``) is shared by all planes, or has one leading row per plane."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, out_hw):
+    def forward(ctx, x: Tensor, positions: np.ndarray, out):
         b = x._backend
-        *lead, h, w = x.shape
-        (oh, ow), rows, cols = out_hw, adaptive_windows(x.shape[-2], out_hw[0]), adaptive_windows(w, out_hw[1])
-        kh, kw = rows.shape[1], cols.shape[1]
-        block = x.index_select(x.dim() - 2, _t(b.from_host(rows.reshape(-1))))
-        block = block.index_select(x.dim() - 1, _t(b.from_host(cols.reshape(-1))))
-        block = block.reshape(*lead, oh, kh, ow, kw).transpose(-3, -2).reshape(*lead, oh, ow, kh * kw)
+        dims = len(out)
+        lead, in_sizes = x.shape[:-dims], x.shape[-dims:]
+        planes = int(np.prod(lead, dtype=np.int64))
+        o, k = positions.shape[-2:]
+        flat = x.reshape(planes, math.prod(in_sizes))
+        pos = _t(b.from_host(np.ascontiguousarray(positions)))
+        if positions.ndim == 2:
+            block = flat.index_select(1, pos.reshape(-1)).reshape(planes, o, k)
+        else:
+            block = flat.gather(1, pos.reshape(planes, o * k)).reshape(planes, o, k)
         values, arg = block.max(-1)
         nan = block.isnan()
-        last_nan = (kh * kw - 1) - nan.flip(-1).to(arg.dtype).argmax(-1)
+        last_nan = (k - 1) - nan.flip(-1).to(arg.dtype).argmax(-1)
         arg = _where(nan.any(-1), last_nan, arg)
-        i = _t(b.from_host(np.arange(oh, dtype=np.int64).reshape(oh, 1)))
-        j = _t(b.from_host(np.arange(ow, dtype=np.int64)))
-        picks = (i * kh + arg // kw, j * kw + arg % kw)  # flat positions in rows and cols
-        h_at, w_at = (_t(b.from_host(m.reshape(-1))).index_select(0, p.reshape(-1)).reshape(p.shape)
-                      for m, p in zip((rows, cols), picks))  # fmt: skip
-        indices = h_at * w + w_at
+        full = pos.expand(planes, o, k) if positions.ndim == 2 else pos.reshape(planes, o, k)
+        indices = full.gather(2, arg.unsqueeze(-1)).reshape(*lead, *out)
         ctx.mark_non_differentiable(indices)
         ctx.save_for_backward(indices)
-        ctx.in_shape, ctx.dims, ctx.args = x.shape, 2, 1
-        return values, indices
+        ctx.in_shape, ctx.dims, ctx.args = x.shape, dims, 2
+        return values.reshape(*lead, *out), indices
+
+
+class AdaptiveMaxPool2d(WindowMaxPool):
+    node_name = "AdaptiveMaxPool2DBackward0"
+
+
+class AdaptiveMaxPool3d(WindowMaxPool):
+    node_name = "AdaptiveMaxPool3DBackward0"
+
+
+class FractionalMaxPool2d(WindowMaxPool):
+    node_name = "FractionalMaxPool2DBackward0"
+
+
+class FractionalMaxPool3d(WindowMaxPool):
+    node_name = "FractionalMaxPool3DBackward0"
 
 
 class _DepthThenPlanes:
@@ -870,6 +901,24 @@ class Embedding(Function):
         if state.enabled:
             return LinearMap.apply(g, scatter, gather), None, None, None
         return _t(scatter(g._data)), None, None, None
+
+
+class SparseEmbedding(Embedding):
+    """``Embedding`` whose weight gradient is sparse, as torch's ``sparse=True``: one stored row per looked-up
+    index (uncoalesced, ``padding_idx``'s left out), so an optimizer touches only the rows that were used."""
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        if ctx.scale:
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+        flat = ctx.indices
+        rows = g.reshape(flat.shape[0], ctx.dim)
+        keep = slice(None) if ctx.padding_idx is None else np.flatnonzero(flat != ctx.padding_idx)
+        b = g._backend
+        indices = _t(b.from_host(np.ascontiguousarray(flat[keep].reshape(1, -1))))
+        if ctx.padding_idx is not None:
+            rows = rows.index_select(0, _t(b.from_host(keep.astype(np.int64))))
+        return SparseCOOTensor(indices, rows, (ctx.num, ctx.dim)), None, None, None
 
 
 def _mul_row():

@@ -17,7 +17,7 @@ from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
 from .._types import Size, float16, from_numpy_dtype, int8, int16, to_device, to_dtype, uint8
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
-from ..backend import backend_for, for_device
+from ..backend import backend_for, for_device, layout
 from ._common import result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
 from .inplace import MULTI_OUTPUT_VIEW
@@ -368,10 +368,33 @@ class Clone(Function):
         return g
 
 
+class LayoutClone(Clone):
+    """A copy laid out in a given axis order (``clone``/``contiguous`` with a memory format)."""
+
+    node_name = "CloneBackward0"
+
+    @staticmethod
+    def forward(ctx, x, order):
+        return Tensor._make(layout.in_order(x._data, order, x._backend.copy))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+def _format_name(memory_format) -> str:
+    return "preserve_format" if memory_format is None else memory_format.name
+
+
 @declare(methods=True, samples=(Sample(T(3, 4)),))
 def clone(x: Tensor, memory_format=None) -> Tensor:
-    """A copy with its own storage (differentiable)."""
-    return Clone.apply(x)
+    """A copy with its own storage (differentiable). Its layout: ``x``'s own when ``x`` is dense (the default
+    ``preserve_format``, as torch's), else torch's suggestion (channels-last or row-major); or the one named."""
+    name = _format_name(memory_format)
+    order = layout.preserved_order(x._data) if name == "preserve_format" else layout.format_order(name, x.dim())
+    if order == tuple(range(x.dim())):
+        return Clone.apply(x)
+    return LayoutClone.apply(x, order)
 
 
 class CopyGrad(Clone):
@@ -386,8 +409,17 @@ def copy_grad(g: Tensor) -> Tensor:
 
 @declare(methods=True)
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
-    """This tensor if it is C-contiguous, else a contiguous copy."""
-    return x if x.is_contiguous() else Clone.apply(x)
+    """This tensor if it is contiguous in ``memory_format`` (row-major unless ``channels_last``/
+    ``channels_last_3d``), else a copy laid out so."""
+    name = "contiguous_format" if memory_format is None else memory_format.name
+    if name in ("contiguous_format", "preserve_format"):
+        if x.is_contiguous():
+            return x
+        if name == "preserve_format":
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+        return Clone.apply(x)
+    order = layout.format_order(name, x.dim())
+    return x if x.is_contiguous(memory_format=memory_format) else LayoutClone.apply(x, order)
 
 
 class Cat(Function):
@@ -627,26 +659,32 @@ class ToCopy(Function):
     node_name = "ToCopyBackward0"
 
     @staticmethod
-    def forward(ctx, x, dtype, device):
+    def forward(ctx, x, dtype, device, order=None):
         ctx.in_dtype, ctx.in_device = x.dtype, x.device
         data = x._data
         if device is not None and device != x.device:
             data = for_device(device).from_host(x._backend.to_host(data))
         if dtype is not None and data.dtype != dtype.numpy:
             data = backend_for(data).astype(data, dtype.numpy)
-        elif data is x._data:
+        elif data is x._data and order is None:
             data = x._backend.copy(data)
+        if order is not None:  # a memory format asked for: laid out in its axis order
+            data = layout.in_order(data, order, backend_for(data).copy)
         return Tensor._make(data)
 
     @staticmethod
     def backward(ctx, g):
-        return to(g, ctx.in_dtype, ctx.in_device), None, None
+        return to(g, ctx.in_dtype, ctx.in_device), None, None, None
 
 
 @declare(methods=("to",), name="_to")
 def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False, non_blocking: bool = False, **kwargs) -> Tensor:
-    """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``; returns ``x`` itself when
-    nothing changes (unless ``copy``)."""
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``, and ``memory_format=`` (a
+    copy laid out in that format); returns ``x`` itself when nothing changes (unless ``copy``)."""
+    memory_format = kwargs.pop("memory_format", None)
+    order = None
+    if memory_format is not None and memory_format.name != "preserve_format":
+        order = layout.format_order(memory_format.name, x.dim())
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
@@ -658,11 +696,13 @@ def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False, non_blocki
     device = to_device(device) if device is not None else None
     same_dtype = dtype is None or dtype.numpy == x._data.dtype
     same_device = device is None or device == x.device
-    if same_dtype and same_device and not copy:
+    if same_dtype and same_device and not copy and (order is None or x.is_contiguous(memory_format=memory_format)):
         return x
     if device is not None:
         for_device(device)
-    return ToCopy.apply(x, dtype, device)
+    if order is None and not x._data.flags.c_contiguous:  # preserve_format: a dense layout is kept
+        order = layout.preserved_order(x._data)
+    return ToCopy.apply(x, dtype, device, order)
 
 
 # --- types ---------------------------------------------------------------------------------------------------

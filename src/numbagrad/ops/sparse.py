@@ -21,6 +21,7 @@ from ..autograd.function import Function
 from ._common import not_a_tensor
 from ._registry import declare
 from .creation import tensor as make_tensor
+from .shape import cat
 
 
 class SparseCOOTensor:
@@ -133,6 +134,33 @@ class SparseCOOTensor:
             raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, but got "
                                f"{self.sparse_dim()} sparse and {self.dense_dim()} dense dimensions")  # fmt: skip
         return SparseCOOTensor(self._indices_t.flip(0), self._values_t, self._size[::-1], False)
+
+    def __add__(self, other):
+        """Sparse plus sparse keeps every entry of both (uncoalesced, as torch's); sparse plus dense is dense."""
+        if isinstance(other, SparseCOOTensor):
+            if other._size != self._size:
+                raise RuntimeError(
+                    f"add: expected 'self' and 'other' to have same size, but self has size {list(self._size)} while "
+                    f"other has size {list(other._size)} (FYI: dense-sparse addition does not currently support "
+                    "broadcasting)"
+                )
+            indices = cat([self._indices_t, other._indices_t], 1)
+            return SparseCOOTensor(indices, cat([self._values_t, other._values_t], 0), self._size, False)
+        if isinstance(other, Tensor):
+            return other + self.to_dense()
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def zero_(self) -> SparseCOOTensor:
+        """Drop every stored entry (torch's ``zero_`` of a sparse tensor: nnz becomes 0), in place."""
+        self._indices_t = self._indices_t[:, :0]
+        self._values_t = self._values_t.detach()[:0]
+        self._coalesced = True
+        return self
+
+    def __neg__(self) -> SparseCOOTensor:
+        return SparseCOOTensor(self._indices_t, -self._values_t, self._size, self._coalesced)
 
     def __matmul__(self, other: Tensor) -> Tensor:
         return mm(self, other)

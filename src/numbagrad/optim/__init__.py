@@ -1,7 +1,7 @@
 """``numbagrad.optim``: torch's optimizers (``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``,
-``Adamax``, ``NAdam``, ``RAdam``, ``ASGD``, ``Rprop``, ``LBFGS``, ``Adafactor``) with torch's options and
-semantics; each element-wise step runs one fused kernel per parameter, generated from a per-element update
-function. ``optim.lr_scheduler`` holds torch's learning-rate schedulers, ``optim.swa_utils`` weight averaging."""
+``Adamax``, ``NAdam``, ``RAdam``, ``ASGD``, ``Rprop``, ``LBFGS``, ``Adafactor``, ``SparseAdam``) with torch's
+options and semantics; each element-wise step runs one fused kernel per parameter, generated from a per-element
+update function. ``optim.lr_scheduler`` holds torch's learning-rate schedulers, ``optim.swa_utils`` weight averaging."""
 
 from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
@@ -17,11 +17,13 @@ from .radam import RAdam
 from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = [
     "ASGD",
     "LBFGS",
     "SGD",
+    "SparseAdam",
     "Adadelta",
     "Adafactor",
     "Adagrad",

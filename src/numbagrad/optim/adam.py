@@ -11,6 +11,8 @@ from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _sca
 class Adam(Optimizer):
     """Bias-corrected moment estimates; one fused kernel per parameter updates the parameter and its moments."""
 
+    _sparse_message = "Adam does not support sparse gradients, please consider SparseAdam instead"
+
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,

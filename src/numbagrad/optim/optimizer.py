@@ -256,6 +256,8 @@ class Optimizer:
 
     def _step_parameter(self, group: dict, p: Tensor) -> None:
         """Run ``_update`` in place on the parameter's flat storage (a contiguous copy, written back, if needed)."""
+        if p._grad.is_sparse:
+            raise RuntimeError(self._sparse_error())
         backend = backend_for(p._data)
         grad = p._grad._data
         if not backend.is_contiguous(grad):
@@ -266,6 +268,12 @@ class Optimizer:
         if work is not data:
             data[...] = work
         p._bump_version()
+
+    #: torch's refusal of a sparse gradient (``embedding(sparse=True)``); None: "<Name> does not support ..."
+    _sparse_message: str | None = None
+
+    def _sparse_error(self) -> str:
+        return self._sparse_message or f"{type(self).__name__} does not support sparse gradients"
 
     @staticmethod
     def _zeros_like(p: Tensor) -> Tensor:

@@ -1,5 +1,6 @@
 """torch.nn.modules.loss's classes at their torch path (what torch's pickles name)."""
 
+from ..linear_cross_entropy import LinearCrossEntropyLoss  # noqa: F401
 from ..loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -36,6 +37,7 @@ __all__ = [
     "HuberLoss",
     "KLDivLoss",
     "L1Loss",
+    "LinearCrossEntropyLoss",
     "MSELoss",
     "MarginRankingLoss",
     "MultiLabelMarginLoss",

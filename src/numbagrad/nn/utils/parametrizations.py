@@ -1,13 +1,14 @@
-"""``nn.utils.parametrizations``: ``weight_norm`` and ``spectral_norm`` as parametrizations (torch's current API;
-the hook-based ``nn.utils.weight_norm``/``spectral_norm`` are in ``weight_norm.py``/``spectral_norm.py``).
-
-``orthogonal`` is not here: it needs ``linalg.matrix_exp`` or ``householder_product``, which numbagrad lacks."""
+"""``nn.utils.parametrizations``: ``orthogonal``, ``weight_norm`` and ``spectral_norm`` as parametrizations
+(torch's current API; the hook-based ``nn.utils.weight_norm``/``spectral_norm`` are in ``weight_norm.py``/
+``spectral_norm.py``)."""
 
 from __future__ import annotations
 
 from ... import ops
 from ..._tensor import Tensor
+from ..._typeinfo import finfo
 from ...autograd.grad_mode import no_grad
+from ...linalg import householder_product, solve
 from .. import functional as F
 from ..module import Module
 from . import parametrize
@@ -110,4 +111,114 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
     return module
 
 
-__all__ = ["spectral_norm", "weight_norm"]
+def _is_orthogonal(Q: Tensor) -> bool:
+    """``Q^T Q == I`` up to ``10 * n * eps`` of its dtype, torch's test for keeping an assigned matrix as it is."""
+    n, k = Q.shape[-2], Q.shape[-1]
+    eye = ops.eye(k, dtype=Q.dtype, device=Q.device)
+    return bool(ops.allclose(Q.mT @ Q, eye, atol=10.0 * n * finfo(Q.dtype).eps))
+
+
+def _make_orthogonal(A: Tensor) -> Tensor:
+    """The Q of ``A = QR`` (A tall) with ``diag(R)`` non-negative, from the Householder QR."""
+    X, tau = ops.geqrf(A)
+    return householder_product(X, tau) * X.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
+
+
+class _Orthogonal(Module):
+    """A matrix (or batch) with orthonormal columns (rows, if wide) from an unconstrained one: the exponential or
+    Cayley transform of its skew-symmetric part, or the product of the Householder reflectors in its lower
+    triangle. With ``use_trivialization`` the result is left-multiplied by the ``base`` buffer that assignment
+    sets (the dynamic trivialization of Lezcano-Casado, 2019)."""
+
+    _MAPS = ("matrix_exp", "cayley", "householder")
+
+    def __init__(self, weight: Tensor, orthogonal_map: str, *, use_trivialization: bool = True) -> None:
+        super().__init__()
+        self.shape = weight.shape
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, X: Tensor) -> Tensor:
+        n, k = X.shape[-2], X.shape[-1]
+        transposed = n < k
+        if transposed:
+            X, n, k = X.mT, k, n
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
+            X = X.tril()
+            if n != k:
+                X = ops.cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
+            A = X - X.mT
+            if self.orthogonal_map == "matrix_exp":
+                Q = ops.matrix_exp(A)
+            else:
+                eye = ops.eye(n, dtype=A.dtype, device=A.device)
+                Q = solve(ops.add(eye, A, alpha=-0.5), ops.add(eye, A, alpha=0.5))
+            if n != k:
+                Q = Q[..., :k]
+        else:
+            A = X.tril(diagonal=-1)
+            tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
+            Q = householder_product(A, tau)
+            Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+        if hasattr(self, "base"):
+            Q = self.base @ Q
+        return Q.mT if transposed else Q
+
+    def right_inverse(self, Q: Tensor) -> Tensor:
+        """An unconstrained matrix this parametrization maps to ``Q``: with trivialization, ``-I`` (which every
+        map takes to ``I``) and ``base`` set to ``Q`` (orthogonalized, completed to a square matrix with random
+        columns if it is tall); without, the Householder reflectors of ``Q``'s QR."""
+        with no_grad():
+            if tuple(Q.shape) != tuple(self.shape):
+                raise ValueError(
+                    f"Expected a matrix or batch of matrices of shape {self.shape}. Got a tensor of shape {Q.shape}."
+                )
+            Q_init = Q
+            n, k = Q.shape[-2], Q.shape[-1]
+            transpose = n < k
+            if transpose:
+                Q, n, k = Q.mT, k, n
+            if not hasattr(self, "base"):
+                if self.orthogonal_map in ("matrix_exp", "cayley"):
+                    raise NotImplementedError(
+                        "It is not possible to assign to the matrix exponential or the Cayley parametrizations when "
+                        "use_trivialization=False."
+                    )
+                A, tau = ops.geqrf(Q)
+                diagonal = A.diagonal(dim1=-2, dim2=-1)
+                diagonal.copy_(ops.where(tau == 0.0, -diagonal.sign(), diagonal.sign()))
+                return A.mT if transpose else A
+            if n == k:
+                Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
+            else:
+                N = ops.randn(*Q.shape[:-2], n, n - k, dtype=Q.dtype, device=Q.device)
+                Q = _make_orthogonal(ops.cat([Q, N], dim=-1))
+            self.base = Q
+            neg_eye = ops.zeros_like(Q_init)
+            neg_eye.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
+            return neg_eye
+
+
+def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True) -> Module:  # fmt: skip
+    """Keep ``module.<name>`` orthogonal (orthonormal columns, or rows if it is wide; each matrix of a batch) by
+    parametrizing it with ``orthogonal_map``: ``"matrix_exp"`` (the default for square matrices), ``"cayley"`` or
+    ``"householder"`` (the default otherwise)."""
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.dim() < 2:
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of {weight.dim()} dimensions.")
+    if orthogonal_map is None:
+        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] else "householder"
+    if orthogonal_map not in _Orthogonal._MAPS:
+        raise ValueError(
+            f'orthogonal_map has to be one of "matrix_exp", "cayley", "householder". Got: {orthogonal_map}'
+        )
+    orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
+    return module
+
+
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
