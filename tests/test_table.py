@@ -96,7 +96,9 @@ def test_gradients_match_finite_differences(row):
 
 @pytest.mark.parametrize("row", DIFFERENTIABLE_ROWS, ids=lambda r: r.name)
 def test_second_derivatives_gradgradcheck(row):
-    inputs = [numbagrad.tensor(a, requires_grad=i not in row.no_formula) for i, a in enumerate(_draw(row, (3,), seed=3))]
+    inputs = [
+        numbagrad.tensor(a, requires_grad=i not in row.no_formula) for i, a in enumerate(_draw(row, (3,), seed=3))
+    ]
     assert gradgradcheck(lambda *xs: _apply(row, *xs), inputs)
 
 
