@@ -742,6 +742,7 @@ def polevl(x, coefficients):
 
 
 def i0e(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # exp(-|x|) I0(x): Chebyshev series on [0, 8] and in 32/x - 2 beyond
     a = abs(x)
     if a <= 8.0:
@@ -773,6 +774,7 @@ def i0e_grad(g, out, x):
 
 
 def i0(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # the modified Bessel function of the first kind, order 0
     return math.exp(abs(x)) * i0e(x)
 
@@ -782,6 +784,7 @@ def i0_grad(g, out, x):
 
 
 def i1e(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # exp(-|x|) I1(x), odd: Chebyshev series for I1(x) / x on [0, 8], in 32/x - 2 beyond
     a = abs(x)
     if a <= 8.0:
@@ -816,6 +819,7 @@ def i1e_grad(g, out, x):
 
 
 def i1(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # the modified Bessel function of the first kind, order 1
     return math.exp(abs(x)) * i1e(x)
 
@@ -846,6 +850,7 @@ def k0_parts(x, small):
 
 
 def k0(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # the modified Bessel function of the second kind, order 0 (inf at 0, NaN below)
     if x == 0.0:
         return math.inf
@@ -857,6 +862,7 @@ def k0(x):
 
 
 def k0e(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # exp(x) K0(x)
     if x == 0.0:
         return math.inf
@@ -889,6 +895,7 @@ def k1_parts(x, small):
 
 
 def k1(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # the modified Bessel function of the second kind, order 1 (inf at 0, NaN below)
     if x == 0.0:
         return math.inf
@@ -900,6 +907,7 @@ def k1(x):
 
 
 def k1e(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # exp(x) K1(x)
     if x == 0.0:
         return math.inf
@@ -923,6 +931,7 @@ def bessel_asymptotic(x, w, phase, pp, pq, qp, qq, second_kind):
 
 
 def bessel_j0(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # the Bessel function of the first kind, order 0: a rational function with its first two zeros up to 5
     x = abs(x)
     if x <= 5.0:
@@ -951,6 +960,7 @@ def bessel_j0(x):
 
 
 def bessel_j1(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # the Bessel function of the first kind, order 1 (odd): a rational function with its first two zeros up to 5
     a = abs(x)
     if a <= 5.0:
@@ -979,6 +989,7 @@ def bessel_j1(x):
 
 
 def bessel_y0(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # the Bessel function of the second kind, order 0: -inf at 0, NaN below
     if x <= 5.0:
         if x == 0.0:
@@ -1009,6 +1020,7 @@ def bessel_y0(x):
 
 
 def bessel_y1(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # the Bessel function of the second kind, order 1: -inf at 0, NaN below
     if x <= 5.0:
         if x == 0.0:
@@ -1039,6 +1051,7 @@ def bessel_y1(x):
 
 
 def airy_ai(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # Airy's Ai: the Maclaurin series of its two fundamental solutions on [-2.09, 2.09], the asymptotic
     # rational expansions in zeta = 2/3 |x| ** 1.5 outside; NaN at +-inf, 0 beyond 103.892
     if x == math.inf or x == -math.inf:
@@ -1108,6 +1121,7 @@ def airy_ai(x):
 
 
 def spherical_bessel_j0(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # sin(x) / x, by its Taylor series below 0.5
     if x == math.inf or x == -math.inf:
         return 0.0
@@ -1141,6 +1155,7 @@ def chebyshev_recurrence(y, q, n):
 
 
 def chebyshev_polynomial_t(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     n = polynomial_degree(n)
     if n < 0.0:
         return 0.0
@@ -1154,6 +1169,7 @@ def chebyshev_polynomial_t(x, n):
 
 
 def chebyshev_polynomial_u(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     n = polynomial_degree(n)
     if n < 0.0:
         return 0.0
@@ -1170,6 +1186,7 @@ def chebyshev_polynomial_u(x, n):
 
 
 def chebyshev_polynomial_v(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     n = polynomial_degree(n)
     if n < 0.0:
         return 0.0
@@ -1188,6 +1205,7 @@ def chebyshev_polynomial_v(x, n):
 
 
 def chebyshev_polynomial_w(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     n = polynomial_degree(n)
     if n < 0.0:
         return 0.0
@@ -1208,6 +1226,7 @@ def chebyshev_polynomial_w(x, n):
 
 
 def shifted_chebyshev_polynomial_t(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     # T_n(2x - 1)
     n = polynomial_degree(n)
     if n < 0.0:
@@ -1225,6 +1244,7 @@ def shifted_chebyshev_polynomial_t(x, n):
 
 
 def shifted_chebyshev_polynomial_u(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     # U_n(2x - 1)
     n = polynomial_degree(n)
     if n < 0.0:
@@ -1245,6 +1265,7 @@ def shifted_chebyshev_polynomial_u(x, n):
 
 
 def shifted_chebyshev_polynomial_v(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     # V_n(2x - 1)
     n = polynomial_degree(n)
     if n < 0.0:
@@ -1265,6 +1286,7 @@ def shifted_chebyshev_polynomial_v(x, n):
 
 
 def shifted_chebyshev_polynomial_w(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     # W_n(2x - 1)
     n = polynomial_degree(n)
     if n < 0.0:
@@ -1285,6 +1307,7 @@ def shifted_chebyshev_polynomial_w(x, n):
 
 
 def hermite_polynomial_h(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     # the physicists' Hermite polynomial: H_(k+1) = 2x H_k - 2k H_(k-1); NaN above degree 512
     n = polynomial_degree(n)
     if n < 0.0:
@@ -1307,6 +1330,7 @@ def hermite_polynomial_h(x, n):
 
 
 def hermite_polynomial_he(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     # the probabilists' Hermite polynomial: He_(k+1) = x He_k - k He_(k-1); NaN above degree 512
     n = polynomial_degree(n)
     if n < 0.0:
@@ -1329,6 +1353,7 @@ def hermite_polynomial_he(x, n):
 
 
 def laguerre_polynomial_l(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     # L_(k+1) = ((2k + 1 - x) L_k - k L_(k-1)) / (k + 1), stopping once a value is NaN
     n = polynomial_degree(n)
     if n < 0.0:
@@ -1348,6 +1373,7 @@ def laguerre_polynomial_l(x, n):
 
 
 def legendre_polynomial_p(x, n):
+    x, n = x * 1.0, n * 1.0  # (float32 data: computed in float64)
     # P_(k+1) = ((2k + 1) x P_k - k P_(k-1)) / (k + 1), stopping once a value is NaN
     n = polynomial_degree(n)
     if n < 0.0:
@@ -1380,6 +1406,7 @@ def exp_square(x):
 
 
 def erfcx(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # exp(x * x) erfc(x): the product while erfc(x) is a normal number (x < 26), the continued fraction
     # 1 / sqrt(pi) / (x + 1/2 / (x + 1 / (x + 3/2 / ...))) beyond; negative x by erfcx(-x) = 2 exp(x * x) - erfcx(x)
     if x != x:
@@ -1406,6 +1433,7 @@ def erfcx_grad(g, out, x):
 
 
 def log_ndtr(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # log of the standard normal CDF: log(erfcx(-t) / 2) - t * t below -1 (no underflow), log1p(-erfc(t) / 2) above
     t = x * 0.7071067811865476
     if x < -1.0:
@@ -1418,6 +1446,7 @@ def log_ndtr_grad(g, out, x):
 
 
 def ndtri(y):
+    y = y * 1.0  # (float32 data: computed in float64)
     # the inverse of the standard normal CDF (Cephes' ndtri): a rational function of y - 1/2 in the middle,
     # of 1 / sqrt(-2 log y) in the tails
     if y == 0.0:
@@ -1466,6 +1495,7 @@ def ndtri_grad(g, out, x):
 
 
 def entr(x):
+    x = x * 1.0  # (float32 data: computed in float64)
     # -x log x: 0 at 0, -inf for negative x
     if x != x:
         return x
@@ -1481,6 +1511,7 @@ def entr_grad(g, out, x):
 
 
 def xlog1py(x, y):
+    x, y = x * 1.0, y * 1.0  # (float32 data: computed in float64)
     # x log1p(y), 0 where x is 0 (NaN where y is NaN)
     if y != y:
         return math.nan
@@ -1498,6 +1529,7 @@ def xlog1py_grad_y(g, out, x, y):
 
 
 def zeta(x, q):
+    x, q = x * 1.0, q * 1.0  # (float32 data: computed in float64)
     # the Hurwitz zeta function (polygamma's)
     return hurwitz_zeta(x, q)
 
@@ -1633,8 +1665,9 @@ def igammac_continued_fraction(a, x):
 
 
 def igammac(a, x):
+    a, x = a * 1.0, x * 1.0  # (float32 data: computed in float64)
     # the upper regularized incomplete gamma function Q(a, x) = Gamma(a, x) / Gamma(a), for a, x >= 0
-    if a != a or x != x or x < 0.0 or a < 0.0:
+    if x < 0.0 or a < 0.0:
         return math.nan
     if a == 0.0:
         return 0.0 if x > 0.0 else math.nan
@@ -1644,6 +1677,8 @@ def igammac(a, x):
         return math.nan if x == math.inf else 1.0
     if x == math.inf:
         return 0.0
+    if a != a or x != x:
+        return math.nan
     if x > 1.1:
         if x < a:
             return 1.0 - igamma_series(a, x)
@@ -1662,8 +1697,9 @@ def igammac_grad_x(g, out, a, x):
 
 
 def igamma(a, x):
+    a, x = a * 1.0, x * 1.0  # (float32 data: computed in float64)
     # the lower regularized incomplete gamma function P(a, x) = gamma(a, x) / Gamma(a), for a, x >= 0
-    if a != a or x != x or x < 0.0 or a < 0.0:
+    if x < 0.0 or a < 0.0:
         return math.nan
     if a == 0.0:
         return 1.0 if x > 0.0 else math.nan
@@ -1673,6 +1709,8 @@ def igamma(a, x):
         return math.nan if x == math.inf else 0.0
     if x == math.inf:
         return 1.0
+    if a != a or x != x:
+        return math.nan
     if x > 1.0 and x > a:
         return 1.0 - igammac(a, x)
     return igamma_series(a, x)
