@@ -162,7 +162,7 @@ def row_program(device="cpu", shape=(3, 4), dtype=np.float64, names=None):
     """The table rows ``names`` (default: every one) applied to their own inputs (drawn from the row's domain; a
     binary row's second input broadcasts), as ONE function: compiled, it is one fused group with an output per row."""
     rng = np.random.default_rng(7)
-    arrays, slices = [], []
+    arrays, slices, needs = [], [], []
     for name in ROW_CALLS if names is None else names:
         lo, hi = ROWS[name].domain
         start = len(arrays)
@@ -170,19 +170,20 @@ def row_program(device="cpu", shape=(3, 4), dtype=np.float64, names=None):
         for _ in range(ROWS[name].arity - 1):  # further inputs broadcast
             arrays.append(rng.uniform(lo, hi, shape[-1:]))
         slices.append((name, start, len(arrays)))
+        needs.extend(k not in ROWS[name].no_formula for k in range(ROWS[name].arity))  # (zeta's x: no gradient)
 
     def program(*xs):
         return tuple(ROW_CALLS[name](*xs[a:b]) for name, a, b in slices)
 
     def run(fn):
-        xs = [ng.tensor(a.astype(dtype), requires_grad=True, device=device) for a in arrays]
+        xs = [ng.tensor(a.astype(dtype), requires_grad=n, device=device) for a, n in zip(arrays, needs)]
         outs = fn(*xs)
         loss = None
         for k, o in enumerate(outs):
             term = (o * (k + 1.0)).sum()
             loss = term if loss is None else loss + term
         loss.backward()
-        return [o.detach().cpu().numpy() for o in outs], [x.grad.cpu().numpy() for x in xs]
+        return [o.detach().cpu().numpy() for o in outs], [x.grad.cpu().numpy() for x in xs if x.requires_grad]
 
     return program, run
 

@@ -44,8 +44,9 @@ def row_inputs(row, rng):
 def test_every_row_forward_and_backward_match_cpu(name):
     row = ROWS[name]
     data = row_inputs(row, np.random.default_rng(1))
-    cpu = [numbagrad.tensor(d, requires_grad=True) for d in data]
-    gpu = [numbagrad.tensor(d, device="cuda", requires_grad=True) for d in data]
+    needs = [i not in row.no_formula for i in range(len(data))]  # (zeta's x, igamma's a: no formula)
+    cpu = [numbagrad.tensor(d, requires_grad=n) for d, n in zip(data, needs)]
+    gpu = [numbagrad.tensor(d, device="cuda", requires_grad=n) for d, n in zip(data, needs)]
     fn = function_for(name)
     out_cpu = fn.apply(*cpu, *example_params(ROWS[name]))
     out_gpu = fn.apply(*gpu, *example_params(ROWS[name]))
@@ -54,7 +55,8 @@ def test_every_row_forward_and_backward_match_cpu(name):
     out_cpu.backward(numbagrad.tensor(g))
     out_gpu.backward(numbagrad.tensor(g, device="cuda"))
     for c, d in zip(cpu, gpu):
-        np.testing.assert_allclose(host(d.grad), c.grad.numpy(), rtol=1e-12)
+        if c.requires_grad:
+            np.testing.assert_allclose(host(d.grad), c.grad.numpy(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(name for name, row in ROWS.items() if not row.differentiable))
@@ -66,7 +68,10 @@ def test_every_row_without_gradient_runs_on_the_device_like_cpu(name):
     out_cpu = function_for(name).apply(*[numbagrad.tensor(d) for d in data])
     out_gpu = function_for(name).apply(*[numbagrad.tensor(d, device="cuda") for d in data])
     assert out_gpu.device.type == "cuda" and out_gpu.dtype == out_cpu.dtype
-    np.testing.assert_array_equal(host(out_gpu), out_cpu.numpy())
+    if out_cpu.is_floating_point():  # (the Bessel functions: exp and log of the device's libm, to the last bit or so)
+        np.testing.assert_allclose(host(out_gpu), out_cpu.numpy(), rtol=1e-14)
+    else:
+        np.testing.assert_array_equal(host(out_gpu), out_cpu.numpy())
 
 
 def test_float32_forward_matches_numpy_reference():

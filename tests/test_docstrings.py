@@ -49,6 +49,7 @@ MODULES = (
     "numbagrad.serialization",
     "numbagrad.extend",
     "numbagrad.linalg",
+    "numbagrad.special",
 )
 
 

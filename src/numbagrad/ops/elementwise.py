@@ -382,6 +382,7 @@ class Elementwise(Function):
         saved = ctx._saved
         if (
             state.enabled
+            or cls.row.no_formula
             or ctx.needs_input_grad != _BOTH_NEEDED
             or ctx.in_meta is not None
             or ctx.params
@@ -414,6 +415,9 @@ class Elementwise(Function):
         if not cls.differentiable:
             raise RuntimeError(f"derivative for aten::{row.name} is not implemented")
         needed = ctx.needs_input_grad
+        for i, message in row.no_formula.items():  # (an input torch has no derivative formula for)
+            if needed[i]:
+                raise NotImplementedError(message)
         if state.enabled:  # create_graph: the differentiable formula on tensors
             return _tensor_backward(ctx, cls, g, needed)
         n = cls.arity
@@ -1245,8 +1249,34 @@ _MORE_MATH = {
 }
 
 
+def _without_graph(row: Row):
+    """The public function of a row torch records no graph for (``graph=False``): torch's signature and checks,
+    under the row's own name (``special_bessel_j0``), on detached operands."""
+    frontend = _make_frontend(row, row.name)
+
+    def detached(a):
+        return a.detach() if isinstance(a, Tensor) else a
+
+    if row.arity == 1:
+
+        def run(input):  # noqa: A002 - torch's name
+            return frontend(detached(input))
+
+    else:  # (the orthogonal polynomials: torch names the degree ``n``)
+
+        def run(input, n):  # noqa: A002
+            return frontend(detached(input), detached(n))
+
+    run.__name__ = run.__qualname__ = row.name
+    run.__doc__ = frontend.__doc__
+    return run
+
+
 _HAND_WRITTEN = {"clamp": clamp, "pow": pow, "bitwise_not": bitwise_not, **_MORE_MATH}
-FRONTENDS = {name: _HAND_WRITTEN[name] if not row.frontend else _row_frontend(name) for name, row in ROWS.items()}
+FRONTENDS = {
+    name: _HAND_WRITTEN[name] if not row.frontend else _row_frontend(name) if row.graph else _without_graph(row)
+    for name, row in ROWS.items()
+}
 
 for _row in ROWS.values():
     _declare_row(_row, FRONTENDS[_row.name])
