@@ -18,6 +18,7 @@ from . import (  # noqa: F401 - each registers its ops
     reduction,
     shape,
     sparse,
+    torch_namespace,
 )
 from ._registry import OPS, bind_methods, public_names
 
