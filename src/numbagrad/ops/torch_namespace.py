@@ -1146,3 +1146,148 @@ def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, tran
     if transpose:
         q = q.transpose(-2, -1)
     return linalg.matmul(q, input3) if left else linalg.matmul(input3, q)
+
+
+# --- distances ------------------------------------------------------------------------------------------------------
+@declare
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
+    """The ``p``-norm distance between each row of ``x1`` (..., P, M) and each row of ``x2`` (..., R, M), as a
+    (..., P, R) tensor; batch dims broadcast. Computed from the differences (``compute_mode`` names torch's
+    matmul shortcut for large Euclidean problems, which gives the same distances up to rounding)."""
+    if x1.dim() < 2 or x2.dim() < 2:
+        bad, which = (x1, "X1") if x1.dim() < 2 else (x2, "X2")
+        raise RuntimeError(f"cdist only supports at least 2D tensors, {which} got: {bad.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist"):  # fmt: skip
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    differences = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return linalg_functions.vector_norm(differences, p, dim=-1)
+
+
+# --- recurrent cells and layers with flat weight lists --------------------------------------------------------------
+def _gates(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih, b_hh) -> tuple[Tensor, Tensor]:  # noqa: A002
+    """The input and hidden projections ``input @ w_ih^T + b_ih`` and ``hx @ w_hh^T + b_hh``."""
+    gi = linalg.matmul(input, w_ih.t())
+    gh = linalg.matmul(hx, w_hh.t())
+    if b_ih is not None:
+        gi = gi + b_ih
+    if b_hh is not None:
+        gh = gh + b_hh
+    return gi, gh
+
+
+@declare
+def lstm_cell(input: Tensor, hx, w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=None) -> tuple:  # noqa: A002
+    """One LSTM step: ``(h', c')`` from ``hx = (h, c)``, with the gates in torch's order (input, forget, cell,
+    output)."""
+    h, c = hx
+    gi, gh = _gates(input, h, w_ih, w_hh, b_ih, b_hh)
+    i, f, g, o = shape.chunk(gi + gh, 4, -1)
+    c_next = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c_next.tanh(), c_next
+
+
+@declare
+def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=None) -> Tensor:  # noqa: A002
+    """One GRU step, with the gates in torch's order (reset, update, new) and the reset gate applied to the
+    hidden projection (``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``)."""
+    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    ir, iz, in_ = shape.chunk(gi, 3, -1)
+    hr, hz, hn = shape.chunk(gh, 3, -1)
+    r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+    n = (in_ + r * hn).tanh()
+    return n + z * (hx - n)
+
+
+@declare
+def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=None) -> Tensor:  # noqa: A002
+    """One Elman RNN step with tanh: ``tanh(input @ w_ih^T + b_ih + hx @ w_hh^T + b_hh)``."""
+    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return (gi + gh).tanh()
+
+
+@declare
+def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=None) -> Tensor:  # noqa: A002
+    """One Elman RNN step with ReLU: ``relu(input @ w_ih^T + b_ih + hx @ w_hh^T + b_hh)``."""
+    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return (gi + gh).relu()
+
+
+def _recurrent(name: str, step, input: Tensor, states: list, params, has_biases: bool, num_layers: int,  # noqa: A002
+               dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> tuple:  # fmt: skip
+    """Run ``step`` (one cell: input, state tuple, weights -> state tuple, hidden first) over time, layer by layer
+    and direction by direction; ``params`` hold each (layer, direction)'s ``w_ih, w_hh[, b_ih, b_hh]`` in turn,
+    as torch's flat weight lists do. Returns the last layer's hidden states and each (layer, direction)'s final
+    state."""
+    if not isinstance(input, Tensor) or input.dim() != 3:
+        raise RuntimeError(f"{name}: expected a 3-D input (the packed-sequence form is not supported)")
+    directions = 2 if bidirectional else 1
+    per_cell = 4 if has_biases else 2
+    params = list(params)
+    if len(params) != num_layers * directions * per_cell:
+        raise RuntimeError(
+            f"{name}: expected {num_layers * directions * per_cell} weights for {num_layers} layer(s), "
+            f"{directions} direction(s) and has_biases={has_biases}, got {len(params)}"
+        )
+    x = input.transpose(0, 1) if batch_first else input
+    steps = list(shape.unbind(x, 0))
+    finals = []
+    for layer in builtins.range(num_layers):
+        outputs = []
+        for direction in builtins.range(directions):
+            k = layer * directions + direction
+            weights = params[k * per_cell : (k + 1) * per_cell]
+            w_ih, w_hh = weights[0], weights[1]
+            b_ih, b_hh = (weights[2], weights[3]) if has_biases else (None, None)
+            state = states[k]
+            hidden = [None] * len(steps)
+            order = builtins.range(len(steps) - 1, -1, -1) if direction else builtins.range(len(steps))
+            for t in order:
+                state = step(steps[t], state, w_ih, w_hh, b_ih, b_hh)
+                hidden[t] = state[0]
+            outputs.append(shape.stack(hidden, 0))
+            finals.append(state)
+        layer_out = shape.cat(outputs, -1) if directions == 2 else outputs[0]
+        if dropout > 0 and train and layer < num_layers - 1:
+            keep = creation.rand(layer_out.shape, dtype=layer_out.dtype, device=layer_out.device) >= dropout
+            layer_out = layer_out * keep.to(layer_out.dtype) * (1.0 / (1.0 - dropout) if dropout < 1 else 0.0)
+        steps = list(shape.unbind(layer_out, 0))
+    out = shape.stack(steps, 0)
+    return (out.transpose(0, 1) if batch_first else out), finals
+
+
+@declare
+def lstm(input: Tensor, hx, params, has_biases: bool, num_layers: int, dropout: float, train: bool,  # noqa: A002
+         bidirectional: bool, batch_first: bool) -> tuple:  # fmt: skip
+    """A multi-layer LSTM over a (time, batch, features) input (batch first with ``batch_first``) with torch's
+    flat weight list: ``(output, h_n, c_n)``."""
+    h0, c0 = hx
+    states = [(h0[k], c0[k]) for k in builtins.range(h0.shape[0])]
+    out, finals = _recurrent("lstm", lambda x, s, *w: lstm_cell(x, s, *w), input, states, params, has_biases,
+                             num_layers, dropout, train, bidirectional, batch_first)  # fmt: skip
+    return out, shape.stack([f[0] for f in finals], 0), shape.stack([f[1] for f in finals], 0)
+
+
+def _single_state(name: str, cell):
+    def function(input: Tensor, hx: Tensor, params, has_biases: bool, num_layers: int, dropout: float,  # noqa: A002
+                 train: bool, bidirectional: bool, batch_first: bool) -> tuple:  # fmt: skip
+        states = [(hx[k],) for k in builtins.range(hx.shape[0])]
+        out, finals = _recurrent(name, lambda x, s, *w: (cell(x, s[0], *w),), input, states, params, has_biases,
+                                 num_layers, dropout, train, bidirectional, batch_first)  # fmt: skip
+        return out, shape.stack([f[0] for f in finals], 0)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (
+        f"A multi-layer {name.upper() if name == 'gru' else 'Elman RNN'} over a (time, batch, features) input with "
+        f"torch's flat weight list (each layer and direction's ``w_ih, w_hh[, b_ih, b_hh]``): ``(output, h_n)``."
+    )
+    return function
+
+
+declare(_single_state("gru", gru_cell))
+declare(_single_state("rnn_tanh", rnn_tanh_cell))
+declare(_single_state("rnn_relu", rnn_relu_cell))
