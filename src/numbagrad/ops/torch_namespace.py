@@ -212,8 +212,8 @@ def unsqueeze_copy(input: Tensor, dim: int) -> Tensor:  # noqa: A002
 @declare(samples=(Sample(T(2, 3), [3, 2]), Sample(T(2, 3), [-1])))
 def view_copy(input: Tensor, size) -> Tensor:  # noqa: A002
     """A copy of ``input.view(size)`` (or of ``input.view(dtype)`` given a dtype)."""
-    if isinstance(size, _types.dtype):
-        return input.view(size).clone()
+    if isinstance(size, _types.dtype):  # the same bytes read as another dtype
+        return Tensor._make(np.ascontiguousarray(input._host()).view(size.numpy).copy()).to(input.device)
     return _copied(input.view(*size), "ViewBackward0_copy")
 
 
@@ -643,7 +643,11 @@ def _window(name: str, window_length: int, periodic: bool, dtype, device, requir
     window is the symmetric one of ``window_length + 1`` samples without its last."""
     d = creation._dtype_or_default(dtype)
     if not d.is_floating_point:
-        raise RuntimeError(f"{name} expects floating point dtypes, got: {_typeinfo._options(d)}")
+        raise RuntimeError(
+            f"{name} expects floating point dtypes, got: TensorOptions(dtype={_typeinfo.CPP_NAMES[d.name]}, "
+            "device=cpu, layout=Strided (default), requires_grad=false (default), pinned_memory=false, "
+            "memory_format=(nullopt))"
+        )
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
     if window_length <= 1:
@@ -786,7 +790,7 @@ def unravel_index(indices, shape) -> tuple:
     for n in reversed(shape):
         coords.append(flat % n)
         flat = flat // n
-    return tuple(Tensor._make(np.ascontiguousarray(c)).to(indices.device) for c in reversed(coords))
+    return tuple(Tensor._make(np.array(c, dtype=np.int64)).to(indices.device) for c in reversed(coords))
 
 
 def _range(start, end, step=1, *, dtype=None, device=None, requires_grad: bool = False,
@@ -880,7 +884,7 @@ def _check_histogram_input(name: str, input: Tensor) -> None:  # noqa: A002
 def histogram(input: Tensor, bins=100, *, range=None, weight=None, density: bool = False):  # noqa: A002
     """Counts of ``input``'s elements in ``bins`` equal bins over ``range`` (default: the data's min and max), or
     between the given increasing edges; ``weight`` weighs each element, ``density`` normalizes to a density."""
-    _check_histogram_input("histogram_cpu", input)
+    _check_histogram_input("histogramdd", input)
     data = input._host().reshape(-1)
     edges = bins._host() if isinstance(bins, Tensor) else int(bins)
     w = weight._host().reshape(-1) if weight is not None else None
