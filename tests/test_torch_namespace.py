@@ -632,3 +632,77 @@ def test_recurrent_layer_checks_the_weight_count():
     w = [numbagrad.zeros(4, 3), numbagrad.zeros(4, 4)]
     with pytest.raises(RuntimeError, match="expected 4 weights"):
         numbagrad.rnn_tanh(numbagrad.zeros(2, 1, 3), numbagrad.zeros(1, 1, 4), w, True, 1, 0.0, False, False, False)
+
+
+# --- scatter_reduce -------------------------------------------------------------------------------------------------
+@pytest.mark.torch
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scatter_reduce_matches_torch(torch, reduce, include_self, dim):
+    shape = (2, 4) if dim == 0 else (3, 3)
+    data, src, index = RNG.standard_normal((3, 4)), RNG.standard_normal(shape), RNG.integers(0, 3, shape)
+    weights = RNG.standard_normal((3, 4))
+    x, s = numbagrad.tensor(data, requires_grad=True), numbagrad.tensor(src, requires_grad=True)
+    tx, ts = torch.tensor(data, requires_grad=True), torch.tensor(src, requires_grad=True)
+    ours = numbagrad.scatter_reduce(x, dim, numbagrad.tensor(index), s, reduce, include_self=include_self)
+    theirs = torch.scatter_reduce(tx, dim, torch.tensor(index), ts, reduce, include_self=include_self)
+    _close(ours, theirs)
+    (ours * numbagrad.tensor(weights)).sum().backward()
+    (theirs * torch.tensor(weights)).sum().backward()
+    _close(x.grad, tx.grad)
+    _close(s.grad, ts.grad)
+
+
+@pytest.mark.torch
+def test_scatter_reduce_shares_the_gradient_among_tied_maxima_and_is_exact_at_zeros(torch):
+    for reduce, data, src in [("amax", [1.0, 2.0], [2.0, 2.0, 0.5]), ("prod", [0.0, 3.0], [2.0, 0.0, 4.0])]:
+        index = [0, 1, 1]
+        x, s = numbagrad.tensor(data, requires_grad=True), numbagrad.tensor(src, requires_grad=True)
+        tx, ts = torch.tensor(data, requires_grad=True), torch.tensor(src, requires_grad=True)
+        numbagrad.scatter_reduce(x, 0, numbagrad.tensor(index), s, reduce).sum().backward()
+        torch.scatter_reduce(tx, 0, torch.tensor(index), ts, reduce).sum().backward()
+        _close(x.grad, tx.grad)
+        _close(s.grad, ts.grad)
+
+
+@pytest.mark.torch
+def test_scatter_reduce_mean_of_integers_floors_like_torch(torch):
+    def run(lib):
+        return lib.scatter_reduce(lib.tensor([5, 5, 5]), 0, lib.tensor([0, 0, 1]), lib.tensor([-3, 2, 4]), "mean")
+
+    _close(run(numbagrad), run(torch))
+
+
+def test_scatter_reduce_passes_gradcheck_and_gradgradcheck():
+    from numbagrad.autograd import gradgradcheck
+
+    x = numbagrad.tensor(RNG.standard_normal((3, 2)), requires_grad=True)
+    s = numbagrad.tensor(RNG.standard_normal((4, 2)), requires_grad=True)
+    index = numbagrad.tensor([[0, 1], [0, 1], [2, 0], [0, 0]])
+    for reduce in ("prod", "mean", "amax"):
+
+        def fn(a, b, reduce=reduce):
+            return numbagrad.scatter_reduce(a, 0, index, b, reduce)
+
+        assert gradcheck(fn, (x, s))
+        assert gradgradcheck(fn, (x, s))
+
+
+@pytest.mark.torch
+def test_scatter_reduce_errors_match_torch(torch):
+    _raises_like(torch, lambda lib: lib.scatter_reduce(lib.zeros(3), 0, lib.tensor([0]), lib.ones(1), "median"))
+    _raises_like(torch, lambda lib: lib.scatter_reduce(lib.zeros(3), 0, lib.tensor([5]), lib.ones(1), "sum"))
+    _raises_like(
+        torch, lambda lib: lib.scatter_reduce(lib.zeros(3), 0, lib.tensor([0]), lib.ones(1, dtype=lib.float64), "sum")
+    )
+    _raises_like(torch, lambda lib: lib.scatter_reduce(lib.zeros(3), 0, lib.tensor([[0]]), lib.ones(1, 1), "sum"))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("reduce", ["max", "min"])
+def test_scatter_reduce_takes_torchs_older_names_max_and_min(torch, reduce):
+    def run(lib):
+        return lib.scatter_reduce(lib.ones(3), 0, lib.tensor([0, 0]), lib.tensor([3.0, -2.0]), reduce)
+
+    _close(run(numbagrad), run(torch))

@@ -117,7 +117,6 @@ NOT_YET = {
     "pca_lowrank": "not built yet",
     "svd_lowrank": "not built yet",
     "resize_as_": "Tensor.resize_as_ (storage resizing) is not built",
-    "scatter_reduce": "not built yet",
     "segment_reduce": "not built yet",
 }
 

@@ -1295,3 +1295,80 @@ def _single_state(name: str, cell):
 declare(_single_state("gru", gru_cell))
 declare(_single_state("rnn_tanh", rnn_tanh_cell))
 declare(_single_state("rnn_relu", rnn_relu_cell))
+
+
+# --- scatter_reduce -------------------------------------------------------------------------------------------------
+_SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _scatter_fill(reduce: str, dtype) -> float:
+    """The value of an empty slot: the identity of the reduction."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.is_floating_point:
+        return -math.inf if reduce == "amax" else math.inf
+    info = np.iinfo(dtype.numpy) if dtype != _types.bool_ else None
+    return (info.min if reduce == "amax" else info.max) if info else reduce == "amin"
+
+
+@declare(methods=True)
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,  # noqa: A002
+                   include_self: bool = True) -> Tensor:  # fmt: skip
+    """A copy of ``input`` where each position named by ``index`` (along ``dim``, as in ``scatter``) holds the
+    ``reduce`` ("sum", "prod", "mean", "amax", "amin") of the ``src`` values sent to it, and of its own value
+    unless ``include_self=False``; positions nothing is sent to keep their value.
+
+    Each position's participants are laid out in one row of a (positions, slots) table padded with the
+    reduction's identity, and the row is reduced by the ordinary differentiable reduction, so the gradients (shared
+    equally among tied maxima, exact at zeros for ``prod``) and double backward are those reductions' own."""
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # torch's older names
+    if reduce not in _SCATTER_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if index.dtype != int64:
+        raise RuntimeError("scatter_reduce(): Expected dtype int64 for index")
+    if input.dtype != src.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    d = wrap_dim(dim, max(input.dim(), 1))
+    if not (index.dim() == input.dim() == src.dim()):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    for k in builtins.range(index.dim()):
+        if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
+            raise RuntimeError(
+                f"Expected index {list(index.shape)} to be smaller than self {list(input.shape)} apart from "
+                f"dimension {d} and to be smaller size than src {list(src.shape)}"
+            )
+    idx = index._host().astype(np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= input.shape[d]):
+        raise RuntimeError(f"index {int(idx.max() if idx.max() >= input.shape[d] else idx.min())} is out of bounds "
+                           f"for dimension {d} with size {input.shape[d]}")  # fmt: skip
+    positions = input.numel()
+    coords = list(np.indices(idx.shape)) if idx.ndim else []
+    if coords:
+        coords[d] = idx
+    target = np.ravel_multi_index(coords, tuple(input.shape)).ravel() if coords else np.zeros(idx.size, np.int64)
+    counts = np.bincount(target, minlength=positions)
+    with_self = np.full(positions, True) if include_self else counts == 0
+    order = np.argsort(target, kind="stable")
+    first = np.searchsorted(target[order], target[order])  # where each element's group starts, in sorted order
+    rank = np.empty_like(target)
+    rank[order] = np.arange(target.size) - first
+    slot = rank + with_self[target]
+    slots = int(slot.max()) + 1 if slot.size else 1
+    table = creation.full((positions, slots), _scatter_fill(reduce, input.dtype), dtype=input.dtype,
+                          device=input.device)  # fmt: skip
+    own = np.nonzero(with_self)[0]
+    own_index = Tensor._make(own).to(input.device)
+    table = indexing.index_put(table, (own_index, creation.zeros_like(own_index)), shape.reshape(input, -1)[own_index])
+    sent = src[tuple(builtins.slice(0, n) for n in index.shape)].reshape(-1)
+    table = indexing.index_put(
+        table, (Tensor._make(target).to(input.device), Tensor._make(slot).to(input.device)), sent
+    )
+    if reduce == "mean":
+        total = reduction.sum(table, -1)
+        participants = Tensor._make((counts + with_self).astype(input._data.dtype)).to(input.device)
+        result = total / participants if input.is_floating_point() else total // participants
+    else:
+        result = getattr(table, reduce)(-1)
+    return shape.reshape(result, input.shape)
