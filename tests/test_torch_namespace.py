@@ -706,3 +706,26 @@ def test_scatter_reduce_takes_torchs_older_names_max_and_min(torch, reduce):
         return lib.scatter_reduce(lib.ones(3), 0, lib.tensor([0, 0]), lib.tensor([3.0, -2.0]), reduce)
 
     _close(run(numbagrad), run(torch))
+
+
+# --- randomized low-rank decompositions -----------------------------------------------------------------------------
+@pytest.mark.torch
+@pytest.mark.parametrize("shape", [(8, 6), (6, 8), (2, 8, 6)])
+def test_svd_lowrank_recovers_a_low_rank_matrix_with_torchs_shapes(torch, shape):
+    low_rank = RNG.standard_normal((*shape[:-1], 3)) @ RNG.standard_normal((*shape[:-2], 3, shape[-1]))
+    u, s, v = numbagrad.svd_lowrank(numbagrad.tensor(low_rank), q=4)
+    tu, ts, tv = torch.svd_lowrank(torch.tensor(low_rank), q=4)
+    assert (u.shape, s.shape, v.shape) == (tuple(tu.shape), tuple(ts.shape), tuple(tv.shape))
+    rebuilt = (u * s.unsqueeze(-2)) @ v.transpose(-2, -1)
+    np.testing.assert_allclose(rebuilt.numpy(), low_rank, atol=1e-9)
+    np.testing.assert_allclose(s.numpy()[..., :3], ts.numpy()[..., :3], rtol=1e-9)
+
+
+@pytest.mark.torch
+def test_pca_lowrank_centres_and_matches_torchs_spectrum(torch):
+    data = RNG.standard_normal((10, 3)) @ RNG.standard_normal((3, 5)) + 4.0
+    _, s, v = numbagrad.pca_lowrank(numbagrad.tensor(data))
+    _, ts, tv = torch.pca_lowrank(torch.tensor(data))
+    assert tuple(v.shape) == tuple(tv.shape)
+    np.testing.assert_allclose(s.numpy()[:3], ts.numpy()[:3], rtol=1e-9)
+    _raises_like(torch, lambda lib: lib.pca_lowrank(lib.zeros(3, 4), q=5))

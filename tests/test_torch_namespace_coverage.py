@@ -114,8 +114,6 @@ NOT_YET = {
     "get_default_device": "numbagrad's factories do not read a default device yet",
     "set_default_device": "numbagrad's factories do not read a default device yet",
     "lobpcg": "not built yet",
-    "pca_lowrank": "not built yet",
-    "svd_lowrank": "not built yet",
     "resize_as_": "Tensor.resize_as_ (storage resizing) is not built",
     "segment_reduce": "not built yet",
 }

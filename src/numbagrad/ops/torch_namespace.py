@@ -1372,3 +1372,46 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     else:
         result = getattr(table, reduce)(-1)
     return shape.reshape(result, input.shape)
+
+
+# --- randomized low-rank decompositions -----------------------------------------------------------------------------
+def _approximate_basis(A: Tensor, q: int, niter: int) -> Tensor:
+    """An orthonormal (m, q) basis whose span nearly holds ``A``'s range: ``A`` times a random Gaussian matrix,
+    refined by ``niter`` subspace iterations (Halko, Martinsson and Tropp 2009, algorithm 4.4)."""
+    omega = creation.randn(A.shape[-1], q, dtype=A.dtype, device=A.device)
+    basis = linalg_functions.qr(linalg.matmul(A, omega))[0]
+    for _ in builtins.range(niter):
+        basis = linalg_functions.qr(linalg.matmul(A.transpose(-2, -1), basis))[0]
+        basis = linalg_functions.qr(linalg.matmul(A, basis))[0]
+    return basis
+
+
+@declare
+def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2, M: Tensor | None = None) -> tuple:
+    """An approximate rank-``q`` SVD ``(U, S, V)`` of ``A - M`` (of batches too) by random projection: exact when
+    ``A``'s rank is at most ``q``; ``A ~ U diag(S) V^T``. Differentiable through the QR and SVD it is made of."""
+    q = 6 if q is None else q
+    if M is not None:
+        A = A - M.broadcast_to(A.shape)
+    m, n = A.shape[-2], A.shape[-1]
+    tall = A if m >= n else A.transpose(-2, -1)
+    basis = _approximate_basis(tall, q, niter or 0)
+    u, s, vh = linalg_functions.svd(linalg.matmul(basis.transpose(-2, -1), tall), full_matrices=False)
+    u, v = linalg.matmul(basis, u), vh.transpose(-2, -1)
+    return (u, s, v) if m >= n else (v, s, u)
+
+
+@declare
+def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2) -> tuple:
+    """The principal components of ``A``'s rows by ``svd_lowrank`` of ``A`` less its column means (``center``):
+    ``(U, S, V)``, the components in ``V``'s columns; ``q`` defaults to ``min(6, m, n)``."""
+    m, n = A.shape[-2], A.shape[-1]
+    if q is None:
+        q = min(6, m, n)
+    elif not (0 <= q <= min(m, n)):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)={min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if center:
+        A = A - A.mean(-2, keepdim=True)
+    return svd_lowrank(A, q, niter=niter)
