@@ -729,3 +729,44 @@ def test_pca_lowrank_centres_and_matches_torchs_spectrum(torch):
     assert tuple(v.shape) == tuple(tv.shape)
     np.testing.assert_allclose(s.numpy()[:3], ts.numpy()[:3], rtol=1e-9)
     _raises_like(torch, lambda lib: lib.pca_lowrank(lib.zeros(3, 4), q=5))
+
+
+# --- segment_reduce -------------------------------------------------------------------------------------------------
+@pytest.mark.torch
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "max", "min"])
+@pytest.mark.parametrize("initial", [None, 10.0])
+def test_segment_reduce_matches_torch(torch, reduce, initial):
+    data = RNG.standard_normal(6)
+    x, tx = numbagrad.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    ours = numbagrad.segment_reduce(x, reduce, lengths=numbagrad.tensor([2, 0, 4]), initial=initial)
+    theirs = torch.segment_reduce(tx, reduce, lengths=torch.tensor([2, 0, 4]), initial=initial)
+    _close(ours, theirs)
+    if initial is not None:  # (an empty segment's NaN or inf would poison the sum)
+        ours.sum().backward()
+        theirs.sum().backward()
+        _close(x.grad, tx.grad)
+
+
+@pytest.mark.torch
+def test_segment_reduce_by_offsets_and_per_row_lengths(torch):
+    data = np.arange(10.0).reshape(2, 5)
+    for kwargs in ({"lengths": [[2, 3], [1, 4]], "axis": 1}, {"offsets": [[0, 2, 5], [0, 1, 5]], "axis": 1}):
+        ours = numbagrad.segment_reduce(
+            numbagrad.tensor(data), "sum", **{k: numbagrad.tensor(v) if k != "axis" else v for k, v in kwargs.items()}
+        )
+        theirs = torch.segment_reduce(
+            torch.tensor(data), "sum", **{k: torch.tensor(v) if k != "axis" else v for k, v in kwargs.items()}
+        )
+        _close(ours, theirs)
+    _close(numbagrad.segment_reduce(numbagrad.tensor(data.T), "mean", lengths=numbagrad.tensor([2, 3])),
+           torch.segment_reduce(torch.tensor(data.T), "mean", lengths=torch.tensor([2, 3])))  # fmt: skip
+
+
+@pytest.mark.torch
+def test_segment_reduce_errors_match_torch(torch):
+    data = [1.0, 2.0, 3.0]
+    _raises_like(torch, lambda lib: lib.segment_reduce(lib.tensor(data), "sum", lengths=lib.tensor([1, 1])))
+    _raises_like(torch, lambda lib: lib.segment_reduce(lib.tensor(data), "sum"))
+    _raises_like(torch, lambda lib: lib.segment_reduce(lib.tensor(data), "sum", lengths=lib.tensor([4, -1])))
+    _raises_like(torch, lambda lib: lib.segment_reduce(lib.tensor(data), "foo", lengths=lib.tensor([3])))
+    _raises_like(torch, lambda lib: lib.segment_reduce(lib.tensor(data), "sum", indices=lib.tensor([0, 0, 1])))

@@ -115,7 +115,6 @@ NOT_YET = {
     "set_default_device": "numbagrad's factories do not read a default device yet",
     "lobpcg": "not built yet",
     "resize_as_": "Tensor.resize_as_ (storage resizing) is not built",
-    "segment_reduce": "not built yet",
 }
 
 

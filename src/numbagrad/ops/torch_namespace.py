@@ -1415,3 +1415,54 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int
     if center:
         A = A - A.mean(-2, keepdim=True)
     return svd_lowrank(A, q, niter=niter)
+
+
+# --- segment_reduce -------------------------------------------------------------------------------------------------
+_SEGMENT_EMPTY = {"sum": 0.0, "prod": 1.0, "mean": math.nan, "amax": -math.inf, "amin": math.inf}
+
+
+@declare
+def segment_reduce(data: Tensor, reduce: str, *, lengths=None, indices=None, offsets=None, axis: int = 0,
+                   unsafe: bool = False, initial=None) -> Tensor:  # fmt: skip
+    """The ``reduce`` ("sum", "prod", "mean", "max", "min") of consecutive segments of ``data`` along ``axis``,
+    the segments given by their ``lengths`` or by ``offsets`` (their boundaries), per row of the leading dims when
+    those are N-D. An empty segment gives ``initial``, or the reduction's identity (NaN for a mean); ``initial``
+    also joins every reduction (a mean adds it to the sum, not to the count). Made of ``scatter_reduce``, so it is
+    differentiable the same way."""
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
+    if reduce not in _SCATTER_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if indices is not None:
+        raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
+    if lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
+    bounds = offsets if lengths is None else lengths
+    name = "offsets" if lengths is None else "lengths"
+    axis = wrap_dim(axis, data.dim())
+    if axis != bounds.dim() - 1:
+        raise RuntimeError(f"segment_reduce(): Expected axis to be the last dimension of {name} but got {axis}.")
+    raw = bounds._host().astype(np.int64)
+    sizes = np.diff(raw, axis=-1) if lengths is None else raw
+    if np.any(sizes < 0):
+        raise RuntimeError("lengths contains negative value!")
+    n = data.shape[axis]
+    if not unsafe and np.any(sizes.sum(-1) != n):
+        raise RuntimeError(
+            "segment_reduce(): Expected all rows of lengths along axis to sum to data.size(lengths.dim()-1) when "
+            "!unsafe."
+        )
+    rows = sizes.reshape(-1, sizes.shape[-1])
+    segments = sizes.shape[-1]
+    ids = np.stack([np.repeat(np.arange(segments), row) for row in rows]).reshape(*sizes.shape[:-1], n)
+    trailing = data.shape[axis + 1 :]
+    index = np.broadcast_to(ids.reshape(ids.shape + (1,) * len(trailing)), tuple(data.shape))
+    index_t = Tensor._make(np.ascontiguousarray(index)).to(data.device)
+    out_shape = (*data.shape[:axis], segments, *trailing)
+    start = _SEGMENT_EMPTY[reduce] if initial is None else initial
+    base = creation.full(out_shape, start, dtype=data.dtype, device=data.device)
+    if reduce == "mean" and initial is not None:
+        total = scatter_reduce(base, axis, index_t, data, "sum")
+        counts = sizes.reshape(sizes.shape + (1,) * len(trailing)).astype(data._data.dtype)
+        count_t = Tensor._make(np.ascontiguousarray(np.broadcast_to(counts, out_shape))).to(data.device)
+        return indexing.where(count_t > 0, total / elementwise.clamp(count_t, min=1), base)
+    return scatter_reduce(base, axis, index_t, data, reduce, include_self=initial is not None)
