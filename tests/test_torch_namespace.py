@@ -116,14 +116,19 @@ def test_unfold_copy_errors_match_torch(torch):
 
 
 # --- global settings -----------------------------------------------------------------------------------------------
-def test_set_num_threads_sets_numbas_thread_count():
+def test_set_num_threads_sets_numbas_and_openblas_thread_counts():
     import numba
+
+    from numbagrad.ops.torch_namespace import _openblas
 
     before = numbagrad.get_num_threads()
     try:
         numbagrad.set_num_threads(1)
         assert numbagrad.get_num_threads() == 1
         assert numba.get_num_threads() == 1
+        blas = _openblas()
+        if blas is not None:
+            assert blas.get_num_threads() == 1
     finally:
         numbagrad.set_num_threads(before)
 
@@ -770,3 +775,9 @@ def test_segment_reduce_errors_match_torch(torch):
     _raises_like(torch, lambda lib: lib.segment_reduce(lib.tensor(data), "sum", lengths=lib.tensor([4, -1])))
     _raises_like(torch, lambda lib: lib.segment_reduce(lib.tensor(data), "foo", lengths=lib.tensor([3])))
     _raises_like(torch, lambda lib: lib.segment_reduce(lib.tensor(data), "sum", indices=lib.tensor([0, 0, 1])))
+
+
+@pytest.mark.parametrize(("name", "args"), [("frobenius_norm", (1,)), ("nuclear_norm", ())])
+def test_deprecated_matrix_norms_warn_like_torch(name, args):
+    with pytest.warns(UserWarning, match=f"at::{name} is deprecated"):
+        getattr(numbagrad, name)(numbagrad.ones(2, 3), *args)

@@ -247,8 +247,8 @@ _settings = {
 
 @declare
 def set_num_threads(int: int) -> None:  # noqa: A002 - torch's parameter name
-    """Set the number of threads of numbagrad's parallel (``prange``) CPU kernels: Numba's thread count, capped
-    at the threads Numba started (``NUMBA_NUM_THREADS``, the cores by default)."""
+    """Set the number of threads of numbagrad's parallel CPU work: Numba's thread count (capped at the threads
+    Numba started, ``NUMBA_NUM_THREADS``, the cores by default) and that of numpy's bundled OpenBLAS (matmul)."""
     if isinstance(int, bool) or not isinstance(int, (builtins.int, np.integer)):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(int).__name__}")
     if int <= 0:
@@ -256,7 +256,60 @@ def set_num_threads(int: int) -> None:  # noqa: A002 - torch's parameter name
     import numba  # (lazy: import numbagrad never imports numba)
 
     numba.set_num_threads(min(builtins.int(int), numba.config.NUMBA_NUM_THREADS))
+    blas = _openblas()
+    if blas is not None:
+        blas.set_num_threads(builtins.int(int))
     _settings["num_threads"] = builtins.int(int)
+
+
+class _OpenBLAS:
+    """The thread-count functions of the OpenBLAS numpy's wheels bundle (in ``numpy.libs``): numpy itself offers
+    no way to set them."""
+
+    _PREFIXES = ("scipy_openblas_", "openblas_")
+    _SUFFIXES = ("64_", "_64_", "")
+
+    def __init__(self, library) -> None:
+        self._set = self._find(library, "set_num_threads")
+        self._get = self._find(library, "get_num_threads")
+
+    def _find(self, library, name: str):
+        for prefix in self._PREFIXES:
+            for suffix in self._SUFFIXES:
+                function = getattr(library, prefix + name + suffix, None)
+                if function is not None:
+                    return function
+        return None
+
+    @property
+    def usable(self) -> bool:
+        return self._set is not None and self._get is not None
+
+    def set_num_threads(self, n: int) -> None:
+        self._set(builtins.int(n))
+
+    def get_num_threads(self) -> int:
+        return builtins.int(self._get())
+
+
+_openblas_cache: list = []
+
+
+def _openblas() -> _OpenBLAS | None:
+    """numpy's bundled OpenBLAS (already loaded by numpy; opening it again returns the same library), or None
+    where numpy links another BLAS."""
+    if not _openblas_cache:
+        import ctypes  # (lazy: only set_num_threads needs it)
+        from pathlib import Path
+
+        found = None
+        for path in sorted((Path(np.__file__).parent.parent / "numpy.libs").glob("*openblas*")):
+            blas = _OpenBLAS(ctypes.CDLL(str(path)))
+            if blas.usable:
+                found = blas
+                break
+        _openblas_cache.append(found)
+    return _openblas_cache[0]
 
 
 @declare
@@ -579,6 +632,12 @@ def dist(input: Tensor, other: Tensor, p=2) -> Tensor:  # noqa: A002
 @declare
 def frobenius_norm(input: Tensor, dim=(-2, -1), keepdim: bool = False) -> Tensor:  # noqa: A002
     """The square root of the sum of squares over ``dim``."""
+    warnings.warn(
+        "at::frobenius_norm is deprecated and it is just left for JIT compatibility. It will be removed in a future "
+        "PyTorch release. Please use `linalg.vector_norm(A, 2., dim, keepdim)` instead",
+        UserWarning,
+        stacklevel=2,
+    )
     return reduction.norm(input, 2, [dim] if isinstance(dim, int) else list(dim), keepdim)
 
 
@@ -592,6 +651,12 @@ def nuclear_norm(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # n
         if input.dim() != 2:
             raise RuntimeError(f"nuclear_norm: Expected a 2D tensor, but got {input.dim()}D")
         dim = (-2, -1)
+    warnings.warn(
+        "at::nuclear_norm is deprecated and it is just left for JIT compatibility. It will be removed in a future "
+        "PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead",
+        UserWarning,
+        stacklevel=2,
+    )
     return linalg_functions.matrix_norm(input, "nuc", tuple(dim), keepdim)
 
 
