@@ -781,3 +781,20 @@ def test_segment_reduce_errors_match_torch(torch):
 def test_deprecated_matrix_norms_warn_like_torch(name, args):
     with pytest.warns(UserWarning, match=f"at::{name} is deprecated"):
         getattr(numbagrad, name)(numbagrad.ones(2, 3), *args)
+
+
+# --- default device ------------------------------------------------------------------------------------------------
+def test_factories_put_tensors_on_the_default_device(device):
+    assert numbagrad.get_default_device() == numbagrad.device("cpu")
+    try:
+        numbagrad.set_default_device(device)
+        assert numbagrad.get_default_device().type == device
+        made = [numbagrad.zeros(2), numbagrad.ones(2), numbagrad.tensor([1.0]), numbagrad.arange(3),
+                numbagrad.rand(2), numbagrad.full((2,), 3.0), numbagrad.hann_window(4)]  # fmt: skip
+        assert all(t.device.type == device for t in made)
+        assert numbagrad.zeros(2, device="cpu").device.type == "cpu"
+        host = numbagrad.zeros(2, device="cpu")
+        assert numbagrad.zeros_like(host).device.type == "cpu"  # the _like factories follow their input
+    finally:
+        numbagrad.set_default_device(None)
+    assert numbagrad.zeros(2).device.type == "cpu"

@@ -111,8 +111,6 @@ NOT_APPLICABLE = {
 #: torch functions that apply but are not built yet, and why.
 NOT_YET = {
     "embedding_bag": "the native form returns offset2bag, bag_size and max_indices besides the bags: not built",
-    "get_default_device": "numbagrad's factories do not read a default device yet",
-    "set_default_device": "numbagrad's factories do not read a default device yet",
     "lobpcg": "not built yet",
     "resize_as_": "Tensor.resize_as_ (storage resizing) is not built",
 }

@@ -324,6 +324,19 @@ def get_num_threads() -> int:
 
 
 @declare
+def set_default_device(device) -> None:
+    """Make ``device`` where factories (``zeros``, ``tensor``, ``arange``, ``rand``...) put tensors given no
+    ``device=``; None restores the CPU."""
+    _types.default_device[0] = _types.CPU if device is None else _types.to_device(device)
+
+
+@declare
+def get_default_device() -> _types.device:
+    """Where factories put tensors given no ``device=`` (the CPU unless ``set_default_device`` said otherwise)."""
+    return _types.default_device[0]
+
+
+@declare
 def initial_seed() -> int:
     """The seed of the global generator: the last ``manual_seed``, or the one drawn from OS entropy at start."""
     return creation._initial_seed[0]
