@@ -244,3 +244,8 @@ def test_native_dropout_returns_the_scaled_output_and_its_mask(torch):
     out, mask = numbagrad.native_dropout(x, 0.25, False)
     tout, tmask = torch.native_dropout(torch.ones(1000, dtype=torch.float64), 0.25, False)
     _same((out, mask), (tout, tmask))
+
+
+def test_rrelu_refuses_a_generator_it_would_not_use():
+    with pytest.raises(NotImplementedError, match="generator= is not supported"):
+        numbagrad.rrelu(numbagrad.ones(2), training=True, generator=numbagrad.Generator())

@@ -74,14 +74,21 @@ def threshold(input: Tensor, threshold: float, value: float) -> Tensor:  # noqa:
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
           generator=None) -> Tensor:  # fmt: skip
-    """``nn.functional.rrelu``."""
+    """``nn.functional.rrelu`` (its slopes come from the global generator: a ``generator=`` is refused)."""
+    _no_generator(generator)
     return F.rrelu(input, lower, upper, training)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,  # noqa: A002
            generator=None) -> Tensor:  # fmt: skip
-    """``nn.functional.rrelu_``."""
+    """``nn.functional.rrelu_`` (its slopes come from the global generator: a ``generator=`` is refused)."""
+    _no_generator(generator)
     return F.rrelu_(input, lower, upper, training)
+
+
+def _no_generator(generator) -> None:
+    if generator is not None:
+        raise NotImplementedError("numbagrad's rrelu draws from the global generator: generator= is not supported")
 
 
 # --- convolution ---------------------------------------------------------------------------------------------------
