@@ -798,3 +798,47 @@ def test_factories_put_tensors_on_the_default_device(device):
     finally:
         numbagrad.set_default_device(None)
     assert numbagrad.zeros(2).device.type == "cpu"
+
+
+# --- lobpcg ---------------------------------------------------------------------------------------------------------
+def _spd(size: int) -> np.ndarray:
+    m = RNG.standard_normal((size, size))
+    return m @ m.T + np.eye(size)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [1, 3])
+def test_lobpcg_finds_torchs_eigenpairs(torch, largest, k):
+    a = _spd(12)
+    values, vectors = numbagrad.lobpcg(numbagrad.tensor(a), k=k, largest=largest)
+    theirs, _ = torch.lobpcg(torch.tensor(a), k=k, largest=largest)
+    _close(values, theirs, rtol=1e-7)
+    residual = a @ vectors.numpy() - vectors.numpy() * values.numpy()
+    assert np.abs(residual).max() < 1e-5
+
+
+def test_lobpcg_solves_the_generalized_problem():
+    a, b = _spd(12), _spd(12) + 12 * np.eye(12)
+    values, vectors = numbagrad.lobpcg(numbagrad.tensor(a), k=2, B=numbagrad.tensor(b))
+    expected = np.sort(np.linalg.eigvals(np.linalg.solve(b, a)).real)[::-1][:2]
+    np.testing.assert_allclose(values.numpy(), expected, rtol=1e-7)
+    x = vectors.numpy()
+    np.testing.assert_allclose(x.T @ b @ x, np.eye(2), atol=1e-9)
+
+
+@pytest.mark.torch
+def test_lobpcg_eigenvalue_gradient_matches_torch(torch):
+    a = _spd(12)
+    ours, theirs = numbagrad.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    numbagrad.lobpcg(ours, k=2)[0].sum().backward()
+    torch.lobpcg(theirs, k=2)[0].sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), atol=1e-6)
+
+
+@pytest.mark.torch
+def test_lobpcg_refuses_too_many_pairs_for_the_size_and_calls_the_tracker(torch):
+    _raises_like(torch, lambda lib: lib.lobpcg(lib.eye(12, dtype=lib.float64), k=5))
+    steps = []
+    numbagrad.lobpcg(numbagrad.tensor(_spd(12)), k=1, tracker=lambda state: steps.append(state["iteration"]))
+    assert steps and steps == list(range(len(steps)))

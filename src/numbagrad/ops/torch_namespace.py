@@ -1544,3 +1544,82 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths=None, indices=None, off
         count_t = Tensor._make(np.ascontiguousarray(np.broadcast_to(counts, out_shape))).to(data.device)
         return indexing.where(count_t > 0, total / elementwise.clamp(count_t, min=1), base)
     return scatter_reduce(base, axis, index_t, data, reduce, include_self=initial is not None)
+
+
+# --- lobpcg ---------------------------------------------------------------------------------------------------------
+def _b_orthonormal(S: Tensor, B, drop: float) -> Tensor:
+    """A B-orthonormal basis of ``S``'s span (``S^T B S = I``), by the eigendecomposition of its scaled Gram matrix;
+    directions with relative eigenvalue below ``drop`` (nearly dependent columns) are left out."""
+    BS = S if B is None else linalg.matmul(B, S)
+    gram = linalg.matmul(S.transpose(-2, -1), BS)
+    scale = linalg.diagonal(gram).clamp(min=1e-300).rsqrt()
+    values, vectors = linalg_functions.eigh(gram * scale.unsqueeze(0) * scale.unsqueeze(1))
+    keep = np.nonzero(values._host() > drop * float(values._host().max()))[0]
+    kept = Tensor._make(keep).to(S.device)
+    basis = linalg.matmul(S * scale.unsqueeze(0), vectors[:, kept])
+    return basis * values[kept].rsqrt().unsqueeze(0)
+
+
+@declare
+def lobpcg(A: Tensor, k: int | None = None, B=None, X=None, n: int | None = None, iK=None, niter: int | None = None,
+           tol: float | None = None, largest: bool | None = None, method: str | None = None, tracker=None,
+           ortho_iparams=None, ortho_fparams=None, ortho_bparams=None) -> tuple:  # fmt: skip
+    """The ``k`` largest (or, with ``largest=False``, smallest) eigenpairs ``(E, X)`` of the symmetric problem
+    ``A x = lambda B x`` by LOBPCG (Knyazev 2001): a block of ``n`` vectors improved by Rayleigh-Ritz over itself,
+    its (preconditioned by ``iK``) residuals and its previous step, until the ``k`` wanted residuals fall below
+    ``tol`` (default: the dtype's eps ** 0.5, relative to ``||A|| + |E| ||B||``) or ``niter`` steps (default 1000)
+    pass. ``tracker`` is called with the state dict after each step; ``method`` and the ``ortho_*`` parameters
+    tune torch's own orthogonalization and are accepted for its signature. The eigenvalues' gradient with respect
+    to ``A`` is exact (``x x^T``); the eigenvectors' gradient is that of the converged subspace's Rayleigh-Ritz
+    (it leaves out the part from outside the subspace)."""
+    if A.dim() != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must be a square matrix, got shape {list(A.shape)}")
+    m = A.shape[0]
+    k = (1 if X is None else X.shape[-1]) if k is None else k
+    n = (k if X is None else X.shape[-1]) if n is None else n
+    if m < 3 * n:
+        raise ValueError(
+            f"LOBPCG algorithm is not applicable when the number of A rows (={m}) is smaller than 3 x the number of "
+            f"requested eigenpairs (={n})"
+        )
+    largest = True if largest is None else largest
+    tol = float(np.finfo(A._data.dtype).eps) ** 0.5 if tol is None else tol
+    niter = 1000 if niter is None or niter < 0 else niter
+    drop = float(np.finfo(A._data.dtype).eps) * 10
+    a_norm = float(reduction.norm(A.detach()).item())
+    b_norm = 1.0 if B is None else float(reduction.norm(B.detach()).item())
+
+    def ritz(S: Tensor) -> tuple[Tensor, Tensor]:
+        """The Ritz values (wanted end first) and vectors' coefficients of ``A`` on the B-orthonormal ``S``."""
+        values, coefficients = linalg_functions.eigh(linalg.matmul(S.transpose(-2, -1), linalg.matmul(A, S)))
+        if largest:
+            order = Tensor._make(np.arange(values.shape[0] - 1, -1, -1)).to(S.device)
+            values, coefficients = values[order], coefficients[:, order]
+        return values, coefficients
+
+    X = creation.randn(m, n, dtype=A.dtype, device=A.device) if X is None else X
+    S = _b_orthonormal(X, B, drop)
+    E, C = ritz(S)
+    X, P = linalg.matmul(S, C[:, :n]), None
+    E = E[:n]
+    for step in builtins.range(niter):
+        BX = X if B is None else linalg.matmul(B, X)
+        R = linalg.matmul(A, X) - BX * E.unsqueeze(0)
+        residual = linalg_functions.vector_norm(R.detach(), 2, dim=0)._host()
+        if tracker is not None:
+            tracker({"iteration": step, "E": E, "X": X, "R": R})
+        if np.all(residual[:k] <= tol * (a_norm + np.abs(E.detach()._host()[:k]) * b_norm)):
+            break
+        W = R if iK is None else linalg.matmul(iK, R)
+        S = _b_orthonormal(shape.cat([X, W] if P is None else [X, W, P], 1), B, drop)
+        values, C = ritz(S)
+        X_next = linalg.matmul(S, C[:, :n])
+        # the step's direction: the new vectors' part outside the old ones' span
+        BX = X if B is None else linalg.matmul(B, X)
+        P = X_next - linalg.matmul(X, linalg.matmul(BX.transpose(-2, -1), X_next))
+        X, E = X_next, values[:n]
+    # A last Rayleigh-Ritz with A's graph on the converged (constant) basis: the eigenvalues' gradient is then
+    # exactly x x^T (not the iterations' approximation of it)
+    basis = _b_orthonormal(X.detach(), None if B is None else B.detach(), drop)
+    E, C = ritz(basis)
+    return E[:k], linalg.matmul(basis, C)[:, :k]
