@@ -110,7 +110,6 @@ NOT_APPLICABLE = {
 
 #: torch functions that apply but are not built yet, and why.
 NOT_YET = {
-    "embedding_bag": "the native form returns offset2bag, bag_size and max_indices besides the bags: not built",
     "resize_as_": "Tensor.resize_as_ (storage resizing) is not built",
 }
 

@@ -249,3 +249,29 @@ def test_native_dropout_returns_the_scaled_output_and_its_mask(torch):
 def test_rrelu_refuses_a_generator_it_would_not_use():
     with pytest.raises(NotImplementedError, match="generator= is not supported"):
         numbagrad.rrelu(numbagrad.ones(2), training=True, generator=numbagrad.Generator())
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    ("indices", "offsets", "mode", "weights", "include_last_offset", "padding_idx"),
+    [([0, 2, 1, 3, 3], [0, 2], 0, None, False, None), ([0, 2, 1, 3, 3], [0, 2], 0, [1.0, 2, 3, 4, 5], False, None),
+     ([0, 2, 1, 3, 3], [0, 2], 0, None, False, 2), ([0, 2, 1, 3, 3], [0, 2], 1, None, False, 2),
+     ([0, 2, 1, 3, 3], [0, 2], 2, None, False, 3), ([0, 2, 1, 3, 3], [0, 2, 5], 1, None, True, None),
+     ([0, 2, 1, 3, 3], [0, 2, 5], 2, None, True, None), ([0, 2, 1, 3, 3], [0, 2, 2], 0, None, False, None),
+     ([0, 2, 1, 3, 3], [0, 2, 2], 1, None, False, None), ([0, 2, 1, 3, 3], [0, 2, 2], 2, None, False, None),
+     ([0, 2, 1, 3, 3], [0, 2, 5], 0, None, True, None)],
+)  # fmt: skip
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_embedding_bag_returns_torchs_bookkeeping(torch, indices, offsets, mode, weights, include_last_offset,
+                                                  padding_idx, dtype):  # fmt: skip
+    table = np.arange(12.0).reshape(4, 3)
+    table[1, 0] = 20.0
+
+    def run(lib):
+        d = getattr(lib, dtype)
+        return lib.embedding_bag(lib.tensor(table, dtype=d), lib.tensor(indices),
+                                 lib.tensor(offsets), False, mode, False,
+                                 None if weights is None else lib.tensor(weights, dtype=d), include_last_offset,
+                                 padding_idx)  # fmt: skip
+
+    _same(run(numbagrad), run(torch))

@@ -178,7 +178,7 @@ _NN_FORMS = (
     "prelu", "selu", "selu_", "celu", "celu_", "threshold", "threshold_", "rrelu", "rrelu_", "hardshrink",
     "bilinear", "cosine_similarity", "pairwise_distance", "pdist", "batch_norm", "instance_norm", "layer_norm",
     "group_norm", "rms_norm", "native_layer_norm", "native_batch_norm", "native_group_norm", "embedding",
-    "embedding_renorm_", "dropout", "dropout_", "alpha_dropout", "alpha_dropout_", "feature_dropout",
+    "embedding_bag", "embedding_renorm_", "dropout", "dropout_", "alpha_dropout", "alpha_dropout_", "feature_dropout",
     "feature_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_", "native_dropout", "constant_pad_nd",
     "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "kl_div",
     "binary_cross_entropy_with_logits", "ctc_loss", "margin_ranking_loss", "hinge_embedding_loss",

@@ -12,9 +12,11 @@ import ``nn``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import ops
 from .._tensor import Tensor
-from .._types import bool_
+from .._types import bool_, float32
 from ..autograd.grad_mode import no_grad
 from . import functional as F
 
@@ -191,6 +193,48 @@ def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type
         norms = picked.norm(norm_type, 1, keepdim=True)
         input[rows] = picked * ops.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
     return input
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False,
+                  mode: int = 0, sparse: bool = False, per_sample_weights=None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> tuple:  # fmt: skip
+    """``(bags, offset2bag, bag_size, max_indices)``: ``nn.functional.embedding_bag`` with the weight first and the
+    mode as torch's enum (sum 0, mean 1, max 2), and the bookkeeping torch's CPU kernel returns beside the bags:
+    each index's bag (empty for a float32 sum without ``padding_idx``), each bag's count of non-padding
+    indices (zeros for a sum, one per offset), and for max each (bag, column)'s winning row of ``weight`` (for a
+    mean: the counts again; for a sum: zeros), as torch does. ``indices`` are read flat, as torch's native form
+    reads them."""
+    if mode not in (0, 1, 2):
+        raise ValueError(f"{mode} is not a valid embedding_bag mode")
+    bags = F.embedding_bag(indices.reshape(-1), weight, offsets, None, 2, scale_grad_by_freq, _BAG_MODES[mode],
+                           sparse, per_sample_weights, include_last_offset, padding_idx)  # fmt: skip
+    flat = indices._host().reshape(-1).astype(np.int64)
+    starts = offsets._host().astype(np.int64).reshape(-1)
+    num_bags = bags.shape[0]
+    # each index's bag, as torch counts it: one step at each bag's start (past the last bag nothing steps)
+    bag_of = np.cumsum(np.bincount(starts[1:num_bags], minlength=flat.size + 1))[: flat.size]
+    counted = np.ones(flat.size, bool) if padding_idx is None else flat != padding_idx
+    counts = np.bincount(bag_of[counted], minlength=num_bags)[:num_bags]
+
+    def long(values) -> Tensor:
+        return Tensor._make(np.ascontiguousarray(values, dtype=np.int64)).to(weight.device)
+
+    if mode == 0:
+        zeros = long(np.zeros(len(starts)))
+        fast_path = padding_idx is None and weight.dtype == float32  # (torch's float32 sum kernel skips it)
+        return bags, long(np.zeros(0) if fast_path else bag_of), zeros, zeros.clone()
+    if mode == 1:
+        return bags, long(bag_of), long(counts), long(counts)
+    table = weight.detach()._host()
+    winners = np.zeros((num_bags, table.shape[1]), np.int64)
+    for bag in range(num_bags):
+        members = flat[(bag_of == bag) & counted]
+        if members.size:
+            winners[bag] = members[np.argmax(table[members], axis=0)]
+    return bags, long(bag_of), long(counts), long(winners)
 
 
 # --- dropout --------------------------------------------------------------------------------------------------------
