@@ -842,3 +842,34 @@ def test_lobpcg_refuses_too_many_pairs_for_the_size_and_calls_the_tracker(torch)
     steps = []
     numbagrad.lobpcg(numbagrad.tensor(_spd(12)), k=1, tracker=lambda state: steps.append(state["iteration"]))
     assert steps and steps == list(range(len(steps)))
+
+
+# --- resize_as_ -----------------------------------------------------------------------------------------------------
+@pytest.mark.torch
+def test_resize_as_keeps_the_elements_in_order_and_bumps_the_version(torch):
+    for old, template in [((6,), (2, 2)), ((2, 3), (3, 2)), ((4,), (3, 3)), ((2, 3), (2, 3))]:
+        ours, theirs = numbagrad.arange(math_prod(old)).reshape(old), torch.arange(math_prod(old)).reshape(old)
+        before = ours._version
+        assert numbagrad.resize_as_(ours, numbagrad.zeros(template)) is ours
+        torch.resize_as_(theirs, torch.zeros(template))
+        assert tuple(ours.shape) == tuple(theirs.shape) and ours.dtype == numbagrad.int64
+        kept = min(math_prod(old), math_prod(template))
+        np.testing.assert_array_equal(ours.numpy().reshape(-1)[:kept], theirs.numpy().reshape(-1)[:kept])
+        assert ours._version == before + (old != template)
+
+
+def test_resize_as_of_a_contiguous_tensor_that_shrinks_keeps_its_storage():
+    x = numbagrad.arange(6.0)
+    alias = x.view(2, 3)
+    x.resize_as_(numbagrad.zeros(2, 2))
+    x[0, 0] = 42.0
+    assert alias[0, 0].item() == 42.0
+
+
+@pytest.mark.torch
+def test_resize_as_refuses_a_tensor_that_requires_grad(torch):
+    _raises_like(torch, lambda lib: lib.resize_as_(lib.zeros(3, requires_grad=True), lib.zeros(2)))
+
+
+def math_prod(shape) -> int:
+    return int(np.prod(shape))

@@ -109,9 +109,7 @@ NOT_APPLICABLE = {
 }
 
 #: torch functions that apply but are not built yet, and why.
-NOT_YET = {
-    "resize_as_": "Tensor.resize_as_ (storage resizing) is not built",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _torch_functions(torch) -> list[str]:

@@ -1623,3 +1623,27 @@ def lobpcg(A: Tensor, k: int | None = None, B=None, X=None, n: int | None = None
     basis = _b_orthonormal(X.detach(), None if B is None else B.detach(), drop)
     E, C = ritz(basis)
     return E[:k], linalg.matmul(basis, C)[:, :k]
+
+
+# --- resize ---------------------------------------------------------------------------------------------------------
+@declare(methods=("resize_as_",))
+def resize_as_(input: Tensor, the_template: Tensor, *, memory_format=None) -> Tensor:  # noqa: A002
+    """Give ``input`` the template's shape in place (its dtype and device stay). The elements keep their order:
+    a contiguous tensor that does not grow keeps its storage (its first elements), a growing one gets new storage
+    whose first elements are the old ones and whose others are uninitialised, as in torch; the same shape changes
+    nothing."""
+    if input.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    size = tuple(the_template.shape)
+    if size == tuple(input.shape):
+        return input
+    count, old = math.prod(size), input.numel()
+    if count <= old and input.is_contiguous():
+        input._data = input._data.reshape(-1)[:count].reshape(size)
+    else:
+        storage = creation.empty(count, dtype=input.dtype, device=input.device)
+        kept = min(count, old)
+        storage[:kept] = shape.reshape(input.detach(), -1)[:kept]
+        input._data = storage._data.reshape(size)
+    input._bump_version()
+    return input
