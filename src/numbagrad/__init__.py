@@ -171,6 +171,22 @@ _LAZY_MODULES = (  # compile: a callable package
 )
 
 
+# --- torch-namespace forms of the nn ops (torch.conv2d, torch.batch_norm, ...): nn/_torch_forms.py, loaded lazily --
+_NN_FORMS = (
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution",
+    "conv_tbc", "adaptive_avg_pool1d", "adaptive_max_pool1d", "avg_pool1d", "max_pool1d", "max_pool1d_with_indices",
+    "max_pool2d", "max_pool3d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
+    "prelu", "selu", "selu_", "celu", "celu_", "threshold", "threshold_", "rrelu", "rrelu_", "hardshrink",
+    "bilinear", "cosine_similarity", "pairwise_distance", "pdist", "batch_norm", "instance_norm", "layer_norm",
+    "group_norm", "rms_norm", "native_layer_norm", "native_batch_norm", "native_group_norm", "embedding",
+    "embedding_bag", "embedding_renorm_", "dropout", "dropout_", "alpha_dropout", "alpha_dropout_", "feature_dropout",
+    "feature_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_", "native_dropout", "constant_pad_nd",
+    "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "kl_div",
+    "binary_cross_entropy_with_logits", "ctc_loss", "margin_ranking_loss", "hinge_embedding_loss",
+    "cosine_embedding_loss", "poisson_nll_loss", "triplet_margin_loss",
+)  # fmt: skip
+
+
 def __getattr__(name: str):
     """``numbagrad.nn``, ``numbagrad.optim``, ``numbagrad.cuda``, ``numbagrad.distributions`` and the other
     subpackages, and ``numbagrad.elementwise``, load on first use
@@ -181,6 +197,8 @@ def __getattr__(name: str):
         return importlib.import_module(f".{name}", __name__)
     if name in ("elementwise", "warmup"):
         return getattr(importlib.import_module(".extend", __name__), name)
+    if name in _NN_FORMS:
+        return getattr(importlib.import_module(".nn._torch_forms", __name__), name)
     if name == "vmap":
         return importlib.import_module(".func", __name__).vmap
     if name in ("autocast", "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled"):

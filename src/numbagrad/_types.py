@@ -150,10 +150,14 @@ CPU = device("cpu")
 CUDA0 = device("cuda", 0)
 
 
+#: Where factories put a tensor when given no device (``numbagrad.set_default_device``).
+default_device = [CPU]
+
+
 def to_device(d) -> device:
-    """Normalise a device argument; 'cuda' means the current device, cuda:0."""
+    """Normalise a device argument; 'cuda' means the current device, cuda:0; None means the default device."""
     if d is None:
-        return CPU
+        return default_device[0]
     d = device(d) if not isinstance(d, device) else d
     if d.type == "cuda" and d.index is None:
         return CUDA0

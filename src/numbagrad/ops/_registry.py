@@ -57,13 +57,16 @@ class Declaration:
 
 OPS: dict[str, Declaration] = {}
 METHODS: dict[str, Callable] = {}  # Tensor attribute name -> function taking the tensor first
+_DECLARED: set[str] = set()  # every declared name and alias (a set: the check stays O(1) as the ops grow)
 
 
 def register(decl: Declaration) -> None:
     """Add a declaration; a name declared twice is a bug."""
-    for name in (decl.name, *decl.aliases):
-        if name in OPS or any(name == d.name or name in d.aliases for d in OPS.values()):
+    names = (decl.name, *decl.aliases)
+    for name in names:
+        if name in _DECLARED:
             raise ValueError(f"op {name!r} is declared twice")
+    _DECLARED.update(names)
     OPS[decl.name] = decl
     for method in decl.methods:
         if method in METHODS:

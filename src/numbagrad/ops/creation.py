@@ -18,7 +18,8 @@ from ._common import _np_promote
 from ._registry import declare
 from .inplace import random_fill_
 
-_rng = [np.random.default_rng()]
+_initial_seed = [int(np.random.SeedSequence().entropy % 2**63)]  # what torch.initial_seed() returns
+_rng = [np.random.default_rng(_initial_seed[0])]
 
 
 def _recorded(fn):
@@ -40,6 +41,7 @@ def _recorded(fn):
 def manual_seed(seed: int):
     """Seed numbagrad's generator (numpy's PCG64: the stream differs from torch's)."""
     break_trace("seeds the random number generator")  # (a replay would not reseed)
+    _initial_seed[0] = int(seed)
     _rng[0] = np.random.default_rng(int(seed))
     return _rng[0]
 
