@@ -18,6 +18,7 @@ from . import (  # noqa: F401 - each registers its ops
     reduction,
     shape,
     sparse,
+    tensor_methods,
 )
 from ._registry import OPS, bind_methods, public_names
 
