@@ -919,6 +919,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                eps: float = 1e-5) -> Tensor:  # fmt: skip
     """Normalize each channel (dim 1) by the batch statistics (training, updating the running ones in place with
     ``momentum``, the variance unbiased) or by the running statistics (eval)."""
+    if not isinstance(momentum, (int, float)):  # (the modules' ``momentum=None``, a cumulative mean, is theirs)
+        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not {type(momentum).__name__}")
     _check_batch_norm(input, running_mean, running_var, weight, bias, training)
     return nn_ops.BatchNorm.apply(input, weight, bias, running_mean, running_var, training, momentum, eps, None)
 
