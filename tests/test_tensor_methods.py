@@ -491,3 +491,20 @@ def test_module_load_copies_or_assigns(torch):
     other = numbagrad.full((2,), 3.0, requires_grad=True)
     assigned = p.module_load(other, assign=True)
     assert assigned.tolist() == [3.0, 3.0] and not assigned.requires_grad
+
+
+def test_storage_views_and_reductions_on_each_device(device):
+    x = numbagrad.arange(12.0, device=device)
+    assert x[2:].storage_offset() == 2
+    assert x[2:].as_strided((2, 2), (1, 2)).cpu().tolist() == [[2.0, 4.0], [3.0, 5.0]]
+    assert x.unfold(0, 3, 4).cpu().tolist() == [[0.0, 1.0, 2.0], [4.0, 5.0, 6.0], [8.0, 9.0, 10.0]]
+    a = numbagrad.arange(6.0, device=device, dtype=numbagrad.float64).requires_grad_()
+    (a * 1).as_strided((3, 2), (1, 1)).sum().backward()
+    assert a.grad.cpu().tolist() == [1.0, 2.0, 2.0, 1.0, 0.0, 0.0]
+    assert numbagrad.empty_strided((2, 3), (1, 2), device=device).stride() == (1, 2)
+    index = numbagrad.tensor([0, 0, 1], device=device)
+    src = numbagrad.tensor([1.0, 2.0, 3.0], device=device)
+    assert numbagrad.zeros(4, device=device).scatter_reduce(0, index, src, "amax").cpu().tolist() == [2, 3, 0, 0]
+    grown = numbagrad.arange(6.0, device=device)
+    grown.resize_(10)
+    assert grown[:6].cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
