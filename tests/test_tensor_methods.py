@@ -508,3 +508,13 @@ def test_storage_views_and_reductions_on_each_device(device):
     grown = numbagrad.arange(6.0, device=device)
     grown.resize_(10)
     assert grown[:6].cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_inplace_op_through_an_as_strided_view_rebases_its_base_as_torch(torch):
+    def program(m, a):
+        b = a * 1
+        b.as_strided((2, 2), (2, 1), 1).mul_(3)
+        u = b.unfold(0, 2, 2)  # a view made after the write reads the new values
+        return b * m.arange(1.0, 7.0, dtype=m.float64) + u.reshape(-1) * 2
+
+    _same(torch, program, np.arange(1.0, 7.0))
