@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import numbagrad
@@ -531,10 +531,17 @@ NN_OPS = ["conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "m
 FUZZ_200 = settings(FUZZ, max_examples=int(os.environ.get("NUMBAGRAD_FUZZ_EXAMPLES", "200")))
 
 
+def _parameters(program) -> dict:
+    """The values a drawn program closes over (its hyper-parameters), for the report of a failing example."""
+    cells = program.__closure__ or ()
+    return {n: c.cell_contents for n, c in zip(program.__code__.co_freevars, cells) if n not in ("draw", "arr")}
+
+
 @FUZZ_200
 @given(case=nn_cases())
 def test_fuzz_nn_functional(torch, case):
     name, arrays, program = case
+    note(f"{name} {_parameters(program)}")
     compare(torch, program, *arrays)
 
 
@@ -598,7 +605,8 @@ def matmul_cases(draw):
             dims = [sizes[c] for c in spec.replace("...", "")]
             return (*other_batch, *dims) if spec.startswith("...") else tuple(dims)
 
-        arrays = [arr(shape_of(spec), dtype if k == 0 else other_dtype) for k, spec in enumerate(operands)]
+        # (one dtype: torch's einsum with mixed dtypes promotes or raises depending on its contraction path)
+        arrays = [arr(shape_of(spec)) for spec in operands]
         return name, arrays, lambda m, *ts: m.einsum(equation, *ts)
     # tensordot: contract the last dims of a with the first of b (an int), or explicit dim lists
     a_shape, b_shape = (*batch, m_, k_), (k2, n_, *other_batch)
@@ -610,6 +618,7 @@ def matmul_cases(draw):
 @given(case=matmul_cases())
 def test_fuzz_matmul_family(torch, case):
     name, arrays, program = case
+    note(f"{name} {_parameters(program)}")
     compare(torch, program, *arrays)
 
 

@@ -1626,6 +1626,11 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
                 f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and "
                 f"dilation={d}"
             )
+    if any(p > k // 2 for p, k in zip(padding, kernel)):  # (torch's dilated kernel checks the kernel itself too)
+        raise RuntimeError(
+            f"pad should be smaller than or equal to half of kernel size, but got padW = {padding[1]}, padH = "
+            f"{padding[0]}, kW = {kernel[1]}, kH = {kernel[0]}"
+        )
     out_hw = _out_hw(input, kernel, stride, padding, dilation, ceil_mode)
     values, indices = nn_ops.MaxPool2d.apply(input, kernel, stride, padding, dilation, out_hw)
     return (values, indices) if return_indices else values
