@@ -518,3 +518,12 @@ def test_inplace_op_through_an_as_strided_view_rebases_its_base_as_torch(torch):
         return b * m.arange(1.0, 7.0, dtype=m.float64) + u.reshape(-1) * 2
 
     _same(torch, program, np.arange(1.0, 7.0))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_with_a_larger_src_has_the_finite_difference_gradient(reduce):
+    """(torch 2.13's backward raises a shape error here; only the src elements the index reaches have gradient.)"""
+    x = numbagrad.tensor([1.0, 2.0, 3.0, 4.0], dtype=numbagrad.float64, requires_grad=True)
+    src = numbagrad.tensor([2.5, 3.5, 4.5, 5.5, 6.5, 7.5], dtype=numbagrad.float64, requires_grad=True)
+    index = numbagrad.tensor([0, 0, 3])
+    assert gradcheck(lambda a, s: a.scatter_reduce(0, index, s, reduce), (x, src))

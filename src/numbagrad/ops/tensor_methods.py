@@ -491,6 +491,8 @@ class ScatterReduce(Function):
     def backward(ctx, g):
         x, index, src, result = ctx.saved_tensors
         gx, gsrc = _scatter_reduce_grads(g, x, ctx.dim, index, src, result, ctx.reduce, ctx.include_self)
+        if tuple(gsrc.shape) != tuple(src.shape):
+            gsrc = _zero_padded(gsrc, tuple(src.shape))
         return (gx if ctx.needs_input_grad[0] else None), None, None, (gsrc if ctx.needs_input_grad[3] else None), \
             None, None  # fmt: skip
 
@@ -529,6 +531,17 @@ def _scatter_reduce_grads(g, x, dim, index, src, result, reduce, include_self) -
     if not include_self:
         gx = scatter(gx, dim, index, 0)
     return gx, gsrc
+
+
+def _zero_padded(g: Tensor, shape: tuple) -> Tensor:
+    """``g`` at the start of zeros of ``shape`` (the gradient of a ``src`` larger than its index: the elements
+    past the index are not read)."""
+    for d, (have, want) in enumerate(zip(g.shape, shape)):
+        if have < want:
+            filler = list(g.shape)
+            filler[d] = want - have
+            g = cat([g, g.new_zeros(filler)], d)
+    return g
 
 
 def _check_scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str) -> int:  # noqa: A002
