@@ -184,13 +184,9 @@ def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -
     """A view of ``input``'s storage with the given sizes, element strides and offset (by default, the input's
     own offset); the elements may overlap and may lie outside ``input``, but not outside its storage."""
     size, stride = _int_tuple(size, "size"), _int_tuple(stride, "stride")
-    offset = _offset_of(input) if storage_offset is None else int(storage_offset)
+    offset = input.storage_offset() if storage_offset is None else int(storage_offset)
     _check_geometry(input, size, stride, offset)
     return AsStrided.apply(input, size, stride, offset)
-
-
-def _offset_of(x: Tensor) -> int:
-    return int(x._backend.storage_offset(x._data))
 
 
 @declare  # (no samples: torch 2.13's gradient for input differs, tests/test_tensor_methods.py checks ours)
@@ -239,7 +235,7 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:  # no
     if ndim:
         shape[dim] = (length - size) // step + 1
         new_strides[dim] = along * step
-    return Unfold.apply(input, (*shape, size), (*new_strides, along), _offset_of(input))
+    return Unfold.apply(input, (*shape, size), (*new_strides, along), storage_offset(input))
 
 
 # --- empty_strided ------------------------------------------------------------------------------------------
@@ -352,7 +348,7 @@ def transpose_(input: Tensor, dim0: int, dim1: int) -> Tensor:  # noqa: A002
 def as_strided_(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:  # noqa: A002
     """In-place ``as_strided``: this tensor takes the given geometry over its storage."""
     size, stride = _int_tuple(size, "size"), _int_tuple(stride, "stride")
-    offset = _offset_of(input) if storage_offset is None else int(storage_offset)
+    offset = input.storage_offset() if storage_offset is None else int(storage_offset)
     _check_geometry(input, size, stride, offset)
     return _shape_op_in_place(input, lambda x: AsStridedInPlace.apply(x, size, stride, offset))
 
@@ -360,6 +356,15 @@ def as_strided_(input: Tensor, size, stride, storage_offset: int | None = None) 
 def _check_resizable(x: Tensor) -> None:
     if x.requires_grad and state.enabled:
         raise RuntimeError("cannot resize variables that require grad")
+
+
+def _row_major_strides(shape: tuple) -> tuple:
+    """The element strides of a contiguous tensor of ``shape`` (a size-0 or size-1 dim steps as size 1)."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def _resize_to(x: Tensor, shape: tuple) -> Tensor:
@@ -370,14 +375,10 @@ def _resize_to(x: Tensor, shape: tuple) -> Tensor:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {_shape_list(shape)}")
     backend = x._backend
     data = x._data
-    offset = _offset_of(x)
+    offset = storage_offset(x)
     item = data.dtype.itemsize
     numel = math.prod(shape)
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    strides = tuple(reversed(strides))
+    strides = _row_major_strides(shape)
     capacity = int(backend.storage_nbytes(data)) // item
     if numel and offset + numel > capacity:  # a larger block, holding the old one's elements first
         block = backend.empty((offset + numel,), data.dtype)
@@ -451,13 +452,7 @@ def set_(input: Tensor, source: Tensor | None = None, storage_offset: int = 0, s
         data = source._data
         if size is not None:
             size = _int_tuple(size, "size")
-            if stride is None:
-                stride, step = [], 1
-                for n in reversed(size):
-                    stride.append(step)
-                    step *= max(n, 1)
-                stride = tuple(reversed(stride))
-            stride = _int_tuple(stride, "stride")
+            stride = _row_major_strides(size) if stride is None else _int_tuple(stride, "stride")
             _check_geometry(source, size, stride, int(storage_offset))
             data = source._backend.as_strided(data, size, stride, int(storage_offset))
     needs_node = state.enabled and (input.requires_grad or (source is not None and source.requires_grad))
