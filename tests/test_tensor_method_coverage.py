@@ -40,8 +40,8 @@ NOT_YET = {
         "i0", "i0_", "igamma", "igamma_", "igammac", "igammac_", "mvlgamma", "mvlgamma_", "polygamma",
         "polygamma_")},
     **{n: "torch-namespace function built by the torchfns branch; its method follows its declaration" for n in (
-        "bitwise_left_shift", "bitwise_left_shift_", "bitwise_right_shift", "bitwise_right_shift_", "corrcoef",
-        "cov", "histogram", "nextafter", "nextafter_", "put", "put_")},
+        "bitwise_left_shift", "bitwise_left_shift_", "bitwise_right_shift", "bitwise_right_shift_", "histogram",
+        "nextafter", "nextafter_")},
     "prelu": "nn.functional.prelu's Function sits in nn, above the ops; torch.prelu (torchfns branch) brings it down",
     **{n: "torch 2.13 removed it (torch raises, pointing to torch.linalg); the torchfns branch builds the error"
        for n in ("eig", "lstsq", "solve", "symeig", "triangular_solve", "lu", "lu_solve", "ormqr")},

@@ -527,3 +527,73 @@ def test_scatter_reduce_with_a_larger_src_has_the_finite_difference_gradient(red
     src = numbagrad.tensor([2.5, 3.5, 4.5, 5.5, 6.5, 7.5], dtype=numbagrad.float64, requires_grad=True)
     index = numbagrad.tensor([0, 0, 3])
     assert gradcheck(lambda a, s: a.scatter_reduce(0, index, s, reduce), (x, src))
+
+
+# --- cov, corrcoef, put -----------------------------------------------------------------------------------------
+X35 = np.random.default_rng(5).standard_normal((3, 5))
+FWEIGHTS, AWEIGHTS = np.array([1, 2, 0, 3, 1]), np.array([0.5, 1.5, 0.25, 2.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    "program,arrays",
+    [
+        (lambda m, a: a.cov(), (X35,)),
+        (lambda m, a: a.cov(correction=0), (X35,)),
+        (lambda m, a, f: a.cov(fweights=f), (X35, FWEIGHTS)),
+        (lambda m, a, w: a.cov(aweights=w), (X35, AWEIGHTS)),
+        (lambda m, a, f, w: a.cov(fweights=f, aweights=w, correction=2), (X35, FWEIGHTS, AWEIGHTS)),
+        (lambda m, a: a.cov(), (X35[0],)),
+        (lambda m, a: a.cov(), (np.array([[0, 1, 2], [2, 1, 0]]),)),
+        (lambda m, a: a.corrcoef(), (X35,)),
+        (lambda m, a: a.corrcoef(), (X35[0],)),
+    ],
+)
+def test_cov_and_corrcoef_match_torch(torch, program, arrays):
+    _same(torch, program, *arrays)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m, a: a.cov(),
+        lambda m, a: a[0].cov(fweights=a[0, 0]),
+        lambda m, a: a[0, 0].cov(fweights=-m.ones(2, dtype=m.int64)),
+        lambda m, a: a[0, 0].cov(aweights=m.ones(2, dtype=m.int64)),
+    ],
+)
+def test_cov_errors_match_torch(torch, program):
+    _same_error(torch, program, np.zeros((2, 2, 2)))
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m, a, s: a.put(m.tensor([-1, 0, 4]), s),
+        lambda m, a, s: a.put(m.tensor([1, 1, 2]), s, accumulate=True),
+        lambda m, a, s: (a * 1).put_(m.tensor([1, 3, 5]), s * 2),
+    ],
+)
+def test_put_matches_torch(torch, program):
+    _same(torch, program, X35[:2, :3].copy(), np.array([5.0, 6.0, 7.0]))
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m, a: a.put_(m.tensor([6]), m.tensor([1.0])),
+        lambda m, a: a.put_(m.tensor([1, 2]), m.tensor([1.0])),
+        lambda m, a: a.put_(m.tensor([1.0]), m.tensor([1.0])),
+        lambda m, a: a.put_(m.tensor([1]), m.tensor([1.0]).double()),
+        lambda m, a: a.requires_grad_().put_(m.tensor([1]), m.tensor([1.0])),
+    ],
+)
+def test_put_errors_match_torch(torch, program):
+    _same_error(torch, program, np.zeros((2, 3), dtype=np.float32))
+
+
+def test_put_and_cov_gradients_are_the_finite_differences():
+    x = numbagrad.tensor(X35[:2, :3], requires_grad=True)
+    s = numbagrad.tensor([5.0, 6.0], dtype=numbagrad.float64, requires_grad=True)
+    index = numbagrad.tensor([4, -1])
+    assert gradcheck(lambda a, b: (a * a).put(index, b * b), (x, s))
+    assert gradcheck(lambda a: a.cov(aweights=numbagrad.tensor([0.5, 1.5, 2.0], dtype=numbagrad.float64)), (x,))

@@ -1023,3 +1023,128 @@ def module_load(self: Tensor, other: Tensor, assign: bool = False) -> Tensor:
 
 for _fn in (map2_, as_subclass, nonzero_static, module_load):
     setattr(Tensor, _fn.__name__, _fn)
+
+
+# --- statistics and flat writes -------------------------------------------------------------------------------
+def cov(self: Tensor, *, correction: int = 1, fweights: Tensor | None = None, aweights: Tensor | None = None) -> Tensor:
+    """The covariance matrix of the variables in the rows (observations in the columns; a 1-d tensor is one
+    variable), with ``correction`` subtracted from the degrees of freedom and optional integer frequency and
+    float importance weights of the observations."""
+    if self.dim() > 2:
+        raise RuntimeError(
+            f"cov(): expected input to have two or fewer dimensions but got an input with {self.dim()} dimensions"
+        )
+    x = self.reshape(1, -1) if self.dim() < 2 else self
+    if not x.is_floating_point():
+        x = x.to(get_default_dtype())
+    n = x.shape[1]
+    weight = None
+    for name, w, kind in (("fweights", fweights, "iu"), ("aweights", aweights, "f")):
+        if w is None:
+            continue
+        if w.dim() > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                               f"{w.dim()} dimensions")  # fmt: skip
+        if w.numel() != n:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
+                               f"input but got {w.numel()} != {n}")  # fmt: skip
+        if w._data.dtype.kind not in kind:
+            wanted = "integral" if kind == "iu" else "floating point"
+            raise RuntimeError(f"cov(): expected {name} to have {wanted} dtype but got {name} with "
+                               f"{w.dtype.scalar_name} dtype")  # fmt: skip
+        if bool((w < 0).any()):
+            raise RuntimeError(f"cov(): {name} cannot be negative")
+        weight = w if weight is None else weight * w
+    if weight is None:
+        total = n
+        mean = x.mean(1, keepdim=True)
+        dof = n - correction
+    else:
+        weight = weight.to(x.dtype)
+        total = weight.sum()
+        mean = (x * weight).sum(1, keepdim=True) / total
+        if correction == 0:
+            dof = total
+        elif aweights is None:
+            dof = total - correction
+        else:
+            dof = total - correction * (weight * aweights).sum() / total
+    if float(dof) <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations.", UserWarning, stacklevel=2)  # fmt: skip
+        dof = dof * 0 if isinstance(dof, Tensor) else 0
+    centred = x - mean
+    weighted = centred if weight is None else centred * weight
+    result = weighted.matmul(centred.t()) / dof
+    return result.squeeze() if self.dim() < 2 else result
+
+
+def corrcoef(self: Tensor) -> Tensor:
+    """The Pearson correlation coefficients of the variables in the rows, clipped to [-1, 1]."""
+    c = cov(self)
+    if c.dim() == 0:
+        return c / c
+    d = c.diagonal()
+    stddev = d.sqrt()
+    c = c / stddev.unsqueeze(1) / stddev.unsqueeze(0)
+    return c.clamp(-1, 1)
+
+
+class Put(Function):
+    """``put``: ``source`` written (or added) at flat positions ``index`` of a copy of the input."""
+
+    node_name = "PutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index, source, accumulate):
+        ctx.save_for_backward(index)
+        ctx.accumulate, ctx.shape = accumulate, tuple(x.shape)
+        flat = x.reshape(-1).clone()
+        flat.index_put_((index.reshape(-1),), source.reshape(-1), accumulate=accumulate)
+        return flat.reshape(ctx.shape)
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        gx = g if ctx.accumulate else Put.apply(g, index, g.new_zeros(index.shape), False)
+        gsource = g.reshape(-1).index_select(0, index.reshape(-1)).reshape(index.shape)
+        return gx, None, gsource, None
+
+
+def _check_put(self: Tensor, index: Tensor, source: Tensor) -> Tensor:
+    if index._data.dtype != np.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype.scalar_name}")
+    if source._data.dtype != self._data.dtype:
+        raise RuntimeError(
+            f"put_(): self and source expected to have the same dtype, but got self.dtype = {self.dtype.scalar_name}"
+            f" and source.dtype = {source.dtype.scalar_name}"
+        )
+    if source.numel() != index.numel():
+        raise IndexError(
+            "put_(): Expected source and index to have the same number of elements, but got source.numel() = "
+            f"{source.numel()}, index.numel() = {index.numel()}"
+        )
+    n = self.numel()
+    host = index._host().reshape(-1)
+    bad = host[(host < -n) | (host >= n)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {bad[0]} on a tensor of {n} elements.")
+    return index % max(n, 1) if host.size and host.min() < 0 else index
+
+
+def put(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """A copy with ``source`` written (or, with ``accumulate``, added) at the flat positions ``index`` (negative
+    positions count from the end)."""
+    index = _check_put(self, index, source)
+    return Put.apply(self, index, source, bool(accumulate))
+
+
+def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """In-place ``put``: the result written into this tensor (checked first)."""
+    check_inplace(self)
+    _check_put(self, index, source)
+    return write_inplace(self, lambda x: put(x, index, source, accumulate), (index, source))
+
+
+for _fn in (cov, corrcoef, put, put_):
+    setattr(Tensor, _fn.__name__, _fn)
