@@ -40,3 +40,21 @@ def test_tensordot_broadcasts_a_contracted_dim_of_size_one(torch, a, b, dims):
         out.sum().backward()
         results.append((out.tolist(), x.grad.tolist(), y.grad.tolist()))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("dim", [(0, 1, -1), [0, 1, 2]])
+def test_frobenius_norm_over_more_than_two_dims_is_refused(torch, dim):
+    def program(m):
+        return m.zeros(1, 2, 3).norm(dim=dim)
+
+    assert _error(numbagrad, program) == _error(torch, program)
+
+
+def test_area_interpolation_to_an_empty_grid_refuses_backward(torch):
+    def program(m):
+        x = m.zeros(1, 1, 1, 1, dtype=m.float64, requires_grad=True)
+        y = m.nn.functional.interpolate(x * 1, scale_factor=0.5, mode="area")
+        assert tuple(y.shape) == (1, 1, 0, 0)
+        y.sum().backward()
+
+    assert _error(numbagrad, program) == _error(torch, program)
