@@ -2,7 +2,10 @@
 shape ops on non-contiguous inputs), each runs on numbagrad and on torch, and the two must agree in values,
 dtypes, shapes, input gradients, the inputs after the call, or the exception type.
 
-Each family runs ``NUMBAGRAD_FUZZ_EXAMPLES`` examples (50 by default; set it higher for a longer hunt)."""
+Each family runs ``NUMBAGRAD_FUZZ_EXAMPLES`` examples (by default 50, and 200 for the ``nn.functional`` and matmul
+families; set it higher for a longer hunt). The examples are the same on every run unless
+``NUMBAGRAD_FUZZ_RANDOM=1``; then hypothesis draws new ones, from ``pytest --hypothesis-seed=N`` when given (so a
+hunt over several seeds is ``NUMBAGRAD_FUZZ_RANDOM=1 NUMBAGRAD_FUZZ_EXAMPLES=2000 pytest --hypothesis-seed=1``)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import numbagrad
@@ -379,6 +382,244 @@ def test_fuzz_shape_ops(torch, shape, layout, name, dtype):
     assume(not name.endswith("_") and name != "mul_ row" or dtype == "int64")
     x = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
     compare(torch, lambda m, t: SHAPE_OPS[name](m, LAYOUTS[layout](t)), x)
+
+
+# --- nn.functional with random strides, padding, dilation, groups -----------------------------------------------
+def _floats(draw, *shape) -> np.ndarray:
+    return _array(draw, tuple(shape), "float64")
+
+
+@st.composite
+def nn_cases(draw):
+    """(name, input arrays, program): one ``nn.functional`` call with drawn hyper-parameters, invalid ones
+    included (both libraries must then raise the same exception type)."""
+    name = draw(st.sampled_from(NN_OPS))
+    n, groups = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    c_in, c_out = groups * draw(st.integers(1, 2)), groups * draw(st.integers(1, 2))
+    k, stride, dilation = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    padding = draw(st.integers(0, 2))
+    bias = draw(st.booleans())
+    if name in ("conv1d", "conv2d"):
+        spatial = [draw(st.integers(1, 6)) for _ in range(1 if name == "conv1d" else 2)]
+        pad = draw(st.sampled_from([padding, padding, "same", "valid"]))
+        stride = 1 if pad == "same" else stride
+        fn = getattr(numbagrad.nn.functional, name).__name__
+        arrays = [_floats(draw, n, c_in, *spatial), _floats(draw, c_out, c_in // groups, *[k] * len(spatial))]
+        arrays += [_floats(draw, c_out)] if bias else []
+        return (
+            name,
+            arrays,
+            lambda m, x, w, *b: getattr(m.nn.functional, fn)(
+                x, w, b[0] if b else None, stride=stride, padding=pad, dilation=dilation, groups=groups
+            ),
+        )
+    if name == "conv_transpose2d":
+        h, w_ = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+        output_padding = draw(st.integers(0, 2))
+        arrays = [_floats(draw, n, c_in, h, w_), _floats(draw, c_in, c_out // groups, k, k)]
+        arrays += [_floats(draw, c_out)] if bias else []
+        return (
+            name,
+            arrays,
+            lambda m, x, w, *b: m.nn.functional.conv_transpose2d(
+                x,
+                w,
+                b[0] if b else None,
+                stride=stride,
+                padding=padding,
+                output_padding=output_padding,
+                groups=groups,
+                dilation=dilation,
+            ),
+        )
+    if name in ("max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d"):
+        dims = 1 if name.endswith("1d") else 2
+        spatial = [draw(st.integers(2, 6)) for _ in range(dims)]
+        ceil_mode = draw(st.booleans())
+        step = draw(st.sampled_from([None, stride]))
+        if name.startswith("max"):
+            extra = {"dilation": dilation, "ceil_mode": ceil_mode}
+        else:
+            extra = {"ceil_mode": ceil_mode, "count_include_pad": draw(st.booleans())}
+        pool_padding = draw(st.integers(0, k // 2)) if draw(st.integers(0, 4)) else padding  # (mostly valid)
+        arrays = [_floats(draw, n, c_in, *spatial)]
+        return name, arrays, lambda m, x: getattr(m.nn.functional, name)(x, k, step, pool_padding, **extra)
+    if name == "interpolate":
+        mode = draw(st.sampled_from(["nearest", "bilinear", "bicubic", "nearest-exact", "area"]))
+        h, w_ = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+        by_size = draw(st.booleans())
+        size = (draw(st.integers(1, 6)), draw(st.integers(1, 6))) if by_size else None
+        scale = None if by_size else draw(st.sampled_from([0.5, 1.5, 2.0, 3.0]))
+        align = draw(st.booleans()) if mode in ("bilinear", "bicubic") else None
+        return (
+            name,
+            [_floats(draw, n, c_in, h, w_)],
+            lambda m, x: m.nn.functional.interpolate(x, size=size, scale_factor=scale, mode=mode, align_corners=align),
+        )
+    if name == "pad":
+        mode = draw(st.sampled_from(["constant", "reflect", "replicate", "circular"]))
+        pads = tuple(draw(st.lists(st.integers(-1 if mode == "constant" else 0, 3), min_size=2, max_size=4)))
+        shape = (n, c_in) + tuple(draw(st.integers(1, 4)) for _ in range(len(pads) // 2))
+        value = 1.5 if mode == "constant" else None
+        return name, [_floats(draw, *shape)], lambda m, x: m.nn.functional.pad(x, pads, mode=mode, value=value)
+    if name == "layer_norm":
+        shape = (n, c_in, draw(st.integers(1, 3)))
+        normalized = shape[-draw(st.integers(1, 2)) :]
+        arrays = [_floats(draw, *shape)] + ([_floats(draw, *normalized), _floats(draw, *normalized)] if bias else [])
+        return name, arrays, lambda m, x, *wb: m.nn.functional.layer_norm(x, normalized, *wb, eps=0.5)
+    if name == "group_norm":
+        shape = (n, c_in * 2, draw(st.integers(1, 3)))
+        arrays = [_floats(draw, *shape)] + ([_floats(draw, shape[1]), _floats(draw, shape[1])] if bias else [])
+        return name, arrays, lambda m, x, *wb: m.nn.functional.group_norm(x, groups, *wb, eps=0.5)
+    if name == "batch_norm":
+        shape = (n + 1, c_in) + tuple(draw(st.integers(1, 2)) for _ in range(draw(st.integers(0, 2))))
+        training, momentum = draw(st.booleans()), draw(st.sampled_from([0.1, 0.5, None]))
+        arrays = [_floats(draw, *shape)] + ([_floats(draw, c_in), _floats(draw, c_in)] if bias else [])
+
+        def batch_norm(m, x, *wb):
+            mean, var = m.zeros(c_in, dtype=m.float64), m.ones(c_in, dtype=m.float64) * 2
+            out = m.nn.functional.batch_norm(x, mean, var, *wb, training=training, momentum=momentum, eps=0.5)
+            return out, mean, var
+
+        return name, arrays, batch_norm
+    if name == "linear":
+        arrays = [_floats(draw, *draw(shapes), c_in), _floats(draw, c_out, c_in)] + ([_floats(draw, c_out)] if bias
+                                                                                       else [])  # fmt: skip
+        return name, arrays, lambda m, x, w, *b: m.nn.functional.linear(x, w, *b)
+    if name == "embedding":
+        indices = np.array(draw(st.lists(st.integers(0, 3), min_size=1, max_size=5)))
+        padding_idx = draw(st.sampled_from([None, 0, -1]))
+        return (
+            name,
+            [_floats(draw, 4, c_in), indices],
+            lambda m, w, ix: m.nn.functional.embedding(ix, w, padding_idx=padding_idx),
+        )
+    if name in ("softmax", "log_softmax"):
+        shape = draw(shapes)
+        dim = draw(st.integers(-max(len(shape), 1), max(len(shape), 1) - 1))
+        return name, [_floats(draw, *shape)], lambda m, x: getattr(m.nn.functional, name)(x, dim)
+    # cross_entropy: class indices (some ignored) or probabilities, weights, smoothing, reductions
+    classes, extra = c_in + 1, tuple(draw(st.integers(1, 2)) for _ in range(draw(st.integers(0, 1))))
+    reduction = draw(st.sampled_from(["mean", "sum", "none"]))
+    smoothing = draw(st.sampled_from([0.0, 0.25]))
+    arrays = [_floats(draw, n, classes, *extra)]
+    if draw(st.booleans()):
+        arrays.append(np.array(draw(st.lists(st.integers(0, classes - 1), min_size=n * int(np.prod(extra)),
+                                             max_size=n * int(np.prod(extra))))).reshape((n, *extra)))  # fmt: skip
+    else:
+        arrays.append(np.abs(_floats(draw, n, classes, *extra)) + 0.5)
+    weighted = draw(st.booleans())
+    arrays += [np.abs(_floats(draw, classes)) + 0.5] if weighted else []
+    ignore = draw(st.sampled_from([-100, 0]))
+    return (
+        name,
+        arrays,
+        lambda m, x, y, *w: m.nn.functional.cross_entropy(
+            x,
+            y if y.dtype == m.int64 else y / y.sum(1, keepdim=True),
+            w[0] if w else None,
+            ignore_index=ignore,
+            reduction=reduction,
+            label_smoothing=smoothing,
+        ),
+    )
+
+
+NN_OPS = ["conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d",
+          "interpolate", "pad", "layer_norm", "group_norm", "batch_norm", "linear", "embedding", "softmax",
+          "log_softmax", "cross_entropy"]  # fmt: skip
+FUZZ_200 = settings(FUZZ, max_examples=int(os.environ.get("NUMBAGRAD_FUZZ_EXAMPLES", "200")))
+
+
+def _parameters(program) -> dict:
+    """The values a drawn program closes over (its hyper-parameters), for the report of a failing example."""
+    cells = program.__closure__ or ()
+    return {n: c.cell_contents for n, c in zip(program.__code__.co_freevars, cells) if n not in ("draw", "arr")}
+
+
+@FUZZ_200
+@given(case=nn_cases())
+def test_fuzz_nn_functional(torch, case):
+    name, arrays, program = case
+    note(f"{name} {_parameters(program)}")
+    compare(torch, program, *arrays)
+
+
+# --- matmul family with broadcast batch dims ----------------------------------------------------------------------
+EINSUM = ["ij,jk->ik", "bij,bjk->bik", "i,i->", "ij->ji", "ii->i", "ij,j->i", "...ij,...jk->...ik", "i,j->ij",
+          "bij->b", "ijk,ikl->jl"]  # fmt: skip
+
+
+@st.composite
+def matmul_cases(draw):
+    """(name, arrays, program): a product of drawn shapes (batch dims that broadcast, or do not) and dtypes."""
+    name = draw(st.sampled_from(["matmul", "mm", "bmm", "mv", "dot", "addmm", "baddbmm", "einsum", "tensordot"]))
+    dtype = draw(st.sampled_from(["float64", "float64", "float32", "int64"]))
+    other_dtype = dtype if draw(st.integers(0, 5)) else draw(st.sampled_from(["float64", "float32", "int64"]))
+    m_, k_, n_ = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    k2 = k_ if draw(st.integers(0, 7)) else draw(st.integers(1, 3))  # now and then a mismatch
+    batch = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    other_batch = tuple(1 if draw(st.booleans()) else b for b in batch)[draw(st.integers(0, len(batch))) :]
+
+    def arr(shape, dt=dtype):
+        return _array(draw, tuple(shape), dt)
+
+    if name == "matmul":
+        a_shape = draw(st.sampled_from([(k_,), (*batch, m_, k_)]))
+        b_shape = draw(st.sampled_from([(k2,), (*other_batch, k2, n_)]))
+        return name, [arr(a_shape), arr(b_shape, other_dtype)], lambda m, a, b: m.matmul(a, b)
+    if name == "mm":
+        return name, [arr((m_, k_)), arr((k2, n_), other_dtype)], lambda m, a, b: m.mm(a, b)
+    if name == "bmm":
+        b1 = batch[0] if batch else 2
+        b2 = b1 if draw(st.integers(0, 7)) else b1 + 1
+        return name, [arr((b1, m_, k_)), arr((b2, k2, n_), other_dtype)], lambda m, a, b: m.bmm(a, b)
+    if name == "mv":
+        return name, [arr((m_, k_)), arr((k2,), other_dtype)], lambda m, a, b: m.mv(a, b)
+    if name == "dot":
+        return name, [arr((k_,)), arr((k2,), other_dtype)], lambda m, a, b: m.dot(a, b)
+    beta, alpha = draw(st.sampled_from([1, 0.5, 0])), draw(st.sampled_from([1, 2, -0.5]))
+    if dtype == "int64":
+        beta, alpha = int(beta), int(alpha) or 1
+    if name == "addmm":
+        inp = draw(st.sampled_from([(m_, n_), (n_,), (1, n_), (m_, 1), ()]))
+        return (
+            name,
+            [arr(inp), arr((m_, k_)), arr((k2, n_), other_dtype)],
+            lambda m, c, a, b: m.addmm(c, a, b, beta=beta, alpha=alpha),
+        )
+    if name == "baddbmm":
+        b1 = batch[0] if batch else 2
+        inp = draw(st.sampled_from([(b1, m_, n_), (m_, n_), (1, n_), ()]))
+        return (
+            name,
+            [arr(inp), arr((b1, m_, k_)), arr((b1, k2, n_), other_dtype)],
+            lambda m, c, a, b: m.baddbmm(c, a, b, beta=beta, alpha=alpha),
+        )
+    if name == "einsum":
+        equation = draw(st.sampled_from(EINSUM))
+        sizes = {"i": m_, "j": k_, "k": n_, "l": 2, "b": batch[0] if batch else 2}
+        operands = equation.split("->")[0].split(",")
+
+        def shape_of(spec):
+            dims = [sizes[c] for c in spec.replace("...", "")]
+            return (*other_batch, *dims) if spec.startswith("...") else tuple(dims)
+
+        # (one dtype: torch's einsum with mixed dtypes promotes or raises depending on its contraction path)
+        arrays = [arr(shape_of(spec)) for spec in operands]
+        return name, arrays, lambda m, *ts: m.einsum(equation, *ts)
+    # tensordot: contract the last dims of a with the first of b (an int), or explicit dim lists
+    a_shape, b_shape = (*batch, m_, k_), (k2, n_, *other_batch)
+    dims = draw(st.sampled_from([1, 0, ([len(a_shape) - 1], [0])]))
+    return name, [arr(a_shape), arr(b_shape, other_dtype)], lambda m, a, b: m.tensordot(a, b, dims=dims)
+
+
+@FUZZ_200
+@given(case=matmul_cases())
+def test_fuzz_matmul_family(torch, case):
+    name, arrays, program = case
+    note(f"{name} {_parameters(program)}")
+    compare(torch, program, *arrays)
 
 
 def test_fuzz_compare_notices_a_difference(torch):

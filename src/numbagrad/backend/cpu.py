@@ -781,6 +781,83 @@ def scatter(a: np.ndarray, dim: int, index: np.ndarray, src, reduce: str | None 
     return out
 
 
+_REDUCE_AT = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
+
+
+def scatter_reduce(a: np.ndarray, dim: int, index: np.ndarray, src: np.ndarray, reduce: str, include_self: bool):
+    """torch's ``scatter_reduce``: a copy of ``a`` with each ``src`` element reduced into the position ``index``
+    names along ``dim``; without ``include_self`` a position that receives elements starts from them alone."""
+    out = np.array(a, order="C", copy=True)
+    where = _along(index.astype(np.intp, copy=False), dim)
+    src = src[tuple(slice(0, s) for s in index.shape)]
+    ufunc = _REDUCE_AT[reduce]
+    if not include_self:
+        hit = np.zeros(out.shape, dtype=bool)
+        hit[where] = True
+        out[hit] = ufunc.identity if ufunc.identity is not None else _extreme(out.dtype, reduce)
+    ufunc.at(out, where, src)
+    if reduce == "mean":
+        count = np.zeros(out.shape, dtype=np.int64) + (1 if include_self else 0)
+        np.add.at(count, where, 1)
+        count = np.maximum(count, 1)
+        if out.dtype.kind == "f":
+            out /= count.astype(out.dtype)
+        else:  # (torch divides integers rounding down)
+            out[...] = np.floor_divide(out, count.astype(out.dtype))
+    return out
+
+
+def _extreme(dtype: np.dtype, reduce: str):
+    """The identity of ``amax`` (the lowest value of ``dtype``) or ``amin`` (the highest)."""
+    if dtype.kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    if dtype.kind == "b":
+        return reduce != "amax"
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def storage_offset(a: np.ndarray) -> int:
+    """How many elements of ``a``'s dtype lie between the start of the memory block ``a`` views and ``a``'s first
+    element (torch's ``storage_offset``); the block is the array at the end of ``a``'s chain of numpy bases."""
+    return (data_ptr(a) - data_ptr(_storage_root(a))) // a.dtype.itemsize
+
+
+def storage_nbytes(a: np.ndarray) -> int:
+    """The size in bytes of the memory block ``a`` views (torch's ``untyped_storage().nbytes()``)."""
+    return _storage_root(a).nbytes
+
+
+def _storage_root(a: np.ndarray) -> np.ndarray:
+    while True:
+        base = a.base
+        if isinstance(base, _Interface):  # (a view ``as_strided`` made)
+            base = base.base
+        if not isinstance(base, np.ndarray):
+            return a
+        a = base
+
+
+def as_strided(a: np.ndarray, shape: tuple, strides: tuple, offset: int) -> np.ndarray:
+    """A writable view of ``a``'s memory block with ``shape``, element ``strides`` and first element ``offset``
+    elements into the block (the caller checks the bounds)."""
+    item = a.dtype.itemsize
+    interface = dict(a.__array_interface__)
+    interface["data"] = (data_ptr(_storage_root(a)) + offset * item, False)
+    interface["shape"] = tuple(shape)
+    interface["strides"] = tuple(s * item for s in strides)
+    interface.pop("mask", None)
+    return np.asarray(_Interface(interface, a))
+
+
+class _Interface:
+    """An ``__array_interface__`` holder that keeps the array it describes memory of alive (``as_strided``)."""
+
+    def __init__(self, interface: dict, owner: np.ndarray) -> None:
+        self.__array_interface__ = interface
+        self.base = owner
+
+
 def index_select(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
     return _c(np.take(a, index, axis=dim))
 
@@ -1212,6 +1289,11 @@ __all__ = [
     "roll",
     "scatter",
     "triangle",
+    # views of the memory block, reductions into it
+    "as_strided",
+    "scatter_reduce",
+    "storage_nbytes",
+    "storage_offset",
     "unique",
 ]
 

@@ -991,6 +991,40 @@ triangle = _host_op("triangle")
 unique = _host_op("unique")
 
 
+scatter_reduce = _host_op("scatter_reduce")
+
+
+def _allocation(a):
+    """The device allocation ``a`` views (numba's owner of its memory pointer)."""
+    return a.gpu_data.owner
+
+
+def storage_offset(a) -> int:
+    """Elements between the start of ``a``'s allocation and its first element, as ``cpu.storage_offset``."""
+    if simulator():
+        return cpu.storage_offset(a._ary)
+    if a.gpu_data is None:
+        return 0
+    return (data_ptr(a) - _allocation(a).device_pointer_value) // a.dtype.itemsize
+
+
+def storage_nbytes(a) -> int:
+    """The size in bytes of ``a``'s allocation, as ``cpu.storage_nbytes``."""
+    if simulator():
+        return cpu.storage_nbytes(a._ary)
+    return 0 if a.gpu_data is None else _allocation(a).size
+
+
+def as_strided(a, shape: tuple, strides: tuple, offset: int):
+    """A view of ``a``'s allocation, as ``cpu.as_strided`` (the caller checks the bounds)."""
+    if simulator():
+        return _Array(cpu.as_strided(a._ary, shape, strides, offset))
+    item = a.dtype.itemsize
+    size = int(np.prod(shape, dtype=np.int64))
+    gpu_data = _allocation(a).view(offset * item) if size and a.gpu_data is not None else None
+    return _Array(tuple(shape), tuple(s * item for s in strides), a.dtype, stream=a.stream, gpu_data=gpu_data)
+
+
 def diagonal(a, offset: int, dim1: int, dim2: int):
     """A view of the diagonal, as ``cpu.diagonal``."""
     return _view(a, lambda x: cpu.diagonal(x, offset, dim1, dim2))

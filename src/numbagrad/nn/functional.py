@@ -948,6 +948,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                eps: float = 1e-5) -> Tensor:  # fmt: skip
     """Normalize each channel (dim 1) by the batch statistics (training, updating the running ones in place with
     ``momentum``, the variance unbiased) or by the running statistics (eval)."""
+    if not isinstance(momentum, (int, float)):  # (the modules' ``momentum=None``, a cumulative mean, is theirs)
+        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not {type(momentum).__name__}")
     _check_batch_norm(input, running_mean, running_var, weight, bias, training)
     out = nn_ops.BatchNorm.apply(input, weight, bias, running_mean, running_var, training, momentum, eps, None)
     return _channels_last_as(out, input)
@@ -1706,6 +1708,11 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
                 f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and "
                 f"dilation={d}"
             )
+    if any(p > k // 2 for p, k in zip(padding, kernel)):  # (torch's dilated kernel checks the kernel itself too)
+        raise RuntimeError(
+            f"pad should be smaller than or equal to half of kernel size, but got padW = {padding[1]}, padH = "
+            f"{padding[0]}, kW = {kernel[1]}, kH = {kernel[0]}"
+        )
     out_hw = _out_hw(input, kernel, stride, padding, dilation, ceil_mode)
     values, indices = nn_ops.MaxPool2d.apply(input, kernel, stride, padding, dilation, out_hw)
     values, indices = _channels_last_as(values, input), _channels_last_as(indices, input)

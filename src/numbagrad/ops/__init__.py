@@ -19,6 +19,7 @@ from . import (  # noqa: F401 - each registers its ops
     shape,
     sparse,
     special_ops,
+    tensor_methods,
     torch_namespace,
 )
 from ._registry import OPS, bind_methods, public_names

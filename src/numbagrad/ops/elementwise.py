@@ -1278,6 +1278,59 @@ FRONTENDS = {
     for name, row in ROWS.items()
 }
 
+
+class RoundedDiv(Function):
+    """``div(a, b, rounding_mode=...)``: the quotient rounded toward zero (``"trunc"``) or down (``"floor"``), in
+    the operands' promoted dtype (integers stay integers). Its gradient is zero, as torch's."""
+
+    node_name = "DivBackward2"
+
+    @staticmethod
+    def forward(ctx, a, b, mode):
+        ctx.shapes = tuple((o.shape, o.dtype) if isinstance(o, Tensor) else None for o in (a, b))
+        if mode == "floor":
+            return FRONTENDS["floor_divide"](a, b)
+        dt = _compute_dtype(ROWS["mul"], (a, b))
+        if dt.kind == "b":
+            raise NotImplementedError("\"div_trunc_cpu\" not implemented for 'Bool'")
+        if dt.kind == "f":
+            return FRONTENDS["trunc"](FRONTENDS["div"](a, b))
+        # integers: the remainder toward zero taken off first, so the division is exact and rounds either way
+        if not isinstance(a, Tensor):  # (a number first: fmod takes the tensor first)
+            a = Tensor._make(b._backend.full((), a, dt))
+        return FRONTENDS["floor_divide"](FRONTENDS["sub"](a, FRONTENDS["fmod"](a, b)), b)
+
+    @staticmethod
+    def backward(ctx, g):
+        backend = g._backend
+        zeros = [None if s is None else Tensor._make(backend.zeros(tuple(s[0]), s[1].numpy)) for s in ctx.shapes]
+        return zeros[0], zeros[1], None
+
+
+def _div_with_rounding(true_divide):
+    """``div``/``divide`` (and ``Tensor.div``/``div_``) with torch's ``rounding_mode`` keyword: without it the
+    table row's true division runs as before."""
+
+    def div(input, other, *, rounding_mode=None):  # noqa: A002
+        if rounding_mode is None:
+            return true_divide(input, other)
+        if rounding_mode not in ("trunc", "floor"):
+            raise RuntimeError(
+                f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+            )
+        a = as_operand(input, "div", 1, "input")
+        b = as_operand(other, "div", 2, "other")
+        return RoundedDiv.apply(a, b, rounding_mode)
+
+    div.__doc__ = true_divide.__doc__ + (
+        '\n\nWith ``rounding_mode`` ``"trunc"`` or ``"floor"`` the quotient is rounded toward zero or down and '
+        "keeps the operands' dtype (integers stay integers); its gradient is zero."
+    )
+    return div
+
+
+FRONTENDS["div"] = _div_with_rounding(FRONTENDS["div"])
+
 for _row in ROWS.values():
     _declare_row(_row, FRONTENDS[_row.name])
 

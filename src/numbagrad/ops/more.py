@@ -665,7 +665,12 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
         if len(dims_a) != len(dims_b):
             raise RuntimeError("both dimension lists should have same length")
     for da, db in zip(dims_a, dims_b):
-        if a.shape[wrap_dim(da, a.dim())] != b.shape[wrap_dim(db, b.dim())]:
+        size_a, size_b = a.shape[wrap_dim(da, a.dim())], b.shape[wrap_dim(db, b.dim())]
+        if size_a != size_b and size_b == 1:  # a size-1 dim broadcasts: the other side is summed over its dim
+            a = a.sum(da, keepdim=True)
+        elif size_a != size_b and size_a == 1:
+            b = b.sum(db, keepdim=True)
+        elif size_a != size_b:
             raise RuntimeError(
                 f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} and second has "
                 f"size {b.shape[db]} in dim {db}"

@@ -320,6 +320,13 @@ class _PoolMaps:
         return b.reshape(out, self.out_shape)
 
     def adjoint(self, g):
+        if self.adaptive and 0 in self.out_shape:  # (torch's forward allows an empty window grid, its backward not)
+            shape = list(self.out_shape)
+            empty = next(d for d in range(1 if len(shape) == 4 else 0, len(shape)) if shape[d] == 0)
+            raise RuntimeError(
+                "adaptive_avg_pool2d_backward(): Expected grad_output to have non-zero size for non-batch dimensions, "
+                f"but grad_output has sizes {shape} with dimension {empty} being empty"
+            )
         b = backend_for(g)
         g3 = b.reshape(b.ascontiguous(g), (self.planes, *self.out_hw))
         if self.adaptive:

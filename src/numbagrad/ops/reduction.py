@@ -452,6 +452,8 @@ class Norm(Function):
 @declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1, 1), Sample(T(3, 4), 3, (0, 1))))
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
     """Vector norm over ``dim`` (all elements by default); ``'fro'`` is the 2-norm."""
+    if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:  # (torch's matrix norm takes two dims)
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
     if not input.is_floating_point():
         raise RuntimeError(
             f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {input.dtype.scalar_name}"
