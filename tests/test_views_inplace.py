@@ -419,6 +419,59 @@ def test_error_view_made_in_no_grad_mode_then_modified_with_grad(torch):
     _same_error(torch, program)
 
 
+def test_error_view_of_a_no_grad_view_modified_with_grad(torch):
+    def program(lib):
+        a = lib.ones(2, 4, requires_grad=True)
+        with lib.no_grad():
+            v = a[0]
+        v[1:].mul_(2)
+
+    _same_error(torch, program)
+
+
+def test_error_no_grad_view_of_a_plain_tensor_modified_with_an_operand_that_requires_grad(torch):
+    def program(lib):
+        p = lib.ones(3)
+        with lib.no_grad():
+            v = p[1:]
+        v.mul_(lib.ones(2, requires_grad=True))
+
+    _same_error(torch, program)
+
+
+def test_error_no_grad_pieces_of_unbind_modified_with_grad(torch):
+    def program(lib):
+        a = lib.ones(3, 2, requires_grad=True)
+        with lib.no_grad():
+            pieces = a.unbind(0)
+        pieces[0].mul_(2)
+
+    _same_error(torch, program)
+
+
+def test_no_grad_view_of_a_plain_tensor_may_be_modified_without_a_graph(torch):
+    for lib in (numbagrad, torch):
+        p = lib.ones(3)
+        with lib.no_grad():
+            v = p[1:]
+        v.mul_(2)
+        assert p.tolist() == [1.0, 2.0, 2.0]
+
+
+def test_no_grad_view_requires_grad_as_its_base_and_drops_its_gradient(torch):
+    """torch: the view requires grad (its base does) and is a leaf without an accumulator, so ops on it record a
+    graph whose gradient reaches neither the view nor the base."""
+    for lib in (numbagrad, torch):
+        a = lib.ones(2, 3, requires_grad=True)
+        with lib.no_grad():
+            v = a[0]
+        assert v.requires_grad and v.is_leaf and v.grad_fn is None
+        y = (v * 2).sum()
+        assert y.requires_grad
+        y.backward()
+        assert a.grad is None and v.grad is None
+
+
 def test_error_inplace_on_a_view_returned_by_a_custom_function(torch):
     def program(lib):
         class AsView(lib.autograd.Function):

@@ -31,6 +31,9 @@ ERR_BACKWARD_TWICE = (
     "you need to access saved tensors after calling backward."
 )
 
+#: ``Tensor._creation_meta`` of a view made in no-grad mode (see ``_mark_no_grad_view``)
+NO_GRAD_VIEW = "no_grad"
+
 _sequence = itertools.count()  # node creation order (torch runs later nodes first among the ready)
 
 
@@ -426,6 +429,8 @@ class Function(_SingleLevelFunction):
                 return _link_outputs(cls, ctx, args, output)
         else:
             output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
+            if not st.inference:
+                _mark_no_grad_views(output, args)
         if type(output) is Tensor and not (ctx.dirty_tensors or ctx.non_differentiable or st.inference):
             for a in args:
                 if a is output:  # an input returned as-is comes back as a new view of it
@@ -453,7 +458,26 @@ def _apply_simple(cls, args: tuple, st):
         output.grad_fn = ctx
         if ctx.to_save:
             _save_tensors(cls, ctx, ())
+    elif not st.enabled and output._base is not None:
+        _mark_no_grad_view(output)
     return output
+
+
+def _mark_no_grad_view(view: Tensor) -> None:
+    """A view made in no-grad mode: torch refuses to change it in place in a way that needs a graph (``ops.inplace``
+    checks the mark), and it requires grad when its base does; with neither history nor an accumulator of its own,
+    a gradient that flows into it is dropped (the engine skips it)."""
+    view._creation_meta = NO_GRAD_VIEW
+    base = view._base
+    if base._requires_grad or base.grad_fn is not None:
+        view._requires_grad = True
+
+
+def _mark_no_grad_views(output, args: tuple) -> None:
+    """``_mark_no_grad_view`` for each view among ``output`` that is not one of the inputs."""
+    for o in output if type(output) is tuple else (output,):
+        if isinstance(o, Tensor) and o._base is not None and not _contains(args, o):
+            _mark_no_grad_view(o)
 
 
 def _forward_new_style(cls, ctx, args: tuple):

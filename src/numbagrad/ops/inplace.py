@@ -22,7 +22,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._types import from_numpy_dtype
-from ..autograd.function import Function, _sequence, edge_of
+from ..autograd.function import NO_GRAD_VIEW, Function, _sequence, edge_of
 from ..autograd.grad_mode import no_grad, state
 from ._common import broadcast_shapes, shape_str
 
@@ -40,11 +40,11 @@ def check_inplace(t: Tensor) -> None:
         raise RuntimeError(ERR_INFERENCE_INPLACE)
     if not state.enabled:
         return
-    if t.grad_fn is None and t._requires_grad:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = t._base
     if base is not None and (t.requires_grad or base.requires_grad):
         _check_view_inplace(t, base)  # (torch checks how the view was made first)
+    if t.grad_fn is None and t._requires_grad and base is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if base is not None and base.grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
@@ -314,7 +314,7 @@ class CopySlicesView(Function):
 
 # How a view was made, when that refuses in-place changes of it (``Tensor._creation_meta``; autograd.function
 # writes the custom Function's mark itself, as it sits below the ops).
-_NO_GRAD_VIEW = "no_grad"
+_NO_GRAD_VIEW = NO_GRAD_VIEW
 MULTI_OUTPUT_VIEW = "multi_output"
 _CUSTOM_FUNCTION_VIEW = "custom_function"
 
@@ -345,11 +345,18 @@ def _check_view_inplace(t: Tensor, base: Tensor) -> None:
         meta = _NO_GRAD_VIEW
     if meta is None:
         return
-    if t.grad_fn is not None:
-        prefix = f"Output {t._output_nr} of {_op_name(t.grad_fn)} is a view and is being modified inplace."
-    else:
-        prefix = "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
-    raise RuntimeError(f"{prefix} {_VIEW_ERRORS[meta]}")
+    raise RuntimeError(f"{_view_error_prefix(t, meta, 'is being')} {_VIEW_ERRORS[meta]}")
+
+
+def _view_error_prefix(t: Tensor, meta: str, modified: str) -> str:
+    """The first sentence of torch's refusal of an in-place change of the view ``t`` (``modified``: what was)."""
+    if t.grad_fn is None:
+        return f"A view was created in no_grad mode and {modified} modified inplace with grad mode enabled."
+    output = f"Output {t._output_nr} of {_op_name(t.grad_fn)} is a view"
+    if meta == _NO_GRAD_VIEW:  # a view (made with grad) of a view made in no-grad mode
+        made = "of a view which was created in no_grad mode"
+        return f"{output} {made} and {modified} modified inplace with grad mode enabled."
+    return f"{output} and {modified} modified inplace."
 
 
 class _ModifiedView(Function):
@@ -422,14 +429,5 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
 
 
 def _modified_view_message(v: Tensor, meta: str) -> str:
-    if v.grad_fn is not None:
-        prefix = (
-            f"Output {v._output_nr} of {_op_name(v.grad_fn)} is a view and its base or another view of its base has "
-            "been modified inplace."
-        )
-    else:
-        prefix = (
-            "A view was created in no_grad mode and its base or another view of its base has been modified inplace "
-            "with grad mode enabled."
-        )
+    prefix = _view_error_prefix(v, meta, "its base or another view of its base has been")
     return f"{prefix} {_VIEW_ERRORS[meta]}"
