@@ -198,3 +198,16 @@ def test_scatter_with_reduce_records_torchs_node_without_a_derivative(torch, red
         results.append((type(out.grad_fn).__name__, out.detach().numpy()))
     assert results[0][0] == results[1][0] == "NotImplemented"
     np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize(
+    "index", [0, slice(None), (slice(1, 1),), [0], (0,), (None, 0), (Ellipsis, 0), True, False, None, Ellipsis]
+)
+def test_indexing_a_0_dim_tensor_as_torch(torch, index):
+    results = []
+    for lib in (numbagrad, torch):
+        try:
+            results.append(lib.tensor(2.0)[index].tolist())
+        except IndexError as error:
+            results.append(str(error))
+    assert results[0] == results[1]

@@ -191,13 +191,17 @@ class IndexAddZeros(Function):
 
 @declare(methods=("__getitem__",), name="_getitem")
 def getitem(x: Tensor, index) -> Tensor:
-    np_index = _numpy_index(index, x.dim())
-    if x.dim() == 0 and np_index not in ((Ellipsis,), (None,), ()):
-        if not all(i is None or i is Ellipsis for i in np_index):
+    if x.dim() == 0:  # torch's own texts for a bare int or slice; other items count as too many indices
+        if isinstance(index, int) and not isinstance(index, bool):
             raise IndexError(
                 "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
                 "C++ to convert a 0-dim tensor to a number"
             )
+        if isinstance(index, slice):
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    np_index = _numpy_index(index, x.dim())
+    if x.dim() == 0 and any(_spans(i) for i in np_index):
+        raise IndexError("too many indices for tensor of dimension 0")
     _check_bounds(x, np_index)
     stages = _stages(np_index)
     if stages is not None:  # the basic part first, as a view, then the advanced part (torch's two steps)
