@@ -449,6 +449,33 @@ def test_error_no_grad_pieces_of_unbind_modified_with_grad(torch):
     _same_error(torch, program)
 
 
+@pytest.mark.parametrize("grad_mode", [True, False])
+def test_error_view_returned_by_a_custom_function_without_a_graph_modified_with_grad(torch, grad_mode):
+    def program(lib):
+        class Tail(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x[1:]
+
+            @staticmethod
+            def backward(ctx, g):
+                return None
+
+        with lib.set_grad_enabled(grad_mode):
+            y = Tail.apply(lib.ones(3))
+        y.mul_(lib.ones(2, requires_grad=True))
+
+    _same_error(torch, program)
+
+
+def test_views_made_inside_a_forward_are_not_no_grad_views(torch):
+    """A built-in op's forward runs without grad mode; a view it makes there is its output, not the user's."""
+    for lib in (numbagrad, torch):
+        x = lib.ones(3, 4, requires_grad=True).clone()
+        x.narrow(1, 1, 2).mul_(2)
+        x.sum().backward()
+
+
 def test_no_grad_view_of_a_plain_tensor_may_be_modified_without_a_graph(torch):
     for lib in (numbagrad, torch):
         p = lib.ones(3)

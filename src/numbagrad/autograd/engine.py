@@ -572,8 +572,8 @@ class _Task:
         leaf = node.variable
         if g is None or (targets is not None and node not in targets) or not leaf._requires_grad:
             return  # (not needed for ``inputs``; or detached in place since: torch's AccumulateGrad skips it)
-        if leaf._base is not None and leaf._creation_meta == "no_grad":  # (function.NO_GRAD_VIEW)
-            return  # a view made in no-grad mode has no accumulator in torch: its gradient goes nowhere
+        if leaf._base is not None and leaf._creation_meta in ("no_grad", "custom_function"):
+            return  # a view without history (function._mark_view) has no accumulator in torch: its gradient is dropped
         if g._data.dtype != leaf._data.dtype:  # torch's validate_outputs: a gradient takes its input's dtype
             g = g.to(leaf.dtype)
         if leaf._hooks:

@@ -421,16 +421,19 @@ class Function(_SingleLevelFunction):
         needs = ctx.needs_input_grad = tuple(needs)
         if st.enabled:
             st.enabled = False
+            outer, st.in_forward = st.in_forward, True  # (views made inside are not the user's no-grad views)
             try:
                 output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
             finally:
-                st.enabled = True
+                st.enabled, st.in_forward = True, outer
             if True in needs:
                 return _link_outputs(cls, ctx, args, output)
         else:
             output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
-            if not st.inference:
-                _mark_no_grad_views(output, args)
+            if not (st.inference or st.in_forward):
+                _mark_views(output, args, NO_GRAD_VIEW)
+        if not ctx._builtin:  # torch marks every view a custom Function returns, graph or not
+            _mark_views(output, args, "custom_function")
         if type(output) is Tensor and not (ctx.dirty_tensors or ctx.non_differentiable or st.inference):
             for a in args:
                 if a is output:  # an input returned as-is comes back as a new view of it
@@ -458,26 +461,27 @@ def _apply_simple(cls, args: tuple, st):
         output.grad_fn = ctx
         if ctx.to_save:
             _save_tensors(cls, ctx, ())
-    elif not st.enabled and output._base is not None:
-        _mark_no_grad_view(output)
+    elif not (st.enabled or st.in_forward) and output._base is not None:
+        _mark_view(output, NO_GRAD_VIEW)
     return output
 
 
-def _mark_no_grad_view(view: Tensor) -> None:
-    """A view made in no-grad mode: torch refuses to change it in place in a way that needs a graph (``ops.inplace``
-    checks the mark), and it requires grad when its base does; with neither history nor an accumulator of its own,
-    a gradient that flows into it is dropped (the engine skips it)."""
-    view._creation_meta = NO_GRAD_VIEW
+def _mark_view(view: Tensor, meta: str) -> None:
+    """Record how a view without history was made (``Tensor._creation_meta``): in no-grad mode, or by a custom
+    Function. torch refuses to change such a view in place in a way that needs a graph (``ops.inplace`` checks the
+    mark), and it requires grad when its base does; with neither history nor an accumulator of its own, a gradient
+    that flows into it is dropped (the engine skips it)."""
+    view._creation_meta = meta
     base = view._base
     if base._requires_grad or base.grad_fn is not None:
         view._requires_grad = True
 
 
-def _mark_no_grad_views(output, args: tuple) -> None:
-    """``_mark_no_grad_view`` for each view among ``output`` that is not one of the inputs."""
+def _mark_views(output, args: tuple, meta: str) -> None:
+    """``_mark_view`` for each view among ``output`` that is not one of the inputs."""
     for o in output if type(output) is tuple else (output,):
-        if isinstance(o, Tensor) and o._base is not None and not _contains(args, o):
-            _mark_no_grad_view(o)
+        if isinstance(o, Tensor) and o._base is not None and o.grad_fn is None and not _contains(args, o):
+            _mark_view(o, meta)
 
 
 def _forward_new_style(cls, ctx, args: tuple):
