@@ -566,9 +566,10 @@ def test_queue_callback_outside_backward_is_an_error():
 
 
 def _node_summary(t):
-    """What a node records, saved inputs by identity (the output saved as "out"): comparable across two builds."""
+    """What a node records, saved inputs by their storage's identity (the output saved as "out"): comparable across
+    two builds."""
     node = t.grad_fn
-    saved = [(id(s[0]) if s[2] < 0 else "out", s[1], s[2], s[3]) for s in node._saved or ()]
+    saved = [(id(s[0]._data) if s[2] < 0 else "out", s[1], s[2], s[3]) for s in node._saved or ()]
     return type(node).__name__, node.next_functions, node.needs_input_grad, saved
 
 
@@ -654,3 +655,21 @@ def test_a_gradient_written_into_its_own_buffer_reads_a_broadcast_operand_by_row
     numbagrad.sigmoid(numbagrad.exp(x * 1.0) * numbagrad.tensor(b_values)).sum().backward()
     s = 1 / (1 + np.exp(-(np.exp(x_values) * b_values)))
     np.testing.assert_allclose(x.grad.numpy(), s * (1 - s) * b_values * np.exp(x_values), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "op", [lambda x, w: x * 2.0, lambda x, w: x * w, lambda x, w: w * x, lambda x, w: x / w, lambda x, w: 2.0 - x]
+)
+def test_an_input_no_needed_gradient_reads_may_change_in_place_before_backward(torch, op):
+    """torch saves an input only when a gradient it computes reads it: ``x * w`` with ``w`` needing no gradient
+    keeps ``w`` alone, so changing ``x`` in place afterwards does not stop backward."""
+    results = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        h = x * 1.0
+        out = op(h, lib.tensor([0.5, 1.5, 2.5]))
+        with lib.no_grad():
+            h.add_(1.0)
+        out.sum().backward()
+        results.append(x.grad.tolist())
+    assert results[0] == results[1]
