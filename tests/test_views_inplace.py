@@ -672,3 +672,18 @@ def test_writing_into_a_view_of_a_column_major_base(torch):
         grads.append((x.detach().numpy().copy(), b.grad.numpy()))
     for got, want in zip(*grads):
         np.testing.assert_allclose(got, want)
+
+
+def test_a_hook_on_a_view_before_it_is_changed_in_place_does_not_run(torch):
+    """torch's CopySlices reads the view's old value from the base's old history, not through the view's old
+    node: a hook registered on the view before the in-place op is left out of the graph."""
+    results = []
+    for lib in (numbagrad, torch):
+        calls = []
+        x = lib.ones(2, 3, requires_grad=True) * 1.0
+        v = x[0]
+        v.register_hook(lambda g, calls=calls: calls.append(g.tolist()))
+        v.mul_(3)
+        x.sum().backward()
+        results.append(calls)
+    assert results[0] == results[1] == []

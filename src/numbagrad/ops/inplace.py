@@ -379,15 +379,19 @@ class _ModifiedView(Function):
 def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     """``op`` applied in place to the view ``t`` of ``base``: base gets a ``CopySlices`` node, its views new
     grad_fns. The op runs on a copy of the view's values (which its backward may save), so the write into the
-    shared storage cannot change what backward reads."""
+    shared storage cannot change what backward reads. As in torch's ``CopySlices``, that copy's history is the
+    base's old history read at the view's elements, not the view's own node: hooks on the view's old node do not
+    run."""
     _check_view_inplace(t, base)
-    old = Tensor._make(t._backend.copy(t._data))
-    old.grad_fn, old._output_nr = t.grad_fn, t._output_nr
-    result = op(old)
-    check_result(t, result._data.dtype, result._data.shape)
     old_base = Tensor._make(base._data)
     old_base.grad_fn, old_base._output_nr, old_base._requires_grad = base.grad_fn, base._output_nr, base._requires_grad
-    new = CopySlicesView.apply(old_base, result, t._data, _Region(base, t))
+    region = _Region(base, t)
+    old = Tensor._make(t._backend.copy(t._data))
+    if old_base.requires_grad:
+        old.grad_fn = _take_region_node(old_base, region)
+    result = op(old)
+    check_result(t, result._data.dtype, result._data.shape)
+    new = CopySlicesView.apply(old_base, result, t._data, region)
     base.grad_fn, base._output_nr = new.grad_fn, 0
     t._bump_version()
     _regenerate_views(base, old_base.requires_grad)
@@ -414,18 +418,28 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
         if meta is not None:
             node = _ModifiedView._backward_cls()
             node.message = _modified_view_message(v, meta)
+            node.next_functions = (edge_of(base), (None, 0))
+            node.needs_input_grad = (True, False)
+            node._sequence_nr = next(_sequence)
         else:
-            node = TakeRegion._backward_cls()
-            node.region = _Region(base, v)
-        node.next_functions = (edge_of(base), (None, 0))
-        node.needs_input_grad = (True, False)
-        node._sequence_nr = next(_sequence)
+            node = _take_region_node(base, _Region(base, v))
         old_node, old_output_nr = v.grad_fn, v._output_nr
         v.grad_fn, v._output_nr = node, 0
         if v._retains_grad:
             _move_retained_grad(v, old_node, old_output_nr)
     base._views = live
     base._views_pruned_at = len(live)
+
+
+def _take_region_node(base: Tensor, region: _Region):
+    """A ``TakeRegion`` node reading ``region`` from ``base``'s history, built without running its forward (the
+    values are already at hand): its region's positions are worked out only if backward reaches it."""
+    node = TakeRegion._backward_cls()
+    node.region = region
+    node.next_functions = (edge_of(base), (None, 0))
+    node.needs_input_grad = (True, False)
+    node._sequence_nr = next(_sequence)
+    return node
 
 
 def _modified_view_message(v: Tensor, meta: str) -> str:
