@@ -687,3 +687,14 @@ def test_a_hook_on_a_view_before_it_is_changed_in_place_does_not_run(torch):
         x.sum().backward()
         results.append(calls)
     assert results[0] == results[1] == []
+
+
+def test_a_base_that_retains_grad_reports_the_gradient_of_its_value_after_a_view_changed(torch):
+    results = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor([1.0, -2.0, 3.0], requires_grad=True) * 1.0
+        x.retain_grad()
+        x[1:].clamp_(-1.0, 1.0)
+        (x * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+        results.append(x.grad.tolist())
+    assert results[0] == results[1]

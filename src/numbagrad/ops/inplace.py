@@ -393,6 +393,8 @@ def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     check_result(t, result._data.dtype, result._data.shape)
     new = CopySlicesView.apply(old_base, result, t._data, region)
     base.grad_fn, base._output_nr = new.grad_fn, 0
+    if base._retains_grad:
+        _move_retained_grad(base, old_base.grad_fn, old_base._output_nr)
     t._bump_version()
     _regenerate_views(base, old_base.requires_grad)
     return t
