@@ -698,3 +698,18 @@ def test_a_base_that_retains_grad_reports_the_gradient_of_its_value_after_a_view
         (x * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
         results.append(x.grad.tolist())
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("make", ["no_grad", "unbind"])
+def test_error_changing_a_refused_view_after_its_base_changed_names_how_it_was_made(torch, make):
+    def program(lib):
+        x = lib.ones(2, 3, requires_grad=True) * 1.0
+        if make == "no_grad":
+            with lib.no_grad():
+                v = x[0]
+        else:
+            v = x.unbind(0)[0]
+        x.mul_(2)
+        v.add_(1)
+
+    _same_error(torch, program)

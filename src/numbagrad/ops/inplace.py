@@ -349,10 +349,14 @@ def _check_view_inplace(t: Tensor, base: Tensor) -> None:
 
 
 def _view_error_prefix(t: Tensor, meta: str, modified: str) -> str:
-    """The first sentence of torch's refusal of an in-place change of the view ``t`` (``modified``: what was)."""
-    if t.grad_fn is None:
+    """The first sentence of torch's refusal of an in-place change of the view ``t`` (``modified``: what was).
+    It names the node that made the view, also once ``_regenerate_views`` has replaced that node."""
+    fn, output_nr = t.grad_fn, t._output_nr
+    if type(fn) is _ModifiedView._backward_cls:
+        fn, output_nr = fn.made_by
+    if fn is None:
         return f"A view was created in no_grad mode and {modified} modified inplace with grad mode enabled."
-    output = f"Output {t._output_nr} of {_op_name(t.grad_fn)} is a view"
+    output = f"Output {output_nr} of {_op_name(fn)} is a view"
     if meta == _NO_GRAD_VIEW:  # a view (made with grad) of a view made in no-grad mode
         made = "of a view which was created in no_grad mode"
         return f"{output} {made} and {modified} modified inplace with grad mode enabled."
@@ -420,6 +424,7 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
         if meta is not None:
             node = _ModifiedView._backward_cls()
             node.message = _modified_view_message(v, meta)
+            node.made_by = (v.grad_fn, v._output_nr)
             node.next_functions = (edge_of(base), (None, 0))
             node.needs_input_grad = (True, False)
             node._sequence_nr = next(_sequence)
