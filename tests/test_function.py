@@ -801,3 +801,27 @@ def test_same_custom_function_program_as_torch():
     ours, theirs = program(numbagrad), program(torch)
     assert ours[0] == theirs[0].replace("dtype=torch.", "dtype=numbagrad.")
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("no_grad_view", [False, True])
+def test_error_mark_dirty_on_a_view_of_a_leaf_that_requires_grad(torch, no_grad_view):
+    messages = []
+    for lib in (numbagrad, torch):
+
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                return x.mul_(2)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        a = lib.ones(2, 3, requires_grad=True)
+        with lib.set_grad_enabled(not no_grad_view):
+            v = a[0]
+        with pytest.raises(RuntimeError) as info:
+            Double.apply(v)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

@@ -666,6 +666,11 @@ def _link_general(ctx, args: tuple, output) -> tuple:
         if is_dirty:
             if o.grad_fn is None and o._requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+            base = o._base
+            if base is not None and base.grad_fn is None and base._requires_grad:  # (torch's check_inplace)
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+                )
         elif _contains(args, o) or (o.grad_fn is not None and o.grad_fn is not ctx):
             # (a tensor returned twice is the same object twice, as in torch: its last position is its output_nr)
             # "Return it as a view so that we can attach a new grad_fn" (torch)
