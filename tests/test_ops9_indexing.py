@@ -211,3 +211,13 @@ def test_indexing_a_0_dim_tensor_as_torch(torch, index):
         except IndexError as error:
             results.append(str(error))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize(("shape", "src_shape"), [((2,), (2, 3, 2)), ((3, 1), (3, 4))])
+def test_error_copy_from_a_source_that_broadcasts_to_a_larger_shape(torch, shape, src_shape):
+    messages = []
+    for lib in (numbagrad, torch):
+        with pytest.raises(RuntimeError) as info:
+            lib.zeros(shape).copy_(lib.ones(src_shape))
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

@@ -480,7 +480,11 @@ def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:  # noqa: A0
     src = as_operand(src, "copy_", 1, "src")
     check_inplace(input)  # torch refuses a write into a view of a leaf before it looks at the shapes
     if isinstance(src, Tensor):
-        broadcast_shapes(input.shape, src.shape)  # torch's message for sources that cannot broadcast
+        shape = broadcast_shapes(input.shape, src.shape)  # torch's message for sources that cannot broadcast
+        if shape != tuple(input.shape):
+            raise RuntimeError(
+                f"output with shape {shape_str(input.shape)} doesn't match the broadcast shape {shape_str(shape)}"
+            )
         if src.device != input.device:
             src = src.to(input.device)
     setitem(input, Ellipsis, src)
