@@ -825,3 +825,26 @@ def test_error_mark_dirty_on_a_view_of_a_leaf_that_requires_grad(torch, no_grad_
             Double.apply(v)
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+def test_mark_dirty_on_a_view_rebases_the_base_as_torch(torch):
+    """A custom Function that changes a view in place gives the base torch's CopySlices history."""
+    results = []
+    for lib in (numbagrad, torch):
+
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                return x.mul_(2)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        a = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        x = a * 1
+        y = Double.apply(x[0])
+        (x * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+        results.append((type(x.grad_fn).__name__, type(y.grad_fn).__name__, a.grad.tolist(), x.tolist()))
+    assert results[0] == results[1]

@@ -18,6 +18,7 @@ import itertools
 import traceback
 import warnings
 
+from .. import _tensor
 from .._tensor import Tensor
 from .._types import broadcast_shapes_or_none, shape_str
 from .engine import accumulator_of
@@ -657,6 +658,7 @@ def _link_general(ctx, args: tuple, output) -> tuple:
     ctx._num_outputs = len(outputs)
     returned_as_is = []
     meta = []
+    dirty_views = []
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
             meta.append(None)
@@ -683,9 +685,14 @@ def _link_general(ctx, args: tuple, output) -> tuple:
             o.grad_fn = ctx
             o._output_nr = i
             o._requires_grad = False
-            if o._base is not None and not ctx._builtin and not is_dirty:
-                o._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
+            if o._base is not None and not ctx._builtin:
+                if is_dirty:  # the base's history must take the change in (torch's CopySlices)
+                    dirty_views.append(o)
+                else:
+                    o._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
         meta.append((o._data.shape, o._data.dtype, o._backend))
+    for view in dirty_views:
+        _tensor._ops.inplace.rebase_onto_view(view)
     ctx._output_meta = meta
     for d in dirty:
         if not _contains(outputs, d):

@@ -404,6 +404,22 @@ def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     return t
 
 
+def rebase_onto_view(view: Tensor) -> None:
+    """A custom Function changed ``view`` in place (``mark_dirty``) and is its grad_fn now: the base takes a
+    ``CopySlices`` node holding the view's new history, and its views new grad_fns, as after a built-in in-place
+    op on the view (``_rebase_view``)."""
+    base = view._base
+    old_base = Tensor._make(base._data)
+    old_base.grad_fn, old_base._output_nr, old_base._requires_grad = base.grad_fn, base._output_nr, base._requires_grad
+    value = Tensor._make(view._data)
+    value.grad_fn, value._output_nr = view.grad_fn, view._output_nr
+    new = CopySlicesView.apply(old_base, value, view._data, _Region(base, view))
+    base.grad_fn, base._output_nr = new.grad_fn, 0
+    if base._retains_grad:
+        _move_retained_grad(base, old_base.grad_fn, old_base._output_nr)
+    _regenerate_views(base, old_base.requires_grad)
+
+
 def _regenerate_views(base: Tensor, had_history: bool) -> None:
     """Point every live view of ``base`` at the base's new history (torch does this lazily, on the view's next
     grad_fn access; here it happens at the in-place op, the only time the history changes). A view that may not
