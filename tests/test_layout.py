@@ -49,6 +49,7 @@ LAYERS = {
     "testing": 5,
     "distributions": 5,
     "fft": 5,
+    "profiler": 4,
     "__init__": 7,
     "__main__": 7,
     "_stubs": 7,

@@ -167,6 +167,7 @@ _LAZY_MODULES = (  # compile: a callable package
     "testing",
     "distributions",
     "fft",
+    "profiler",
 )
 
 
