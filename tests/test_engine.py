@@ -2,6 +2,7 @@
 
 import gc
 import re
+import warnings
 import weakref
 
 import numpy as np
@@ -673,3 +674,22 @@ def test_an_input_no_needed_gradient_reads_may_change_in_place_before_backward(t
         out.sum().backward()
         results.append(x.grad.tolist())
     assert results[0] == results[1]
+
+
+def test_anomaly_mode_nan_error_and_forward_traceback_as_torch(torch):
+    """detect_anomaly(check_nan=True): torch's error for a NaN gradient, and its warning naming the node and the
+    forward line that made it."""
+    results = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor([0.0, 1.0], requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with lib.autograd.detect_anomaly(check_nan=True):
+                y = x.sqrt()  # the forward line the warning shows
+                with pytest.raises(RuntimeError) as info:
+                    (y * 0).sum().backward()
+        (warning,) = [str(w.message) for w in caught if "Error detected" in str(w.message)]
+        lines = warning.splitlines()
+        results.append((str(info.value), lines[0], [line for line in lines if "x.sqrt()" in line]))
+    assert results[0] == results[1]
+    assert results[0][0] == "Function 'SqrtBackward0' returned nan values in its 0th output."
