@@ -431,7 +431,7 @@ class Function(_SingleLevelFunction):
                 return _link_outputs(cls, ctx, args, output)
         else:
             output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
-            if not (st.inference or st.in_forward):
+            if not (st.inference or st.in_forward) and (type(output) is not Tensor or output._base is not None):
                 _mark_views(output, args, NO_GRAD_VIEW)
         if not ctx._builtin:  # torch marks every view a custom Function returns, graph or not
             _mark_views(output, args, "custom_function")
