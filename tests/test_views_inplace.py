@@ -713,3 +713,23 @@ def test_error_changing_a_refused_view_after_its_base_changed_names_how_it_was_m
         v.add_(1)
 
     _same_error(torch, program)
+
+
+@pytest.mark.parametrize("on_view", [False, True])
+@pytest.mark.parametrize("changed_after", [False, True])
+def test_an_inplace_op_that_saves_its_result_saves_the_tensor_itself(torch, on_view, changed_after):
+    """relu_ saves its output, which is the tensor it changed: a later in-place change of it stops backward."""
+    results = []
+    for lib in (numbagrad, torch):
+        a = lib.tensor([[1.0, -2.0], [3.0, -4.0]], requires_grad=True)
+        x = a * 1
+        (x[0] if on_view else x).relu_()
+        if changed_after:
+            with lib.no_grad():
+                x.add_(1)
+        try:
+            (x * x).sum().backward()
+            results.append(a.grad.tolist())
+        except RuntimeError as error:
+            results.append(str(error).split(":")[0])
+    assert results[0] == results[1]

@@ -121,11 +121,25 @@ def rebase(t: Tensor, op) -> Tensor:
     t._backend.setitem(t._data, (Ellipsis,), result._data)
     t._bump_version()
     t.grad_fn, t._output_nr = result.grad_fn, result._output_nr
+    _saved_output_is(result.grad_fn, t)
     if t._retains_grad:
         _move_retained_grad(t, old_node, old._output_nr)
     if t._views:
         _regenerate_views(t, old.requires_grad)
     return t
+
+
+def _saved_output_is(node, t: Tensor) -> None:
+    """The output ``node`` saved for backward (``relu_`` saves its result) is ``t`` now, as in torch: it takes
+    ``t``'s version counter, so a later in-place change of ``t`` stops backward with torch's error."""
+    saved = getattr(node, "_saved", None)
+    if not saved:
+        return
+    counter = t._shared_version()
+    for k, entry in enumerate(saved):
+        if entry is not None and entry[2] >= 0 and type(entry[0]) is Tensor:
+            entry[0]._version_counter = counter
+            saved[k] = (entry[0], counter.value, entry[2], entry[3])
 
 
 def _move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
@@ -400,6 +414,7 @@ def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     if base._retains_grad:
         _move_retained_grad(base, old_base.grad_fn, old_base._output_nr)
     t._bump_version()
+    _saved_output_is(result.grad_fn, t)
     _regenerate_views(base, old_base.requires_grad)
     return t
 
