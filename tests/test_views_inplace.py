@@ -733,3 +733,29 @@ def test_an_inplace_op_that_saves_its_result_saves_the_tensor_itself(torch, on_v
         except RuntimeError as error:
             results.append(str(error).split(":")[0])
     assert results[0] == results[1]
+
+
+def test_views_follow_a_change_of_their_base_made_without_grad(torch):
+    """torch regenerates a view's grad_fn after any in-place change of its base, with grad or without: a hook
+    registered on the view's old node leaves the graph."""
+    results = []
+    for lib in (numbagrad, torch):
+        a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        v = a.expand(2, 2, 2)
+        v.register_hook(lambda g: g * 2)
+        with lib.no_grad():
+            a.t().mul_(3)
+        (v * v).sum().backward()
+        results.append((type(v.grad_fn).__name__, a.grad.tolist()))
+    assert results[0] == results[1]
+
+
+def test_error_using_a_no_grad_view_after_its_base_changed_without_grad(torch):
+    def program(lib):
+        p = lib.ones(2, 3, requires_grad=True)
+        with lib.no_grad():
+            v = p[0]
+            p.add_(1)
+        (v * 1).sum().backward()
+
+    _same_error(torch, program)

@@ -440,14 +440,14 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
     grad_fn access; here it happens at the in-place op, the only time the history changes). A view that may not
     follow (see ``_check_view_inplace``; ``had_history``: the base required grad before the op) gets a node that
     raises torch's error when differentiated through."""
-    fn = base.grad_fn
+    has_history = base.requires_grad
     live = []
     for ref in base._views:
         v = ref()
         if v is None:
             continue
         live.append(ref)
-        if fn is None or type(v.grad_fn) is _ModifiedView._backward_cls:
+        if not has_history or type(v.grad_fn) is _ModifiedView._backward_cls:
             continue
         meta = v._creation_meta
         if meta is None and v.grad_fn is None and had_history:
@@ -478,6 +478,16 @@ def _take_region_node(base: Tensor, region: _Region):
     node.needs_input_grad = (True, False)
     node._sequence_nr = next(_sequence)
     return node
+
+
+def regenerate_after_write(t: Tensor) -> None:
+    """After an in-place write without a graph (grad mode off) to ``t`` or a view of it: torch regenerates the
+    grad_fn of every view of a base that requires grad once its version has changed (a view's old node, with
+    the hooks registered on it, leaves the graph; a view that may not follow raises), so the views here get their
+    new grad_fns now."""
+    root = t._base if t._base is not None else t
+    if root._views and (root._requires_grad or root.grad_fn is not None):
+        _regenerate_views(root, True)
 
 
 def _modified_view_message(v: Tensor, meta: str) -> str:
