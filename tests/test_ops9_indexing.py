@@ -221,3 +221,26 @@ def test_error_copy_from_a_source_that_broadcasts_to_a_larger_shape(torch, shape
             lib.zeros(shape).copy_(lib.ones(src_shape))
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("index", [0, slice(None), (0,), [0], None, Ellipsis])
+def test_writing_into_a_0_dim_tensor_through_an_index_as_torch(torch, index):
+    results = []
+    for lib in (numbagrad, torch):
+        t = lib.tensor(2.0)
+        try:
+            t[index] = 1.0
+            results.append(t.tolist())
+        except IndexError as error:
+            results.append(str(error))
+    assert results[0] == results[1]
+
+
+def test_error_copy_from_an_overlapping_source_comes_before_the_shape_check(torch):
+    messages = []
+    for lib in (numbagrad, torch):
+        c = lib.tensor([1.0, 2.0, 3.0, 4.0])
+        with pytest.raises(RuntimeError) as info:
+            c.unflatten(0, (2, -1)).copy_(c)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
