@@ -848,3 +848,35 @@ def test_mark_dirty_on_a_view_rebases_the_base_as_torch(torch):
         (x * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
         results.append((type(x.grad_fn).__name__, type(y.grad_fn).__name__, a.grad.tolist(), x.tolist()))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("make", ["unbind", "custom"])
+def test_error_mark_dirty_on_a_view_that_may_not_change_in_place(torch, make):
+    messages = []
+    for lib in (numbagrad, torch):
+
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                return x.mul_(2)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        class AsView(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.view_as(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        x = lib.ones(2, 3, requires_grad=True) * 1.0
+        v = x.unbind(0)[0] if make == "unbind" else AsView.apply(x)
+        with pytest.raises(RuntimeError) as info:
+            Double.apply(v)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

@@ -419,6 +419,13 @@ def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     return t
 
 
+def check_dirty_view(view: Tensor) -> None:
+    """torch's refusals (``_check_view_inplace``) for a view a custom Function marks dirty, before it is linked."""
+    base = view._base
+    if view.requires_grad or base.requires_grad:
+        _check_view_inplace(view, base)
+
+
 def rebase_onto_view(view: Tensor) -> None:
     """A custom Function changed ``view`` in place (``mark_dirty``) and is its grad_fn now: the base takes a
     ``CopySlices`` node holding the view's new history, and its views new grad_fns, as after a built-in in-place
