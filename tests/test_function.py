@@ -880,3 +880,26 @@ def test_error_mark_dirty_on_a_view_that_may_not_change_in_place(torch, make):
             Double.apply(v)
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+def test_views_of_a_base_marked_dirty_follow_its_new_history(torch):
+    results = []
+    for lib in (numbagrad, torch):
+
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                return x.mul_(2)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        x = a * 1
+        v = x[0]
+        Double.apply(x)
+        (v * v).sum().backward()
+        results.append((type(v.grad_fn).__name__, a.grad.tolist()))
+    assert results[0] == results[1]

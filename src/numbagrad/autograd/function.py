@@ -695,6 +695,9 @@ def _link_general(ctx, args: tuple, output) -> tuple:
         meta.append((o._data.shape, o._data.dtype, o._backend))
     for view in dirty_views:
         _tensor._ops.inplace.rebase_onto_view(view)
+    for d in dirty:
+        if d._base is None and d._views:  # a changed base: its views follow its new history (ops.inplace)
+            _tensor._ops.inplace.regenerate_after_write(d)
     ctx._output_meta = meta
     for d in dirty:
         if not _contains(outputs, d):
