@@ -244,3 +244,13 @@ def test_error_copy_from_an_overlapping_source_comes_before_the_shape_check(torc
             c.unflatten(0, (2, -1)).copy_(c)
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("index", [[0], [0, 1], 0])
+def test_error_an_index_into_an_empty_dim_as_torch(torch, index):
+    messages = []
+    for lib in (numbagrad, torch):
+        with pytest.raises(IndexError) as info:
+            lib.zeros(0, 3)[index]
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

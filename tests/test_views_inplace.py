@@ -759,3 +759,13 @@ def test_error_using_a_no_grad_view_after_its_base_changed_without_grad(torch):
         (v * 1).sum().backward()
 
     _same_error(torch, program)
+
+
+def test_error_copy_into_a_no_grad_view_from_a_source_that_requires_grad_before_shapes(torch):
+    def program(lib):
+        p = lib.ones(3)
+        with lib.no_grad():
+            v = p[1:]
+        v.copy_(lib.ones(4, requires_grad=True))
+
+    _same_error(torch, program)

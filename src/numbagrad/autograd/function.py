@@ -669,7 +669,7 @@ def _link_general(ctx, args: tuple, output) -> tuple:
             if o.grad_fn is None and o._requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
             if o._base is not None and o._creation_meta is not None:
-                _tensor._ops.inplace.check_dirty_view(o)  # (how the view was made may forbid changing it)
+                _tensor._ops.inplace.check_view_change(o)  # (how the view was made may forbid changing it)
             base = o._base
             if base is not None and base.grad_fn is None and base._requires_grad:  # (torch's check_inplace)
                 raise RuntimeError(

@@ -14,7 +14,15 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
-from .inplace import check_inplace, check_written, has_internal_overlap, needs_graph, rebase, write_inplace
+from .inplace import (
+    check_inplace,
+    check_view_change,
+    check_written,
+    has_internal_overlap,
+    needs_graph,
+    rebase,
+    write_inplace,
+)
 from .reduction import IndexScatter, return_types
 from .shape import cat
 
@@ -240,6 +248,8 @@ def _check_bounds(x: Tensor, np_index) -> None:
         if isinstance(item, np.ndarray) and dim < x.dim() and item.size:
             size = x.shape[dim]
             if item.max() >= size or item.min() < -size:
+                if size == 0:  # (torch's text for an empty dim names neither)
+                    raise IndexError("index is out of bounds for dimension with size 0")
                 bad = item.max() if item.max() >= size else item.min()
                 raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
         dim += 1
@@ -487,6 +497,8 @@ def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:  # noqa: A0
     check_inplace(input)  # torch refuses a write into a view of a leaf before it looks at the shapes
     if isinstance(src, Tensor):
         check_written(input, (src,))  # (and one that overlaps the source)
+        if input._base is not None and needs_graph(input, (src,)):
+            check_view_change(input)  # (and a view that may not change with a graph)
         shape = broadcast_shapes(input.shape, src.shape)  # torch's message for sources that cannot broadcast
         if shape != tuple(input.shape):
             raise RuntimeError(

@@ -419,11 +419,10 @@ def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     return t
 
 
-def check_dirty_view(view: Tensor) -> None:
-    """torch's refusals (``_check_view_inplace``) for a view a custom Function marks dirty, before it is linked."""
-    base = view._base
-    if view.requires_grad or base.requires_grad:
-        _check_view_inplace(view, base)
+def check_view_change(view: Tensor) -> None:
+    """torch's refusals (``_check_view_inplace``) of a change of ``view`` that needs a graph, for a caller that
+    checks before it writes (``copy_``) or links (a custom Function's ``mark_dirty``)."""
+    _check_view_inplace(view, view._base)
 
 
 def rebase_onto_view(view: Tensor) -> None:
