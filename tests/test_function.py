@@ -903,3 +903,26 @@ def test_views_of_a_base_marked_dirty_follow_its_new_history(torch):
         (v * v).sum().backward()
         results.append((type(v.grad_fn).__name__, a.grad.tolist()))
     assert results[0] == results[1]
+
+
+def test_a_tensor_marked_dirty_that_retains_grad_reports_its_new_gradient(torch):
+    results = []
+    for lib in (numbagrad, torch):
+
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                return x.mul_(2)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        x = a * 1
+        x.retain_grad()
+        Double.apply(x)
+        (x * lib.tensor([3.0, 4.0])).sum().backward()
+        results.append((x.grad.tolist(), a.grad.tolist()))
+    assert results[0] == results[1]

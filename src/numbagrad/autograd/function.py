@@ -659,6 +659,7 @@ def _link_general(ctx, args: tuple, output) -> tuple:
     returned_as_is = []
     meta = []
     dirty_views = []
+    retained = []
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
             meta.append(None)
@@ -684,6 +685,8 @@ def _link_general(ctx, args: tuple, output) -> tuple:
             if is_dirty:
                 o.grad_fn, o._requires_grad = None, False
         else:
+            if is_dirty and o._retains_grad:  # its retained gradient comes from ctx now (ops.inplace)
+                retained.append((o, o.grad_fn, o._output_nr))
             o.grad_fn = ctx
             o._output_nr = i
             o._requires_grad = False
@@ -693,6 +696,8 @@ def _link_general(ctx, args: tuple, output) -> tuple:
                 else:
                     o._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
         meta.append((o._data.shape, o._data.dtype, o._backend))
+    for t, old_fn, old_nr in retained:
+        _tensor._ops.inplace.move_retained_grad(t, old_fn, old_nr)
     for view in dirty_views:
         _tensor._ops.inplace.rebase_onto_view(view)
     for d in dirty:

@@ -123,7 +123,7 @@ def rebase(t: Tensor, op) -> Tensor:
     t.grad_fn, t._output_nr = result.grad_fn, result._output_nr
     _saved_output_is(result.grad_fn, t)
     if t._retains_grad:
-        _move_retained_grad(t, old_node, old._output_nr)
+        move_retained_grad(t, old_node, old._output_nr)
     if t._views:
         _regenerate_views(t, old.requires_grad)
     return t
@@ -142,7 +142,7 @@ def _saved_output_is(node, t: Tensor) -> None:
             saved[k] = (entry[0], counter.value, entry[2], entry[3])
 
 
-def _move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
+def move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
     """``t`` called ``retain_grad()`` and has a new grad_fn: its retained gradient now comes from the new node."""
     if old_node is None or t.grad_fn is None:
         return
@@ -412,7 +412,7 @@ def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     new = CopySlicesView.apply(old_base, result, t._data, region)
     base.grad_fn, base._output_nr = new.grad_fn, 0
     if base._retains_grad:
-        _move_retained_grad(base, old_base.grad_fn, old_base._output_nr)
+        move_retained_grad(base, old_base.grad_fn, old_base._output_nr)
     t._bump_version()
     _saved_output_is(result.grad_fn, t)
     _regenerate_views(base, old_base.requires_grad)
@@ -437,7 +437,7 @@ def rebase_onto_view(view: Tensor) -> None:
     new = CopySlicesView.apply(old_base, value, view._data, _Region(base, view))
     base.grad_fn, base._output_nr = new.grad_fn, 0
     if base._retains_grad:
-        _move_retained_grad(base, old_base.grad_fn, old_base._output_nr)
+        move_retained_grad(base, old_base.grad_fn, old_base._output_nr)
     _regenerate_views(base, old_base.requires_grad)
 
 
@@ -470,7 +470,7 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
         old_node, old_output_nr = v.grad_fn, v._output_nr
         v.grad_fn, v._output_nr = node, 0
         if v._retains_grad:
-            _move_retained_grad(v, old_node, old_output_nr)
+            move_retained_grad(v, old_node, old_output_nr)
     base._views = live
     base._views_pruned_at = len(live)
 
