@@ -157,3 +157,13 @@ def test_python_scalars_broadcast_without_changing_the_tensor_dtype(shapes, seed
 def test_incompatible_shapes_raise_torchs_error(a, b, message):
     with pytest.raises(RuntimeError, match=message):
         numbagrad.ones(*a) + numbagrad.ones(*b)
+
+
+@pytest.mark.parametrize("shapes", [((4, 3), (3, 4)), ((2, 3, 4), (3, 3, 5)), ((5, 2), (3, 1, 4))])
+def test_a_broadcast_error_names_the_last_clashing_dim_as_torch(torch, shapes):
+    messages = []
+    for lib in (numbagrad, torch):
+        with pytest.raises(RuntimeError) as info:
+            lib.zeros(shapes[0]) + lib.zeros(shapes[1])
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

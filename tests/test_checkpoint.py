@@ -124,3 +124,108 @@ def test_reentrant_checkpoint_warns_when_no_input_requires_grad(torch):
             ck(lambda t, w=w: t * w, lib.ones(2), use_reentrant=True)
         messages.append([str(m.message) for m in caught])
     assert messages[0] == messages[1] == ["None of the inputs have requires_grad=True. Gradients will be None"]
+
+
+def _tail_runs(lib, early_stop: bool, use_context_manager: bool) -> int:
+    """How many times the code after a segment's last saved tensor runs: once in forward, and again in the
+    recomputation unless it stops early."""
+    ck = numbagrad.utils.checkpoint if lib is numbagrad else __import__("torch.utils.checkpoint").utils.checkpoint
+    log = []
+
+    def segment(x):
+        y = x.sin()  # saves x: the segment's only saved tensor
+        log.append("tail")
+        return y * 2  # (saves nothing)
+
+    x = lib.tensor([0.5, 1.0], requires_grad=True)
+    if use_context_manager:
+        with ck.set_checkpoint_early_stop(early_stop):
+            y = ck.checkpoint(segment, x, use_reentrant=False)
+    else:
+        y = ck.checkpoint(segment, x, use_reentrant=False, early_stop=early_stop)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.cos([0.5, 1.0]), rtol=1e-6)
+    return len(log)
+
+
+@pytest.mark.parametrize("use_context_manager", [False, True])
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_recomputation_stops_once_every_saved_tensor_is_back(torch, early_stop, use_context_manager):
+    runs = [_tail_runs(lib, early_stop, use_context_manager) for lib in (numbagrad, torch)]
+    assert runs[0] == runs[1] == (1 if early_stop else 2)
+
+
+def _shape_changing_segment():
+    calls = [0]
+
+    def segment(x):
+        calls[0] += 1
+        return x[: 2 if calls[0] == 1 else 1].exp().sum()
+
+    return segment
+
+
+@pytest.mark.parametrize("determinism_check", ["default", "none"])
+def test_determinism_check_compares_recomputed_metadata_as_torch(torch, determinism_check):
+    outcomes = []
+    for lib in (numbagrad, torch):
+        ck = numbagrad.utils.checkpoint if lib is numbagrad else __import__("torch.utils.checkpoint").utils.checkpoint
+        x = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        y = ck.checkpoint(_shape_changing_segment(), x, use_reentrant=False, determinism_check=determinism_check)
+        try:
+            y.backward()
+            outcomes.append(x.grad.tolist())
+        except RuntimeError as error:
+            outcomes.append((type(error).__name__, str(error).split("\n")[0]))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_unknown_determinism_check_is_refused(torch):
+    from torch.utils.checkpoint import checkpoint as torch_checkpoint
+
+    messages = []
+    for lib, ck in ((numbagrad, checkpoint), (torch, torch_checkpoint)):
+        with pytest.raises(ValueError) as info:
+            ck(lambda t: t * 2, lib.ones(2, requires_grad=True), use_reentrant=False, determinism_check="exact")
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_context_fn_wraps_forward_and_recomputation():
+    import contextlib
+
+    entered = []
+
+    @contextlib.contextmanager
+    def mark(name):
+        entered.append(name)
+        yield
+
+    x = numbagrad.tensor([0.5, 1.0], requires_grad=True)
+    y = checkpoint(lambda t: t.exp().sum(), x, use_reentrant=False, context_fn=lambda: (mark("fwd"), mark("re")))
+    assert entered == ["fwd"]
+    y.backward()
+    assert entered == ["fwd", "re"]
+
+
+def test_debug_errors_list_the_ops_of_both_runs():
+    from numbagrad.utils.checkpoint import CheckpointError
+
+    x = numbagrad.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    y = checkpoint(_shape_changing_segment(), x, use_reentrant=False, debug=True)
+    with pytest.raises(CheckpointError) as info:
+        y.backward()
+    message = str(info.value)
+    assert "Operations executed during the original forward:" in message and "aten::exp" in message
+
+
+@pytest.mark.parametrize("option", [{"debug": True}, {"context_fn": lambda: (None, None)}])
+def test_reentrant_checkpoint_refuses_context_fn_and_debug(torch, option):
+    from torch.utils.checkpoint import checkpoint as torch_checkpoint
+
+    messages = []
+    for lib, ck in ((numbagrad, checkpoint), (torch, torch_checkpoint)):
+        with pytest.raises(ValueError) as info:
+            ck(lambda t: t * 2, lib.ones(2, requires_grad=True), use_reentrant=True, **option)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

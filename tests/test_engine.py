@@ -2,6 +2,7 @@
 
 import gc
 import re
+import warnings
 import weakref
 
 import numpy as np
@@ -566,9 +567,10 @@ def test_queue_callback_outside_backward_is_an_error():
 
 
 def _node_summary(t):
-    """What a node records, saved inputs by identity (the output saved as "out"): comparable across two builds."""
+    """What a node records, saved inputs by their storage's identity (the output saved as "out"): comparable across
+    two builds."""
     node = t.grad_fn
-    saved = [(id(s[0]) if s[2] < 0 else "out", s[1], s[2], s[3]) for s in node._saved or ()]
+    saved = [(id(s[0]._data) if s[2] < 0 else "out", s[1], s[2], s[3]) for s in node._saved or ()]
     return type(node).__name__, node.next_functions, node.needs_input_grad, saved
 
 
@@ -654,3 +656,40 @@ def test_a_gradient_written_into_its_own_buffer_reads_a_broadcast_operand_by_row
     numbagrad.sigmoid(numbagrad.exp(x * 1.0) * numbagrad.tensor(b_values)).sum().backward()
     s = 1 / (1 + np.exp(-(np.exp(x_values) * b_values)))
     np.testing.assert_allclose(x.grad.numpy(), s * (1 - s) * b_values * np.exp(x_values), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "op", [lambda x, w: x * 2.0, lambda x, w: x * w, lambda x, w: w * x, lambda x, w: x / w, lambda x, w: 2.0 - x]
+)
+def test_an_input_no_needed_gradient_reads_may_change_in_place_before_backward(torch, op):
+    """torch saves an input only when a gradient it computes reads it: ``x * w`` with ``w`` needing no gradient
+    keeps ``w`` alone, so changing ``x`` in place afterwards does not stop backward."""
+    results = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        h = x * 1.0
+        out = op(h, lib.tensor([0.5, 1.5, 2.5]))
+        with lib.no_grad():
+            h.add_(1.0)
+        out.sum().backward()
+        results.append(x.grad.tolist())
+    assert results[0] == results[1]
+
+
+def test_anomaly_mode_nan_error_and_forward_traceback_as_torch(torch):
+    """detect_anomaly(check_nan=True): torch's error for a NaN gradient, and its warning naming the node and the
+    forward line that made it."""
+    results = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor([0.0, 1.0], requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with lib.autograd.detect_anomaly(check_nan=True):
+                y = x.sqrt()  # the forward line the warning shows
+                with pytest.raises(RuntimeError) as info:
+                    (y * 0).sum().backward()
+        (warning,) = [str(w.message) for w in caught if "Error detected" in str(w.message)]
+        lines = warning.splitlines()
+        results.append((str(info.value), lines[0], [line for line in lines if "x.sqrt()" in line]))
+    assert results[0] == results[1]
+    assert results[0][0] == "Function 'SqrtBackward0' returned nan values in its 0th output."

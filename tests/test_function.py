@@ -801,3 +801,128 @@ def test_same_custom_function_program_as_torch():
     ours, theirs = program(numbagrad), program(torch)
     assert ours[0] == theirs[0].replace("dtype=torch.", "dtype=numbagrad.")
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("no_grad_view", [False, True])
+def test_error_mark_dirty_on_a_view_of_a_leaf_that_requires_grad(torch, no_grad_view):
+    messages = []
+    for lib in (numbagrad, torch):
+
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                return x.mul_(2)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        a = lib.ones(2, 3, requires_grad=True)
+        with lib.set_grad_enabled(not no_grad_view):
+            v = a[0]
+        with pytest.raises(RuntimeError) as info:
+            Double.apply(v)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_mark_dirty_on_a_view_rebases_the_base_as_torch(torch):
+    """A custom Function that changes a view in place gives the base torch's CopySlices history."""
+    results = []
+    for lib in (numbagrad, torch):
+
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                return x.mul_(2)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        a = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        x = a * 1
+        y = Double.apply(x[0])
+        (x * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+        results.append((type(x.grad_fn).__name__, type(y.grad_fn).__name__, a.grad.tolist(), x.tolist()))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("make", ["unbind", "custom"])
+def test_error_mark_dirty_on_a_view_that_may_not_change_in_place(torch, make):
+    messages = []
+    for lib in (numbagrad, torch):
+
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                return x.mul_(2)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        class AsView(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.view_as(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        x = lib.ones(2, 3, requires_grad=True) * 1.0
+        v = x.unbind(0)[0] if make == "unbind" else AsView.apply(x)
+        with pytest.raises(RuntimeError) as info:
+            Double.apply(v)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_views_of_a_base_marked_dirty_follow_its_new_history(torch):
+    results = []
+    for lib in (numbagrad, torch):
+
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                return x.mul_(2)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        x = a * 1
+        v = x[0]
+        Double.apply(x)
+        (v * v).sum().backward()
+        results.append((type(v.grad_fn).__name__, a.grad.tolist()))
+    assert results[0] == results[1]
+
+
+def test_a_tensor_marked_dirty_that_retains_grad_reports_its_new_gradient(torch):
+    results = []
+    for lib in (numbagrad, torch):
+
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_dirty(x)
+                return x.mul_(2)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        x = a * 1
+        x.retain_grad()
+        Double.apply(x)
+        (x * lib.tensor([3.0, 4.0])).sum().backward()
+        results.append((x.grad.tolist(), a.grad.tolist()))
+    assert results[0] == results[1]

@@ -198,3 +198,59 @@ def test_scatter_with_reduce_records_torchs_node_without_a_derivative(torch, red
         results.append((type(out.grad_fn).__name__, out.detach().numpy()))
     assert results[0][0] == results[1][0] == "NotImplemented"
     np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize(
+    "index", [0, slice(None), (slice(1, 1),), [0], (0,), (None, 0), (Ellipsis, 0), True, False, None, Ellipsis]
+)
+def test_indexing_a_0_dim_tensor_as_torch(torch, index):
+    results = []
+    for lib in (numbagrad, torch):
+        try:
+            results.append(lib.tensor(2.0)[index].tolist())
+        except IndexError as error:
+            results.append(str(error))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize(("shape", "src_shape"), [((2,), (2, 3, 2)), ((3, 1), (3, 4))])
+def test_error_copy_from_a_source_that_broadcasts_to_a_larger_shape(torch, shape, src_shape):
+    messages = []
+    for lib in (numbagrad, torch):
+        with pytest.raises(RuntimeError) as info:
+            lib.zeros(shape).copy_(lib.ones(src_shape))
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("index", [0, slice(None), (0,), [0], None, Ellipsis])
+def test_writing_into_a_0_dim_tensor_through_an_index_as_torch(torch, index):
+    results = []
+    for lib in (numbagrad, torch):
+        t = lib.tensor(2.0)
+        try:
+            t[index] = 1.0
+            results.append(t.tolist())
+        except IndexError as error:
+            results.append(str(error))
+    assert results[0] == results[1]
+
+
+def test_error_copy_from_an_overlapping_source_comes_before_the_shape_check(torch):
+    messages = []
+    for lib in (numbagrad, torch):
+        c = lib.tensor([1.0, 2.0, 3.0, 4.0])
+        with pytest.raises(RuntimeError) as info:
+            c.unflatten(0, (2, -1)).copy_(c)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("index", [[0], [0, 1], 0])
+def test_error_an_index_into_an_empty_dim_as_torch(torch, index):
+    messages = []
+    for lib in (numbagrad, torch):
+        with pytest.raises(IndexError) as info:
+            lib.zeros(0, 3)[index]
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

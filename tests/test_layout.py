@@ -50,6 +50,7 @@ LAYERS = {
     "distributions": 5,
     "fft": 5,
     "special": 5,
+    "profiler": 4,
     "__init__": 7,
     "__main__": 7,
     "_stubs": 7,

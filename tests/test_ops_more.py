@@ -434,3 +434,12 @@ SECOND_ORDER = {
 @pytest.mark.parametrize("name", list(SECOND_ORDER))
 def test_second_derivatives_pass_gradgradcheck(name):
     assert gradgradcheck(SECOND_ORDER[name], (_f64(2, 3),))
+
+
+def test_movedim_of_a_0_dim_tensor_is_a_view_of_it(torch):
+    for lib in (numbagrad, torch):
+        x = lib.tensor(2.0, requires_grad=True)
+        y = x.movedim(0, -1)
+        assert y.shape == () and y._base is x
+        y.backward()
+        assert x.grad.item() == 1.0

@@ -236,3 +236,13 @@ def test_detach_as_a_function_shares_storage_without_history():
     d = numbagrad.detach(x2)
     d[0] = 5.0
     assert x2[0].item() == 5.0 and d._version == x2._version
+
+
+@pytest.mark.parametrize("shape", [(0, -1), (-1, 0), (2, 0, -1)])
+def test_error_an_ambiguous_minus_one_for_0_elements(torch, shape):
+    messages = []
+    for lib in (numbagrad, torch):
+        with pytest.raises(RuntimeError) as info:
+            lib.zeros(0, 3).reshape(shape)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]

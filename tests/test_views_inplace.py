@@ -419,6 +419,86 @@ def test_error_view_made_in_no_grad_mode_then_modified_with_grad(torch):
     _same_error(torch, program)
 
 
+def test_error_view_of_a_no_grad_view_modified_with_grad(torch):
+    def program(lib):
+        a = lib.ones(2, 4, requires_grad=True)
+        with lib.no_grad():
+            v = a[0]
+        v[1:].mul_(2)
+
+    _same_error(torch, program)
+
+
+def test_error_no_grad_view_of_a_plain_tensor_modified_with_an_operand_that_requires_grad(torch):
+    def program(lib):
+        p = lib.ones(3)
+        with lib.no_grad():
+            v = p[1:]
+        v.mul_(lib.ones(2, requires_grad=True))
+
+    _same_error(torch, program)
+
+
+def test_error_no_grad_pieces_of_unbind_modified_with_grad(torch):
+    def program(lib):
+        a = lib.ones(3, 2, requires_grad=True)
+        with lib.no_grad():
+            pieces = a.unbind(0)
+        pieces[0].mul_(2)
+
+    _same_error(torch, program)
+
+
+@pytest.mark.parametrize("grad_mode", [True, False])
+def test_error_view_returned_by_a_custom_function_without_a_graph_modified_with_grad(torch, grad_mode):
+    def program(lib):
+        class Tail(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x[1:]
+
+            @staticmethod
+            def backward(ctx, g):
+                return None
+
+        with lib.set_grad_enabled(grad_mode):
+            y = Tail.apply(lib.ones(3))
+        y.mul_(lib.ones(2, requires_grad=True))
+
+    _same_error(torch, program)
+
+
+def test_views_made_inside_a_forward_are_not_no_grad_views(torch):
+    """A built-in op's forward runs without grad mode; a view it makes there is its output, not the user's."""
+    for lib in (numbagrad, torch):
+        x = lib.ones(3, 4, requires_grad=True).clone()
+        x.narrow(1, 1, 2).mul_(2)
+        x.sum().backward()
+
+
+def test_no_grad_view_of_a_plain_tensor_may_be_modified_without_a_graph(torch):
+    for lib in (numbagrad, torch):
+        p = lib.ones(3)
+        with lib.no_grad():
+            v = p[1:]
+        v.mul_(2)
+        assert p.tolist() == [1.0, 2.0, 2.0]
+
+
+def test_no_grad_view_requires_grad_as_its_base_and_drops_its_gradient(torch):
+    """torch: the view requires grad (its base does) and is a leaf without an accumulator, so ops on it record a
+    graph whose gradient reaches neither the view nor the base."""
+    for lib in (numbagrad, torch):
+        a = lib.ones(2, 3, requires_grad=True)
+        with lib.no_grad():
+            v = a[0]
+        assert v.requires_grad and v.is_leaf and v.grad_fn is None
+        y = (v * 2).sum()
+        assert y.requires_grad
+        y.backward()
+        assert a.grad is None and v.grad is None
+
+
 def test_error_inplace_on_a_view_returned_by_a_custom_function(torch):
     def program(lib):
         class AsView(lib.autograd.Function):
@@ -592,3 +672,100 @@ def test_writing_into_a_view_of_a_column_major_base(torch):
         grads.append((x.detach().numpy().copy(), b.grad.numpy()))
     for got, want in zip(*grads):
         np.testing.assert_allclose(got, want)
+
+
+def test_a_hook_on_a_view_before_it_is_changed_in_place_does_not_run(torch):
+    """torch's CopySlices reads the view's old value from the base's old history, not through the view's old
+    node: a hook registered on the view before the in-place op is left out of the graph."""
+    results = []
+    for lib in (numbagrad, torch):
+        calls = []
+        x = lib.ones(2, 3, requires_grad=True) * 1.0
+        v = x[0]
+        v.register_hook(lambda g, calls=calls: calls.append(g.tolist()))
+        v.mul_(3)
+        x.sum().backward()
+        results.append(calls)
+    assert results[0] == results[1] == []
+
+
+def test_a_base_that_retains_grad_reports_the_gradient_of_its_value_after_a_view_changed(torch):
+    results = []
+    for lib in (numbagrad, torch):
+        x = lib.tensor([1.0, -2.0, 3.0], requires_grad=True) * 1.0
+        x.retain_grad()
+        x[1:].clamp_(-1.0, 1.0)
+        (x * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+        results.append(x.grad.tolist())
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("make", ["no_grad", "unbind"])
+def test_error_changing_a_refused_view_after_its_base_changed_names_how_it_was_made(torch, make):
+    def program(lib):
+        x = lib.ones(2, 3, requires_grad=True) * 1.0
+        if make == "no_grad":
+            with lib.no_grad():
+                v = x[0]
+        else:
+            v = x.unbind(0)[0]
+        x.mul_(2)
+        v.add_(1)
+
+    _same_error(torch, program)
+
+
+@pytest.mark.parametrize("on_view", [False, True])
+@pytest.mark.parametrize("changed_after", [False, True])
+def test_an_inplace_op_that_saves_its_result_saves_the_tensor_itself(torch, on_view, changed_after):
+    """relu_ saves its output, which is the tensor it changed: a later in-place change of it stops backward."""
+    results = []
+    for lib in (numbagrad, torch):
+        a = lib.tensor([[1.0, -2.0], [3.0, -4.0]], requires_grad=True)
+        x = a * 1
+        (x[0] if on_view else x).relu_()
+        if changed_after:
+            with lib.no_grad():
+                x.add_(1)
+        try:
+            (x * x).sum().backward()
+            results.append(a.grad.tolist())
+        except RuntimeError as error:
+            results.append(str(error).split(":")[0])
+    assert results[0] == results[1]
+
+
+def test_views_follow_a_change_of_their_base_made_without_grad(torch):
+    """torch regenerates a view's grad_fn after any in-place change of its base, with grad or without: a hook
+    registered on the view's old node leaves the graph."""
+    results = []
+    for lib in (numbagrad, torch):
+        a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        v = a.expand(2, 2, 2)
+        v.register_hook(lambda g: g * 2)
+        with lib.no_grad():
+            a.t().mul_(3)
+        (v * v).sum().backward()
+        results.append((type(v.grad_fn).__name__, a.grad.tolist()))
+    assert results[0] == results[1]
+
+
+def test_error_using_a_no_grad_view_after_its_base_changed_without_grad(torch):
+    def program(lib):
+        p = lib.ones(2, 3, requires_grad=True)
+        with lib.no_grad():
+            v = p[0]
+            p.add_(1)
+        (v * 1).sum().backward()
+
+    _same_error(torch, program)
+
+
+def test_error_copy_into_a_no_grad_view_from_a_source_that_requires_grad_before_shapes(torch):
+    def program(lib):
+        p = lib.ones(3)
+        with lib.no_grad():
+            v = p[1:]
+        v.copy_(lib.ones(4, requires_grad=True))
+
+    _same_error(torch, program)

@@ -168,6 +168,7 @@ _LAZY_MODULES = (  # compile: a callable package
     "distributions",
     "fft",
     "special",
+    "profiler",
 )
 
 

@@ -36,6 +36,7 @@ from . import compiler as compiler
 from . import testing as testing
 from . import distributions as distributions
 from . import fft as fft
+from . import profiler as profiler
 from numbagrad.amp.autocast_mode import autocast as autocast
 
 bool: numbagrad._types.dtype

@@ -207,11 +207,13 @@ def wrap_dims(dims, ndim: int) -> tuple:
 
 
 def broadcast_shapes(*shapes) -> tuple:
-    """The broadcast of ``shapes``, with torch's error naming the first two sizes that clash."""
+    """The broadcast of ``shapes``, with torch's error naming the first two sizes that clash (torch folds the
+    shapes pairwise, comparing each pair from the last dim)."""
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
-        for k, size in enumerate(s, start=ndim - len(s)):
+        for k in range(ndim - 1, ndim - len(s) - 1, -1):
+            size = s[k - ndim + len(s)]
             if size != out[k] and 1 not in (size, out[k]):
                 raise RuntimeError(
                     f"The size of tensor a ({out[k]}) must match the size of tensor b ({size}) at non-singleton "

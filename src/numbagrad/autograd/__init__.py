@@ -1,6 +1,6 @@
 """numbagrad.autograd: Function, the engine's entry points, grad modes and gradient checks."""
 
-from . import function, functional, grad_mode, graph
+from . import function, functional, grad_mode, graph, profiler
 from .engine import backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
 from .grad_mode import (
@@ -33,6 +33,7 @@ __all__ = [
     "grad",
     "grad_mode",
     "graph",
+    "profiler",
     "gradcheck",
     "gradgradcheck",
     "inference_mode",

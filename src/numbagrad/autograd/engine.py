@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 import sys
 import threading
+import time
 import warnings
 import weakref
 
@@ -434,6 +435,7 @@ class _Task:
         targets = self.targets
         releases = not self.retain_graph  # each node's saved tensors, right after it ran
         st = state
+        profiled = st.profiler is not None  # (then every node runs in _run_node, which records it)
         node = None  # the next node to run, when the last one made it the only ready one (it skips the heap)
         while True:
             if node is None:
@@ -452,7 +454,7 @@ class _Task:
                 for nr, k in targets[node]:
                     self.captured[k] = grads_in[nr]
             if run and (grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads):
-                inline = not (st.anomaly or node._post_hooks)  # else _run_node: checks and hooks around it
+                inline = not (st.anomaly or node._post_hooks or profiled)  # else _run_node: checks and hooks around it
                 if inline and node._reuses_grad_buffers:  # which incoming buffers the node may write into
                     if len(grads_in) == 1:
                         node._grads_owned = (engine_owns(grads_in[0]),)
@@ -553,7 +555,7 @@ class _Task:
         anomaly mode is off and the node has no post-hook)."""
         st = state
         try:
-            grads_out = node._apply(grads_in)
+            grads_out = node._apply(grads_in) if st.profiler is None else _profiled_apply(node, grads_in, st.profiler)
             if st.anomaly and st.anomaly_check_nan:
                 _check_nan(node, grads_out)
         except Exception:
@@ -587,6 +589,8 @@ class _Task:
         leaf = node.variable
         if g is None or (targets is not None and node not in targets) or not leaf._requires_grad:
             return  # (not needed for ``inputs``; or detached in place since: torch's AccumulateGrad skips it)
+        if leaf._base is not None and leaf._creation_meta in ("no_grad", "custom_function"):
+            return  # a view without history (function._mark_view) has no accumulator in torch: its gradient is dropped
         if g.is_sparse:  # ``embedding(sparse=True)``: kept sparse, added to a sparse or dense ``.grad``
             if targets is not None and node in targets:
                 for _, k in targets[node]:
@@ -621,6 +625,16 @@ class _Task:
             if hooked and node._post_hooks:  # the node's own post-hooks: after it accumulated, as in torch
                 for hook in list(node._post_hooks.values()):
                     hook((), (g,))
+
+
+def _profiled_apply(node, grads_in: list, profiler) -> list:
+    """``node._apply`` recorded by the active profiler as a range named after the node (the ops it runs are the
+    range's children)."""
+    event, start = profiler._begin(node.name()), time.perf_counter()
+    try:
+        return node._apply(grads_in)
+    finally:
+        profiler._end(event, time.perf_counter() - start)
 
 
 def _check_nan(node, grads) -> None:

@@ -18,6 +18,7 @@ import itertools
 import traceback
 import warnings
 
+from .. import _tensor
 from .._tensor import Tensor
 from .._types import broadcast_shapes_or_none, shape_str
 from .engine import accumulator_of
@@ -30,6 +31,9 @@ ERR_BACKWARD_TWICE = (
     "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if "
     "you need to access saved tensors after calling backward."
 )
+
+#: ``Tensor._creation_meta`` of a view made in no-grad mode (see ``_mark_no_grad_view``)
+NO_GRAD_VIEW = "no_grad"
 
 _sequence = itertools.count()  # node creation order (torch runs later nodes first among the ready)
 
@@ -418,14 +422,19 @@ class Function(_SingleLevelFunction):
         needs = ctx.needs_input_grad = tuple(needs)
         if st.enabled:
             st.enabled = False
+            outer, st.in_forward = st.in_forward, True  # (views made inside are not the user's no-grad views)
             try:
                 output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
             finally:
-                st.enabled = True
+                st.enabled, st.in_forward = True, outer
             if True in needs:
                 return _link_outputs(cls, ctx, args, output)
         else:
             output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
+            if not (st.inference or st.in_forward) and (type(output) is not Tensor or output._base is not None):
+                _mark_views(output, args, NO_GRAD_VIEW)
+        if not ctx._builtin:  # torch marks every view a custom Function returns, graph or not
+            _mark_views(output, args, "custom_function")
         if type(output) is Tensor and not (ctx.dirty_tensors or ctx.non_differentiable or st.inference):
             for a in args:
                 if a is output:  # an input returned as-is comes back as a new view of it
@@ -453,7 +462,27 @@ def _apply_simple(cls, args: tuple, st):
         output.grad_fn = ctx
         if ctx.to_save:
             _save_tensors(cls, ctx, ())
+    elif not (st.enabled or st.in_forward) and output._base is not None:
+        _mark_view(output, NO_GRAD_VIEW)
     return output
+
+
+def _mark_view(view: Tensor, meta: str) -> None:
+    """Record how a view without history was made (``Tensor._creation_meta``): in no-grad mode, or by a custom
+    Function. torch refuses to change such a view in place in a way that needs a graph (``ops.inplace`` checks the
+    mark), and it requires grad when its base does; with neither history nor an accumulator of its own, a gradient
+    that flows into it is dropped (the engine skips it)."""
+    view._creation_meta = meta
+    base = view._base
+    if base._requires_grad or base.grad_fn is not None:
+        view._requires_grad = True
+
+
+def _mark_views(output, args: tuple, meta: str) -> None:
+    """``_mark_view`` for each view among ``output`` that is not one of the inputs."""
+    for o in output if type(output) is tuple else (output,):
+        if isinstance(o, Tensor) and o._base is not None and o.grad_fn is None and not _contains(args, o):
+            _mark_view(o, meta)
 
 
 def _forward_new_style(cls, ctx, args: tuple):
@@ -629,6 +658,8 @@ def _link_general(ctx, args: tuple, output) -> tuple:
     ctx._num_outputs = len(outputs)
     returned_as_is = []
     meta = []
+    dirty_views = []
+    retained = []
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
             meta.append(None)
@@ -638,6 +669,13 @@ def _link_general(ctx, args: tuple, output) -> tuple:
         if is_dirty:
             if o.grad_fn is None and o._requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+            if o._base is not None and o._creation_meta is not None:
+                _tensor._ops.inplace.check_view_change(o)  # (how the view was made may forbid changing it)
+            base = o._base
+            if base is not None and base.grad_fn is None and base._requires_grad:  # (torch's check_inplace)
+                raise RuntimeError(
+                    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+                )
         elif _contains(args, o) or (o.grad_fn is not None and o.grad_fn is not ctx):
             # (a tensor returned twice is the same object twice, as in torch: its last position is its output_nr)
             # "Return it as a view so that we can attach a new grad_fn" (torch)
@@ -647,12 +685,24 @@ def _link_general(ctx, args: tuple, output) -> tuple:
             if is_dirty:
                 o.grad_fn, o._requires_grad = None, False
         else:
+            if is_dirty and o._retains_grad:  # its retained gradient comes from ctx now (ops.inplace)
+                retained.append((o, o.grad_fn, o._output_nr))
             o.grad_fn = ctx
             o._output_nr = i
             o._requires_grad = False
-            if o._base is not None and not ctx._builtin and not is_dirty:
-                o._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
+            if o._base is not None and not ctx._builtin:
+                if is_dirty:  # the base's history must take the change in (torch's CopySlices)
+                    dirty_views.append(o)
+                else:
+                    o._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
         meta.append((o._data.shape, o._data.dtype, o._backend))
+    for t, old_fn, old_nr in retained:
+        _tensor._ops.inplace.move_retained_grad(t, old_fn, old_nr)
+    for view in dirty_views:
+        _tensor._ops.inplace.rebase_onto_view(view)
+    for d in dirty:
+        if d._base is None and d._views:  # a changed base: its views follow its new history (ops.inplace)
+            _tensor._ops.inplace.regenerate_after_write(d)
     ctx._output_meta = meta
     for d in dirty:
         if not _contains(outputs, d):

@@ -29,6 +29,8 @@ class _State(threading.local):
         self.saved_hooks = None  # the (pack, unpack) pairs of saved_tensors_hooks, innermost last; None if none
         self.saved_hooks_disabled = None  # disable_saved_tensors_hooks' error message while it is active
         self.task = None  # the backward pass running in this thread (the engine's ``_Task``), if any
+        self.in_forward = False  # while ``Function.apply`` runs a forward with grad mode turned off for it
+        self.profiler = None  # the ``autograd.profiler.profile`` recording in this thread, if any
 
 
 state = _State()

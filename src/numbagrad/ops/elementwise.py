@@ -134,6 +134,7 @@ class Elementwise(Function):
     arity = 1
     _saves: tuple = ()  # per input: does some gradient read it?
     _save_idx: tuple = ()  # the inputs some gradient reads
+    _read_by: tuple = ()  # per input: the inputs whose gradients read it
     _no_values: tuple = ()  # one None per input: the values of inputs that are all tensors
     _saves_out = False
     _passthrough: tuple = ()  # per input: is its gradient g itself?
@@ -205,7 +206,7 @@ class Elementwise(Function):
             if isinstance(a, Tensor):
                 if a._is_inference:
                     return None
-                saved.append(saved_input(a))
+                saved.append(saved_input(a) if _read(cls, needs, j) else _unread(a))
         result.grad_fn = ctx
         if cls._saves_out:
             saved.append(saved_output(result))
@@ -301,10 +302,11 @@ class Elementwise(Function):
         result.grad_fn = ctx
         if saves[0] or saves[1] or cls._saves_out:
             saved = []
+            needs = ctx.needs_input_grad
             if saves[0]:
-                saved.append(saved_input(a))
+                saved.append(saved_input(a) if _read(cls, needs, 0) else _unread(a))
             if saves[1]:
-                saved.append(saved_input(b))
+                saved.append(saved_input(b) if _read(cls, needs, 1) else _unread(b))
             if cls._saves_out:
                 saved.append(saved_output(result))
             ctx._saved = saved
@@ -329,11 +331,9 @@ class Elementwise(Function):
             # shape or dtype differs from the output's) each input's shape and dtype, to reduce its gradient to
             if plain:  # every input a tensor of the output's shape and dtype
                 if cls._save_idx:
-                    ctx.to_save = (
-                        [inputs[j] for j in cls._save_idx]
-                        if not cls._saves_out
-                        else [*[inputs[j] for j in cls._save_idx], result]
-                    )
+                    needs = ctx.needs_input_grad
+                    kept = [inputs[j] if _read(cls, needs, j) else _alias(inputs[j]) for j in cls._save_idx]
+                    ctx.to_save = kept if not cls._saves_out else [*kept, result]
                 elif cls._saves_out:
                     ctx.to_save = (result,)
             else:
@@ -567,6 +567,26 @@ def _plan(row: Row, inputs: tuple) -> tuple:
     return arrays, same_backend(inputs), _compute_dtype(row, inputs), shape, False
 
 
+def _read(cls, needs: tuple, j: int) -> bool:
+    """Whether a gradient this call computes reads input ``j`` (torch saves an input only then: ``x * 2`` keeps
+    nothing of ``x``, and an in-place change of ``x`` afterwards does not stop backward)."""
+    for i in cls._read_by[j]:
+        if needs[i]:
+            return True
+    return False
+
+
+def _alias(a: Tensor) -> Tensor:
+    """What stands for an input that no gradient of this call reads: its storage without its version counter,
+    so no in-place change of ``a`` is reported (its values are never used)."""
+    return Tensor._make(a._data)
+
+
+def _unread(a: Tensor) -> tuple:
+    """The saved entry of an input no gradient of this call reads (``_alias``; see ``saved_input``)."""
+    return (_alias(a), 0, -1, None)
+
+
 def _record_mixed(ctx, cls, inputs: tuple, shape: tuple, dt, result: Tensor) -> None:
     """What backward needs when some input is a number, or differs from the output in shape or dtype: the scalar
     values, the saved tensors, and each input's shape and dtype to reduce its gradient to."""
@@ -575,7 +595,7 @@ def _record_mixed(ctx, cls, inputs: tuple, shape: tuple, dt, result: Tensor) -> 
         if isinstance(a, Tensor):
             values.append(None)
             if cls._saves[j]:
-                to_save.append(a)
+                to_save.append(a if _read(cls, ctx.needs_input_grad, j) else _alias(a))
             data = a._data
             if data.shape != shape or data.dtype != dt:
                 differs = True
@@ -667,6 +687,9 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
         names = [f.__code__.co_varnames[: f.__code__.co_argcount] for f in row.grads]  # (g, out, inputs, params)
         cls._saves = tuple(any(n[2 + j] in u for n, u in zip(names, uses)) for j in range(row.arity))
         cls._save_idx = tuple(j for j in range(row.arity) if cls._saves[j])
+        cls._read_by = tuple(
+            tuple(i for i, (n, u) in enumerate(zip(names, uses)) if n[2 + j] in u) for j in range(row.arity)
+        )
         cls._no_values = (None,) * row.arity
         tensors = [i for i in range(len(row.grads)) if not kinds or kinds[i] == "t"]
         cls._saves_out = any(names[i][1] in uses[i] for i in tensors)

@@ -14,7 +14,15 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
-from .inplace import check_inplace, check_written, has_internal_overlap, needs_graph, rebase, write_inplace
+from .inplace import (
+    check_inplace,
+    check_view_change,
+    check_written,
+    has_internal_overlap,
+    needs_graph,
+    rebase,
+    write_inplace,
+)
 from .reduction import IndexScatter, return_types
 from .shape import cat
 
@@ -191,19 +199,29 @@ class IndexAddZeros(Function):
 
 @declare(methods=("__getitem__",), name="_getitem")
 def getitem(x: Tensor, index) -> Tensor:
-    np_index = _numpy_index(index, x.dim())
-    if x.dim() == 0 and np_index not in ((Ellipsis,), (None,), ()):
-        if not all(i is None or i is Ellipsis for i in np_index):
-            raise IndexError(
-                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
-                "C++ to convert a 0-dim tensor to a number"
-            )
+    np_index = _index_of_0_dim(x, index) if x.dim() == 0 else _numpy_index(index, x.dim())
     _check_bounds(x, np_index)
     stages = _stages(np_index)
     if stages is not None:  # the basic part first, as a view, then the advanced part (torch's two steps)
         return getitem(getitem(x, stages[0]), stages[1])
     kind = "Slice" if isinstance(index, slice) else _node_kind(np_index)  # torch's fast path for x[a:b] slices always
     return _GETITEM[kind].apply(x, np_index)
+
+
+def _index_of_0_dim(x: Tensor, index) -> tuple:
+    """``_numpy_index`` for a 0-dim tensor, after torch's refusals: its own texts for a bare int or slice, and
+    too many indices for any other item that spans a dim."""
+    if isinstance(index, int) and not isinstance(index, bool):
+        raise IndexError(
+            "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+            "C++ to convert a 0-dim tensor to a number"
+        )
+    if isinstance(index, slice):
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    np_index = _numpy_index(index, 0)
+    if any(_spans(i) for i in np_index):
+        raise IndexError("too many indices for tensor of dimension 0")
+    return np_index
 
 
 def _check_bounds(x: Tensor, np_index) -> None:
@@ -230,6 +248,8 @@ def _check_bounds(x: Tensor, np_index) -> None:
         if isinstance(item, np.ndarray) and dim < x.dim() and item.size:
             size = x.shape[dim]
             if item.max() >= size or item.min() < -size:
+                if size == 0:  # (torch's text for an empty dim names neither)
+                    raise IndexError("index is out of bounds for dimension with size 0")
                 bad = item.max() if item.max() >= size else item.min()
                 raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
         dim += 1
@@ -304,7 +324,7 @@ def _writes_through_a_view(np_index) -> bool:
 @declare(methods=("__setitem__",), name="_setitem")
 def setitem(x: Tensor, index, value) -> None:
     """In-place write through an index: plain storage write, or a graph node when autograd is involved."""
-    np_index = _numpy_index(index, x.dim())
+    np_index = _index_of_0_dim(x, index) if x.dim() == 0 else _numpy_index(index, x.dim())
     if state.enabled and x.grad_fn is None and x._requires_grad and _writes_through_a_view(np_index):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(x)
@@ -476,7 +496,14 @@ def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:  # noqa: A0
     src = as_operand(src, "copy_", 1, "src")
     check_inplace(input)  # torch refuses a write into a view of a leaf before it looks at the shapes
     if isinstance(src, Tensor):
-        broadcast_shapes(input.shape, src.shape)  # torch's message for sources that cannot broadcast
+        check_written(input, (src,))  # (and one that overlaps the source)
+        if input._base is not None and needs_graph(input, (src,)):
+            check_view_change(input)  # (and a view that may not change with a graph)
+        shape = broadcast_shapes(input.shape, src.shape)  # torch's message for sources that cannot broadcast
+        if shape != tuple(input.shape):
+            raise RuntimeError(
+                f"output with shape {shape_str(input.shape)} doesn't match the broadcast shape {shape_str(shape)}"
+            )
         if src.device != input.device:
             src = src.to(input.device)
     setitem(input, Ellipsis, src)

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._types import from_numpy_dtype
-from ..autograd.function import Function, _sequence, edge_of
+from ..autograd.function import NO_GRAD_VIEW, Function, _sequence, edge_of
 from ..autograd.grad_mode import no_grad, state
 from ._common import broadcast_shapes, shape_str
 
@@ -40,11 +40,11 @@ def check_inplace(t: Tensor) -> None:
         raise RuntimeError(ERR_INFERENCE_INPLACE)
     if not state.enabled:
         return
-    if t.grad_fn is None and t._requires_grad:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = t._base
     if base is not None and (t.requires_grad or base.requires_grad):
         _check_view_inplace(t, base)  # (torch checks how the view was made first)
+    if t.grad_fn is None and t._requires_grad and base is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     if base is not None and base.grad_fn is None and base._requires_grad:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
@@ -121,14 +121,28 @@ def rebase(t: Tensor, op) -> Tensor:
     t._backend.setitem(t._data, (Ellipsis,), result._data)
     t._bump_version()
     t.grad_fn, t._output_nr = result.grad_fn, result._output_nr
+    _saved_output_is(result.grad_fn, t)
     if t._retains_grad:
-        _move_retained_grad(t, old_node, old._output_nr)
+        move_retained_grad(t, old_node, old._output_nr)
     if t._views:
         _regenerate_views(t, old.requires_grad)
     return t
 
 
-def _move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
+def _saved_output_is(node, t: Tensor) -> None:
+    """The output ``node`` saved for backward (``relu_`` saves its result) is ``t`` now, as in torch: it takes
+    ``t``'s version counter, so a later in-place change of ``t`` stops backward with torch's error."""
+    saved = getattr(node, "_saved", None)
+    if not saved:
+        return
+    counter = t._shared_version()
+    for k, entry in enumerate(saved):
+        if entry is not None and entry[2] >= 0 and type(entry[0]) is Tensor:
+            entry[0]._version_counter = counter
+            saved[k] = (entry[0], counter.value, entry[2], entry[3])
+
+
+def move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
     """``t`` called ``retain_grad()`` and has a new grad_fn: its retained gradient now comes from the new node."""
     if old_node is None or t.grad_fn is None:
         return
@@ -314,7 +328,7 @@ class CopySlicesView(Function):
 
 # How a view was made, when that refuses in-place changes of it (``Tensor._creation_meta``; autograd.function
 # writes the custom Function's mark itself, as it sits below the ops).
-_NO_GRAD_VIEW = "no_grad"
+_NO_GRAD_VIEW = NO_GRAD_VIEW
 MULTI_OUTPUT_VIEW = "multi_output"
 _CUSTOM_FUNCTION_VIEW = "custom_function"
 
@@ -345,11 +359,22 @@ def _check_view_inplace(t: Tensor, base: Tensor) -> None:
         meta = _NO_GRAD_VIEW
     if meta is None:
         return
-    if t.grad_fn is not None:
-        prefix = f"Output {t._output_nr} of {_op_name(t.grad_fn)} is a view and is being modified inplace."
-    else:
-        prefix = "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
-    raise RuntimeError(f"{prefix} {_VIEW_ERRORS[meta]}")
+    raise RuntimeError(f"{_view_error_prefix(t, meta, 'is being')} {_VIEW_ERRORS[meta]}")
+
+
+def _view_error_prefix(t: Tensor, meta: str, modified: str) -> str:
+    """The first sentence of torch's refusal of an in-place change of the view ``t`` (``modified``: what was).
+    It names the node that made the view, also once ``_regenerate_views`` has replaced that node."""
+    fn, output_nr = t.grad_fn, t._output_nr
+    if type(fn) is _ModifiedView._backward_cls:
+        fn, output_nr = fn.made_by
+    if fn is None:
+        return f"A view was created in no_grad mode and {modified} modified inplace with grad mode enabled."
+    output = f"Output {output_nr} of {_op_name(fn)} is a view"
+    if meta == _NO_GRAD_VIEW:  # a view (made with grad) of a view made in no-grad mode
+        made = "of a view which was created in no_grad mode"
+        return f"{output} {made} and {modified} modified inplace with grad mode enabled."
+    return f"{output} and {modified} modified inplace."
 
 
 class _ModifiedView(Function):
@@ -372,19 +397,48 @@ class _ModifiedView(Function):
 def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     """``op`` applied in place to the view ``t`` of ``base``: base gets a ``CopySlices`` node, its views new
     grad_fns. The op runs on a copy of the view's values (which its backward may save), so the write into the
-    shared storage cannot change what backward reads."""
+    shared storage cannot change what backward reads. As in torch's ``CopySlices``, that copy's history is the
+    base's old history read at the view's elements, not the view's own node: hooks on the view's old node do not
+    run."""
     _check_view_inplace(t, base)
-    old = Tensor._make(t._backend.copy(t._data))
-    old.grad_fn, old._output_nr = t.grad_fn, t._output_nr
-    result = op(old)
-    check_result(t, result._data.dtype, result._data.shape)
     old_base = Tensor._make(base._data)
     old_base.grad_fn, old_base._output_nr, old_base._requires_grad = base.grad_fn, base._output_nr, base._requires_grad
-    new = CopySlicesView.apply(old_base, result, t._data, _Region(base, t))
+    region = _Region(base, t)
+    old = Tensor._make(t._backend.copy(t._data))
+    if old_base.requires_grad:
+        old.grad_fn = _take_region_node(old_base, region)
+    result = op(old)
+    check_result(t, result._data.dtype, result._data.shape)
+    new = CopySlicesView.apply(old_base, result, t._data, region)
     base.grad_fn, base._output_nr = new.grad_fn, 0
+    if base._retains_grad:
+        move_retained_grad(base, old_base.grad_fn, old_base._output_nr)
     t._bump_version()
+    _saved_output_is(result.grad_fn, t)
     _regenerate_views(base, old_base.requires_grad)
     return t
+
+
+def check_view_change(view: Tensor) -> None:
+    """torch's refusals (``_check_view_inplace``) of a change of ``view`` that needs a graph, for a caller that
+    checks before it writes (``copy_``) or links (a custom Function's ``mark_dirty``)."""
+    _check_view_inplace(view, view._base)
+
+
+def rebase_onto_view(view: Tensor) -> None:
+    """A custom Function changed ``view`` in place (``mark_dirty``) and is its grad_fn now: the base takes a
+    ``CopySlices`` node holding the view's new history, and its views new grad_fns, as after a built-in in-place
+    op on the view (``_rebase_view``)."""
+    base = view._base
+    old_base = Tensor._make(base._data)
+    old_base.grad_fn, old_base._output_nr, old_base._requires_grad = base.grad_fn, base._output_nr, base._requires_grad
+    value = Tensor._make(view._data)
+    value.grad_fn, value._output_nr = view.grad_fn, view._output_nr
+    new = CopySlicesView.apply(old_base, value, view._data, _Region(base, view))
+    base.grad_fn, base._output_nr = new.grad_fn, 0
+    if base._retains_grad:
+        move_retained_grad(base, old_base.grad_fn, old_base._output_nr)
+    _regenerate_views(base, old_base.requires_grad)
 
 
 def _regenerate_views(base: Tensor, had_history: bool) -> None:
@@ -392,14 +446,14 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
     grad_fn access; here it happens at the in-place op, the only time the history changes). A view that may not
     follow (see ``_check_view_inplace``; ``had_history``: the base required grad before the op) gets a node that
     raises torch's error when differentiated through."""
-    fn = base.grad_fn
+    has_history = base.requires_grad
     live = []
     for ref in base._views:
         v = ref()
         if v is None:
             continue
         live.append(ref)
-        if fn is None or type(v.grad_fn) is _ModifiedView._backward_cls:
+        if not has_history or type(v.grad_fn) is _ModifiedView._backward_cls:
             continue
         meta = v._creation_meta
         if meta is None and v.grad_fn is None and had_history:
@@ -407,29 +461,41 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
         if meta is not None:
             node = _ModifiedView._backward_cls()
             node.message = _modified_view_message(v, meta)
+            node.made_by = (v.grad_fn, v._output_nr)
+            node.next_functions = (edge_of(base), (None, 0))
+            node.needs_input_grad = (True, False)
+            node._sequence_nr = next(_sequence)
         else:
-            node = TakeRegion._backward_cls()
-            node.region = _Region(base, v)
-        node.next_functions = (edge_of(base), (None, 0))
-        node.needs_input_grad = (True, False)
-        node._sequence_nr = next(_sequence)
+            node = _take_region_node(base, _Region(base, v))
         old_node, old_output_nr = v.grad_fn, v._output_nr
         v.grad_fn, v._output_nr = node, 0
         if v._retains_grad:
-            _move_retained_grad(v, old_node, old_output_nr)
+            move_retained_grad(v, old_node, old_output_nr)
     base._views = live
     base._views_pruned_at = len(live)
 
 
+def _take_region_node(base: Tensor, region: _Region):
+    """A ``TakeRegion`` node reading ``region`` from ``base``'s history, built without running its forward (the
+    values are already at hand): its region's positions are worked out only if backward reaches it."""
+    node = TakeRegion._backward_cls()
+    node.region = region
+    node.next_functions = (edge_of(base), (None, 0))
+    node.needs_input_grad = (True, False)
+    node._sequence_nr = next(_sequence)
+    return node
+
+
+def regenerate_after_write(t: Tensor) -> None:
+    """After an in-place write without a graph (grad mode off) to ``t`` or a view of it: torch regenerates the
+    grad_fn of every view of a base that requires grad once its version has changed (a view's old node, with
+    the hooks registered on it, leaves the graph; a view that may not follow raises), so the views here get their
+    new grad_fns now."""
+    root = t._base if t._base is not None else t
+    if root._views and (root._requires_grad or root.grad_fn is not None):
+        _regenerate_views(root, True)
+
+
 def _modified_view_message(v: Tensor, meta: str) -> str:
-    if v.grad_fn is not None:
-        prefix = (
-            f"Output {v._output_nr} of {_op_name(v.grad_fn)} is a view and its base or another view of its base has "
-            "been modified inplace."
-        )
-    else:
-        prefix = (
-            "A view was created in no_grad mode and its base or another view of its base has been modified inplace "
-            "with grad mode enabled."
-        )
+    prefix = _view_error_prefix(v, meta, "its base or another view of its base has been")
     return f"{prefix} {_VIEW_ERRORS[meta]}"

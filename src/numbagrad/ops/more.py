@@ -56,7 +56,7 @@ def movedim(input: Tensor, source, destination) -> Tensor:  # noqa: A002
         order[d] = s
     rest = iter(d for d in range(n) if d not in src)
     order = [o if o != -1 else next(rest) for o in order]
-    return shape.permute(input, *order[:n]) if n else shape.permute(input)
+    return shape.permute(input, *order[:n]) if n else shape.permute(input, ())  # (a 0-dim tensor: a view of it)
 
 
 @declare(methods=True, samples=(Sample(T(3, 4), 0, 1), Sample(T(3, 4), 1, -1)))

@@ -34,6 +34,11 @@ def _infer_shape(shape: tuple, numel: int) -> tuple:
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = math.prod(s for s in shape if s != -1)
+    if -1 in shape and known == 0:
+        raise RuntimeError(
+            f"cannot reshape tensor of 0 elements into shape {shape_str(shape)} because the unspecified dimension "
+            "size -1 can be any value and is ambiguous"
+        )
     fits = (known != 0 and numel % known == 0) if -1 in shape else known == numel
     if not fits:
         raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {numel}")
