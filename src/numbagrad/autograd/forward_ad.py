@@ -130,9 +130,9 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
     """A new alias of ``tensor`` (a view, differentiable in reverse mode) carrying ``tangent`` as its tangent."""
     if _level_of(level) < 0:
         raise RuntimeError(ERR_NO_LEVEL)
-    if not (tensor.is_floating_point() or tensor.is_complex()):
+    if tensor._data.dtype.kind not in "fc":
         raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
-    if not (tangent.is_floating_point() or tangent.is_complex()):
+    if tangent._data.dtype.kind not in "fc":
         raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
     if tensor._fw_grad is not None:
         raise RuntimeError(
@@ -384,7 +384,7 @@ def _double_vjp_tangents(cls, args: tuple) -> list:
     vjp, with the tangents, is ``J t``. An op whose backward is not differentiable raises torch's error."""
     from .engine import grad
 
-    duals = [a for a in _walk(args) if _is_float(a) and a._fw_grad is not None]
+    duals = list({id(a): a for a in _walk(args) if _is_float(a) and a._fw_grad is not None}.values())  # each once
     create = state.enabled and any(a._fw_grad.requires_grad for a in duals)  # (the copies below are detached)
     copies = {id(a): a.detach().requires_grad_(True) for a in duals}
     with enable_grad():
