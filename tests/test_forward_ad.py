@@ -6,6 +6,8 @@ their errors, and the forward-mode transforms built on it (``func.jvp``/``jacfwd
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -301,7 +303,7 @@ def test_level_errors_match_torch(torch, case):
     assert fwad._current_level == -1
 
 
-# --- transforms --------------------------------------------------------------------------------------------------------
+# --- transforms ------------------------------------------------------------------------------------------------------
 def _f(lib, x):
     return (lib.sin(x) * x).sum() + (x @ x) * x[0]
 
@@ -343,8 +345,9 @@ def test_functional_hvp_and_forward_hessian_match_torch(torch):
     results = []
     for lib in (numbagrad, torch):
         F = lib.autograd.functional
-        _, hv = F.hvp(lambda a: _f(lib, a), lib.tensor(x), lib.tensor(v))
-        h = F.hessian(lambda a: _f(lib, a), lib.tensor(x), vectorize=True, outer_jacobian_strategy="forward-mode")
+        f = functools.partial(_f, lib)
+        _, hv = F.hvp(f, lib.tensor(x), lib.tensor(v))
+        h = F.hessian(f, lib.tensor(x), vectorize=True, outer_jacobian_strategy="forward-mode")
         results.append((hv.numpy(), h.detach().numpy()))
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-12)
