@@ -26,6 +26,8 @@ import weakref
 from typing import NamedTuple
 
 from .._tensor import Tensor
+from .engine import grad
+from .function import _apply_general, _overridden
 from .grad_mode import _DecoratorContextManager, enable_grad, state
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual"]
@@ -327,12 +329,10 @@ def _outputs(output) -> list:
 
 def _apply_dual(cls, args: tuple, kwargs: dict):
     """One op call with at least one dual input: the primal output, then its tangent(s) (see the module doc)."""
-    from .function import _apply_general, _overridden
-
     if kwargs or cls._binds_defaults:
         args = cls._bind(args, kwargs)
     if not cls.__module__.startswith("numbagrad.") or "jvp" in _overridden(cls):
-        return _apply_custom(cls, args, _apply_general, _overridden)
+        return _apply_custom(cls, args)
     output = cls.apply(*args)
     outs = [o for o in _outputs(output) if _is_float(o)]
     if not outs:
@@ -382,8 +382,6 @@ def _elementwise_tangent(cls, args: tuple, out: Tensor) -> Tensor:
 def _double_vjp_tangents(cls, args: tuple) -> list:
     """``J t`` for one op: the vjp ``u -> J^T u`` of fresh copies of the inputs is linear in ``u``, and its own
     vjp, with the tangents, is ``J t``. An op whose backward is not differentiable raises torch's error."""
-    from .engine import grad
-
     duals = list({id(a): a for a in _walk(args) if _is_float(a) and a._fw_grad is not None}.values())  # each once
     create = state.enabled and any(a._fw_grad.requires_grad for a in duals)  # (the copies below are detached)
     copies = {id(a): a.detach().requires_grad_(True) for a in duals}
@@ -412,12 +410,12 @@ def _double_vjp_tangents(cls, args: tuple) -> list:
     return [by_output.get(id(o)) for o in outs]
 
 
-def _apply_custom(cls, args: tuple, apply_general, overridden):
+def _apply_custom(cls, args: tuple):
     """A custom Function with a dual input: forward as usual, then its ``jvp`` with one tangent per input."""
-    if "jvp" not in overridden(cls):
+    if "jvp" not in _overridden(cls):
         raise NotImplementedError(ERR_NO_JVP)
     ctx = cls._backward_cls()
-    output = apply_general(cls, ctx, args, state)
+    output = _apply_general(cls, ctx, args, state)
     tangents_in = []
     for a in args:
         if isinstance(a, Tensor):
