@@ -111,6 +111,11 @@ OPS = {
     "cat": (lambda lib, a, b: lib.cat([a, b], 0), [(2, 3), (1, 3)]),
     "stack": (lambda lib, a, b: lib.stack([a, b], 1), [(2, 3), (2, 3)]),
     "where": (lambda lib, a, b: lib.where(a > 0, a, b), [(2, 3), (2, 3)]),
+    "where_number": (lambda lib, a: lib.where(a > 0, a, 0.5), [(2, 3)]),
+    "matmul_batched": (lambda lib, a, b: a @ b, [(2, 3, 4), (4, 2)]),
+    "matmul_vector_batched": (lambda lib, a, b: a @ b, [(4,), (2, 4, 3)]),
+    "einsum": (lambda lib, a, b: lib.einsum("ij,jk->ik", a, b), [(2, 3), (3, 4)]),
+    "logcumsumexp": (lambda lib, a: a.logcumsumexp(0), [(5,)]),
     "expand": (lambda lib, a: a.expand(2, 3), [(1, 3)]),
     "softmax": (lambda lib, a: lib.softmax(a, 1), [(2, 3)]),
     "log_softmax": (lambda lib, a: lib.log_softmax(a, 0), [(2, 3)]),
@@ -366,3 +371,58 @@ def test_gradcheck_checks_forward_mode():
     w = numbagrad.tensor([[1.0, 2.0, 0.5]], dtype=numbagrad.float64, requires_grad=True)
     fn = lambda a, b: (numbagrad.softmax(a * b, 1) @ a.exp(), a.cumsum(0))  # noqa: E731
     assert numbagrad.autograd.gradcheck(fn, (x, w), check_forward_ad=True, check_backward_ad=False)
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "heaviside"])
+def test_op_without_forward_derivative_raises_torchs_error(torch, name):
+    outcomes = []
+    for lib in (numbagrad, torch):
+        with lib.autograd.forward_ad.dual_level():
+            d = lib.autograd.forward_ad.make_dual(lib.tensor([1.5, 2.5]), lib.ones(2))
+            with pytest.raises(NotImplementedError) as info:
+                getattr(lib, name)(d, d)
+            outcomes.append(str(info.value))
+    assert outcomes[0] == outcomes[1] == f"Trying to use forward AD with aten::{name} that does not support it."
+
+
+def test_op_with_a_once_differentiable_backward_raises():
+    class Twice(numbagrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        @numbagrad.autograd.function.once_differentiable
+        def backward(ctx, g):
+            return g * 2
+
+    Twice.__module__ = "numbagrad.ops.example"  # a built-in op's rule: the double-vjp identity, which cannot run here
+    with fwad.dual_level():
+        d = fwad.make_dual(numbagrad.ones(2), numbagrad.ones(2))
+        with pytest.raises(NotImplementedError, match="Trying to use forward AD with aten::twice that does not"):
+            Twice.apply(d)
+
+
+# --- every declared op ---------------------------------------------------------------------------------------------
+def _first_samples() -> list:
+    from numbagrad.ops._registry import OPS
+
+    return [pytest.param(d, d.samples[0], id=d.name) for d in OPS.values() if d.differentiable and d.samples]
+
+
+@pytest.mark.parametrize(("decl", "sample"), _first_samples())
+def test_declared_op_forward_mode_passes_gradcheck(decl, sample):
+    """Each declared op's first sample: the forward-mode Jacobian against central differences."""
+    from test_declarations import _call, _leaves, _swap, _tensors
+
+    _, args, kwargs = _call(decl, numbagrad, sample, requires_grad=True)
+    inputs = _leaves((args, tuple(kwargs.values())))
+    if not inputs:
+        pytest.skip("no floating-point input")
+
+    def fn(*leaves):
+        replace = dict(zip(map(id, inputs), leaves))
+        result = decl.function(*_swap(args, replace), **{k: _swap(v, replace) for k, v in kwargs.items()})
+        return tuple(t for t in _tensors(result) if t.is_floating_point())
+
+    assert numbagrad.autograd.gradcheck(fn, tuple(inputs), check_forward_ad=True, check_backward_ad=False)

@@ -81,6 +81,8 @@ LINEAR_NODES = frozenset(
     }
 )
 
+_LINEAR_MODULES = frozenset({"numbagrad.ops.shape", "numbagrad.ops.reduction", "numbagrad.ops.indexing"})
+
 ERR_NO_LEVEL = (
     "Trying to create a dual Tensor for forward AD but no level exists, make sure to enter_dual_level() first."
 )
@@ -269,20 +271,18 @@ def _substitute(args, fn) -> tuple:
 
 
 def _op_name(cls) -> str:
-    """torch's name for the op in its forward-AD error: the node name without ``Backward`` (``MulBackward0``:
-    ``mul``)."""
-    name = cls._backward_cls.__name__
-    stem = re.sub(r"Backwards?\d*$", "", name) or cls.__name__
+    """torch's name for the op: the table row's, else the node name without ``Backward`` (``CumprodBackward0``:
+    ``cumprod``)."""
+    row = getattr(cls, "row", None)
+    if row is not None:
+        return row.name
+    stem = re.sub(r"Backwards?\d*$", "", cls._backward_cls.__name__) or cls.__name__
     return re.sub(r"(?<!^)(?=[A-Z])", "_", stem).lower()
 
 
 def _unsupported(cls) -> NotImplementedError:
-    return NotImplementedError(
-        f"Trying to use forward AD with {_op_name(cls)} that does not support it because it has not been "
-        "implemented yet.\nPlease file an issue to PyTorch at "
-        "https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its "
-        "implementation or submit a PR adding the implementation to derivatives.yaml"
-    )
+    """torch's error for an op without a forward derivative (as for its ops whose derivative is not implemented)."""
+    return NotImplementedError(f"Trying to use forward AD with aten::{_op_name(cls)} that does not support it.")
 
 
 # --- the dispatcher ----------------------------------------------------------------------------------------------
@@ -340,7 +340,7 @@ def _apply_dual(cls, args: tuple, kwargs: dict):
     row_grads = getattr(cls, "_tensor_grads", None)
     if row_grads is not None:
         tangents = [_elementwise_tangent(cls, args, outs[0])]
-    elif cls._backward_cls.__name__ in LINEAR_NODES:
+    elif _is_linear(cls, args):
         tangents = [t for t in _outputs(cls.apply(*_substitute(args, _tangent_or_zeros))) if _is_float(t)]
     else:
         tangents = _double_vjp_tangents(cls, args)
@@ -348,6 +348,16 @@ def _apply_dual(cls, args: tuple, kwargs: dict):
         if o._fw_grad is None:  # (an input returned as-is keeps the tangent it has)
             _set_tangent(o, t if t is not None else _zeros_like(o))
     return output
+
+
+def _is_linear(cls, args: tuple) -> bool:
+    """Whether the op is one of ``LINEAR_NODES`` (by its node name, among the shape, reduction and indexing ops: a
+    composite elsewhere may print a view's node name) and linear here: ``where`` with a number operand is affine."""
+    if cls.__module__ not in _LINEAR_MODULES or cls._backward_cls.__name__ not in LINEAR_NODES:
+        return False
+    if cls._backward_cls.__name__ == "WhereBackward0":
+        return all(isinstance(a, Tensor) for a in args)
+    return True
 
 
 def _tangent_or_zeros(a: Tensor) -> Tensor:
@@ -391,7 +401,9 @@ def _double_vjp_tangents(cls, args: tuple) -> list:
         linked = [o for o in outs if o.requires_grad]
         if not linked:
             return [None] * len(outs)
-        us = [_zeros_like(o).requires_grad_(True) for o in linked]
+        # (any u will do, J^T u being linear in u; ones, not zeros, for a backward computed piecewise in the sign
+        # of its incoming gradient, as logcumsumexp's is, whose derivative at u = 0 is the wrong piece's)
+        us = [Tensor._make(o._backend.full(o._data.shape, 1, o._data.dtype)).requires_grad_(True) for o in linked]
         inputs = [copies[id(a)] for a in duals]
         try:
             vjps = grad(linked, inputs, us, create_graph=True, allow_unused=True)
