@@ -426,3 +426,13 @@ def test_declared_op_forward_mode_passes_gradcheck(decl, sample):
         return tuple(t for t in _tensors(result) if t.is_floating_point())
 
     assert numbagrad.autograd.gradcheck(fn, tuple(inputs), check_forward_ad=True, check_backward_ad=False)
+
+
+def test_dual_tensor_prints_its_tangent(torch):
+    texts = []
+    for lib in (numbagrad, torch):
+        fw = lib.autograd.forward_ad
+        with fw.dual_level():
+            d = fw.make_dual(lib.tensor([1.0, 2.0], dtype=lib.float64), lib.tensor([0.5, 1.0], dtype=lib.float64))
+            texts.append(repr(d * 2).replace("numbagrad.", "torch."))
+    assert texts[0] == texts[1]

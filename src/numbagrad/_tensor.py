@@ -506,11 +506,14 @@ class Tensor:
 
     # --- printing --------------------------------------------------------------------------------------------
     def _repr_suffixes(self) -> list[str]:
+        suffixes = []
         if self.grad_fn is not None:
-            return [f"grad_fn=<{type(self.grad_fn).__name__}>"]
-        if self.requires_grad:
-            return ["requires_grad=True"]
-        return []
+            suffixes.append(f"grad_fn=<{type(self.grad_fn).__name__}>")
+        elif self.requires_grad:
+            suffixes.append("requires_grad=True")
+        if self._fw_grad is not None:  # a dual tensor (``autograd.forward_ad``) shows its tangent, as torch's does
+            suffixes.append(f"tangent={self._fw_grad!r}")
+        return suffixes
 
     def __repr__(self, *, prefix: str = "tensor(") -> str:
         return _printing.format_tensor(
