@@ -436,3 +436,15 @@ def test_dual_tensor_prints_its_tangent(torch):
             d = fw.make_dual(lib.tensor([1.0, 2.0], dtype=lib.float64), lib.tensor([0.5, 1.0], dtype=lib.float64))
             texts.append(repr(d * 2).replace("numbagrad.", "torch."))
     assert texts[0] == texts[1]
+
+
+def test_inplace_op_on_a_view_updates_the_base_tangent(torch):
+    results = []
+    for lib in (numbagrad, torch):
+        fw = lib.autograd.forward_ad
+        with fw.dual_level():
+            d = fw.make_dual(lib.tensor([1.0, 2.0, 3.0]), lib.tensor([1.0, 1.0, 1.0]))
+            v = d[1:]
+            v.mul_(lib.tensor([2.0, 5.0]))
+            results.append((d.tolist(), fw.unpack_dual(d).tangent.tolist(), fw.unpack_dual(v).tangent.tolist()))
+    assert results[0] == results[1]

@@ -17,6 +17,12 @@ without a dual input runs as usual; with one, the output's tangent comes from, i
 Tangents are computed with grad mode as the caller has it, so a backward pass run inside a level
 (``autograd.grad(..., create_graph=True)``) carries tangents through the backward's own ops: forward-over-reverse.
 In-place ops update the destination's tangent (``ops.inplace`` calls ``inplace_tangent``).
+
+Where numbagrad differs from torch: the level is global, as torch's is, but tangents flow through the ops of the
+thread that entered it (the dispatcher lives in that thread's autograd state); a tangent computed by the double-vjp
+rule is differentiable in reverse mode with respect to the input tangents, not the primals (torch's formulas are
+both), so reverse-over-forward through such ops needs ``func.jvp`` inside a transform, which uses the double-vjp
+identity on the whole function.
 """
 
 from __future__ import annotations
@@ -157,8 +163,8 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
 
 def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTensor:
     """``(primal, tangent)``: the primal is a view of ``tensor`` without tangent, the tangent is returned as-is."""
-    if _level_of(level) < 0 or tensor._fw_grad is None:
-        return UnpackedDualTensor(tensor, None) if _level_of(level) < 0 else UnpackedDualTensor(_alias(tensor), None)
+    if _level_of(level) < 0:  # outside any level: the tensor itself, as torch
+        return UnpackedDualTensor(tensor, None)
     return UnpackedDualTensor(_alias(tensor), tensor._fw_grad)
 
 
