@@ -448,3 +448,20 @@ def test_inplace_op_on_a_view_updates_the_base_tangent(torch):
             v.mul_(lib.tensor([2.0, 5.0]))
             results.append((d.tolist(), fw.unpack_dual(d).tangent.tolist(), fw.unpack_dual(v).tangent.tolist()))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("name", ["softmax", "matmul_batched", "layer_norm", "logcumsumexp", "mlp"])
+def test_reverse_over_forward_passes_gradcheck(name):
+    """The tangent, as a function of the primals and the tangents, differentiated in reverse mode."""
+    fn, shapes = OPS[name]
+    rng = np.random.default_rng(3)
+    primals = [numbagrad.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes]
+    tangents = [numbagrad.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes]
+
+    def tangent_of(*values):
+        n = len(values) // 2
+        with fwad.dual_level():
+            duals = [fwad.make_dual(p, t) for p, t in zip(values[:n], values[n:])]
+            return fwad.unpack_dual(fn(numbagrad, *duals)).tangent
+
+    assert numbagrad.autograd.gradcheck(tangent_of, (*primals, *tangents))

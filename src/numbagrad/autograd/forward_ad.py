@@ -20,9 +20,7 @@ In-place ops update the destination's tangent (``ops.inplace`` calls ``inplace_t
 
 Where numbagrad differs from torch: the level is global, as torch's is, but tangents flow through the ops of the
 thread that entered it (the dispatcher lives in that thread's autograd state); a tangent computed by the double-vjp
-rule is differentiable in reverse mode with respect to the input tangents, not the primals (torch's formulas are
-both), so reverse-over-forward through such ops needs ``func.jvp`` inside a transform, which uses the double-vjp
-identity on the whole function.
+rule costs two backward passes of the op (torch has a formula per op).
 """
 
 from __future__ import annotations
@@ -399,8 +397,10 @@ def _double_vjp_tangents(cls, args: tuple) -> list:
     """``J t`` for one op: the vjp ``u -> J^T u`` of fresh copies of the inputs is linear in ``u``, and its own
     vjp, with the tangents, is ``J t``. An op whose backward is not differentiable raises torch's error."""
     duals = list({id(a): a for a in _walk(args) if _is_float(a) and a._fw_grad is not None}.values())  # each once
-    create = state.enabled and any(a._fw_grad.requires_grad for a in duals)  # (the copies below are detached)
-    copies = {id(a): a.detach().requires_grad_(True) for a in duals}
+    # the tangent keeps a graph to whatever it depends on that requires grad (reverse-over-forward): the input
+    # tangents, and the inputs themselves, stood in for by differentiable aliases
+    create = state.enabled and any(a._fw_grad.requires_grad or a.requires_grad for a in duals)
+    copies = {id(a): a.view_as(a) if create and a.requires_grad else a.detach().requires_grad_(True) for a in duals}
     with enable_grad():
         new_args = _substitute(args, lambda a: copies.get(id(a), a))
         outs = [o for o in _outputs(cls.apply(*new_args)) if _is_float(o)]
