@@ -130,6 +130,13 @@ OPS = {
     "mse_loss": (lambda lib, a, b: lib.nn.functional.mse_loss(a, b), [(2, 3), (2, 3)]),
     "cross_entropy": (lambda lib, a: lib.nn.functional.cross_entropy(a, lib.tensor([0, 2])), [(2, 3)]),
     "linear": (lambda lib, x, w, b: lib.nn.functional.linear(x, w, b[0]), [(2, 3), (4, 3), (1, 4)]),
+    "conv2d": (lambda lib, a, w: lib.nn.functional.conv2d(a, w, padding=1), [(1, 2, 4, 4), (3, 2, 3, 3)]),
+    "max_pool2d": (lambda lib, a: lib.nn.functional.max_pool2d(a, 2), [(1, 2, 4, 4)]),
+    "batch_norm_training": (lambda lib, a: lib.nn.functional.batch_norm(a, None, None, training=True), [(4, 3)]),
+    "embedding": (lambda lib, w: lib.nn.functional.embedding(lib.tensor([[0, 2], [1, 1]]), w), [(3, 4)]),
+    "gelu": (lambda lib, a: lib.nn.functional.gelu(a), [(2, 3)]),
+    "cosine_similarity": (lambda lib, a, b: lib.nn.functional.cosine_similarity(a, b), [(2, 3), (2, 3)]),
+    "interpolate": (lambda lib, a: lib.nn.functional.interpolate(a, scale_factor=2, mode="bilinear"), [(1, 1, 2, 3)]),
     "mlp": (
         lambda lib, x, w1, w2: lib.tanh(lib.relu(x @ w1.t()) @ w2.t()).sum(1),
         [(4, 3), (5, 3), (2, 5)],
