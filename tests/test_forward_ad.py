@@ -472,3 +472,19 @@ def test_reverse_over_forward_passes_gradcheck(name):
             return fwad.unpack_dual(fn(numbagrad, *duals)).tangent
 
     assert numbagrad.autograd.gradcheck(tangent_of, (*primals, *tangents))
+
+
+def test_lstm_tangent_matches_torch(torch):
+    rng = np.random.default_rng(0)
+    x, t = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 4, 3))
+    results = []
+    for lib in (numbagrad, torch):
+        fw = lib.autograd.forward_ad
+        lstm = lib.nn.LSTM(3, 2, batch_first=True).double()
+        with lib.no_grad():
+            for k, (_, p) in enumerate(sorted(lstm.named_parameters())):
+                p.copy_(lib.tensor(np.random.default_rng(k).standard_normal(tuple(p.shape)) * 0.5))
+        with fw.dual_level():
+            out, _ = lstm(fw.make_dual(lib.tensor(x), lib.tensor(t)))
+            results.append(fw.unpack_dual(out).tangent.detach().numpy().copy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-10, atol=1e-14)
