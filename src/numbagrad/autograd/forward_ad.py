@@ -10,7 +10,8 @@ without a dual input runs as usual; with one, the output's tangent comes from, i
 - an elementwise table row: ``sum_i d out / d x_i * t_i``, from the row's per-input gradient formulas (the same
   tensor formulas double backward uses, with the tangent where the incoming gradient goes);
 - an op linear in its floating-point tensor inputs (views, shape ops, sums, indexing, concatenation): the op
-  applied to the tangents, so a view's tangent is the same view of the tangent;
+  applied to the tangents, so a view's tangent is the same view of the tangent; an op linear in each operand
+  separately (``_multilinear``: the matrix products): the sum of the op with one operand replaced by its tangent;
 - otherwise the double-vjp identity on that one op: ``u -> J^T u`` is linear in ``u``, and its vjp with the tangent
   is ``J t``. This needs the op's backward to be differentiable; where it is not, torch's NotImplementedError.
 
@@ -346,6 +347,8 @@ def _apply_dual(cls, args: tuple, kwargs: dict):
         tangents = [_elementwise_tangent(cls, args, outs[0])]
     elif _is_linear(cls, args):
         tangents = [t for t in _outputs(cls.apply(*_substitute(args, _tangent_or_zeros))) if _is_float(t)]
+    elif getattr(cls, "_multilinear", False):
+        tangents = [_multilinear_tangent(cls, args)]
     else:
         tangents = _double_vjp_tangents(cls, args)
     for o, t in zip(outs, tangents):
@@ -362,6 +365,17 @@ def _is_linear(cls, args: tuple) -> bool:
     if cls._backward_cls.__name__ == "WhereBackward0":
         return all(isinstance(a, Tensor) for a in args)
     return True
+
+
+def _multilinear_tangent(cls, args: tuple) -> Tensor:
+    """An op linear in each tensor operand separately (``_multilinear``, a matrix product): the sum, over the
+    operands with a tangent, of the op with that operand replaced by its tangent."""
+    total = None
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor) and a._fw_grad is not None:
+            term = cls.apply(*args[:i], a._fw_grad, *args[i + 1 :])
+            total = term if total is None else total + term
+    return total
 
 
 def _tangent_or_zeros(a: Tensor) -> Tensor:
