@@ -262,6 +262,11 @@ def test_leaving_the_level_deletes_the_tangents():
     assert (d * 2).tolist() == [2.0]
 
 
+def test_unpack_dual_outside_a_level_gives_the_tensor_itself():
+    x = numbagrad.ones(2)
+    assert fwad.unpack_dual(x).primal is x and fwad.unpack_dual(x, level=0) == (x, None)
+
+
 def test_enter_and_exit_by_hand():
     level = fwad.enter_dual_level()
     try:
@@ -280,6 +285,11 @@ LEVEL_ERRORS = {
     "integer_primal": lambda fw, lib: _in_level(fw, lambda: fw.make_dual(lib.tensor([1, 2]), lib.ones(2))),
     "integer_tangent": lambda fw, lib: _in_level(fw, lambda: fw.make_dual(lib.ones(2), lib.tensor([1, 2]))),
     "wrong_size": lambda fw, lib: _in_level(fw, lambda: fw.make_dual(lib.ones(2), lib.ones(3))),
+    "make_at_a_level_not_entered": lambda fw, lib: fw.make_dual(lib.ones(2), lib.ones(2), level=0),
+    "make_at_another_level": lambda fw, lib: _in_level(fw, lambda: fw.make_dual(lib.ones(2), lib.ones(2), level=1)),
+    "unpack_at_another_level": lambda fw, lib: _in_level(
+        fw, lambda: fw.unpack_dual(fw.make_dual(lib.ones(2), lib.ones(2)), level=1)
+    ),
     "already_dual": lambda fw, lib: _in_level(
         fw, lambda: fw.make_dual(fw.make_dual(lib.ones(2), lib.ones(2)), lib.ones(2))
     ),

@@ -131,13 +131,23 @@ def exit_dual_level(*, level: int | None = None) -> None:
     _current_level = level - 1
 
 
-def _level_of(level: int | None) -> int:
-    return _current_level if level is None else level
+def _level_of(level: int | None, op: str) -> int:
+    """The level asked for (the current one by default), checked as torch checks it: a level that exists."""
+    if level is None or level < 0:
+        return _current_level if level is None else level
+    if _current_level < 0:
+        raise RuntimeError(
+            "Trying to access a forward AD level with an invalid index. This index was either not created or is "
+            "already deleted."
+        )
+    if level != _current_level:
+        raise RuntimeError(f"Invalid level given to {op}")
+    return level
 
 
 def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> Tensor:
     """A new alias of ``tensor`` (a view, differentiable in reverse mode) carrying ``tangent`` as its tangent."""
-    if _level_of(level) < 0:
+    if _level_of(level, "_make_dual") < 0:
         raise RuntimeError(ERR_NO_LEVEL)
     if tensor._data.dtype.kind not in "fc":
         raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
@@ -146,7 +156,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
     if tensor._fw_grad is not None:
         raise RuntimeError(
             "Making a dual Tensor based on a Tensor that already has a forward gradient at the same level "
-            f"{_level_of(level)} is not supported."
+            f"{_current_level} is not supported."
         )
     _check_tangent_shape(tensor, tangent)
     if tangent.device != tensor.device:
@@ -162,8 +172,12 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
 
 def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTensor:
     """``(primal, tangent)``: the primal is a view of ``tensor`` without tangent, the tangent is returned as-is."""
-    if _level_of(level) < 0:  # outside any level: the tensor itself, as torch
+    if level is None:
+        level = _current_level
+    if level < 0 or _current_level < 0:  # outside any level: the tensor itself, as torch
         return UnpackedDualTensor(tensor, None)
+    if level != _current_level and tensor._fw_grad is not None:
+        raise RuntimeError("Invalid level given to _fw_primal")
     return UnpackedDualTensor(_alias(tensor), tensor._fw_grad)
 
 
