@@ -109,6 +109,35 @@ def _functions(lib):
             (x,) = ctx.saved_tensors
             return 4 * x * x_t
 
+    class WithIndex(lib.autograd.Function):  # a non-differentiable and an integer output
+        @staticmethod
+        def forward(ctx, x):
+            y, z = x * 2, x * 3
+            ctx.mark_non_differentiable(z)
+            return y, z, x.argmax()
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            return x_t * 2, None, None
+
+    class TangentForIndex(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x.argmax()
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            return x_t * 2, x_t.sum()
+
+    class AsIs(lib.autograd.Function):  # returns its input: the jvp must return a view
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            return x_t * 5
+
     return {k: v for k, v in locals().items() if isinstance(v, type)}
 
 
@@ -210,13 +239,21 @@ def test_function_without_jvp_still_runs_without_a_dual_input(torch):
     assert _same(torch, scenario) == [1.0, -2.0, 4.0]
 
 
-@pytest.mark.parametrize("name", ["TwoTangents", "NotATensor", "WrongShape"])
+def test_non_differentiable_outputs_get_no_tangent(torch):
+    def scenario(lib, fw, fns):
+        with fw.dual_level():
+            return [fw.unpack_dual(o).tangent is None for o in fns["WithIndex"].apply(_dual(lib, fw))]
+
+    assert _same(torch, scenario) == [False, True, True]
+
+
+@pytest.mark.parametrize("name", ["TwoTangents", "NotATensor", "WrongShape", "TangentForIndex", "AsIs"])
 def test_bad_jvp_results_raise_torchs_errors(torch, name):
     def scenario(lib, fw, fns):
         with fw.dual_level():
             return fns[name].apply(_dual(lib, fw)).tolist()
 
-    kind, _ = _same(torch, scenario)
+    kind, _ = _same(torch, scenario)  # (the same type and text)
     assert kind == "RuntimeError"
 
 

@@ -487,8 +487,16 @@ def _apply_custom(cls, args: tuple):
         if not isinstance(t, Tensor):
             raise RuntimeError(f"expected Variable or None (got {type(t).__name__}) for grad output {i}.")
         if not _is_float(o) or any(o is nd for nd in non_diff):
-            continue
+            raise RuntimeError(
+                f"Function's jvp returned a gradient at position {i}, but  the corresponding forward output is not a "
+                "differentiable Tensor.You should return None at that position instead."
+            )
         _check_tangent_shape(o, t)
+        if t._base is None and any(isinstance(a, Tensor) and a is not o and a._data is o._data for a in args):
+            raise RuntimeError(
+                "A custom Function's forward is returning a view (or an input as-is) but the jvp is not returning a "
+                "view."
+            )
         if any(o is a for a in args):  # an input modified in place (mark_dirty): its tangent is updated
             inplace_tangent(o, _with_tangent(t))
         else:
