@@ -77,7 +77,7 @@ _NON_LEAF_GRAD_WARNING = (
 _TENSOR_FIELDS = frozenset(
     {"_data", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_version_counter", "_base", "_retains_grad",
      "_hooks", "_accumulator", "_is_inference", "_post_accumulate_hooks", "_views", "_views_pruned_at",
-     "_creation_meta"}
+     "_creation_meta", "_fw_grad"}
 )  # fmt: skip
 
 
@@ -103,6 +103,7 @@ class Tensor:
     _views: list | None = None  # weak references to the live views of this base (see ``_view_of``)
     _views_pruned_at = 0
     _creation_meta: str | None = None  # how a view was made, when in-place changes to it are refused
+    _fw_grad = None  # the tangent at the active forward-AD level (``autograd.forward_ad``), if any
 
     def __init__(self, *args, dtype=None, device=None, requires_grad: bool = False) -> None:
         """``Tensor(2, 3)`` is uninitialised storage of that shape, ``Tensor([1, 2])`` copies data (as float)."""
@@ -510,11 +511,14 @@ class Tensor:
 
     # --- printing --------------------------------------------------------------------------------------------
     def _repr_suffixes(self) -> list[str]:
+        suffixes = []
         if self.grad_fn is not None:
-            return [f"grad_fn=<{type(self.grad_fn).__name__}>"]
-        if self.requires_grad:
-            return ["requires_grad=True"]
-        return []
+            suffixes.append(f"grad_fn=<{type(self.grad_fn).__name__}>")
+        elif self.requires_grad:
+            suffixes.append("requires_grad=True")
+        if self._fw_grad is not None:  # a dual tensor (``autograd.forward_ad``) shows its tangent, as torch's does
+            suffixes.append(f"tangent={self._fw_grad!r}")
+        return suffixes
 
     def __repr__(self, *, prefix: str = "tensor(") -> str:
         return _printing.format_tensor(

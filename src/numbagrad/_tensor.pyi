@@ -61,6 +61,7 @@ class Tensor:
     _views: builtins.list | None
     _views_pruned_at: builtins.int
     _creation_meta: builtins.str | None
+    _fw_grad: typing.Any
     def __init__(self, *args: typing.Any, dtype: typing.Any = ..., device: typing.Any = ..., requires_grad: builtins.bool = ...) -> None: ...
     def _init(self, data: typing.Any, requires_grad: builtins.bool = ...) -> None: ...
     @classmethod

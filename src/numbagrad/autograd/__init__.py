@@ -1,6 +1,6 @@
 """numbagrad.autograd: Function, the engine's entry points, grad modes and gradient checks."""
 
-from . import function, functional, grad_mode, graph, profiler
+from . import forward_ad, function, functional, grad_mode, graph, profiler
 from .engine import backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
 from .grad_mode import (
@@ -28,6 +28,7 @@ __all__ = [
     "backward",
     "detect_anomaly",
     "enable_grad",
+    "forward_ad",
     "function",
     "functional",
     "grad",

@@ -48,13 +48,15 @@ class FunctionCtx:
     to_save = ()
     dirty_tensors = ()
     non_differentiable = ()
+    saved_for_forward = ()
+    _in_jvp = False  # while ``jvp`` runs, ``saved_tensors`` returns what ``save_for_forward`` saved
 
     def save_for_backward(self, *tensors) -> None:
         """Save tensors (inputs or outputs) for backward; version-checked when read back."""
         self.to_save = tensors
 
     def save_for_forward(self, *tensors) -> None:
-        """Save tensors for ``jvp``; kept for torch compatibility (numbagrad has no forward-mode AD)."""
+        """Save tensors for ``jvp``: inside ``jvp``, ``saved_tensors`` returns them."""
         for t in tensors:
             assert isinstance(t, Tensor) or t is None, (
                 "save_for_forward expects all arguments to be tensors; you should save non-tensors as "
@@ -79,6 +81,8 @@ class FunctionCtx:
     @property
     def saved_tensors(self) -> tuple:
         """The tensors given to ``save_for_backward``, checked against in-place changes since."""
+        if self._in_jvp:
+            return tuple(self.saved_for_forward)
         if self._freed:
             raise RuntimeError(ERR_BACKWARD_TWICE)
         saved = self._saved
@@ -130,6 +134,8 @@ def _unpack_saved(saved: tuple, node) -> Tensor:
     out._version_counter = counter
     out.grad_fn = node
     out._output_nr = output_nr
+    if t._fw_grad is not None:  # an output saved inside a forward-AD level keeps its tangent (forward-over-reverse)
+        out._fw_grad = t._fw_grad
     return out
 
 
@@ -328,7 +334,8 @@ class _SingleLevelFunction(metaclass=FunctionMeta):
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
-        """Forward-mode derivative; not supported by numbagrad (raises ``NotImplementedError``)."""
+        """Forward-mode derivative: one tangent per ``forward`` input (zeros for a tensor without one, None for a
+        non-tensor) in, one tangent per output out. Override it to use the Function with forward-mode AD."""
         raise NotImplementedError(
             "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
         )
@@ -415,32 +422,36 @@ class Function(_SingleLevelFunction):
             return _apply_simple(cls, args, st)
         if kwargs or cls._binds_defaults:
             args = cls._bind(args, kwargs)
-        ctx = cls._backward_cls()
-        needs = []
-        for a in args:  # (a loop: a comprehension costs a frame per call)
-            needs.append(isinstance(a, Tensor) and (a._requires_grad or a.grad_fn is not None))
-        needs = ctx.needs_input_grad = tuple(needs)
-        if st.enabled:
-            st.enabled = False
-            outer, st.in_forward = st.in_forward, True  # (views made inside are not the user's no-grad views)
-            try:
-                output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
-            finally:
-                st.enabled, st.in_forward = True, outer
-            if True in needs:
-                return _link_outputs(cls, ctx, args, output)
-        else:
+        return _apply_general(cls, cls._backward_cls(), args, st)
+
+
+def _apply_general(cls, ctx, args: tuple, st):
+    """``apply``'s general path with its ctx made by the caller (forward mode reads the ctx afterwards)."""
+    needs = []
+    for a in args:  # (a loop: a comprehension costs a frame per call)
+        needs.append(isinstance(a, Tensor) and (a._requires_grad or a.grad_fn is not None))
+    needs = ctx.needs_input_grad = tuple(needs)
+    if st.enabled:
+        st.enabled = False
+        outer, st.in_forward = st.in_forward, True  # (views made inside are not the user's no-grad views)
+        try:
             output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
-            if not (st.inference or st.in_forward) and (type(output) is not Tensor or output._base is not None):
-                _mark_views(output, args, NO_GRAD_VIEW)
-        if not ctx._builtin:  # torch marks every view a custom Function returns, graph or not
-            _mark_views(output, args, "custom_function")
-        if type(output) is Tensor and not (ctx.dirty_tensors or ctx.non_differentiable or st.inference):
-            for a in args:
-                if a is output:  # an input returned as-is comes back as a new view of it
-                    return output._view_of(output._data)
-            return output
-        return _unlinked_outputs(ctx, args, output, st)
+        finally:
+            st.enabled, st.in_forward = True, outer
+        if True in needs:
+            return _link_outputs(cls, ctx, args, output)
+    else:
+        output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
+        if not (st.inference or st.in_forward) and (type(output) is not Tensor or output._base is not None):
+            _mark_views(output, args, NO_GRAD_VIEW)
+    if not ctx._builtin:  # torch marks every view a custom Function returns, graph or not
+        _mark_views(output, args, "custom_function")
+    if type(output) is Tensor and not (ctx.dirty_tensors or ctx.non_differentiable or st.inference):
+        for a in args:
+            if a is output:  # an input returned as-is comes back as a new view of it
+                return output._view_of(output._data)
+        return output
+    return _unlinked_outputs(ctx, args, output, st)
 
 
 def _apply_simple(cls, args: tuple, st):

@@ -2,14 +2,15 @@
 
 Everything is built on ``autograd.grad``, as torch's ``torch/autograd/functional.py`` is, with torch's signatures,
 return structure (a Tensor or tuple following the inputs and outputs), ``create_graph`` and ``strict`` semantics
-and error messages. numbagrad has no forward-mode AD and no ``vmap``, so:
+and error messages. numbagrad has no ``vmap``, so:
 
-- ``jvp`` and ``hvp`` use the double-vjp trick (as torch's do): the vjp ``u -> J^T u`` is linear in ``u``, so
-  differentiating it with respect to ``u`` in the direction ``v`` gives ``J v``.
+- ``jvp`` uses the double-vjp trick (as torch's does): the vjp ``u -> J^T u`` is linear in ``u``, so
+  differentiating it with respect to ``u`` in the direction ``v`` gives ``J v``. ``hvp`` is forward-over-reverse
+  (``autograd.forward_ad``), except with ``strict`` or ``create_graph`` where it does what torch's does.
 - ``vectorize=True`` is accepted and computes the same values row by row; it keeps torch's rule that it cannot be
   combined with ``strict=True``.
-- ``strategy="forward-mode"`` (``outer_jacobian_strategy`` for ``hessian``) is accepted where torch accepts it
-  (with ``vectorize=True``) and gives the same values through reverse mode; elsewhere it raises torch's errors.
+- ``strategy="forward-mode"`` (``outer_jacobian_strategy`` for ``hessian``) runs forward mode, one pass per input
+  element, where torch accepts it (with ``vectorize=True``); elsewhere it raises torch's errors.
 
 ``ops`` (which imports ``autograd``) is never imported here: its functions are reached through ``_tensor._ops``, as
 the engine reaches them.
@@ -23,6 +24,7 @@ from typing import Any
 
 from .. import _tensor
 from .._tensor import Tensor
+from . import forward_ad
 from .engine import grad as _grad
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
@@ -294,7 +296,7 @@ def jacobian(
                 "Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
                 "only implemented for `vectorize=True`."
             )
-        # No forward-mode AD here: the reverse-mode rows give the same matrix.
+        return _jacobian_forward(func, inputs)
 
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
@@ -340,13 +342,52 @@ def jacobian(
                 )
             )
         result = _grad_postprocess(tuple(result), create_graph)
-        if strategy == "forward-mode" and is_inputs_tuple:
-            # torch's forward-mode path builds lists: keep its container types
-            result = [list(per_output) for per_output in result]
-            if not is_outputs_tuple:
-                return result[0]
-            return result
         return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
+
+
+def _jacobian_forward(func: Callable, inputs):
+    """``jacobian(..., strategy="forward-mode")``: one forward-mode pass per input element (a column of every
+    output's Jacobian), returned in torch's containers for that path (lists where the inputs were a tuple)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    inputs = _grad_preprocess(inputs, create_graph=False, need_graph=False)
+    ops = _ops()
+    columns: list = []  # per (input, element): each output's tangent
+    outputs: tuple = ()
+    is_outputs_tuple = False
+    with forward_ad.dual_level():
+        for j, x in enumerate(inputs):
+            for k in range(x.nelement()):
+                duals = []
+                for i, inp in enumerate(inputs):
+                    direction = ops.zeros_like(inp)
+                    if i == j:
+                        direction.view(-1)[k] = 1
+                    duals.append(forward_ad.make_dual(inp, direction))
+                out = func(*duals)
+                is_outputs_tuple, outputs = _as_tuple(out, "outputs of the user-provided function", "jacobian")
+                columns.append([_tangent_or_zeros(forward_ad.unpack_dual(o)) for o in outputs])
+        if not columns:
+            is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jacobian")
+    result = []
+    for m, o in enumerate(outputs):
+        per_input, start = [], 0
+        for inp in inputs:
+            cols = [columns[start + k][m] for k in range(inp.nelement())]
+            start += inp.nelement()
+            if cols:
+                jac = ops.stack(cols, dim=-1).reshape(tuple(o.shape) + tuple(inp.shape))
+            else:
+                jac = ops.zeros(tuple(o.shape) + tuple(inp.shape), dtype=o.dtype, device=o.device)
+            per_input.append(jac.detach())
+        result.append(per_input if is_inputs_tuple else tuple(per_input))
+    if is_inputs_tuple:
+        return result if is_outputs_tuple else result[0]
+    return _tuple_postprocess(tuple(result), (is_outputs_tuple, is_inputs_tuple))
+
+
+def _tangent_or_zeros(unpacked) -> Tensor:
+    primal, tangent = unpacked
+    return tangent if tangent is not None else _ops().zeros_like(primal)
 
 
 def hessian(
@@ -422,8 +463,11 @@ def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
 
 
 def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False) -> tuple[Any, Any]:
-    """``(func(inputs), H v)``: the Hessian-vector product of the scalar function ``func``, by the double-vjp trick
-    on top of double backward."""
+    """``(func(inputs), H v)``: the Hessian-vector product of the scalar function ``func``: forward-over-reverse (the
+    gradient computed on inputs carrying ``v`` as their tangent); with ``strict`` or ``create_graph``, torch's own
+    way, the double-vjp trick on top of double backward, whose checks and graph those options are about."""
+    if not (strict or create_graph):
+        return _hvp_forward_over_reverse(func, inputs, v)
     with enable_grad():
         is_inputs_tuple, inputs, v, is_outputs_tuple, outputs, jac = _gradient_of_scalar(
             func, inputs, v, create_graph, strict, "hvp"
@@ -437,4 +481,28 @@ def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
     outputs = _grad_postprocess(outputs, create_graph)
     result = _grad_postprocess(result, create_graph)
+    return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+
+
+def _hvp_forward_over_reverse(func: Callable, inputs, v) -> tuple[Any, Any]:
+    with enable_grad():
+        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
+        inputs = _grad_preprocess(inputs, create_graph=False, need_graph=True)
+        v = _prepare_v(v, inputs, is_inputs_tuple, False, "hvp", _V_NONE_INPUT)
+        if v is None:
+            v = tuple(_ops().ones_like(inp) for inp in inputs)
+        with forward_ad.dual_level():
+            duals = tuple(forward_ad.make_dual(inp, t) for inp, t in zip(inputs, v))
+            outputs = func(*duals)
+            is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "hvp")
+            _check_requires_grad(outputs, "outputs", strict=False)
+            _single_output(outputs, is_outputs_tuple, "hvp")
+            jac = _autograd_grad(outputs, duals, create_graph=True)
+            result = tuple(
+                _tangent_or_zeros(forward_ad.unpack_dual(g)) if g is not None else _ops().zeros_like(inp)
+                for g, inp in zip(jac, inputs)
+            )
+            outputs = tuple(forward_ad.unpack_dual(o).primal for o in outputs)
+    outputs = _grad_postprocess(outputs, False)
+    result = _grad_postprocess(result, False)
     return _tuple_postprocess(outputs, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)

@@ -7,8 +7,9 @@ import warnings
 import numpy as np
 
 from .._tensor import Tensor
+from . import forward_ad
 from .engine import grad as autograd_grad
-from .function import BackwardCFunction, Function, _overridden
+from .function import Function
 from .grad_mode import enable_grad
 
 FAST_FAIL_SLOW_OK_MSG = """
@@ -149,8 +150,6 @@ def gradcheck(
                 UserWarning,
                 stacklevel=2,
             )
-    if check_forward_ad:
-        _require_jvp(func, inputs)
     if fast_mode and check_backward_ad:
         if not _fast_check(func, inputs, diff_inputs, eps, atol, rtol, raise_exception):
             return False
@@ -212,52 +211,28 @@ def _check_backward_mul_by_grad_output(func, inputs, diff_inputs, masked) -> Non
             raise GradcheckError("grad is incorrect size")
 
 
-def _graph_nodes(outputs: list):
-    """Every node of the graph behind ``outputs`` (each once)."""
-    seen: set = set()
-    stack = [o.grad_fn for o in outputs if o.grad_fn is not None]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        yield node
-        stack.extend(n for n, _ in node.next_functions if n is not None)
-
-
-def _require_jvp(func, inputs) -> None:
-    """Forward mode needs each custom Function's ``jvp``: torch raises (whatever ``raise_exception``) for one
-    without it."""
-    with enable_grad():
-        outputs = _float_outputs(func, inputs)
-    for node in _graph_nodes(outputs):
-        if isinstance(node, BackwardCFunction) and not node._builtin and "jvp" not in _overridden(node._forward_cls):
-            raise NotImplementedError(
-                "You must implement the jvp function for custom autograd.Function to use it with forward mode AD."
-            )
-
-
 def _forward_jacobians(func, inputs, diff_inputs) -> list:
-    """J[o][i] from directional derivatives ``J @ e_k`` (forward mode's columns). numbagrad has no dual numbers:
-    each one is the derivative, with respect to the backward's incoming gradient ``v``, of the vector-Jacobian
-    product ``J^T v`` (linear in ``v``), i.e. a differentiated backward (``create_graph``), checked against the
-    same central differences."""
-    with enable_grad():
+    """J[o][i] column by column in forward mode, as torch's check does: each input element in turn carries a unit
+    tangent (every other differentiable input a zero one) and the outputs' tangents are that column. An op or a
+    custom Function without forward AD raises its NotImplementedError here, whatever ``raise_exception``."""
+    with forward_ad.dual_level():
         outputs = _float_outputs(func, inputs)
         result = [[np.zeros((x.numel(), o.numel())) for x in diff_inputs] for o in outputs]
-        for o_idx, out in enumerate(outputs):
-            if not out.requires_grad:
-                continue
-            v = Tensor._make(np.zeros(out.shape, out._data.dtype), requires_grad=True)
-            vjps = autograd_grad(out, diff_inputs, v, create_graph=True, allow_unused=True)
-            for i, g in enumerate(vjps):
-                if g is None or not g.requires_grad:
-                    continue
-                flat = g.reshape(-1)
-                for k in range(flat.numel()):
-                    (column,) = autograd_grad(flat[k], v, retain_graph=True, allow_unused=True)
-                    if column is not None:
-                        result[o_idx][i][k, :] = column._host().astype(np.float64).reshape(-1)
+        for i, x in enumerate(diff_inputs):
+            for k in range(x.numel()):
+                duals = []
+                for a in inputs:
+                    if any(a is d for d in diff_inputs):
+                        direction = np.zeros(a.shape, a._data.dtype)
+                        if a is x:
+                            direction.reshape(-1)[k] = 1
+                        duals.append(forward_ad.make_dual(a, Tensor._make(a._backend.from_host(direction))))
+                    else:
+                        duals.append(a)
+                for o_idx, out in enumerate(_float_outputs(func, duals)):
+                    tangent = forward_ad.unpack_dual(out).tangent
+                    if tangent is not None:
+                        result[o_idx][i][k, :] = tangent._host().astype(np.float64).reshape(-1)
     return result
 
 

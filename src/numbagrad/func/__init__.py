@@ -7,9 +7,10 @@ with ``create_graph=True``, so transforms nest (``jacrev(jacrev(f))``, ``vmap(gr
 graph when the outermost transform returns.
 
 How numbagrad computes them, where torch differs:
-- numbagrad has no forward-mode AD yet: ``jvp`` uses the double-vjp identity (the vjp of a vjp is linear in its
-  cotangent, and its own vjp is the jvp), and ``jacfwd`` builds the same Jacobian from reverse-mode rows, so both
-  need the function's ops to have second derivatives (all built-in ops do).
+- ``jvp`` and ``jacfwd`` run in forward mode (``autograd.forward_ad``). That has a single level, so inside another
+  transform (``jacrev(jvp...)``, ``jacfwd(jacfwd(f))``) they fall back to the double-vjp identity (the vjp of a vjp
+  is linear in its cotangent, and its own vjp is the jvp) and reverse-mode rows: the same values, with a graph an
+  enclosing transform can differentiate. ``hessian`` is ``jacfwd(jacrev(f))``: forward-over-reverse.
 - ``vmap`` runs the function once per sample and stacks the results (torch's batching rules vectorize instead):
   the values are torch's, the speed is a loop's. ``randomness='error'`` raises if the function draws random
   numbers, ``'same'`` gives every sample the same draws, ``'different'`` independent ones.
@@ -22,6 +23,7 @@ from collections.abc import Callable
 
 from .. import ops
 from .._tensor import Tensor
+from ..autograd import forward_ad
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
 from ..ops.creation import _rng
@@ -223,8 +225,8 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
 
 
 def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: bool = False):
-    """``(func(*primals), J @ tangents)``: the directional derivative along ``tangents`` (see the module docstring:
-    computed as the vjp of a vjp)."""
+    """``(func(*primals), J @ tangents)``: the directional derivative along ``tangents``, in forward mode (see the
+    module docstring for the nested case)."""
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should be valid to "
                            "call f(*primals).")  # fmt: skip
@@ -236,6 +238,31 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
             "example, if primals is a tuple of 3 tensors, tangents also must be. Got primals with structure "
             f"{primals} and tangents with structure {tangents}"
         )
+    for p, t in zip(p_leaves, t_leaves):
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError(
+                "jvp(f, primals, tangents): Expected primals and tangents to have the same shape. Got primals with "
+                f"shape {tuple(p.shape)} and tangents with shape {tuple(t.shape)}"
+            )
+    if _depth.value or forward_ad._current_level >= 0:
+        return _jvp_by_double_vjp(func, p_leaves, spec, t_leaves, has_aux)
+    with _Level(), forward_ad.dual_level():
+        duals = [forward_ad.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
+        out, aux = _split_aux(func(*_unflatten(duals, spec)), has_aux, "jvp")
+        out_leaves, out_spec = _flatten(out)
+        primal_out, tangent_out = [], []
+        for o in out_leaves:
+            primal, tangent = forward_ad.unpack_dual(o)
+            primal_out.append(primal)
+            tangent_out.append(tangent if tangent is not None else ops.zeros_like(primal))
+    result = (_lift(_unflatten(primal_out, out_spec)), _lift(_unflatten(tangent_out, out_spec)))
+    return (*result, _lift(aux)) if has_aux else result
+
+
+def _jvp_by_double_vjp(func: Callable, p_leaves: list, spec, t_leaves: list, has_aux: bool):
+    """``jvp`` inside another transform or a forward-AD level (torch nests transforms; numbagrad's forward mode has
+    one level): the vjp ``u -> J^T u`` is linear in ``u``, and its vjp with the tangents is ``J t``, with a graph
+    through everything, so an enclosing transform can differentiate the result."""
     with _Level(), enable_grad():
         inner = [_alias(t) for t in p_leaves]
         out, aux = _split_aux(func(*_unflatten(inner, spec)), has_aux, "jvp")
@@ -285,10 +312,61 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
     return _jacobian(func, argnums, has_aux, "jacrev")
 
 
+def _tangent_or_zeros(t: Tensor) -> Tensor:
+    tangent = forward_ad.unpack_dual(t).tangent
+    return tangent if tangent is not None else ops.zeros_like(t)
+
+
 def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
-    """The Jacobian of ``func`` with respect to the ``argnums`` inputs (torch computes it column by column in forward
-    mode; numbagrad, without forward mode yet, row by row: the same matrix)."""
-    return _jacobian(func, argnums, has_aux, "jacfwd")
+    """The Jacobian of ``func`` with respect to the ``argnums`` inputs, column by column in forward mode: one
+    forward pass per input element, shape ``output.shape + input.shape``. Inside another transform or a forward-AD
+    level (numbagrad's forward mode has one level), it is built from reverse-mode rows instead: the same matrix."""
+    reverse = _jacobian(func, argnums, has_aux, "jacfwd")
+
+    def wrapper(*args, **kwargs):
+        if _depth.value or forward_ad._current_level >= 0:
+            return reverse(*args, **kwargs)
+        nums = _argnums(argnums, len(args), "jacfwd")
+        leaves, spec = _flatten([args[i] for i in nums])
+        for t in leaves:
+            if not t.is_floating_point():
+                raise RuntimeError("jacfwd: Expected all differentiated inputs to be floating point or complex tensors")
+        columns: list = []  # per (input leaf, element): the output leaves' tangents
+        out = aux = out_spec = None
+        with _Level(), forward_ad.dual_level():
+            for j, x in enumerate(leaves):
+                for k in range(x.numel()):
+                    duals = []
+                    for i, t in enumerate(leaves):
+                        direction = ops.zeros_like(t)
+                        if i == j:
+                            direction.view(-1)[k] = 1
+                        duals.append(forward_ad.make_dual(t.detach().requires_grad_(True), direction))
+                    new_args = list(args)
+                    for i, value in zip(nums, _unflatten(duals, spec)):
+                        new_args[i] = value
+                    out, aux = _split_aux(func(*new_args, **kwargs), has_aux, "jacfwd")
+                    out_leaves, out_spec = _flatten(out)
+                    columns.append([_tangent_or_zeros(o) for o in out_leaves])
+            if out is None:  # every differentiated input is empty: run once for the outputs' structure
+                out, aux = _split_aux(func(*args, **kwargs), has_aux, "jacfwd")
+                out_leaves, out_spec = _flatten(out)
+        per_output = []
+        for m, o in enumerate(out_leaves):
+            jacs, start = [], 0
+            for t in leaves:
+                cols = [columns[start + k][m] for k in range(t.numel())]
+                start += t.numel()
+                if cols:
+                    jacs.append(ops.stack(cols, dim=-1).reshape(*o.shape, *t.shape))
+                else:
+                    jacs.append(ops.zeros(*o.shape, *t.shape, dtype=o.dtype, device=o.device))
+            grouped = _unflatten(jacs, spec)
+            per_output.append(grouped[0] if isinstance(argnums, int) else tuple(grouped))
+        result = _unflatten(per_output, out_spec)
+        return (_lift(result), _lift(aux)) if has_aux else _lift(result)
+
+    return wrapper
 
 
 def hessian(func: Callable, argnums=0) -> Callable:

@@ -919,7 +919,13 @@ def _fast_inplace(t: Tensor, row: Row, args: tuple) -> bool:
 
 def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
     """``t.<row>_(*args)``: straight into ``t``'s storage without autograd, else rebased."""
-    if not kwargs and len(args) == row.arity - 1 and row.frontend and _fast_inplace(t, row, args):
+    if (
+        not kwargs
+        and len(args) == row.arity - 1
+        and row.frontend
+        and state.tracer is None
+        and _fast_inplace(t, row, args)
+    ):
         return t
     check_inplace(t)
     operands = [as_operand(a, row.names[0] + "_") for a in args[: row.arity - 1]]

@@ -22,6 +22,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._types import from_numpy_dtype
+from ..autograd import forward_ad
 from ..autograd.function import NO_GRAD_VIEW, Function, _sequence, edge_of
 from ..autograd.grad_mode import no_grad, state
 from ._common import broadcast_shapes, shape_str
@@ -115,11 +116,14 @@ def rebase(t: Tensor, op) -> Tensor:
         return _rebase_view(t, t._base, op)
     old = Tensor._make(t._backend.copy(t._data))
     old.grad_fn, old._output_nr, old._requires_grad = t.grad_fn, t._output_nr, t._requires_grad
+    old._fw_grad = t._fw_grad
     old_node = t.grad_fn
     result = op(old)
     check_result(t, result._data.dtype, result._data.shape)
     t._backend.setitem(t._data, (Ellipsis,), result._data)
     t._bump_version()
+    if result._fw_grad is not None or t._fw_grad is not None:
+        forward_ad.inplace_tangent(t, result)
     t.grad_fn, t._output_nr = result.grad_fn, result._output_nr
     _saved_output_is(result.grad_fn, t)
     if t._retains_grad:
@@ -153,6 +157,10 @@ def move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
 
 
 def needs_graph(t: Tensor, operands) -> bool:
+    """Whether the op must be rebased: autograd follows ``t`` or an operand, or (forward AD) one carries a tangent
+    that the rebase hands on."""
+    if state.tracer is not None and _has_tangent(t, operands):
+        return True
     if not state.enabled:
         return False
     if t._requires_grad or t.grad_fn is not None:
@@ -161,6 +169,10 @@ def needs_graph(t: Tensor, operands) -> bool:
     if base is not None and (base._requires_grad or base.grad_fn is not None):
         return True
     return any(isinstance(o, Tensor) and (o._requires_grad or o.grad_fn is not None) for o in operands)
+
+
+def _has_tangent(t: Tensor, operands) -> bool:
+    return t._fw_grad is not None or any(isinstance(o, Tensor) and o._fw_grad is not None for o in operands)
 
 
 def write_result(t: Tensor, result: Tensor) -> Tensor:
@@ -407,8 +419,11 @@ def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     old = Tensor._make(t._backend.copy(t._data))
     if old_base.requires_grad:
         old.grad_fn = _take_region_node(old_base, region)
+    old._fw_grad = t._fw_grad
     result = op(old)
     check_result(t, result._data.dtype, result._data.shape)
+    if result._fw_grad is not None or t._fw_grad is not None:
+        forward_ad.inplace_tangent(t, result)
     new = CopySlicesView.apply(old_base, result, t._data, region)
     base.grad_fn, base._output_nr = new.grad_fn, 0
     if base._retains_grad:

@@ -46,6 +46,8 @@ def _name(t: Tensor) -> str:
 class _Product(Function):
     """Shared forward of the matrix products: save both operands, multiply on the backend."""
 
+    _multilinear = True  # linear in each operand: forward mode's tangent is ``t_a @ b + a @ t_b`` (forward_ad)
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)

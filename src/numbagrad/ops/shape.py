@@ -331,7 +331,7 @@ def expand(x: Tensor, *sizes) -> Tensor:
                 f"non-singleton dimension {i + lead}.  Target sizes: {shape_str(sizes)}.  Tensor sizes: "
                 f"{shape_str(x.shape)}"
             )
-    if shape == x.shape and not x.requires_grad:
+    if shape == x.shape and not x.requires_grad and x._fw_grad is None:  # (a dual tensor: its tangent is expanded too)
         return x._view_of(x._data)
     return Expand.apply(x, shape)
 
