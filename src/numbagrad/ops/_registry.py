@@ -8,6 +8,7 @@ row of the table (``scalar_math.ROWS``) and registered by ``ops/elementwise.py``
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,11 +57,31 @@ class Declaration:
 
 
 OPS: dict[str, Declaration] = {}
+
+#: While a ``numbagrad.func.vmap`` runs: ``dispatch(name, op, fn, args, kwargs)``, which runs a declared op called
+#: with batched tensors by its batching rule (or once per sample); None otherwise, so an op pays one check.
+BATCHING: list = [None]
+
+
+def batchable(name: str, fn: Callable) -> Callable:
+    """``fn`` as a public op that vmap can batch: with no vmap running it is ``fn`` behind one check."""
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        dispatch = BATCHING[0]
+        if dispatch is None:
+            return fn(*args, **kwargs)
+        return dispatch(name, op, fn, args, kwargs)
+
+    return op
+
+
 METHODS: dict[str, Callable] = {}  # Tensor attribute name -> function taking the tensor first
 
 
-def register(decl: Declaration) -> None:
-    """Add a declaration; a name declared twice is a bug."""
+def register(decl: Declaration) -> Declaration:
+    """Add a declaration (its function made batchable); a name declared twice is a bug."""
+    decl = dataclasses.replace(decl, function=batchable(decl.name, decl.function))
     for name in (decl.name, *decl.aliases):
         if name in OPS or any(name == d.name or name in d.aliases for d in OPS.values()):
             raise ValueError(f"op {name!r} is declared twice")
@@ -69,6 +90,7 @@ def register(decl: Declaration) -> None:
         if method in METHODS:
             raise ValueError(f"Tensor method {method!r} is declared twice")
         METHODS[method] = decl.function
+    return decl
 
 
 def declare(
@@ -95,8 +117,8 @@ def declare(
             method_names = (op_name, *aliases)
         else:
             method_names = tuple(methods or ())
-        register(Declaration(op_name, f, method_names, tuple(aliases), tuple(samples), differentiable, torch_name))
-        return f
+        decl = Declaration(op_name, f, method_names, tuple(aliases), tuple(samples), differentiable, torch_name)
+        return register(decl).function
 
     return register_fn(fn) if fn is not None else register_fn
 
