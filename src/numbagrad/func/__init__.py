@@ -106,7 +106,7 @@ def _unflatten(leaves: list, spec):
     for n, sub in specs:
         items.append(_unflatten(leaves[i : i + n], sub))
         i += n
-    return kind(items) if kind is not tuple or not hasattr(kind, "_fields") else kind(*items)
+    return kind(*items) if hasattr(kind, "_fields") else kind(items)
 
 
 def _map(fn, tree):

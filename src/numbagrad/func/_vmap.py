@@ -27,6 +27,7 @@ from .._tensor import Tensor
 from .._types import Size, wrap_dim
 from ..autograd import engine as _engine
 from ..autograd import function as _function
+from ..autograd.gradcheck import BATCHED_VJPS
 from ..nn import functional as F
 from ..ops import _registry
 from ..ops.creation import _rng
@@ -96,13 +97,13 @@ _ITEM_ERROR = (
 )
 _CONTROL_FLOW_ERROR = (
     "vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. We don't support "
-    "that yet, please shout over at https://github.com/pytorch/functorch/issues/257 ."
+    "that yet, please file an issue at https://github.com/pytorch/pytorch/issues ."
 )
 _INPLACE_ERROR = (
-    "vmap: {name}(self, *extra_args) is not possible because there exists a Tensor `other` in extra_args that has "
-    "more elements than `self`. This happened due to `other` being vmapped over but `self` not being vmapped over "
-    "in a vmap. Please try to use out-of-place operators instead of {name}. If said operator is being called "
-    "inside the PyTorch framework, please file a bug report instead."
+    "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in "
+    "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` not "
+    "being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. If said "
+    "operator is being called inside the PyTorch framework, please file a bug report instead."
 )
 _STORAGE_ERROR = (
     "vmap: this operation reads the storage of a batched tensor directly and cannot run under vmap; please run it "
@@ -339,9 +340,9 @@ def _dispatch(name: str, op: Callable, fn: Callable, args: tuple, kwargs: dict):
         result = rule(level, op, args, kwargs)
         if result is not NotImplemented:
             return result
-    if name.endswith("_") and not name.endswith("__") or name in _INPLACE_NAMES:
+    if name.endswith("_") and not name.endswith("__") or name.startswith("__i") or name in _INPLACE_NAMES:
         if not args or not _is_at(args[0], level):
-            raise RuntimeError(_INPLACE_ERROR.format(name=name.strip("_") or name))
+            raise RuntimeError(_INPLACE_ERROR)
     return _per_sample(level, op, args, kwargs)
 
 
@@ -396,8 +397,12 @@ def _random_call(op: Callable, fn: Callable, args: tuple, kwargs: dict):
 
 def _random_at(levels: list, op: Callable, fn: Callable, args: tuple, kwargs: dict):
     """Run a random op over the active ``levels``, innermost first."""
-    if not levels:
-        return fn(*args, **kwargs)
+    if not levels:  # every level sliced away: the op draws for one sample, and the random ops it calls with it
+        saved, _stack.levels = _stack.levels, []
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _stack.levels = saved
     level, outer = levels[-1], levels[:-1]
     batched = any(_is_at(t, level) for t in _flat_tensors((args, kwargs)))
     if level.randomness != "different" and not batched:
@@ -494,8 +499,15 @@ def _dispatch_grad(grad: Callable, outputs, inputs, grad_outputs, options: tuple
         return NotImplemented
     retain_graph, create_graph, only_inputs, allow_unused, is_grads_batched, materialize = options
     if not any(_is_at(o, level) for o in outs):
-        if is_grads_batched or gouts is None or any(_is_at(i, level) for i in ins):
-            raise RuntimeError("vmap: autograd.grad of unbatched outputs with respect to batched inputs")
+        if any(_is_at(i, level) for i in ins):  # made inside this vmap, after the outputs: none of them is used
+            if not all(_is_at(i, level) for i in ins) or not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the graph. Set "
+                    "allow_unused=True if this is the desired behavior."
+                )
+            return (None,) * len(ins)
+        if is_grads_batched or gouts is None:
+            return NotImplemented
         batch = [_expand_to(g, level) if isinstance(g, Tensor) else g for g in gouts]
         result = grad(outs, ins, batch, retain_graph, create_graph, only_inputs, allow_unused, True, materialize)
         return tuple(None if r is None else _wrap(r, level) for r in result)
@@ -550,6 +562,26 @@ def batched_alias(t: Tensor) -> Tensor | None:
     return base
 
 
+def batched_vjps(output_of: Callable, inputs: tuple, grad_outputs: Tensor) -> tuple:
+    """For gradcheck's ``check_batched_grad``: the gradients of ``output_of(*inputs)`` against each grad_output in
+    the batch ``grad_outputs`` (dim 0), one per input that requires grad, computed in one vmap in which the
+    function runs on those inputs batched over the grad_outputs."""
+    diff = [k for k, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+
+    def vjp(g):
+        ins = list(inputs)
+        for k in diff:
+            ins[k] = batched_alias(inputs[k])
+        aliases = [ins[k] for k in diff]
+        grads = _engine.grad([output_of(*ins)], aliases, [g], retain_graph=True, allow_unused=True)
+        return tuple(ops.zeros_like(a) if r is None else r for r, a in zip(grads, aliases))
+
+    return vmap(vjp)(grad_outputs)
+
+
+BATCHED_VJPS[0] = batched_vjps
+
+
 # --- batching rules ----------------------------------------------------------------------------------------------
 def _elementwise(level: _Level, op: Callable, args: tuple, kwargs: dict):
     """Ops that broadcast their tensors elementwise: each batch gets size-1 dims after its batch dim up to the
@@ -576,7 +608,7 @@ def _inplace_elementwise(name: str) -> Callable:
     def method(self, *args, **kwargs):
         level = _top_level((self, args, kwargs))
         if not _is_at(self, level):
-            raise RuntimeError(_INPLACE_ERROR.format(name=name.strip("_")))
+            raise RuntimeError(_INPLACE_ERROR)
         for a in itertools.chain(args, kwargs.values()):
             if isinstance(a, Tensor) and a.dim() > self.dim():
                 return _per_sample(level, plain, (self, *args), kwargs)
@@ -1020,7 +1052,7 @@ def _unflatten(leaves: list, spec):
 
 def _broadcast_dims(dims, spec, n: int) -> list | None:
     """``dims`` (an int/None for a whole subtree, or a tree of them shaped like ``spec``) as one per leaf."""
-    if dims is None or isinstance(dims, int):
+    if not isinstance(dims, (tuple, list, dict)):
         return [dims] * n
     if spec is None:
         return None
@@ -1068,7 +1100,7 @@ def _describe(spec) -> str:
 
 
 def _process_inputs(func, in_dims, args: tuple) -> tuple[int, list, list, Any]:
-    if not isinstance(in_dims, (int, tuple)) or isinstance(in_dims, bool):
+    if not isinstance(in_dims, (int, tuple)):
         raise ValueError(
             f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` to be int or a (potentially "
             f"nested) tuple matching the structure of inputs, got: {type(in_dims)}."
