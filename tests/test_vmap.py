@@ -632,3 +632,79 @@ def test_gradcheck_reports_a_wrong_batched_grad():
     with pytest.raises(numbagrad.autograd.GradcheckError, match="failed while testing batched gradient"):
         gradcheck(WrongUnderVmap.apply, (x,), check_batched_grad=True)
     assert not gradcheck(WrongUnderVmap.apply, (x,), check_batched_grad=True, raise_exception=False)
+
+
+# --- every declared op, from its declaration's samples ----------------------------------------------------------
+def _declared_cases():
+    from test_declarations import CASES
+
+    return CASES
+
+
+def _sample_tensors(decl, sample, batch: int, batch_all: bool):
+    """The sample's arrays ``batch`` times (floats shifted per sample), and which of them are mapped over."""
+    from test_declarations import _arrays
+
+    draws = [[a + 0.1 * b if a.dtype.kind == "f" else a for a in _arrays(sample)] for b in range(batch)]
+    mapped = [a.dtype.kind == "f" and (batch_all or k == 0) for k, a in enumerate(draws[0])]
+    return draws, mapped
+
+
+def _call_with(decl, sample, tensors: list):
+    from test_declarations import _materialize
+
+    arrays = list(tensors)
+    args = _materialize(sample.args, _AsIs, arrays, False)
+    kwargs = {k: _materialize(v, _AsIs, arrays, False) for k, v in sample.kwargs.items()}
+    return decl.function(*args, **kwargs)
+
+
+class _AsIs:
+    """A ``lib`` for test_declarations' ``_materialize`` whose ``tensor`` keeps numbagrad tensors as they are."""
+
+    @staticmethod
+    def tensor(x):
+        return x if isinstance(x, numbagrad.Tensor) else numbagrad.tensor(x)
+
+
+@pytest.mark.parametrize("batch_all", [True, False], ids=["all-mapped", "first-mapped"])
+@pytest.mark.parametrize(("decl", "sample"), _declared_cases())
+def test_declared_op_under_vmap_equals_the_op_per_sample(decl, sample, batch_all):
+    if decl.name == "quantile":  # its q must stay in [0, 1]
+        batch_all = False
+    draws, mapped = _sample_tensors(decl, sample, 3, batch_all)
+    if not any(mapped):
+        pytest.skip("no floating-point tensor to map over")
+    batched = [numbagrad.tensor(np.stack([d[k] for d in draws])) for k in range(len(mapped)) if mapped[k]]
+
+    def per_sample(*mapped_tensors):
+        it = iter(mapped_tensors)
+        return _call_with(decl, sample, [next(it) if m else draws[0][k] for k, m in enumerate(mapped)])
+
+    out = func.vmap(per_sample, randomness="same")(*batched)
+    from test_declarations import _tensors
+
+    got = _tensors(out)
+    expected = [_tensors(per_sample(*[t[b] for t in batched])) for b in range(3)]
+    assert len(got) == len(expected[0])
+    for j, g in enumerate(got):
+        want = np.stack([e[j].detach().numpy() for e in expected])
+        assert g.shape == want.shape
+        np.testing.assert_allclose(g.detach().numpy(), want, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize(("decl", "sample"), [c for c in _declared_cases() if c.values[0].differentiable])
+def test_declared_op_passes_gradcheck_with_batched_grads(decl, sample):
+    from test_declarations import _call, _leaves, _swap, _tensors
+
+    out, args, kwargs = _call(decl, numbagrad, sample, requires_grad=True)
+    inputs = _leaves((args, tuple(kwargs.values())))
+    if not inputs:
+        pytest.skip("no input requires grad")
+
+    def fn(*leaves):
+        replace = dict(zip(map(id, inputs), leaves))
+        result = decl.function(*_swap(args, replace), **{k: _swap(v, replace) for k, v in kwargs.items()})
+        return tuple(t for t in _tensors(result) if t.is_floating_point())
+
+    assert gradcheck(fn, tuple(inputs), check_batched_grad=True)

@@ -708,7 +708,7 @@ def _dim_rule(*params: str, extra: int = 0, reduce_all: bool = False) -> Callabl
     def rule(level: _Level, op: Callable, args: tuple, kwargs: dict):
         if not args or not _is_at(args[0], level):
             return NotImplemented
-        if any(_is_at(t, level) for t in _flat_tensors((args[1:], kwargs))):
+        if _flat_tensors((args[1:], kwargs)):  # other tensors (diff's prepend, max's other) must match the batch
             return NotImplemented
         bound = _bind(op.__name__ + str(id(op)), op, args, kwargs)
         if bound is None:
@@ -720,6 +720,8 @@ def _dim_rule(*params: str, extra: int = 0, reduce_all: bool = False) -> Callabl
             if p not in bound.arguments:
                 continue
             d = bound.arguments[p]
+            if reduce_all and isinstance(d, (tuple, list)) and not d:
+                d = None  # torch's reductions read an empty dim list as every dim
             if d is None:
                 if not reduce_all or bound.arguments.get("keepdim"):
                     return NotImplemented
@@ -946,7 +948,7 @@ _ALONG_DIM = {  # ops whose named parameters are dims, with the extra dims they 
     "unflatten": ("dim",), "movedim": ("source", "destination"), "moveaxis": ("source", "destination"),
     "split": ("dim",), "chunk": ("dim",), "unbind": ("dim",), "tensor_split": ("dim",), "diagonal": ("dim1", "dim2"),
     "_flip_method": ("dims",), "flip": ("dims",), "roll": ("dims",), "sort": ("dim",), "argsort": ("dim",),
-    "topk": ("dim",), "kthvalue": ("dim",), "repeat_interleave": ("dim",), "diff": ("dim",), "renorm": ("dim",),
+    "topk": ("dim",), "kthvalue": ("dim",), "repeat_interleave": ("dim",), "diff": ("dim",),
     "F.softmax": ("dim",), "F.log_softmax": ("dim",), "F.normalize": ("dim",),
 }  # fmt: skip
 _SAME_ON_VALUE = ("clone", "contiguous", "zeros_like", "ones_like", "empty_like", "full_like", "_to", "type_as",
