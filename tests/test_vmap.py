@@ -634,6 +634,81 @@ def test_gradcheck_reports_a_wrong_batched_grad():
     assert not gradcheck(WrongUnderVmap.apply, (x,), check_batched_grad=True, raise_exception=False)
 
 
+# --- nn.functional ---------------------------------------------------------------------------------------------------
+_FUNCTIONAL_CASES = {  # name: (fn(F, *tensors), arrays, in_dims)
+    "mse": (lambda F, x, y: F.mse_loss(x, y), [_rand(4, 3), _rand(4, 3, seed=1)], 0),
+    "l1": (lambda F, x, y: F.l1_loss(x, y, reduction="sum"), [_rand(4, 3), _rand(3, seed=1)], (0, None)),
+    "smooth_l1": (lambda F, x, y: F.smooth_l1_loss(x, y), [_rand(4, 3), _rand(4, 3, seed=1)], 0),
+    "bce_logits": (
+        lambda F, x, y: F.binary_cross_entropy_with_logits(x, y.sigmoid()),
+        [_rand(4, 3), _rand(4, 3, seed=1)],
+        0,
+    ),
+    "nll": (
+        lambda F, x, t: F.nll_loss(F.log_softmax(x, -1), t),
+        [_rand(4, 2, 3), np.array([[0, 1], [2, 2], [1, 0], [0, 0]])],
+        0,
+    ),
+    "conv1d": (lambda F, x, w: F.conv1d(x, w), [_rand(4, 2, 5), _rand(3, 2, 2, seed=1)], (0, None)),
+    "conv2d": (
+        lambda F, x, w: F.conv2d(x.unsqueeze(0), w, padding=1).squeeze(0),
+        [_rand(4, 2, 4, 4), _rand(3, 2, 3, 3, seed=1)],
+        (0, None),
+    ),
+    "max_pool2d": (lambda F, x: F.max_pool2d(x, 2), [_rand(4, 2, 4, 4)], 0),
+    "avg_pool1d": (lambda F, x: F.avg_pool1d(x, 2), [_rand(4, 2, 4)], 0),
+    "embedding": (
+        lambda F, i, w: F.embedding(i, w),
+        [np.array([[0, 1], [2, 2], [1, 0], [0, 3]]), _rand(4, 3)],
+        (0, None),
+    ),
+    "embedding_w": (lambda F, i, w: F.embedding(i, w), [np.array([0, 1, 2]), _rand(5, 4, 3)], (None, 0)),
+    "one_hot": (lambda F, i: F.one_hot(i, 4), [np.array([0, 1, 2, 3])], 0),
+    "normalize": (lambda F, x: F.normalize(x, dim=-1), [_rand(4, 2, 3)], 0),
+    "cos_sim": (lambda F, x, y: F.cosine_similarity(x, y, dim=-1), [_rand(4, 2, 3), _rand(2, 3, seed=1)], (0, None)),
+    "softplus": (lambda F, x: F.softplus(x, beta=2), [_rand(4, 3)], 0),
+    "elu": (lambda F, x: F.elu(x), [_rand(4, 3)], 0),
+    "leaky": (lambda F, x: F.leaky_relu(x, 0.1), [_rand(4, 3)], 0),
+    "hardtanh": (lambda F, x: F.hardtanh(x), [_rand(4, 3)], 0),
+    "relu6": (lambda F, x: F.relu6(x * 4), [_rand(4, 3)], 0),
+    "sigmoid": (lambda F, x: F.sigmoid(x) + F.tanh(x), [_rand(4, 3)], 0),
+    "gelu_tanh": (lambda F, x: F.gelu(x, approximate="tanh"), [_rand(4, 3)], 0),
+    "softmin": (lambda F, x: F.softmin(x, 0), [_rand(4, 3, 2)], 0),
+    "pad": (lambda F, x: F.pad(x, (1, 2), value=3.0), [_rand(4, 3)], 0),
+    "layer_norm_batched_w": (lambda F, x, w: F.layer_norm(x, (3,), w), [_rand(4, 2, 3), _rand(4, 3, seed=1)], 0),
+    "group_norm": (lambda F, x: F.group_norm(x.unsqueeze(0), 2).squeeze(0), [_rand(4, 4, 3)], 0),
+    "batch_norm_eval": (
+        lambda F, x, m, v: F.batch_norm(x, m, v),
+        [_rand(4, 5, 3), _rand(3, seed=1), np.abs(_rand(3, seed=2))],
+        (0, None, None),
+    ),
+    "ce_probs": (lambda F, x, y: F.cross_entropy(x, y.softmax(-1)), [_rand(4, 2, 3), _rand(4, 2, 3, seed=1)], 0),
+    "ce_smooth": (
+        lambda F, x, t: F.cross_entropy(x, t, label_smoothing=0.1),
+        [_rand(4, 2, 3), np.array([[0, 1], [2, 2], [1, 0], [0, 0]])],
+        0,
+    ),
+    "ce_weight": (
+        lambda F, x, t, w: F.cross_entropy(x, t, weight=w),
+        [_rand(4, 2, 3), np.array([[0, 1], [2, 2], [1, 0], [0, 0]]), np.abs(_rand(3, seed=3))],
+        (0, 0, None),
+    ),
+    "kl_div": (
+        lambda F, x, y: F.kl_div(x.log_softmax(-1), y.softmax(-1), reduction="batchmean"),
+        [_rand(4, 2, 3), _rand(4, 2, 3, seed=1)],
+        0,
+    ),
+    "interpolate": (lambda F, x: F.interpolate(x.unsqueeze(0), scale_factor=2).squeeze(0), [_rand(4, 2, 3)], 0),
+    "sdpa": (lambda F, q: F.scaled_dot_product_attention(q, q, q), [_rand(4, 2, 3, 4)], 0),
+    "mha_like": (lambda F, x, w: F.linear(x, w).softmax(-1) @ x, [_rand(4, 3, 3), _rand(3, 3, seed=1)], (0, None)),
+}
+
+
+@pytest.mark.parametrize("fn, arrays, in_dims", _FUNCTIONAL_CASES.values(), ids=_FUNCTIONAL_CASES.keys())
+def test_nn_functional_under_vmap(fn, arrays, in_dims, torch):
+    _compare(torch, lambda lib, *a: fn(lib.nn.functional, *a), *arrays, in_dims=in_dims)
+
+
 # --- every declared op, from its declaration's samples ----------------------------------------------------------
 def _declared_cases():
     from test_declarations import CASES
