@@ -494,6 +494,57 @@ def test_grad_of_vmap(torch):
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
 
 
+def _transform_pair(torch, make, *arrays):
+    """``make(lib, transforms)`` built once over numbagrad.func and once over torch.func, run on the same data."""
+    ours = make(numbagrad, func)(*[numbagrad.tensor(a) for a in arrays])
+    theirs = make(torch, torch.func)(*[torch.tensor(a) for a in arrays])
+    ours, theirs = _vmap._flatten(ours)[0], torch.utils._pytree.tree_flatten(theirs)[0]
+    for o, t in zip(ours, theirs, strict=True):
+        assert tuple(o.shape) == tuple(t.shape)
+        np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make, shapes",
+    [
+        (lambda L, f: f.vmap(f.vmap(f.grad(lambda x, w: (x * w).sin().sum()), (0, None)), (0, None)),
+         [(3, 4, 2), (2,)]),
+        (lambda L, f: f.vmap(f.hessian(lambda x: (x.sin() * x).sum())), [(3, 2)]),
+        (lambda L, f: f.vmap(f.jacfwd(lambda x: x.exp() * 2)), [(3, 2)]),
+        (lambda L, f: f.vmap(lambda x, v: f.jvp(lambda a: a.sin(), (x,), (v,))[1]), [(3, 2), (3, 2)]),
+        (lambda L, f: f.vmap(f.grad(lambda x, y: (x * y).sum(), argnums=(0, 1))), [(3, 2), (3, 2)]),
+        (lambda L, f: f.vmap(f.grad(lambda x: ((x**2).sum(), x.mean()), has_aux=True)), [(3, 2)]),
+        (lambda L, f: f.vmap(f.jacrev(lambda x, w: L.nn.functional.linear(x, w).tanh(), argnums=1), (0, None)),
+         [(3, 2), (4, 2)]),
+        (lambda L, f: f.grad(lambda w: f.vmap(f.grad(lambda x, w: (x * w).sin().sum()), (0, None))(w * 2, w).sum()),
+         [(2,)]),
+    ],
+    ids=["vmap-vmap-grad", "hessian", "jacfwd", "jvp", "grad-argnums", "grad-has-aux", "jacrev-weights",
+         "grad-of-vmap-of-grad"],
+)  # fmt: skip
+def test_transforms_compose_with_vmap(make, shapes, torch):
+    _transform_pair(torch, make, *[_rand(*s, seed=k) for k, s in enumerate(shapes)])
+
+
+def test_per_sample_gradients_of_a_module_by_functional_call(torch):
+    model = numbagrad.nn.Sequential(numbagrad.nn.Linear(3, 4), numbagrad.nn.ReLU(), numbagrad.nn.Linear(4, 2)).double()
+    twin = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)).double()
+    with torch.no_grad():
+        for p, q in zip(model.parameters(), twin.parameters()):
+            q.copy_(torch.tensor(p.detach().numpy()))
+
+    def make(L, f):
+        module = model if L is numbagrad else twin
+        params = {k: v.detach() for k, v in module.named_parameters()}
+
+        def loss(p, x, y):
+            return L.nn.functional.mse_loss(f.functional_call(module, p, (x.unsqueeze(0),)), y.unsqueeze(0))
+
+        return lambda x, y: f.vmap(f.grad(loss), in_dims=(None, 0, 0))(params, x, y)
+
+    _transform_pair(torch, make, _rand(5, 3), _rand(5, 2, seed=1))
+
+
 def test_backward_through_vmap_reaches_the_inputs(torch):
     x = numbagrad.tensor(_rand(4, 3), requires_grad=True)
     tx = torch.tensor(_rand(4, 3), requires_grad=True)
