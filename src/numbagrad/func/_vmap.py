@@ -586,6 +586,8 @@ BATCHED_VJPS[0] = batched_vjps
 def _elementwise(level: _Level, op: Callable, args: tuple, kwargs: dict):
     """Ops that broadcast their tensors elementwise: each batch gets size-1 dims after its batch dim up to the
     widest operand, so broadcasting lines the samples up, and the op runs once."""
+    if op.__name__ == "where" and len(args) + len(kwargs) == 1:
+        return NotImplemented  # where(condition) is nonzero: its size depends on each sample's values
     tensors = [a for a in itertools.chain(args, kwargs.values()) if isinstance(a, Tensor)]
     n = max(t.dim() for t in tensors)
     if len({t.dtype for t in tensors}) > 1 and any(_is_at(t, level) and t.dim() == 0 for t in tensors):

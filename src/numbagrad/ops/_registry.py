@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -64,15 +65,21 @@ BATCHING: list = [None]
 
 
 def batchable(name: str, fn: Callable) -> Callable:
-    """``fn`` as a public op that vmap can batch: with no vmap running it is ``fn`` behind one check."""
+    """``fn`` as a public op that vmap can batch: with no vmap running it is ``fn`` behind one check. The wrapper
+    reads only its closure, so it is made in ``fn``'s module namespace, where ``fn``'s annotations resolve (the
+    stub generator reads them from there)."""
+    hook, this = BATCHING, []
 
-    @functools.wraps(fn)
     def op(*args, **kwargs):
-        dispatch = BATCHING[0]
+        dispatch = hook[0]
         if dispatch is None:
             return fn(*args, **kwargs)
-        return dispatch(name, op, fn, args, kwargs)
+        return dispatch(name, this[0], fn, args, kwargs)
 
+    namespace = getattr(fn, "__globals__", None)
+    if namespace is not None:
+        op = types.FunctionType(op.__code__, namespace, op.__name__, None, op.__closure__)
+    this.append(functools.update_wrapper(op, fn))
     return op
 
 
