@@ -834,3 +834,12 @@ def test_declared_op_passes_gradcheck_with_batched_grads(decl, sample):
         return tuple(t for t in _tensors(result) if t.is_floating_point())
 
     assert gradcheck(fn, tuple(inputs), check_batched_grad=True)
+
+
+def test_results_keep_the_graph_to_weights_the_function_closes_over(torch):
+    w = numbagrad.tensor(_rand(3, 2), requires_grad=True)
+    tw = torch.tensor(_rand(3, 2), requires_grad=True)
+    x = _rand(4, 3, seed=1)
+    func.vmap(lambda a: (a @ w).tanh().sum())(numbagrad.tensor(x)).sum().backward()
+    torch.func.vmap(lambda a: (a @ tw).tanh().sum())(torch.tensor(x)).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-12)

@@ -122,7 +122,7 @@ def _alias(t: Tensor) -> Tensor:
     batched = _vmap.batched_alias(t)  # inside vmap: an input batched at every running level
     if batched is not None:
         return batched
-    return t.view_as(t) if t.requires_grad else t.detach().requires_grad_(True)
+    return t.view_as(t) if t.requires_grad else _vmap.transform_leaf(t)
 
 
 def _argnums(argnums, nargs: int, name: str) -> tuple:
@@ -308,15 +308,16 @@ def vmap(
 ) -> Callable:
     """``func`` mapped over a batch dimension of its inputs (``in_dims``: one per argument, or None for an argument
     every sample shares), its results with the batch at ``out_dims``: see ``func._vmap``. Run as the outermost
-    transform on inputs that do not require grad, its results are plain tensors (as torch.func's)."""
+    transform, a result keeps its graph where it reaches a tensor of the user's that requires grad (inputs, or
+    weights the function closes over), and is a plain tensor otherwise (``vmap(grad(f))``'s, as torch.func's)."""
     batched = _vmap.vmap(func, in_dims, out_dims, randomness, chunk_size=chunk_size)
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         out = batched(*args, **kwargs)
-        if any(t.requires_grad for t in _flatten((args, kwargs))[0]):
+        if _depth.value:
             return out
-        return _lift(out)
+        return _map(lambda t: t if _vmap.reaches_user_leaf(t) else t.detach(), out)
 
     return wrapper
 

@@ -34,7 +34,7 @@ from ..ops.creation import _rng
 from ..ops.elementwise import CLASSES
 from ..scalar_math import ROWS
 
-__all__ = ["BatchedTensor", "VmapInfo", "batched_alias", "vmap"]
+__all__ = ["BatchedTensor", "VmapInfo", "batched_alias", "reaches_user_leaf", "transform_leaf", "vmap"]
 
 #: Entered around the mapped function: ``numbagrad.func`` sets it to its transform-depth counter, so transforms
 #: inside a vmap keep their graphs (bound from above, as ``_tensor._ops`` is).
@@ -551,7 +551,7 @@ def batched_alias(t: Tensor) -> Tensor | None:
     missing = [level for level in levels if level not in have]
     if not missing:
         return None
-    base = value.view_as(value) if value.requires_grad else value.detach().requires_grad_(True)
+    base = value.view_as(value) if value.requires_grad else transform_leaf(value)
     order = sorted(have + missing, key=lambda level: level.id)
     for pos, level in enumerate(order):
         if level in missing:
@@ -560,6 +560,39 @@ def batched_alias(t: Tensor) -> Tensor | None:
     for level in order:
         base = _wrap(base, level)
     return base
+
+
+def transform_leaf(t: Tensor) -> Tensor:
+    """A new leaf requiring grad with ``t``'s data, made by a transform to differentiate with respect to (marked,
+    so that ``reaches_user_leaf`` can tell the user's leaves from it)."""
+    leaf = t.detach().requires_grad_(True)
+    storage = leaf
+    while type(storage) is BatchedTensor:  # the graph's leaf is the innermost value
+        storage = storage._value
+    storage._made_by_transform = True
+    return leaf
+
+
+def reaches_user_leaf(t: Tensor) -> bool:
+    """Whether ``t``'s graph reaches a leaf requiring grad that no transform made: what decides if an outermost
+    vmap's result keeps its graph."""
+    if not t.requires_grad:
+        return False
+    if t.grad_fn is None:
+        return not getattr(t, "_made_by_transform", False)
+    stack, seen = [t.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            if not getattr(variable, "_made_by_transform", False):
+                return True
+            continue
+        stack.extend(nxt for nxt, _ in node.next_functions)
+    return False
 
 
 def batched_vjps(output_of: Callable, inputs: tuple, grad_outputs: Tensor) -> tuple:
