@@ -14,6 +14,7 @@ are taken through the values: samples never mix, so the gradient of the summed b
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
@@ -841,6 +842,9 @@ def _t(level: _Level, op: Callable, args: tuple, kwargs: dict):
     return _wrap(value.transpose(1, 2) if args[0].dim() == 2 else value.view_as(value), level)
 
 
+_squeeze_dims = _dim_rule("dim")
+
+
 def _squeeze(level: _Level, op: Callable, args: tuple, kwargs: dict):
     if len(args) > 1 or kwargs or not _is_at(args[0], level):
         return _squeeze_dims(level, op, args, kwargs)
@@ -848,9 +852,6 @@ def _squeeze(level: _Level, op: Callable, args: tuple, kwargs: dict):
     for d in reversed([i + 1 for i, s in enumerate(args[0].shape) if s == 1]):
         value = value.squeeze(d)
     return _wrap(value if value is not args[0]._value else value.view_as(value), level)
-
-
-_squeeze_dims = None  # set below, once _dim_rule exists
 
 
 def _cat_rule(stack: bool) -> Callable:
@@ -1024,7 +1025,6 @@ def _build_rules() -> dict:
     return {name: rule for name, rule in rules.items() if name in _registry.OPS or name.startswith("F.")}
 
 
-_squeeze_dims = _dim_rule("dim")
 _RULES = _build_rules()
 _ELEMENTWISE_CLASSES = frozenset(cls for classes in CLASSES.values() for cls in classes.values())
 _INPLACE_NAMES = frozenset({"_setitem"})
@@ -1195,20 +1195,12 @@ def _run(func, size: int, flat_dims: list, flat_args: list, spec, out_dims, rand
             arg if dim is None else _wrap(ops.movedim(arg, dim, 0) if dim else arg, level)
             for arg, dim in zip(flat_args, flat_dims)
         ]
-        with enter_transform() if enter_transform is not None else _nothing():
+        with enter_transform() if enter_transform is not None else contextlib.nullcontext():
             out = func(*_unflatten(batched, spec), **kwargs)
         return _unbatch_outputs(func, out, out_dims, level)
     finally:
         _stack.levels.pop()
         _uninstall()
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc) -> None:
-        return None
 
 
 def _flat_out_dims(func, out, out_dims) -> list:
