@@ -212,6 +212,11 @@ def grad(
     materialize_grads: bool = False,
 ):
     """The gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` is not touched)."""
+    if BATCHING[0] is not None:  # a vmap is running: batched tensors are differentiated through their storage
+        result = BATCHING[0](grad, outputs, inputs, grad_outputs, (retain_graph, create_graph, only_inputs,
+                             allow_unused, is_grads_batched, materialize_grads))  # fmt: skip
+        if result is not NotImplemented:
+            return result
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False."
@@ -270,6 +275,11 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
         column = [row[k] for row in rows]
         result.append(None if column[0] is None else _tensor._ops.stack(column))
     return tuple(result)
+
+
+#: While a ``numbagrad.func.vmap`` runs: ``batch(grad, outputs, inputs, grad_outputs, options)``, which
+#: differentiates batched tensors (NotImplemented when none is batched); None otherwise.
+BATCHING: list = [None]
 
 
 # --- the walk -----------------------------------------------------------------------------------------------

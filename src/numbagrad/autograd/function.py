@@ -276,6 +276,11 @@ def validate_grad(node: GraphNode, i: int, grad: Tensor, meta) -> Tensor:
 
 
 # --- Function -----------------------------------------------------------------------------------------------
+#: While a ``numbagrad.func.vmap`` runs: ``batch(cls, args, kwargs)``, which runs a Function applied to batched
+#: tensors (NotImplemented when none is batched); None otherwise.
+BATCHING: list = [None]
+
+
 class FunctionMeta(type):
     """Gives every Function subclass its own backward-node class, named ``<Name>Backward`` (or ``node_name``)."""
 
@@ -408,9 +413,25 @@ class Function(_SingleLevelFunction):
             return args
         return tuple(bound.args) + tuple(bound.kwargs.values())
 
+    #: A Function under ``vmap``: True runs it once per sample (its forward and backward as written); a ``vmap``
+    #: staticmethod ``vmap(info, in_dims, *args) -> (outputs, out_dims)`` batches it instead.
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """How this Function runs under ``numbagrad.func.vmap``: override it, or set ``generate_vmap_rule``."""
+        raise NotImplementedError(
+            "To use autograd.Function with vmap, you must either override the vmap staticmethod or set "
+            "generate_vmap_rule=True."
+        )
+
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` (under no-grad) and record a graph node when an input requires grad."""
+        if BATCHING[0] is not None:  # a vmap is running: a call with batched tensors is batched there
+            result = BATCHING[0](cls, args, kwargs)
+            if result is not NotImplemented:
+                return result
         st = state
         if st.tracer is not None:
             return st.tracer(cls, args, kwargs)

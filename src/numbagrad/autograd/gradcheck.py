@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 import numpy as np
@@ -177,6 +178,44 @@ def gradcheck(
     _check_backward_mul_by_grad_output(func, inputs, diff_inputs, masked)
     if check_undefined_grad:
         _undefined_grads_ok(func, inputs, diff_inputs)
+    if check_batched_grad:
+        return _batched_grads_ok(func, inputs, diff_inputs, raise_exception)
+    return True
+
+
+#: ``numbagrad.func._vmap.batched_vjps``, bound when that module loads (``check_batched_grad`` loads it).
+BATCHED_VJPS: list = [None]
+
+_BATCHED_GRAD_FAILED = "gradcheck or gradgradcheck failed while testing batched gradient computation."
+
+
+def _batched_grads_ok(func, inputs, diff_inputs, raise_exception: bool) -> bool:
+    """torch's ``_test_batched_grad``: for each output, the vector-Jacobian products of two random grad_outputs
+    computed at once under vmap (the function run on inputs batched over the grad_outputs, so every op's batching
+    rule and its backward are exercised) equal the products computed one grad_output at a time."""
+    if BATCHED_VJPS[0] is None:
+        importlib.import_module("numbagrad.func")  # lazy: vmap sits above autograd, and binds BATCHED_VJPS
+    with enable_grad():
+        outputs = [(k, o) for k, o in enumerate(_float_outputs(func, inputs)) if o.requires_grad]
+    rng = np.random.default_rng(0)
+    for o_idx, (k, out) in enumerate(outputs):
+        grad_outputs = Tensor._make(rng.standard_normal((2, *out.shape)).astype(out._data.dtype))
+        expected = []
+        for g in grad_outputs.unbind(0):
+            grads = autograd_grad([out], diff_inputs, [g], retain_graph=True, allow_unused=True)
+            expected.append([np.zeros(x.shape) if r is None else r._host() for r, x in zip(grads, diff_inputs)])
+        try:
+            result = BATCHED_VJPS[0](lambda *ins, k=k: _float_outputs(func, ins)[k], inputs, grad_outputs)
+        except RuntimeError as ex:
+            raise GradcheckError(f"While computing batched gradients, got: {ex}\n\n{_BATCHED_GRAD_FAILED}") from ex
+        for i_idx, got in enumerate(result):
+            want = np.stack([row[i_idx] for row in expected])
+            if not np.allclose(got._host(), want):
+                return _fail(
+                    f"For output {o_idx} and input {i_idx}:\n\n{_BATCHED_GRAD_FAILED}\n\nGot:\n{got!r}\n\n"
+                    f"Expected:\n{Tensor._make(want)!r}",
+                    raise_exception,
+                )
     return True
 
 

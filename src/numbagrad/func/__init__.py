@@ -11,13 +11,13 @@ How numbagrad computes them, where torch differs:
   transform (``jacrev(jvp...)``, ``jacfwd(jacfwd(f))``) they fall back to the double-vjp identity (the vjp of a vjp
   is linear in its cotangent, and its own vjp is the jvp) and reverse-mode rows: the same values, with a graph an
   enclosing transform can differentiate. ``hessian`` is ``jacfwd(jacrev(f))``: forward-over-reverse.
-- ``vmap`` runs the function once per sample and stacks the results (torch's batching rules vectorize instead):
-  the values are torch's, the speed is a loop's. ``randomness='error'`` raises if the function draws random
-  numbers, ``'same'`` gives every sample the same draws, ``'different'`` independent ones.
+- ``vmap`` runs the function once over batched tensors (``func._vmap``): ops with a batching rule run once on the
+  whole batch, any other op once per sample; transforms inside vmap differentiate the batch at once.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 
@@ -26,7 +26,7 @@ from .._tensor import Tensor
 from ..autograd import forward_ad
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
-from ..ops.creation import _rng
+from . import _vmap
 
 __all__ = [
     "functional_call",
@@ -58,6 +58,9 @@ class _Level:
 
     def __exit__(self, *exc) -> None:
         _depth.value -= 1
+
+
+_vmap.enter_transform = _Level
 
 
 def _lift(tree):
@@ -105,7 +108,7 @@ def _unflatten(leaves: list, spec):
     for n, sub in specs:
         items.append(_unflatten(leaves[i : i + n], sub))
         i += n
-    return kind(items) if kind is not tuple or not hasattr(kind, "_fields") else kind(*items)
+    return kind(*items) if hasattr(kind, "_fields") else kind(items)
 
 
 def _map(fn, tree):
@@ -118,7 +121,10 @@ def _alias(t: Tensor) -> Tensor:
     grad (so an enclosing transform still sees through it), a new leaf of one that does not."""
     if not t.is_floating_point():
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-    return t.view_as(t) if t.requires_grad else t.detach().requires_grad_(True)
+    batched = _vmap.batched_alias(t)  # inside vmap: an input batched at every running level
+    if batched is not None:
+        return batched
+    return t.view_as(t) if t.requires_grad else _vmap.transform_leaf(t)
 
 
 def _argnums(argnums, nargs: int, name: str) -> tuple:
@@ -375,71 +381,21 @@ def hessian(func: Callable, argnums=0) -> Callable:
 
 
 # --- vmap ----------------------------------------------------------------------------------------------------------
-def _batch_size(args: tuple, in_dims) -> int:
-    sizes = []
-    for arg, dim in zip(args, in_dims):
-        if dim is None:
-            continue
-        for t in _flatten(arg)[0]:
-            if t.dim() == 0:
-                raise ValueError(
-                    f"vmap(f, in_dims={tuple(in_dims)}, ...)(<inputs>): Got in_dim={dim} for an input but the input "
-                    "is of type Tensor with 0 dims. We cannot vmap over dim 0 of a 0-d tensor; please use in_dims=None"
-                )
-            sizes.append(t.shape[dim])
-    if not sizes:
-        raise ValueError(
-            f"vmap(f, in_dims={tuple(in_dims)}, ...)(<inputs>): at least one input must be a Tensor with an in_dim"
-        )
-    if len(set(sizes)) != 1:
-        raise ValueError(
-            f"vmap(f, in_dims={tuple(in_dims)}, ...)(<inputs>): Expected all tensors to have the same size in the "
-            f"mapped dimension, got sizes {sizes} for the mapped dimension"
-        )
-    return sizes[0]
-
-
 def vmap(
     func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size: int | None = None
 ) -> Callable:
     """``func`` mapped over a batch dimension of its inputs (``in_dims``: one per argument, or None for an argument
-    every sample shares), its results stacked along ``out_dims``."""
-    if randomness not in ("error", "different", "same"):
-        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+    every sample shares), its results with the batch at ``out_dims``: see ``func._vmap``. Run as the outermost
+    transform, a result keeps its graph where it reaches a tensor of the user's that requires grad (inputs, or
+    weights the function closes over), and is a plain tensor otherwise (``vmap(grad(f))``'s, as torch.func's)."""
+    batched = _vmap.vmap(func, in_dims, out_dims, randomness, chunk_size=chunk_size)
 
+    @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        dims = tuple(in_dims) if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
-        if len(dims) != len(args):
-            raise ValueError(
-                f"vmap(f, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the structure of "
-                f"`inputs`. in_dims has structure {len(dims)} but inputs has structure {len(args)}."
-            )
-        size = _batch_size(args, dims)
-        rng_state = _rng[0].bit_generator.state
-        outputs = []
-        for b in range(size):
-            if randomness == "same":
-                _rng[0].bit_generator.state = rng_state
-            sample = [
-                arg if dim is None else _map(lambda t, d=dim, i=b: t[(slice(None),) * (d % t.dim()) + (i,)], arg)
-                for arg, dim in zip(args, dims)
-            ]
-            with _Level():
-                outputs.append(func(*sample, **kwargs))
-            if randomness == "error" and _rng[0].bit_generator.state != rng_state:
-                raise RuntimeError(
-                    "vmap: called random operation while in randomness error mode. Please either use the 'same' or "
-                    "'different' randomness flags on vmap or perform the randomness operation out of vmap"
-                )
-        leaves_per_sample = [_flatten(o) for o in outputs]
-        spec = leaves_per_sample[0][1]
-        n_out = len(leaves_per_sample[0][0])
-        odims = tuple(out_dims) if isinstance(out_dims, (tuple, list)) else (out_dims,) * n_out
-        stacked = [
-            ops.stack([leaves[k] for leaves, _ in leaves_per_sample], dim=odims[k] if k < len(odims) else 0)
-            for k in range(n_out)
-        ]
-        return _lift(_unflatten(stacked, spec))
+        out = batched(*args, **kwargs)
+        if _depth.value:
+            return out
+        return _map(lambda t: t if _vmap.reaches_user_leaf(t) else t.detach(), out)
 
     return wrapper
 

@@ -9,6 +9,7 @@ torch, so every function returns the node torch prints.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import warnings
 
@@ -22,6 +23,7 @@ from ..autograd.grad_mode import no_grad, state
 from ..backend import layout
 from ..ops import loss_ops, nn_ops
 from ..ops._common import autocast_to, not_a_tensor, same_backend
+from ..ops._registry import batchable
 from ..ops.creation import _generator
 from ..ops.elementwise import CLASSES, ROWS, make_function, row_inplace
 from ..ops.inplace import write_inplace
@@ -2934,3 +2936,14 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
            * (1 - fy) + _tap(flat, xi, yi + 1, width, height) * (1 - fx) * fy
            + _tap(flat, xi + 1, yi + 1, width, height) * fx * fy)  # fmt: skip
     return out.reshape(n, c, out_h, out_w)
+
+
+def _make_batchable() -> None:
+    """Every public function here, made batchable by ``numbagrad.func.vmap`` (``ops._registry.batchable``): these
+    read their tensors' storage, so under vmap they run by a batching rule or once per sample."""
+    for name, value in list(globals().items()):
+        if not name.startswith("_") and inspect.isfunction(value) and value.__module__ == __name__:
+            globals()[name] = batchable(f"F.{name}", value)
+
+
+_make_batchable()

@@ -8,7 +8,9 @@ row of the table (``scalar_math.ROWS``) and registered by ``ops/elementwise.py``
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -56,12 +58,38 @@ class Declaration:
 
 
 OPS: dict[str, Declaration] = {}
+
+#: While a ``numbagrad.func.vmap`` runs: ``dispatch(name, op, fn, args, kwargs)``, which runs a declared op called
+#: with batched tensors by its batching rule (or once per sample); None otherwise, so an op pays one check.
+BATCHING: list = [None]
+
+
+def batchable(name: str, fn: Callable) -> Callable:
+    """``fn`` as a public op that vmap can batch: with no vmap running it is ``fn`` behind one check. The wrapper
+    reads only its closure, so it is made in ``fn``'s module namespace, where ``fn``'s annotations resolve (the
+    stub generator reads them from there)."""
+    hook, this = BATCHING, []
+
+    def op(*args, **kwargs):
+        dispatch = hook[0]
+        if dispatch is None:
+            return fn(*args, **kwargs)
+        return dispatch(name, this[0], fn, args, kwargs)
+
+    namespace = getattr(fn, "__globals__", None)
+    if namespace is not None:
+        op = types.FunctionType(op.__code__, namespace, op.__name__, None, op.__closure__)
+    this.append(functools.update_wrapper(op, fn))
+    return op
+
+
 METHODS: dict[str, Callable] = {}  # Tensor attribute name -> function taking the tensor first
 _DECLARED: set[str] = set()  # every declared name and alias (a set: the check stays O(1) as the ops grow)
 
 
-def register(decl: Declaration) -> None:
-    """Add a declaration; a name declared twice is a bug."""
+def register(decl: Declaration) -> Declaration:
+    """Add a declaration (its function made batchable); a name declared twice is a bug."""
+    decl = dataclasses.replace(decl, function=batchable(decl.name, decl.function))
     names = (decl.name, *decl.aliases)
     for name in names:
         if name in _DECLARED:
@@ -72,6 +100,7 @@ def register(decl: Declaration) -> None:
         if method in METHODS:
             raise ValueError(f"Tensor method {method!r} is declared twice")
         METHODS[method] = decl.function
+    return decl
 
 
 def declare(
@@ -98,8 +127,8 @@ def declare(
             method_names = (op_name, *aliases)
         else:
             method_names = tuple(methods or ())
-        register(Declaration(op_name, f, method_names, tuple(aliases), tuple(samples), differentiable, torch_name))
-        return f
+        decl = Declaration(op_name, f, method_names, tuple(aliases), tuple(samples), differentiable, torch_name)
+        return register(decl).function
 
     return register_fn(fn) if fn is not None else register_fn
 

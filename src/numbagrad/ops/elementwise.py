@@ -38,7 +38,7 @@ from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, layout
 from ..scalar_math import ROWS, Row
 from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend
-from ._registry import Declaration, register
+from ._registry import Declaration, batchable, register
 from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
 
 _BOOL = np.dtype(np.bool_)
@@ -1391,14 +1391,15 @@ register(Declaration("_pos_operator", lambda self: self, ("__pos__",)))
 
 
 def register_inplace(tensor_cls: type) -> None:
-    """The rows' in-place methods (``add_``, ``mul_``, ``__iadd__``...), bound once ``ops.inplace`` has loaded."""
+    """The rows' in-place methods (``add_``, ``mul_``, ``__iadd__``...), bound once ``ops.inplace`` has loaded
+    (batchable, as declared ops are: vmap refuses writing a batch into an unbatched tensor)."""
     for row in ROWS.values():
         if not row.inplace:
             continue
         frontend = FRONTENDS[row.name]
         for method in row.methods:
-            setattr(tensor_cls, method + "_", _make_inplace(row, frontend, method + "_"))
+            setattr(tensor_cls, method + "_", batchable(method + "_", _make_inplace(row, frontend, method + "_")))
         for op_name in row.operators:
             if op_name.startswith("__i"):
-                setattr(tensor_cls, op_name, _make_inplace(row, frontend, op_name))
-    tensor_cls.__ipow__ = _make_inplace(ROWS["pow"], pow, "__ipow__")
+                setattr(tensor_cls, op_name, batchable(op_name, _make_inplace(row, frontend, op_name)))
+    tensor_cls.__ipow__ = batchable("__ipow__", _make_inplace(ROWS["pow"], pow, "__ipow__"))
