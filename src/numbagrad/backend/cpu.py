@@ -671,6 +671,18 @@ def _add_rows(out: np.ndarray, dim: int, index, values) -> bool:
     return True
 
 
+def check_index(index: np.ndarray, low: int, high: int, skip, error) -> None:
+    """Raise ``error(bad)`` for the first entry of ``index`` outside ``[low, high)`` other than ``skip`` (None:
+    no exception). Two reductions when all are in range. (The cuda backend queues the same check on the device.)"""
+    flat = np.asarray(index).reshape(-1)
+    if flat.size and (flat.min() < low or flat.max() >= high):
+        bad = (flat < low) | (flat >= high)
+        if skip is not None:
+            bad &= flat != skip
+        if bad.any():
+            raise error(int(flat[bad][0]))
+
+
 def take_along_axis(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:
     return np.take_along_axis(a, idx, axis=dim)
 
@@ -1152,6 +1164,7 @@ __all__ = [
     "broadcast_to",
     "expand",
     "can_view",
+    "check_index",
     "col2im",
     "concatenate",
     "conv2d",

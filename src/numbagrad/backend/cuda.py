@@ -1,20 +1,22 @@
 """The CUDA backend: the CPU backend's interface (``__all__``, the same names as ``cpu``) on ``numba.cuda`` device
 arrays. The only importer of numba.cuda.
 
-Kernels are generated, never written per op: every per-element loop (table-row forward and gradients, ``where``,
-strided copies, gradient accumulation, ``foreach`` optimizer updates, ``apply_``/``map_``) is the grid-stride loop
-``codegen.loop_source`` writes from the same scalar functions the CPU loops use, in a module in the cache
-directory. Hand-written kernels are few and named: the shared-memory tree reduction and the tiled ``matmul``.
+Per-element kernels are generated, never written per op: every per-element loop (table-row forward and
+gradients, ``where``, strided copies, gradient accumulation, ``foreach`` optimizer updates, ``apply_``/``map_``) is
+the grid-stride loop ``codegen.loop_source`` writes from the same scalar functions the CPU loops use, in a module in
+the cache directory. Hand-written kernels are named: the shared-memory tree reduction and the tiled ``matmul``
+here, and in ``cuda_kernels`` (imported on first use) convolution columns, pooling, layer norm, cross entropy, the
+index primitives, arg-reductions, scans, sort/topk and triangles.
 
 Storage is a subclass of numba's device array (of the simulator's ``FakeCUDAArray`` under
 ``NUMBA_ENABLE_CUDASIM=1``) that adds the few numpy methods ops call on storage (``copy``, ``astype``,
 ``reshape``, ``transpose``, basic indexing as views). Under the simulator, every other numpy attribute raises
 ``AttributeError`` as it would on a real device array, so simulator tests catch accidental host fallbacks.
 
-Host round trips (each copies its inputs to the host, runs ``cpu``'s numpy function and uploads the result):
-``sort``, ``arg_reduce``, ``getitem``/``setitem`` with an advanced (integer or boolean array) index,
-``index_add_zeros``, ``take_along_axis`` and ``put_along_axis_zeros``; and the Python fallback of ``apply_``/``map_``
-for callables Numba cannot compile.
+Copies between host and device are counted in ``transfers``. A training step copies nothing until its loss is
+read (tests/test_cuda_round_trips.py); the few primitives that still round-trip through the host (``_host_op``) are
+listed in ``cuda_kernels``'s docstring, with the Python fallback of ``apply_``/``map_`` for callables Numba cannot
+compile. Index bounds are checked on the device (``check_index``); a failed check raises at the next download.
 """
 
 from __future__ import annotations
@@ -105,8 +107,31 @@ class _Flags(dict):
     __getattr__ = dict.__getitem__
 
 
+#: Copies between host and device memory so far, by direction: every upload and download of storage passes
+#: through ``_upload`` or ``copy_to_host``, which add one here (tests read it to prove a step stays on the device).
+transfers = {"to_host": 0, "to_device": 0}
+#: The device-side index checks queued since the last download: code -> the callable making its exception
+#: (``cuda_kernels.check_index``).
+pending_checks: dict = {}
+
+
+def _upload(a: np.ndarray):
+    """numba's device copy of a host array (C-contiguous), counted."""
+    transfers["to_device"] += 1
+    return _nb().to_device(np.asarray(a, order="C"))  # not ascontiguousarray: it makes 0-d arrays 1-d
+
+
 class _StorageMethods:
     """The numpy methods ops call on storage, with device semantics."""
+
+    def copy_to_host(self, ary=None, stream=0):
+        """numba's download, counted; first the error of a failed device-side index check, if any is pending."""
+        if pending_checks:
+            from .cuda_kernels import raise_failed_check
+
+            raise_failed_check()
+        transfers["to_host"] += 1
+        return super().copy_to_host(ary, stream)
 
     def copy(self):
         return copy(self)
@@ -234,7 +259,7 @@ def is_device_array(a) -> bool:
 def to_device(a: np.ndarray):
     """Copy a numpy array to the device (C-contiguous)."""
     require()
-    return _wrap(_nb().to_device(np.asarray(a, order="C")))  # not ascontiguousarray: it makes 0-d arrays 1-d
+    return _wrap(_upload(a))
 
 
 def empty(shape, dtype):
@@ -444,7 +469,7 @@ def assign(dst, src) -> None:
     if dst.size == 0:
         return
     if isinstance(src, np.ndarray):
-        src = src.reshape(-1)[0] if src.size == 1 else _wrap(_nb().to_device(np.asarray(src, order="C")))
+        src = src.reshape(-1)[0] if src.size == 1 else _wrap(_upload(src))
     if dst.ndim == 0:
         dst = _view(dst, lambda a: a.reshape(1))
     scalar = not is_device_array(src)
@@ -507,60 +532,6 @@ def _host_index(index):
     if isinstance(index, tuple):
         return tuple(_host_index(i) for i in index)
     return index.copy_to_host() if is_device_array(index) else index
-
-
-def getitem(a, index):
-    """``a[index]``: a device view for a basic index; an advanced (integer / boolean array) index round-trips
-    through the host and gives a new device array."""
-    if _is_advanced(index):
-        return from_host(cpu.getitem(to_host(a), _host_index(index)))
-    return _basic_view(a, index)
-
-
-def setitem(dst, index, value) -> None:
-    """``dst[index] = value``. Basic indices write through a device view; advanced (integer / boolean array)
-    indices round-trip through the host. A device ``value`` is copied first (it may overlap ``dst``)."""
-    if is_device_array(value):
-        value = copy(value)
-    if _is_advanced(index):
-        host = dst.copy_to_host()
-        host[_host_index(index)] = value.copy_to_host() if is_device_array(value) else value
-        assign(dst, from_host(host))
-        return
-    assign(_basic_view(dst, index), value)
-
-
-def index_add_zeros(shape: tuple, dtype, index, values):
-    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up); on the host."""
-    host_values = to_host(values) if is_device_array(values) else values
-    return from_host(cpu.index_add_zeros(shape, dtype, _host_index(index), host_values))
-
-
-def take_along_axis(a, idx, dim: int):
-    """``np.take_along_axis`` on the host."""
-    return from_host(cpu.take_along_axis(to_host(a), to_host(idx), dim))
-
-
-def put_along_axis_zeros(shape: tuple, idx, values, dim: int):
-    """Zeros of ``shape`` with ``values`` added at ``idx`` along ``dim``; on the host."""
-    return from_host(cpu.put_along_axis_zeros(shape, to_host(idx), to_host(values), dim))
-
-
-def sort(a, dim: int, descending: bool):
-    """Stable sort along ``dim``: (values, int64 indices), on the host."""
-    values, indices = cpu.sort(to_host(a), dim, descending)
-    return from_host(values), from_host(indices)
-
-
-def topk(a, k: int, dim: int, largest: bool):
-    """The first ``k`` of a stable sort along ``dim``: (values, int64 indices), on the host."""
-    values, indices = cpu.topk(to_host(a), k, dim, largest)
-    return from_host(values), from_host(indices)
-
-
-def arg_reduce(a, op: str, axis: int | None, keepdim: bool):
-    """``argmax``/``argmin`` as int64 (``axis`` None flattens), on the host."""
-    return from_host(cpu.arg_reduce(to_host(a), op, axis, keepdim))
 
 
 # --- reductions ---------------------------------------------------------------------------------------------
@@ -868,39 +839,82 @@ def _host_op(name: str):
     return via_host
 
 
-# More backend functions run by a host round trip through the cpu backend: add a line here when a numpy primitive
-# added to ``cpu`` has no device kernel yet.
+def _on_device(name: str):
+    """``cuda_kernels.name`` (imported on first call: it imports numba.cuda), under the cpu function's
+    signature, so the two backends' parameters stay the same."""
+    fn = getattr(cpu, name)
+
+    @functools.wraps(fn)
+    def on_device(*args, **kwargs):
+        from . import cuda_kernels
+
+        return getattr(cuda_kernels, name)(*args, **kwargs)
+
+    on_device.__doc__ = f"``cpu.{name}`` by device kernels (``backend.cuda_kernels.{name}``)."
+    return on_device
+
+
+def getitem(a, index):
+    """``a[index]``: a device view for a basic index, else ``cuda_kernels.getitem``'s gather."""
+    if not _is_advanced(index):
+        return _basic_view(a, index)
+    from . import cuda_kernels
+
+    return cuda_kernels.getitem(a, index)
+
+
+def setitem(dst, index, value) -> None:
+    """``dst[index] = value``: basic indices write through a device view (a device ``value`` is copied first: it
+    may overlap ``dst``), advanced ones by ``cuda_kernels.setitem``."""
+    if not _is_advanced(index):
+        assign(_basic_view(dst, index), copy(value) if is_device_array(value) else value)
+        return
+    from . import cuda_kernels
+
+    cuda_kernels.setitem(dst, index, value)
+
+
+# Primitives with device kernels in ``cuda_kernels``.
+check_index = _on_device("check_index")
+adaptive_avg_pool2d = _on_device("adaptive_avg_pool2d")
+adaptive_avg_pool2d_backward = _on_device("adaptive_avg_pool2d_backward")
+arg_reduce = _on_device("arg_reduce")
+avg_pool2d = _on_device("avg_pool2d")
+avg_pool2d_backward = _on_device("avg_pool2d_backward")
+col2im = _on_device("col2im")
+conv2d = _on_device("conv2d")
+conv2d_backward = _on_device("conv2d_backward")
+cross_entropy = _on_device("cross_entropy")
+cross_entropy_backward = _on_device("cross_entropy_backward")
+cumulative = _on_device("cumulative")
+flip = _on_device("flip")
+gather = _on_device("gather")
+im2col = _on_device("im2col")
+index_add = _on_device("index_add")
+index_add_zeros = _on_device("index_add_zeros")
+index_put = _on_device("index_put")
+index_select = _on_device("index_select")
+layer_norm = _on_device("layer_norm")
+layer_norm_backward = _on_device("layer_norm_backward")
+max_pool2d = _on_device("max_pool2d")
+max_pool2d_backward = _on_device("max_pool2d_backward")
+put_along_axis_zeros = _on_device("put_along_axis_zeros")
+scatter = _on_device("scatter")
+sort = _on_device("sort")
+take_along_axis = _on_device("take_along_axis")
+topk = _on_device("topk")
+triangle = _on_device("triangle")
+
+# Backend functions still run by a host round trip through the cpu backend (none is used by a training step; see
+# ``cuda_kernels``'s docstring).
 tile = _host_op("tile")
-layer_norm = _host_op("layer_norm")
-layer_norm_backward = _host_op("layer_norm_backward")
-im2col = _host_op("im2col")
-col2im = _host_op("col2im")
-max_pool2d = _host_op("max_pool2d")
-max_pool2d_backward = _host_op("max_pool2d_backward")
-avg_pool2d = _host_op("avg_pool2d")
-avg_pool2d_backward = _host_op("avg_pool2d_backward")
-adaptive_avg_pool2d = _host_op("adaptive_avg_pool2d")
-adaptive_avg_pool2d_backward = _host_op("adaptive_avg_pool2d_backward")
-cross_entropy = _host_op("cross_entropy")
-cross_entropy_backward = _host_op("cross_entropy_backward")
-conv2d = _host_op("conv2d")
 coo_matmul = _host_op("coo_matmul")
-conv2d_backward = _host_op("conv2d_backward")
-# op breadth (issue 9)
-cumulative = _host_op("cumulative")
 einsum = _host_op("einsum")
 embed_diagonal = _host_op("embed_diagonal")
-flip = _host_op("flip")
-gather = _host_op("gather")
-index_add = _host_op("index_add")
 index_fill = _host_op("index_fill")
-index_put = _host_op("index_put")
-index_select = _host_op("index_select")
 masked_scatter = _host_op("masked_scatter")
 repeat_index = _host_op("repeat_index")
 roll = _host_op("roll")
-scatter = _host_op("scatter")
-triangle = _host_op("triangle")
 unique = _host_op("unique")
 
 

@@ -526,12 +526,14 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         )
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
-    indices = input._host().astype(np.int64)
-    if indices.size and (indices.min() < 0 or indices.max() >= num):
-        raise IndexError("index out of range in self")
+    input._backend.check_index(input._data, 0, num, None, _embedding_index_error)
     if max_norm is not None:
-        _embedding_renorm_(weight, indices, max_norm, norm_type)
-    return nn_ops.Embedding.apply(weight, indices, padding_idx, scale_grad_by_freq)
+        _embedding_renorm_(weight, input._host().astype(np.int64), max_norm, norm_type)
+    return nn_ops.Embedding.apply(weight, input._data, padding_idx, scale_grad_by_freq)
+
+
+def _embedding_index_error(bad: int) -> IndexError:
+    return IndexError("index out of range in self")
 
 
 def _embedding_renorm_(weight: Tensor, indices: np.ndarray, max_norm: float, norm_type: float) -> None:
@@ -1930,13 +1932,16 @@ def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> 
             f"weight tensor should be defined either for all {c} classes or no classes but got weight tensor of "
             f"shape: [{', '.join(map(str, weight.shape))}]"
         )
-    t = target._host().reshape(-1).astype(np.int64, copy=False)
-    if t.size and (t.min() < 0 or t.max() >= c):  # (two reductions: the common, valid case pays only these)
-        bad = ((t < 0) | (t >= c)) & (t != ignore_index)
-        if bad.any():
-            raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+    backend = target._backend
+    t = backend.reshape(target._data, (-1,))
+    t = t if t.dtype == np.int64 else backend.astype(t, np.int64)
+    backend.check_index(t, 0, c, ignore_index, _target_out_of_bounds)
     targets = loss_ops.ClassTargets(t, weight, ignore_index, input._data.dtype)
     return targets, loss_ops.RowLayout(ishape)
+
+
+def _target_out_of_bounds(bad: int) -> IndexError:
+    return IndexError(f"Target {bad} is out of bounds.")
 
 
 @_float32_under_autocast

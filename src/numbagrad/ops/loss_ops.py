@@ -16,6 +16,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
+from ..backend import backend_for
 from ..scalar_math import ROWS
 from .elementwise import FUNCTIONS, make_function
 from .indexing import where
@@ -31,17 +32,22 @@ def _t(data) -> Tensor:
 
 
 class ClassTargets:
-    """Class-index targets on the host, flattened to one per row of the (rows, C) logits, with what the losses
-    need, computed on first use: the class weights (host copy), each row's weight (0 where ``target ==
-    ignore_index``) and their sum. The fused cross entropy needs none of them."""
+    """Class-index targets (int64 storage on the input's device), flattened to one per row of the (rows, C)
+    logits, with what the other losses need, computed on the host on first use: the class weights (host copy),
+    each row's weight (0 where ``target == ignore_index``) and their sum. The fused cross entropy needs none of
+    them, so its targets stay on the device."""
 
-    def __init__(self, target: np.ndarray, weight, ignore_index: int, dtype: np.dtype) -> None:
+    def __init__(self, target, weight, ignore_index: int, dtype: np.dtype) -> None:
         self.target, self.weight, self.ignore_index, self.dtype = target, weight, ignore_index, dtype
         self._derived = None
 
+    @property
+    def host_target(self) -> np.ndarray:
+        return backend_for(self.target).to_host(self.target)
+
     def _derive(self) -> tuple:
         if self._derived is None:
-            target = self.target
+            target = self.host_target
             counted = target != self.ignore_index
             index = np.where(counted, target, 0)
             if self.weight is None:
@@ -49,7 +55,7 @@ class ClassTargets:
             else:
                 weight_host = self.weight._host().astype(self.dtype)
                 row_weight = (weight_host[index] * counted).astype(self.dtype)
-            self._derived = (index, weight_host, row_weight, float(row_weight.sum(dtype=np.float64)))
+            self._derived = (index, weight_host, row_weight, float(row_weight.sum(dtype=np.float64)), counted)
         return self._derived
 
     @property
@@ -68,6 +74,11 @@ class ClassTargets:
     @property
     def total(self) -> float:
         return self._derive()[3]
+
+    @property
+    def counted(self) -> np.ndarray:
+        """Whether each row counts (its target is not ``ignore_index``)."""
+        return self._derive()[4]
 
 
 class CrossEntropy(Function):
@@ -123,14 +134,14 @@ def _cross_entropy_grad_graph(ctx, x: Tensor, weight, g: Tensor) -> Tensor:
     w = _t(backend.from_host(targets.weight_host)) if targets.weight_host is not None else None
     wsum = float(targets.weight_host.sum()) if w is not None else float(c)
     row_w = _t(backend.from_host(targets.row_weight.reshape(-1, 1)))
-    counted = _t(backend.from_host((targets.target != targets.ignore_index).astype(dtype).reshape(-1, 1)))
+    counted = _t(backend.from_host(targets.counted.astype(dtype).reshape(-1, 1)))
     onehot = np.zeros((len(targets.index), c), dtype)
     onehot[np.arange(len(targets.index)), targets.index] = 1
     onehot = _t(backend.from_host(onehot))
     d = p * (row_w * (1 - s) + counted * (s / c * wsum)) - onehot * row_w * (1 - s)
     if s:
         d = d - counted * (w.reshape(1, c) if w is not None else 1.0) * (s / c)
-    scale = g.reshape(-1, 1) if ctx.reduction == "none" else g / ctx.total
+    scale = g.reshape(-1, 1) if ctx.reduction == "none" else g / (targets.total if ctx.reduction == "mean" else 1.0)
     return layout.from_rows_tensor(d * scale, x)
 
 

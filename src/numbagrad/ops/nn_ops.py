@@ -832,9 +832,10 @@ class Embedding(Function):
     _trusted = True
 
     @staticmethod
-    def forward(ctx, weight: Tensor, indices: np.ndarray, padding_idx, scale_grad_by_freq: bool) -> Tensor:
+    def forward(ctx, weight: Tensor, indices, padding_idx, scale_grad_by_freq: bool) -> Tensor:
+        """``indices``: integer storage on ``weight``'s device (it stays there)."""
         backend = weight._backend
-        flat = indices.reshape(-1)
+        flat = backend.reshape(indices, (-1,))
         rows = backend.getitem(weight._data, (flat,))
         out_shape = (*indices.shape, weight.shape[1])
         ctx.indices, ctx.num, ctx.dim = flat, weight.shape[0], weight.shape[1]
@@ -844,19 +845,23 @@ class Embedding(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         flat, num, dim = ctx.indices, ctx.num, ctx.dim
-        factor = None  # per looked-up row: 0 for padding_idx, 1 / count with scale_grad_by_freq
-        if ctx.scale:
-            factor = 1.0 / np.bincount(flat, minlength=num)[flat]
-        if ctx.padding_idx is not None and (flat == ctx.padding_idx).any():
-            factor = np.ones(flat.shape[0]) if factor is None else factor
-            factor[flat == ctx.padding_idx] = 0.0
+        padding_idx, scale = ctx.padding_idx, ctx.scale
+
+        def factor(b, dtype):
+            """Per looked-up row: 0 for ``padding_idx``, 1 / the index's count with ``scale_grad_by_freq``
+            (None: all ones), from backend ops on the indices' device."""
+            result = None
+            if scale:
+                counts = b.index_add_zeros((num,), dtype, (flat,), b.full((flat.shape[0],), 1, dtype))
+                result = b.elementwise(ROWS["reciprocal"], [b.getitem(counts, (flat,))], (), dtype)
+            if padding_idx is not None:
+                keep = b.elementwise(ROWS["ne"], [flat, padding_idx], (), flat.dtype, out_dtype=dtype)
+                result = keep if result is None else b.elementwise(_mul_row(), [result, keep], (), dtype)
+            return result
 
         def weighted(b, rows):
-            if factor is None:
-                return rows
-            return b.elementwise(
-                _mul_row(), [rows, b.from_host(factor.astype(rows.dtype).reshape(-1, 1))], (), rows.dtype
-            )
+            f = factor(b, rows.dtype)
+            return rows if f is None else b.elementwise(_mul_row(), [rows, b.reshape(f, (-1, 1))], (), rows.dtype)
 
         def scatter(gd):
             b = backend_for(gd)
