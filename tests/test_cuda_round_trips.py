@@ -84,7 +84,18 @@ def _indexing(device, optimizer):
     return model, opt, model
 
 
-WORKLOADS = {"cnn": _cnn, "transformer": _transformer, "indexing": _indexing}
+def _nll(device, optimizer):
+    """log_softmax and nll_loss with class weights and an ignored target."""
+    numbagrad.manual_seed(0)
+    model = nn.Linear(3, 4).to(device)
+    opt = optimizer(model.parameters(), lr=0.01)
+    x = numbagrad.randn(3, 3).to(device)
+    y = numbagrad.tensor([1, -100, 3]).to(device)
+    weight = numbagrad.tensor([1.0, 2.0, 0.5, 1.5]).to(device)
+    return model, opt, lambda: F.nll_loss(F.log_softmax(model(x), 1), y, weight=weight)
+
+
+WORKLOADS = {"cnn": _cnn, "transformer": _transformer, "indexing": _indexing, "nll": _nll}
 
 
 def _step(opt, loss_fn):

@@ -39,7 +39,21 @@ class ClassTargets:
 
     def __init__(self, target, weight, ignore_index: int, dtype: np.dtype) -> None:
         self.target, self.weight, self.ignore_index, self.dtype = target, weight, ignore_index, dtype
-        self._derived = None
+        self._derived = self._stored = None
+
+    def stored(self) -> tuple:
+        """(the targets with ignored ones replaced by class 0, each row's weight in ``dtype``, their float64 sum
+        (0-d)), as storage on the targets' device, computed there by backend ops (nothing read back)."""
+        if self._stored is None:
+            b, t = backend_for(self.target), self.target
+            counted = b.elementwise(ROWS["ne"], [t, self.ignore_index], (), t.dtype, out_dtype=np.bool_)
+            index = b.where(counted, t, 0, np.int64)
+            row_weight = b.astype(counted, self.dtype)
+            if self.weight is not None:
+                picked = b.getitem(b.astype(self.weight._data, self.dtype), (index,))
+                row_weight = b.elementwise(ROWS["mul"], [picked, row_weight], (), self.dtype)
+            self._stored = index, row_weight, b.reduce(row_weight, "sum", None, False, np.float64)
+        return self._stored
 
     @property
     def host_target(self) -> np.ndarray:
@@ -203,38 +217,40 @@ class NllLoss(Function):
     def forward(ctx, x: Tensor, targets: ClassTargets, reduction: str, layout: RowLayout) -> Tensor:
         backend = x._backend
         rows = layout.to_rows(x._data)
-        idx = backend.from_host(targets.index.reshape(-1, 1))
-        picked = backend.reshape(backend.take_along_axis(rows, idx, 1), (-1,))
-        w = backend.from_host(-targets.row_weight)
-        losses = backend.elementwise(ROWS["mul"], [picked, w], (), rows.dtype)
+        index, row_weight, total = targets.stored()
+        picked = backend.reshape(backend.take_along_axis(rows, backend.reshape(index, (-1, 1)), 1), (-1,))
+        losses = backend.elementwise(ROWS["mul"], [picked, row_weight], (), rows.dtype)
+        losses = backend.elementwise(ROWS["neg"], [losses], (), rows.dtype)
         ctx.targets, ctx.reduction, ctx.layout = targets, reduction, layout
         ctx.rows_shape = rows.shape
         if reduction == "none":
             return _t(layout.loss_shape(losses, reduction))
-        total = backend.reduce(losses, "sum", None, False)
+        summed = backend.reduce(losses, "sum", None, False)
         if reduction == "mean":
-            with np.errstate(divide="ignore", invalid="ignore"):
-                total = backend.elementwise(ROWS["div"], [total, targets.total], (), rows.dtype)
-        return _t(total)
+            with np.errstate(divide="ignore", invalid="ignore"):  # (all ignored: 0 / 0, nan as torch's)
+                summed = backend.elementwise(ROWS["div"], [summed, total], (), rows.dtype)
+        return _t(summed)
 
     @staticmethod
     def backward(ctx, g: Tensor):
         targets, layout = ctx.targets, ctx.layout
         backend = g._backend
         dtype = g._data.dtype
-        weights = _t(backend.from_host((-targets.row_weight).astype(dtype).reshape(-1, 1)))
+        index, row_weight, total = targets.stored()
+        index = backend.reshape(index, (-1, 1))
+        weights = -_t(backend.reshape(backend.astype(row_weight, dtype), (-1, 1)))
         if ctx.reduction == "none":
             scale = g.reshape(-1, 1)
         elif ctx.reduction == "mean":
-            scale = g / targets.total
+            with np.errstate(divide="ignore", invalid="ignore"):
+                scale = g / _t(backend.astype(total, dtype))
         else:
             scale = g
         rows = weights * scale  # (rows, 1): the gradient of each picked entry
         if state.enabled:  # linear in g: a one-hot product keeps it differentiable
-            onehot = np.zeros(ctx.rows_shape, dtype)
-            onehot[np.arange(len(targets.index)), targets.index] = 1
-            return layout.from_rows_tensor(_t(backend.from_host(onehot)) * rows, None), None, None, None
-        index = backend.from_host(targets.index.reshape(-1, 1))
+            ones = backend.full((ctx.rows_shape[0], 1), 1, dtype)
+            onehot = _t(backend.put_along_axis_zeros(ctx.rows_shape, index, ones, 1))
+            return layout.from_rows_tensor(onehot * rows, None), None, None, None
         grad = backend.put_along_axis_zeros(ctx.rows_shape, index, rows._data, 1)
         return _t(layout.from_rows(grad)), None, None, None
 
