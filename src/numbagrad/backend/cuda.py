@@ -1183,15 +1183,15 @@ def _scatter_into(out, dim: int, index, src, add: bool) -> None:
     """``out`` (contiguous) with ``src`` written or added at ``index`` along ``dim``."""
     index = _index_device(index)
     shape = tuple(index.shape)
-    full = all(shape[d] == out.shape[d] for d in range(out.ndim) if d != dim)
-    region = out if full else copy(_region(out, shape, dim))
+    whole = all(shape[d] == out.shape[d] for d in range(out.ndim) if d != dim)
+    region = out if whole else copy(_region(out, shape, dim))
     if is_device_array(src):
         src = _materialize(_basic_view(src, tuple(slice(0, s) for s in shape)), shape, out.dtype)
     else:
         src = full(shape, src, out.dtype)
     i3 = _three_d(index, dim)
     _launch(_kern()._scatter_kernel, i3.shape[0] * i3.shape[2], _three_d(region, dim), i3, _three_d(src, dim), add)
-    if not full:
+    if not whole:
         assign(_region(out, shape, dim), region)
 
 
@@ -1413,8 +1413,13 @@ def triangle(a, upper: bool, diagonal: int):
 
 
 def flip(a, dims: tuple):
-    """A contiguous copy of ``a`` reversed along ``dims`` (a negative-stride view, copied by the strided copy)."""
-    return copy(_view(a, lambda v: np.flip(v, tuple(dims))))
+    """A contiguous copy of ``a`` reversed along ``dims``, one kernel pass per dim."""
+    out = copy(a)
+    for d in sorted({d % a.ndim for d in dims} if a.ndim else ()):
+        if a.shape[d] > 1:
+            src, out = out, empty(tuple(a.shape), a.dtype)
+            _launch(_kern()._reverse_kernel, a.size, _three_d(src, d), _three_d(out, d))
+    return out
 
 
 def _host_op(name: str):

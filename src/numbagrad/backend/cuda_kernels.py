@@ -2,7 +2,8 @@
 the CPU backend's names, are in ``backend.cuda``): convolution columns (``im2col``/``col2im``), max/avg/adaptive
 pooling and their backwards, layer norm, fused cross entropy, the index primitives (``gather``, ``scatter``,
 ``index_select``, ``index_add``, ``index_put``, advanced ``getitem``/``setitem`` with integer arrays,
-``take_along_axis``), ``argmax``/``argmin``, ``cumsum``/``cumprod``, ``sort``/``topk``, ``triu``/``tril``; and
+``take_along_axis``), ``argmax``/``argmin``, ``cumsum``/``cumprod``, ``sort``/``topk``, ``triu``/``tril``,
+``flip``; and
 the device-side bounds check of ``check_index``, whose error surfaces at the next download.
 
 Every kernel is a grid-stride loop with one thread per output element, or per row where a row is scanned, or
@@ -13,12 +14,13 @@ kernels do; the nn kernels run float16 arrays through float32 copies (the CPU ke
 stable insertion sort per row: fine for the short rows of training (top-k logits, small attention rows),
 quadratic in the row length.
 
-Imported by ``backend.cuda`` on first use only (importing it imports numba.cuda). ``flip`` needs no kernel (a
-negative-stride view, copied by the strided copy). What still runs on the host (``backend.cuda._host_op``), none
-of it in a training step of conv/pool/norm/attention/cross-entropy models:
+Imported by ``backend.cuda`` on first use only (importing it imports numba.cuda). What still runs on the host
+(``backend.cuda._host_op``), none of it in a training step of conv/pool/norm/attention/cross-entropy models:
 ``tile``, ``coo_matmul``, ``einsum``, ``embed_diagonal``, ``index_fill``, ``masked_scatter``, ``repeat_index``,
 ``roll``, ``unique``, ``scatter`` with ``reduce='multiply'``, and ``getitem``/``setitem``/``index_put`` with a
-boolean mask or an index mixing arrays with ints or partial slices (a mask's result size depends on the data).
+boolean mask or an index mixing arrays with partial slices (a mask's result size depends on the data). Outside the
+backend, ops that build small index or weight tables with numpy upload them per call (``adaptive_max_pool2d``,
+``interpolate``, reflect/replicate ``pad``), and random draws (``dropout``) come from the host generator.
 """
 
 from __future__ import annotations
@@ -26,6 +28,17 @@ from __future__ import annotations
 import math
 
 from numba import cuda
+
+
+@cuda.jit(device=True, cache=True)
+def _lesser(a, b):
+    """``min`` of two numbers (the builtin's overloads are not all available in kernels)."""
+    return a if a <= b else b
+
+
+@cuda.jit(device=True, cache=True)
+def _greater(a, b):
+    return a if a >= b else b
 
 
 @cuda.jit(cache=True)
@@ -100,11 +113,11 @@ def _max_pool_kernel(x, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
         y = (i // ow) % oh
         p = i // (ow * oh)
         h0 = y * sh - ph
-        h1 = min(h0 + (kh - 1) * dh + 1, height)
+        h1 = _lesser(h0 + (kh - 1) * dh + 1, height)
         while h0 < 0:
             h0 += dh
         w0 = z * sw - pw
-        w1 = min(w0 + (kw - 1) * dw + 1, width)
+        w1 = _lesser(w0 + (kw - 1) * dw + 1, width)
         while w0 < 0:
             w0 += dw
         best = h0 * width + w0
@@ -150,11 +163,11 @@ def _avg_pool_kernel(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out)
         p = i // (ow * oh)
         h0 = y * sh - ph
         w0 = z * sw - pw
-        h1 = min(h0 + kh, height + ph)
-        w1 = min(w0 + kw, width + pw)
+        h1 = _lesser(h0 + kh, height + ph)
+        w1 = _lesser(w0 + kw, width + pw)
         pool = (h1 - h0) * (w1 - w0)
-        h0, w0 = max(h0, 0), max(w0, 0)
-        h1, w1 = min(h1, height), min(w1, width)
+        h0, w0 = _greater(h0, 0), _greater(w0, 0)
+        h1, w1 = _lesser(h1, height), _lesser(w1, width)
         factor = divisor if divisor > 0 else (pool if count_include_pad else (h1 - h0) * (w1 - w0))
         acc = 0.0
         for h in range(h0, h1):
@@ -175,13 +188,13 @@ def _avg_pool_backward_kernel(g, kh, kw, sh, sw, ph, pw, count_include_pad, divi
         p = i // (ow * oh)
         h0 = y * sh - ph
         w0 = z * sw - pw
-        h1 = min(h0 + kh, height + ph)
-        w1 = min(w0 + kw, width + pw)
+        h1 = _lesser(h0 + kh, height + ph)
+        w1 = _lesser(w0 + kw, width + pw)
         pool = (h1 - h0) * (w1 - w0)
-        h0, w0 = max(h0, 0), max(w0, 0)
-        h1, w1 = min(h1, height), min(w1, width)
+        h0, w0 = _greater(h0, 0), _greater(w0, 0)
+        h1, w1 = _lesser(h1, height), _lesser(w1, width)
         factor = divisor if divisor > 0 else (pool if count_include_pad else (h1 - h0) * (w1 - w0))
-        share = g[p, y, z] / max(factor, 1)  # (an empty window, over padding only, adds nothing)
+        share = g[p, y, z] / _greater(factor, 1)  # (an empty window, over padding only, adds nothing)
         for h in range(h0, h1):
             for w in range(w0, w1):
                 cuda.atomic.add(gx, (p, h, w), share)
@@ -508,4 +521,17 @@ def _triangle_kernel(a, upper, diagonal, out):
         b = i // (cols * rows)
         keep = (c - r >= diagonal) if upper else (c - r <= diagonal)
         out[b, r, c] = a[b, r, c] if keep else 0
+        i += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def _reverse_kernel(a, out):
+    """``out[o, j, k] = a[o, n - 1 - j, k]``: one dim of a ``flip``."""
+    n, inner = a.shape[1], a.shape[2]
+    i = cuda.grid(1)
+    while i < a.size:
+        k = i % inner
+        j = (i // inner) % n
+        o = i // (inner * n)
+        out[o, j, k] = a[o, n - 1 - j, k]
         i += cuda.gridsize(1)
