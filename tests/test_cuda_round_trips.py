@@ -95,7 +95,23 @@ def _nll(device, optimizer):
     return model, opt, lambda: F.nll_loss(F.log_softmax(model(x), 1), y, weight=weight)
 
 
-WORKLOADS = {"cnn": _cnn, "transformer": _transformer, "indexing": _indexing, "nll": _nll}
+def _resampling(device, optimizer):
+    """adaptive_max_pool2d, bilinear interpolate and reflect padding: ops that read fixed tables (window
+    positions, interpolation weights), uploaded on the first step only."""
+    numbagrad.manual_seed(0)
+    model = nn.Conv2d(1, 2, 3, padding=1).to(device)
+    opt = optimizer(model.parameters(), lr=0.01)
+    x = numbagrad.randn(1, 1, 5, 5).to(device)
+    target = numbagrad.randn(1, 2, 6, 6).to(device)
+
+    def loss_fn():
+        h = F.interpolate(F.adaptive_max_pool2d(model(x), 3), size=(4, 4), mode="bilinear")
+        return F.mse_loss(F.pad(h, (1, 1, 1, 1), mode="reflect"), target)
+
+    return model, opt, loss_fn
+
+
+WORKLOADS = {"cnn": _cnn, "transformer": _transformer, "indexing": _indexing, "nll": _nll, "resampling": _resampling}
 
 
 def _step(opt, loss_fn):
@@ -232,3 +248,13 @@ def test_an_out_of_range_embedding_index_leaves_the_weight_intact():
     with pytest.raises(IndexError, match="index out of range in self"):
         weight.cpu()
     np.testing.assert_array_equal(weight.cpu().numpy(), np.ones((3, 2)))
+
+
+def test_queued_index_checks_do_not_pile_up_between_reads():
+    x = numbagrad.zeros(2, 3, device="cuda")
+    target = numbagrad.tensor([1, 2], device="cuda")
+    F.cross_entropy(x, target)
+    queued = len(cuda_backend.pending_checks)
+    for _ in range(3):
+        F.cross_entropy(x, target)
+    assert len(cuda_backend.pending_checks) == queued

@@ -400,6 +400,11 @@ def from_host(a: np.ndarray) -> np.ndarray:
     return np.asarray(a, order="C")
 
 
+def constant(a: np.ndarray) -> np.ndarray:
+    """A fixed table an op reads (the cuda backend keeps one device copy per content): here the array itself."""
+    return np.asarray(a)
+
+
 def to_host(a: np.ndarray) -> np.ndarray:
     return a
 
@@ -1167,6 +1172,7 @@ __all__ = [
     "check_index",
     "col2im",
     "concatenate",
+    "constant",
     "conv2d",
     "coo_matmul",
     "conv2d_backward",

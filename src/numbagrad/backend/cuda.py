@@ -282,6 +282,28 @@ def from_host(a):
     return to_device(a)
 
 
+_constants: dict = {}  # (dtype, shape, bytes) -> device array, least recently used first
+_CONSTANT_LIMIT = 256  # tables kept
+_CONSTANT_SIZE = 1 << 16  # elements: bigger arrays are uploaded each time, not hashed and kept
+
+
+def constant(a):
+    """A device copy of the host array ``a``, a fixed table an op reads (interpolation weights, window and
+    padding positions, host index arrays): uploaded once per distinct content and kept, so later steps copy
+    nothing. Callers never write into it."""
+    a = np.asarray(a, order="C")
+    if a.size > _CONSTANT_SIZE:
+        return from_host(a)
+    key = (a.dtype.str, a.shape, a.tobytes())
+    found = _constants.pop(key, None)
+    if found is None:
+        found = from_host(a)
+    _constants[key] = found
+    if len(_constants) > _CONSTANT_LIMIT:
+        del _constants[next(iter(_constants))]
+    return found
+
+
 def to_host(a) -> np.ndarray:
     """A C-contiguous numpy copy of device storage."""
     return ascontiguous(a).copy_to_host()
@@ -873,7 +895,14 @@ def _three_d(a, dim: int):
 _cell = None  # device int64[2]: the first failed check's code and its bad index (code 0: none failed)
 
 
-_next_code = [0]
+_codes: dict = {}  # an error's identity -> its code: one code per check site and parameters, so the pending
+# checks stay few however many steps run between downloads
+
+
+def _error_key(error) -> tuple:
+    if isinstance(error, functools.partial):
+        return error.func, error.args, tuple(sorted(error.keywords.items()))
+    return (error,)
 
 
 def check_index(index, low: int, high: int, skip, error) -> None:
@@ -885,8 +914,7 @@ def check_index(index, low: int, high: int, skip, error) -> None:
         return
     if _cell is None:
         _cell = zeros((2,), np.int64)
-    _next_code[0] += 1
-    code = _next_code[0]
+    code = _codes.setdefault(_error_key(error), len(_codes) + 1)
     pending_checks[code] = error
     flat = ascontiguous(index).reshape(-1)
     skip = np.iinfo(np.int64).min if skip is None else int(skip)
@@ -1152,7 +1180,7 @@ def cross_entropy_backward(probs, target, weight, smoothing: float, ignore_index
 def _index_device(index):
     """An index array on the device as contiguous int64 (a host one is uploaded)."""
     if not is_device_array(index):
-        index = from_host(np.asarray(index, np.int64))
+        index = constant(np.asarray(index, np.int64))
     return ascontiguous(index) if index.dtype == np.int64 else astype(index, np.int64)
 
 

@@ -372,17 +372,17 @@ class AdaptiveMaxPool2d(MaxPool2d):
         *lead, h, w = x.shape
         (oh, ow), rows, cols = out_hw, adaptive_windows(x.shape[-2], out_hw[0]), adaptive_windows(w, out_hw[1])
         kh, kw = rows.shape[1], cols.shape[1]
-        block = x.index_select(x.dim() - 2, _t(b.from_host(rows.reshape(-1))))
-        block = block.index_select(x.dim() - 1, _t(b.from_host(cols.reshape(-1))))
+        block = x.index_select(x.dim() - 2, _t(b.constant(rows.reshape(-1))))
+        block = block.index_select(x.dim() - 1, _t(b.constant(cols.reshape(-1))))
         block = block.reshape(*lead, oh, kh, ow, kw).transpose(-3, -2).reshape(*lead, oh, ow, kh * kw)
         values, arg = block.max(-1)
         nan = block.isnan()
         last_nan = (kh * kw - 1) - nan.flip(-1).to(arg.dtype).argmax(-1)
         arg = _where(nan.any(-1), last_nan, arg)
-        i = _t(b.from_host(np.arange(oh, dtype=np.int64).reshape(oh, 1)))
-        j = _t(b.from_host(np.arange(ow, dtype=np.int64)))
+        i = _t(b.constant(np.arange(oh, dtype=np.int64).reshape(oh, 1)))
+        j = _t(b.constant(np.arange(ow, dtype=np.int64)))
         picks = (i * kh + arg // kw, j * kw + arg % kw)  # flat positions in rows and cols
-        h_at, w_at = (_t(b.from_host(m.reshape(-1))).index_select(0, p.reshape(-1)).reshape(p.shape)
+        h_at, w_at = (_t(b.constant(m.reshape(-1))).index_select(0, p.reshape(-1)).reshape(p.shape)
                       for m, p in zip((rows, cols), picks))  # fmt: skip
         indices = h_at * w + w_at
         ctx.mark_non_differentiable(indices)
@@ -545,7 +545,7 @@ def _along_dims(x: Tensor, mats) -> Tensor:
     """``x`` with each (dim, (new, old) matrix) applied along its dim, as contiguous matrix products: one GEMM
     over the rows for the last dim, ``matrix @ block`` over the leading dims for another."""
     for d, m in mats:
-        w = _t(x._backend.from_host(np.ascontiguousarray(m, dtype=x._data.dtype)))
+        w = _t(x._backend.constant(np.ascontiguousarray(m, dtype=x._data.dtype)))
         shape = tuple(x.shape)
         new = (*shape[:d], m.shape[0], *shape[d + 1 :])
         if d == len(shape) - 1:
