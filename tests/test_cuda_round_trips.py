@@ -258,3 +258,32 @@ def test_queued_index_checks_do_not_pile_up_between_reads():
     for _ in range(3):
         F.cross_entropy(x, target)
     assert len(cuda_backend.pending_checks) == queued
+
+
+def test_dropout_draws_its_mask_on_the_device():
+    """One seed from the host generator, a hashed draw per element: nothing copied, about ``p`` dropped, and
+    ``manual_seed`` repeats the mask."""
+    x = numbagrad.ones(2000, device="cuda", requires_grad=True)
+    numbagrad.manual_seed(3)
+    before = dict(cuda_backend.transfers)
+    y = F.dropout(x, 0.25)
+    y.sum().backward()
+    assert cuda_backend.transfers == before
+    values = y.detach().cpu().numpy()
+    assert set(np.unique(values)) <= {0.0, np.float32(1 / 0.75)}
+    assert abs((values == 0).mean() - 0.25) < 0.05
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), values)
+    numbagrad.manual_seed(3)
+    np.testing.assert_array_equal(F.dropout(x, 0.25).detach().cpu().numpy(), values)
+
+
+def test_binary_cross_entropy_checks_its_input_on_the_device():
+    target = numbagrad.tensor([0.0, 1.0], device="cuda")
+    good = numbagrad.tensor([0.25, 0.5], device="cuda")
+    before = dict(cuda_backend.transfers)
+    loss = F.binary_cross_entropy(good, target)
+    assert cuda_backend.transfers == before
+    assert loss.item() == pytest.approx(-(np.log(0.75) + np.log(0.5)) / 2)
+    F.binary_cross_entropy(numbagrad.tensor([0.25, 1.5], device="cuda"), target)
+    with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+        good.cpu()

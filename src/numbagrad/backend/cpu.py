@@ -400,6 +400,11 @@ def from_host(a: np.ndarray) -> np.ndarray:
     return np.asarray(a, order="C")
 
 
+def dropout_keep(shape: tuple, p: float, dtype, rng) -> np.ndarray:
+    """Dropout's mask (1 keeps, 0 drops, in ``dtype``): float32 draws of the generator ``rng`` at least ``p``."""
+    return (rng.random(shape, dtype=np.float32) >= np.float32(p)).astype(dtype)
+
+
 def constant(a: np.ndarray) -> np.ndarray:
     """A fixed table an op reads (the cuda backend keeps one device copy per content): here the array itself."""
     return np.asarray(a)
@@ -1180,6 +1185,7 @@ __all__ = [
     "cross_entropy",
     "cross_entropy_backward",
     "data_ptr",
+    "dropout_keep",
     "elementwise",
     "elementwise_grad",
     "elementwise_grads",

@@ -1440,6 +1440,15 @@ def triangle(a, upper: bool, diagonal: int):
     return out
 
 
+def dropout_keep(shape: tuple, p: float, dtype, rng) -> object:
+    """Dropout's mask (1 keeps, 0 drops, in ``dtype``) drawn on the device from one seed taken from the host
+    generator ``rng`` (so ``manual_seed`` makes it reproducible; the stream differs from the CPU's)."""
+    out = empty(tuple(shape), dtype)
+    seed = int(rng.integers(0, np.iinfo(np.int64).max, dtype=np.int64))
+    _launch(_kern()._keep_kernel, out.size, _flat(out), np.uint64(seed), float(np.float32(p)))
+    return out
+
+
 def flip(a, dims: tuple):
     """A contiguous copy of ``a`` reversed along ``dims``, one kernel pass per dim."""
     out = copy(a)

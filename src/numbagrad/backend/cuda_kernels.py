@@ -3,7 +3,7 @@ the CPU backend's names, are in ``backend.cuda``): convolution columns (``im2col
 pooling and their backwards, layer norm, fused cross entropy, the index primitives (``gather``, ``scatter``,
 ``index_select``, ``index_add``, ``index_put``, advanced ``getitem``/``setitem`` with integer arrays,
 ``take_along_axis``), ``argmax``/``argmin``, ``cumsum``/``cumprod``, ``sort``/``topk``, ``triu``/``tril``,
-``flip``; and
+``flip``; dropout's keep mask; and
 the device-side bounds check of ``check_index``, whose error surfaces at the next download.
 
 Every kernel is a grid-stride loop with one thread per output element, or per row where a row is scanned, or
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from numba import cuda
+from numba import cuda, uint64
 
 
 @cuda.jit(device=True, cache=True)
@@ -534,4 +534,20 @@ def _reverse_kernel(a, out):
         j = (i // inner) % n
         o = i // (inner * n)
         out[o, j, k] = a[o, n - 1 - j, k]
+        i += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def _keep_kernel(out, seed, p):
+    """``out[i] = 1`` where the uniform draw of element ``i`` is at least ``p``, else 0. The draw is a counter-based
+    hash of (``seed``, ``i``) (splitmix64's mixer): no generator state lives on the device, so a draw needs only
+    the seed the host generator hands out."""
+    i = cuda.grid(1)
+    while i < out.size:
+        z = uint64(seed) + uint64(i + 1) * uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+        z = z ^ (z >> uint64(31))
+        u = float(z >> uint64(40)) * (1.0 / 16777216.0)  # 24 random bits: a float32 in [0, 1)
+        out[i] = 1 if u >= p else 0
         i += cuda.gridsize(1)

@@ -430,10 +430,12 @@ def _masked_dropout(input: Tensor, p: float, training: bool, inplace: bool, feat
         return input.mul_(zero) if inplace else input * zero
     shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2) if feature else tuple(input.shape)
     dt = input._data.dtype
-    keep = (_generator().random(shape, dtype=np.float32) >= np.float32(p)).astype(dt)
+    backend = input._backend
+    keep = backend.dropout_keep(shape, p, dt, _generator())
     if not alpha:
-        scale = Tensor._make(input._backend.from_host(keep * dt.type(1.0 / (1.0 - p))))
+        scale = Tensor._make(backend.elementwise(ROWS["mul"], [keep, dt.type(1.0 / (1.0 - p))], (), dt))
         return input.mul_(scale) if inplace else input * scale
+    keep = backend.to_host(keep)
     a = 1.0 / math.sqrt((_SELU_NEGATIVE_SATURATION**2 * p + 1) * (1 - p))
     shift = ((keep - 1) * (_SELU_NEGATIVE_SATURATION * a) + _SELU_NEGATIVE_SATURATION * a * p).astype(dt)
     scale_t = Tensor._make(input._backend.from_host((keep * a).astype(dt)))
@@ -2011,6 +2013,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return out
 
 
+def _input_not_probabilities(_bad: int) -> RuntimeError:
+    return RuntimeError("all elements of input should be between 0 and 1")
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                          reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
     """``-weight * (target * log(input) + (1 - target) * log(1 - input))``, the logs clamped at -100."""
@@ -2023,8 +2029,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {target.dtype.scalar_name} but expected {input.dtype.scalar_name}")
     _not_differentiable("binary_cross_entropy", "weight", weight)
-    if input.numel() and bool(((input < 0) | (input > 1)).any()):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    if input.numel():  # (checked where the input lives: a cuda input's error comes with the next read)
+        outside = ((input < 0) | (input > 1)).any()._data
+        input._backend.check_index(input._backend.astype(outside, np.int64), 0, 1, None, _input_not_probabilities)
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         weight = weight.expand(*input.shape)
     return loss_ops.BinaryCrossEntropy.apply(input, target, weight, reduction)
