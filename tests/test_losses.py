@@ -150,3 +150,9 @@ def test_weighted_mse_and_l1_divide_by_the_weight_sum():
     x, y, w = _t([1.0, 2.0]), _t([0.0, 0.0]), _t([1.0, 3.0])
     assert F.mse_loss(x, y, weight=w).item() == (1 + 12) / 4
     assert F.l1_loss(x, y, weight=w).item() == (1 + 6) / 4
+
+
+def test_binary_cross_entropy_of_an_input_outside_0_1_is_torchs_error(torch):
+    for lib in (torch, numbagrad):
+        with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+            lib.nn.functional.binary_cross_entropy(lib.tensor([0.5, 1.5]), lib.tensor([0.0, 1.0]))

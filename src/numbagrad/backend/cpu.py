@@ -400,6 +400,16 @@ def from_host(a: np.ndarray) -> np.ndarray:
     return np.asarray(a, order="C")
 
 
+def dropout_keep(shape: tuple, p: float, dtype, rng) -> np.ndarray:
+    """Dropout's mask (1 keeps, 0 drops, in ``dtype``): float32 draws of the generator ``rng`` at least ``p``."""
+    return (rng.random(shape, dtype=np.float32) >= np.float32(p)).astype(dtype)
+
+
+def constant(a: np.ndarray) -> np.ndarray:
+    """A fixed table an op reads (the cuda backend keeps one device copy per content): here the array itself."""
+    return np.asarray(a)
+
+
 def to_host(a: np.ndarray) -> np.ndarray:
     return a
 
@@ -669,6 +679,18 @@ def _add_rows(out: np.ndarray, dim: int, index, values) -> bool:
     block = np.ascontiguousarray(values).reshape(outer, index.shape[0], inner)
     _nn().add_at_rows(out.reshape(outer, shape[dim], inner), index, block)
     return True
+
+
+def check_index(index: np.ndarray, low: int, high: int, skip, error) -> None:
+    """Raise ``error(bad)`` for the first entry of ``index`` outside ``[low, high)`` other than ``skip`` (None:
+    no exception). Two reductions when all are in range. (The cuda backend queues the same check on the device.)"""
+    flat = np.asarray(index).reshape(-1)
+    if flat.size and (flat.min() < low or flat.max() >= high):
+        bad = (flat < low) | (flat >= high)
+        if skip is not None:
+            bad &= flat != skip
+        if bad.any():
+            raise error(int(flat[bad][0]))
 
 
 def take_along_axis(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:
@@ -1229,8 +1251,10 @@ __all__ = [
     "broadcast_to",
     "expand",
     "can_view",
+    "check_index",
     "col2im",
     "concatenate",
+    "constant",
     "conv2d",
     "coo_matmul",
     "conv2d_backward",
@@ -1238,6 +1262,7 @@ __all__ = [
     "cross_entropy",
     "cross_entropy_backward",
     "data_ptr",
+    "dropout_keep",
     "elementwise",
     "elementwise_grad",
     "elementwise_grads",

@@ -1,26 +1,28 @@
 """The CUDA backend: the CPU backend's interface (``__all__``, the same names as ``cpu``) on ``numba.cuda`` device
 arrays. The only importer of numba.cuda.
 
-Kernels are generated, never written per op: every per-element loop (table-row forward and gradients, ``where``,
-strided copies, gradient accumulation, ``foreach`` optimizer updates, ``apply_``/``map_``) is the grid-stride loop
-``codegen.loop_source`` writes from the same scalar functions the CPU loops use, in a module in the cache
-directory. Hand-written kernels are few and named: the shared-memory tree reduction and the register-tiled
-``matmul`` (the fallback when CuPy's cuBLAS is not installed).
+Per-element kernels are generated, never written per op: every per-element loop (table-row forward and
+gradients, ``where``, strided copies, gradient accumulation, ``foreach`` optimizer updates, ``apply_``/``map_``) is
+the grid-stride loop ``codegen.loop_source`` writes from the same scalar functions the CPU loops use, in a module in
+the cache directory. Hand-written kernels are named: the shared-memory tree reduction and the register-tiled
+``matmul`` (the fallback when CuPy's cuBLAS is not installed) here, and in ``cuda_kernels`` (imported on first use) convolution columns, pooling, layer norm, cross entropy, the
+index primitives, arg-reductions, scans, sort/topk and triangles.
 
 Storage is a subclass of numba's device array (of the simulator's ``FakeCUDAArray`` under
 ``NUMBA_ENABLE_CUDASIM=1``) that adds the few numpy methods ops call on storage (``copy``, ``astype``,
 ``reshape``, ``transpose``, basic indexing as views). Under the simulator, every other numpy attribute raises
 ``AttributeError`` as it would on a real device array, so simulator tests catch accidental host fallbacks.
 
-Host round trips (each copies its inputs to the host, runs ``cpu``'s numpy function and uploads the result):
-``sort``, ``arg_reduce``, ``getitem``/``setitem`` with an advanced (integer or boolean array) index,
-``index_add_zeros``, ``take_along_axis`` and ``put_along_axis_zeros``; and the Python fallback of ``apply_``/``map_``
-for callables Numba cannot compile.
+Copies between host and device are counted in ``transfers``. A training step copies nothing until its loss is
+read (tests/test_cuda_round_trips.py); the few primitives that still round-trip through the host (``_host_op``) are
+listed in ``cuda_kernels``'s docstring, with the Python fallback of ``apply_``/``map_`` for callables Numba cannot
+compile. Index bounds are checked on the device (``check_index``); a failed check raises at the next download.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -108,8 +110,33 @@ class _Flags(dict):
     __getattr__ = dict.__getitem__
 
 
+#: Copies between host and device memory so far, by direction: every upload and download of storage passes
+#: through ``_upload`` or ``copy_to_host``, which add one here (tests read it to prove a step stays on the device).
+transfers = {"to_host": 0, "to_device": 0}
+#: The device-side index checks queued since the last download: code -> the callable making its exception
+#: (``cuda_kernels.check_index``).
+pending_checks: dict = {}
+
+
+def _upload(a: np.ndarray):
+    """A device copy of a host array (C-contiguous) in memory from the caching allocator, counted."""
+    transfers["to_device"] += 1
+    a = np.asarray(a, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
+    out = empty(a.shape, a.dtype)
+    if a.size:
+        super(_StorageMethods, out).copy_to_device(a)  # numba's host-to-device copy (ours is a strided assign)
+    return out
+
+
 class _StorageMethods:
     """The numpy methods ops call on storage, with device semantics."""
+
+    def copy_to_host(self, ary=None, stream=0):
+        """numba's download, counted; first the error of a failed device-side index check, if any is pending."""
+        if pending_checks:
+            raise_failed_check()
+        transfers["to_host"] += 1
+        return super().copy_to_host(ary, stream)
 
     def copy(self):
         return copy(self)
@@ -234,12 +261,9 @@ def is_device_array(a) -> bool:
 
 
 def to_device(a: np.ndarray):
-    """Copy a numpy array to the device (C-contiguous), into memory from the caching allocator."""
-    a = np.asarray(a, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
-    out = empty(a.shape, a.dtype)
-    if a.size:
-        super(_StorageMethods, out).copy_to_device(a)  # numba's host-to-device copy (ours is a strided assign)
-    return out
+    """Copy a numpy array to the device (C-contiguous)."""
+    require()
+    return _wrap(_upload(a))
 
 
 def empty(shape, dtype):
@@ -265,6 +289,28 @@ def zeros(shape, dtype):
 def from_host(a):
     """Copy a numpy array (or scalar) to the device, C-contiguous."""
     return to_device(a)
+
+
+_constants: dict = {}  # (dtype, shape, bytes) -> device array, least recently used first
+_CONSTANT_LIMIT = 256  # tables kept
+_CONSTANT_SIZE = 1 << 16  # elements: bigger arrays are uploaded each time, not hashed and kept
+
+
+def constant(a):
+    """A device copy of the host array ``a``, a fixed table an op reads (interpolation weights, window and
+    padding positions, host index arrays): uploaded once per distinct content and kept, so later steps copy
+    nothing. Callers never write into it."""
+    a = np.asarray(a, order="C")
+    if a.size > _CONSTANT_SIZE:
+        return from_host(a)
+    key = (a.dtype.str, a.shape, a.tobytes())
+    found = _constants.pop(key, None)
+    if found is None:
+        found = from_host(a)
+    _constants[key] = found
+    if len(_constants) > _CONSTANT_LIMIT:
+        del _constants[next(iter(_constants))]
+    return found
 
 
 def to_host(a) -> np.ndarray:
@@ -473,7 +519,7 @@ def assign(dst, src) -> None:
     if dst.size == 0:
         return
     if isinstance(src, np.ndarray):
-        src = src.reshape(-1)[0] if src.size == 1 else to_device(src)
+        src = src.reshape(-1)[0] if src.size == 1 else _wrap(_upload(src))
     if dst.ndim == 0:
         dst = _view(dst, lambda a: a.reshape(1))
     scalar = not is_device_array(src)
@@ -536,60 +582,6 @@ def _host_index(index):
     if isinstance(index, tuple):
         return tuple(_host_index(i) for i in index)
     return index.copy_to_host() if is_device_array(index) else index
-
-
-def getitem(a, index):
-    """``a[index]``: a device view for a basic index; an advanced (integer / boolean array) index round-trips
-    through the host and gives a new device array."""
-    if _is_advanced(index):
-        return from_host(cpu.getitem(to_host(a), _host_index(index)))
-    return _basic_view(a, index)
-
-
-def setitem(dst, index, value) -> None:
-    """``dst[index] = value``. Basic indices write through a device view; advanced (integer / boolean array)
-    indices round-trip through the host. A device ``value`` is copied first (it may overlap ``dst``)."""
-    if is_device_array(value):
-        value = copy(value)
-    if _is_advanced(index):
-        host = dst.copy_to_host()
-        host[_host_index(index)] = value.copy_to_host() if is_device_array(value) else value
-        assign(dst, from_host(host))
-        return
-    assign(_basic_view(dst, index), value)
-
-
-def index_add_zeros(shape: tuple, dtype, index, values):
-    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up); on the host."""
-    host_values = to_host(values) if is_device_array(values) else values
-    return from_host(cpu.index_add_zeros(shape, dtype, _host_index(index), host_values))
-
-
-def take_along_axis(a, idx, dim: int):
-    """``np.take_along_axis`` on the host."""
-    return from_host(cpu.take_along_axis(to_host(a), to_host(idx), dim))
-
-
-def put_along_axis_zeros(shape: tuple, idx, values, dim: int):
-    """Zeros of ``shape`` with ``values`` added at ``idx`` along ``dim``; on the host."""
-    return from_host(cpu.put_along_axis_zeros(shape, to_host(idx), to_host(values), dim))
-
-
-def sort(a, dim: int, descending: bool):
-    """Stable sort along ``dim``: (values, int64 indices), on the host."""
-    values, indices = cpu.sort(to_host(a), dim, descending)
-    return from_host(values), from_host(indices)
-
-
-def topk(a, k: int, dim: int, largest: bool):
-    """The first ``k`` of a stable sort along ``dim``: (values, int64 indices), on the host."""
-    values, indices = cpu.topk(to_host(a), k, dim, largest)
-    return from_host(values), from_host(indices)
-
-
-def arg_reduce(a, op: str, axis: int | None, keepdim: bool):
-    """``argmax``/``argmin`` as int64 (``axis`` None flattens), on the host."""
-    return from_host(cpu.arg_reduce(to_host(a), op, axis, keepdim))
 
 
 # --- reductions ---------------------------------------------------------------------------------------------
@@ -941,6 +933,619 @@ def softmax_backward(y, g, dim: int, log: bool):
     return elementwise(ROWS["mul"], [y, elementwise(ROWS["sub"], [g, total], (), dtype)], (), dtype)
 
 
+_kernels_module = None
+
+
+def _kern():
+    """``cuda_kernels``, the hand-written kernels (imported on first use: importing it imports numba.cuda)."""
+    global _kernels_module
+    if _kernels_module is None:
+        from . import cuda_kernels  # lazy: numba.cuda is imported only once a device is used
+
+        _kernels_module = cuda_kernels
+    return _kernels_module
+
+
+# --- the hand-written kernels' launchers (kernels in ``cuda_kernels``) -----------------------------------------
+
+_SINGLE = np.dtype(np.float32)
+
+
+def _launch(kernel, n: int, *args) -> None:
+    """Run a grid-stride ``kernel`` over ``n`` items (nothing when ``n`` is 0)."""
+    if n:
+        blocks, threads = _grid(n)
+        kernel[blocks, threads](*args)
+
+
+def _single(a):
+    """float16 storage as a float32 copy (others unchanged)."""
+    return astype(a, _SINGLE) if a is not None and a.dtype == _HALF else a
+
+
+def _half_back(result, half: bool):
+    """The float32 arrays of ``result`` back to float16 when the inputs were float16."""
+    if not half:
+        return result
+    if isinstance(result, tuple):
+        return tuple(astype(r, _HALF) if is_device_array(r) and r.dtype == _SINGLE else r for r in result)
+    return astype(result, _HALF)
+
+
+def _three_d(a, dim: int):
+    """A contiguous array as (outer, size along ``dim``, inner)."""
+    shape = tuple(a.shape)
+    return ascontiguous(a).reshape(math.prod(shape[:dim]), shape[dim] if shape else 1, math.prod(shape[dim + 1 :]))
+
+
+# --- deferred index checks ------------------------------------------------------------------------------------
+_cell = None  # device int64[2]: the first failed check's code and its bad index (code 0: none failed)
+
+
+_codes: dict = {}  # an error's identity -> its code: one code per check site and parameters, so the pending
+# checks stay few however many steps run between downloads
+
+
+def _error_key(error) -> tuple:
+    if isinstance(error, functools.partial):
+        return error.func, error.args, tuple(sorted(error.keywords.items()))
+    return (error,)
+
+
+def check_index(index, low: int, high: int, skip, error) -> None:
+    """Check on the device that every entry of the integer array ``index`` other than ``skip`` lies in ``[low,
+    high)``. The check is queued, not waited for (as torch's device-side asserts): the next download raises
+    ``error(bad_value)`` for the first failed check, before the caller sees any values."""
+    global _cell
+    if index.size == 0:
+        return
+    if _cell is None:
+        _cell = zeros((2,), np.int64)
+    code = _codes.setdefault(_error_key(error), len(_codes) + 1)
+    pending_checks[code] = error
+    flat = ascontiguous(index).reshape(-1)
+    skip = np.iinfo(np.int64).min if skip is None else int(skip)
+    _launch(
+        _kern()._check_kernel, flat.size, flat, np.int64(low), np.int64(high), np.int64(skip), _cell, np.int64(code)
+    )
+
+
+def raise_failed_check() -> None:
+    """Raise the exception of the first failed ``check_index`` since the last call (the checks are then clear).
+    Called before each download; reads the device's error cell only while checks are pending."""
+    if not pending_checks:
+        return
+    errors = dict(pending_checks)
+    pending_checks.clear()
+    code, value = (int(v) for v in _cell.copy_to_host())
+    if code:
+        assign(_cell, 0)
+        raise errors[code](value)
+
+
+def im2col(x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
+    """(N, C, H, W) -> (N, C * kh * kw, OH * OW) columns: each output position's receptive field."""
+    half = x.dtype == _HALF
+    x = ascontiguous(_single(x))
+    n, c = x.shape[:2]
+    cols = empty((n, c * kernel[0] * kernel[1], out_hw[0] * out_hw[1]), x.dtype)
+    _launch(_kern()._im2col_kernel, cols.size, x, *kernel, *stride, *padding, *dilation, *out_hw, cols)
+    return _half_back(cols, half)
+
+
+def col2im(cols, shape: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
+    """The adjoint of ``im2col``: an (N, C, H, W) array of ``shape`` summing each column entry into its source."""
+    half = cols.dtype == _HALF
+    cols = ascontiguous(_single(cols))
+    x = empty(tuple(shape), cols.dtype)
+    _launch(_kern()._col2im_kernel, x.size, cols, *kernel, *stride, *padding, *dilation, *out_hw, x)
+    return _half_back(x, half)
+
+
+def _t(a, axes: tuple):
+    return _view(a, lambda v: v.transpose(axes))
+
+
+def conv2d(x, weight, bias, stride: tuple, padding: tuple, dilation: tuple, groups: int, out_hw: tuple) -> tuple:
+    """Convolution of (N, C, H, W) by (O, C / groups, kh, kw) as im2col and one batched product (per group):
+    (output (N, O, OH, OW), the columns, kept for backward)."""
+    n, o = x.shape[0], weight.shape[0]
+    cols = im2col(x, tuple(weight.shape[2:]), stride, padding, dilation, out_hw)
+    k, length = cols.shape[1], cols.shape[2]
+    w = ascontiguous(weight) if weight.dtype == x.dtype else astype(weight, x.dtype)
+    if groups == 1:
+        out = matmul(w.reshape(o, k), cols)
+    else:
+        out = matmul(w.reshape(groups, o // groups, k // groups), cols.reshape(n, groups, k // groups, length))
+        out = out.reshape(n, o, length)
+    if bias is not None:
+        out = elementwise(ROWS["add"], [out, bias.reshape(o, 1)], (), np.dtype(x.dtype))
+    return out.reshape(n, o, *out_hw), cols
+
+
+def conv2d_backward(g, cols, x_shape: tuple, weight, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+                    need_x: bool, need_w: bool, need_b: bool) -> tuple:  # fmt: skip
+    """(grad of x, of weight, of bias), each None where not needed, from the output gradient and the columns."""
+    n, o = g.shape[:2]
+    k, length = cols.shape[1], cols.shape[2]
+    g3 = ascontiguous(g).reshape(n, o, length)
+    w = ascontiguous(weight) if weight.dtype == g.dtype else astype(weight, g.dtype)
+    gx = gw = gb = None
+    if need_b:
+        gb = reduce(g3, "sum", (0, 2), False)
+    kg, og = k // groups, o // groups
+    g4 = g3.reshape(n, groups, og, length)
+    c4 = cols.reshape(n, groups, kg, length)
+    if need_w:
+        gw = reduce(matmul(g4, _t(c4, (0, 1, 3, 2))), "sum", (0,), False).reshape(tuple(weight.shape))
+    if need_x:
+        gcols = matmul(_t(w.reshape(groups, og, kg), (0, 2, 1)), g4).reshape(n, k, length)
+        gx = col2im(gcols, tuple(x_shape), tuple(weight.shape[2:]), stride, padding, dilation, tuple(g.shape[2:]))
+    return gx, gw, gb
+
+
+def max_pool2d(x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
+    """Max over windows of the (P, H, W) planes: (values, int64 indices ``h * W + w`` into each plane)."""
+    half = x.dtype == _HALF
+    x = ascontiguous(_single(x))
+    out = empty((x.shape[0], *out_hw), x.dtype)
+    idx = empty((x.shape[0], *out_hw), np.int64)
+    _launch(_kern()._max_pool_kernel, out.size, x, *kernel, *stride, *padding, *dilation, out, idx)
+    return _half_back((out, idx), half)
+
+
+def max_pool2d_backward(g, indices, in_hw: tuple):
+    half = g.dtype == _HALF
+    g = ascontiguous(_single(g))
+    gx = zeros((g.shape[0], *in_hw), g.dtype)
+    _launch(_kern()._max_pool_backward_kernel, g.size, g, ascontiguous(indices), gx)
+    return _half_back(gx, half)
+
+
+def avg_pool2d(x, kernel: tuple, stride: tuple, padding: tuple, count_include_pad: bool, divisor: int,
+               out_hw: tuple):  # fmt: skip
+    """Mean over windows of the (P, H, W) planes; ``divisor`` > 0 replaces the window size."""
+    half = x.dtype == _HALF
+    x = ascontiguous(_single(x))
+    out = empty((x.shape[0], *out_hw), x.dtype)
+    _launch(
+        _kern()._avg_pool_kernel, out.size, x, *kernel, *stride, *padding, bool(count_include_pad), int(divisor), out
+    )
+    return _half_back(out, half)
+
+
+def avg_pool2d_backward(g, kernel: tuple, stride: tuple, padding: tuple, count_include_pad: bool, divisor: int,
+                        in_hw: tuple):  # fmt: skip
+    half = g.dtype == _HALF
+    g = ascontiguous(_single(g))
+    gx = zeros((g.shape[0], *in_hw), g.dtype)
+    _launch(
+        _kern()._avg_pool_backward_kernel,
+        g.size,
+        g,
+        *kernel,
+        *stride,
+        *padding,
+        bool(count_include_pad),
+        int(divisor),
+        gx,
+    )
+    return _half_back(gx, half)
+
+
+def adaptive_avg_pool2d(x, out_hw: tuple):
+    half = x.dtype == _HALF
+    x = ascontiguous(_single(x))
+    out = empty((x.shape[0], *out_hw), x.dtype)
+    _launch(_kern()._adaptive_avg_kernel, out.size, x, out)
+    return _half_back(out, half)
+
+
+def adaptive_avg_pool2d_backward(g, in_hw: tuple):
+    half = g.dtype == _HALF
+    g = ascontiguous(_single(g))
+    gx = zeros((g.shape[0], *in_hw), g.dtype)
+    _launch(_kern()._adaptive_avg_backward_kernel, g.size, g, gx)
+    return _half_back(gx, half)
+
+
+def layer_norm(x, weight, bias, eps: float, n: int) -> tuple:
+    """Normalize ``x`` over its trailing ``n`` elements (then ``* weight + bias`` when given): (out in ``x``'s
+    shape, mean and rstd per row)."""
+    half = x.dtype == _HALF
+    x = ascontiguous(_single(x))
+    rows = x.size // n if n else 0
+    dtype = np.dtype(x.dtype)
+    out = empty(tuple(x.shape), dtype)
+    mean, rstd = empty((rows,), dtype), empty((rows,), dtype)
+    affine = weight is not None or bias is not None
+    w = astype(weight, dtype).reshape(n) if weight is not None else full((n,), 1, dtype)
+    b = astype(bias, dtype).reshape(n) if bias is not None else zeros((n,), dtype)
+    if rows and n:
+        _launch(
+            _kern()._layer_norm_kernel,
+            rows,
+            x.reshape(rows, n),
+            w,
+            b,
+            float(eps),
+            affine,
+            out.reshape(rows, n),
+            mean,
+            rstd,
+        )
+    return _half_back((out, mean, rstd), half)
+
+
+def layer_norm_backward(g, x, mean, rstd, weight, param_shape: tuple, need_x: bool, need_wb: bool) -> tuple:
+    """(grad of x in its shape, or None; the sums over rows of ``g * xhat`` and of ``g`` in ``param_shape``, for
+    weight and bias, or None)."""
+    half = x.dtype == _HALF
+    x, mean, rstd = ascontiguous(_single(x)), _single(mean), _single(rstd)
+    dtype = np.dtype(x.dtype)
+    rows = mean.shape[0]
+    n = x.size // rows if rows else 0
+    x2 = x.reshape(rows, n)
+    g2 = astype(g, dtype).reshape(rows, n)
+    gx = gw = gb = None
+    if need_x:
+        w = astype(weight, dtype).reshape(n) if weight is not None else full((n,), 1, dtype)
+        gx = empty(tuple(x.shape), dtype)
+        _launch(_kern()._layer_norm_backward_x_kernel, rows, g2, x2, mean, rstd, w, gx.reshape(rows, n))
+    if need_wb:
+        gw, gb = zeros(tuple(param_shape), dtype), zeros(tuple(param_shape), dtype)
+        _launch(_kern()._layer_norm_backward_wb_kernel, n, g2, x2, mean, rstd, gw.reshape(n), gb.reshape(n))
+    return _half_back((gx, gw, gb), half)
+
+
+def cross_entropy(x, target, weight, smoothing: float, ignore_index: int, reduction: str):
+    """Cross entropy of (N, C) logits with class indices (a device int64 array), label smoothing and class
+    weights, reduced: (softmax probabilities, the loss (0-d, or per sample for ``reduction='none'``), the mean's
+    denominator: a 1-element device array for ``'mean'``, else 1.0). Nothing is read back to the host."""
+    half = x.dtype == _HALF
+    x = ascontiguous(_single(x))
+    dtype = np.dtype(x.dtype)
+    n = x.shape[0]
+    weighted = weight is not None
+    w = astype(weight, dtype) if weighted else full((1,), 1, dtype)
+    t = astype(target, np.int64).reshape(n) if is_device_array(target) else from_host(target)
+    probs, losses, counts = empty(tuple(x.shape), dtype), empty((n,), dtype), empty((n,), dtype)
+    if x.size:
+        _launch(
+            _kern()._cross_entropy_kernel,
+            n,
+            x,
+            t,
+            w,
+            weighted,
+            float(smoothing),
+            int(ignore_index),
+            probs,
+            losses,
+            counts,
+        )
+    else:
+        assign(losses, 0)
+        assign(counts, 0)
+    if reduction == "none":
+        return _half_back((probs, losses, 1.0), half)
+    loss = reduce(losses, "sum", None, False, np.float64)
+    total = reduce(counts, "sum", None, False, np.float64).reshape(1) if reduction == "mean" else 1.0
+    if reduction == "mean":
+        loss = elementwise(ROWS["div"], [loss, total.reshape(())], (), np.dtype(np.float64))
+    return _half_back((probs, astype(loss, dtype), total), half)
+
+
+def cross_entropy_backward(probs, target, weight, smoothing: float, ignore_index: int, g, total) -> object:
+    """The gradient of ``cross_entropy``'s loss for the incoming gradient ``g`` (0-d, or per sample)."""
+    half = probs.dtype == _HALF
+    probs = ascontiguous(_single(probs))
+    dtype = np.dtype(probs.dtype)
+    n = probs.shape[0]
+    weighted = weight is not None
+    w = astype(weight, dtype) if weighted else full((1,), 1, dtype)
+    t = astype(target, np.int64).reshape(n) if is_device_array(target) else from_host(target)
+    g1 = astype(g, np.float64).reshape(-1) if is_device_array(g) else full((1,), g, np.float64)
+    tot = total if is_device_array(total) else full((1,), total, np.float64)
+    out = empty(tuple(probs.shape), dtype)
+    _launch(
+        _kern()._cross_entropy_backward_kernel,
+        n,
+        probs,
+        t,
+        w,
+        weighted,
+        float(smoothing),
+        int(ignore_index),
+        g1,
+        tot,
+        out,
+    )
+    return _half_back(out, half)
+
+
+def _index_device(index):
+    """An index array on the device as contiguous int64 (a host one is uploaded)."""
+    if not is_device_array(index):
+        index = constant(np.asarray(index, np.int64))
+    return ascontiguous(index) if index.dtype == np.int64 else astype(index, np.int64)
+
+
+def _region(a, shape: tuple, dim: int):
+    """The basic view of ``a`` cut to ``shape`` on every dim but ``dim``."""
+    return _basic_view(a, tuple(slice(None) if d == dim else slice(0, s) for d, s in enumerate(shape)))
+
+
+def gather(a, dim: int, index):
+    """``out[i][j] = a[index[i][j]][j]`` (for ``dim = 0``): torch's gather; ``index`` may be smaller than ``a``."""
+    index = _index_device(index)
+    src = _three_d(copy(_region(a, tuple(index.shape), dim)), dim)
+    out = empty(tuple(index.shape), a.dtype)
+    _launch(_kern()._gather_kernel, out.size, src, _three_d(index, dim), _three_d(out, dim))
+    return out
+
+
+def take_along_axis(a, idx, dim: int):
+    """``np.take_along_axis`` (the index's shape equal to ``a``'s but along ``dim``, or broadcast to it)."""
+    idx = _index_device(idx)
+    shape = tuple(a.shape[d] if d != dim else idx.shape[d] for d in range(a.ndim))
+    if tuple(idx.shape) != shape:
+        idx = _materialize(idx, shape, np.int64)
+    return gather(a, dim, idx)
+
+
+def _scatter_into(out, dim: int, index, src, add: bool) -> None:
+    """``out`` (contiguous) with ``src`` written or added at ``index`` along ``dim``."""
+    index = _index_device(index)
+    shape = tuple(index.shape)
+    whole = all(shape[d] == out.shape[d] for d in range(out.ndim) if d != dim)
+    region = out if whole else copy(_region(out, shape, dim))
+    if is_device_array(src):
+        src = _materialize(_basic_view(src, tuple(slice(0, s) for s in shape)), shape, out.dtype)
+    else:
+        src = full(shape, src, out.dtype)
+    i3 = _three_d(index, dim)
+    _launch(_kern()._scatter_kernel, i3.shape[0] * i3.shape[2], _three_d(region, dim), i3, _three_d(src, dim), add)
+    if not whole:
+        assign(_region(out, shape, dim), region)
+
+
+def scatter(a, dim: int, index, src, reduce: str | None = None):
+    """A copy of ``a`` with ``src`` written (``reduce=None``) or added (``"add"``) at ``index`` along ``dim``
+    (``"multiply"`` on the host)."""
+    if reduce not in (None, "add"):
+        return _host_op("scatter")(a, dim, index, src, reduce)
+    out = copy(a)
+    _scatter_into(out, dim, index, src, reduce == "add")
+    return out
+
+
+def put_along_axis_zeros(shape: tuple, idx, values, dim: int):
+    """Zeros of ``shape`` with ``values`` added at ``idx`` along ``dim`` (repeated indices add up)."""
+    dtype = np.dtype(values.dtype)
+    half = dtype == _HALF
+    out = zeros(tuple(shape), _SINGLE if half else dtype)
+    _scatter_into(out, dim, idx, _single(values), True)
+    return _half_back(out, half)
+
+
+def index_select(a, dim: int, index):
+    """The slices of ``a`` at the 1-d ``index`` along ``dim``."""
+    index = _index_device(index).reshape(-1)
+    shape = tuple(a.shape)
+    out = empty(shape[:dim] + (index.size,) + shape[dim + 1 :], a.dtype)
+    _launch(_kern()._select_kernel, out.size, _three_d(a, dim), index, _three_d(out, dim))
+    return out
+
+
+def _add_rows_into(out, dim: int, index, src) -> None:
+    """``out[..., index, ...] += src`` along ``dim`` (contiguous ``out``; repeated indices add up)."""
+    index = _index_device(index).reshape(-1)
+    shape = tuple(out.shape)
+    block = shape[:dim] + (index.size,) + shape[dim + 1 :]
+    src = _materialize(src, block, out.dtype) if is_device_array(src) else full(block, src, out.dtype)
+    s3 = _three_d(src, dim)
+    _launch(_kern()._put_rows_kernel, s3.shape[0] * s3.shape[2], _three_d(out, dim), index, s3, True)
+
+
+def index_add(a, dim: int, index, src):
+    """A copy of ``a`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
+    out = copy(a)
+    _add_rows_into(out, dim, index, src)
+    return out
+
+
+def _leading_rows(shape: tuple, index):
+    """For an index of integer arrays on the leading dims (then only full slices): (flat int64 row numbers in the
+    arrays' broadcast shape, how many dims they index). None for any other index."""
+    items = index if isinstance(index, tuple) else (index,)
+    arrays = []
+    for item in items:
+        if isinstance(item, np.ndarray) or is_device_array(item):
+            if np.dtype(item.dtype).kind not in "iu":
+                return None
+            arrays.append(item)
+        elif isinstance(item, list):
+            return None
+    lead = len(arrays)
+    if not lead or lead > len(shape):
+        return None
+    if any(not (isinstance(i, np.ndarray) or is_device_array(i)) for i in items[:lead]):
+        return None
+    if any(not (i is Ellipsis or (isinstance(i, slice) and i == slice(None))) for i in items[lead:]):
+        return None
+    batch = np.broadcast_shapes(*[tuple(a.shape) for a in arrays])
+    rows = zeros(batch, np.int64)
+    for d, a in enumerate(arrays):
+        idx = _index_device(a)
+        idx = idx if tuple(idx.shape) == batch else _materialize(idx, batch, np.int64)
+        _launch(_kern()._row_of_kernel, rows.size, rows.reshape(-1), idx.reshape(-1), np.int64(shape[d]))
+    return rows, lead
+
+
+def _advanced_getitem(a, index):
+    """``a[index]``: a device view for a basic index; integer arrays on the leading dims gather rows on the
+    device; any other advanced index round-trips through the host."""
+    if not _is_advanced(index):
+        return _basic_view(a, index)
+    found = _leading_rows(tuple(a.shape), index)
+    if found is None:
+        return from_host(cpu.getitem(to_host(a), _host_index(index)))
+    rows, lead = found
+    shape = tuple(a.shape)
+    table = ascontiguous(a).reshape(math.prod(shape[:lead]), math.prod(shape[lead:]))
+    return index_select(table, 0, rows.reshape(-1)).reshape(tuple(rows.shape) + shape[lead:])
+
+
+def _put(out, index, values, accumulate: bool) -> bool:
+    """``out[index] = values`` (added with ``accumulate``) into contiguous ``out`` on the device when ``index`` is
+    integer arrays on the leading dims; False (nothing done) otherwise."""
+    found = _leading_rows(tuple(out.shape), index)
+    if found is None:
+        return False
+    rows, lead = found
+    shape = tuple(out.shape)
+    block = tuple(rows.shape) + shape[lead:]
+    if is_device_array(values):
+        src = _materialize(values, block, out.dtype)
+    else:
+        src = full(block, values, out.dtype)
+    table = out.reshape(1, math.prod(shape[:lead]), math.prod(shape[lead:]))
+    inner = math.prod(shape[lead:])
+    _launch(_kern()._put_rows_kernel, inner, table, rows.reshape(-1), src.reshape(1, rows.size, inner), accumulate)
+    return True
+
+
+def _advanced_setitem(dst, index, value) -> None:
+    """``dst[index] = value``: basic indices write through a device view, integer arrays on the leading dims by a
+    kernel (repeated indices: one of the writes wins, as on torch's GPU); other advanced indices on the host."""
+    if is_device_array(value):
+        value = copy(value)  # (it may overlap dst)
+    if not _is_advanced(index):
+        assign(_basic_view(dst, index), value)
+        return
+    target = dst if is_contiguous(dst) else copy(dst)
+    if _put(target, index, value, False):
+        if target is not dst:
+            assign(dst, target)
+        return
+    host = dst.copy_to_host()
+    host[_host_index(index)] = value.copy_to_host() if is_device_array(value) else value
+    assign(dst, from_host(host))
+
+
+def index_put(a, index: tuple, values, accumulate: bool):
+    """A copy of ``a`` with ``values`` written at ``a[index]`` (added, repeated indices included, if
+    ``accumulate``)."""
+    out = copy(a)
+    if _put(out, index, values, accumulate):
+        return out
+    return _host_op("index_put")(a, index, values, accumulate)
+
+
+def index_add_zeros(shape: tuple, dtype, index, values):
+    """Zeros of ``shape`` with ``values`` added at ``index`` (repeated indices add up); a basic index, which
+    cannot repeat, is a plain assignment."""
+    dtype = np.dtype(dtype)
+    if not _is_advanced(index):
+        out = zeros(tuple(shape), dtype)
+        assign(_basic_view(out, index), values)
+        return out
+    out = zeros(tuple(shape), dtype)
+    if _put(out, index, values, True):
+        return out
+    host_values = to_host(values) if is_device_array(values) else values
+    return from_host(cpu.index_add_zeros(tuple(shape), dtype, _host_index(index), host_values))
+
+
+def arg_reduce(a, op: str, axis: int | None, keepdim: bool):
+    """``argmax``/``argmin`` as int64 (``axis`` None flattens)."""
+    if a.ndim == 0:
+        return zeros((), np.int64)
+    src = ascontiguous(_single(a))
+    if axis is None:
+        out = empty((1, 1), np.int64)
+        _launch(_kern()._arg_kernel, 1, src.reshape(1, src.size, 1), op == "argmax", out)
+        return out.reshape((1,) * a.ndim if keepdim else ())
+    axis = axis % a.ndim
+    shape = tuple(a.shape)
+    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1 :])
+    out = empty((outer, inner), np.int64)
+    _launch(_kern()._arg_kernel, out.size, _three_d(src, axis), op == "argmax", out)
+    kept = shape[:axis] + ((1,) if keepdim else ()) + shape[axis + 1 :]
+    return out.reshape(kept)
+
+
+def cumulative(a, op: str, dim: int, dtype):
+    """``cumsum`` or ``cumprod`` along ``dim`` in ``dtype``; floats accumulate in float64, as torch's CPU kernel."""
+    dtype = np.dtype(dtype)
+    if a.ndim == 0:
+        return astype(a, dtype)
+    work = np.dtype(np.float64) if dtype.kind == "f" else dtype
+    src = astype(a, work)
+    out = empty(tuple(a.shape), work)
+    if a.size:
+        s3 = _three_d(src, dim)
+        _launch(_kern()._scan_kernel, s3.shape[0] * s3.shape[2], s3, op == "cumprod", _three_d(out, dim))
+    return out if work == dtype else astype(out, dtype)
+
+
+def sort(a, dim: int, descending: bool):
+    """Stable sort along ``dim``: (values, int64 indices); NaN sorts as the largest value."""
+    if a.ndim == 0:
+        return copy(a), zeros((), np.int64)
+    half = a.dtype == _HALF
+    src = ascontiguous(_single(a))
+    values = empty(tuple(a.shape), src.dtype)
+    indices = empty(tuple(a.shape), np.int64)
+    if a.size:
+        s3 = _three_d(src, dim)
+        _launch(
+            _kern()._sort_kernel,
+            s3.shape[0] * s3.shape[2],
+            s3,
+            bool(descending),
+            _three_d(values, dim),
+            _three_d(indices, dim),
+        )
+    return _half_back(values, half), indices
+
+
+def topk(a, k: int, dim: int, largest: bool):
+    """The first ``k`` of a stable sort along ``dim`` (descending for ``largest``): (values, int64 indices)."""
+    values, indices = sort(a, dim, largest)
+    cut = tuple(slice(0, k) if d == dim else slice(None) for d in range(a.ndim))
+    return copy(_basic_view(values, cut)), copy(_basic_view(indices, cut))
+
+
+def triangle(a, upper: bool, diagonal: int):
+    """``triu``/``tril`` of the last two dims: the other triangle zeroed."""
+    shape = tuple(a.shape)
+    src = ascontiguous(a).reshape(math.prod(shape[:-2]), shape[-2], shape[-1])
+    out = empty(shape, a.dtype)
+    _launch(_kern()._triangle_kernel, a.size, src, bool(upper), int(diagonal), out.reshape(src.shape))
+    return out
+
+
+def dropout_keep(shape: tuple, p: float, dtype, rng) -> object:
+    """Dropout's mask (1 keeps, 0 drops, in ``dtype``) drawn on the device from one seed taken from the host
+    generator ``rng`` (so ``manual_seed`` makes it reproducible; the stream differs from the CPU's)."""
+    out = empty(tuple(shape), dtype)
+    seed = int(rng.integers(0, np.iinfo(np.int64).max, dtype=np.int64))
+    _launch(_kern()._keep_kernel, out.size, _flat(out), np.uint64(seed), float(np.float32(p)))
+    return out
+
+
+def flip(a, dims: tuple):
+    """A contiguous copy of ``a`` reversed along ``dims``, one kernel pass per dim."""
+    out = copy(a)
+    for d in sorted({d % a.ndim for d in dims} if a.ndim else ()):
+        if a.shape[d] > 1:
+            src, out = out, empty(tuple(a.shape), a.dtype)
+            _launch(_kern()._reverse_kernel, a.size, _three_d(src, d), _three_d(out, d))
+    return out
+
+
 def _host_op(name: str):
     """The cpu backend's ``name`` run on host copies of the device arrays, its array results uploaded."""
     fn = getattr(cpu, name)
@@ -955,39 +1560,32 @@ def _host_op(name: str):
     return via_host
 
 
-# More backend functions run by a host round trip through the cpu backend: add a line here when a numpy primitive
-# added to ``cpu`` has no device kernel yet.
+def getitem(a, index):
+    """``a[index]``: a device view for a basic index, else ``cuda_kernels.getitem``'s gather."""
+    if not _is_advanced(index):
+        return _basic_view(a, index)
+    return _advanced_getitem(a, index)
+
+
+def setitem(dst, index, value) -> None:
+    """``dst[index] = value``: basic indices write through a device view (a device ``value`` is copied first: it
+    may overlap ``dst``), advanced ones by ``cuda_kernels.setitem``."""
+    if not _is_advanced(index):
+        assign(_basic_view(dst, index), copy(value) if is_device_array(value) else value)
+        return
+    _advanced_setitem(dst, index, value)
+
+
+# Backend functions still run by a host round trip through the cpu backend (none is used by a training step; see
+# ``cuda_kernels``'s docstring).
 tile = _host_op("tile")
-layer_norm = _host_op("layer_norm")
-layer_norm_backward = _host_op("layer_norm_backward")
-im2col = _host_op("im2col")
-col2im = _host_op("col2im")
-max_pool2d = _host_op("max_pool2d")
-max_pool2d_backward = _host_op("max_pool2d_backward")
-avg_pool2d = _host_op("avg_pool2d")
-avg_pool2d_backward = _host_op("avg_pool2d_backward")
-adaptive_avg_pool2d = _host_op("adaptive_avg_pool2d")
-adaptive_avg_pool2d_backward = _host_op("adaptive_avg_pool2d_backward")
-cross_entropy = _host_op("cross_entropy")
-cross_entropy_backward = _host_op("cross_entropy_backward")
-conv2d = _host_op("conv2d")
 coo_matmul = _host_op("coo_matmul")
-conv2d_backward = _host_op("conv2d_backward")
-# the breadth of ops
-cumulative = _host_op("cumulative")
 einsum = _host_op("einsum")
 embed_diagonal = _host_op("embed_diagonal")
-flip = _host_op("flip")
-gather = _host_op("gather")
-index_add = _host_op("index_add")
 index_fill = _host_op("index_fill")
-index_put = _host_op("index_put")
-index_select = _host_op("index_select")
 masked_scatter = _host_op("masked_scatter")
 repeat_index = _host_op("repeat_index")
 roll = _host_op("roll")
-scatter = _host_op("scatter")
-triangle = _host_op("triangle")
 unique = _host_op("unique")
 
 

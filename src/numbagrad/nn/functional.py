@@ -434,10 +434,12 @@ def _masked_dropout(input: Tensor, p: float, training: bool, inplace: bool, feat
         return input.mul_(zero) if inplace else input * zero
     shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2) if feature else tuple(input.shape)
     dt = input._data.dtype
-    keep = (_generator().random(shape, dtype=np.float32) >= np.float32(p)).astype(dt)
+    backend = input._backend
+    keep = backend.dropout_keep(shape, p, dt, _generator())
     if not alpha:
-        scale = Tensor._make(input._backend.from_host(keep * dt.type(1.0 / (1.0 - p))))
+        scale = Tensor._make(backend.elementwise(ROWS["mul"], [keep, dt.type(1.0 / (1.0 - p))], (), dt))
         return input.mul_(scale) if inplace else input * scale
+    keep = backend.to_host(keep)
     a = 1.0 / math.sqrt((_SELU_NEGATIVE_SATURATION**2 * p + 1) * (1 - p))
     shift = ((keep - 1) * (_SELU_NEGATIVE_SATURATION * a) + _SELU_NEGATIVE_SATURATION * a * p).astype(dt)
     scale_t = Tensor._make(input._backend.from_host((keep * a).astype(dt)))
@@ -529,13 +531,16 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         )
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
-    indices = input._host().astype(np.int64)
-    if indices.size and (indices.min() < 0 or indices.max() >= num):
-        raise IndexError("index out of range in self")
+    input._backend.check_index(input._data, 0, num, None, _embedding_index_error)
     if max_norm is not None:
-        _embedding_renorm_(weight, indices, max_norm, norm_type)
-    node = nn_ops.SparseEmbedding if sparse else nn_ops.Embedding
-    return node.apply(weight, indices, padding_idx, scale_grad_by_freq)
+        _embedding_renorm_(weight, input._host().astype(np.int64), max_norm, norm_type)
+    if sparse:
+        return nn_ops.SparseEmbedding.apply(weight, input._data, padding_idx, scale_grad_by_freq)
+    return nn_ops.Embedding.apply(weight, input._data, padding_idx, scale_grad_by_freq)
+
+
+def _embedding_index_error(bad: int) -> IndexError:
+    return IndexError("index out of range in self")
 
 
 def _embedding_renorm_(weight: Tensor, indices: np.ndarray, max_norm: float, norm_type: float) -> None:
@@ -2022,11 +2027,10 @@ def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> 
             f"weight tensor should be defined either for all {c} classes or no classes but got weight tensor of "
             f"shape: [{', '.join(map(str, weight.shape))}]"
         )
-    t = target._host().reshape(-1).astype(np.int64, copy=False)
-    if t.size and (t.min() < 0 or t.max() >= c):  # (two reductions: the common, valid case pays only these)
-        bad = ((t < 0) | (t >= c)) & (t != ignore_index)
-        if bad.any():
-            raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+    backend = target._backend
+    t = backend.reshape(target._data, (-1,))
+    t = t if t.dtype == np.int64 else backend.astype(t, np.int64)
+    backend.check_index(t, 0, c, ignore_index, _target_out_of_bounds)
     targets = loss_ops.ClassTargets(t, weight, ignore_index, input._data.dtype)
     return targets, loss_ops.RowLayout(ishape)
 
@@ -2067,6 +2071,10 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     return cross_entropy(logits, target, weight=weight, reduction=reduction,
                          ignore_index=-100 if ignore_index is None else ignore_index,
                          label_smoothing=label_smoothing)  # fmt: skip
+
+
+def _target_out_of_bounds(bad: int) -> IndexError:
+    return IndexError(f"Target {bad} is out of bounds.")
 
 
 @_float32_under_autocast
@@ -2136,6 +2144,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return out
 
 
+def _input_not_probabilities(_bad: int) -> RuntimeError:
+    return RuntimeError("all elements of input should be between 0 and 1")
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                          reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
     """``-weight * (target * log(input) + (1 - target) * log(1 - input))``, the logs clamped at -100."""
@@ -2148,8 +2160,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {target.dtype.scalar_name} but expected {input.dtype.scalar_name}")
     _not_differentiable("binary_cross_entropy", "weight", weight)
-    if input.numel() and bool(((input < 0) | (input > 1)).any()):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    if input.numel():  # (checked where the input lives: a cuda input's error comes with the next read)
+        outside = ((input < 0) | (input > 1)).any()._data
+        input._backend.check_index(input._backend.astype(outside, np.int64), 0, 1, None, _input_not_probabilities)
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         weight = weight.expand(*input.shape)
     return loss_ops.BinaryCrossEntropy.apply(input, target, weight, reduction)

@@ -5,6 +5,8 @@ The elementwise comparisons and predicates (``eq``, ``isnan``, ``logical_and``..
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._tensor import Tensor
@@ -12,6 +14,7 @@ from .._typeinfo import CPP_NAMES as _CPP
 from .._types import broadcast_shapes_or_none
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
+from ..backend import backend_for
 from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
 from .inplace import (
@@ -27,12 +30,13 @@ from .reduction import IndexScatter, return_types
 from .shape import cat
 
 
-def _numpy_index(index, ndim: int | None = None):
+def _numpy_index(index, ndim: int | None = None, backend=None):
     """Translate a torch index (ints, slices, None, Ellipsis, bools, bool/int tensors, lists) to a numpy index.
 
     A list holding tensors, lists, slices, None or Ellipsis is a tuple of indices (torch's legacy rule); a bool
     (or a 0-d bool tensor) stays a Python bool, for ``_stages`` to turn into a new dim. With ``ndim`` given, an
-    index with several ``...`` has each of them span what torch's does."""
+    index with several ``...`` has each of them span what torch's does. An integer tensor on ``backend``'s
+    device stays its storage there (a device array, not copied to the host); other tensors come to the host."""
     if isinstance(index, list) and len(index) < 32 and any(_indexes_a_dim(i) for i in index):
         index = tuple(index)
     elif not isinstance(index, tuple):
@@ -40,6 +44,9 @@ def _numpy_index(index, ndim: int | None = None):
     out = []
     for item in index:
         if isinstance(item, Tensor):
+            if item._backend is backend and item.dim() and item._data.dtype.kind in "iu":
+                out.append(item._data)
+                continue
             data = item._host()
             if data.dtype.kind == "f":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
@@ -63,6 +70,11 @@ def _numpy_index(index, ndim: int | None = None):
     return tuple(out)
 
 
+def _is_array(item) -> bool:
+    """Whether an index item is an array (numpy's or a device's), not an int, slice, None, ``...`` or bool."""
+    return hasattr(item, "ndim") and hasattr(item, "dtype") and not isinstance(item, np.generic)
+
+
 def _indexes_a_dim(item) -> bool:
     return isinstance(item, (Tensor, list, tuple, slice)) or item is None or item is Ellipsis
 
@@ -71,7 +83,7 @@ def _spans(item) -> int:
     """How many of the indexed tensor's dims an index item consumes."""
     if item is None or item is Ellipsis or type(item) is bool:
         return 0
-    if isinstance(item, np.ndarray) and item.dtype == np.bool_:
+    if _is_array(item) and item.dtype == np.bool_:
         return item.ndim
     return 1
 
@@ -101,7 +113,7 @@ def _stages(np_index):
             bools = True
         elif isinstance(item, (int, np.integer)):
             ints = True
-        elif isinstance(item, np.ndarray):
+        elif _is_array(item):
             advanced = True
     if not bools and not (ints and advanced):
         return None
@@ -110,7 +122,7 @@ def _stages(np_index):
         if type(item) is bool:  # a new dim of size 1, indexed by [0] (True) or by nothing (False)
             basic.append(None)
             rest.append(np.zeros(int(item), np.int64))
-        elif isinstance(item, np.ndarray):
+        elif _is_array(item):
             basic.extend([slice(None)] * _spans(item))
             rest.append(item)
         elif isinstance(item, (int, np.integer)):
@@ -122,7 +134,7 @@ def _stages(np_index):
 
 
 def _is_advanced(np_index) -> bool:
-    return any(isinstance(i, np.ndarray) or type(i) is bool for i in np_index)
+    return any(_is_array(i) or type(i) is bool for i in np_index)
 
 
 def _node_kind(np_index) -> str:
@@ -147,8 +159,8 @@ def _save_index(ctx, index) -> None:
     """Keep ``index`` for backward; its arrays are saved as torch saves an advanced index's tensors, so they are
     freed after backward and a second backward raises torch's error."""
     if _is_advanced(index):
-        ctx.save_for_backward(*[Tensor._make(i) for i in index if isinstance(i, np.ndarray)])
-        index = tuple(_ARRAY if isinstance(i, np.ndarray) else i for i in index)
+        ctx.save_for_backward(*[Tensor._make(i) for i in index if _is_array(i)])
+        index = tuple(_ARRAY if _is_array(i) else i for i in index)
     ctx.index = index
 
 
@@ -199,7 +211,7 @@ class IndexAddZeros(Function):
 
 @declare(methods=("__getitem__",), name="_getitem")
 def getitem(x: Tensor, index) -> Tensor:
-    np_index = _index_of_0_dim(x, index) if x.dim() == 0 else _numpy_index(index, x.dim())
+    np_index = _index_of_0_dim(x, index) if x.dim() == 0 else _numpy_index(index, x.dim(), x._backend)
     _check_bounds(x, np_index)
     stages = _stages(np_index)
     if stages is not None:  # the basic part first, as a view, then the advanced part (torch's two steps)
@@ -245,14 +257,20 @@ def _check_bounds(x: Tensor, np_index) -> None:
                     )
             dim += item.ndim
             continue
-        if isinstance(item, np.ndarray) and dim < x.dim() and item.size:
+        if _is_array(item) and dim < x.dim() and item.size:
             size = x.shape[dim]
-            if item.max() >= size or item.min() < -size:
-                if size == 0:  # (torch's text for an empty dim names neither)
-                    raise IndexError("index is out of bounds for dimension with size 0")
-                bad = item.max() if item.max() >= size else item.min()
-                raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+            backend_for(item).check_index(
+                item, -size, size, None, functools.partial(_out_of_bounds, dim=dim, size=size)
+            )
         dim += 1
+
+
+def _out_of_bounds(bad: int, *, dim: int, size: int, error=IndexError, message=None) -> Exception:
+    """torch's error for index ``bad`` out of range of a dim (``functools.partial`` leaves ``bad`` to the check);
+    an index into an empty dim has torch's own text, which names neither."""
+    if message is None and size == 0 and error is IndexError:
+        message = "index is out of bounds for dimension with size 0"
+    return error(message or f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
 def _assign(backend, target, index, value) -> None:
@@ -324,7 +342,7 @@ def _writes_through_a_view(np_index) -> bool:
 @declare(methods=("__setitem__",), name="_setitem")
 def setitem(x: Tensor, index, value) -> None:
     """In-place write through an index: plain storage write, or a graph node when autograd is involved."""
-    np_index = _index_of_0_dim(x, index) if x.dim() == 0 else _numpy_index(index, x.dim())
+    np_index = _index_of_0_dim(x, index) if x.dim() == 0 else _numpy_index(index, x.dim(), x._backend)
     if state.enabled and x.grad_fn is None and x._requires_grad and _writes_through_a_view(np_index):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     check_inplace(x)
@@ -534,12 +552,10 @@ def _check_along(x: Tensor, dim: int, index: Tensor, name: str, src=None) -> Non
                 f"Expected index {shape_str(index.shape)} to be smaller than self {shape_str(x.shape)} apart from "
                 f"dimension {dim} and to be smaller size than src {shape_str(src.shape)}"
             )
-    if index.numel():
-        host = index._host()
-        size = x.shape[dim] if x.dim() else 1
-        bad = host[(host < 0) | (host >= size)]  # gather and scatter take no negative index
-        if bad.size:
-            raise RuntimeError(f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {size}")
+    size = x.shape[dim] if x.dim() else 1  # (gather and scatter take no negative index)
+    index._backend.check_index(
+        index._data, 0, size, None, functools.partial(_out_of_bounds, dim=dim, size=size, error=RuntimeError)
+    )
 
 
 class Gather(Function):
@@ -702,10 +718,8 @@ def _vector_index(index, name: str, dims: int) -> Tensor:
 
 def _check_range(index: Tensor, size: int, dim: int, error=IndexError, message=None, negative: bool = True) -> None:
     """Every index in ``[-size, size)`` (``[0, size)`` where torch takes no negative index), else torch's error."""
-    host = index._host().reshape(-1).astype(np.int64)
-    bad = host[((host < -size) if negative else (host < 0)) | (host >= size)]
-    if bad.size:
-        raise error(message or f"index {bad[0]} is out of bounds for dimension {dim} with size {size}")
+    make = functools.partial(_out_of_bounds, dim=dim, size=size, error=error, message=message)
+    index._backend.check_index(index._data, -size if negative else 0, size, None, make)
 
 
 class IndexSelect(Function):
@@ -889,7 +903,7 @@ def zeros_of(like: Tensor, shape: tuple) -> Tensor:
 )
 def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
     """A copy of ``input`` with ``input[indices] = values`` (``+=`` with ``accumulate``, repeated indices adding up)."""
-    np_index = _numpy_index(tuple(indices))
+    np_index = _numpy_index(tuple(indices), None, input._backend)
     values = as_operand(values, "index_put", 3, "values")
     if not isinstance(values, Tensor):
         values = Tensor._make(input._backend.full((), values, input._data.dtype))

@@ -16,6 +16,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
+from ..backend import backend_for
 from ..scalar_math import ROWS
 from .elementwise import FUNCTIONS, make_function
 from .indexing import where
@@ -31,17 +32,36 @@ def _t(data) -> Tensor:
 
 
 class ClassTargets:
-    """Class-index targets on the host, flattened to one per row of the (rows, C) logits, with what the losses
-    need, computed on first use: the class weights (host copy), each row's weight (0 where ``target ==
-    ignore_index``) and their sum. The fused cross entropy needs none of them."""
+    """Class-index targets (int64 storage on the input's device), flattened to one per row of the (rows, C)
+    logits, with what the other losses need, computed on the host on first use: the class weights (host copy),
+    each row's weight (0 where ``target == ignore_index``) and their sum. The fused cross entropy needs none of
+    them, so its targets stay on the device."""
 
-    def __init__(self, target: np.ndarray, weight, ignore_index: int, dtype: np.dtype) -> None:
+    def __init__(self, target, weight, ignore_index: int, dtype: np.dtype) -> None:
         self.target, self.weight, self.ignore_index, self.dtype = target, weight, ignore_index, dtype
-        self._derived = None
+        self._derived = self._stored = None
+
+    def stored(self) -> tuple:
+        """(the targets with ignored ones replaced by class 0, each row's weight in ``dtype``, their float64 sum
+        (0-d)), as storage on the targets' device, computed there by backend ops (nothing read back)."""
+        if self._stored is None:
+            b, t = backend_for(self.target), self.target
+            counted = b.elementwise(ROWS["ne"], [t, self.ignore_index], (), t.dtype, out_dtype=np.bool_)
+            index = b.where(counted, t, 0, np.int64)
+            row_weight = b.astype(counted, self.dtype)
+            if self.weight is not None:
+                picked = b.getitem(b.astype(self.weight._data, self.dtype), (index,))
+                row_weight = b.elementwise(ROWS["mul"], [picked, row_weight], (), self.dtype)
+            self._stored = index, row_weight, b.reduce(row_weight, "sum", None, False, np.float64)
+        return self._stored
+
+    @property
+    def host_target(self) -> np.ndarray:
+        return backend_for(self.target).to_host(self.target)
 
     def _derive(self) -> tuple:
         if self._derived is None:
-            target = self.target
+            target = self.host_target
             counted = target != self.ignore_index
             index = np.where(counted, target, 0)
             if self.weight is None:
@@ -49,7 +69,7 @@ class ClassTargets:
             else:
                 weight_host = self.weight._host().astype(self.dtype)
                 row_weight = (weight_host[index] * counted).astype(self.dtype)
-            self._derived = (index, weight_host, row_weight, float(row_weight.sum(dtype=np.float64)))
+            self._derived = (index, weight_host, row_weight, float(row_weight.sum(dtype=np.float64)), counted)
         return self._derived
 
     @property
@@ -68,6 +88,11 @@ class ClassTargets:
     @property
     def total(self) -> float:
         return self._derive()[3]
+
+    @property
+    def counted(self) -> np.ndarray:
+        """Whether each row counts (its target is not ``ignore_index``)."""
+        return self._derive()[4]
 
 
 class CrossEntropy(Function):
@@ -123,14 +148,14 @@ def _cross_entropy_grad_graph(ctx, x: Tensor, weight, g: Tensor) -> Tensor:
     w = _t(backend.from_host(targets.weight_host)) if targets.weight_host is not None else None
     wsum = float(targets.weight_host.sum()) if w is not None else float(c)
     row_w = _t(backend.from_host(targets.row_weight.reshape(-1, 1)))
-    counted = _t(backend.from_host((targets.target != targets.ignore_index).astype(dtype).reshape(-1, 1)))
+    counted = _t(backend.from_host(targets.counted.astype(dtype).reshape(-1, 1)))
     onehot = np.zeros((len(targets.index), c), dtype)
     onehot[np.arange(len(targets.index)), targets.index] = 1
     onehot = _t(backend.from_host(onehot))
     d = p * (row_w * (1 - s) + counted * (s / c * wsum)) - onehot * row_w * (1 - s)
     if s:
         d = d - counted * (w.reshape(1, c) if w is not None else 1.0) * (s / c)
-    scale = g.reshape(-1, 1) if ctx.reduction == "none" else g / ctx.total
+    scale = g.reshape(-1, 1) if ctx.reduction == "none" else g / (targets.total if ctx.reduction == "mean" else 1.0)
     return layout.from_rows_tensor(d * scale, x)
 
 
@@ -192,38 +217,40 @@ class NllLoss(Function):
     def forward(ctx, x: Tensor, targets: ClassTargets, reduction: str, layout: RowLayout) -> Tensor:
         backend = x._backend
         rows = layout.to_rows(x._data)
-        idx = backend.from_host(targets.index.reshape(-1, 1))
-        picked = backend.reshape(backend.take_along_axis(rows, idx, 1), (-1,))
-        w = backend.from_host(-targets.row_weight)
-        losses = backend.elementwise(ROWS["mul"], [picked, w], (), rows.dtype)
+        index, row_weight, total = targets.stored()
+        picked = backend.reshape(backend.take_along_axis(rows, backend.reshape(index, (-1, 1)), 1), (-1,))
+        losses = backend.elementwise(ROWS["mul"], [picked, row_weight], (), rows.dtype)
+        losses = backend.elementwise(ROWS["neg"], [losses], (), rows.dtype)
         ctx.targets, ctx.reduction, ctx.layout = targets, reduction, layout
         ctx.rows_shape = rows.shape
         if reduction == "none":
             return _t(layout.loss_shape(losses, reduction))
-        total = backend.reduce(losses, "sum", None, False)
+        summed = backend.reduce(losses, "sum", None, False)
         if reduction == "mean":
-            with np.errstate(divide="ignore", invalid="ignore"):
-                total = backend.elementwise(ROWS["div"], [total, targets.total], (), rows.dtype)
-        return _t(total)
+            with np.errstate(divide="ignore", invalid="ignore"):  # (all ignored: 0 / 0, nan as torch's)
+                summed = backend.elementwise(ROWS["div"], [summed, total], (), rows.dtype)
+        return _t(summed)
 
     @staticmethod
     def backward(ctx, g: Tensor):
         targets, layout = ctx.targets, ctx.layout
         backend = g._backend
         dtype = g._data.dtype
-        weights = _t(backend.from_host((-targets.row_weight).astype(dtype).reshape(-1, 1)))
+        index, row_weight, total = targets.stored()
+        index = backend.reshape(index, (-1, 1))
+        weights = -_t(backend.reshape(backend.astype(row_weight, dtype), (-1, 1)))
         if ctx.reduction == "none":
             scale = g.reshape(-1, 1)
         elif ctx.reduction == "mean":
-            scale = g / targets.total
+            with np.errstate(divide="ignore", invalid="ignore"):
+                scale = g / _t(backend.astype(total, dtype))
         else:
             scale = g
         rows = weights * scale  # (rows, 1): the gradient of each picked entry
         if state.enabled:  # linear in g: a one-hot product keeps it differentiable
-            onehot = np.zeros(ctx.rows_shape, dtype)
-            onehot[np.arange(len(targets.index)), targets.index] = 1
-            return layout.from_rows_tensor(_t(backend.from_host(onehot)) * rows, None), None, None, None
-        index = backend.from_host(targets.index.reshape(-1, 1))
+            ones = backend.full((ctx.rows_shape[0], 1), 1, dtype)
+            onehot = _t(backend.put_along_axis_zeros(ctx.rows_shape, index, ones, 1))
+            return layout.from_rows_tensor(onehot * rows, None), None, None, None
         grad = backend.put_along_axis_zeros(ctx.rows_shape, index, rows._data, 1)
         return _t(layout.from_rows(grad)), None, None, None
 

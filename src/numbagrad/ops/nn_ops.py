@@ -396,7 +396,7 @@ class WindowMaxPool(MaxPool2d):
         planes = int(np.prod(lead, dtype=np.int64))
         o, k = positions.shape[-2:]
         flat = x.reshape(planes, math.prod(in_sizes))
-        pos = _t(b.from_host(np.ascontiguousarray(positions)))
+        pos = _t(b.constant(np.ascontiguousarray(positions)))
         if positions.ndim == 2:
             block = flat.index_select(1, pos.reshape(-1)).reshape(planes, o, k)
         else:
@@ -583,7 +583,7 @@ def _along_dims(x: Tensor, mats) -> Tensor:
     """``x`` with each (dim, (new, old) matrix) applied along its dim, as contiguous matrix products: one GEMM
     over the rows for the last dim, ``matrix @ block`` over the leading dims for another."""
     for d, m in mats:
-        w = _t(x._backend.from_host(np.ascontiguousarray(m, dtype=x._data.dtype)))
+        w = _t(x._backend.constant(np.ascontiguousarray(m, dtype=x._data.dtype)))
         shape = tuple(x.shape)
         new = (*shape[:d], m.shape[0], *shape[d + 1 :])
         if d == len(shape) - 1:
@@ -870,9 +870,10 @@ class Embedding(Function):
     _trusted = True
 
     @staticmethod
-    def forward(ctx, weight: Tensor, indices: np.ndarray, padding_idx, scale_grad_by_freq: bool) -> Tensor:
+    def forward(ctx, weight: Tensor, indices, padding_idx, scale_grad_by_freq: bool) -> Tensor:
+        """``indices``: integer storage on ``weight``'s device (it stays there)."""
         backend = weight._backend
-        flat = indices.reshape(-1)
+        flat = backend.reshape(indices, (-1,))
         rows = backend.getitem(weight._data, (flat,))
         out_shape = (*indices.shape, weight.shape[1])
         ctx.indices, ctx.num, ctx.dim = flat, weight.shape[0], weight.shape[1]
@@ -882,19 +883,23 @@ class Embedding(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         flat, num, dim = ctx.indices, ctx.num, ctx.dim
-        factor = None  # per looked-up row: 0 for padding_idx, 1 / count with scale_grad_by_freq
-        if ctx.scale:
-            factor = 1.0 / np.bincount(flat, minlength=num)[flat]
-        if ctx.padding_idx is not None and (flat == ctx.padding_idx).any():
-            factor = np.ones(flat.shape[0]) if factor is None else factor
-            factor[flat == ctx.padding_idx] = 0.0
+        padding_idx, scale = ctx.padding_idx, ctx.scale
+
+        def factor(b, dtype):
+            """Per looked-up row: 0 for ``padding_idx``, 1 / the index's count with ``scale_grad_by_freq``
+            (None: all ones), from backend ops on the indices' device."""
+            result = None
+            if scale:
+                counts = b.index_add_zeros((num,), dtype, (flat,), b.full((flat.shape[0],), 1, dtype))
+                result = b.elementwise(ROWS["reciprocal"], [b.getitem(counts, (flat,))], (), dtype)
+            if padding_idx is not None:
+                keep = b.elementwise(ROWS["ne"], [flat, padding_idx], (), flat.dtype, out_dtype=dtype)
+                result = keep if result is None else b.elementwise(_mul_row(), [result, keep], (), dtype)
+            return result
 
         def weighted(b, rows):
-            if factor is None:
-                return rows
-            return b.elementwise(
-                _mul_row(), [rows, b.from_host(factor.astype(rows.dtype).reshape(-1, 1))], (), rows.dtype
-            )
+            f = factor(b, rows.dtype)
+            return rows if f is None else b.elementwise(_mul_row(), [rows, b.reshape(f, (-1, 1))], (), rows.dtype)
 
         def scatter(gd):
             b = backend_for(gd)
@@ -918,10 +923,10 @@ class SparseEmbedding(Embedding):
     def backward(ctx, g: Tensor):
         if ctx.scale:
             raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
-        flat = ctx.indices
+        b = g._backend
+        flat = b.to_host(ctx.indices)  # (the sparse gradient's index array is built on the host)
         rows = g.reshape(flat.shape[0], ctx.dim)
         keep = slice(None) if ctx.padding_idx is None else np.flatnonzero(flat != ctx.padding_idx)
-        b = g._backend
         indices = _t(b.from_host(np.ascontiguousarray(flat[keep].reshape(1, -1))))
         if ctx.padding_idx is not None:
             rows = rows.index_select(0, _t(b.from_host(keep.astype(np.int64))))
