@@ -11,7 +11,7 @@ and error messages. numbagrad has no forward-mode AD and no ``vmap``, so:
 - ``strategy="forward-mode"`` (``outer_jacobian_strategy`` for ``hessian``) is accepted where torch accepts it
   (with ``vectorize=True``) and gives the same values through reverse mode; elsewhere it raises torch's errors.
 
-``ops`` (which imports ``autograd``) is never imported here: its functions are reached through ``_tensor._ops``, as
+``ops`` (which imports ``autograd``) is never imported here: its functions are reached through ``_upward.ops``, as
 the engine reaches them.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
-from .. import _tensor
+from .. import _upward
 from .._tensor import Tensor
 from .engine import grad as _grad
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
@@ -30,9 +30,8 @@ __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
 
 def _ops():
-    """``numbagrad.ops``, as bound on ``_tensor`` when it loaded (as the engine reaches it: autograd never imports
-    ops)."""
-    return _tensor._ops
+    """``numbagrad.ops``, as registered in ``_upward`` when it loaded (autograd never imports ops)."""
+    return _upward.ops
 
 
 def _as_tuple(inp, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
