@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 from pathlib import Path
@@ -248,9 +249,10 @@ def _module_aliases(module: str, path: Path, tree: ast.Module) -> set[str]:
     return names
 
 
-def _trees():
-    for module, path in MODULES.items():
-        yield module, path, ast.parse(path.read_text())
+@functools.cache
+def _trees() -> list[tuple[str, Path, ast.Module]]:
+    """(module, file, syntax tree) of every module, parsed once for the tests below."""
+    return [(module, path, ast.parse(path.read_text())) for module, path in MODULES.items()]
 
 
 def test_the_registered_upward_references_are_the_listed_ones():
