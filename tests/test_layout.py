@@ -1,6 +1,9 @@
 """The package's layout rules, read from its source (ast), so they cannot drift.
 
 * No import cycles between numbagrad's modules, counting imports inside functions.
+* The only way up is ``numbagrad._upward``: the upper references it holds are listed here (``UPWARD``), only
+  ``numbagrad.ops`` registers them, and no module sets attributes on another numbagrad module (the injection a
+  lower layer could otherwise be reached up through, unseen by the import rules).
 * Nothing imports upward: each module belongs to a layer (the scalar table and the small value types at the
   bottom, then the backends, the Tensor, autograd, the ops, the libraries built on them, the public face), and
   imports only from its own layer or below. This includes the never-rules: ``_tensor``/``_types``/``_printing``
@@ -12,17 +15,22 @@
 from __future__ import annotations
 
 import ast
+import functools
+import importlib
+import inspect
 from pathlib import Path
 
 import pytest
 
 import numbagrad
+from numbagrad import _upward
 
 ROOT = Path(numbagrad.__file__).parent
 
 #: Layer of each top-level part of the package (a module imports only from its own layer or below).
 LAYERS = {
     "_types": 0,
+    "_upward": 0,
     "_printing": 0,
     "scalar_math": 0,
     "_typeinfo": 2,
@@ -56,6 +64,8 @@ LAYERS = {
     "_stubs": 7,
 }
 MAX_LAZY_IMPORTS = 10
+#: The upper modules the lower layers reach, by their name in ``numbagrad._upward``: nothing else goes up.
+UPWARD = {"ops": "numbagrad.ops", "grad_mode": "numbagrad.autograd.grad_mode", "autograd": "numbagrad.autograd"}
 
 
 def _module_name(path: Path) -> str:
@@ -222,3 +232,80 @@ def test_star_import_of_the_ops_exports_only_public_names():
     assert names and not [n for n in names if n.startswith("_")]
     assert {"add", "sum", "matmul", "tensor", "where"} <= set(names)
     assert not {"getitem", "setitem", "inplace", "wrap_dim", "sum_to_shape", "backend_for"} & set(names)
+
+
+# --- the registered upward references ---------------------------------------------------------------------------
+def _module_aliases(module: str, path: Path, tree: ast.Module) -> set[str]:
+    """The names a module binds to numbagrad modules by importing them (``from .. import _tensor`` binds
+    ``_tensor``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias, target in zip(node.names, _resolve(module, path.name == "__init__.py", node)):
+                if target in MODULES and target.endswith("." + alias.name):
+                    names.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "numbagrad":
+                    names.add(alias.asname or alias.name.split(".")[0])
+    return names
+
+
+@functools.cache
+def _trees() -> list[tuple[str, Path, ast.Module]]:
+    """(module, file, syntax tree) of every module, parsed once for the tests below."""
+    return [(module, path, ast.parse(path.read_text())) for module, path in MODULES.items()]
+
+
+def test_the_registered_upward_references_are_the_listed_ones():
+    assert set(inspect.signature(_upward.register).parameters) == set(UPWARD)
+    for name, module in UPWARD.items():
+        assert getattr(_upward, name) is importlib.import_module(module)
+
+
+def test_the_registry_imports_nothing_of_numbagrad():
+    assert [b for a, b, _, _, _ in IMPORTS if a == "numbagrad._upward"] == []
+
+
+def test_only_the_ops_package_registers_upward_references():
+    callers = [
+        module
+        for module, _, tree in _trees()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register"
+        and isinstance(node.func.value, ast.Name) and node.func.value.id == "_upward"
+    ]  # fmt: skip
+    assert callers == ["numbagrad.ops"]
+
+
+def test_the_lower_layers_read_only_registered_names():
+    unknown = [
+        f"{path.relative_to(ROOT)}:{node.lineno} _upward.{node.attr}"
+        for _, path, tree in _trees()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "_upward"
+        and node.attr not in UPWARD and node.attr != "register"
+    ]  # fmt: skip
+    assert not unknown, "\n".join(unknown)
+
+
+def test_no_module_sets_attributes_on_another_module():
+    """``_tensor._ops = ...`` in an upper module would give a lower one a way up that no import shows."""
+    found = []
+    for module, path, tree in _trees():
+        aliases = _module_aliases(module, path, tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+                objects = node.args[:1]
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+                objects = [t.value for t in flat if isinstance(t, ast.Attribute)]
+            else:
+                continue
+            found += [
+                f"{path.relative_to(ROOT)}:{node.lineno} sets an attribute of the module {o.id}"
+                for o in objects
+                if isinstance(o, ast.Name) and o.id in aliases
+            ]
+    assert not found, "\n".join(found)

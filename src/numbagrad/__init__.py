@@ -196,7 +196,7 @@ def __getattr__(name: str):
 
     if name in _LAZY_MODULES:
         return importlib.import_module(f".{name}", __name__)
-    if name in ("elementwise", "warmup"):
+    if name in ("elementwise", "warmup", "warmup_manifest"):
         return getattr(importlib.import_module(".extend", __name__), name)
     if name in _NN_FORMS:
         return getattr(importlib.import_module(".nn._torch_forms", __name__), name)

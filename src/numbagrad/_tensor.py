@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from . import _printing
+from . import _printing, _upward
 from ._types import (
     Size,
     bool_,
@@ -30,10 +30,6 @@ from ._types import (
 )
 from .backend import _BY_TYPE as _BACKENDS
 from .backend import backend_for, layout
-
-_ops = None  # numbagrad.ops, bound at import of that package (what the engine and printing reach up to)
-_grad_mode = None  # numbagrad.autograd.grad_mode, bound likewise
-_autograd = None  # numbagrad.autograd, bound likewise (Tensor.backward)
 
 
 class _Version:
@@ -127,7 +123,7 @@ class Tensor:
         self._data = data
         if requires_grad:
             self._requires_grad = True
-        if _grad_mode is not None and _grad_mode.state.inference:
+        if _upward.grad_mode is not None and _upward.grad_mode.state.inference:
             self._is_inference = True
 
     @classmethod
@@ -328,7 +324,7 @@ class Tensor:
             raise RuntimeError(msg)
         if value and self._data.dtype.kind != "f":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-        if value and self._is_inference and not _grad_mode.state.inference:
+        if value and self._is_inference and not _upward.grad_mode.state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(value)
 
@@ -410,7 +406,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``autograd.backward``)."""
-        _autograd.backward(self, gradient, retain_graph, create_graph, None, inputs)
+        _upward.autograd.backward(self, gradient, retain_graph, create_graph, None, inputs)
 
     def detach(self) -> Tensor:
         """Same storage and version counter, no history."""
@@ -488,7 +484,7 @@ class Tensor:
     def __iter__(self):
         if self.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return iter(_ops.unbind(self, 0))  # as torch: each element is an output of one UnbindBackward0
+        return iter(_upward.ops.unbind(self, 0))  # as torch: each element is an output of one UnbindBackward0
 
     def __hash__(self) -> int:
         return id(self)

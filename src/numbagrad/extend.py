@@ -1,5 +1,5 @@
-"""User-facing kernel tools: ``numbagrad.elementwise`` (a differentiable op from scalar functions) and
-``numbagrad.warmup`` (compile ahead of time).
+"""User-facing kernel tools: ``numbagrad.elementwise`` (a differentiable op from scalar functions),
+``numbagrad.warmup`` and ``numbagrad.warmup_manifest`` (compile ahead of time).
 
 An ``elementwise`` op is a row of the same kind as the built-in table (``scalar_math.ROWS``) and runs through the
 same Function class factory and generated kernels, so the path users take is the path built-ins take.
@@ -10,6 +10,8 @@ from __future__ import annotations
 import dis
 import hashlib
 import itertools
+import json
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 
@@ -105,16 +107,58 @@ def elementwise(forward: Callable | None = None, *, grads: Sequence[Callable], n
     return op
 
 
-def warmup(ops: Iterable[str | Callable] | None = None, dtypes: Sequence[str] = ("float32", "float64")) -> None:
-    """Compile (or load from the disk cache) the forward and backward kernels of ``ops`` ahead of time.
+def warmup(
+    step: Callable | Iterable[str | Callable] | None = None,
+    /,
+    *args,
+    manifest: str | os.PathLike | None = None,
+    save: str | os.PathLike | None = None,
+    dtypes: Sequence[str] = ("float32", "float64"),
+    **kwargs,
+):
+    """Compile (or load from the disk cache) ahead of time the kernels a program will run, so its first real step
+    compiles nothing.
 
-    ``ops`` names rows of the table (``"relu"``, ``"mul"``) or ops made with ``elementwise``; ``None`` means every
-    row. For each dtype it compiles what a training step over tensor operands of the same shape runs: the forward
-    and gradient kernels (serial and ``prange``) and the gradient accumulation. Call it at service start-up or in a
-    benchmark's setup so the first real call does not pay the compile (tensor-with-scalar forms such as ``x * 2``
-    are other kernels and still compile on first use).
+    ``warmup(step, *args, save=path, **kwargs)`` runs ``step(*args, **kwargs)`` once and returns its result (it is
+    a real call: an optimizer step updates the parameters); ``save`` then writes the manifest of every kernel
+    signature this process has compiled or loaded (``warmup_manifest``). ``warmup(manifest=path)`` compiles exactly
+    the kernels a saved manifest lists, in this process, and returns their number: record once (in a build step or
+    a previous run), replay at service start-up. The record is made where kernels are compiled (never on a kernel
+    call), so it costs nothing at run time. A manifest holds the generated kernel source, so it works with an empty
+    cache directory; it is code to trust like the program itself. Kernels of lambdas and closures exist only in the
+    process that made them and are not in it.
+
+    The older form ``warmup(ops, dtypes=...)`` compiles the forward and gradient kernels (serial and ``prange``)
+    of table rows (``"relu"``, ``"mul"``) or ``elementwise`` ops (``None``: every row) for tensor operands of the
+    same shape; it is an approximation of what a step runs (reductions, scalar operands and optimizer kernels are
+    not in it), so prefer a step or a manifest.
     """
+    if manifest is not None:
+        if step is not None or args or kwargs or save is not None:
+            raise TypeError("warmup(manifest=...) takes no step, arguments or save=")
+        with open(manifest, encoding="utf-8") as f:
+            return codegen.replay(json.load(f))
+    if callable(step):
+        result = step(*args, **kwargs)
+        if save is not None:
+            warmup_manifest(save)
+        return result
+    if kwargs or save is not None or len(args) > 1:
+        raise TypeError("warmup(ops, dtypes) takes a list of ops and dtypes only; pass a callable step to run one")
+    _warmup_rows(step, args[0] if args else dtypes)
+    return None
 
+
+def warmup_manifest(path: str | os.PathLike) -> None:
+    """Write to ``path`` (JSON) every kernel signature this process has compiled or loaded so far: run the program
+    (or a few steps of it) first, then ``warmup(manifest=path)`` in a later process compiles them all ahead of its
+    first step."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(codegen.manifest(), f, indent=1)
+
+
+def _warmup_rows(ops: Iterable[str | Callable] | None, dtypes: Sequence[str]) -> None:
+    """``warmup(ops, dtypes)``: the row-based approximation (see ``warmup``)."""
     classes = [op.Function if hasattr(op, "Function") else function_for(op) for op in (ROWS if ops is None else ops)]
     for dt in dtypes:
         a = np.ones(2, np.dtype(dt))

@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from .. import _tensor
+from .. import _tensor, _upward
 from .._tensor import Tensor
 from ..backend import layout
 from .grad_mode import state
@@ -45,7 +45,7 @@ class AccumulateGrad(GraphNode):
         t = self.variable
         if t._grad is None:
             if create_graph:
-                t._grad = _tensor._ops.copy_grad(grad)  # torch: a differentiable copy, grad_fn=<CopyBackwards>
+                t._grad = _upward.ops.copy_grad(grad)  # torch: a differentiable copy, grad_fn=<CopyBackwards>
             elif owned:  # take it, as torch does: no copy (nothing else can see the tensor or its storage)
                 t._grad = grad if type(grad) is Tensor and not grad._requires_grad else Tensor._make(grad._data)
             else:
@@ -273,7 +273,7 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
     result = []
     for k in range(len(inputs)):
         column = [row[k] for row in rows]
-        result.append(None if column[0] is None else _tensor._ops.stack(column))
+        result.append(None if column[0] is None else _upward.ops.stack(column))
     return tuple(result)
 
 

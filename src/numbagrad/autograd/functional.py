@@ -12,7 +12,7 @@ and error messages. numbagrad has no ``vmap``, so:
 - ``strategy="forward-mode"`` (``outer_jacobian_strategy`` for ``hessian``) runs forward mode, one pass per input
   element, where torch accepts it (with ``vectorize=True``); elsewhere it raises torch's errors.
 
-``ops`` (which imports ``autograd``) is never imported here: its functions are reached through ``_tensor._ops``, as
+``ops`` (which imports ``autograd``) is never imported here: its functions are reached through ``_upward.ops``, as
 the engine reaches them.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
-from .. import _tensor
+from .. import _upward
 from .._tensor import Tensor
 from . import forward_ad
 from .engine import grad as _grad
@@ -32,9 +32,8 @@ __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
 
 def _ops():
-    """``numbagrad.ops``, as bound on ``_tensor`` when it loaded (as the engine reaches it: autograd never imports
-    ops)."""
-    return _tensor._ops
+    """``numbagrad.ops``, as registered in ``_upward`` when it loaded (autograd never imports ops)."""
+    return _upward.ops
 
 
 def _as_tuple(inp, arg_name: str, fn_name: str) -> tuple[bool, tuple]:

@@ -311,7 +311,9 @@ def copyable(fns: Sequence[Callable]) -> list | None:
     while k < len(out):
         f = out[k]
         k += 1
-        for g in _global_names(f.__code__):
+        # in name order: a set's order changes with the process's string hashing, and the copies' order is part of
+        # the generated text, whose hash names the cached file
+        for g in sorted(_global_names(f.__code__)):
             value = f.__globals__.get(g)
             if isinstance(value, types.FunctionType) and all(value is not o for o in out):
                 out.append(value)
@@ -331,6 +333,7 @@ def load_module(tag: str, source: str) -> types.ModuleType:
     A damaged file is rewritten; an unusable directory makes it compile in memory (``cache=False``)."""
     import numba
 
+    origin = (tag, source)  # what the warm-up manifest records: this call again makes this module
     source = vector_math.used_only(source)
     digest = hashlib.sha1((numba.__version__ + source).encode()).hexdigest()[:16]
     name = f"{PREFIX}{tag}_{digest}"
@@ -347,7 +350,7 @@ def load_module(tag: str, source: str) -> types.ModuleType:
             module = _exec_module(name, source, path)
         else:
             module = _exec_module(name, source.replace(CACHE_ON, CACHE_OFF, 1), f"<{name}>")
-        guard_dispatchers(vars(module), tag, directory)
+        guard_dispatchers(vars(module), tag, directory, origin)
         _loaded[name] = module
     return module
 
@@ -410,13 +413,17 @@ def exec_source(source: str, target: str, tag: str = "in-memory", **callables) -
 
 
 # --- the guard around Numba's per-function disk cache -------------------------------------------------------
-def guard_dispatchers(namespace: dict, tag: str, directory: str | None) -> None:
+def guard_dispatchers(namespace: dict, tag: str, directory: str | None, origin: tuple | str | None = None) -> None:
     """Wrap the disk cache of every Numba dispatcher in ``namespace`` in a ``_CacheGuard`` (CUDA simulator
-    kernels have none and are left alone)."""
+    kernels have none and are left alone).
+
+    ``origin`` says how another process finds the dispatchers again, for the warm-up manifest: ``(tag, source)``
+    of a generated module (``load_module``), or the dotted name of an importable module; None for kernels that
+    exist only in this process (in-memory closures)."""
     for name, obj in namespace.items():
         cache = getattr(obj, "_cache", None)
         if cache is not None and hasattr(obj, "py_func") and not isinstance(cache, _CacheGuard):
-            obj._cache = _CacheGuard(cache, f"{tag}.{name}", directory)
+            obj._cache = _CacheGuard(cache, f"{tag}.{name}", directory, (origin, name))
 
 
 class _CacheGuard:
@@ -424,14 +431,15 @@ class _CacheGuard:
     the call path): an entry that fails to load, or holds another signature (two processes racing to write one
     index), is removed and the kernel compiled again; each compilation is logged with its time."""
 
-    def __init__(self, cache, label: str, directory: str | None) -> None:
-        self._cache, self._label, self._directory = cache, label, directory
+    def __init__(self, cache, label: str, directory: str | None, where: tuple = (None, "")) -> None:
+        self._cache, self._label, self._directory, self._where = cache, label, directory, where
         self._started: dict = {}
 
     def __getattr__(self, name):
         return getattr(self._cache, name)
 
     def load_overload(self, sig, target_context):
+        _requested.setdefault((*self._where, _arg_types(sig)), None)
         start = time.perf_counter()
         try:
             data = self._cache.load_overload(sig, target_context)
@@ -469,6 +477,93 @@ class _CacheGuard:
             except OSError:
                 pass
         _warn_damaged(self._directory or os.path.dirname(index), what)
+
+
+# --- the record of requested kernels, and the warm-up manifest made from it ---------------------------------
+#: Every (origin, function name, argument types) this process compiled or loaded, in order: ``_CacheGuard`` adds
+#: one entry when a dispatcher meets a signature for the first time, so a kernel call never touches it.
+_requested: dict[tuple, None] = {}
+MANIFEST_FORMAT = "numbagrad-warmup-manifest-1"
+
+
+def _arg_types(sig) -> tuple:
+    from numba.core import sigutils
+
+    return tuple(sigutils.normalize_signature(sig)[0])
+
+
+def requested_kernels() -> list[tuple]:
+    """The (origin, function name, argument types) of every kernel signature this process has compiled or
+    loaded so far (see ``guard_dispatchers`` for ``origin``)."""
+    return list(_requested)
+
+
+def _encode_type(t):
+    """A Numba argument type as JSON: arrays, numbers, booleans, None and tuples of them (what kernels take)."""
+    from numba.core import types as nt
+    from numba.np import numpy_support
+
+    if isinstance(t, nt.Array):
+        return {"array": _encode_type(t.dtype), "ndim": t.ndim, "layout": t.layout, "readonly": not t.mutable}
+    if isinstance(t, nt.BaseTuple):
+        return {"tuple": [_encode_type(item) for item in t.types]}
+    if isinstance(t, nt.NoneType):
+        return "none"
+    if isinstance(t, (nt.Number, nt.Boolean)):
+        return numpy_support.as_dtype(t).name
+    raise TypeError(f"no manifest form for the Numba type {t}")
+
+
+def _decode_type(code):
+    import numpy as np
+    from numba.core import types as nt
+    from numba.np import numpy_support
+
+    if isinstance(code, dict) and "array" in code:
+        dtype = _decode_type(code["array"])
+        return nt.Array(dtype, code["ndim"], code["layout"], readonly=code["readonly"])
+    if isinstance(code, dict) and "tuple" in code:
+        return nt.BaseTuple.from_types([_decode_type(item) for item in code["tuple"]])
+    if code == "none":
+        return nt.none
+    return numpy_support.from_dtype(np.dtype(code))
+
+
+def manifest() -> dict:
+    """The process's record as a JSON-ready manifest. Each entry names its kernel by the generated module's
+    source (so a process with an empty cache directory can write and compile it) or by an importable module;
+    kernels that exist only in this process (closures compiled in memory) cannot be found again and are left out."""
+    import numba
+
+    entries = []
+    for origin, function, args in _requested:
+        if origin is None:
+            continue
+        try:
+            codes = [_encode_type(t) for t in args]
+        except TypeError as err:
+            log.debug("warm-up manifest leaves out %s: %s", function, err)
+            continue
+        where = {"module": origin} if isinstance(origin, str) else {"tag": origin[0], "source": origin[1]}
+        entries.append({**where, "function": function, "args": codes})
+    return {"format": MANIFEST_FORMAT, "numba": numba.__version__, "kernels": entries}
+
+
+def replay(manifest: dict) -> int:
+    """Compile (or load from the disk cache) every kernel signature of ``manifest`` in this process; returns
+    how many signatures it holds. The kernels are the same dispatchers later calls find (``load_module`` executes
+    a module once per process), so those calls compile nothing."""
+    import importlib
+
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise ValueError(f"not a numbagrad warm-up manifest (expected format {MANIFEST_FORMAT!r})")
+    for entry in manifest["kernels"]:
+        if "module" in entry:
+            module = importlib.import_module(entry["module"])
+        else:
+            module = load_module(entry["tag"], entry["source"])
+        getattr(module, entry["function"]).compile(tuple(_decode_type(code) for code in entry["args"]))
+    return len(manifest["kernels"])
 
 
 def _holds_signature(data, sig) -> bool:

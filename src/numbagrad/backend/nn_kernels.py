@@ -18,6 +18,8 @@ import math
 import numpy as np
 from numba import njit
 
+from . import codegen
+
 _OPTS = {"cache": True, "nogil": True, "error_model": "numpy"}
 #: Reductions may be reordered (and multiply-adds fused), so LLVM vectorizes the row sums: 4x faster layer norm
 #: and softmax; the sums stay in float64, the results within float32 rounding of the sequential ones.
@@ -475,3 +477,7 @@ def add_at_rows(out, index, values):
             i = rows[r]
             for j in range(out.shape[2]):
                 out[o, i, j] += values[o, r, j]
+
+
+# Compilations are logged, a damaged cache entry is rebuilt, and the warm-up record finds these kernels by module.
+codegen.guard_dispatchers(globals(), "nn_kernels", None, origin=__name__)

@@ -2,7 +2,7 @@
 modules below; this package collects the declarations (``_registry``) into the public namespace and binds the
 Tensor methods and operators they name."""
 
-from .. import _tensor
+from .. import _upward
 from .. import autograd as _autograd
 from .._tensor import Tensor as _Tensor
 from ..autograd import grad_mode as _grad_mode
@@ -35,12 +35,8 @@ __all__ = public_names()
 bind_methods(_Tensor)
 elementwise.register_inplace(_Tensor)
 
-# What the layers below reach up to without importing the ops (bound here, as the ops load).
-sum_to_shape = reduction.sum_to_shape
+# What the layers below reach up to without importing the ops: the engine's differentiable gradient copy is one.
 copy_grad = shape.copy_grad
-get_default_dtype = creation.get_default_dtype
-_tensor._ops = __import__(__name__, fromlist=["*"])
-_tensor._grad_mode = _grad_mode
-_tensor._autograd = _autograd
+_upward.register(ops=__import__(__name__, fromlist=["*"]), grad_mode=_grad_mode, autograd=_autograd)
 
 del _decl, _alias

@@ -17,7 +17,7 @@ import types
 
 import numpy as np
 
-from .. import _tensor
+from .. import _upward
 from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES
 from .._types import from_numpy_dtype as _scalar_dtype
@@ -639,7 +639,7 @@ def _tensor_math() -> types.SimpleNamespace:
 
     def select(cond, a, b):
         if isinstance(cond, Tensor):
-            return _tensor._ops.where(cond, a, b)
+            return _upward.ops.where(cond, a, b)
         return a if cond else b
 
     def unary(name):
