@@ -36,15 +36,11 @@ NOT_APPLICABLE = {
 
 #: Names that apply but are not built yet, and why.
 NOT_YET = {
-    **{n: "torch.special functions, built by the special branch" for n in (
-        "i0", "i0_", "igamma", "igamma_", "igammac", "igammac_", "mvlgamma", "mvlgamma_", "polygamma",
-        "polygamma_")},
-    **{n: "torch-namespace function built by the torchfns branch; its method follows its declaration" for n in (
-        "bitwise_left_shift", "bitwise_left_shift_", "bitwise_right_shift", "bitwise_right_shift_", "histogram",
-        "nextafter", "nextafter_")},
-    "prelu": "nn.functional.prelu's Function sits in nn, above the ops; torch.prelu (torchfns branch) brings it down",
-    **{n: "torch 2.13 removed it (torch raises, pointing to torch.linalg); the torchfns branch builds the error"
-       for n in ("eig", "lstsq", "solve", "symeig", "triangular_solve", "lu", "lu_solve", "ormqr")},
+    **{n: "the in-place form of a torch-namespace function: not attached as a method yet" for n in (
+        "bitwise_left_shift_", "bitwise_right_shift_", "nextafter_")},
+    "prelu": "nn.functional.prelu's Function sits in nn, above the ops; the method is not attached yet",
+    **{n: "torch 2.13 removed it (torch.<name> raises, pointing to torch.linalg); the method form is not attached yet"
+       for n in ("eig", "lstsq", "solve", "symeig", "lu")},
     **{n: "storage objects (TypedStorage/UntypedStorage) are not modelled; storage_offset and set_ are"
        for n in ("storage", "storage_type", "untyped_storage")},
     **{n: "sparse COO accessors: numbagrad.sparse's tensors are a separate class" for n in (

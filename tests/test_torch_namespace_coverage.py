@@ -96,16 +96,6 @@ NOT_APPLICABLE = {
     "set_deterministic_debug_mode": "deterministic-algorithm checks of torch's C++ kernels",
     "is_deterministic_algorithms_warn_only_enabled": "deterministic-algorithm checks of torch's C++ kernels",
     "to_dlpack": "a DLPack capsule: numbagrad exchanges through Tensor.__dlpack__ and numbagrad.from_dlpack",
-    "i0": "torch.special-like function: another engineer's part",
-    "i0_": "torch.special-like function: another engineer's part",
-    "igamma": "torch.special-like function: another engineer's part",
-    "igammac": "torch.special-like function: another engineer's part",
-    "mvlgamma": "torch.special-like function: another engineer's part",
-    "as_strided": "another engineer's part",
-    "as_strided_": "another engineer's part",
-    "as_strided_copy": "another engineer's part (the _copy form of as_strided)",
-    "as_strided_scatter": "another engineer's part",
-    "index_reduce": "another engineer's part",
 }
 
 #: torch functions that apply but are not built yet, and why.

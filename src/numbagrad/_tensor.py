@@ -290,11 +290,11 @@ class Tensor:
 
     def _bump_version(self) -> None:
         self._shared_version().value += 1
-        mode = _grad_mode.state
+        mode = _upward.grad_mode.state
         if not (mode.enabled or mode.in_forward):  # (else the in-place op or Function gives the views new history)
             root = self._base if self._base is not None else self
             if root._views:
-                _ops.inplace.regenerate_after_write(self)
+                _upward.ops.inplace.regenerate_after_write(self)
 
     def is_inference(self) -> bool:
         """True for a tensor made in inference mode: it records no version changes, so autograd may not save it,

@@ -5,8 +5,9 @@ Per-element kernels are generated, never written per op: every per-element loop 
 gradients, ``where``, strided copies, gradient accumulation, ``foreach`` optimizer updates, ``apply_``/``map_``) is
 the grid-stride loop ``codegen.loop_source`` writes from the same scalar functions the CPU loops use, in a module in
 the cache directory. Hand-written kernels are named: the shared-memory tree reduction and the register-tiled
-``matmul`` (the fallback when CuPy's cuBLAS is not installed) here, and in ``cuda_kernels`` (imported on first use) convolution columns, pooling, layer norm, cross entropy, the
-index primitives, arg-reductions, scans, sort/topk and triangles.
+``matmul`` (the fallback when CuPy's cuBLAS is not installed) here, and in ``cuda_kernels`` (imported on first use)
+convolution columns, pooling, layer norm, cross entropy, the index primitives, arg-reductions, scans, sort/topk and
+triangles.
 
 Storage is a subclass of numba's device array (of the simulator's ``FakeCUDAArray`` under
 ``NUMBA_ENABLE_CUDASIM=1``) that adds the few numpy methods ops call on storage (``copy``, ``astype``,

@@ -580,7 +580,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
                    include_self: bool = True) -> Tensor:  # fmt: skip
     """A copy of ``input`` with each ``src`` element reduced (``sum``, ``prod``, ``mean``, ``amax``, ``amin``)
     into the position ``index`` names along ``dim``; without ``include_self`` the positions that receive
-    elements reduce those alone. Integer means round down."""
+    elements reduce those alone. Integer means round down. torch's older names ``max``/``min`` are accepted."""
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
     dim = _check_scatter_reduce(input, dim, index, src, reduce)
     return ScatterReduce.apply(input, dim, index.long(), src, reduce, bool(include_self))
 

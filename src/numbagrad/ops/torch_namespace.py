@@ -18,7 +18,19 @@ from .._types import int64, to_dtype, wrap_dim
 from ..autograd import grad_mode
 from ..autograd.grad_mode import state as grad_state
 from ..scalar_math import ROWS
-from . import _common, creation, elementwise, indexing, inplace, linalg, linalg_functions, more, reduction, shape
+from . import (
+    _common,
+    creation,
+    elementwise,
+    indexing,
+    inplace,
+    linalg,
+    linalg_functions,
+    more,
+    reduction,
+    shape,
+    tensor_methods,
+)
 from ._registry import OPS, Sample, T, declare
 
 # --- in-place function forms ------------------------------------------------------------------------------------
@@ -31,7 +43,10 @@ _ROW_INPLACE_FUNCTIONS = (
 ).split()
 
 #: torch's in-place functions whose method is not a table row's: the same ``x.<name>(...)`` call.
-_METHOD_INPLACE_FUNCTIONS = "clamp_max_ clamp_min_ clip_ fix_ negative_ detach_ fill_ zero_ index_put_".split()
+_METHOD_INPLACE_FUNCTIONS = (
+    "clamp_max_ clamp_min_ clip_ fix_ negative_ detach_ fill_ zero_ index_put_ gcd_ lcm_ ldexp_ addmv_ resize_as_ "
+    "i0_ as_strided_"
+).split()
 
 
 def _method_form(method: str):
@@ -56,23 +71,6 @@ def _register_inplace_functions() -> None:
 
 
 _register_inplace_functions()
-
-
-def _inplace_of(fn, method: str):
-    """The in-place form of the out-of-place op ``fn`` (``gcd_``): computed out of place, then written into
-    ``input`` by ``inplace.write_inplace`` (torch's checks first, so an error leaves ``input`` as it was)."""
-
-    def function(input: Tensor, *args, **kwargs):  # noqa: A002
-        operands = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
-        return inplace.write_inplace(input, lambda t: fn(t, *args, **kwargs), operands)
-
-    function.__name__ = function.__qualname__ = method
-    function.__doc__ = f"``{fn.__name__}`` written into ``input`` (``input.{method}(...)``)."
-    return function
-
-
-for _name in ("gcd", "lcm", "ldexp", "addmv"):
-    declare(_inplace_of(OPS[_name].function, _name + "_"), methods=(_name + "_",))
 
 
 # --- the *_copy forms of the views --------------------------------------------------------------------------------
@@ -120,6 +118,12 @@ def expand_copy(input: Tensor, size, *, implicit: bool = False) -> Tensor:  # no
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:  # noqa: A002
     """A copy of ``input.narrow(dim, start, length)``."""
     return _copied(input.narrow(dim, start, length), "NarrowCopyBackward0")
+
+
+@declare(samples=(Sample(T(6), (2, 2), (1, 2), 1), Sample(T(3, 4), (2, 3), (4, 1))))
+def as_strided_copy(input: Tensor, size, stride, storage_offset=None) -> Tensor:  # noqa: A002
+    """A copy of ``input.as_strided(size, stride, storage_offset)``."""
+    return _copied(input.as_strided(size, stride, storage_offset), "AsStridedBackward0_copy")
 
 
 @declare(samples=(Sample(T(2, 3, 4), [2, 0, 1]),))
@@ -813,22 +817,6 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
 
 
 @declare
-def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory: bool = False,
-                  requires_grad: bool = False) -> Tensor:  # fmt: skip
-    """An uninitialised tensor of ``size`` laid out with the element strides ``stride``."""
-    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
-    if len(size) != len(stride):
-        raise RuntimeError(
-            f"mismatch in length of strides and shape: shape has {len(size)} dims, strides has {len(stride)}"
-        )
-    d = creation._dtype_or_default(dtype)
-    extent = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
-    storage = np.empty(extent, d.numpy)
-    data = np.lib.stride_tricks.as_strided(storage, size, tuple(s * d.itemsize for s in stride))
-    return _strided_leaf(data, device, requires_grad)
-
-
-@declare
 def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory: bool = False,
                    requires_grad: bool = False) -> Tensor:  # fmt: skip
     """An uninitialised tensor of ``size`` whose dims lie in memory in the order ``physical_layout`` (outermost
@@ -1375,83 +1363,6 @@ declare(_single_state("rnn_tanh", rnn_tanh_cell))
 declare(_single_state("rnn_relu", rnn_relu_cell))
 
 
-# --- scatter_reduce -------------------------------------------------------------------------------------------------
-_SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
-
-
-def _scatter_fill(reduce: str, dtype) -> float:
-    """The value of an empty slot: the identity of the reduction."""
-    if reduce in ("sum", "mean"):
-        return 0
-    if reduce == "prod":
-        return 1
-    if dtype.is_floating_point:
-        return -math.inf if reduce == "amax" else math.inf
-    info = np.iinfo(dtype.numpy) if dtype != _types.bool_ else None
-    return (info.min if reduce == "amax" else info.max) if info else reduce == "amin"
-
-
-@declare(methods=True)
-def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,  # noqa: A002
-                   include_self: bool = True) -> Tensor:  # fmt: skip
-    """A copy of ``input`` where each position named by ``index`` (along ``dim``, as in ``scatter``) holds the
-    ``reduce`` ("sum", "prod", "mean", "amax", "amin") of the ``src`` values sent to it, and of its own value
-    unless ``include_self=False``; positions nothing is sent to keep their value.
-
-    Each position's participants are laid out in one row of a (positions, slots) table padded with the
-    reduction's identity, and the row is reduced by the ordinary differentiable reduction, so the gradients (shared
-    equally among tied maxima, exact at zeros for ``prod``) and double backward are those reductions' own."""
-    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # torch's older names
-    if reduce not in _SCATTER_REDUCTIONS:
-        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    if index.dtype != int64:
-        raise RuntimeError("scatter_reduce(): Expected dtype int64 for index")
-    if input.dtype != src.dtype:
-        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    d = wrap_dim(dim, max(input.dim(), 1))
-    if not (index.dim() == input.dim() == src.dim()):
-        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
-    for k in builtins.range(index.dim()):
-        if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > input.shape[k]):
-            raise RuntimeError(
-                f"Expected index {list(index.shape)} to be smaller than self {list(input.shape)} apart from "
-                f"dimension {d} and to be smaller size than src {list(src.shape)}"
-            )
-    idx = index._host().astype(np.int64)
-    if idx.size and (idx.min() < 0 or idx.max() >= input.shape[d]):
-        raise RuntimeError(f"index {int(idx.max() if idx.max() >= input.shape[d] else idx.min())} is out of bounds "
-                           f"for dimension {d} with size {input.shape[d]}")  # fmt: skip
-    positions = input.numel()
-    coords = list(np.indices(idx.shape)) if idx.ndim else []
-    if coords:
-        coords[d] = idx
-    target = np.ravel_multi_index(coords, tuple(input.shape)).ravel() if coords else np.zeros(idx.size, np.int64)
-    counts = np.bincount(target, minlength=positions)
-    with_self = np.full(positions, True) if include_self else counts == 0
-    order = np.argsort(target, kind="stable")
-    first = np.searchsorted(target[order], target[order])  # where each element's group starts, in sorted order
-    rank = np.empty_like(target)
-    rank[order] = np.arange(target.size) - first
-    slot = rank + with_self[target]
-    slots = int(slot.max()) + 1 if slot.size else 1
-    table = creation.full((positions, slots), _scatter_fill(reduce, input.dtype), dtype=input.dtype,
-                          device=input.device)  # fmt: skip
-    own = np.nonzero(with_self)[0]
-    own_index = Tensor._make(own).to(input.device)
-    table = indexing.index_put(table, (own_index, creation.zeros_like(own_index)), shape.reshape(input, -1)[own_index])
-    sent = src[tuple(builtins.slice(0, n) for n in index.shape)].reshape(-1)
-    table = indexing.index_put(
-        table, (Tensor._make(target).to(input.device), Tensor._make(slot).to(input.device)), sent
-    )
-    if reduce == "mean":
-        total = reduction.sum(table, -1)
-        participants = Tensor._make((counts + with_self).astype(input._data.dtype)).to(input.device)
-        result = total / participants if input.is_floating_point() else total // participants
-    else:
-        result = getattr(table, reduce)(-1)
-    return shape.reshape(result, input.shape)
-
-
 # --- randomized low-rank decompositions -----------------------------------------------------------------------------
 def _approximate_basis(A: Tensor, q: int, niter: int) -> Tensor:
     """An orthonormal (m, q) basis whose span nearly holds ``A``'s range: ``A`` times a random Gaussian matrix,
@@ -1508,7 +1419,7 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths=None, indices=None, off
     also joins every reduction (a mean adds it to the sum, not to the count). Made of ``scatter_reduce``, so it is
     differentiable the same way."""
     reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
-    if reduce not in _SCATTER_REDUCTIONS:
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if indices is not None:
         raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
@@ -1539,11 +1450,11 @@ def segment_reduce(data: Tensor, reduce: str, *, lengths=None, indices=None, off
     start = _SEGMENT_EMPTY[reduce] if initial is None else initial
     base = creation.full(out_shape, start, dtype=data.dtype, device=data.device)
     if reduce == "mean" and initial is not None:
-        total = scatter_reduce(base, axis, index_t, data, "sum")
+        total = tensor_methods.scatter_reduce(base, axis, index_t, data, "sum")
         counts = sizes.reshape(sizes.shape + (1,) * len(trailing)).astype(data._data.dtype)
         count_t = Tensor._make(np.ascontiguousarray(np.broadcast_to(counts, out_shape))).to(data.device)
         return indexing.where(count_t > 0, total / elementwise.clamp(count_t, min=1), base)
-    return scatter_reduce(base, axis, index_t, data, reduce, include_self=initial is not None)
+    return tensor_methods.scatter_reduce(base, axis, index_t, data, reduce, include_self=initial is not None)
 
 
 # --- lobpcg ---------------------------------------------------------------------------------------------------------
@@ -1623,27 +1534,3 @@ def lobpcg(A: Tensor, k: int | None = None, B=None, X=None, n: int | None = None
     basis = _b_orthonormal(X.detach(), None if B is None else B.detach(), drop)
     E, C = ritz(basis)
     return E[:k], linalg.matmul(basis, C)[:, :k]
-
-
-# --- resize ---------------------------------------------------------------------------------------------------------
-@declare(methods=("resize_as_",))
-def resize_as_(input: Tensor, the_template: Tensor, *, memory_format=None) -> Tensor:  # noqa: A002
-    """Give ``input`` the template's shape in place (its dtype and device stay). The elements keep their order:
-    a contiguous tensor that does not grow keeps its storage (its first elements), a growing one gets new storage
-    whose first elements are the old ones and whose others are uninitialised, as in torch; the same shape changes
-    nothing."""
-    if input.requires_grad:
-        raise RuntimeError("cannot resize variables that require grad")
-    size = tuple(the_template.shape)
-    if size == tuple(input.shape):
-        return input
-    count, old = math.prod(size), input.numel()
-    if count <= old and input.is_contiguous():
-        input._data = input._data.reshape(-1)[:count].reshape(size)
-    else:
-        storage = creation.empty(count, dtype=input.dtype, device=input.device)
-        kept = min(count, old)
-        storage[:kept] = shape.reshape(input.detach(), -1)[:kept]
-        input._data = storage._data.reshape(size)
-    input._bump_version()
-    return input
