@@ -26,6 +26,7 @@ from ._typeinfo import (
 )
 from ._types import (
     Size,
+    bfloat16,
     channels_last,
     channels_last_3d,
     contiguous_format,
@@ -87,6 +88,7 @@ __all__ = [
     "Size",
     "Tensor",
     "autograd",
+    "bfloat16",
     "bool",
     "device",
     "double",

@@ -58,7 +58,7 @@ class finfo:  # noqa: N801 - torch's name
             raise TypeError(
                 "torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
             )
-        info = np.finfo(d.numpy)
+        info = np.finfo(d.numpy) if d.numpy.kind == "f" else _ml_finfo(d.numpy)
         self.bits = int(info.bits)
         self.eps = float(info.eps)
         self.max = float(info.max)
@@ -110,6 +110,13 @@ class iinfo:  # noqa: N801 - torch's name
         return f"iinfo(min={_g(float(self.min))}, max={_g(float(self.max))}, dtype={self.dtype})"
 
     __str__ = __repr__
+
+
+def _ml_finfo(np_dtype: np.dtype):
+    """numpy's finfo does not know ml_dtypes' types (bfloat16); ml_dtypes' own finfo has the same fields."""
+    import ml_dtypes
+
+    return ml_dtypes.finfo(np_dtype)
 
 
 def _type_name(value) -> str:

@@ -196,7 +196,7 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
 def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None, *, shape=None, out_dtype=None):
     """Forward of one row: ``row(*inputs, *params)`` computed in ``dtype``, into ``out`` or a new array of
     ``shape`` (default: the inputs' broadcast) and ``out_dtype`` (default ``dtype``; a comparison writes bools)."""
-    if dtype is _HALF:
+    if _narrow(dtype):
         if out is None:
             out = empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
         return _in_single(row, "forward", inputs, params, out)
@@ -244,7 +244,7 @@ def elementwise_grad(
     given, is a contiguous buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g`` itself: each
     element is read before it is written).
     """
-    if dtype is _HALF:
+    if _narrow(dtype):
         return _in_single(row, _GRAD[i], (g, out, *inputs), params, empty(g.shape, dtype))
     if result is None:
         return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, empty(g.shape, dtype), True)
@@ -270,7 +270,7 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
     the second may be written into ``g``'s buffer (each element's gradients are computed before either is
     stored)."""
     size = g.size
-    if dtype is _HALF or size == 0:
+    if size == 0 or _narrow(dtype):
         first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
         return first, elementwise_grad(row, which[1], g, out, inputs, params, dtype, result=g if into_g else None)
     first = empty(g.shape, dtype)
@@ -291,10 +291,16 @@ _HALF = np.dtype(np.float16)
 _SINGLE = np.dtype(np.float32)
 
 
+def _narrow(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is a 2-byte float: numpy's float16 or ml_dtypes' bfloat16 (the one kind ``"V"`` type
+    numbagrad stores). Numba computes in neither, so their ops run in float32 and round once on the write."""
+    return dtype is _HALF or dtype.kind == "V"
+
+
 def _in_single(row: Row, which: str, values, params: tuple, out: np.ndarray) -> np.ndarray:
-    """A float16 op: Numba has no half-precision arithmetic, so the kernel computes in float32 and the result is
-    stored as float16 (torch's CPU computes half ops in float the same way)."""
-    tmp = np.empty(out.shape, _SINGLE if out.dtype is _HALF else out.dtype)
+    """A float16 or bfloat16 op: Numba has no such arithmetic, so the kernel computes in float32 and the result is
+    stored in the narrow type, rounded to nearest even (torch's CPU computes them in float the same way)."""
+    tmp = np.empty(out.shape, _SINGLE if _narrow(out.dtype) else out.dtype)
     _run(row, which, values, params, _SINGLE, tmp)
     out[...] = tmp
     return out
@@ -319,7 +325,7 @@ def loop_variant(size: int) -> str:
 
 def accumulate_(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst += src`` in place through a compiled kernel (the leaf ``.grad`` accumulation)."""
-    if dst.flags.c_contiguous and src.shape == dst.shape and dst.dtype is not _HALF:
+    if dst.flags.c_contiguous and src.shape == dst.shape and not _narrow(dst.dtype):
         s = np.ascontiguousarray(src, dtype=dst.dtype)
         codegen.accumulate_kernel(loop_variant(dst.size))(dst.reshape(-1), s.reshape(-1))
     else:
@@ -331,10 +337,10 @@ def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> No
     contiguous, equal-sized ``arrays``: a serial loop, or ``prange`` from ``PARALLEL_THRESHOLD`` elements on.
     ``static`` flags are compiled into the loop as constants (``codegen.foreach_kernel``)."""
     n = arrays[0].shape[0]
-    if n and arrays[0].dtype is _HALF:  # Numba has no float16: update float32 copies, then store them back
+    if n and _narrow(arrays[0].dtype):  # Numba has no 2-byte floats: update float32 copies, then store them back
         copies: dict = {}  # one copy per array: an array passed twice (Adam's v as vmax) stays one array
         for a in arrays:
-            if a.dtype is _HALF and id(a) not in copies:
+            if _narrow(a.dtype) and id(a) not in copies:
                 copies[id(a)] = (a, a.astype(_SINGLE))
         foreach(update, [copies[id(a)][1] if id(a) in copies else a for a in arrays], scalars, static)
         for a, wide in copies.values():
@@ -481,7 +487,10 @@ def overlap(a: np.ndarray, b: np.ndarray) -> str:
 @np.errstate(all="ignore")  # BLAS's inf * 0 gives nan without a warning, as in torch
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b``; a stack of matrices times one matrix is folded into one 2-D product, as torch's matmul folds it
-    (numpy loops over the stack instead: 5x slower at (32, 4, 48) @ (48, 128))."""
+    (numpy loops over the stack instead: 5x slower at (32, 4, 48) @ (48, 128)). 2-byte floats multiply in float32
+    through BLAS and round once, as torch's CPU accumulates them."""
+    if _narrow(a.dtype):
+        return matmul(a.astype(_SINGLE), b.astype(_SINGLE)).astype(a.dtype)
     if a.ndim > 2 and b.ndim == 2:
         return np.asarray(np.matmul(a.reshape(-1, a.shape[-1]), b)).reshape(a.shape[:-1] + (b.shape[1],))
     return np.asarray(np.matmul(a, b))
@@ -501,6 +510,9 @@ def linear_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray, needs: tup
     """The gradients of ``linear`` with respect to ``x``, ``weight`` and ``bias`` from the 2-D incoming ``g``, each
     None unless ``needs`` asks for it."""
     need_x, need_w, need_b = needs
+    if _narrow(g.dtype):
+        wide = linear_backward(g.astype(_SINGLE), x.astype(_SINGLE), weight.astype(_SINGLE), needs)
+        return tuple(None if r is None else r.astype(g.dtype) for r in wide)
     return (np.matmul(g, weight) if need_x else None, g.T @ x if need_w else None, g.sum(0) if need_b else None)
 
 
@@ -510,7 +522,11 @@ _UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.mini
 def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None) -> np.ndarray:
     """``sum``/``prod``/``max``/``min``/``any``/``all`` over ``axes`` (all when None), as an array (never a numpy
     scalar). A float32 or float64 sum runs a compiled loop: over the whole array at every size (0.8 us for 3
-    elements, numpy's call 1.1), over some axes from ``_KERNEL_SUM_SIZE`` elements; the rest is ``ufunc.reduce``."""
+    elements, numpy's call 1.1), over some axes from ``_KERNEL_SUM_SIZE`` elements; the rest is ``ufunc.reduce``.
+    A bfloat16 sum or product accumulates in float32 (numpy's would in bfloat16), as torch's does."""
+    if a.dtype.kind == "V" and op in ("sum", "prod"):
+        wide = reduce(a.astype(_SINGLE), op, axes, keepdim, _SINGLE if dtype is None or dtype == a.dtype else dtype)
+        return wide.astype(a.dtype if dtype is None else dtype)
     if op == "sum" and (dtype is None or dtype == a.dtype) and a.flags.c_contiguous:
         zero = _SUM_ZEROS.get(a.dtype)  # (Numba has no float16: numpy's sum adds float16 in float32)
         if zero is not None:
@@ -858,18 +874,20 @@ def _nn():
 
 
 def _half_in_single(fn):
-    """Numba has no float16: a primitive whose first array is float16 runs on float32 copies of its float16 arrays
-    and returns float16 arrays (torch's CPU computes float16 in float32 too). Other dtypes go straight through."""
+    """Numba has no 2-byte floats: a primitive whose first array is float16 or bfloat16 runs on float32 copies of
+    its narrow arrays and returns arrays of the first one's type (torch's CPU computes them in float32 too). Other
+    dtypes go straight through."""
 
     @functools.wraps(fn)
     def primitive(*args, **kwargs):
-        if args[0].dtype is not _HALF:
+        narrow = args[0].dtype
+        if not _narrow(narrow):
             return fn(*args, **kwargs)
-        single = [a.astype(_SINGLE) if type(a) is np.ndarray and a.dtype is _HALF else a for a in args]
+        single = [a.astype(_SINGLE) if type(a) is np.ndarray and _narrow(a.dtype) else a for a in args]
         result = fn(*single, **kwargs)
         if type(result) is tuple:
-            return tuple(r.astype(_HALF) if type(r) is np.ndarray and r.dtype is _SINGLE else r for r in result)
-        return result.astype(_HALF)
+            return tuple(r.astype(narrow) if type(r) is np.ndarray and r.dtype is _SINGLE else r for r in result)
+        return result.astype(narrow)
 
     return primitive
 

@@ -1,0 +1,248 @@
+"""bfloat16, as torch's: 2-byte storage (ml_dtypes' bfloat16), computed in float32 and rounded to nearest even
+once per op, with torch's promotion, finfo, printing, gradients, optimizer steps and checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbagrad
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((4, 6)).astype(np.float32)
+W1 = rng.standard_normal((8, 6)).astype(np.float32) * 0.4
+B1 = rng.standard_normal(8).astype(np.float32) * 0.1
+W2 = rng.standard_normal((3, 8)).astype(np.float32) * 0.4
+B2 = rng.standard_normal(3).astype(np.float32) * 0.1
+TARGETS = np.array([0, 2, 1, 2])
+IMAGES = rng.standard_normal((2, 2, 6, 6)).astype(np.float32)
+KERNEL = rng.standard_normal((3, 2, 3, 3)).astype(np.float32) * 0.3
+
+
+def wide(t) -> np.ndarray:
+    """A tensor of either library as a float32 numpy array (torch's bfloat16 has no ``numpy()``)."""
+    return t.detach().float().numpy()
+
+
+def bf16(lib, data: np.ndarray, requires_grad: bool = False):
+    return lib.tensor(data).to(lib.bfloat16).requires_grad_(requires_grad)
+
+
+def close(ours, theirs, tol: float = 1e-2) -> None:
+    """Same dtype name and values within bfloat16's tolerance (8 significant bits: relative 2**-8 per rounding)."""
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_allclose(wide(ours), wide(theirs), rtol=tol, atol=tol)
+
+
+# --- the dtype -------------------------------------------------------------------------------------------------
+def test_dtype_is_a_two_byte_float():
+    d = numbagrad.bfloat16
+    assert d.is_floating_point and d.itemsize == 2 and repr(d) == "numbagrad.bfloat16"
+    x = numbagrad.ones(5, dtype=d)
+    assert x.element_size() == 2 and x.numpy().nbytes == 10 and x.is_floating_point()
+
+
+def test_finfo_matches_torch(torch):
+    ours, theirs = numbagrad.finfo(numbagrad.bfloat16), torch.finfo(torch.bfloat16)
+    for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert ours.eps == 0.0078125 and ours.resolution == 0.01 and ours.bits == 16
+
+
+@pytest.mark.parametrize("other", ["float16", "float32", "float64", "int64", "int32", "uint8", "bool", "bfloat16"])
+def test_promote_types_matches_torch(torch, other):
+    ours = numbagrad.promote_types(numbagrad.bfloat16, getattr(numbagrad, other))
+    assert ours.name == str(torch.promote_types(torch.bfloat16, getattr(torch, other))).split(".")[-1]
+
+
+@pytest.mark.parametrize(
+    "other",
+    [1, 1.5, True, np.ones((2,), np.int64), np.ones((2,), np.float32), np.ones((2,), np.float16), np.float64(2.0)],
+    ids=["int", "float", "bool", "int64_tensor", "float32_tensor", "float16_tensor", "numpy_scalar"],
+)
+def test_binary_result_dtype_matches_torch(torch, other):
+    def run(lib):
+        b = other if not isinstance(other, np.ndarray) else lib.tensor(other)
+        return bf16(lib, np.array([1.25, -2.0], np.float32)) + (b.item() if isinstance(b, np.generic) else b)
+
+    close(run(numbagrad), run(torch))
+
+
+def test_casting_rounds_to_nearest_even_as_torch(torch):
+    step = 2.0**-8  # half a bfloat16 ulp at 1: ties go to the even neighbour
+    values = np.array([1 + step, 1 + 3 * step, -(1 + 3 * step), 1 + step * 1.01, 3.14159, 1e38, 1e-40, np.inf, np.nan])
+    values = values.astype(np.float32)
+    ours, theirs = wide(bf16(numbagrad, values)), wide(bf16(torch, values))
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_conversion_methods_give_bfloat16(torch):
+    x = numbagrad.tensor(X)
+    assert x.bfloat16().dtype is numbagrad.bfloat16 and x.to(numbagrad.bfloat16).dtype is numbagrad.bfloat16
+    np.testing.assert_array_equal(wide(x.bfloat16()), wide(torch.tensor(X).bfloat16()))
+    assert x.bfloat16().float().dtype is numbagrad.float32
+
+
+def test_module_bfloat16_casts_parameters():
+    m = numbagrad.nn.Linear(3, 2).bfloat16()
+    assert m.weight.dtype is numbagrad.bfloat16 and m.bias.dtype is numbagrad.bfloat16 and m.weight.requires_grad
+
+
+@pytest.mark.parametrize("data", [X, np.array([0.0, 1.0, -2.0], np.float32), np.array(3.5, np.float32)])
+def test_printing_matches_torch(torch, data):
+    ours = repr(bf16(numbagrad, data)).replace("numbagrad.", "torch.")
+    assert ours == repr(bf16(torch, data))
+
+
+def test_printing_with_grad_fn_matches_torch(torch):
+    def run(lib):
+        return repr(bf16(lib, X[:2], True) * 2).replace("numbagrad.", "torch.")
+
+    assert run(numbagrad) == run(torch)
+
+
+# --- kernels ---------------------------------------------------------------------------------------------------
+UNARY = ["exp", "tanh", "sigmoid", "relu", "neg", "abs", "sqrt_abs", "log_abs", "square"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_elementwise_matches_torch(torch, name):
+    def run(lib):
+        x = bf16(lib, X)
+        if name.endswith("_abs"):
+            return getattr(x.abs() + 0.5, name[: -len("_abs")])()
+        return getattr(x, name)()
+
+    close(run(numbagrad), run(torch))
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "sub", "div", "maximum"])
+def test_binary_matches_torch(torch, op):
+    def run(lib):
+        return getattr(lib, op)(bf16(lib, X), bf16(lib, X[::-1].copy()))
+
+    close(run(numbagrad), run(torch))
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean", "amax", "prod_small"])
+def test_reductions_match_torch(torch, reduction):
+    """Sums accumulate in float32 and round once: a bfloat16 accumulator would lose the small terms."""
+
+    def run(lib):
+        x = bf16(lib, X)
+        if reduction == "prod_small":
+            return (x[:2] * 0.5 + 1).prod(dim=1)
+        return getattr(x, reduction)(dim=1), getattr(x, reduction)() if reduction != "amax" else x.amax()
+
+    ours, theirs = run(numbagrad), run(torch)
+    for a, b in zip(ours if isinstance(ours, tuple) else (ours,), theirs if isinstance(theirs, tuple) else (theirs,)):
+        close(a, b)
+
+
+def test_sum_of_many_small_terms_is_accumulated_in_float32(torch):
+    data = np.full(4096, 1.0, np.float32)
+    assert bf16(numbagrad, data).sum().item() == bf16(torch, data).sum().item() == 4096.0
+
+
+def test_matmul_and_linear_match_torch(torch):
+    def run(lib):
+        x, w, b = bf16(lib, X), bf16(lib, W1), bf16(lib, B1)
+        return x @ w.T, lib.nn.functional.linear(x, w, b), lib.matmul(x.reshape(2, 2, 6), w.T)
+
+    for a, b in zip(run(numbagrad), run(torch)):
+        close(a, b, 2e-2)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "layer_norm", "cross_entropy", "gelu", "dropout_eval"])
+def test_nn_functional_matches_torch(torch, name):
+    calls = {
+        "softmax": lambda lib, x: lib.nn.functional.softmax(x, dim=1),
+        "log_softmax": lambda lib, x: lib.nn.functional.log_softmax(x, dim=1),
+        "layer_norm": lambda lib, x: lib.nn.functional.layer_norm(x, (6,)),
+        "cross_entropy": lambda lib, x: lib.nn.functional.cross_entropy(x, lib.tensor(TARGETS)),
+        "gelu": lambda lib, x: lib.nn.functional.gelu(x),
+        "dropout_eval": lambda lib, x: lib.nn.functional.dropout(x, 0.5, training=False),
+    }
+
+    def run(lib):
+        x = bf16(lib, X, True)
+        out = calls[name](lib, x)
+        out.float().sum().backward()
+        return out, x.grad
+
+    for a, b in zip(run(numbagrad), run(torch)):
+        close(a, b, 3e-2)
+
+
+# --- training ----------------------------------------------------------------------------------------------------
+def mlp(lib):
+    m = lib.nn.Sequential(lib.nn.Linear(6, 8), lib.nn.ReLU(), lib.nn.Linear(8, 3))
+    with lib.no_grad():
+        for p, value in zip(m.parameters(), (W1, B1, W2, B2)):
+            p.copy_(lib.tensor(value))
+    return m.bfloat16()
+
+
+def test_mlp_gradients_match_torch(torch):
+    def run(lib):
+        m = mlp(lib)
+        loss = lib.nn.functional.cross_entropy(m(bf16(lib, X)), lib.tensor(TARGETS))
+        loss.backward()
+        return [loss] + [p.grad for p in m.parameters()]
+
+    for a, b in zip(run(numbagrad), run(torch)):
+        close(a, b, 3e-2)
+
+
+def test_cnn_gradients_match_torch(torch):
+    def run(lib):
+        x, k = bf16(lib, IMAGES, True), bf16(lib, KERNEL, True)
+        h = lib.nn.functional.max_pool2d(lib.nn.functional.relu(lib.nn.functional.conv2d(x, k, padding=1)), 2)
+        out = lib.nn.functional.avg_pool2d(h, 3).flatten(1)
+        out.float().pow(2).sum().backward()
+        return out, x.grad, k.grad
+
+    for a, b in zip(run(numbagrad), run(torch)):
+        close(a, b, 5e-2)
+
+
+def test_gradients_accumulate_in_bfloat16_as_torch(torch):
+    def run(lib):
+        w = bf16(lib, W1, True)
+        for scale in (1.0, 0.3, 0.01):
+            (w * scale).sum().backward()
+        return w.grad
+
+    close(run(numbagrad), run(torch), 0)
+
+
+@pytest.mark.parametrize(
+    "name, options",
+    [
+        ("SGD", {"lr": 0.1, "momentum": 0.9}),
+        ("Adam", {"lr": 0.01}),
+        ("AdamW", {"lr": 0.01, "weight_decay": 0.1}),
+    ],
+)
+def test_optimizer_steps_match_torch(torch, name, options):
+    def run(lib):
+        m = mlp(lib)
+        opt = getattr(lib.optim, name)(m.parameters(), **options)
+        for _ in range(3):
+            opt.zero_grad()
+            lib.nn.functional.cross_entropy(m(bf16(lib, X)), lib.tensor(TARGETS)).backward()
+            opt.step()
+        return list(m.parameters())
+
+    for a, b in zip(run(numbagrad), run(torch)):
+        close(a, b, 2e-2)
+
+
+def test_import_does_not_load_ml_dtypes():
+    """ml_dtypes' import costs about as much as numbagrad's: it loads with the first bfloat16 tensor."""
+    import subprocess
+    import sys
+
+    code = "import sys, numbagrad; print('ml_dtypes' in sys.modules, numbagrad.bfloat16.itemsize)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "2"]
