@@ -246,3 +246,31 @@ def test_import_does_not_load_ml_dtypes():
     code = "import sys, numbagrad; print('ml_dtypes' in sys.modules, numbagrad.bfloat16.itemsize)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "2"]
+
+
+# --- checkpoints ---------------------------------------------------------------------------------------------------
+def test_torch_checkpoint_of_bfloat16_loads_bit_for_bit(torch, tmp_path):
+    x = torch.tensor(X).bfloat16()
+    torch.save({"w": x, "p": torch.nn.Parameter(x[1:, ::2])}, tmp_path / "t.pt")
+    loaded = numbagrad.load(tmp_path / "t.pt")
+    assert loaded["w"].dtype is numbagrad.bfloat16 and isinstance(loaded["p"], numbagrad.nn.Parameter)
+    np.testing.assert_array_equal(wide(loaded["w"]), wide(x))
+    np.testing.assert_array_equal(wide(loaded["p"]), wide(x[1:, ::2]))
+
+
+def test_numbagrad_checkpoint_of_bfloat16_round_trips(tmp_path):
+    m = mlp(numbagrad)
+    numbagrad.save({"model": m.state_dict(), "view": m[0].weight[::2]}, tmp_path / "n.pt")
+    loaded = numbagrad.load(tmp_path / "n.pt")
+    for name, value in m.state_dict().items():
+        assert loaded["model"][name].dtype is numbagrad.bfloat16
+        np.testing.assert_array_equal(wide(loaded["model"][name]), wide(value))
+    np.testing.assert_array_equal(wide(loaded["view"]), wide(m[0].weight[::2]))
+
+
+def test_state_dict_from_torch_bfloat16_model_drives_the_same_outputs(torch, tmp_path):
+    theirs = mlp(torch)
+    torch.save(theirs.state_dict(), tmp_path / "m.pt")
+    ours = numbagrad.nn.Sequential(numbagrad.nn.Linear(6, 8), numbagrad.nn.ReLU(), numbagrad.nn.Linear(8, 3))
+    ours.bfloat16().load_state_dict(numbagrad.load(tmp_path / "m.pt"))
+    close(ours(bf16(numbagrad, X)), theirs(bf16(torch, X)))
