@@ -274,3 +274,29 @@ def test_state_dict_from_torch_bfloat16_model_drives_the_same_outputs(torch, tmp
     ours = numbagrad.nn.Sequential(numbagrad.nn.Linear(6, 8), numbagrad.nn.ReLU(), numbagrad.nn.Linear(8, 3))
     ours.bfloat16().load_state_dict(numbagrad.load(tmp_path / "m.pt"))
     close(ours(bf16(numbagrad, X)), theirs(bf16(torch, X)))
+
+
+# --- autocast ------------------------------------------------------------------------------------------------------
+def test_cpu_autocast_runs_a_small_cnn_as_torch(torch):
+    """conv2d and linear run in bfloat16, relu and pooling keep their input's dtype, cross_entropy computes in
+    float32; the float32 parameters get float32 gradients."""
+
+    def run(lib):
+        conv = lib.nn.Conv2d(2, 3, 3, padding=1)
+        head = lib.nn.Linear(27, 3)
+        with lib.no_grad():
+            conv.weight.copy_(lib.tensor(KERNEL))
+            conv.bias.zero_()
+            head.weight.copy_(lib.tensor(np.resize(W1, (3, 27))))
+            head.bias.zero_()
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            h = lib.nn.functional.max_pool2d(lib.nn.functional.relu(conv(lib.tensor(IMAGES))), 2)
+            logits = head(h.flatten(1))
+            loss = lib.nn.functional.cross_entropy(logits, lib.tensor(TARGETS[:2]))
+        loss.backward()
+        return h, logits, loss, conv.weight.grad, head.weight.grad
+
+    ours, theirs = run(numbagrad), run(torch)
+    assert [str(t.dtype).split(".")[-1] for t in ours] == ["bfloat16", "bfloat16", "float32", "float32", "float32"]
+    for a, b in zip(ours, theirs):
+        close(a, b, 5e-2)
