@@ -76,6 +76,21 @@ def test_casting_rounds_to_nearest_even_as_torch(torch):
     np.testing.assert_array_equal(ours, theirs)
 
 
+def test_casting_every_kind_of_float32_bit_pattern_matches_torch(torch):
+    """Normals, subnormals, infinities, nans of both signs and every rounding case, stepping through the 2**32
+    patterns (the rounding kernel against torch's cast; a nan stays a nan, its payload is not compared: torch's
+    vectorized cast writes 0xffff, its scalar one 0x7fc0)."""
+    bits = np.arange(0, 2**32, 65521, dtype=np.uint64).astype(np.uint32)
+    values = bits.view(np.float32)
+    ours = numbagrad.tensor(values).to(numbagrad.bfloat16).float().numpy()
+    theirs = torch.from_numpy(values.copy()).to(torch.bfloat16).float().numpy()
+    nan = np.isnan(values)
+    assert np.isnan(ours[nan]).all() and np.isnan(theirs[nan]).all() and 0 < nan.sum() < nan.size
+    np.testing.assert_array_equal(ours[~nan].view(np.uint32), theirs[~nan].view(np.uint32))
+    back = numbagrad.tensor(theirs).to(numbagrad.bfloat16).float().numpy()
+    np.testing.assert_array_equal(back[~nan].view(np.uint32), theirs[~nan].view(np.uint32))
+
+
 def test_conversion_methods_give_bfloat16(torch):
     x = numbagrad.tensor(X)
     assert x.bfloat16().dtype is numbagrad.bfloat16 and x.to(numbagrad.bfloat16).dtype is numbagrad.bfloat16

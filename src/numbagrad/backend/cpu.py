@@ -297,13 +297,37 @@ def _narrow(dtype: np.dtype) -> bool:
     return dtype is _HALF or dtype.kind == "V"
 
 
+def _widen(a: np.ndarray) -> np.ndarray:
+    """A float32 copy of a float16 or bfloat16 array; a contiguous bfloat16 one through the shift kernel."""
+    if a.dtype.kind == "V" and a.size and a.flags.c_contiguous:
+        out = np.empty(a.shape, _SINGLE)
+        _nn().bfloat16_to_float32(a.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint32))
+        return out
+    return a.astype(_SINGLE)
+
+
+def _store(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """``dst[...] = src`` for a float32 ``src`` of ``dst``'s shape: a contiguous bfloat16 ``dst`` is written by the
+    rounding kernel (bit for bit ml_dtypes' cast), anything else by numpy."""
+    if dst.dtype.kind == "V" and src.dtype is _SINGLE and dst.size and dst.flags.c_contiguous:
+        src = src if src.flags.c_contiguous else np.ascontiguousarray(src)
+        _nn().float32_to_bfloat16(src.reshape(-1).view(np.uint32), dst.reshape(-1).view(np.uint16))
+    else:
+        dst[...] = src
+    return dst
+
+
+def _narrowed(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A float32 array rounded to the 2-byte float ``dtype``, as a new array."""
+    return _store(np.empty(a.shape, dtype), a)
+
+
 def _in_single(row: Row, which: str, values, params: tuple, out: np.ndarray) -> np.ndarray:
     """A float16 or bfloat16 op: Numba has no such arithmetic, so the kernel computes in float32 and the result is
     stored in the narrow type, rounded to nearest even (torch's CPU computes them in float the same way)."""
     tmp = np.empty(out.shape, _SINGLE if _narrow(out.dtype) else out.dtype)
     _run(row, which, values, params, _SINGLE, tmp)
-    out[...] = tmp
-    return out
+    return _store(out, tmp)
 
 
 def sum_to_shape(a: np.ndarray, shape: tuple) -> np.ndarray:
@@ -341,10 +365,10 @@ def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> No
         copies: dict = {}  # one copy per array: an array passed twice (Adam's v as vmax) stays one array
         for a in arrays:
             if _narrow(a.dtype) and id(a) not in copies:
-                copies[id(a)] = (a, a.astype(_SINGLE))
+                copies[id(a)] = (a, _widen(a))
         foreach(update, [copies[id(a)][1] if id(a) in copies else a for a in arrays], scalars, static)
         for a, wide in copies.values():
-            a[...] = wide
+            _store(a, wide)
     elif n:
         kernel = codegen.foreach_kernel(update, len(arrays), len(scalars), loop_variant(n), static)
         kernel(*arrays, *scalars)
@@ -422,6 +446,10 @@ def copy(a: np.ndarray) -> np.ndarray:
 def astype(a: np.ndarray, dtype) -> np.ndarray:
     """A C-contiguous copy in ``dtype``."""
     dtype = np.dtype(dtype)
+    if a.dtype.kind == "V" and dtype is _SINGLE:
+        return _widen(np.ascontiguousarray(a))
+    if dtype.kind == "V" and a.dtype is _SINGLE:
+        return _narrowed(a, dtype)
     if a.dtype.kind == "f" and (dtype.kind != "f" or dtype.itemsize < a.dtype.itemsize):
         return _narrowing_copy(a, dtype)
     return np.array(a, dtype=dtype, order="C", copy=True)
@@ -490,7 +518,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     (numpy loops over the stack instead: 5x slower at (32, 4, 48) @ (48, 128)). 2-byte floats multiply in float32
     through BLAS and round once, as torch's CPU accumulates them."""
     if _narrow(a.dtype):
-        return matmul(a.astype(_SINGLE), b.astype(_SINGLE)).astype(a.dtype)
+        return _narrowed(matmul(_widen(a), _widen(b)), a.dtype)
     if a.ndim > 2 and b.ndim == 2:
         return np.asarray(np.matmul(a.reshape(-1, a.shape[-1]), b)).reshape(a.shape[:-1] + (b.shape[1],))
     return np.asarray(np.matmul(a, b))
@@ -511,8 +539,8 @@ def linear_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray, needs: tup
     None unless ``needs`` asks for it."""
     need_x, need_w, need_b = needs
     if _narrow(g.dtype):
-        wide = linear_backward(g.astype(_SINGLE), x.astype(_SINGLE), weight.astype(_SINGLE), needs)
-        return tuple(None if r is None else r.astype(g.dtype) for r in wide)
+        wide = linear_backward(_widen(g), _widen(x), _widen(weight), needs)
+        return tuple(None if r is None else _narrowed(r, g.dtype) for r in wide)
     return (np.matmul(g, weight) if need_x else None, g.T @ x if need_w else None, g.sum(0) if need_b else None)
 
 
@@ -525,8 +553,8 @@ def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None)
     elements, numpy's call 1.1), over some axes from ``_KERNEL_SUM_SIZE`` elements; the rest is ``ufunc.reduce``.
     A bfloat16 sum or product accumulates in float32 (numpy's would in bfloat16), as torch's does."""
     if a.dtype.kind == "V" and op in ("sum", "prod"):
-        wide = reduce(a.astype(_SINGLE), op, axes, keepdim, _SINGLE if dtype is None or dtype == a.dtype else dtype)
-        return wide.astype(a.dtype if dtype is None else dtype)
+        wide = reduce(_widen(a), op, axes, keepdim, _SINGLE if dtype is None or dtype == a.dtype else dtype)
+        return _narrowed(wide, a.dtype) if dtype is None or dtype == a.dtype else wide
     if op == "sum" and (dtype is None or dtype == a.dtype) and a.flags.c_contiguous:
         zero = _SUM_ZEROS.get(a.dtype)  # (Numba has no float16: numpy's sum adds float16 in float32)
         if zero is not None:
@@ -883,11 +911,11 @@ def _half_in_single(fn):
         narrow = args[0].dtype
         if not _narrow(narrow):
             return fn(*args, **kwargs)
-        single = [a.astype(_SINGLE) if type(a) is np.ndarray and _narrow(a.dtype) else a for a in args]
+        single = [_widen(a) if type(a) is np.ndarray and _narrow(a.dtype) else a for a in args]
         result = fn(*single, **kwargs)
         if type(result) is tuple:
-            return tuple(r.astype(narrow) if type(r) is np.ndarray and r.dtype is _SINGLE else r for r in result)
-        return result.astype(narrow)
+            return tuple(_narrowed(r, narrow) if type(r) is np.ndarray and r.dtype is _SINGLE else r for r in result)
+        return _narrowed(result, narrow)
 
     return primitive
 
