@@ -253,6 +253,25 @@ def test_optimizer_steps_match_torch(torch, name, options):
         close(a, b, 2e-2)
 
 
+def test_cuda_refuses_bfloat16_with_a_clear_error():
+    """On Numba's CUDA simulator (a subprocess: it must be chosen before numbagrad is imported)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numbagrad as t\n"
+        "for make in (lambda: t.ones(2, dtype=t.bfloat16).cuda(), lambda: t.ones(2, device='cuda').bfloat16()):\n"
+        "    try:\n"
+        "        make()\n"
+        "    except RuntimeError as e:\n"
+        "        print('cannot hold bfloat16' in str(e))\n"
+    )
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.split() == ["True", "True"]
+
+
 def test_import_does_not_load_ml_dtypes():
     """ml_dtypes' import costs about as much as numbagrad's: it loads with the first bfloat16 tensor."""
     import subprocess
