@@ -38,6 +38,7 @@ from . import distributions as distributions
 from . import fft as fft
 from numbagrad.amp.autocast_mode import autocast as autocast
 
+bfloat16: numbagrad._types._MLDtype
 bool: numbagrad._types.dtype
 channels_last: numbagrad._types.memory_format
 channels_last_3d: numbagrad._types.memory_format
@@ -468,6 +469,7 @@ __all__ = [
     "Size",
     "Tensor",
     "autograd",
+    "bfloat16",
     "bool",
     "device",
     "double",
