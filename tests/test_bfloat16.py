@@ -189,6 +189,57 @@ def test_nn_functional_matches_torch(torch, name):
         close(a, b, 3e-2)
 
 
+MORE_OPS = {
+    "max": lambda lib, x: x.max(),
+    "argmax": lambda lib, x: x.argmax(1),
+    "var": lambda lib, x: x.var(1),
+    "norm": lambda lib, x: x.norm(),
+    "cumsum": lambda lib, x: x.cumsum(1),
+    "cat": lambda lib, x: lib.cat([x, x]),
+    "where": lambda lib, x: lib.where(x > 0, x, 0.0),
+    "clamp": lambda lib, x: x.clamp(-0.5, 0.5),
+    "to_int64": lambda lib, x: (x * 10).to(lib.int64),
+    "sort": lambda lib, x: x.sort(1).values,
+    "logsumexp": lambda lib, x: x.logsumexp(1),
+    "pow": lambda lib, x: x.abs() ** 1.5,
+    "round": lambda lib, x: (x * 3).round(),
+    "masked_fill": lambda lib, x: x.masked_fill(x > 0, 2.0),
+    "gather": lambda lib, x: x.gather(1, lib.tensor([[0], [1], [2], [3]])),
+    "einsum": lambda lib, x: lib.einsum("ij,kj->ik", x, x),
+    "bmm": lambda lib, x: lib.bmm(x[None], x.T[None]),
+    "batch_norm": lambda lib, x: lib.nn.functional.batch_norm(x, None, None, training=True),
+    "mse_loss": lambda lib, x: lib.nn.functional.mse_loss(x, x.flip(0)),
+    "embedding": lambda lib, x: lib.nn.functional.embedding(lib.tensor([0, 2]), x),
+    "nan_to_num": lambda lib, x: (x / 0).nan_to_num(),
+    "lerp": lambda lib, x: lib.lerp(x, x.flip(0), 0.3),
+    "scaled_dot_product_attention": lambda lib, x: lib.nn.functional.scaled_dot_product_attention(
+        x[None], x[None], x[None]
+    ),
+    "fill_": lambda lib, x: x.clone().fill_(0.3),
+    "mul_": lambda lib, x: x.clone().mul_(1.7),
+    "linspace": lambda lib, x: lib.linspace(0, 1, 5, dtype=x.dtype),
+}
+
+
+@pytest.mark.parametrize("name", MORE_OPS)
+def test_more_ops_match_torch(torch, name):
+    """Values, dtypes and (for float results) the input's gradient."""
+
+    def run(lib):
+        x = bf16(lib, X, True)
+        out = MORE_OPS[name](lib, x)
+        if out.is_floating_point() and out.requires_grad:
+            out.float().sum().backward()
+        return out, x.grad
+
+    (ours, our_grad), (theirs, their_grad) = run(numbagrad), run(torch)
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_allclose(ours.detach().double().numpy(), theirs.detach().double().numpy(), rtol=3e-2, atol=3e-2)
+    assert (our_grad is None) == (their_grad is None)
+    if their_grad is not None:
+        close(our_grad, their_grad, 3e-2)
+
+
 # --- training ----------------------------------------------------------------------------------------------------
 def mlp(lib):
     m = lib.nn.Sequential(lib.nn.Linear(6, 8), lib.nn.ReLU(), lib.nn.Linear(8, 3))

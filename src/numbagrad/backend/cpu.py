@@ -758,7 +758,7 @@ def cumulative(a: np.ndarray, op: str, dim: int, dtype) -> np.ndarray:
         view = (math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :]))
         _nn().cumulative(src.reshape(view), op == "cumprod", out.reshape(view))
         return out
-    if dtype.kind == "f" and dtype.itemsize < 8:
+    if dtype.kind in "fV" and dtype.itemsize < 8:  # (bfloat16 too: numpy's scan would add in bfloat16)
         return _c(fn(a.astype(dtype), axis=dim, dtype=np.float64).astype(dtype))
     return _c(fn(a, axis=dim, dtype=dtype))
 
@@ -768,6 +768,9 @@ def einsum(equation: str, *arrays: np.ndarray) -> np.ndarray:
     """``np.einsum``; with more than two operands or large ones it plans the contraction order and calls BLAS
     (``optimize``: 3x faster on a (8, 8, 128, 64) attention product, but ~20 us of planning a tiny one doesn't
     repay)."""
+    if any(_narrow(a.dtype) for a in arrays):  # float16 and bfloat16 contract in float32, rounded once
+        wide = einsum(equation, *[_widen(a) if _narrow(a.dtype) else a for a in arrays])
+        return _narrowed(wide, next(a.dtype for a in arrays if _narrow(a.dtype)))
     big = len(arrays) > 2 or sum(a.size for a in arrays) > 4096
     return _c(np.einsum(equation, *arrays, optimize=big))
 

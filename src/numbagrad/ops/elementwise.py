@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _tensor
 from .._tensor import Tensor
-from .._typeinfo import CPP_NAMES
+from .._typeinfo import CPP_NAMES, finfo
 from .._types import from_numpy_dtype as _scalar_dtype
 from .._types import get_default_dtype
 from ..autograd.engine import accumulator_of, engine_owns
@@ -1127,9 +1127,9 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     smallest finite values); integer and bool tensors have none and come back as copies."""
     _require_tensor("nan_to_num", input)
     dt = input._data.dtype
-    if dt.kind != "f":
+    if dt.kind not in "fV":
         return input.clone()
-    info = np.finfo(dt)
+    info = finfo(input.dtype)  # (numbagrad's: numpy's finfo does not know bfloat16)
     nan = 0.0 if nan is None else float(nan)
     posinf = float(info.max) if posinf is None else float(posinf)
     neginf = float(info.min) if neginf is None else float(neginf)
