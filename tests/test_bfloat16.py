@@ -385,3 +385,16 @@ def test_cpu_autocast_runs_a_small_cnn_as_torch(torch):
     assert [str(t.dtype).split(".")[-1] for t in ours] == ["bfloat16", "bfloat16", "float32", "float32", "float32"]
     for a, b in zip(ours, theirs):
         close(a, b, 5e-2)
+
+
+def test_assert_close_uses_torchs_bfloat16_tolerances(torch):
+    """rtol 1.6e-2, atol 1e-5: a 1% difference passes, a 5% one fails with torch's report."""
+    near, far = (np.array([1.0, 2.0, 3.0], np.float32) * np.float32(s) for s in (1.01, 1.05))
+    messages = []
+    for lib in (numbagrad, torch):
+        base = bf16(lib, np.array([1.0, 2.0, 3.0], np.float32))
+        lib.testing.assert_close(base, bf16(lib, near))
+        with pytest.raises(AssertionError) as failed:
+            lib.testing.assert_close(base, bf16(lib, far))
+        messages.append(str(failed.value))
+    assert messages[0] == messages[1]
