@@ -98,6 +98,20 @@ def test_conversion_methods_give_bfloat16(torch):
     assert x.bfloat16().float().dtype is numbagrad.float32
 
 
+@pytest.mark.parametrize("shape", [(), (1,), (2, 3), (0, 2)])
+def test_conversions_keep_the_shape(shape):
+    x = numbagrad.ones(shape).bfloat16()
+    assert x.shape == shape and x.float().shape == shape and x.double().shape == shape and x.half().shape == shape
+
+
+def test_vector_norm_accumulates_in_float32_as_torch(torch):
+    data = np.random.default_rng(0).standard_normal((30, 40)).astype(np.float32)
+    for ord in (1, 2, 3, float("inf")):
+        ours = numbagrad.linalg.vector_norm(bf16(numbagrad, data), ord)
+        theirs = torch.linalg.vector_norm(bf16(torch, data), ord)
+        assert ours.shape == () and ours.item() == theirs.item()
+
+
 def test_module_bfloat16_casts_parameters():
     m = numbagrad.nn.Linear(3, 2).bfloat16()
     assert m.weight.dtype is numbagrad.bfloat16 and m.bias.dtype is numbagrad.bfloat16 and m.weight.requires_grad
@@ -398,3 +412,13 @@ def test_assert_close_uses_torchs_bfloat16_tolerances(torch):
             lib.testing.assert_close(base, bf16(lib, far))
         messages.append(str(failed.value))
     assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("name", ["det", "svd", "cholesky", "pinv"])
+def test_lapack_ops_refuse_bfloat16_as_torch(torch, name):
+    errors = []
+    for lib in (numbagrad, torch):
+        with pytest.raises((RuntimeError, NotImplementedError)) as failed:
+            getattr(lib.linalg, name)(bf16(lib, np.eye(3, dtype=np.float32)))
+        errors.append((type(failed.value), str(failed.value).replace("numbagrad.", "torch.")))
+    assert errors[0] == errors[1]

@@ -309,7 +309,13 @@ def _widen(a: np.ndarray) -> np.ndarray:
 def _store(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
     """``dst[...] = src`` for a float32 ``src`` of ``dst``'s shape: a contiguous bfloat16 ``dst`` is written by the
     rounding kernel (bit for bit ml_dtypes' cast), anything else by numpy."""
-    if dst.dtype.kind == "V" and src.dtype is _SINGLE and dst.size and dst.flags.c_contiguous:
+    if (
+        dst.dtype.kind == "V"
+        and src.dtype is _SINGLE
+        and src.shape == dst.shape
+        and dst.size
+        and dst.flags.c_contiguous
+    ):
         src = src if src.flags.c_contiguous else np.ascontiguousarray(src)
         _nn().float32_to_bfloat16(src.reshape(-1).view(np.uint32), dst.reshape(-1).view(np.uint16))
     else:
@@ -447,7 +453,7 @@ def astype(a: np.ndarray, dtype) -> np.ndarray:
     """A C-contiguous copy in ``dtype``."""
     dtype = np.dtype(dtype)
     if a.dtype.kind == "V" and dtype is _SINGLE:
-        return _widen(np.ascontiguousarray(a))
+        return _widen(np.asarray(a, order="C"))  # (ascontiguousarray would make a 0-d array 1-d)
     if dtype.kind == "V" and a.dtype is _SINGLE:
         return _narrowed(a, dtype)
     if a.dtype.kind == "f" and (dtype.kind != "f" or dtype.itemsize < a.dtype.itemsize):
