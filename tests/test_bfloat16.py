@@ -422,3 +422,10 @@ def test_lapack_ops_refuse_bfloat16_as_torch(torch, name):
             getattr(lib.linalg, name)(bf16(lib, np.eye(3, dtype=np.float32)))
         errors.append((type(failed.value), str(failed.value).replace("numbagrad.", "torch.")))
     assert errors[0] == errors[1]
+
+
+def test_legacy_bfloat16_tensor_type_matches_torch(torch):
+    for lib in (numbagrad, torch):
+        x = lib.BFloat16Tensor([1.5, 2.0])
+        assert isinstance(x, lib.BFloat16Tensor) and x.dtype is lib.bfloat16 and x.type() == "torch.BFloat16Tensor"
+        assert lib.ones(2).type(lib.BFloat16Tensor).dtype is lib.bfloat16

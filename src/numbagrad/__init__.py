@@ -12,6 +12,7 @@ from ._interop import from_dlpack
 from ._printing import set_printoptions
 from ._tensor import Tensor, is_tensor
 from ._typeinfo import (
+    BFloat16Tensor,
     BoolTensor,
     ByteTensor,
     CharTensor,
@@ -75,6 +76,7 @@ __all__ = [
     "contiguous_format",
     "channels_last_3d",
     "channels_last",
+    "BFloat16Tensor",
     "BoolTensor",
     "ByteTensor",
     "CharTensor",

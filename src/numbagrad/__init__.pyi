@@ -414,6 +414,10 @@ def is_autocast_available(device_type: builtins.str) -> builtins.bool: ...
 def is_autocast_enabled(device_type: builtins.str | None = ...) -> builtins.bool: ...
 
 
+class BFloat16Tensor(numbagrad._typeinfo._LegacyTensor):
+    dtype: numbagrad._types._MLDtype
+
+
 class BoolTensor(numbagrad._typeinfo._LegacyTensor):
     dtype: numbagrad._types.dtype
 
@@ -456,6 +460,7 @@ __all__ = [
     "contiguous_format",
     "channels_last_3d",
     "channels_last",
+    "BFloat16Tensor",
     "BoolTensor",
     "ByteTensor",
     "CharTensor",

@@ -12,6 +12,7 @@ import numpy as np
 from ._tensor import Tensor
 from ._types import (
     Size,
+    bfloat16,
     bool_,
     dtype,
     float16,
@@ -26,6 +27,7 @@ from ._types import (
 )
 
 __all__ = [
+    "BFloat16Tensor",
     "BoolTensor",
     "ByteTensor",
     "CharTensor",
@@ -175,8 +177,9 @@ def legacy_new(d: dtype, args: tuple) -> Tensor:
 
 #: dtype name -> the C++ type name torch's messages use
 CPP_NAMES = {
-    "float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
-    "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+    "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+    "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+    "bool": "bool",
 }  # fmt: skip
 
 
@@ -196,6 +199,7 @@ def _legacy(name: str, d: dtype) -> type:
 FloatTensor = _legacy("FloatTensor", float32)
 DoubleTensor = _legacy("DoubleTensor", float64)
 HalfTensor = _legacy("HalfTensor", float16)
+BFloat16Tensor = _legacy("BFloat16Tensor", bfloat16)
 LongTensor = _legacy("LongTensor", int64)
 IntTensor = _legacy("IntTensor", int32)
 ShortTensor = _legacy("ShortTensor", int16)
@@ -205,8 +209,8 @@ BoolTensor = _legacy("BoolTensor", bool_)
 
 #: "torch.FloatTensor" (or "numbagrad.FloatTensor", "torch.cuda.FloatTensor") -> (dtype, device type)
 LEGACY_NAMES: dict[str, tuple] = {}
-for _cls in (FloatTensor, DoubleTensor, HalfTensor, LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor,
-             BoolTensor):  # fmt: skip
+for _cls in (FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor, ShortTensor, CharTensor,
+             ByteTensor, BoolTensor):  # fmt: skip
     for _prefix in ("torch", "numbagrad"):
         LEGACY_NAMES[f"{_prefix}.{_cls.__name__}"] = (_cls.dtype, "cpu")
         LEGACY_NAMES[f"{_prefix}.cuda.{_cls.__name__}"] = (_cls.dtype, "cuda")
