@@ -429,3 +429,19 @@ def test_legacy_bfloat16_tensor_type_matches_torch(torch):
         x = lib.BFloat16Tensor([1.5, 2.0])
         assert isinstance(x, lib.BFloat16Tensor) and x.dtype is lib.bfloat16 and x.type() == "torch.BFloat16Tensor"
         assert lib.ones(2).type(lib.BFloat16Tensor).dtype is lib.bfloat16
+
+
+def test_optimizer_step_on_a_parameter_larger_than_one_update_chunk_matches_torch(torch):
+    """The float32 copies are made a chunk at a time: the step is the same across the chunks' seams."""
+    data = np.random.default_rng(2).standard_normal(2**16 + 300).astype(np.float32)
+
+    def run(lib):
+        p = bf16(lib, data, True)
+        opt = lib.optim.Adam([p], lr=0.01, amsgrad=True)
+        for _ in range(2):
+            opt.zero_grad()
+            (p * p).sum().backward()
+            opt.step()
+        return p
+
+    close(run(numbagrad), run(torch), 1e-2)

@@ -362,19 +362,28 @@ def accumulate_(dst: np.ndarray, src: np.ndarray) -> None:
         dst += src
 
 
+#: Elements per chunk of a 2-byte float ``foreach`` update (256 KiB per float32 copy).
+_FOREACH_CHUNK = 1 << 16
+
+
 def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> None:
     """Run the module-level per-element ``update(i, *arrays, *scalars, *static)`` for every ``i`` of the flat,
     contiguous, equal-sized ``arrays``: a serial loop, or ``prange`` from ``PARALLEL_THRESHOLD`` elements on.
     ``static`` flags are compiled into the loop as constants (``codegen.foreach_kernel``)."""
     n = arrays[0].shape[0]
-    if n and _narrow(arrays[0].dtype):  # Numba has no 2-byte floats: update float32 copies, then store them back
-        copies: dict = {}  # one copy per array: an array passed twice (Adam's v as vmax) stays one array
-        for a in arrays:
-            if _narrow(a.dtype) and id(a) not in copies:
-                copies[id(a)] = (a, _widen(a))
-        foreach(update, [copies[id(a)][1] if id(a) in copies else a for a in arrays], scalars, static)
-        for a, wide in copies.values():
-            _store(a, wide)
+    if n and _narrow(arrays[0].dtype):
+        # Numba has no 2-byte floats: update float32 copies of one chunk at a time and store them back, so a large
+        # parameter's update holds a few chunk-sized copies, not float32 copies of the parameter and its state
+        for start in range(0, n, _FOREACH_CHUNK):
+            stop = start + _FOREACH_CHUNK
+            copies: dict = {}  # one copy per array: an array passed twice (Adam's v as vmax) stays one array
+            for a in arrays:
+                if _narrow(a.dtype) and id(a) not in copies:
+                    copies[id(a)] = (a[start:stop], _widen(a[start:stop]))
+            wide = [copies[id(a)][1] if id(a) in copies else a[start:stop] for a in arrays]
+            foreach(update, wide, scalars, static)
+            for part, copy in copies.values():
+                _store(part, copy)
     elif n:
         kernel = codegen.foreach_kernel(update, len(arrays), len(scalars), loop_variant(n), static)
         kernel(*arrays, *scalars)
