@@ -19,15 +19,17 @@ import numpy as np
 BATCH, SIZES = 64, (784, 128, 10)
 
 
-def make_step(lib):
-    """A closure running one training step of ``lib`` (numbagrad or torch) on fixed random data."""
+def make_step(lib, dtype: str = "float32"):
+    """A closure running one training step of ``lib`` (numbagrad or torch) on fixed random data, with the model
+    and the input in ``dtype`` (a name both libraries have: ``float32``, ``bfloat16``)."""
     lib.manual_seed(0)
     nn = lib.nn
     model = nn.Sequential(nn.Linear(SIZES[0], SIZES[1]), nn.ReLU(), nn.Linear(SIZES[1], SIZES[2]))
+    model.to(getattr(lib, dtype))
     optimizer = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     rng = np.random.default_rng(0)
-    x = lib.tensor(rng.standard_normal((BATCH, SIZES[0])), dtype=lib.float32)
+    x = lib.tensor(rng.standard_normal((BATCH, SIZES[0])), dtype=getattr(lib, dtype))
     y = lib.tensor(rng.integers(0, SIZES[2], BATCH))
 
     def step() -> float:

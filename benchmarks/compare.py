@@ -3,6 +3,7 @@
     python benchmarks/compare.py               # the table: medians of interleaved repeats, ratio = numbagrad / torch
     python benchmarks/compare.py --quick       # skip n=1e7 and use fewer fresh processes
     python benchmarks/compare.py --threshold   # serial vs prange kernel times by size (sets PARALLEL_THRESHOLD)
+    python benchmarks/compare.py --bfloat16    # the MLP step in bfloat16 and float32, times and memory, 1 thread
 
 Thread counts must be fixed before Numba, OpenBLAS and torch start their pools, so the script runs itself once
 per setting in a child process with ``NUMBA_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and ``OMP_NUM_THREADS`` set
@@ -296,6 +297,63 @@ def table(quick: bool) -> None:
           "each")  # fmt: skip
 
 
+def bfloat16_step(threads: int) -> dict:
+    """In a child with its thread counts set: the (e) MLP step in float32 and bfloat16 for each library, its
+    median time (interleaved rounds), and for numbagrad the peak of the Python-tracked allocations (tracemalloc:
+    numpy's buffers) during one step; torch's allocator is invisible to tracemalloc, so its cell stays empty. Also
+    the bytes of the model's parameters, gradients and momentum buffers, which bfloat16 halves in both."""
+    import tracemalloc
+
+    import numbagrad
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_training
+
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+        libs = [numbagrad, torch]
+    except ImportError:
+        libs = [numbagrad]
+    steps = {(lib.__name__, d): bench_training.make_step(lib, d) for lib in libs for d in ("float32", "bfloat16")}
+    for step in steps.values():
+        for _ in range(20):
+            step()
+    rounds = [interleaved_medians(list(steps.values())) for _ in range(ROUNDS)]
+    out = {}
+    for k, key in enumerate(steps):
+        peak = None
+        if key[0] == "numbagrad":
+            tracemalloc.start()
+            steps[key]()
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        sizes = bench_training.SIZES
+        numel = sum(sizes[i] * sizes[i + 1] + sizes[i + 1] for i in range(len(sizes) - 1))
+        state = 3 * numel * (2 if key[1] == "bfloat16" else 4)  # parameters, gradients, momentum buffers
+        out[f"{key[0]} {key[1]}"] = (float(np.median([r[k] for r in rounds])), peak, state)
+    return out
+
+
+def bfloat16_table() -> None:
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env.pop("OPENBLAS_CORETYPE", None)
+    args = [sys.executable, os.path.abspath(__file__), "--child-bfloat16", "1"]
+    rows = json.loads(subprocess.run(args, check=True, env=env, capture_output=True, text=True).stdout.splitlines()[-1])
+    print(f"(e) MLP 784-128-10 SGD step, batch 64, 1 thread; median of {ROUNDS} interleaved rounds")
+    print(f"{'library dtype':22} {'step':>11} {'peak traced':>12} {'param+grad+momentum':>20}")
+    for name, (t, peak, state) in rows.items():
+        traced = f"{peak / 1024:9.0f} KiB" if peak is not None else f"{'-':>12}"
+        print(f"{name:22} {_cell(t)} {traced} {state / 1024:16.0f} KiB")
+    for lib in ("numbagrad", "torch"):
+        if f"{lib} bfloat16" in rows:
+            ratio = rows[f"{lib} bfloat16"][0] / rows[f"{lib} float32"][0]
+            print(f"  {lib}: bfloat16 / float32 step time {ratio:.2f}")
+    if "torch bfloat16" in rows:
+        print(f"  numbagrad / torch in bfloat16: {rows['numbagrad bfloat16'][0] / rows['torch bfloat16'][0]:.2f}")
+
+
 def threshold() -> None:
     """Serial against prange for the generated kernels a training step runs, to choose PARALLEL_THRESHOLD."""
     from numbagrad.backend import codegen
@@ -319,10 +377,16 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threshold", action="store_true", help="measure the serial/prange switch-over size")
     parser.add_argument("--quick", action="store_true", help="skip n=1e7 and use fewer fresh processes")
+    parser.add_argument("--bfloat16", action="store_true", help="the MLP step in bfloat16 against float32 and torch")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--child-bfloat16", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(args.quick, args.child)))
+    elif args.child_bfloat16:
+        print(json.dumps(bfloat16_step(args.child_bfloat16)))
+    elif args.bfloat16:
+        bfloat16_table()
     elif args.threshold:
         threshold()
     else:

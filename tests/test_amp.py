@@ -19,6 +19,10 @@ CASTS = {
     "mm": lambda m, a, w: m.mm(a, w.T),
     "bmm": lambda m, a, w: m.bmm(a.unsqueeze(0), w.T.unsqueeze(0)),
     "addmm": lambda m, a, w: m.addmm(w[:, 0], a, w.T),
+    "conv2d": lambda m, a, w: m.nn.functional.conv2d(a.reshape(1, 1, 2, 3), w[:2, :2].reshape(1, 1, 2, 2)),
+    "conv_transpose2d": lambda m, a, w: m.nn.functional.conv_transpose2d(
+        a.reshape(1, 1, 2, 3), w[:2, :2].reshape(1, 1, 2, 2)
+    ),
     "mse_loss": lambda m, a, w: m.nn.functional.mse_loss(a.half(), a.half()),
     "cross_entropy": lambda m, a, w: m.nn.functional.cross_entropy(a.half(), m.tensor([0, 1])),
     "add": lambda m, a, w: a + 1,
@@ -28,16 +32,18 @@ CASTS = {
 
 
 @pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("op", CASTS)
-def test_autocast_casts_what_torch_casts(op, torch):
+def test_autocast_casts_what_torch_casts(op, dtype, torch):
     data_a = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
     data_w = np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)
-    with torch.autocast("cpu", dtype=torch.float16):
+    with torch.autocast("cpu", dtype=getattr(torch, dtype)):
         theirs = CASTS[op](torch, torch.tensor(data_a), torch.tensor(data_w))
-    with numbagrad.autocast("cpu", dtype=numbagrad.float16):
+    with numbagrad.autocast("cpu", dtype=getattr(numbagrad, dtype)):
         ours = CASTS[op](numbagrad, numbagrad.tensor(data_a), numbagrad.tensor(data_w))
     assert ours.dtype.name == str(theirs.dtype).replace("torch.", "")
-    np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=2e-3, atol=2e-3)
+    tol = 2e-3 if dtype == "float16" else 2e-2
+    np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=tol, atol=tol)
 
 
 def test_autocast_gradients_come_back_in_the_parameters_dtype():
@@ -77,11 +83,20 @@ def test_autocast_decorates_functions():
     assert product(numbagrad.randn(2, 2), numbagrad.randn(2, 2)).dtype is numbagrad.float16
 
 
-def test_cpu_autocast_without_a_dtype_warns_and_stays_off():
-    """CPU autocast's default dtype is bfloat16, which numbagrad lacks: the region warns, as torch does for a dtype
-    it cannot autocast to, and runs everything in its own dtype."""
-    with pytest.warns(UserWarning, match="In CPU autocast, but the target dtype is not supported. Disabling"):
-        region = numbagrad.autocast("cpu")
+def test_cpu_autocast_defaults_to_bfloat16():
+    assert numbagrad.amp.get_autocast_dtype("cpu") is numbagrad.bfloat16
+    with numbagrad.autocast("cpu"):
+        assert numbagrad.is_autocast_enabled()
+        assert (numbagrad.randn(2, 2) @ numbagrad.randn(2, 2)).dtype is numbagrad.bfloat16
+
+
+@pytest.mark.torch
+def test_cpu_autocast_to_an_unsupported_dtype_warns_as_torch_and_stays_off(torch):
+    with pytest.warns(UserWarning) as theirs:
+        torch.autocast("cpu", dtype=torch.float64)
+    with pytest.warns(UserWarning) as ours:
+        region = numbagrad.autocast("cpu", dtype=numbagrad.float64)
+    assert str(ours[0].message).replace("numbagrad.", "torch.") == str(theirs[0].message)
     with region:
         assert not numbagrad.is_autocast_enabled()
         assert (numbagrad.randn(2, 2) @ numbagrad.randn(2, 2)).dtype is numbagrad.float32

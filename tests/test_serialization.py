@@ -581,7 +581,13 @@ def test_torch_checkpoint_with_mmap_is_mapped(from_torch):
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("name", ["bfloat16", "uint16"])
+def test_torch_bfloat16_checkpoint_loads_without_torch(from_torch):
+    out = from_torch["loaded"]("bfloat16")
+    assert out["w"].dtype == numbagrad.bfloat16 and out["w"].float().tolist() == [1.0, 1.0]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", ["uint16"])
 def test_torch_dtypes_numbagrad_cannot_store_get_a_clear_error(from_torch, name):
     kind, msg = from_torch["results"][name]["error"]
     assert kind == "RuntimeError"

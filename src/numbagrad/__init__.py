@@ -12,6 +12,7 @@ from ._interop import from_dlpack
 from ._printing import set_printoptions
 from ._tensor import Tensor, is_tensor
 from ._typeinfo import (
+    BFloat16Tensor,
     BoolTensor,
     ByteTensor,
     CharTensor,
@@ -26,6 +27,7 @@ from ._typeinfo import (
 )
 from ._types import (
     Size,
+    bfloat16,
     channels_last,
     channels_last_3d,
     contiguous_format,
@@ -74,6 +76,7 @@ __all__ = [
     "contiguous_format",
     "channels_last_3d",
     "channels_last",
+    "BFloat16Tensor",
     "BoolTensor",
     "ByteTensor",
     "CharTensor",
@@ -87,6 +90,7 @@ __all__ = [
     "Size",
     "Tensor",
     "autograd",
+    "bfloat16",
     "bool",
     "device",
     "double",

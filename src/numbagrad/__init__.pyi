@@ -41,6 +41,7 @@ from . import special as special
 from . import profiler as profiler
 from numbagrad.amp.autocast_mode import autocast as autocast
 
+bfloat16: numbagrad._types._MLDtype
 bool: numbagrad._types.dtype
 channels_last: numbagrad._types.memory_format
 channels_last_3d: numbagrad._types.memory_format
@@ -664,6 +665,10 @@ def is_autocast_available(device_type: builtins.str) -> builtins.bool: ...
 def is_autocast_enabled(device_type: builtins.str | None = ...) -> builtins.bool: ...
 
 
+class BFloat16Tensor(numbagrad._typeinfo._LegacyTensor):
+    dtype: numbagrad._types._MLDtype
+
+
 class BoolTensor(numbagrad._typeinfo._LegacyTensor):
     dtype: numbagrad._types.dtype
 
@@ -706,6 +711,7 @@ __all__ = [
     "contiguous_format",
     "channels_last_3d",
     "channels_last",
+    "BFloat16Tensor",
     "BoolTensor",
     "ByteTensor",
     "CharTensor",
@@ -719,6 +725,7 @@ __all__ = [
     "Size",
     "Tensor",
     "autograd",
+    "bfloat16",
     "bool",
     "device",
     "double",

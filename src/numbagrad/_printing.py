@@ -239,6 +239,8 @@ def format_tensor(
     """
     np_dtype = _NUMPY_DTYPES.get(dtype_name)
     a = np.asarray(data) if np_dtype is None else np.asarray(data, dtype=np_dtype)
+    if a.dtype.kind == "V":  # bfloat16 prints through float32, as torch's printer widens it
+        a = a.astype(np.float32)
     indent = len(prefix) - prefix.rfind("\n") - 1
 
     all_suffixes: list[str] = []

@@ -190,7 +190,7 @@ class Tensor:
     def data(self, other: Tensor) -> None:
         if not isinstance(other, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(other).__name__}")
-        if self.requires_grad and other._data.dtype.kind not in "fc":
+        if self.requires_grad and other._data.dtype.kind not in "fcV":
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._data = other._data
 
@@ -261,7 +261,7 @@ class Tensor:
 
     def is_floating_point(self) -> bool:
         """True if the dtype is a float type."""
-        return self._data.dtype.kind == "f"
+        return self._data.dtype.kind in "fV"
 
     #: Dense tensors are strided; sparse COO tensors are ``ops.sparse.SparseCOOTensor``.
     is_sparse = False
@@ -322,7 +322,7 @@ class Tensor:
                     "use var_no_grad = var.detach()."
                 )
             raise RuntimeError(msg)
-        if value and self._data.dtype.kind != "f":
+        if value and self._data.dtype.kind not in "fV":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         if value and self._is_inference and not _upward.grad_mode.state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
@@ -332,7 +332,7 @@ class Tensor:
         """Set ``requires_grad`` in place and return this tensor."""
         if self.grad_fn is not None and requires_grad:
             return self
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and self._data.dtype.kind not in "fV":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")  # the C++ method's text
         self.requires_grad = requires_grad
         return self

@@ -12,6 +12,7 @@ import numpy as np
 from ._tensor import Tensor
 from ._types import (
     Size,
+    bfloat16,
     bool_,
     dtype,
     float16,
@@ -26,6 +27,7 @@ from ._types import (
 )
 
 __all__ = [
+    "BFloat16Tensor",
     "BoolTensor",
     "ByteTensor",
     "CharTensor",
@@ -58,7 +60,7 @@ class finfo:  # noqa: N801 - torch's name
             raise TypeError(
                 "torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
             )
-        info = np.finfo(d.numpy)
+        info = np.finfo(d.numpy) if d.numpy.kind == "f" else _ml_finfo(d.numpy)
         self.bits = int(info.bits)
         self.eps = float(info.eps)
         self.max = float(info.max)
@@ -110,6 +112,13 @@ class iinfo:  # noqa: N801 - torch's name
         return f"iinfo(min={_g(float(self.min))}, max={_g(float(self.max))}, dtype={self.dtype})"
 
     __str__ = __repr__
+
+
+def _ml_finfo(np_dtype: np.dtype):
+    """numpy's finfo does not know ml_dtypes' types (bfloat16); ml_dtypes' own finfo has the same fields."""
+    import ml_dtypes
+
+    return ml_dtypes.finfo(np_dtype)
 
 
 def _type_name(value) -> str:
@@ -168,8 +177,9 @@ def legacy_new(d: dtype, args: tuple) -> Tensor:
 
 #: dtype name -> the C++ type name torch's messages use
 CPP_NAMES = {
-    "float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
-    "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+    "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+    "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+    "bool": "bool",
 }  # fmt: skip
 
 
@@ -189,6 +199,7 @@ def _legacy(name: str, d: dtype) -> type:
 FloatTensor = _legacy("FloatTensor", float32)
 DoubleTensor = _legacy("DoubleTensor", float64)
 HalfTensor = _legacy("HalfTensor", float16)
+BFloat16Tensor = _legacy("BFloat16Tensor", bfloat16)
 LongTensor = _legacy("LongTensor", int64)
 IntTensor = _legacy("IntTensor", int32)
 ShortTensor = _legacy("ShortTensor", int16)
@@ -198,8 +209,8 @@ BoolTensor = _legacy("BoolTensor", bool_)
 
 #: "torch.FloatTensor" (or "numbagrad.FloatTensor", "torch.cuda.FloatTensor") -> (dtype, device type)
 LEGACY_NAMES: dict[str, tuple] = {}
-for _cls in (FloatTensor, DoubleTensor, HalfTensor, LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor,
-             BoolTensor):  # fmt: skip
+for _cls in (FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor, ShortTensor, CharTensor,
+             ByteTensor, BoolTensor):  # fmt: skip
     for _prefix in ("torch", "numbagrad"):
         LEGACY_NAMES[f"{_prefix}.{_cls.__name__}"] = (_cls.dtype, "cpu")
         LEGACY_NAMES[f"{_prefix}.cuda.{_cls.__name__}"] = (_cls.dtype, "cuda")

@@ -25,6 +25,31 @@ class dtype:  # noqa: N801 - torch spells it lowercase
         return (_dtype_by_name, (self.name,))
 
 
+class _MLDtype(dtype):
+    """A float type whose numpy storage comes from ``ml_dtypes`` (bfloat16): that package's import costs about as
+    much as numbagrad's own, so it is loaded when a tensor of this type is first made, not at ``import numbagrad``.
+    numpy files it under kind ``"V"``, so the flags are given here."""
+
+    __slots__ = ("_numpy",)
+
+    def __init__(self, name: str, scalar_name: str, itemsize: int) -> None:
+        self.name = name
+        self.scalar_name = scalar_name
+        self.is_floating_point = True
+        self.is_signed = True
+        self.itemsize = itemsize
+        self._numpy = None
+
+    @property
+    def numpy(self) -> np.dtype:  # type: ignore[override]
+        if self._numpy is None:
+            import ml_dtypes
+
+            self._numpy = np.dtype(getattr(ml_dtypes, self.name))
+            _BY_NUMPY[self._numpy] = self
+        return self._numpy
+
+
 class memory_format:  # noqa: N801 - torch spells it lowercase
     """A memory layout's name, as ``clone``/``contiguous``/``to`` take it: ``channels_last`` stores (N, C, H, W)
     as (N, H, W, C) (``backend/layout.py``), ``preserve_format`` keeps a tensor's own layout."""
@@ -54,9 +79,11 @@ float16 = dtype("float16", "Half", np.float16)
 int16 = dtype("int16", "Short", np.int16)
 int8 = dtype("int8", "Char", np.int8)
 uint8 = dtype("uint8", "Byte", np.uint8)
+# bfloat16 is stored as ml_dtypes' bfloat16 (float32's exponent, 8 significant bits); computed in float32 too
+bfloat16 = _MLDtype("bfloat16", "BFloat16", 2)
 
-ALL_DTYPES = (float32, float64, int64, int32, bool_, float16, int16, int8, uint8)
-_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES}
+ALL_DTYPES = (float32, float64, int64, int32, bool_, float16, int16, int8, uint8, bfloat16)
+_BY_NUMPY = {d.numpy: d for d in ALL_DTYPES if d is not bfloat16}
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _default_float = [float32]
 
@@ -86,6 +113,8 @@ def from_numpy_dtype(np_dtype) -> dtype:
     try:
         return _BY_NUMPY[np.dtype(np_dtype)]
     except KeyError:
+        if np.dtype(np_dtype).name == "bfloat16" and np.dtype(np_dtype) == bfloat16.numpy:  # made before numbagrad's
+            return bfloat16
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).name}. The only supported types are: "
             "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
@@ -106,6 +135,12 @@ def to_dtype(d) -> dtype:
 
 
 def promote_types(a: dtype, b: dtype) -> dtype:
+    """torch's promotion of two dtypes: a float type wins over integers and bool (numpy's would widen bfloat16 to
+    float64 against int64), else the smallest type holding both."""
+    if a is b:
+        return a
+    if a.is_floating_point != b.is_floating_point:
+        return a if a.is_floating_point else b
     return from_numpy_dtype(np.promote_types(a.numpy, b.numpy))
 
 

@@ -161,7 +161,7 @@ def _reduce_tensor(pickler: _Pickler, t: Tensor):
         a = t._data
         storage, offset = pickler.storage_for(a, "cpu")
     strides = a.strides if a.size else tuple(0 for _ in a.shape)
-    args = (storage, a.dtype.str, offset, tuple(a.shape), tuple(strides), t.requires_grad)
+    args = (storage, _dtype_record(a.dtype), offset, tuple(a.shape), tuple(strides), t.requires_grad)
     state = t._user_attributes() or None
     if type(t) is Tensor and state is None:
         return (_rebuild_tensor, args)
@@ -181,6 +181,17 @@ class _Reduced:
 
     def __reduce__(self):
         return self.reduced
+
+
+def _dtype_record(np_dtype: np.dtype) -> str:
+    """How a tensor record names its element type: numpy's type string (``<f4``), or ``bfloat16``, whose numpy
+    string (``<V2``, raw 2-byte records) does not say which type it is."""
+    return np_dtype.name if np_dtype.kind == "V" else np_dtype.str
+
+
+def _record_dtype(record: str) -> np.dtype:
+    """The numpy dtype a tensor record names (``_dtype_record``)."""
+    return _types.bfloat16.numpy if record == "bfloat16" else np.dtype(record)
 
 
 def _rebuild_tensor(storage, dtype_str: str, offset: int, shape: tuple, strides: tuple, requires_grad: bool):
@@ -361,14 +372,19 @@ class _StorageType:
 
     def __init__(self, name: str, numpy_dtype: str | None, torch_dtype: str) -> None:
         self.name, self.torch_dtype = name, torch_dtype
-        self.numpy = np.dtype(numpy_dtype) if numpy_dtype else None
+        self._spec = numpy_dtype
+
+    @property
+    def numpy(self) -> np.dtype | None:
+        """The element type, resolved when a storage of this class is read (bfloat16's loads ml_dtypes)."""
+        return None if self._spec is None else _record_dtype(self._spec)
 
     def __repr__(self) -> str:
         return f"torch.{self.name}"
 
 
 class _TorchDtype:
-    """A torch dtype that numbagrad cannot store (bfloat16, complex, float8, ...), kept as a named placeholder."""
+    """A torch dtype that numbagrad cannot store (complex, float8, ...), kept as a named placeholder."""
 
     def __init__(self, name: str, numpy_dtype: str | None) -> None:
         self.name = name
@@ -383,7 +399,7 @@ _TORCH_STORAGES = {
     "FloatStorage": ("<f4", "float32"),
     "DoubleStorage": ("<f8", "float64"),
     "HalfStorage": ("<f2", "float16"),
-    "BFloat16Storage": (None, "bfloat16"),
+    "BFloat16Storage": ("bfloat16", "bfloat16"),
     "LongStorage": ("<i8", "int64"),
     "IntStorage": ("<i4", "int32"),
     "ShortStorage": ("<i2", "int16"),
@@ -401,7 +417,7 @@ _TORCH_STORAGES = {
 # torch dtype name -> numpy dtype (None: numpy has no such type)
 _TORCH_DTYPES = {
     "float32": "<f4", "float": "<f4", "float64": "<f8", "double": "<f8", "float16": "<f2", "half": "<f2",
-    "bfloat16": None, "int64": "<i8", "long": "<i8", "int32": "<i4", "int": "<i4", "int16": "<i2",
+    "bfloat16": "bfloat16", "int64": "<i8", "long": "<i8", "int32": "<i4", "int": "<i4", "int16": "<i2",
     "short": "<i2", "int8": "|i1", "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
     "bool": "|b1", "complex64": "<c8", "cfloat": "<c8", "complex128": "<c16", "cdouble": "<c16",
     "complex32": None, "chalf": None, "float8_e4m3fn": None, "float8_e5m2": None, "float8_e4m3fnuz": None,
@@ -413,6 +429,8 @@ _TORCH_DTYPES = {
 def _torch_dtype(name: str):
     """``torch.<name>`` as numbagrad's dtype where numbagrad stores it, else a placeholder."""
     np_dtype = _TORCH_DTYPES[name]
+    if np_dtype == "bfloat16":  # (without resolving its storage type: that loads ml_dtypes)
+        return _types.bfloat16
     if np_dtype is not None:
         with contextlib.suppress(TypeError):
             return from_numpy_dtype(np_dtype)
@@ -733,7 +751,7 @@ class _Unpickler(pickle.Unpickler):
         return (self.reader.torch_storage(str(key), np_dtype, int(numel), str(location)), np_dtype)
 
     def _rebuild_numbagrad_tensor(self, storage, dtype_str, offset, shape, strides, requires_grad):
-        t = _view(storage, np.dtype(dtype_str), offset, tuple(shape), tuple(strides))
+        t = _view(storage, _record_dtype(dtype_str), offset, tuple(shape), tuple(strides))
         if requires_grad:
             t.requires_grad_(True)
         return t

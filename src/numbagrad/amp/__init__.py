@@ -3,8 +3,7 @@
 ``autocast`` runs the ops torch's autocast lists in a lower precision (matmul, linear and convolution in the
 autocast dtype) or in float32 (the losses), per thread; ``GradScaler`` scales the loss so that small gradients
 survive float16, unscales the gradients before the optimizer step and skips steps whose gradients overflowed.
-numbagrad has float16 but no bfloat16 yet, so CPU autocast, whose default dtype is bfloat16, needs
-``dtype=numbagrad.float16`` to be enabled.
+CPU autocast's default dtype is bfloat16, as torch's; float16 may be asked for instead.
 """
 
 from .autocast_mode import (

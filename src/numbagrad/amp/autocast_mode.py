@@ -9,9 +9,9 @@ import warnings
 from .. import _types
 from ..autograd.grad_mode import state
 
-#: torch's default autocast dtype per device type; None where numbagrad has no such dtype (CPU's bfloat16).
-_DEFAULT_DTYPES = {"cpu": None, "cuda": _types.float16}
-_SUPPORTED_DTYPES = (_types.float16,)
+#: torch's default autocast dtype per device type, and the dtypes a region may cast to (torch's order).
+_DEFAULT_DTYPES = {"cpu": _types.bfloat16, "cuda": _types.float16}
+_SUPPORTED_DTYPES = (_types.bfloat16, _types.float16)
 #: The device types torch's device strings name (an autocast for any other is a malformed device string).
 _DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
                  "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")  # fmt: skip
@@ -23,8 +23,7 @@ def is_autocast_available(device_type: str) -> bool:
 
 
 def get_autocast_dtype(device_type: str):
-    """The dtype ``autocast(device_type)`` uses when none is given: float16 for cuda; CPU's is torch's bfloat16,
-    which numbagrad lacks (None)."""
+    """The dtype ``autocast(device_type)`` uses when none is given: float16 for cuda, bfloat16 for the CPU."""
     return _DEFAULT_DTYPES[device_type]
 
 
@@ -64,10 +63,10 @@ class autocast:  # noqa: N801 - torch's name
                 enabled = False
         if enabled and self.fast_dtype not in _SUPPORTED_DTYPES:
             name = _device_name(device_type)
-            wanted = "bfloat16 (which numbagrad does not have yet)" if self.fast_dtype is None else self.fast_dtype
+            supported = ", ".join(map(str, _SUPPORTED_DTYPES))
             warnings.warn(
                 f"In {name} autocast, but the target dtype is not supported. Disabling autocast.\n"
-                f"{name} Autocast only supports dtypes of numbagrad.float16 currently; asked for {wanted}.",
+                f"{name} Autocast only supports dtypes of {supported} currently.",
                 stacklevel=2,
             )
             enabled = False

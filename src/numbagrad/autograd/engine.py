@@ -132,7 +132,7 @@ def _make_grads(outputs: tuple, grad_outputs) -> list:
     if grad_outputs is None and len(outputs) == 1:  # loss.backward(): one float scalar that requires grad
         out = outputs[0]
         data = out._data
-        if data.size == 1 and data.dtype.kind == "f" and (out._requires_grad or out.grad_fn is not None):
+        if data.size == 1 and data.dtype.kind in "fV" and (out._requires_grad or out.grad_fn is not None):
             backend = _tensor._BACKENDS.get(type(data)) or _tensor.backend_for(data)  # (out._backend's lookup)
             return [Tensor._make(backend.full(data.shape, 1, data.dtype))]
     if grad_outputs is None:
@@ -150,7 +150,7 @@ def _make_grads(outputs: tuple, grad_outputs) -> list:
             if out.requires_grad:  # else the engine reports "element i of tensors does not require grad"
                 if data.size != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if data.dtype.kind != "f":
+                if data.dtype.kind not in "fV":
                     raise RuntimeError(
                         f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
                     )
@@ -162,7 +162,7 @@ def _make_grads(outputs: tuple, grad_outputs) -> list:
                 f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a shape of "
                 f"{out.shape}."
             )
-        elif g._data.dtype != data.dtype and data.dtype.kind in "fc":
+        elif g._data.dtype != data.dtype and data.dtype.kind in "fcV":
             g = g.to(out.dtype)  # torch's validate_outputs: a gradient takes its tensor's dtype
         grads.append(g)
     return grads

@@ -488,7 +488,7 @@ def _apply_simple(cls, args: tuple, st):
             needs.append(False)
     ctx.needs_input_grad = tuple(needs)
     output = cls.forward(ctx, *args)
-    if grad and st.enabled and output._data.dtype.kind in "fc":
+    if grad and st.enabled and output._data.dtype.kind in "fcV":
         ctx.next_functions = edges_of(args)
         ctx._sequence_nr = next(_sequence)
         output.grad_fn = ctx
@@ -658,7 +658,7 @@ def _link_outputs(cls, ctx, args: tuple, output):
     if state.anomaly:
         ctx._traceback = "".join(traceback.format_stack()[:-3])
     if fresh and not (ctx.dirty_tensors or ctx.non_differentiable):
-        if output._data.dtype.kind in "fc":
+        if output._data.dtype.kind in "fcV":
             output.grad_fn = ctx
             if output._base is not None and not ctx._builtin:
                 output._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
@@ -713,7 +713,7 @@ def _link_general(ctx, args: tuple, output) -> tuple:
             # "Return it as a view so that we can attach a new grad_fn" (torch)
             o = outputs[i] = o._view_of(o._data)
             returned_as_is.append(original)
-        if (non_diff and _contains(non_diff, original)) or o._data.dtype.kind not in "fc":
+        if (non_diff and _contains(non_diff, original)) or o._data.dtype.kind not in "fcV":
             if is_dirty:
                 o.grad_fn, o._requires_grad = None, False
         else:

@@ -27,7 +27,7 @@ class Variable(metaclass=_VariableMeta):
             )
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
-        if requires_grad and data._data.dtype.kind not in "fc":
+        if requires_grad and data._data.dtype.kind not in "fcV":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t = data.detach()
         if requires_grad:

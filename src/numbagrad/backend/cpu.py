@@ -196,7 +196,7 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
 def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None, *, shape=None, out_dtype=None):
     """Forward of one row: ``row(*inputs, *params)`` computed in ``dtype``, into ``out`` or a new array of
     ``shape`` (default: the inputs' broadcast) and ``out_dtype`` (default ``dtype``; a comparison writes bools)."""
-    if dtype is _HALF:
+    if _narrow(dtype):
         if out is None:
             out = empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
         return _in_single(row, "forward", inputs, params, out)
@@ -244,7 +244,7 @@ def elementwise_grad(
     given, is a contiguous buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g`` itself: each
     element is read before it is written).
     """
-    if dtype is _HALF:
+    if _narrow(dtype):
         return _in_single(row, _GRAD[i], (g, out, *inputs), params, empty(g.shape, dtype))
     if result is None:
         return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, empty(g.shape, dtype), True)
@@ -270,7 +270,7 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
     the second may be written into ``g``'s buffer (each element's gradients are computed before either is
     stored)."""
     size = g.size
-    if dtype is _HALF or size == 0:
+    if size == 0 or _narrow(dtype):
         first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
         return first, elementwise_grad(row, which[1], g, out, inputs, params, dtype, result=g if into_g else None)
     first = empty(g.shape, dtype)
@@ -291,13 +291,49 @@ _HALF = np.dtype(np.float16)
 _SINGLE = np.dtype(np.float32)
 
 
+def _narrow(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is a 2-byte float: numpy's float16 or ml_dtypes' bfloat16 (the one kind ``"V"`` type
+    numbagrad stores). Numba computes in neither, so their ops run in float32 and round once on the write."""
+    return dtype is _HALF or dtype.kind == "V"
+
+
+def _widen(a: np.ndarray) -> np.ndarray:
+    """A float32 copy of a float16 or bfloat16 array; a contiguous bfloat16 one through the shift kernel."""
+    if a.dtype.kind == "V" and a.size and a.flags.c_contiguous:
+        out = np.empty(a.shape, _SINGLE)
+        _nn().bfloat16_to_float32(a.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint32))
+        return out
+    return a.astype(_SINGLE)
+
+
+def _store(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """``dst[...] = src`` for a float32 ``src`` of ``dst``'s shape: a contiguous bfloat16 ``dst`` is written by the
+    rounding kernel (bit for bit ml_dtypes' cast), anything else by numpy."""
+    if (
+        dst.dtype.kind == "V"
+        and src.dtype is _SINGLE
+        and src.shape == dst.shape
+        and dst.size
+        and dst.flags.c_contiguous
+    ):
+        src = src if src.flags.c_contiguous else np.ascontiguousarray(src)
+        _nn().float32_to_bfloat16(src.reshape(-1).view(np.uint32), dst.reshape(-1).view(np.uint16))
+    else:
+        dst[...] = src
+    return dst
+
+
+def _narrowed(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A float32 array rounded to the 2-byte float ``dtype``, as a new array."""
+    return _store(np.empty(a.shape, dtype), a)
+
+
 def _in_single(row: Row, which: str, values, params: tuple, out: np.ndarray) -> np.ndarray:
-    """A float16 op: Numba has no half-precision arithmetic, so the kernel computes in float32 and the result is
-    stored as float16 (torch's CPU computes half ops in float the same way)."""
-    tmp = np.empty(out.shape, _SINGLE if out.dtype is _HALF else out.dtype)
+    """A float16 or bfloat16 op: Numba has no such arithmetic, so the kernel computes in float32 and the result is
+    stored in the narrow type, rounded to nearest even (torch's CPU computes them in float the same way)."""
+    tmp = np.empty(out.shape, _SINGLE if _narrow(out.dtype) else out.dtype)
     _run(row, which, values, params, _SINGLE, tmp)
-    out[...] = tmp
-    return out
+    return _store(out, tmp)
 
 
 def sum_to_shape(a: np.ndarray, shape: tuple) -> np.ndarray:
@@ -319,11 +355,15 @@ def loop_variant(size: int) -> str:
 
 def accumulate_(dst: np.ndarray, src: np.ndarray) -> None:
     """``dst += src`` in place through a compiled kernel (the leaf ``.grad`` accumulation)."""
-    if dst.flags.c_contiguous and src.shape == dst.shape and dst.dtype is not _HALF:
+    if dst.flags.c_contiguous and src.shape == dst.shape and not _narrow(dst.dtype):
         s = np.ascontiguousarray(src, dtype=dst.dtype)
         codegen.accumulate_kernel(loop_variant(dst.size))(dst.reshape(-1), s.reshape(-1))
     else:
         dst += src
+
+
+#: Elements per chunk of a 2-byte float ``foreach`` update (256 KiB per float32 copy).
+_FOREACH_CHUNK = 1 << 16
 
 
 def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> None:
@@ -331,14 +371,19 @@ def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> No
     contiguous, equal-sized ``arrays``: a serial loop, or ``prange`` from ``PARALLEL_THRESHOLD`` elements on.
     ``static`` flags are compiled into the loop as constants (``codegen.foreach_kernel``)."""
     n = arrays[0].shape[0]
-    if n and arrays[0].dtype is _HALF:  # Numba has no float16: update float32 copies, then store them back
-        copies: dict = {}  # one copy per array: an array passed twice (Adam's v as vmax) stays one array
-        for a in arrays:
-            if a.dtype is _HALF and id(a) not in copies:
-                copies[id(a)] = (a, a.astype(_SINGLE))
-        foreach(update, [copies[id(a)][1] if id(a) in copies else a for a in arrays], scalars, static)
-        for a, wide in copies.values():
-            a[...] = wide
+    if n and _narrow(arrays[0].dtype):
+        # Numba has no 2-byte floats: update float32 copies of one chunk at a time and store them back, so a large
+        # parameter's update holds a few chunk-sized copies, not float32 copies of the parameter and its state
+        for start in range(0, n, _FOREACH_CHUNK):
+            stop = start + _FOREACH_CHUNK
+            copies: dict = {}  # one copy per array: an array passed twice (Adam's v as vmax) stays one array
+            for a in arrays:
+                if _narrow(a.dtype) and id(a) not in copies:
+                    copies[id(a)] = (a[start:stop], _widen(a[start:stop]))
+            wide = [copies[id(a)][1] if id(a) in copies else a[start:stop] for a in arrays]
+            foreach(update, wide, scalars, static)
+            for part, copy in copies.values():
+                _store(part, copy)
     elif n:
         kernel = codegen.foreach_kernel(update, len(arrays), len(scalars), loop_variant(n), static)
         kernel(*arrays, *scalars)
@@ -426,6 +471,10 @@ def copy(a: np.ndarray) -> np.ndarray:
 def astype(a: np.ndarray, dtype) -> np.ndarray:
     """A C-contiguous copy in ``dtype``."""
     dtype = np.dtype(dtype)
+    if a.dtype.kind == "V" and dtype is _SINGLE:
+        return _widen(np.asarray(a, order="C"))  # (ascontiguousarray would make a 0-d array 1-d)
+    if dtype.kind == "V" and a.dtype is _SINGLE:
+        return _narrowed(a, dtype)
     if a.dtype.kind == "f" and (dtype.kind != "f" or dtype.itemsize < a.dtype.itemsize):
         return _narrowing_copy(a, dtype)
     return np.array(a, dtype=dtype, order="C", copy=True)
@@ -491,7 +540,10 @@ def overlap(a: np.ndarray, b: np.ndarray) -> str:
 @np.errstate(all="ignore")  # BLAS's inf * 0 gives nan without a warning, as in torch
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b``; a stack of matrices times one matrix is folded into one 2-D product, as torch's matmul folds it
-    (numpy loops over the stack instead: 5x slower at (32, 4, 48) @ (48, 128))."""
+    (numpy loops over the stack instead: 5x slower at (32, 4, 48) @ (48, 128)). 2-byte floats multiply in float32
+    through BLAS and round once, as torch's CPU accumulates them."""
+    if _narrow(a.dtype):
+        return _narrowed(matmul(_widen(a), _widen(b)), a.dtype)
     if a.ndim > 2 and b.ndim == 2:
         return np.asarray(np.matmul(a.reshape(-1, a.shape[-1]), b)).reshape(a.shape[:-1] + (b.shape[1],))
     return np.asarray(np.matmul(a, b))
@@ -511,6 +563,9 @@ def linear_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray, needs: tup
     """The gradients of ``linear`` with respect to ``x``, ``weight`` and ``bias`` from the 2-D incoming ``g``, each
     None unless ``needs`` asks for it."""
     need_x, need_w, need_b = needs
+    if _narrow(g.dtype):
+        wide = linear_backward(_widen(g), _widen(x), _widen(weight), needs)
+        return tuple(None if r is None else _narrowed(r, g.dtype) for r in wide)
     return (np.matmul(g, weight) if need_x else None, g.T @ x if need_w else None, g.sum(0) if need_b else None)
 
 
@@ -520,7 +575,11 @@ _UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.mini
 def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None) -> np.ndarray:
     """``sum``/``prod``/``max``/``min``/``any``/``all`` over ``axes`` (all when None), as an array (never a numpy
     scalar). A float32 or float64 sum runs a compiled loop: over the whole array at every size (0.8 us for 3
-    elements, numpy's call 1.1), over some axes from ``_KERNEL_SUM_SIZE`` elements; the rest is ``ufunc.reduce``."""
+    elements, numpy's call 1.1), over some axes from ``_KERNEL_SUM_SIZE`` elements; the rest is ``ufunc.reduce``.
+    A bfloat16 sum or product accumulates in float32 (numpy's would in bfloat16), as torch's does."""
+    if a.dtype.kind == "V" and op in ("sum", "prod"):
+        wide = reduce(_widen(a), op, axes, keepdim, _SINGLE if dtype is None or dtype == a.dtype else dtype)
+        return _narrowed(wide, a.dtype) if dtype is None or dtype == a.dtype else wide
     if op == "sum" and (dtype is None or dtype == a.dtype) and a.flags.c_contiguous:
         zero = _SUM_ZEROS.get(a.dtype)  # (Numba has no float16: numpy's sum adds float16 in float32)
         if zero is not None:
@@ -736,7 +795,7 @@ def cumulative(a: np.ndarray, op: str, dim: int, dtype) -> np.ndarray:
         view = (math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :]))
         _nn().cumulative(src.reshape(view), op == "cumprod", out.reshape(view))
         return out
-    if dtype.kind == "f" and dtype.itemsize < 8:
+    if dtype.kind in "fV" and dtype.itemsize < 8:  # (bfloat16 too: numpy's scan would add in bfloat16)
         return _c(fn(a.astype(dtype), axis=dim, dtype=np.float64).astype(dtype))
     return _c(fn(a, axis=dim, dtype=dtype))
 
@@ -746,6 +805,9 @@ def einsum(equation: str, *arrays: np.ndarray) -> np.ndarray:
     """``np.einsum``; with more than two operands or large ones it plans the contraction order and calls BLAS
     (``optimize``: 3x faster on a (8, 8, 128, 64) attention product, but ~20 us of planning a tiny one doesn't
     repay)."""
+    if any(_narrow(a.dtype) for a in arrays):  # float16 and bfloat16 contract in float32, rounded once
+        wide = einsum(equation, *[_widen(a) if _narrow(a.dtype) else a for a in arrays])
+        return _narrowed(wide, next(a.dtype for a in arrays if _narrow(a.dtype)))
     big = len(arrays) > 2 or sum(a.size for a in arrays) > 4096
     return _c(np.einsum(equation, *arrays, optimize=big))
 
@@ -957,18 +1019,20 @@ def _nn():
 
 
 def _half_in_single(fn):
-    """Numba has no float16: a primitive whose first array is float16 runs on float32 copies of its float16 arrays
-    and returns float16 arrays (torch's CPU computes float16 in float32 too). Other dtypes go straight through."""
+    """Numba has no 2-byte floats: a primitive whose first array is float16 or bfloat16 runs on float32 copies of
+    its narrow arrays and returns arrays of the first one's type (torch's CPU computes them in float32 too). Other
+    dtypes go straight through."""
 
     @functools.wraps(fn)
     def primitive(*args, **kwargs):
-        if args[0].dtype is not _HALF:
+        narrow = args[0].dtype
+        if not _narrow(narrow):
             return fn(*args, **kwargs)
-        single = [a.astype(_SINGLE) if type(a) is np.ndarray and a.dtype is _HALF else a for a in args]
+        single = [_widen(a) if type(a) is np.ndarray and _narrow(a.dtype) else a for a in args]
         result = fn(*single, **kwargs)
         if type(result) is tuple:
-            return tuple(r.astype(_HALF) if type(r) is np.ndarray and r.dtype is _SINGLE else r for r in result)
-        return result.astype(_HALF)
+            return tuple(_narrowed(r, narrow) if type(r) is np.ndarray and r.dtype is _SINGLE else r for r in result)
+        return _narrowed(result, narrow)
 
     return primitive
 

@@ -261,9 +261,19 @@ def is_device_array(a) -> bool:
     return _Array is not None and isinstance(a, _Array)
 
 
+def _storable(dtype: np.dtype) -> None:
+    """bfloat16 (ml_dtypes' numpy kind "V") has no cuda kernels here: a clear error instead of Numba's typing one."""
+    if dtype.kind == "V":
+        raise RuntimeError(
+            "numbagrad's cuda tensors cannot hold bfloat16 yet (it is CPU-only): keep the tensor on the cpu or "
+            "convert it first, e.g. tensor.float().cuda()"
+        )
+
+
 def to_device(a: np.ndarray):
     """Copy a numpy array to the device (C-contiguous)."""
     require()
+    _storable(np.asarray(a).dtype)
     return _wrap(_upload(a))
 
 
@@ -271,6 +281,7 @@ def empty(shape, dtype):
     """Uninitialised device storage from the caching allocator (``cuda_memory``)."""
     require()
     shape, dtype = tuple(shape), np.dtype(dtype)
+    _storable(dtype)
     if simulator():
         return _storage_class()(cuda_memory.simulator_array(shape, dtype))
     return _wrap(_nb().device_array(shape, dtype))
@@ -540,6 +551,7 @@ def copy(a):
 
 def astype(a, dtype):
     """A C-contiguous copy in ``dtype``."""
+    _storable(np.dtype(dtype))
     return _materialize(a, a.shape, np.dtype(dtype))
 
 

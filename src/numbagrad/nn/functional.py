@@ -1091,6 +1091,8 @@ def _geometry(big_shape: tuple, small_shape: tuple, kernel, stride, pads, dilati
 
 
 def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int, dims: int) -> Tensor:
+    if state.autocast is not None:  # every convolution is on torch's autocast lower-precision list
+        input, weight, bias = autocast_to(None, input, weight, bias)
     shape, unbatched = _conv_shapes(input, weight, bias, groups, dims, f"conv{dims}d", False)
     stride = _tuple(stride, dims, "stride")
     dilation = _tuple(dilation, dims, "dilation")
@@ -1130,6 +1132,8 @@ def _conv(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups
 
 def _conv_transpose(input: Tensor, weight: Tensor, bias, stride, padding, output_padding, groups: int, dilation,
                     dims: int) -> Tensor:  # fmt: skip
+    if state.autocast is not None:
+        input, weight, bias = autocast_to(None, input, weight, bias)
     shape, unbatched = _conv_shapes(input, weight, bias, groups, dims, f"conv_transpose{dims}d", True)
     stride = _tuple(stride, dims, "stride")
     padding = _tuple(padding, dims, "padding")
@@ -1178,8 +1182,6 @@ def _type_name(t: Tensor) -> str:
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
            groups: int = 1) -> Tensor:  # fmt: skip
     """1-d convolution (cross-correlation) of (N, C, L) by (O, C / groups, k), in one node."""
-    if state.autocast is not None:
-        input, weight, bias = autocast_to(None, input, weight, bias)
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
 
 

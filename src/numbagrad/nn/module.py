@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from .._tensor import RemovableHandle, Tensor
+from .._types import bfloat16, float16, float32, float64
 from .._types import dtype as _dtype
-from .._types import float16, float32, float64
 from ..autograd.grad_mode import break_trace, no_grad, state
 from .parameter import Parameter, UninitializedTensorMixin
 
@@ -417,6 +417,10 @@ class Module:
     def half(self: T) -> T:
         """Cast every float parameter and buffer to float16, in place; returns self."""
         return self.to(float16)
+
+    def bfloat16(self: T) -> T:
+        """Cast every float parameter and buffer to bfloat16, in place; returns self."""
+        return self.to(bfloat16)
 
     # --- state_dict ------------------------------------------------------------------------------------------
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:

@@ -34,7 +34,7 @@ __all__ = [
     "wrap_dims",
 ]
 
-_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
+_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}  # ("V": ml_dtypes' bfloat16, a float)
 _SCALARS = (bool, int, float)
 
 

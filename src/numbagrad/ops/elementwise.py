@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _upward
 from .._tensor import Tensor
-from .._typeinfo import CPP_NAMES
+from .._typeinfo import CPP_NAMES, finfo
 from .._types import from_numpy_dtype as _scalar_dtype
 from .._types import get_default_dtype
 from ..autograd.engine import accumulator_of, engine_owns
@@ -80,7 +80,7 @@ def _compute_dtype(row: Row, inputs: tuple) -> np.dtype:
             )
         raise RuntimeError(_BOOL_ERRORS[row.name])
     kind = dt.kind
-    if kind == "f":
+    if kind in "fV":  # ("V": bfloat16)
         if row.integral_only:
             raise NotImplementedError(f"\"{row.name}_cpu\" not implemented for '{_torch_name(dt)}'")
         return dt
@@ -1028,7 +1028,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A001, A002 - to
             )
         return _clamp_tensor(input, min, max)
     dt = input._data.dtype
-    if dt.kind != "f":
+    if dt.kind not in "fV":
         if isinstance(min, float) or isinstance(max, float):
             input = input.to(get_default_dtype())
         else:  # integer tensor, integer bounds: stay integer (a bool one becomes int64, as the bounds promote it)
@@ -1158,7 +1158,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
         signatures = ("Tensor input, Tensor end, Tensor weight", "Tensor input, Tensor end, Number weight")
         raise _invalid("lerp", (input, end, weight), *signatures)
     dt = input._data.dtype
-    if dt.kind != "f":
+    if dt.kind not in "fV":
         kind = "tensor" if isinstance(weight, Tensor) else "scalar"
         raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{_torch_name(dt)}'")
     for name, t in (("end", end), ("weight", weight)):
@@ -1177,9 +1177,9 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neg
     smallest finite values); integer and bool tensors have none and come back as copies."""
     _require_tensor("nan_to_num", input)
     dt = input._data.dtype
-    if dt.kind != "f":
+    if dt.kind not in "fV":
         return input.clone()
-    info = np.finfo(dt)
+    info = finfo(input.dtype)  # (numbagrad's: numpy's finfo does not know bfloat16)
     nan = 0.0 if nan is None else float(nan)
     posinf = float(info.max) if posinf is None else float(posinf)
     neginf = float(info.min) if neginf is None else float(neginf)
@@ -1191,7 +1191,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001, A002
     _require_tensor("round", input)
     if decimals == 0:
         return FUNCTIONS["round"].apply(input)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         raise NotImplementedError(f"\"round_cpu\" not implemented for '{_torch_name(input._data.dtype)}'")
     return FUNCTIONS["round_decimals"].apply(input, int(decimals))
 
@@ -1217,7 +1217,7 @@ def _clamp_tensor(input: Tensor, min, max) -> Tensor:  # noqa: A001, A002
     """``clamp`` with a tensor bound: one ``ClampBackward0`` node whose bounds get gradients too (as torch)."""
     lo, hi = (None if b is None else as_operand(b, "clamp") for b in (min, max))
     dt = result_np_dtype([b for b in (input, lo, hi) if b is not None])
-    if dt.kind == "f":
+    if dt.kind in "fV":
         low, high = -math.inf, math.inf
     elif dt.kind == "b":
         low, high = False, True

@@ -48,7 +48,7 @@ def _numpy_index(index, ndim: int | None = None, backend=None):
                 out.append(item._data)
                 continue
             data = item._host()
-            if data.dtype.kind == "f":
+            if data.dtype.kind in "fV":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             out.append(data if data.ndim else bool(data) if data.dtype.kind == "b" else int(data))
         elif isinstance(item, list):
@@ -804,7 +804,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
             "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = "
             f"{shape_str(input.shape)} source.shape = {shape_str(source.shape)}"
         )
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in "fV":
         alpha = int(alpha)
     if input.dim() == 0:
         _check_range(index, 1, dim, RuntimeError, negative=False)

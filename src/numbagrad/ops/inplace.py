@@ -27,7 +27,7 @@ from ..autograd.function import NO_GRAD_VIEW, Function, _sequence, edge_of
 from ..autograd.grad_mode import no_grad, state
 from ._common import broadcast_shapes, shape_str
 
-_CASTS = {"b": 0, "i": 1, "u": 1, "f": 2}
+_CASTS = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}  # ("V": bfloat16, a float)
 ERR_INFERENCE_INPLACE = (
     "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal "
     "tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."

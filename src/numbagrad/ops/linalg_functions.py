@@ -75,7 +75,7 @@ _LOW_PRECISION = {
     "linalg.matrix_rank": RuntimeError("This function doesn't handle types other than float and double"),
     "torch.linalg.lstsq": RuntimeError("This function doesn't handle types other than float and double"),
 }
-_LOW_NAMES = {"float16": "Half"}
+_LOW_NAMES = {"float16": "Half", "bfloat16": "BFloat16"}
 
 
 def _check_matrix(t: Tensor, op: str, square: bool = True, name: str = "A") -> None:
@@ -965,6 +965,9 @@ class VectorNorm(Function):
         ctx.save_for_backward(x)
         ctx.args = (ord, dims, keepdim)
         a = np.abs(_host(x))
+        stored = a.dtype
+        if stored.itemsize == 2 and stored.kind in "fV":  # float16 and bfloat16 accumulate in float32, as torch's
+            a = a.astype(np.float32)
         axes = dims if dims else None
         if ord == math.inf:
             out = a.max(axis=axes, keepdims=keepdim, initial=0)
@@ -979,7 +982,7 @@ class VectorNorm(Function):
         else:
             with np.errstate(divide="ignore"):
                 out = (a**ord).sum(axis=axes, keepdims=keepdim) ** (1.0 / ord)
-        return _wrap(np.asarray(out, dtype=a.dtype), x)
+        return _wrap(np.asarray(out, dtype=stored), x)
 
     @staticmethod
     def backward(ctx, g):

@@ -91,7 +91,7 @@ class Sum(Function):
         data = x._data
         result = _new(Tensor)
         result._data = (_BACKENDS.get(type(data)) or backend_for(data)).reduce(data, "sum", axes, keepdim, dt)
-        if st.enabled and (x._requires_grad or x.grad_fn is not None) and dt.kind in "fc":
+        if st.enabled and (x._requires_grad or x.grad_fn is not None) and dt.kind in "fcV":
             ctx = cls._backward_cls()
             ctx.needs_input_grad = _FIRST_ONLY
             ctx.shape, ctx.axes, ctx.keepdim = data.shape, axes, keepdim
@@ -138,7 +138,7 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     if dim is None and dtype is None and type(input) is Tensor:  # a loss's .sum(): apply's fast path, no frame
         st = state
         data = input._data
-        if st.tracer is None and data.dtype.kind == "f":
+        if st.tracer is None and data.dtype.kind in "fV":
             result = Sum._fast_apply((input, None, keepdim, data.dtype), st)
             if result is not None:
                 return result

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
-from .._types import Size, float16, from_numpy_dtype, int8, int16, to_device, to_dtype, uint8
+from .._types import Size, bfloat16, float16, from_numpy_dtype, int8, int16, to_device, to_dtype, uint8
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend import backend_for, for_device, layout
@@ -821,6 +821,12 @@ def detach(input: Tensor) -> Tensor:  # noqa: A002
 def half(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
     """``to(float16)``."""
     return to(input, dtype=float16)
+
+
+@declare(methods=("bfloat16",), name="_bfloat16")
+def bfloat16_(input: Tensor, memory_format=None) -> Tensor:  # noqa: A002
+    """``to(bfloat16)``."""
+    return to(input, dtype=bfloat16)
 
 
 @declare(methods=("short",), name="_short")

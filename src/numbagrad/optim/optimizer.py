@@ -382,9 +382,10 @@ def _scalar_state(value: float) -> Tensor:
 
 
 def _scalar_type(param: np.ndarray):
-    """The type of an update's hyperparameters: the dtype the update computes in (float16 parameters are updated
-    in float32: Numba has no float16, so the backends run a float16 update on float32 copies)."""
-    return np.float32 if param.dtype == np.float16 else param.dtype.type
+    """The type of an update's hyperparameters: the dtype the update computes in (float16 and bfloat16 parameters,
+    numpy kinds "f" and "V" of 2 bytes, are updated in float32: Numba has neither, so the backends run their update
+    on float32 copies)."""
+    return np.float32 if param.dtype.itemsize == 2 and param.dtype.kind in "fV" else param.dtype.type
 
 
 def _restored_group(group: dict, saved: dict) -> dict:

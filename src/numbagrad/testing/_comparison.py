@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor
+from .._types import bfloat16, float16, float32, float64, get_default_dtype, int64
 from .._types import dtype as _dtype
-from .._types import float16, float32, float64, get_default_dtype, int64
 from ..ops.creation import as_tensor, tensor
 
 #: {dtype: (rtol, atol)}: torch's default tolerances; other dtypes compare exactly.
-_DTYPE_PRECISIONS = {float16: (0.001, 1e-5), float32: (1.3e-6, 1e-5), float64: (1e-7, 1e-7)}
+_DTYPE_PRECISIONS = {float16: (0.001, 1e-5), bfloat16: (0.016, 1e-5), float32: (1.3e-6, 1e-5), float64: (1e-7, 1e-7)}
 _NUMBER_DTYPES = {int: int64, float: float64}
 
 
@@ -101,9 +101,9 @@ def _scalar_mismatch_msg(actual, expected, rtol: float, atol: float, identifier=
 def _isclose(a: np.ndarray, b: np.ndarray, rtol: float, atol: float, equal_nan: bool) -> np.ndarray:
     """torch.isclose on numpy data: equal, or a finite difference within ``atol + rtol * |b|`` in the data's dtype."""
     close = a == b
-    if equal_nan and a.dtype.kind in "fc":
+    if equal_nan and a.dtype.kind in "fcV":
         close |= np.isnan(a) & np.isnan(b)
-    if a.dtype.kind in "fc" and (rtol != 0 or atol != 0):
+    if a.dtype.kind in "fcV" and (rtol != 0 or atol != 0):
         with np.errstate(all="ignore"):
             error = np.abs(a - b)
             allowed = (atol + np.abs(rtol * b)).astype(a.dtype)
@@ -121,7 +121,7 @@ def _tensor_mismatch_msg(actual: np.ndarray, expected: np.ndarray, matches: np.n
     total = matches.size - int(matches.sum())
     extra = f"Mismatched elements: {total} / {matches.size} ({total / matches.size:.1%})"
     a, e, m = actual.reshape(-1), expected.reshape(-1), matches.reshape(-1)
-    floating = a.dtype.kind == "f"
+    floating = a.dtype.kind in "fV"
     if not floating:
         a, e = a.astype(np.int64), e.astype(np.int64)
     with np.errstate(all="ignore"):
@@ -153,7 +153,7 @@ def _tensor_mismatch_msg(actual: np.ndarray, expected: np.ndarray, matches: np.n
 
 def _argmax(values: np.ndarray) -> int:
     """torch.max's index: the first NaN if there is one, else the first greatest value."""
-    if values.dtype.kind == "f":
+    if values.dtype.kind in "fV":
         nans = np.flatnonzero(np.isnan(values))
         if nans.size:
             return int(nans[0])
@@ -296,9 +296,9 @@ class _TensorLikePair(_Pair):
 
 def _promote(a: np.dtype, b: np.dtype) -> np.dtype:
     """torch.promote_types: a float with an integer or bool is that float (numpy would widen int64 + float32)."""
-    if a.kind == "f" and b.kind != "f":
+    if a.kind in "fV" and b.kind not in "fV":
         return a
-    if b.kind == "f" and a.kind != "f":
+    if b.kind in "fV" and a.kind not in "fV":
         return b
     return np.promote_types(a, b)
 
