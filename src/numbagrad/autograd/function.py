@@ -18,7 +18,7 @@ import itertools
 import traceback
 import warnings
 
-from .. import _tensor
+from .. import _upward
 from .._tensor import Tensor
 from .._types import broadcast_shapes_or_none, shape_str
 from .engine import accumulator_of
@@ -702,7 +702,7 @@ def _link_general(ctx, args: tuple, output) -> tuple:
             if o.grad_fn is None and o._requires_grad:
                 raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
             if o._base is not None and o._creation_meta is not None:
-                _tensor._ops.inplace.check_view_change(o)  # (how the view was made may forbid changing it)
+                _upward.ops.inplace.check_view_change(o)  # (how the view was made may forbid changing it)
             base = o._base
             if base is not None and base.grad_fn is None and base._requires_grad:  # (torch's check_inplace)
                 raise RuntimeError(
@@ -729,12 +729,12 @@ def _link_general(ctx, args: tuple, output) -> tuple:
                     o._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
         meta.append((o._data.shape, o._data.dtype, o._backend))
     for t, old_fn, old_nr in retained:
-        _tensor._ops.inplace.move_retained_grad(t, old_fn, old_nr)
+        _upward.ops.inplace.move_retained_grad(t, old_fn, old_nr)
     for view in dirty_views:
-        _tensor._ops.inplace.rebase_onto_view(view)
+        _upward.ops.inplace.rebase_onto_view(view)
     for d in dirty:
         if d._base is None and d._views:  # a changed base: its views follow its new history (ops.inplace)
-            _tensor._ops.inplace.regenerate_after_write(d)
+            _upward.ops.inplace.regenerate_after_write(d)
     ctx._output_meta = meta
     for d in dirty:
         if not _contains(outputs, d):

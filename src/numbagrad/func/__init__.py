@@ -18,7 +18,6 @@ How numbagrad computes them, where torch differs:
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 
 from .. import ops
@@ -26,7 +25,7 @@ from .._tensor import Tensor
 from ..autograd import forward_ad
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
-from . import _vmap
+from . import _depth, _vmap
 
 __all__ = [
     "functional_call",
@@ -42,30 +41,9 @@ __all__ = [
 ]
 
 
-class _Depth(threading.local):
-    """How many transforms are running in this thread: results keep their graph inside one, not outside all."""
-
-    def __init__(self) -> None:
-        self.value = 0
-
-
-_depth = _Depth()
-
-
-class _Level:
-    def __enter__(self) -> None:
-        _depth.value += 1
-
-    def __exit__(self, *exc) -> None:
-        _depth.value -= 1
-
-
-_vmap.enter_transform = _Level
-
-
 def _lift(tree):
     """At the outermost level, the results without their graph (torch.func's results are plain tensors)."""
-    if _depth.value:
+    if _depth.depth.value:
         return tree
     return _map(lambda t: t.detach(), tree)
 
@@ -167,7 +145,7 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
 
     def wrapper(*args, **kwargs):
         nums = _argnums(argnums, len(args), "grad_and_value")
-        with _Level(), enable_grad():
+        with _depth.Level(), enable_grad():
             leaves, spec = _flatten([args[i] for i in nums])
             inner = [_alias(t) for t in leaves]
             new_args = list(args)
@@ -203,7 +181,7 @@ def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
 def vjp(func: Callable, *primals, has_aux: bool = False):
     """``(func(*primals), vjp_fn)``: ``vjp_fn(cotangents)`` gives the cotangents' products with the Jacobian, one
     per primal; it may be called many times."""
-    with _Level(), enable_grad():
+    with _depth.Level(), enable_grad():
         leaves, spec = _flatten(list(primals))
         inner = [_alias(t) for t in leaves]
         out, aux = _split_aux(func(*_unflatten(inner, spec)), has_aux, "vjp")
@@ -222,7 +200,7 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
                     f"Mismatch in shape: grad_output[0] has a shape of {c.shape} and output[0] has a shape of "
                     f"{o.shape}."
                 )
-        with _Level(), enable_grad():
+        with _depth.Level(), enable_grad():
             grads = _grads(out_leaves, inner, cot_leaves)
         return _lift(tuple(_unflatten(grads, spec)))
 
@@ -250,9 +228,9 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
                 "jvp(f, primals, tangents): Expected primals and tangents to have the same shape. Got primals with "
                 f"shape {tuple(p.shape)} and tangents with shape {tuple(t.shape)}"
             )
-    if _depth.value or forward_ad._current_level >= 0:
+    if _depth.depth.value or forward_ad._current_level >= 0:
         return _jvp_by_double_vjp(func, p_leaves, spec, t_leaves, has_aux)
-    with _Level(), forward_ad.dual_level():
+    with _depth.Level(), forward_ad.dual_level():
         duals = [forward_ad.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
         out, aux = _split_aux(func(*_unflatten(duals, spec)), has_aux, "jvp")
         out_leaves, out_spec = _flatten(out)
@@ -269,7 +247,7 @@ def _jvp_by_double_vjp(func: Callable, p_leaves: list, spec, t_leaves: list, has
     """``jvp`` inside another transform or a forward-AD level (torch nests transforms; numbagrad's forward mode has
     one level): the vjp ``u -> J^T u`` is linear in ``u``, and its vjp with the tangents is ``J t``, with a graph
     through everything, so an enclosing transform can differentiate the result."""
-    with _Level(), enable_grad():
+    with _depth.Level(), enable_grad():
         inner = [_alias(t) for t in p_leaves]
         out, aux = _split_aux(func(*_unflatten(inner, spec)), has_aux, "jvp")
         out_leaves, out_spec = _flatten(out)
@@ -284,7 +262,7 @@ def _jvp_by_double_vjp(func: Callable, p_leaves: list, spec, t_leaves: list, has
 def _jacobian(func: Callable, argnums, has_aux: bool, name: str) -> Callable:
     def wrapper(*args, **kwargs):
         nums = _argnums(argnums, len(args), name)
-        with _Level(), enable_grad():
+        with _depth.Level(), enable_grad():
             leaves, spec = _flatten([args[i] for i in nums])
             inner = [_alias(t) for t in leaves]
             new_args = list(args)
@@ -330,7 +308,7 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
     reverse = _jacobian(func, argnums, has_aux, "jacfwd")
 
     def wrapper(*args, **kwargs):
-        if _depth.value or forward_ad._current_level >= 0:
+        if _depth.depth.value or forward_ad._current_level >= 0:
             return reverse(*args, **kwargs)
         nums = _argnums(argnums, len(args), "jacfwd")
         leaves, spec = _flatten([args[i] for i in nums])
@@ -339,7 +317,7 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
                 raise RuntimeError("jacfwd: Expected all differentiated inputs to be floating point or complex tensors")
         columns: list = []  # per (input leaf, element): the output leaves' tangents
         out = aux = out_spec = None
-        with _Level(), forward_ad.dual_level():
+        with _depth.Level(), forward_ad.dual_level():
             for j, x in enumerate(leaves):
                 for k in range(x.numel()):
                     duals = []
@@ -393,7 +371,7 @@ def vmap(
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         out = batched(*args, **kwargs)
-        if _depth.value:
+        if _depth.depth.value:
             return out
         return _map(lambda t: t if _vmap.reaches_user_leaf(t) else t.detach(), out)
 

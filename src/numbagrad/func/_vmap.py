@@ -14,7 +14,6 @@ are taken through the values: samples never mix, so the gradient of the summed b
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import itertools
@@ -34,12 +33,9 @@ from ..ops import _registry
 from ..ops.creation import _rng
 from ..ops.elementwise import CLASSES
 from ..scalar_math import ROWS
+from . import _depth
 
 __all__ = ["BatchedTensor", "VmapInfo", "batched_alias", "reaches_user_leaf", "transform_leaf", "vmap"]
-
-#: Entered around the mapped function: ``numbagrad.func`` sets it to its transform-depth counter, so transforms
-#: inside a vmap keep their graphs (bound from above, as ``_tensor._ops`` is).
-enter_transform: Callable = None  # type: ignore[assignment]
 
 
 class VmapInfo(NamedTuple):
@@ -1195,7 +1191,7 @@ def _run(func, size: int, flat_dims: list, flat_args: list, spec, out_dims, rand
             arg if dim is None else _wrap(ops.movedim(arg, dim, 0) if dim else arg, level)
             for arg, dim in zip(flat_args, flat_dims)
         ]
-        with enter_transform() if enter_transform is not None else contextlib.nullcontext():
+        with _depth.Level():  # transforms inside a vmap keep their graphs
             out = func(*_unflatten(batched, spec), **kwargs)
         return _unbatch_outputs(func, out, out_dims, level)
     finally:
