@@ -373,6 +373,8 @@ def _resize_to(x: Tensor, shape: tuple) -> Tensor:
     for s in shape:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {_shape_list(shape)}")
+    if tuple(x.shape) == tuple(shape):
+        return x  # (torch changes nothing, not even the version)
     backend = x._backend
     data = x._data
     offset = storage_offset(x)
@@ -386,6 +388,7 @@ def _resize_to(x: Tensor, shape: tuple) -> Tensor:
             backend.setitem(block, (slice(0, capacity),), backend.as_strided(data, (capacity,), (1,), 0))
         data = block
     x._data = backend.as_strided(data, shape, strides, offset)
+    x._bump_version()  # a resize is a write, as torch counts it
     return x
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _typeinfo, _types
 from .._tensor import Tensor
-from .._types import int64, to_dtype, wrap_dim
+from .._types import to_dtype, wrap_dim
 from ..autograd import grad_mode
 from ..autograd.grad_mode import state as grad_state
 from ..scalar_math import ROWS
@@ -31,7 +31,7 @@ from . import (
     shape,
     tensor_methods,
 )
-from ._registry import OPS, Sample, T, declare
+from ._registry import Sample, T, declare
 
 # --- in-place function forms ------------------------------------------------------------------------------------
 #: torch's in-place functions whose op is a row of the elementwise table: each ``torch.<name>_(x, ...)`` is
@@ -594,50 +594,15 @@ def get_device(input: Tensor) -> int:  # noqa: A002
 # --- math -----------------------------------------------------------------------------------------------------------
 @declare(methods=True)
 def cov(input: Tensor, *, correction: int = 1, fweights=None, aweights=None) -> Tensor:  # noqa: A002
-    """The covariance matrix of the variables in ``input``'s rows (observations in columns), with integer frequency
-    weights ``fweights``, observation weights ``aweights`` and ``correction`` (1: Bessel's)."""
-    if input.dim() > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an input with {input.dim()}")
-    x = input.reshape(1, -1) if input.dim() < 2 else input
-    if not x.is_floating_point():
-        x = x.to(_types.get_default_dtype())
-    n = x.shape[1]
-    w = None
-    if fweights is not None:
-        w = fweights
-    if aweights is not None:
-        w = aweights if w is None else w * aweights
-    if w is None:
-        mean = reduction.mean(x, 1, keepdim=True)
-        factor = n - correction
-        centred = x - mean
-        c = linalg.matmul(centred, centred.t())
-    else:
-        w = w.to(x.dtype)
-        w_sum = reduction.sum(w)
-        mean = reduction.sum(x * w, 1, keepdim=True) / w_sum
-        if aweights is None:
-            factor = w_sum - correction
-        else:
-            factor = w_sum - correction * reduction.sum(w * aweights) / w_sum
-        centred = x - mean
-        c = linalg.matmul(centred * w, centred.t())
-    if isinstance(factor, Tensor):
-        factor = elementwise.clamp(factor, min=0)
-    else:
-        factor = max(factor, 0)
-    return (c / factor).squeeze()
+    """The covariance matrix of the variables in the rows (observations in the columns), with frequency and
+    observation weights (``Tensor.cov``'s implementation)."""
+    return tensor_methods.cov(input, correction=correction, fweights=fweights, aweights=aweights)
 
 
 @declare(methods=True)
 def corrcoef(input: Tensor) -> Tensor:  # noqa: A002
-    """The Pearson correlation coefficients of the variables in ``input``'s rows, clipped to [-1, 1]."""
-    c = cov(input)
-    if c.dim() == 0:
-        return c / c
-    std = c.diagonal().sqrt()
-    c = c / std.unsqueeze(1) / std.unsqueeze(0)
-    return elementwise.clamp(c, -1, 1)
+    """Pearson correlation coefficients of the variables in the rows (``Tensor.corrcoef``'s implementation)."""
+    return tensor_methods.corrcoef(input)
 
 
 @declare(methods=True)
@@ -986,37 +951,22 @@ def histogramdd(input: Tensor, bins=10, range=None, weight=None, density: bool =
 
 @declare(methods=True)
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:  # noqa: A002
-    """A copy of ``input`` with ``source``'s elements written (or, with ``accumulate``, added) at the flat
-    positions ``index`` (negative positions count from the end)."""
-    if index.dtype != int64:
-        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype.scalar_name}")
-    if index.numel() != source.numel():
-        raise RuntimeError(
-            f"put_(): Expected source and index to have the same number of elements, but got source.numel() = "
-            f"{source.numel()}, index.numel() = {index.numel()}"
-        )
-    flat = shape.reshape(input, -1)
-    written = indexing.index_put(flat, (shape.reshape(index, -1),), shape.reshape(source, -1), accumulate)
-    return shape.reshape(written, input.shape)
+    """A copy with ``source`` written (or added) at the flat positions ``index`` (``Tensor.put``'s
+    implementation)."""
+    return tensor_methods.put(input, index, source, accumulate)
 
 
 @declare(methods=("put_",), name="_put_")
 def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:  # noqa: A002
-    """``put`` written into ``input``."""
-    return inplace.write_inplace(input, lambda t: put(t, index, source, accumulate), (source,))
+    """In-place ``put`` (``Tensor.put_``'s implementation)."""
+    return tensor_methods.put_(input, index, source, accumulate)
 
 
 @declare(methods=True)
 def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:  # noqa: A002
-    """``nonzero(input)`` cut or padded (with rows of ``fill_value``) to exactly ``size`` rows."""
-    if size < 0:
-        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got size = {size}")
-    found = OPS["nonzero"].function(input)
-    rows = found.shape[0]
-    if rows >= size:
-        return found[:size].clone()
-    padding = creation.full((size - rows, found.shape[1]), fill_value, dtype=int64, device=input.device)
-    return shape.cat([found, padding], 0)
+    """``nonzero()``'s rows, cut or padded with ``fill_value`` to exactly ``size`` rows (``Tensor.nonzero_static``'s
+    implementation)."""
+    return tensor_methods.nonzero_static(input, size=size, fill_value=fill_value)
 
 
 @declare
