@@ -17,6 +17,9 @@ from numbagrad.ops.elementwise import function_for
 from numbagrad.scalar_math import ROWS, example_params
 
 FLOAT_ROWS = [r for r in ROWS.values() if r.differentiable and not r.integral_only and not r.out_bool]
+#: rows with an input torch has no derivative for: torch has no forward rule for them at all
+UNSUPPORTED_ROWS = [r for r in FLOAT_ROWS if r.no_formula]
+FLOAT_ROWS = [r for r in FLOAT_ROWS if not r.no_formula]
 TORCH_ROWS = [r for r in FLOAT_ROWS if not r.params]
 
 
@@ -48,6 +51,18 @@ def _both(torch, fn, arrays: list, tangent_arrays: list, **kwargs):
 
 
 # --- table rows ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("row", UNSUPPORTED_ROWS, ids=lambda r: r.name)
+def test_a_row_without_a_derivative_for_an_input_has_no_forward_rule(row):
+    arrays = _draw(row, (2, 3), seed=1)
+    cls = function_for(row.name)
+    with pytest.raises(NotImplementedError, match="Trying to use forward AD with"):
+        _tangent_of(
+            lambda *xs: cls.apply(*xs, *example_params(row)),
+            [numbagrad.tensor(a) for a in arrays],
+            [numbagrad.tensor(np.ones((2, 3))) for _ in arrays],
+        )
+
+
 @pytest.mark.parametrize("row", FLOAT_ROWS, ids=lambda r: r.name)
 def test_row_tangent_matches_central_differences(row):
     arrays = _draw(row, (2, 3), seed=1)

@@ -397,8 +397,9 @@ def _tangent_or_zeros(a: Tensor) -> Tensor:
 
 
 def _elementwise_tangent(cls, args: tuple, out: Tensor) -> Tensor:
-    """``sum_i d out / d x_i * t_i`` from the row's gradient formulas (``g * d out / d x_i``, with ``g = t_i``)."""
-    if not cls.differentiable:
+    """``sum_i d out / d x_i * t_i`` from the row's gradient formulas (``g * d out / d x_i``, with ``g = t_i``). A
+    row with an input torch has no derivative for (``no_formula``: zeta, igamma) has no forward rule in torch at all."""
+    if not cls.differentiable or cls.row.no_formula:
         raise _unsupported(cls)
     n = cls.arity
     inputs, params = args[:n], args[n:]
