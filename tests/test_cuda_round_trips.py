@@ -111,7 +111,41 @@ def _resampling(device, optimizer):
     return model, opt, loss_fn
 
 
-WORKLOADS = {"cnn": _cnn, "transformer": _transformer, "indexing": _indexing, "nll": _nll, "resampling": _resampling}
+class _Recurrent(nn.Module):
+    """An embedding, a 2-layer LSTM, a GRU cell over its outputs and a linear head: the fused gate kernels."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(5, 3)
+        self.lstm = nn.LSTM(3, 4, num_layers=2)
+        self.cell = nn.GRUCell(4, 4)
+        self.head = nn.Linear(4, 5)
+
+    def forward(self, tokens):
+        out, _ = self.lstm(self.emb(tokens))
+        h = out[0]
+        for t in range(1, out.shape[0]):
+            h = self.cell(out[t], h)
+        return self.head(h)
+
+
+def _recurrent(device, optimizer):
+    numbagrad.manual_seed(0)
+    model = _Recurrent().to(device)
+    opt = optimizer(model.parameters(), lr=0.01)
+    tokens = numbagrad.tensor([[1, 2], [0, 4], [3, 3]]).to(device)  # (time 3, batch 2)
+    y = numbagrad.tensor([2, 0]).to(device)
+    return model, opt, lambda: F.cross_entropy(model(tokens), y)
+
+
+WORKLOADS = {
+    "cnn": _cnn,
+    "transformer": _transformer,
+    "indexing": _indexing,
+    "nll": _nll,
+    "resampling": _resampling,
+    "recurrent": _recurrent,
+}
 
 
 def _step(opt, loss_fn):
