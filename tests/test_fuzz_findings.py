@@ -58,3 +58,21 @@ def test_area_interpolation_to_an_empty_grid_refuses_backward(torch):
         y.sum().backward()
 
     assert _error(numbagrad, program) == _error(torch, program)
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        lambda m: (0, slice(0, 0), m.tensor([1])),
+        lambda m: (0, slice(2, None), m.tensor([3])),
+        lambda m: (Ellipsis, slice(0, 0), m.tensor([4, 0])),
+    ],
+)
+def test_an_index_array_selecting_nothing_is_not_bounds_checked(torch, index):
+    ours = numbagrad.zeros(1, 2, 1, requires_grad=True)
+    theirs = torch.zeros(1, 2, 1, requires_grad=True)
+    got, want = ours[index(numbagrad)], theirs[index(torch)]
+    assert tuple(got.shape) == tuple(want.shape)
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())

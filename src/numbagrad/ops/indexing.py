@@ -213,6 +213,8 @@ class IndexAddZeros(Function):
 def getitem(x: Tensor, index) -> Tensor:
     np_index = _index_of_0_dim(x, index) if x.dim() == 0 else _numpy_index(index, x.dim(), x._backend)
     _check_bounds(x, np_index)
+    if any(_is_array(i) and i.dtype != np.bool_ for i in np_index) and _selects_nothing(x, np_index):
+        np_index = tuple(_zeros_of(i) if _is_array(i) and i.dtype != np.bool_ else i for i in np_index)
     stages = _stages(np_index)
     if stages is not None:  # the basic part first, as a view, then the advanced part (torch's two steps)
         return getitem(getitem(x, stages[0]), stages[1])
@@ -257,12 +259,34 @@ def _check_bounds(x: Tensor, np_index) -> None:
                     )
             dim += item.ndim
             continue
-        if _is_array(item) and dim < x.dim() and item.size:
+        if _is_array(item) and dim < x.dim() and item.size and not _selects_nothing(x, np_index):
             size = x.shape[dim]
             backend_for(item).check_index(
                 item, -size, size, None, functools.partial(_out_of_bounds, dim=dim, size=size)
             )
         dim += 1
+
+
+def _selects_nothing(x: Tensor, np_index) -> bool:
+    """Whether the index's basic part leaves no elements (an empty slice, or an empty dim no item consumes):
+    torch's index kernel then reads nothing, so it checks no index array's bounds (``x[0, 0:0, [5]]`` is empty)."""
+    dim, consumed = 0, set()
+    for item in np_index:
+        if item is Ellipsis:
+            dim += x.dim() - sum(_spans(i) for i in np_index)
+            continue
+        span = _spans(item)
+        if isinstance(item, slice) and dim < x.dim() and not len(range(*item.indices(x.shape[dim]))):
+            return True
+        consumed.update(range(dim, dim + span))
+        dim += span
+    return any(x.shape[d] == 0 for d in range(x.dim()) if d not in consumed)
+
+
+def _zeros_of(item):
+    """An index array of ``item``'s shape holding 0: where nothing is selected, any in-range index gives the same
+    empty result (numpy would check the bounds torch leaves unchecked)."""
+    return backend_for(item).full(item.shape, 0, item.dtype)
 
 
 def _out_of_bounds(bad: int, *, dim: int, size: int, error=IndexError, message=None) -> Exception:
