@@ -121,8 +121,9 @@ def check_ops(n: int) -> list[str]:
         if row.integral_only:
             data = [np.round(d * 3).astype(np.int64) for d in data]
         grad = row.differentiable
-        cpu = [numbagrad.tensor(d, requires_grad=grad) for d in data]
-        gpu = [numbagrad.tensor(d, device="cuda", requires_grad=grad) for d in data]
+        wants = [grad and i not in row.no_formula for i in range(row.arity)]  # (zeta's x, igamma's a: no formula)
+        cpu = [numbagrad.tensor(d, requires_grad=w) for d, w in zip(data, wants)]
+        gpu = [numbagrad.tensor(d, device="cuda", requires_grad=w) for d, w in zip(data, wants)]
         out_c, out_g = (function_for(name).apply(*t, *example_params(ROWS[name])) for t in (cpu, gpu))
         compare(f"{name} forward", out_g, out_c)
         if not grad:
@@ -130,7 +131,8 @@ def check_ops(n: int) -> list[str]:
         out_c.sum().backward()
         out_g.sum().backward()
         for i, (c, g) in enumerate(zip(cpu, gpu)):
-            compare(f"{name} grad{i}", g.grad, c.grad)
+            if wants[i]:
+                compare(f"{name} grad{i}", g.grad, c.grad)
     x = rng.normal(size=(n, 5, 3))
     xc, xg = numbagrad.tensor(x), numbagrad.tensor(x, device="cuda")
     for op in ("sum", "mean", "amax", "amin"):

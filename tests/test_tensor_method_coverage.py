@@ -16,7 +16,6 @@ NOT_APPLICABLE = {
         "ccol_indices", "col_indices", "crow_indices", "row_indices", "to_sparse_bsc", "to_sparse_bsr",
         "to_sparse_csc", "to_sparse_csr")},
     **{n: "complex dtypes do not exist yet" for n in ("cdouble", "cfloat", "chalf", "stft", "istft")},
-    "bfloat16": "numpy has no bfloat16 dtype",
     "to_mkldnn": "no MKL-DNN layout",
     "ipu": "no IPU device", "xpu": "no XPU device", "mtia": "no MTIA device",
     "pin_memory": "no page-locked host memory: numbagrad's host arrays are numpy's",
