@@ -1284,3 +1284,15 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *, ch
         return _unflatten(joined, out_spec)
 
     return wrapped
+
+
+def _give_batched_tensors_their_operators() -> None:
+    """Tensor's arithmetic and comparison operators are unwrapped (the eager hot path has no vmap check), so the
+    batched tensor class carries their batchable forms: ``batched * x`` and, Python trying a subclass's reflected
+    operator first, ``x * batched`` run by the batching rules."""
+    for name, op in _registry.BATCHED_OPERATORS.items():
+        if name not in BatchedTensor.__dict__:
+            setattr(BatchedTensor, name, op)
+
+
+_give_batched_tensors_their_operators()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -84,11 +85,37 @@ def batchable(name: str, fn: Callable) -> Callable:
 
 
 METHODS: dict[str, Callable] = {}  # Tensor attribute name -> function taking the tensor first
+
+#: Operators (and one-operand methods, ``_one_required_operand``) whose Tensor method stays unwrapped, so the eager
+#: hot path (``(x * w + b).relu().sum()``) pays no vmap check: a batched tensor (a Tensor subclass) carries the
+#: batchable forms itself (``BATCHED_OPERATORS``), and Python tries a subclass's reflected operator first, so
+#: ``plain * batched`` reaches them too.
+REFLECTED_OPERATORS = frozenset(
+    f"__{r}{op}__"
+    for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor")
+    for r in ("", "r")
+) | {"__lt__", "__gt__", "__le__", "__ge__", "__eq__", "__ne__", "__neg__", "__abs__", "__invert__", "__pos__"}
+BATCHED_OPERATORS: dict[str, Callable] = {}  # method name -> its batchable form, for the batched tensor class
+
+
+def _one_required_operand(fn: Callable) -> bool:
+    """Whether ``fn`` takes one required positional argument (``relu(input)``, ``sum(input, dim=None)``): as a
+    method that argument is the tensor itself, so a batched call is always a batched tensor's own method call and
+    Tensor's method can stay unwrapped. Methods with a second required operand (``add(input, other)``) keep the
+    wrapper: ``plain.add(batched)`` must reach the batching rules."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [p for p in params if p.kind in positional and p.default is inspect.Parameter.empty]
+    return len(required) == 1
 _DECLARED: set[str] = set()  # every declared name and alias (a set: the check stays O(1) as the ops grow)
 
 
 def register(decl: Declaration) -> Declaration:
     """Add a declaration (its function made batchable); a name declared twice is a bug."""
+    unwrapped = decl.function
     decl = dataclasses.replace(decl, function=batchable(decl.name, decl.function))
     names = (decl.name, *decl.aliases)
     for name in names:
@@ -99,7 +126,10 @@ def register(decl: Declaration) -> Declaration:
     for method in decl.methods:
         if method in METHODS:
             raise ValueError(f"Tensor method {method!r} is declared twice")
-        METHODS[method] = decl.function
+        if method in REFLECTED_OPERATORS or _one_required_operand(unwrapped):
+            METHODS[method], BATCHED_OPERATORS[method] = unwrapped, decl.function
+        else:
+            METHODS[method] = decl.function
     return decl
 
 
