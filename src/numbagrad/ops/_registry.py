@@ -110,6 +110,8 @@ def _one_required_operand(fn: Callable) -> bool:
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     required = [p for p in params if p.kind in positional and p.default is inspect.Parameter.empty]
     return len(required) == 1
+
+
 _DECLARED: set[str] = set()  # every declared name and alias (a set: the check stays O(1) as the ops grow)
 
 
