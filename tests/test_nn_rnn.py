@@ -540,3 +540,20 @@ def test_lstm_language_model_trains_as_torchs(torch):
     theirs_params = dict(theirs.named_parameters())
     for name, p in ours.named_parameters():
         _close(p, theirs_params[name], 1e-10)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_a_compiled_recurrent_module_gives_the_eager_gradients_over_repeated_calls(mode):
+    numbagrad.manual_seed(0)
+    module = getattr(nn, mode)(3, 4, num_layers=2)
+    compiled = numbagrad.compile(module)
+    x = numbagrad.randn(5, 2, 3)
+    out, _ = module(x)
+    out.sum().backward()
+    eager = [p.grad.clone() for p in module.parameters()]
+    for _ in range(3):  # tracing, then replays of whatever the plan holds
+        module.zero_grad()
+        out, _ = compiled(x)
+        out.sum().backward()
+        for p, g in zip(module.parameters(), eager):
+            np.testing.assert_allclose(p.grad.numpy(), g.numpy(), rtol=1e-6, atol=1e-7)

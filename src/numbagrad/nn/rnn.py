@@ -20,6 +20,7 @@ from .. import ops
 from .._tensor import Tensor
 from ..autograd.engine import grad as autograd_grad
 from ..autograd.function import Function
+from ..autograd.grad_mode import break_trace
 from ..autograd.grad_mode import state as grad_state
 from ..ops._common import same_backend
 from ..ops.elementwise import ROWS, make_function
@@ -591,6 +592,8 @@ class RNNBase(Module):
                 xs = list(projected.unbind(0) if batch_sizes is None else projected.split(sizes, 0))
                 offsets = None
                 if self.mode in ("LSTM", "GRU") and grad_state.enabled and params["w_hh"].requires_grad:
+                    # (the node gets the states that fed each step after the steps ran: a replay would not)
+                    break_trace(f"runs a {self.mode} layer, whose weight node is completed after its steps")
                     offset = _RecurrentWeights.apply(params["w_hh"], params["b_hh"], tuple(projected.shape))
                     offsets = offset.unbind(0) if batch_sizes is None else offset.split(sizes, 0)
                 state = tuple(h[index] for h in hx)
