@@ -201,9 +201,15 @@ def _avg_pool_backward_kernel(g, kh, kw, sh, sw, ph, pw, count_include_pad, divi
         i += cuda.gridsize(1)
 
 
+@cuda.jit(device=True, cache=True)
+def _adaptive_window(k, size, out):
+    """Input positions ``[floor(k*size/out), ceil((k+1)*size/out))`` of adaptive pooling's output ``k``."""
+    return (k * size) // out, -((-(k + 1) * size) // out)
+
+
 @cuda.jit(cache=True)
 def _adaptive_avg_kernel(x, out):
-    """Output (y, z) averages input rows ``[floor(y*H/OH), ceil((y+1)*H/OH))`` and the same for columns."""
+    """Output (y, z) averages the input rows and columns of its adaptive window (``_adaptive_window``)."""
     height, width = x.shape[1], x.shape[2]
     oh, ow = out.shape[1], out.shape[2]
     i = cuda.grid(1)
@@ -211,8 +217,8 @@ def _adaptive_avg_kernel(x, out):
         z = i % ow
         y = (i // ow) % oh
         p = i // (ow * oh)
-        h0, h1 = (y * height) // oh, -((-(y + 1) * height) // oh)
-        w0, w1 = (z * width) // ow, -((-(z + 1) * width) // ow)
+        h0, h1 = _adaptive_window(y, height, oh)
+        w0, w1 = _adaptive_window(z, width, ow)
         acc = 0.0
         for h in range(h0, h1):
             for w in range(w0, w1):
@@ -230,8 +236,8 @@ def _adaptive_avg_backward_kernel(g, gx):
         z = i % ow
         y = (i // ow) % oh
         p = i // (ow * oh)
-        h0, h1 = (y * height) // oh, -((-(y + 1) * height) // oh)
-        w0, w1 = (z * width) // ow, -((-(z + 1) * width) // ow)
+        h0, h1 = _adaptive_window(y, height, oh)
+        w0, w1 = _adaptive_window(z, width, ow)
         share = g[p, y, z] / ((h1 - h0) * (w1 - w0))
         for h in range(h0, h1):
             for w in range(w0, w1):
