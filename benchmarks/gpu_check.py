@@ -55,16 +55,19 @@ CUDA_TESTS = [
 ]
 
 
-def _timed(fn, repeats: int, warmup: bool = True) -> float:
-    """Median seconds of ``fn()`` over ``repeats`` runs after one warm-up, timed by cuda events."""
-    import numbagrad
+def _timed(fn, repeats: int, warmup: bool = True, cuda=None) -> float:
+    """Median seconds of ``fn()`` over ``repeats`` runs after one warm-up, timed by the events of ``cuda``:
+    ``numbagrad.cuda`` by default, ``torch.cuda`` for torch's rows (the two have the same Event API)."""
+    if cuda is None:
+        import numbagrad
 
+        cuda = numbagrad.cuda
     if warmup:
         fn()
-    numbagrad.cuda.synchronize()
+    cuda.synchronize()
     times = []
     for _ in range(repeats):
-        start, end = numbagrad.cuda.Event(enable_timing=True), numbagrad.cuda.Event(enable_timing=True)
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
         start.record()
         fn()
         end.record()
@@ -80,20 +83,6 @@ def _torch_cuda():
     except ImportError:
         return None
     return torch if torch.cuda.is_available() else None
-
-
-def _torch_timed(torch, fn, repeats: int) -> float:
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1000.0)
-    return statistics.median(times)
 
 
 def row(name: str, ours: str, theirs: str = "", note: str = "") -> None:
@@ -190,7 +179,7 @@ def matmul(size: dict) -> None:
     theirs = ""
     if torch is not None:
         ta, tb = torch.randn(m, m, device="cuda"), torch.randn(m, m, device="cuda")
-        theirs = f"{2 * m**3 / _torch_timed(torch, lambda: ta @ tb, repeats) / 1e12:.2f} TFLOP/s"
+        theirs = f"{2 * m**3 / _timed(lambda: ta @ tb, repeats, cuda=torch.cuda) / 1e12:.2f} TFLOP/s"
     from numbagrad.backend import cuda as backend
 
     engine = "cuBLAS via CuPy" if backend._cupy() is not None else "register-tiled kernel"
@@ -242,7 +231,9 @@ def training_steps(size: dict) -> None:
         steady = f"reserved +{grown:.0f} KiB over {size['repeats'] + size['warmup']} more steps"
         theirs = ""
         if torch is not None:
-            theirs = f"{_torch_timed(torch, _cuda_step(torch, build, size[name], name), size['repeats']) * 1e3:.2f} ms"
+            theirs = (
+                f"{_timed(_cuda_step(torch, build, size[name], name), size['repeats'], cuda=torch.cuda) * 1e3:.2f} ms"
+            )
         row(f"{name} training step", f"{ours * 1e3:.2f} ms", theirs, f"peak {peak:.1f} MiB, {steady}")
 
 
