@@ -803,21 +803,27 @@ def test_same_custom_function_program_as_torch():
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12)
 
 
+def _doubling_in_place(lib):
+    """A custom Function (of ``lib``) that doubles its input in place and says so with ``mark_dirty``."""
+
+    class Double(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            return x.mul_(2)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    return Double
+
+
 @pytest.mark.parametrize("no_grad_view", [False, True])
 def test_error_mark_dirty_on_a_view_of_a_leaf_that_requires_grad(torch, no_grad_view):
     messages = []
     for lib in (numbagrad, torch):
-
-        class Double(lib.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.mark_dirty(x)
-                return x.mul_(2)
-
-            @staticmethod
-            def backward(ctx, g):
-                return g * 2
-
+        Double = _doubling_in_place(lib)
         a = lib.ones(2, 3, requires_grad=True)
         with lib.set_grad_enabled(not no_grad_view):
             v = a[0]
@@ -831,17 +837,7 @@ def test_mark_dirty_on_a_view_rebases_the_base_as_torch(torch):
     """A custom Function that changes a view in place gives the base torch's CopySlices history."""
     results = []
     for lib in (numbagrad, torch):
-
-        class Double(lib.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.mark_dirty(x)
-                return x.mul_(2)
-
-            @staticmethod
-            def backward(ctx, g):
-                return g * 2
-
+        Double = _doubling_in_place(lib)
         a = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
         x = a * 1
         y = Double.apply(x[0])
@@ -854,16 +850,7 @@ def test_mark_dirty_on_a_view_rebases_the_base_as_torch(torch):
 def test_error_mark_dirty_on_a_view_that_may_not_change_in_place(torch, make):
     messages = []
     for lib in (numbagrad, torch):
-
-        class Double(lib.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.mark_dirty(x)
-                return x.mul_(2)
-
-            @staticmethod
-            def backward(ctx, g):
-                return g * 2
+        Double = _doubling_in_place(lib)
 
         class AsView(lib.autograd.Function):
             @staticmethod
@@ -885,17 +872,7 @@ def test_error_mark_dirty_on_a_view_that_may_not_change_in_place(torch, make):
 def test_views_of_a_base_marked_dirty_follow_its_new_history(torch):
     results = []
     for lib in (numbagrad, torch):
-
-        class Double(lib.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.mark_dirty(x)
-                return x.mul_(2)
-
-            @staticmethod
-            def backward(ctx, g):
-                return g * 2
-
+        Double = _doubling_in_place(lib)
         a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
         x = a * 1
         v = x[0]
@@ -908,17 +885,7 @@ def test_views_of_a_base_marked_dirty_follow_its_new_history(torch):
 def test_a_tensor_marked_dirty_that_retains_grad_reports_its_new_gradient(torch):
     results = []
     for lib in (numbagrad, torch):
-
-        class Double(lib.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.mark_dirty(x)
-                return x.mul_(2)
-
-            @staticmethod
-            def backward(ctx, g):
-                return g * 2
-
+        Double = _doubling_in_place(lib)
         a = lib.tensor([1.0, 2.0], requires_grad=True)
         x = a * 1
         x.retain_grad()
