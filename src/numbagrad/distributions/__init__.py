@@ -29,6 +29,7 @@ from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -49,6 +50,7 @@ from .transforms import (
     AffineTransform,
     CatTransform,
     ComposeTransform,
+    CorrCholeskyTransform,
     CumulativeDistributionTransform,
     ExpTransform,
     IndependentTransform,
@@ -68,6 +70,7 @@ from .transforms import (
 from .uniform import Uniform
 from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = [
     "AbsTransform",
@@ -80,6 +83,7 @@ __all__ = [
     "Cauchy",
     "Chi2",
     "ComposeTransform",
+    "CorrCholeskyTransform",
     "ContinuousBernoulli",
     "CumulativeDistributionTransform",
     "Dirichlet",
@@ -103,6 +107,7 @@ __all__ = [
     "LogNormal",
     "LogisticNormal",
     "LogitRelaxedBernoulli",
+    "LKJCholesky",
     "LowRankMultivariateNormal",
     "LowerCholeskyTransform",
     "MixtureSameFamily",
@@ -131,6 +136,7 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "Wishart",
     "biject_to",
     "constraints",
     "identity_transform",

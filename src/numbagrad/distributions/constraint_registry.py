@@ -115,8 +115,15 @@ def _transform_to_lower_cholesky(constraint):
 
 
 @transform_to.register(constraints.positive_definite)
+@transform_to.register(constraints.positive_semidefinite)
 def _transform_to_positive_definite(constraint):
     return transforms.PositiveDefiniteTransform()
+
+
+@biject_to.register(constraints.corr_cholesky)
+@transform_to.register(constraints.corr_cholesky)
+def _transform_to_corr_cholesky(constraint):
+    return transforms.CorrCholeskyTransform()
 
 
 @biject_to.register(constraints.cat)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from .. import ops
 from .._tensor import Tensor
+from .._typeinfo import finfo
 from .._types import bool_
+from ..ops.linalg_functions import eigvalsh
 from ._linalg import cholesky_ok
 
 __all__ = [
@@ -13,6 +15,7 @@ __all__ = [
     "MixtureSameFamilyConstraint",
     "boolean",
     "cat",
+    "corr_cholesky",
     "dependent",
     "dependent_property",
     "greater_than",
@@ -31,6 +34,7 @@ __all__ = [
     "one_hot",
     "positive",
     "positive_definite",
+    "positive_semidefinite",
     "positive_integer",
     "real",
     "real_vector",
@@ -202,6 +206,19 @@ class _IntegerInterval(Constraint):
         return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
 
 
+class _IntegerLessThan(Constraint):
+    is_discrete = True
+
+    def __init__(self, upper_bound) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return (value % 1 == 0) & (value <= self.upper_bound)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
+
+
 class _IntegerGreaterThan(Constraint):
     is_discrete = True
 
@@ -297,6 +314,19 @@ class _LowerCholesky(Constraint):
         return lower & positive_diagonal
 
 
+class _CorrCholesky(Constraint):
+    """Cholesky factors of correlation matrices: lower triangular, positive diagonal, and rows of unit length
+    (within ``10 * n * eps`` of the dtype, as the rows of a sampled factor are only approximately unit)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        tol = finfo(value.dtype).eps * value.shape[-1] * 10
+        row_norm = value.detach().pow(2).sum(-1).sqrt()
+        unit_row_norm = (row_norm - 1.0).abs().le(tol).all(-1)
+        return _LowerCholesky().check(value) & unit_row_norm
+
+
 class _Square(Constraint):
     event_dim = 2
 
@@ -310,6 +340,14 @@ class _Symmetric(_Square):
         if not bool(square_check.all()):
             return square_check
         return ops.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value):
+        sym_check = super().check(value)
+        if not bool(sym_check.all()):
+            return sym_check
+        return eigvalsh(value).ge(0).all(-1)
 
 
 class _PositiveDefinite(_Symmetric):
@@ -386,8 +424,10 @@ half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
 square = _Square()
 symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
 cat = _Cat
 stack = _Stack

@@ -13,13 +13,14 @@ from .._types import broadcast_shapes
 from ..nn import functional as F
 from . import constraints
 from ._linalg import cholesky
-from .utils import _sum_rightmost, broadcast_all, lazy_property
+from .utils import _sum_rightmost, broadcast_all, lazy_property, tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = [
     "AbsTransform",
     "AffineTransform",
     "CatTransform",
     "ComposeTransform",
+    "CorrCholeskyTransform",
     "CumulativeDistributionTransform",
     "ExpTransform",
     "IndependentTransform",
@@ -664,6 +665,57 @@ class StickBreakingTransform(Transform):
 
     def inverse_shape(self, shape):
         return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+class CorrCholeskyTransform(Transform):
+    """From ``R^(D(D-1)/2)`` onto Cholesky factors of ``D x D`` correlation matrices: the vector fills the strict
+    lower triangle row by row, each entry goes through ``tanh`` into (-1, 1), and each row is then made unit
+    length by a signed stick-breaking (``y_ij = r_ij * sqrt(prod_{k<j} (1 - r_ik^2))``, the rest on the
+    diagonal). Bijective; ``log_abs_det_jacobian`` is taken w.r.t. the flattened strict lower triangle of ``y``."""
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def _call(self, x):
+        x = ops.tanh(x)
+        eps = finfo(x.dtype).eps
+        x = x.clamp(min=-1 + eps, max=1 - eps)
+        r = vec_to_tril_matrix(x, diag=-1)
+        # sign(r) * sqrt(z * prod(1 - z)) with z = r**2 is r * sqrt(prod(1 - z))
+        z1m_cumprod_sqrt = (1 - r**2).sqrt().cumprod(-1)
+        r = r + ops.eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return r * F.pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y):
+        y_cumsum = 1 - ops.cumsum(y * y, dim=-1)
+        y_cumsum_shifted = F.pad(y_cumsum[..., :-1], [1, 0], value=1)
+        t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(y_cumsum_shifted, diag=-1).sqrt()
+        return (t.log1p() - t.neg().log1p()) / 2  # atanh
+
+    def log_abs_det_jacobian(self, x, y):
+        # diagonal -2 of the remaining stick lengths is their shift by one column, below the diagonal
+        y1m_cumsum_tril = tril_matrix_to_vec(1 - (y * y).cumsum(dim=-1), diag=-2)
+        stick_breaking_logdet = 0.5 * y1m_cumsum_tril.log().sum(-1)
+        tanh_logdet = -2 * (x + F.softplus(-2 * x) - math.log(2.0)).sum(dim=-1)
+        return stick_breaking_logdet + tanh_logdet
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return tuple(shape[:-1]) + (d, d)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return tuple(shape[:-2]) + (d * (d - 1) // 2,)
 
 
 def _embed_diagonal(d):

@@ -11,7 +11,15 @@ from .._types import broadcast_shapes, get_default_dtype
 from ..autograd import enable_grad
 from ..nn import functional as F
 
-__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
+__all__ = [
+    "broadcast_all",
+    "clamp_probs",
+    "lazy_property",
+    "logits_to_probs",
+    "probs_to_logits",
+    "tril_matrix_to_vec",
+    "vec_to_tril_matrix",
+]
 
 euler_constant = 0.57721566490153286060
 
@@ -88,3 +96,34 @@ class _lazy_property_and_property(lazy_property, property):  # noqa: N801
 
     def __init__(self, wrapped) -> None:
         property.__init__(self, wrapped)
+
+
+def _tril_mask(n: int, diag: int, device) -> Tensor:
+    """The ``n x n`` bool mask of the entries on or below diagonal ``diag``."""
+    arange = ops.arange(n, device=device)
+    return arange < arange.view(-1, 1) + (diag + 1)
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The entries of ``mat`` (batched square matrices) on or below diagonal ``diag``, in row order."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    return mat[..., _tril_mask(n, diag, mat.device)]
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """The inverse of ``tril_matrix_to_vec``: square matrices, zero above diagonal ``diag``, whose lower part is
+    filled from ``vec`` in row order (its last size must be such a triangle's size)."""
+    # the positive root of D**2 + (1 + 2 diag) D - |diag| (diag + 1) - 2 len = 0
+    b = 1 + 2 * diag
+    n = (-b + (b**2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > finfo(vec.dtype).eps:
+        raise ValueError(
+            f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as "
+            "the lower triangular part of a square D x D matrix."
+        )
+    n = round(n)
+    mat = vec.new_zeros(tuple(vec.shape[:-1]) + (n, n))
+    mat[..., _tril_mask(n, diag, vec.device)] = vec
+    return mat
