@@ -618,36 +618,119 @@ def test_torch_checkpoint_with_an_unknown_global_fails_with_torchs_message(from_
     assert kind == "UnpicklingError" and msg == str(expected.value)
 
 
-# --- safetensors (extra) ------------------------------------------------------------------------------------------
-@pytest.fixture
-def safetensors():
-    return pytest.importorskip("safetensors")
+# --- safetensors ------------------------------------------------------------------------------------------------
+ALL_STORED = {
+    "f32": numbagrad.arange(6.0).reshape(2, 3).t(),  # non-contiguous: written in row-major order
+    "f64": numbagrad.tensor([0.5, -1e300], dtype=numbagrad.float64),
+    "f16": numbagrad.tensor([1.5, -65504.0, 6e-8], dtype=numbagrad.float16),
+    "bf16": numbagrad.tensor([[1.0, -3.140625], [1e38, 2.0**-130]], dtype=numbagrad.bfloat16),
+    "i64": numbagrad.tensor([-(2**62), 7]),
+    "i32": numbagrad.tensor([1, 2, 3], dtype=numbagrad.int32),
+    "i16": numbagrad.tensor([-32768, 32767], dtype=numbagrad.int16),
+    "i8": numbagrad.tensor([-128, 5, 127], dtype=numbagrad.int8),
+    "u8": numbagrad.tensor([0, 200, 255], dtype=numbagrad.uint8),
+    "b": numbagrad.tensor([True, False, True]),
+    "scalar": numbagrad.tensor(2.5),
+    "empty": numbagrad.zeros(0, 3),
+}
 
 
-def test_safetensors_round_trip(safetensors, tmp_path):
+def _same(a, b):
+    """Same dtype, shape and values (bfloat16 compared through float32, which holds it exactly)."""
+    assert a.dtype == b.dtype and tuple(a.shape) == tuple(b.shape)
+    if a.dtype == numbagrad.bfloat16:
+        a, b = a.float(), b.float()
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def _safetensors_header(path):
+    import json
+    import struct
+
+    raw = open(path, "rb").read()
+    (length,) = struct.unpack("<Q", raw[:8])
+    return json.loads(raw[8 : 8 + length]), length, raw[8 + length :]
+
+
+def test_safetensors_round_trip_keeps_every_dtype(tmp_path):
     path = tmp_path / "w.safetensors"
-    tensors = {
-        "w": numbagrad.arange(6.0).reshape(2, 3).t(),  # non-contiguous: written in row-major order
-        "i": numbagrad.tensor([1, 2, 3], dtype=numbagrad.int32),
-        "b": numbagrad.tensor([True, False]),
-        "d": numbagrad.tensor([0.5], dtype=numbagrad.float64),
-    }
-    numbagrad.save_file(tensors, path, metadata={"format": "pt"})
+    numbagrad.save_file(ALL_STORED, path, metadata={"format": "pt"})
     out = numbagrad.load_file(path)
-    assert set(out) == set(tensors)
-    for k, t in tensors.items():
-        assert out[k].dtype == t.dtype
-        np.testing.assert_array_equal(out[k].numpy(), t.numpy())
-    out["w"][0, 0] = 9.0  # loaded tensors are writable
-    assert out["w"][0, 0].item() == 9.0
+    assert set(out) == set(ALL_STORED)
+    for k, t in ALL_STORED.items():
+        _same(out[k], t)
+    out["f32"][0, 0] = 9.0  # loaded tensors are writable
+    assert out["f32"][0, 0].item() == 9.0
 
 
-def test_save_file_refuses_values_that_are_not_tensors(safetensors, tmp_path):
+def test_safetensors_header_names_dtypes_by_the_format_codes(tmp_path):
+    path = tmp_path / "w.safetensors"
+    numbagrad.save_file(ALL_STORED, path, metadata={"format": "pt"})
+    header, length, _ = _safetensors_header(path)
+    codes = {k: v["dtype"] for k, v in header.items() if k != "__metadata__"}
+    assert codes == {"f32": "F32", "f64": "F64", "f16": "F16", "bf16": "BF16", "i64": "I64", "i32": "I32",
+                     "i16": "I16", "i8": "I8", "u8": "U8", "b": "BOOL", "scalar": "F32", "empty": "F32"}  # fmt: skip
+    assert header["__metadata__"] == {"format": "pt"} and length % 8 == 0
+    assert header["bf16"]["shape"] == [2, 2] and header["scalar"]["shape"] == []
+
+
+def test_safetensors_bytes_are_little_endian_row_major(tmp_path):
+    path = tmp_path / "w.safetensors"
+    numbagrad.save_file({"a": numbagrad.tensor([[1.0, 2.0]], dtype=numbagrad.bfloat16),
+                         "b": numbagrad.tensor([258], dtype=numbagrad.int16).expand(2)}, path)  # fmt: skip
+    header, _, data = _safetensors_header(path)
+    assert header["a"]["data_offsets"] == [0, 4] and header["b"]["data_offsets"] == [4, 8]
+    assert data == bytes([0x80, 0x3F, 0x00, 0x40, 0x02, 0x01, 0x02, 0x01])  # bf16 1.0 = 0x3F80, 2.0 = 0x4000
+
+
+def test_save_file_refuses_values_that_are_not_tensors(tmp_path):
     with pytest.raises(ValueError, match="Key `x` is invalid, expected numbagrad.Tensor"):
         numbagrad.save_file({"x": [1.0]}, tmp_path / "x.safetensors")
+    with pytest.raises(TypeError, match="argument 'metadata': 'int' object is not an instance of 'str'"):
+        numbagrad.save_file({"x": numbagrad.ones(1)}, tmp_path / "x.safetensors", metadata={"n": 1})
+    assert not (tmp_path / "x.safetensors").exists()
 
 
-def test_load_dispatches_safetensors_paths_like_torch(safetensors, tmp_path):
+def _write_raw(path, header: dict, data: bytes):
+    import json
+    import struct
+
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+def test_load_file_names_a_dtype_numbagrad_cannot_store(tmp_path):
+    path = tmp_path / "u16.safetensors"
+    _write_raw(path, {"w": {"dtype": "U16", "shape": [1], "data_offsets": [0, 2]}}, b"\x01\x00")
+    with pytest.raises(RuntimeError, match="dtype torch.uint16, which numbagrad cannot store"):
+        numbagrad.load_file(path)
+
+
+@pytest.mark.parametrize(
+    ("header", "data", "what"),
+    [
+        ({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 4, "MetadataIncompleteBuffer"),
+        ({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, b"\0" * 8, r"TensorInvalidInfo\(w\)"),
+        ({"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}, b"\0" * 8, r"InvalidOffset\(w\)"),
+        ({"w": {"dtype": "X9", "shape": [1], "data_offsets": [0, 1]}}, b"\0", "InvalidHeaderDeserialization"),
+        ([], b"", "InvalidHeaderDeserialization"),
+    ],
+)
+def test_load_file_rejects_malformed_files(tmp_path, header, data, what):
+    path = tmp_path / "bad.safetensors"
+    _write_raw(path, header, data)
+    with pytest.raises(RuntimeError, match="^Error while deserializing header: " + what):
+        numbagrad.load_file(path)
+
+
+def test_load_file_rejects_a_file_of_another_kind(tmp_path):
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes(b"PK\x03\x04 not a safetensors file")
+    with pytest.raises(RuntimeError, match="^Error while deserializing header: HeaderTooLarge"):
+        numbagrad.load_file(path)
+
+
+def test_load_dispatches_safetensors_paths_like_torch(tmp_path):
     path = tmp_path / "w.safetensors"
     numbagrad.save_file({"w": numbagrad.ones(2)}, path)
     np.testing.assert_array_equal(numbagrad.load(path, map_location="cpu")["w"].numpy(), [1.0, 1.0])
@@ -656,17 +739,28 @@ def test_load_dispatches_safetensors_paths_like_torch(safetensors, tmp_path):
 
 
 @pytest.mark.torch
-def test_safetensors_files_are_shared_with_torch(safetensors, tmp_path):
+def test_safetensors_files_are_shared_with_the_safetensors_package(tmp_path):
+    """Files written here load in ``safetensors.torch`` with torch's values and dtypes, and the reverse
+    (half precision included); skipped where the optional safetensors package is not installed."""
     torch = pytest.importorskip("torch")
+    pytest.importorskip("safetensors")
+    from safetensors import safe_open
     from safetensors.torch import load_file, save_file
 
+    def to_torch(t):
+        if t.dtype == numbagrad.bfloat16:
+            return torch.from_numpy(t.float().numpy()).bfloat16()
+        return torch.from_numpy(t.numpy().copy())
+
     ours, theirs = tmp_path / "ours.safetensors", tmp_path / "theirs.safetensors"
-    numbagrad.save_file({"w": numbagrad.arange(4.0).reshape(2, 2), "n": numbagrad.tensor([7])}, ours)
+    numbagrad.save_file(ALL_STORED, ours, metadata={"format": "pt"})
     read = load_file(ours)
-    assert read["w"].tolist() == [[0.0, 1.0], [2.0, 3.0]] and read["n"].dtype == torch.int64
-    save_file({"w": torch.tensor([[1.5, 2.5]], dtype=torch.float64), "h": torch.ones(1, dtype=torch.bfloat16)}, theirs)
-    with pytest.raises(RuntimeError, match="dtype torch.bfloat16, which numbagrad cannot store"):
-        numbagrad.load_file(theirs)
-    save_file({"w": torch.tensor([[1.5, 2.5]], dtype=torch.float64)}, theirs)
+    for k, t in ALL_STORED.items():
+        assert torch.equal(read[k], to_torch(t)), k
+    with safe_open(ours, framework="pt") as f:
+        assert f.metadata() == {"format": "pt"}
+    save_file({k: to_torch(t) for k, t in ALL_STORED.items()}, theirs, metadata={"format": "pt"})
     out = numbagrad.load_file(theirs)
-    assert out["w"].dtype == numbagrad.float64 and out["w"].tolist() == [[1.5, 2.5]]
+    for k, t in ALL_STORED.items():
+        _same(out[k], t)
+    assert ours.read_bytes() == theirs.read_bytes()  # the same layout, byte for byte

@@ -26,6 +26,7 @@ import _compat_pickle
 import collections
 import contextlib
 import io
+import math
 import os
 import pickle
 import stat
@@ -844,54 +845,129 @@ def load(f, map_location=None, pickle_module: Any = None, *, weights_only: bool 
             raise pickle.UnpicklingError(_weights_only_message(str(e))) from None
 
 
-# --- safetensors (the optional extra) -----------------------------------------------------------------------------
-def _safetensors_numpy(action: str):
-    try:
-        import safetensors.numpy
-    except ImportError as e:
-        raise RuntimeError(
-            f"Attempting to {action} a safetensors file but safetensors is not installed. "
-            "Please install safetensors with: pip install safetensors (or pip install 'numbagrad[safetensors]')"
-        ) from e
-    return safetensors.numpy
+# --- safetensors -------------------------------------------------------------------------------------------------
+# The format (https://github.com/huggingface/safetensors): an 8-byte little-endian header length N, N bytes of JSON
+# ``{"__metadata__": {str: str}, name: {"dtype": code, "shape": [...], "data_offsets": [begin, end]}}`` (padded
+# with spaces), then the tensors' little-endian row-major bytes, back to back. Read and written here directly, so
+# no package is needed and bfloat16 (which numpy, hence ``safetensors.numpy``, lacks) is stored as ``BF16``.
+
+# safetensors' dtype code -> (the torch dtype of that name, its size in bytes); numbagrad stores those of its dtypes.
+# Listed in the format's own order, which the package writes the tensors in, last first.
+_SAFETENSORS_DTYPES = {
+    "BOOL": ("bool", 1), "U8": ("uint8", 1), "I8": ("int8", 1), "F8_E5M2": ("float8_e5m2", 1),
+    "F8_E4M3": ("float8_e4m3fn", 1), "I16": ("int16", 2), "U16": ("uint16", 2), "F16": ("float16", 2),
+    "BF16": ("bfloat16", 2), "I32": ("int32", 4), "U32": ("uint32", 4), "F32": ("float32", 4),
+    "C64": ("complex64", 8), "F64": ("float64", 8), "I64": ("int64", 8), "U64": ("uint64", 8),
+}  # fmt: skip
+_SAFETENSORS_RANK = {code: rank for rank, code in enumerate(_SAFETENSORS_DTYPES)}
+_SAFETENSORS_MAX_HEADER = 100_000_000  # safetensors' own limit: a larger length means a file of another kind
+
+
+def _safetensors_numpy_dtypes() -> dict[str, np.dtype]:
+    """safetensors' dtype code -> the numpy dtype numbagrad holds it as."""
+    by_name = {d.name: d.numpy for d in _types.ALL_DTYPES}
+    return {code: by_name[name] for code, (name, _) in _SAFETENSORS_DTYPES.items() if name in by_name}
+
+
+def _safetensors_error(what: str) -> RuntimeError:
+    return RuntimeError(f"Error while deserializing header: {what}")
 
 
 def save_file(tensors: dict[str, Tensor], filename, metadata: dict[str, str] | None = None) -> None:
     """Write a flat ``{name: tensor}`` dict as a .safetensors file (readable by ``safetensors.torch.load_file``).
 
-    Written through a temporary file and ``os.replace``, like ``save``.
+    Laid out byte for byte as the safetensors package lays them out (a header padded to 8 bytes, then the tensors
+    by dtype, widest first, and by name, so each is aligned to its item size); written through a temporary file and
+    ``os.replace``, like ``save``. Half precision (float16, bfloat16) is stored as ``F16`` and ``BF16``.
     """
-    st = _safetensors_numpy("save")
+    import json
+
+    codes = {d: code for code, d in _safetensors_numpy_dtypes().items()}
+    if metadata is not None:
+        for key, value in metadata.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                bad = key if not isinstance(key, str) else value
+                raise TypeError(f"argument 'metadata': '{type(bad).__name__}' object is not an instance of 'str'")
     arrays = {}
     for key, t in tensors.items():
         if not isinstance(t, Tensor):
             raise ValueError(f"Key `{key}` is invalid, expected numbagrad.Tensor but received {type(t)}")
-        arrays[key] = np.ascontiguousarray(t._host())
+        arrays[key] = np.asarray(t._host(), order="C")  # (ascontiguousarray would make a 0-d tensor 1-d)
+    header: dict[str, Any] = {} if metadata is None else {"__metadata__": dict(metadata)}
+    offset = 0
+    order = sorted(arrays, key=lambda k: (-_SAFETENSORS_RANK[codes[arrays[k].dtype]], k))
+    for key in order:
+        array = arrays[key]
+        header[key] = {
+            "dtype": codes[array.dtype],
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + array.nbytes],
+        }
+        offset += array.nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
 
     def write(fh: IO[bytes]) -> None:
-        fh.write(st.save(arrays, metadata=metadata))
+        fh.write(struct.pack("<Q", len(text)))
+        fh.write(text)
+        for key in order:
+            fh.write(arrays[key].tobytes())
 
     _write_atomically(os.fspath(filename), write)
 
 
+def _read_safetensors_header(fh: IO[bytes], size: int) -> dict:
+    """The tensor entries (in file order) of the header of an open .safetensors file of ``size`` bytes, checked as
+    the safetensors package checks them: their byte ranges tile the data section and match dtypes and shapes."""
+    import json
+
+    if size < 8:
+        raise _safetensors_error("HeaderTooSmall")
+    (length,) = struct.unpack("<Q", fh.read(8))
+    if length > _SAFETENSORS_MAX_HEADER:
+        raise _safetensors_error("HeaderTooLarge")
+    if 8 + length > size:
+        raise _safetensors_error("InvalidHeaderLength")
+    try:
+        header = json.loads(fh.read(length).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _safetensors_error("InvalidHeaderDeserialization") from None
+    if not isinstance(header, dict):
+        raise _safetensors_error("InvalidHeaderDeserialization")
+    try:
+        entries = sorted(
+            (v["data_offsets"], k, v["dtype"], v["shape"]) for k, v in header.items() if k != "__metadata__"
+        )
+        end = 0
+        for (begin, stop), key, code, shape in entries:
+            if begin != end or stop < begin:
+                raise _safetensors_error(f"InvalidOffset({key})")
+            if stop - begin != _SAFETENSORS_DTYPES[code][1] * math.prod(shape):
+                raise _safetensors_error(f"TensorInvalidInfo({key})")
+            end = stop
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise _safetensors_error("InvalidHeaderDeserialization") from None
+    if 8 + length + end != size:
+        raise _safetensors_error("MetadataIncompleteBuffer")
+    return {key: header[key] for _, key, _, _ in entries}
+
+
 def load_file(filename, device: str | device = "cpu") -> dict[str, Tensor]:
     """Read a .safetensors file into ``{name: tensor}`` on ``device`` (any writer: torch, numpy, numbagrad)."""
-    _safetensors_numpy("load")
-    from safetensors import safe_open
-
     target = to_device(device)
+    dtypes = _safetensors_numpy_dtypes()
     out = {}
-    with safe_open(os.fspath(filename), framework="np") as f:
-        for key in f.keys():  # safe_open is not a mapping
-            try:
-                array = f.get_tensor(key)
-            except TypeError:  # a type numpy lacks (BF16, F8_*): name it as torch does
-                code = f.get_slice(key).get_dtype()
-                _check_storable(None, _SAFETENSORS_TORCH_NAMES.get(code, code.lower()))
-            _check_storable(array.dtype, array.dtype.name)
+    path = os.fspath(filename)
+    with open(path, "rb") as fh:
+        header = _read_safetensors_header(fh, os.fstat(fh.fileno()).st_size)
+        data_start = fh.tell()
+        for key, info in header.items():
+            code = info["dtype"]
+            if code not in dtypes:
+                _check_storable(None, _SAFETENSORS_DTYPES[code][0])
+            begin, stop = info["data_offsets"]
+            fh.seek(data_start + begin)
+            array = np.frombuffer(bytearray(fh.read(stop - begin)), dtype=dtypes[code]).reshape(info["shape"])
             t = Tensor._make(array)
             out[key] = t.to(target) if target.type == "cuda" else t
     return out
-
-
-_SAFETENSORS_TORCH_NAMES = {"BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
