@@ -413,8 +413,9 @@ class Function(_SingleLevelFunction):
             return args
         return tuple(bound.args) + tuple(bound.kwargs.values())
 
-    #: A Function under ``vmap``: True runs it once per sample (its forward and backward as written); a ``vmap``
-    #: staticmethod ``vmap(info, in_dims, *args) -> (outputs, out_dims)`` batches it instead.
+    #: A Function under ``vmap``: True runs its forward, setup_context and backward as written, once over the batch
+    #: on batched tensors (as torch); a ``vmap`` staticmethod ``vmap(info, in_dims, *args) -> (outputs, out_dims)``
+    #: batches it instead.
     generate_vmap_rule = False
 
     @staticmethod

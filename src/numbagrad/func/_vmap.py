@@ -14,6 +14,7 @@ are taken through the values: samples never mix, so the gradient of the summed b
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
@@ -450,7 +451,10 @@ def _dispatch_function(cls, args: tuple, kwargs: dict):
                 "to avoid ambiguity. For more details, please see "
                 "https://pytorch.org/docs/main/notes/extending.func.html"
             )
-        return _per_sample(level, cls.apply, args, kwargs)
+        if kwargs or cls._binds_defaults:
+            args = cls._bind(args, kwargs)
+        flags = tuple(_is_at(a, level) for a in args)
+        return _wrap_tree(_generated_rule(cls).apply(level, flags, *[_value(a, level) for a in args]), level)
     if not has_rule:
         raise RuntimeError(
             f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override and "
@@ -480,6 +484,96 @@ def _dispatch_function(cls, args: tuple, kwargs: dict):
         _wrap(t.movedim(d, 0), level) if isinstance(t, Tensor) and d is not None else t for t, d in zip(leaves, dims)
     ]
     return _unflatten(moved, spec)
+
+
+# --- generate_vmap_rule -------------------------------------------------------------------------------------------
+# A Function with ``generate_vmap_rule = True`` runs once over the batch, as in torch: its staticmethods are called
+# with batched tensors, so the ops inside batch by their own rules (and only an op without one loops over the
+# samples). Autograd records one node of a generated Function on the values (batch dim 0), whose backward calls
+# the user's backward on batched gradients with the level entered again (it may run after the vmap returned).
+
+
+@contextlib.contextmanager
+def _entered(level: _Level):
+    """``level`` running (its batched tensors dispatched to the batching rules), re-entered if it has returned."""
+    if any(running is level for running in _stack.levels):
+        yield
+        return
+    _install()
+    _stack.levels.append(level)
+    try:
+        yield
+    finally:
+        _stack.levels.remove(level)
+        _uninstall()
+
+
+def _wrap_inputs(level: _Level, flags: tuple, args: tuple) -> list:
+    return [_wrap(a, level) if flag else a for a, flag in zip(args, flags)]
+
+
+def _batch_of(t, level: _Level):
+    """The value at ``level`` of a tensor the user's code returned: a batch for every sample (an unbatched tensor
+    is the same for all of them)."""
+    return _expand_to(t, level) if isinstance(t, Tensor) else t
+
+
+def _generated_rule(cls) -> type:
+    """The Function that runs ``cls`` on the values of its batched inputs (its arguments are the level, which
+    inputs are batched at it, then the inputs' values); made once per class and kept on it."""
+    generated = cls.__dict__.get("_generated_vmap_rule")
+    if generated is not None:
+        return generated
+
+    def forward(level, flags, *args):
+        return _map_tree(lambda t: _batch_of(t, level), cls.forward(*_wrap_inputs(level, flags, args)))
+
+    def setup_context(ctx, inputs, output):
+        level, flags, *args = inputs
+        batched_inputs = _wrap_inputs(level, flags, tuple(args))
+        by_value = {id(a): w for a, w, flag in zip(args, batched_inputs, flags) if flag}
+        outputs = [
+            (by_value[id(o)] if id(o) in by_value else _wrap(o, level)) if isinstance(o, Tensor) else o
+            for o in _outputs(output)
+        ]
+        inner = _function.FunctionCtx()
+        inner.needs_input_grad = ctx.needs_input_grad[2:]
+        cls.setup_context(inner, tuple(batched_inputs), tuple(outputs) if isinstance(output, tuple) else outputs[0])
+        ctx.save_for_backward(*[_value(t, level) for t in inner.to_save])
+        ctx._vmap_saved_batched = tuple(_is_at(t, level) for t in inner.to_save)
+        inner.to_save = ()
+        ctx.mark_non_differentiable(*[_value(t, level) for t in inner.non_differentiable])
+        ctx.mark_dirty(*[_value(t, level) for t in inner.dirty_tensors])
+        ctx.set_materialize_grads(inner.materialize_grads)
+        ctx._vmap_inner, ctx._vmap_level, ctx._vmap_flags = inner, level, flags
+
+    def backward(ctx, *grads):
+        level, inner = ctx._vmap_level, ctx._vmap_inner
+        saved = ctx.saved_tensors
+        inner.to_save = tuple(_wrap(t, level) if flag else t for t, flag in zip(saved, ctx._vmap_saved_batched))
+        with _entered(level):
+            result = cls._backward_fn()(inner, *[None if g is None else _wrap(g, level) for g in grads])
+        result = result if isinstance(result, tuple) else (result,)
+        out: list = [None, None]
+        for g, flag in zip(result, ctx._vmap_flags):
+            if not isinstance(g, Tensor):
+                out.append(g)
+            elif flag:
+                out.append(_batch_of(g, level))
+            else:  # an input shared by the samples: its gradient is the sum of theirs
+                out.append(g._value.sum(0) if _is_at(g, level) else g * level.size)
+        return tuple(out)
+
+    methods = {"forward": forward, "setup_context": setup_context, "backward": backward}
+    attrs: dict[str, Any] = {name: staticmethod(fn) for name, fn in methods.items()}
+    attrs.update(__module__=cls.__module__, __qualname__=f"{cls.__qualname__}.generated_vmap", generate_vmap_rule=True)
+    generated = _function.FunctionMeta(f"{cls.__name__}GeneratedVmap", (_function.Function,), attrs)
+    cls._generated_vmap_rule = generated
+    return generated
+
+
+def _outputs(output) -> tuple:
+    return output if isinstance(output, tuple) else (output,)
 
 
 def _dispatch_grad(grad: Callable, outputs, inputs, grad_outputs, options: tuple):

@@ -1,0 +1,175 @@
+"""A custom Function with ``generate_vmap_rule = True`` under vmap, against torch.func.vmap: its forward,
+setup_context and backward run once over the whole batch (called with batched tensors), not once per sample, and
+values, per-sample gradients (vmap of grad and of grad of grad), gradients after the vmap returned and nested vmaps
+match torch's."""
+
+import numpy as np
+import pytest
+
+import numbagrad
+from numbagrad import func
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _scaled_sin(lib):
+    """``(sin(x) * w, x * 2)`` as a Function of ``lib`` that counts the calls of its staticmethods; the second
+    output is non-differentiable and ``scale`` a non-tensor argument."""
+
+    class ScaledSin(lib.autograd.Function):
+        generate_vmap_rule = True
+        calls = {"forward": 0, "setup_context": 0, "backward": 0}
+
+        @staticmethod
+        def forward(x, w, scale):
+            ScaledSin.calls["forward"] += 1
+            return x.sin() * w * scale, x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ScaledSin.calls["setup_context"] += 1
+            x, w, scale = inputs
+            ctx.save_for_backward(x, w)
+            ctx.scale = scale
+            ctx.mark_non_differentiable(output[1])
+
+        @staticmethod
+        def backward(ctx, g, _):
+            ScaledSin.calls["backward"] += 1
+            x, w = ctx.saved_tensors
+            return g * x.cos() * w * ctx.scale, g * x.sin() * ctx.scale, None
+
+    return ScaledSin
+
+
+def _close(ours, theirs):
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_forward_runs_once_over_the_batch_with_torchs_values(torch):
+    ours, theirs = _scaled_sin(numbagrad), _scaled_sin(torch)
+    x, w = _rand(5, 3), _rand(3, seed=1)
+    out = func.vmap(lambda a, b: ours.apply(a, b, 1.5), in_dims=(0, None))(numbagrad.tensor(x), numbagrad.tensor(w))
+    expected = torch.func.vmap(lambda a, b: theirs.apply(a, b, 1.5), in_dims=(0, None))(
+        torch.tensor(x), torch.tensor(w)
+    )
+    for o, t in zip(out, expected):
+        _close(o, t)
+    assert ours.calls == theirs.calls == {"forward": 1, "setup_context": 1, "backward": 0}
+
+
+def test_forward_sees_batched_tensors_of_the_per_sample_shape():
+    seen = []
+
+    class Record(numbagrad.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            seen.append((type(x).__name__, tuple(x.shape)))
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    func.vmap(Record.apply)(numbagrad.ones(4, 3))
+    assert seen == [("BatchedTensor", (3,))]
+
+
+def test_per_sample_gradients_by_vmap_of_grad_match_torch(torch):
+    ours, theirs = _scaled_sin(numbagrad), _scaled_sin(torch)
+    x, w = _rand(4, 3), _rand(3, seed=1)
+
+    def per_sample(lib, fn):
+        return lambda a, b: lib.func.grad(lambda a, b: fn.apply(a, b, 0.5)[0].sum(), argnums=(0, 1))(a, b)
+
+    got = func.vmap(per_sample(numbagrad, ours), in_dims=(0, None))(numbagrad.tensor(x), numbagrad.tensor(w))
+    expected = torch.func.vmap(per_sample(torch, theirs), in_dims=(0, None))(torch.tensor(x), torch.tensor(w))
+    _close(got[0], expected[0])
+    _close(got[1], expected[1])
+    assert ours.calls["forward"] == ours.calls["backward"] == 1
+
+
+def test_backward_after_the_vmap_returned_reaches_batched_and_shared_inputs(torch):
+    ours, theirs = _scaled_sin(numbagrad), _scaled_sin(torch)
+    x, w = _rand(4, 3), _rand(3, seed=1)
+    nx, nw = (numbagrad.tensor(a, requires_grad=True) for a in (x, w))
+    tx, tw = (torch.tensor(a, requires_grad=True) for a in (x, w))
+    (func.vmap(lambda a, b: ours.apply(a, b, 2.0)[0], in_dims=(0, None))(nx, nw) ** 2).sum().backward()
+    (torch.func.vmap(lambda a, b: theirs.apply(a, b, 2.0)[0], in_dims=(0, None))(tx, tw) ** 2).sum().backward()
+    _close(nx.grad, tx.grad)
+    _close(nw.grad, tw.grad)  # the shared input's gradient sums the samples'
+    assert ours.calls["backward"] == 1
+
+
+def test_nested_vmaps_run_the_forward_once(torch):
+    ours, theirs = _scaled_sin(numbagrad), _scaled_sin(torch)
+    x, w = _rand(2, 3, 4), _rand(4, seed=1)
+    inner = (0, None)
+    got = func.vmap(func.vmap(lambda a, b: ours.apply(a, b, 1.0)[0], in_dims=inner), in_dims=inner)(
+        numbagrad.tensor(x), numbagrad.tensor(w)
+    )
+    expected = torch.func.vmap(torch.func.vmap(lambda a, b: theirs.apply(a, b, 1.0)[0], in_dims=inner), in_dims=inner)(
+        torch.tensor(x), torch.tensor(w)
+    )
+    _close(got, expected)
+    assert ours.calls["forward"] == 1
+
+
+def _cube(lib):
+    """``x ** 3`` with a backward of differentiable ops (so it differentiates twice) and an op without a numbagrad
+    batching rule (``outer``) inside its forward, which falls back to a loop for that op alone."""
+
+    class Cube(lib.autograd.Function):
+        generate_vmap_rule = True
+        forwards = [0]
+
+        @staticmethod
+        def forward(x):
+            Cube.forwards[0] += 1
+            return x**3 + lib.outer(x, x).sum() * 0
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x**2 * g
+
+    return Cube
+
+
+def test_op_without_a_batching_rule_inside_keeps_the_forward_batched(torch):
+    ours, theirs = _cube(numbagrad), _cube(torch)
+    x = _rand(3, 2)
+    _close(func.vmap(ours.apply)(numbagrad.tensor(x)), torch.func.vmap(theirs.apply)(torch.tensor(x)))
+    assert ours.forwards == [1]
+
+
+def test_second_derivatives_per_sample_match_torch(torch):
+    ours, theirs = _cube(numbagrad), _cube(torch)
+    x = _rand(4, 2)
+
+    def second(lib, fn):
+        first = lib.func.grad(lambda a: fn.apply(a).sum())
+        return lib.func.grad(lambda a: first(a).sum())
+
+    _close(
+        func.vmap(second(numbagrad, ours))(numbagrad.tensor(x)), torch.func.vmap(second(torch, theirs))(torch.tensor(x))
+    )
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_outputs_keep_the_batch_size(size):
+    ours = _scaled_sin(numbagrad)
+    out, doubled = func.vmap(lambda a: ours.apply(a, numbagrad.ones(2), 1.0))(numbagrad.ones(size, 2))
+    assert out.shape == doubled.shape == (size, 2)
