@@ -156,6 +156,20 @@ def test_wishart_draws_positive_definite_samples_without_warning():
         dist.rsample((3,))
 
 
+def test_wishart_redraws_singular_samples_with_a_warning():
+    """At df just above p - 1 and a tiny scale, many Bartlett samples are numerically singular: they are redrawn
+    (up to max_try_correction times), so more of the samples come back positive definite."""
+    with pytest.warns(UserWarning, match="Low df values detected"):
+        dist = D.Wishart(numbagrad.tensor([2.0001, 2.0001]), covariance_matrix=numbagrad.eye(3) * 1e-20)
+    numbagrad.manual_seed(0)
+    kept = dist.support.check(dist.rsample((50,), max_try_correction=0)).float().mean()
+    numbagrad.manual_seed(0)
+    with pytest.warns(UserWarning, match="Singular sample detected."):
+        redrawn = dist.rsample((50,))
+    assert redrawn.shape == (50, 2, 3, 3)
+    assert float(dist.support.check(redrawn).float().mean()) > float(kept)
+
+
 def test_wishart_validates_parameters_and_values():
     with pytest.raises(ValueError, match="Expected parameter covariance_matrix"):
         D.Wishart(4.0, covariance_matrix=numbagrad.tensor(-COV), validate_args=True)

@@ -173,3 +173,12 @@ def test_outputs_keep_the_batch_size(size):
     ours = _scaled_sin(numbagrad)
     out, doubled = func.vmap(lambda a: ours.apply(a, numbagrad.ones(2), 1.0))(numbagrad.ones(size, 2))
     assert out.shape == doubled.shape == (size, 2)
+
+
+def test_keyword_arguments_reach_the_batched_forward(torch):
+    ours, theirs = _scaled_sin(numbagrad), _scaled_sin(torch)
+    x, w = _rand(3, 2), _rand(2, seed=1)
+    got = func.vmap(lambda a: ours.apply(a, numbagrad.tensor(w), scale=3.0)[0])(numbagrad.tensor(x))
+    expected = torch.func.vmap(lambda a: theirs.apply(a, torch.tensor(w), scale=3.0)[0])(torch.tensor(x))
+    _close(got, expected)
+    assert ours.calls["forward"] == 1
