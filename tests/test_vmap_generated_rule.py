@@ -8,6 +8,7 @@ import pytest
 
 import numbagrad
 from numbagrad import func
+from numbagrad.autograd import gradcheck, gradgradcheck
 
 
 def _rand(*shape, seed=0):
@@ -182,3 +183,10 @@ def test_keyword_arguments_reach_the_batched_forward(torch):
     expected = torch.func.vmap(lambda a: theirs.apply(a, torch.tensor(w), scale=3.0)[0])(torch.tensor(x))
     _close(got, expected)
     assert ours.calls["forward"] == 1
+
+
+def test_gradcheck_checks_batched_grads_through_the_generated_rule():
+    ours = _scaled_sin(numbagrad)
+    x, w = (numbagrad.tensor(_rand(3, seed=s), requires_grad=True) for s in (0, 1))
+    assert gradcheck(lambda a, b: ours.apply(a, b, 2.0)[0], (x, w), check_batched_grad=True)
+    assert gradgradcheck(_cube(numbagrad).apply, (x,), check_batched_grad=True)
