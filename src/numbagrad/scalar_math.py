@@ -974,11 +974,12 @@ def bessel_asymptotic(x, w, phase, pp, pq, qp, qq, second_kind):
     # cosine exchanged (and the sign) for Y; P and Q are rational functions of w = 25 / x**2
     p = polevl(w, pp) / polevl(w, pq)
     q = 5.0 / x * (polevl(w, qp) / polevl(w, qq))
+    # (the first product fused into the sum, as the compiler fuses torch's)
     if second_kind:
-        return (
-            (p * math.sin(x - phase) + q * math.cos(x - phase)) * 0.797884560802865355879892119868763737 / math.sqrt(x)
-        )
-    return (p * math.cos(x - phase) - q * math.sin(x - phase)) * 0.797884560802865355879892119868763737 / math.sqrt(x)
+        v = fma(p, math.sin(x - phase), q * math.cos(x - phase))
+    else:
+        v = fma(p, math.cos(x - phase), -(q * math.sin(x - phase)))
+    return v * 0.797884560802865355879892119868763737 / math.sqrt(x)
 
 
 def bessel_j0(x):
@@ -1054,7 +1055,7 @@ def bessel_y0(x):
         yq = polevl(z, (1.04128353664259848412e+03, 6.26107330137134956842e+05, 2.68919633393814121987e+08,
                         8.64002487103935000337e+10, 2.02979612750105546709e+13, 3.17157752842975028269e+15,
                         2.50596256172653059228e+17))  # fmt: skip
-        return yp / yq + 0.636619772367581343075535053490057448 * math.log(x) * bessel_j0(x)
+        return fma(0.636619772367581343075535053490057448 * math.log(x), bessel_j0(x), yp / yq)
     return bessel_asymptotic(x, 25.0 / (x * x), 0.785398163397448309615660845819875721, (
         7.96936729297347051624e-04, 8.28352392107440799803e-02, 1.23953371646414299388e+00,
         5.44725003058768775090e+00, 8.74716500199817011941e+00, 5.30324038235394892183e+00,
@@ -1085,7 +1086,7 @@ def bessel_y1(x):
         yq = polevl(z, (5.94301592346128195359e+02, 2.35564092943068577943e+05, 7.34811944459721705660e+07,
                         1.87601316108706159478e+10, 3.88231277496238566008e+12, 6.20557727146953693363e+14,
                         6.87141087355300489866e+16, 3.97270608116560655612e+18))  # fmt: skip
-        return x * (yp / yq) + 0.636619772367581343075535053490057448 * (bessel_j1(x) * math.log(x) - 1.0 / x)
+        return fma(x, yp / yq, 0.636619772367581343075535053490057448 * fma(bessel_j1(x), math.log(x), -(1.0 / x)))
     return bessel_asymptotic(x, 5.0 / x * (5.0 / x), 2.356194490192344928846982537459627163, (
         7.62125616208173112003e-04, 7.31397056940917570436e-02, 1.12719608129684925192e+00,
         5.11207951146807644818e+00, 8.42404590141772420927e+00, 5.21451598682361504063e+00,
@@ -1135,7 +1136,7 @@ def airy_ai(x):
         return (
             5.64189583547756286948e-01
             / math.sqrt(math.sqrt(-x))
-            * (math.sin(phase) * (1.0 + zz * afn / afd) - math.cos(phase) * (z * agn / agd))
+            * fma(math.sin(phase), 1.0 + zz * afn / afd, -(math.cos(phase) * (z * agn / agd)))
         )
     if x >= 2.09:
         zeta = 2.0 * x * math.sqrt(x) / 3.0
@@ -1168,7 +1169,7 @@ def airy_ai(x):
         n /= k
         g += n
         t = abs(m / f)
-    return 0.355028053887817239260 * f - 0.258819403792806798405 * g
+    return fma(0.355028053887817239260, f, -(0.258819403792806798405 * g))
 
 
 def spherical_bessel_j0(x):
@@ -1178,8 +1179,12 @@ def spherical_bessel_j0(x):
         return 0.0
     if abs(x) < 0.5:
         z = x * x
-        return 1.0 + z * (-1.0 / 6.0 + z * (1.0 / 120.0 + z * (-1.0 / 5040.0 + z * (1.0 / 362880.0 + z * (
-            -1.0 / 39916800.0 + z * (1.0 / 6227020800.0))))))  # fmt: skip
+        p = fma(z, 1.0 / 6227020800.0, -1.0 / 39916800.0)  # (each step fused, as torch's)
+        p = fma(z, p, 1.0 / 362880.0)
+        p = fma(z, p, -1.0 / 5040.0)
+        p = fma(z, p, 1.0 / 120.0)
+        p = fma(z, p, -1.0 / 6.0)
+        return fma(z, p, 1.0)
     return math.sin(x) / x
 
 
