@@ -1450,15 +1450,13 @@ def legendre_polynomial_p(x, n):
 
 
 # --- error-function relatives, entropy, incomplete gamma ----------------------------------------------------
-def exp_square(x):
-    # exp(x * x) without the error of rounding x * x first: x * x = hi + lo exactly (Dekker's product),
-    # exp(hi + lo) = exp(hi) (1 + lo) to the last bit
+def exp_square(x, factor):
+    # factor * exp(x * x) without the error of rounding x * x first: x * x = hi + lo exactly (the fused product's
+    # rounding error), exp(hi + lo) = exp(hi) (1 + lo) to the last bit, the factor taken in before the last step
     hi = x * x
-    s = x * 134217729.0  # 2 ** 27 + 1 splits x into two 26-bit halves
-    xh = s - (s - x)
-    xl = x - xh
-    lo = ((xh * xh - hi) + 2.0 * xh * xl) + xl * xl
-    return math.exp(hi) * (1.0 + lo)
+    lo = fma(x, x, -hi)
+    v = factor * math.exp(hi)
+    return fma(v, lo, v)
 
 
 def erfcx(x):
@@ -1469,7 +1467,7 @@ def erfcx(x):
         return x
     a = abs(x)
     if a < 26.0:
-        positive = exp_square(a) * math.erfc(a)
+        positive = exp_square(a, math.erfc(a))
     else:
         tail = 0.0
         k = 40.0
@@ -1481,7 +1479,7 @@ def erfcx(x):
         return positive
     if x < -26.7:
         return math.inf
-    return 2.0 * exp_square(x) - positive
+    return exp_square(x, 2.0) - positive
 
 
 def erfcx_grad(g, out, x):
@@ -1493,7 +1491,7 @@ def log_ndtr(x):
     # log of the standard normal CDF: log(erfcx(-t) / 2) - t * t below -1 (no underflow), log1p(-erfc(t) / 2) above
     t = x * 0.7071067811865476
     if x < -1.0:
-        return math.log(erfcx(-t) / 2.0) - t * t
+        return fma(-t, t, math.log(erfcx(-t) / 2.0))
     return math.log1p(-math.erfc(t) / 2.0)
 
 
@@ -1522,7 +1520,7 @@ def ndtri(y):
         q0 = polevl(y2, (1.0, 1.95448858338141759834e0, 4.67627912898881538453e0, 8.63602421390890590575e1,
                          -2.25462687854119370527e2, 2.00260212380060660359e2, -8.20372256168333339912e1,
                          1.59056225126211695515e1, -1.18331621121330003142e0))  # fmt: skip
-        return (y + y * (y2 * p0 / q0)) * 2.50662827463100050242e0
+        return fma(y, y2 * p0 / q0, y) * 2.50662827463100050242e0
     x = math.sqrt(-2.0 * math.log(y))
     x0 = x - math.log(x) / x
     z = 1.0 / x
