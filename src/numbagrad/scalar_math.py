@@ -1203,7 +1203,7 @@ def chebyshev_recurrence(y, q, n):
     p = 1.0
     k = 2.0
     while k <= n and q == q:
-        r = (y + y) * q - p
+        r = fma(y + y, q, -p)  # (fused, as torch's compiled recurrence)
         p = q
         q = r
         k += 1.0
@@ -1378,7 +1378,7 @@ def hermite_polynomial_h(x, n):
     q = x + x
     k = 2.0
     while k < n + n:
-        r = (x + x) * q - k * p
+        r = fma(x + x, q, -(k * p))  # (the first product fused, as torch's compiled recurrence)
         p = q
         q = r
         k += 2.0
@@ -1401,7 +1401,7 @@ def hermite_polynomial_he(x, n):
     q = x
     k = 1.0
     while k < n:
-        r = x * q - k * p
+        r = fma(x, q, -(k * p))  # (the first product fused, as torch's compiled recurrence)
         p = q
         q = r
         k += 1.0
@@ -1420,8 +1420,7 @@ def laguerre_polynomial_l(x, n):
     q = 1.0 - x
     k = 1.0
     while k < n and q == q:
-        r = ((k + k) + (1.0 - x)) * q - k * p
-        r = r / (k + 1.0)
+        r = fma((k + k) + (1.0 - x), q, -(k * p)) / (k + 1.0)  # (the first product fused, as torch's)
         p = q
         q = r
         k += 1.0
@@ -1442,7 +1441,7 @@ def legendre_polynomial_p(x, n):
     q = x
     k = 1.0
     while k < n and q == q:
-        r = ((k + k + 1.0) * x * q - k * p) / (k + 1.0)
+        r = fma((k + k + 1.0) * x, q, -(k * p)) / (k + 1.0)  # (the first product fused, as torch's)
         p = q
         q = r
         k += 1.0
