@@ -32,8 +32,9 @@ PROBABILITIES = np.concatenate([PROBABILITIES, [-0.1, 1.1, math.nan]])
 
 #: (function, points, ulps allowed, scale). The kernels evaluate torch's expansions in torch's order, with libm's
 #: exp, log and sqrt, and fuse the multiply-adds that torch's compiled CPU kernels fuse (AVX2 and AVX-512 builds
-#: contract ``a * b + c``): the Bessel and Airy functions, ndtri and entr agree with torch bit for bit (a torch whose
-#: CPU capability is DEFAULT, without FMA, differs by up to 7 ulp). ndtr, ``(1 + erf(x)) / 2`` in both, cancels
+#: contract ``a * b + c``): the Bessel and Airy functions and ndtri agree with torch bit for bit (a torch whose
+#: CPU capability is DEFAULT, without FMA, differs by up to 7 ulp). entr keeps the vectorizable log (2 ulp, 2.7x
+#: faster than libm's). ndtr, ``(1 + erf(x)) / 2`` in both, cancels
 #: below 0: compared relative to 1, as the oscillating Bessel and Airy functions near their zeros. log_ndtr below -1
 #: goes through erfcx, whose torch differs from the exact value by up to 8 ulp (the next tests).
 UNARY = [

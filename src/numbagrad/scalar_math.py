@@ -2592,7 +2592,7 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         "SpecialNdtriBackward0", ("_special_ndtri",), methods=(), float_only=True, libm=True, domain=(0.1, 0.9),
         doc="The inverse of the standard normal CDF of each element (the normal quantile function)."),
     Row("special_entr", entr, (entr_grad,), _mp_reference(lambda m, x: -x * m.log(x) if x else 0),
-        "SpecialEntrBackward0", ("_special_entr",), methods=(), float_only=True, libm=True, domain=(0.2, 3.0),
+        "SpecialEntrBackward0", ("_special_entr",), methods=(), float_only=True, domain=(0.2, 3.0),
         doc="The elementwise entropy ``-x * log(x)`` (0 at 0, -inf for negative x)."),
     Row("special_xlog1py", xlog1py, (xlog1py_grad_x, xlog1py_grad_y),
         _mp_reference(lambda m, x, y: x * m.log1p(y) if x else 0),
