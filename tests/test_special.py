@@ -197,8 +197,13 @@ def test_incomplete_gamma_matches_torch(torch, name):
     # torch sums an asymptotic series for a ~ x beyond 20 (within 2e-9: it takes float's pi) where numbagrad
     # keeps to the power series and the continued fraction (within 1e-14 of the true value: the next test)
     np.testing.assert_allclose(ours, theirs, rtol=2e-9, atol=1e-300)
-    apart = (a <= 20) | (np.abs(x - a) > 0.3 * a)  # (exp(a log(x) - x - lgamma(a)) carries 1e-14 far out)
-    np.testing.assert_allclose(ours[apart], theirs[apart], rtol=1e-13, atol=1e-300)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        near = np.abs(x - a) / a
+    apart = ~(((a > 20) & (a < 200) & (near < 0.3)) | ((a > 200) & (near < 4.5 / np.sqrt(a))))
+    if name == "gammaincc":  # elsewhere the same series and fraction, fused as torch's compiled ones
+        _assert_ulps(ours[apart], theirs[apart], a[apart], 2)
+    else:  # (P = 1 - Q cancels: at a = 1.1, x = 1.229 numbagrad's is 18 ulp from the exact value, torch's 29)
+        np.testing.assert_allclose(ours[apart], theirs[apart], rtol=1e-13, atol=1e-300)
 
 
 def test_incomplete_gamma_of_large_nearby_arguments_is_accurate():
