@@ -704,7 +704,8 @@ def hurwitz_zeta(s, q):
         -7.1661652561756670113e18,
     )
     w = a
-    total += b * w / (s - 1.0) - 0.5 * b
+    total += b * w / (s - 1.0)
+    total = fma(-0.5, b, total)  # (torch's two steps, the second fused)
     factor = 1.0
     k = 0.0
     for j in range(12):
