@@ -244,7 +244,7 @@ def functions_source(fns: Sequence[Callable], target: str, inline: str = "never"
 
 
 def _copies(fns, target, inline, vector, single, fix_up) -> str:
-    """``functions_source`` but for ``fma``'s definition."""
+    """The copies of ``functions_source`` (without the definition of ``fma``)."""
     if target == "cuda":
         decorator = "@cuda.jit(device=True, cache=CACHE)\n"
     elif target in _CPU_TARGETS:
