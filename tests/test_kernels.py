@@ -10,7 +10,7 @@ import pytest
 
 import numbagrad as ng
 from numbagrad.backend import codegen, cpu
-from numbagrad.scalar_math import ROWS
+from numbagrad.scalar_math import ROWS, chbevl, polevl
 
 
 def run_python(code: str, **env) -> str:
@@ -129,6 +129,22 @@ def test_copyable_takes_the_helpers_a_function_calls():
     scale = 2.0
     assert codegen.copyable([lambda x: x * scale]) is None
     assert codegen.copyable([uses_numpy]) is None  # np is not copied into generated files
+
+
+def test_the_tables_fma_is_defined_in_modules_whose_functions_call_it():
+    """``scalar_math.fma`` is not copied (its Python form is exact rational arithmetic): the module gets the
+    processor's fused multiply-add under that name."""
+    assert codegen.copyable([chbevl]) == [chbevl]
+    assert codegen.functions_source([chbevl], "serial").startswith(codegen.FMA_SOURCE["cpu"])
+    assert codegen.functions_source([chbevl], "cuda").startswith(codegen.FMA_SOURCE["cuda"])
+    assert "def fma" not in codegen.functions_source([twice_plus, helper], "serial")
+
+
+def test_generated_fma_rounds_once():
+    source = codegen.module_source("serial", codegen.functions_source([polevl], "serial"))
+    a = 1.0 + 2.0**-30
+    # polevl(a, (a, c)) is fma(a, a, c): a * a + c rounded once keeps the 2 ** -60 that a * a rounds off
+    assert codegen.load_module("test_fma", source).polevl(a, (a, -(a * a))) == 2.0**-60
 
 
 def test_static_foreach_flags_are_literals_in_the_generated_loop():

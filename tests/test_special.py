@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import numbagrad
-from numbagrad import special
+from numbagrad import scalar_math, special
 from numbagrad.autograd import gradcheck, gradgradcheck
 
 # x: every scale, both signs, the branch points of the expansions (2.09, 5, 8, 26, 50), overflow, inf and nan
@@ -30,32 +30,45 @@ PROBABILITIES = np.concatenate(
 )
 PROBABILITIES = np.concatenate([PROBABILITIES, [-0.1, 1.1, math.nan]])
 
-#: (function, points, ulps allowed, scale): the largest differences from torch measured are 2 to 8 ulp (the
-#: Chebyshev and rational sums round differently in torch's vectorized kernels); ndtr, ``(1 + erf(x)) / 2`` in
-#: both, cancels below 0: compared relative to 1
+#: (function, points, ulps allowed, scale). The kernels evaluate torch's expansions in torch's order, with libm's
+#: exp, log and sqrt, and fuse the multiply-adds that torch's compiled CPU kernels fuse (AVX2 and AVX-512 builds
+#: contract ``a * b + c``): the Bessel and Airy functions and ndtri agree with torch bit for bit (a torch whose
+#: CPU capability is DEFAULT, without FMA, differs by up to 7 ulp). entr keeps the vectorizable log (2 ulp, 2.7x
+#: faster than libm's). ndtr, ``(1 + erf(x)) / 2`` in both, cancels
+#: below 0: compared relative to 1, as the oscillating Bessel and Airy functions near their zeros. log_ndtr below -1
+#: goes through erfcx, whose torch differs from the exact value by up to 8 ulp (the next tests).
 UNARY = [
-    ("i0", SWEEP, 8, 0.0),
-    ("i0e", SWEEP, 8, 0.0),
-    ("i1", SWEEP, 8, 0.0),
-    ("i1e", SWEEP, 8, 0.0),
-    ("modified_bessel_i0", SWEEP, 8, 0.0),
-    ("modified_bessel_i1", SWEEP, 8, 0.0),
-    ("modified_bessel_k0", SWEEP, 8, 0.0),
-    ("modified_bessel_k1", SWEEP, 8, 0.0),
-    ("scaled_modified_bessel_k0", SWEEP, 8, 0.0),
-    ("scaled_modified_bessel_k1", SWEEP, 8, 0.0),
-    ("bessel_j0", SWEEP, 8, 1.0),
-    ("bessel_j1", SWEEP, 8, 1.0),
-    ("bessel_y0", SWEEP, 8, 1.0),
-    ("bessel_y1", SWEEP, 8, 1.0),
-    ("airy_ai", SWEEP, 8, 1.0),
+    ("i0", SWEEP, 2, 0.0),
+    ("i0e", SWEEP, 2, 0.0),
+    ("i1", SWEEP, 2, 0.0),
+    ("i1e", SWEEP, 2, 0.0),
+    ("modified_bessel_i0", SWEEP, 2, 0.0),
+    ("modified_bessel_i1", SWEEP, 2, 0.0),
+    ("modified_bessel_k0", SWEEP, 2, 0.0),
+    ("modified_bessel_k1", SWEEP, 2, 0.0),
+    ("scaled_modified_bessel_k0", SWEEP, 2, 0.0),
+    ("scaled_modified_bessel_k1", SWEEP, 2, 0.0),
+    ("bessel_j0", SWEEP, 2, 1.0),
+    ("bessel_j1", SWEEP, 2, 1.0),
+    ("bessel_y0", SWEEP, 2, 1.0),
+    ("bessel_y1", SWEEP, 2, 1.0),
+    ("airy_ai", SWEEP, 2, 1.0),
     ("spherical_bessel_j0", SWEEP, 2, 0.0),
-    ("erfcx", SWEEP[SWEEP >= -1], 8, 0.0),
     ("log_ndtr", SWEEP, 2, 0.0),
     ("entr", SWEEP, 2, 0.0),
     ("ndtr", SWEEP, 2, 1.0),
-    ("ndtri", PROBABILITIES, 4, 0.0),
+    ("ndtri", PROBABILITIES, 2, 0.0),
 ]
+
+
+@pytest.fixture
+def fused_torch(torch):
+    """torch, when its CPU kernels are the fused ones numbagrad's match (AVX2, AVX-512 and the other builds whose
+    compiler contracts ``a * b + c``); a torch running its DEFAULT kernels rounds every product (up to 11 ulp
+    apart)."""
+    if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
+        pytest.skip("torch runs its unfused DEFAULT CPU kernels")
+    return torch
 
 
 def _ulps(ours: np.ndarray, theirs: np.ndarray, scale: float = 0.0) -> np.ndarray:
@@ -75,15 +88,15 @@ def _assert_ulps(ours: np.ndarray, theirs: np.ndarray, points: np.ndarray, ulps:
 
 
 @pytest.mark.parametrize(("name", "points", "ulps", "scale"), UNARY, ids=[u[0] for u in UNARY])
-def test_float64_values_match_torch_over_the_domain(torch, name, points, ulps, scale):
+def test_float64_values_match_torch_over_the_domain(fused_torch, name, points, ulps, scale):
     ours = getattr(special, name)(numbagrad.tensor(points)).numpy()
-    theirs = getattr(torch.special, name)(torch.tensor(points)).numpy()
+    theirs = getattr(fused_torch.special, name)(fused_torch.tensor(points)).numpy()
     _assert_ulps(ours, theirs, points, ulps, scale)
 
 
-@pytest.mark.parametrize("name", [u[0] for u in UNARY if u[0] != "ndtr"])
+@pytest.mark.parametrize("name", [u[0] for u in UNARY if u[0] != "ndtr"] + ["erfcx"])
 def test_float32_values_are_the_float64_values_rounded_once(name):
-    points = UNARY[[u[0] for u in UNARY].index(name)][1]
+    points = SWEEP if name == "erfcx" else UNARY[[u[0] for u in UNARY].index(name)][1]
     single = getattr(special, name)(numbagrad.tensor(points, dtype=numbagrad.float32))
     double = getattr(special, name)(numbagrad.tensor(points.astype(np.float32).astype(np.float64)))
     assert single.dtype is numbagrad.float32
@@ -97,6 +110,26 @@ def test_float32_values_are_close_to_torchs(torch, name):
     ours = getattr(special, name)(numbagrad.tensor(points, dtype=numbagrad.float32)).numpy()
     theirs = getattr(torch.special, name)(torch.tensor(points, dtype=torch.float32)).numpy()
     np.testing.assert_allclose(ours, theirs, rtol=2e-6, atol=1e-6)
+
+
+def test_erfcx_is_within_3_ulp_of_the_exact_value_over_the_domain():
+    """``exp(x * x) erfc(x)`` with ``x * x`` carried exactly (one fused multiply-add): libm's erfc, off by up to 2
+    ulp itself (at 0.8156), is the rest."""
+    mpmath = pytest.importorskip("mpmath")
+    points = SWEEP[(SWEEP >= -26.6) & (np.abs(SWEEP) < 1e12)]
+    points = np.concatenate([points, np.linspace(0.01, 3.0, 300), [0.8156090789610246]])
+    ours = special.erfcx(numbagrad.tensor(points)).numpy()
+    with mpmath.workdps(40):
+        exact = np.array([float(mpmath.exp(mpmath.mpf(x) ** 2) * mpmath.erfc(mpmath.mpf(x))) for x in points])
+    _assert_ulps(ours, exact, points, 3)
+
+
+def test_erfcx_is_within_torchs_own_error_of_torchs(torch):
+    """torch's erfcx (Chebyshev pieces in 4 / (4 + x)) is up to 8 ulp from the exact value between 0 and 0.5;
+    numbagrad's within 3 (the test above): the two differ by up to 9 ulp there."""
+    points = SWEEP[SWEEP >= -1]
+    ours = special.erfcx(numbagrad.tensor(points)).numpy()
+    _assert_ulps(ours, torch.special.erfcx(torch.tensor(points)).numpy(), points, 9)
 
 
 def test_erfcx_of_large_negative_inputs_is_exact_where_torchs_rounds_x_squared():
@@ -127,21 +160,19 @@ POLYNOMIALS = [
 # x inside and outside [-1, 1] (and [0, 1]), at +-1 and 0; degrees negative, small, above the closed-form
 # thresholds (4, 6, 8), fractional (truncated), past Hermite's limit of 512, nan and inf
 POLY_X = np.array([-2.5, -1.0, -0.7, -0.2, 0.0, 0.3, 0.5, 0.9, 1.0, 1.7])
+POLY_X = np.concatenate([POLY_X, np.random.default_rng(2).uniform(-3.0, 3.0, 30)])
 POLY_N = np.array([-3.0, -0.5, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 9.0, 12.0, 2.7, 30.0, 600.0, math.nan, math.inf])
+POLY_N = np.concatenate([POLY_N, [25.0, 32.0, 100.0, 511.0, 513.0]])
 
 
 @pytest.mark.parametrize("name", POLYNOMIALS)
-def test_polynomials_match_torch_over_degrees_and_arguments(torch, name):
+def test_polynomials_match_torch_over_degrees_and_arguments(fused_torch, name):
+    torch = fused_torch
     x, n = np.meshgrid(POLY_X, POLY_N)
     ours = getattr(special, name)(numbagrad.tensor(x), numbagrad.tensor(n)).numpy()
     theirs = getattr(torch.special, name)(torch.tensor(x), torch.tensor(n)).numpy()
-    # the recurrences and cos(n acos(x)) carry a rounding of x into the n-th term: 8 ulp per degree, of the
-    # result or of 1 near the roots
-    degree = np.where(np.isfinite(n), np.maximum(np.abs(n), 1.0), 1.0)
-    bound = 8 * degree * np.finfo(np.float64).eps * np.maximum(np.abs(theirs), 1.0)
-    with np.errstate(invalid="ignore"):
-        close = (np.abs(ours - theirs) <= bound) | (ours == theirs) | (np.isnan(ours) & np.isnan(theirs))
-    assert close.all(), f"at x={x[~close]}, n={n[~close]}: {ours[~close]}, torch {theirs[~close]}"
+    # the same recurrences, fused as torch's compiled ones, and libm's cos and acos: the same values
+    _assert_ulps(ours, theirs, x, 2)
 
 
 @pytest.mark.parametrize("name", POLYNOMIALS)
@@ -170,15 +201,21 @@ GAMMA_POINTS = np.concatenate([GAMMA_POINTS, [1000.0, 1e4, math.inf, math.nan]])
 
 
 @pytest.mark.parametrize("name", ["gammainc", "gammaincc"])
-def test_incomplete_gamma_matches_torch(torch, name):
+def test_incomplete_gamma_matches_torch(fused_torch, name):
+    torch = fused_torch
     a, x = np.meshgrid(GAMMA_POINTS, GAMMA_POINTS)
     ours = getattr(special, name)(numbagrad.tensor(a), numbagrad.tensor(x)).numpy()
     theirs = getattr(torch.special, name)(torch.tensor(a), torch.tensor(x)).numpy()
     # torch sums an asymptotic series for a ~ x beyond 20 (within 2e-9: it takes float's pi) where numbagrad
     # keeps to the power series and the continued fraction (within 1e-14 of the true value: the next test)
     np.testing.assert_allclose(ours, theirs, rtol=2e-9, atol=1e-300)
-    apart = (a <= 20) | (np.abs(x - a) > 0.3 * a)  # (exp(a log(x) - x - lgamma(a)) carries 1e-14 far out)
-    np.testing.assert_allclose(ours[apart], theirs[apart], rtol=1e-13, atol=1e-300)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        near = np.abs(x - a) / a
+    apart = ~(((a > 20) & (a < 200) & (near < 0.3)) | ((a > 200) & (near < 4.5 / np.sqrt(a))))
+    if name == "gammaincc":  # elsewhere the same series and fraction, fused as torch's compiled ones
+        _assert_ulps(ours[apart], theirs[apart], a[apart], 2)
+    else:  # (P = 1 - Q cancels: at a = 1.1, x = 1.229 numbagrad's is 18 ulp from the exact value, torch's 29)
+        np.testing.assert_allclose(ours[apart], theirs[apart], rtol=1e-13, atol=1e-300)
 
 
 def test_incomplete_gamma_of_large_nearby_arguments_is_accurate():
@@ -376,3 +413,31 @@ def test_softmax_log_softmax_logsumexp_and_round(torch):
         == torch.special.round(torch.tensor(r), decimals=2).tolist()
     )
     assert special.round(numbagrad.tensor(r)).tolist() == torch.special.round(torch.tensor(r)).tolist()
+
+
+# --- the fused multiply-add the kernels share with torch's compiled ones ------------------------------------
+def test_the_tables_fma_rounds_once():
+    a = 1.0 + 2.0**-30
+    assert scalar_math.fma(a, a, -(a * a)) == 2.0**-60  # the product's rounding error, lost unfused
+    assert scalar_math.fma(1e308, 10.0, -1e308) == math.inf
+    assert math.copysign(1.0, scalar_math.fma(-0.0, 1.0, -0.0)) == -1.0
+    assert math.isnan(scalar_math.fma(math.inf, 0.0, 1.0))
+
+
+@pytest.mark.parametrize("name", ["i0e", "modified_bessel_k1", "bessel_y1", "airy_ai", "spherical_bessel_j0", "ndtri"])
+def test_kernels_fuse_the_multiply_adds_the_table_functions_do(name):
+    """The generated kernels' ``fma`` is the processor's (one rounding): their values are the table functions'
+    evaluated in Python with exact fused steps, bit for bit."""
+    row = scalar_math.ROWS[f"special_{name}"]
+    points = np.linspace(0.013, 0.987, 41) if name == "ndtri" else np.linspace(-11.3, 12.1, 97)
+    ours = getattr(special, name)(numbagrad.tensor(points)).numpy()
+    with np.errstate(all="ignore"):
+        python = np.array([_python_value(row.forward, float(p)) for p in points])
+    np.testing.assert_array_equal(ours, python)
+
+
+def _python_value(fn, x: float) -> float:
+    try:
+        return fn(x)
+    except ValueError:  # (math.log of a negative number: the kernels' NaN)
+        return math.nan

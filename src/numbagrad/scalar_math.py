@@ -8,6 +8,9 @@ That one source is read three ways:
 * ``Row.tensor_grad`` re-binds ``math`` and ``select`` to tensor operations, so the same gradient formula
   also runs on Tensors with grad mode on, which is how double backward through elementwise ops works.
 
+``fma`` (``a * b + c`` rounded once) is the one other primitive: the generated kernels call the processor's
+fused multiply-add for it (``codegen``), so the special functions round as torch's CPU kernels do.
+
 A gradient function has the signature ``(g, out, x[, y], *params) -> g * d out / d input``.
 Adding an op means adding a row; tests for every row are generated from this table.
 """
@@ -19,6 +22,7 @@ import inspect
 import math
 import types
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
@@ -26,6 +30,18 @@ import numpy as np
 def select(cond, a, b):
     """``a if cond else b``; on tensors it reads as ``where(cond, a, b)``."""
     return a if cond else b
+
+
+def fma(a, b, c):
+    """``a * b + c`` rounded once, as C's ``fma``. torch's CPU kernels are compiled with floating-point contraction
+    for AVX2 and AVX-512, so the compiler fuses their ``a * b + c`` steps (and CUDA's do too); the special functions
+    fuse the same steps to round as they do. Generated kernels replace this with the hardware instruction
+    (``codegen.FMA_SOURCE``); in Python the exact sum of rationals is rounded once."""
+    if math.isfinite(a) and math.isfinite(b) and math.isfinite(c):
+        exact = Fraction(a) * Fraction(b) + Fraction(c)
+        if exact != 0 and abs(exact) < Fraction(2) ** 1024 * (1 - Fraction(1, 2**54)):
+            return float(exact)
+    return a * b + c  # (zeros keep IEEE's signs; infinities and NaN come out as the unfused form's)
 
 
 # --- unary -------------------------------------------------------------------------------------------------
@@ -688,7 +704,8 @@ def hurwitz_zeta(s, q):
         -7.1661652561756670113e18,
     )
     w = a
-    total += b * w / (s - 1.0) - 0.5 * b
+    total += b * w / (s - 1.0)
+    total = fma(-0.5, b, total)  # (torch's two steps, the second fused)
     factor = 1.0
     k = 0.0
     for j in range(12):
@@ -729,7 +746,7 @@ def chbevl(x, coefficients):
     for i in range(1, len(coefficients)):
         b2 = b1
         b1 = b0
-        b0 = x * b1 - b2 + coefficients[i]
+        b0 = fma(x, b1, -b2) + coefficients[i]
     return 0.5 * (b0 - b2)
 
 
@@ -737,14 +754,12 @@ def polevl(x, coefficients):
     # Horner's rule, coefficients from the highest power down
     result = 0.0
     for i in range(len(coefficients)):
-        result = result * x + coefficients[i]
+        result = fma(result, x, coefficients[i])
     return result
 
 
-def i0e(x):
-    x = x * 1.0  # (float32 data: computed in float64)
-    # exp(-|x|) I0(x): Chebyshev series on [0, 8] and in 32/x - 2 beyond
-    a = abs(x)
+def i0e_series(a):
+    # exp(-a) I0(a) for 0 <= a <= 8, exp(-a) sqrt(a) I0(a) beyond: Chebyshev series in a/2 - 2 and in 32/a - 2
     if a <= 8.0:
         return chbevl(a / 2.0 - 2.0, (
             -4.41534164647933937950e-18, 3.33079451882223809783e-17, -2.43127984654795469359e-16,
@@ -766,7 +781,16 @@ def i0e(x):
         -3.14991652796324136454e-11, 1.18891471078464383424e-11, 4.94060238822496958910e-10,
         3.39623202570838634515e-09, 2.26666899049817806459e-08, 2.04891858946906374183e-07,
         2.89137052083475648297e-06, 6.88975834691682398426e-05, 3.36911647825569408990e-03,
-        8.04490411014108831608e-01)) / math.sqrt(a)  # fmt: skip
+        8.04490411014108831608e-01))  # fmt: skip
+
+
+def i0e(x):
+    x = x * 1.0  # (float32 data: computed in float64)
+    # exp(-|x|) I0(x)
+    a = abs(x)
+    if a <= 8.0:
+        return i0e_series(a)
+    return i0e_series(a) / math.sqrt(a)
 
 
 def i0e_grad(g, out, x):
@@ -775,41 +799,52 @@ def i0e_grad(g, out, x):
 
 def i0(x):
     x = x * 1.0  # (float32 data: computed in float64)
-    # the modified Bessel function of the first kind, order 0
-    return math.exp(abs(x)) * i0e(x)
+    # the modified Bessel function of the first kind, order 0, rounded as torch's: exp(a) times the series, then
+    # over sqrt(a)
+    a = abs(x)
+    if a <= 8.0:
+        return math.exp(a) * i0e_series(a)
+    return math.exp(a) * i0e_series(a) / math.sqrt(a)
 
 
 def i0_grad(g, out, x):
     return g * i1(x)
 
 
+def i1e_series(a):
+    # exp(-a) I1(a) / a for 0 <= a <= 8, exp(-a) sqrt(a) I1(a) beyond: Chebyshev series in a/2 - 2 and in 32/a - 2
+    if a <= 8.0:
+        return chbevl(a / 2.0 - 2.0, (
+        2.77791411276104639959e-18, -2.11142121435816608115e-17, 1.55363195773620046921e-16,
+        -1.10559694773538630805e-15, 7.60068429473540693410e-15, -5.04218550472791168711e-14,
+        3.22379336594557470981e-13, -1.98397439776494371520e-12, 1.17361862988909016308e-11,
+        -6.66348972350202774223e-11, 3.62559028155211703701e-10, -1.88724975172282928790e-09,
+        9.38153738649577178388e-09, -4.44505912879632808065e-08, 2.00329475355213526229e-07,
+        -8.56872026469545474066e-07, 3.47025130813767847674e-06, -1.32731636560394358279e-05,
+        4.78156510755005422638e-05, -1.61760815825896745588e-04, 5.12285956168575772895e-04,
+        -1.51357245063125314899e-03, 4.15642294431288815669e-03, -1.05640848946261981558e-02,
+        2.47264490306265168283e-02, -5.29459812080949914269e-02, 1.02643658689847095384e-01,
+        -1.76416518357834055153e-01, 2.52587186443633654823e-01))  # fmt: skip
+    return chbevl(32.0 / a - 2.0, (
+        7.51729631084210481353e-18, 4.41434832307170791151e-18, -4.65030536848935832153e-17,
+        -3.20952592199342395980e-17, 2.96262899764595013876e-16, 3.30820231092092828324e-16,
+        -1.88035477551078244854e-15, -3.81440307243700780478e-15, 1.04202769841288027642e-14,
+        4.27244001671195135429e-14, -2.10154184277266431302e-14, -4.08355111109219731823e-13,
+        -7.19855177624590851209e-13, 2.03562854414708950722e-12, 1.41258074366137813316e-11,
+        3.25260358301548823856e-11, -1.89749581235054123450e-11, -5.58974346219658380687e-10,
+        -3.83538038596423702205e-09, -2.63146884688951950684e-08, -2.51223623787020892529e-07,
+        -3.88256480887769039346e-06, -1.10588938762623716291e-04, -9.76109749136146840777e-03,
+        7.78576235018280120474e-01))  # fmt: skip
+
+
 def i1e(x):
     x = x * 1.0  # (float32 data: computed in float64)
-    # exp(-|x|) I1(x), odd: Chebyshev series for I1(x) / x on [0, 8], in 32/x - 2 beyond
+    # exp(-|x|) I1(x), odd
     a = abs(x)
     if a <= 8.0:
-        out = a * chbevl(a / 2.0 - 2.0, (
-            2.77791411276104639959e-18, -2.11142121435816608115e-17, 1.55363195773620046921e-16,
-            -1.10559694773538630805e-15, 7.60068429473540693410e-15, -5.04218550472791168711e-14,
-            3.22379336594557470981e-13, -1.98397439776494371520e-12, 1.17361862988909016308e-11,
-            -6.66348972350202774223e-11, 3.62559028155211703701e-10, -1.88724975172282928790e-09,
-            9.38153738649577178388e-09, -4.44505912879632808065e-08, 2.00329475355213526229e-07,
-            -8.56872026469545474066e-07, 3.47025130813767847674e-06, -1.32731636560394358279e-05,
-            4.78156510755005422638e-05, -1.61760815825896745588e-04, 5.12285956168575772895e-04,
-            -1.51357245063125314899e-03, 4.15642294431288815669e-03, -1.05640848946261981558e-02,
-            2.47264490306265168283e-02, -5.29459812080949914269e-02, 1.02643658689847095384e-01,
-            -1.76416518357834055153e-01, 2.52587186443633654823e-01))  # fmt: skip
+        out = i1e_series(a) * a
     else:
-        out = chbevl(32.0 / a - 2.0, (
-            7.51729631084210481353e-18, 4.41434832307170791151e-18, -4.65030536848935832153e-17,
-            -3.20952592199342395980e-17, 2.96262899764595013876e-16, 3.30820231092092828324e-16,
-            -1.88035477551078244854e-15, -3.81440307243700780478e-15, 1.04202769841288027642e-14,
-            4.27244001671195135429e-14, -2.10154184277266431302e-14, -4.08355111109219731823e-13,
-            -7.19855177624590851209e-13, 2.03562854414708950722e-12, 1.41258074366137813316e-11,
-            3.25260358301548823856e-11, -1.89749581235054123450e-11, -5.58974346219658380687e-10,
-            -3.83538038596423702205e-09, -2.63146884688951950684e-08, -2.51223623787020892529e-07,
-            -3.88256480887769039346e-06, -1.10588938762623716291e-04, -9.76109749136146840777e-03,
-            7.78576235018280120474e-01)) / math.sqrt(a)  # fmt: skip
+        out = i1e_series(a) / math.sqrt(a)
     return select(x < 0.0, -out, out)
 
 
@@ -820,23 +855,40 @@ def i1e_grad(g, out, x):
 
 def i1(x):
     x = x * 1.0  # (float32 data: computed in float64)
-    # the modified Bessel function of the first kind, order 1
-    return math.exp(abs(x)) * i1e(x)
+    # the modified Bessel function of the first kind, order 1 (odd), rounded as torch.special.i1: exp(a) a times
+    # the series below 8, exp(a) times it over sqrt(a) above
+    a = abs(x)
+    if a <= 8.0:
+        out = math.exp(a) * a * i1e_series(a)
+    else:
+        out = math.exp(a) * i1e_series(a) / math.sqrt(a)
+    return select(x < 0.0, -out, out)
 
 
 def i1_grad(g, out, x):
     return g * select(x == 0.0, 0.5, i0(x) - out / x)
 
 
+def modified_bessel_i1(x):
+    x = x * 1.0  # (float32 data: computed in float64)
+    # I1 as torch.special.modified_bessel_i1 rounds it: the series times a, then exp(a), below 8
+    a = abs(x)
+    if a <= 8.0:
+        out = i1e_series(a) * a * math.exp(a)
+    else:
+        out = math.exp(a) * i1e_series(a) / math.sqrt(a)
+    return select(x < 0.0, -out, out)
+
+
 def k0_parts(x, small):
-    # K0 for 0 < x <= 2 (``small``: a Chebyshev series in x*x - 2 plus I0's logarithmic term), else exp(x) K0(x)
-    # (a series in 8/x - 2)
+    # K0 for 0 < x <= 2 (``small``: a Chebyshev series in x*x - 2 plus I0's logarithmic term), else
+    # exp(x) sqrt(x) K0(x) (a series in 8/x - 2); fused and ordered as torch's
     if small:
-        return chbevl(x * x - 2.0, (
+        return fma(-math.log(0.5 * x), i0(x), chbevl(fma(x, x, -2.0), (
             1.37446543561352307156e-16, 4.25981614279661018399e-14, 1.03496952576338420167e-11,
             1.90451637722020886025e-09, 2.53479107902614945675e-07, 2.28621210311945178607e-05,
             1.26461541144692592338e-03, 3.59799365153615016266e-02, 3.44289899924628486886e-01,
-            -5.35327393233902768720e-01)) - math.log(0.5 * x) * i0(x)  # fmt: skip
+            -5.35327393233902768720e-01)))  # fmt: skip
     return chbevl(8.0 / x - 2.0, (
         5.30043377268626276149e-18, -1.64758043015242134646e-17, 5.21039150503902756861e-17,
         -1.67823109680541210385e-16, 5.51205597852431940784e-16, -1.84859337734377901440e-15,
@@ -846,7 +898,7 @@ def k0_parts(x, small):
         -1.69753450938905987466e-09, 8.57403401741422608519e-09, -4.66048989768794782956e-08,
         2.76681363944501510342e-07, -1.83175552271911948767e-06, 1.39498137188764993662e-05,
         -1.28495495816278026384e-04, 1.56988388573005337491e-03, -3.14481013119645005427e-02,
-        2.44030308206595545468e+00)) / math.sqrt(x)  # fmt: skip
+        2.44030308206595545468e+00))  # fmt: skip
 
 
 def k0(x):
@@ -858,7 +910,7 @@ def k0(x):
         return math.nan
     if x <= 2.0:
         return k0_parts(x, True)
-    return math.exp(-x) * k0_parts(x, False)
+    return math.exp(-x) * k0_parts(x, False) / math.sqrt(x)
 
 
 def k0e(x):
@@ -870,18 +922,18 @@ def k0e(x):
         return math.nan
     if x <= 2.0:
         return k0_parts(x, True) * math.exp(x)
-    return k0_parts(x, False)
+    return k0_parts(x, False) / math.sqrt(x)
 
 
 def k1_parts(x, small):
     # K1 for 0 < x <= 2 (``small``: a Chebyshev series in x*x - 2 over x plus I1's logarithmic term), else
-    # exp(x) K1(x) (a series in 8/x - 2)
+    # exp(x) sqrt(x) K1(x) (a series in 8/x - 2); fused and ordered as torch's
     if small:
-        return math.log(0.5 * x) * i1(x) + chbevl(x * x - 2.0, (
+        return fma(math.log(0.5 * x), modified_bessel_i1(x), chbevl(fma(x, x, -2.0), (
             -7.02386347938628759343e-18, -2.42744985051936593393e-15, -6.66690169419932900609e-13,
             -1.41148839263352776110e-10, -2.21338763073472585583e-08, -2.43340614156596823496e-06,
             -1.73028895751305206302e-04, -6.97572385963986435018e-03, -1.22611180822657148235e-01,
-            -3.53155960776544875667e-01, 1.52530022733894777053e+00)) / x  # fmt: skip
+            -3.53155960776544875667e-01, 1.52530022733894777053e+00)) / x)  # fmt: skip
     return chbevl(8.0 / x - 2.0, (
         -5.75674448366501715755e-18, 1.79405087314755922667e-17, -5.68946255844285935196e-17,
         1.83809354436663880070e-16, -6.05704724837331885336e-16, 2.03870316562433424052e-15,
@@ -891,7 +943,7 @@ def k1_parts(x, small):
         2.01504975519703286596e-09, -1.03457624656780970260e-08, 5.74108412545004946722e-08,
         -3.50196060308781257119e-07, 2.40648494783721712015e-06, -1.93619797416608296024e-05,
         1.95215518471351631108e-04, -2.85781685962277938680e-03, 1.03923736576817238437e-01,
-        2.72062619048444266945e+00)) / math.sqrt(x)  # fmt: skip
+        2.72062619048444266945e+00))  # fmt: skip
 
 
 def k1(x):
@@ -903,7 +955,7 @@ def k1(x):
         return math.nan
     if x <= 2.0:
         return k1_parts(x, True)
-    return math.exp(-x) * k1_parts(x, False)
+    return math.exp(-x) * k1_parts(x, False) / math.sqrt(x)
 
 
 def k1e(x):
@@ -915,7 +967,7 @@ def k1e(x):
         return math.nan
     if x <= 2.0:
         return k1_parts(x, True) * math.exp(x)
-    return k1_parts(x, False)
+    return k1_parts(x, False) / math.sqrt(x)
 
 
 def bessel_asymptotic(x, w, phase, pp, pq, qp, qq, second_kind):
@@ -923,11 +975,12 @@ def bessel_asymptotic(x, w, phase, pp, pq, qp, qq, second_kind):
     # cosine exchanged (and the sign) for Y; P and Q are rational functions of w = 25 / x**2
     p = polevl(w, pp) / polevl(w, pq)
     q = 5.0 / x * (polevl(w, qp) / polevl(w, qq))
+    # (the first product fused into the sum, as the compiler fuses torch's)
     if second_kind:
-        return (
-            (p * math.sin(x - phase) + q * math.cos(x - phase)) * 0.797884560802865355879892119868763737 / math.sqrt(x)
-        )
-    return (p * math.cos(x - phase) - q * math.sin(x - phase)) * 0.797884560802865355879892119868763737 / math.sqrt(x)
+        v = fma(p, math.sin(x - phase), q * math.cos(x - phase))
+    else:
+        v = fma(p, math.cos(x - phase), -(q * math.sin(x - phase)))
+    return v * 0.797884560802865355879892119868763737 / math.sqrt(x)
 
 
 def bessel_j0(x):
@@ -1003,7 +1056,7 @@ def bessel_y0(x):
         yq = polevl(z, (1.04128353664259848412e+03, 6.26107330137134956842e+05, 2.68919633393814121987e+08,
                         8.64002487103935000337e+10, 2.02979612750105546709e+13, 3.17157752842975028269e+15,
                         2.50596256172653059228e+17))  # fmt: skip
-        return yp / yq + 0.636619772367581343075535053490057448 * math.log(x) * bessel_j0(x)
+        return fma(0.636619772367581343075535053490057448 * math.log(x), bessel_j0(x), yp / yq)
     return bessel_asymptotic(x, 25.0 / (x * x), 0.785398163397448309615660845819875721, (
         7.96936729297347051624e-04, 8.28352392107440799803e-02, 1.23953371646414299388e+00,
         5.44725003058768775090e+00, 8.74716500199817011941e+00, 5.30324038235394892183e+00,
@@ -1034,7 +1087,7 @@ def bessel_y1(x):
         yq = polevl(z, (5.94301592346128195359e+02, 2.35564092943068577943e+05, 7.34811944459721705660e+07,
                         1.87601316108706159478e+10, 3.88231277496238566008e+12, 6.20557727146953693363e+14,
                         6.87141087355300489866e+16, 3.97270608116560655612e+18))  # fmt: skip
-        return x * (yp / yq) + 0.636619772367581343075535053490057448 * (bessel_j1(x) * math.log(x) - 1.0 / x)
+        return fma(x, yp / yq, 0.636619772367581343075535053490057448 * fma(bessel_j1(x), math.log(x), -(1.0 / x)))
     return bessel_asymptotic(x, 5.0 / x * (5.0 / x), 2.356194490192344928846982537459627163, (
         7.62125616208173112003e-04, 7.31397056940917570436e-02, 1.12719608129684925192e+00,
         5.11207951146807644818e+00, 8.42404590141772420927e+00, 5.21451598682361504063e+00,
@@ -1084,7 +1137,7 @@ def airy_ai(x):
         return (
             5.64189583547756286948e-01
             / math.sqrt(math.sqrt(-x))
-            * (math.sin(phase) * (1.0 + zz * afn / afd) - math.cos(phase) * (z * agn / agd))
+            * fma(math.sin(phase), 1.0 + zz * afn / afd, -(math.cos(phase) * (z * agn / agd)))
         )
     if x >= 2.09:
         zeta = 2.0 * x * math.sqrt(x) / 3.0
@@ -1117,7 +1170,7 @@ def airy_ai(x):
         n /= k
         g += n
         t = abs(m / f)
-    return 0.355028053887817239260 * f - 0.258819403792806798405 * g
+    return fma(0.355028053887817239260, f, -(0.258819403792806798405 * g))
 
 
 def spherical_bessel_j0(x):
@@ -1127,8 +1180,12 @@ def spherical_bessel_j0(x):
         return 0.0
     if abs(x) < 0.5:
         z = x * x
-        return 1.0 + z * (-1.0 / 6.0 + z * (1.0 / 120.0 + z * (-1.0 / 5040.0 + z * (1.0 / 362880.0 + z * (
-            -1.0 / 39916800.0 + z * (1.0 / 6227020800.0))))))  # fmt: skip
+        p = fma(z, 1.0 / 6227020800.0, -1.0 / 39916800.0)  # (each step fused, as torch's)
+        p = fma(z, p, 1.0 / 362880.0)
+        p = fma(z, p, -1.0 / 5040.0)
+        p = fma(z, p, 1.0 / 120.0)
+        p = fma(z, p, -1.0 / 6.0)
+        return fma(z, p, 1.0)
     return math.sin(x) / x
 
 
@@ -1147,7 +1204,7 @@ def chebyshev_recurrence(y, q, n):
     p = 1.0
     k = 2.0
     while k <= n and q == q:
-        r = (y + y) * q - p
+        r = fma(y + y, q, -p)  # (fused, as torch's compiled recurrence)
         p = q
         q = r
         k += 1.0
@@ -1322,7 +1379,7 @@ def hermite_polynomial_h(x, n):
     q = x + x
     k = 2.0
     while k < n + n:
-        r = (x + x) * q - k * p
+        r = fma(x + x, q, -(k * p))  # (the first product fused, as torch's compiled recurrence)
         p = q
         q = r
         k += 2.0
@@ -1345,7 +1402,7 @@ def hermite_polynomial_he(x, n):
     q = x
     k = 1.0
     while k < n:
-        r = x * q - k * p
+        r = fma(x, q, -(k * p))  # (the first product fused, as torch's compiled recurrence)
         p = q
         q = r
         k += 1.0
@@ -1364,8 +1421,7 @@ def laguerre_polynomial_l(x, n):
     q = 1.0 - x
     k = 1.0
     while k < n and q == q:
-        r = ((k + k) + (1.0 - x)) * q - k * p
-        r = r / (k + 1.0)
+        r = fma((k + k) + (1.0 - x), q, -(k * p)) / (k + 1.0)  # (the first product fused, as torch's)
         p = q
         q = r
         k += 1.0
@@ -1386,7 +1442,7 @@ def legendre_polynomial_p(x, n):
     q = x
     k = 1.0
     while k < n and q == q:
-        r = ((k + k + 1.0) * x * q - k * p) / (k + 1.0)
+        r = fma((k + k + 1.0) * x, q, -(k * p)) / (k + 1.0)  # (the first product fused, as torch's)
         p = q
         q = r
         k += 1.0
@@ -1394,15 +1450,13 @@ def legendre_polynomial_p(x, n):
 
 
 # --- error-function relatives, entropy, incomplete gamma ----------------------------------------------------
-def exp_square(x):
-    # exp(x * x) without the error of rounding x * x first: x * x = hi + lo exactly (Dekker's product),
-    # exp(hi + lo) = exp(hi) (1 + lo) to the last bit
+def exp_square(x, factor):
+    # factor * exp(x * x) without the error of rounding x * x first: x * x = hi + lo exactly (the fused product's
+    # rounding error), exp(hi + lo) = exp(hi) (1 + lo) to the last bit, the factor taken in before the last step
     hi = x * x
-    s = x * 134217729.0  # 2 ** 27 + 1 splits x into two 26-bit halves
-    xh = s - (s - x)
-    xl = x - xh
-    lo = ((xh * xh - hi) + 2.0 * xh * xl) + xl * xl
-    return math.exp(hi) * (1.0 + lo)
+    lo = fma(x, x, -hi)
+    v = factor * math.exp(hi)
+    return fma(v, lo, v)
 
 
 def erfcx(x):
@@ -1413,7 +1467,7 @@ def erfcx(x):
         return x
     a = abs(x)
     if a < 26.0:
-        positive = exp_square(a) * math.erfc(a)
+        positive = exp_square(a, math.erfc(a))
     else:
         tail = 0.0
         k = 40.0
@@ -1425,7 +1479,7 @@ def erfcx(x):
         return positive
     if x < -26.7:
         return math.inf
-    return 2.0 * exp_square(x) - positive
+    return exp_square(x, 2.0) - positive
 
 
 def erfcx_grad(g, out, x):
@@ -1437,7 +1491,7 @@ def log_ndtr(x):
     # log of the standard normal CDF: log(erfcx(-t) / 2) - t * t below -1 (no underflow), log1p(-erfc(t) / 2) above
     t = x * 0.7071067811865476
     if x < -1.0:
-        return math.log(erfcx(-t) / 2.0) - t * t
+        return fma(-t, t, math.log(erfcx(-t) / 2.0))
     return math.log1p(-math.erfc(t) / 2.0)
 
 
@@ -1466,7 +1520,7 @@ def ndtri(y):
         q0 = polevl(y2, (1.0, 1.95448858338141759834e0, 4.67627912898881538453e0, 8.63602421390890590575e1,
                          -2.25462687854119370527e2, 2.00260212380060660359e2, -8.20372256168333339912e1,
                          1.59056225126211695515e1, -1.18331621121330003142e0))  # fmt: skip
-        return (y + y * (y2 * p0 / q0)) * 2.50662827463100050242e0
+        return fma(y, y2 * p0 / q0, y) * 2.50662827463100050242e0
     x = math.sqrt(-2.0 * math.log(y))
     x0 = x - math.log(x) / x
     z = 1.0 / x
@@ -1561,21 +1615,21 @@ def lanczos_sum_expg_scaled(a):
         n = num[12]
         d = den[12]
         for i in range(11, -1, -1):
-            n = n * y + num[i]
-            d = d * y + den[i]
+            n = fma(n, y, num[i])
+            d = fma(d, y, den[i])
         return n / d
     n = num[0]
     d = den[0]
     for i in range(1, 13):
-        n = n * a + num[i]
-        d = d * a + den[i]
+        n = fma(n, a, num[i])
+        d = fma(d, a, den[i])
     return n / d
 
 
 def igamma_prefactor(a, x):
     # x ** a exp(-x) / gamma(a), through the Lanczos approximation where x is near a (no cancellation)
     if abs(a - x) > 0.4 * abs(a):
-        ax = a * math.log(x) - x - math.lgamma(a)
+        ax = fma(a, math.log(x), -x) - math.lgamma(a)  # (fused as torch's compiled kernel)
         if ax < -709.782712893383996843:
             return 0.0
         return math.exp(ax)
@@ -1585,7 +1639,7 @@ def igamma_prefactor(a, x):
     if a < 200.0 and x < 200.0:
         return res * (math.exp(a - x) * (x / fac) ** a)
     numfac = (x - a - g + 0.5) / fac
-    return res * math.exp(a * (math.log1p(numfac) - numfac) + x * (0.5 - g) / fac)
+    return res * math.exp(fma(a, math.log1p(numfac) - numfac, x * (0.5 - g) / fac))
 
 
 def igamma_series(a, x):
@@ -1620,7 +1674,8 @@ def igammac_series(a, x):
             break
         n += 1.0
     logx = math.log(x)
-    return -math.expm1(a * logx - math.lgamma(1.0 + a)) - math.exp(a * logx - math.lgamma(a)) * total
+    term = -math.expm1(fma(a, logx, -math.lgamma(1.0 + a)))
+    return fma(-math.exp(fma(a, logx, -math.lgamma(a))), total, term)
 
 
 def igammac_continued_fraction(a, x):
@@ -1642,8 +1697,8 @@ def igammac_continued_fraction(a, x):
         y += 1.0
         z += 2.0
         yc = y * c
-        pk = pkm1 * z - pkm2 * yc
-        qk = qkm1 * z - qkm2 * yc
+        pk = fma(pkm1, z, -(pkm2 * yc))
+        qk = fma(qkm1, z, -(qkm2 * yc))
         t = 1.0
         if qk != 0.0:
             r = pk / qk
@@ -2138,6 +2193,10 @@ class Row:
     the exact ones the results that come out nan (``codegen._map_kernel``), so its functions must carry such a nan to
     their result.
 
+    ``libm``: the row's CPU kernels call libm's ``exp``, ``log``, ``sqrt`` and the others, not the vectorizable
+    versions of ``backend/vector_math.py`` (within 1.5 ulp of libm's): the special functions torch computes with
+    libm, whose results numbagrad's match to the last bit or two only from the same ``exp`` and ``log``.
+
     ``doc``: what the op computes, in one line: the first line of its public function's and in-place method's
     docstrings.
 
@@ -2173,6 +2232,7 @@ class Row:
     domain: tuple = (-2.0, 2.0)
     float32_math: bool = False
     fix_up: bool = False
+    libm: bool = False
     doc: str = ""
     number_operands: tuple = (0, 1)
     no_bool: str = ""
@@ -2513,25 +2573,25 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         float_only=True, frontend=False, methods=(), domain=(0.2, 4.0),
         doc="The ``n``-th derivative of the digamma function of each element."),
     # torch.special: differentiable where torch has a formula, the Bessel functions and polynomials without a graph
-    Row("i0", i0, (i0_grad,), _mp_reference(lambda m, x: m.besseli(0, x)), "I0Backward0", float_only=True,
+    Row("i0", i0, (i0_grad,), _mp_reference(lambda m, x: m.besseli(0, x)), "I0Backward0", float_only=True, libm=True,
         doc="The modified Bessel function of the first kind of order 0 of each element."),
     Row("special_i0e", i0e, (i0e_grad,), _mp_reference(lambda m, x: m.besseli(0, x) * m.exp(-abs(x))),
-        "SpecialI0EBackward0", ("_special_i0e",), methods=(), float_only=True,
+        "SpecialI0EBackward0", ("_special_i0e",), methods=(), float_only=True, libm=True,
         doc="The exponentially scaled modified Bessel function ``exp(-abs(x)) * i0(x)`` of each element."),
     Row("special_i1", i1, (i1_grad,), _mp_reference(lambda m, x: m.besseli(1, x)), "SpecialI1Backward0",
-        ("_special_i1",), methods=(), float_only=True,
+        ("_special_i1",), methods=(), float_only=True, libm=True,
         doc="The modified Bessel function of the first kind of order 1 of each element."),
     Row("special_i1e", i1e, (i1e_grad,), _mp_reference(lambda m, x: m.besseli(1, x) * m.exp(-abs(x))),
-        "SpecialI1EBackward0", ("_special_i1e",), methods=(), float_only=True,
+        "SpecialI1EBackward0", ("_special_i1e",), methods=(), float_only=True, libm=True,
         doc="The exponentially scaled modified Bessel function ``exp(-abs(x)) * i1(x)`` of each element."),
     Row("special_erfcx", erfcx, (erfcx_grad,), _mp_reference(lambda m, x: m.erfc(x) * m.exp(x * x)),
-        "SpecialErfcxBackward0", ("_special_erfcx",), methods=(), float_only=True,
+        "SpecialErfcxBackward0", ("_special_erfcx",), methods=(), float_only=True, libm=True,
         doc="The scaled complementary error function ``exp(x ** 2) * erfc(x)`` of each element."),
     Row("special_log_ndtr", log_ndtr, (log_ndtr_grad,), _mp_reference(lambda m, x: m.log(m.ncdf(x))),
-        "SpecialLogNdtrBackward0", ("_special_log_ndtr",), methods=(), float_only=True,
+        "SpecialLogNdtrBackward0", ("_special_log_ndtr",), methods=(), float_only=True, libm=True,
         doc="The logarithm of the standard normal CDF of each element, accurate far into the lower tail."),
     Row("special_ndtri", ndtri, (ndtri_grad,), _mp_reference(lambda m, y: m.sqrt(2) * m.erfinv(2 * y - 1)),
-        "SpecialNdtriBackward0", ("_special_ndtri",), methods=(), float_only=True, domain=(0.1, 0.9),
+        "SpecialNdtriBackward0", ("_special_ndtri",), methods=(), float_only=True, libm=True, domain=(0.1, 0.9),
         doc="The inverse of the standard normal CDF of each element (the normal quantile function)."),
     Row("special_entr", entr, (entr_grad,), _mp_reference(lambda m, x: -x * m.log(x) if x else 0),
         "SpecialEntrBackward0", ("_special_entr",), methods=(), float_only=True, domain=(0.2, 3.0),
@@ -2548,95 +2608,101 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         doc="The Hurwitz zeta function ``sum((other + k) ** -input for k >= 0)``, elementwise."),
     Row("igamma", igamma, (no_formula_grad, igamma_grad_x),
         _mp_reference(lambda m, a, x: m.gammainc(a, 0, x, regularized=True)), "IgammaBackward0",
-        floating_only=True, number_operands=(), domain=(0.5, 3.0),
+        floating_only=True, libm=True, number_operands=(), domain=(0.5, 3.0),
         no_formula={0: "the derivative for 'igamma: input' is not implemented."},
         doc="The regularized lower incomplete gamma function ``P(input, other)``, elementwise."),
     Row("igammac", igammac, (no_formula_grad, igammac_grad_x),
         _mp_reference(lambda m, a, x: m.gammainc(a, x, m.inf, regularized=True)), "IgammacBackward0",
-        floating_only=True, number_operands=(), domain=(0.5, 3.0),
+        floating_only=True, libm=True, number_operands=(), domain=(0.5, 3.0),
         no_formula={0: "the derivative for 'igammac: input' is not implemented."},
         doc="The regularized upper incomplete gamma function ``Q(input, other) = 1 - P(input, other)``, elementwise."),
     Row("special_airy_ai", airy_ai, (), _mp_reference(lambda m, x: m.airyai(x)), None, ("_special_airy_ai",),
-        methods=(), float_only=True, graph=False, domain=(-2.0, 6.0),
+        methods=(), float_only=True, libm=True, graph=False, domain=(-2.0, 6.0),
         doc="The Airy function ``Ai`` of each element."),
     # (torch's J and Y rational functions agree with the true values to 1e-8 only beyond 1, as numbagrad's ports
     # of them do: the domains of the reference tests stay below; tests/test_special.py compares with torch's)
     Row("special_bessel_j0", bessel_j0, (), _mp_reference(lambda m, x: m.besselj(0, x)), None,
-        ("_special_bessel_j0",), methods=(), float_only=True, graph=False, domain=(-1.0, 1.0),
+        ("_special_bessel_j0",), methods=(), float_only=True, libm=True, graph=False, domain=(-1.0, 1.0),
         doc="The Bessel function of the first kind of order 0 of each element."),
     Row("special_bessel_j1", bessel_j1, (), _mp_reference(lambda m, x: m.besselj(1, x)), None,
-        ("_special_bessel_j1",), methods=(), float_only=True, graph=False, domain=(-1.0, 1.0),
+        ("_special_bessel_j1",), methods=(), float_only=True, libm=True, graph=False, domain=(-1.0, 1.0),
         doc="The Bessel function of the first kind of order 1 of each element."),
     Row("special_bessel_y0", bessel_y0, (), _mp_reference(lambda m, x: m.bessely(0, x)), None,
-        ("_special_bessel_y0",), methods=(), float_only=True, graph=False, domain=(0.2, 1.0),
+        ("_special_bessel_y0",), methods=(), float_only=True, libm=True, graph=False, domain=(0.2, 1.0),
         doc="The Bessel function of the second kind of order 0 of each element (NaN for negative input)."),
     Row("special_bessel_y1", bessel_y1, (), _mp_reference(lambda m, x: m.bessely(1, x)), None,
-        ("_special_bessel_y1",), methods=(), float_only=True, graph=False, domain=(0.2, 1.0),
+        ("_special_bessel_y1",), methods=(), float_only=True, libm=True, graph=False, domain=(0.2, 1.0),
         doc="The Bessel function of the second kind of order 1 of each element (NaN for negative input)."),
     Row("special_modified_bessel_i0", i0, (), _mp_reference(lambda m, x: m.besseli(0, x)), None,
-        ("_special_modified_bessel_i0",), methods=(), float_only=True, graph=False,
+        ("_special_modified_bessel_i0",), methods=(), float_only=True, libm=True, graph=False,
         doc="The modified Bessel function of the first kind of order 0 of each element."),
-    Row("special_modified_bessel_i1", i1, (), _mp_reference(lambda m, x: m.besseli(1, x)), None,
-        ("_special_modified_bessel_i1",), methods=(), float_only=True, graph=False,
+    Row("special_modified_bessel_i1", modified_bessel_i1, (), _mp_reference(lambda m, x: m.besseli(1, x)), None,
+        ("_special_modified_bessel_i1",), methods=(), float_only=True, libm=True, graph=False,
         doc="The modified Bessel function of the first kind of order 1 of each element."),
     Row("special_modified_bessel_k0", k0, (), _mp_reference(lambda m, x: m.besselk(0, x)), None,
-        ("_special_modified_bessel_k0",), methods=(), float_only=True, graph=False, domain=(0.2, 4.0),
+        ("_special_modified_bessel_k0",), methods=(), float_only=True, libm=True, graph=False, domain=(0.2, 4.0),
         doc="The modified Bessel function of the second kind of order 0 of each element (NaN for negative input)."),
     Row("special_modified_bessel_k1", k1, (), _mp_reference(lambda m, x: m.besselk(1, x)), None,
-        ("_special_modified_bessel_k1",), methods=(), float_only=True, graph=False, domain=(0.2, 4.0),
+        ("_special_modified_bessel_k1",), methods=(), float_only=True, libm=True, graph=False, domain=(0.2, 4.0),
         doc="The modified Bessel function of the second kind of order 1 of each element (NaN for negative input)."),
     Row("special_scaled_modified_bessel_k0", k0e, (), _mp_reference(lambda m, x: m.besselk(0, x) * m.exp(x)), None,
-        ("_special_scaled_modified_bessel_k0",), methods=(), float_only=True, graph=False, domain=(0.2, 4.0),
+        ("_special_scaled_modified_bessel_k0",), methods=(), float_only=True, libm=True, graph=False, domain=(0.2, 4.0),
         doc="The exponentially scaled modified Bessel function ``exp(x) * K0(x)`` of each element."),
     Row("special_scaled_modified_bessel_k1", k1e, (), _mp_reference(lambda m, x: m.besselk(1, x) * m.exp(x)), None,
-        ("_special_scaled_modified_bessel_k1",), methods=(), float_only=True, graph=False, domain=(0.2, 4.0),
+        ("_special_scaled_modified_bessel_k1",), methods=(), float_only=True, libm=True, graph=False, domain=(0.2, 4.0),
         doc="The exponentially scaled modified Bessel function ``exp(x) * K1(x)`` of each element."),
     Row("special_spherical_bessel_j0", spherical_bessel_j0, (), _mp_reference(lambda m, x: m.sin(x) / x), None,
-        ("_special_spherical_bessel_j0",), methods=(), float_only=True, graph=False, domain=(0.1, 8.0),
+        ("_special_spherical_bessel_j0",), methods=(), float_only=True, libm=True, graph=False, domain=(0.1, 8.0),
         doc="The spherical Bessel function of the first kind of order 0, ``sin(x) / x``, of each element."),
     Row("special_chebyshev_polynomial_t", chebyshev_polynomial_t, (), _mp_polynomial(lambda m, x, n: m.chebyt(n, x)),
-        None, ("_special_chebyshev_polynomial_t",), methods=(), float_only=True, graph=False, domain=(-0.9, 5.0),
+        None, ("_special_chebyshev_polynomial_t",), methods=(), float_only=True, libm=True,
+        graph=False, domain=(-0.9, 5.0),
         doc="The Chebyshev polynomial of the first kind ``T_n(input)``, ``n`` truncated to an integer."),
     Row("special_chebyshev_polynomial_u", chebyshev_polynomial_u, (), _mp_polynomial(lambda m, x, n: m.chebyu(n, x)),
-        None, ("_special_chebyshev_polynomial_u",), methods=(), float_only=True, graph=False, domain=(-0.9, 5.0),
+        None, ("_special_chebyshev_polynomial_u",), methods=(), float_only=True, libm=True,
+        graph=False, domain=(-0.9, 5.0),
         doc="The Chebyshev polynomial of the second kind ``U_n(input)``, ``n`` truncated to an integer."),
     Row("special_chebyshev_polynomial_v", chebyshev_polynomial_v, (),
         _mp_polynomial(lambda m, x, n: _mp_recurrence(m, x, 2 * x - 1, n)), None,
-        ("_special_chebyshev_polynomial_v",), methods=(), float_only=True, graph=False, domain=(-0.9, 5.0),
+        ("_special_chebyshev_polynomial_v",), methods=(), float_only=True, libm=True, graph=False, domain=(-0.9, 5.0),
         doc="The Chebyshev polynomial of the third kind ``V_n(input)``, ``n`` truncated to an integer."),
     Row("special_chebyshev_polynomial_w", chebyshev_polynomial_w, (),
         _mp_polynomial(lambda m, x, n: _mp_recurrence(m, x, 2 * x + 1, n)), None,
-        ("_special_chebyshev_polynomial_w",), methods=(), float_only=True, graph=False, domain=(-0.9, 5.0),
+        ("_special_chebyshev_polynomial_w",), methods=(), float_only=True, libm=True, graph=False, domain=(-0.9, 5.0),
         doc="The Chebyshev polynomial of the fourth kind ``W_n(input)``, ``n`` truncated to an integer."),
     Row("special_shifted_chebyshev_polynomial_t", shifted_chebyshev_polynomial_t, (),
         _mp_polynomial(lambda m, x, n: m.chebyt(n, 2 * x - 1)), None, ("_special_shifted_chebyshev_polynomial_t",),
-        methods=(), float_only=True, graph=False, domain=(-0.9, 5.0),
+        methods=(), float_only=True, libm=True, graph=False, domain=(-0.9, 5.0),
         doc="The shifted Chebyshev polynomial of the first kind ``T_n(2 * input - 1)``."),
     Row("special_shifted_chebyshev_polynomial_u", shifted_chebyshev_polynomial_u, (),
         _mp_polynomial(lambda m, x, n: m.chebyu(n, 2 * x - 1)), None, ("_special_shifted_chebyshev_polynomial_u",),
-        methods=(), float_only=True, graph=False, domain=(-0.9, 5.0),
+        methods=(), float_only=True, libm=True, graph=False, domain=(-0.9, 5.0),
         doc="The shifted Chebyshev polynomial of the second kind ``U_n(2 * input - 1)``."),
     Row("special_shifted_chebyshev_polynomial_v", shifted_chebyshev_polynomial_v, (),
         _mp_polynomial(lambda m, x, n: _mp_recurrence(m, 2 * x - 1, 4 * x - 3, n)), None,
-        ("_special_shifted_chebyshev_polynomial_v",), methods=(), float_only=True, graph=False, domain=(-0.9, 5.0),
+        ("_special_shifted_chebyshev_polynomial_v",), methods=(), float_only=True, libm=True,
+        graph=False, domain=(-0.9, 5.0),
         doc="The shifted Chebyshev polynomial of the third kind ``V_n(2 * input - 1)``."),
     Row("special_shifted_chebyshev_polynomial_w", shifted_chebyshev_polynomial_w, (),
         _mp_polynomial(lambda m, x, n: _mp_recurrence(m, 2 * x - 1, 4 * x - 1, n)), None,
-        ("_special_shifted_chebyshev_polynomial_w",), methods=(), float_only=True, graph=False, domain=(-0.9, 5.0),
+        ("_special_shifted_chebyshev_polynomial_w",), methods=(), float_only=True, libm=True,
+        graph=False, domain=(-0.9, 5.0),
         doc="The shifted Chebyshev polynomial of the fourth kind ``W_n(2 * input - 1)``."),
     Row("special_hermite_polynomial_h", hermite_polynomial_h, (), _mp_polynomial(lambda m, x, n: m.hermite(n, x)),
-        None, ("_special_hermite_polynomial_h",), methods=(), float_only=True, graph=False, domain=(-0.9, 5.0),
+        None, ("_special_hermite_polynomial_h",), methods=(), float_only=True, libm=True,
+        graph=False, domain=(-0.9, 5.0),
         doc="The physicists' Hermite polynomial ``H_n(input)``, ``n`` truncated to an integer."),
     Row("special_hermite_polynomial_he", hermite_polynomial_he, (),
         _mp_polynomial(lambda m, x, n: m.hermite(n, x / m.sqrt(2)) / m.sqrt(2) ** n), None,
-        ("_special_hermite_polynomial_he",), methods=(), float_only=True, graph=False, domain=(-0.9, 5.0),
+        ("_special_hermite_polynomial_he",), methods=(), float_only=True, libm=True, graph=False, domain=(-0.9, 5.0),
         doc="The probabilists' Hermite polynomial ``He_n(input)``, ``n`` truncated to an integer."),
     Row("special_laguerre_polynomial_l", laguerre_polynomial_l, (),
         _mp_polynomial(_mp_laguerre), None, ("_special_laguerre_polynomial_l",), methods=(),
-        float_only=True, graph=False, domain=(-0.9, 5.0),
+        float_only=True, libm=True, graph=False, domain=(-0.9, 5.0),
         doc="The Laguerre polynomial ``L_n(input)``, ``n`` truncated to an integer."),
     Row("special_legendre_polynomial_p", legendre_polynomial_p, (), _mp_polynomial(lambda m, x, n: m.legendre(n, x)),
-        None, ("_special_legendre_polynomial_p",), methods=(), float_only=True, graph=False, domain=(-0.9, 5.0),
+        None, ("_special_legendre_polynomial_p",), methods=(), float_only=True, libm=True,
+        graph=False, domain=(-0.9, 5.0),
         doc="The Legendre polynomial ``P_n(input)``, ``n`` truncated to an integer."),
     Row("asinh", asinh, (asinh_grad,), np.arcsinh, "AsinhBackward0", ("asinh", "arcsinh"), float_only=True,
         doc="The inverse hyperbolic sine of each element."),

@@ -51,7 +51,31 @@ PREFIX = "numbagrad_kernels_"
 CACHE_ON = "CACHE = True\n"
 CACHE_OFF = "CACHE = False\n"
 _CPU_TARGETS = ("serial", "parallel", "cpu")
-_RESERVED = frozenset({"kernel", "math", "njit", "prange", "cuda", "types", "CACHE"})
+_RESERVED = frozenset({"kernel", "math", "njit", "prange", "cuda", "types", "CACHE", "fma"})
+
+#: The definition of the table's ``fma`` (``scalar_math.fma``) in a generated module whose functions call it: the
+#: processor's fused multiply-add (``llvm.fma``; CUDA's ``fma`` instruction), on float64 operands.
+FMA_SOURCE = {
+    "cpu": """from numba.core import types as _fma_types
+from numba.extending import intrinsic as _fma_intrinsic
+
+
+@_fma_intrinsic
+def fma(typingctx, a, b, c):
+    # a * b + c rounded once, in float64
+    def codegen(context, builder, signature, args):
+        f64 = _fma_types.float64
+        return builder.fma(*[context.cast(builder, v, t, f64) for v, t in zip(args, signature.args)])
+
+    if all(isinstance(t, _fma_types.Number) for t in (a, b, c)):
+        return _fma_types.float64(a, b, c), codegen
+""",
+    "cuda": """@cuda.jit(device=True, cache=CACHE)
+def fma(a, b, c):
+    # a * b + c rounded once, in float64
+    return cuda.fma(float64(a), float64(b), float64(c))
+""",
+}
 
 
 class KernelCacheWarning(RuntimeWarning):
@@ -213,6 +237,14 @@ def functions_source(fns: Sequence[Callable], target: str, inline: str = "never"
     ``vector``): functions that also get a float32 twin ``<name>_f32`` (``vector_math.single_precision``).
     ``fix_up`` (CPU, with ``vector``): functions that also get a twin ``<name>_fast`` calling the fast versions of
     sin, cos, tan and fmod, which give nan where the exact ones must decide (``vector_math.fix_up_twin``)."""
+    text = _copies(fns, target, inline, vector, single, fix_up)
+    if any(f.__globals__.get("fma") is scalar_math.fma and "fma" in _global_names(f.__code__) for f in fns):
+        text = FMA_SOURCE["cuda" if target == "cuda" else "cpu"] + "\n\n" + text
+    return text
+
+
+def _copies(fns, target, inline, vector, single, fix_up) -> str:
+    """The copies of ``functions_source`` (without the definition of ``fma``)."""
     if target == "cuda":
         decorator = "@cuda.jit(device=True, cache=CACHE)\n"
     elif target in _CPU_TARGETS:
@@ -286,6 +318,8 @@ def is_portable(fn, companions: Sequence[Callable] = ()) -> bool:
         value = fn.__globals__.get(g, _MISSING)
         if (g == "math" and value is math) or (g == "select" and value is scalar_math.select):
             continue
+        if g == "fma" and value is scalar_math.fma:  # (``FMA_SOURCE`` defines it)
+            continue
         if g in allowed and value is allowed[g]:
             continue
         if value is _MISSING and hasattr(builtins, g):
@@ -315,6 +349,8 @@ def copyable(fns: Sequence[Callable]) -> list | None:
         # the generated text, whose hash names the cached file
         for g in sorted(_global_names(f.__code__)):
             value = f.__globals__.get(g)
+            if value is scalar_math.fma:  # (not copied: ``FMA_SOURCE`` defines it)
+                continue
             if isinstance(value, types.FunctionType) and all(value is not o for o in out):
                 out.append(value)
     if len({f.__name__ for f in out}) != len(out) or not all(is_portable(f, out) for f in out):
@@ -634,7 +670,7 @@ def _float32_dispatch(calls: Sequence[Callable]) -> str:
 
 
 def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pattern: str, params, into=None,
-                single: bool = False, fix_up: bool = False):  # fmt: skip
+                single: bool = False, fix_up: bool = False, vector: bool = True):  # fmt: skip
     """``res[i] = fn(operands..., params...)``: from a file when ``fns`` can be copied, else in memory. A tuple
     ``fn`` computes one result array per function in the same pass (``res0``, ``res1``, ...); every value is
     computed before any is stored. ``into`` names the operand the last result is written into, in place of a
@@ -648,7 +684,9 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     the functions' fix-up twins (``vector_math.fix_up_twin``: vectorized, 3-10x faster than libm's), and a second
     loop computes each nan result again with the functions themselves (a sine's argument beyond 1e5, one next to a
     multiple of pi/2, a quotient beyond 4e15, or a nan of the data). Not with ``into``: the first loop would have
-    overwritten an input."""
+    overwritten an input.
+
+    ``vector=False`` (CPU): the functions call libm's ``exp``, ``log`` and the others, not ``vector_math``'s."""
     fns = copyable(_unique(fns))
     portable = fns is not None
     single = single and portable and target in _CPU_TARGETS
@@ -696,7 +734,7 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     if portable:
         # inlined at Numba IR level: LLVM then vectorizes the loop (a float32 call to a row function that uses
         # the vector math stayed a call, 8x slower), and each kernel compiles only the functions it uses
-        functions = functions_source(fns, target, inline="always", vector=True, single=fns if single else (),
+        functions = functions_source(fns, target, inline="always", vector=vector, single=fns if single else (),
                                      fix_up=fns if fix_up else ())  # fmt: skip
         if single:
             functions += "\n\n\n" + _float32_dispatch(calls)
@@ -721,7 +759,8 @@ def _row_kernel(row: Row, which, pattern: str, target: str, into: str | None = N
         fn = row_function(row, which)
     tag = f"{prefix}{row.name}_{which}_{pattern}{suffix}{f'_into_{into}' if into else ''}"
     fns = [scalar_math.select, row.forward, *row.grads]
-    return _map_kernel(tag, target, fns, fn, operands, pattern, params, into, row.float32_math, row.fix_up)
+    return _map_kernel(tag, target, fns, fn, operands, pattern, params, into, row.float32_math, row.fix_up,
+                       not row.libm)  # fmt: skip
 
 
 def cpu_kernel(row: Row, which, pattern: str, parallel: bool, into: str | None = None):
