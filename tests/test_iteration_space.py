@@ -69,6 +69,24 @@ def test_a_cpu_kernel_reads_an_expanded_row_in_place():
     np.testing.assert_array_equal(out, x - bias)
 
 
+@pytest.mark.parametrize("other", [(4,), (3, 1)])
+def test_two_gradients_of_a_broadcast_pair_read_the_small_operand_in_place(other):
+    """A binary op's one-pass backward over a row or column operand: the two gradients of the single-gradient
+    kernels, also written into the incoming gradient."""
+    row = numbagrad.scalar_math.ROWS["mul"]
+    rng = np.random.default_rng(0)
+    x, y, g = rng.standard_normal((3, 4)), rng.standard_normal(other), rng.standard_normal((3, 4))
+    assert cpu._flatten([g, 0, x, y], 12, F64, (3, 4), True)[1][-1] in "rc"
+    expected = [cpu.elementwise_grad(row, i, g, 0, [x, y], (), F64) for i in (0, 1)]
+    np.testing.assert_array_equal(expected[0], g * y)
+    np.testing.assert_array_equal(expected[1], g * x)
+    owned = g.copy()
+    for got in (cpu.elementwise_grads(row, (0, 1), g, 0, [x, y], (), F64),
+                cpu.elementwise_grads(row, (0, 1), owned, 0, [x, y], (), F64, True)):  # fmt: skip
+        for a, b in zip(expected, got):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_warmup_fills_the_cache_the_eager_op_reads():
     numbagrad.warmup(["sin"], ("float64",))
     keys = {k for k in codegen.KERNELS if k[0] == "sin"}

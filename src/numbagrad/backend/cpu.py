@@ -239,9 +239,11 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
         first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
         return first, elementwise_grad(row, which[1], g, out, inputs, params, dtype, result=g if into_g else None)
     first = empty(g.shape, dtype)
-    flat, pattern, _ = _flatten((g, out, *inputs), size, dtype, g.shape)
+    flat, pattern, inner = _flatten((g, out, *inputs), size, dtype, g.shape, True)
     target = "parallel" if size >= PARALLEL_THRESHOLD else "serial"
     scalars = [dtype.type(p) for p in params] if params else ()
+    if inner:
+        scalars = (*scalars, size // inner, inner)
     flat_first = first if first.ndim == 1 else first.reshape(-1)
     if into_g and g.dtype is dtype and g.flags.c_contiguous:
         codegen.row_kernel(row, which, pattern, target, "g")(flat_first, *flat, *scalars)
