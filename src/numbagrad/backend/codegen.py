@@ -2,8 +2,9 @@
 
 From the same scalar function(s), ``loop_source`` emits a serial ``@njit`` loop, a ``prange`` loop or a CUDA
 grid-stride kernel; ``functions_source`` copies module-level scalar functions beside it, decorated for the target.
-The kernel families built on them: table rows (forward and gradients, ``cpu_kernel`` / ``cuda_kernel``), gradient
-accumulation, ``foreach`` optimizer updates and ``apply_``/``map_`` kernels over a user callable.
+The kernel families built on them: table rows (forward and gradients, ``row_kernel``), gradient
+accumulation, ``foreach`` optimizer updates and ``apply_``/``map_`` kernels over a user callable. Every kernel
+(these, the cuda backend's own and the compiler's fused ones) is kept in one cache, ``KERNELS``.
 
 Why files: Numba's disk cache (``cache=True``) is keyed by a function's source file and qualified name. Kernels
 made by closures share one name and miss the cache in every new process; real ``.py`` files named by a hash of

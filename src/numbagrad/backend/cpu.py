@@ -1,7 +1,8 @@
 """The CPU backend: numpy storage, Numba kernels generated from the elementwise table.
 
 Arrays are handed to kernels flat: an operand with as many elements as the output is raveled (a view when it
-is contiguous), a one-element operand is passed as a scalar, and anything else is broadcast first. Outputs are
+is contiguous), a one-element operand is passed as a scalar, a row or column of a broadcast is read in place by
+a loop over rows (``layout.iteration_space``), and anything else is broadcast first. Outputs are
 allocated here with numpy (huge pages, no page faults inside the kernel) and passed in.
 """
 
@@ -150,10 +151,7 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
             scalars = (*scalars, size // inner, inner)
         into = None if fresh or out.dtype != dtype else _written_operand(which, values, out, pattern)
         if into is not None:  # (out is then one of the flat operands, itself or a view of it)
-            kernel = _KERNELS.get((row.name, which, pattern, target, into)) or codegen.row_kernel(
-                row, which, pattern, target, into
-            )
-            kernel(*flat, *scalars)
+            codegen.row_kernel(row, which, pattern, target, into)(*flat, *scalars)
             return out
         kernel = _KERNELS.get((row.name, which, pattern, target)) or codegen.row_kernel(row, which, pattern, target)
         kernel(out if out.ndim == 1 else out.ravel(), *flat, *scalars)
