@@ -91,12 +91,12 @@ def _written_operand(which: str, values, out: np.ndarray, pattern: str) -> str |
     return None
 
 
-def _flatten(values, size: int, dtype: np.dtype, shape: tuple, rows: bool = False) -> tuple[list, str, int]:
+def _flatten(values, size: int, dtype: np.dtype, shape: tuple) -> tuple[list, str, int]:
     """The kernel operands for ``values`` broadcast to ``shape`` (``size`` elements), their pattern, and the row
-    length of a row-broadcast loop (0: a flat loop). With ``rows``, operands broadcast along the leading dims
-    (``r``: a bias ``(C,)`` added to ``(N, C)``) or the trailing ones (``c``: ``(N, 1)`` against ``(N, C)``) are
-    read in place by a loop over rows (``layout.iteration_space`` finds them); other broadcast operands (and all
-    of them without ``rows``) are expanded into a full copy first."""
+    length of a row-broadcast loop (0: a flat loop). Operands broadcast along the leading dims (``r``: a bias
+    ``(C,)`` added to ``(N, C)``) or the trailing ones (``c``: ``(N, 1)`` against ``(N, C)``) are read in place by a
+    loop over rows, when the iteration space (``layout.iteration_space``) is such a loop; other broadcast operands
+    are expanded into a full copy first."""
     flat = []
     pattern = ""
     spread = None  # the operands to broadcast: (position, array)
@@ -124,8 +124,8 @@ def _flatten(values, size: int, dtype: np.dtype, shape: tuple, rows: bool = Fals
         pattern += kind
     if spread is None:
         return flat, pattern, 0
-    space = layout.iteration_space(shape, [v.shape for _, v in spread]) if rows else None
-    inner = space.dims[1] if space is not None and all(k in "rc" for k in space.kinds) else 0
+    space = layout.iteration_space(shape, [v.shape for _, v in spread])
+    inner = space.dims[1] if all(k in "rc" for k in space.kinds) else 0
     for n, (k, v) in enumerate(spread):
         if inner:
             flat[k] = np.ascontiguousarray(v, dtype).reshape(-1)
@@ -144,7 +144,7 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
     if size == 0:
         return out
     if fresh or out.flags.c_contiguous:
-        flat, pattern, inner = _flatten(values, size, dtype, out.shape, True)
+        flat, pattern, inner = _flatten(values, size, dtype, out.shape)
         target = "parallel" if size >= PARALLEL_THRESHOLD else "serial"
         scalars = [dtype.type(p) for p in params] if params else ()
         if inner:
@@ -215,7 +215,7 @@ def elementwise_grad(
     size = g.size
     if (result is g or result is out) and result.dtype is dtype and result.flags.c_contiguous and result.size == size:
         # into the gradient's or the saved output's own buffer: the kernel that writes that operand in place
-        flat, pattern, inner = _flatten((g, out, *inputs), size, dtype, g.shape, True)
+        flat, pattern, inner = _flatten((g, out, *inputs), size, dtype, g.shape)
         scalars = [dtype.type(p) for p in params] if params else ()
         if inner:
             scalars = (*scalars, size // inner, inner)
@@ -237,7 +237,7 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
         first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
         return first, elementwise_grad(row, which[1], g, out, inputs, params, dtype, result=g if into_g else None)
     first = empty(g.shape, dtype)
-    flat, pattern, inner = _flatten((g, out, *inputs), size, dtype, g.shape, True)
+    flat, pattern, inner = _flatten((g, out, *inputs), size, dtype, g.shape)
     target = "parallel" if size >= PARALLEL_THRESHOLD else "serial"
     scalars = [dtype.type(p) for p in params] if params else ()
     if inner:

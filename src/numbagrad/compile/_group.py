@@ -81,7 +81,8 @@ def _numel(shape) -> int:
 
 def _compact(g):
     """An incoming gradient as a C-contiguous operand: a broadcast (stride-0) view is passed as the array it
-    expands, so the kernel reads it at stride 0 instead of materializing it."""
+    expands (``layout.compact_index``, on the host or the device), so the kernel reads it at stride 0 instead of
+    materializing it."""
     if isinstance(g, np.ndarray):
         if g.flags.c_contiguous:
             return g
@@ -91,7 +92,11 @@ def _compact(g):
         index = compact_index(g.shape, g.strides)
         small = g if index is None else g[index]
         return small if small.flags.c_contiguous else np.ascontiguousarray(small)
-    return g if g.is_c_contiguous() else g.copy()
+    if g.is_c_contiguous():
+        return g
+    index = compact_index(tuple(g.shape), tuple(g.strides))
+    small = g if index is None else _cuda().getitem(g, index)
+    return small if small.is_c_contiguous() else small.copy()
 
 
 def _sum_to_shape(a, shape):
