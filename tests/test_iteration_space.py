@@ -44,11 +44,19 @@ def test_the_mask_pattern_names_each_operands_flags_once_an_operand_needs_the_di
     assert iteration_space((2, 3, 4), [(1, 3, 1), (2, 3, 4)]).mask_pattern() == "010_111"
 
 
-def test_an_operand_is_read_at_the_stride_of_the_later_dims_it_is_full_in():
-    assert codegen.flat_offset((T, F, T)) == "(_j0*d2+_j2)"
-    assert codegen.flat_offset((F, F)) == "0"
-    assert codegen.unravel(3) == ["_t = i", "_j2 = _t % d2", "_t = _t // d2", "_j1 = _t % d1", "_t = _t // d1",
-                                  "_j0 = _t"]  # fmt: skip
+@pytest.mark.parametrize("mask", [(T, F, T), (F, T, F), (T, T, T), (F, F, F), (F, T, T)])
+def test_the_generated_index_reads_each_element_of_the_operands_own_storage(mask):
+    """``unravel`` splits a flat loop index over the collapsed dims and ``flat_offset`` finds the element of a
+    C-contiguous operand with ``mask`` at it: numpy's index into the operand broadcast to the loop."""
+    dims = (2, 3, 4)
+    shape = [d if full else 1 for d, full in zip(dims, mask)]
+    operand = np.arange(np.prod(shape)).reshape(shape)
+    expected = np.broadcast_to(operand, dims).reshape(-1)
+    code = compile("\n".join([*codegen.unravel(3), f"_off = {codegen.flat_offset(mask)}"]), "<index>", "exec")
+    for i in range(24):
+        scope = {"i": i, "d0": 2, "d1": 3, "d2": 4}
+        exec(code, scope)
+        assert operand.reshape(-1)[scope["_off"]] == expected[i]
 
 
 def test_an_expanded_view_is_indexed_down_to_the_array_it_repeats():
