@@ -365,8 +365,8 @@ def threshold() -> None:
             operands = [np.random.default_rng(0).standard_normal(n, dtype=np.float32) for _ in range(k)]
             res = np.empty(n, np.float32)
             pattern = "a" * k
-            serial = codegen.cpu_kernel(ROWS[name], which, pattern, False)
-            parallel = codegen.cpu_kernel(ROWS[name], which, pattern, True)
+            serial = codegen.row_kernel(ROWS[name], which, pattern, "serial")
+            parallel = codegen.row_kernel(ROWS[name], which, pattern, "parallel")
             t_s, t_p = interleaved_medians(
                 [lambda s=serial, o=operands, r=res: s(r, *o), lambda p=parallel, o=operands, r=res: p(r, *o)], 0.1
             )

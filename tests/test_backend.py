@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import numbagrad
-from numbagrad.backend import cpu, cuda
+from numbagrad.backend import codegen, cpu, cuda
 from numbagrad.scalar_math import ROWS
 
 F64 = np.dtype(np.float64)  # the backends take numpy dtype objects
@@ -154,11 +154,10 @@ def test_elementwise_broadcasts_rows_and_columns_in_either_operand(b, out_shape,
 
 def test_broadcast_rows_and_columns_are_kernel_operands_not_copies():
     x, bias, column = np.ones((3, 4)), np.arange(4.0), np.arange(3.0).reshape(3, 1)
-    flat, pattern, inner = cpu._flatten([x, bias, column], 12, F64, (3, 4), True)
+    flat, pattern, inner = cpu._flatten([x, bias, column], 12, F64, (3, 4))
     assert (pattern, inner) == ("arc", 4)
     assert np.shares_memory(flat[1], bias) and np.shares_memory(flat[2], column)
-    assert cpu._flatten([x, bias], 12, F64, (3, 4))[1:] == ("aa", 0)  # (a gradient kernel's operands: expanded)
-    assert cpu._row_split([(1, np.ones((1, 3, 1)))], (2, 3, 4), 24) == (0, "")  # a middle dim: no split
+    assert cpu._flatten([np.ones((2, 3, 4)), np.ones((1, 3, 1))], 24, F64, (2, 3, 4))[1:] == ("aa", 0)  # (a middle dim)
 
 
 def test_an_in_place_op_writes_through_a_kernel_with_no_separate_result_argument():
@@ -167,7 +166,7 @@ def test_an_in_place_op_writes_through_a_kernel_with_no_separate_result_argument
     x = numbagrad.arange(8.0)
     x.mul_(numbagrad.full((8,), 3.0))
     np.testing.assert_array_equal(x.numpy(), np.arange(8.0) * 3)
-    assert ("mul", "forward", "aa", False, "x0") in cpu._KERNELS
+    assert ("mul", "forward", "aa", "serial", "x0") in codegen.KERNELS
     assert cpu._written_operand("forward", [1.0, x._data], x._data, "sa") == "x1"
     assert cpu._written_operand("forward", [x._data.copy(), 1.0], x._data, "as") is None  # equal is not the same
     assert cpu._written_operand("grad0", [np.ones(2), 0, x._data], x._data, "saa") == "x0"

@@ -34,7 +34,7 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def fresh_process(monkeypatch) -> None:
-    for name in ("_loaded", "_kernels", "_usable"):
+    for name in ("KERNELS", "_usable"):
         monkeypatch.setattr(codegen, name, {})
     monkeypatch.setattr(codegen, "_warned", set())
 
@@ -42,7 +42,7 @@ def fresh_process(monkeypatch) -> None:
 def neg(x: np.ndarray) -> np.ndarray:
     """Run the generated ``neg`` forward kernel (serial) on ``x``."""
     res = np.empty_like(x)
-    codegen.cpu_kernel(ROWS["neg"], "forward", "a", False)(res, x)
+    codegen.row_kernel(ROWS["neg"], "forward", "a", "serial")(res, x)
     return res
 
 
@@ -114,7 +114,7 @@ def test_an_entry_holding_another_signature_is_rebuilt(cache_dir, monkeypatch, c
 def test_one_warning_per_directory_however_many_entries_are_damaged(cache_dir, monkeypatch):
     np.testing.assert_array_equal(neg(X), -X)
     res = np.empty_like(X)
-    codegen.cpu_kernel(ROWS["exp"], "forward", "a", False)(res, X)
+    codegen.row_kernel(ROWS["exp"], "forward", "a", "serial")(res, X)
     fresh_process(monkeypatch)
     for path in glob.glob(str(cache_dir / "__pycache__" / "*.nbi")):
         with open(path, "wb") as f:
@@ -122,7 +122,7 @@ def test_one_warning_per_directory_however_many_entries_are_damaged(cache_dir, m
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         np.testing.assert_array_equal(neg(X), -X)
-        codegen.cpu_kernel(ROWS["exp"], "forward", "a", False)(res, X)
+        codegen.row_kernel(ROWS["exp"], "forward", "a", "serial")(res, X)
     np.testing.assert_allclose(res, np.exp(X))
     assert [w.category for w in caught] == [codegen.KernelCacheWarning]
 
@@ -149,7 +149,7 @@ def test_uncreatable_directory_compiles_in_memory_with_one_warning(tmp_path, mon
     with pytest.warns(codegen.KernelCacheWarning, match=f"{blocker / 'cache'} cannot be used .*in memory") as caught:
         np.testing.assert_array_equal(neg(X), -X)
         res = np.empty_like(X)
-        codegen.cpu_kernel(ROWS["exp"], "forward", "a", False)(res, X)
+        codegen.row_kernel(ROWS["exp"], "forward", "a", "serial")(res, X)
     assert len(caught) == 1
     np.testing.assert_allclose(res, np.exp(X))
 
@@ -264,7 +264,7 @@ def test_compilations_are_logged_with_their_time_and_a_first_time_note(cache_dir
     with caplog.at_level(logging.DEBUG, logger="numbagrad"):
         neg(X)
         res = np.empty_like(X)
-        codegen.cpu_kernel(ROWS["exp"], "forward", "a", False)(res, X)
+        codegen.row_kernel(ROWS["exp"], "forward", "a", "serial")(res, X)
     infos = [r.message for r in caplog.records if r.levelno == logging.INFO]
     assert infos == [f"compiling Numba kernels for the first time; later runs load them from {cache_dir}"]
     compiled = [r.message for r in caplog.records if r.levelno == logging.DEBUG and r.message.startswith("compiled")]

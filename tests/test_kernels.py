@@ -41,8 +41,8 @@ def test_serial_and_parallel_kernels_agree_exactly(name, which):
     operands = [rng.uniform(0.5, 2.0, 5000) for _ in range(n_operands)]
     pattern = "a" * n_operands
     serial, parallel = np.empty(5000), np.empty(5000)
-    codegen.cpu_kernel(row, which, pattern, False)(serial, *operands)
-    codegen.cpu_kernel(row, which, pattern, True)(parallel, *operands)
+    codegen.row_kernel(row, which, pattern, "serial")(serial, *operands)
+    codegen.row_kernel(row, which, pattern, "parallel")(parallel, *operands)
     np.testing.assert_array_equal(parallel, serial)
 
 
@@ -50,7 +50,7 @@ def test_size_picks_the_variant(monkeypatch):
     monkeypatch.setattr(cpu, "PARALLEL_THRESHOLD", 4)
     x = ng.tensor([1.0, 2.0, 3.0, 4.0], dtype=ng.float64)
     np.testing.assert_array_equal((x * x).numpy(), [1.0, 4.0, 9.0, 16.0])
-    assert ("mul", "forward", "aa", True) in codegen._kernels
+    assert ("mul", "forward", "aa", "parallel") in codegen.KERNELS
 
 
 def test_accumulate_serial_and_parallel_agree():
@@ -64,15 +64,15 @@ def test_accumulate_serial_and_parallel_agree():
 
 def test_warmup_compiles_the_kernels_backward_uses():
     ng.warmup(["mul"], dtypes=("float64",))
-    for parallel in (False, True):
-        assert ("mul", "forward", "aa", parallel) in codegen._kernels
-        assert ("mul", "grad0", "asaa", parallel) in codegen._kernels  # g, out unused (scalar 0), x, y
+    for target in ("serial", "parallel"):
+        assert ("mul", "forward", "aa", target) in codegen.KERNELS
+        assert ("mul", "grad0", "asaa", target) in codegen.KERNELS  # g, out unused (scalar 0), x, y
 
 
 def test_warmup_accepts_user_ops():
     op = ng.elementwise(lambda x: x * x, grads=[lambda g, out, x: 2 * g * x], name="square")
     ng.warmup([op], dtypes=("float64",))
-    assert (op.row.name, "forward", "a", False) in codegen._kernels
+    assert (op.row.name, "forward", "a", "serial") in codegen.KERNELS
 
 
 def test_every_loop_comes_from_loop_source():
@@ -176,7 +176,7 @@ def test_foreach_serial_and_parallel_loops_agree(monkeypatch):
         cpu.foreach(adam_update, arrays, (-0.01, 0.1, 0.9, 0.999, 0.001, 1e-8, 0.0, 1.0, False, 0.5, False), (True,))
         results.append(arrays)
         rng = np.random.default_rng(0)
-    assert ("foreach", adam_update, 5, 11, "parallel", (True,)) in codegen._kernels
+    assert ("foreach", adam_update, 5, 11, "parallel", (True,)) in codegen.KERNELS
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
 

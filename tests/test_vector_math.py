@@ -314,7 +314,7 @@ def test_in_place_sin_keeps_libm_values_for_large_arguments():
 
 
 def test_parallel_fast_trig_kernel_fixes_up_too():
-    kernel = codegen.cpu_kernel(ROWS["sin"], "forward", "a", True)
+    kernel = codegen.row_kernel(ROWS["sin"], "forward", "a", "parallel")
     x = np.concatenate([np.linspace(-50.0, 50.0, 10_001), TRIG_HARD])
     out = np.empty_like(x)
     kernel(out, x)
@@ -325,7 +325,7 @@ def test_parallel_fast_trig_kernel_fixes_up_too():
 def test_fast_trig_twins_call_the_vectorized_sin_and_cos_and_the_kernel_recomputes_nans():
     twin = vector_math.fix_up_twin(codegen._function_text(ROWS["sinc"].grads[0]))
     assert twin.startswith("def sinc_grad_fast(") and "_vcos(p)" in twin and "math.sin" not in twin
-    kernel = codegen.cpu_kernel(ROWS["sin"], "forward", "a", False)
+    kernel = codegen.row_kernel(ROWS["sin"], "forward", "a", "serial")
     source = inspect.getsource(sys.modules[kernel.py_func.__module__])
     assert "res[i] = sin_fast(x0[i])" in source and "if res[i] != res[i]:" in source and "res[i] = sin(x0[i])" in source
 
@@ -388,7 +388,7 @@ def test_in_place_and_parallel_division_kernels_keep_exact_values():
     t.fmod_(ng.tensor(y))
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(t.numpy(), np.fmod(x, y))
-        kernel = codegen.cpu_kernel(ROWS["remainder"], "forward", "aa", True)
+        kernel = codegen.row_kernel(ROWS["remainder"], "forward", "aa", "parallel")
         out = np.empty_like(x)
         kernel(out, x, y)
         np.testing.assert_array_equal(out, torch_remainder(x, y))
@@ -422,7 +422,7 @@ def test_functions_without_exp_or_tanh_do_not_carry_the_vector_math():
 def test_a_loaded_kernel_module_keeps_only_the_vector_math_it_calls():
     """Each cached Numba function costs a file-system lookup when its module runs: the sin kernel's module defines
     the sine's functions and the fma it needs, not the exp, log or float32 families."""
-    kernel = codegen.cpu_kernel(ROWS["sin"], "forward", "a", False)
+    kernel = codegen.row_kernel(ROWS["sin"], "forward", "a", "serial")
     names = set(vars(sys.modules[kernel.py_func.__module__]))
     assert {"_vsin", "_vcos", "_vtrig_parts", "_fma", "sin_fast"} <= names
     assert not names & {"_vexp", "_vlog", "_vexpf", "_verf", "_vatan2", "_vfmod"}
@@ -432,7 +432,7 @@ def test_a_loaded_kernel_module_keeps_only_the_vector_math_it_calls():
 def test_float64_kernels_inline_the_vector_math_and_vectorize(name, arity):
     """``SOURCE``'s functions are ``forceinline``: LLVM left to itself kept these rows' functions as calls, and
     their loops ran 3-8x slower. The compiled kernel calls none of them and computes on vectors of doubles."""
-    cached = codegen.cpu_kernel(ROWS[name], "forward", "a" * arity, False)
+    cached = codegen.row_kernel(ROWS[name], "forward", "a" * arity, "serial")
     # compiled here (a kernel loaded from the disk cache keeps no IR to read); its helpers may come from the cache
     options = {k: v for k, v in cached.targetoptions.items() if k != "nopython"}  # (njit sets it itself)
     kernel = numba.njit(**{**options, "cache": False})(cached.py_func)
@@ -545,7 +545,7 @@ def test_the_activations_and_the_log_tanh_erf_family_are_the_rows_with_float32_m
 
 
 def test_float32_math_rows_dispatch_on_the_dtype_in_one_kernel_source():
-    sigmoid = codegen.cpu_kernel(ROWS["sigmoid"], "forward", "a", False)
+    sigmoid = codegen.row_kernel(ROWS["sigmoid"], "forward", "a", "serial")
     assert "sigmoid_f32" in sigmoid.py_func.__globals__  # the twin is in the kernel's module
     x = np.linspace(-5, 5, 101)
     out32, out64 = np.empty(101, np.float32), np.empty(101)

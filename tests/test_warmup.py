@@ -128,7 +128,7 @@ def test_a_manifest_with_a_step_is_refused(tmp_path):
 
 def test_the_row_based_form_keeps_its_signature():
     numbagrad.warmup(["neg"], ("float64",))
-    assert ("neg", "forward", "a", False) in codegen._kernels
+    assert ("neg", "forward", "a", "serial") in codegen.KERNELS
 
 
 # Six helpers read by one function: their copies are written in name order, whatever the string hashing of the

@@ -162,16 +162,16 @@ def _warmup_rows(ops: Iterable[str | Callable] | None, dtypes: Sequence[str]) ->
     classes = [op.Function if hasattr(op, "Function") else function_for(op) for op in (ROWS if ops is None else ops)]
     for dt in dtypes:
         a = np.ones(2, np.dtype(dt))
-        for parallel in (False, True):
-            codegen.accumulate_kernel("parallel" if parallel else "serial")(a.copy(), a)
+        for target in ("serial", "parallel"):
+            codegen.accumulate_kernel(target)(a.copy(), a)
             for cls in classes:
                 row = cls.row
                 params = [a.dtype.type(0)] * len(row.params)
-                codegen.cpu_kernel(row, "forward", "a" * row.arity, parallel)(a.copy(), *[a] * row.arity, *params)
+                codegen.row_kernel(row, "forward", "a" * row.arity, target)(a.copy(), *[a] * row.arity, *params)
                 # what Elementwise.backward passes: g, then out and each input as arrays when saved, else 0
                 grad_operands = [a, a if cls._saves_out else a.dtype.type(0)]
                 grad_operands += [a if keep else a.dtype.type(0) for keep in cls._saves]
                 pattern = "".join("a" if v is a else "s" for v in grad_operands)
                 for i in range(len(row.grads)):
                     if not cls._passthrough[i]:
-                        codegen.cpu_kernel(row, f"grad{i}", pattern, parallel)(a.copy(), *grad_operands, *params)
+                        codegen.row_kernel(row, f"grad{i}", pattern, target)(a.copy(), *grad_operands, *params)

@@ -2,8 +2,9 @@
 
 From the same scalar function(s), ``loop_source`` emits a serial ``@njit`` loop, a ``prange`` loop or a CUDA
 grid-stride kernel; ``functions_source`` copies module-level scalar functions beside it, decorated for the target.
-The kernel families built on them: table rows (forward and gradients, ``cpu_kernel`` / ``cuda_kernel``), gradient
-accumulation, ``foreach`` optimizer updates and ``apply_``/``map_`` kernels over a user callable.
+The kernel families built on them: table rows (forward and gradients, ``row_kernel``), gradient
+accumulation, ``foreach`` optimizer updates and ``apply_``/``map_`` kernels over a user callable. Every kernel
+(these, the cuda backend's own and the compiler's fused ones) is kept in one cache, ``KERNELS``.
 
 Why files: Numba's disk cache (``cache=True``) is keyed by a function's source file and qualified name. Kernels
 made by closures share one name and miss the cache in every new process; real ``.py`` files named by a hash of
@@ -358,8 +359,13 @@ def copyable(fns: Sequence[Callable]) -> list | None:
     return out
 
 
-# --- loading generated modules ------------------------------------------------------------------------------
-_loaded: dict[str, types.ModuleType] = {}
+# --- the one kernel cache, and loading generated modules ---------------------------------------------------
+#: The one kernel cache of the process: every kernel the backends and the compiler run, by key. Row kernels (eager
+#: CPU and CUDA) are keyed ``(row name, which, pattern, target)``, plus the operand written in place (``into``);
+#: the backends look them up here directly, on every op. Generated modules (the compiler's fused kernels) are
+#: keyed ``("module", name)``, their name holding their source's hash; the other families by their kind first
+#: (``("accumulate", target)``, ``("foreach", ...)``, the cuda backend's ``("assign", ...)``).
+KERNELS: dict[tuple, object] = {}
 
 
 def load_module(tag: str, source: str) -> types.ModuleType:
@@ -373,11 +379,11 @@ def load_module(tag: str, source: str) -> types.ModuleType:
     source = vector_math.used_only(source)
     digest = hashlib.sha1((numba.__version__ + source).encode()).hexdigest()[:16]
     name = f"{PREFIX}{tag}_{digest}"
-    module = _loaded.get(name)
+    module = KERNELS.get(("module", name))
     if module is not None:
         return module
     with _lock:
-        module = _loaded.get(name)
+        module = KERNELS.get(("module", name))
         if module is not None:
             return module
         directory = cache_dir()
@@ -387,7 +393,7 @@ def load_module(tag: str, source: str) -> types.ModuleType:
         else:
             module = _exec_module(name, source.replace(CACHE_ON, CACHE_OFF, 1), f"<{name}>")
         guard_dispatchers(vars(module), tag, directory, origin)
-        _loaded[name] = module
+        KERNELS["module", name] = module
     return module
 
 
@@ -635,14 +641,46 @@ def _sig(sig) -> str:
 
 
 # --- kernel families ----------------------------------------------------------------------------------------
-_kernels: dict[tuple, object] = {}
-
-
 def _element(arg: str, kind: str, index: str = "i") -> str:
     """An operand inside a loop: an array read per element (``a``), a one-element array (``o``), a scalar
     (``s``); in a row-broadcast loop (``_map_kernel``) also a row ``r`` (read at the column ``_j``) and a column
-    ``c`` (read at the row ``i``)."""
+    ``c`` (read at the row ``i``); in a loop over collapsed dims, a mask of ``0``/``1`` flags (``flat_offset``)."""
+    if kind[0] in "01":
+        return f"{arg}[{flat_offset(tuple(f == '1' for f in kind))}]"
     return {"a": f"{arg}[{index}]", "o": f"{arg}[0]", "s": arg, "r": f"{arg}[_j]", "c": f"{arg}[i]"}[kind]
+
+
+def flat_offset(mask: tuple) -> str:
+    """The element an operand with ``mask`` (per collapsed dim: True where it is full, ``layout.collapse``)
+    reads at loop indices ``_j0, _j1, ...`` over sizes ``d0, d1, ...``: its C-contiguous storage has, in each
+    full dim, the stride of the product of the later full dims, and stride 0 in the others."""
+    terms = [f"_j{k}" if dim_stride(mask, k) == "1" else f"_j{k}*{dim_stride(mask, k)}" for k in range(len(mask))]
+    terms = [t for t, full in zip(terms, mask) if full]
+    return "(" + "+".join(terms) + ")" if terms else "0"
+
+
+def dim_stride(mask: tuple, k: int) -> str:
+    """The stride (an expression over the sizes ``d0, d1, ...``) of collapsed dim ``k`` in the C-contiguous
+    storage of an operand with ``mask``: the product of the later dims it is full in."""
+    later = [f"d{m}" for m in range(k + 1, len(mask)) if mask[m]]
+    return "*".join(later) if later else "1"
+
+
+def unravel(rank: int, flat: str = "i") -> list[str]:
+    """Statements splitting the flat index ``flat`` over sizes ``d0, d1, ...`` into ``_j0, _j1, ...`` (the
+    index of a grid-stride loop over collapsed dims)."""
+    if rank == 1:
+        return [f"_j0 = {flat}"]
+    lines = [f"_t = {flat}"]
+    for k in range(rank - 1, 0, -1):
+        lines += [f"_j{k} = _t % d{k}", f"_t = _t // d{k}"]
+    return [*lines, "_j0 = _t"]
+
+
+def pattern_tokens(pattern: str) -> list[str]:
+    """One kind per operand: a pattern's characters, or its ``_``-joined tokens when it holds masks
+    (``layout.Space.mask_pattern``)."""
+    return pattern.split("_") if "_" in pattern else list(pattern)
 
 
 def row_function(row: Row, which: str):
@@ -698,9 +736,11 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
         names = [f"{name}_any" for name in names]
     elif fix_up:
         names = [f"{name}_fast" for name in names]
+    kinds = pattern_tokens(pattern)
+    rank = max((len(k) for k in kinds if k[0] in "01"), default=0)  # a loop over collapsed dims d0, d1, ...
     rows = "r" in pattern or "c" in pattern  # a row-broadcast loop: rows i, columns _j, elements _k
     index = "_k" if rows else "i"
-    args = ", ".join([_element(a, k, index) for a, k in zip(operands, pattern)] + list(params))
+    args = ", ".join([_element(a, k, index) for a, k in zip(operands, kinds)] + list(params))
     if len(calls) == 1 and into is None:
         results, stores = ["res"], ["res"]
     else:
@@ -719,6 +759,8 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
         return "for _j in range(_inner):\n    _k = i * _inner + _j\n" + textwrap.indent(body, "    ") if rows else body
 
     body = each(element(names))
+    if rank:
+        body = "\n".join([*unravel(rank), body])
     n = "_outer" if rows else f"{stores[0]}.shape[0]"
     fix_up_loop = ""
     if fix_up:
@@ -729,6 +771,9 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     if rows:
         loop = loop_source(target, "kernel", [*results, *operands, *params, "_outer", "_inner"], body, n,
                            epilogue=fix_up_loop)  # fmt: skip
+    elif rank:
+        sizes = [f"d{k}" for k in range(rank)]
+        loop = loop_source(target, "kernel", [*results, *operands, *params, *sizes], body, n, epilogue=fix_up_loop)
     else:
         loop = loop_source(target, "kernel", [*results, *operands, *params], body, n, epilogue=fix_up_loop)
     if portable:
@@ -763,29 +808,19 @@ def _row_kernel(row: Row, which, pattern: str, target: str, into: str | None = N
                        not row.libm)  # fmt: skip
 
 
-def cpu_kernel(row: Row, which, pattern: str, parallel: bool, into: str | None = None):
-    """The CPU kernel ``kernel(res, *operands, *params)`` for one row, ``which`` (``"forward"``/``"grad<i>"``, or
-    a tuple of input indices: ``kernel(res0, res1, ..., *operands, *params)``),
-    operand ``pattern`` (``a``: flat array, ``s``: scalar, per operand) and serial/``prange`` variant. ``into``
-    names an array operand (``"x0"`` for an in-place op, ``"g"`` for a gradient written into its incoming
-    buffer) that the last result goes into, so its result argument is left out."""
-    key = (row.name, which, pattern, parallel)  # row names are unique (user rows included)
-    if into:
-        key += (into,)
-    kernel = _kernels.get(key)
+def row_kernel(row: Row, which, pattern: str, target: str, into: str | None = None):
+    """The kernel of one row from the one cache (``KERNELS``, key ``(row.name, which, pattern, target)``, plus
+    ``into`` when given; row names are unique, user rows included): ``kernel(res, *operands, *params)`` for
+    ``which`` ``"forward"``/``"grad<i>"``, or ``kernel(res0, res1, ..., *operands, *params)`` for a tuple of
+    input indices. ``pattern``: per operand, ``a`` a flat array, ``s`` a scalar, ``o`` a one-element array, ``r``
+    or ``c`` a row or column of a row-broadcast loop, or a mask token (``layout.Space``). ``target``:
+    ``"serial"``, ``"parallel"`` (``prange``) or ``"cuda"`` (a grid-stride kernel). ``into`` names an array
+    operand (``"x0"`` for an in-place op, ``"g"`` for a gradient written into its incoming buffer) that the last
+    result goes into, so its result argument is left out."""
+    key = (row.name, which, pattern, target) if into is None else (row.name, which, pattern, target, into)
+    kernel = KERNELS.get(key)
     if kernel is None:
-        target = "parallel" if parallel else "serial"
-        kernel = _kernels[key] = _row_kernel(row, which, pattern, target, into)
-    return kernel
-
-
-def cuda_kernel(row: Row, which: str, pattern: str):
-    """The CUDA grid-stride kernel for one row (as ``cpu_kernel``; ``pattern`` may also hold ``o``, a
-    one-element device array broadcast to all)."""
-    key = ("cuda", row.name, which, pattern)
-    kernel = _kernels.get(key)
-    if kernel is None:
-        kernel = _kernels[key] = _row_kernel(row, which, pattern, "cuda")
+        kernel = KERNELS[key] = _row_kernel(row, which, pattern, target, into)
     return kernel
 
 
@@ -794,19 +829,19 @@ def map_kernel(tag: str, fns: Sequence[Callable], fn: Callable, operands: Sequen
     """A map kernel over module-level scalar functions ``fns`` (``fn`` among them), e.g. ``where`` over
     ``select``: ``res[i] = fn(operands..., params...)``, memoized per tag, pattern and target."""
     key = ("map", tag, pattern, target)
-    kernel = _kernels.get(key)
+    kernel = KERNELS.get(key)
     if kernel is None:
-        kernel = _kernels[key] = _map_kernel(f"{tag}_{pattern}", target, fns, fn, operands, pattern, params)
+        kernel = KERNELS[key] = _map_kernel(f"{tag}_{pattern}", target, fns, fn, operands, pattern, params)
     return kernel
 
 
 def accumulate_kernel(target: str):
     """``kernel(dst, src)``: ``dst[i] += src[i]`` over flat arrays (the leaf ``.grad`` accumulation)."""
     key = ("accumulate", target)
-    kernel = _kernels.get(key)
+    kernel = KERNELS.get(key)
     if kernel is None:
         loop = loop_source(target, "kernel", ["dst", "src"], "dst[i] += src[i]", "dst.shape[0]")
-        kernel = _kernels[key] = load_module(f"accumulate_{target}", module_source(target, loop)).kernel
+        kernel = KERNELS[key] = load_module(f"accumulate_{target}", module_source(target, loop)).kernel
     return kernel
 
 
@@ -827,13 +862,13 @@ def sum_kernel(target: str):
     """``kernel(x, zero)``: the float64 ``sum(x)`` over a flat array, block by block (``SUM_BLOCK``), each block
     added in ``zero``'s dtype (the input's), their totals in float64."""
     key = ("sum", target)
-    kernel = _kernels.get(key)
+    kernel = KERNELS.get(key)
     if kernel is None:
         body = _add_block(f"x[i * {SUM_BLOCK} : (i + 1) * {SUM_BLOCK}]", "total")
         blocks = f"(x.shape[0] + {SUM_BLOCK - 1}) // {SUM_BLOCK}"
         loop = loop_source(target, "kernel", ["x", "zero"], body, blocks, reduce=(("total", "+"),),
                            epilogue="return total")  # fmt: skip
-        kernel = _kernels[key] = load_module(f"sum_{target}", module_source(target, loop)).kernel
+        kernel = KERNELS[key] = load_module(f"sum_{target}", module_source(target, loop)).kernel
     return kernel
 
 
@@ -876,11 +911,11 @@ def sum_axis_kernel(kind: str, target: str):
     72 us against 92 (torch 342).
     """
     key = ("sum_axis", kind, target)
-    kernel = _kernels.get(key)
+    kernel = KERNELS.get(key)
     if kernel is None:
         args = ["x", "out", "scratch", "zero"]
         loop = loop_source(target, "kernel", args, _SUM_AXIS[kind], "x.shape[0]", reassociate=True)
-        kernel = _kernels[key] = load_module(f"sum_{kind}_{target}", module_source(target, loop)).kernel
+        kernel = KERNELS[key] = load_module(f"sum_{kind}_{target}", module_source(target, loop)).kernel
     return kernel
 
 
@@ -894,7 +929,7 @@ def foreach_kernel(update: Callable, n_arrays: int, n_scalars: int, target: str,
     """
     update = getattr(update, "__func__", update)
     key = ("foreach", update, n_arrays, n_scalars, target, static)
-    kernel = _kernels.get(key)
+    kernel = KERNELS.get(key)
     if kernel is None:
         if not all(type(v) in (bool, int) for v in static):
             raise TypeError(f"foreach: static values must be bools or ints, got {static!r}")
@@ -910,7 +945,7 @@ def foreach_kernel(update: Callable, n_arrays: int, n_scalars: int, target: str,
             kernel = load_module(tag, module_source(target, functions, loop)).kernel
         else:
             kernel = exec_source(loop, target, f"foreach_{target}", update=update)["kernel"]
-        _kernels[key] = kernel
+        KERNELS[key] = kernel
     return kernel
 
 

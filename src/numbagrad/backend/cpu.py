@@ -1,7 +1,8 @@
 """The CPU backend: numpy storage, Numba kernels generated from the elementwise table.
 
 Arrays are handed to kernels flat: an operand with as many elements as the output is raveled (a view when it
-is contiguous), a one-element operand is passed as a scalar, and anything else is broadcast first. Outputs are
+is contiguous), a one-element operand is passed as a scalar, a row or column of a broadcast is read in place by
+a loop over rows (``layout.iteration_space``), and anything else is broadcast first. Outputs are
 allocated here with numpy (huge pages, no page faults inside the kernel) and passed in.
 """
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from .._types import CPU
 from ..scalar_math import Row
-from . import codegen, malloc
+from . import codegen, layout, malloc
 
 DEVICE = CPU
 
@@ -36,12 +37,17 @@ def _operand(value, size: int, dtype: np.dtype):
     """Flatten one operand for a kernel: (flat array or scalar, 'a' or 's').
 
     A one-element or stride-0 (expanded) operand is passed as a scalar, so its kernel reads it without a branch;
-    an operand with fewer elements than the output is broadcast (and copied) first."""
+    an expanded view is seen as the array it repeats; an operand with fewer elements than the output is marked
+    ``b``, to broadcast (``_flatten``)."""
     if type(value) is not np.ndarray:
         try:
             return dtype.type(value), "s"
         except OverflowError:  # a Python int outside a narrow integer type wraps around, as torch casts it
             return np.array(value).astype(dtype)[()], "s"
+    if value.size == size and any(value.strides) and not value.flags.c_contiguous:
+        index = layout.compact_index(value.shape, value.strides)
+        if index is not None:  # an expanded view: the array it repeats, broadcast by the kernel
+            value = value[index]
     if value.dtype != dtype:
         value = value.astype(dtype)
     if value.size == size:
@@ -68,23 +74,8 @@ def _broadcast_shape(inputs) -> tuple:
 
 
 _ZEROS = {np.dtype(t): np.dtype(t).type(0) for t in (np.float16, np.float32, np.float64)}  # (see _flatten)
-_KERNELS: dict = {}  # (row name, which, pattern, parallel) -> compiled kernel: the lookup every op makes
+_KERNELS = codegen.KERNELS  # the one kernel cache, bound here for the lookup every op makes
 _GRAD = tuple(f"grad{i}" for i in range(8))  # the kernel names of the gradients (not formatted per call)
-
-
-def _kernel(row: Row, which, pattern: str, parallel: bool):
-    kernel = _KERNELS[(row.name, which, pattern, parallel)] = codegen.cpu_kernel(row, which, pattern, parallel)
-    return kernel
-
-
-def _into_kernel(row: Row, which, pattern: str, parallel: bool, into: str):
-    """The kernel that writes its (last) result into the operand named ``into`` (``codegen.cpu_kernel``): its own
-    key, so the common lookup stays a 4-tuple."""
-    key = (row.name, which, pattern, parallel, into)
-    kernel = _KERNELS.get(key)
-    if kernel is None:
-        kernel = _KERNELS[key] = codegen.cpu_kernel(row, which, pattern, parallel, into)
-    return kernel
 
 
 def _written_operand(which: str, values, out: np.ndarray, pattern: str) -> str | None:
@@ -100,12 +91,12 @@ def _written_operand(which: str, values, out: np.ndarray, pattern: str) -> str |
     return None
 
 
-def _flatten(values, size: int, dtype: np.dtype, shape: tuple, rows: bool = False) -> tuple[list, str, int]:
+def _flatten(values, size: int, dtype: np.dtype, shape: tuple) -> tuple[list, str, int]:
     """The kernel operands for ``values`` broadcast to ``shape`` (``size`` elements), their pattern, and the row
-    length of a row-broadcast loop (0: a flat loop). With ``rows``, operands broadcast along the leading dims
-    (``r``: a bias ``(C,)`` added to ``(N, C)``) or the trailing ones (``c``: ``(N, 1)`` against ``(N, C)``) are
-    read in place by a loop over rows, when all of them split the shape at the same place; else (and without
-    ``rows``) a broadcast operand is expanded into a full copy first."""
+    length of a row-broadcast loop (0: a flat loop). Operands broadcast along the leading dims (``r``: a bias
+    ``(C,)`` added to ``(N, C)``) or the trailing ones (``c``: ``(N, 1)`` against ``(N, C)``) are read in place by a
+    loop over rows, when the iteration space (``layout.iteration_space``) is such a loop; other broadcast operands
+    are expanded into a full copy first."""
     flat = []
     pattern = ""
     spread = None  # the operands to broadcast: (position, array)
@@ -133,39 +124,17 @@ def _flatten(values, size: int, dtype: np.dtype, shape: tuple, rows: bool = Fals
         pattern += kind
     if spread is None:
         return flat, pattern, 0
-    inner, kinds = _row_split(spread, shape, size) if rows else (0, "")
-    for (k, v), kind in zip(spread, kinds or "a" * len(spread)):
+    space = layout.iteration_space(shape, [v.shape for _, v in spread])
+    inner = space.dims[1] if all(k in "rc" for k in space.kinds) else 0
+    for n, (k, v) in enumerate(spread):
         if inner:
             flat[k] = np.ascontiguousarray(v, dtype).reshape(-1)
+            kind = space.kinds[n]
         else:
             flat[k] = np.broadcast_to(v.astype(dtype, copy=False), shape).ravel()
+            kind = "a"
         pattern = pattern[:k] + kind + pattern[k + 1 :]
     return flat, pattern, inner
-
-
-def _row_split(spread: list, shape: tuple, size: int) -> tuple[int, str]:
-    """The row length ``inner`` at which every operand in ``spread`` is a row (``r``: ones, then ``shape``'s
-    trailing dims, ``inner`` elements) or a column (``c``: ``shape``'s leading dims, then ones, ``size // inner``
-    elements), and their kinds; ``(0, "")`` when there is no such split."""
-    inner, kinds = 0, ""
-    ndim = len(shape)
-    for _, v in spread:
-        dims = (1,) * (ndim - v.ndim) + v.shape
-        k = ndim
-        while k > 0 and dims[k - 1] == shape[k - 1]:
-            k -= 1
-        kind = "r"
-        if not all(d == 1 for d in dims[:k]):  # not a row: a column's leading dims are the output's up to k
-            k, kind = 0, "c"
-            while k < ndim and dims[k] == shape[k]:
-                k += 1
-            if not all(d == 1 for d in dims[k:]):
-                return 0, ""
-        split = math.prod(shape[k:])
-        if split in (0, 1, size) or (inner and split != inner):
-            return 0, ""
-        inner, kinds = split, kinds + kind
-    return inner, kinds
 
 
 def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.ndarray, fresh=False) -> np.ndarray:
@@ -175,16 +144,16 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
     if size == 0:
         return out
     if fresh or out.flags.c_contiguous:
-        flat, pattern, inner = _flatten(values, size, dtype, out.shape, True)
-        parallel = size >= PARALLEL_THRESHOLD
+        flat, pattern, inner = _flatten(values, size, dtype, out.shape)
+        target = "parallel" if size >= PARALLEL_THRESHOLD else "serial"
         scalars = [dtype.type(p) for p in params] if params else ()
         if inner:
             scalars = (*scalars, size // inner, inner)
         into = None if fresh or out.dtype != dtype else _written_operand(which, values, out, pattern)
         if into is not None:  # (out is then one of the flat operands, itself or a view of it)
-            _into_kernel(row, which, pattern, parallel, into)(*flat, *scalars)
+            codegen.row_kernel(row, which, pattern, target, into)(*flat, *scalars)
             return out
-        kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
+        kernel = _KERNELS.get((row.name, which, pattern, target)) or codegen.row_kernel(row, which, pattern, target)
         kernel(out if out.ndim == 1 else out.ravel(), *flat, *scalars)
         return out
     target = np.empty(out.shape, out.dtype)  # a strided destination: compute, then copy in
@@ -224,15 +193,10 @@ def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, o
             else:  # a number becomes a scalar of the computing dtype (in the caller's list: it is the op's own)
                 pattern += "s"
                 operands[k] = dtype.type(operands[k])
-    kernels = _FORWARD.get(row.name)
-    kernel = kernels.get(pattern) if kernels is not None else None
-    if kernel is None:
-        kernel = _FORWARD.setdefault(row.name, {})[pattern] = _kernel(row, "forward", pattern, False)
+    key = (row.name, "forward", pattern, "serial")
+    kernel = _KERNELS.get(key) or codegen.row_kernel(row, "forward", pattern, "serial")
     kernel(out, *operands)
     return out
-
-
-_FORWARD: dict = {}  # row name -> {pattern: serial forward kernel}: the fast path's lookup, no tuple to hash
 
 
 def elementwise_grad(
@@ -251,14 +215,13 @@ def elementwise_grad(
     size = g.size
     if (result is g or result is out) and result.dtype is dtype and result.flags.c_contiguous and result.size == size:
         # into the gradient's or the saved output's own buffer: the kernel that writes that operand in place
-        flat, pattern, inner = _flatten((g, out, *inputs), size, dtype, g.shape, True)
+        flat, pattern, inner = _flatten((g, out, *inputs), size, dtype, g.shape)
         scalars = [dtype.type(p) for p in params] if params else ()
         if inner:
             scalars = (*scalars, size // inner, inner)
         if size:
-            _into_kernel(row, _GRAD[i], pattern, size >= PARALLEL_THRESHOLD, "g" if result is g else "o")(
-                *flat, *scalars
-            )
+            target = "parallel" if size >= PARALLEL_THRESHOLD else "serial"
+            codegen.row_kernel(row, _GRAD[i], pattern, target, "g" if result is g else "o")(*flat, *scalars)
         return result
     return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, result)
 
@@ -274,15 +237,17 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
         first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
         return first, elementwise_grad(row, which[1], g, out, inputs, params, dtype, result=g if into_g else None)
     first = empty(g.shape, dtype)
-    flat, pattern, _ = _flatten((g, out, *inputs), size, dtype, g.shape)
-    parallel = size >= PARALLEL_THRESHOLD
+    flat, pattern, inner = _flatten((g, out, *inputs), size, dtype, g.shape)
+    target = "parallel" if size >= PARALLEL_THRESHOLD else "serial"
     scalars = [dtype.type(p) for p in params] if params else ()
+    if inner:
+        scalars = (*scalars, size // inner, inner)
     flat_first = first if first.ndim == 1 else first.reshape(-1)
     if into_g and g.dtype is dtype and g.flags.c_contiguous:
-        _into_kernel(row, which, pattern, parallel, "g")(flat_first, *flat, *scalars)
+        codegen.row_kernel(row, which, pattern, target, "g")(flat_first, *flat, *scalars)
         return first, g
     second = empty(g.shape, dtype)
-    kernel = _KERNELS.get((row.name, which, pattern, parallel)) or _kernel(row, which, pattern, parallel)
+    kernel = _KERNELS.get((row.name, which, pattern, target)) or codegen.row_kernel(row, which, pattern, target)
     kernel(flat_first, second if second.ndim == 1 else second.reshape(-1), *flat, *scalars)
     return first, second
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._types import CUDA0
 from ..scalar_math import ROWS, Row, select
-from . import codegen, cpu, cuda_memory
+from . import codegen, cpu, cuda_memory, layout
 
 DEVICE = CUDA0
 _cuda = None  # numba.cuda, imported on first use
@@ -395,37 +395,40 @@ def _materialize(value, shape, dtype):
 
 
 # --- generated kernels (all from ``codegen``) ---------------------------------------------------------------
-def _operand(value, shape, size: int, dtype: np.dtype):
-    """One operand for a map kernel: (flat device array or scalar, 'a', 'o' or 's')."""
+def _operand(value, dtype: np.dtype):
+    """One operand of a map kernel, in its own shape: a number of ``dtype``, or a C-contiguous device array of
+    ``dtype``. An expanded (stride-0) view is taken as the array it repeats; the kernel reads it through its
+    broadcast pattern, so no operand is ever expanded into a copy of the output's size."""
     if isinstance(value, np.ndarray) and value.size == 1:  # a 0-dim cpu tensor may join a cuda op
         value = value.reshape(-1)[0]
     if not is_device_array(value):
-        return dtype.type(value), "s"
-    if value.size == 1 and size != 1:
-        if value.dtype != dtype or not is_contiguous(value):
-            value = _materialize(value, value.shape, dtype)
-        return _flat(value), "o"
-    if value.dtype != dtype or tuple(value.shape) != tuple(shape) or not is_contiguous(value):
-        value = _materialize(value, shape, dtype)
-    return _flat(value), "a"
+        return dtype.type(value)
+    index = layout.compact_index(tuple(value.shape), tuple(value.strides))
+    if index is not None:
+        value = _basic_view(value, index)
+    if value.dtype != dtype or not is_contiguous(value):
+        value = _materialize(value, tuple(value.shape), dtype)
+    return value
 
 
 def _run_map(kernel_for, operands: list, params: tuple, dtype: np.dtype, shape, out=None):
-    """Run a generated map kernel over ``operands`` broadcast to ``shape``; returns ``out``."""
+    """Run a generated map kernel over ``operands`` broadcast to ``shape``; returns ``out``. The kernel's pattern
+    and loop come from ``layout.iteration_space``: broadcast operands are read in place through their masks over
+    the collapsed dims, which the kernel takes as arguments after the params."""
     if out is None:
         out = empty(shape, dtype)
     size = out.size
     if size == 0:
         return out
-    flat, pattern = [], ""
-    for value in operands:
-        v, kind = _operand(value, shape, size, dtype)
-        flat.append(v)
-        pattern += kind
+    values = [_operand(value, dtype) for value in operands]
+    space = layout.iteration_space(tuple(out.shape), [tuple(v.shape) if is_device_array(v) else None for v in values])
+    pattern = space.mask_pattern()
+    sizes = space.dims if "_" in pattern else ()
     kernel = kernel_for(pattern)
     target = out if is_contiguous(out) and out.dtype == dtype else empty(out.shape, dtype)
     blocks, threads = _grid(size)
-    kernel[blocks, threads](_flat(target), *flat, *(dtype.type(p) for p in params))
+    flat = [_flat(v) if m is not None else v for v, m in zip(values, space.masks)]
+    kernel[blocks, threads](_flat(target), *flat, *(dtype.type(p) for p in params), *sizes)
     if target is not out:
         assign(out, target)
     return out
@@ -447,8 +450,8 @@ def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None
     else:
         shape = tuple(out.shape)
     if dtype == _HALF:
-        return _in_single(lambda p: codegen.cuda_kernel(row, "forward", p), inputs, params, shape, out)
-    return _run_map(lambda p: codegen.cuda_kernel(row, "forward", p), inputs, params, dtype, shape, out)
+        return _in_single(lambda p: codegen.row_kernel(row, "forward", p, "cuda"), inputs, params, shape, out)
+    return _run_map(lambda p: codegen.row_kernel(row, "forward", p, "cuda"), inputs, params, dtype, shape, out)
 
 
 def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, out_dtype=None, pattern=None):
@@ -463,8 +466,12 @@ def elementwise_grad(row: Row, i: int, g, out, inputs: list, params: tuple, dtyp
     dtype = np.dtype(dtype)
     operands = [g, out, *inputs]
     if dtype == _HALF:
-        return _in_single(lambda p: codegen.cuda_kernel(row, f"grad{i}", p), operands, params, tuple(g.shape), None)
-    return _run_map(lambda p: codegen.cuda_kernel(row, f"grad{i}", p), operands, params, dtype, tuple(g.shape), result)
+        return _in_single(
+            lambda p: codegen.row_kernel(row, f"grad{i}", p, "cuda"), operands, params, tuple(g.shape), None
+        )
+    return _run_map(
+        lambda p: codegen.row_kernel(row, f"grad{i}", p, "cuda"), operands, params, dtype, tuple(g.shape), result
+    )
 
 
 def elementwise_grads(row: Row, which: tuple, g, out, inputs: list, params: tuple, dtype: np.dtype,
@@ -495,7 +502,6 @@ def where(cond, a, b, dtype):
     table's ``select``."""
     dtype = np.dtype(dtype)
     shape = _shape_of([cond, a, b])
-    cond = cond if tuple(cond.shape) == shape and cond.dtype == dtype else _materialize(cond, shape, dtype)
 
     def kernel_for(pattern):
         return codegen.map_kernel("cuda_where", [select], select, ["c", "a", "b"], pattern, [], "cuda")
@@ -504,14 +510,11 @@ def where(cond, a, b, dtype):
 
 
 # --- strided copies: copy, astype, broadcast, writes through views -----------------------------------------
-_kernels: dict[tuple, object] = {}
-
-
 def _assign_kernel(ndim: int, scalar: bool):
     """The generator's grid-stride loop over ``dst``'s elements in C order, unravelling ``i`` into ``ndim``
     indices so ``dst`` and ``src`` may have any strides (stride-0 broadcasts included)."""
     key = ("assign", ndim, scalar)
-    kernel = _kernels.get(key)
+    kernel = codegen.KERNELS.get(key)
     if kernel is None:
         lines = ["r = i"]
         for d in range(ndim - 1, 0, -1):
@@ -521,7 +524,7 @@ def _assign_kernel(ndim: int, scalar: bool):
         lines.append(f"dst[{index}] = {'src' if scalar else f'src[{index}]'}")
         loop = codegen.loop_source("cuda", "kernel", ["dst", "src"], "\n".join(lines), "dst.size")
         tag = f"cuda_assign_{ndim}{'s' if scalar else 'a'}"
-        kernel = _kernels[key] = codegen.load_module(tag, codegen.module_source("cuda", loop)).kernel
+        kernel = codegen.KERNELS[key] = codegen.load_module(tag, codegen.module_source("cuda", loop)).kernel
     return kernel
 
 
@@ -626,7 +629,7 @@ def _reduce_kernel(op: str, dtype: np.dtype):
     """Shared-memory tree reduction of each row of a (M, K) array into (M, parts) partial results (a hand-written
     kernel: not a per-element loop)."""
     key = ("reduce", op, dtype.str)
-    kernel = _kernels.get(key)
+    kernel = codegen.KERNELS.get(key)
     if kernel is None:
         tpb = 8 if simulator() else 256
         source = codegen.module_source(
@@ -658,8 +661,8 @@ def _reduce_kernel(op: str, dtype: np.dtype):
             + "        row += cuda.gridDim.y\n",
         )
         kernel = codegen.load_module(f"cuda_reduce_{op}_{dtype.name}", source).kernel
-        _kernels[key] = (kernel, tpb)
-        kernel = _kernels[key]
+        codegen.KERNELS[key] = (kernel, tpb)
+        kernel = codegen.KERNELS[key]
     return kernel
 
 
@@ -733,7 +736,7 @@ _TILE_SIMULATOR = (2, 2, 4)
 def _matmul_kernel(dtype: np.dtype):
     """Register-tiled (B, M, K) @ (B, K, N) -> (B, M, N): the fallback when CuPy's cuBLAS is not installed."""
     key = ("matmul", dtype.str)
-    if key not in _kernels:
+    if key not in codegen.KERNELS:
         threads, per, depth = _TILE_SIMULATOR if simulator() else _TILE_GPU
         tile = threads * per
         loads = tile * depth // (threads * threads)
@@ -783,8 +786,8 @@ def kernel(a, b, c):
                 c[z, row, col] = acc[i, j]
 """
         source = codegen.module_source("cuda", "from numba import types", body)
-        _kernels[key] = (codegen.load_module(f"cuda_matmul_{dtype.name}", source).kernel, threads, tile)
-    return _kernels[key]
+        codegen.KERNELS[key] = (codegen.load_module(f"cuda_matmul_{dtype.name}", source).kernel, threads, tile)
+    return codegen.KERNELS[key]
 
 
 _cupy_module: list = []

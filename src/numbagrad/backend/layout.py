@@ -4,9 +4,14 @@ torch's contiguity tests per memory format, and copies laid out in a given axis 
 A channels-last tensor is an (N, H, W, C) row-major buffer seen through a transpose as (N, C, H, W): its strides
 are torch's, and every op that reads it through its strides needs nothing new. Sizes and strides here are in
 elements; ``order`` lists the axes from the outermost (largest stride) to the innermost.
+
+It also holds the one description of how an elementwise kernel iterates over broadcast operands
+(``iteration_space``), which the CPU and CUDA backends and the compiler's fused kernels share.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -95,3 +100,94 @@ def in_order(a, order: tuple, row_major):
     array of its argument (the backend's ``copy``, or ``ascontiguous`` to copy only if needed)."""
     inverse = tuple(int(i) for i in np.argsort(order))
     return row_major(a.transpose(order)).transpose(inverse)
+
+
+# --- the iteration space of an elementwise kernel ---------------------------------------------------------------
+class Space(NamedTuple):
+    """How a kernel loops over a broadcast ``shape``: the collapsed loop shape ``dims`` and, per operand, its
+    ``masks`` entry (one flag per collapsed dim, True where the operand runs along it; None for a number) and
+    its kind in ``kinds``:
+
+    * ``s``: a number (a Python or numpy scalar), passed by value;
+    * ``o``: one element broadcast to all (every flag False);
+    * ``a``: a full operand (every flag True), read at the loop's flat index;
+    * ``r``: a row, broadcast down the rows of a 2-dim loop (flags ``(False, True)``: a bias ``(C,)`` of
+      ``(N, C)``);
+    * ``c``: a column, broadcast along the rows of a 2-dim loop (``(True, False)``: ``(N, 1)`` of ``(N, C)``);
+    * ``m``: any other broadcast, over a loop of 3 dims or more (``(1, C, 1)`` of ``(N, C, L)``).
+    """
+
+    dims: tuple
+    masks: tuple
+    kinds: str
+
+    def mask_pattern(self) -> str:
+        """The kernel pattern of a loop that reads every operand through its mask (CUDA's): ``kinds`` itself when
+        no operand needs the loop's dims (all ``s``, ``o`` or ``a``), else one token per operand joined by ``_``:
+        ``s`` for a number, the mask's flags as ``0``/``1`` digits for an array."""
+        if all(k in "soa" for k in self.kinds):
+            return self.kinds
+        return "_".join("s" if m is None else "".join("1" if f else "0" for f in m) for m in self.masks)
+
+
+def collapse(shape: tuple, operand_shapes) -> tuple[tuple, list]:
+    """The collapsed sizes of the iteration ``shape`` and each operand's mask (True = full, False = broadcast):
+    size-1 dims dropped and adjacent dims merged where every operand is full in both or broadcast in both. An
+    operand shape of None (a number) has the mask None. An operand of C-contiguous storage is then read at
+    stride 0 along its broadcast dims and, along the others, at the product of the later dims it is full in."""
+    rank = len(shape)
+    # an operand of more dims than the loop has only ones in its extra leading dims (its size is the loop's)
+    padded = [
+        None if s is None else ((1,) * (rank - len(s)) + tuple(s))[-rank:] if rank else () for s in operand_shapes
+    ]
+    arrays = [p for p in padded if p is not None]
+    dims: list = []
+    flags: list = []
+    for k in range(rank):
+        if shape[k] == 1:
+            continue
+        f = tuple(p[k] == shape[k] for p in arrays)
+        if dims and flags[-1] == f:
+            dims[-1] *= shape[k]
+        else:
+            dims.append(shape[k])
+            flags.append(f)
+    if not dims:
+        dims, flags = [1], [(True,) * len(arrays)]
+    masks, j = [], 0
+    for p in padded:
+        if p is None:
+            masks.append(None)
+        else:
+            masks.append(tuple(f[j] for f in flags))
+            j += 1
+    return tuple(dims), masks
+
+
+def iteration_space(shape: tuple, operand_shapes) -> Space:
+    """The loop over ``shape`` (the broadcast of ``operand_shapes``; None for a number) that reads every operand
+    in place: its collapsed dims, each operand's mask and kind (``Space``). Operands are C-contiguous arrays of
+    their shapes (``compact_index`` turns an expanded view into one)."""
+    dims, masks = collapse(shape, operand_shapes)
+    kinds = ""
+    for m in masks:
+        if m is None:
+            kinds += "s"
+        elif all(m):
+            kinds += "a"
+        elif not any(m):
+            kinds += "o"
+        elif len(m) == 2:
+            kinds += "r" if m[1] else "c"
+        else:
+            kinds += "m"
+    return Space(dims, tuple(masks), kinds)
+
+
+def compact_index(shape: tuple, strides: tuple) -> tuple | None:
+    """The basic index that takes one element along each stride-0 dim of an expanded view (``x.expand(3, 4)`` of
+    a ``(1, 4)`` tensor), giving the array it repeats, when there is such a dim; else None. Its result may still
+    be strided (a transposed view); the caller checks."""
+    if not any(st == 0 and n > 1 for st, n in zip(strides, shape)):
+        return None
+    return tuple(slice(0, 1) if st == 0 and n > 1 else slice(None) for st, n in zip(strides, shape))

@@ -30,9 +30,9 @@ from ..autograd.function import (
     saved_output,
 )
 from ..autograd.grad_mode import enable_grad, no_grad, state
-from ..backend import cpu, cuda_backend
-from . import _codegen_shim as cg
-from ._kernels import BackwardPlan, KNode, Reduction, backward_analysis, backward_source, collapse, forward_source
+from ..backend import codegen, cpu, cuda_backend
+from ..backend.layout import collapse, compact_index
+from ._kernels import BackwardPlan, KNode, Reduction, backward_analysis, backward_source, forward_source
 
 _PARALLEL_THRESHOLD = None
 
@@ -54,7 +54,7 @@ def _cuda_grid(n: int) -> tuple[int, int]:
     which runs every thread in Python."""
     if _cuda().simulator():
         return 1, 16
-    threads = cg.CUDA_THREADS
+    threads = codegen.CUDA_THREADS
     return max(1, min((n + threads - 1) // threads, 4096)), threads
 
 
@@ -62,8 +62,10 @@ def _device_fill():
     """A grid-stride kernel ``fill(out, value, n)`` (accumulators start on the device, not uploaded)."""
     global _FILL
     if _FILL is None:
-        source = cg.header("cuda") + cg.loop_source("cuda", "fill", ["out", "value", "n"], "out[i] = value", "n")
-        _FILL = cg.load_module("fill_cuda", source).fill
+        source = codegen.header("cuda") + codegen.loop_source(
+            "cuda", "fill", ["out", "value", "n"], "out[i] = value", "n"
+        )
+        _FILL = codegen.load_module("fill_cuda", source).fill
     return _FILL
 
 
@@ -79,17 +81,22 @@ def _numel(shape) -> int:
 
 def _compact(g):
     """An incoming gradient as a C-contiguous operand: a broadcast (stride-0) view is passed as the array it
-    expands, so the kernel reads it at stride 0 instead of materializing it."""
+    expands (``layout.compact_index``, on the host or the device), so the kernel reads it at stride 0 instead of
+    materializing it."""
     if isinstance(g, np.ndarray):
         if g.flags.c_contiguous:
             return g
         base = g.base  # a sum's gradient: a stride-0 view of one element, made directly (0.3 us, not 1.5)
         if isinstance(base, np.ndarray) and base.size == 1 and g.size and base.dtype == g.dtype and not any(g.strides):
             return base.reshape((1,) * g.ndim)
-        index = tuple(slice(0, 1) if st == 0 and n > 1 else slice(None) for st, n in zip(g.strides, g.shape))
-        small = g[index]
+        index = compact_index(g.shape, g.strides)
+        small = g if index is None else g[index]
         return small if small.flags.c_contiguous else np.ascontiguousarray(small)
-    return g if g.is_c_contiguous() else g.copy()
+    if g.is_c_contiguous():
+        return g
+    index = compact_index(tuple(g.shape), tuple(g.strides))
+    small = g if index is None else _cuda().getitem(g, index)
+    return small if small.is_c_contiguous() else small.copy()
 
 
 def _sum_to_shape(a, shape):
@@ -369,7 +376,7 @@ class Group:
         source, arg_names = forward_source(
             self.nodes, self.input_dtypes, self.scalar_dtypes, self.outputs, saved, red, masks, target
         )
-        module = cg.load_module(f"fused_fwd_{target}", source)
+        module = codegen.load_module(f"fused_fwd_{target}", source)
         cuda = target == "cuda"
         ns = {"np": np, "K": module.fwd, "alloc": _cuda().empty if cuda else np.empty, "full": self._filled}
         flat = "" if len(lay.shape) == 1 else ".reshape(-1)"
@@ -606,7 +613,7 @@ class Group:
         source, arg_names, count_names = backward_source(
             self.nodes, self.input_dtypes, self.scalar_dtypes, self.outputs, self.reduction, plan, masks, target
         )
-        module = cg.load_module(f"fused_bwd_{target}", source)
+        module = codegen.load_module(f"fused_bwd_{target}", source)
         ns = {"np": np, "K": module.bwd, "alloc": _cuda().empty if cuda else np.empty, "full": self._filled}
         ns["W"] = Tensor._make
         flat = "" if len(lay.shape) == 1 else ".reshape(-1)"
