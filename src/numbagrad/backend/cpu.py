@@ -475,9 +475,63 @@ def astype(a: np.ndarray, dtype) -> np.ndarray:
         return _widen(np.asarray(a, order="C"))  # (ascontiguousarray would make a 0-d array 1-d)
     if dtype.kind == "V" and a.dtype is _SINGLE:
         return _narrowed(a, dtype)
+    if a.dtype.kind == "c" and dtype.kind != "c":  # complex to real keeps the real part (as torch's cast)
+        a = a.real
     if a.dtype.kind == "f" and (dtype.kind != "f" or dtype.itemsize < a.dtype.itemsize):
         return _narrowing_copy(a, dtype)
     return np.array(a, dtype=dtype, order="C", copy=True)
+
+
+def real_part(a: np.ndarray) -> np.ndarray:
+    """The real parts of a complex array, as a view sharing its memory."""
+    return a.real
+
+
+def imag_part(a: np.ndarray) -> np.ndarray:
+    """The imaginary parts of a complex array, as a view sharing its memory."""
+    return a.imag
+
+
+def view_as_real(a: np.ndarray) -> np.ndarray:
+    """A complex array's memory seen as floats with a last dim of 2 (real, imaginary), whatever its strides."""
+    parts = a.real  # (a float view of the same strides, starting at the real part)
+    half = a.dtype.itemsize // 2
+    return np.lib.stride_tricks.as_strided(parts, a.shape + (2,), a.strides + (half,), writeable=a.flags.writeable)
+
+
+def view_as_complex(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Pairs of floats (a last dim of 2, stride 1) seen as complex numbers of ``dtype``, sharing the memory."""
+    return a.view(dtype)[..., 0]  # (numpy merges the contiguous last dim of 2 into one complex element)
+
+
+def conj(a: np.ndarray) -> np.ndarray:
+    """The complex conjugates of ``a`` in a new array."""
+    return np.conj(a)
+
+
+def make_complex(re: np.ndarray, im: np.ndarray, dtype) -> np.ndarray:
+    """The complex array ``re + im * 1j`` of ``dtype`` (parts of one shape)."""
+    out = np.empty(re.shape, dtype)
+    out.real = re
+    out.imag = im
+    return out
+
+
+def complex_abs(a: np.ndarray) -> np.ndarray:
+    """``|a|`` of a complex array, in its parts' float dtype."""
+    return np.abs(a)
+
+
+def complex_angle(a: np.ndarray) -> np.ndarray:
+    """The argument of each complex element, in its parts' float dtype."""
+    return np.angle(a).astype(a.real.dtype, copy=False)
+
+
+@np.errstate(invalid="ignore", divide="ignore")
+def complex_sgn(a: np.ndarray) -> np.ndarray:
+    """``a / |a|`` of a complex array, 0 where ``a`` is 0."""
+    r = np.abs(a)
+    return np.where(r == 0, 0, a / np.where(r == 0, 1, r)).astype(a.dtype, copy=False)
 
 
 @np.errstate(all="ignore")  # (0.4 us a call, so only where a cast can warn)

@@ -37,6 +37,7 @@ from ..autograd.grad_mode import no_grad, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, layout
 from ..scalar_math import ROWS, Row
+from . import complex_ops
 from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend
 from ._registry import Declaration, batchable, register
 from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
@@ -556,7 +557,7 @@ def _plan(row: Row, inputs: tuple) -> tuple:
                 uniform = False
             arrays.append(d)
         else:
-            if type(a) is bool:
+            if type(a) is bool or type(a) is complex:  # (a number that may change the dtype)
                 uniform = False
             plain = False
             arrays.append(a)
@@ -725,12 +726,17 @@ def function_for(name: str) -> type:
     return classes.get("tt") or next(iter(classes.values()))
 
 
+#: rows whose complex form is not the row's formula on complex numbers (a real result, or z / |z|)
+_COMPLEX_ROUTES = {"abs": complex_ops.abs_complex, "sgn": complex_ops.sgn_complex}
+
+
 def _make_frontend(row: Row, public: str):
     """The public function of a row with torch's signature: ``op(input)``, ``op(input, other)`` (with
     ``alpha=`` where the row says), checking argument types as torch's parser does."""
     classes = CLASSES[row.name]
     if row.arity == 1:
         cls = classes[""]
+        of_complex = _COMPLEX_ROUTES.get(row.name)
 
         def unary(input):  # noqa: A002 - torch's name
             if not isinstance(input, Tensor):
@@ -740,6 +746,8 @@ def _make_frontend(row: Row, public: str):
                 result = cls._fast_one(input, st)
                 if result is not None:
                     return result
+            if of_complex is not None and input._data.dtype.kind == "c":
+                return of_complex(input)
             return cls.apply(input)
 
         fn = unary

@@ -679,6 +679,8 @@ class ToCopy(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if g._data.dtype.kind == "c" and not ctx.in_dtype.is_complex:  # a real input's gradient is the real part
+            return ToCopy.apply(g, ctx.in_dtype, ctx.in_device), None, None, None
         return to(g, ctx.in_dtype, ctx.in_device), None, None, None
 
 
@@ -705,6 +707,8 @@ def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False, non_blocki
         return x
     if device is not None:
         for_device(device)
+    if dtype is not None and x._data.dtype.kind == "c" and not dtype.is_complex:
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
     if order is None and not x._data.flags.c_contiguous:  # preserve_format: a dense layout is kept
         order = layout.preserved_order(x._data)
     return ToCopy.apply(x, dtype, device, order)
