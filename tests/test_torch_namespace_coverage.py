@@ -47,8 +47,6 @@ NOT_APPLICABLE = {
     "empty_quantized": "quantized tensors do not exist in numbagrad",
     "fused_moving_avg_obs_fake_quant": "quantized tensors do not exist in numbagrad",
     "int_repr": "quantized tensors do not exist in numbagrad",
-    "stft": "needs complex dtypes",
-    "istft": "needs complex dtypes",
     "parse_ir": "TorchScript",
     "parse_schema": "TorchScript",
     "parse_type_comment": "TorchScript",

@@ -20,6 +20,7 @@ from . import (  # noqa: F401 - each registers its ops
     shape,
     sparse,
     special_ops,
+    spectral,
     tensor_methods,
     torch_namespace,
 )
