@@ -297,3 +297,33 @@ def test_scipy_fft_is_used_when_importable(monkeypatch):
     x = numbagrad.randn(4, 6)
     np.testing.assert_allclose(nfft.rfft(x).numpy(), np.fft.rfft(x.numpy()), rtol=1e-5, atol=1e-5)
     assert calls == ["rfftn"]
+
+
+@pytest.mark.parametrize(
+    "loss",
+    [
+        lambda m, x: m.fft.rfft(x).abs().sum(),
+        lambda m, x: m.fft.fft(x, n=10, dim=0).abs().pow(2).sum(),
+        lambda m, x: m.fft.ifft2(m.fft.rfft(x), s=(2, 3), norm="ortho").abs().sum(),
+        lambda m, x: m.fft.irfft(m.fft.fft(x), n=7).pow(2).sum(),
+    ],
+)
+def test_abs_and_power_losses_have_torchs_gradients(torch, loss):
+    data = _signal("real", (3, 8))
+    x, tx = numbagrad.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    loss(numbagrad, x).backward()
+    loss(torch, tx).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_transforms_and_gradients_stay_on_the_inputs_device(device):
+    data = _signal("real", (2, 6))
+    x = numbagrad.tensor(data, device=device, requires_grad=True)
+    spectrum = nfft.rfft(x)
+    back = nfft.irfft(spectrum, n=6)
+    assert spectrum.device.type == back.device.type == device
+    np.testing.assert_allclose(back.detach().cpu().numpy(), data, atol=1e-12)
+    weights = numbagrad.tensor(data, device=device)
+    (back * weights).sum().backward()
+    assert x.grad.device.type == device
+    np.testing.assert_allclose(x.grad.cpu().numpy(), data, atol=1e-12)

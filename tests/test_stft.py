@@ -213,3 +213,14 @@ def test_istft_errors_match_torch(torch, call):
         return type(info.value).__name__, str(info.value)
 
     assert raised(numbagrad) == raised(torch)
+
+
+def test_stft_and_istft_run_on_the_inputs_device(device):
+    signal = numbagrad.randn(30, dtype=numbagrad.float64, device=device, requires_grad=True)
+    window = numbagrad.hann_window(8, dtype=numbagrad.float64, device=device)
+    spectrum = numbagrad.stft(signal, 8, hop_length=2, window=window, return_complex=True)
+    back = numbagrad.istft(spectrum, 8, hop_length=2, window=window, length=30)
+    assert spectrum.device.type == back.device.type == device
+    np.testing.assert_allclose(back.detach().cpu().numpy(), signal.detach().cpu().numpy(), atol=1e-12)
+    back.sum().backward()
+    np.testing.assert_allclose(signal.grad.cpu().numpy(), np.ones(30), atol=1e-12)
