@@ -34,6 +34,7 @@ STFT_CASES = [
     dict(n_fft=6, hop_length=2, pad_mode="constant"),
     dict(n_fft=6, hop_length=1, pad_mode="replicate"),
     dict(n_fft=6, pad_mode="circular"),
+    dict(n_fft=4, hop_length=5, center=False),
 ]
 
 

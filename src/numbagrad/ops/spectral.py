@@ -615,11 +615,17 @@ class OverlapAdd(Function):
         ctx.size, ctx.step = frames.shape[-1], step
 
         def overlap_add(a: np.ndarray) -> np.ndarray:
-            out = np.zeros((*a.shape[:-2], length), a.dtype)
-            starts = step * np.arange(a.shape[-2])
-            for j in range(a.shape[-1]):  # the frames' j-th samples land on distinct positions: one add each
-                out[..., starts + j] += a[..., j]
-            return out
+            # Cut every frame into chunks of ``step`` samples: chunk c of frame t lands at (t + c) * step, so
+            # chunk c of all frames is one contiguous run of the output, added in one step (n / step adds).
+            *batch, frames, size = a.shape
+            chunks = -(-size // step)
+            out = np.zeros((*batch, max(length, (frames + chunks) * step)), a.dtype)
+            for c in range(chunks):
+                width = min(step, size - c * step)
+                run = out[..., c * step : (c + frames) * step]
+                run.shape = (*batch, frames, step)  # (a view: assigning the shape raises rather than copy)
+                run[..., :width] += a[..., c * step : c * step + width]
+            return out[..., :length]
 
         return _on_host(frames, overlap_add)
 
