@@ -201,6 +201,11 @@ _ERRORS = [
     lambda m, f: f.hfftn(m.tensor(1.0)),
     lambda m, f: f.ihfftn(m.tensor(1.0)),
     lambda m, f: f.irfftn(m.ones(3, 3), s=(3, 0)),
+    lambda m, f: f.fftn(m.ones(3, 3), s=(2.0, 3)),
+    lambda m, f: f.fftn(m.ones(3, 3), dim=[0, 1.0]),
+    lambda m, f: f.fftn(m.ones(3, 3), dim="a"),
+    lambda m, f: f.fft(m.ones(3, 3), dim=None),
+    lambda m, f: f.fft(m.ones(3, 3), n=True),
     lambda m, f: f.fft(m.ones(4), out=m.empty(0)),
     lambda m, f: f.rfftn(m.ones(4), out=m.empty(0, dtype=m.int64)),
     lambda m, f: f.irfft(m.ones(4), out=m.empty(0, dtype=m.complex64)),
@@ -230,6 +235,8 @@ def test_errors_match_torch_for_transforms(torch, call):
         lambda m, f: f.irfftn(m.ones(4, 6), s=(-1, -1)),
         lambda m, f: f.irfftn(m.ones(4, 6), s=(2, 1)),
         lambda m, f: f.irfft(m.ones(1, dtype=m.complex64), n=1),
+        lambda m, f: f.fft(m.ones(3, 3), n=np.int64(2), dim=np.int64(0)),
+        lambda m, f: f.fft2(m.ones(3, 3), s=[2, 2]),
     ],
 )
 def test_edge_arguments_match_torch(torch, call):

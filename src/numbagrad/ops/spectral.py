@@ -233,21 +233,28 @@ def _norm_mode(norm, forward: bool) -> str:
     raise RuntimeError(f'Invalid normalization mode: "{norm}"')
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def _check_arguments(op: str, input, n=None, dim=None, norm=None, many: bool = False) -> None:  # noqa: A002
     """torch's argument-parser errors: ``input`` a tensor, ``n``/``dim`` ints (or, for the n-dim transforms, ints
-    or sequences of ints), ``norm`` a string."""
+    or sequences of ints; None only where there is a default of None), ``norm`` a string."""
     if not isinstance(input, Tensor):
         raise not_a_tensor(f"fft_{op}", "input", 1, input)
     for name, value in (("s" if many else "n", n), ("dim", dim)):
-        if value is None:
+        if value is None and (many or name == "n"):
             continue
         if many and isinstance(value, (tuple, list)):
-            if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            bad = [k for k, v in enumerate(value) if not _is_int(v)]
+            if not bad:
                 continue
-            raise TypeError(f"fft_{op}(): argument '{name}' must be tuple of ints, but found element of type "
-                            f"{type_name(next(v for v in value if not isinstance(v, int)))} at pos "
-                            f"{next(k for k, v in enumerate(value) if not isinstance(v, int))}")  # fmt: skip
-        if not isinstance(value, int) or isinstance(value, bool):
+            if bad[0]:
+                raise TypeError(
+                    f"fft_{op}(): argument '{name}' failed to unpack the object at pos {bad[0] + 1} with error "
+                    f'"type must be tuple of ints,but got {type_name(value[bad[0]])}"'
+                )
+        if not _is_int(value):
             kind = "tuple of ints" if many else "int"
             raise TypeError(f"fft_{op}(): argument '{name}' must be {kind}, not {type_name(value)}")
     if norm is not None and not isinstance(norm, str):
@@ -284,11 +291,11 @@ def _shape_and_dims(input: Tensor, s, dim) -> tuple:  # noqa: A002
     ndim = input.dim()
     dims = None
     if dim is not None:
-        dims = [_wrap(d, ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+        dims = [_wrap(int(d), ndim) for d in ((dim,) if _is_int(dim) else dim)]
         if len(set(dims)) != len(dims):
             raise RuntimeError("FFT dims must be unique")
     if s is not None:
-        s = (s,) if isinstance(s, int) else tuple(s)
+        s = (int(s),) if _is_int(s) else tuple(int(n) for n in s)
         if dims is not None and len(dims) != len(s):
             raise RuntimeError("When given, dim and shape arguments must have the same length")
         if len(s) > ndim:
@@ -345,8 +352,8 @@ def _into(out, result: Tensor, internal: str, input: Tensor) -> Tensor:  # noqa:
 def _c2c(op, input, n, dim, norm, out, forward: bool) -> Tensor:  # noqa: A002
     _check_out(op, out, True)
     x = input
-    d = _wrap(dim, x.dim())
-    size = x.shape[d] if n is None else n
+    d = _wrap(int(dim), x.dim())
+    size = x.shape[d] if n is None else int(n)
     if size < 1:
         raise RuntimeError(f"Invalid number of data points ({size}) specified")
     x = _resize(x, (d,), (size,))
@@ -359,8 +366,8 @@ def _r2c(op, input, n, dim, norm, out, forward: bool, onesided: bool) -> Tensor:
         raise RuntimeError(f"{op} expects a real input tensor, but got {input.dtype.scalar_name}")
     _check_out(op, out, True)
     x = _promote(input, False)
-    d = _wrap(dim, x.dim())
-    size = x.shape[d] if n is None else n
+    d = _wrap(int(dim), x.dim())
+    size = x.shape[d] if n is None else int(n)
     if size < 1:
         raise RuntimeError(f"Invalid number of data points ({size}) specified")
     x = _resize(x, (d,), (size,))
@@ -373,8 +380,8 @@ def _r2c(op, input, n, dim, norm, out, forward: bool, onesided: bool) -> Tensor:
 def _c2r(op, input, n, dim, norm, out, forward: bool) -> Tensor:  # noqa: A002
     _check_out(op, out, False)
     x = _promote(input, True)
-    d = _wrap(dim, x.dim())
-    size = 2 * (x.shape[d] - 1) if n is None else n
+    d = _wrap(int(dim), x.dim())
+    size = 2 * (x.shape[d] - 1) if n is None else int(n)
     if size < 1:
         raise RuntimeError(f"Invalid number of data points ({size}) specified")
     x = _resize(x, (d,), (size // 2 + 1,))
@@ -409,7 +416,7 @@ def _c2r_shape_and_dims(op: str, input: Tensor, s, dim) -> tuple:  # noqa: A002
     dims, sizes = _shape_and_dims(input, s, dim)
     if not dims:
         raise RuntimeError(f"{op} must transform at least one axis")
-    if s is None or (s if isinstance(s, int) else s[-1]) == -1:
+    if s is None or (s if _is_int(s) else s[-1]) == -1:
         last_size = 2 * (input.shape[dims[-1]] - 1)
     else:
         last_size = sizes[-1]
