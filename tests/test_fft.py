@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import numbagrad
+import numbagrad.autograd.forward_ad
 import numbagrad.fft as nfft
 
 
@@ -334,3 +335,15 @@ def test_transforms_and_gradients_stay_on_the_inputs_device(device):
     (back * weights).sum().backward()
     assert x.grad.device.type == device
     np.testing.assert_allclose(x.grad.cpu().numpy(), data, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft", "irfft", "hfft", "ihfft2", "fftn"])
+def test_forward_mode_tangents_match_torch(torch, name):
+    fw, torch_fw = numbagrad.autograd.forward_ad, torch.autograd.forward_ad
+    primal, tangent = _signal("real", (3, 6)), _signal("real", (3, 6))[::-1].copy()
+    with fw.dual_level():
+        ours = fw.unpack_dual(getattr(nfft, name)(fw.make_dual(numbagrad.tensor(primal), numbagrad.tensor(tangent))))
+    with torch_fw.dual_level():
+        dual = torch_fw.make_dual(torch.tensor(primal), torch.tensor(tangent))
+        theirs = torch_fw.unpack_dual(getattr(torch.fft, name)(dual))
+    np.testing.assert_allclose(ours.tangent.numpy(), _resolved(theirs.tangent), atol=1e-12)

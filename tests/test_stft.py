@@ -225,3 +225,15 @@ def test_stft_and_istft_run_on_the_inputs_device(device):
     np.testing.assert_allclose(back.detach().cpu().numpy(), signal.detach().cpu().numpy(), atol=1e-12)
     back.sum().backward()
     np.testing.assert_allclose(signal.grad.cpu().numpy(), np.ones(30), atol=1e-12)
+
+
+def test_stft_gradcheck_and_gradgradcheck_through_signal_and_window():
+    signal = numbagrad.randn(10, dtype=numbagrad.float64, requires_grad=True)
+    window = (numbagrad.rand(3, dtype=numbagrad.float64) + 0.5).requires_grad_()
+
+    def fn(signal, window):
+        spectrum = numbagrad.stft(signal, 4, hop_length=2, win_length=3, window=window, return_complex=True)
+        return numbagrad.view_as_real(spectrum)
+
+    assert numbagrad.autograd.gradcheck(fn, (signal, window))
+    assert numbagrad.autograd.gradgradcheck(fn, (signal, window))
