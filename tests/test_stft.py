@@ -115,6 +115,7 @@ _STFT_ERRORS = [
     lambda m: m.stft(m.ones(20), 8, window=m.ones(8), pad_mode="bad", return_complex=True),
     lambda m: m.stft(m.ones(3), 8, window=m.ones(8), return_complex=True),
     lambda m: m.stft(m.ones(20, dtype=m.complex64), 8, window=m.ones(8), onesided=True),
+    lambda m: m.stft(m.ones(20, dtype=m.float16), 8, window=m.ones(8, dtype=m.float16), return_complex=True),
 ]
 
 

@@ -797,6 +797,8 @@ def stft(
             frames = frames * _centred_window(window, win, n_fft, x, window.dtype)
         elif win < n_fft:
             frames = frames * _centred_window(None, win, n_fft, x, x.dtype)
+    if frames.dtype.name in ("float16", "bfloat16"):  # (torch's CPU transforms take only float32/float64)
+        raise RuntimeError(f"MKL FFT doesn't support tensors of type: {frames.dtype.scalar_name}")
     mode = "by_root_n" if normalized else "none"
     if frames.dtype.is_complex:
         if onesided:
