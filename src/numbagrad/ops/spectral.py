@@ -65,9 +65,21 @@ def _c2c_host(a: np.ndarray, dims: tuple, norm: str, forward: bool) -> np.ndarra
 
 
 def _r2c_host(a: np.ndarray, dims: tuple, norm: str, onesided: bool) -> np.ndarray:
-    library = fft_library()
-    transform = library.rfftn if onesided else library.fftn
-    return transform(a, axes=dims, norm=_LIBRARY_NORM[True][norm])
+    """The one-sided transform of real ``a``; the full one is completed from it by conjugate symmetry
+    (``X[k] = conj(X[-k mod n])`` over every transformed dim), as torch does: half the work of a complex
+    transform of the real input."""
+    half = fft_library().rfftn(a, axes=dims, norm=_LIBRARY_NORM[True][norm])
+    last = dims[-1]
+    n, bins = a.shape[last], half.shape[last]
+    if onesided or n == bins:
+        return half
+    full = np.empty(a.shape, half.dtype)
+    full[(slice(None),) * last + (slice(0, bins),)] = half
+    mirror = half
+    for d in dims[:-1]:  # index -k mod n along the other transformed dims
+        mirror = np.roll(np.flip(mirror, d), 1, d)
+    full[(slice(None),) * last + (slice(bins, n),)] = np.conj(mirror[(slice(None),) * last + (slice(n - bins, 0, -1),)])
+    return full
 
 
 def _c2r_host(a: np.ndarray, dims: tuple, norm: str, last_size: int) -> np.ndarray:
