@@ -261,7 +261,7 @@ def _check_arguments(op: str, input, n=None, dim=None, norm=None, many: bool = F
             bad = [k for k, v in enumerate(value) if not _is_int(v)]
             if not bad:
                 continue
-            if bad[0]:
+            if bad[0]:  # (a first element that is no int: torch names the sequence's type, below)
                 raise TypeError(
                     f"fft_{op}(): argument '{name}' failed to unpack the object at pos {bad[0] + 1} with error "
                     f'"type must be tuple of ints,but got {type_name(value[bad[0]])}"'
