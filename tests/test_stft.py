@@ -114,6 +114,9 @@ _STFT_ERRORS = [
     lambda m: m.stft(m.ones(20), 8, window=m.ones(8), align_to_window=True, return_complex=True),
     lambda m: m.stft(m.ones(20), 8, window=m.ones(8), pad_mode="bad", return_complex=True),
     lambda m: m.stft(m.ones(3), 8, window=m.ones(8), return_complex=True),
+    lambda m: m.stft(m.ones(3), 8, window=m.ones(8), pad_mode="circular", return_complex=True),
+    lambda m: m.stft(m.ones(1, 1, 2, 20), 8, window=m.ones(8), return_complex=True),
+    lambda m: m.stft(m.ones(2, 0), 8, window=m.ones(8), pad_mode="replicate", return_complex=True),
     lambda m: m.stft(m.ones(20, dtype=m.complex64), 8, window=m.ones(8), onesided=True),
     lambda m: m.stft(m.ones(20, dtype=m.float16), 8, window=m.ones(8, dtype=m.float16), return_complex=True),
 ]
