@@ -208,6 +208,7 @@ _ERRORS = [
     lambda m, f: f.fft(m.ones(3, 3), dim=None),
     lambda m, f: f.fft(m.ones(3, 3), n=True),
     lambda m, f: f.fft(m.ones(4), out=m.empty(0)),
+    lambda m, f: f.ifft2(m.ones(2, 2), out=m.empty(0)),
     lambda m, f: f.rfftn(m.ones(4), out=m.empty(0, dtype=m.int64)),
     lambda m, f: f.irfft(m.ones(4), out=m.empty(0, dtype=m.complex64)),
     lambda m, f: f.hfftn(m.ones(4), out=m.empty(0, dtype=m.complex64)),

@@ -403,10 +403,10 @@ def _c2r(op, input, n, dim, norm, out, forward: bool) -> Tensor:  # noqa: A002
     return _into(out, FftC2R.apply(x, (d,), mode, size), "_fft_c2r", input)
 
 
-def _fftn(op, input, s, dim, norm, out, forward: bool) -> Tensor:  # noqa: A002
+def _fftn(input, s, dim, norm, out, forward: bool) -> Tensor:  # noqa: A002
     dims, sizes = _shape_and_dims(input, s, dim)
     x = _promote(input, True)
-    _check_out(op, out, True)
+    _check_out("fftn", out, True)  # (torch's message names fftn for all four c2c n-dim transforms)
     x = _resize(x, dims, sizes)
     return _into(out, FftC2C.apply(x, dims, _norm_mode(norm, forward), forward), "_fft_c2c", input)
 
@@ -497,26 +497,26 @@ def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
 def fft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=None) -> Tensor:  # noqa: A002
     """``fftn`` over the last two dims by default."""
     _check_arguments("fft2", input, s, dim, norm, many=True)
-    return _fftn("fft2", input, s, dim, norm, out, True)
+    return _fftn(input, s, dim, norm, out, True)
 
 
 def ifft2(input: Tensor, s=None, dim=(-2, -1), norm: str | None = None, *, out=None) -> Tensor:  # noqa: A002
     """``ifftn`` over the last two dims by default."""
     _check_arguments("ifft2", input, s, dim, norm, many=True)
-    return _fftn("ifft2", input, s, dim, norm, out, False)
+    return _fftn(input, s, dim, norm, out, False)
 
 
 def fftn(input: Tensor, s=None, dim=None, norm: str | None = None, *, out=None) -> Tensor:  # noqa: A002
     """The n-dimensional discrete Fourier transform over ``dim`` (all dims by default, or the last ``len(s)``),
     with signal sizes ``s`` (-1 keeps a dim's size)."""
     _check_arguments("fftn", input, s, dim, norm, many=True)
-    return _fftn("fftn", input, s, dim, norm, out, True)
+    return _fftn(input, s, dim, norm, out, True)
 
 
 def ifftn(input: Tensor, s=None, dim=None, norm: str | None = None, *, out=None) -> Tensor:  # noqa: A002
     """The inverse of ``fftn``."""
     _check_arguments("ifftn", input, s, dim, norm, many=True)
-    return _fftn("ifftn", input, s, dim, norm, out, False)
+    return _fftn(input, s, dim, norm, out, False)
 
 
 def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *, out=None) -> Tensor:  # noqa: A002
