@@ -3,6 +3,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import numbagrad
 import numbagrad.autograd.forward_ad
@@ -348,3 +350,31 @@ def test_forward_mode_tangents_match_torch(torch, name):
         dual = torch_fw.make_dual(torch.tensor(primal), torch.tensor(tangent))
         theirs = torch_fw.unpack_dual(getattr(torch.fft, name)(dual))
     np.testing.assert_allclose(ours.tangent.numpy(), _resolved(theirs.tangent), atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(["fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"]),
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    data=st.data(),
+)
+def test_n_dim_arguments_agree_with_torch(name, shape, data):
+    torch = pytest.importorskip("torch")
+    dims = data.draw(st.none() | st.lists(st.integers(-len(shape), len(shape) - 1), max_size=len(shape)))
+    count = len(dims) if dims is not None else data.draw(st.integers(0, len(shape)))
+    s = data.draw(st.none() | st.lists(st.integers(-1, 5), min_size=count, max_size=count))
+    norm = data.draw(st.sampled_from([None, "forward", "ortho"]))
+    values = _signal("real", tuple(shape))
+
+    def run(module):
+        try:
+            result = getattr(module.fft, name)(module.tensor(values), s=s, dim=dims, norm=norm)
+        except Exception as error:
+            return type(error).__name__, str(error)
+        return result.detach().resolve_conj().numpy() if module is torch else result.numpy()
+
+    ours, theirs = run(numbagrad), run(torch)
+    if isinstance(theirs, tuple):
+        assert ours == theirs
+    else:
+        np.testing.assert_allclose(ours, theirs, atol=1e-12)
