@@ -378,3 +378,31 @@ def test_n_dim_arguments_agree_with_torch(name, shape, data):
         assert ours == theirs
     else:
         np.testing.assert_allclose(ours, theirs, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(ONE_DIM),
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    complex_input=st.booleans(),
+    data=st.data(),
+)
+def test_one_dim_arguments_agree_with_torch(name, shape, complex_input, data):
+    torch = pytest.importorskip("torch")
+    n = data.draw(st.none() | st.integers(-1, 6))
+    dim = data.draw(st.integers(-len(shape) - 1, len(shape)))
+    norm = data.draw(st.sampled_from([None, "backward", "forward", "ortho"]))
+    values = _signal("complex" if complex_input else "real", tuple(shape))
+
+    def run(module):
+        try:
+            result = getattr(module.fft, name)(module.tensor(values), n=n, dim=dim, norm=norm)
+        except Exception as error:
+            return type(error).__name__, str(error)
+        return result.detach().resolve_conj().numpy() if module is torch else result.numpy()
+
+    ours, theirs = run(numbagrad), run(torch)
+    if isinstance(theirs, tuple):
+        assert ours == theirs
+    else:
+        np.testing.assert_allclose(ours, theirs, atol=1e-12)
