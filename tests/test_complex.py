@@ -237,3 +237,210 @@ def test_abs_angle_sgn_of_complex(torch):
     _same(z.angle(), t.angle())
     _same(z.sgn(), t.sgn())
     assert z.is_complex() and not z.is_floating_point()
+
+
+# --- kernels --------------------------------------------------------------------------------------------------
+_Z = [0.3 + 0.4j, -0.5 + 0.2j, 0.7 - 0.6j]
+_W = [1.1 - 0.3j, 0.4 + 0.9j, -0.8 + 0.5j]
+_UNARY = ["neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "tanh", "sigmoid", "sinh", "cosh",
+          "asin", "acos", "atan", "asinh", "acosh", "atanh", "log1p", "expm1", "log2", "log10", "exp2", "square",
+          "abs", "sgn", "angle", "isnan", "isinf", "isfinite", "logical_not"]  # fmt: skip
+_BINARY = ["add", "sub", "mul", "div", "pow", "eq", "ne", "logical_and", "logical_or", "logical_xor"]
+
+
+def _real_loss(T, out):
+    """A real number of ``out`` whose gradient reaches every element: ``sum |out|^2`` (``sum out`` if real)."""
+    return (out.abs() ** 2).sum() if out.is_complex() else out.sum()
+
+
+@pytest.mark.parametrize("name", _UNARY)
+def test_unary_rows_on_complex_match_torch_values_and_grads(torch, name):
+    z, t = (
+        ng.tensor(_Z, dtype=ng.cdouble, requires_grad=True),
+        torch.tensor(_Z, dtype=torch.cdouble, requires_grad=True),
+    )
+    a, b = getattr(ng, name)(z), getattr(torch, name)(t)
+    _same(a, b, rtol=1e-10, atol=1e-12)
+    if b.requires_grad:
+        _real_loss(ng, a).backward()
+        _real_loss(torch, b).backward()
+        _same(z.grad, t.grad, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", _BINARY)
+def test_binary_rows_on_complex_match_torch_values_and_grads(torch, name):
+    zs = [ng.tensor(d, dtype=ng.cdouble, requires_grad=True) for d in (_Z, _W)]
+    ts = [torch.tensor(d, dtype=torch.cdouble, requires_grad=True) for d in (_Z, _W)]
+    a, b = getattr(ng, name)(*zs), getattr(torch, name)(*ts)
+    _same(a, b, rtol=1e-10, atol=1e-12)
+    if b.requires_grad:
+        _real_loss(ng, a).backward()
+        _real_loss(torch, b).backward()
+        for z, t in zip(zs, ts):
+            _same(z.grad, t.grad, rtol=1e-9, atol=1e-12)
+
+
+def test_complex64_kernels_compute_in_single_precision(torch):
+    _same(ng.tensor(_Z).exp(), torch.tensor(_Z).exp())
+    assert ng.tensor(_Z).exp().dtype == ng.complex64
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda T: T.tensor([1 + 1j]).relu(),
+        lambda T: T.tensor([1 + 1j]) < 1,
+        lambda T: T.tensor([1 + 1j]).sign(),
+        lambda T: T.tensor([1 + 1j]).floor(),
+        lambda T: T.tensor([1 + 1j]).erf(),
+        lambda T: T.maximum(T.tensor([1 + 1j]), T.tensor([1j])),
+        lambda T: T.clamp(T.tensor([1 + 1j]), 0, 1),
+        lambda T: T.tensor([1 + 1j, 2j]).max(),
+        lambda T: T.tensor([1 + 1j, 2j]).max(0),
+    ],
+)
+def test_ops_torch_refuses_on_complex_raise_its_error(torch, make):
+    with pytest.raises(Exception) as theirs:
+        make(torch)
+    with pytest.raises(type(theirs.value)) as ours:
+        make(ng)
+    assert str(ours.value) == str(theirs.value)
+
+
+_A = np.array([[1 + 2j, -0.5j, 3], [0.25, 1 - 1j, -2 + 0.5j]])
+_B = np.array([[0.5 - 1j, 2j], [1, -1 + 1j], [0.3j, 2]])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda T, a, b: a @ b,
+        lambda T, a, b: T.mm(a, b),
+        lambda T, a, b: T.bmm(a.unsqueeze(0), b.unsqueeze(0)),
+        lambda T, a, b: T.nn.functional.linear(a, b.t()),
+        lambda T, a, b: a @ b[:, 0],
+        lambda T, a, b: T.dot(a[0], b[:, 1]),
+        lambda T, a, b: T.vdot(a[0], b[:, 1]),
+        lambda T, a, b: T.addmm(b[:2], a, b),
+    ],
+)
+def test_matrix_products_of_complex_tensors_and_their_grads(torch, fn):
+    ours = [ng.tensor(d, requires_grad=True) for d in (_A, _B)]
+    theirs = [torch.tensor(d, requires_grad=True) for d in (_A, _B)]
+    a, b = fn(ng, *ours), fn(torch, *theirs)
+    _same(a, b, rtol=1e-10, atol=1e-12)
+    _real_loss(ng, a).backward()
+    _real_loss(torch, b).backward()
+    for x, y in zip(ours, theirs):
+        _same(x.grad, y.grad, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda T, a: a.sum(),
+        lambda T, a: a.sum(0),
+        lambda T, a: a.mean(1),
+        lambda T, a: a.prod(1),
+        lambda T, a: a.cumsum(1),
+        lambda T, a: a.norm(),
+        lambda T, a: a.var(1),
+        lambda T, a: a.std(),
+        lambda T, a: T.cat([a, a * 2]),
+        lambda T, a: T.stack([a, a]),
+        lambda T, a: a[0, 1:],
+        lambda T, a: a[[1, 0, 1]],
+        lambda T, a: a.t().reshape(3, 2),
+        lambda T, a: T.where(a.real > 0, a, a * 2),
+        lambda T, a: a.mH,
+    ],
+)
+def test_reductions_and_shape_ops_of_complex_tensors_and_their_grads(torch, fn):
+    x, y = ng.tensor(_A, requires_grad=True), torch.tensor(_A, requires_grad=True)
+    a, b = fn(ng, x), fn(torch, y)
+    _same(a, b, rtol=1e-10, atol=1e-12)
+    _real_loss(ng, a).backward()
+    _real_loss(torch, b).backward()
+    _same(x.grad, y.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_isclose_allclose_eq_of_complex(torch):
+    a, b = [1 + 1j, 2j], [1 + 1.0000001j, 2j + 1e-3]
+    assert ng.isclose(ng.tensor(a), ng.tensor(b)).tolist() == torch.isclose(torch.tensor(a), torch.tensor(b)).tolist()
+    assert ng.allclose(ng.tensor(a), ng.tensor(a)) and not ng.allclose(ng.tensor(a), ng.tensor(b))
+    assert (ng.tensor(a) == ng.tensor(a)).tolist() == [True, True]
+
+
+# --- autograd -------------------------------------------------------------------------------------------------
+def test_a_real_leaf_that_became_complex_gets_the_real_part(torch):
+    x, t = ng.tensor([1.0, -2.0], requires_grad=True), torch.tensor([1.0, -2.0], requires_grad=True)
+    (x * (1 + 2j)).exp().abs().sum().backward()
+    (t * (1 + 2j)).exp().abs().sum().backward()
+    assert x.grad.dtype == ng.float32
+    _same(x.grad, t.grad)
+
+
+def test_parts_views_grads_match_torch(torch):
+    for fn in (lambda T, z: z.real, lambda T, z: z.imag, lambda T, z: T.view_as_real(z), lambda T, z: z.conj().imag):
+        z, t = ng.tensor(_Z, requires_grad=True), torch.tensor(_Z, requires_grad=True)
+        (fn(ng, z) * 3).sum().backward()
+        (fn(torch, t) * 3).sum().backward()
+        _same(z.grad, t.grad)
+
+
+def test_graph_node_names_match_torch(torch):
+    z, t = ng.tensor(_Z, requires_grad=True), torch.tensor(_Z, requires_grad=True)
+    x, y = ng.tensor([1.0], requires_grad=True), torch.tensor([1.0], requires_grad=True)
+    for fn in (lambda T, z, x: z.conj(), lambda T, z, x: z.abs(), lambda T, z, x: T.view_as_real(z),
+               lambda T, z, x: T.complex(x, x), lambda T, z, x: z.real, lambda T, z, x: z * z):  # fmt: skip
+        assert type(fn(ng, z, x).grad_fn).__name__ == type(fn(torch, t, y).grad_fn).__name__
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda z, w: z * w,
+        lambda z, w: z / w,
+        lambda z, w: (z.exp() + w.sin()).sigmoid(),
+        lambda z, w: z.abs() * w.angle(),
+        lambda z, w: z.sgn() + w.conj(),
+        lambda z, w: ng.view_as_real(z * w),
+        lambda z, w: z @ w.unsqueeze(1),
+        lambda z, w: (z**w).sum(),
+    ],
+)
+def test_gradcheck_with_complex_inputs_and_outputs(fn):
+    ng.manual_seed(1)
+    z = ng.randn(3, dtype=ng.cdouble, requires_grad=True)
+    w = ng.randn(3, dtype=ng.cdouble, requires_grad=True)
+    assert ng.autograd.gradcheck(fn, (z, w))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda z, x: z * x, lambda z, x: ng.complex(x, x * 2) * z, lambda z, x: (z.exp() * x).abs(), lambda z, x: z.tan()],
+)
+def test_gradgradcheck_with_complex_and_real_inputs(fn):
+    ng.manual_seed(2)
+    z = ng.randn(2, dtype=ng.cdouble, requires_grad=True)
+    x = ng.randn(2, dtype=ng.float64, requires_grad=True)
+    assert ng.autograd.gradgradcheck(fn, (z, x))
+
+
+def test_gradcheck_catches_a_wrong_complex_gradient():
+    class NotConjugated(ng.autograd.Function):
+        """``z * w`` whose backward forgets torch's conjugation."""
+
+        @staticmethod
+        def forward(ctx, z, w):
+            ctx.save_for_backward(z, w)
+            return z * w
+
+        @staticmethod
+        def backward(ctx, g):
+            z, w = ctx.saved_tensors
+            return g * w.conj_physical().conj_physical(), g * z.conj()
+
+    z = ng.tensor([1 + 2j], dtype=ng.cdouble, requires_grad=True)
+    w = ng.tensor([0.5 - 1j], dtype=ng.cdouble, requires_grad=True)
+    assert not ng.autograd.gradcheck(NotConjugated.apply, (z, w), raise_exception=False)

@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from .._types import CPU
-from ..scalar_math import Row
+from ..scalar_math import COMPLEX_ROWS, Row
 from . import codegen, malloc
 
 DEVICE = CPU
@@ -195,7 +195,10 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
 
 def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None, *, shape=None, out_dtype=None):
     """Forward of one row: ``row(*inputs, *params)`` computed in ``dtype``, into ``out`` or a new array of
-    ``shape`` (default: the inputs' broadcast) and ``out_dtype`` (default ``dtype``; a comparison writes bools)."""
+    ``shape`` (default: the inputs' broadcast) and ``out_dtype`` (default ``dtype``; a comparison writes bools).
+    A complex ``dtype`` computes the row's complex twin (``scalar_math.COMPLEX_ROWS``)."""
+    if dtype.kind == "c":
+        row = COMPLEX_ROWS[row.name]
     if _narrow(dtype):
         if out is None:
             out = empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
@@ -244,6 +247,8 @@ def elementwise_grad(
     given, is a contiguous buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g`` itself: each
     element is read before it is written).
     """
+    if dtype.kind == "c":
+        row = COMPLEX_ROWS[row.name]
     if _narrow(dtype):
         return _in_single(row, _GRAD[i], (g, out, *inputs), params, empty(g.shape, dtype))
     if result is None:
@@ -269,6 +274,8 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
     the operands (a binary op's backward reads ``g`` and its inputs once, not once per gradient). ``into_g``:
     the second may be written into ``g``'s buffer (each element's gradients are computed before either is
     stored)."""
+    if dtype.kind == "c":
+        row = COMPLEX_ROWS[row.name]
     size = g.size
     if size == 0 or _narrow(dtype):
         first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
@@ -506,7 +513,7 @@ def view_as_complex(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def conj(a: np.ndarray) -> np.ndarray:
     """The complex conjugates of ``a`` in a new array."""
-    return np.conj(a)
+    return np.asarray(np.conj(a))  # (a ufunc makes a 0-d array a numpy scalar)
 
 
 def make_complex(re: np.ndarray, im: np.ndarray, dtype) -> np.ndarray:
@@ -519,19 +526,19 @@ def make_complex(re: np.ndarray, im: np.ndarray, dtype) -> np.ndarray:
 
 def complex_abs(a: np.ndarray) -> np.ndarray:
     """``|a|`` of a complex array, in its parts' float dtype."""
-    return np.abs(a)
+    return np.asarray(np.abs(a))
 
 
 def complex_angle(a: np.ndarray) -> np.ndarray:
     """The argument of each complex element, in its parts' float dtype."""
-    return np.angle(a).astype(a.real.dtype, copy=False)
+    return np.asarray(np.angle(a), a.real.dtype)
 
 
 @np.errstate(invalid="ignore", divide="ignore")
 def complex_sgn(a: np.ndarray) -> np.ndarray:
     """``a / |a|`` of a complex array, 0 where ``a`` is 0."""
     r = np.abs(a)
-    return np.where(r == 0, 0, a / np.where(r == 0, 1, r)).astype(a.dtype, copy=False)
+    return np.asarray(np.where(r == 0, 0, a / np.where(r == 0, 1, r)), a.dtype)
 
 
 @np.errstate(all="ignore")  # (0.4 us a call, so only where a cast can warn)

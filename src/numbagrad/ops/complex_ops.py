@@ -44,6 +44,12 @@ class ConjView(Tensor):
         """The same lazily conjugated storage, without history."""
         return _conj_view(self._physical, self._shared_version())
 
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """torch's refusal: numpy has no conjugated view of the storage to hand out."""
+        raise RuntimeError(
+            "Can't call numpy() on Tensor that has conjugate bit set. Use tensor.resolve_conj().numpy() instead."
+        )
+
 
 def _conj_view(physical, version) -> ConjView:
     view = object.__new__(ConjView)

@@ -884,11 +884,11 @@ def isreal(self: Tensor) -> Tensor:
 
 
 def adjoint(self: Tensor) -> Tensor:
-    """The last two dims swapped (the conjugate has nothing to change in a real tensor)."""
+    """The conjugate transpose: the last two dims swapped, a complex tensor lazily conjugated."""
     if self.dim() < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{self.dim()}-D tensor.")  # fmt: skip
-    return self.transpose(-2, -1)
+    return complex_ops.conj(self.transpose(-2, -1))
 
 
 def msort(self: Tensor) -> Tensor:

@@ -588,12 +588,12 @@ def conj_physical_(input: Tensor) -> Tensor:  # noqa: A002
 
 @declare(methods=True, samples=(Sample(T(2, 3)), Sample(T(2, 3, 4))))
 def adjoint(input: Tensor) -> Tensor:  # noqa: A002
-    """The view with the last two dims swapped (the conjugate transpose of a real matrix)."""
+    """The conjugate transpose: the last two dims swapped, a complex tensor lazily conjugated."""
     if input.dim() < 2:
         raise RuntimeError(
             f"tensor.adjoint() is only supported on matrices or batches of matrices. Got {input.dim()}-D tensor."
         )
-    return input.transpose(-2, -1)
+    return complex_ops.conj(input.transpose(-2, -1))
 
 
 @declare(methods=True)
