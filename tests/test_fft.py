@@ -406,3 +406,19 @@ def test_one_dim_arguments_agree_with_torch(name, shape, complex_input, data):
         assert ours == theirs
     else:
         np.testing.assert_allclose(ours, theirs, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda z: nfft.fft(z, n=5),
+        lambda z: nfft.ifftn(z, s=(2, 5), norm="ortho"),
+        lambda z: nfft.irfft(z, n=7),
+        lambda z: nfft.hfft2(z, norm="forward"),
+        lambda z: nfft.fft2(z.conj()),
+    ],
+)
+def test_gradcheck_and_gradgradcheck_with_complex_inputs(fn):
+    z = numbagrad.tensor(_signal("complex", (3, 4)), requires_grad=True)
+    assert numbagrad.autograd.gradcheck(fn, (z,))
+    assert numbagrad.autograd.gradgradcheck(fn, (z,))

@@ -72,14 +72,18 @@ def test_stft_without_window_warns_and_uses_a_rectangular_one(torch):
     _close(ours, theirs, 1e-5)
 
 
-def test_stft_of_complex_input_is_two_sided(torch):
+def test_stft_of_complex_input_is_two_sided_with_torchs_gradients(torch):
     rng = np.random.default_rng(2)
-    data = rng.standard_normal(12) + 1j * rng.standard_normal(12)
-    window = np.hanning(6)
-    ours = numbagrad.stft(numbagrad.tensor(data), 6, window=numbagrad.tensor(window))
-    theirs = torch.stft(torch.tensor(data), 6, window=torch.tensor(window))
+    x, tx = _pair(torch, rng.standard_normal(12) + 1j * rng.standard_normal(12))
+    w, tw = _pair(torch, np.hanning(6) + 0.1)
+    ours, theirs = numbagrad.stft(x, 6, window=w), torch.stft(tx, 6, window=tw)
     assert tuple(ours.shape) == tuple(theirs.shape) == (6, 13)
     _close(ours, theirs)
+    weights = rng.standard_normal(tuple(ours.shape))
+    _loss(numbagrad, ours, weights).backward()
+    _loss(torch, theirs, weights).backward()
+    _close(x.grad, tx.grad)
+    _close(w.grad, tw.grad)
 
 
 def test_stft_return_complex_false_is_the_real_view_with_a_deprecation_warning(torch):
@@ -141,6 +145,7 @@ ISTFT_CASES = [
     dict(n_fft=8, hop_length=2, onesided=False),
     dict(n_fft=8, hop_length=2, center=False),
     dict(n_fft=8, hop_length=2, length=15),
+    dict(n_fft=8, hop_length=2, onesided=False, return_complex=True),
 ]
 
 
