@@ -744,7 +744,8 @@ def stft(
     ``center`` pads the signal by ``n_fft // 2`` on both sides (``pad_mode``); ``onesided`` keeps the
     non-negative frequencies (the default for real input and window); ``normalized`` scales by ``1/sqrt(n_fft)``.
     Real input needs ``return_complex`` given (``False``, deprecated, returns ``view_as_real`` of the result).
-    ``align_to_window`` (only with ``center=False``) starts each frame where its window starts."""
+    ``align_to_window`` (only with ``center=False``) starts each frame where its window starts. On cuda the
+    framing and the transforms run on the host (copied there and back)."""
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
     if center:
@@ -839,7 +840,8 @@ def istft(
 ) -> Tensor:
     """The inverse of ``stft``: each frame's inverse transform times the window, overlap-added, divided by the
     overlap-added squared window (which must not vanish anywhere: torch's "window overlap add" error), trimmed
-    by ``n_fft // 2`` at both ends when ``center`` and cut or zero-padded to ``length`` when given."""
+    by ``n_fft // 2`` at both ends when ``center`` and cut or zero-padded to ``length`` when given. On cuda the
+    transforms and the overlap-add run on the host (copied there and back)."""
     if window is not None and window.device != input.device:
         raise RuntimeError(
             f"istft input and window must be on the same device but got self on {input.device} and window on "
