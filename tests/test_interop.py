@@ -46,8 +46,8 @@ def test_from_dlpack_of_a_numpy_array_shares_memory(dtype):
 
 
 def test_from_dlpack_refuses_numpy_types_numbagrad_cannot_store():
-    with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.complex64"):
-        numbagrad.from_dlpack(np.zeros(2, np.complex64))
+    with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.uint16"):
+        numbagrad.from_dlpack(np.zeros(2, np.uint16))
 
 
 def test_dlpack_device_of_a_cpu_tensor():

@@ -308,7 +308,9 @@ def test_narrow_dtypes_print_with_their_names():
 
 def test_numpy_arrays_of_narrow_types_convert_and_others_name_the_supported_types():
     assert numbagrad.from_numpy(np.zeros(2, np.int8)).dtype is numbagrad.int8
-    with pytest.raises(TypeError, match="float64, float32, float16, int64, int32, int16, int8, uint8, and bool"):
+    with pytest.raises(
+        TypeError, match="float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool"
+    ):
         numbagrad.from_numpy(np.zeros(2, np.uint16))
 
 

@@ -40,6 +40,8 @@ _NUMPY_DTYPES: dict[str, Any] = {
     "int64": np.int64,
     "uint8": np.uint8,
     "bool": np.bool_,
+    "complex64": np.complex64,
+    "complex128": np.complex128,
 }
 
 
@@ -161,7 +163,25 @@ def _summarized_data(a: np.ndarray) -> np.ndarray:
     return a[np.ix_(*index)]
 
 
-def _vector_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
+class _ComplexFormatter:
+    """torch's printing of complex values: the real parts and the imaginary parts each get a ``_Formatter`` of
+    their own (so each lines up in its column), joined as ``re+imj``."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.real = _Formatter(np.ascontiguousarray(values.real))
+        self.imag = _Formatter(np.ascontiguousarray(values.imag))
+        self.max_width = self.real.max_width + self.imag.max_width + 1  # (the "j")
+
+    def format(self, value: Any) -> str:
+        value = complex(value)
+        real_str = self.real.format(value.real)
+        imag_str = (self.imag.format(value.imag) + "j").lstrip()
+        if imag_str[0] in "+-":
+            return real_str + imag_str
+        return real_str + "+" + imag_str
+
+
+def _vector_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter | _ComplexFormatter) -> str:
     element_length = fmt.max_width + 2
     elements_per_line = max(1, math.floor((_OPTS.linewidth - indent) / element_length))
     e = _OPTS.edgeitems
@@ -175,7 +195,7 @@ def _vector_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) ->
     return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
 
-def _tensor_str_with_formatter(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
+def _tensor_str_with_formatter(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter | _ComplexFormatter) -> str:
     if a.ndim == 0:
         return fmt.format(a.item())
     if a.ndim == 1:
@@ -197,7 +217,8 @@ def _tensor_str(a: np.ndarray, indent: int) -> str:
     if a.size == 0:
         return "[]"
     summarize = a.size > _OPTS.threshold
-    fmt = _Formatter(_summarized_data(a) if summarize else a)
+    shown = _summarized_data(a) if summarize else a
+    fmt = _ComplexFormatter(shown) if a.dtype.kind == "c" else _Formatter(shown)
     return _tensor_str_with_formatter(a, indent, summarize, fmt)
 
 
@@ -226,6 +247,7 @@ def format_tensor(
     *,
     dtype_name: str,
     default_dtype_name: str = "float32",
+    default_complex_name: str = "complex64",
     suffixes: Sequence[str] = (),
     device_suffix: str | None = None,
     prefix: str = "tensor(",
@@ -258,7 +280,7 @@ def format_tensor(
     else:
         if not _OPTS.edgeitems:
             all_suffixes.append(f"size={tuple(int(n) for n in a.shape)}")
-        if dtype_name not in (default_dtype_name, "int64", "bool"):
+        if dtype_name not in (default_dtype_name, default_complex_name, "int64", "bool"):
             all_suffixes.append(dtype_suffix)
         tensor_str = _tensor_str(a, indent)
     all_suffixes.extend(suffixes)

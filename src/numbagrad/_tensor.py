@@ -16,10 +16,13 @@ from . import _printing, _upward
 from ._types import (
     Size,
     bool_,
+    complex64,
+    complex128,
     dtype,
     float32,
     float64,
     from_numpy_dtype,
+    get_default_complex_dtype,
     get_default_dtype,
     int32,
     int64,
@@ -73,7 +76,7 @@ _NON_LEAF_GRAD_WARNING = (
 _TENSOR_FIELDS = frozenset(
     {"_data", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_version_counter", "_base", "_retains_grad",
      "_hooks", "_accumulator", "_is_inference", "_post_accumulate_hooks", "_views", "_views_pruned_at",
-     "_creation_meta", "_fw_grad"}
+     "_creation_meta", "_fw_grad", "_physical"}
 )  # fmt: skip
 
 
@@ -100,6 +103,7 @@ class Tensor:
     _views_pruned_at = 0
     _creation_meta: str | None = None  # how a view was made, when in-place changes to it are refused
     _fw_grad = None  # the tangent at the active forward-AD level (``autograd.forward_ad``), if any
+    _lazy_conj = False  # True for a conjugate view of a complex tensor (``ops.complex_ops.ConjView``)
 
     def __init__(self, *args, dtype=None, device=None, requires_grad: bool = False) -> None:
         """``Tensor(2, 3)`` is uninitialised storage of that shape, ``Tensor([1, 2])`` copies data (as float)."""
@@ -263,6 +267,10 @@ class Tensor:
         """True if the dtype is a float type."""
         return self._data.dtype.kind in "fV"
 
+    def is_complex(self) -> bool:
+        """True if the dtype is a complex type."""
+        return self._data.dtype.kind == "c"
+
     #: Dense tensors are strided; sparse COO tensors are ``ops.sparse.SparseCOOTensor``.
     is_sparse = False
     layout = strided
@@ -322,7 +330,7 @@ class Tensor:
                     "use var_no_grad = var.detach()."
                 )
             raise RuntimeError(msg)
-        if value and self._data.dtype.kind not in "fV":
+        if value and self._data.dtype.kind not in "fcV":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         if value and self._is_inference and not _upward.grad_mode.state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
@@ -332,7 +340,7 @@ class Tensor:
         """Set ``requires_grad`` in place and return this tensor."""
         if self.grad_fn is not None and requires_grad:
             return self
-        if requires_grad and self._data.dtype.kind not in "fV":
+        if requires_grad and self._data.dtype.kind not in "fcV":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")  # the C++ method's text
         self.requires_grad = requires_grad
         return self
@@ -521,6 +529,7 @@ class Tensor:
             self._host(),
             dtype_name=self.dtype.name,
             default_dtype_name=get_default_dtype().name,
+            default_complex_name=get_default_complex_dtype().name,
             suffixes=self._repr_suffixes(),
             device_suffix=None if self.is_cpu else str(self.device),
             prefix=prefix,
@@ -538,6 +547,14 @@ class Tensor:
     def float(self) -> Tensor:
         """A float32 copy (this tensor itself if already float32)."""
         return self.to(float32)
+
+    def cfloat(self) -> Tensor:
+        """A complex64 copy (this tensor itself if already complex64)."""
+        return self.to(complex64)
+
+    def cdouble(self) -> Tensor:
+        """A complex128 copy (this tensor itself if already complex128)."""
+        return self.to(complex128)
 
     def double(self) -> Tensor:
         """A float64 copy (this tensor itself if already float64)."""

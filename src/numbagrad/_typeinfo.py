@@ -23,6 +23,7 @@ from ._types import (
     int16,
     int32,
     int64,
+    real_of,
     uint8,
 )
 
@@ -56,6 +57,7 @@ class finfo:  # noqa: N801 - torch's name
         d = get_default_dtype() if type is None else type
         if not isinstance(d, dtype):
             raise TypeError(f"finfo(): argument 'type' (position 1) must be torch.dtype, not {_type_name(d)}")
+        d = real_of(d)  # a complex dtype's limits are those of its parts, as torch's finfo reports them
         if not d.is_floating_point:
             raise TypeError(
                 "torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
@@ -94,7 +96,7 @@ class iinfo:  # noqa: N801 - torch's name
             raise TypeError(f"iinfo(): argument 'type' (position 1) must be torch.dtype, not {_type_name(type)}")
         if type is bool_:
             raise TypeError("torch.bool is not supported by torch.iinfo")
-        if type.is_floating_point:
+        if type.is_floating_point or type.is_complex:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
         info = np.iinfo(type.numpy)
         self.bits = int(info.bits)
@@ -179,7 +181,7 @@ def legacy_new(d: dtype, args: tuple) -> Tensor:
 CPP_NAMES = {
     "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
     "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-    "bool": "bool",
+    "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
 }  # fmt: skip
 
 

@@ -8,14 +8,15 @@ import numpy as np
 class dtype:  # noqa: N801 - torch spells it lowercase
     """A tensor element type; wraps the numpy dtype that stores it."""
 
-    __slots__ = ("name", "scalar_name", "numpy", "is_floating_point", "is_signed", "itemsize")
+    __slots__ = ("name", "scalar_name", "numpy", "is_floating_point", "is_complex", "is_signed", "itemsize")
 
     def __init__(self, name: str, scalar_name: str, numpy_type: type) -> None:
         self.name = name
         self.scalar_name = scalar_name  # torch's ScalarType name, as its messages spell it ("Float", "Long")
         self.numpy = np.dtype(numpy_type)
         self.is_floating_point = self.numpy.kind == "f"
-        self.is_signed = self.numpy.kind in "fi"
+        self.is_complex = self.numpy.kind == "c"
+        self.is_signed = self.numpy.kind in "fic"
         self.itemsize = self.numpy.itemsize
 
     def __repr__(self) -> str:
@@ -36,6 +37,7 @@ class _MLDtype(dtype):
         self.name = name
         self.scalar_name = scalar_name
         self.is_floating_point = True
+        self.is_complex = False
         self.is_signed = True
         self.itemsize = itemsize
         self._numpy = None
@@ -81,11 +83,19 @@ int8 = dtype("int8", "Char", np.int8)
 uint8 = dtype("uint8", "Byte", np.uint8)
 # bfloat16 is stored as ml_dtypes' bfloat16 (float32's exponent, 8 significant bits); computed in float32 too
 bfloat16 = _MLDtype("bfloat16", "BFloat16", 2)
+# complex numbers are numpy's complex64/complex128 (a float32/float64 pair: real, then imaginary)
+complex64 = dtype("complex64", "ComplexFloat", np.complex64)
+complex128 = dtype("complex128", "ComplexDouble", np.complex128)
+cfloat = complex64
+cdouble = complex128
 
-ALL_DTYPES = (float32, float64, int64, int32, bool_, float16, int16, int8, uint8, bfloat16)
+ALL_DTYPES = (float32, float64, int64, int32, bool_, float16, int16, int8, uint8, bfloat16, complex64, complex128)
 _BY_NUMPY = {d.numpy: d for d in ALL_DTYPES if d is not bfloat16}
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _default_float = [float32]
+#: the complex dtype of each float's precision, and the float of each complex's parts
+_COMPLEX_OF = {"float16": complex64, "bfloat16": complex64, "float32": complex64, "float64": complex128}
+_REAL_OF = {"complex64": float32, "complex128": float64}
 
 
 def _dtype_by_name(name: str) -> dtype:
@@ -95,6 +105,21 @@ def _dtype_by_name(name: str) -> dtype:
 def get_default_dtype() -> dtype:
     """The float dtype used for Python floats and for float results of integer inputs."""
     return _default_float[0]
+
+
+def get_default_complex_dtype() -> dtype:
+    """The complex dtype of Python complex numbers: complex64 when the default float is float32, else complex128."""
+    return complex128 if _default_float[0] is float64 else complex64
+
+
+def complex_of(d: dtype) -> dtype:
+    """The complex dtype whose parts have float dtype ``d`` (a complex dtype is its own)."""
+    return d if d.is_complex else _COMPLEX_OF[d.name]
+
+
+def real_of(d: dtype) -> dtype:
+    """The float dtype of a complex dtype's parts (a real dtype is its own)."""
+    return _REAL_OF.get(d.name, d)
 
 
 def set_default_dtype(d: dtype) -> None:
@@ -117,7 +142,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
             return bfloat16
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).name}. The only supported types are: "
-            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool."
         ) from None
 
 
@@ -131,6 +156,8 @@ def to_dtype(d) -> dtype:
         return int64
     if d is bool:
         return bool_
+    if d is complex:
+        return get_default_complex_dtype()
     return from_numpy_dtype(d)
 
 
@@ -139,6 +166,12 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     float64 against int64), else the smallest type holding both."""
     if a is b:
         return a
+    if a.is_complex or b.is_complex:  # complex wins; a float64 part widens complex64 (numpy widens it for ints too)
+        parts = promote_types(real_of(a), real_of(b)) if a.is_complex and b.is_complex else None
+        if parts is None:
+            c, other = (a, b) if a.is_complex else (b, a)
+            parts = promote_types(real_of(c), other) if other.is_floating_point else real_of(c)
+        return complex_of(parts)
     if a.is_floating_point != b.is_floating_point:
         return a if a.is_floating_point else b
     return from_numpy_dtype(np.promote_types(a.numpy, b.numpy))

@@ -17,6 +17,7 @@ Adding an op means adding a row; tests for every row are generated from this tab
 
 from __future__ import annotations
 
+import cmath
 import dis
 import inspect
 import math
@@ -2856,3 +2857,265 @@ EXAMPLE_PARAMS = {
 def example_params(row: Row) -> tuple:
     """The row's parameters as the tests pass them (``EXAMPLE_PARAMS``)."""
     return tuple(EXAMPLE_PARAMS[p] for p in row.params)
+
+
+# --- complex numbers ------------------------------------------------------------------------------------------
+# The rows torch computes for complex tensors, on complex numbers (``cmath``). The backends pick a row's complex
+# twin (``COMPLEX_ROWS``) when the compute dtype is complex; its gradients follow torch's convention, the conjugate
+# Wirtinger derivative: for a holomorphic f, ``grad = g * conj(f'(z))``. Each twin reads the same operands as the
+# real row's gradient (the Function classes decide what to save from the real row). Arithmetic rows whose gradient
+# has no derivative factor to conjugate (neg, add, sub, rsub, and the comparisons) are their own twins.
+def mul_c_grad_x(g, out, x, y):
+    return g * y.conjugate()
+
+
+def mul_c_grad_y(g, out, x, y):
+    return g * x.conjugate()
+
+
+def div_c_grad_x(g, out, x, y):
+    return g / y.conjugate()
+
+
+def div_c_grad_y(g, out, x, y):
+    return -g * (x / (y * y)).conjugate()
+
+
+def pow_c(x, y):
+    return select(y == 0, 1.0 + 0j, x**y)
+
+
+def pow_c_grad_x(g, out, x, y):
+    return select(y == 0, 0j, g * (y * x ** (y - 1)).conjugate())
+
+
+def pow_c_grad_y(g, out, x, y):
+    return select(x == 0, 0j, g * (out * cmath.log(x)).conjugate())
+
+
+def exp_c(x):
+    return cmath.exp(x)
+
+
+def exp_c_grad(g, out, x):
+    return g * out.conjugate()
+
+
+def log_c(x):
+    return cmath.log(x)
+
+
+def log_c_grad(g, out, x):
+    return g / x.conjugate()
+
+
+def sqrt_c(x):
+    return cmath.sqrt(x)
+
+
+def sqrt_c_grad(g, out, x):
+    return g / (2 * out).conjugate()
+
+
+def rsqrt_c(x):
+    return 1 / cmath.sqrt(x)
+
+
+def rsqrt_c_grad(g, out, x):
+    return -0.5 * g * (out * out * out).conjugate()
+
+
+def reciprocal_c(x):
+    return 1 / x
+
+
+def reciprocal_c_grad(g, out, x):
+    return -g * (out * out).conjugate()
+
+
+def sin_c(x):
+    return cmath.sin(x)
+
+
+def sin_c_grad(g, out, x):
+    return g * cmath.cos(x).conjugate()
+
+
+def cos_c(x):
+    return cmath.cos(x)
+
+
+def cos_c_grad(g, out, x):
+    return -g * cmath.sin(x).conjugate()
+
+
+def tan_c(x):
+    return cmath.tan(x)
+
+
+def tan_c_grad(g, out, x):
+    return g * (1 + out * out).conjugate()
+
+
+def tanh_c(x):
+    return cmath.tanh(x)
+
+
+def tanh_c_grad(g, out, x):
+    return g * (1 - out * out).conjugate()
+
+
+def sigmoid_c(x):
+    return 1 / (1 + cmath.exp(-x))
+
+
+def sigmoid_c_grad(g, out, x):
+    return g * (out * (1 - out)).conjugate()
+
+
+def sinh_c(x):
+    return cmath.sinh(x)
+
+
+def sinh_c_grad(g, out, x):
+    return g * cmath.cosh(x).conjugate()
+
+
+def cosh_c(x):
+    return cmath.cosh(x)
+
+
+def cosh_c_grad(g, out, x):
+    return g * cmath.sinh(x).conjugate()
+
+
+def asin_c(x):
+    return cmath.asin(x)
+
+
+def asin_c_grad(g, out, x):
+    return g / cmath.sqrt(1 - x * x).conjugate()
+
+
+def acos_c(x):
+    return cmath.acos(x)
+
+
+def acos_c_grad(g, out, x):
+    return -g / cmath.sqrt(1 - x * x).conjugate()
+
+
+def atan_c(x):
+    return cmath.atan(x)
+
+
+def atan_c_grad(g, out, x):
+    return g / (1 + x * x).conjugate()
+
+
+def asinh_c(x):
+    return cmath.asinh(x)
+
+
+def asinh_c_grad(g, out, x):
+    return g / cmath.sqrt(x * x + 1).conjugate()
+
+
+def acosh_c(x):
+    return cmath.acosh(x)
+
+
+def acosh_c_grad(g, out, x):
+    return g / (cmath.sqrt(x + 1) * cmath.sqrt(x - 1)).conjugate()
+
+
+def atanh_c(x):
+    return cmath.atanh(x)
+
+
+def atanh_c_grad(g, out, x):
+    return g / (1 - x * x).conjugate()
+
+
+def log1p_c(x):
+    return cmath.log(1 + x)
+
+
+def log1p_c_grad(g, out, x):
+    return g / (x + 1).conjugate()
+
+
+def expm1_c(x):
+    return cmath.exp(x) - 1
+
+
+def expm1_c_grad(g, out, x):
+    return g * (out + 1).conjugate()
+
+
+def log2_c(x):
+    return cmath.log(x) / 0.6931471805599453
+
+
+def log2_c_grad(g, out, x):
+    return g / (x * 0.6931471805599453).conjugate()
+
+
+def log10_c(x):
+    return cmath.log10(x)
+
+
+def log10_c_grad(g, out, x):
+    return g / (x * 2.302585092994046).conjugate()
+
+
+def exp2_c(x):
+    return cmath.exp(x * 0.6931471805599453)
+
+
+def exp2_c_grad(g, out, x):
+    return g * (out * 0.6931471805599453).conjugate()
+
+
+def square_c_grad(g, out, x):
+    return g * (2 * x).conjugate()
+
+
+def isinf_c(x):
+    return (abs(x.real) == math.inf) | (abs(x.imag) == math.inf)
+
+
+def isfinite_c(x):
+    return (abs(x.real) < math.inf) & (abs(x.imag) < math.inf)
+
+
+def _complex_twin(name: str, forward, grads: tuple = ()) -> Row:
+    """The complex twin of row ``name``: its names and flags, with complex ``forward`` and ``grads``."""
+    row = ROWS[name]
+    return Row(
+        f"{name}_complex", forward, grads or row.grads, None, row.node, row.names, row.methods, row.operators,
+        row.inplace, row.alpha, row.frontend, row.float_only, row.out_bool, doc=row.doc,
+    )  # fmt: skip
+
+
+#: real row name -> its complex twin (rows torch computes for complex tensors; others refuse complex input)
+COMPLEX_ROWS: dict[str, Row] = {
+    name: _complex_twin(name, *spec)
+    for name, spec in {
+        "neg": (neg,), "add": (add,), "sub": (sub,), "rsub": (rsub,),
+        "mul": (mul, (mul_c_grad_x, mul_c_grad_y)), "div": (div, (div_c_grad_x, div_c_grad_y)),
+        "pow": (pow_c, (pow_c_grad_x, pow_c_grad_y)), "square": (square, (square_c_grad,)),
+        "exp": (exp_c, (exp_c_grad,)), "log": (log_c, (log_c_grad,)), "sqrt": (sqrt_c, (sqrt_c_grad,)),
+        "rsqrt": (rsqrt_c, (rsqrt_c_grad,)), "reciprocal": (reciprocal_c, (reciprocal_c_grad,)),
+        "sin": (sin_c, (sin_c_grad,)), "cos": (cos_c, (cos_c_grad,)), "tan": (tan_c, (tan_c_grad,)),
+        "tanh": (tanh_c, (tanh_c_grad,)), "sigmoid": (sigmoid_c, (sigmoid_c_grad,)),
+        "sinh": (sinh_c, (sinh_c_grad,)), "cosh": (cosh_c, (cosh_c_grad,)), "asin": (asin_c, (asin_c_grad,)),
+        "acos": (acos_c, (acos_c_grad,)), "atan": (atan_c, (atan_c_grad,)), "asinh": (asinh_c, (asinh_c_grad,)),
+        "acosh": (acosh_c, (acosh_c_grad,)), "atanh": (atanh_c, (atanh_c_grad,)),
+        "log1p": (log1p_c, (log1p_c_grad,)), "expm1": (expm1_c, (expm1_c_grad,)), "log2": (log2_c, (log2_c_grad,)),
+        "log10": (log10_c, (log10_c_grad,)), "exp2": (exp2_c, (exp2_c_grad,)),
+        "eq": (eq,), "ne": (ne,), "isnan": (isnan,), "isinf": (isinf_c,), "isfinite": (isfinite_c,),
+        "logical_not": (logical_not,), "logical_and": (logical_and,), "logical_or": (logical_or,),
+        "logical_xor": (logical_xor,),
+    }.items()
+}  # fmt: skip

@@ -263,6 +263,8 @@ def validate_grad(node: GraphNode, i: int, grad: Tensor, meta) -> Tensor:
             )
         grad = grad.sum_to_size(shape)
     if grad._data.dtype != dtype:
+        if grad._data.dtype.kind == "c" and dtype.kind != "c":  # a real input's gradient is the real part
+            grad = grad.real
         grad = grad.to(dtype)
     if grad._backend is not backend:
         if grad.dim() == 0:

@@ -39,7 +39,28 @@ def _as_tuple(x) -> tuple:
 
 
 def _float_outputs(func, inputs) -> list:
-    return [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor) and o.is_floating_point()]
+    return [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex())]
+
+
+# Complex tensors are checked as torch's gradcheck checks them: as real tensors of twice the elements (the real
+# and imaginary part of each, ``view_as_real``'s order). Perturbing an input's real and imaginary parts gives the
+# numerical Jacobian; seeding an output's gradient with 1 and with 1j gives the analytical one, whose complex
+# gradient (torch's convention) is d/d(real part) + 1j * d/d(imaginary part) of that real output.
+def _coordinates(t: Tensor) -> int:
+    """How many real numbers ``t`` holds (two per complex element)."""
+    return t.numel() * (2 if t._data.dtype.kind == "c" else 1)
+
+
+def _real_flat(a: np.ndarray) -> np.ndarray:
+    """``a`` as float64 real numbers, a complex element's real part before its imaginary part."""
+    if a.dtype.kind == "c":
+        return np.stack([a.real, a.imag], -1).astype(np.float64).reshape(-1)
+    return a.astype(np.float64).reshape(-1)
+
+
+def _steps(x: Tensor, eps: float) -> tuple:
+    """The perturbations of one element of ``x``: of its real part, and of its imaginary part if complex."""
+    return (eps, eps * 1j) if x._data.dtype.kind == "c" else (eps,)
 
 
 def _check_same_shape(before: list, after: list, eps: float, idx: tuple) -> None:
@@ -61,29 +82,31 @@ def _perturbed(func, inputs, outputs: list, eps: float, x: Tensor, k: int) -> li
     """The outputs (float64, flat) with element ``k`` of ``x`` moved by ``eps`` (shapes checked first)."""
     after = _float_outputs(func, inputs)
     _check_same_shape(outputs, after, eps, tuple(int(i) for i in np.unravel_index(k, x.shape)))
-    return [o._host().astype(np.float64).reshape(-1).copy() for o in after]
+    return [_real_flat(o._host()).copy() for o in after]
 
 
 def _numerical_jacobians(func, inputs, diff_inputs, eps: float) -> list:
     """J[o][i] of shape (numel(input i), numel(output o)), by central differences on the storage."""
     with enable_grad():  # gradgradcheck differentiates inside func
         outputs = _float_outputs(func, inputs)
-        result = [[np.zeros((x.numel(), o.numel())) for x in diff_inputs] for o in outputs]
+        result = [[np.zeros((_coordinates(x), _coordinates(o))) for x in diff_inputs] for o in outputs]
         for i, x in enumerate(diff_inputs):
             flat = x._data.reshape(-1) if x._data.flags.c_contiguous else None
             if flat is None:
                 raise ValueError("gradcheck needs contiguous inputs")
+            steps = _steps(x, eps)
             for k in range(flat.size):
                 orig = flat[k].item()
-                try:
-                    flat[k] = orig + eps
-                    plus = _perturbed(func, inputs, outputs, eps, x, k)
-                    flat[k] = orig - eps
-                    minus = _perturbed(func, inputs, outputs, eps, x, k)
-                finally:
-                    flat[k] = orig
-                for o in range(len(outputs)):
-                    result[o][i][k] = (plus[o] - minus[o]) / (2 * eps)
+                for part, step in enumerate(steps):
+                    try:
+                        flat[k] = orig + step
+                        plus = _perturbed(func, inputs, outputs, eps, x, k)
+                        flat[k] = orig - step
+                        minus = _perturbed(func, inputs, outputs, eps, x, k)
+                    finally:
+                        flat[k] = orig
+                    for o in range(len(outputs)):
+                        result[o][i][k * len(steps) + part] = (plus[o] - minus[o]) / (2 * eps)
     return result
 
 
@@ -91,21 +114,23 @@ def _analytical_jacobians(func, inputs, diff_inputs, check_grad_dtypes: bool = F
     """J[o][i] from one backward per output element; ``check_grad_dtypes``: each gradient must have its input's
     dtype (torch's "Gradient has dtype mismatch")."""
     outputs = _float_outputs(func, inputs)
-    result = [[np.zeros((x.numel(), o.numel())) for x in diff_inputs] for o in outputs]
+    result = [[np.zeros((_coordinates(x), _coordinates(o))) for x in diff_inputs] for o in outputs]
     for o_idx, out in enumerate(outputs):
         if not out.requires_grad:
             continue
+        seeds = (1, 1j) if out._data.dtype.kind == "c" else (1,)
         for m in range(out.numel()):
-            seed = np.zeros(out.shape, out._data.dtype)
-            seed.reshape(-1)[m] = 1
-            grads = autograd_grad(out, diff_inputs, Tensor._make(seed), retain_graph=True, allow_unused=True)
-            for i, g in enumerate(grads):
-                if g is not None:
-                    if g.shape != diff_inputs[i].shape:
-                        raise GradcheckError("Analytical gradient has incorrect size")
-                    if check_grad_dtypes and g.dtype != diff_inputs[i].dtype:
-                        raise GradcheckError("Gradient has dtype mismatch")
-                    result[o_idx][i][:, m] = g._host().astype(np.float64).reshape(-1)
+            for part, value in enumerate(seeds):
+                seed = np.zeros(out.shape, out._data.dtype)
+                seed.reshape(-1)[m] = value
+                grads = autograd_grad(out, diff_inputs, Tensor._make(seed), retain_graph=True, allow_unused=True)
+                for i, g in enumerate(grads):
+                    if g is not None:
+                        if g.shape != diff_inputs[i].shape:
+                            raise GradcheckError("Analytical gradient has incorrect size")
+                        if check_grad_dtypes and g.dtype != diff_inputs[i].dtype:
+                            raise GradcheckError("Gradient has dtype mismatch")
+                        result[o_idx][i][:, m * len(seeds) + part] = _real_flat(g._host())
     return result
 
 
@@ -144,7 +169,7 @@ def gradcheck(
     if not (check_forward_ad or check_backward_ad):
         raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
     for x in diff_inputs:
-        if x.dtype.name != "float64":
+        if x.dtype.name not in ("float64", "complex128"):
             warnings.warn(
                 f"Input #{inputs.index(x)} requires gradient and is not a double precision floating point. "
                 "This check will likely fail if all the inputs are not of double precision floating point. ",
@@ -376,6 +401,14 @@ def _warn_bc_breaking() -> None:
     )
 
 
+def _random(rng: np.random.Generator, o: Tensor) -> np.ndarray:
+    """Standard normal values of ``o``'s shape and dtype (a complex one's real and imaginary parts each)."""
+    values = rng.standard_normal(o.shape)
+    if o._data.dtype.kind == "c":
+        values = values + 1j * rng.standard_normal(o.shape)
+    return values.astype(o._data.dtype)
+
+
 def gradgradcheck(
     func,
     inputs,
@@ -400,9 +433,7 @@ def gradgradcheck(
     if grad_outputs is None:
         rng = np.random.default_rng(0)
         outs = [o for o in _float_outputs(func, inputs) if o.requires_grad]
-        grad_outputs = tuple(
-            Tensor._make(rng.standard_normal(o.shape).astype(o._data.dtype), requires_grad=True) for o in outs
-        )
+        grad_outputs = tuple(Tensor._make(_random(rng, o), requires_grad=True) for o in outs)
     grad_outputs = _as_tuple(grad_outputs)
     n = len(inputs)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import cmath
 import dis
 import glob
 import hashlib
@@ -52,7 +53,7 @@ PREFIX = "numbagrad_kernels_"
 CACHE_ON = "CACHE = True\n"
 CACHE_OFF = "CACHE = False\n"
 _CPU_TARGETS = ("serial", "parallel", "cpu")
-_RESERVED = frozenset({"kernel", "math", "njit", "prange", "cuda", "types", "CACHE", "fma"})
+_RESERVED = frozenset({"kernel", "math", "cmath", "njit", "prange", "cuda", "types", "CACHE", "fma"})
 
 #: The definition of the table's ``fma`` (``scalar_math.fma``) in a generated module whose functions call it: the
 #: processor's fused multiply-add (``llvm.fma``; CUDA's ``fma`` instruction), on float64 operands.
@@ -277,8 +278,10 @@ def _cpu_version(fn: Callable) -> str | None:
 
 
 def module_source(target: str, *parts: str) -> str:
-    """A whole generated module: the header, then ``parts`` (functions and kernels)."""
-    return header(target) + "\n\n" + "\n\n".join(p.strip("\n") + "\n" for p in parts)
+    """A whole generated module: the header, then ``parts`` (functions and kernels); ``cmath`` is imported only
+    where the complex rows' functions use it (so the real kernels' text, and their cache files, stay the same)."""
+    body = "\n\n".join(p.strip("\n") + "\n" for p in parts)
+    return ("import cmath\n" if "cmath." in body else "") + header(target) + "\n\n" + body
 
 
 def _unique(fns):
@@ -317,7 +320,9 @@ def is_portable(fn, companions: Sequence[Callable] = ()) -> bool:
     allowed = {getattr(c, "__name__", None): c for c in companions}
     for g in _global_names(code):
         value = fn.__globals__.get(g, _MISSING)
-        if (g == "math" and value is math) or (g == "select" and value is scalar_math.select):
+        if (g == "math" and value is math) or (g == "cmath" and value is cmath):
+            continue
+        if g == "select" and value is scalar_math.select:
             continue
         if g == "fma" and value is scalar_math.fma:  # (``FMA_SOURCE`` defines it)
             continue

@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from .._types import CPU
-from ..scalar_math import Row
+from ..scalar_math import COMPLEX_ROWS, Row
 from . import codegen, layout, malloc
 
 DEVICE = CPU
@@ -164,7 +164,10 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
 
 def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None, *, shape=None, out_dtype=None):
     """Forward of one row: ``row(*inputs, *params)`` computed in ``dtype``, into ``out`` or a new array of
-    ``shape`` (default: the inputs' broadcast) and ``out_dtype`` (default ``dtype``; a comparison writes bools)."""
+    ``shape`` (default: the inputs' broadcast) and ``out_dtype`` (default ``dtype``; a comparison writes bools).
+    A complex ``dtype`` computes the row's complex twin (``scalar_math.COMPLEX_ROWS``)."""
+    if dtype.kind == "c":
+        row = COMPLEX_ROWS[row.name]
     if _narrow(dtype):
         if out is None:
             out = empty(_broadcast_shape(inputs) if shape is None else shape, dtype if out_dtype is None else out_dtype)
@@ -208,6 +211,8 @@ def elementwise_grad(
     given, is a contiguous buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g`` itself: each
     element is read before it is written).
     """
+    if dtype.kind == "c":
+        row = COMPLEX_ROWS[row.name]
     if _narrow(dtype):
         return _in_single(row, _GRAD[i], (g, out, *inputs), params, empty(g.shape, dtype))
     if result is None:
@@ -232,6 +237,8 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
     the operands (a binary op's backward reads ``g`` and its inputs once, not once per gradient). ``into_g``:
     the second may be written into ``g``'s buffer (each element's gradients are computed before either is
     stored)."""
+    if dtype.kind == "c":
+        row = COMPLEX_ROWS[row.name]
     size = g.size
     if size == 0 or _narrow(dtype):
         first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
@@ -440,9 +447,63 @@ def astype(a: np.ndarray, dtype) -> np.ndarray:
         return _widen(np.asarray(a, order="C"))  # (ascontiguousarray would make a 0-d array 1-d)
     if dtype.kind == "V" and a.dtype is _SINGLE:
         return _narrowed(a, dtype)
+    if a.dtype.kind == "c" and dtype.kind != "c":  # complex to real keeps the real part (as torch's cast)
+        a = a.real
     if a.dtype.kind == "f" and (dtype.kind != "f" or dtype.itemsize < a.dtype.itemsize):
         return _narrowing_copy(a, dtype)
     return np.array(a, dtype=dtype, order="C", copy=True)
+
+
+def real_part(a: np.ndarray) -> np.ndarray:
+    """The real parts of a complex array, as a view sharing its memory."""
+    return a.real
+
+
+def imag_part(a: np.ndarray) -> np.ndarray:
+    """The imaginary parts of a complex array, as a view sharing its memory."""
+    return a.imag
+
+
+def view_as_real(a: np.ndarray) -> np.ndarray:
+    """A complex array's memory seen as floats with a last dim of 2 (real, imaginary), whatever its strides."""
+    parts = a.real  # (a float view of the same strides, starting at the real part)
+    half = a.dtype.itemsize // 2
+    return np.lib.stride_tricks.as_strided(parts, a.shape + (2,), a.strides + (half,), writeable=a.flags.writeable)
+
+
+def view_as_complex(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Pairs of floats (a last dim of 2, stride 1) seen as complex numbers of ``dtype``, sharing the memory."""
+    return a.view(dtype)[..., 0]  # (numpy merges the contiguous last dim of 2 into one complex element)
+
+
+def conj(a: np.ndarray) -> np.ndarray:
+    """The complex conjugates of ``a`` in a new array."""
+    return np.asarray(np.conj(a))  # (a ufunc makes a 0-d array a numpy scalar)
+
+
+def make_complex(re: np.ndarray, im: np.ndarray, dtype) -> np.ndarray:
+    """The complex array ``re + im * 1j`` of ``dtype`` (parts of one shape)."""
+    out = np.empty(re.shape, dtype)
+    out.real = re
+    out.imag = im
+    return out
+
+
+def complex_abs(a: np.ndarray) -> np.ndarray:
+    """``|a|`` of a complex array, in its parts' float dtype."""
+    return np.asarray(np.abs(a))
+
+
+def complex_angle(a: np.ndarray) -> np.ndarray:
+    """The argument of each complex element, in its parts' float dtype."""
+    return np.asarray(np.angle(a), a.real.dtype)
+
+
+@np.errstate(invalid="ignore", divide="ignore")
+def complex_sgn(a: np.ndarray) -> np.ndarray:
+    """``a / |a|`` of a complex array, 0 where ``a`` is 0."""
+    r = np.abs(a)
+    return np.asarray(np.where(r == 0, 0, a / np.where(r == 0, 1, r)), a.dtype)
 
 
 @np.errstate(all="ignore")  # (0.4 us a call, so only where a cast can warn)

@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from .._types import CUDA0
-from ..scalar_math import ROWS, Row, select
+from ..scalar_math import COMPLEX_ROWS, ROWS, Row, select
 from . import codegen, cpu, cuda_memory, layout
 
 DEVICE = CUDA0
@@ -441,8 +441,11 @@ def _shape_of(values) -> tuple:
 
 def elementwise(row: Row, inputs: list, params: tuple, dtype: np.dtype, out=None, *, shape=None, out_dtype=None):
     """Forward of one row: ``row(*inputs, *params)`` computed in ``dtype`` with broadcasting, into ``out`` or a new
-    array of ``shape`` and ``out_dtype`` (as ``cpu.elementwise``)."""
+    array of ``shape`` and ``out_dtype`` (as ``cpu.elementwise``; a complex ``dtype`` computes the row's complex
+    twin)."""
     dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        row = COMPLEX_ROWS[row.name]
     if out is None:
         shape = _shape_of(inputs) if shape is None else tuple(shape)
         if out_dtype is not None:
@@ -464,6 +467,8 @@ def elementwise_grad(row: Row, i: int, g, out, inputs: list, params: tuple, dtyp
     """Gradient of one row with respect to input ``i``, in ``g``'s shape (as ``cpu.elementwise_grad``);
     ``result``, when given, is a buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g``)."""
     dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        row = COMPLEX_ROWS[row.name]
     operands = [g, out, *inputs]
     if dtype == _HALF:
         return _in_single(

@@ -976,5 +976,5 @@ def vectorized(text: str) -> str:
     ``math.log`` (and ``log2``, ``log10``, ``log1p``), ``math.expm1``, ``math.erf``, ``math.sinh``, ``math.cosh``,
     ``math.atan``, ``math.atan2``, ``math.asin`` and ``math.acos`` (``VECTOR_FUNCTIONS``)."""
     for name, vector in VECTOR_FUNCTIONS.items():
-        text = text.replace(f"math.{name}(", f"{vector}(")
+        text = re.sub(rf"(?<![\w.])math\.{re.escape(name)}\(", f"{vector}(", text)  # (not ``cmath.exp(``)
     return text

@@ -1,8 +1,9 @@
-"""``numbagrad.fft``: the members of torch.fft whose inputs and outputs are real: the sample frequencies
-(``fftfreq``, ``rfftfreq``) and the shifts that center them (``fftshift``, ``ifftshift``).
+"""``numbagrad.fft``: torch.fft's discrete Fourier transforms (``fft``, ``rfft``, ``irfft``, ``hfft``, their
+2-d and n-d forms and inverses), the sample frequencies (``fftfreq``, ``rfftfreq``) and the shifts that center
+them (``fftshift``, ``ifftshift``).
 
-The transforms themselves (``fft``, ``rfft``, ``irfft``, ``hfft``, ...) take or return complex tensors, and
-numbagrad has no complex dtype yet, so they are not here.
+The transforms are Functions of ``numbagrad.ops.spectral`` (pocketfft on the host; differentiable, with torch's
+gradients); this module re-exports them under torch's names.
 """
 
 from __future__ import annotations
@@ -14,8 +15,51 @@ import numpy as np
 from .. import ops
 from .._tensor import Tensor
 from .._types import get_default_dtype, to_dtype, wrap_dim
+from ..ops.spectral import (
+    fft,
+    fft2,
+    fftn,
+    hfft,
+    hfft2,
+    hfftn,
+    ifft,
+    ifft2,
+    ifftn,
+    ihfft,
+    ihfft2,
+    ihfftn,
+    irfft,
+    irfft2,
+    irfftn,
+    rfft,
+    rfft2,
+    rfftn,
+)
 
-__all__ = ["fftfreq", "fftshift", "ifftshift", "rfftfreq"]
+__all__ = [
+    "fft",
+    "fft2",
+    "fftfreq",
+    "fftn",
+    "fftshift",
+    "hfft",
+    "hfft2",
+    "hfftn",
+    "ifft",
+    "ifft2",
+    "ifftn",
+    "ifftshift",
+    "ihfft",
+    "ihfft2",
+    "ihfftn",
+    "irfft",
+    "irfft2",
+    "irfftn",
+    "rfft",
+    "rfft2",
+    "rfftfreq",
+    "rfftn",
+]
 
 
 def _frequencies(name: str, n, d: float, dtype, device, requires_grad: bool, values) -> Tensor:

@@ -8,6 +8,7 @@ from .._tensor import Tensor as _Tensor
 from ..autograd import grad_mode as _grad_mode
 from . import (  # noqa: F401 - each registers its ops
     apply,
+    complex_ops,
     creation,
     elementwise,
     indexing,
@@ -19,6 +20,7 @@ from . import (  # noqa: F401 - each registers its ops
     shape,
     sparse,
     special_ops,
+    spectral,
     tensor_methods,
     torch_namespace,
 )

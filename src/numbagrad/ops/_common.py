@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _types
 from .._tensor import Tensor
 from .._types import (
     bool_,
@@ -34,8 +35,8 @@ __all__ = [
     "wrap_dims",
 ]
 
-_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}  # ("V": ml_dtypes' bfloat16, a float)
-_SCALARS = (bool, int, float)
+_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}  # ("V": ml_dtypes' bfloat16, a float)
+_SCALARS = (bool, int, float, complex)
 
 
 def _np_promote(a: np.dtype, b: np.dtype) -> np.dtype:
@@ -43,6 +44,8 @@ def _np_promote(a: np.dtype, b: np.dtype) -> np.dtype:
     if a == b:
         return a
     ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if ca == 3 or cb == 3:
+        return _types.promote_types(from_numpy_dtype(a), from_numpy_dtype(b)).numpy
     if ca != cb:
         return a if ca > cb else b
     return np.promote_types(a, b)
@@ -53,6 +56,8 @@ def _scalar_dtype(value) -> np.dtype:
         return np.dtype(np.bool_)
     if type(value) is int:
         return np.dtype(np.int64)
+    if type(value) is complex:
+        return _types.get_default_complex_dtype().numpy
     return get_default_dtype().numpy
 
 
@@ -79,6 +84,8 @@ def _combine(higher, lower):
         return lower
     if lower is None or _CATEGORY[lower.kind] <= _CATEGORY[higher.kind]:
         return higher
+    if lower.kind == "c" and _CATEGORY[higher.kind] == 2:  # a float tensor keeps its precision: float32 * 1j is cfloat
+        return _types.complex_of(from_numpy_dtype(higher)).numpy
     return _np_promote(higher, lower)
 
 
@@ -99,7 +106,8 @@ def promote(a: dtype | None, b: dtype | None) -> dtype | None:
 
 
 def float_dtype(d: dtype) -> dtype:
-    return d if d.is_floating_point else get_default_dtype()
+    """The dtype a float-valued op computes ``d`` in: floats and complex keep theirs, others the default float."""
+    return d if d.is_floating_point or d.is_complex else get_default_dtype()
 
 
 def type_name(value) -> str:
@@ -122,13 +130,15 @@ def as_operand(value, op: str = "", position: int = 2, name: str = "other"):
     if isinstance(value, Tensor):
         return value
     t = type(value)
-    if t is float or t is int or t is bool:
+    if t is float or t is int or t is bool or t is complex:
         return value
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
         return Tensor._make(np.array(value, dtype=_storable(value.dtype)))
     if isinstance(value, _SCALARS):  # subclasses of the Python numbers (IntEnum, ...)
+        if isinstance(value, complex):
+            return complex(value)
         return bool(value) if isinstance(value, bool) else (int(value) if isinstance(value, int) else float(value))
     raise not_a_tensor(op, name, position, value)
 

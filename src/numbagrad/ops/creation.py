@@ -10,7 +10,16 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._typeinfo import legacy_new
-from .._types import Size, bool_, from_numpy_dtype, get_default_dtype, int64, to_device, to_dtype
+from .._types import (
+    Size,
+    bool_,
+    from_numpy_dtype,
+    get_default_complex_dtype,
+    get_default_dtype,
+    int64,
+    to_device,
+    to_dtype,
+)
 from ..autograd.function import Function
 from ..autograd.grad_mode import break_trace, state
 from ..backend import for_device, layout
@@ -69,7 +78,7 @@ def _leaf(data, requires_grad: bool) -> Tensor:
     if state.inference:
         t._is_inference = True
     if requires_grad:
-        if not t.is_floating_point():
+        if not (t.is_floating_point() or t.is_complex()):
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t
@@ -83,6 +92,8 @@ def _infer_dtype(data: np.ndarray):
         return int64
     if kind == "f":
         return get_default_dtype()
+    if kind == "c":
+        return get_default_complex_dtype()
     raise TypeError(f"Could not infer dtype of {data.dtype}")
 
 
@@ -136,7 +147,7 @@ def _check_fits(array: np.ndarray, target: np.dtype) -> None:
         raise RuntimeError(f"value cannot be converted to type {target.name} without overflow")
 
 
-_PYTHON_NUMBERS = {bool, int, float}
+_PYTHON_NUMBERS = {bool, int, float, complex}
 
 
 def _sequence_dtype(items: list):
@@ -294,7 +305,11 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
         dtype = (
             bool_
             if isinstance(fill_value, bool)
-            else (int64 if isinstance(fill_value, numbers.Integral) else get_default_dtype())
+            else (
+                int64
+                if isinstance(fill_value, numbers.Integral)
+                else (get_default_complex_dtype() if isinstance(fill_value, complex) else get_default_dtype())
+            )
         )
     return _finish(np.full(_size((size,)), fill_value, to_dtype(dtype).numpy), device, requires_grad)
 
@@ -411,10 +426,16 @@ def randn(*args, size=None, generator=None, dtype=None, device=None, requires_gr
     """Standard normal samples of the given size.
 
     The global generator is numpy's PCG64 (``manual_seed``), so the values differ from torch's for the same seed;
-    ``generator`` may also be a ``numpy.random.Generator``.
+    ``generator`` may also be a ``numpy.random.Generator``. A complex dtype draws its real and imaginary parts
+    each from N(0, 1/2), as torch's, so that ``E|z|^2 = 1``.
     """
     dt = _dtype_or_default(dtype)
-    return _finish(_rng_for(generator).standard_normal(_sizes(args, size)).astype(dt.numpy), device, requires_grad)
+    shape = _sizes(args, size)
+    if dt.is_complex:
+        parts = _rng_for(generator).standard_normal((*shape, 2)) * np.sqrt(0.5)
+        values = (parts[..., 0] + 1j * parts[..., 1]).astype(dt.numpy)
+        return _finish(values, device, requires_grad)
+    return _finish(_rng_for(generator).standard_normal(shape).astype(dt.numpy), device, requires_grad)
 
 
 @declare

@@ -36,7 +36,8 @@ from ..autograd.function import (
 from ..autograd.grad_mode import no_grad, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, layout
-from ..scalar_math import ROWS, Row
+from ..scalar_math import COMPLEX_ROWS, ROWS, Row
+from . import complex_ops
 from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend
 from ._registry import Declaration, batchable, register
 from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
@@ -80,6 +81,10 @@ def _compute_dtype(row: Row, inputs: tuple) -> np.dtype:
             )
         raise RuntimeError(_BOOL_ERRORS[row.name])
     kind = dt.kind
+    if kind == "c":
+        if row.name not in COMPLEX_ROWS:
+            raise _complex_refused(row, dt)
+        return dt
     if kind in "fV":  # ("V": bfloat16)
         if row.integral_only:
             raise NotImplementedError(f"\"{row.name}_cpu\" not implemented for '{_torch_name(dt)}'")
@@ -93,6 +98,47 @@ def _compute_dtype(row: Row, inputs: tuple) -> np.dtype:
     if row.integer_division and _has_zero(inputs[1]):
         raise RuntimeError("ZeroDivisionError")
     return dt
+
+
+#: torch's own errors for rows it refuses on complex input (others: ``"<row>_cpu" not implemented for ...``)
+_COMPLEX_ERRORS = {
+    "relu": (NotImplementedError, "clamp is not supported for complex types"),
+    "clamp": (NotImplementedError, "clamp is not supported for complex types"),
+    "clamp_tensor": (NotImplementedError, "clamp is not supported for complex types"),
+    "clamp_min": (NotImplementedError, "\"maximum_cpu\" not implemented for '{}'"),
+    "clamp_max": (NotImplementedError, "\"minimum_cpu\" not implemented for '{}'"),
+    "sign": (NotImplementedError, "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+             "torch.sgn instead."),
+    "floor": (NotImplementedError, "floor is not supported for complex inputs"),
+    "ceil": (NotImplementedError, "ceil is not supported for complex inputs"),
+    "trunc": (NotImplementedError, "trunc is not supported for complex inputs"),
+    "round": (NotImplementedError, "\"round_vml_cpu\" not implemented for '{}'"),
+    "erf": (NotImplementedError, "\"erf_vml_cpu\" not implemented for '{}'"),
+    "erfc": (NotImplementedError, "\"erfc_vml_cpu\" not implemented for '{}'"),
+    "erfinv": (NotImplementedError, "\"erfinv_vml_cpu\" not implemented for '{}'"),
+    "lgamma": (NotImplementedError, "\"lgamma_vml_cpu\" not implemented for '{}'"),
+    "i0": (NotImplementedError, "\"i0_vml_cpu\" not implemented for '{}'"),
+    "digamma": (NotImplementedError, "\"digamma\" not implemented for '{}'"),
+    "maximum": (RuntimeError, "maximum not implemented for complex tensors."),
+    "minimum": (RuntimeError, "minimum not implemented for complex tensors."),
+    "fmax": (RuntimeError, "fmax not implemented for complex tensors."),
+    "fmin": (RuntimeError, "fmin not implemented for complex tensors."),
+    "deg2rad": (RuntimeError, "deg2rad is not supported for complex tensors."),
+    "rad2deg": (RuntimeError, "rad2deg is not supported for complex tensors."),
+    "signbit": (NotImplementedError, "signbit is not implemented for complex tensors."),
+    "isneginf": (RuntimeError, "isneginf does not support complex inputs."),
+    "isposinf": (RuntimeError, "isposinf does not support complex inputs."),
+    "heaviside": (RuntimeError, "heaviside is not yet implemented for complex tensors."),
+    "floor_divide": (NotImplementedError, "\"div_floor_cpu\" not implemented for '{}'"),
+}  # fmt: skip
+
+
+def _complex_refused(row: Row, dt: np.dtype) -> Exception:
+    """torch's error for a row it does not compute on complex numbers."""
+    kind, message = _COMPLEX_ERRORS.get(
+        row.name, (NotImplementedError, f"\"{row.name}_cpu\" not implemented for '{{}}'")
+    )
+    return kind(message.format(_torch_name(dt)))
 
 
 def _torch_name(dt: np.dtype) -> str:
@@ -511,7 +557,12 @@ def _saved_data(saved: tuple, node):
 
 
 def _tensor_backward(ctx, cls, g: Tensor, needed: tuple) -> tuple:
-    """The gradients under ``create_graph``: each row formula re-bound to tensor ops, so it is differentiable."""
+    """The gradients under ``create_graph``: each row formula re-bound to tensor ops, so it is differentiable.
+    For complex numbers the (real) formula ``g * f'(z)`` gives torch's ``g * conj(f'(z))`` as
+    ``conj(formula(conj(g)))``."""
+    complex_grad = g._data.dtype.kind == "c"
+    if complex_grad:
+        g = complex_ops.conj_physical(g)
     values = list(ctx.values or cls._no_values)
     out = None
     if ctx._saved or ctx._freed:
@@ -534,6 +585,8 @@ def _tensor_backward(ctx, cls, g: Tensor, needed: tuple) -> tuple:
             gi = cls._tensor_grads[i](g, out, *values, *ctx.params)
             if not isinstance(gi, Tensor):
                 gi = Tensor._make(g._backend.full(g._data.shape, gi, g._data.dtype))
+        if complex_grad:
+            gi = complex_ops.conj_physical(gi)
         if ctx.in_meta is not None:
             gi = _to_input(gi, ctx.in_meta[i], True)
         grads.append(gi)
@@ -556,7 +609,7 @@ def _plan(row: Row, inputs: tuple) -> tuple:
                 uniform = False
             arrays.append(d)
         else:
-            if type(a) is bool:
+            if type(a) is bool or type(a) is complex:  # (a number that may change the dtype)
                 uniform = False
             plain = False
             arrays.append(a)
@@ -618,6 +671,8 @@ def _to_input(g: Tensor, meta, create_graph: bool) -> Tensor:
     if g._data.shape != shape:
         g = g.sum_to_size(shape) if create_graph else Tensor._make(g._backend.sum_to_shape(g._data, shape))
     if g._data.dtype != dtype:
+        if create_graph and g._data.dtype.kind == "c" and dtype.kind != "c":  # a real input's: the real part
+            g = complex_ops.real(g)
         g = g.to(dtype) if create_graph else Tensor._make(g._backend.astype(g._data, dtype))
     return g
 
@@ -725,12 +780,17 @@ def function_for(name: str) -> type:
     return classes.get("tt") or next(iter(classes.values()))
 
 
+#: rows whose complex form is not the row's formula on complex numbers (a real result, or z / |z|)
+_COMPLEX_ROUTES = {"abs": complex_ops.abs_complex, "sgn": complex_ops.sgn_complex}
+
+
 def _make_frontend(row: Row, public: str):
     """The public function of a row with torch's signature: ``op(input)``, ``op(input, other)`` (with
     ``alpha=`` where the row says), checking argument types as torch's parser does."""
     classes = CLASSES[row.name]
     if row.arity == 1:
         cls = classes[""]
+        of_complex = _COMPLEX_ROUTES.get(row.name)
 
         def unary(input):  # noqa: A002 - torch's name
             if not isinstance(input, Tensor):
@@ -740,6 +800,8 @@ def _make_frontend(row: Row, public: str):
                 result = cls._fast_one(input, st)
                 if result is not None:
                     return result
+            if of_complex is not None and input._data.dtype.kind == "c":
+                return of_complex(input)
             return cls.apply(input)
 
         fn = unary
@@ -1018,6 +1080,8 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A001, A002 - to
     """Clamp into ``[min, max]``; a missing bound is unbounded. Gradient passes where ``min <= x <= max``."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(input, Tensor) and input._data.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         if not all(b is None or isinstance(b, Tensor) for b in (min, max)):  # a tensor bound and a number bound
             raise _invalid(

@@ -27,7 +27,7 @@ from ..autograd.function import NO_GRAD_VIEW, Function, _sequence, edge_of
 from ..autograd.grad_mode import no_grad, state
 from ._common import broadcast_shapes, shape_str
 
-_CASTS = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}  # ("V": bfloat16, a float)
+_CASTS = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}  # ("V": bfloat16, a float)
 ERR_INFERENCE_INPLACE = (
     "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal "
     "tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
@@ -39,6 +39,11 @@ def check_inplace(t: Tensor) -> None:
     inference tensor outside inference mode (its version is not tracked, so a graph could not see the change)."""
     if t._is_inference and not state.inference:
         raise RuntimeError(ERR_INFERENCE_INPLACE)
+    if t._lazy_conj:
+        raise RuntimeError(
+            "numbagrad does not write through a lazily conjugated view (conj()); write to the tensor it conjugates, "
+            "or use conj_physical() / resolve_conj() for a tensor of its own"
+        )
     if not state.enabled:
         return
     base = t._base

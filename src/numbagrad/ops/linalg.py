@@ -8,10 +8,12 @@ import string
 import numpy as np
 
 from .._tensor import Tensor
+from .._typeinfo import CPP_NAMES
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ._common import autocast_to, not_a_tensor, result_np_dtype, result_type, same_backend, wrap_dim
 from ._registry import Sample, T, declare
+from .complex_ops import conj
 from .inplace import write_inplace
 from .reduction import sum_to_shape
 
@@ -40,7 +42,7 @@ def _no_bool(t: Tensor, kernel: str) -> None:
 
 
 def _name(t: Tensor) -> str:
-    return {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "bool": "bool"}[t.dtype.name]
+    return CPP_NAMES[t.dtype.name]
 
 
 class _Product(Function):
@@ -60,8 +62,8 @@ class Mm(_Product):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        ga = mm(g, b.t()) if ctx.needs_input_grad[0] else None
-        gb = mm(a.t(), g) if ctx.needs_input_grad[1] else None
+        ga = mm(g, conj(b.t())) if ctx.needs_input_grad[0] else None
+        gb = mm(conj(a.t()), g) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -71,8 +73,8 @@ class Mv(_Product):
     @staticmethod
     def backward(ctx, g):
         a, v = ctx.saved_tensors
-        ga = g.unsqueeze(1) * v.unsqueeze(0) if ctx.needs_input_grad[0] else None
-        gv = mv(a.t(), g) if ctx.needs_input_grad[1] else None
+        ga = g.unsqueeze(1) * conj(v.unsqueeze(0)) if ctx.needs_input_grad[0] else None
+        gv = mv(conj(a.t()), g) if ctx.needs_input_grad[1] else None
         return ga, gv
 
 
@@ -82,7 +84,7 @@ class Dot(_Product):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        return (g * b if ctx.needs_input_grad[0] else None), (g * a if ctx.needs_input_grad[1] else None)
+        return (g * conj(b) if ctx.needs_input_grad[0] else None), (g * conj(a) if ctx.needs_input_grad[1] else None)
 
 
 class BatchedMatmul(_Product):
@@ -100,13 +102,13 @@ class BatchedMatmul(_Product):
             g2 = g2.unsqueeze(-2)
         if b.dim() == 1:
             g2 = g2.unsqueeze(-1)
-        ga = matmul(g2, b2.transpose(-1, -2)) if ctx.needs_input_grad[0] else None
+        ga = matmul(g2, conj(b2.transpose(-1, -2))) if ctx.needs_input_grad[0] else None
         gb = None
         if ctx.needs_input_grad[1]:
             if b2.dim() == 2 and a2.dim() > 2:  # one 2-D product over the folded stack, no per-matrix sum
-                gb = mm(a2.reshape(-1, a2.shape[-1]).t(), g2.reshape(-1, g2.shape[-1]))
+                gb = mm(conj(a2.reshape(-1, a2.shape[-1]).t()), g2.reshape(-1, g2.shape[-1]))
             else:
-                gb = matmul(a2.transpose(-1, -2), g2)
+                gb = matmul(conj(a2.transpose(-1, -2)), g2)
         if ga is not None:
             ga = sum_to_shape(ga, a2.shape).reshape(a.shape)
         if gb is not None:
@@ -314,8 +316,8 @@ class Addmm(Function):
         product = ctx._forward_cls.product
         needs = ctx.needs_input_grad
         gi = (g * ctx.beta if ctx.beta != 1 else g).sum_to_size(ctx.in_shape) if needs[0] else None
-        g1 = product(g, m2.transpose(-1, -2)) if needs[1] else None
-        g2 = product(m1.transpose(-1, -2), g) if needs[2] else None
+        g1 = product(g, conj(m2.transpose(-1, -2))) if needs[1] else None
+        g2 = product(conj(m1.transpose(-1, -2)), g) if needs[2] else None
         if ctx.alpha != 1:
             g1 = None if g1 is None else g1 * ctx.alpha
             g2 = None if g2 is None else g2 * ctx.alpha

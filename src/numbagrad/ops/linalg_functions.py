@@ -16,6 +16,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.function import Function
+from . import complex_ops
 from ._common import wrap_dim
 from ._registry import Sample, T, declare
 from .creation import eye, zeros_like
@@ -1007,7 +1008,10 @@ class VectorNorm(Function):
 
 
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    """The ``ord``-norm of ``x`` over ``dim`` (all dims by default) seen as one vector."""
+    """The ``ord``-norm of ``x`` over ``dim`` (all dims by default) seen as one vector (of a complex ``x``: of its
+    magnitudes)."""
+    if x._data.dtype.kind == "c":
+        x = complex_ops.abs_complex(x)
     _check_float(x, "linalg.vector_norm")
     if dtype is not None:
         x = x.to(dtype)

@@ -16,7 +16,7 @@ from .._types import Size, bool_, float64, int32, int64, wrap_dim
 from .._types import broadcast_shapes as _broadcast_shapes
 from ..autograd.function import Function
 from ..autograd.grad_mode import state as grad_state
-from . import creation, indexing, inplace, linalg, reduction, shape
+from . import complex_ops, creation, indexing, inplace, linalg, reduction, shape
 from ._common import result_type
 from ._registry import Sample, T, declare
 
@@ -627,12 +627,14 @@ class Vdot(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        return linalg.dot(a, b)
+        return linalg.dot(complex_ops.conj(a), b)
 
     @staticmethod
     def backward(ctx, g):
+        # sum(conj(a) * b): d/dconj(a) is b, so a's gradient is conj(g) * b; b's is g * a
         a, b = ctx.saved_tensors
-        return (g * b if ctx.needs_input_grad[0] else None), (g * a if ctx.needs_input_grad[1] else None)
+        ga = complex_ops.conj(g) * b if ctx.needs_input_grad[0] else None
+        return ga, (g * a if ctx.needs_input_grad[1] else None)
 
 
 @declare(methods=True, samples=(Sample(T(4), T(4)),))

@@ -19,6 +19,7 @@ from ..autograd.function import _NO_EDGE, Function, _sequence, edge_of
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
+from . import complex_ops
 from ._common import wrap_dim, wrap_dims
 from ._registry import Sample, T, declare
 from .inplace import write_inplace
@@ -173,7 +174,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     """Mean over ``dim`` (all by default); integer tensors need a float ``dtype``, as in torch."""
     if dtype is not None:
         input = input.to(dtype)
-    if not input.is_floating_point():
+    if not (input.is_floating_point() or input.is_complex()):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
             f"Got: {input.dtype.scalar_name}"
@@ -318,6 +319,10 @@ class IndexScatter(Function):
 def _max_or_min(x: Tensor, dim, keepdim: bool, full_cls, dim_cls, name: str):
     if isinstance(dim, Tensor):  # torch.max(a, b) is maximum
         return getattr(x, "maximum" if name == "max" else "minimum")(dim)
+    if x._data.dtype.kind == "c":  # complex numbers have no order
+        if dim is None:
+            raise NotImplementedError(f"\"{name}_all\" not implemented for '{x.dtype.scalar_name}'")
+        raise RuntimeError(f"{name}(): does not support complex input")
     if dim is None:
         return full_cls.apply(x, None, False)
     values, indices = dim_cls.apply(x, wrap_dim(dim, x.dim()), keepdim)
@@ -379,7 +384,7 @@ class Prod(Function):
         x, out = ctx.saved_tensors
         g_full = _expand_back(g, ctx.shape, ctx.axes, ctx.keepdim)
         if not bool((x == 0).any()):
-            return g_full * _expand_back(out, ctx.shape, ctx.axes, ctx.keepdim) / x, None, None
+            return g_full * complex_ops.conj(_expand_back(out, ctx.shape, ctx.axes, ctx.keepdim) / x), None, None
         # Some zeros: the product of the *other* elements, by exclusive products (not differentiable again).
         data = x._host()
         axes = ctx.axes if ctx.axes is not None else tuple(range(data.ndim))
@@ -389,7 +394,8 @@ class Prod(Function):
         left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
         right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
         others = np.moveaxis((left * right).reshape(moved.shape), tuple(range(-len(axes), 0)), axes)
-        return g_full * Tensor._make(x._backend.from_host(np.ascontiguousarray(others))), None, None
+        others = np.ascontiguousarray(np.conj(others) if others.dtype.kind == "c" else others)
+        return g_full * Tensor._make(x._backend.from_host(others)), None, None
 
 
 class ProdDim(Prod):
@@ -454,6 +460,8 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
     """Vector norm over ``dim`` (all elements by default); ``'fro'`` is the 2-norm."""
     if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:  # (torch's matrix norm takes two dims)
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
+    if input._data.dtype.kind == "c":  # a complex vector's norm is that of its magnitudes
+        input = complex_ops.abs_complex(input)
     if not input.is_floating_point():
         raise RuntimeError(
             f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {input.dtype.scalar_name}"
@@ -548,6 +556,9 @@ def _spread_args(name: str, dim, unbiased, keepdim: bool) -> tuple:
 def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:  # noqa: A002
     """Variance over ``dim``, Bessel-corrected by default (``correction=1``) as in torch."""
     dim, unbiased = _spread_args("var", dim, unbiased, keepdim)
+    if input._data.dtype.kind == "c":  # the mean squared distance |z - mean|^2: the parts' variances added
+        axes, c = _axes(input, dim), _correction(unbiased, correction)
+        return Var.apply(input.real, axes, c, keepdim) + Var.apply(input.imag, axes, c, keepdim)
     return Var.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
 
 
@@ -555,6 +566,9 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:  # noqa: A002
     """Standard deviation over ``dim``, Bessel-corrected by default."""
     dim, unbiased = _spread_args("std", dim, unbiased, keepdim)
+    if input._data.dtype.kind == "c":
+        axes, c = _axes(input, dim), _correction(unbiased, correction)
+        return (Var.apply(input.real, axes, c, keepdim) + Var.apply(input.imag, axes, c, keepdim)).sqrt()
     return Std.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
 
 

@@ -18,6 +18,7 @@ from .._types import Size, bfloat16, float16, from_numpy_dtype, int8, int16, to_
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend import backend_for, for_device, layout
+from . import complex_ops
 from ._common import result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
 from .inplace import MULTI_OUTPUT_VIEW
@@ -190,7 +191,7 @@ def t(x: Tensor) -> Tensor:
     return MatrixTranspose.apply(x, tuple(reversed(range(x.dim()))))
 
 
-# --- the transpose properties: x.T, x.mT, x.H, x.mH (real tensors: H is T's matrix case, mH is mT) ----------
+# --- the transpose properties: x.T, x.mT, x.H, x.mH (H and mH conjugate a complex tensor, lazily) ----------
 def _deprecated_on_0d(name: str, advice: str, depth: int = 0) -> None:
     """torch's warning; ``depth``: frames between the property and this call, so it names the user's line."""
     warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors. {advice}", UserWarning, stacklevel=3 + depth)
@@ -225,20 +226,20 @@ def _matrix_transpose(x: Tensor, name: str = "mT", advice: str = "This function 
 
 
 def _adjoint(x: Tensor) -> Tensor:
-    """``x.H``: the (conjugate) transpose of a matrix; real tensors have nothing to conjugate."""
+    """``x.H``: the conjugate transpose of a matrix (a real one's transpose)."""
     n = x.dim()
     if n == 0:
         _deprecated_on_0d("H", "Consider using x.conj().")
-        return x
+        return complex_ops.conj(x)
     if n != 2:
         hint = " For batches of matrices, consider using tensor.mH" if n > 2 else ""
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {n}-D tensor.{hint}")
-    return transpose(x, 0, 1)
+    return complex_ops.conj(transpose(x, 0, 1))
 
 
 def _matrix_adjoint(x: Tensor) -> Tensor:
-    """``x.mH``: ``x.mT`` with its own name in torch's messages (real tensors have nothing to conjugate)."""
-    return _matrix_transpose(x, "mH", "Consider using x.conj().", 1)
+    """``x.mH``: the conjugate of ``x.mT`` (with its own name in torch's messages)."""
+    return complex_ops.conj(_matrix_transpose(x, "mH", "Consider using x.conj().", 1))
 
 
 Tensor.T = property(_reversed_dims)
@@ -679,6 +680,8 @@ class ToCopy(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if g._data.dtype.kind == "c" and not ctx.in_dtype.is_complex:  # a real input's gradient is the real part
+            return ToCopy.apply(g, ctx.in_dtype, ctx.in_device), None, None, None
         return to(g, ctx.in_dtype, ctx.in_device), None, None, None
 
 
@@ -705,6 +708,8 @@ def to(x: Tensor, *args, dtype=None, device=None, copy: bool = False, non_blocki
         return x
     if device is not None:
         for_device(device)
+    if dtype is not None and x._data.dtype.kind == "c" and not dtype.is_complex:
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
     if order is None and not x._data.flags.c_contiguous:  # preserve_format: a dense layout is kept
         order = layout.preserved_order(x._data)
     return ToCopy.apply(x, dtype, device, order)

@@ -24,7 +24,7 @@ from .._types import bool_, get_default_dtype, to_device
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad, state
 from ..backend import for_device
-from . import apply, more
+from . import apply, complex_ops, more
 from ._common import not_a_tensor, wrap_dim
 from ._registry import Declaration, Sample, T, declare, register
 from .creation import _dtype_or_default, _new_like, _rng_for
@@ -742,8 +742,6 @@ for _name in ("is_meta", "is_mkldnn", "is_mps", "is_mtia", "is_maia", "is_xla", 
     setattr(Tensor, _name, property(_false, doc=f"``{_name}``: False, numbagrad tensors are dense CPU/CUDA arrays."))
 
 _FALSE_BECAUSE = {
-    "is_complex": "no complex dtypes exist yet",
-    "is_conj": "real tensors carry no lazy conjugation",
     "is_neg": "real tensors carry no lazy negation",
     "is_distributed": "torch's legacy flag, False for every dense tensor",
     "is_pinned": "host storage is ordinary (pageable) numpy memory",
@@ -765,8 +763,8 @@ for _name, _reason in _FALSE_BECAUSE.items():
 
 
 def is_signed(self: Tensor) -> bool:
-    """True for dtypes that hold negative values (floats and signed integers; not bool or uint8)."""
-    return self._data.dtype.kind in "fi"
+    """True for dtypes that hold negative values (floats, complex and signed integers; not bool or uint8)."""
+    return self._data.dtype.kind in "fic"
 
 
 def is_nonzero(self: Tensor) -> bool:
@@ -844,8 +842,8 @@ def positive(self: Tensor) -> Tensor:
 
 
 def resolve_conj(self: Tensor) -> Tensor:
-    """This tensor: real tensors carry no lazy conjugation to resolve."""
-    return self
+    """A conjugate view's values in a tensor of its own; any other tensor itself."""
+    return complex_ops.resolve_conj(self)
 
 
 def resolve_neg(self: Tensor) -> Tensor:
@@ -854,28 +852,30 @@ def resolve_neg(self: Tensor) -> Tensor:
 
 
 def conj(self: Tensor) -> Tensor:
-    """This tensor: the conjugate of a real tensor is itself."""
-    return self
+    """The conjugate: a lazy view of a complex tensor, a real tensor itself."""
+    return complex_ops.conj(self)
 
 
 def conj_physical(self: Tensor) -> Tensor:
-    """A copy: the conjugate of a real tensor is itself."""
-    return self.clone()
+    """The conjugate in a new tensor (a copy of a real tensor)."""
+    return complex_ops.conj_physical(self)
 
 
 def conj_physical_(self: Tensor) -> Tensor:
-    """This tensor, unchanged: the conjugate of a real tensor is itself."""
-    return self
+    """Conjugate in place (nothing to write for a real tensor)."""
+    if self._data.dtype.kind != "c":
+        return self
+    return write_inplace(self, complex_ops.conj_physical)
 
 
 def _real(self: Tensor) -> Tensor:
-    """This tensor: a real tensor is its own real part."""
-    return self
+    """The real parts as a view sharing the storage (a real tensor is its own real part)."""
+    return complex_ops.real(self)
 
 
 def _imag(self: Tensor) -> Tensor:
-    """The imaginary part: real tensors have none (torch's error)."""
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    """The imaginary parts as a view sharing the storage (torch's error for a real tensor)."""
+    return complex_ops.imag(self)
 
 
 def isreal(self: Tensor) -> Tensor:
@@ -884,11 +884,11 @@ def isreal(self: Tensor) -> Tensor:
 
 
 def adjoint(self: Tensor) -> Tensor:
-    """The last two dims swapped (the conjugate has nothing to change in a real tensor)."""
+    """The conjugate transpose: the last two dims swapped, a complex tensor lazily conjugated."""
     if self.dim() < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{self.dim()}-D tensor.")  # fmt: skip
-    return self.transpose(-2, -1)
+    return complex_ops.conj(self.transpose(-2, -1))
 
 
 def msort(self: Tensor) -> Tensor:
@@ -942,6 +942,8 @@ def hardshrink(self: Tensor, lambd: float = 0.5) -> Tensor:
 def angle(self: Tensor) -> Tensor:
     """The argument of each element as a complex number: pi for negative values, 0 otherwise (NaN stays);
     integers give the default float dtype. Its gradient is zero, as torch's for real input."""
+    if self._data.dtype.kind == "c":
+        return complex_ops.angle_complex(self)
     x = self if self._data.dtype.kind == "f" else self.to(get_default_dtype())
     with no_grad():
         value = (x < 0).to(x.dtype) * math.pi

@@ -20,6 +20,7 @@ from ..autograd.grad_mode import state as grad_state
 from ..scalar_math import ROWS
 from . import (
     _common,
+    complex_ops,
     creation,
     elementwise,
     indexing,
@@ -514,14 +515,14 @@ def can_cast(from_: _types.dtype, to: _types.dtype) -> bool:
 
 @declare(methods=True)
 def is_complex(input: Tensor) -> bool:  # noqa: A002
-    """False: numbagrad has no complex dtypes."""
-    return False
+    """Whether ``input``'s dtype is complex (complex64 or complex128)."""
+    return input._data.dtype.kind == "c"
 
 
 @declare(methods=True)
 def is_conj(input: Tensor) -> bool:  # noqa: A002
-    """False: a real tensor never carries a lazy conjugation."""
-    return False
+    """Whether ``input`` is a lazily conjugated view (what ``conj()`` of a complex tensor returns)."""
+    return complex_ops.is_conj(input)
 
 
 @declare(methods=True)
@@ -532,49 +533,67 @@ def is_neg(input: Tensor) -> bool:  # noqa: A002
 
 @declare(samples=(Sample(T(3)),))
 def isreal(input: Tensor) -> Tensor:  # noqa: A002
-    """True everywhere: every element of a real tensor is real."""
+    """Whether each element is real: true everywhere for a real tensor, where the imaginary part is 0 for a
+    complex one."""
+    if input._data.dtype.kind == "c":
+        return complex_ops.imag(input) == 0
     return creation.ones(input.shape, dtype=_types.bool_, device=input.device)
 
 
 @declare
 def real(input: Tensor) -> Tensor:  # noqa: A002
-    """``input`` itself: the real part of a real tensor."""
-    return input
+    """The real parts of a complex tensor as a view sharing its storage; a real tensor itself."""
+    return complex_ops.real(input)
 
 
 @declare
 def imag(input: Tensor) -> Tensor:  # noqa: A002
-    """torch's error: a real tensor has no imaginary part to view."""
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    """The imaginary parts of a complex tensor as a view sharing its storage (torch's error for a real one)."""
+    return complex_ops.imag(input)
 
 
-@declare(methods=True, aliases=("resolve_conj", "resolve_neg"))
+@declare(methods=True)
 def conj(input: Tensor) -> Tensor:  # noqa: A002
-    """``input`` itself: the conjugate of a real tensor (``resolve_conj``/``resolve_neg`` have nothing to resolve)."""
+    """The conjugate: a lazy view of a complex tensor (``is_conj()``, see ``ops.complex_ops``); a real tensor
+    itself."""
+    return complex_ops.conj(input)
+
+
+@declare(methods=True)
+def resolve_conj(input: Tensor) -> Tensor:  # noqa: A002
+    """A conjugate view's values in a tensor of its own; any other tensor itself."""
+    return complex_ops.resolve_conj(input)
+
+
+@declare(methods=True)
+def resolve_neg(input: Tensor) -> Tensor:  # noqa: A002
+    """``input`` itself: numbagrad tensors carry no lazy negation to resolve."""
     return input
 
 
 @declare(methods=True)
 def conj_physical(input: Tensor) -> Tensor:  # noqa: A002
-    """A copy of ``input``: the materialized conjugate of a real tensor."""
-    return shape.clone(input)
+    """The conjugate in a new tensor (a copy of a real tensor)."""
+    return complex_ops.conj_physical(input)
 
 
 @declare(methods=("conj_physical_",))
 def conj_physical_(input: Tensor) -> Tensor:  # noqa: A002
-    """``input`` unchanged: conjugating a real tensor in place writes nothing."""
+    """Conjugate ``input`` in place (nothing to write for a real tensor)."""
     inplace.check_inplace(input)
-    return input
+    if input._data.dtype.kind != "c":
+        return input
+    return inplace.write_inplace(input, complex_ops.conj_physical)
 
 
 @declare(methods=True, samples=(Sample(T(2, 3)), Sample(T(2, 3, 4))))
 def adjoint(input: Tensor) -> Tensor:  # noqa: A002
-    """The view with the last two dims swapped (the conjugate transpose of a real matrix)."""
+    """The conjugate transpose: the last two dims swapped, a complex tensor lazily conjugated."""
     if input.dim() < 2:
         raise RuntimeError(
             f"tensor.adjoint() is only supported on matrices or batches of matrices. Got {input.dim()}-D tensor."
         )
-    return input.transpose(-2, -1)
+    return complex_ops.conj(input.transpose(-2, -1))
 
 
 @declare(methods=True)
@@ -680,6 +699,8 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 def angle(input: Tensor) -> Tensor:  # noqa: A002
     """The argument of each (real) element: pi for negative numbers, 0 otherwise (NaN stays NaN); its gradient is
     zero."""
+    if input._data.dtype.kind == "c":
+        return complex_ops.angle_complex(input)
     x = input if input.is_floating_point() else input.to(_types.get_default_dtype())
     return (x < 0).to(x.dtype) * math.pi + x * 0
 
