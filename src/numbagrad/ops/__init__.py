@@ -15,10 +15,12 @@ from . import (  # noqa: F401 - each registers its ops
     linalg,
     linalg_functions,
     more,
+    nn_ops,
     reduction,
     shape,
     sparse,
     special_ops,
+    storage,
     tensor_methods,
     torch_namespace,
 )
