@@ -759,3 +759,15 @@ def test_lu_method_factors_a_singular_matrix_without_raising(torch):
         got, want = numbagrad.zeros(2, 2).lu(), torch.zeros(2, 2).lu()
     for g, w in zip(got, want):
         assert g.tolist() == w.tolist()
+
+
+def test_nextafter_passes_the_gradient_to_input_and_zeros_to_other_as_torch(torch):
+    _same(torch, lambda m, x, o: m.nextafter(x, o), np.array([1.0, -2.0, 0.5]), np.array([3.0, -5.0, 0.0]))
+    _same(torch, lambda m, x, o: x.nextafter(o), np.array([[1.0], [2.0]]), np.array([0.0, 4.0]))
+    assert type(numbagrad.ones(1, requires_grad=True).nextafter(numbagrad.zeros(1)).grad_fn).__name__ == (
+        type(torch.ones(1, requires_grad=True).nextafter(torch.zeros(1)).grad_fn).__name__
+    )
+
+
+def test_inplace_nextafter_of_a_tensor_with_history_keeps_the_gradient_flowing(torch):
+    _same(torch, lambda m, x, o: (x * 1).nextafter_(o), np.array([1.0, -2.0]), np.array([3.0, -5.0]))

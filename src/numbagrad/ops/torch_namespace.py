@@ -16,6 +16,7 @@ from .. import _typeinfo, _types
 from .._tensor import Tensor
 from .._types import to_dtype, wrap_dim
 from ..autograd import grad_mode
+from ..autograd.function import Function
 from ..autograd.grad_mode import state as grad_state
 from ..scalar_math import ROWS
 from . import (
@@ -664,16 +665,30 @@ def trapz(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor:
     return more.trapezoid(y, x, dx=dx, dim=dim)
 
 
-@declare(methods=True)
+class Nextafter(Function):
+    """The next floating point value after ``input`` towards ``other``. torch differentiates it as a step of no
+    size: the gradient passes to ``input`` unchanged, and ``other`` gets zeros."""
+
+    node_name = "NextafterBackward0"
+
+    @staticmethod
+    def forward(ctx, input: Tensor, other) -> Tensor:  # noqa: A002
+        result_dtype = _common.result_type(input, other)
+        if not result_dtype.is_floating_point:
+            raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{_typeinfo.CPP_NAMES[result_dtype.name]}'")
+        a = input._host().astype(result_dtype.numpy)
+        b = np.asarray(other._host() if isinstance(other, Tensor) else other, dtype=result_dtype.numpy)
+        return Tensor._make(np.nextafter(a, b)).to(input.device)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return g, g * 0 if ctx.needs_input_grad[1] else None
+
+
+@declare(methods=True, samples=(Sample(T(3), T(3)), Sample(T(2, 3), T(3))))
 def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
-    """The next floating point value after ``input`` towards ``other``, in ``input``'s precision (not
-    differentiable, as in torch)."""
-    result_dtype = _common.result_type(input, other)
-    if not result_dtype.is_floating_point:
-        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{_typeinfo.CPP_NAMES[result_dtype.name]}'")
-    a = input._host().astype(result_dtype.numpy)
-    b = np.asarray(other._host() if isinstance(other, Tensor) else other, dtype=result_dtype.numpy)
-    return Tensor._make(np.nextafter(a, b)).to(input.device)
+    """The next floating point value after ``input`` towards ``other``, in their promoted precision."""
+    return Nextafter.apply(input, other)
 
 
 @declare(methods=True)
