@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _types
 from .._tensor import Tensor
+from .._typeinfo import CPP_NAMES
 from .._types import to_dtype, uint8
 from ..autograd.grad_mode import no_grad
 from ._registry import Declaration, register
@@ -359,21 +360,13 @@ def storage_type(self: Tensor) -> type:
     return _LEGACY.get(self.dtype.name)
 
 
-#: The C++ element type names torch's storage messages print, by dtype name.
-_CPP_TYPES = {
-    "float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-    "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-    "bool": "bool",
-}  # fmt: skip
-
-
 def block_of(source, dtype: _types.dtype) -> Tensor:
     """``Tensor.set_``'s view of a storage: its whole block as a 1-D tensor of ``dtype`` (a typed storage must hold
     ``dtype``)."""
     if isinstance(source, TypedStorage):
         if source.dtype != dtype:
             raise RuntimeError(
-                f"Expected a Storage of type {_CPP_TYPES[dtype.name]} or an UntypedStorage, but got type "
+                f"Expected a Storage of type {CPP_NAMES[dtype.name]} or an UntypedStorage, but got type "
                 f"{source.dtype.scalar_name} for argument 1 'storage'"
             )
         source = source.untyped()
