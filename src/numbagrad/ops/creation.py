@@ -14,7 +14,7 @@ from .._types import Size, bool_, from_numpy_dtype, get_default_dtype, int64, to
 from ..autograd.function import Function
 from ..autograd.grad_mode import break_trace, state
 from ..backend import for_device, layout
-from ._common import _np_promote
+from ._common import _np_promote, checked_scalar
 from ._registry import declare
 from .inplace import random_fill_
 
@@ -296,6 +296,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
             if isinstance(fill_value, bool)
             else (int64 if isinstance(fill_value, numbers.Integral) else get_default_dtype())
         )
+    fill_value = checked_scalar(fill_value, to_dtype(dtype))
     return _finish(np.full(_size((size,)), fill_value, to_dtype(dtype).numpy), device, requires_grad)
 
 
