@@ -236,3 +236,19 @@ def test_set_onto_a_storage_views_its_block(torch, program):
         source[0] = 10.0  # the same memory: the set_ tensor sees the write
         results.append((x.tolist(), tuple(x.shape), x.stride(), x.storage_offset(), str(x.dtype).split(".")[-1]))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.tensor([1.5, -2.0]).untyped_storage(),
+        lambda m: m.tensor([], dtype=m.int8).untyped_storage(),
+        lambda m: _quiet(m.tensor([1.5, -2.0]).storage),
+        lambda m: _quiet(m.tensor([True]).storage),
+    ],
+)
+def test_storage_repr_lists_the_elements_as_torch(torch, make):
+    def shown(lib):
+        return repr(make(lib)).replace(lib.__name__ + ".", "").replace("ops.storage.", "").replace("storage.", "")
+
+    assert shown(numbagrad) == shown(torch)

@@ -58,9 +58,9 @@ def _typename(obj) -> str:
 
 
 def _storage_repr(storage, header: str) -> str:
+    """torch's layout: each element on its own line after a space, then the header line."""
     values = storage.tolist()
-    body = "\n".join(f" {v}" for v in values)
-    return f"{body}\n[{header} of size {len(values)}]" if values else f"[{header} of size 0]"
+    return " " + "\n ".join(str(v) for v in values) + f"\n[{header} of size {len(values)}]"
 
 
 class UntypedStorage:
