@@ -667,6 +667,10 @@ def test_prelu_method_is_differentiable_twice():
         lambda m: m.ones(2, 3).prelu(m.ones(2)),
         lambda m: m.ones(2, 3).prelu(m.ones(1, 1)),
         lambda m: m.ones(2, 3).prelu(m.ones(3, dtype=m.float64)),
+        lambda m: m.ones(2).prelu(0.25),
+        lambda m: m.prelu(m.ones(2), 0.25),
+        lambda m: m.nn.functional.prelu(m.ones(2), 0.25),
+        lambda m: m.prelu(1.0, m.ones(1)),
     ],
 )
 def test_prelu_method_refuses_what_torch_refuses(torch, program):

@@ -1134,11 +1134,13 @@ class _PReLU(Function):
         return grad_input, grad_weight
 
 
-@declare(methods=True, samples=(Sample(T(2, 3, 4), T(3)), Sample(T(2, 3), T(1)), Sample(T(4), T(1))))
+@declare(samples=(Sample(T(2, 3, 4), T(3)), Sample(T(2, 3), T(1)), Sample(T(4), T(1))))
 def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     """Parametric ReLU: negative inputs scaled by a learned ``weight`` (one value, or one per channel of dim 1)."""
     if not isinstance(input, Tensor):
-        raise not_a_tensor("prelu", "self", 1, input)
+        raise not_a_tensor("prelu", "input", 1, input)
+    if not isinstance(weight, Tensor):
+        raise not_a_tensor("prelu", "weight", 2, weight)
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
     if weight.dtype != input.dtype:
@@ -1154,3 +1156,11 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     if state.autocast is not None:
         input, weight = autocast_to(None, input, weight)
     return _PReLU.apply(input, weight)
+
+
+@declare(methods=("prelu",), name="_prelu_method")
+def _prelu_method(self: Tensor, weight: Tensor) -> Tensor:
+    """``Tensor.prelu``: ``prelu(self, weight)`` (its weight is the method's first argument in torch's messages)."""
+    if not isinstance(weight, Tensor):
+        raise not_a_tensor("prelu", "weight", 1, weight)
+    return prelu(self, weight)
