@@ -293,7 +293,7 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, traini
     return rrelu(input, lower, upper, training, inplace=True)
 
 
-prelu = nn_ops.prelu
+prelu = ops.prelu
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:

@@ -15,7 +15,6 @@ from . import (  # noqa: F401 - each registers its ops
     linalg,
     linalg_functions,
     more,
-    nn_ops,
     reduction,
     shape,
     sparse,
