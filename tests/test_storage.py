@@ -252,3 +252,11 @@ def test_storage_repr_lists_the_elements_as_torch(torch, make):
         return repr(make(lib)).replace(lib.__name__ + ".", "").replace("ops.storage.", "").replace("storage.", "")
 
     assert shown(numbagrad) == shown(torch)
+
+
+def test_a_tensor_set_onto_a_new_storage_reports_that_storage(torch):
+    for lib in (numbagrad, torch):
+        s = lib.UntypedStorage(8)
+        x = lib.zeros(0).set_(s)
+        assert x.untyped_storage() is s
+        assert x.shape == (2,)

@@ -44,6 +44,11 @@ def _block(data, dtype) -> Tensor:
     return Tensor._make(Tensor._make(data)._backend.storage_block(data, dtype.numpy))
 
 
+def _key(block: Tensor) -> tuple:
+    """What identifies a whole block: its device, first address and size."""
+    return str(block.device), block.data_ptr(), block.numel()
+
+
 def _index(idx: int, size: int, wrapped_in_message: bool) -> int:
     """``idx`` as a position in ``[0, size)`` (one negative wrap), or torch's IndexError naming ``idx`` (or, as
     ``UntypedStorage`` does, ``idx`` after the wrap)."""
@@ -78,17 +83,17 @@ class UntypedStorage:
         else:
             data = _make_tensor(np.array([operator.index(v) & 0xFF for v in arg], dtype=np.uint8), device=device)
         self._bytes = data
+        _LIVE[_key(data)] = self
 
     @classmethod
     def _of(cls, data) -> UntypedStorage:
         """The storage object of the block the backend array ``data`` views (the live one, if any)."""
         block = _block(data, uint8)
-        key = (str(block.device), block.data_ptr(), block.numel())
-        storage = _LIVE.get(key)
+        storage = _LIVE.get(_key(block))
         if storage is None:
             storage = cls.__new__(cls)
             storage._bytes = block
-            _LIVE[key] = storage
+            _LIVE[_key(block)] = storage
         return storage
 
     def nbytes(self) -> int:
