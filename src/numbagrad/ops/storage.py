@@ -10,6 +10,7 @@ storage again returns that same object (torch's storages keep one Python object 
 
 from __future__ import annotations
 
+import collections.abc
 import operator
 import warnings
 import weakref
@@ -205,6 +206,15 @@ class UntypedStorage:
         return _storage_repr(self, f"{_typename(self)}(device={self.device})")
 
 
+_TYPED_ARGUMENTS = (
+    "TypedStorage.__init__ received an invalid combination of arguments. Expected one of:\n"
+    " * (*, torch.device device, torch.dtype dtype)\n"
+    " * (int size, *, torch.device device, torch.dtype dtype)\n"
+    " * (Sequence data, *, torch.device device, torch.dtype dtype)\n"
+    " * (*, UntypedStorage wrap_storage, torch.dtype dtype)"
+)
+
+
 class TypedStorage:
     """A memory block read as elements of one dtype (torch deprecates it for ``UntypedStorage``):
     ``TypedStorage(size or sequence, dtype=, device=)`` makes a new block, ``TypedStorage(wrap_storage=untyped,
@@ -215,23 +225,33 @@ class TypedStorage:
     def __init__(self, *args, wrap_storage=None, dtype=None, device=None, _internal: bool = False) -> None:
         if not _internal:
             _warn_typed_storage_removal()
-        self.dtype = _types.get_default_dtype() if dtype is None else to_dtype(dtype)
         if wrap_storage is not None:
-            if args or device is not None:
-                raise RuntimeError("TypedStorage(wrap_storage=...) takes no size, data or device")
+            if args:
+                raise RuntimeError(
+                    _TYPED_ARGUMENTS + "\nNo positional arguments should be given when using 'wrap_storage'"
+                )
+            if dtype is None:
+                raise RuntimeError(_TYPED_ARGUMENTS + "\nArgument 'dtype' must be specified")
+            if device is not None:
+                raise RuntimeError(
+                    _TYPED_ARGUMENTS + "\nArgument 'device' should not be specified when 'wrap_storage' is given"
+                )
             if not isinstance(wrap_storage, UntypedStorage):
                 raise TypeError(
-                    f"expected a UntypedStorage for argument 'wrap_storage', but got {type(wrap_storage).__name__}"
+                    _TYPED_ARGUMENTS + f"\nArgument 'wrap_storage' must be UntypedStorage, but got {type(wrap_storage)}"
                 )
-            self._untyped = wrap_storage
+            self.dtype, self._untyped = to_dtype(dtype), wrap_storage
         else:
+            self.dtype = _types.get_default_dtype() if dtype is None else to_dtype(dtype)
             if len(args) > 1:
-                raise TypeError(f"TypedStorage() takes at most 1 positional argument ({len(args)} given)")
+                raise RuntimeError(_TYPED_ARGUMENTS + "\nToo many positional arguments")
             arg = args[0] if args else 0
             if isinstance(arg, (int, np.integer)) and not isinstance(arg, bool):
                 elements = _zeros(int(arg), dtype=self.dtype, device=device)
-            else:
+            elif isinstance(arg, collections.abc.Sequence):
                 elements = _make_tensor(list(arg), dtype=self.dtype, device=device)
+            else:
+                raise TypeError(_TYPED_ARGUMENTS + f"\nArgument type not recognized: {type(arg)}")
             self._untyped = UntypedStorage._of(elements._data)
         self._elements = _block(self._untyped._bytes._data, self.dtype)
 
