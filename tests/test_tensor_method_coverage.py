@@ -1,7 +1,7 @@
 """Every public attribute of ``torch.Tensor`` exists on ``numbagrad.Tensor``, apart from the names listed below
 with the reason: the lists must stay true (a listed name that appears fails the test too, so they shrink as
-names are built). Behaviour is tested against torch elsewhere (tests/test_tensor_methods.py for the methods
-added with this list)."""
+names are built). Behaviour is tested against torch elsewhere (tests/test_tensor_methods.py and tests/test_storage.py
+for the methods added with this list)."""
 
 import pytest
 
@@ -34,17 +34,7 @@ NOT_APPLICABLE = {
 }  # fmt: skip
 
 #: Names that apply but are not built yet, and why.
-NOT_YET = {
-    **{n: "the in-place form of a torch-namespace function: not attached as a method yet" for n in (
-        "bitwise_left_shift_", "bitwise_right_shift_", "nextafter_")},
-    "prelu": "nn.functional.prelu's Function sits in nn, above the ops; the method is not attached yet",
-    **{n: "torch 2.13 removed it (torch.<name> raises, pointing to torch.linalg); the method form is not attached yet"
-       for n in ("eig", "lstsq", "solve", "symeig", "lu")},
-    **{n: "storage objects (TypedStorage/UntypedStorage) are not modelled; storage_offset and set_ are"
-       for n in ("storage", "storage_type", "untyped_storage")},
-    **{n: "sparse COO accessors: numbagrad.sparse's tensors are a separate class" for n in (
-        "coalesce", "dense_dim", "indices", "is_coalesced", "sparse_dim", "to_dense", "values")},
-}  # fmt: skip
+NOT_YET: dict[str, str] = {}
 
 
 def _torch_names(torch) -> list:

@@ -597,3 +597,181 @@ def test_put_and_cov_gradients_are_the_finite_differences():
     index = numbagrad.tensor([4, -1])
     assert gradcheck(lambda a, b: (a * a).put(index, b * b), (x, s))
     assert gradcheck(lambda a: a.cov(aweights=numbagrad.tensor([0.5, 1.5, 2.0], dtype=numbagrad.float64)), (x,))
+
+
+# --- in-place forms of torch-namespace functions -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.tensor([1, 2, -8], dtype=m.int32).bitwise_left_shift_(m.tensor([1, 40, 1])),
+        lambda m: m.tensor([1, 2, -8], dtype=m.int8).bitwise_left_shift_(3),
+        lambda m: m.tensor([1, 2, -8], dtype=m.int32).bitwise_right_shift_(2),
+        lambda m: m.tensor([[64], [-64]], dtype=m.int16).bitwise_right_shift_(m.tensor([[3], [20]], dtype=m.int16)),
+        lambda m: m.tensor([1.0, 2.0, 0.0]).nextafter_(m.tensor([2.0, 0.0, -1.0])),
+        lambda m: m.tensor([1.0, 2.0], dtype=m.float32).nextafter_(m.tensor([2.0, 0.0], dtype=m.float64)),
+    ],
+)
+def test_inplace_shift_and_nextafter_write_the_result_into_the_tensor(torch, program):
+    got, want = program(numbagrad), program(torch)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_inplace_shift_returns_the_tensor_itself_and_bumps_its_version():
+    x = numbagrad.tensor([1, 2], dtype=numbagrad.int64)
+    version = x._version
+    assert x.bitwise_left_shift_(1) is x
+    assert x._version == version + 1
+    assert x.tolist() == [2, 4]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.tensor([1.0, 2.0]).bitwise_left_shift_(1),
+        lambda m: m.tensor([1, 2], dtype=m.int8).bitwise_right_shift_(1.5),
+        lambda m: m.tensor([1, 2]).nextafter_(m.tensor([2.0, 0.0])),
+        lambda m: m.tensor([1.0, 2.0]).nextafter_(m.tensor([[2.0, 0.0]])),
+        lambda m: m.tensor([1.0, 2.0], requires_grad=True).nextafter_(m.tensor([2.0, 0.0])),
+    ],
+)
+def test_inplace_shift_and_nextafter_refuse_what_torch_refuses(torch, program):
+    _same_error(torch, program)
+
+
+# --- prelu as a method ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("shape", "weight"), [((2, 3, 4), [0.25, -0.5, 2.0]), ((2, 3), [0.1]), ((4,), [0.3]), ((), [0.5])]
+)
+def test_prelu_method_matches_torch_in_values_and_gradients(torch, shape, weight):
+    x = np.linspace(-2.0, 1.5, int(np.prod(shape))).reshape(shape)
+    _same(torch, lambda m, t, w: t.prelu(w), x, np.array(weight))
+
+
+def test_prelu_method_is_the_functional_and_the_torch_function():
+    x, w = numbagrad.tensor([-1.0, 2.0]), numbagrad.tensor([0.5])
+    assert x.prelu(w).tolist() == numbagrad.prelu(x, w).tolist() == numbagrad.nn.functional.prelu(x, w).tolist()
+    assert x.prelu(w).tolist() == [-0.5, 2.0]
+
+
+def test_prelu_method_is_differentiable_twice():
+    x = numbagrad.tensor([[-1.0, 0.5], [2.0, -0.3]], dtype=numbagrad.float64, requires_grad=True)
+    w = numbagrad.tensor([0.25, -0.7], dtype=numbagrad.float64, requires_grad=True)
+    assert gradcheck(lambda a, b: a.prelu(b), (x, w))
+    assert numbagrad.autograd.gradgradcheck(lambda a, b: a.prelu(b), (x, w))
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.ones(2, 3).prelu(m.ones(2)),
+        lambda m: m.ones(2, 3).prelu(m.ones(1, 1)),
+        lambda m: m.ones(2, 3).prelu(m.ones(3, dtype=m.float64)),
+        lambda m: m.ones(2).prelu(0.25),
+        lambda m: m.prelu(m.ones(2), 0.25),
+        lambda m: m.nn.functional.prelu(m.ones(2), 0.25),
+        lambda m: m.prelu(1.0, m.ones(1)),
+    ],
+)
+def test_prelu_method_refuses_what_torch_refuses(torch, program):
+    _same_error(torch, program)
+
+
+# --- the legacy linear algebra methods -----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.eye(2).eig(),
+        lambda m: m.eye(2).eig(True),
+        lambda m: m.eye(2).symeig(eigenvectors=True),
+        lambda m: m.eye(2).solve(m.ones(2, 1)),
+        lambda m: m.eye(2).lstsq(m.ones(2, 1)),
+    ],
+)
+def test_removed_linear_algebra_methods_raise_torchs_error(torch, program):
+    _same_error(torch, program)
+
+
+@pytest.mark.parametrize("program", [lambda m: m.eye(2).solve(), lambda m: m.eye(2).eig(False, True)])
+def test_removed_linear_algebra_methods_check_their_arguments(torch, program):
+    for lib in (numbagrad, torch):
+        with pytest.raises(TypeError):
+            program(lib)
+
+
+@pytest.mark.parametrize("get_infos", [False, True])
+def test_lu_method_matches_torch_in_factors_and_pivots(torch, get_infos):
+    a = np.array(
+        [[[1.0, 2.0, 0.5], [3.0, 4.0, -1.0], [0.0, 1.0, 2.0]], [[0.0, 1.0, 0.0], [2.0, 0.0, 1.0], [1.0, 1.0, 1.0]]]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = numbagrad.tensor(a).lu(get_infos=get_infos)
+        want = torch.tensor(a).lu(get_infos=get_infos)
+    assert len(got) == len(want) == (3 if get_infos else 2)
+    for g, w in zip(got, want):
+        assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
+
+
+def test_lu_method_of_a_singular_matrix_matches_torch(torch):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, want = numbagrad.zeros(2, 2).lu(get_infos=True), torch.zeros(2, 2).lu(get_infos=True)
+    for g, w in zip(got, want):
+        assert g.tolist() == w.tolist()
+
+
+# --- sparse accessors of a dense tensor ----------------------------------------------------------------------------
+def test_to_dense_of_a_strided_tensor_is_the_tensor_itself():
+    x = numbagrad.tensor([1.0, 2.0], requires_grad=True)
+    assert x.to_dense() is x
+    assert x.to_dense(masked_grad=False) is x
+
+
+def test_to_dense_with_a_dtype_converts_as_torch_does(torch):
+    _same(torch, lambda m, t: t.to_dense(m.float32), np.array([1.5, -2.0]))
+    y = numbagrad.tensor([1.0], requires_grad=True).to_dense(numbagrad.float32)
+    assert (
+        type(y.grad_fn).__name__
+        == type(torch.tensor([1.0], requires_grad=True).to_dense(torch.float32).grad_fn).__name__
+    )
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 1, 3)])
+def test_sparse_and_dense_dims_of_a_strided_tensor_match_torch(torch, shape):
+    assert numbagrad.zeros(shape).sparse_dim() == torch.zeros(shape).sparse_dim() == 0
+    assert numbagrad.zeros(shape).dense_dim() == torch.zeros(shape).dense_dim() == len(shape)
+
+
+@pytest.mark.parametrize("name", ["indices", "values", "coalesce", "is_coalesced"])
+def test_coo_accessors_of_a_strided_tensor_raise_torchs_error(torch, name):
+    _same_error(torch, lambda m: getattr(m.ones(2, 2), name)())
+
+
+def test_coo_accessors_of_a_sparse_tensor_still_answer():
+    s = numbagrad.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse()
+    assert (s.sparse_dim(), s.dense_dim(), s.is_coalesced()) == (2, 0, True)
+    assert s.indices().tolist() == [[0, 1], [1, 0]]
+    assert s.values().tolist() == [2.0, 3.0]
+    assert s.coalesce().to_dense().tolist() == [[0.0, 2.0], [3.0, 0.0]]
+
+
+def test_lu_method_factors_a_singular_matrix_without_raising(torch):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, want = numbagrad.zeros(2, 2).lu(), torch.zeros(2, 2).lu()
+    for g, w in zip(got, want):
+        assert g.tolist() == w.tolist()
+
+
+def test_nextafter_passes_the_gradient_to_input_and_zeros_to_other_as_torch(torch):
+    _same(torch, lambda m, x, o: m.nextafter(x, o), np.array([1.0, -2.0, 0.5]), np.array([3.0, -5.0, 0.0]))
+    _same(torch, lambda m, x, o: x.nextafter(o), np.array([[1.0], [2.0]]), np.array([0.0, 4.0]))
+    assert type(numbagrad.ones(1, requires_grad=True).nextafter(numbagrad.zeros(1)).grad_fn).__name__ == (
+        type(torch.ones(1, requires_grad=True).nextafter(torch.zeros(1)).grad_fn).__name__
+    )
+
+
+def test_inplace_nextafter_of_a_tensor_with_history_keeps_the_gradient_flowing(torch):
+    _same(torch, lambda m, x, o: (x * 1).nextafter_(o), np.array([1.0, -2.0]), np.array([3.0, -5.0]))

@@ -59,6 +59,20 @@ from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_anomaly_enabled, is_grad_enabled, is_inference_mode_enabled
 from .ops import *  # noqa: F403 - the torch-shaped function namespace (declared ops only)
 from .ops import __all__ as _ops_all
+from .ops.storage import (
+    BFloat16Storage,
+    BoolStorage,
+    ByteStorage,
+    CharStorage,
+    DoubleStorage,
+    FloatStorage,
+    HalfStorage,
+    IntStorage,
+    LongStorage,
+    ShortStorage,
+    TypedStorage,
+    UntypedStorage,
+)
 from .serialization import load, load_file, save, save_file
 
 float = float32  # noqa: A001
@@ -144,6 +158,18 @@ __all__ = [
     "layout",
     "sparse_coo",
     "strided",
+    "BFloat16Storage",
+    "BoolStorage",
+    "ByteStorage",
+    "CharStorage",
+    "DoubleStorage",
+    "FloatStorage",
+    "HalfStorage",
+    "IntStorage",
+    "LongStorage",
+    "ShortStorage",
+    "TypedStorage",
+    "UntypedStorage",
 ]
 __all__ += _ops_all
 
@@ -189,7 +215,7 @@ _NN_FORMS = (
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution",
     "conv_tbc", "adaptive_avg_pool1d", "adaptive_max_pool1d", "avg_pool1d", "max_pool1d", "max_pool1d_with_indices",
     "max_pool2d", "max_pool3d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
-    "prelu", "selu", "selu_", "celu", "celu_", "threshold", "threshold_", "rrelu", "rrelu_", "hardshrink",
+    "selu", "selu_", "celu", "celu_", "threshold", "threshold_", "rrelu", "rrelu_", "hardshrink",
     "bilinear", "cosine_similarity", "pairwise_distance", "pdist", "batch_norm", "instance_norm", "layer_norm",
     "group_norm", "rms_norm", "native_layer_norm", "native_batch_norm", "native_group_norm", "embedding",
     "embedding_bag", "embedding_renorm_", "dropout", "dropout_", "alpha_dropout", "alpha_dropout_", "feature_dropout",

@@ -8,9 +8,21 @@ import numbagrad.ops.sparse
 import os
 import typing
 
+from numbagrad.ops.storage import BFloat16Storage as BFloat16Storage
+from numbagrad.ops.storage import BoolStorage as BoolStorage
+from numbagrad.ops.storage import ByteStorage as ByteStorage
+from numbagrad.ops.storage import CharStorage as CharStorage
+from numbagrad.ops.storage import DoubleStorage as DoubleStorage
+from numbagrad.ops.storage import FloatStorage as FloatStorage
 from numbagrad._generator import Generator as Generator
+from numbagrad.ops.storage import HalfStorage as HalfStorage
+from numbagrad.ops.storage import IntStorage as IntStorage
+from numbagrad.ops.storage import LongStorage as LongStorage
+from numbagrad.ops.storage import ShortStorage as ShortStorage
 from numbagrad._types import Size as Size
 from numbagrad._tensor import Tensor as Tensor
+from numbagrad.ops.storage import TypedStorage as TypedStorage
+from numbagrad.ops.storage import UntypedStorage as UntypedStorage
 from . import autograd as autograd
 from numbagrad._types import device as device
 from numbagrad._types import dtype as dtype
@@ -436,6 +448,7 @@ def polar(abs: numbagrad._tensor.Tensor, angle: numbagrad._tensor.Tensor) -> num
 def polygamma(n: builtins.int, input: numbagrad._tensor.Tensor) -> numbagrad._tensor.Tensor: ...
 def positive(input: numbagrad._tensor.Tensor) -> numbagrad._tensor.Tensor: ...
 def pow(input: typing.Any, exponent: typing.Any) -> numbagrad._tensor.Tensor: ...
+def prelu(input: numbagrad._tensor.Tensor, weight: numbagrad._tensor.Tensor) -> numbagrad._tensor.Tensor: ...
 def prod(input: typing.Any, dim: typing.Any = ..., keepdim: builtins.bool = ..., *, dtype: typing.Any = ...) -> typing.Any: ...
 def promote_types(a: numbagrad._types.dtype | None, b: numbagrad._types.dtype | None) -> numbagrad._types.dtype | None: ...
 def put(input: numbagrad._tensor.Tensor, index: numbagrad._tensor.Tensor, source: numbagrad._tensor.Tensor, accumulate: builtins.bool = ...) -> numbagrad._tensor.Tensor: ...
@@ -621,7 +634,6 @@ def pixel_shuffle(input: numbagrad._tensor.Tensor, upscale_factor: builtins.int)
 def pixel_unshuffle(input: numbagrad._tensor.Tensor, downscale_factor: builtins.int) -> numbagrad._tensor.Tensor: ...
 def channel_shuffle(input: numbagrad._tensor.Tensor, groups: builtins.int) -> numbagrad._tensor.Tensor: ...
 def native_channel_shuffle(input: numbagrad._tensor.Tensor, groups: builtins.int) -> numbagrad._tensor.Tensor: ...
-def prelu(input: numbagrad._tensor.Tensor, weight: numbagrad._tensor.Tensor) -> numbagrad._tensor.Tensor: ...
 def selu(input: numbagrad._tensor.Tensor) -> numbagrad._tensor.Tensor: ...
 def selu_(input: numbagrad._tensor.Tensor) -> numbagrad._tensor.Tensor: ...
 def celu(input: numbagrad._tensor.Tensor, alpha: builtins.float = ...) -> numbagrad._tensor.Tensor: ...
@@ -787,6 +799,18 @@ __all__ = [
     "layout",
     "sparse_coo",
     "strided",
+    "BFloat16Storage",
+    "BoolStorage",
+    "ByteStorage",
+    "CharStorage",
+    "DoubleStorage",
+    "FloatStorage",
+    "HalfStorage",
+    "IntStorage",
+    "LongStorage",
+    "ShortStorage",
+    "TypedStorage",
+    "UntypedStorage",
     "abs",
     "abs_",
     "absolute",
@@ -1137,6 +1161,7 @@ __all__ = [
     "polygamma",
     "positive",
     "pow",
+    "prelu",
     "prod",
     "promote_types",
     "put",

@@ -948,6 +948,15 @@ def _storage_root(a: np.ndarray) -> np.ndarray:
         a = base
 
 
+def storage_block(a: np.ndarray, dtype) -> np.ndarray:
+    """The whole memory block ``a`` views, as a 1-D array of ``dtype`` (as many whole elements as fit) sharing it:
+    what torch's storage objects read and write."""
+    root, dtype = _storage_root(a), np.dtype(dtype)
+    interface = {"data": (data_ptr(root), False), "shape": (root.nbytes,), "typestr": "|u1", "version": 3}
+    block = np.asarray(_Interface(interface, a))
+    return block[: root.nbytes - root.nbytes % dtype.itemsize].view(dtype)
+
+
 def as_strided(a: np.ndarray, shape: tuple, strides: tuple, offset: int) -> np.ndarray:
     """A writable view of ``a``'s memory block with ``shape``, element ``strides`` and first element ``offset``
     elements into the block (the caller checks the bounds)."""

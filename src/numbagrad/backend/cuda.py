@@ -1634,6 +1634,16 @@ def storage_nbytes(a) -> int:
     return 0 if a.gpu_data is None else _allocation(a).size
 
 
+def storage_block(a, dtype):
+    """``a``'s allocation as a 1-D array of ``dtype``, as ``cpu.storage_block``."""
+    if simulator():
+        return _Array(cpu.storage_block(a._ary, dtype))
+    dtype = np.dtype(dtype)
+    n = storage_nbytes(a) // dtype.itemsize
+    gpu_data = _allocation(a) if n else None
+    return _Array((n,), (dtype.itemsize,), dtype, stream=a.stream, gpu_data=gpu_data)
+
+
 def as_strided(a, shape: tuple, strides: tuple, offset: int):
     """A view of ``a``'s allocation, as ``cpu.as_strided`` (the caller checks the bounds)."""
     if simulator():

@@ -47,7 +47,6 @@ pixel_shuffle = F.pixel_shuffle
 pixel_unshuffle = F.pixel_unshuffle
 channel_shuffle = F.channel_shuffle
 native_channel_shuffle = F.native_channel_shuffle
-prelu = F.prelu
 selu_ = F.selu_
 celu_ = F.celu_
 threshold_ = F.threshold_

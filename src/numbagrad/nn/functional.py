@@ -293,59 +293,7 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, traini
     return rrelu(input, lower, upper, training, inplace=True)
 
 
-class _PReLU(Function):
-    """``input`` where positive, else ``weight * input``, the weight one value or one per channel (dim 1); one node
-    (torch's ``PreluKernelBackward0``) with a backward in tensor ops, so it has a second derivative."""
-
-    node_name = "PreluKernelBackward0"
-
-    @staticmethod
-    def _channel_weight(input: Tensor, weight: Tensor) -> Tensor:
-        if weight.numel() == 1 or input.dim() < 2:
-            return weight.reshape(())
-        return weight.reshape((input.shape[1],) + (1,) * (input.dim() - 2))
-
-    @staticmethod
-    def forward(ctx, input: Tensor, weight: Tensor) -> Tensor:
-        ctx.save_for_backward(input, weight)
-        return ops.where(input > 0, input, _PReLU._channel_weight(input, weight) * input)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        input, weight = ctx.saved_tensors
-        positive = input > 0
-        w = _PReLU._channel_weight(input, weight)
-        grad_input = ops.where(positive, grad, w * grad) if ctx.needs_input_grad[0] else None
-        grad_weight = None
-        if ctx.needs_input_grad[1]:
-            per_element = ops.where(positive, ops.zeros_like(input), input * grad)
-            if weight.numel() == 1 or input.dim() < 2:
-                grad_weight = per_element.sum().reshape(weight.shape)
-            else:
-                dims = tuple(d for d in range(input.dim()) if d != 1)
-                grad_weight = per_element.sum(dims).reshape(weight.shape)
-        return grad_input, grad_weight
-
-
-def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """Parametric ReLU: negative inputs scaled by a learned ``weight`` (one value, or one per channel of dim 1)."""
-    if not isinstance(input, Tensor):
-        raise not_a_tensor("prelu", "self", 1, input)
-    if weight.dim() > 1:
-        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
-    if weight.dtype != input.dtype:
-        raise RuntimeError(
-            f"prelu: Type promoting not supported. Got {input.dtype.scalar_name} and {weight.dtype.scalar_name}"
-        )
-    channels = input.shape[1] if input.dim() >= 2 else 1
-    if weight.numel() != 1 and weight.numel() != channels:
-        raise RuntimeError(
-            "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-            f"{weight.numel()} and channel size = {channels}."
-        )
-    if state.autocast is not None:
-        input, weight = autocast_to(None, input, weight)
-    return _PReLU.apply(input, weight)
+prelu = ops.prelu
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:

@@ -21,6 +21,7 @@ from . import (  # noqa: F401 - each registers its ops
     sparse,
     special_ops,
     spectral,
+    storage,
     tensor_methods,
     torch_namespace,
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _types
@@ -24,6 +26,7 @@ from ._registry import declare
 __all__ = [
     "as_operand",
     "backend_for",
+    "checked_scalar",
     "broadcast_shapes",
     "float_dtype",
     "promote",
@@ -190,3 +193,30 @@ def autocast_to(dtype, *tensors) -> tuple:
         else t
         for t in tensors
     )
+
+
+#: The C++ type names of torch's overflow message, for the dtypes whose scalar conversion torch checks.
+_CHECKED_CONVERSIONS = {
+    "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t", "float32": "float",
+}  # fmt: skip
+
+
+def checked_scalar(value, d: dtype):
+    """``value`` as torch converts a Python number written into a tensor of dtype ``d`` (by ``fill_``, ``full``, an
+    index write, ``masked_fill``, clamp's bounds): an integer dtype takes the numbers in its range, and an unsigned
+    one also their negatives, which wrap (``-1`` is 255 in uint8); no NaN or infinity; float32 takes no finite number
+    beyond its range. float64, the 16-bit floats and bool take any number, as in torch."""
+    name = _CHECKED_CONVERSIONS.get(d.name)
+    if name is None or isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return value
+    if d.is_floating_point:
+        fits = not math.isfinite(value) or abs(value) <= float(np.finfo(np.float32).max)
+    else:
+        info = np.iinfo(d.numpy)
+        low = -int(info.max) if info.min == 0 else int(info.min)
+        fits = math.isfinite(value) and low <= value <= int(info.max)
+    if not fits:
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    if value < 0 and not d.is_floating_point and np.iinfo(d.numpy).min == 0:
+        return int(value) + int(np.iinfo(d.numpy).max) + 1
+    return value

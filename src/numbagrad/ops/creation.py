@@ -23,7 +23,7 @@ from .._types import (
 from ..autograd.function import Function
 from ..autograd.grad_mode import break_trace, state
 from ..backend import for_device, layout
-from ._common import _np_promote
+from ._common import _np_promote, checked_scalar
 from ._registry import declare
 from .inplace import random_fill_
 
@@ -311,6 +311,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad: bool = False)
                 else (get_default_complex_dtype() if isinstance(fill_value, complex) else get_default_dtype())
             )
         )
+    fill_value = checked_scalar(fill_value, to_dtype(dtype))
     return _finish(np.full(_size((size,)), fill_value, to_dtype(dtype).numpy), device, requires_grad)
 
 

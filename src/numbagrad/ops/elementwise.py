@@ -38,7 +38,7 @@ from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, layout
 from ..scalar_math import COMPLEX_ROWS, ROWS, Row
 from . import complex_ops
-from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend
+from ._common import as_operand, broadcast_shapes, checked_scalar, not_a_tensor, result_np_dtype, same_backend
 from ._registry import Declaration, batchable, register
 from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
 
@@ -1099,6 +1099,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A001, A002 - to
             if dt.kind == "b" and not (type(min) is bool or type(max) is bool):
                 dt = np.dtype(np.int64)
                 input = input.to(_scalar_dtype(dt))
+            min, max = (checked_scalar(bound, _scalar_dtype(dt)) for bound in (min, max))
             info = np.iinfo(dt) if dt.kind != "b" else np.iinfo(np.int8)
             min = info.min if min is None else min
             max = info.max if max is None else max

@@ -15,7 +15,16 @@ from .._types import broadcast_shapes_or_none
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend import backend_for
-from ._common import as_operand, broadcast_shapes, not_a_tensor, result_np_dtype, same_backend, shape_str, wrap_dim
+from ._common import (
+    as_operand,
+    broadcast_shapes,
+    checked_scalar,
+    not_a_tensor,
+    result_np_dtype,
+    same_backend,
+    shape_str,
+    wrap_dim,
+)
 from ._registry import Sample, T, declare
 from .inplace import (
     check_inplace,
@@ -374,6 +383,8 @@ def setitem(x: Tensor, index, value) -> None:
     value = as_operand(value, "__setitem__", 2, "value")
     if isinstance(value, Tensor):
         same_backend((x, value))
+    else:
+        value = checked_scalar(value, x.dtype)
     if not _is_advanced(np_index) and (not isinstance(value, Tensor) or value._backend is x._backend):
         check_written(x, (value,), x._backend.getitem(x._data, np_index))  # (an expanded destination: refused)
     if isinstance(value, Tensor) and value.dtype != x.dtype and _is_advanced(np_index):
@@ -519,6 +530,7 @@ def fill_(input: Tensor, value) -> Tensor:  # noqa: A002 - torch's name
         )
     if has_internal_overlap(input._data) and not needs_graph(input, (value,)):
         check_inplace(input)  # torch fills an expanded tensor (one value everywhere), which setitem refuses
+        value = checked_scalar(value, input.dtype)
         input._backend.setitem(input._data, (Ellipsis,), value.item() if isinstance(value, Tensor) else value)
         input._bump_version()
         return input
@@ -991,6 +1003,7 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
     """A copy of ``input`` with ``value`` (a number or 0-d tensor) where ``mask`` is True (broadcast)."""
     mask = _check_mask(mask, "masked_fill")
     value = as_operand(value, "masked_fill", 3, "value")
+    value = checked_scalar(value, input.dtype)
     if isinstance(value, Tensor) and value.dim():
         raise RuntimeError(
             f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} dimension(s)."

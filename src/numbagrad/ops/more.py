@@ -17,7 +17,7 @@ from .._types import broadcast_shapes as _broadcast_shapes
 from ..autograd.function import Function
 from ..autograd.grad_mode import state as grad_state
 from . import complex_ops, creation, indexing, inplace, linalg, reduction, shape
-from ._common import result_type
+from ._common import autocast_to, not_a_tensor, result_type
 from ._registry import Sample, T, declare
 
 
@@ -1996,3 +1996,70 @@ def poisson(input: Tensor, generator=None) -> Tensor:  # noqa: A002
     if input.numel() and bool((input.detach() < 0).any()):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     return Poisson.apply(input, generator)
+
+
+# --- parametric ReLU (``nn.functional.prelu``, ``torch.prelu`` and ``Tensor.prelu``) ------------------------------
+class _PReLU(Function):
+    """``input`` where positive, else ``weight * input``, the weight one value or one per channel (dim 1); one node
+    (torch's ``PreluKernelBackward0``) with a backward in tensor ops, so it has a second derivative."""
+
+    node_name = "PreluKernelBackward0"
+
+    @staticmethod
+    def _channel_weight(input: Tensor, weight: Tensor) -> Tensor:
+        if weight.numel() == 1 or input.dim() < 2:
+            return weight.reshape(())
+        return weight.reshape((input.shape[1],) + (1,) * (input.dim() - 2))
+
+    @staticmethod
+    def forward(ctx, input: Tensor, weight: Tensor) -> Tensor:
+        ctx.save_for_backward(input, weight)
+        return indexing.where(input > 0, input, _PReLU._channel_weight(input, weight) * input)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        input, weight = ctx.saved_tensors
+        positive = input > 0
+        w = _PReLU._channel_weight(input, weight)
+        grad_input = indexing.where(positive, grad, w * grad) if ctx.needs_input_grad[0] else None
+        grad_weight = None
+        if ctx.needs_input_grad[1]:
+            per_element = indexing.where(positive, 0.0, input * grad)
+            if weight.numel() == 1 or input.dim() < 2:
+                grad_weight = per_element.sum().reshape(weight.shape)
+            else:
+                dims = tuple(d for d in range(input.dim()) if d != 1)
+                grad_weight = per_element.sum(dims).reshape(weight.shape)
+        return grad_input, grad_weight
+
+
+@declare(samples=(Sample(T(2, 3, 4), T(3)), Sample(T(2, 3), T(1)), Sample(T(4), T(1))))
+def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
+    """Parametric ReLU: negative inputs scaled by a learned ``weight`` (one value, or one per channel of dim 1)."""
+    if not isinstance(input, Tensor):
+        raise not_a_tensor("prelu", "input", 1, input)
+    if not isinstance(weight, Tensor):
+        raise not_a_tensor("prelu", "weight", 2, weight)
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    if weight.dtype != input.dtype:
+        raise RuntimeError(
+            f"prelu: Type promoting not supported. Got {input.dtype.scalar_name} and {weight.dtype.scalar_name}"
+        )
+    channels = input.shape[1] if input.dim() >= 2 else 1
+    if weight.numel() != 1 and weight.numel() != channels:
+        raise RuntimeError(
+            "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+            f"{weight.numel()} and channel size = {channels}."
+        )
+    if grad_state.autocast is not None:
+        input, weight = autocast_to(None, input, weight)
+    return _PReLU.apply(input, weight)
+
+
+@declare(methods=("prelu",), name="_prelu_method")
+def _prelu_method(self: Tensor, weight: Tensor) -> Tensor:
+    """``Tensor.prelu``: ``prelu(self, weight)`` (its weight is the method's first argument in torch's messages)."""
+    if not isinstance(weight, Tensor):
+        raise not_a_tensor("prelu", "weight", 1, weight)
+    return prelu(self, weight)

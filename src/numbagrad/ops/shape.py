@@ -91,7 +91,7 @@ def view(x: Tensor, *shape) -> Tensor:
             " * (torch.dtype dtype)\n * (tuple of ints size)\n"
         )
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, Size, int)):
-        return x.to(shape[0])
+        return _view_as_dtype(x, to_dtype(shape[0]))
     shape = _infer_shape(_shape_arg(shape), x.numel())
     if not _is_view_possible(x._data, shape):
         raise RuntimeError(
@@ -99,6 +99,40 @@ def view(x: Tensor, *shape) -> Tensor:
             "two contiguous subspaces). Use .reshape(...) instead."
         )
     return View.apply(x, shape)
+
+
+def _view_as_dtype(x: Tensor, d) -> Tensor:
+    """torch's ``view(dtype)``: the same memory read as ``d`` (no gradient flows through it, as in torch). Between
+    element sizes the last dim scales, so it must be contiguous and, growing, divisible, as must the offset and the
+    other strides."""
+    old, new = x.dtype.itemsize, d.itemsize
+    size, stride, offset = list(x.shape), list(x.stride()), x.storage_offset()
+    if old != new:
+        what = f"to view {x.dtype.scalar_name} as {d.scalar_name} (different element sizes)"
+        if x.dim() == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if stride[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {stride[-1]}")
+        if new > old:
+            ratio = new // old
+            if size[-1] % ratio:
+                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got {size[-1]}")
+            if offset % ratio:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, but got {offset}")
+            for k, s in enumerate(stride[:-1]):
+                if s % ratio:
+                    raise RuntimeError(f"self.stride({k}) must be divisible by {ratio} {what}, but got {s}")
+            size[-1], stride, offset = size[-1] // ratio, [s // ratio for s in stride[:-1]] + [1], offset // ratio
+        else:
+            ratio = old // new
+            size[-1], stride, offset = size[-1] * ratio, [s * ratio for s in stride[:-1]] + [1], offset * ratio
+    backend = x._backend
+    block = backend.storage_block(x._data, d.numpy)
+    # (torch's view of another dtype aliases the memory and the version counter, but it is no autograd view: an
+    # in-place change of it leaves the base's history alone)
+    result = Tensor._make(backend.as_strided(block, tuple(size), tuple(stride), offset))
+    result._version_counter = x._shared_version()
+    return result
 
 
 @declare(methods=True, samples=(Sample(T(3, 4), (4, 3)), Sample(T(2, 3, 4), (-1, 4))))

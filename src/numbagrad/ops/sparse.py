@@ -12,6 +12,8 @@ device that kernel runs on the host.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import numpy as np
 
 from .. import _printing
@@ -335,3 +337,50 @@ def mm(sparse: SparseCOOTensor, dense: Tensor) -> Tensor:
 def spmm(input, mat2: Tensor) -> Tensor:  # noqa: A002
     """``sparse @ dense`` (torch's older name of ``sparse.mm``)."""
     return mm(input, mat2)
+
+
+# --- the sparse accessors of a dense (strided) tensor, as torch answers them ---------------------------------------
+@declare(methods=("to_dense",), name="_strided_to_dense")
+def _strided_to_dense(input: Tensor, dtype=None, *, masked_grad=None) -> Tensor:  # noqa: A002
+    """A strided tensor is already dense: itself, or a copy in ``dtype``."""
+    return input if dtype is None else input.to(dtype)
+
+
+@declare(methods=("sparse_dim",), name="_strided_sparse_dim", differentiable=False)
+def _strided_sparse_dim(input: Tensor) -> int:  # noqa: A002
+    """A strided tensor has no sparse dims."""
+    return 0
+
+
+@declare(methods=("dense_dim",), name="_strided_dense_dim", differentiable=False)
+def _strided_dense_dim(input: Tensor) -> int:  # noqa: A002
+    """Every dim of a strided tensor is dense."""
+    return input.dim()
+
+
+def _coo_only(name: str, layout: str) -> NoReturn:
+    raise RuntimeError(f"{name} expected sparse {layout}tensor layout but got Strided")
+
+
+@declare(methods=("indices",), name="_strided_indices", differentiable=False)
+def _strided_indices(input: Tensor) -> Tensor:  # noqa: A002
+    """Only sparse COO tensors have indices: torch's RuntimeError for a strided one."""
+    _coo_only("indices", "coordinate ")
+
+
+@declare(methods=("values",), name="_strided_values", differentiable=False)
+def _strided_values(input: Tensor) -> Tensor:  # noqa: A002
+    """Only sparse tensors have values: torch's RuntimeError for a strided one."""
+    _coo_only("values", "")
+
+
+@declare(methods=("coalesce",), name="_strided_coalesce", differentiable=False)
+def _strided_coalesce(input: Tensor) -> Tensor:  # noqa: A002
+    """Only sparse COO tensors coalesce: torch's RuntimeError for a strided one."""
+    _coo_only("coalesce", "coordinate ")
+
+
+@declare(methods=("is_coalesced",), name="_strided_is_coalesced", differentiable=False)
+def _strided_is_coalesced(input: Tensor) -> bool:  # noqa: A002
+    """Only sparse COO tensors know whether they are coalesced: torch's RuntimeError for a strided one."""
+    _coo_only("is_coalesced", "coordinate ")

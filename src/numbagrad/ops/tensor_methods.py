@@ -24,7 +24,7 @@ from .._types import bool_, get_default_dtype, to_device
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad, state
 from ..backend import for_device
-from . import apply, complex_ops, more
+from . import apply, complex_ops, more, storage
 from ._common import not_a_tensor, wrap_dim
 from ._registry import Declaration, Sample, T, declare, register
 from .creation import _dtype_or_default, _new_like, _rng_for
@@ -439,10 +439,13 @@ class _SetNotDifferentiable(Function):
 
 
 @declare(methods=("set_",), name="_set_")
-def set_(input: Tensor, source: Tensor | None = None, storage_offset: int = 0, size=None, stride=None) -> Tensor:  # noqa: A002
-    """This tensor made to view ``source``'s storage: the same elements as ``source``, or the geometry given by
-    ``storage_offset``, ``size`` and ``stride``; with no source, an empty storage."""
+def set_(input: Tensor, source=None, storage_offset: int = 0, size=None, stride=None) -> Tensor:  # noqa: A002
+    """This tensor made to view ``source``'s storage (a tensor's, or a storage object's whole block read in this
+    tensor's dtype): the same elements as ``source``, or the geometry given by ``storage_offset``, ``size`` and
+    ``stride``; with no source, an empty storage."""
     check_inplace(input)
+    if isinstance(source, (storage.UntypedStorage, storage.TypedStorage)):
+        source = storage.block_of(source, input.dtype)
     if source is None:
         data = input._backend.empty((0,), input._data.dtype)
     else:

@@ -16,6 +16,7 @@ from .. import _typeinfo, _types
 from .._tensor import Tensor
 from .._types import to_dtype, wrap_dim
 from ..autograd import grad_mode
+from ..autograd.function import Function
 from ..autograd.grad_mode import state as grad_state
 from ..scalar_math import ROWS
 from . import (
@@ -683,16 +684,30 @@ def trapz(y: Tensor, x=None, *, dx=None, dim: int = -1) -> Tensor:
     return more.trapezoid(y, x, dx=dx, dim=dim)
 
 
-@declare(methods=True)
+class Nextafter(Function):
+    """The next floating point value after ``input`` towards ``other``. torch differentiates it as a step of no
+    size: the gradient passes to ``input`` unchanged, and ``other`` gets zeros."""
+
+    node_name = "NextafterBackward0"
+
+    @staticmethod
+    def forward(ctx, input: Tensor, other) -> Tensor:  # noqa: A002
+        result_dtype = _common.result_type(input, other)
+        if not result_dtype.is_floating_point:
+            raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{_typeinfo.CPP_NAMES[result_dtype.name]}'")
+        a = input._host().astype(result_dtype.numpy)
+        b = np.asarray(other._host() if isinstance(other, Tensor) else other, dtype=result_dtype.numpy)
+        return Tensor._make(np.nextafter(a, b)).to(input.device)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return g, g * 0 if ctx.needs_input_grad[1] else None
+
+
+@declare(methods=True, samples=(Sample(T(3), T(3)), Sample(T(2, 3), T(3))))
 def nextafter(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
-    """The next floating point value after ``input`` towards ``other``, in ``input``'s precision (not
-    differentiable, as in torch)."""
-    result_dtype = _common.result_type(input, other)
-    if not result_dtype.is_floating_point:
-        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{_typeinfo.CPP_NAMES[result_dtype.name]}'")
-    a = input._host().astype(result_dtype.numpy)
-    b = np.asarray(other._host() if isinstance(other, Tensor) else other, dtype=result_dtype.numpy)
-    return Tensor._make(np.nextafter(a, b)).to(input.device)
+    """The next floating point value after ``input`` towards ``other``, in their promoted precision."""
+    return Nextafter.apply(input, other)
 
 
 @declare(methods=True)
@@ -923,6 +938,24 @@ def bitwise_right_shift(input, other) -> Tensor:  # noqa: A002
     return _shift("rshift", np.right_shift, input, other)
 
 
+def _binary_inplace(op, name: str) -> None:
+    """``t.<name>_(other)``: ``op(t, other)`` written into ``t``; first torch's check that the promoted dtype can be
+    cast to ``t``'s (an int tensor shifted by a float refuses the cast before the op looks at the dtype)."""
+
+    def method(input: Tensor, other) -> Tensor:  # noqa: A002
+        inplace.check_result(input, _common.result_type(input, other).numpy, input._data.shape)
+        operands = (other,) if isinstance(other, Tensor) else ()
+        return inplace.write_inplace(input, lambda x: op(x, other), operands)
+
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place ``{name}``: the result written into this tensor, in its dtype."
+    declare(method, methods=(name + "_",), name=f"_{name}_", differentiable=False)
+
+
+for _name in ("bitwise_left_shift", "bitwise_right_shift", "nextafter"):
+    _binary_inplace(globals()[_name], _name)
+
+
 _histogram_result = more._named_pair("histogram", "hist", "bin_edges")
 _histogramdd_result = more._named_pair("histogramdd", "hist", "bin_edges")
 
@@ -1094,7 +1127,7 @@ def _removed(name: str, message: str):
 
 
 _REMOVED_SINCE_1_9 = "This function was deprecated since version 1.9 and is now removed."
-for _name, _message in {
+_REMOVED_MESSAGES = {
     "matrix_rank": f"{_REMOVED_SINCE_1_9}\nPlease use the `torch.linalg.matrix_rank` function instead. The parameter "
     "'symmetric' was renamed in `torch.linalg.matrix_rank()` to 'hermitian'.",
     "solve": f"{_REMOVED_SINCE_1_9} `torch.solve` is deprecated in favor of `torch.linalg.solve`. `torch.linalg.solve` "
@@ -1118,11 +1151,37 @@ for _name, _message in {
     "than real tensors mimicking complex tensors.\n\nL, _ = torch.eig(A) should be replaced with:\nL_complex = "
     "torch.linalg.eigvals(A)\n\nand\n\nL, V = torch.eig(A, eigenvectors=True) should be replaced with:\nL_complex, "
     "V_complex = torch.linalg.eig(A)",
-}.items():
+}
+for _name, _message in _REMOVED_MESSAGES.items():
     declare(_removed(_name, _message))
 
 
-@declare
+# torch's Tensor methods of the removed functions, with their parameters: each raises the function's RuntimeError.
+@declare(methods=("solve",), name="_solve_method", differentiable=False)
+def _solve_method(self: Tensor, other: Tensor):
+    """Removed from torch (since 1.9): raises, naming ``torch.linalg.solve``."""
+    raise RuntimeError(_REMOVED_MESSAGES["solve"])
+
+
+@declare(methods=("lstsq",), name="_lstsq_method", differentiable=False)
+def _lstsq_method(self: Tensor, other: Tensor):
+    """Removed from torch (since 1.9): raises, naming ``torch.linalg.lstsq``."""
+    raise RuntimeError(_REMOVED_MESSAGES["lstsq"])
+
+
+@declare(methods=("eig",), name="_eig_method", differentiable=False)
+def _eig_method(self: Tensor, eigenvectors: bool = False):
+    """Removed from torch (since 1.9): raises, naming ``torch.linalg.eig``."""
+    raise RuntimeError(_REMOVED_MESSAGES["eig"])
+
+
+@declare(methods=("symeig",), name="_symeig_method", differentiable=False)
+def _symeig_method(self: Tensor, eigenvectors: bool = False):
+    """Removed from torch (since 1.9): raises, naming ``torch.linalg.eigh``."""
+    raise RuntimeError(_REMOVED_MESSAGES["symeig"])
+
+
+@declare(methods=True)
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False):
     """The LU factorization ``(LU, pivots[, infos])`` (deprecated by torch for ``torch.linalg.lu_factor``)."""
     warnings.warn(
@@ -1131,7 +1190,8 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False):
         UserWarning,
         stacklevel=2,
     )
-    LU, pivots, infos = linalg_functions.lu_factor_ex(A, pivot=pivot, check_errors=not get_infos)
+    # (torch's ``_lu_with_info`` factors a singular matrix without complaint: a zero pivot is reported in infos)
+    LU, pivots, infos = linalg_functions.lu_factor_ex(A, pivot=pivot)
     return (LU, pivots, infos) if get_infos else (LU, pivots)
 
 
