@@ -392,7 +392,8 @@ def test_graph_node_names_match_torch(torch):
     z, t = ng.tensor(_Z, requires_grad=True), torch.tensor(_Z, requires_grad=True)
     x, y = ng.tensor([1.0], requires_grad=True), torch.tensor([1.0], requires_grad=True)
     for fn in (lambda T, z, x: z.conj(), lambda T, z, x: z.abs(), lambda T, z, x: T.view_as_real(z),
-               lambda T, z, x: T.complex(x, x), lambda T, z, x: z.real, lambda T, z, x: z * z):  # fmt: skip
+               lambda T, z, x: T.complex(x, x), lambda T, z, x: z.real, lambda T, z, x: z * z,
+               lambda T, z, x: T.polar(x, x)):  # fmt: skip
         assert type(fn(ng, z, x).grad_fn).__name__ == type(fn(torch, t, y).grad_fn).__name__
 
 
@@ -418,7 +419,13 @@ def test_gradcheck_with_complex_inputs_and_outputs(fn):
 
 @pytest.mark.parametrize(
     "fn",
-    [lambda z, x: z * x, lambda z, x: ng.complex(x, x * 2) * z, lambda z, x: (z.exp() * x).abs(), lambda z, x: z.tan()],
+    [
+        lambda z, x: z * x,
+        lambda z, x: ng.complex(x, x * 2) * z,
+        lambda z, x: (z.exp() * x).abs(),
+        lambda z, x: z.tan(),
+        lambda z, x: ng.polar(x.abs() + 0.5, x) * z,
+    ],
 )
 def test_gradgradcheck_with_complex_and_real_inputs(fn):
     ng.manual_seed(2)
