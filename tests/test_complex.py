@@ -244,8 +244,8 @@ _Z = [0.3 + 0.4j, -0.5 + 0.2j, 0.7 - 0.6j]
 _W = [1.1 - 0.3j, 0.4 + 0.9j, -0.8 + 0.5j]
 _UNARY = ["neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "tanh", "sigmoid", "sinh", "cosh",
           "asin", "acos", "atan", "asinh", "acosh", "atanh", "log1p", "expm1", "log2", "log10", "exp2", "square",
-          "abs", "sgn", "angle", "isnan", "isinf", "isfinite", "logical_not"]  # fmt: skip
-_BINARY = ["add", "sub", "mul", "div", "pow", "eq", "ne", "logical_and", "logical_or", "logical_xor"]
+          "abs", "sgn", "angle", "sinc", "isnan", "isinf", "isfinite", "logical_not"]  # fmt: skip
+_BINARY = ["add", "sub", "mul", "div", "pow", "logaddexp", "eq", "ne", "logical_and", "logical_or", "logical_xor"]
 
 
 def _real_loss(T, out):
@@ -278,6 +278,21 @@ def test_binary_rows_on_complex_match_torch_values_and_grads(torch, name):
         _real_loss(torch, b).backward()
         for z, t in zip(zs, ts):
             _same(z.grad, t.grad, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("weight", [0.3, "tensor"])
+def test_lerp_of_complex_tensors(torch, weight):
+    def run(T):
+        z, w = T.tensor(_Z, requires_grad=True), T.tensor(_W, requires_grad=True)
+        wt = T.tensor([0.2 + 0.1j, 0.7j, 1.5], requires_grad=True) if weight == "tensor" else weight
+        out = T.lerp(z, w, wt)
+        _real_loss(T, out).backward()
+        return out, [z.grad, w.grad] + ([wt.grad] if weight == "tensor" else [])
+
+    (a, ours), (b, theirs) = run(ng), run(torch)
+    _same(a, b)
+    for x, y in zip(ours, theirs):
+        _same(x, y)
 
 
 def test_complex64_kernels_compute_in_single_precision(torch):
