@@ -466,3 +466,22 @@ def test_gradcheck_catches_a_wrong_complex_gradient():
     z = ng.tensor([1 + 2j], dtype=ng.cdouble, requires_grad=True)
     w = ng.tensor([0.5 - 1j], dtype=ng.cdouble, requires_grad=True)
     assert not ng.autograd.gradcheck(NotConjugated.apply, (z, w), raise_exception=False)
+
+
+# --- helpers that meet complex dtypes -------------------------------------------------------------------------
+@pytest.mark.parametrize(("a", "b"), [("complex64", "int64"), ("float32", "complex64"), ("complex64", "float64")])
+def test_can_cast_with_complex(torch, a, b):
+    assert ng.can_cast(getattr(ng, a), getattr(ng, b)) == torch.can_cast(getattr(torch, a), getattr(torch, b))
+
+
+def test_assert_close_compares_complex_with_tolerances(torch):
+    ng.testing.assert_close(ng.tensor([1 + 2j]), ng.tensor([1 + 2.000001j]))
+    with pytest.raises(AssertionError, match="Tensor-likes are not close!"):
+        ng.testing.assert_close(ng.tensor([1 + 2j]), ng.tensor([1 + 2.01j]))
+
+
+def test_save_and_load_keep_complex_values(tmp_path):
+    z = ng.tensor([1 + 2j, 3j], dtype=ng.cdouble)
+    ng.save(z, tmp_path / "z.pt")
+    loaded = ng.load(tmp_path / "z.pt")
+    assert loaded.dtype == ng.complex128 and loaded.tolist() == z.tolist()
