@@ -244,8 +244,8 @@ _Z = [0.3 + 0.4j, -0.5 + 0.2j, 0.7 - 0.6j]
 _W = [1.1 - 0.3j, 0.4 + 0.9j, -0.8 + 0.5j]
 _UNARY = ["neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "tanh", "sigmoid", "sinh", "cosh",
           "asin", "acos", "atan", "asinh", "acosh", "atanh", "log1p", "expm1", "log2", "log10", "exp2", "square",
-          "abs", "sgn", "angle", "isnan", "isinf", "isfinite", "logical_not"]  # fmt: skip
-_BINARY = ["add", "sub", "mul", "div", "pow", "eq", "ne", "logical_and", "logical_or", "logical_xor"]
+          "abs", "sgn", "angle", "sinc", "isnan", "isinf", "isfinite", "logical_not"]  # fmt: skip
+_BINARY = ["add", "sub", "mul", "div", "pow", "logaddexp", "eq", "ne", "logical_and", "logical_or", "logical_xor"]
 
 
 def _real_loss(T, out):
@@ -278,6 +278,21 @@ def test_binary_rows_on_complex_match_torch_values_and_grads(torch, name):
         _real_loss(torch, b).backward()
         for z, t in zip(zs, ts):
             _same(z.grad, t.grad, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("weight", [0.3, "tensor"])
+def test_lerp_of_complex_tensors(torch, weight):
+    def run(T):
+        z, w = T.tensor(_Z, requires_grad=True), T.tensor(_W, requires_grad=True)
+        wt = T.tensor([0.2 + 0.1j, 0.7j, 1.5], requires_grad=True) if weight == "tensor" else weight
+        out = T.lerp(z, w, wt)
+        _real_loss(T, out).backward()
+        return out, [z.grad, w.grad] + ([wt.grad] if weight == "tensor" else [])
+
+    (a, ours), (b, theirs) = run(ng), run(torch)
+    _same(a, b)
+    for x, y in zip(ours, theirs):
+        _same(x, y)
 
 
 def test_complex64_kernels_compute_in_single_precision(torch):
@@ -392,7 +407,8 @@ def test_graph_node_names_match_torch(torch):
     z, t = ng.tensor(_Z, requires_grad=True), torch.tensor(_Z, requires_grad=True)
     x, y = ng.tensor([1.0], requires_grad=True), torch.tensor([1.0], requires_grad=True)
     for fn in (lambda T, z, x: z.conj(), lambda T, z, x: z.abs(), lambda T, z, x: T.view_as_real(z),
-               lambda T, z, x: T.complex(x, x), lambda T, z, x: z.real, lambda T, z, x: z * z):  # fmt: skip
+               lambda T, z, x: T.complex(x, x), lambda T, z, x: z.real, lambda T, z, x: z * z,
+               lambda T, z, x: T.polar(x, x)):  # fmt: skip
         assert type(fn(ng, z, x).grad_fn).__name__ == type(fn(torch, t, y).grad_fn).__name__
 
 
@@ -418,7 +434,13 @@ def test_gradcheck_with_complex_inputs_and_outputs(fn):
 
 @pytest.mark.parametrize(
     "fn",
-    [lambda z, x: z * x, lambda z, x: ng.complex(x, x * 2) * z, lambda z, x: (z.exp() * x).abs(), lambda z, x: z.tan()],
+    [
+        lambda z, x: z * x,
+        lambda z, x: ng.complex(x, x * 2) * z,
+        lambda z, x: (z.exp() * x).abs(),
+        lambda z, x: z.tan(),
+        lambda z, x: ng.polar(x.abs() + 0.5, x) * z,
+    ],
 )
 def test_gradgradcheck_with_complex_and_real_inputs(fn):
     ng.manual_seed(2)
@@ -444,3 +466,22 @@ def test_gradcheck_catches_a_wrong_complex_gradient():
     z = ng.tensor([1 + 2j], dtype=ng.cdouble, requires_grad=True)
     w = ng.tensor([0.5 - 1j], dtype=ng.cdouble, requires_grad=True)
     assert not ng.autograd.gradcheck(NotConjugated.apply, (z, w), raise_exception=False)
+
+
+# --- helpers that meet complex dtypes -------------------------------------------------------------------------
+@pytest.mark.parametrize(("a", "b"), [("complex64", "int64"), ("float32", "complex64"), ("complex64", "float64")])
+def test_can_cast_with_complex(torch, a, b):
+    assert ng.can_cast(getattr(ng, a), getattr(ng, b)) == torch.can_cast(getattr(torch, a), getattr(torch, b))
+
+
+def test_assert_close_compares_complex_with_tolerances(torch):
+    ng.testing.assert_close(ng.tensor([1 + 2j]), ng.tensor([1 + 2.000001j]))
+    with pytest.raises(AssertionError, match="Tensor-likes are not close!"):
+        ng.testing.assert_close(ng.tensor([1 + 2j]), ng.tensor([1 + 2.01j]))
+
+
+def test_save_and_load_keep_complex_values(tmp_path):
+    z = ng.tensor([1 + 2j, 3j], dtype=ng.cdouble)
+    ng.save(z, tmp_path / "z.pt")
+    loaded = ng.load(tmp_path / "z.pt")
+    assert loaded.dtype == ng.complex128 and loaded.tolist() == z.tolist()

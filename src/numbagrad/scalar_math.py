@@ -18,6 +18,7 @@ Adding an op means adding a row; tests for every row are generated from this tab
 from __future__ import annotations
 
 import cmath
+import dataclasses
 import dis
 import inspect
 import math
@@ -3081,6 +3082,48 @@ def square_c_grad(g, out, x):
     return g * (2 * x).conjugate()
 
 
+def sinc_c(x):
+    p = math.pi * x
+    return select(x == 0, 1.0 + 0j, cmath.sin(p) / p)
+
+
+def sinc_c_grad(g, out, x):
+    p = math.pi * x
+    return select(x == 0, 0j, g * ((p * cmath.cos(p) - cmath.sin(p)) / (p * x)).conjugate())
+
+
+def logaddexp_c(x, y):
+    return cmath.log(cmath.exp(x) + cmath.exp(y))
+
+
+def logaddexp_c_grad_x(g, out, x, y):
+    return g / (1 + cmath.exp(y - x)).conjugate()
+
+
+def logaddexp_c_grad_y(g, out, x, y):
+    return g / (1 + cmath.exp(x - y)).conjugate()
+
+
+def lerp_c_grad_x(g, out, x, y, w):
+    return g * (1 - w).conjugate()
+
+
+def lerp_c_grad_y(g, out, x, y, w):
+    return g * w.conjugate()
+
+
+def lerp_c_grad_w(g, out, x, y, w):
+    return g * (y - x).conjugate()
+
+
+def lerp_scalar_c_grad_x(g, out, x, y, weight):
+    return g * (1 - weight).conjugate()
+
+
+def lerp_scalar_c_grad_y(g, out, x, y, weight):
+    return g * weight.conjugate()
+
+
 def isinf_c(x):
     return (abs(x.real) == math.inf) | (abs(x.imag) == math.inf)
 
@@ -3090,12 +3133,9 @@ def isfinite_c(x):
 
 
 def _complex_twin(name: str, forward, grads: tuple = ()) -> Row:
-    """The complex twin of row ``name``: its names and flags, with complex ``forward`` and ``grads``."""
+    """The complex twin of row ``name``: its names, flags and params, with complex ``forward`` and ``grads``."""
     row = ROWS[name]
-    return Row(
-        f"{name}_complex", forward, grads or row.grads, None, row.node, row.names, row.methods, row.operators,
-        row.inplace, row.alpha, row.frontend, row.float_only, row.out_bool, doc=row.doc,
-    )  # fmt: skip
+    return dataclasses.replace(row, name=f"{name}_complex", forward=forward, grads=grads or row.grads, reference=None)
 
 
 #: real row name -> its complex twin (rows torch computes for complex tensors; others refuse complex input)
@@ -3114,6 +3154,9 @@ COMPLEX_ROWS: dict[str, Row] = {
         "acosh": (acosh_c, (acosh_c_grad,)), "atanh": (atanh_c, (atanh_c_grad,)),
         "log1p": (log1p_c, (log1p_c_grad,)), "expm1": (expm1_c, (expm1_c_grad,)), "log2": (log2_c, (log2_c_grad,)),
         "log10": (log10_c, (log10_c_grad,)), "exp2": (exp2_c, (exp2_c_grad,)),
+        "sinc": (sinc_c, (sinc_c_grad,)), "logaddexp": (logaddexp_c, (logaddexp_c_grad_x, logaddexp_c_grad_y)),
+        "lerp": (lerp, (lerp_c_grad_x, lerp_c_grad_y, lerp_c_grad_w)),
+        "lerp_scalar": (lerp_scalar, (lerp_scalar_c_grad_x, lerp_scalar_c_grad_y)),
         "eq": (eq,), "ne": (ne,), "isnan": (isnan,), "isinf": (isinf_c,), "isfinite": (isfinite_c,),
         "logical_not": (logical_not,), "logical_and": (logical_and,), "logical_or": (logical_or,),
         "logical_xor": (logical_xor,),

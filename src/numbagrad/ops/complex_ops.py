@@ -265,11 +265,31 @@ def complex_tensor(real: Tensor, imag: Tensor) -> Tensor:
     return complex_(real, imag)
 
 
+class Polar(Function):
+    node_name = "PolarBackward0"
+
+    @staticmethod
+    def forward(ctx, r, theta):
+        ctx.save_for_backward(r, theta)
+        re, im = r._data * np.cos(theta._data), r._data * np.sin(theta._data)
+        return Tensor._make(r._backend.make_complex(re, im, complex_of(r.dtype).numpy))
+
+    @staticmethod
+    def backward(ctx, g):
+        # w = r e^(i theta) of real r, theta: a real input's gradient is Re(conj(g) dw/dinput)
+        r, theta = ctx.saved_tensors
+        unit = complex_(theta.cos(), theta.sin())
+        ga = real(conj_physical(g) * unit) if ctx.needs_input_grad[0] else None
+        gt = real(conj_physical(g) * unit * r * 1j) if ctx.needs_input_grad[1] else None
+        return ga, gt
+
+
 @declare
 def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002 - torch's names
     """The complex tensor of magnitudes ``abs`` and arguments ``angle``: ``abs * (cos(angle) + sin(angle) * 1j)``."""
     _check_parts("polar", abs, angle)
-    return complex_(abs * angle.cos(), abs * angle.sin())
+    shape = np.broadcast_shapes(abs.shape, angle.shape)
+    return Polar.apply(abs.expand(shape), angle.expand(shape))
 
 
 class AbsComplex(Function):

@@ -1223,7 +1223,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
         signatures = ("Tensor input, Tensor end, Tensor weight", "Tensor input, Tensor end, Number weight")
         raise _invalid("lerp", (input, end, weight), *signatures)
     dt = input._data.dtype
-    if dt.kind not in "fV":
+    if dt.kind not in "fVc":
         kind = "tensor" if isinstance(weight, Tensor) else "scalar"
         raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{_torch_name(dt)}'")
     for name, t in (("end", end), ("weight", weight)):
@@ -1234,7 +1234,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:  # noqa: A002
             )
     if isinstance(weight, Tensor):
         return FUNCTIONS["lerp"].apply(input, end, weight if weight._data.dtype == dt else weight.to(dt))
-    return FUNCTIONS["lerp_scalar"].apply(input, end, float(weight))
+    return FUNCTIONS["lerp_scalar"].apply(input, end, weight if isinstance(weight, complex) else float(weight))
 
 
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:  # noqa: A002

@@ -506,10 +506,11 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:  # noqa: A002
 
 @declare
 def can_cast(from_: _types.dtype, to: _types.dtype) -> bool:
-    """Whether torch's type promotion allows casting ``from_`` to ``to`` (no float to integer, no number to bool)."""
+    """Whether torch's type promotion allows casting ``from_`` to ``to`` (no complex to real, no float to integer, no
+    number to bool)."""
 
     def kind(d):
-        return 0 if d == _types.bool_ else (2 if d.is_floating_point else 1)
+        return 0 if d == _types.bool_ else (3 if d.is_complex else 2 if d.is_floating_point else 1)
 
     return kind(from_) <= kind(to)
 

@@ -16,12 +16,24 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor
-from .._types import bfloat16, float16, float32, float64, get_default_dtype, int64
+from .._types import (
+    bfloat16,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    from_numpy_dtype,
+    get_default_dtype,
+    int64,
+    promote_types,
+)
 from .._types import dtype as _dtype
 from ..ops.creation import as_tensor, tensor
 
 #: {dtype: (rtol, atol)}: torch's default tolerances; other dtypes compare exactly.
-_DTYPE_PRECISIONS = {float16: (0.001, 1e-5), bfloat16: (0.016, 1e-5), float32: (1.3e-6, 1e-5), float64: (1e-7, 1e-7)}
+_DTYPE_PRECISIONS = {float16: (0.001, 1e-5), bfloat16: (0.016, 1e-5), float32: (1.3e-6, 1e-5), float64: (1e-7, 1e-7),
+                     complex64: (1.3e-6, 1e-5), complex128: (1e-7, 1e-7)}  # fmt: skip
 _NUMBER_DTYPES = {int: int64, float: float64}
 
 
@@ -121,7 +133,7 @@ def _tensor_mismatch_msg(actual: np.ndarray, expected: np.ndarray, matches: np.n
     total = matches.size - int(matches.sum())
     extra = f"Mismatched elements: {total} / {matches.size} ({total / matches.size:.1%})"
     a, e, m = actual.reshape(-1), expected.reshape(-1), matches.reshape(-1)
-    floating = a.dtype.kind in "fV"
+    floating = a.dtype.kind in "fVc"
     if not floating:
         a, e = a.astype(np.int64), e.astype(np.int64)
     with np.errstate(all="ignore"):
@@ -296,6 +308,8 @@ class _TensorLikePair(_Pair):
 
 def _promote(a: np.dtype, b: np.dtype) -> np.dtype:
     """torch.promote_types: a float with an integer or bool is that float (numpy would widen int64 + float32)."""
+    if "c" in (a.kind, b.kind):  # (numpy would widen complex64 with int64 to complex128)
+        return promote_types(from_numpy_dtype(a), from_numpy_dtype(b)).numpy
     if a.kind in "fV" and b.kind not in "fV":
         return a
     if b.kind in "fV" and a.kind not in "fV":
@@ -388,7 +402,8 @@ def assert_close(
             raise mismatch.to_error(msg) from None
 
 
-_ALLCLOSE_PRECISIONS = {float16: (1e-3, 1e-3), float32: (1e-4, 1e-5), float64: (1e-5, 1e-8)}
+_ALLCLOSE_PRECISIONS = {float16: (1e-3, 1e-3), float32: (1e-4, 1e-5), float64: (1e-5, 1e-8), complex64: (1e-4, 1e-5),
+                        complex128: (1e-5, 1e-8)}  # fmt: skip
 
 
 def assert_allclose(
