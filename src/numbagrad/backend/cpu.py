@@ -476,6 +476,11 @@ def view_as_complex(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return a.view(dtype)[..., 0]  # (numpy merges the contiguous last dim of 2 into one complex element)
 
 
+def _parts_dtype(dtype) -> np.dtype:
+    """The float dtype of a complex dtype's parts (complex64 -> float32)."""
+    return np.dtype(np.dtype(dtype).char.lower())
+
+
 def conj(a: np.ndarray) -> np.ndarray:
     """The complex conjugates of ``a`` in a new array."""
     return np.asarray(np.conj(a))  # (a ufunc makes a 0-d array a numpy scalar)
@@ -1338,6 +1343,16 @@ def conv2d_backward(
 
 #: The backend interface: the same names as ``cuda.__all__`` (tests/test_backend.py checks it).
 __all__ = [
+    "complex_abs",
+    "complex_angle",
+    "complex_sgn",
+    "conj",
+    "imag_part",
+    "make_complex",
+    "real_part",
+    "storage_block",
+    "view_as_complex",
+    "view_as_real",
     "accumulate_",
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",

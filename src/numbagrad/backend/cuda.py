@@ -94,7 +94,8 @@ def _dummy(a) -> np.ndarray:
 
 
 def _view(a, op):
-    """The device view that numpy's ``op`` (a basic index, transpose, broadcast, reshape) would give of ``a``."""
+    """The device view that numpy's ``op`` (a basic index, transpose, broadcast, reshape, a complex array's
+    ``.real``) would give of ``a``, in the element type ``op`` gives."""
     if simulator():
         return _Array(op(a._ary))
     base = _dummy(a)
@@ -102,7 +103,7 @@ def _view(a, op):
     offset = v.__array_interface__["data"][0] - base.__array_interface__["data"][0]
     size = int(np.prod(v.shape, dtype=np.int64))
     gpu_data = a.gpu_data.view(offset) if size and a.size else None
-    return _Array(v.shape, v.strides, a.dtype, stream=a.stream, gpu_data=gpu_data)
+    return _Array(v.shape, v.strides, v.dtype, stream=a.stream, gpu_data=gpu_data)
 
 
 class _Flags(dict):
@@ -1652,6 +1653,66 @@ def as_strided(a, shape: tuple, strides: tuple, offset: int):
     size = int(np.prod(shape, dtype=np.int64))
     gpu_data = _allocation(a).view(offset * item) if size and a.gpu_data is not None else None
     return _Array(tuple(shape), tuple(s * item for s in strides), a.dtype, stream=a.stream, gpu_data=gpu_data)
+
+
+# --- complex numbers: views of the parts, and kernels in ``cuda_kernels`` ------------------------------------------
+def real_part(a):
+    """The real parts of a complex array, as a view sharing its memory (as ``cpu.real_part``)."""
+    return _view(a, lambda x: x.real)
+
+
+def imag_part(a):
+    """The imaginary parts of a complex array, as a view sharing its memory."""
+    return _view(a, lambda x: x.imag)
+
+
+def view_as_real(a):
+    """A complex array's memory seen as floats with a last dim of 2, as ``cpu.view_as_real``."""
+    return _view(a, cpu.view_as_real)
+
+
+def view_as_complex(a, dtype: np.dtype):
+    """Pairs of floats (a last dim of 2, stride 1) seen as complex numbers of ``dtype``, sharing the memory."""
+    return _view(a, lambda x: cpu.view_as_complex(x, dtype))
+
+
+def _flat(a):
+    """``a`` as a 1-D contiguous device array (a copy only when it is not contiguous)."""
+    return reshape(ascontiguous(a), (a.size,))
+
+
+def _complex_map(kernel, a, dtype):
+    """A new array of ``a``'s shape and ``dtype`` from a one-input grid-stride complex ``kernel``."""
+    out = empty(tuple(a.shape), np.dtype(dtype))
+    _launch(kernel, a.size, _flat(a), reshape(out, (a.size,)))
+    return out
+
+
+def conj(a):
+    """The complex conjugates of ``a`` in a new array (as ``cpu.conj``)."""
+    return _complex_map(_kern()._conj_kernel, a, a.dtype)
+
+
+def make_complex(re, im, dtype):
+    """The complex array ``re + im * 1j`` of ``dtype`` (parts of one shape)."""
+    out = empty(tuple(re.shape), np.dtype(dtype))
+    _launch(_kern()._make_complex_kernel, out.size, _flat(re), _flat(im), reshape(out, (out.size,)))
+    return out
+
+
+def complex_abs(a):
+    """``|a|`` of a complex array, in its parts' float dtype."""
+    return _complex_map(_kern()._complex_abs_kernel, a, cpu._parts_dtype(a.dtype))
+
+
+def complex_angle(a):
+    """The argument of each complex element, in its parts' float dtype."""
+    return _complex_map(_kern()._complex_angle_kernel, a, cpu._parts_dtype(a.dtype))
+
+
+def complex_sgn(a):
+    """``a / |a|`` of a complex array, 0 where ``a`` is 0."""
+    return _complex_map(_kern()._complex_sgn_kernel, a, a.dtype)
 
 
 def diagonal(a, offset: int, dim1: int, dim2: int):

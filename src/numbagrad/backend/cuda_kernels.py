@@ -3,7 +3,8 @@ the CPU backend's names, are in ``backend.cuda``): convolution columns (``im2col
 pooling and their backwards, layer norm, fused cross entropy, the index primitives (``gather``, ``scatter``,
 ``index_select``, ``index_add``, ``index_put``, advanced ``getitem``/``setitem`` with integer arrays,
 ``take_along_axis``), ``argmax``/``argmin``, ``cumsum``/``cumprod``, ``sort``/``topk``, ``triu``/``tril``,
-``flip``; dropout's keep mask; and
+``flip``; the complex primitives (``conj``, ``make_complex``, ``complex_abs``/``angle``/``sgn``); dropout's keep mask;
+and
 the device-side bounds check of ``check_index``, whose error surfaces at the next download.
 
 Every kernel is a grid-stride loop with one thread per output element, or per row where a row is scanned, or
@@ -556,4 +557,52 @@ def _keep_kernel(out, seed, p):
         z = z ^ (z >> uint64(31))
         u = float(z >> uint64(40)) * (1.0 / 16777216.0)  # 24 random bits: a float32 in [0, 1)
         out[i] = 1 if u >= p else 0
+        i += cuda.gridsize(1)
+
+
+# --- complex numbers -------------------------------------------------------------------------------------------
+@cuda.jit(cache=True)
+def _conj_kernel(a, out):
+    """``out[i] = conj(a[i])`` over flat contiguous arrays."""
+    i = cuda.grid(1)
+    while i < a.size:
+        out[i] = a[i].conjugate()
+        i += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def _make_complex_kernel(re, im, out):
+    """``out[i] = re[i] + im[i] * 1j``."""
+    i = cuda.grid(1)
+    while i < out.size:
+        out[i] = complex(re[i], im[i])
+        i += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def _complex_abs_kernel(a, out):
+    """``out[i] = |a[i]|`` (``hypot``: no overflow where the squares would)."""
+    i = cuda.grid(1)
+    while i < a.size:
+        out[i] = math.hypot(a[i].real, a[i].imag)
+        i += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def _complex_angle_kernel(a, out):
+    """``out[i]`` = the argument of ``a[i]``."""
+    i = cuda.grid(1)
+    while i < a.size:
+        out[i] = math.atan2(a[i].imag, a[i].real)
+        i += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def _complex_sgn_kernel(a, out):
+    """``out[i] = a[i] / |a[i]|``, 0 where ``a[i]`` is 0."""
+    i = cuda.grid(1)
+    while i < a.size:
+        z = a[i]
+        r = math.hypot(z.real, z.imag)
+        out[i] = z / r if r != 0 else 0
         i += cuda.gridsize(1)
