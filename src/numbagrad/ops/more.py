@@ -15,7 +15,6 @@ from .._tensor import Tensor
 from .._types import Size, bool_, float64, int32, int64, wrap_dim
 from .._types import broadcast_shapes as _broadcast_shapes
 from ..autograd.function import Function
-from ..autograd.grad_mode import state as grad_state
 from . import creation, indexing, inplace, linalg, reduction, shape
 from ._common import result_type
 from ._registry import Sample, T, declare
@@ -1721,16 +1720,14 @@ class Logcumsumexp(Function):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        out = _log_scan(x, dim)
-        ctx.save_for_backward(x, out)
-        return out.clone()
+        out = _log_scan(x, dim).clone()
+        ctx.save_for_backward(x, out)  # the output itself: its saved copy unpacks linked to this node
+        return out
 
     @staticmethod
     def backward(ctx, g):
         x, out = ctx.saved_tensors
         d = ctx.dim
-        if grad_state.enabled:  # a second derivative also follows the output's dependence on x
-            out = Logcumsumexp.apply(x, d)
         # grad_i = sum over j >= i of g_j * exp(x_i - out_j), summed in log space for the positive and the negative
         # parts of g separately; the smallest finite number stands for log(0) so that no NaN appears
         floor = float(np.finfo(np.dtype(str(g.dtype).replace("numbagrad.", ""))).min)
