@@ -66,7 +66,10 @@ class FusedGrad(Function):
             )
         result: list = [None] * len(inputs)
         for i, gi in zip(wrt, found):
-            result[i] = gi if gi is not None or not ctx.zeros else inputs[i].detach().mul(0)
+            if gi is None and ctx.zeros:
+                t = inputs[i]
+                gi = Tensor._make(t._backend.zeros(t._data.shape, t._data.dtype))
+            result[i] = gi
         return None, None, None, *result
 
 

@@ -5,9 +5,10 @@ operators and in-place forms, and registers them as declarations. Nothing here n
 few rows whose torch signature needs more than the table says (``frontend=False``): ``clamp``, ``pow`` and
 ``bitwise_not``, written by hand at the end.
 
-Forward and backward run generated Numba kernels (``backend.elementwise`` / ``elementwise_grad``). With grad mode
-on inside backward (``create_graph=True``) the same gradient formula runs on Tensors instead
-(``Row.tensor_grad``), so double backward works for every row.
+Forward and backward run generated Numba kernels (``backend.elementwise`` / ``elementwise_grad``), with
+``create_graph`` or without. The backward's gradients are a ``fused_grads`` node (``autograd.fused``): under
+``create_graph`` its own backward differentiates the row's gradient formula run on Tensors (``Row.tensor_grad``),
+so double backward works for every row while the first derivative is the kernel's alone.
 """
 
 from __future__ import annotations
