@@ -352,13 +352,12 @@ class _Program:
         elif final == "grad_create_graph":
             grads = lib.autograd.grad(loss, grads_of, create_graph=True, allow_unused=True)
             self.log.append(("grad", [_round(g) for g in grads]))
-            # (each leaf's own zero term makes every .grad a tensor: torch's gradient of relu or abs is
-            # recorded as a function of the input even where it is constant, numbagrad's is not)
-            total = sum((t * 0).sum() for t in grads_of)
+            total = None
             for g in grads:
-                if g is not None:
-                    total = total + (g * g).sum()
-            total.backward()
+                if g is not None and g.requires_grad:
+                    total = (g * g).sum() if total is None else total + (g * g).sum()
+            if total is not None:
+                total.backward()
         else:
             inner = [t for t in self.pool[len(self.leaves) :] if t.requires_grad][-1:]
             self.log.append(("grad", [_round(g) for g in lib.autograd.grad(loss, inner, allow_unused=True)]))

@@ -298,6 +298,75 @@ CASES = [
     _case(
         "kl_div_none_log_target", lambda lib, F, x, t: F.kl_div(x, t, reduction="none", log_target=True), X, R((3, 4))
     ),
+    # mixed second derivatives (each input's gradient differentiated by the other input): the generated
+    # tests/test_first_vs_second_order.py runs gradgradcheck on every case here
+    _case("second_conv2d", lambda lib, F, x, w: F.conv2d(x, w, stride=2, padding=1), R((2, 2, 4, 5)), R((3, 2, 3, 3))),
+    _case(
+        "second_conv2d_groups",
+        lambda lib, F, x, w: F.conv2d(x, w.reshape(4, 1, 3, 3)[:, :, :2], groups=2, dilation=(1, 2)),
+        R((2, 2, 4, 5)),
+        R((4, 9)),
+    ),
+    _case("second_max_pool2d", lambda lib, F, x, w: F.max_pool2d(x * w.sum(), 2, 1), R((2, 2, 4, 5)), R((2, 3))),
+    _case(
+        "second_avg_pool2d",
+        lambda lib, F, x, w: F.avg_pool2d(x * w.sum(), 3, 2, 1, count_include_pad=False) ** 2,
+        R((2, 2, 4, 5)),
+        R((2, 3)),
+    ),
+    _case(
+        "second_adaptive_avg_pool2d",
+        lambda lib, F, x, w: F.adaptive_avg_pool2d(x * w.sum(), (2, 3)) ** 2,
+        R((2, 2, 4, 5)),
+        R((2, 3)),
+    ),
+    _case(
+        "second_layer_norm",
+        lambda lib, F, x, w: F.layer_norm(x, (5,), w[:5], w[5:]),
+        R((1, 2, 2, 5)),
+        R((10,)),
+    ),
+    _case("second_prelu", lambda lib, F, x, w: F.prelu(x, w) * x, R((1, 2, 2, 5)), R((2,))),
+    _case("second_group_norm", lambda lib, F, x, w: F.group_norm(x, 2, w[:2], w[2:]), R((2, 2, 4, 5)), R((4,))),
+    _case(
+        "second_batch_norm",
+        lambda lib, F, x, w: F.batch_norm(x, None, None, w[:2], w[2:], training=True),
+        R((2, 2, 4, 5)),
+        R((4,)),
+    ),
+    _case(
+        "second_cross_entropy",
+        lambda lib, F, x, w: F.cross_entropy(x * w, lib.tensor([0, 4, 2, 1]), label_smoothing=0.2),
+        R((4, 5)),
+        R((5,)),
+    ),
+    _case(
+        "second_nll_loss",
+        lambda lib, F, x, w: F.nll_loss((x * w).log_softmax(1), lib.tensor([0, 4, 2, 1])),
+        R((4, 5)),
+        R((5,)),
+    ),
+    _case(
+        "second_embedding",
+        lambda lib, F, x, w: F.embedding(lib.tensor([1, 0, 1]), w) * x,
+        R((3, 3)),
+        R((6, 3)),
+    ),
+    _case(
+        "second_pad",
+        lambda lib, F, x, w: F.pad(x * w.sum(), (1, -1, 2, 0), value=0.5) ** 2,
+        R((2, 2, 4, 5)),
+        R((2, 3)),
+    ),
+    _case("second_glu", lambda lib, F, x, w: F.glu(x * w.sum(), 1), R((2, 2, 4, 5)), R((2, 3))),
+    _case("second_pairwise_distance", lambda lib, F, x, w: F.pairwise_distance(x, w, p=3.0), R((4, 5)), R((5,))),
+    _case("second_smooth_l1_loss", lambda lib, F, x, t: F.smooth_l1_loss(x, t, beta=0.5), R((18,)), R((18,))),
+    _case(
+        "second_bce_with_logits",
+        lambda lib, F, x, t: F.binary_cross_entropy_with_logits(x, t.sigmoid()),
+        R((18,)),
+        R((18,)),
+    ),
 ]
 
 
@@ -527,49 +596,6 @@ def test_cosine_similarity_clamps_tiny_norms():
 
 
 #: Double backward (create_graph) through the fused nodes: their backward is built from differentiable ops.
-SECOND_ORDER = {
-    "conv2d": lambda x, w: NF.conv2d(x, w, stride=2, padding=1),
-    "conv2d_groups": lambda x, w: NF.conv2d(x, w.reshape(4, 1, 3, 3)[:, :, :2], groups=2, dilation=(1, 2)),
-    "max_pool2d": lambda x, w: NF.max_pool2d(x * w.sum(), 2, 1),
-    "avg_pool2d": lambda x, w: NF.avg_pool2d(x * w.sum(), 3, 2, 1, count_include_pad=False) ** 2,
-    "adaptive_avg_pool2d": lambda x, w: NF.adaptive_avg_pool2d(x * w.sum(), (2, 3)) ** 2,
-    "layer_norm": lambda x, w: NF.layer_norm(x, (5,), w.reshape(-1)[:5], w.reshape(-1)[5:10]),
-    "prelu": lambda x, w: NF.prelu(x, w.reshape(-1)[:2]) * x,
-    "group_norm": lambda x, w: NF.group_norm(x, 2, w.reshape(-1)[:2], w.reshape(-1)[2:4]),
-    "batch_norm": lambda x, w: NF.batch_norm(x, None, None, w.reshape(-1)[:2], w.reshape(-1)[2:4], training=True),
-    "cross_entropy": lambda x, w: NF.cross_entropy(
-        x.reshape(4, 5) * w.reshape(-1)[:5], numbagrad.tensor([0, 4, 2, 1]), label_smoothing=0.2
-    ),  # fmt: skip
-    "nll_loss": lambda x, w: NF.nll_loss(
-        (x.reshape(4, 5) * w.reshape(-1)[:5]).log_softmax(1), numbagrad.tensor([0, 4, 2, 1])
-    ),  # fmt: skip
-    "embedding": lambda x, w: (
-        NF.embedding(numbagrad.tensor([1, 0, 1]), w.reshape(6, 3)) * x.reshape(-1)[:9].reshape(3, 3)
-    ),
-    "pad": lambda x, w: NF.pad(x * w.sum(), (1, -1, 2, 0), value=0.5) ** 2,
-    "glu": lambda x, w: NF.glu(x * w.sum(), 1),
-    "pairwise_distance": lambda x, w: NF.pairwise_distance(x.reshape(4, 5), w.reshape(-1)[:5], p=3.0),
-    "smooth_l1_loss": lambda x, w: NF.smooth_l1_loss(x.reshape(-1)[:18], w.reshape(-1), beta=0.5),
-    "bce_with_logits": lambda x, w: NF.binary_cross_entropy_with_logits(x.reshape(-1)[:18], w.reshape(-1).sigmoid()),
-}
-
-
-@pytest.mark.parametrize("name", SECOND_ORDER)
-def test_second_derivatives_gradgradcheck(name):
-    from numbagrad.autograd import gradgradcheck
-
-    rng = np.random.default_rng(0)
-    x = numbagrad.tensor(rng.standard_normal((1, 2, 2, 5)), requires_grad=True)
-    w = numbagrad.tensor(rng.standard_normal((2, 1, 3, 3)) + 0.1, requires_grad=True)
-    if name.startswith(("conv", "max_pool", "avg_pool", "adaptive", "pad", "glu", "group_norm", "batch_norm")):
-        x = numbagrad.tensor(rng.standard_normal((2, 2, 4, 5)), requires_grad=True)
-    if name == "conv2d":
-        w = numbagrad.tensor(rng.standard_normal((3, 2, 3, 3)), requires_grad=True)
-    if name == "conv2d_groups":
-        w = numbagrad.tensor(rng.standard_normal((4, 9)), requires_grad=True)
-    assert gradgradcheck(SECOND_ORDER[name], (x, w))
-
-
 @pytest.mark.torch
 @pytest.mark.parametrize(
     "call",

@@ -1,8 +1,8 @@
 """Tests generated from the elementwise table (``scalar_math.ROWS``): adding a row adds its tests.
 
 For every row: the compiled forward against the row's numpy ``reference`` (float32 and float64, with tensor and
-Python-scalar operands), each gradient against central finite differences of the reference in float64, and the
-second derivative (``gradgradcheck``) through the tensor version of the gradient formulas.
+Python-scalar operands) and each gradient against central finite differences of the reference in float64. The
+second derivatives of every row are checked with every other op's, in ``tests/test_first_vs_second_order.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import numbagrad
-from numbagrad.autograd import gradgradcheck
 from numbagrad.ops.elementwise import function_for
 from numbagrad.scalar_math import EXAMPLE_PARAMS, ROWS, example_params
 
@@ -92,14 +91,6 @@ def test_gradients_match_finite_differences(row):
         if x.requires_grad:
             expected = _central_difference(row, arrays, i, g)
             np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-5, atol=1e-7)
-
-
-@pytest.mark.parametrize("row", DIFFERENTIABLE_ROWS, ids=lambda r: r.name)
-def test_second_derivatives_gradgradcheck(row):
-    inputs = [
-        numbagrad.tensor(a, requires_grad=i not in row.no_formula) for i, a in enumerate(_draw(row, (3,), seed=3))
-    ]
-    assert gradgradcheck(lambda *xs: _apply(row, *xs), inputs)
 
 
 @pytest.mark.parametrize("row", [r for r in ROW_LIST if r.float_only], ids=lambda r: r.name)

@@ -4,7 +4,7 @@
 Both rest on one autograd Function, ``_Attention``: its forward computes ``softmax(q @ k^T * scale + mask)``, the
 optional dropout and the product with ``v``, and returns the probabilities as a second output that it also saves,
 so the backward never recomputes the softmax. The backward is written with differentiable tensor ops (the softmax
-step uses softmax's fused backward kernel when no graph is being built), and a saved output unpacks linked to its
+step is softmax's fused backward kernel, itself a differentiable node), and a saved output unpacks linked to its
 node, so differentiating the backward again (double backward) comes out right.
 
 This module imports nothing from ``nn.functional`` (which imports it): the projections are written with
@@ -22,9 +22,9 @@ from .. import ops
 from .._tensor import Tensor
 from .._types import bool_, float32
 from ..autograd.function import Function
-from ..autograd.grad_mode import state
 from ..ops._common import not_a_tensor
 from ..ops.creation import _generator
+from ..ops.reduction import softmax_grad
 
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
 
@@ -107,11 +107,7 @@ class _Attention(Function):
             g_weights = g if g_probs is None else g + g_probs
         if g_weights is None or not (need_q or need_k or need_mask):
             return None, None, g_v, None, None, None, None, None, None
-        if state.enabled:  # create_graph: the differentiable formula
-            g_scores = probs * (g_weights - (g_weights * probs).sum(-1, keepdim=True))
-        else:  # softmax's fused backward kernel: one pass per row
-            backend = probs._backend
-            g_scores = Tensor._make(backend.softmax_backward(probs._data, g_weights._data, probs.dim() - 1, False))
+        g_scores = softmax_grad(g_weights, probs, probs.dim() - 1, False)
         g_q = g_scores.matmul(_repeat_heads(k, ctx.k_times)) * scale if need_q else None
         g_k = _fold_heads(g_scores.transpose(-2, -1).matmul(q), ctx.k_times) * scale if need_k else None
         return g_q, g_k, g_v, g_scores if need_mask else None, None, None, None, None, None

@@ -19,6 +19,7 @@ from .. import ops
 from .._tensor import Tensor
 from .._types import broadcast_shapes, float32, wrap_dim
 from ..autograd.function import Function, once_differentiable
+from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import no_grad, state
 from ..backend import layout
 from ..ops import loss_ops, nn_ops
@@ -1729,27 +1730,31 @@ class _Linear(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
-        need_x, need_w, need_b = ctx.needs_input_grad
+        wanted = ctx.needs_input_grad
         rows = math.prod(x.shape[:-1])  # (not -1: a size-0 input leaves it ambiguous)
-        if state.enabled:  # create_graph: differentiable ops
+
+        def kernel(g, x, weight):
+            backend = g._backend
+            shape = x._data.shape
+            if len(shape) == 2:
+                g2, x2 = g._data, x._data
+            else:
+                g2 = backend.reshape(g._data, (rows, g._data.shape[-1]))
+                x2 = backend.reshape(x._data, (rows, shape[-1]))
+            gx, gw, gb = backend.linear_backward(g2, x2, weight._data, wanted)
+            return (
+                None if gx is None else Tensor._make(gx if len(shape) == 2 else backend.reshape(gx, shape)),
+                None if gw is None else Tensor._make(gw),
+                None if gb is None else Tensor._make(gb),
+            )
+
+        def formula(g, x, weight):
             g2 = g.reshape(rows, g.shape[-1])
-            gx = g.matmul(weight) if need_x else None
-            gw = g2.t().mm(x.reshape(rows, x.shape[-1])) if need_w else None
-            gb = g2.sum(0) if need_b else None
-            return gx, gw, gb
-        backend = g._backend
-        shape = x._data.shape
-        if len(shape) == 2:
-            g2, x2 = g._data, x._data
-        else:
-            g2 = backend.reshape(g._data, (rows, g._data.shape[-1]))
-            x2 = backend.reshape(x._data, (rows, shape[-1]))
-        gx, gw, gb = backend.linear_backward(g2, x2, weight._data, ctx.needs_input_grad)
-        return (
-            None if gx is None else Tensor._make(gx if len(shape) == 2 else backend.reshape(gx, shape)),
-            None if gw is None else Tensor._make(gw),
-            None if gb is None else Tensor._make(gb),
-        )
+            gx = g.matmul(weight) if wanted[0] else None
+            gw = g2.t().mm(x.reshape(rows, x.shape[-1])) if wanted[1] else None
+            return gx, gw, (g2.sum(0) if wanted[2] else None)
+
+        return tuple(fused_grads("AddmmBackwardBackward0", kernel, formula, (g, x, weight), wanted))
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

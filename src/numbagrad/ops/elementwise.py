@@ -5,9 +5,10 @@ operators and in-place forms, and registers them as declarations. Nothing here n
 few rows whose torch signature needs more than the table says (``frontend=False``): ``clamp``, ``pow`` and
 ``bitwise_not``, written by hand at the end.
 
-Forward and backward run generated Numba kernels (``backend.elementwise`` / ``elementwise_grad``). With grad mode
-on inside backward (``create_graph=True``) the same gradient formula runs on Tensors instead
-(``Row.tensor_grad``), so double backward works for every row.
+Forward and backward run generated Numba kernels (``backend.elementwise`` / ``elementwise_grad``), with
+``create_graph`` or without. The backward's gradients are a ``fused_grads`` node (``autograd.fused``): under
+``create_graph`` its own backward differentiates the row's gradient formula run on Tensors (``Row.tensor_grad``),
+so double backward works for every row while the first derivative is the kernel's alone.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from .._typeinfo import CPP_NAMES, finfo
 from .._types import from_numpy_dtype as _scalar_dtype
 from .._types import get_default_dtype
 from ..autograd.engine import accumulator_of, engine_owns
+from ..autograd.engine import grad as autograd_grad
 from ..autograd.function import (
     _NO_EDGE,
-    ERR_BACKWARD_TWICE,
     Function,
     _sequence,
     _unpack_saved,
@@ -33,7 +34,8 @@ from ..autograd.function import (
     saved_input,
     saved_output,
 )
-from ..autograd.grad_mode import no_grad, state
+from ..autograd.fused import fused_grads
+from ..autograd.grad_mode import enable_grad, no_grad, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, layout
 from ..scalar_math import COMPLEX_ROWS, ROWS, Row
@@ -464,75 +466,121 @@ class Elementwise(Function):
         for i, message in row.no_formula.items():  # (an input torch has no derivative formula for)
             if needed[i]:
                 raise NotImplementedError(message)
-        if state.enabled:  # create_graph: the differentiable formula on tensors
-            return _tensor_backward(ctx, cls, g, needed)
         n = cls.arity
         if cls._only_passthrough and ctx.in_meta is None:  # (add): each gradient is g itself, no kernel
             grads = []
             for i in range(n):
                 grads.append(g if needed[i] else None)
             return (*grads, *([None] * len(ctx.params)))
-        # storage of each input: a saved tensor's, a scalar, or 0 where no gradient reads it
-        values = ctx.values
-        if values:
-            operands = []
-            for v in values:
-                operands.append(0 if v is None else v)
-        else:  # plain inputs: forward recorded no scalars
-            values = cls._no_values
-            operands = [0] * n
-        out_data = 0
-        out_owned = False
-        saved = ctx._saved
-        if saved or ctx._freed:
-            if ctx._freed:
-                raise RuntimeError(ERR_BACKWARD_TWICE)
-            k = 0
-            for j in cls._save_idx:
-                if values[j] is None:
-                    operands[j] = _saved_data(saved[k], ctx)
-                    k += 1
-            if cls._saves_out:
-                # freed right after this node (``_saved_owned``), an output only the node holds can take the
-                # gradient: no allocation, and no write into memory that is not in the cache (checked before
-                # ``out_data`` holds the array too)
-                out_owned = (
-                    ctx._saved_owned and saved[k][0]._data.size >= SAVED_REUSE_MIN_SIZE and engine_owns(saved[k][0])
-                )
-                out_data = _saved_data(saved[k], ctx)
-        gd = g._data
-        backend = _BACKENDS.get(type(gd)) or backend_for(gd)
+        saved = ctx.saved_tensors if ctx._saved or ctx._freed else ()  # (torch's errors: freed, or modified)
+        # the engine's buffer of g may take a gradient when it owns g and no graph node is to keep g
         owned = ctx._grads_owned
-        reuse = _reusable_input(cls, needed) if owned and owned[0] else None
-        meta = ctx.in_meta
-        pair = cls._kernel_pairs.get(needed)  # two gradients from kernels: one pass computes both
-        # the input whose gradient goes into the saved output's buffer, if any
-        into_out = _reusable_input(cls, needed) if out_owned and reuse is None and out_data.dtype is gd.dtype else None
-        if pair is not None:
-            into_out = None
-            both = backend.elementwise_grads(row, pair, gd, out_data, operands, ctx.params, gd.dtype, reuse is not None)
-        grads = []
-        for i in range(n):
-            if not needed[i]:
-                grads.append(None)
-                continue
-            if cls._passthrough[i]:
-                gi = g
-            else:
-                gi = _new(Tensor)
-                if pair is not None:
-                    gi._data = both[0] if i == pair[0] else both[1]
-                else:
-                    into = gd if i == reuse else out_data if i == into_out else None
-                    gi._data = backend.elementwise_grad(
-                        row, i, gd, out_data, operands, ctx.params, gd.dtype, result=into
-                    )
-            if meta is not None:
-                gi = _to_input(gi, meta[i], False)
-            grads.append(gi)
+        reuse = _reusable_input(cls, needed) if owned and owned[0] and not state.enabled else None
+        wanted = needed[:n]
+
+        def kernel(g, *saved):
+            return _kernel_grads(ctx, cls, g, saved, wanted, reuse)
+
+        def formula(g, *saved):
+            return _tensor_backward(ctx, cls, g, saved, wanted)
+
+        name = cls._grad_node
+        if state.enabled and saved:  # a node may be recorded: its inputs are what the formula differentiates
+            saved, name = _differentiated(ctx, cls, g, saved, wanted)
+        zeros = row.name in ZERO_SECOND_ORDER
+        grads = fused_grads(name, kernel, formula, (g, *saved), wanted, zeros)
         if ctx.params:
             grads.extend([None] * len(ctx.params))
         return tuple(grads)
+
+
+#: Rows whose gradient torch computes with a native kernel (``threshold_backward``, ``hardtanh_backward``...) or
+#: through ``sgn``: the derivative of that gradient with respect to the input is zeros there, not missing. By row:
+#: the node torch's gradient shows.
+ZERO_SECOND_ORDER = {
+    "relu": "ThresholdBackwardBackward0",
+    "threshold": "ThresholdBackwardBackward0",
+    "abs": "MulBackward0",
+    "copysign": "MulBackward0",
+    "hardtanh": "HardtanhBackwardBackward0",
+    "hardshrink": "HardshrinkBackwardBackward0",
+    "softshrink": "SoftshrinkBackwardBackward0",
+    "leaky_relu": "LeakyReluBackwardBackward0",
+}
+
+
+def _differentiated(ctx, cls, g: Tensor, saved: tuple, wanted: tuple) -> tuple:
+    """(``saved`` with each tensor that the row's gradient formula reads only where nothing differentiates it (a
+    comparison, as clamp's ``g * (lo <= x <= hi)``) detached, as torch's gradient is then no function of it; the
+    node name the gradient shows: the formula's last op, as torch's composite formulas show). Found once per row,
+    operand kinds, parameters and operands requiring grad, by running the formula on stand-ins."""
+    zero_node = ZERO_SECOND_ORDER.get(cls.row.name)
+    if zero_node is not None:
+        return saved, zero_node
+    key = (wanted, tuple(v is None for v in ctx.values or cls._no_values), tuple(ctx.params))
+    key += (g.requires_grad, *(s.requires_grad for s in saved))
+    found = cls._differentiated.get(key)
+    if found is None:
+        with enable_grad():
+            probes = [s.detach().requires_grad_(s.requires_grad and s.is_floating_point()) for s in saved]
+            g_probe = g.detach().requires_grad_(g.requires_grad)
+            outs = [o for o in _tensor_backward(ctx, cls, g_probe, probes, wanted) if o is not None]
+            outs = [o for o in outs if o.requires_grad]
+            targets = [p for p in probes if p.requires_grad]
+            grads = iter(
+                autograd_grad(outs, targets, [o.detach() * 0 + 1 for o in outs], allow_unused=True)
+                if outs and targets
+                else [None] * len(targets)
+            )
+        keep = tuple(next(grads) is not None if p.requires_grad else False for p in probes)
+        name = type(outs[0].grad_fn).__name__ if outs else cls._grad_node
+        found = cls._differentiated[key] = (keep, name)
+    keep, name = found
+    return tuple(s if k else s.detach() for s, k in zip(saved, keep)), name
+
+
+def _operands(ctx, cls, saved: tuple) -> tuple:
+    """(each input's value: a saved tensor, a scalar, or None where no gradient reads it; the saved output)."""
+    values = list(ctx.values or cls._no_values)
+    k = 0
+    for j in cls._save_idx:
+        if values[j] is None:
+            values[j] = saved[k]
+            k += 1
+    return values, (saved[k] if cls._saves_out else None)
+
+
+def _kernel_grads(ctx, cls, g: Tensor, saved: tuple, wanted: tuple, reuse: int | None) -> list:
+    """The wanted gradients by the row's fused gradient kernels (``reuse``: the input whose gradient may overwrite
+    ``g``'s buffer), each reduced to its input's shape and dtype."""
+    row = cls.row
+    values, out = _operands(ctx, cls, saved)
+    operands = [0 if v is None else v._data if isinstance(v, Tensor) else v for v in values]
+    out_data = 0 if out is None else out._data
+    gd = g._data
+    backend = _BACKENDS.get(type(gd)) or backend_for(gd)
+    meta = ctx.in_meta
+    pair = cls._kernel_pairs.get(ctx.needs_input_grad)  # two gradients from kernels: one pass computes both
+    if pair is not None:
+        both = backend.elementwise_grads(row, pair, gd, out_data, operands, ctx.params, gd.dtype, reuse is not None)
+    grads = []
+    for i, want in enumerate(wanted):
+        if not want:
+            grads.append(None)
+            continue
+        if cls._passthrough[i]:
+            gi = g
+        else:
+            gi = _new(Tensor)
+            if pair is not None:
+                gi._data = both[0] if i == pair[0] else both[1]
+            else:
+                into = gd if i == reuse else None
+                gi._data = backend.elementwise_grad(row, i, gd, out_data, operands, ctx.params, gd.dtype, result=into)
+        if meta is not None:
+            gi = _to_input(gi, meta[i], False)
+        grads.append(gi)
+    return grads
 
 
 def _unmodified(saved: list | None) -> bool:
@@ -556,27 +604,17 @@ def _saved_data(saved: tuple, node):
     return t._data
 
 
-def _tensor_backward(ctx, cls, g: Tensor, needed: tuple) -> tuple:
-    """The gradients under ``create_graph``: each row formula re-bound to tensor ops, so it is differentiable.
+def _tensor_backward(ctx, cls, g: Tensor, saved: tuple, wanted: tuple) -> list:
+    """The wanted gradients with each row formula re-bound to tensor ops: what differentiates the kernels'.
     For complex numbers the (real) formula ``g * f'(z)`` gives torch's ``g * conj(f'(z))`` as
     ``conj(formula(conj(g)))``."""
     complex_grad = g._data.dtype.kind == "c"
     if complex_grad:
         g = complex_ops.conj_physical(g)
-    values = list(ctx.values or cls._no_values)
-    out = None
-    if ctx._saved or ctx._freed:
-        saved = ctx.saved_tensors
-        if cls._saves_out:
-            out = saved[-1]
-        k = 0
-        for j in range(cls.arity):
-            if cls._saves[j] and values[j] is None:
-                values[j] = saved[k]
-                k += 1
+    values, out = _operands(ctx, cls, saved)
     grads = []
-    for i in range(cls.arity):
-        if not needed[i]:
+    for i, want in enumerate(wanted):
+        if not want:
             grads.append(None)
             continue
         if cls._passthrough[i]:
@@ -590,7 +628,7 @@ def _tensor_backward(ctx, cls, g: Tensor, needed: tuple) -> tuple:
         if ctx.in_meta is not None:
             gi = _to_input(gi, ctx.in_meta[i], True)
         grads.append(gi)
-    return (*grads, *([None] * len(ctx.params)))
+    return grads
 
 
 def _plan(row: Row, inputs: tuple) -> tuple:
@@ -736,6 +774,9 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
     attrs["differentiable"] = bool(row.grads) and node_name != "NotImplemented"
     if node_name:
         attrs["node_name"] = node_name
+    # the node of its gradients under ``create_graph`` (torch's ``<Op>BackwardBackward0``)
+    attrs["_grad_node"] = (node_name or class_name).replace("Backward0", "") + "BackwardBackward0"
+    attrs["_differentiated"] = {}  # (see ``_differentiated``)
     cls = types.new_class(class_name, (Elementwise,), exec_body=lambda ns: ns.update(attrs))
     if row.grads:
         uses = [row.uses(i) for i in range(len(row.grads))]

@@ -5,8 +5,9 @@ cross entropy with and without logits).
 Cross entropy is one node whatever the options (a Numba kernel computes the softmax, the loss and, in backward,
 ``(coef * softmax - target weights) * scale`` per sample); it carries the name of torch's last node:
 ``NllLossBackward0`` (``NllLoss2DBackward0`` for inputs with extra dims), or ``AddBackward0`` with label smoothing,
-where torch adds the smoothing term last. Backward with grad mode on (``create_graph``) recomputes the softmax with
-tensor ops so that double backward works.
+where torch adds the smoothing term last. Its backward kernel's gradient is a ``fused_grads`` node whose own
+backward differentiates the same gradient written with tensor ops (the softmax recomputed), so double backward
+works.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import state
+from ..autograd.fused import fused_grads
 from ..backend import backend_for
 from ..scalar_math import ROWS
 from .elementwise import FUNCTIONS, make_function
 from .indexing import where
+from .nn_ops import LinearMap
 from .reduction import softmax
 
 #: torch's composite losses divide by numbers in C++ (``DivBackward1``); from Python that is ``DivBackward0``.
@@ -95,6 +97,10 @@ class ClassTargets:
         return self._derive()[4]
 
 
+_ONE = (True,)  # (one gradient wanted)
+_CE_GRAD_NODE = "CrossEntropyBackwardBackward0"
+
+
 class CrossEntropy(Function):
     """Cross entropy of (rows, C) logits with class indices in one node (the logits of an (N, C, d1...) input are
     moved to rows by the caller's ``layout``)."""
@@ -117,15 +123,21 @@ class CrossEntropy(Function):
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         layout, targets = ctx.layout, ctx.targets
-        if state.enabled:
-            return _cross_entropy_grad_graph(ctx, x, weight, g), None, None, None, None, None
-        backend = g._backend
-        gd = g._data if ctx.reduction != "none" else backend.reshape(g._data, (-1,))
-        w = None if weight is None else weight._data
-        grad = backend.cross_entropy_backward(
-            ctx.probs, targets.target, w, ctx.smoothing, targets.ignore_index, gd, ctx.total
-        )
-        return _t(layout.from_rows(grad)), None, None, None, None, None
+
+        def kernel(g, x):  # on the forward's softmax
+            backend = g._backend
+            gd = g._data if ctx.reduction != "none" else backend.reshape(g._data, (-1,))
+            w = None if weight is None else weight._data
+            grad = backend.cross_entropy_backward(
+                ctx.probs, targets.target, w, ctx.smoothing, targets.ignore_index, gd, ctx.total
+            )
+            return (_t(layout.from_rows(grad)),)
+
+        def formula(g, x):
+            return (_cross_entropy_grad_graph(ctx, x, weight, g),)
+
+        (gx,) = fused_grads(_CE_GRAD_NODE, kernel, formula, (g, x), _ONE)
+        return gx, None, None, None, None, None
 
 
 class CrossEntropy2d(CrossEntropy):
@@ -247,12 +259,16 @@ class NllLoss(Function):
         else:
             scale = g
         rows = weights * scale  # (rows, 1): the gradient of each picked entry
-        if state.enabled:  # linear in g: a one-hot product keeps it differentiable
-            ones = backend.full((ctx.rows_shape[0], 1), 1, dtype)
-            onehot = _t(backend.put_along_axis_zeros(ctx.rows_shape, index, ones, 1))
-            return layout.from_rows_tensor(onehot * rows, None), None, None, None
-        grad = backend.put_along_axis_zeros(ctx.rows_shape, index, rows._data, 1)
-        return _t(layout.from_rows(grad)), None, None, None
+
+        def scatter(r):
+            return layout.from_rows(backend.put_along_axis_zeros(ctx.rows_shape, index, r, 1))
+
+        def gather(gx):
+            b = backend_for(gx)
+            picked = b.take_along_axis(b.ascontiguous(layout.to_rows(gx)), index, 1)
+            return b.reshape(picked, rows.shape)
+
+        return LinearMap.apply(rows, scatter, gather), None, None, None
 
 
 class NllLoss2d(NllLoss):

@@ -1723,16 +1723,14 @@ class Logcumsumexp(Function):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        out = _log_scan(x, dim)
-        ctx.save_for_backward(x, out)
-        return out.clone()
+        out = _log_scan(x, dim).clone()
+        ctx.save_for_backward(x, out)  # the output itself: its saved copy unpacks linked to this node
+        return out
 
     @staticmethod
     def backward(ctx, g):
         x, out = ctx.saved_tensors
         d = ctx.dim
-        if grad_state.enabled:  # a second derivative also follows the output's dependence on x
-            out = Logcumsumexp.apply(x, d)
         # grad_i = sum over j >= i of g_j * exp(x_i - out_j), summed in log space for the positive and the negative
         # parts of g separately; the smallest finite number stands for log(0) so that no NaN appears
         floor = float(np.finfo(np.dtype(str(g.dtype).replace("numbagrad.", ""))).min)

@@ -4,9 +4,11 @@ embedding, padding, ``glu``, the p-norm of ``pairwise_distance``, and the fused 
 Each is one graph node with torch's node name. The heavy lifting is a backend primitive (``backend/cpu.py``,
 "nn primitives"; the cuda backend runs those through the host), so nothing here tests the device.
 
-Double backward: a backward that runs with grad mode on (``create_graph=True``) computes with differentiable
-operations. The backward of a linear map (convolution's im2col, pooling, embedding lookup, padding) is its adjoint,
-applied through ``LinearMap`` whose own backward is the map again, so every order of derivative exists.
+Double backward: a backward that runs a kernel (convolution's, the normalizations') returns its gradients through
+``autograd.fused.fused_grads``, a node whose own backward differentiates the same gradients written with
+differentiable operations; the kernel runs with and without ``create_graph``. The backward of a linear map
+(convolution's im2col, pooling, embedding lookup, padding) is its adjoint, applied through ``LinearMap`` whose own
+backward is the map again, so every order of derivative exists.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import state
+from ..autograd.fused import fused_grads
 from ..backend import backend_for
 from ..scalar_math import ROWS
 from .indexing import where as _where
@@ -184,21 +186,29 @@ class Convolution(Function):
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         geom = ctx.geom
-        need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        if ctx.cols is not None and not state.enabled:  # the backend's fused 2-d backward
+        wanted = ctx.needs_input_grad[:3]
+
+        def formula(g, x, weight):
+            gx = ConvolutionTranspose.apply(g, weight, None, geom) if wanted[0] else None
+            gw = _weight_grad(g, x, geom).reshape(weight.shape) if wanted[1] else None
+            gb = g.sum((0, *range(2, g.dim()))) if wanted[2] else None
+            return gx, gw, gb
+
+        if ctx.cols is None:  # (the forward ran on ops: its backward is ops too)
+            return *formula(g, x, weight), None
+
+        def kernel(g, x, weight):  # the backend's fused 2-d backward, on the forward's columns
             backend = g._backend
             n, o = geom.in_shape[0], weight.shape[0]
             g4 = backend.reshape(g._data, (n, o, *geom.out))
             w4 = backend.reshape(weight._data, (o, geom.in_shape[1] // geom.groups, *geom.kernel))
             gx, gw, gb = backend.conv2d_backward(g4, ctx.cols, geom.in_shape, w4, geom.stride, geom.padding,
-                                                 geom.dilation, geom.groups, need_x, need_w, need_b)  # fmt: skip
-            gx = _t(backend.reshape(gx, x._data.shape)) if need_x else None
-            gw = _t(backend.reshape(gw, weight._data.shape)) if need_w else None
-            return gx, gw, (_t(gb) if need_b else None), None
-        gx = ConvolutionTranspose.apply(g, weight, None, geom) if need_x else None
-        gw = _weight_grad(g, x, geom).reshape(weight.shape) if need_w else None
-        gb = g.sum((0, *range(2, g.dim()))) if need_b else None
-        return gx, gw, gb, None
+                                                 geom.dilation, geom.groups, *wanted)  # fmt: skip
+            gx = _t(backend.reshape(gx, x._data.shape)) if wanted[0] else None
+            gw = _t(backend.reshape(gw, weight._data.shape)) if wanted[1] else None
+            return gx, gw, (_t(gb) if wanted[2] else None)
+
+        return *fused_grads("ConvolutionBackwardBackward0", kernel, formula, (g, x, weight), wanted), None
 
 
 class ConvolutionTranspose(Function):
@@ -269,9 +279,7 @@ class MaxPool2d(Function):
             picked = b.take_along_axis(flat, b.reshape(idx, (planes, out_hw[0] * out_hw[1])), 1)
             return b.reshape(picked, g.shape)
 
-        if state.enabled:
-            return LinearMap.apply(g, scatter, gather), *([None] * ctx.args)
-        return _t(scatter(g._data)), *([None] * ctx.args)
+        return LinearMap.apply(g, scatter, gather), *([None] * ctx.args)
 
 
 class MaxPool3d(MaxPool2d):
@@ -350,9 +358,7 @@ class AvgPool2d(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         maps = ctx.maps
-        if state.enabled:
-            return LinearMap.apply(g, maps.adjoint, maps.forward), None
-        return _t(maps.adjoint(g._data)), None
+        return LinearMap.apply(g, maps.adjoint, maps.forward), None
 
 
 class AdaptiveAvgPool2d(AvgPool2d):
@@ -711,27 +717,25 @@ class LayerNorm(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
-        need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        n, shape = ctx.n, ctx.shape
-        if state.enabled:
+        wanted = ctx.needs_input_grad[:3]
+        n, shape, (mean, rstd) = ctx.n, ctx.shape, ctx.stats
+
+        def kernel(g, x, weight):
+            w = None if weight is None else weight._data
+            gx, gw, gb = g._backend.layer_norm_backward(
+                g._data, x._data, mean, rstd, w, shape, wanted[0], wanted[1] or wanted[2]
+            )
+            return [_t(a) if want else None for a, want in zip((gx, gw, gb), wanted)]
+
+        def formula(g, x, weight):
             x2, g2 = x.reshape(-1, n), g.reshape(-1, n)
             xhat, rstd = _normalized(x2, -1, ctx.eps)
             gxhat = g2 * weight.reshape(n) if weight is not None else g2
-            gx = _norm_input_grad(gxhat, xhat, rstd, -1).reshape(x.shape) if need_x else None
-            gw = (g2 * xhat).sum(0).reshape(shape) if need_w else None
-            gb = g2.sum(0).reshape(shape) if need_b else None
-            return gx, gw, gb, None, None, None
-        mean, rstd = ctx.stats
-        w = None if weight is None else weight._data
-        gx, gw, gb = g._backend.layer_norm_backward(g._data, x._data, mean, rstd, w, shape, need_x, need_w or need_b)
-        return (
-            (_t(gx) if need_x else None),
-            (_t(gw) if need_w else None),
-            (_t(gb) if need_b else None),
-            None,
-            None,
-            None,
-        )
+            gx = _norm_input_grad(gxhat, xhat, rstd, -1).reshape(x.shape)
+            return gx, (g2 * xhat).sum(0).reshape(shape), g2.sum(0).reshape(shape)
+
+        grads = fused_grads("NativeLayerNormBackwardBackward0", kernel, formula, (g, x, weight), wanted)
+        return *grads, None, None, None
 
 
 def _channel_shape(x: Tensor) -> tuple:
@@ -789,22 +793,30 @@ class BatchNorm(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         x, weight, running_mean, running_var = ctx.saved_tensors
-        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        wanted = ctx.needs_input_grad[:3]
         axes, cshape = ctx.axes, _channel_shape(x)
-        if state.enabled:  # recompute the statistics differentiably
+
+        def grads(g, x, weight, xhat, rstd):
+            gxhat = g * weight.reshape(cshape) if weight is not None else g
+            gx = None
+            if wanted[0]:
+                gx = _norm_input_grad(gxhat, xhat, rstd, axes) if ctx.training else gxhat * rstd
+            gw = (g * xhat).sum(axes) if wanted[1] else None
+            gb = g.sum(axes) if wanted[2] else None
+            return gx, gw, gb
+
+        def kernel(g, x, weight):  # on the forward's normalized input and statistics
+            return grads(g, x, weight, ctx.xhat, ctx.rstd)
+
+        def formula(g, x, weight):  # the statistics recomputed differentiably
             if ctx.training:
                 xhat, rstd = _normalized(x, axes, ctx.eps)
             else:
                 rstd = (running_var.reshape(cshape) + ctx.eps).rsqrt()
                 xhat = (x - running_mean.reshape(cshape)) * rstd
-        else:
-            xhat, rstd = ctx.xhat, ctx.rstd
-        gxhat = g * weight.reshape(cshape) if weight is not None else g
-        gx = None
-        if need_x:
-            gx = _norm_input_grad(gxhat, xhat, rstd, axes) if ctx.training else gxhat * rstd
-        gw = (g * xhat).sum(axes) if need_w else None
-        gb = g.sum(axes) if need_b else None
+            return grads(g, x, weight, xhat, rstd)
+
+        gx, gw, gb = fused_grads("NativeBatchNormBackwardBackward0", kernel, formula, (g, x, weight), wanted)
         return gx, gw, gb, None, None, None, None, None, None
 
 
@@ -838,26 +850,30 @@ class GroupNorm(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
-        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        wanted = ctx.needs_input_grad[:3]
         n, groups = x.shape[0], ctx.groups
         cshape = _channel_shape(x)
         axes = (0, *range(2, x.dim()))
-        gxhat = g * weight.reshape(cshape) if weight is not None else g
-        if state.enabled:
-            xg = x.reshape(n, groups, -1)
-            xhat_g, rstd = _normalized(xg, -1, ctx.eps)
-            gx = _norm_input_grad(gxhat.reshape(n, groups, -1), xhat_g, rstd, -1).reshape(x.shape) if need_x else None
-            xhat = xhat_g.reshape(x.shape)
-        else:
-            xhat = ctx.xhat
+
+        def kernel(g, x, weight):  # the layer-norm kernel's backward per (sample, group), on the forward's stats
+            gxhat = g * weight.reshape(cshape) if weight is not None else g
             gx = None
-            if need_x:
+            if wanted[0]:
                 mean, rstd = ctx.stats
                 size = x.numel() // (n * groups)
                 gx, _, _ = g._backend.layer_norm_backward(gxhat._data, x._data, mean, rstd, None, (size,), True, False)
                 gx = _t(gx)
-        gw = (g * xhat).sum(axes) if need_w else None
-        gb = g.sum(axes) if need_b else None
+            gw = (g * ctx.xhat).sum(axes) if wanted[1] else None
+            gb = g.sum(axes) if wanted[2] else None
+            return gx, gw, gb
+
+        def formula(g, x, weight):
+            gxhat = g * weight.reshape(cshape) if weight is not None else g
+            xhat_g, rstd = _normalized(x.reshape(n, groups, -1), -1, ctx.eps)
+            gx = _norm_input_grad(gxhat.reshape(n, groups, -1), xhat_g, rstd, -1).reshape(x.shape)
+            return gx, (g * xhat_g.reshape(x.shape)).sum(axes), g.sum(axes)
+
+        gx, gw, gb = fused_grads("NativeGroupNormBackwardBackward0", kernel, formula, (g, x, weight), wanted)
         return gx, gw, gb, None, None
 
 
@@ -910,9 +926,7 @@ class Embedding(Function):
             b = backend_for(gw)
             return b.reshape(weighted(b, b.getitem(gw, (flat,))), g.shape)
 
-        if state.enabled:
-            return LinearMap.apply(g, scatter, gather), None, None, None
-        return _t(scatter(g._data)), None, None, None
+        return LinearMap.apply(g, scatter, gather), None, None, None
 
 
 class SparseEmbedding(Embedding):
@@ -1011,9 +1025,7 @@ class IndexPad(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         maps = ctx.maps
-        if state.enabled:
-            return LinearMap.apply(g, maps.adjoint, maps.forward), None
-        return _t(maps.adjoint(g._data)), None
+        return LinearMap.apply(g, maps.adjoint, maps.forward), None
 
 
 def _pad_node(mode: str, k: int) -> type:

@@ -16,6 +16,7 @@ import numpy as np
 from .._tensor import Tensor
 from .._types import get_default_dtype, to_dtype
 from ..autograd.function import _NO_EDGE, Function, _sequence, edge_of
+from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
@@ -572,6 +573,22 @@ def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
     return Std.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
 
 
+def softmax_grad(g: Tensor, y: Tensor, dim: int, log: bool) -> Tensor:
+    """The input gradient of ``y = softmax(x, dim)`` (``log_softmax`` with ``log``) from ``g``, by the backend's
+    fused kernel, and differentiable (a ``fused_grads`` node)."""
+
+    def kernel(g, y):
+        return (Tensor._make(y._backend.softmax_backward(y._data, g._data, dim, log)),)
+
+    def formula(g, y):
+        if log:
+            return (g - y.exp() * g.sum(dim=dim, keepdim=True),)
+        return (y * (g - (g * y).sum(dim=dim, keepdim=True)),)
+
+    name = "LogSoftmaxBackwardDataBackward0" if log else "SoftmaxBackwardDataBackward0"
+    return fused_grads(name, kernel, formula, (g, y), (True,))[0]
+
+
 class Softmax(Function):
     node_name = "SoftmaxBackward0"
 
@@ -585,9 +602,7 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        if state.enabled:  # create_graph: the differentiable formula
-            return y * (g - (g * y).sum(dim=ctx.dim, keepdim=True)), None
-        return Tensor._make(y._backend.softmax_backward(y._data, g._data, ctx.dim, False)), None
+        return softmax_grad(g, y, ctx.dim, False), None
 
 
 class LogSoftmax(Function):
@@ -603,9 +618,7 @@ class LogSoftmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        if state.enabled:  # create_graph: the differentiable formula
-            return g - y.exp() * g.sum(dim=ctx.dim, keepdim=True), None
-        return Tensor._make(y._backend.softmax_backward(y._data, g._data, ctx.dim, True)), None
+        return softmax_grad(g, y, ctx.dim, True), None
 
 
 def _softmax_input(x: Tensor, dim, dtype) -> tuple:

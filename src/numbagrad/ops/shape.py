@@ -784,7 +784,7 @@ class Flip(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return (Flip.apply(g, ctx.dims) if state.enabled else Tensor._make(g._backend.flip(g._data, ctx.dims))), None
+        return Flip.apply(g, ctx.dims), None
 
 
 def _dims_arg(dims: tuple, ndim: int) -> tuple:
@@ -822,10 +822,7 @@ class Roll(Function):
 
     @staticmethod
     def backward(ctx, g):
-        back = tuple(-s for s in ctx.shifts)
-        if state.enabled:
-            return Roll.apply(g, back, ctx.dims), None, None
-        return Tensor._make(_roll_data(g._backend, g._data, back, ctx.dims)), None, None
+        return Roll.apply(g, tuple(-s for s in ctx.shifts), ctx.dims), None, None
 
 
 def _roll_data(backend, data, shifts: tuple, dims):
