@@ -513,16 +513,16 @@ def _differentiated(ctx, cls, g: Tensor, saved: tuple, wanted: tuple) -> tuple:
     """(``saved`` with each tensor that the row's gradient formula reads only where nothing differentiates it (a
     comparison, as clamp's ``g * (lo <= x <= hi)``) detached, as torch's gradient is then no function of it; the
     node name the gradient shows: the formula's last op, as torch's composite formulas show). Found once per row,
-    operand kinds, parameters and operands requiring grad, by running the formula on stand-ins."""
+    operand kinds, parameters, operands requiring grad and real or complex, by running the formula on stand-ins."""
     zero_node = ZERO_SECOND_ORDER.get(cls.row.name)
     if zero_node is not None:
         return saved, zero_node
     key = (wanted, tuple(v is None for v in ctx.values or cls._no_values), tuple(ctx.params))
-    key += (g.requires_grad, *(s.requires_grad for s in saved))
+    key += (g.requires_grad, g._data.dtype.kind, *(s.requires_grad for s in saved))
     found = cls._differentiated.get(key)
     if found is None:
         with enable_grad():
-            probes = [s.detach().requires_grad_(s.requires_grad and s.is_floating_point()) for s in saved]
+            probes = [s.detach().requires_grad_(s.requires_grad and s._data.dtype.kind in "fcV") for s in saved]
             g_probe = g.detach().requires_grad_(g.requires_grad)
             outs = [o for o in _tensor_backward(ctx, cls, g_probe, probes, wanted) if o is not None]
             outs = [o for o in outs if o.requires_grad]
