@@ -182,7 +182,9 @@ def gradcheck(
     numerical = _numerical_jacobians(func, inputs, diff_inputs, eps)
     if check_backward_ad and not fast_mode:
         analytical = _analytical_jacobians(func, inputs, diff_inputs, check_grad_dtypes)
-        if not _compare(numerical, analytical, rtol, atol, raise_exception, ""):
+        with enable_grad():
+            complex_outs = {k for k, o in enumerate(_float_outputs(func, inputs)) if o.is_complex()}
+        if not _compare(numerical, analytical, rtol, atol, raise_exception, "", complex_outs):
             return False
         again = _analytical_jacobians(func, inputs, diff_inputs)
         for a_row, b_row in zip(analytical, again):
@@ -196,7 +198,8 @@ def gradcheck(
                     )
     if check_forward_ad:
         forward = _forward_jacobians(func, inputs, diff_inputs)
-        if not _compare(numerical, forward, rtol, atol, raise_exception, "computed with forward mode "):
+        complex_ins = {k for k, x in enumerate(diff_inputs) if x.is_complex()}
+        if not _compare(numerical, forward, rtol, atol, raise_exception, "computed with forward mode ", complex_ins):
             return False
     if not check_backward_ad:
         return True
@@ -244,15 +247,27 @@ def _batched_grads_ok(func, inputs, diff_inputs, raise_exception: bool) -> bool:
     return True
 
 
-def _compare(numerical: list, analytical: list, rtol: float, atol: float, raise_exception: bool, mode: str) -> bool:
-    for o, (num_row, ana_row) in enumerate(zip(numerical, analytical)):
-        for i, (n, a) in enumerate(zip(num_row, ana_row)):
-            if not np.allclose(a, n, rtol=rtol, atol=atol):
-                return _fail(
-                    f"Jacobian {mode}mismatch for output {o} with respect to input {i},\n"
-                    f"numerical:{Tensor._make(n)!r}\nanalytical:{Tensor._make(a)!r}\n",
-                    raise_exception,
-                )
+def _compare(
+    numerical: list, analytical: list, rtol: float, atol: float, raise_exception: bool, mode: str, split=()
+) -> bool:
+    """Compare the Jacobians pair by pair. ``split``: the complex outputs (backward mode) or complex inputs (forward
+    mode), whose imaginary parts torch checks first and then their real parts, naming the part when they fail;
+    here those are the odd and then the even columns (outputs) or rows (inputs) of the real Jacobians."""
+    element = "inputs" if mode else "outputs"
+    passes = [("imaginary", slice(1, None, 2)), ("real", slice(0, None, 2))] if split else [("", slice(None))]
+    for part, cut in passes:
+        for o, (num_row, ana_row) in enumerate(zip(numerical, analytical)):
+            for i, (n, a) in enumerate(zip(num_row, ana_row)):
+                prefix = ""
+                if (i if mode else o) in split:
+                    n, a = (n[cut], a[cut]) if mode else (n[:, cut], a[:, cut])
+                    prefix = f"While considering the {part} part of complex {element} only, "
+                if not np.allclose(a, n, rtol=rtol, atol=atol):
+                    return _fail(
+                        f"{prefix}Jacobian {mode}mismatch for output {o} with respect to input {i},\n"
+                        f"numerical:{Tensor._make(n)!r}\nanalytical:{Tensor._make(a)!r}\n",
+                        raise_exception,
+                    )
     return True
 
 
