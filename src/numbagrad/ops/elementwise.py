@@ -736,7 +736,8 @@ def _pow_grad_exponent(g, out, x, y):
     complex_y = isinstance(y, complex) or (isinstance(y, Tensor) and y.is_complex())
     nonnegative = ((y.imag == 0) & (y.real >= 0)) if complex_y else (y >= 0)
     if isinstance(x, Tensor):
-        log_x = FUNCTIONS["log"].apply(x)
+        # (a real base with a complex exponent: its log taken as a complex number, so a negative base has one)
+        log_x = FUNCTIONS["log"].apply(x * (1 + 0j) if complex_y and not x.is_complex() else x)
         at_zero = (x == 0) & nonnegative if isinstance(nonnegative, Tensor) else (x == 0) & bool(nonnegative)
     else:
         log_x = cmath.log(x) if isinstance(x, complex) or complex_y else math.log(x)
