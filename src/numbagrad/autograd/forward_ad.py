@@ -8,7 +8,9 @@ without a dual input runs as usual; with one, the output's tangent comes from, i
 
 - the Function's own ``jvp`` (custom Functions, torch's ``jvp`` staticmethod protocol);
 - an elementwise table row: ``sum_i d out / d x_i * t_i``, from the row's per-input gradient formulas (the same
-  tensor formulas double backward uses, with the tangent where the incoming gradient goes);
+  tensor formulas double backward uses, with the tangent where the incoming gradient goes). On complex tensors
+  those formulas are the holomorphic derivative unconjugated (backward conjugates it, a tangent must not), so a
+  complex tangent is ``f'(z) * t`` as torch's;
 - an op linear in its floating-point tensor inputs (views, shape ops, sums, indexing, concatenation): the op
   applied to the tangents, so a view's tangent is the same view of the tangent; an op linear in each operand
   separately (``_multilinear``: the matrix products): the sum of the op with one operand replaced by its tangent;

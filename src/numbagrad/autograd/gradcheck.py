@@ -179,10 +179,14 @@ def gradcheck(
     if fast_mode and check_backward_ad:
         if not _fast_check(func, inputs, diff_inputs, eps, atol, rtol, raise_exception):
             return False
-    numerical = _numerical_jacobians(func, inputs, diff_inputs, eps)
-    if check_backward_ad and not fast_mode:
+    slow_backward = check_backward_ad and not fast_mode
+    # (fast mode's backward check needs no whole numerical Jacobian: only the forward check or slow mode do)
+    numerical = _numerical_jacobians(func, inputs, diff_inputs, eps) if slow_backward or check_forward_ad else None
+    if slow_backward:
         analytical = _analytical_jacobians(func, inputs, diff_inputs, check_grad_dtypes)
-        if not _compare(numerical, analytical, rtol, atol, raise_exception, ""):
+        with enable_grad():
+            complex_outs = {k for k, o in enumerate(_float_outputs(func, inputs)) if o.is_complex()}
+        if not _compare(numerical, analytical, rtol, atol, raise_exception, "", complex_outs):
             return False
         again = _analytical_jacobians(func, inputs, diff_inputs)
         for a_row, b_row in zip(analytical, again):
@@ -196,7 +200,8 @@ def gradcheck(
                     )
     if check_forward_ad:
         forward = _forward_jacobians(func, inputs, diff_inputs)
-        if not _compare(numerical, forward, rtol, atol, raise_exception, "computed with forward mode "):
+        complex_ins = {k for k, x in enumerate(diff_inputs) if x.is_complex()}
+        if not _compare(numerical, forward, rtol, atol, raise_exception, "computed with forward mode ", complex_ins):
             return False
     if not check_backward_ad:
         return True
@@ -244,15 +249,27 @@ def _batched_grads_ok(func, inputs, diff_inputs, raise_exception: bool) -> bool:
     return True
 
 
-def _compare(numerical: list, analytical: list, rtol: float, atol: float, raise_exception: bool, mode: str) -> bool:
-    for o, (num_row, ana_row) in enumerate(zip(numerical, analytical)):
-        for i, (n, a) in enumerate(zip(num_row, ana_row)):
-            if not np.allclose(a, n, rtol=rtol, atol=atol):
-                return _fail(
-                    f"Jacobian {mode}mismatch for output {o} with respect to input {i},\n"
-                    f"numerical:{Tensor._make(n)!r}\nanalytical:{Tensor._make(a)!r}\n",
-                    raise_exception,
-                )
+def _compare(
+    numerical: list, analytical: list, rtol: float, atol: float, raise_exception: bool, mode: str, split=()
+) -> bool:
+    """Compare the Jacobians pair by pair. ``split``: the complex outputs (backward mode) or complex inputs (forward
+    mode), whose imaginary parts torch checks first and then their real parts, naming the part when they fail;
+    here those are the odd and then the even columns (outputs) or rows (inputs) of the real Jacobians."""
+    element = "inputs" if mode else "outputs"
+    passes = [("imaginary", slice(1, None, 2)), ("real", slice(0, None, 2))] if split else [("", slice(None))]
+    for part, cut in passes:
+        for o, (num_row, ana_row) in enumerate(zip(numerical, analytical)):
+            for i, (n, a) in enumerate(zip(num_row, ana_row)):
+                prefix = ""
+                if (i if mode else o) in split:
+                    n, a = (n[cut], a[cut]) if mode else (n[:, cut], a[:, cut])
+                    prefix = f"While considering the {part} part of complex {element} only, "
+                if not np.allclose(a, n, rtol=rtol, atol=atol):
+                    return _fail(
+                        f"{prefix}Jacobian {mode}mismatch for output {o} with respect to input {i},\n"
+                        f"numerical:{Tensor._make(n)!r}\nanalytical:{Tensor._make(a)!r}\n",
+                        raise_exception,
+                    )
     return True
 
 
@@ -277,61 +294,105 @@ def _check_backward_mul_by_grad_output(func, inputs, diff_inputs, masked) -> Non
 
 def _forward_jacobians(func, inputs, diff_inputs) -> list:
     """J[o][i] column by column in forward mode, as torch's check does: each input element in turn carries a unit
-    tangent (every other differentiable input a zero one) and the outputs' tangents are that column. An op or a
-    custom Function without forward AD raises its NotImplementedError here, whatever ``raise_exception``."""
+    tangent (every other differentiable input a zero one) and the outputs' tangents are that column. A complex
+    input's element is perturbed in its real part (tangent 1) and then its imaginary part (tangent 1j), torch's
+    check of the real and the imaginary inputs; complex tangents are read as (real, imaginary) pairs, the rows
+    and columns of the numerical Jacobian. An op or a custom Function without forward AD raises its
+    NotImplementedError here, whatever ``raise_exception``."""
     with forward_ad.dual_level():
         outputs = _float_outputs(func, inputs)
-        result = [[np.zeros((x.numel(), o.numel())) for x in diff_inputs] for o in outputs]
+        result = [[np.zeros((_coordinates(x), _coordinates(o))) for x in diff_inputs] for o in outputs]
         for i, x in enumerate(diff_inputs):
+            units = _steps(x, 1.0)
             for k in range(x.numel()):
-                duals = []
-                for a in inputs:
-                    if any(a is d for d in diff_inputs):
-                        direction = np.zeros(a.shape, a._data.dtype)
-                        if a is x:
-                            direction.reshape(-1)[k] = 1
-                        duals.append(forward_ad.make_dual(a, Tensor._make(a._backend.from_host(direction))))
-                    else:
-                        duals.append(a)
-                for o_idx, out in enumerate(_float_outputs(func, duals)):
-                    tangent = forward_ad.unpack_dual(out).tangent
-                    if tangent is not None:
-                        result[o_idx][i][k, :] = tangent._host().astype(np.float64).reshape(-1)
+                for part, unit in enumerate(units):
+                    duals = []
+                    for a in inputs:
+                        if any(a is d for d in diff_inputs):
+                            direction = np.zeros(a.shape, a._data.dtype)
+                            if a is x:
+                                direction.reshape(-1)[k] = unit
+                            duals.append(forward_ad.make_dual(a, Tensor._make(a._backend.from_host(direction))))
+                        else:
+                            duals.append(a)
+                    for o_idx, out in enumerate(_float_outputs(func, duals)):
+                        tangent = forward_ad.unpack_dual(out).tangent
+                        if tangent is not None:
+                            result[o_idx][i][k * len(units) + part, :] = _real_flat(tangent._host())
     return result
 
 
 def _fast_check(func, inputs, diff_inputs, eps: float, atol: float, rtol: float, raise_exception: bool) -> bool:
-    """torch's fast mode: per (input, output) pair, ``u^T J v`` for random ``u`` and ``v``, from a directional
-    central difference and from one backward, instead of whole Jacobians; a mismatch reports both Jacobians."""
+    """torch's fast mode. A function with complex outputs is checked twice, as torch does: on the imaginary parts
+    of its complex outputs, then on their real parts (each a real function of the same inputs)."""
+    with enable_grad():
+        complex_outs = {k for k, o in enumerate(_float_outputs(func, inputs)) if o.is_complex()}
+    if not complex_outs:
+        return _fast_check_real(func, inputs, diff_inputs, eps, atol, rtol, raise_exception, set(), "")
+    for part in ("imaginary", "real"):
+
+        def part_of(*ins, attr=part[:4]):
+            return tuple(getattr(o, attr) if o.is_complex() else o for o in _float_outputs(func, ins))
+
+        if not _fast_check_real(part_of, inputs, diff_inputs, eps, atol, rtol, raise_exception, complex_outs, part):
+            return False
+    return True
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A random vector of ``n`` non-negative values and norm 1 (torch's fast-mode ``u`` and ``v``)."""
+    values = rng.random(n)
+    return values / np.linalg.norm(values)
+
+
+def _fast_check_real(
+    func, inputs, diff_inputs, eps: float, atol: float, rtol: float, raise_exception: bool, complex_outs, part
+) -> bool:
+    """Per (input, output) pair of a function with real outputs, ``v^T J u`` for random ``u`` and ``v``, from a
+    directional central difference and from one backward, instead of whole Jacobians. A complex input gets two
+    real vectors ``(ur, ui)``: the difference along ``ur`` plus 1j times the one along ``1j * ui`` is set against
+    ``Re(vJ) . ur + 1j * Im(vJ) . ui`` (the conjugate Wirtinger derivative), so the real and imaginary parts of the
+    gradient are each checked. atol is scaled by ``sum(u) * sum(v)``, as torch scales it."""
     rng = np.random.default_rng(0)
     with enable_grad():
         outputs = _float_outputs(func, inputs)
+    us = [[_unit(rng, x.numel()) for _ in _steps(x, 1.0)] for x in diff_inputs]
+    vs = [_unit(rng, o.numel()) for o in outputs]
     for i, x in enumerate(diff_inputs):
         flat = x._data.reshape(-1)
-        v = rng.random(flat.size)
         orig = flat.copy()
-        try:
-            flat[:] = orig + eps * v
-            plus = [o._host().astype(np.float64).reshape(-1).copy() for o in _float_outputs(func, inputs)]
-            flat[:] = orig - eps * v
-            minus = [o._host().astype(np.float64).reshape(-1).copy() for o in _float_outputs(func, inputs)]
-        finally:
-            flat[:] = orig
+        numerical = [0j] * len(outputs)
+        for direction, step in zip(us[i], _steps(x, eps)):
+            try:
+                flat[:] = orig + step * direction
+                plus = [o._host().astype(np.float64).reshape(-1) for o in _float_outputs(func, inputs)]
+                flat[:] = orig - step * direction
+                minus = [o._host().astype(np.float64).reshape(-1) for o in _float_outputs(func, inputs)]
+            finally:
+                flat[:] = orig
+            for o in range(len(outputs)):
+                numerical[o] += (step / eps) * float(vs[o] @ ((plus[o] - minus[o]) / (2 * eps)))
         for o, out in enumerate(outputs):
-            u = rng.random(out.numel())
-            numerical = float(u @ ((plus[o] - minus[o]) / (2 * eps)))
-            analytical = 0.0
+            analytical = 0j
             if out.requires_grad:
-                seed = Tensor._make(u.reshape(out.shape).astype(out._data.dtype))
+                seed = Tensor._make(vs[o].reshape(out.shape).astype(out._data.dtype))
                 (g,) = autograd_grad(out, x, seed, retain_graph=True, allow_unused=True)
                 if g is not None:
-                    analytical = float(g._host().astype(np.float64).reshape(-1) @ v)
-            if not np.isclose(analytical, numerical, rtol=rtol, atol=atol):
+                    vj = g._host().reshape(-1)
+                    analytical = float(vj.real @ us[i][0])
+                    if len(us[i]) == 2:
+                        analytical += 1j * float(vj.imag @ us[i][1])
+            if len(us[i]) == 1:
+                numerical[o], analytical = numerical[o].real, analytical.real
+            tol = atol * sum(float(u.sum()) for u in us[i]) * float(vs[o].sum())
+            if not np.isclose(analytical, numerical[o], rtol=rtol, atol=tol):
+                prefix = f"While considering the {part} part of complex outputs only, " if o in complex_outs else ""
                 slow_n = _numerical_jacobians(func, inputs, [x], eps)[o][0]
                 slow_a = _analytical_jacobians(func, inputs, [x])[o][0]
                 message = (
-                    f"Jacobian mismatch for output {o} with respect to input {i},\n"
-                    f"numerical:{numerical}\nanalytical:{analytical}\n\n"
+                    f"{prefix}Jacobian mismatch for output {o} with respect to input {i},\n"
+                    f"numerical:{Tensor._make(np.asarray(numerical[o]))!r}\n"
+                    f"analytical:{Tensor._make(np.asarray(analytical))!r}\n\n"
                     "The above quantities relating the numerical and analytical jacobians are computed \n"
                     "in fast mode. See: https://github.com/pytorch/pytorch/issues/53876 for more background \n"
                     "about fast mode. Below, we recompute numerical and analytical jacobians in slow mode:\n\n"

@@ -13,6 +13,7 @@ so double backward works for every row while the first derivative is the kernel'
 
 from __future__ import annotations
 
+import cmath
 import math
 import types
 
@@ -760,8 +761,33 @@ class _LazyTensorGrads:
     def __getitem__(self, i: int):
         if self.fns is None:
             ns = _tensor_math()
-            self.fns = [self.row.tensor_grad(j, ns) for j in range(len(self.row.grads))]
+            self.fns = [
+                _TENSOR_GRADS.get((self.row.name, j)) or self.row.tensor_grad(j, ns) for j in range(len(self.row.grads))
+            ]
         return self.fns[i]
+
+
+def _pow_grad_exponent(g, out, x, y):
+    """pow's exponent gradient on tensors, ``g * x**y * log(x)`` and zero where ``x`` is 0 and ``y`` a
+    non-negative real (torch's condition). The row's own formula tests ``y >= 0``, which complex numbers do not
+    have; this one also runs on complex operands (double backward and forward tangents of complex pow)."""
+    complex_y = isinstance(y, complex) or (isinstance(y, Tensor) and y.is_complex())
+    nonnegative = ((y.imag == 0) & (y.real >= 0)) if complex_y else (y >= 0)
+    if isinstance(x, Tensor):
+        # (a real base with a complex exponent: its log taken as a complex number, so a negative base has one)
+        log_x = FUNCTIONS["log"].apply(x * (1 + 0j) if complex_y and not x.is_complex() else x)
+        at_zero = (x == 0) & nonnegative if isinstance(nonnegative, Tensor) else (x == 0) & bool(nonnegative)
+    else:
+        log_x = cmath.log(x) if isinstance(x, complex) or complex_y else math.log(x)
+        at_zero = nonnegative if x == 0 else False
+    derivative = g * out * log_x
+    if isinstance(at_zero, Tensor):
+        return _upward.ops.where(at_zero, 0.0, derivative)
+    return 0.0 * derivative if at_zero else derivative
+
+
+#: Gradients on tensors that replace a row's formula rebound to tensors (``Row.tensor_grad``), by (row, input).
+_TENSOR_GRADS = {("pow", 1): _pow_grad_exponent}
 
 
 def make_function(row: Row, node_name: str | None, class_name: str | None = None, kinds: str = "") -> type:
