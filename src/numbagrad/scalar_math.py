@@ -2891,7 +2891,8 @@ def pow_c_grad_x(g, out, x, y):
 
 
 def pow_c_grad_y(g, out, x, y):
-    return select(x == 0, 0j, g * (out * cmath.log(x)).conjugate())
+    # zero at a zero base only for a non-negative real exponent (torch's condition); else 0 * log(0): nan
+    return select(x == 0 and y.imag == 0 and y.real >= 0, 0j, g * (out * cmath.log(x)).conjugate())
 
 
 def exp_c(x):

@@ -3,7 +3,7 @@
 A backward that runs a kernel (layer norm's, softmax's, cross entropy's, an elementwise row's fused gradient)
 returns ``fused_grads(name, kernel, formula, inputs)``. The kernel computes the gradients in every case, with
 ``create_graph`` or without, so a first derivative is written once (without a graph it is called directly:
-``Function.apply`` would only call it too, at about 8 us more a call, measured on an MLP step's three nodes). Under ``create_graph`` the call is also a graph
+``Function.apply`` would only call it too, at a cost per call). Under ``create_graph`` the call is also a graph
 node (``name``) whose own backward differentiates ``formula``: the same gradients written with differentiable
 ops, used only for the derivatives of the gradients. A formula that disagrees with its kernel shows as a failed
 ``gradgradcheck``, whose numerical side differentiates the kernel.
