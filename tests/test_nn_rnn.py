@@ -557,3 +557,81 @@ def test_a_compiled_recurrent_module_gives_the_eager_gradients_over_repeated_cal
         out.sum().backward()
         for p, g in zip(module.parameters(), eager):
             np.testing.assert_allclose(p.grad.numpy(), g.numpy(), rtol=1e-6, atol=1e-7)
+
+
+# --- a derivative written once: the first gradient's kernels serve create_graph too (as test_first_vs_second_order)
+def _seq(*shape):
+    return numbagrad.randn(*shape, dtype=numbagrad.float64, requires_grad=True)
+
+
+def _flat(result) -> tuple:
+    """A layer's ``(output, state)`` as ``(output, *states)``."""
+    out, state = result
+    return (out, *state) if isinstance(state, tuple) else (out, state)
+
+
+def _packed(module):
+    """A packed batch of two sequences (lengths 2 and 1) through ``module``: the padded output and final states."""
+
+    def run(x):
+        out, *states = _flat(module(R.pack_padded_sequence(x, [2, 1])))
+        return (R.pad_packed_sequence(out)[0], *states)
+
+    return run
+
+
+def _second_order_cases():
+    """``(name, module, fn, leaves)``: ``fn(*leaves)`` returns the float outputs; tiny float64 sizes."""
+    numbagrad.manual_seed(0)
+    cells = {name: getattr(nn, name)(2, 2).double() for name in ("RNNCell", "LSTMCell", "GRUCell")}
+    yield "RNNCell", cells["RNNCell"], lambda x, h: (cells["RNNCell"](x, h),), [_seq(2, 2), _seq(2, 2)]
+    yield "LSTMCell", cells["LSTMCell"], lambda x, h, c: cells["LSTMCell"](x, (h, c)), [_seq(2, 2) for _ in "xhc"]
+    yield "GRUCell", cells["GRUCell"], lambda x, h: (cells["GRUCell"](x, h),), [_seq(2, 2), _seq(2, 2)]
+    rnn = nn.RNN(2, 2).double()
+    yield "RNN", rnn, lambda x: _flat(rnn(x)), [_seq(2, 2, 2)]
+    lstm2 = nn.LSTM(2, 2, num_layers=2, bidirectional=True).double()
+    yield "LSTM-2-layers-bidirectional", lstm2, lambda x: _flat(lstm2(x)), [_seq(2, 1, 2)]
+    lstm_proj = nn.LSTM(2, 3, proj_size=2).double()
+    yield (
+        "LSTM-proj-initial-states",
+        lstm_proj,
+        lambda x, h, c: _flat(lstm_proj(x, (h, c))),
+        [_seq(2, 2, 2), _seq(1, 2, 2), _seq(1, 2, 3)],
+    )
+    lstm = nn.LSTM(2, 2).double()
+    yield "LSTM-packed", lstm, _packed(lstm), [_seq(2, 2, 2)]
+    gru2 = nn.GRU(2, 2, num_layers=2, bidirectional=True).double()
+    yield "GRU-2-layers-bidirectional", gru2, lambda x: _flat(gru2(x)), [_seq(2, 1, 2)]
+    gru = nn.GRU(2, 2, bias=False).double()
+    yield "GRU-no-bias-initial-state", gru, lambda x, h: _flat(gru(x, h)), [_seq(2, 2, 2), _seq(1, 2, 2)]
+    gru_packed = nn.GRU(2, 2).double()
+    yield "GRU-packed", gru_packed, _packed(gru_packed), [_seq(2, 2, 2)]
+
+
+SECOND_ORDER = {name: (module, fn, leaves) for name, module, fn, leaves in _second_order_cases()}
+
+
+def _first_gradients(module, fn, leaves, create_graph: bool) -> list:
+    inputs = [*leaves, *module.parameters()]
+    outs = fn(*leaves)
+    rng = np.random.default_rng(1)
+    seeds = [numbagrad.tensor(rng.standard_normal(tuple(o.shape))) for o in outs]
+    grads = numbagrad.autograd.grad(outs, inputs, seeds, create_graph=create_graph)
+    return [g.detach().numpy() for g in grads]
+
+
+@pytest.mark.parametrize("name", list(SECOND_ORDER))
+def test_first_gradient_is_bitwise_the_same_with_and_without_create_graph(name):
+    module, fn, leaves = SECOND_ORDER[name]
+    without = _first_gradients(module, fn, leaves, create_graph=False)
+    with_graph = _first_gradients(module, fn, leaves, create_graph=True)
+    for a, b in zip(without, with_graph):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", list(SECOND_ORDER))
+def test_second_derivative_through_the_first_gradient_passes_gradgradcheck(name):
+    """The module reads its parameters itself; gradgradcheck perturbs them (in place) as it perturbs the leaves."""
+    module, fn, leaves = SECOND_ORDER[name]
+    count = len(leaves)
+    assert gradgradcheck(lambda *xs: fn(*xs[:count]), (*leaves, *module.parameters()))

@@ -20,6 +20,7 @@ from .. import ops
 from .._tensor import Tensor
 from ..autograd.engine import grad as autograd_grad
 from ..autograd.function import Function
+from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import break_trace
 from ..autograd.grad_mode import state as grad_state
 from ..ops._common import same_backend
@@ -198,42 +199,62 @@ class _LSTMStep(Function):
     def backward(ctx, gh: Tensor | None, gc: Tensor | None):
         xi, h, c, w_hh, b_hh = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        if grad_state.enabled:  # create_graph: the step's ops, differentiated by the engine
-            inputs = [t for t, need in zip((xi, h, c, w_hh, b_hh), needs[:5]) if need]
-            pairs = [(out, g) for out, g in zip(_lstm_step_ops(xi, (h, c), w_hh, b_hh), (gh, gc)) if g is not None]
-            outs, seeds = [p[0] for p in pairs], [p[1] for p in pairs]
-            grads = iter(autograd_grad(outs, inputs, seeds, create_graph=True, allow_unused=True))
-            return (*(next(grads) if need else None for need in needs[:5]), None)  # (the offset's node: None)
-        lstm_c, lstm_h, _ = _gate_functions()
-        i, f, g, o, c_flat, c_new, h_new = ctx.arrays
         need_w, need_b = (False, False) if ctx.weights_elsewhere else (needs[3], needs[4])
-        backend = c._backend
-        dtype = c_new.dtype
-        batch, size = c.shape
-        flat = (batch * size,)
-        gc_flat = None if gc is None else backend.reshape(backend.ascontiguous(gc._data), flat)
-        if gh is None:  # (a step whose h' reaches the loss by no path: only c' carries a gradient)
-            d_o, gct = backend.zeros(flat, dtype), gc_flat
-        else:
-            gh_flat = backend.reshape(backend.ascontiguous(gh._data), flat)
-            d_o, gct = backend.elementwise_grads(lstm_h.row, (0, 1), gh_flat, h_new, [o, c_new], (), dtype)
-            if gc_flat is not None:
-                gct = _plain(backend, ROWS["add"], [gct, gc_flat], dtype, flat, pattern="aa")
-        inputs = [i, f, g, c_flat]
-        d_i, d_f = backend.elementwise_grads(lstm_c.row, (0, 1), gct, c_new, inputs, (), dtype)
-        d_g, d_c = backend.elementwise_grads(lstm_c.row, (2, 3), gct, c_new, inputs, (), dtype)
-        rows = (batch, 1, size)
-        parts = [backend.reshape(d, rows) for d in (d_i, d_f, d_g, d_o)]
-        dgates = backend.reshape(backend.concatenate(parts, 1, dtype), (batch, 4 * size))
-        gh_prev, gw, gb = backend.linear_backward(dgates, h._data, w_hh._data, (needs[1], need_w, need_b))
-        return (
-            Tensor._make(dgates) if needs[0] else None,
-            None if gh_prev is None else Tensor._make(gh_prev),
-            Tensor._make(backend.reshape(d_c, (batch, size))) if needs[2] else None,
-            None if gw is None else Tensor._make(gw),
-            None if gb is None else Tensor._make(gb),
-            Tensor._make(dgates) if ctx.weights_elsewhere and needs[5] else None,
-        )
+        wanted = (needs[0], needs[1], needs[2], need_w, need_b, ctx.weights_elsewhere and needs[5])
+        arrays = ctx.arrays
+
+        def kernel(gh, gc, xi, h, c, w_hh, b_hh):
+            lstm_c, lstm_h, _ = _gate_functions()
+            i, f, g, o, c_flat, c_new, h_new = arrays
+            backend = c._backend
+            dtype = c_new.dtype
+            batch, size = c.shape
+            flat = (batch * size,)
+            gc_flat = None if gc is None else backend.reshape(backend.ascontiguous(gc._data), flat)
+            if gh is None:  # (a step whose h' reaches the loss by no path: only c' carries a gradient)
+                d_o, gct = backend.zeros(flat, dtype), gc_flat
+            else:
+                gh_flat = backend.reshape(backend.ascontiguous(gh._data), flat)
+                d_o, gct = backend.elementwise_grads(lstm_h.row, (0, 1), gh_flat, h_new, [o, c_new], (), dtype)
+                if gc_flat is not None:
+                    gct = _plain(backend, ROWS["add"], [gct, gc_flat], dtype, flat, pattern="aa")
+            inputs = [i, f, g, c_flat]
+            d_i, d_f = backend.elementwise_grads(lstm_c.row, (0, 1), gct, c_new, inputs, (), dtype)
+            d_g, d_c = backend.elementwise_grads(lstm_c.row, (2, 3), gct, c_new, inputs, (), dtype)
+            rows = (batch, 1, size)
+            parts = [backend.reshape(d, rows) for d in (d_i, d_f, d_g, d_o)]
+            dgates = backend.reshape(backend.concatenate(parts, 1, dtype), (batch, 4 * size))
+            gh_prev, gw, gb = backend.linear_backward(dgates, h._data, w_hh._data, (wanted[1], need_w, need_b))
+            return (
+                Tensor._make(dgates) if wanted[0] else None,
+                None if gh_prev is None else Tensor._make(gh_prev),
+                Tensor._make(backend.reshape(d_c, (batch, size))) if wanted[2] else None,
+                None if gw is None else Tensor._make(gw),
+                None if gb is None else Tensor._make(gb),
+                Tensor._make(dgates) if wanted[5] else None,
+            )
+
+        def formula(gh, gc, xi, h, c, w_hh, b_hh):
+            lstm_c, lstm_h, _ = _gate_functions()
+            gates = xi + F.linear(h, w_hh, b_hh)
+            i, f, g, o = gates.chunk(4, 1)
+            c_new = lstm_c.apply(i, f, g, c)
+            pairs = [(out, s) for out, s in zip((lstm_h.apply(o, c_new), c_new), (gh, gc)) if s is not None]
+            need_gates = any(wanted[k] for k in (0, 1, 3, 4, 5))
+            wrt = [t for t, need in ((gates, need_gates), (c, wanted[2])) if need]
+            found = iter(autograd_grad([p[0] for p in pairs], wrt, [p[1] for p in pairs], create_graph=True))
+            dgates = next(found) if need_gates else None
+            return (
+                dgates,
+                dgates.mm(w_hh) if wanted[1] else None,
+                next(found) if wanted[2] else None,
+                dgates.t().mm(h) if need_w else None,
+                dgates.sum(0) if need_b else None,
+                dgates,
+            )
+
+        grads = fused_grads("LstmStepBackwardBackward", kernel, formula, (gh, gc, xi, h, c, w_hh, b_hh), wanted)
+        return tuple(grads)
 
 
 class _RecurrentWeights(Function):
@@ -258,15 +279,22 @@ class _RecurrentWeights(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         needs = ctx.needs_input_grad
-        if grad_state.enabled:
-            return None, None, None
         (w_hh,) = ctx.saved_tensors
-        backend = g._backend
-        gd = g._data
-        g2 = backend.reshape(backend.ascontiguous(gd), (-1, gd.shape[-1]))
-        h_prev = backend.concatenate([h._data for h in ctx.h_prev], 0, gd.dtype)
-        _, gw, gb = backend.linear_backward(g2, h_prev, w_hh._data, (False, needs[0], needs[1]))
-        return None if gw is None else Tensor._make(gw), None if gb is None else Tensor._make(gb), None
+        wanted = (needs[0], needs[1])
+
+        def kernel(g, *h_prev):
+            backend = g._backend
+            gd = g._data
+            g2 = backend.reshape(backend.ascontiguous(gd), (-1, gd.shape[-1]))
+            h_all = backend.concatenate([h._data for h in h_prev], 0, gd.dtype)
+            _, gw, gb = backend.linear_backward(g2, h_all, w_hh._data, (False, *wanted))
+            return None if gw is None else Tensor._make(gw), None if gb is None else Tensor._make(gb)
+
+        def formula(g, *h_prev):
+            g2 = g.reshape(-1, g.shape[-1])
+            return g2.t().mm(ops.cat(list(h_prev), 0)), g2.sum(0)
+
+        return (*fused_grads("RecurrentWeightsBackwardBackward", kernel, formula, (g, *ctx.h_prev), wanted), None)
 
 
 def _lstm_step(
@@ -323,38 +351,53 @@ class _GRUStep(Function):
     def backward(ctx, g: Tensor):
         xi, h, w_hh, b_hh = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        if grad_state.enabled:  # create_graph: the step's ops, differentiated by the engine
-            inputs = [t for t, need in zip((xi, h, w_hh, b_hh), needs[:4]) if need]
-            grads = iter(autograd_grad([_gru_step_ops(xi, h, w_hh, b_hh)], inputs, [g], create_graph=True))
-            return (*(next(grads) if need else None for need in needs[:4]), None)
-        gru_h = _gate_functions()[2]
-        operands, h_new = ctx.arrays
-        backend = h._backend
-        dtype = h_new.dtype
-        batch, size = h.shape
-        gd = backend.reshape(backend.ascontiguous(g._data), (batch * size,))
-        d_r, d_z = backend.elementwise_grads(gru_h.row, (0, 1), gd, h_new, operands, (), dtype)
-        d_xn, d_hn = backend.elementwise_grads(gru_h.row, (2, 5), gd, h_new, operands, (), dtype)
-        d_h = backend.elementwise_grad(gru_h.row, 6, gd, h_new, operands, (), dtype)
-        rows = (batch, 1, size)
-
-        def by_row(parts):
-            joined = backend.concatenate([backend.reshape(p, rows) for p in parts], 1, dtype)
-            return backend.reshape(joined, (batch, 3 * size))
-
-        d_gh = by_row([d_r, d_z, d_hn])
         need_w, need_b = (False, False) if ctx.weights_elsewhere else (needs[2], needs[3])
-        gh_prev, gw, gb = backend.linear_backward(d_gh, h._data, w_hh._data, (needs[1], need_w, need_b))
-        if gh_prev is not None:
-            gh_prev = _plain(backend, ROWS["add"], [gh_prev, backend.reshape(d_h, (batch, size))], dtype,
-                             (batch, size), "aa")  # fmt: skip
-        return (
-            Tensor._make(by_row([d_r, d_z, d_xn])) if needs[0] else None,
-            None if gh_prev is None else Tensor._make(gh_prev),
-            None if gw is None else Tensor._make(gw),
-            None if gb is None else Tensor._make(gb),
-            Tensor._make(d_gh) if ctx.weights_elsewhere and needs[4] else None,
-        )
+        wanted = (needs[0], needs[1], need_w, need_b, ctx.weights_elsewhere and needs[4])
+        operands, h_new = ctx.arrays
+
+        def kernel(g, xi, h, w_hh, b_hh):
+            gru_h = _gate_functions()[2]
+            backend = h._backend
+            dtype = h_new.dtype
+            batch, size = h.shape
+            gd = backend.reshape(backend.ascontiguous(g._data), (batch * size,))
+            d_r, d_z = backend.elementwise_grads(gru_h.row, (0, 1), gd, h_new, operands, (), dtype)
+            d_xn, d_hn = backend.elementwise_grads(gru_h.row, (2, 5), gd, h_new, operands, (), dtype)
+            d_h = backend.elementwise_grad(gru_h.row, 6, gd, h_new, operands, (), dtype)
+            rows = (batch, 1, size)
+
+            def by_row(parts):
+                joined = backend.concatenate([backend.reshape(p, rows) for p in parts], 1, dtype)
+                return backend.reshape(joined, (batch, 3 * size))
+
+            d_gh = by_row([d_r, d_z, d_hn])
+            gh_prev, gw, gb = backend.linear_backward(d_gh, h._data, w_hh._data, (wanted[1], need_w, need_b))
+            if gh_prev is not None:
+                gh_prev = _plain(backend, ROWS["add"], [gh_prev, backend.reshape(d_h, (batch, size))], dtype,
+                                 (batch, size), "aa")  # fmt: skip
+            return (
+                Tensor._make(by_row([d_r, d_z, d_xn])) if wanted[0] else None,
+                None if gh_prev is None else Tensor._make(gh_prev),
+                None if gw is None else Tensor._make(gw),
+                None if gb is None else Tensor._make(gb),
+                Tensor._make(d_gh) if wanted[4] else None,
+            )
+
+        def formula(g, xi, h, w_hh, b_hh):
+            # (``h`` feeds the gate kernel directly and through ``gh``: the direct use is a view of its own, so the
+            # gradient with respect to it is the direct part alone)
+            gh = F.linear(h, w_hh, b_hh)
+            h_direct = h.view_as(h)
+            out = _gate_functions()[2].apply(*xi.chunk(3, 1), *gh.chunk(3, 1), h_direct)
+            need_gh = any(wanted[1:])
+            wrt = [t for t, need in ((xi, wanted[0]), (gh, need_gh), (h_direct, wanted[1])) if need]
+            found = iter(autograd_grad([out], wrt, [g], create_graph=True))
+            d_xi = next(found) if wanted[0] else None
+            d_gh = next(found) if need_gh else None
+            d_h = d_gh.mm(w_hh) + next(found) if wanted[1] else None
+            return d_xi, d_h, d_gh.t().mm(h) if need_w else None, d_gh.sum(0) if need_b else None, d_gh
+
+        return (*fused_grads("GruStepBackwardBackward", kernel, formula, (g, xi, h, w_hh, b_hh), wanted), None)
 
 
 def _gru_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, w_hr=None, offset=None) -> tuple:
