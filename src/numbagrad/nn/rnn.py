@@ -3,10 +3,11 @@
 Each layer and direction first projects its whole input sequence at once (``x @ W_ih.T + b_ih``, one matmul for
 all time steps), then walks the steps, adding ``h @ W_hh.T + b_hh`` and applying the gate math. An RNN step is made
 of ops. An LSTM or GRU step is one Function (``_LSTMStep``, ``_GRUStep``): the recurrent linear, then gate kernels
-generated from scalar functions by the elementwise table's machinery (forward and fused gradients); under
-``create_graph`` its backward differentiates the same step made of ops, so double backward works.
-``_RecurrentWeights`` gives ``W_hh`` and ``b_hh`` their gradients once per layer. The parameters carry torch's names
-and layout, so state_dicts move between torch and numbagrad unchanged.
+generated from scalar functions by the elementwise table's machinery (forward and fused gradients). Its backward's
+kernels compute the first gradients with ``create_graph`` or without, as a ``fused_grads`` node whose own backward
+differentiates the same gradients written with ops, so double backward works. ``_RecurrentWeights`` gives ``W_hh``
+and ``b_hh`` their gradients once per layer, the same way. The parameters carry torch's names and layout, so
+state_dicts move between torch and numbagrad unchanged.
 """
 
 from __future__ import annotations
@@ -148,14 +149,6 @@ def _rnn_relu_step(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None, 
     return (ops.relu(xi + F.linear(state[0], w_hh, b_hh)),)
 
 
-def _lstm_step_ops(xi: Tensor, state: tuple, w_hh: Tensor, b_hh: Tensor | None) -> tuple[Tensor, Tensor]:
-    """One LSTM step made of ops (``create_graph`` differentiates this): ``(h', c')`` before any projection."""
-    lstm_c, lstm_h, _ = _gate_functions()
-    i, f, g, o = (xi + F.linear(state[0], w_hh, b_hh)).chunk(4, 1)
-    c = lstm_c.apply(i, f, g, state[1])
-    return lstm_h.apply(o, c), c
-
-
 def _plain(backend, row: Row, operands: list, dtype, shape: tuple, pattern: str):
     """The backend's fast path for contiguous operands of one shape, which float16 (computed in float32 by the
     general path) does not take."""
@@ -169,8 +162,9 @@ class _LSTMStep(Function):
     kernels. A step made of ops costs five nodes (linear, add, chunk and the two gate ops); over a long sequence
     their bookkeeping, not the arithmetic, was most of the time. The gates are copied gate-major, ``(4, B, H)``,
     so each gate is one contiguous block and every kernel of the step takes the backend's contiguous fast path;
-    the backward computes the gradients two per kernel. With ``create_graph`` the backward differentiates
-    ``_lstm_step_ops`` instead, so double backward uses the ops' own derivatives."""
+    the backward computes the gradients two per kernel, in every grad mode. Their formula (for their own
+    derivatives only) is the step made of ops, differentiated by the engine: the gates' gradient, and from it
+    those of ``h``, ``W_hh`` and ``b_hh`` as a linear's."""
 
     node_name = "LstmStepBackward"
     _trusted = True
@@ -264,8 +258,8 @@ class _RecurrentWeights(Function):
     slice per step: a step adds nothing with it, but hands it ``d(hh_t)`` (LSTM: its gates' gradient; GRU: that of
     ``gh``) and skips its own weight gradients. (``xi``'s gradient cannot serve: in a double backward, ``xi`` also
     feeds the first backward's graph.) The layer loop stores the states that fed each step in ``h_prev`` (rows in
-    ``xi``'s order) once it has run. With ``create_graph`` the steps differentiate their weights themselves and
-    this returns nothing."""
+    ``xi``'s order) once it has run; they are also the inputs of its gradients' formula (with ``d(hh_t)``), so a
+    double backward reaches them."""
 
     node_name = "RecurrentWeightsBackward"
     _trusted = True
@@ -308,11 +302,6 @@ def _lstm_step(
     return h, c
 
 
-def _gru_step_ops(xi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-    """One GRU step made of ops (``create_graph`` differentiates this)."""
-    return _gate_functions()[2].apply(*xi.chunk(3, 1), *F.linear(h, w_hh, b_hh).chunk(3, 1), h)
-
-
 def _gate_major(backend, a, batch: int, size: int):
     """``(B, 3H)`` as ``(3, B*H)``: each gate's block contiguous (what the fused kernels' fast path takes)."""
     blocks = backend.ascontiguous(backend.reshape(a, (batch, 3, size)).transpose(1, 0, 2))
@@ -322,9 +311,9 @@ def _gate_major(backend, a, batch: int, size: int):
 class _GRUStep(Function):
     """One GRU time step as one graph node (as ``_LSTMStep``): ``gh = h @ W_hh.T + b_hh``, both ``xi`` and ``gh``
     laid out gate-major, then the fused ``h'`` kernel. Its backward computes the seven gradients in three kernels
-    (those of ``xr``/``hr`` and ``xz``/``hz`` are equal); with ``create_graph`` it differentiates
-    ``_gru_step_ops``. ``offset`` (a ``_RecurrentWeights`` slice) receives ``gh``'s gradient instead of the step
-    computing ``W_hh``'s and ``b_hh``'s."""
+    (those of ``xr``/``hr`` and ``xz``/``hz`` are equal), in every grad mode; their formula is the step made of
+    ops, differentiated by the engine. ``offset`` (a ``_RecurrentWeights`` slice) receives ``gh``'s gradient
+    instead of the step computing ``W_hh``'s and ``b_hh``'s."""
 
     node_name = "GruStepBackward"
     _trusted = True
@@ -634,6 +623,7 @@ class RNNBase(Module):
                 projected = F.linear(layer_input, params["w_ih"], params["b_ih"])
                 xs = list(projected.unbind(0) if batch_sizes is None else projected.split(sizes, 0))
                 offsets = None
+                # (only while a graph is recorded: under no_grad the weight node would not exist to complete)
                 if self.mode in ("LSTM", "GRU") and grad_state.enabled and params["w_hh"].requires_grad:
                     # (the node gets the states that fed each step after the steps ran: a replay would not)
                     break_trace(f"runs a {self.mode} layer, whose weight node is completed after its steps")
