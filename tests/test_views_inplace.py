@@ -769,3 +769,88 @@ def test_error_copy_into_a_no_grad_view_from_a_source_that_requires_grad_before_
         v.copy_(lib.ones(4, requires_grad=True))
 
     _same_error(torch, program)
+
+
+def _view_left_behind(lib, make: str):
+    """A view that may not follow its base's in-place change, and the base, changed in place after the view was
+    made (``make``: how the view was made; ``sibling``: the change goes through another view of the base)."""
+    base = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True) * 1.0
+    if make == "no_grad":
+        with lib.no_grad():
+            view = base[:2]
+    elif make in ("unbind", "sibling"):
+        view = base.unbind(0)[1]
+    elif make == "split":
+        view = base.split(2)[0]
+    else:
+
+        class AsView(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.view_as(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        view = AsView.apply(base)
+    if make == "sibling":
+        base[2:].mul_(2)
+    else:
+        base.mul_(2)
+    return view, base
+
+
+VIEW_MAKERS = ["no_grad", "unbind", "split", "custom_function", "sibling"]
+
+
+@pytest.mark.parametrize("make", VIEW_MAKERS)
+def test_error_reading_grad_fn_of_a_view_left_behind_by_its_base(torch, make):
+    _same_error(torch, lambda lib: _view_left_behind(lib, make)[0].grad_fn)
+
+
+@pytest.mark.parametrize("make", VIEW_MAKERS)
+def test_error_using_a_view_left_behind_by_its_base(torch, make):
+    _same_error(torch, lambda lib: _view_left_behind(lib, make)[0] * 2)
+
+
+def test_error_reading_is_leaf_of_a_view_left_behind_by_its_base(torch):
+    _same_error(torch, lambda lib: _view_left_behind(lib, "unbind")[0].is_leaf)
+
+
+def test_error_reading_grad_fn_of_a_view_left_behind_repeats_in_no_grad_mode(torch):
+    def program(lib):
+        view, _ = _view_left_behind(lib, "split")
+        with pytest.raises(RuntimeError):
+            _ = view.grad_fn
+        with lib.no_grad():
+            _ = view.grad_fn
+
+    _same_error(torch, program)
+
+
+def test_error_changing_a_view_left_behind_by_its_base_says_it_is_being_modified(torch):
+    _same_error(torch, lambda lib: _view_left_behind(lib, "unbind")[0].mul_(2))
+
+
+@pytest.mark.parametrize("make", ["no_grad", "unbind"])
+def test_a_view_left_behind_by_its_base_still_requires_grad_prints_and_computes_without_grad(torch, make):
+    results = []
+    for lib in (numbagrad, torch):
+        view, base = _view_left_behind(lib, make)
+        with lib.no_grad():
+            doubled = view * 2
+        results.append((view.requires_grad, repr(view).replace("numbagrad", "torch"), doubled.tolist()))
+    assert results[0] == results[1]
+
+
+def test_a_base_that_left_a_view_behind_still_differentiates(torch):
+    grads = []
+    for lib in (numbagrad, torch):
+        leaf = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        base = leaf * 1.0
+        pieces = base.unbind(0)
+        base.mul_(3)
+        (base * base).sum().backward()
+        grads.append((leaf.grad.tolist(), pieces[0].requires_grad))
+    assert grads[0] == grads[1]

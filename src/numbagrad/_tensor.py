@@ -64,7 +64,7 @@ class RemovableHandle:
         self.remove()
 
 
-_NON_LEAF_GRAD_WARNING = (
+NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
     "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
     "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
@@ -78,6 +78,17 @@ _TENSOR_FIELDS = frozenset(
      "_hooks", "_accumulator", "_is_inference", "_post_accumulate_hooks", "_views", "_views_pruned_at",
      "_creation_meta", "_fw_grad", "_physical"}
 )  # fmt: skip
+
+
+def refuse_non_leaf_requires_grad(value: bool) -> None:
+    """torch's refusal to set ``requires_grad`` of a tensor with history."""
+    msg = "you can only change requires_grad flags of leaf variables."
+    if not value:
+        msg += (
+            " If you want to use a computed variable in a subgraph that doesn't require differentiation "
+            "use var_no_grad = var.detach()."
+        )
+    raise RuntimeError(msg)
 
 
 class Tensor:
@@ -323,13 +334,7 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         if self.grad_fn is not None:
-            msg = "you can only change requires_grad flags of leaf variables."
-            if not value:
-                msg += (
-                    " If you want to use a computed variable in a subgraph that doesn't require differentiation "
-                    "use var_no_grad = var.detach()."
-                )
-            raise RuntimeError(msg)
+            refuse_non_leaf_requires_grad(value)
         if value and self._data.dtype.kind not in "fcV":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         if value and self._is_inference and not _upward.grad_mode.state.inference:
@@ -352,7 +357,7 @@ class Tensor:
         Reading it on a non-leaf that does not ``retain_grad()`` warns, as torch does.
         """
         if self._grad is None and self.grad_fn is not None and not self._retains_grad:
-            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
@@ -516,9 +521,14 @@ class Tensor:
     # --- printing --------------------------------------------------------------------------------------------
     def _repr_suffixes(self) -> list[str]:
         suffixes = []
-        if self.grad_fn is not None:
-            suffixes.append(f"grad_fn=<{type(self.grad_fn).__name__}>")
-        elif self.requires_grad:
+        try:
+            grad_fn = self.grad_fn
+        except RuntimeError:  # a view that may not follow its base's in-place change (ops.inplace): as torch prints
+            suffixes.append("grad_fn=<Invalid>")
+            grad_fn = None
+        if grad_fn is not None:
+            suffixes.append(f"grad_fn=<{type(grad_fn).__name__}>")
+        elif not suffixes and self.requires_grad:
             suffixes.append("requires_grad=True")
         if self._fw_grad is not None:  # a dual tensor (``autograd.forward_ad``) shows its tangent, as torch's does
             suffixes.append(f"tangent={self._fw_grad!r}")

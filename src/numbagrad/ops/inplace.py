@@ -17,10 +17,11 @@ a result dtype that cannot be cast to the destination's, a broadcast that would 
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 
-from .._tensor import Tensor
+from .._tensor import NON_LEAF_GRAD_WARNING, Tensor, refuse_non_leaf_requires_grad
 from .._types import from_numpy_dtype
 from ..autograd import forward_ad
 from ..autograd.function import NO_GRAD_VIEW, Function, _sequence, edge_of
@@ -382,7 +383,8 @@ def _check_view_inplace(t: Tensor, base: Tensor) -> None:
 def _view_error_prefix(t: Tensor, meta: str, modified: str) -> str:
     """The first sentence of torch's refusal of an in-place change of the view ``t`` (``modified``: what was).
     It names the node that made the view, also once ``_regenerate_views`` has replaced that node."""
-    fn, output_nr = t.grad_fn, t._output_nr
+    fn = t.__dict__["grad_fn"] if type(t) is _StaleView else t.grad_fn
+    output_nr = t._output_nr
     if type(fn) is _ModifiedView._backward_cls:
         fn, output_nr = fn.made_by
     if fn is None:
@@ -409,6 +411,42 @@ class _ModifiedView(Function):
     @staticmethod
     def backward(ctx, g):
         raise RuntimeError(ctx.message)
+
+
+class _StaleView(Tensor):
+    """A view given a ``_ModifiedView`` node by ``_regenerate_views``: reading its ``grad_fn`` (``is_leaf``, an op
+    recording a graph through it, backward from it) raises torch's error, which torch raises where it
+    regenerates the view's grad_fn, at that read. The view's class changes rather than ``Tensor.grad_fn``
+    becoming a property, so that reading ``grad_fn`` of every other tensor stays a plain attribute read. The
+    node stays in the instance's dict, where the engine reaches it through the base's graph."""
+
+    @property  # type: ignore[override]
+    def grad_fn(self):
+        raise RuntimeError(self.__dict__["grad_fn"].message)
+
+    @grad_fn.setter
+    def grad_fn(self, node) -> None:
+        self.__dict__["grad_fn"] = node
+
+    @property
+    def requires_grad(self) -> bool:
+        """True, without reading ``grad_fn``: torch answers from the view's base."""
+        return True
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        refuse_non_leaf_requires_grad(value)
+
+    @property
+    def grad(self) -> Tensor | None:
+        """As a non-leaf's, without reading ``grad_fn`` (torch's ``.grad`` does not raise here)."""
+        if self._grad is None and not self._retains_grad:
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        Tensor.grad.fset(self, value)
 
 
 def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
@@ -473,7 +511,7 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
         if v is None:
             continue
         live.append(ref)
-        if not has_history or type(v.grad_fn) is _ModifiedView._backward_cls:
+        if not has_history or type(v) is _StaleView or type(v.grad_fn) is _ModifiedView._backward_cls:
             continue
         meta = v._creation_meta
         if meta is None and v.grad_fn is None and had_history:
@@ -491,6 +529,9 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
         v.grad_fn, v._output_nr = node, 0
         if v._retains_grad:
             move_retained_grad(v, old_node, old_output_nr)
+        if meta is not None and type(v) is Tensor:
+            v.__class__ = _StaleView
+            v._requires_grad = True  # (ops test it before grad_fn: one without a graph, in no-grad mode, reads none)
     base._views = live
     base._views_pruned_at = len(live)
 
