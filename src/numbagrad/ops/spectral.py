@@ -25,10 +25,10 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._typeinfo import type_name as tensor_type_name
-from .._types import get_default_dtype, wrap_dim
+from .._types import complex_of, get_default_dtype, wrap_dim
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
-from . import nn_ops
+from . import complex_ops, nn_ops
 from ._common import not_a_tensor, type_name
 from ._registry import declare
 from .complex_ops import view_as_real
@@ -128,7 +128,7 @@ class FftR2C(Function):
     def backward(ctx, g: Tensor):
         if ctx.onesided:
             g = _resize(g, ctx.dims[-1:], (ctx.shape[ctx.dims[-1]],))
-        return RealPart.apply(FftC2C.apply(g, ctx.dims, ctx.norm, False)), None, None, None
+        return complex_ops.real(FftC2C.apply(g, ctx.dims, ctx.norm, False)), None, None, None
 
 
 class FftC2R(Function):
@@ -151,52 +151,6 @@ class FftC2R(Function):
         weights = np.ones(bins)
         weights[1 : 1 + ctx.last_size - bins] = 2.0
         return ScaleAlong.apply(grad, ctx.dims[-1], weights), None, None, None
-
-
-class RealPart(Function):
-    """The real part of a complex tensor, as a new tensor; its gradient is the real gradient made complex."""
-
-    node_name = "RealBackward0"
-    _trusted = True
-
-    @staticmethod
-    def forward(ctx, x: Tensor) -> Tensor:
-        ctx.dtype = x._data.dtype
-        return _on_host(x, lambda a: a.real)
-
-    @staticmethod
-    def backward(ctx, g: Tensor):
-        return ToComplex.apply(g, ctx.dtype)
-
-
-class ToComplex(Function):
-    """A real tensor as complex (zero imaginary parts); its gradient is the real part."""
-
-    node_name = "ToCopyBackward0"
-    _trusted = True
-
-    @staticmethod
-    def forward(ctx, x: Tensor, dtype: np.dtype) -> Tensor:
-        return _on_host(x, lambda a: a.astype(dtype))
-
-    @staticmethod
-    def backward(ctx, g: Tensor):
-        return RealPart.apply(g), None
-
-
-class Conj(Function):
-    """The complex conjugate; its gradient is the conjugate of the gradient."""
-
-    node_name = "ConjBackward0"
-    _trusted = True
-
-    @staticmethod
-    def forward(ctx, x: Tensor) -> Tensor:
-        return _on_host(x, np.conj)
-
-    @staticmethod
-    def backward(ctx, g: Tensor):
-        return Conj.apply(g)
 
 
 class ScaleAlong(Function):
@@ -293,7 +247,7 @@ def _promote(x: Tensor, require_complex: bool) -> Tensor:
     if d != x.dtype:
         x = x.to(d)
     if require_complex:
-        return ToComplex.apply(x, np.dtype(np.complex64 if d.name == "float32" else np.complex128))
+        return x.to(complex_of(d))
     return x
 
 
@@ -385,7 +339,7 @@ def _r2c(op, input, n, dim, norm, out, forward: bool, onesided: bool) -> Tensor:
     x = _resize(x, (d,), (size,))
     result = FftR2C.apply(x, (d,), _norm_mode(norm, forward), onesided)
     if not forward:
-        result = Conj.apply(result)
+        result = complex_ops.conj(result)  # (a lazy conjugate view, as torch's)
     return _into(out, result, "_fft_r2c" if forward else "conj_physical", input)
 
 
@@ -399,7 +353,7 @@ def _c2r(op, input, n, dim, norm, out, forward: bool) -> Tensor:  # noqa: A002
     x = _resize(x, (d,), (size // 2 + 1,))
     mode = _norm_mode(norm, forward)
     if forward:
-        x = Conj.apply(x)
+        x = complex_ops.conj_physical(x)
     return _into(out, FftC2R.apply(x, (d,), mode, size), "_fft_c2r", input)
 
 
@@ -452,7 +406,7 @@ def _hfftn(input, s, dim, norm, out) -> Tensor:  # noqa: A002
     if len(dims) > 1:
         x = FftC2C.apply(x, dims[:-1], mode, True)
     _check_out("hfftn", out, False)
-    return _into(out, FftC2R.apply(Conj.apply(x), dims[-1:], mode, last_size), "_fft_c2r", input)
+    return _into(out, FftC2R.apply(complex_ops.conj_physical(x), dims[-1:], mode, last_size), "_fft_c2r", input)
 
 
 def _ihfftn(input, s, dim, norm, out) -> Tensor:  # noqa: A002
@@ -464,7 +418,7 @@ def _ihfftn(input, s, dim, norm, out) -> Tensor:  # noqa: A002
     x = _resize(_promote(input, False), dims, sizes)
     mode = _norm_mode(norm, False)
     _check_out("ihfftn", out, True)
-    result = Conj.apply(FftR2C.apply(x, dims[-1:], mode, True))
+    result = complex_ops.conj(FftR2C.apply(x, dims[-1:], mode, True))
     if len(dims) > 1:
         result = FftC2C.apply(result, dims[:-1], mode, False)
     return _into(out, result, "_fft_c2c" if len(dims) > 1 else "conj_physical", input)
