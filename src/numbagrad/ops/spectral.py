@@ -150,29 +150,16 @@ class FftC2R(Function):
         bins = ctx.last_size // 2 + 1
         weights = np.ones(bins)
         weights[1 : 1 + ctx.last_size - bins] = 2.0
-        return ScaleAlong.apply(grad, ctx.dims[-1], weights), None, None, None
+        return _scale_along(grad, ctx.dims[-1], weights), None, None, None
 
 
-class ScaleAlong(Function):
-    """``x`` times fixed real ``weights`` along ``dim``: its own adjoint, so its gradient is the same map."""
-
-    node_name = "MulBackward0"
-    _trusted = True
-
-    @staticmethod
-    def forward(ctx, x: Tensor, dim: int, weights: np.ndarray) -> Tensor:
-        ctx.dim, ctx.weights = dim, weights
-
-        def scale(a: np.ndarray) -> np.ndarray:
-            shape = [1] * a.ndim
-            shape[dim] = len(weights)
-            return a * weights.astype(a.real.dtype).reshape(shape)
-
-        return _on_host(x, scale)
-
-    @staticmethod
-    def backward(ctx, g: Tensor):
-        return ScaleAlong.apply(g, ctx.dim, ctx.weights), None, None
+def _scale_along(x: Tensor, dim: int, weights: np.ndarray) -> Tensor:
+    """``x`` times fixed real ``weights`` along ``dim``: an ordinary product with a constant, so its gradient and
+    device are ``mul``'s."""
+    shape = [1] * x.dim()
+    shape[dim] = len(weights)
+    parts = np.zeros(0, x._data.dtype).real.dtype  # (float32 for complex64)
+    return x * Tensor._make(x._backend.constant(weights.astype(parts).reshape(shape)))
 
 
 def _resize(x: Tensor, dims: tuple, sizes: tuple) -> Tensor:
