@@ -1,6 +1,7 @@
-"""A derivative is written once: generated from every op sample (``@declare`` samples, the elementwise table's
-rows and the ``nn.functional`` cases), the first gradient computed without ``create_graph`` equals, bit for bit,
-the one computed with it, and ``gradgradcheck`` differentiates that same gradient.
+"""A derivative is written once: generated from the sample registry (``tests/samples.py``: the declared ops'
+argument samples, the elementwise table's rows and the ``nn.functional`` calls), the first gradient computed
+without ``create_graph`` equals, bit for bit, the one computed with it, and ``gradgradcheck`` differentiates that
+same gradient.
 
 A backward that runs a fused kernel returns its gradients through ``autograd.fused.fused_grads``: the kernel runs
 in both modes, and under ``create_graph`` its node's backward differentiates the op's tensor formula. So the first
@@ -15,21 +16,16 @@ import pytest
 
 import numbagrad
 from numbagrad.autograd import gradgradcheck
-from numbagrad.nn import functional as NF
-from numbagrad.ops._registry import OPS
 from numbagrad.ops.elementwise import function_for
 from numbagrad.scalar_math import ROWS, example_params
-from test_declarations import _call, _leaves, _swap, _tensors
-from test_nn_functional import CASES as NN_CASES
-from test_nn_functional import C, I
+from samples import call_function, call_inputs, declared_function, declared_samples, nn_calls
 
 
 def _declared():
-    for decl in OPS.values():
-        if not decl.differentiable:
-            continue
-        for k, sample in enumerate(decl.samples):
-            yield pytest.param(("declared", decl, sample), id=f"{decl.name}-{k}")
+    for param in declared_samples():
+        decl, sample = param.values
+        if decl.differentiable:
+            yield pytest.param(("declared", decl, sample), id=param.id)
 
 
 def _rows():
@@ -39,10 +35,9 @@ def _rows():
 
 
 def _nn():
-    for param in NN_CASES:
-        (case,) = param.values
-        if case.true_gradient:
-            yield pytest.param(("nn", case, None), id=f"nn-{case.name}")
+    for call in nn_calls():
+        if call.true_gradient:
+            yield pytest.param(("nn", call, None), id=f"nn-{call.id}")
 
 
 CASES = [*_declared(), *_rows(), *_nn()]
@@ -51,44 +46,23 @@ CASES = [*_declared(), *_rows(), *_nn()]
 def _function(kind, what, sample):
     """``(fn, inputs)``: a function of the float inputs that require grad, returning its float outputs."""
     if kind == "declared":
-        _, args, kwargs = _call(what, numbagrad, sample, requires_grad=True)
-        inputs = _leaves((args, tuple(kwargs.values())))
-
-        def fn(*leaves):
-            replace = dict(zip(map(id, inputs), leaves))
-            out = what.function(*_swap(args, replace), **{k: _swap(v, replace) for k, v in kwargs.items()})
-            return tuple(t for t in _tensors(out) if t.is_floating_point())
-
-        return fn, inputs
+        return declared_function(what, sample)
+    if kind == "nn":
+        return call_function(what, call_inputs(what, numbagrad))
     rng = np.random.default_rng(0)
-    if kind == "row":
-        lo, hi = what.domain
-        # (an operand torch has no derivative formula for, as zeta's ``x``, is a constant)
-        arrays = [
-            numbagrad.tensor(rng.uniform(lo, hi, (2, 3)), requires_grad=i not in what.no_formula)
-            for i in range(what.arity)
-        ]
-        inputs = [a for a in arrays if a.requires_grad]
-        cls, params = function_for(what.name), example_params(what)
-
-        def row_fn(*leaves):
-            it = iter(leaves)
-            return (cls.apply(*[next(it) if a.requires_grad else a for a in arrays], *params),)
-
-        return row_fn, inputs
-    arrays = []
-    for spec in what.specs:
-        data = spec.draw(rng)
-        arrays.append(numbagrad.tensor(data, requires_grad=not isinstance(spec, (C, I))))
+    lo, hi = what.domain
+    # (an operand torch has no derivative formula for, as zeta's ``x``, is a constant)
+    arrays = [
+        numbagrad.tensor(rng.uniform(lo, hi, (2, 3)), requires_grad=i not in what.no_formula) for i in range(what.arity)
+    ]
     inputs = [a for a in arrays if a.requires_grad]
+    cls, params = function_for(what.name), example_params(what)
 
-    def fn(*leaves):
+    def row_fn(*leaves):
         it = iter(leaves)
-        xs = [next(it) if a.requires_grad else a for a in arrays]
-        out = what.fn(numbagrad, NF, *xs)
-        return tuple(t for t in _tensors(out) if t.is_floating_point() and t.requires_grad)
+        return (cls.apply(*[next(it) if a.requires_grad else a for a in arrays], *params),)
 
-    return fn, inputs
+    return row_fn, inputs
 
 
 def _first_gradients(fn, inputs, create_graph: bool) -> list:

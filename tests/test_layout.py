@@ -31,6 +31,7 @@ ROOT = Path(numbagrad.__file__).parent
 LAYERS = {
     "_types": 0,
     "_upward": 0,
+    "_samples": 0,
     "_printing": 0,
     "scalar_math": 0,
     "_typeinfo": 2,

@@ -1,14 +1,13 @@
 """nn.functional against torch: values, dtypes, gradients and printed node names, plus gradcheck in float64.
 
-Each case is one call written once for both libraries (``fn(lib, F, *tensors)``), with its tensor inputs drawn
-from specs: ``R`` a float tensor that requires grad, ``I`` an integer tensor, ``C`` a constant float tensor.
-The torch comparisons skip without torch; gradcheck runs everywhere.
+Each case is a call of the sample registry (``numbagrad.nn._samples``, collected by ``tests/samples.py``), written
+once for both libraries (``fn(F, *tensors)``), with its tensor inputs drawn from ``T`` specs. The torch
+comparisons skip without torch; gradcheck runs everywhere.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -16,387 +15,23 @@ import pytest
 import numbagrad
 from numbagrad.autograd import gradcheck
 from numbagrad.nn import functional as NF
+from samples import NN_CALLS, call_inputs, call_params, nn_calls, run, tensors
 
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel lengths:UserWarning")
 
 
-@dataclass
-class R:
-    """A float64 tensor requiring grad, drawn uniformly from ``domain``."""
-
-    shape: tuple
-    domain: tuple = (-2.0, 2.0)
-
-    def draw(self, rng):
-        return rng.uniform(*self.domain, self.shape)
-
-
-@dataclass
-class C(R):
-    """Like ``R`` but not requiring grad."""
-
-
-@dataclass
-class I:  # noqa: E742 - a spec, not a variable
-    """An int64 tensor in ``[0, high)``."""
-
-    shape: tuple
-    high: int = 3
-
-    def draw(self, rng):
-        return rng.integers(0, self.high, self.shape)
-
-
-@dataclass
-class Case:
-    name: str
-    fn: object
-    specs: tuple
-    true_gradient: bool = True  # False: torch's gradient is deliberately not the derivative (padding_idx)
-    rtol: float = 1e-10
-
-    def __str__(self) -> str:
-        return self.name
-
-
-def _case(name, fn, *specs, **kw):
-    return pytest.param(Case(name, fn, specs, **kw), id=name)
-
-
-X = R((3, 4), (-3.0, 3.0))
-IMG = R((2, 3, 6, 7))
-
-CASES = [
-    # activations
-    _case("relu6", lambda lib, F, x: F.relu6(x * 4), X),
-    _case("hardtanh", lambda lib, F, x: F.hardtanh(x, -0.5, 1.5), X),
-    _case("leaky_relu", lambda lib, F, x: F.leaky_relu(x, 0.2), X),
-    _case("leaky_relu_default", lambda lib, F, x: F.leaky_relu(x), X),
-    _case("elu", lambda lib, F, x: F.elu(x, 0.7), X),
-    _case("selu", lambda lib, F, x: F.selu(x), X),
-    _case("gelu", lambda lib, F, x: F.gelu(x), X),
-    _case("gelu_tanh", lambda lib, F, x: F.gelu(x, approximate="tanh"), X),
-    _case("silu", lambda lib, F, x: F.silu(x), X),
-    _case("mish", lambda lib, F, x: F.mish(x), X),
-    _case("softplus", lambda lib, F, x: F.softplus(x), X),
-    _case("softplus_beta_threshold", lambda lib, F, x: F.softplus(x, beta=2.0, threshold=3.0), X),
-    _case("softsign", lambda lib, F, x: F.softsign(x), X),
-    _case("hardswish", lambda lib, F, x: F.hardswish(x * 2), X),
-    _case("hardsigmoid", lambda lib, F, x: F.hardsigmoid(x * 2), X),
-    _case("logsigmoid", lambda lib, F, x: F.logsigmoid(x * 10), X),
-    _case("tanhshrink", lambda lib, F, x: F.tanhshrink(x), X),
-    _case("glu", lambda lib, F, x: F.glu(x), X),
-    _case("glu_dim0", lambda lib, F, x: F.glu(x, 0), R((4, 3))),
-    _case("softmin", lambda lib, F, x: F.softmin(x, 1), X),
-    # torch's celu backward takes 1 / alpha in float32 (derivatives.yaml: 1.0 / alpha.toFloat()), a relative 1e-8
-    _case("celu", lambda lib, F, x: F.celu(x, 0.7), X, rtol=1e-7),
-    _case("celu_inplace", lambda lib, F, x: F.celu(x * 1, 1.5, inplace=True), X, rtol=1e-7),
-    _case("hardshrink", lambda lib, F, x: F.hardshrink(x), X),
-    _case("softshrink", lambda lib, F, x: F.softshrink(x, 0.8), X),
-    _case("threshold", lambda lib, F, x: F.threshold(x, 0.5, -2.0), X),
-    _case("threshold_", lambda lib, F, x: F.threshold_(x * 1, 0.5, -2.0), X),
-    _case("rrelu_eval", lambda lib, F, x: F.rrelu(x, 0.1, 0.3), X),
-    _case("rrelu_eval_inplace", lambda lib, F, x: F.rrelu(x * 1, inplace=True), X),
-    _case("prelu_one_weight", lambda lib, F, x, w: F.prelu(x, w), X, R((1,))),
-    _case("prelu_per_channel", lambda lib, F, x, w: F.prelu(x, w), IMG, R((3,))),
-    _case("prelu_1d_input", lambda lib, F, x, w: F.prelu(x, w), R((5,)), R((1,))),
-    # in place (on a non-leaf)
-    _case("relu6_inplace", lambda lib, F, x: F.relu6(x * 4, inplace=True), X),
-    _case("leaky_relu_", lambda lib, F, x: F.leaky_relu_(x * 1, 0.3), X),
-    _case("leaky_relu_inplace", lambda lib, F, x: F.leaky_relu(x * 1, 0.3, inplace=True), X),
-    _case("elu_", lambda lib, F, x: F.elu_(x * 1, 0.5), X),
-    _case("selu_inplace", lambda lib, F, x: F.selu(x * 1, inplace=True), X),
-    _case("hardtanh_", lambda lib, F, x: F.hardtanh_(x * 1, -1.0, 0.5), X),
-    _case("silu_inplace", lambda lib, F, x: F.silu(x * 1, inplace=True), X),
-    _case("mish_inplace", lambda lib, F, x: F.mish(x * 1, inplace=True), X),
-    _case("hardswish_inplace", lambda lib, F, x: F.hardswish(x * 2, inplace=True), X),
-    _case("hardsigmoid_inplace", lambda lib, F, x: F.hardsigmoid(x * 2, inplace=True), X),
-    # distances and normalization of vectors
-    _case("normalize", lambda lib, F, x: F.normalize(x), X),
-    _case("normalize_p1_dim0", lambda lib, F, x: F.normalize(x, p=1.0, dim=0), X),
-    _case("cosine_similarity", lambda lib, F, a, b: F.cosine_similarity(a, b), X, X),
-    _case("cosine_similarity_broadcast", lambda lib, F, a, b: F.cosine_similarity(a, b, dim=-1), R((3, 4)), R((4,))),
-    _case("pairwise_distance", lambda lib, F, a, b: F.pairwise_distance(a, b), X, X),
-    _case("pairwise_distance_p1_keepdim", lambda lib, F, a, b: F.pairwise_distance(a, b, 1.0, keepdim=True), X, X),
-    _case("pairwise_distance_p3", lambda lib, F, a, b: F.pairwise_distance(a, b, 3.0), X, X),
-    _case("pairwise_distance_1d", lambda lib, F, a, b: F.pairwise_distance(a, b), R((5,)), R((5,))),
-    # padding, embedding
-    _case("pad", lambda lib, F, x: F.pad(x, (1, 2)), X),
-    _case("pad_value_2d", lambda lib, F, x: F.pad(x, (1, 0, 2, 1), value=-1.5), IMG),
-    _case("pad_negative_crops", lambda lib, F, x: F.pad(x, (-1, 2, 1, -1)), IMG),
-    _case("embedding", lambda lib, F, w, i: F.embedding(i, w), R((5, 3)), I((2, 4), 5)),
-    _case(
-        "embedding_padding_idx",
-        lambda lib, F, w, i: F.embedding(i, w, padding_idx=1),
-        R((5, 3)),
-        I((2, 4), 5),
-        true_gradient=False,
-    ),
-    _case(
-        "embedding_scale_grad_by_freq",
-        lambda lib, F, w, i: F.embedding(i, w, scale_grad_by_freq=True),
-        R((5, 3)),
-        I((2, 4), 3),
-        true_gradient=False,
-    ),
-    # normalization layers
-    _case("layer_norm", lambda lib, F, x: F.layer_norm(x, (4,)), X),
-    _case("layer_norm_affine", lambda lib, F, x, w, b: F.layer_norm(x, (6, 7), w, b), IMG, R((6, 7)), R((6, 7))),
-    _case("layer_norm_weight_only", lambda lib, F, x, w: F.layer_norm(x, (4,), w, eps=1e-3), X, R((4,))),
-    _case(
-        "batch_norm_train",
-        lambda lib, F, x, w, b: F.batch_norm(x, None, None, w, b, training=True),
-        IMG,
-        R((3,)),
-        R((3,)),
-    ),
-    _case("batch_norm_train_1d", lambda lib, F, x: F.batch_norm(x, None, None, training=True), R((5, 3))),
-    _case(
-        "batch_norm_eval",
-        lambda lib, F, x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False),
-        IMG,
-        C((3,)),
-        C((3,), (0.5, 2.0)),
-        R((3,)),
-        R((3,)),
-    ),
-    _case("group_norm", lambda lib, F, x: F.group_norm(x, 3), IMG),
-    _case("group_norm_affine", lambda lib, F, x, w, b: F.group_norm(x, 1, w, b), IMG, R((3,)), R((3,))),
-    _case("group_norm_3d", lambda lib, F, x, w, b: F.group_norm(x, 2, w, b), R((3, 4, 5)), R((4,)), R((4,))),
-    # convolution and pooling
-    _case("conv2d", lambda lib, F, x, w, b: F.conv2d(x, w, b), IMG, R((4, 3, 3, 2)), R((4,))),
-    _case(
-        "conv2d_stride_padding_dilation",
-        lambda lib, F, x, w: F.conv2d(x, w, None, stride=(2, 1), padding=(1, 2), dilation=(1, 2)),
-        IMG,
-        R((2, 3, 2, 3)),
-    ),
-    _case("conv2d_groups", lambda lib, F, x, w, b: F.conv2d(x, w, b, groups=3), IMG, R((6, 1, 3, 3)), R((6,))),
-    _case("conv2d_same", lambda lib, F, x, w: F.conv2d(x, w, padding="same"), IMG, R((2, 3, 2, 4))),
-    _case("conv2d_same_dilated", lambda lib, F, x, w: F.conv2d(x, w, padding="same", dilation=2), IMG, R((2, 3, 3, 2))),
-    _case("conv2d_valid", lambda lib, F, x, w: F.conv2d(x, w, padding="valid"), IMG, R((2, 3, 2, 2))),
-    _case("conv2d_unbatched", lambda lib, F, x, w: F.conv2d(x, w, stride=2), R((3, 6, 7)), R((2, 3, 3, 3))),
-    _case("conv1d", lambda lib, F, x, w, b: F.conv1d(x, w, b, padding=1), R((2, 3, 9)), R((4, 3, 3)), R((4,))),
-    _case(
-        "conv1d_stride_dilation_groups",
-        lambda lib, F, x, w: F.conv1d(x, w, stride=2, dilation=2, groups=3),
-        R((2, 3, 11)),
-        R((6, 1, 2)),
-    ),
-    _case("conv1d_same_unbatched", lambda lib, F, x, w: F.conv1d(x, w, padding="same"), R((3, 8)), R((2, 3, 4))),
-    _case("max_pool2d", lambda lib, F, x: F.max_pool2d(x, 2), IMG),
-    _case("max_pool2d_stride_padding", lambda lib, F, x: F.max_pool2d(x, 3, 2, 1), IMG),
-    _case("max_pool2d_dilation_ceil", lambda lib, F, x: F.max_pool2d(x, 2, 2, dilation=2, ceil_mode=True), IMG),
-    _case("max_pool2d_unbatched_rect", lambda lib, F, x: F.max_pool2d(x, (2, 3), (1, 2)), R((3, 6, 7))),
-    _case("max_pool2d_indices", lambda lib, F, x: F.max_pool2d(x, 2, return_indices=True), IMG),
-    _case("avg_pool2d", lambda lib, F, x: F.avg_pool2d(x, 2), IMG),
-    _case("avg_pool2d_padding", lambda lib, F, x: F.avg_pool2d(x, 3, 2, 1), IMG),
-    _case(
-        "avg_pool2d_no_pad_count_ceil",
-        lambda lib, F, x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
-        IMG,
-    ),
-    _case("avg_pool2d_divisor", lambda lib, F, x: F.avg_pool2d(x, (2, 3), divisor_override=4), IMG),
-    _case("adaptive_avg_pool2d", lambda lib, F, x: F.adaptive_avg_pool2d(x, (4, 3)), IMG),
-    _case("adaptive_avg_pool2d_grow", lambda lib, F, x: F.adaptive_avg_pool2d(x, 8), R((2, 3, 5, 4))),
-    _case("adaptive_avg_pool2d_none", lambda lib, F, x: F.adaptive_avg_pool2d(x, (None, 2)), IMG),
-    _case("adaptive_avg_pool2d_1x1", lambda lib, F, x: F.adaptive_avg_pool2d(x, 1), IMG),
-    # losses
-    _case("l1_loss", lambda lib, F, x, t: F.l1_loss(x, t), X, C((3, 4))),
-    _case("l1_loss_sum", lambda lib, F, x, t: F.l1_loss(x, t, reduction="sum"), X, R((3, 4))),
-    _case("l1_loss_none", lambda lib, F, x, t: F.l1_loss(x, t, reduction="none"), X, R((3, 4))),
-    _case("l1_loss_weight", lambda lib, F, x, t, w: F.l1_loss(x, t, weight=w), X, C((3, 4)), C((3, 4), (0, 1))),
-    _case("mse_loss_weight", lambda lib, F, x, t, w: F.mse_loss(x, t, weight=w), X, C((3, 4)), C((3, 4), (0, 1))),
-    _case("smooth_l1_loss", lambda lib, F, x, t: F.smooth_l1_loss(x, t), X, R((3, 4))),
-    _case("smooth_l1_loss_beta", lambda lib, F, x, t: F.smooth_l1_loss(x, t, reduction="sum", beta=0.5), X, C((3, 4))),
-    _case("smooth_l1_loss_beta0", lambda lib, F, x, t: F.smooth_l1_loss(x, t, beta=0.0), X, C((3, 4))),
-    _case("huber_loss", lambda lib, F, x, t: F.huber_loss(x, t), X, R((3, 4))),
-    _case("huber_loss_delta_none", lambda lib, F, x, t: F.huber_loss(x, t, "none", 0.5), X, C((3, 4))),
-    _case("huber_loss_weight", lambda lib, F, x, t, w: F.huber_loss(x, t, weight=w), X, C((3, 4)), C((3, 4), (0, 1))),
-    _case("nll_loss", lambda lib, F, x, t: F.nll_loss(x, t), X, I((3,), 4)),
-    _case("nll_loss_weight_sum", lambda lib, F, x, t, w: F.nll_loss(x, t, w, reduction="sum"), X, I((3,), 4), C((4,))),
-    _case(
-        "nll_loss_weight_ignore_mean",
-        lambda lib, F, x, w: F.nll_loss(x, lib.tensor([1, 3, 1]), w, ignore_index=3),
-        X,
-        C((4,), (0.5, 2.0)),
-    ),
-    _case("nll_loss_none", lambda lib, F, x, t: F.nll_loss(x, t, reduction="none"), X, I((3,), 4)),
-    _case("nll_loss_1d", lambda lib, F, x: F.nll_loss(x, lib.tensor(2)), R((4,))),
-    _case("nll_loss_4d", lambda lib, F, x, t: F.nll_loss(x, t), IMG, I((2, 6, 7), 3)),
-    _case("nll_loss_3d_none", lambda lib, F, x, t: F.nll_loss(x, t, reduction="none"), R((2, 3, 5)), I((2, 5), 3)),
-    _case("cross_entropy", lambda lib, F, x, t: F.cross_entropy(x, t), X, I((3,), 4)),
-    _case("cross_entropy_sum", lambda lib, F, x, t: F.cross_entropy(x, t, reduction="sum"), X, I((3,), 4)),
-    _case("cross_entropy_none", lambda lib, F, x, t: F.cross_entropy(x, t, reduction="none"), X, I((3,), 4)),
-    _case(
-        "cross_entropy_weight_ignore",
-        lambda lib, F, x, w: F.cross_entropy(x, lib.tensor([1, 0, 2]), w, ignore_index=0),
-        X,
-        C((4,), (0.5, 2.0)),
-    ),
-    _case("cross_entropy_smoothing", lambda lib, F, x, t: F.cross_entropy(x, t, label_smoothing=0.1), X, I((3,), 4)),
-    _case(
-        "cross_entropy_smoothing_weight_ignore",
-        lambda lib, F, x, w: F.cross_entropy(x, lib.tensor([1, 3, 2]), w, ignore_index=3, label_smoothing=0.3),
-        X,
-        C((4,), (0.5, 2.0)),
-    ),
-    _case(
-        "cross_entropy_smoothing_none",
-        lambda lib, F, x, t: F.cross_entropy(x, t, reduction="none", label_smoothing=0.2),
-        X,
-        I((3,), 4),
-    ),
-    _case(
-        "cross_entropy_smoothing_sum_weight",
-        lambda lib, F, x, t, w: F.cross_entropy(x, t, w, reduction="sum", label_smoothing=0.2),
-        X,
-        I((3,), 4),
-        C((4,), (0.5, 2.0)),
-    ),
-    _case("cross_entropy_1d", lambda lib, F, x: F.cross_entropy(x, lib.tensor(1)), R((4,))),
-    _case("cross_entropy_4d", lambda lib, F, x, t: F.cross_entropy(x, t), IMG, I((2, 6, 7), 3)),
-    _case(
-        "cross_entropy_3d_none",
-        lambda lib, F, x, t: F.cross_entropy(x, t, reduction="none"),
-        R((2, 3, 5)),
-        I((2, 5), 3),
-    ),  # fmt: skip
-    _case("cross_entropy_probs", lambda lib, F, x, p: F.cross_entropy(x, p), X, C((3, 4), (0, 1))),
-    _case("cross_entropy_probs_sum", lambda lib, F, x, p: F.cross_entropy(x, p, reduction="sum"), X, C((3, 4), (0, 1))),
-    _case(
-        "cross_entropy_probs_weight_smoothing_none",
-        lambda lib, F, x, p, w: F.cross_entropy(x, p, w, reduction="none", label_smoothing=0.1),
-        X,
-        C((3, 4), (0, 1)),
-        C((4,), (0.5, 2.0)),
-    ),
-    _case(
-        "binary_cross_entropy",
-        lambda lib, F, x, t: F.binary_cross_entropy(x, t),
-        R((3, 4), (0.05, 0.95)),
-        C((3, 4), (0, 1)),
-    ),  # fmt: skip
-    _case(
-        "binary_cross_entropy_weight_sum",
-        lambda lib, F, x, t, w: F.binary_cross_entropy(x, t, w, reduction="sum"),
-        R((3, 4), (0.05, 0.95)),
-        R((3, 4), (0, 1)),
-        C((4,), (0.5, 2.0)),
-    ),
-    _case("bce_with_logits", lambda lib, F, x, t: F.binary_cross_entropy_with_logits(x, t), X, R((3, 4), (0, 1))),
-    _case(
-        "bce_with_logits_weight_pos_weight",
-        lambda lib, F, x, t, w, pw: F.binary_cross_entropy_with_logits(x, t, w, pos_weight=pw, reduction="none"),
-        X,
-        R((3, 4), (0, 1)),
-        C((3, 1), (0.5, 2.0)),
-        C((4,), (0.5, 3.0)),
-    ),
-    _case("kl_div_batchmean", lambda lib, F, x, t: F.kl_div(x, t, reduction="batchmean"), X, C((3, 4), (0, 1))),
-    _case("kl_div_sum", lambda lib, F, x, t: F.kl_div(x, t, reduction="sum"), X, R((3, 4), (0.1, 1))),
-    _case(
-        "kl_div_none_log_target", lambda lib, F, x, t: F.kl_div(x, t, reduction="none", log_target=True), X, R((3, 4))
-    ),
-    # mixed second derivatives (each input's gradient differentiated by the other input): the generated
-    # tests/test_first_vs_second_order.py runs gradgradcheck on every case here
-    _case("second_conv2d", lambda lib, F, x, w: F.conv2d(x, w, stride=2, padding=1), R((2, 2, 4, 5)), R((3, 2, 3, 3))),
-    _case(
-        "second_conv2d_groups",
-        lambda lib, F, x, w: F.conv2d(x, w.reshape(4, 1, 3, 3)[:, :, :2], groups=2, dilation=(1, 2)),
-        R((2, 2, 4, 5)),
-        R((4, 9)),
-    ),
-    _case("second_max_pool2d", lambda lib, F, x, w: F.max_pool2d(x * w.sum(), 2, 1), R((2, 2, 4, 5)), R((2, 3))),
-    _case(
-        "second_avg_pool2d",
-        lambda lib, F, x, w: F.avg_pool2d(x * w.sum(), 3, 2, 1, count_include_pad=False) ** 2,
-        R((2, 2, 4, 5)),
-        R((2, 3)),
-    ),
-    _case(
-        "second_adaptive_avg_pool2d",
-        lambda lib, F, x, w: F.adaptive_avg_pool2d(x * w.sum(), (2, 3)) ** 2,
-        R((2, 2, 4, 5)),
-        R((2, 3)),
-    ),
-    _case(
-        "second_layer_norm",
-        lambda lib, F, x, w: F.layer_norm(x, (5,), w[:5], w[5:]),
-        R((1, 2, 2, 5)),
-        R((10,)),
-    ),
-    _case("second_prelu", lambda lib, F, x, w: F.prelu(x, w) * x, R((1, 2, 2, 5)), R((2,))),
-    _case("second_group_norm", lambda lib, F, x, w: F.group_norm(x, 2, w[:2], w[2:]), R((2, 2, 4, 5)), R((4,))),
-    _case(
-        "second_batch_norm",
-        lambda lib, F, x, w: F.batch_norm(x, None, None, w[:2], w[2:], training=True),
-        R((2, 2, 4, 5)),
-        R((4,)),
-    ),
-    _case(
-        "second_cross_entropy",
-        lambda lib, F, x, w: F.cross_entropy(x * w, lib.tensor([0, 4, 2, 1]), label_smoothing=0.2),
-        R((4, 5)),
-        R((5,)),
-    ),
-    _case(
-        "second_nll_loss",
-        lambda lib, F, x, w: F.nll_loss((x * w).log_softmax(1), lib.tensor([0, 4, 2, 1])),
-        R((4, 5)),
-        R((5,)),
-    ),
-    _case(
-        "second_embedding",
-        lambda lib, F, x, w: F.embedding(lib.tensor([1, 0, 1]), w) * x,
-        R((3, 3)),
-        R((6, 3)),
-    ),
-    _case(
-        "second_pad",
-        lambda lib, F, x, w: F.pad(x * w.sum(), (1, -1, 2, 0), value=0.5) ** 2,
-        R((2, 2, 4, 5)),
-        R((2, 3)),
-    ),
-    _case("second_glu", lambda lib, F, x, w: F.glu(x * w.sum(), 1), R((2, 2, 4, 5)), R((2, 3))),
-    _case("second_pairwise_distance", lambda lib, F, x, w: F.pairwise_distance(x, w, p=3.0), R((4, 5)), R((5,))),
-    _case("second_smooth_l1_loss", lambda lib, F, x, t: F.smooth_l1_loss(x, t, beta=0.5), R((18,)), R((18,))),
-    _case(
-        "second_bce_with_logits",
-        lambda lib, F, x, t: F.binary_cross_entropy_with_logits(x, t.sigmoid()),
-        R((18,)),
-        R((18,)),
-    ),
-]
-
-
-def _inputs(case: Case, lib, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    out = []
-    for spec in case.specs:
-        data = spec.draw(rng)
-        t = lib.tensor(data)
-        if type(spec) is R:
-            t.requires_grad_(True)
-        out.append(t)
-    return out
-
-
-def _tensors(out) -> list:
-    if isinstance(out, (tuple, list)):
-        return [t for o in out for t in _tensors(o)]
-    return [out]
+CASES = call_params(nn_calls())
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.values[0].true_gradient])
 def test_gradcheck_float64(case):
-    inputs = _inputs(case, numbagrad)
+    inputs = call_inputs(case, numbagrad)
     diff = [t for t in inputs if t.requires_grad]
 
     def fn(*leaves):
         it = iter(leaves)
         args = [next(it) if t.requires_grad else t for t in inputs]
-        return tuple(t for t in _tensors(case.fn(numbagrad, NF, *args)) if t.is_floating_point())
+        return tuple(t for t in tensors(run(case, numbagrad, *args)) if t.is_floating_point())
 
     assert gradcheck(fn, tuple(diff))
 
@@ -405,9 +40,8 @@ def test_gradcheck_float64(case):
 @pytest.mark.parametrize("case", CASES)
 def test_matches_torch(case):
     torch = pytest.importorskip("torch")
-    tF = torch.nn.functional
-    ours_in, theirs_in = _inputs(case, numbagrad), _inputs(case, torch)
-    ours, theirs = _tensors(case.fn(numbagrad, NF, *ours_in)), _tensors(case.fn(torch, tF, *theirs_in))
+    ours_in, theirs_in = call_inputs(case, numbagrad), call_inputs(case, torch)
+    ours, theirs = tensors(run(case, numbagrad, *ours_in)), tensors(run(case, torch, *theirs_in))
     assert len(ours) == len(theirs)
     weights = np.random.default_rng(1)
     for a, b in zip(ours, theirs):
@@ -433,19 +67,23 @@ def test_float32_matches_torch(case):
     """The same call in float32 (what models use): values within float32 rounding."""
     torch = pytest.importorskip("torch")
     ours_in = [t.detach().float().requires_grad_(t.requires_grad) if t.is_floating_point() else t
-               for t in _inputs(case, numbagrad)]  # fmt: skip
+               for t in call_inputs(case, numbagrad)]  # fmt: skip
     theirs_in = [t.detach().float().requires_grad_(t.requires_grad) if t.is_floating_point() else t
-                 for t in _inputs(case, torch)]  # fmt: skip
-    ours = _tensors(case.fn(numbagrad, NF, *ours_in))
-    theirs = _tensors(case.fn(torch, torch.nn.functional, *theirs_in))
+                 for t in call_inputs(case, torch)]  # fmt: skip
+    ours = tensors(run(case, numbagrad, *ours_in))
+    theirs = tensors(run(case, torch, *theirs_in))
     for a, b in zip(ours, theirs):
         assert a.dtype.name == str(b.dtype).replace("torch.", "")
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=2e-5, atol=2e-6)
 
 
 def test_case_names_are_unique():
-    names = [p.values[0].name for p in CASES]
+    names = [call.id for call in nn_calls()]
     assert len(names) == len(set(names))
+
+
+def test_samples_are_keyed_by_functions_of_nn_functional():
+    assert [name for name in NN_CALLS if not callable(getattr(NF, name, None))] == []
 
 
 def test_erf_row_is_math_erf():

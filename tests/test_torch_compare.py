@@ -1,6 +1,7 @@
 """The same programs under PyTorch and under numbagrad (``import numbagrad as torch``): printed output must be
 identical once module names are normalised, and gradients equal. Also checks that the node names written in
-``test_ops.CASES`` are torch's own. Skipped as a whole when torch is not installed."""
+the declared ops' and rows' call samples (``tests/samples.py``) are torch's own. Skipped as a whole when torch is
+not installed."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import numbagrad
-from test_ops import CASE_IDS, CASES, make_inputs
+from samples import call_inputs, call_params, op_calls, run
 
 torch = pytest.importorskip("torch")
 
@@ -29,10 +30,10 @@ def default_print_options():
     numbagrad.set_printoptions(profile="default")
 
 
-@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("case", call_params(op_calls()))
 def test_case_matches_torch_node_values_and_gradients(case):
-    ours, theirs = make_inputs(numbagrad, case), make_inputs(torch, case)
-    y, y_torch = case.fn(numbagrad, *ours), case.fn(torch, *theirs)
+    ours, theirs = call_inputs(case, numbagrad), call_inputs(case, torch)
+    y, y_torch = run(case, numbagrad, *ours), run(case, torch, *theirs)
     assert type(y_torch.grad_fn).__name__ == case.node
     assert type(y.grad_fn).__name__ == case.node
     assert tuple(y.shape) == tuple(y_torch.shape)

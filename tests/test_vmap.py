@@ -826,31 +826,31 @@ def test_nn_functional_under_vmap(fn, arrays, in_dims, torch):
 
 # --- every declared op, from its declaration's samples ----------------------------------------------------------
 def _declared_cases():
-    from test_declarations import CASES
+    from samples import declared_samples
 
-    return CASES
+    return declared_samples()
 
 
 def _sample_tensors(decl, sample, batch: int, batch_all: bool):
     """The sample's arrays ``batch`` times (floats shifted per sample), and which of them are mapped over."""
-    from test_declarations import _arrays
+    from samples import arrays
 
-    draws = [[a + 0.1 * b if a.dtype.kind == "f" else a for a in _arrays(sample)] for b in range(batch)]
+    draws = [[a + 0.1 * b if a.dtype.kind == "f" else a for a in arrays(sample)] for b in range(batch)]
     mapped = [a.dtype.kind == "f" and (batch_all or k == 0) for k, a in enumerate(draws[0])]
     return draws, mapped
 
 
 def _call_with(decl, sample, tensors: list):
-    from test_declarations import _materialize
+    from samples import materialize
 
-    arrays = list(tensors)
-    args = _materialize(sample.args, _AsIs, arrays, False)
-    kwargs = {k: _materialize(v, _AsIs, arrays, False) for k, v in sample.kwargs.items()}
+    data = list(tensors)
+    args = materialize(sample.args, _AsIs, data, False)
+    kwargs = {k: materialize(v, _AsIs, data, False) for k, v in sample.kwargs.items()}
     return decl.function(*args, **kwargs)
 
 
 class _AsIs:
-    """A ``lib`` for test_declarations' ``_materialize`` whose ``tensor`` keeps numbagrad tensors as they are."""
+    """A ``lib`` for ``samples.materialize`` whose ``tensor`` keeps numbagrad tensors as they are."""
 
     @staticmethod
     def tensor(x):
@@ -872,10 +872,10 @@ def test_declared_op_under_vmap_equals_the_op_per_sample(decl, sample, batch_all
         return _call_with(decl, sample, [next(it) if m else draws[0][k] for k, m in enumerate(mapped)])
 
     out = func.vmap(per_sample, randomness="same")(*batched)
-    from test_declarations import _tensors
+    from samples import tensors
 
-    got = _tensors(out)
-    expected = [_tensors(per_sample(*[t[b] for t in batched])) for b in range(3)]
+    got = tensors(out)
+    expected = [tensors(per_sample(*[t[b] for t in batched])) for b in range(3)]
     assert len(got) == len(expected[0])
     for j, g in enumerate(got):
         want = np.stack([e[j].detach().numpy() for e in expected])
@@ -885,18 +885,11 @@ def test_declared_op_under_vmap_equals_the_op_per_sample(decl, sample, batch_all
 
 @pytest.mark.parametrize(("decl", "sample"), [c for c in _declared_cases() if c.values[0].differentiable])
 def test_declared_op_passes_gradcheck_with_batched_grads(decl, sample):
-    from test_declarations import _call, _leaves, _swap, _tensors
+    from samples import declared_function
 
-    out, args, kwargs = _call(decl, numbagrad, sample, requires_grad=True)
-    inputs = _leaves((args, tuple(kwargs.values())))
+    fn, inputs = declared_function(decl, sample)
     if not inputs:
         pytest.skip("no input requires grad")
-
-    def fn(*leaves):
-        replace = dict(zip(map(id, inputs), leaves))
-        result = decl.function(*_swap(args, replace), **{k: _swap(v, replace) for k, v in kwargs.items()})
-        return tuple(t for t in _tensors(result) if t.is_floating_point())
-
     assert gradcheck(fn, tuple(inputs), check_batched_grad=True)
 
 

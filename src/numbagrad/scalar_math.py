@@ -28,6 +28,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from ._samples import Call, T, assigned  # noqa: F401 - the sample forms a row's ``calls`` use
+
 
 def select(cond, a, b):
     """``a if cond else b``; on tensors it reads as ``where(cond, a, b)``."""
@@ -2212,6 +2214,9 @@ class Row:
     orthogonal polynomials of ``torch.special``), so the public function computes on detached operands.
     ``no_formula``: the inputs (by position) torch has no derivative formula for, with its NotImplementedError
     text, raised by backward when such an input needs a gradient (``zeta``'s ``x``, ``igamma``'s ``a``).
+
+    ``calls``: the row's samples written as expressions (``numbagrad._samples.Call``: its operators, reflected
+    operators and in-place forms, with the node torch names each), for the generated tests (``tests/samples.py``).
     """
 
     name: str
@@ -2240,6 +2245,7 @@ class Row:
     no_bool: str = ""
     graph: bool = True
     no_formula: dict = field(default_factory=dict)
+    calls: tuple = ()
     arity: int = field(init=False)
     out_dtype: object = field(init=False)  # the result's dtype when it is not the computation's (bool), else None
 
@@ -2415,37 +2421,52 @@ def _ops(name: str) -> tuple:
 ROWS: dict[str, Row] = {r.name: r for r in [
     # unary, differentiable
     Row("neg", neg, (neg_grad,), np.negative, "NegBackward0", ("neg", "negative"), operators=("__neg__",),
-        doc="Negate each element: ``-input``."),
+        doc="Negate each element: ``-input``.",
+        calls=(Call("neg", lambda lib, a: -a, T(3), node="NegBackward0"),)),
     Row("exp", exp, (exp_grad,), np.exp, "ExpBackward0", float_only=True,
-        doc="The exponential of each element: ``e ** input``."),
+        doc="The exponential of each element: ``e ** input``.",
+        calls=(Call("exp", lambda lib, a: lib.exp(a), T(3), node="ExpBackward0"),)),
     Row("log", log, (log_grad,), np.log, "LogBackward0", float_only=True, domain=(0.2, 3.0),
         float32_math=True,
-        doc="The natural logarithm of each element."),
+        doc="The natural logarithm of each element.",
+        calls=(Call("log", lambda lib, a: lib.log(a.abs() + 0.5), T(3), node="LogBackward0"),)),
     Row("sqrt", sqrt, (sqrt_grad,), np.sqrt, "SqrtBackward0", float_only=True, domain=(0.2, 3.0),
-        doc="The square root of each element."),
+        doc="The square root of each element.",
+        calls=(Call("sqrt", lambda lib, a: lib.sqrt(a.abs() + 0.5), T(3), node="SqrtBackward0"),)),
     Row("rsqrt", rsqrt, (rsqrt_grad,), lambda x: 1 / np.sqrt(x), "RsqrtBackward0", float_only=True,
         domain=(0.2, 3.0),
-        doc="The reciprocal of the square root of each element: ``1 / sqrt(input)``."),
+        doc="The reciprocal of the square root of each element: ``1 / sqrt(input)``.",
+        calls=(Call("rsqrt", lambda lib, a: lib.rsqrt(a.abs() + 0.5), T(3), node="RsqrtBackward0"),)),
     Row("reciprocal", reciprocal, (reciprocal_grad,), np.reciprocal, "ReciprocalBackward0", float_only=True,
         domain=(0.3, 3.0),
         doc="The reciprocal of each element: ``1 / input``."),
     Row("abs", abs_, (abs_grad,), np.abs, "AbsBackward0", ("abs", "absolute"), operators=("__abs__",),
-        doc="The absolute value of each element.", no_bool="abs_cpu"),
+        doc="The absolute value of each element.", no_bool="abs_cpu",
+        calls=(Call("abs", lambda lib, a: lib.abs(a), T(3), node="AbsBackward0"),)),
     Row("sin", sin, (sin_grad,), np.sin, "SinBackward0", float_only=True, fix_up=True,
-        doc="The sine of each element (in radians)."),
+        doc="The sine of each element (in radians).",
+        calls=(Call("sin", lambda lib, a: lib.sin(a), T(3), node="SinBackward0"),)),
     Row("cos", cos, (cos_grad,), np.cos, "CosBackward0", float_only=True, fix_up=True,
-        doc="The cosine of each element (in radians)."),
+        doc="The cosine of each element (in radians).",
+        calls=(Call("cos", lambda lib, a: a.cos(), T(3), node="CosBackward0"),)),
     Row("tan", tan, (tan_grad,), np.tan, "TanBackward0", float_only=True, domain=(-1.2, 1.2), fix_up=True,
-        doc="The tangent of each element (in radians)."),
+        doc="The tangent of each element (in radians).",
+        calls=(Call("tan", lambda lib, a: lib.tan(a * 0.5), T(3), node="TanBackward0"),)),
     Row("tanh", tanh, (tanh_grad,), np.tanh, "TanhBackward0", float_only=True, float32_math=True,
-        doc="The hyperbolic tangent of each element."),
+        doc="The hyperbolic tangent of each element.",
+        calls=(Call("tanh", lambda lib, a: a.tanh(), T(3), node="TanhBackward0"),)),
     Row("sigmoid", sigmoid, (sigmoid_grad,), _np_sigmoid, "SigmoidBackward0", float_only=True, float32_math=True,
-        doc="The logistic sigmoid of each element: ``1 / (1 + exp(-input))``."),
+        doc="The logistic sigmoid of each element: ``1 / (1 + exp(-input))``.",
+        calls=(Call("sigmoid", lambda lib, a: lib.sigmoid(a), T(3), node="SigmoidBackward0"),)),
     Row("relu", relu, (relu_grad,), lambda x: np.maximum(x, 0), "ReluBackward0",
-        doc="Rectified linear unit: ``max(input, 0)`` for each element."),
+        doc="Rectified linear unit: ``max(input, 0)`` for each element.",
+        calls=(Call("relu", lambda lib, a: lib.relu(a), T(5), node="ReluBackward0"),)),
     Row("clamp", clamp, (clamp_grad,), np.clip, "ClampBackward1", ("clamp", "clip"), params=("lo", "hi"),
         frontend=False,
-        doc="Clamp each element into ``[min, max]``."),
+        doc="Clamp each element into ``[min, max]``.",
+        calls=(Call("clamp", lambda lib, a: lib.clamp(a, -0.5, 0.5), T(6), node="ClampBackward1"),
+               Call("clamp_min", lambda lib, a: a.clamp(min=0.1), T(6), node="ClampBackward1"),
+               Call("clamp_max", lambda lib, a: a.clamp(max=0.1), T(6), node="ClampBackward1"))),
     # --- activations (nn.functional): private names; nn.functional holds the public functions (torch has no
     # torch.leaky_relu...). The in-place forms torch names ...Backward1 use ops.nn_ops's classes of the same rows.
     Row("hardtanh", hardtanh, (hardtanh_grad,), np.clip, "HardtanhBackward0", ("_hardtanh",), methods=(),
@@ -2506,28 +2527,46 @@ ROWS: dict[str, Row] = {r.name: r for r in [
         doc="The fractional part of each element, with its sign: ``input - trunc(input)``."),
     # binary, differentiable
     Row("add", add, (add_grad_x, add_grad_y), np.add, "AddBackward0", operators=_ops("add"), alpha=True,
-        doc="Add ``other`` (times ``alpha``) to ``input``, elementwise."),
+        doc="Add ``other`` (times ``alpha``) to ``input``, elementwise.",
+        calls=(Call("add", lambda lib, a, b: a + b, T(2, 3), T(3), node="AddBackward0"),
+               Call("radd", lambda lib, a: 2 + a, T(3), node="AddBackward0"),
+               Call("iadd", lambda lib, a: (a * 2).__iadd__(1), T(3), node="AddBackward0"))),
     Row("sub", sub, (sub_grad_x, sub_grad_y), np.subtract, "SubBackward0", ("sub", "subtract"),
         operators=("__sub__", "__isub__"), alpha=True,
-        doc="Subtract ``other`` (times ``alpha``) from ``input``, elementwise."),
+        doc="Subtract ``other`` (times ``alpha``) from ``input``, elementwise.",
+        calls=(Call("sub", lambda lib, a, b: a - b, T(2, 3), T(2, 1), node="SubBackward0"),)),
     # torch.rsub(x, y) is y - x; Tensor.__rsub__ calls it (see ops/elementwise.py)
     Row("rsub", rsub, (rsub_grad_x, rsub_grad_y), lambda x, y: y - x, {"tt": "RsubBackward0", "ts": "RsubBackward1"},
         methods=(), inplace=False, alpha=True,
-        doc="Subtract ``input`` (times ``alpha``) from ``other``: ``other - alpha * input``.", number_operands=(1,)),
+        doc="Subtract ``input`` (times ``alpha``) from ``other``: ``other - alpha * input``.", number_operands=(1,),
+        calls=(Call("rsub", lambda lib, a: 2 - a, T(3), node="RsubBackward1"),
+               Call("rsub_tensor", lambda lib, a, b: lib.rsub(a, b), T(3), T(3), node="RsubBackward0"))),
     Row("mul", mul, (mul_grad_x, mul_grad_y), np.multiply, "MulBackward0", ("mul", "multiply"),
         operators=_ops("mul"),
-        doc="Multiply ``input`` by ``other``, elementwise."),
+        doc="Multiply ``input`` by ``other``, elementwise.",
+        calls=(Call("mul", lambda lib, a, b: a * b, T(2, 3), T(3), node="MulBackward0"),
+               Call("rmul", lambda lib, a: 3 * a, T(3), node="MulBackward0"),
+               Call("mul_inplace", lambda lib, a: (a * 2).mul_(a), T(3), node="MulBackward0"))),
     Row("div", div, (div_grad_x, div_grad_y), np.true_divide, "DivBackward0", ("div", "divide", "true_divide"),
         operators=("__truediv__", "__itruediv__"), float_only=True, domain=(0.3, 3.0),
-        doc="Divide ``input`` by ``other``, elementwise (true division: integers give floats)."),
+        doc="Divide ``input`` by ``other``, elementwise (true division: integers give floats).",
+        calls=(Call("div", lambda lib, a, b: a / (b.abs() + 0.5), T(2, 3), T(3), node="DivBackward0"),
+               Call("div_scalar", lambda lib, a: a / 2, T(3), node="DivBackward0"),
+               Call("rdiv", lambda lib, a: 2 / (a.abs() + 0.5), T(3), node="MulBackward0"))),
     Row("pow", pow_, (pow_grad_x, pow_grad_y), np.power,
         {"tt": "PowBackward1", "ts": "PowBackward0", "st": "PowBackward2"}, frontend=False, domain=(0.3, 2.0),
         no_bool="pow",
-        doc="Raise ``input`` to the power ``exponent``, elementwise."),
+        doc="Raise ``input`` to the power ``exponent``, elementwise.",
+        calls=(Call("pow_scalar", lambda lib, a: a**3, T(3), node="PowBackward0"),
+               Call("pow_tensor", lambda lib, a, b: (a.abs() + 0.5) ** b, T(3), T(3), node="PowBackward1"),
+               Call("rpow", lambda lib, a: 2**a, T(3), node="PowBackward2"),
+               Call("pow_fn", lambda lib, a: lib.pow(a.abs() + 0.5, 0.5), T(3), node="PowBackward0"))),
     Row("maximum", maximum, (maximum_grad_x, maximum_grad_y), np.maximum, "MaximumBackward0",
-        doc="The larger of ``input`` and ``other`` at each position (NaN wins).", number_operands=()),
+        doc="The larger of ``input`` and ``other`` at each position (NaN wins).", number_operands=(),
+        calls=(Call("maximum", lambda lib, a, b: lib.maximum(a, b), T(2, 3), T(3), node="MaximumBackward0"),)),
     Row("minimum", minimum, (minimum_grad_x, minimum_grad_y), np.minimum, "MinimumBackward0",
-        doc="The smaller of ``input`` and ``other`` at each position (NaN wins).", number_operands=()),
+        doc="The smaller of ``input`` and ``other`` at each position (NaN wins).", number_operands=(),
+        calls=(Call("minimum", lambda lib, a, b: lib.minimum(a, b), T(2, 3), T(3), node="MinimumBackward0"),)),
     Row("remainder", remainder, (remainder_grad_x, remainder_grad_y), np.remainder,
         {"tt": "RemainderBackward1", "ts": "RemainderBackward0", "st": "NotImplemented"},
         operators=("__mod__", "__rmod__", "__imod__"), integer_division=True, domain=(0.3, 3.0), fix_up=True,

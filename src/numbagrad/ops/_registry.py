@@ -1,9 +1,10 @@
 """The op declarations: every public op registers here once.
 
 ``numbagrad``'s function namespace and ``__all__``, the Tensor methods and operators, and the generated tests
-(``tests/test_declarations.py``) are all read from this registry, so an op is written in one place: its
-Function class(es) and its public function, decorated with ``@declare``. Elementwise ops are declared by their
-row of the table (``scalar_math.ROWS``) and registered by ``ops/elementwise.py``.
+(``tests/samples.py`` collects each declaration's ``samples`` and ``calls``) are all read from this registry, so an
+op is written in one place: its Function class(es) and its public function, decorated with ``@declare``, with its
+samples. Elementwise ops are declared by their row of the table (``scalar_math.ROWS``, samples included) and
+registered by ``ops/elementwise.py``.
 """
 
 from __future__ import annotations
@@ -13,36 +14,9 @@ import functools
 import inspect
 import types
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class T:
-    """In a ``Sample``: a random tensor of this shape (float64 requiring grad unless ``dtype`` says otherwise),
-    drawn from ``domain``; ``"int64"`` tensors draw integers in ``[0, high)``."""
-
-    shape: tuple
-    dtype: str = "float64"
-    domain: tuple = (-2.0, 2.0)
-    high: int = 3
-
-    def __init__(self, *shape: int, dtype: str = "float64", domain: tuple = (-2.0, 2.0), high: int = 3) -> None:
-        object.__setattr__(self, "shape", tuple(shape))
-        object.__setattr__(self, "dtype", dtype)
-        object.__setattr__(self, "domain", domain)
-        object.__setattr__(self, "high", high)
-
-
-@dataclass(frozen=True)
-class Sample:
-    """Example arguments of an op, for the tests generated from its declaration (``T`` marks tensors)."""
-
-    args: tuple
-    kwargs: dict = field(default_factory=dict)
-
-    def __init__(self, *args, **kwargs) -> None:
-        object.__setattr__(self, "args", args)
-        object.__setattr__(self, "kwargs", kwargs)
+from .._samples import Call, Sample, T  # noqa: F401 - the sample forms a declaration takes
 
 
 @dataclass(frozen=True)
@@ -53,9 +27,10 @@ class Declaration:
     function: Callable
     methods: tuple = ()
     aliases: tuple = ()
-    samples: tuple = ()
+    samples: tuple = ()  # ``Sample``s: arguments of ``function``
     differentiable: bool = True
     torch_name: str | None = None  # the name to compare against in torch, when it differs (None: same)
+    calls: tuple = ()  # ``Call``s: operators, methods, in-place forms (numbagrad._samples)
 
 
 OPS: dict[str, Declaration] = {}
@@ -140,6 +115,7 @@ def declare(
     methods: bool | tuple = False,
     aliases: tuple = (),
     samples: tuple = (),
+    calls: tuple = (),
     differentiable: bool = True,
     name: str | None = None,
     torch_name: str | None = None,
@@ -147,8 +123,9 @@ def declare(
     """Register ``fn`` as the public op ``numbagrad.<name>``.
 
     ``methods=True`` also makes it the Tensor method of the same name (and of each alias); a tuple names the
-    methods instead (``("__matmul__",)``). The tensor is the function's first argument. ``samples`` feed the
-    generated gradcheck and torch-comparison tests.
+    methods instead (``("__matmul__",)``). The tensor is the function's first argument. ``samples`` (arguments of
+    the function) and ``calls`` (expressions on tensors: its operators, methods and in-place forms) feed the
+    generated gradcheck and torch-comparison tests (``tests/samples.py``).
     """
 
     def register_fn(f: Callable) -> Callable:
@@ -158,7 +135,9 @@ def declare(
             method_names = (op_name, *aliases)
         else:
             method_names = tuple(methods or ())
-        decl = Declaration(op_name, f, method_names, tuple(aliases), tuple(samples), differentiable, torch_name)
+        decl = Declaration(
+            op_name, f, method_names, tuple(aliases), tuple(samples), differentiable, torch_name, tuple(calls)
+        )
         return register(decl).function
 
     return register_fn(fn) if fn is not None else register_fn

@@ -9,6 +9,7 @@ import functools
 
 import numpy as np
 
+from .._samples import assigned
 from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES as _CPP
 from .._types import broadcast_shapes_or_none
@@ -25,7 +26,7 @@ from ._common import (
     shape_str,
     wrap_dim,
 )
-from ._registry import Sample, T, declare
+from ._registry import Call, Sample, T, declare
 from .inplace import (
     check_inplace,
     check_view_change,
@@ -218,7 +219,28 @@ class IndexAddZeros(Function):
         return gg[ctx.index], None, None
 
 
-@declare(methods=("__getitem__",), name="_getitem")
+@declare(
+    methods=("__getitem__",),
+    name="_getitem",
+    calls=(
+        Call("index_int", lambda lib, a: a[1], T(2, 3), node="SelectBackward0"),
+        Call("index_int_int", lambda lib, a: a[1, 2], T(2, 3), node="SelectBackward0"),
+        Call("index_negative", lambda lib, a: a[-1], T(2, 3), node="SelectBackward0"),
+        Call("index_slice", lambda lib, a: a[:, 1:], T(2, 3), node="SliceBackward0"),
+        Call("index_full_slice", lambda lib, a: a[:], T(2, 3), node="SliceBackward0"),
+        Call("index_step", lambda lib, a: a[::2], T(5), node="SliceBackward0"),
+        Call("index_int_slice", lambda lib, a: a[1, 1:], T(2, 3), node="SliceBackward0"),
+        Call("index_slice_int", lambda lib, a: a[1:, 1], T(2, 3), node="SelectBackward0"),
+        Call("index_none", lambda lib, a: a[None], T(2, 3), node="UnsqueezeBackward0"),
+        Call("index_slice_none", lambda lib, a: a[:, None], T(2, 3), node="UnsqueezeBackward0"),
+        Call("index_ellipsis_int", lambda lib, a: a[..., 1], T(2, 3), node="SelectBackward0"),
+        Call("index_ellipsis", lambda lib, a: a[...], T(2, 3), node="AliasBackward0"),
+        Call("index_bool_mask", lambda lib, a: a[a > 0], T(2, 3), node="IndexBackward0"),
+        Call("index_int_tensor", lambda lib, a: a[lib.tensor([0, 2, 0])], T(3, 2), node="IndexBackward0"),
+        Call("index_int_list", lambda lib, a: a[[0, 2]], T(3, 2), node="IndexBackward0"),
+        Call("index_slice_int_tensor", lambda lib, a: a[:, lib.tensor([1, 0])], T(3, 2), node="IndexBackward0"),
+    ),
+)
 def getitem(x: Tensor, index) -> Tensor:
     np_index = _index_of_0_dim(x, index) if x.dim() == 0 else _numpy_index(index, x.dim(), x._backend)
     _check_bounds(x, np_index)
@@ -372,7 +394,23 @@ def _writes_through_a_view(np_index) -> bool:
     )
 
 
-@declare(methods=("__setitem__",), name="_setitem")
+@declare(
+    methods=("__setitem__",),
+    name="_setitem",
+    calls=(
+        Call("setitem_row", lambda lib, a, b: assigned(a.clone(), 0, b), T(2, 3), T(3), node="CopySlices"),
+        Call("setitem_slice", lambda lib, a, b: assigned(a * 1, slice(1, None), b), T(3), T(2), node="CopySlices"),
+        Call("setitem_scalar", lambda lib, a: assigned(a.clone(), (slice(None), 1), 5.0), T(2, 3), node="CopySlices"),
+        Call("setitem_mask", lambda lib, a: assigned(a.clone(), a > 0, 0.0), T(2, 3), node="IndexPutBackward0"),
+        Call(
+            "setitem_index_tensor",
+            lambda lib, a, b: assigned(a.clone(), lib.tensor([0, 1]), b),
+            T(3, 2),
+            T(2),
+            node="IndexPutBackward0",
+        ),
+    ),
+)
 def setitem(x: Tensor, index, value) -> None:
     """In-place write through an index: plain storage write, or a graph node when autograd is involved."""
     np_index = _index_of_0_dim(x, index) if x.dim() == 0 else _numpy_index(index, x.dim(), x._backend)
@@ -427,7 +465,13 @@ class Where(Function):
         return None, ga, gb
 
 
-@declare(samples=(Sample(T(3, 4, dtype="bool"), T(3, 4), T(3, 4)), Sample(T(3, 1, dtype="bool"), T(3, 4), 0.5)))
+@declare(
+    samples=(Sample(T(3, 4, dtype="bool"), T(3, 4), T(3, 4)), Sample(T(3, 1, dtype="bool"), T(3, 4), 0.5)),
+    calls=(
+        Call("where", lambda lib, a, b: lib.where(a > 0, a, b), T(2, 3), T(3), node="WhereBackward0"),
+        Call("where_scalar", lambda lib, a: lib.where(a > 0, a, 0.0), T(2, 3), node="WhereBackward0"),
+    ),
+)
 def where(condition: Tensor, input=None, other=None):  # noqa: A002
     """Pick ``input`` where ``condition`` holds, else ``other`` (either may be a scalar)."""
     if input is None and other is None:
@@ -468,7 +512,16 @@ class Sort(Function):
         return IndexScatter.apply(g, indices, ctx.shape, ctx.dim, True), None, None
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 0, True)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)), Sample(T(3, 4), 0, True)),
+    calls=(
+        Call("sort", lambda lib, a: a.sort()[0], T(2, 3), node="SortBackward0"),
+        Call(
+            "sort_descending", lambda lib, a: lib.sort(a, dim=0, descending=True).values, T(3, 2), node="SortBackward0"
+        ),
+    ),
+)
 def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
     """``(values, indices)`` sorted along ``dim`` (stable: equal values keep their order)."""
     values, indices = Sort.apply(x, wrap_dim(dim, x.dim()), descending)

@@ -12,7 +12,7 @@ from .._typeinfo import CPP_NAMES
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ._common import autocast_to, not_a_tensor, result_np_dtype, result_type, same_backend, wrap_dim
-from ._registry import Sample, T, declare
+from ._registry import Call, Sample, T, declare
 from .complex_ops import conj
 from .inplace import write_inplace
 from .reduction import sum_to_shape
@@ -178,7 +178,11 @@ def _check_2d(t: Tensor, name: str) -> None:
         raise RuntimeError(f"{name} must be a matrix")
 
 
-@declare(methods=True, samples=(Sample(T(3, 4), T(4, 2)),))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4), T(4, 2)),),
+    calls=(Call("mm", lambda lib, a, b: lib.mm(a, b), T(2, 3), T(3, 4), node="MmBackward0"),),
+)
 def mm(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product of two 2-D tensors (or of a sparse COO matrix and a dense one, see ``ops/sparse.py``)."""
     if getattr(a, "is_sparse", False):
@@ -229,7 +233,32 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     return Dot.apply(a, b)
 
 
-@declare(methods=("matmul", "__matmul__"), samples=(Sample(T(2, 3, 4), T(4, 2)), Sample(T(4), T(2, 4, 3))))
+@declare(
+    methods=("matmul", "__matmul__"),
+    samples=(Sample(T(2, 3, 4), T(4, 2)), Sample(T(4), T(2, 4, 3))),
+    calls=(
+        Call("matmul_op", lambda lib, a, b: a @ b, T(2, 3), T(3, 4), node="MmBackward0"),
+        Call("matmul_1d_1d", lambda lib, a, b: lib.matmul(a, b), T(3), T(3), node="DotBackward0"),
+        Call("matmul_2d_1d", lambda lib, a, b: lib.matmul(a, b), T(2, 3), T(3), node="MvBackward0"),
+        Call("matmul_1d_2d", lambda lib, a, b: lib.matmul(a, b), T(3), T(3, 2), node="SqueezeBackward4"),
+        Call("matmul_batched", lambda lib, a, b: lib.matmul(a, b), T(2, 2, 3), T(2, 3, 2), node="UnsafeViewBackward0"),
+        Call("matmul_3d_2d", lambda lib, a, b: lib.matmul(a, b), T(2, 2, 3), T(3, 2), node="UnsafeViewBackward0"),
+        Call("matmul_2d_3d", lambda lib, a, b: lib.matmul(a, b), T(2, 3), T(2, 3, 2), node="CloneBackward0"),
+        Call("matmul_3d_1d", lambda lib, a, b: lib.matmul(a, b), T(2, 2, 3), T(3), node="UnsafeViewBackward0"),
+        Call("matmul_1d_3d", lambda lib, a, b: lib.matmul(a, b), T(3), T(2, 3, 2), node="UnsafeViewBackward0"),
+        Call(
+            "matmul_broadcast_4d",
+            lambda lib, a, b: lib.matmul(a, b),
+            T(2, 1, 2, 3),
+            T(2, 3, 2),
+            node="UnsafeViewBackward0",
+        ),
+        Call("matmul_row_3d", lambda lib, a, b: lib.matmul(a, b), T(1, 3), T(2, 3, 2), node="TransposeBackward0"),
+        Call(
+            "matmul_squeezed_batch", lambda lib, a, b: lib.matmul(a, b), T(1, 2, 3), T(2, 3, 2), node="CloneBackward0"
+        ),
+    ),
+)
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """torch.matmul: dot, mv, mm, or a broadcast batched product, by the operands' dimensions."""
     if state.autocast is not None:

@@ -22,7 +22,7 @@ from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from . import complex_ops
 from ._common import wrap_dim, wrap_dims
-from ._registry import Sample, T, declare
+from ._registry import Call, Sample, T, declare
 from .inplace import write_inplace
 
 
@@ -134,7 +134,16 @@ def _sum_dtype(x: Tensor, dtype):
     return np.dtype(np.int64) if x._data.dtype.kind in "biu" else x._data.dtype
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(2, 3, 4), (0, 2), keepdim=True)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(2, 3, 4), (0, 2), keepdim=True)),
+    calls=(
+        Call("sum", lambda lib, a: a.sum(), T(2, 3), node="SumBackward0"),
+        Call("sum_dim", lambda lib, a: a.sum(1), T(2, 3), node="SumBackward1"),
+        Call("sum_keepdim", lambda lib, a: a.sum(dim=0, keepdim=True), T(2, 3), node="SumBackward1"),
+        Call("sum_dims", lambda lib, a: lib.sum(a, (0, 2)), T(2, 3, 2), node="SumBackward1"),
+    ),
+)
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001, A002
     """Sum over ``dim`` (all by default); integers and bools sum to int64, as in torch."""
     if dim is None and dtype is None and type(input) is Tensor:  # a loss's .sum(): apply's fast path, no frame
@@ -170,7 +179,15 @@ class MeanDim(Mean):
     node_name = "MeanBackward1"
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 0), Sample(T(2, 3, 4), -1, keepdim=True)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)), Sample(T(3, 4), 0), Sample(T(2, 3, 4), -1, keepdim=True)),
+    calls=(
+        Call("mean", lambda lib, a: a.mean(), T(2, 3), node="MeanBackward0"),
+        Call("mean_dim", lambda lib, a: a.mean(-1), T(2, 3), node="MeanBackward1"),
+        Call("mean_keepdim", lambda lib, a: lib.mean(a, 0, keepdim=True), T(2, 3), node="MeanBackward1"),
+    ),
+)
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """Mean over ``dim`` (all by default); integer tensors need a float ``dtype``, as in torch."""
     if dtype is not None:
@@ -233,13 +250,24 @@ class MinAll(Amin):
     node_name = "MinBackward1"
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1, keepdim=True)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)), Sample(T(3, 4), 1, keepdim=True)),
+    calls=(
+        Call("amax", lambda lib, a: a.amax(1), T(2, 3), node="AmaxBackward0"),
+        Call("amax_all", lambda lib, a: lib.amax(a), T(2, 3), node="AmaxBackward0"),
+    ),
+)
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002
     """The largest value over ``dim`` (all by default); ties share the gradient."""
     return Amax.apply(input, _axes(input, dim), keepdim)
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 0)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)), Sample(T(3, 4), 0)),
+    calls=(Call("amin", lambda lib, a: a.amin(0, keepdim=True), T(2, 3), node="AminBackward0"),),
+)
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002
     """The smallest value over ``dim`` (all by default); ties share the gradient."""
     return Amin.apply(input, _axes(input, dim), keepdim)
@@ -330,13 +358,28 @@ def _max_or_min(x: Tensor, dim, keepdim: bool, full_cls, dim_cls, name: str):
     return return_types[name](values, indices)
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, keepdim=True)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, keepdim=True)),
+    calls=(
+        Call("max", lambda lib, a: a.max(), T(2, 3), node="MaxBackward1"),
+        Call("max_dim", lambda lib, a: a.max(1)[0], T(2, 3), node="MaxBackward0"),
+        Call("max_keepdim", lambda lib, a: lib.max(a, 1, keepdim=True).values, T(2, 3), node="MaxBackward0"),
+    ),
+)
 def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001, A002
     """``max()`` of all elements, or ``(values, indices)`` along ``dim``, or ``maximum`` of two tensors."""
     return _max_or_min(input, dim, keepdim, MaxAll, MaxDim, "max")
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)),
+    calls=(
+        Call("min", lambda lib, a: a.min(), T(2, 3), node="MinBackward1"),
+        Call("min_dim", lambda lib, a: a.min(0).values, T(2, 3), node="MinBackward0"),
+    ),
+)
 def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001, A002
     """``min()`` of all elements, or ``(values, indices)`` along ``dim``, or ``minimum`` of two tensors."""
     return _max_or_min(input, dim, keepdim, MinAll, MinDim, "min")
@@ -403,7 +446,15 @@ class ProdDim(Prod):
     node_name = "ProdBackward1"
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)),
+    calls=(
+        Call("prod", lambda lib, a: a.prod(), T(2, 3), node="ProdBackward0"),
+        Call("prod_dim", lambda lib, a: a.prod(1), T(2, 3), node="ProdBackward1"),
+        Call("prod_keepdim", lambda lib, a: lib.prod(a, 0, keepdim=True), T(2, 3), node="ProdBackward1"),
+    ),
+)
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """Product over ``dim`` (all by default)."""
     if dtype is not None:
@@ -456,7 +507,21 @@ class Norm(Function):
         return x * x.abs() ** (p - 2) * scale, None, None, None
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1, 1), Sample(T(3, 4), 3, (0, 1))))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)), Sample(T(3, 4), 1, 1), Sample(T(3, 4), 3, (0, 1))),
+    calls=(
+        Call("norm", lambda lib, a: a.norm(), T(2, 3), node="LinalgVectorNormBackward0"),
+        Call("norm_dim", lambda lib, a: a.norm(dim=1), T(2, 3), node="LinalgVectorNormBackward0"),
+        Call("norm_p1", lambda lib, a: a.norm(p=1), T(2, 3), node="LinalgVectorNormBackward0"),
+        Call(
+            "norm_p3_keepdim",
+            lambda lib, a: lib.norm(a, p=3, dim=0, keepdim=True),
+            T(2, 3),
+            node="LinalgVectorNormBackward0",
+        ),
+    ),
+)
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
     """Vector norm over ``dim`` (all elements by default); ``'fro'`` is the 2-norm."""
     if p == "fro" and isinstance(dim, (tuple, list)) and len(dim) > 2:  # (torch's matrix norm takes two dims)
@@ -553,7 +618,15 @@ def _spread_args(name: str, dim, unbiased, keepdim: bool) -> tuple:
     return dim, unbiased
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, correction=0)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, correction=0)),
+    calls=(
+        Call("var", lambda lib, a: a.var(), T(2, 3), node="VarBackward0"),
+        Call("var_dim", lambda lib, a: a.var(1), T(2, 3), node="VarBackward0"),
+        Call("var_biased_keepdim", lambda lib, a: a.var(1, keepdim=True, unbiased=False), T(2, 3), node="VarBackward0"),
+    ),
+)
 def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:  # noqa: A002
     """Variance over ``dim``, Bessel-corrected by default (``correction=1``) as in torch."""
     dim, unbiased = _spread_args("var", dim, unbiased, keepdim)
@@ -563,7 +636,15 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
     return Var.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)), Sample(T(3, 4), 1)),
+    calls=(
+        Call("std", lambda lib, a: a.std(), T(2, 3), node="StdBackward0"),
+        Call("std_dim", lambda lib, a: lib.std(a, 0), T(2, 3), node="StdBackward0"),
+        Call("std_keepdim", lambda lib, a: a.std(1, keepdim=True), T(2, 3), node="StdBackward0"),
+    ),
+)
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:  # noqa: A002
     """Standard deviation over ``dim``, Bessel-corrected by default."""
     dim, unbiased = _spread_args("std", dim, unbiased, keepdim)
@@ -631,14 +712,25 @@ def _softmax_input(x: Tensor, dim, dtype) -> tuple:
     return x, wrap_dim(dim, x.dim())
 
 
-@declare(methods=True, samples=(Sample(T(3, 4), 1), Sample(T(2, 3, 4), 0)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4), 1), Sample(T(2, 3, 4), 0)),
+    calls=(
+        Call("softmax", lambda lib, a: lib.softmax(a, dim=1), T(2, 3), node="SoftmaxBackward0"),
+        Call("softmax_method", lambda lib, a: a.softmax(-1), T(2, 3), node="SoftmaxBackward0"),
+    ),
+)
 def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:  # noqa: A002
     """``exp(x) / sum(exp(x))`` along ``dim``, computed stably."""
     x, dim = _softmax_input(input, dim, dtype)
     return Softmax.apply(x, dim)
 
 
-@declare(methods=True, samples=(Sample(T(3, 4), 1), Sample(T(2, 3, 4), -1)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4), 1), Sample(T(2, 3, 4), -1)),
+    calls=(Call("log_softmax", lambda lib, a: lib.log_softmax(a, dim=0), T(2, 3), node="LogSoftmaxBackward0"),),
+)
 def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:  # noqa: A002
     """``log(softmax(x))`` along ``dim``, computed stably."""
     x, dim = _softmax_input(input, dim, dtype)

@@ -20,7 +20,7 @@ from ..autograd.grad_mode import state
 from ..backend import backend_for, for_device, layout
 from . import complex_ops
 from ._common import result_np_dtype, same_backend, shape_str, wrap_dim
-from ._registry import Sample, T, declare
+from ._registry import Call, Sample, T, declare
 from .inplace import MULTI_OUTPUT_VIEW
 
 
@@ -82,7 +82,13 @@ def _is_view_possible(data, shape) -> bool:
     return backend_for(data).can_view(data, shape)
 
 
-@declare(methods=True)
+@declare(
+    methods=True,
+    calls=(
+        Call("view", lambda lib, a: a.view(3, 2), T(2, 3), node="ViewBackward0"),
+        Call("view_infer", lambda lib, a: a.view(-1), T(2, 3), node="ViewBackward0"),
+    ),
+)
 def view(x: Tensor, *shape) -> Tensor:
     """Same storage, new shape; fails (like torch) when the strides do not allow it."""
     if not shape:
@@ -135,7 +141,14 @@ def _view_as_dtype(x: Tensor, d) -> Tensor:
     return result
 
 
-@declare(methods=True, samples=(Sample(T(3, 4), (4, 3)), Sample(T(2, 3, 4), (-1, 4))))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4), (4, 3)), Sample(T(2, 3, 4), (-1, 4))),
+    calls=(
+        Call("reshape", lambda lib, a: a.reshape(6), T(2, 3), node="ViewBackward0"),
+        Call("reshape_copy", lambda lib, a: a.t().reshape(6), T(2, 3), node="UnsafeViewBackward0"),
+    ),
+)
 def reshape(x: Tensor, *shape) -> Tensor:
     """A view when possible, else a copy (torch's two node names follow)."""
     if not shape:
@@ -146,7 +159,14 @@ def reshape(x: Tensor, *shape) -> Tensor:
     return (View if _is_view_possible(x._data, shape) else ReshapeCopy).apply(x, shape)
 
 
-@declare(methods=True, samples=(Sample(T(2, 3, 4)), Sample(T(2, 3, 4), 1)))
+@declare(
+    methods=True,
+    samples=(Sample(T(2, 3, 4)), Sample(T(2, 3, 4), 1)),
+    calls=(
+        Call("flatten", lambda lib, a: a.flatten(), T(2, 3), node="ViewBackward0"),
+        Call("flatten_start", lambda lib, a: lib.flatten(a, 1), T(2, 3, 2), node="ViewBackward0"),
+    ),
+)
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Flatten dims ``start_dim`` to ``end_dim`` into one (a view when possible, like ``reshape``)."""
     if x.dim() == 0:
@@ -186,7 +206,11 @@ class MatrixTranspose(Permute):
     node_name = "TBackward0"
 
 
-@declare(methods=True, samples=(Sample(T(2, 3, 4), (2, 0, 1)),))
+@declare(
+    methods=True,
+    samples=(Sample(T(2, 3, 4), (2, 0, 1)),),
+    calls=(Call("permute", lambda lib, a: a.permute(2, 0, 1), T(2, 3, 2), node="PermuteBackward0"),),
+)
 def permute(x: Tensor, *dims) -> Tensor:
     """A view with the dims reordered as ``dims``."""
     if not dims:
@@ -203,7 +227,12 @@ def permute(x: Tensor, *dims) -> Tensor:
     return Permute.apply(x, dims)
 
 
-@declare(methods=True, aliases=("swapaxes", "swapdims"), samples=(Sample(T(2, 3, 4), 0, 2),))
+@declare(
+    methods=True,
+    aliases=("swapaxes", "swapdims"),
+    samples=(Sample(T(2, 3, 4), 0, 2),),
+    calls=(Call("transpose", lambda lib, a: a.transpose(0, 2), T(2, 3, 2), node="TransposeBackward0"),),
+)
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dims ``dim0`` and ``dim1`` swapped (``swapaxes``/``swapdims`` are aliases)."""
     if x.dim() == 0:
@@ -217,7 +246,7 @@ def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
 swapaxes = swapdims = transpose
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)),))
+@declare(methods=True, samples=(Sample(T(3, 4)),), calls=(Call("t", lambda lib, a: a.t(), T(2, 3), node="TBackward0"),))
 def t(x: Tensor) -> Tensor:
     """Transpose of a tensor of at most 2 dims (0-d and 1-d tensors are returned as views unchanged)."""
     if x.dim() > 2:
@@ -301,7 +330,14 @@ class SqueezeDim(Squeeze):
     node_name = "SqueezeBackward1"
 
 
-@declare(methods=True, samples=(Sample(T(3, 1, 4)), Sample(T(3, 1, 4), 1)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 1, 4)), Sample(T(3, 1, 4), 1)),
+    calls=(
+        Call("squeeze", lambda lib, a: a.squeeze(), T(2, 1, 3), node="SqueezeBackward0"),
+        Call("squeeze_dim", lambda lib, a: a.squeeze(1), T(2, 1, 3), node="SqueezeBackward1"),
+    ),
+)
 def squeeze(x: Tensor, dim=None) -> Tensor:
     """A view without the size-1 dims (only those in ``dim`` when given: an int or a tuple)."""
     if dim is None:
@@ -329,7 +365,14 @@ class Unsqueeze(Function):
         return _reshaped(g, ctx.in_shape), None
 
 
-@declare(methods=True, samples=(Sample(T(3, 4), 1), Sample(T(3, 4), -1)))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4), 1), Sample(T(3, 4), -1)),
+    calls=(
+        Call("unsqueeze", lambda lib, a: a.unsqueeze(0), T(2, 3), node="UnsqueezeBackward0"),
+        Call("unsqueeze_neg", lambda lib, a: lib.unsqueeze(a, -1), T(2, 3), node="UnsqueezeBackward0"),
+    ),
+)
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     """A view with a new size-1 dim inserted at ``dim``."""
     return Unsqueeze.apply(x, wrap_dim(dim, x.dim() + 1))
@@ -348,7 +391,14 @@ class Expand(Function):
         return g.sum_to_size(ctx.in_shape), None
 
 
-@declare(methods=True, samples=(Sample(T(3, 1), (3, 4)), Sample(T(4), (2, 4))))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 1), (3, 4)), Sample(T(4), (2, 4))),
+    calls=(
+        Call("expand", lambda lib, a: a.expand(2, 3), T(1, 3), node="ExpandBackward0"),
+        Call("expand_new_dim", lambda lib, a: a.expand(4, -1), T(3), node="ExpandBackward0"),
+    ),
+)
 def expand(x: Tensor, *sizes) -> Tensor:
     """Broadcast to ``sizes`` without copying (-1 keeps a dimension)."""
     sizes = _shape_arg(sizes)
@@ -377,13 +427,18 @@ def broadcast_to(x: Tensor, shape) -> Tensor:
     return expand(x, tuple(shape))
 
 
-@declare(methods=("expand_as",))
+@declare(
+    methods=("expand_as",),
+    calls=(Call("expand_as", lambda lib, a, b: a.expand_as(b), T(3), T(2, 3), node="ExpandBackward0"),),
+)
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
     """``expand`` to ``other``'s shape."""
     return expand(x, other.shape)
 
 
-@declare(methods=("view_as",))
+@declare(
+    methods=("view_as",), calls=(Call("view_as", lambda lib, a, b: a.view_as(b), T(6), T(2, 3), node="ViewBackward0"),)
+)
 def view_as(x: Tensor, other: Tensor) -> Tensor:
     """``view`` with ``other``'s shape."""
     return view(x, other.shape)
@@ -426,7 +481,11 @@ def _format_name(memory_format) -> str:
     return "preserve_format" if memory_format is None else memory_format.name
 
 
-@declare(methods=True, samples=(Sample(T(3, 4)),))
+@declare(
+    methods=True,
+    samples=(Sample(T(3, 4)),),
+    calls=(Call("clone", lambda lib, a: a.clone(), T(3), node="CloneBackward0"),),
+)
 def clone(x: Tensor, memory_format=None) -> Tensor:
     """A copy with its own storage (differentiable). Its layout: ``x``'s own when ``x`` is dense (the default
     ``preserve_format``, as torch's), else torch's suggestion (channels-last or row-major); or the one named."""
@@ -495,7 +554,14 @@ class Stack(Cat):
         return (None, *unbind(g, ctx.dim))
 
 
-@declare(aliases=("concat", "concatenate"), samples=(Sample([T(2, 3), T(4, 3)]), Sample([T(2, 3), T(2, 1)], 1)))
+@declare(
+    aliases=("concat", "concatenate"),
+    samples=(Sample([T(2, 3), T(4, 3)]), Sample([T(2, 3), T(2, 1)], 1)),
+    calls=(
+        Call("cat", lambda lib, a, b: lib.cat([a, b], 0), T(2, 3), T(1, 3), node="CatBackward0"),
+        Call("cat_dim1", lambda lib, a, b: lib.cat((a, b), dim=1), T(2, 3), T(2, 1), node="CatBackward0"),
+    ),
+)
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dimension."""
     tensors = list(tensors)
@@ -525,7 +591,13 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
-@declare(samples=(Sample([T(2, 3), T(2, 3)]), Sample([T(2, 3), T(2, 3)], 2)))
+@declare(
+    samples=(Sample([T(2, 3), T(2, 3)]), Sample([T(2, 3), T(2, 3)], 2)),
+    calls=(
+        Call("stack", lambda lib, a, b: lib.stack([a, b]), T(2, 3), T(2, 3), node="StackBackward0"),
+        Call("stack_dim1", lambda lib, a, b: lib.stack([a, b], 1), T(2, 3), T(2, 3), node="StackBackward0"),
+    ),
+)
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors along a new dimension."""
     tensors = list(tensors)
