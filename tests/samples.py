@@ -39,6 +39,20 @@ def nn_calls() -> list[Call]:
     return [call for calls in NN_CALLS.values() for call in calls]
 
 
+def every_sample():
+    """``(owner, sample)`` for every sample in the registry: each declared op's ``Sample``s and ``Call``s, each
+    elementwise row's ``Call``s, each ``nn.functional`` function's ``Call``s."""
+    for decl in OPS.values():
+        for sample in (*decl.samples, *decl.calls):
+            yield decl.name, sample
+    for row in ROWS.values():
+        for call in row.calls:
+            yield f"row {row.name}", call
+    for name, calls in NN_CALLS.items():
+        for call in calls:
+            yield f"nn.functional.{name}", call
+
+
 def call_params(calls: list[Call]) -> list:
     return [pytest.param(call, id=call.id) for call in calls]
 

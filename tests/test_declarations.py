@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import numbagrad
+from numbagrad._samples import Call
 from numbagrad.autograd import gradcheck
-from samples import call_declared, declared_function, declared_samples, leaves, tensors
+from samples import call_declared, declared_function, declared_samples, every_sample, leaves, tensors
 
 CASES = declared_samples()
 
@@ -50,3 +51,10 @@ def test_declared_op_matches_torch(decl, sample):
             assert x.grad is None
         else:
             np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_call_ids_are_unique_across_the_registry():
+    """A call's id names its tests (``test_ops.py[<id>]``, ``test_nn_functional.py[<id>]``), so two may not share
+    one, wherever in the registry they are written."""
+    ids = [sample.id for _, sample in every_sample() if isinstance(sample, Call)]
+    assert sorted({i for i in ids if ids.count(i) > 1}) == []
