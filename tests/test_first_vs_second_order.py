@@ -1,7 +1,7 @@
 """A derivative is written once: generated from the sample registry (``tests/samples.py``: the declared ops'
-argument samples, the elementwise table's rows and the ``nn.functional`` calls), the first gradient computed
-without ``create_graph`` equals, bit for bit, the one computed with it, and ``gradgradcheck`` differentiates that
-same gradient.
+argument samples, the elementwise table's rows, and the call forms of the ops, rows and ``nn.functional``), the
+first gradient computed without ``create_graph`` equals, bit for bit, the one computed with it, and
+``gradgradcheck`` differentiates that same gradient.
 
 A backward that runs a fused kernel returns its gradients through ``autograd.fused.fused_grads``: the kernel runs
 in both modes, and under ``create_graph`` its node's backward differentiates the op's tensor formula. So the first
@@ -18,7 +18,7 @@ import numbagrad
 from numbagrad.autograd import gradgradcheck
 from numbagrad.ops.elementwise import function_for
 from numbagrad.scalar_math import ROWS, example_params
-from samples import call_function, call_inputs, declared_function, declared_samples, nn_calls
+from samples import call_function, call_inputs, declared_function, declared_samples, nn_calls, op_calls
 
 
 def _declared():
@@ -34,20 +34,21 @@ def _rows():
             yield pytest.param(("row", row, None), id=f"row-{row.name}")
 
 
-def _nn():
-    for call in nn_calls():
-        if call.true_gradient:
-            yield pytest.param(("nn", call, None), id=f"nn-{call.id}")
+def _calls():
+    for prefix, calls in (("call", op_calls()), ("nn", nn_calls())):
+        for call in calls:
+            if call.true_gradient:
+                yield pytest.param(("call", call, None), id=f"{prefix}-{call.id}")
 
 
-CASES = [*_declared(), *_rows(), *_nn()]
+CASES = [*_declared(), *_rows(), *_calls()]
 
 
 def _function(kind, what, sample):
     """``(fn, inputs)``: a function of the float inputs that require grad, returning its float outputs."""
     if kind == "declared":
         return declared_function(what, sample)
-    if kind == "nn":
+    if kind == "call":
         return call_function(what, call_inputs(what, numbagrad))
     rng = np.random.default_rng(0)
     lo, hi = what.domain
