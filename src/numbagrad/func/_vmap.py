@@ -36,7 +36,18 @@ from ..ops.elementwise import CLASSES
 from ..scalar_math import ROWS
 from . import _depth
 
-__all__ = ["BatchedTensor", "VmapInfo", "batched_alias", "reaches_user_leaf", "transform_leaf", "vmap"]
+__all__ = [
+    "BatchedTensor",
+    "VmapInfo",
+    "batched_alias",
+    "only_vmaps_running",
+    "reaches_user_leaf",
+    "spread",
+    "transform_leaf",
+    "unwrap_levels",
+    "vmap",
+    "wrap_levels",
+]
 
 
 class VmapInfo(NamedTuple):
@@ -542,6 +553,9 @@ def _generated_rule(cls) -> type:
         ctx.save_for_backward(*[_value(t, level) for t in inner.to_save])
         ctx._vmap_saved_batched = tuple(_is_at(t, level) for t in inner.to_save)
         inner.to_save = ()
+        ctx.save_for_forward(*[_value(t, level) for t in inner.saved_for_forward])
+        ctx._vmap_forward_batched = tuple(_is_at(t, level) for t in inner.saved_for_forward)
+        inner.saved_for_forward = ()
         ctx.mark_non_differentiable(*[_value(t, level) for t in inner.non_differentiable])
         ctx.mark_dirty(*[_value(t, level) for t in inner.dirty_tensors])
         ctx.set_materialize_grads(inner.materialize_grads)
@@ -564,7 +578,24 @@ def _generated_rule(cls) -> type:
                 out.append(g._value.sum(0) if _is_at(g, level) else g * level.size)
         return tuple(out)
 
+    def jvp(ctx, _level, _flags, *tangents):
+        level, inner = ctx._vmap_level, ctx._vmap_inner
+        saved = ctx.saved_tensors  # (inside jvp: what setup_context saved for forward)
+        inner.saved_for_forward = tuple(
+            _wrap(t, level) if flag else t for t, flag in zip(saved, ctx._vmap_forward_batched)
+        )
+        batched = [None if t is None else _wrap(t, level) if flag else t for t, flag in zip(tangents, ctx._vmap_flags)]
+        inner._in_jvp = True
+        try:
+            with _entered(level):
+                result = cls.jvp(inner, *batched)
+        finally:
+            inner._in_jvp = False
+        return _map_tree(lambda t: _batch_of(t, level), result)
+
     methods = {"forward": forward, "setup_context": setup_context, "backward": backward}
+    if "jvp" in _function._overridden(cls):  # (without one, forward mode raises torch's error for the Function)
+        methods["jvp"] = jvp
     attrs: dict[str, Any] = {name: staticmethod(fn) for name, fn in methods.items()}
     attrs.update(__module__=cls.__module__, __qualname__=f"{cls.__qualname__}.generated_vmap", generate_vmap_rule=True)
     generated = _function.FunctionMeta(f"{cls.__name__}GeneratedVmap", (_function.Function,), attrs)
@@ -631,26 +662,49 @@ def batched_alias(t: Tensor) -> Tensor | None:
     """For a transform (grad, vjp, jacrev) inside vmap: the fresh input to differentiate, batched at every running
     level (a tensor shared by all samples is broadcast over the batch, so each sample gets its own gradient);
     None outside vmap, or when ``t`` is batched at every level already."""
-    levels = _stack.levels
-    if not levels:
+    value, have = unwrap_levels(t)
+    if not _stack.levels or all(level in have for level in _stack.levels):
         return None
+    base = value.view_as(value) if value.requires_grad else transform_leaf(value)
+    return wrap_levels(*spread(wrap_levels(base, have)))
+
+
+def unwrap_levels(t: Tensor) -> tuple[Tensor, list]:
+    """``t``'s innermost value (a plain tensor, one leading dim per level) and the levels it is batched at, outer
+    first as those dims are ordered."""
     have, value = [], t
     while type(value) is BatchedTensor:
         have.append(value._level)
         value = value._value
-    have.reverse()  # outer first, as the value's leading dims are ordered
-    missing = [level for level in levels if level not in have]
+    have.reverse()
+    return value, have
+
+
+def spread(t: Tensor) -> tuple[Tensor, list]:
+    """``t`` as a plain tensor batched at every running level: its innermost value broadcast over the levels it is
+    not batched at (a view), and those levels, outer first; ``wrap_levels`` turns the pair back into ``t``'s
+    per-sample view. Outside vmap: ``(t, [])``."""
+    value, have = unwrap_levels(t)
+    missing = [level for level in _stack.levels if level not in have]
     if not missing:
-        return None
-    base = value.view_as(value) if value.requires_grad else transform_leaf(value)
+        return value, have
     order = sorted(have + missing, key=lambda level: level.id)
     for pos, level in enumerate(order):
         if level in missing:
-            base = base.unsqueeze(pos)
-    base = base.expand(*[level.size for level in order], *t.shape)
-    for level in order:
-        base = _wrap(base, level)
-    return base
+            value = value.unsqueeze(pos)
+    return value.expand(*[level.size for level in order], *t.shape), order
+
+
+def wrap_levels(value: Tensor, levels: list) -> Tensor:
+    """A plain tensor whose leading dims are ``levels``' batches (outer first), as a tensor batched at them."""
+    for level in levels:
+        value = _wrap(value, level)
+    return value
+
+
+def only_vmaps_running() -> bool:
+    """Whether every ``numbagrad.func`` transform running in this thread is a vmap (each counts one depth)."""
+    return _depth.depth.value == len(_stack.levels)
 
 
 def transform_leaf(t: Tensor) -> Tensor:
