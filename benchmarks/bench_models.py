@@ -3,6 +3,7 @@
     python benchmarks/bench_models.py                 # every model, 1 and 2 threads, eager and compiled
     python benchmarks/bench_models.py --models gpt,mlp --threads 1 --quick
     python benchmarks/bench_models.py --memory --threads 1   # peak resident memory of the steps instead
+    python benchmarks/bench_models.py --memory-trace cnn     # where numbagrad's step memory goes, by line
 
 Each model is written once for either library (``lib`` is ``numbagrad`` or ``torch``); numbagrad's copy loads
 torch's initial ``state_dict``, both see the same batches, and the first step's losses are compared (a whole-model
@@ -497,6 +498,68 @@ def _release_free_heap() -> None:
         pass
 
 
+def _memory_model(name: str, lib) -> tuple:
+    """The model (from ``_numpy_state``), its optimizer, four batches and the clipping norm, for ``lib``."""
+    rng = np.random.default_rng(0)
+    lib.manual_seed(0)
+    make, make_optimizer, batch_data, clip = MODELS[name](lib, rng)
+    batches = [batch_data() for _ in range(4)]
+    model = make()
+    model.load_state_dict({k: lib.tensor(v) for k, v in _numpy_state(model).items()}, strict=False)
+    if name == "cnn":  # as in the timings: dropout off
+        model.eval()
+    return model, make_optimizer(model), batches, clip
+
+
+def trace_memory(name: str, lines: int = 8) -> None:
+    """Where numbagrad's step memory goes (numpy's allocations, as tracemalloc sees them; Numba's own are not
+    traced): the peak of each phase of one step after warm-up, and the source lines holding the most memory once
+    the forward has run and once the backward has (the loss still referenced, as in a training loop's step)."""
+    import gc
+    import tracemalloc
+
+    import numbagrad as lib
+
+    model, optimizer, batches, clip = _memory_model(name, lib)
+    data = [tuple(lib.tensor(a) for a in b) for b in batches]
+    params = list(model.parameters())
+    snapshots = {}
+
+    def step(args, traced: bool):
+        def mark(phase: str) -> None:
+            if traced:
+                now, peak = tracemalloc.get_traced_memory()
+                print(f"{phase:<10} live {(now - start) / 2**20:+8.2f} MiB   peak {(peak - start) / 2**20:+8.2f} MiB")
+                snapshots[phase] = tracemalloc.take_snapshot()
+                tracemalloc.reset_peak()
+
+        optimizer.zero_grad()
+        start = tracemalloc.get_traced_memory()[0] if traced else 0
+        loss = model(*args)
+        mark("forward")
+        loss.backward()
+        mark("backward")
+        if clip:
+            lib.nn.utils.clip_grad_norm_(params, clip)
+        optimizer.step()
+        mark("optimizer")
+
+    for i in range(MEMORY_WARMUP):
+        step(data[i % len(data)], False)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    tracemalloc.reset_peak()
+    print(f"{name}: one numbagrad step after {MEMORY_WARMUP} warm-up steps, relative to the memory before it")
+    step(data[MEMORY_WARMUP % len(data)], True)
+    tracemalloc.stop()
+    for phase in ("forward", "backward"):
+        print(f"\nlive after the {phase}, by line:")
+        for stat in snapshots[phase].compare_to(before, "lineno")[:lines]:
+            if stat.size_diff >= 2**14:  # (the rest is bookkeeping)
+                print(f"  {stat.size_diff / 2**20:8.2f} MiB in {stat.count_diff:4d} blocks  {stat.traceback}")
+
+
 def measure_memory(name: str, library: str) -> dict:
     """In a fresh child process: build ``name`` with ``library`` alone (numbagrad's child never imports torch), run
     ``MEMORY_WARMUP`` steps (compilation, optimizer state, allocator pools), then ``MEMORY_STEPS`` steps with the
@@ -511,15 +574,8 @@ def measure_memory(name: str, library: str) -> dict:
     why = _available(name) if library == "numbagrad" else None
     if why:
         return {"skipped": why}
-    rng = np.random.default_rng(0)
-    lib.manual_seed(0)
-    make, make_optimizer, batch_data, clip = MODELS[name](lib, rng)
-    batches = [batch_data() for _ in range(4)]
-    model = make()
-    model.load_state_dict({k: lib.tensor(v) for k, v in _numpy_state(model).items()}, strict=False)
-    if name == "cnn":  # as in the timings: dropout off
-        model.eval()
-    step = _stepper(lib, model, make_optimizer(model), batches, clip)
+    model, optimizer, batches, clip = _memory_model(name, lib)
+    step = _stepper(lib, model, optimizer, batches, clip)
     first = float(step().item())
     for _ in range(MEMORY_WARMUP - 1):
         step()
@@ -602,10 +658,14 @@ def main() -> None:
     parser.add_argument("--compiled", action="store_true")
     parser.add_argument("--memory", action="store_true", help="peak resident memory of the steps, not their times")
     parser.add_argument("--memory-child", choices=["numbagrad", "torch"])
+    parser.add_argument("--memory-trace", metavar="MODEL", help="where numbagrad's step memory goes (tracemalloc)")
     args = parser.parse_args()
     names = [n for n in args.models.split(",") if n]
     if args.memory_child:
         print(json.dumps(measure_memory(names[0], args.memory_child)))
+        return
+    if args.memory_trace:
+        trace_memory(args.memory_trace)
         return
     if args.memory:
         memory_table(names, int(args.threads.split(",")[0]))
