@@ -27,6 +27,7 @@ from .. import ops
 from .._tensor import Tensor
 from .._types import Size, wrap_dim
 from ..autograd import engine as _engine
+from ..autograd import forward_ad
 from ..autograd import function as _function
 from ..autograd.gradcheck import BATCHED_VJPS
 from ..nn import functional as F
@@ -709,13 +710,14 @@ def only_vmaps_running() -> bool:
 
 def transform_leaf(t: Tensor) -> Tensor:
     """A new leaf requiring grad with ``t``'s data, made by a transform to differentiate with respect to (marked,
-    so that ``reaches_user_leaf`` can tell the user's leaves from it)."""
-    leaf = t.detach().requires_grad_(True)
-    storage = leaf
-    while type(storage) is BatchedTensor:  # the graph's leaf is the innermost value
-        storage = storage._value
-    storage._made_by_transform = True
-    return leaf
+    so that ``reaches_user_leaf`` can tell the user's leaves from it). Under forward mode it keeps ``t``'s tangent
+    (as a dual view of the leaf), so that ``jvp(grad(f))`` differentiates the gradient along it."""
+    value, levels = unwrap_levels(t)  # (the graph's leaf is the innermost value)
+    leaf = value.detach().requires_grad_(True)
+    leaf._made_by_transform = True
+    if value._fw_grad is not None:
+        leaf = forward_ad.make_dual(leaf, value._fw_grad)
+    return wrap_levels(leaf, levels)
 
 
 def reaches_user_leaf(t: Tensor) -> bool:
