@@ -4,12 +4,15 @@ values, per-sample gradients (vmap of grad and of grad of grad), gradients after
 match torch's; in forward mode (jvp and jacfwd of vmap, vmap of them) its ``jvp`` runs once over the batch, and a
 Function without one raises torch's error."""
 
+import importlib
+
 import numpy as np
 import pytest
 
 import numbagrad
 from numbagrad import func
 from numbagrad.autograd import gradcheck, gradgradcheck
+from numbagrad.autograd.gradcheck import GradcheckError
 
 
 def _rand(*shape, seed=0):
@@ -331,3 +334,61 @@ def test_function_without_jvp_raises_torchs_error_under_forward_mode(torch, orde
     with pytest.raises(NotImplementedError) as got:
         run(numbagrad)
     assert str(got.value) == str(expected.value)
+
+
+def test_gradcheck_checks_batched_forward_grads_through_the_jvp():
+    ours = _scaled_sin_with_jvp(numbagrad)
+    x, w = (numbagrad.tensor(_rand(3, seed=s), requires_grad=True) for s in (0, 1))
+    fn = lambda a, b: ours.apply(a, b, 2.0)  # noqa: E731
+    assert gradcheck(fn, (x, w), check_forward_ad=True, check_backward_ad=False, check_batched_forward_grad=True)
+    assert ours.calls["jvp"] > 0 and ours.calls["backward"] == 0
+
+
+def test_batched_forward_grad_check_needs_the_forward_check(torch):
+    x = numbagrad.tensor(_rand(3), requires_grad=True)
+    with pytest.raises(AssertionError) as expected:
+        torch.autograd.gradcheck(
+            torch.sin, (torch.tensor(_rand(3), requires_grad=True),), check_batched_forward_grad=True
+        )
+    with pytest.raises(AssertionError) as got:
+        gradcheck(numbagrad.sin, (x,), check_batched_forward_grad=True)
+    assert str(got.value) == str(expected.value)
+
+
+def test_a_jvp_that_cannot_run_batched_fails_the_batched_forward_grad_check_as_torchs(torch):
+    def reads_a_number(lib):
+        class ReadsANumber(lib.autograd.Function):
+            generate_vmap_rule = True
+
+            @staticmethod
+            def forward(x):
+                return x * 3
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                pass
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * float(t.abs().sum() * 0 + 3)  # .item() of a batched tensor: refused under vmap
+
+        return ReadsANumber
+
+    def check(lib):
+        x = lib.tensor(_rand(3), requires_grad=True)
+        return lib.autograd.gradcheck(
+            reads_a_number(lib).apply, (x,), check_forward_ad=True, check_batched_forward_grad=True
+        )
+
+    theirs = importlib.import_module("torch.autograd.gradcheck")  # (the module, which its function shadows)
+    with pytest.raises(theirs.GradcheckError) as expected:
+        check(torch)
+    with pytest.raises(GradcheckError) as got:
+        check(numbagrad)
+    tail = theirs.FAILED_BATCHED_GRAD_MSG_FWD_AD
+    assert str(expected.value).startswith("While computing batched gradients, got: ")
+    assert str(got.value).startswith("While computing batched gradients, got: ") and str(got.value).endswith(tail)

@@ -27,6 +27,7 @@ from .._tensor import Tensor
 from ..autograd import forward_ad
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
+from ..autograd.gradcheck import BATCHED_JVPS, _float_outputs
 from . import _depth, _vmap
 
 __all__ = [
@@ -282,6 +283,26 @@ def _jvp_by_double_vjp(func: Callable, p_leaves: list, spec, t_leaves: list, has
         pushed = _grads(pullback, dummies, t_leaves)
     result = (_lift(out), _lift(_unflatten(pushed, out_spec)))
     return (*result, _lift(aux)) if has_aux else result
+
+
+def _batched_jvps(func: Callable, inputs: tuple, index: int, tangents: Tensor, batched: bool) -> tuple:
+    """For gradcheck's ``check_batched_forward_grad``: the forward-mode tangents of ``func``'s floating-point
+    outputs along each tangent in the batch ``tangents`` (dim 0) of input ``index`` (the others held fixed),
+    stacked: computed in one vmap of ``jvp`` when ``batched``, one tangent at a time otherwise."""
+    fixed = [a.detach() if isinstance(a, Tensor) else a for a in inputs]
+
+    def outputs_of(x):
+        return tuple(_float_outputs(func, (*fixed[:index], x, *fixed[index + 1 :])))
+
+    def one(t):
+        return jvp(outputs_of, (fixed[index],), (t,))[1]
+
+    if batched:
+        return vmap(one)(tangents)
+    return tuple(ops.stack(list(column)) for column in zip(*[one(t) for t in tangents.unbind(0)]))
+
+
+BATCHED_JVPS[0] = _batched_jvps
 
 
 # --- Jacobians -----------------------------------------------------------------------------------------------------
