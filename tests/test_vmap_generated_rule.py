@@ -2,7 +2,8 @@
 setup_context and backward run once over the whole batch (called with batched tensors), not once per sample, and
 values, per-sample gradients (vmap of grad and of grad of grad), gradients after the vmap returned and nested vmaps
 match torch's; in forward mode (jvp and jacfwd of vmap, vmap of them) its ``jvp`` runs once over the batch, and a
-Function without one raises torch's error."""
+Function without one raises torch's error. A Function with its own vmap staticmethod takes torch's derivative in
+forward mode too: its ``jvp`` inside ``vmap(jvp(f))``, its vmap rule's in ``jvp(vmap(f))``."""
 
 import importlib
 
@@ -392,3 +393,73 @@ def test_a_jvp_that_cannot_run_batched_fails_the_batched_forward_grad_check_as_t
     tail = theirs.FAILED_BATCHED_GRAD_MSG_FWD_AD
     assert str(expected.value).startswith("While computing batched gradients, got: ")
     assert str(got.value).startswith("While computing batched gradients, got: ") and str(got.value).endswith(tail)
+
+
+# --- a Function with its own vmap staticmethod under forward mode ------------------------------------------------
+def _sin_times_with_vmap_rule(lib, with_jvp: bool = True):
+    """``sin(x) * w`` whose ``vmap`` staticmethod computes 1.5 times that (so it shows which derivative torch
+    takes: ``vmap(jvp(f))`` differentiates with the Function's ``jvp``, ``jvp(vmap(f))`` through the vmap rule)."""
+
+    class SinTimes(lib.autograd.Function):
+        calls = {"jvp": 0, "vmap": 0}
+
+        @staticmethod
+        def forward(x, w):
+            return x.sin() * w
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_forward(*inputs)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+        if with_jvp:
+
+            @staticmethod
+            def jvp(ctx, tx, tw):
+                SinTimes.calls["jvp"] += 1
+                x, w = ctx.saved_tensors
+                return tx * x.cos() * w + tw * x.sin()
+
+        @staticmethod
+        def vmap(info, in_dims, x, w):
+            SinTimes.calls["vmap"] += 1
+            x = x if in_dims[0] is not None else x.unsqueeze(0)
+            w = w if in_dims[1] is not None else w.unsqueeze(0)
+            return x.sin() * w * 1.5, 0
+
+    return SinTimes
+
+
+@pytest.mark.parametrize("order", ["vmap-of-jvp", "jvp-of-vmap", "vmap-of-vmap-of-jvp"])
+def test_own_vmap_rule_under_forward_mode_takes_torchs_derivative(torch, order):
+    ours, theirs = _sin_times_with_vmap_rule(numbagrad), _sin_times_with_vmap_rule(torch)
+    shape = (2, 4, 3) if order == "vmap-of-vmap-of-jvp" else (4, 3)
+    x, t, w = _rand(*shape), _rand(*shape, seed=1), _rand(3, seed=2)
+
+    def run(lib, fn):
+        w_ = lib.tensor(w)
+        f = lambda a: fn.apply(a, w_)  # noqa: E731
+        if order == "jvp-of-vmap":
+            return lib.func.jvp(lib.func.vmap(f), (lib.tensor(x),), (lib.tensor(t),))
+        mapped = lib.func.vmap(lambda a, b: lib.func.jvp(f, (a,), (b,)))
+        return (lib.func.vmap(mapped) if order == "vmap-of-vmap-of-jvp" else mapped)(lib.tensor(x), lib.tensor(t))
+
+    _pair_close(run(numbagrad, ours), run(torch, theirs))
+    assert ours.calls == theirs.calls
+
+
+def test_own_vmap_rule_without_jvp_raises_torchs_error_in_vmap_of_jvp(torch):
+    def run(lib):
+        fn, w = _sin_times_with_vmap_rule(lib, with_jvp=False), lib.tensor(_rand(3, seed=2))
+        return lib.func.vmap(lambda a, b: lib.func.jvp(lambda c: fn.apply(c, w), (a,), (b,)))(
+            lib.tensor(_rand(4, 3)), lib.tensor(_rand(4, 3, seed=1))
+        )
+
+    with pytest.raises(NotImplementedError) as expected:
+        run(torch)
+    with pytest.raises(NotImplementedError) as got:
+        run(numbagrad)
+    assert str(got.value) == str(expected.value)

@@ -233,7 +233,7 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
             )
     if not _forward_mode_available():
         return _jvp_by_double_vjp(func, p_leaves, spec, t_leaves, has_aux)
-    with _depth.Level(), forward_ad.dual_level():
+    with _depth.Level(), _vmap.forward_mode(), forward_ad.dual_level():
         duals = [_make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
         out, aux = _split_aux(func(*_unflatten(duals, spec)), has_aux, "jvp")
         out_leaves, out_spec = _flatten(out)
@@ -360,7 +360,7 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
                 raise RuntimeError("jacfwd: Expected all differentiated inputs to be floating point or complex tensors")
         columns: list = []  # per (input leaf, element): the output leaves' tangents
         out = aux = out_spec = None
-        with _depth.Level(), forward_ad.dual_level():
+        with _depth.Level(), _vmap.forward_mode(), forward_ad.dual_level():
             for j, x in enumerate(leaves):
                 for k in range(x.numel()):
                     duals = []

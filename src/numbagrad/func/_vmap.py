@@ -41,6 +41,7 @@ __all__ = [
     "BatchedTensor",
     "VmapInfo",
     "batched_alias",
+    "forward_mode",
     "only_vmaps_running",
     "reaches_user_leaf",
     "spread",
@@ -72,6 +73,8 @@ class _Level:
 class _Stack(threading.local):
     def __init__(self) -> None:
         self.levels: list[_Level] = []
+        #: how many levels ran when ``numbagrad.func``'s forward mode (jvp, jacfwd) began; None outside it
+        self.forward_mode_from: int | None = None
 
 
 _stack = _Stack()
@@ -478,6 +481,34 @@ def _dispatch_function(cls, args: tuple, kwargs: dict):
             "Run vmap on autograd.Function with kwarg-only Tensor args. Please do not pass kwarg-only Tensors to "
             f"autograd.Function. Got: {kwargs}"
         )
+    if _forward_mode_inside(level) and any(
+        isinstance(a, Tensor) and unwrap_levels(a)[0]._fw_grad is not None for a in args
+    ):  # jvp inside this vmap: as torch, the Function's jvp gives the tangents, its vmap rule the outputs
+        if kwargs or cls._binds_defaults:
+            args = cls._bind(args, kwargs)
+        flags = tuple(_is_at(a, level) for a in args)
+        return _wrap_tree(_generated_rule(cls, True).apply(level, flags, *[_value(a, level) for a in args]), level)
+    return _by_vmap_rule(cls, level, args, kwargs)
+
+
+def _forward_mode_inside(level: _Level) -> bool:
+    """Whether ``numbagrad.func``'s forward mode began inside ``level`` (``vmap(jvp(f))``, not ``jvp(vmap(f))``)."""
+    start = _stack.forward_mode_from
+    return start is not None and any(running is level for running in _stack.levels[:start])
+
+
+@contextlib.contextmanager
+def forward_mode():
+    """Marks the block as ``numbagrad.func``'s forward mode, begun inside the vmaps running now."""
+    outer, _stack.forward_mode_from = _stack.forward_mode_from, len(_stack.levels)
+    try:
+        yield
+    finally:
+        _stack.forward_mode_from = outer
+
+
+def _by_vmap_rule(cls, level: _Level, args: tuple, kwargs: dict):
+    """``cls.apply`` by the Function's own ``vmap`` staticmethod: its outputs batched at ``level``."""
     in_dims = tuple(0 if _is_at(a, level) else None for a in args)
     result = cls.vmap(VmapInfo(level.size, level.randomness), in_dims, *[_value(a, level) for a in args], **kwargs)
     if not (isinstance(result, tuple) and len(result) == 2):
@@ -530,15 +561,19 @@ def _batch_of(t, level: _Level):
     return _expand_to(t, level) if isinstance(t, Tensor) else t
 
 
-def _generated_rule(cls) -> type:
+def _generated_rule(cls, by_vmap_rule: bool = False) -> type:
     """The Function that runs ``cls`` on the values of its batched inputs (its arguments are the level, which
-    inputs are batched at it, then the inputs' values); made once per class and kept on it."""
-    generated = cls.__dict__.get("_generated_vmap_rule")
+    inputs are batched at it, then the inputs' values); made once per class and kept on it. ``by_vmap_rule``: its
+    forward is ``cls``'s own ``vmap`` staticmethod (a ``jvp`` inside vmap of a Function that has one)."""
+    key = "_jvp_vmap_rule" if by_vmap_rule else "_generated_vmap_rule"
+    generated = cls.__dict__.get(key)
     if generated is not None:
         return generated
 
     def forward(level, flags, *args):
-        return _map_tree(lambda t: _batch_of(t, level), cls.forward(*_wrap_inputs(level, flags, args)))
+        inputs = _wrap_inputs(level, flags, args)
+        outputs = _by_vmap_rule(cls, level, tuple(inputs), {}) if by_vmap_rule else cls.forward(*inputs)
+        return _map_tree(lambda t: _batch_of(t, level), outputs)
 
     def setup_context(ctx, inputs, output):
         level, flags, *args = inputs
@@ -600,7 +635,7 @@ def _generated_rule(cls) -> type:
     attrs: dict[str, Any] = {name: staticmethod(fn) for name, fn in methods.items()}
     attrs.update(__module__=cls.__module__, __qualname__=f"{cls.__qualname__}.generated_vmap", generate_vmap_rule=True)
     generated = _function.FunctionMeta(f"{cls.__name__}GeneratedVmap", (_function.Function,), attrs)
-    cls._generated_vmap_rule = generated
+    setattr(cls, key, generated)
     return generated
 
 
