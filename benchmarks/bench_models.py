@@ -2,6 +2,8 @@
 
     python benchmarks/bench_models.py                 # every model, 1 and 2 threads, eager and compiled
     python benchmarks/bench_models.py --models gpt,mlp --threads 1 --quick
+    python benchmarks/bench_models.py --memory --threads 1   # peak resident memory of the steps instead
+    python benchmarks/bench_models.py --memory-trace cnn     # where numbagrad's step memory goes, by line
 
 Each model is written once for either library (``lib`` is ``numbagrad`` or ``torch``); numbagrad's copy loads
 torch's initial ``state_dict``, both see the same batches, and the first step's losses are compared (a whole-model
@@ -451,6 +453,201 @@ def table(names: list[str], thread_counts: list[int], with_compiled: bool) -> No
           f"torch step time, the median of {ROUNDS} interleaved rounds ('rounds': their range)")  # fmt: skip
 
 
+# --- peak memory of the steps ------------------------------------------------------------------------------------
+MEMORY_WARMUP, MEMORY_STEPS = 3, 3
+
+
+def _proc_status_kib(field: str) -> int:
+    """A ``VmRSS``/``VmHWM`` line of /proc/self/status, in KiB (Linux)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def _numpy_state(model, seed: int = 0) -> dict:
+    """A state dict for ``model`` drawn from numpy, the same for either library (their modules name and shape
+    their parameters alike), so that neither child needs the other library: weights uniform in +-1/sqrt(fan_in),
+    biases in +-0.1; other 1-D entries (norm weights, running statistics) keep their deterministic defaults."""
+    rng = np.random.default_rng(seed)
+    state = {}
+    for key, value in model.state_dict().items():
+        array = value.detach().cpu().numpy()
+        if array.dtype.kind != "f":
+            continue
+        if array.ndim >= 2:
+            bound = 1 / math.sqrt(math.prod(array.shape[1:]))
+        elif key.rsplit(".", 1)[-1].startswith("bias"):
+            bound = 0.1
+        else:
+            continue
+        state[key] = rng.uniform(-bound, bound, array.shape).astype(array.dtype)
+    return state
+
+
+def _release_free_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``), so that the resident size before
+    the steps counts live data only: otherwise memory the warm-up steps freed stays resident, the steps reuse it and
+    their peak reads as zero for either library."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the steps' peak then counts growth beyond the warm-up's pool
+        pass
+
+
+def _memory_model(name: str, lib) -> tuple:
+    """The model (from ``_numpy_state``), its optimizer, four batches and the clipping norm, for ``lib``."""
+    rng = np.random.default_rng(0)
+    lib.manual_seed(0)
+    make, make_optimizer, batch_data, clip = MODELS[name](lib, rng)
+    batches = [batch_data() for _ in range(4)]
+    model = make()
+    model.load_state_dict({k: lib.tensor(v) for k, v in _numpy_state(model).items()}, strict=False)
+    if name == "cnn":  # as in the timings: dropout off
+        model.eval()
+    return model, make_optimizer(model), batches, clip
+
+
+def trace_memory(name: str, lines: int = 8) -> None:
+    """Where numbagrad's step memory goes (numpy's allocations, as tracemalloc sees them; Numba's own are not
+    traced): the peak of each phase of one step after warm-up, and the source lines holding the most memory once
+    the forward has run and once the backward has (the loss still referenced, as in a training loop's step)."""
+    import gc
+    import tracemalloc
+
+    import numbagrad as lib
+
+    model, optimizer, batches, clip = _memory_model(name, lib)
+    data = [tuple(lib.tensor(a) for a in b) for b in batches]
+    params = list(model.parameters())
+    snapshots = {}
+
+    def step(args, traced: bool):
+        def mark(phase: str) -> None:
+            if traced:
+                now, peak = tracemalloc.get_traced_memory()
+                print(f"{phase:<10} live {(now - start) / 2**20:+8.2f} MiB   peak {(peak - start) / 2**20:+8.2f} MiB")
+                snapshots[phase] = tracemalloc.take_snapshot()
+                tracemalloc.reset_peak()
+
+        optimizer.zero_grad()
+        start = tracemalloc.get_traced_memory()[0] if traced else 0
+        loss = model(*args)
+        mark("forward")
+        loss.backward()
+        mark("backward")
+        if clip:
+            lib.nn.utils.clip_grad_norm_(params, clip)
+        optimizer.step()
+        mark("optimizer")
+
+    for i in range(MEMORY_WARMUP):
+        step(data[i % len(data)], False)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    tracemalloc.reset_peak()
+    print(f"{name}: one numbagrad step after {MEMORY_WARMUP} warm-up steps, relative to the memory before it")
+    step(data[MEMORY_WARMUP % len(data)], True)
+    tracemalloc.stop()
+    for phase in ("forward", "backward"):
+        print(f"\nlive after the {phase}, by line:")
+        for stat in snapshots[phase].compare_to(before, "lineno")[:lines]:
+            if stat.size_diff >= 2**14:  # (the rest is bookkeeping)
+                print(f"  {stat.size_diff / 2**20:8.2f} MiB in {stat.count_diff:4d} blocks  {stat.traceback}")
+
+
+def measure_memory(name: str, library: str) -> dict:
+    """In a fresh child process: build ``name`` with ``library`` alone (numbagrad's child never imports torch), run
+    ``MEMORY_WARMUP`` steps (compilation, optimizer state, allocator pools), then ``MEMORY_STEPS`` steps with the
+    resident high-water mark reset before them (``/proc/self/clear_refs``); the steps' peak is that mark minus the
+    resident size just before them (the free heap released first). Sizes in KiB."""
+    import gc
+
+    if library == "torch":
+        import torch as lib
+    else:
+        import numbagrad as lib
+    why = _available(name) if library == "numbagrad" else None
+    if why:
+        return {"skipped": why}
+    model, optimizer, batches, clip = _memory_model(name, lib)
+    step = _stepper(lib, model, optimizer, batches, clip)
+    first = float(step().item())
+    for _ in range(MEMORY_WARMUP - 1):
+        step()
+    gc.collect()
+    _release_free_heap()
+    peak_before = _proc_status_kib("VmHWM")
+    rss_before = _proc_status_kib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset VmHWM to the current resident size
+    for _ in range(MEMORY_STEPS):
+        step()
+    peak = _proc_status_kib("VmHWM")
+    if library == "numbagrad" and "torch" in sys.modules:
+        raise RuntimeError("numbagrad's memory child imported torch")
+    return {"step": peak - rss_before, "process": max(peak_before, peak), "rss": rss_before, "first_loss": first}
+
+
+def _memory_child(name: str, library: str, threads: int) -> dict:
+    env = dict(os.environ, NUMBA_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    env["OMP_NUM_THREADS"] = str(threads)
+    args = [sys.executable, os.path.abspath(__file__), "--memory-child", library, "--models", name]
+    out = subprocess.run(args, env=env, capture_output=True, text=True)
+    if out.returncode:
+        return {"skipped": (out.stderr.strip().splitlines() or ["failed"])[-1][:60]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def memory_table(names: list[str], threads: int) -> dict:
+    """Each model's step peak and whole-process peak, numbagrad against torch, each from its own fresh process."""
+    results = {name: {lib: _memory_child(name, lib, threads) for lib in ("numbagrad", "torch")} for name in names}
+    header = (f"{'model':<9}{'ng step MiB':>12}{'torch step':>11}{'ratio':>7}  |{'ng process MiB':>15}"
+              f"{'torch process':>14}{'ratio':>7}  |{'ng RSS before':>14}{'torch RSS':>10}  first losses")  # fmt: skip
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        ours, theirs = results[name]["numbagrad"], results[name]["torch"]
+        if "skipped" in ours or "skipped" in theirs:
+            print(f"{name:<9}skipped: {ours.get('skipped') or theirs.get('skipped')}")
+            continue
+        mib = {k: (ours[k] / 1024, theirs[k] / 1024) for k in ("step", "process", "rss")}
+        a, b = ours["first_loss"], theirs["first_loss"]
+        flag = "" if math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5) else "  <-- MISMATCH"
+        print(f"{name:<9}{mib['step'][0]:12.2f}{mib['step'][1]:11.2f}{mib['step'][0] / max(mib['step'][1], 1e-3):7.2f}"
+              f"  |{mib['process'][0]:15.1f}{mib['process'][1]:14.1f}{mib['process'][0] / mib['process'][1]:7.2f}"
+              f"  |{mib['rss'][0]:14.1f}{mib['rss'][1]:10.1f}  {a:.5f} {b:.5f}{flag}")  # fmt: skip
+    print(f"\nstep = the peak resident size during {MEMORY_STEPS} steps (after {MEMORY_WARMUP} warm-up steps) minus "
+          f"the resident size before them; process = the whole process's peak; {threads} thread(s), a fresh process "
+          "per model and library, each initialised from the same numpy state")  # fmt: skip
+    return results
+
+
+class ModelStepMemory:
+    """asv: the peak resident memory of a numbagrad training step of each model, from a fresh process (MiB)."""
+
+    params = list(MODELS)
+    param_names = ["model"]
+    unit = "MiB"
+    timeout = 600
+
+    def track_step_peak(self, name: str) -> float:
+        result = _memory_child(name, "numbagrad", 1)
+        if "skipped" in result:
+            raise NotImplementedError(result["skipped"])
+        return result["step"] / 1024
+
+    def track_process_peak(self, name: str) -> float:
+        result = _memory_child(name, "numbagrad", 1)
+        if "skipped" in result:
+            raise NotImplementedError(result["skipped"])
+        return result["process"] / 1024
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
@@ -459,8 +656,20 @@ def main() -> None:
     parser.add_argument("--no-compiled", action="store_true")
     parser.add_argument("--child", type=int)
     parser.add_argument("--compiled", action="store_true")
+    parser.add_argument("--memory", action="store_true", help="peak resident memory of the steps, not their times")
+    parser.add_argument("--memory-child", choices=["numbagrad", "torch"])
+    parser.add_argument("--memory-trace", metavar="MODEL", help="where numbagrad's step memory goes (tracemalloc)")
     args = parser.parse_args()
     names = [n for n in args.models.split(",") if n]
+    if args.memory_child:
+        print(json.dumps(measure_memory(names[0], args.memory_child)))
+        return
+    if args.memory_trace:
+        trace_memory(args.memory_trace)
+        return
+    if args.memory:
+        memory_table(names, int(args.threads.split(",")[0]))
+        return
     if args.child is not None:
         print(json.dumps(measure(names, args.child, args.compiled)))
         return

@@ -89,6 +89,19 @@ def test_jvp_matches_torch(torch):
 
 
 @pytest.mark.torch
+@pytest.mark.parametrize("mapped", [False, True], ids=["alone", "under-vmap"])
+def test_jvp_of_grad_differentiates_the_gradient_along_the_tangent(torch, mapped):
+    """Forward over reverse: the fresh input ``grad`` differentiates keeps the tangent ``jvp`` gave it."""
+    (x, t), (tx, tt) = _pair(torch, (4, 3), (4, 3))
+
+    def run(m, x, t):
+        per_sample = lambda a, v: m.func.jvp(m.func.grad(lambda b: (b.sin() * b).sum()), (a,), (v,))  # noqa: E731
+        return m.func.vmap(per_sample)(x, t) if mapped else per_sample(x, t)
+
+    _close(run(numbagrad, x, t), run(torch, tx, tt))
+
+
+@pytest.mark.torch
 @pytest.mark.parametrize("transform", ["jacrev", "jacfwd"])
 @pytest.mark.parametrize("argnums", [0, (0, 1)])
 def test_jacobians_match_torch(transform, argnums, torch):

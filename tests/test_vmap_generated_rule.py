@@ -1,7 +1,11 @@
 """A custom Function with ``generate_vmap_rule = True`` under vmap, against torch.func.vmap: its forward,
 setup_context and backward run once over the whole batch (called with batched tensors), not once per sample, and
 values, per-sample gradients (vmap of grad and of grad of grad), gradients after the vmap returned and nested vmaps
-match torch's."""
+match torch's; in forward mode (jvp and jacfwd of vmap, vmap of them) its ``jvp`` runs once over the batch, and a
+Function without one raises torch's error. A Function with its own vmap staticmethod takes torch's derivative in
+forward mode too: its ``jvp`` inside ``vmap(jvp(f))``, its vmap rule's in ``jvp(vmap(f))``."""
+
+import importlib
 
 import numpy as np
 import pytest
@@ -9,6 +13,7 @@ import pytest
 import numbagrad
 from numbagrad import func
 from numbagrad.autograd import gradcheck, gradgradcheck
+from numbagrad.autograd.gradcheck import GradcheckError
 
 
 def _rand(*shape, seed=0):
@@ -190,3 +195,271 @@ def test_gradcheck_checks_batched_grads_through_the_generated_rule():
     x, w = (numbagrad.tensor(_rand(3, seed=s), requires_grad=True) for s in (0, 1))
     assert gradcheck(lambda a, b: ours.apply(a, b, 2.0)[0], (x, w), check_batched_grad=True)
     assert gradgradcheck(_cube(numbagrad).apply, (x,), check_batched_grad=True)
+
+
+# --- forward mode: the Function's jvp under vmap -------------------------------------------------------------------
+def _scaled_sin_with_jvp(lib, with_jvp: bool = True):
+    """``sin(x) * w * scale`` with its forward-mode derivative in ``jvp`` (from tensors saved for forward)
+    and a backward that would give a different tangent, so that a result made by the backward shows."""
+
+    class ScaledSinJvp(lib.autograd.Function):
+        generate_vmap_rule = True
+        calls = {"forward": 0, "jvp": 0, "backward": 0}
+        seen: list = []
+
+        @staticmethod
+        def forward(x, w, scale):
+            ScaledSinJvp.calls["forward"] += 1
+            return x.sin() * w * scale
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, w, scale = inputs
+            ctx.save_for_forward(x, w)
+            ctx.scale = scale
+
+        @staticmethod
+        def backward(ctx, g):
+            ScaledSinJvp.calls["backward"] += 1
+            return g * 0, g * 0, None
+
+        if with_jvp:
+
+            @staticmethod
+            def jvp(ctx, tx, tw, _):
+                ScaledSinJvp.calls["jvp"] += 1
+                x, w = ctx.saved_tensors
+                ScaledSinJvp.seen.append((tuple(tx.shape), tuple(tw.shape), tuple(x.shape)))
+                return (tx * x.cos() * w + tw * x.sin()) * ctx.scale
+
+    return ScaledSinJvp
+
+
+def _pair_close(ours, theirs):
+    for o, t in zip(ours, theirs):
+        _close(o, t)
+
+
+def test_jvp_of_vmap_runs_the_jvp_once_over_the_batch_with_torchs_values(torch):
+    ours, theirs = _scaled_sin_with_jvp(numbagrad), _scaled_sin_with_jvp(torch)
+    x, w, tx = _rand(4, 3), _rand(3, seed=1), _rand(4, 3, seed=2)
+
+    def run(lib, fn, w):
+        return lib.func.jvp(
+            lambda a: lib.func.vmap(lambda b: fn.apply(b, w, 1.5))(a), (lib.tensor(x),), (lib.tensor(tx),)
+        )
+
+    _pair_close(run(numbagrad, ours, numbagrad.tensor(w)), run(torch, theirs, torch.tensor(w)))
+    assert ours.calls == theirs.calls == {"forward": 1, "jvp": 1, "backward": 0}
+    assert ours.seen == theirs.seen == [((3,), (3,), (3,))]  # per-sample shapes, the shared input's zero tangent
+
+
+def test_jvp_of_vmap_with_a_tangent_for_the_shared_input_matches_torch(torch):
+    ours, theirs = _scaled_sin_with_jvp(numbagrad), _scaled_sin_with_jvp(torch)
+    x, w, tx, tw = _rand(4, 3), _rand(3, seed=1), _rand(4, 3, seed=2), _rand(3, seed=3)
+
+    def run(lib, fn):
+        mapped = lib.func.vmap(lambda a, b: fn.apply(a, b, 0.5), in_dims=(0, None))
+        return lib.func.jvp(mapped, (lib.tensor(x), lib.tensor(w)), (lib.tensor(tx), lib.tensor(tw)))
+
+    _pair_close(run(numbagrad, ours), run(torch, theirs))
+    assert ours.calls["jvp"] == 1
+
+
+def test_vmap_of_jvp_runs_the_jvp_once_with_torchs_values(torch):
+    ours, theirs = _scaled_sin_with_jvp(numbagrad), _scaled_sin_with_jvp(torch)
+    x, w, tx = _rand(4, 3), _rand(3, seed=1), _rand(4, 3, seed=2)
+
+    def run(lib, fn):
+        w_ = lib.tensor(w)
+        per_sample = lambda a, t: lib.func.jvp(lambda b: fn.apply(b, w_, 2.0), (a,), (t,))  # noqa: E731
+        return lib.func.vmap(per_sample)(lib.tensor(x), lib.tensor(tx))
+
+    _pair_close(run(numbagrad, ours), run(torch, theirs))
+    assert ours.calls == theirs.calls == {"forward": 1, "jvp": 1, "backward": 0}
+
+
+def test_vmap_of_jvp_with_a_tangent_shared_by_the_samples_matches_torch(torch):
+    ours, theirs = _scaled_sin_with_jvp(numbagrad), _scaled_sin_with_jvp(torch)
+    x, w, tx = _rand(4, 3), _rand(3, seed=1), _rand(3, seed=2)
+
+    def run(lib, fn):
+        w_ = lib.tensor(w)
+        per_sample = lambda a, t: lib.func.jvp(lambda b: fn.apply(b, w_, 2.0), (a,), (t,))  # noqa: E731
+        return lib.func.vmap(per_sample, in_dims=(0, None))(lib.tensor(x), lib.tensor(tx))
+
+    _pair_close(run(numbagrad, ours), run(torch, theirs))
+
+
+@pytest.mark.parametrize("order", ["jacfwd-of-vmap", "vmap-of-jacfwd"])
+def test_jacfwd_and_vmap_compose_through_the_jvp_as_torchs(torch, order):
+    ours, theirs = _scaled_sin_with_jvp(numbagrad), _scaled_sin_with_jvp(torch)
+    x, w = _rand(3, 2), _rand(2, seed=1)
+
+    def run(lib, fn):
+        w_ = lib.tensor(w)
+        f = lambda a: fn.apply(a, w_, 1.0)  # noqa: E731
+        composed = lib.func.jacfwd(lib.func.vmap(f)) if order == "jacfwd-of-vmap" else lib.func.vmap(lib.func.jacfwd(f))
+        return composed(lib.tensor(x))
+
+    _close(run(numbagrad, ours), run(torch, theirs))
+    assert ours.calls["backward"] == 0
+
+
+def test_nested_vmaps_inside_jvp_run_the_jvp_once(torch):
+    ours, theirs = _scaled_sin_with_jvp(numbagrad), _scaled_sin_with_jvp(torch)
+    x, w, tx = _rand(2, 3, 4), _rand(4, seed=1), _rand(2, 3, 4, seed=2)
+
+    def run(lib, fn):
+        w_ = lib.tensor(w)
+        f = lib.func.vmap(lib.func.vmap(lambda a: fn.apply(a, w_, 1.0)))
+        return lib.func.jvp(f, (lib.tensor(x),), (lib.tensor(tx),))
+
+    _pair_close(run(numbagrad, ours), run(torch, theirs))
+    assert ours.calls["jvp"] == 1
+
+
+@pytest.mark.parametrize("order", ["jvp-of-vmap", "vmap-of-jvp"])
+def test_function_without_jvp_raises_torchs_error_under_forward_mode(torch, order):
+    def run(lib):
+        fn = _scaled_sin_with_jvp(lib, with_jvp=False)
+        w = lib.tensor(_rand(3, seed=1))
+        f = lambda a: fn.apply(a, w, 1.0)  # noqa: E731
+        x, t = lib.tensor(_rand(4, 3)), lib.tensor(_rand(4, 3, seed=2))
+        if order == "jvp-of-vmap":
+            return lib.func.jvp(lib.func.vmap(f), (x,), (t,))
+        return lib.func.vmap(lambda a, b: lib.func.jvp(f, (a,), (b,)))(x, t)
+
+    with pytest.raises(NotImplementedError) as expected:
+        run(torch)
+    with pytest.raises(NotImplementedError) as got:
+        run(numbagrad)
+    assert str(got.value) == str(expected.value)
+
+
+def test_gradcheck_checks_batched_forward_grads_through_the_jvp():
+    ours = _scaled_sin_with_jvp(numbagrad)
+    x, w = (numbagrad.tensor(_rand(3, seed=s), requires_grad=True) for s in (0, 1))
+    fn = lambda a, b: ours.apply(a, b, 2.0)  # noqa: E731
+    assert gradcheck(fn, (x, w), check_forward_ad=True, check_backward_ad=False, check_batched_forward_grad=True)
+    assert ours.calls["jvp"] > 0 and ours.calls["backward"] == 0
+
+
+def test_batched_forward_grad_check_needs_the_forward_check(torch):
+    x = numbagrad.tensor(_rand(3), requires_grad=True)
+    with pytest.raises(AssertionError) as expected:
+        torch.autograd.gradcheck(
+            torch.sin, (torch.tensor(_rand(3), requires_grad=True),), check_batched_forward_grad=True
+        )
+    with pytest.raises(AssertionError) as got:
+        gradcheck(numbagrad.sin, (x,), check_batched_forward_grad=True)
+    assert str(got.value) == str(expected.value)
+
+
+def test_a_jvp_that_cannot_run_batched_fails_the_batched_forward_grad_check_as_torchs(torch):
+    def reads_a_number(lib):
+        class ReadsANumber(lib.autograd.Function):
+            generate_vmap_rule = True
+
+            @staticmethod
+            def forward(x):
+                return x * 3
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                pass
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * float(t.abs().sum() * 0 + 3)  # .item() of a batched tensor: refused under vmap
+
+        return ReadsANumber
+
+    def check(lib):
+        x = lib.tensor(_rand(3), requires_grad=True)
+        return lib.autograd.gradcheck(
+            reads_a_number(lib).apply, (x,), check_forward_ad=True, check_batched_forward_grad=True
+        )
+
+    theirs = importlib.import_module("torch.autograd.gradcheck")  # (the module, which its function shadows)
+    with pytest.raises(theirs.GradcheckError) as expected:
+        check(torch)
+    with pytest.raises(GradcheckError) as got:
+        check(numbagrad)
+    tail = theirs.FAILED_BATCHED_GRAD_MSG_FWD_AD
+    assert str(expected.value).startswith("While computing batched gradients, got: ")
+    assert str(got.value).startswith("While computing batched gradients, got: ") and str(got.value).endswith(tail)
+
+
+# --- a Function with its own vmap staticmethod under forward mode ------------------------------------------------
+def _sin_times_with_vmap_rule(lib, with_jvp: bool = True):
+    """``sin(x) * w`` whose ``vmap`` staticmethod computes 1.5 times that (so it shows which derivative torch
+    takes: ``vmap(jvp(f))`` differentiates with the Function's ``jvp``, ``jvp(vmap(f))`` through the vmap rule)."""
+
+    class SinTimes(lib.autograd.Function):
+        calls = {"jvp": 0, "vmap": 0}
+
+        @staticmethod
+        def forward(x, w):
+            return x.sin() * w
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_forward(*inputs)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+        if with_jvp:
+
+            @staticmethod
+            def jvp(ctx, tx, tw):
+                SinTimes.calls["jvp"] += 1
+                x, w = ctx.saved_tensors
+                return tx * x.cos() * w + tw * x.sin()
+
+        @staticmethod
+        def vmap(info, in_dims, x, w):
+            SinTimes.calls["vmap"] += 1
+            x = x if in_dims[0] is not None else x.unsqueeze(0)
+            w = w if in_dims[1] is not None else w.unsqueeze(0)
+            return x.sin() * w * 1.5, 0
+
+    return SinTimes
+
+
+@pytest.mark.parametrize("order", ["vmap-of-jvp", "jvp-of-vmap", "vmap-of-vmap-of-jvp"])
+def test_own_vmap_rule_under_forward_mode_takes_torchs_derivative(torch, order):
+    ours, theirs = _sin_times_with_vmap_rule(numbagrad), _sin_times_with_vmap_rule(torch)
+    shape = (2, 4, 3) if order == "vmap-of-vmap-of-jvp" else (4, 3)
+    x, t, w = _rand(*shape), _rand(*shape, seed=1), _rand(3, seed=2)
+
+    def run(lib, fn):
+        w_ = lib.tensor(w)
+        f = lambda a: fn.apply(a, w_)  # noqa: E731
+        if order == "jvp-of-vmap":
+            return lib.func.jvp(lib.func.vmap(f), (lib.tensor(x),), (lib.tensor(t),))
+        mapped = lib.func.vmap(lambda a, b: lib.func.jvp(f, (a,), (b,)))
+        return (lib.func.vmap(mapped) if order == "vmap-of-vmap-of-jvp" else mapped)(lib.tensor(x), lib.tensor(t))
+
+    _pair_close(run(numbagrad, ours), run(torch, theirs))
+    assert ours.calls == theirs.calls
+
+
+def test_own_vmap_rule_without_jvp_raises_torchs_error_in_vmap_of_jvp(torch):
+    def run(lib):
+        fn, w = _sin_times_with_vmap_rule(lib, with_jvp=False), lib.tensor(_rand(3, seed=2))
+        return lib.func.vmap(lambda a, b: lib.func.jvp(lambda c: fn.apply(c, w), (a,), (b,)))(
+            lib.tensor(_rand(4, 3)), lib.tensor(_rand(4, 3, seed=1))
+        )
+
+    with pytest.raises(NotImplementedError) as expected:
+        run(torch)
+    with pytest.raises(NotImplementedError) as got:
+        run(numbagrad)
+    assert str(got.value) == str(expected.value)

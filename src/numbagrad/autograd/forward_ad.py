@@ -431,7 +431,7 @@ def _double_vjp_tangents(cls, args: tuple) -> list:
     # the tangent keeps a graph to whatever it depends on that requires grad (reverse-over-forward): the input
     # tangents, and the inputs themselves, stood in for by differentiable aliases
     create = state.enabled and any(a._fw_grad.requires_grad or a.requires_grad for a in duals)
-    copies = {id(a): a.view_as(a) if create and a.requires_grad else a.detach().requires_grad_(True) for a in duals}
+    copies = {id(a): a.view_as(a) if create and a.requires_grad else _internal_leaf(a.detach()) for a in duals}
     with enable_grad():
         new_args = _substitute(args, lambda a: copies.get(id(a), a))
         outs = [o for o in _outputs(cls.apply(*new_args)) if _is_float(o)]
@@ -440,7 +440,7 @@ def _double_vjp_tangents(cls, args: tuple) -> list:
             return [None] * len(outs)
         # (any u will do, J^T u being linear in u; ones, not zeros, for a backward computed piecewise in the sign
         # of its incoming gradient, as logcumsumexp's is, whose derivative at u = 0 is the wrong piece's)
-        us = [Tensor._make(o._backend.full(o._data.shape, 1, o._data.dtype)).requires_grad_(True) for o in linked]
+        us = [_internal_leaf(Tensor._make(o._backend.full(o._data.shape, 1, o._data.dtype))) for o in linked]
         inputs = [copies[id(a)] for a in duals]
         try:
             vjps = grad(linked, inputs, us, create_graph=True, allow_unused=True)
@@ -457,6 +457,15 @@ def _double_vjp_tangents(cls, args: tuple) -> list:
             raise _unsupported(cls) from error
     by_output = dict(zip([id(o) for o in linked], jvps))
     return [by_output.get(id(o)) for o in outs]
+
+
+def _internal_leaf(t: Tensor) -> Tensor:
+    """``t`` as a leaf requiring grad that is this module's own, never the user's: marked as a transform's leaf,
+    so that a tangent whose graph reaches it does not count as reaching the user's leaves (``numbagrad.func``'s
+    vmap keeps a result's graph only where it does)."""
+    t.requires_grad_(True)
+    t._made_by_transform = True
+    return t
 
 
 def _apply_custom(cls, args: tuple):

@@ -7,10 +7,12 @@ with ``create_graph=True``, so transforms nest (``jacrev(jacrev(f))``, ``vmap(gr
 graph when the outermost transform returns.
 
 How numbagrad computes them, where torch differs:
-- ``jvp`` and ``jacfwd`` run in forward mode (``autograd.forward_ad``). That has a single level, so inside another
-  transform (``jacrev(jvp...)``, ``jacfwd(jacfwd(f))``) they fall back to the double-vjp identity (the vjp of a vjp
-  is linear in its cotangent, and its own vjp is the jvp) and reverse-mode rows: the same values, with a graph an
-  enclosing transform can differentiate. ``hessian`` is ``jacfwd(jacrev(f))``: forward-over-reverse.
+- ``jvp`` and ``jacfwd`` run in forward mode (``autograd.forward_ad``), inside vmaps too (``vmap(jvp(f))``: the
+  tangents ride on the batched tensors' values, so a custom Function's ``jvp`` runs once over the batch). Forward
+  mode has a single level, so inside another transform (``jacrev(jvp...)``, ``jacfwd(jacfwd(f))``) they fall back
+  to the double-vjp identity (the vjp of a vjp is linear in its cotangent, and its own vjp is the jvp) and
+  reverse-mode rows: the same values, with a graph an enclosing transform can differentiate. ``hessian`` is
+  ``jacfwd(jacrev(f))``: forward-over-reverse.
 - ``vmap`` runs the function once over batched tensors (``func._vmap``): ops with a batching rule run once on the
   whole batch, any other op once per sample; transforms inside vmap differentiate the batch at once.
 """
@@ -25,6 +27,7 @@ from .._tensor import Tensor
 from ..autograd import forward_ad
 from ..autograd.engine import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
+from ..autograd.gradcheck import BATCHED_JVPS, _float_outputs
 from . import _depth, _vmap
 
 __all__ = [
@@ -228,19 +231,43 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
                 "jvp(f, primals, tangents): Expected primals and tangents to have the same shape. Got primals with "
                 f"shape {tuple(p.shape)} and tangents with shape {tuple(t.shape)}"
             )
-    if _depth.depth.value or forward_ad._current_level >= 0:
+    if not _forward_mode_available():
         return _jvp_by_double_vjp(func, p_leaves, spec, t_leaves, has_aux)
-    with _depth.Level(), forward_ad.dual_level():
-        duals = [forward_ad.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
+    with _depth.Level(), _vmap.forward_mode(), forward_ad.dual_level():
+        duals = [_make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
         out, aux = _split_aux(func(*_unflatten(duals, spec)), has_aux, "jvp")
         out_leaves, out_spec = _flatten(out)
         primal_out, tangent_out = [], []
         for o in out_leaves:
-            primal, tangent = forward_ad.unpack_dual(o)
+            primal, tangent = _unpack_dual(o)
             primal_out.append(primal)
-            tangent_out.append(tangent if tangent is not None else ops.zeros_like(primal))
+            tangent_out.append(tangent)
     result = (_lift(_unflatten(primal_out, out_spec)), _lift(_unflatten(tangent_out, out_spec)))
     return (*result, _lift(aux)) if has_aux else result
+
+
+def _forward_mode_available() -> bool:
+    """Whether ``jvp``/``jacfwd`` can run in forward mode here: no forward-AD level is active (it has one) and no
+    transform runs but vmaps (whose batched tensors carry their tangents on their values)."""
+    return forward_ad._current_level < 0 and _vmap.only_vmaps_running()
+
+
+def _make_dual(primal: Tensor, tangent: Tensor) -> Tensor:
+    """``make_dual`` of the plain values under any running vmaps: the primal and the tangent are each broadcast
+    over every running level (``_vmap.spread``), the dual made of the values and batched again, so the ops inside
+    (batched by their rules, or sample by sample) carry the tangent, and so do custom Functions (their ``jvp``)."""
+    value, levels = _vmap.spread(primal)
+    return _vmap.wrap_levels(forward_ad.make_dual(value, _vmap.spread(tangent)[0]), levels)
+
+
+def _unpack_dual(t: Tensor) -> tuple[Tensor, Tensor]:
+    """``(primal, tangent)`` of an output of a function run on ``_make_dual``'s tensors, batched at the levels the
+    output is: zeros for an output without a tangent."""
+    value, levels = _vmap.unwrap_levels(t)
+    primal, tangent = forward_ad.unpack_dual(value)
+    if tangent is None:
+        tangent = ops.zeros_like(primal)
+    return _vmap.wrap_levels(primal, levels), _vmap.wrap_levels(tangent, levels)
 
 
 def _jvp_by_double_vjp(func: Callable, p_leaves: list, spec, t_leaves: list, has_aux: bool):
@@ -256,6 +283,26 @@ def _jvp_by_double_vjp(func: Callable, p_leaves: list, spec, t_leaves: list, has
         pushed = _grads(pullback, dummies, t_leaves)
     result = (_lift(out), _lift(_unflatten(pushed, out_spec)))
     return (*result, _lift(aux)) if has_aux else result
+
+
+def _batched_jvps(func: Callable, inputs: tuple, index: int, tangents: Tensor, batched: bool) -> tuple:
+    """For gradcheck's ``check_batched_forward_grad``: the forward-mode tangents of ``func``'s floating-point
+    outputs along each tangent in the batch ``tangents`` (dim 0) of input ``index`` (the others held fixed),
+    stacked: computed in one vmap of ``jvp`` when ``batched``, one tangent at a time otherwise."""
+    fixed = [a.detach() if isinstance(a, Tensor) else a for a in inputs]
+
+    def outputs_of(x):
+        return tuple(_float_outputs(func, (*fixed[:index], x, *fixed[index + 1 :])))
+
+    def one(t):
+        return jvp(outputs_of, (fixed[index],), (t,))[1]
+
+    if batched:
+        return vmap(one)(tangents)
+    return tuple(ops.stack(list(column)) for column in zip(*[one(t) for t in tangents.unbind(0)]))
+
+
+BATCHED_JVPS[0] = _batched_jvps
 
 
 # --- Jacobians -----------------------------------------------------------------------------------------------------
@@ -296,19 +343,15 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
     return _jacobian(func, argnums, has_aux, "jacrev")
 
 
-def _tangent_or_zeros(t: Tensor) -> Tensor:
-    tangent = forward_ad.unpack_dual(t).tangent
-    return tangent if tangent is not None else ops.zeros_like(t)
-
-
 def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
     """The Jacobian of ``func`` with respect to the ``argnums`` inputs, column by column in forward mode: one
-    forward pass per input element, shape ``output.shape + input.shape``. Inside another transform or a forward-AD
-    level (numbagrad's forward mode has one level), it is built from reverse-mode rows instead: the same matrix."""
+    forward pass per input element, shape ``output.shape + input.shape``. Inside a transform other than vmap or a
+    forward-AD level (numbagrad's forward mode has one level), it is built from reverse-mode rows instead: the same
+    matrix."""
     reverse = _jacobian(func, argnums, has_aux, "jacfwd")
 
     def wrapper(*args, **kwargs):
-        if _depth.depth.value or forward_ad._current_level >= 0:
+        if not _forward_mode_available():
             return reverse(*args, **kwargs)
         nums = _argnums(argnums, len(args), "jacfwd")
         leaves, spec = _flatten([args[i] for i in nums])
@@ -317,21 +360,23 @@ def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str 
                 raise RuntimeError("jacfwd: Expected all differentiated inputs to be floating point or complex tensors")
         columns: list = []  # per (input leaf, element): the output leaves' tangents
         out = aux = out_spec = None
-        with _depth.Level(), forward_ad.dual_level():
+        with _depth.Level(), _vmap.forward_mode(), forward_ad.dual_level():
             for j, x in enumerate(leaves):
                 for k in range(x.numel()):
                     duals = []
                     for i, t in enumerate(leaves):
-                        direction = ops.zeros_like(t)
+                        value, levels = _vmap.spread(t)  # (under vmap: every sample's column at once)
+                        direction = ops.zeros_like(value)
                         if i == j:
-                            direction.view(-1)[k] = 1
-                        duals.append(forward_ad.make_dual(t.detach().requires_grad_(True), direction))
+                            direction.view(*value.shape[: len(levels)], -1)[..., k] = 1
+                        primal = forward_ad.make_dual(_vmap.transform_leaf(value), direction)
+                        duals.append(_vmap.wrap_levels(primal, levels))
                     new_args = list(args)
                     for i, value in zip(nums, _unflatten(duals, spec)):
                         new_args[i] = value
                     out, aux = _split_aux(func(*new_args, **kwargs), has_aux, "jacfwd")
                     out_leaves, out_spec = _flatten(out)
-                    columns.append([_tangent_or_zeros(o) for o in out_leaves])
+                    columns.append([_unpack_dual(o)[1] for o in out_leaves])
             if out is None:  # every differentiated input is empty: run once for the outputs' structure
                 out, aux = _split_aux(func(*args, **kwargs), has_aux, "jacfwd")
                 out_leaves, out_spec = _flatten(out)

@@ -27,6 +27,7 @@ from .. import ops
 from .._tensor import Tensor
 from .._types import Size, wrap_dim
 from ..autograd import engine as _engine
+from ..autograd import forward_ad
 from ..autograd import function as _function
 from ..autograd.gradcheck import BATCHED_VJPS
 from ..nn import functional as F
@@ -36,7 +37,19 @@ from ..ops.elementwise import CLASSES
 from ..scalar_math import ROWS
 from . import _depth
 
-__all__ = ["BatchedTensor", "VmapInfo", "batched_alias", "reaches_user_leaf", "transform_leaf", "vmap"]
+__all__ = [
+    "BatchedTensor",
+    "VmapInfo",
+    "batched_alias",
+    "forward_mode",
+    "only_vmaps_running",
+    "reaches_user_leaf",
+    "spread",
+    "transform_leaf",
+    "unwrap_levels",
+    "vmap",
+    "wrap_levels",
+]
 
 
 class VmapInfo(NamedTuple):
@@ -60,6 +73,8 @@ class _Level:
 class _Stack(threading.local):
     def __init__(self) -> None:
         self.levels: list[_Level] = []
+        #: how many levels ran when ``numbagrad.func``'s forward mode (jvp, jacfwd) began; None outside it
+        self.forward_mode_from: int | None = None
 
 
 _stack = _Stack()
@@ -466,6 +481,34 @@ def _dispatch_function(cls, args: tuple, kwargs: dict):
             "Run vmap on autograd.Function with kwarg-only Tensor args. Please do not pass kwarg-only Tensors to "
             f"autograd.Function. Got: {kwargs}"
         )
+    if _forward_mode_inside(level) and any(
+        isinstance(a, Tensor) and unwrap_levels(a)[0]._fw_grad is not None for a in args
+    ):  # jvp inside this vmap: as torch, the Function's jvp gives the tangents, its vmap rule the outputs
+        if kwargs or cls._binds_defaults:
+            args = cls._bind(args, kwargs)
+        flags = tuple(_is_at(a, level) for a in args)
+        return _wrap_tree(_generated_rule(cls, True).apply(level, flags, *[_value(a, level) for a in args]), level)
+    return _by_vmap_rule(cls, level, args, kwargs)
+
+
+def _forward_mode_inside(level: _Level) -> bool:
+    """Whether ``numbagrad.func``'s forward mode began inside ``level`` (``vmap(jvp(f))``, not ``jvp(vmap(f))``)."""
+    start = _stack.forward_mode_from
+    return start is not None and any(running is level for running in _stack.levels[:start])
+
+
+@contextlib.contextmanager
+def forward_mode():
+    """Marks the block as ``numbagrad.func``'s forward mode, begun inside the vmaps running now."""
+    outer, _stack.forward_mode_from = _stack.forward_mode_from, len(_stack.levels)
+    try:
+        yield
+    finally:
+        _stack.forward_mode_from = outer
+
+
+def _by_vmap_rule(cls, level: _Level, args: tuple, kwargs: dict):
+    """``cls.apply`` by the Function's own ``vmap`` staticmethod: its outputs batched at ``level``."""
     in_dims = tuple(0 if _is_at(a, level) else None for a in args)
     result = cls.vmap(VmapInfo(level.size, level.randomness), in_dims, *[_value(a, level) for a in args], **kwargs)
     if not (isinstance(result, tuple) and len(result) == 2):
@@ -518,15 +561,19 @@ def _batch_of(t, level: _Level):
     return _expand_to(t, level) if isinstance(t, Tensor) else t
 
 
-def _generated_rule(cls) -> type:
+def _generated_rule(cls, by_vmap_rule: bool = False) -> type:
     """The Function that runs ``cls`` on the values of its batched inputs (its arguments are the level, which
-    inputs are batched at it, then the inputs' values); made once per class and kept on it."""
-    generated = cls.__dict__.get("_generated_vmap_rule")
+    inputs are batched at it, then the inputs' values); made once per class and kept on it. ``by_vmap_rule``: its
+    forward is ``cls``'s own ``vmap`` staticmethod (a ``jvp`` inside vmap of a Function that has one)."""
+    key = "_jvp_vmap_rule" if by_vmap_rule else "_generated_vmap_rule"
+    generated = cls.__dict__.get(key)
     if generated is not None:
         return generated
 
     def forward(level, flags, *args):
-        return _map_tree(lambda t: _batch_of(t, level), cls.forward(*_wrap_inputs(level, flags, args)))
+        inputs = _wrap_inputs(level, flags, args)
+        outputs = _by_vmap_rule(cls, level, tuple(inputs), {}) if by_vmap_rule else cls.forward(*inputs)
+        return _map_tree(lambda t: _batch_of(t, level), outputs)
 
     def setup_context(ctx, inputs, output):
         level, flags, *args = inputs
@@ -542,6 +589,9 @@ def _generated_rule(cls) -> type:
         ctx.save_for_backward(*[_value(t, level) for t in inner.to_save])
         ctx._vmap_saved_batched = tuple(_is_at(t, level) for t in inner.to_save)
         inner.to_save = ()
+        ctx.save_for_forward(*[_value(t, level) for t in inner.saved_for_forward])
+        ctx._vmap_forward_batched = tuple(_is_at(t, level) for t in inner.saved_for_forward)
+        inner.saved_for_forward = ()
         ctx.mark_non_differentiable(*[_value(t, level) for t in inner.non_differentiable])
         ctx.mark_dirty(*[_value(t, level) for t in inner.dirty_tensors])
         ctx.set_materialize_grads(inner.materialize_grads)
@@ -564,11 +614,28 @@ def _generated_rule(cls) -> type:
                 out.append(g._value.sum(0) if _is_at(g, level) else g * level.size)
         return tuple(out)
 
+    def jvp(ctx, _level, _flags, *tangents):
+        level, inner = ctx._vmap_level, ctx._vmap_inner
+        saved = ctx.saved_tensors  # (inside jvp: what setup_context saved for forward)
+        inner.saved_for_forward = tuple(
+            _wrap(t, level) if flag else t for t, flag in zip(saved, ctx._vmap_forward_batched)
+        )
+        batched = [None if t is None else _wrap(t, level) if flag else t for t, flag in zip(tangents, ctx._vmap_flags)]
+        inner._in_jvp = True
+        try:
+            with _entered(level):
+                result = cls.jvp(inner, *batched)
+        finally:
+            inner._in_jvp = False
+        return _map_tree(lambda t: _batch_of(t, level), result)
+
     methods = {"forward": forward, "setup_context": setup_context, "backward": backward}
+    if "jvp" in _function._overridden(cls):  # (without one, forward mode raises torch's error for the Function)
+        methods["jvp"] = jvp
     attrs: dict[str, Any] = {name: staticmethod(fn) for name, fn in methods.items()}
     attrs.update(__module__=cls.__module__, __qualname__=f"{cls.__qualname__}.generated_vmap", generate_vmap_rule=True)
     generated = _function.FunctionMeta(f"{cls.__name__}GeneratedVmap", (_function.Function,), attrs)
-    cls._generated_vmap_rule = generated
+    setattr(cls, key, generated)
     return generated
 
 
@@ -631,37 +698,61 @@ def batched_alias(t: Tensor) -> Tensor | None:
     """For a transform (grad, vjp, jacrev) inside vmap: the fresh input to differentiate, batched at every running
     level (a tensor shared by all samples is broadcast over the batch, so each sample gets its own gradient);
     None outside vmap, or when ``t`` is batched at every level already."""
-    levels = _stack.levels
-    if not levels:
+    value, have = unwrap_levels(t)
+    if not _stack.levels or all(level in have for level in _stack.levels):
         return None
+    base = value.view_as(value) if value.requires_grad else transform_leaf(value)
+    return wrap_levels(*spread(wrap_levels(base, have)))
+
+
+def unwrap_levels(t: Tensor) -> tuple[Tensor, list]:
+    """``t``'s innermost value (a plain tensor, one leading dim per level) and the levels it is batched at, outer
+    first as those dims are ordered."""
     have, value = [], t
     while type(value) is BatchedTensor:
         have.append(value._level)
         value = value._value
-    have.reverse()  # outer first, as the value's leading dims are ordered
-    missing = [level for level in levels if level not in have]
+    have.reverse()
+    return value, have
+
+
+def spread(t: Tensor) -> tuple[Tensor, list]:
+    """``t`` as a plain tensor batched at every running level: its innermost value broadcast over the levels it is
+    not batched at (a view), and those levels, outer first; ``wrap_levels`` turns the pair back into ``t``'s
+    per-sample view. Outside vmap: ``(t, [])``."""
+    value, have = unwrap_levels(t)
+    missing = [level for level in _stack.levels if level not in have]
     if not missing:
-        return None
-    base = value.view_as(value) if value.requires_grad else transform_leaf(value)
+        return value, have
     order = sorted(have + missing, key=lambda level: level.id)
     for pos, level in enumerate(order):
         if level in missing:
-            base = base.unsqueeze(pos)
-    base = base.expand(*[level.size for level in order], *t.shape)
-    for level in order:
-        base = _wrap(base, level)
-    return base
+            value = value.unsqueeze(pos)
+    return value.expand(*[level.size for level in order], *t.shape), order
+
+
+def wrap_levels(value: Tensor, levels: list) -> Tensor:
+    """A plain tensor whose leading dims are ``levels``' batches (outer first), as a tensor batched at them."""
+    for level in levels:
+        value = _wrap(value, level)
+    return value
+
+
+def only_vmaps_running() -> bool:
+    """Whether every ``numbagrad.func`` transform running in this thread is a vmap (each counts one depth)."""
+    return _depth.depth.value == len(_stack.levels)
 
 
 def transform_leaf(t: Tensor) -> Tensor:
     """A new leaf requiring grad with ``t``'s data, made by a transform to differentiate with respect to (marked,
-    so that ``reaches_user_leaf`` can tell the user's leaves from it)."""
-    leaf = t.detach().requires_grad_(True)
-    storage = leaf
-    while type(storage) is BatchedTensor:  # the graph's leaf is the innermost value
-        storage = storage._value
-    storage._made_by_transform = True
-    return leaf
+    so that ``reaches_user_leaf`` can tell the user's leaves from it). Under forward mode it keeps ``t``'s tangent
+    (as a dual view of the leaf), so that ``jvp(grad(f))`` differentiates the gradient along it."""
+    value, levels = unwrap_levels(t)  # (the graph's leaf is the innermost value)
+    leaf = value.detach().requires_grad_(True)
+    leaf._made_by_transform = True
+    if value._fw_grad is not None:
+        leaf = forward_ad.make_dual(leaf, value._fw_grad)
+    return wrap_levels(leaf, levels)
 
 
 def reaches_user_leaf(t: Tensor) -> bool:
