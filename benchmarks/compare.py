@@ -11,7 +11,8 @@ per setting in a child process with ``NUMBA_NUM_THREADS``, ``OPENBLAS_NUM_THREAD
 alternate in every repeat, so both see the same load, and the ratio is what to read: each row runs in ``ROUNDS``
 rounds, and the table gives the median of their ratios and, beside it, their range.
 
-Targets (at 1 thread): (a) <= 0.6x; (b) <= 1.0x at 1e3, <= 0.8x at 1e5, <= 0.7x at 1e7; (e) <= 1.0x.
+Targets (at 1 thread): (a) <= 0.6x; (b) <= 1.0x at 1e3, <= 0.8x at 1e5, <= 0.7x at 1e7; (e) <= 1.0x; (f) the
+optimizers' steps over 50 small parameters (per-parameter cost) <= 1.0x torch's `foreach=True` step.
 Below the table: Python function calls per elementwise op and per backward node, counted with cProfile.
 torch columns are skipped when torch is not installed.
 """
@@ -33,6 +34,9 @@ TARGETS = {
     "(b) relu(x*w+b).sum().backward(), f32, n=1e5": 0.8,
     "(b) relu(x*w+b).sum().backward(), f32, n=1e7": 0.7,
     "(e) MLP 784-128-10 SGD step, batch 64": 1.0,
+    "(f) AdamW step, 50 params [torch foreach=True]": 1.0,
+    "(f) Adam step, 50 params [torch foreach=True]": 1.0,
+    "(f) SGD step, 50 params [torch foreach=True] momentum 0.9": 1.0,
 }
 
 
@@ -118,6 +122,30 @@ def numpy_double_plus_one(n: int):
     return run
 
 
+#: The optimizer rows' parameters: 50 tensors of mixed small sizes (biases, norms' weights, small matrices), so the
+#: per-parameter cost shows, not the arithmetic.
+OPTIMIZER_SHAPES = [(128,), (16, 16), (65,), (32, 8), (4,), (10, 10), (1000,), (3, 3, 3, 3), (7,), (64,)] * 5
+
+
+def optimizer_step(lib, name: str):
+    """One ``step()`` of ``name`` over ``OPTIMIZER_SHAPES`` with fixed gradients; torch's runs with ``foreach=True``
+    (its multi-tensor implementation), numbagrad's with the same arguments."""
+    rng = np.random.default_rng(0)
+    params = []
+    for shape in OPTIMIZER_SHAPES:
+        p = lib.nn.Parameter(lib.tensor(rng.standard_normal(shape).astype(np.float32)))
+        p.grad = lib.tensor(rng.standard_normal(shape).astype(np.float32) * 1e-3)
+        params.append(p)
+    make = {
+        "AdamW": lambda: lib.optim.AdamW(params, lr=1e-3, weight_decay=0.1, foreach=True),
+        "Adam": lambda: lib.optim.Adam(params, lr=1e-3, foreach=True),
+        "SGD": lambda: lib.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=True),
+    }
+    optimizer = make[name]()
+    optimizer.step()
+    return optimizer.step
+
+
 def rows(quick: bool):
     yield "(a) Square.apply(x).sum().backward(), n=3", square_round_trip, None
     for n in (1_000, 100_000) if quick else (1_000, 100_000, 10_000_000):
@@ -127,6 +155,9 @@ def rows(quick: bool):
             None,
         )
     yield "(e) MLP 784-128-10 SGD step, batch 64", training_step, None
+    for name in ("AdamW", "Adam", "SGD"):
+        label = f"(f) {name} step, 50 params [torch foreach=True]" + (" momentum 0.9" if name == "SGD" else "")
+        yield label, lambda lib, name=name: optimizer_step(lib, name), None
     yield (
         "(c) apply_(v*2+1), n=1e5 f64 [numpy: a[...] = a*2+1]",
         lambda lib: apply_double_plus_one(lib, 100_000),

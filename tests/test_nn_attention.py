@@ -94,6 +94,16 @@ def test_sdpa_backward_reuses_the_saved_probabilities(monkeypatch):
     assert len(calls) == 1
 
 
+def test_sdpa_causal_calls_of_other_sizes_and_dtypes_each_get_their_own_mask(torch):
+    """The causal mask is kept between calls: a later call with other lengths or another dtype must not reuse it."""
+    for (length, source), dtype in (((3, 5), "float32"), ((5, 3), "float32"), ((3, 5), "float64"), ((3, 5), "float32")):
+        arrays = _arrays((1, 2, length, 4), (1, 2, source, 4), (1, 2, source, 4), dtype=dtype)
+        out = F.scaled_dot_product_attention(*(numbagrad.tensor(a) for a in arrays), is_causal=True)
+        expected = torch.nn.functional.scaled_dot_product_attention(*map(torch.tensor, arrays), is_causal=True)
+        assert out.dtype == getattr(numbagrad, dtype)
+        _close(out, expected, 1e-5)
+
+
 def test_sdpa_row_without_keys_is_zero():
     q, k, v = (numbagrad.tensor(a) for a in _arrays((1, 3, 4), (1, 3, 4), (1, 3, 4)))
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=numbagrad.tensor(BOOL_MASK))

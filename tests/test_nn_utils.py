@@ -75,6 +75,36 @@ def test_clip_grad_norm_matches_torch(dtype, norm_type, max_norm):
 
 
 @pytest.mark.torch
+def test_clip_grad_norm_of_mixed_dtypes_matches_torch():
+    """float16, float32 and float64 gradients in one call: one norm per dtype group, promoted to float64."""
+    torch = pytest.importorskip("torch")
+    grads = [g.astype(d) for g, d in zip(_grads("float64"), ("float16", "float32", "float64"))]
+    ours, theirs = _params(ng, grads), _params(torch, grads)
+    total = clip_grad_norm_(ours, 0.5)
+    expected = torch.nn.utils.clip_grad_norm_(theirs, 0.5)
+    assert total.dtype == ng.float64
+    np.testing.assert_allclose(_host(total), expected.numpy(), rtol=1e-6)
+    for p, q in zip(ours, theirs):
+        assert str(p.grad.dtype) == str(q.grad.dtype).replace("torch", "numbagrad")
+        np.testing.assert_allclose(_host(p.grad), q.grad.numpy(), rtol=1e-3)
+
+
+@pytest.mark.torch
+def test_clip_grad_norm_scales_a_strided_gradient_in_place_like_torch():
+    torch = pytest.importorskip("torch")
+    grads = _grads("float32")
+    ours, theirs = _params(ng, grads), _params(torch, grads)
+    for lib, params in ((ng, ours), (torch, theirs)):
+        params[0].grad = lib.tensor(grads[0].T.copy()).t()  # a transposed (non-contiguous) gradient
+    before = [(p.grad, p.grad._version) for p in ours]
+    clip_grad_norm_(ours, 0.5)
+    torch.nn.utils.clip_grad_norm_(theirs, 0.5)
+    for (grad, version), p, q in zip(before, ours, theirs):
+        assert p.grad is grad and grad._version == version + 1  # written in place, as mul_ writes it
+        np.testing.assert_allclose(_host(p.grad), q.grad.numpy(), rtol=2e-6)
+
+
+@pytest.mark.torch
 def test_clip_grad_norm_skips_parameters_without_gradients_like_torch():
     torch = pytest.importorskip("torch")
     grads = _grads("float64", scale=3.0)

@@ -582,10 +582,14 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @np.errstate(all="ignore")
 def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """``x @ weight.T + bias`` for a 2-D ``x`` (torch's ``addmm``): ``(W @ x.T).T`` is about 10% faster than
-    ``x @ W.T`` with OpenBLAS, and the bias add writes it out contiguously."""
-    out = np.empty((x.shape[0], weight.shape[0]), np.result_type(x, weight))
-    np.add(np.matmul(weight, x.T).T, bias, out=out)
+    """``x @ weight.T + bias`` for a 2-D ``x`` (torch's ``addmm``): the product is written row-major and the bias
+    added in place. (Adding the bias while transposing ``W @ x.T`` costs up to 6x the product at (768, 128) x
+    (512, 128): the column-wise reads thrash the cache.) 2-byte floats multiply and add in float32 and round once,
+    as torch's CPU does."""
+    if _narrow(x.dtype):
+        return _narrowed(linear(_widen(x), _widen(weight), _widen(bias)), x.dtype)
+    out = np.matmul(x, weight.T)
+    np.add(out, bias, out=out)
     return out
 
 

@@ -76,9 +76,9 @@ class _Attention(Function):
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, mask, keep, scale: float, k_times: int, v_times: int,
                 safe: bool):  # fmt: skip
-        scores = q.matmul(_repeat_heads(k, k_times).transpose(-2, -1)) * scale
-        if mask is not None:
-            scores = scores + mask
+        scores = q.matmul(_repeat_heads(k, k_times).transpose(-2, -1))
+        # one pass: ``mask + scores * scale`` (add's alpha), the same rounding as the product and then the sum
+        scores = scores * scale if mask is None else ops.add(mask, scores, alpha=scale)
         probs = scores.softmax(-1)
         if safe and mask is not None:
             empty = scores.amax(-1, keepdim=True).isneginf()
@@ -199,12 +199,30 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if attn_mask is not None:
         mask = _additive(attn_mask, dtype) if attn_mask.dtype == bool_ else attn_mask.to(dtype)
+    length, source = query.size(-2), key.size(-2)
     if is_causal:
-        length, source = query.size(-2), key.size(-2)
-        causal = _additive(ops.ones(length, source, dtype=bool_, device=query.device).tril(), dtype)
-        mask = causal
+        mask = _causal_mask(length, source, dtype, query.device)
     factor = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
-    return _attention(query, key, value, mask, dropout_p, factor, gqa, True)[0]
+    # a causal mask leaves every row key 0 when there is one: no row can be all ``-inf``
+    safe = not (is_causal and source > 0)
+    return _attention(query, key, value, mask, dropout_p, factor, gqa, safe)[0]
+
+
+#: (length, source, dtype, device) -> the additive causal mask: a model asks for the same few shapes every step,
+#: and building one takes four ops. Never written to (the attention only adds it); cleared when it grows large.
+_CAUSAL: dict = {}
+
+
+def _causal_mask(length: int, source: int, dtype, device) -> Tensor:
+    """The additive mask of ``is_causal``: 0 where key ``j <= i`` (query ``i``), ``-inf`` elsewhere."""
+    key = (length, source, dtype, str(device))
+    mask = _CAUSAL.get(key)
+    if mask is None:
+        if len(_CAUSAL) >= 32:
+            _CAUSAL.clear()
+        keep = ops.ones(length, source, dtype=bool_, device=device).tril()
+        mask = _CAUSAL[key] = _additive(keep, dtype)
+    return mask
 
 
 # --- multi-head attention ------------------------------------------------------------------------------------------

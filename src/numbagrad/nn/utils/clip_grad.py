@@ -14,9 +14,12 @@ import types
 import warnings
 from collections.abc import Iterable
 
+import numpy as np
+
 from ... import ops
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
+from ...scalar_math import ROWS
 
 _tensor_or_tensors = Tensor | Iterable[Tensor]
 
@@ -34,6 +37,40 @@ def _grouped(tensors: list[Tensor]) -> dict:
     return groups
 
 
+#: The dtypes whose 2-norms ``_norms`` computes on the backend's kernels directly (``ops.norm`` for the rest).
+_PLAIN = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _norms(group: list[Tensor], norm_type: float) -> list[Tensor]:
+    """The norm of each tensor of one (device, dtype) group. A float32/float64 2-norm runs ``ops.norm``'s three
+    steps (square, whole sum, square root) on the backend's kernels, the same results without an autograd
+    Function per tensor (under ``no_grad`` none records anything): 50 small gradients took 490 us, torch 140."""
+    data = group[0]._data
+    if norm_type != 2.0 or data.dtype not in _PLAIN:
+        return [ops.norm(t, norm_type) for t in group]
+    backend, dtype = group[0]._backend, data.dtype
+    square, root = ROWS["mul"], ROWS["sqrt"]
+    norms = []
+    for t in group:
+        d = t._data
+        total = backend.reduce(backend.elementwise(square, [d, d], (), dtype), "sum", None, False, dtype)
+        norms.append(Tensor._make(backend.elementwise(root, [total], (), dtype)))
+    return norms
+
+
+def _scale_(group: list[Tensor], coef: Tensor) -> None:
+    """``g.mul_(coef)`` for every gradient of one (device, dtype) group, ``coef`` a 0-dim tensor on their device:
+    the in-place product written by the backend's kernel directly (``mul_``'s checks, for one dtype and a 0-dim
+    factor, find nothing to refuse), then the version bump ``mul_`` makes. 50 small gradients: 650 us, torch 75."""
+    dtype = group[0]._data.dtype
+    if coef.dtype != group[0].dtype:
+        coef = coef.to(group[0].dtype)
+    backend, factor, mul = group[0]._backend, coef._data, ROWS["mul"]
+    for g in group:
+        backend.elementwise(mul, [g._data, factor], (), dtype, out=g._data)
+        g._bump_version()
+
+
 def get_total_norm(
     tensors: _tensor_or_tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach: bool | None = None
 ) -> Tensor:
@@ -48,12 +85,17 @@ def get_total_norm(
         norms = []
         for group in _grouped(tensors).values():
             _check_foreach(foreach, group[0].device)
-            norms.extend(ops.norm(t, norm_type) for t in group)
-        stacked = [n.to(first_device) for n in norms]
+            norms.extend(_norms(group, norm_type))
+        # (``to`` only where a norm is elsewhere or of another dtype: one group needs none)
+        stacked = [n if n.device == first_device else n.to(first_device) for n in norms]
         dtype = stacked[0].dtype
         for n in stacked[1:]:
-            dtype = ops.promote_types(dtype, n.dtype)
-        total_norm = ops.norm(ops.stack([n.to(dtype) for n in stacked]), norm_type)
+            if n.dtype != dtype:
+                dtype = ops.promote_types(dtype, n.dtype)
+        parts = [(n if n.dtype == dtype else n.to(dtype))._data for n in stacked]
+        backend = stacked[0]._backend  # (the stack, joined by the backend: ``stack`` of 50 0-dim norms took 235 us)
+        joined = backend.concatenate([backend.reshape(a, (1,)) for a in parts], 0, parts[0].dtype)
+        total_norm = ops.norm(Tensor._make(joined), norm_type)
     if error_if_nonfinite and not math.isfinite(total_norm.item()):  # one host sync, as in torch
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from "
@@ -77,9 +119,7 @@ def clip_grads_with_norm_(
         clip_coef_clamped = (max_norm / (total_norm + 1e-6)).clamp(max=1.0)
         for group in _grouped(grads).values():
             _check_foreach(foreach, group[0].device)
-            coef = clip_coef_clamped.to(group[0].device)
-            for g in group:
-                g.mul_(coef)
+            _scale_(group, clip_coef_clamped.to(group[0].device))
 
 
 def clip_grad_norm_(
