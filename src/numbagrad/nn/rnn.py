@@ -468,46 +468,47 @@ def _stacked(backend, arrays: list, dtype):
 class _Layer(Function):
     """One direction of one LSTM (without projection) or GRU layer over the whole sequence, as one graph node.
 
-    ``xi`` holds every step's input projection ``x @ W_ih.T + b_ih``, time-major (``(T*B, G*H)``, or a packed
-    sequence's rows); ``sizes`` how many sequences run at each step. Per step, the forward runs the recurrent
-    matmul and the fused gate kernels and records nothing: no node, view or stack per step. The backward walks the
-    steps back with the fused gradient kernels and one matmul each (``d h_{t-1} = d(hh_t) @ W_hh``, where ``hh_t
-    = h_{t-1} @ W_hh.T + b_hh``), then gives ``W_hh`` and ``b_hh`` their gradients in one ``(G*H, T*B) @ (T*B,
-    H)`` product. With or without ``create_graph`` the gradients are one ``fused_grads`` node, whose formula (for
-    their own derivatives) runs the layer step by step with ``_LSTMStep``/``_GRUStep``, themselves twice
-    differentiable. Subclasses give the step's forward and backward arrays."""
+    ``x`` is the layer's input, time-major rows (``(T*B, input_size)``, or a packed sequence's data); ``sizes``
+    how many sequences run at each step. The forward projects all steps at once (``x @ W_ih.T``, its output
+    written contiguously, and the biases added in one pass), then per step runs the recurrent matmul and the
+    fused gate kernels and records nothing: no node, view or stack per step. The backward walks the steps back
+    with the fused gradient kernels and one matmul each (``d h_{t-1} = d(hh_t) @ W_hh``, where ``hh_t = h_{t-1} @
+    W_hh.T + b_hh``), then gives the weights their gradients in one ``(G*H, T*B) @ (T*B, *)`` product each. With
+    or without ``create_graph`` the gradients are one ``fused_grads`` node, whose formula (for their own
+    derivatives) runs the layer step by step with ``F.linear`` and ``_LSTMStep``/``_GRUStep``, themselves twice
+    differentiable. Subclasses give the bias folding and the step's forward and backward arrays."""
 
     _trusted = True
     _step = None  # the step of the formula (``_lstm_step`` or ``_gru_step``)
 
     @classmethod
-    def forward(cls, ctx, xi: Tensor, w_hh: Tensor, b_hh: Tensor | None, sizes: tuple, reverse: bool, *state):
-        backend = same_backend((xi, w_hh, b_hh, *state))
-        dtype = xi._data.dtype
-        x = cls._prepared(backend, backend.ascontiguous(xi._data), b_hh, dtype)
+    def forward(cls, ctx, x, w_ih, b_ih, w_hh, b_hh, sizes: tuple, reverse: bool, *state):
+        backend = same_backend((x, w_ih, b_ih, w_hh, b_hh, *state))
+        dtype = x._data.dtype
+        xi = cls._projected(backend, backend.matmul(backend.ascontiguous(x._data), w_ih._data.T), b_ih, b_hh)
         current = [backend.ascontiguous(s._data) for s in state]
         outputs, saved = [None] * len(sizes), []
         for t, start, n in _step_rows(sizes, reverse):
-            new, arrays = cls._step_forward(backend, x[start : start + n], [s[:n] for s in current], w_hh, b_hh)
+            new, arrays = cls._step_forward(backend, xi[start : start + n], [s[:n] for s in current], w_hh, b_hh)
             saved.append(arrays)
             outputs[t] = new[0]
             current = [_joined(backend, a, s, n, dtype) for a, s in zip(new, current)]
-        ctx.save_for_backward(xi, w_hh, b_hh, *state)
+        ctx.save_for_backward(x, w_ih, b_ih, w_hh, b_hh, *state)
         ctx.saved, ctx.sizes, ctx.reverse = saved, sizes, reverse
         return (Tensor._make(_stacked(backend, outputs, dtype)), *(Tensor._make(s) for s in current))
 
     @classmethod
     def backward(cls, ctx, g_out: Tensor | None, *g_state):
-        xi, w_hh, b_hh, *state = ctx.saved_tensors
+        x, w_ih, b_ih, w_hh, b_hh, *state = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        wanted = (needs[0], needs[1], needs[2], *needs[5:])
+        wanted = (*needs[:5], *needs[7:])
         saved, sizes, reverse = ctx.saved, ctx.sizes, ctx.reverse
         count = len(state)
 
         def kernel(g_out, *rest):
-            g_state, (xi, w_hh, _, *state) = rest[:count], rest[count:]
-            backend = xi._backend
-            dtype = xi._data.dtype
+            g_state, (x, w_ih, _, w_hh, _, *state) = rest[:count], rest[count:]
+            backend = x._backend
+            dtype = x._data.dtype
             go = None if g_out is None else backend.ascontiguous(g_out._data)
             carry = [
                 backend.zeros(s._data.shape, dtype) if g is None else backend.ascontiguous(g._data)
@@ -523,32 +524,32 @@ class _Layer(Function):
                                       "aa")  # fmt: skip
                 d_xi[t], d_hh[t], d_state, h_prev[t] = cls._step_backward(backend, grads, saved[k], w_hh._data)
                 carry = [_joined(backend, d, c, n, dtype) for d, c in zip(d_state, carry)]
-            gw = gb = None
-            if wanted[1] or wanted[2]:
-                needs_wb = (False, wanted[1], wanted[2])
-                _, gw, gb = backend.linear_backward(
-                    _stacked(backend, d_hh, dtype), _stacked(backend, h_prev, dtype), w_hh._data, needs_wb
-                )
-            return (
-                Tensor._make(_stacked(backend, d_xi, dtype)) if wanted[0] else None,
-                None if gw is None else Tensor._make(gw),
-                None if gb is None else Tensor._make(gb),
-                *(Tensor._make(c) if need else None for c, need in zip(carry, wanted[3:])),
-            )
+            d_x = _stacked(backend, d_xi, dtype)
+            gx, gw_ih, gb_ih = backend.linear_backward(d_x, x._data, w_ih._data, wanted[:3])
+            gw_hh = gb_hh = None
+            if wanted[3] or wanted[4]:
+                shared = d_hh[0] is d_xi[0] and gb_ih is not None  # (LSTM: both biases get the gates' gradient)
+                needs_wb = (False, wanted[3], wanted[4] and not shared)
+                d_h = d_x if d_hh[0] is d_xi[0] else _stacked(backend, d_hh, dtype)
+                _, gw_hh, gb_hh = backend.linear_backward(d_h, _stacked(backend, h_prev, dtype), w_hh._data, needs_wb)
+                if wanted[4] and shared:
+                    gb_hh = backend.copy(gb_ih)
+            made = (gx, gw_ih, gb_ih, gw_hh, gb_hh, *(c if need else None for c, need in zip(carry, wanted[5:])))
+            return tuple(None if a is None else Tensor._make(a) for a in made)
 
         def formula(g_out, *rest):
-            g_state, (xi, w_hh, b_hh, *state) = rest[:count], rest[count:]
-            xs = list(xi.split(list(sizes), 0))
+            g_state, (x, w_ih, b_ih, w_hh, b_hh, *state) = rest[:count], rest[count:]
+            xs = list(F.linear(x, w_ih, b_ih).split(list(sizes), 0))
             outputs, final, _ = _run_direction(cls._step, xs, tuple(state), (w_hh, b_hh, None), list(sizes), reverse)
             pairs = [(t, g) for t, g in zip((ops.cat(outputs, 0), *final), (g_out, *g_state)) if g is not None]
-            wrt = [t for t, need in zip((xi, w_hh, b_hh, *state), wanted) if need]
+            wrt = [t for t, need in zip((x, w_ih, b_ih, w_hh, b_hh, *state), wanted) if need]
             found = iter(autograd_grad([p[0] for p in pairs], wrt, [p[1] for p in pairs], create_graph=True,
                                        allow_unused=True))  # fmt: skip
             return tuple(next(found) if need else None for need in wanted)
 
-        inputs = (g_out, *g_state, xi, w_hh, b_hh, *state)
+        inputs = (g_out, *g_state, x, w_ih, b_ih, w_hh, b_hh, *state)
         grads = fused_grads(cls.node_name + "Backward", kernel, formula, inputs, wanted)
-        return (*grads[:3], None, None, *grads[3:])
+        return (*grads[:5], None, None, *grads[5:])
 
 
 class _LSTMLayer(_Layer):
@@ -559,10 +560,12 @@ class _LSTMLayer(_Layer):
     _step = staticmethod(_lstm_step)
 
     @staticmethod
-    def _prepared(backend, x, b_hh, dtype):
-        if b_hh is None:
-            return x
-        return backend.elementwise(ROWS["add"], [x, b_hh._data], (), dtype, shape=x.shape)
+    def _projected(backend, xi, b_ih, b_hh):
+        """``xi + b_ih + b_hh`` in place: a step then adds only its matmul."""
+        if b_ih is not None:
+            bias = backend.elementwise(ROWS["add"], [b_ih._data, b_hh._data], (), xi.dtype)
+            backend.elementwise(ROWS["add"], [xi, bias], (), xi.dtype, out=xi)
+        return xi
 
     @staticmethod
     def _step_forward(backend, x, state, w_hh, b_hh):
@@ -603,8 +606,11 @@ class _GRULayer(_Layer):
     _step = staticmethod(_gru_step)
 
     @staticmethod
-    def _prepared(backend, x, b_hh, dtype):
-        return x
+    def _projected(backend, xi, b_ih, b_hh):
+        """``xi + b_ih`` in place (``b_hh`` stays in the step: ``r`` multiplies its third of it)."""
+        if b_ih is not None:
+            backend.elementwise(ROWS["add"], [xi, b_ih._data], (), xi.dtype, out=xi)
+        return xi
 
     @staticmethod
     def _step_forward(backend, x, state, w_hh, b_hh):
@@ -821,19 +827,19 @@ class RNNBase(Module):
             for direction in range(num_directions):
                 index = layer * num_directions + direction
                 params = dict(zip(("w_ih", "w_hh", "b_ih", "b_hh", "w_hr"), self._weights_of(index)))
-                projected = F.linear(layer_input, params["w_ih"], params["b_ih"])
                 state = tuple(h[index] for h in hx)
                 whole = _LAYERS.get(self.mode) if params["w_hr"] is None else None
                 if whole is not None:  # (LSTM without projection, GRU: the layer is one node)
-                    rows = projected if batch_sizes is not None else projected.reshape(-1, projected.shape[-1])
-                    output, *state = whole.apply(rows, params["w_hh"], params["b_hh"], tuple(sizes), direction == 1,
-                                                 *state)  # fmt: skip
+                    rows = layer_input if batch_sizes is not None else layer_input.reshape(-1, layer_input.shape[-1])
+                    weights = (params["w_ih"], params["b_ih"], params["w_hh"], params["b_hh"])
+                    output, *state = whole.apply(rows, *weights, tuple(sizes), direction == 1, *state)
                     directions.append(
                         output if batch_sizes is not None else output.view(input.shape[0], -1, output.shape[-1])
                     )
                     for k, s in enumerate(state):
                         finals[k].append(s)
                     continue
+                projected = F.linear(layer_input, params["w_ih"], params["b_ih"])
                 xs = list(projected.unbind(0) if batch_sizes is None else projected.split(sizes, 0))
                 offsets = None
                 # (only while a graph is recorded: under no_grad the weight node would not exist to complete)
