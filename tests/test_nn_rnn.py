@@ -459,6 +459,14 @@ def test_module_errors_match_torch(torch, name, x_shape, hx_shape):
     _same_error(torch, _module_call(name, x_shape, hx_shape), _module_call(name, x_shape, hx_shape))
 
 
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+def test_empty_sequence_raises_torchs_error(torch, name):
+    def run(lib):
+        return getattr(lib.nn, name)(3, 4)(lib.zeros(0, 2, 3))
+
+    _same_error(torch, run, run)
+
+
 def test_lstm_with_projection_checks_hidden_against_proj_size(torch):
     run = _module_call("LSTM", (5, 2, 3), (1, 2, 4), proj_size=2)
     _same_error(torch, run, run)

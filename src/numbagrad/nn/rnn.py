@@ -815,6 +815,8 @@ class RNNBase(Module):
         step = _STEPS[self.mode]
         num_directions = 2 if self.bidirectional else 1
         if batch_sizes is None:
+            if input.shape[0] == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             sizes = [input.shape[1]] * input.shape[0]
         else:
             sizes = [int(n) for n in batch_sizes.numpy()]
