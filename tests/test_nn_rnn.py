@@ -294,6 +294,36 @@ def test_lstm_passes_gradcheck_through_packed_bidirectional_layers():
     assert gradcheck(run, (x,))
 
 
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_packed_bidirectional_layers_with_initial_states_pass_gradcheck_and_gradgradcheck(name):
+    """The whole-layer node on a packed batch: forward, sequences end early (their final states are set aside);
+    in reverse, they join late from their initial states. Both directions differentiate once and twice."""
+    module = getattr(nn, name)(2, 2, bidirectional=True).double()
+    x = numbagrad.randn(3, 2, 2, dtype=numbagrad.float64, requires_grad=True)
+    h0 = numbagrad.randn(2, 2, 2, dtype=numbagrad.float64, requires_grad=True)
+    c0 = numbagrad.randn(2, 2, 2, dtype=numbagrad.float64, requires_grad=True)
+
+    def run(x, h0, c0, *params):
+        packed = R.pack_padded_sequence(x, [3, 1])
+        out, state = module(packed, (h0, c0) if name == "LSTM" else h0)
+        return (out.data, *_states(state))
+
+    inputs = (x, h0, c0, *module.parameters())
+    assert gradcheck(run, inputs)
+    assert gradgradcheck(run, inputs)
+
+
+def test_layer_backward_run_twice_with_retain_graph_gives_the_same_gradients():
+    lstm = nn.LSTM(3, 4, num_layers=2)
+    x = numbagrad.randn(4, 2, 3, requires_grad=True)
+    out, (h_n, c_n) = lstm(x)
+    loss = (out**2).sum() + c_n.sum()
+    first = numbagrad.autograd.grad(loss, [x, *lstm.parameters()], retain_graph=True)
+    second = numbagrad.autograd.grad(loss, [x, *lstm.parameters()])
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
 # --- packed sequences -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("lengths, enforce_sorted", [([5, 3, 2], True), ([2, 5, 3], False), ([3, 5, 5], False)])
@@ -427,6 +457,14 @@ def _module_call(name, x_shape, hx_shape=None, **kw):
 )
 def test_module_errors_match_torch(torch, name, x_shape, hx_shape):
     _same_error(torch, _module_call(name, x_shape, hx_shape), _module_call(name, x_shape, hx_shape))
+
+
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+def test_empty_sequence_raises_torchs_error(torch, name):
+    def run(lib):
+        return getattr(lib.nn, name)(3, 4)(lib.zeros(0, 2, 3))
+
+    _same_error(torch, run, run)
 
 
 def test_lstm_with_projection_checks_hidden_against_proj_size(torch):

@@ -2,12 +2,15 @@
 
 Each layer and direction first projects its whole input sequence at once (``x @ W_ih.T + b_ih``, one matmul for
 all time steps), then walks the steps, adding ``h @ W_hh.T + b_hh`` and applying the gate math. An RNN step is made
-of ops. An LSTM or GRU step is one Function (``_LSTMStep``, ``_GRUStep``): the recurrent linear, then gate kernels
-generated from scalar functions by the elementwise table's machinery (forward and fused gradients). Its backward's
-kernels compute the first gradients with ``create_graph`` or without, as a ``fused_grads`` node whose own backward
-differentiates the same gradients written with ops, so double backward works. ``_RecurrentWeights`` gives ``W_hh``
-and ``b_hh`` their gradients once per layer, the same way. The parameters carry torch's names and layout, so
-state_dicts move between torch and numbagrad unchanged.
+of ops. An LSTM (without projection) or GRU layer-direction is one Function (``_LSTMLayer``, ``_GRULayer``) whose
+steps run the recurrent matmul and gate kernels generated from scalar functions by the elementwise table's
+machinery, and record nothing per step; its backward walks the steps back with the fused gradient kernels and
+gives ``W_hh`` and ``b_hh`` their gradients in one matmul. The cells, and LSTM layers with a projection, run one
+Function per step (``_LSTMStep``, ``_GRUStep``; ``_RecurrentWeights`` then gives ``W_hh`` and ``b_hh`` their
+gradients once per layer). Every backward computes the first gradients with ``create_graph`` or without, as a
+``fused_grads`` node whose own backward differentiates the same gradients written with ops (a layer's: its steps),
+so double backward works. The parameters carry torch's names and layout, so state_dicts move between torch and
+numbagrad unchanged.
 """
 
 from __future__ import annotations
@@ -302,10 +305,10 @@ def _lstm_step(
     return h, c
 
 
-def _gate_major(backend, a, batch: int, size: int):
-    """``(B, 3H)`` as ``(3, B*H)``: each gate's block contiguous (what the fused kernels' fast path takes)."""
-    blocks = backend.ascontiguous(backend.reshape(a, (batch, 3, size)).transpose(1, 0, 2))
-    return backend.reshape(blocks, (3, batch * size))
+def _gate_major(backend, a, gates: int, batch: int, size: int):
+    """``(B, G*H)`` as ``(G, B*H)``: each gate's block contiguous (what the fused kernels' fast path takes)."""
+    blocks = backend.ascontiguous(backend.reshape(a, (batch, gates, size)).transpose(1, 0, 2))
+    return backend.reshape(blocks, (gates, batch * size))
 
 
 class _GRUStep(Function):
@@ -326,8 +329,8 @@ class _GRUStep(Function):
         dtype = hd.dtype
         batch, size = h.shape
         gh = backend.linear(hd, w, b_hh._data) if b_hh is not None else backend.matmul(hd, w.T)
-        x3 = _gate_major(backend, xi._data, batch, size)
-        h3 = _gate_major(backend, gh, batch, size)
+        x3 = _gate_major(backend, xi._data, 3, batch, size)
+        h3 = _gate_major(backend, gh, 3, batch, size)
         h_flat = backend.reshape(backend.ascontiguous(hd), (batch * size,))
         operands = [x3[0], x3[1], x3[2], h3[0], h3[1], h3[2], h_flat]
         h_new = _plain(backend, gru_h.row, operands, dtype, (batch * size,), "a" * 7)
@@ -434,6 +437,210 @@ def _run_direction(step, xs: list, state: tuple, weights: tuple, sizes: list[int
         state = step(x, state, w_hh, b_hh, w_hr, offsets[t]) if offsets else step(x, state, w_hh, b_hh, w_hr)
         outputs[t] = state[0]
     return outputs, state, fed
+
+
+# --- a whole layer-direction as one Function: per step one matmul and the gate kernels, nothing else ---------
+def _step_rows(sizes: tuple, reverse: bool) -> list[tuple[int, int, int]]:
+    """``(time step, first row, rows)`` of each step's slice of the time-major data, in the order the steps run."""
+    steps, start = [], 0
+    for t, n in enumerate(sizes):
+        steps.append((t, start, n))
+        start += n
+    return steps[::-1] if reverse else steps
+
+
+def _joined(backend, new, old, n: int, dtype):
+    """The running state after a step that updated its first ``n`` rows: the rows past ``n`` (sequences that have
+    ended, or in reverse have not begun) keep theirs."""
+    return new if n == old.shape[0] else backend.concatenate([new, old[n:]], 0, dtype)
+
+
+def _by_row(backend, parts: list, n: int, size: int, dtype):
+    """The inverse of ``_gate_major`` for flat ``(n*H,)`` blocks: ``(n, len(parts)*H)``."""
+    joined = backend.concatenate([backend.reshape(p, (n, 1, size)) for p in parts], 1, dtype)
+    return backend.reshape(joined, (n, len(parts) * size))
+
+
+def _stacked(backend, arrays: list, dtype):
+    return backend.concatenate(arrays, 0, dtype) if len(arrays) > 1 else arrays[0]
+
+
+class _Layer(Function):
+    """One direction of one LSTM (without projection) or GRU layer over the whole sequence, as one graph node.
+
+    ``x`` is the layer's input, time-major rows (``(T*B, input_size)``, or a packed sequence's data); ``sizes``
+    how many sequences run at each step. The forward projects all steps at once (``x @ W_ih.T``, its output
+    written contiguously, and the biases added in one pass), then per step runs the recurrent matmul and the
+    fused gate kernels and records nothing: no node, view or stack per step. The backward walks the steps back
+    with the fused gradient kernels and one matmul each (``d h_{t-1} = d(hh_t) @ W_hh``, where ``hh_t = h_{t-1} @
+    W_hh.T + b_hh``), then gives the weights their gradients in one ``(G*H, T*B) @ (T*B, *)`` product each. With
+    or without ``create_graph`` the gradients are one ``fused_grads`` node, whose formula (for their own
+    derivatives) runs the layer step by step with ``F.linear`` and ``_LSTMStep``/``_GRUStep``, themselves twice
+    differentiable. Subclasses give the bias folding and the step's forward and backward arrays."""
+
+    _trusted = True
+    _step = None  # the step of the formula (``_lstm_step`` or ``_gru_step``)
+
+    @classmethod
+    def forward(cls, ctx, x, w_ih, b_ih, w_hh, b_hh, sizes: tuple, reverse: bool, *state):
+        backend = same_backend((x, w_ih, b_ih, w_hh, b_hh, *state))
+        dtype = x._data.dtype
+        xi = cls._projected(backend, backend.matmul(backend.ascontiguous(x._data), w_ih._data.T), b_ih, b_hh)
+        current = [backend.ascontiguous(s._data) for s in state]
+        outputs, saved = [None] * len(sizes), []
+        for t, start, n in _step_rows(sizes, reverse):
+            new, arrays = cls._step_forward(backend, xi[start : start + n], [s[:n] for s in current], w_hh, b_hh)
+            saved.append(arrays)
+            outputs[t] = new[0]
+            current = [_joined(backend, a, s, n, dtype) for a, s in zip(new, current)]
+        ctx.save_for_backward(x, w_ih, b_ih, w_hh, b_hh, *state)
+        ctx.saved, ctx.sizes, ctx.reverse = saved, sizes, reverse
+        return (Tensor._make(_stacked(backend, outputs, dtype)), *(Tensor._make(s) for s in current))
+
+    @classmethod
+    def backward(cls, ctx, g_out: Tensor | None, *g_state):
+        x, w_ih, b_ih, w_hh, b_hh, *state = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        wanted = (*needs[:5], *needs[7:])
+        saved, sizes, reverse = ctx.saved, ctx.sizes, ctx.reverse
+        count = len(state)
+
+        def kernel(g_out, *rest):
+            g_state, (x, w_ih, _, w_hh, _, *state) = rest[:count], rest[count:]
+            backend = x._backend
+            dtype = x._data.dtype
+            go = None if g_out is None else backend.ascontiguous(g_out._data)
+            carry = [
+                backend.zeros(s._data.shape, dtype) if g is None else backend.ascontiguous(g._data)
+                for g, s in zip(g_state, state)
+            ]
+            steps = _step_rows(sizes, reverse)
+            d_xi, d_hh, h_prev = [None] * len(steps), [None] * len(steps), [None] * len(steps)
+            for k in range(len(steps) - 1, -1, -1):
+                t, start, n = steps[k]
+                grads = [c[:n] for c in carry]
+                if go is not None:
+                    grads[0] = _plain(backend, ROWS["add"], [go[start : start + n], grads[0]], dtype, grads[0].shape,
+                                      "aa")  # fmt: skip
+                d_xi[t], d_hh[t], d_state, h_prev[t] = cls._step_backward(backend, grads, saved[k], w_hh._data)
+                carry = [_joined(backend, d, c, n, dtype) for d, c in zip(d_state, carry)]
+            d_x = _stacked(backend, d_xi, dtype)
+            gx, gw_ih, gb_ih = backend.linear_backward(d_x, x._data, w_ih._data, wanted[:3])
+            gw_hh = gb_hh = None
+            if wanted[3] or wanted[4]:
+                shared = d_hh[0] is d_xi[0] and gb_ih is not None  # (LSTM: both biases get the gates' gradient)
+                needs_wb = (False, wanted[3], wanted[4] and not shared)
+                d_h = d_x if d_hh[0] is d_xi[0] else _stacked(backend, d_hh, dtype)
+                _, gw_hh, gb_hh = backend.linear_backward(d_h, _stacked(backend, h_prev, dtype), w_hh._data, needs_wb)
+                if wanted[4] and shared:
+                    gb_hh = backend.copy(gb_ih)
+            made = (gx, gw_ih, gb_ih, gw_hh, gb_hh, *(c if need else None for c, need in zip(carry, wanted[5:])))
+            return tuple(None if a is None else Tensor._make(a) for a in made)
+
+        def formula(g_out, *rest):
+            g_state, (x, w_ih, b_ih, w_hh, b_hh, *state) = rest[:count], rest[count:]
+            xs = list(F.linear(x, w_ih, b_ih).split(list(sizes), 0))
+            outputs, final, _ = _run_direction(cls._step, xs, tuple(state), (w_hh, b_hh, None), list(sizes), reverse)
+            pairs = [(t, g) for t, g in zip((ops.cat(outputs, 0), *final), (g_out, *g_state)) if g is not None]
+            wrt = [t for t, need in zip((x, w_ih, b_ih, w_hh, b_hh, *state), wanted) if need]
+            found = iter(autograd_grad([p[0] for p in pairs], wrt, [p[1] for p in pairs], create_graph=True,
+                                       allow_unused=True))  # fmt: skip
+            return tuple(next(found) if need else None for need in wanted)
+
+        inputs = (g_out, *g_state, x, w_ih, b_ih, w_hh, b_hh, *state)
+        grads = fused_grads(cls.node_name + "Backward", kernel, formula, inputs, wanted)
+        return (*grads[:5], None, None, *grads[5:])
+
+
+class _LSTMLayer(_Layer):
+    """``_Layer`` for LSTM: ``b_hh`` is added to all steps' projections at once; a step is the matmul, one add and
+    the fused ``c'`` and ``h'`` kernels; its backward the fused gradients (two per kernel) and a matmul."""
+
+    node_name = "LstmLayerBackward"
+    _step = staticmethod(_lstm_step)
+
+    @staticmethod
+    def _projected(backend, xi, b_ih, b_hh):
+        """``xi + b_ih + b_hh`` in place: a step then adds only its matmul."""
+        if b_ih is not None:
+            bias = backend.elementwise(ROWS["add"], [b_ih._data, b_hh._data], (), xi.dtype)
+            backend.elementwise(ROWS["add"], [xi, bias], (), xi.dtype, out=xi)
+        return xi
+
+    @staticmethod
+    def _step_forward(backend, x, state, w_hh, b_hh):
+        lstm_c, lstm_h, _ = _gate_functions()
+        h, c = state
+        n, size = c.shape
+        dtype = x.dtype
+        gates = backend.linear(h, w_hh._data, x)  # (``x`` as the bias: the add is the product's copy-out)
+        i, f, g, o = _gate_major(backend, gates, 4, n, size)
+        c_flat = backend.reshape(backend.ascontiguous(c), (n * size,))
+        c_new = _plain(backend, lstm_c.row, [i, f, g, c_flat], dtype, (n * size,), "aaaa")
+        h_new = _plain(backend, lstm_h.row, [o, c_new], dtype, (n * size,), "aa")
+        arrays = (i, f, g, o, c_flat, c_new, h_new, h)
+        return (backend.reshape(h_new, (n, size)), backend.reshape(c_new, (n, size))), arrays
+
+    @staticmethod
+    def _step_backward(backend, grads, arrays, w):
+        lstm_c, lstm_h, _ = _gate_functions()
+        i, f, g, o, c_flat, c_new, h_new, h = arrays
+        n, size = h.shape
+        dtype = h.dtype
+        flat = (n * size,)
+        gh, gc = (backend.reshape(backend.ascontiguous(a), flat) for a in grads)
+        d_o, gct = backend.elementwise_grads(lstm_h.row, (0, 1), gh, h_new, [o, c_new], (), dtype)
+        gct = _plain(backend, ROWS["add"], [gct, gc], dtype, flat, "aa")
+        inputs = [i, f, g, c_flat]
+        d_i, d_f = backend.elementwise_grads(lstm_c.row, (0, 1), gct, c_new, inputs, (), dtype)
+        d_g, d_c = backend.elementwise_grads(lstm_c.row, (2, 3), gct, c_new, inputs, (), dtype)
+        dgates = _by_row(backend, [d_i, d_f, d_g, d_o], n, size, dtype)
+        return dgates, dgates, (backend.matmul(dgates, w), backend.reshape(d_c, (n, size))), h
+
+
+class _GRULayer(_Layer):
+    """``_Layer`` for GRU: a step is ``gh = h @ W_hh.T + b_hh``, both ``xi`` and ``gh`` laid out gate-major, and
+    the fused ``h'`` kernel; its backward the seven gradients in three kernels and a matmul."""
+
+    node_name = "GruLayerBackward"
+    _step = staticmethod(_gru_step)
+
+    @staticmethod
+    def _projected(backend, xi, b_ih, b_hh):
+        """``xi + b_ih`` in place (``b_hh`` stays in the step: ``r`` multiplies its third of it)."""
+        if b_ih is not None:
+            backend.elementwise(ROWS["add"], [xi, b_ih._data], (), xi.dtype, out=xi)
+        return xi
+
+    @staticmethod
+    def _step_forward(backend, x, state, w_hh, b_hh):
+        gru_h = _gate_functions()[2]
+        (h,) = state
+        n, size = h.shape
+        dtype = x.dtype
+        w = w_hh._data
+        gh = backend.linear(h, w, b_hh._data) if b_hh is not None else backend.matmul(h, w.T)
+        x3, h3 = _gate_major(backend, x, 3, n, size), _gate_major(backend, gh, 3, n, size)
+        operands = [x3[0], x3[1], x3[2], h3[0], h3[1], h3[2], backend.reshape(backend.ascontiguous(h), (n * size,))]
+        h_new = _plain(backend, gru_h.row, operands, dtype, (n * size,), "a" * 7)
+        return (backend.reshape(h_new, (n, size)),), (operands, h_new, h)
+
+    @staticmethod
+    def _step_backward(backend, grads, arrays, w):
+        gru_h = _gate_functions()[2]
+        operands, h_new, h = arrays
+        n, size = h.shape
+        dtype = h.dtype
+        gd = backend.reshape(backend.ascontiguous(grads[0]), (n * size,))
+        d_r, d_z = backend.elementwise_grads(gru_h.row, (0, 1), gd, h_new, operands, (), dtype)
+        d_xn, d_hn = backend.elementwise_grads(gru_h.row, (2, 5), gd, h_new, operands, (), dtype)
+        d_h = backend.reshape(backend.elementwise_grad(gru_h.row, 6, gd, h_new, operands, (), dtype), (n, size))
+        d_gh = _by_row(backend, [d_r, d_z, d_hn], n, size, dtype)
+        d_prev = _plain(backend, ROWS["add"], [backend.matmul(d_gh, w), d_h], dtype, (n, size), "aa")
+        return _by_row(backend, [d_r, d_z, d_xn], n, size, dtype), d_gh, (d_prev,), h
+
+
+_LAYERS = {"LSTM": _LSTMLayer, "GRU": _GRULayer}
 
 
 class RNNBase(Module):
@@ -608,6 +815,8 @@ class RNNBase(Module):
         step = _STEPS[self.mode]
         num_directions = 2 if self.bidirectional else 1
         if batch_sizes is None:
+            if input.shape[0] == 0:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
             sizes = [input.shape[1]] * input.shape[0]
         else:
             sizes = [int(n) for n in batch_sizes.numpy()]
@@ -620,6 +829,18 @@ class RNNBase(Module):
             for direction in range(num_directions):
                 index = layer * num_directions + direction
                 params = dict(zip(("w_ih", "w_hh", "b_ih", "b_hh", "w_hr"), self._weights_of(index)))
+                state = tuple(h[index] for h in hx)
+                whole = _LAYERS.get(self.mode) if params["w_hr"] is None else None
+                if whole is not None:  # (LSTM without projection, GRU: the layer is one node)
+                    rows = layer_input if batch_sizes is not None else layer_input.reshape(-1, layer_input.shape[-1])
+                    weights = (params["w_ih"], params["b_ih"], params["w_hh"], params["b_hh"])
+                    output, *state = whole.apply(rows, *weights, tuple(sizes), direction == 1, *state)
+                    directions.append(
+                        output if batch_sizes is not None else output.view(input.shape[0], -1, output.shape[-1])
+                    )
+                    for k, s in enumerate(state):
+                        finals[k].append(s)
+                    continue
                 projected = F.linear(layer_input, params["w_ih"], params["b_ih"])
                 xs = list(projected.unbind(0) if batch_sizes is None else projected.split(sizes, 0))
                 offsets = None
@@ -629,7 +850,6 @@ class RNNBase(Module):
                     break_trace(f"runs a {self.mode} layer, whose weight node is completed after its steps")
                     offset = _RecurrentWeights.apply(params["w_hh"], params["b_hh"], tuple(projected.shape))
                     offsets = offset.unbind(0) if batch_sizes is None else offset.split(sizes, 0)
-                state = tuple(h[index] for h in hx)
                 weights = (params["w_hh"], params["b_hh"], params["w_hr"])
                 outputs, state, fed = _run_direction(step, xs, state, weights, sizes, direction == 1, offsets)
                 if offsets is not None:
