@@ -275,3 +275,16 @@ def test_the_float32_loop_converts_whole_vectors():
     assert re.search(r"fpext <\d+ x float> .* to <\d+ x double>", ir)
     assert re.search(r"fptrunc <\d+ x double> .* to <\d+ x float>", ir)
     assert t.tolist() == [2.0] * 64
+
+
+@pytest.mark.parametrize(("dtype", "half_way"), [(ng.float16, 2.0**-11), (ng.bfloat16, 2.0**-8)])
+def test_the_python_fallback_rounds_half_precision_through_float32_too(dtype, half_way):
+    values = {"tie": 1 + half_way + 2.0**-40}
+
+    def lookup(v):  # a dict global: Numba cannot compile it
+        return values["tie"]
+
+    t = ng.zeros(2, dtype=dtype)
+    with pytest.warns(RuntimeWarning, match="Numba could not compile lookup"):
+        t.apply_(lookup)
+    assert t.tolist() == [1.0, 1.0]

@@ -80,8 +80,9 @@ def _reason(err: Exception) -> str:
 
 
 def _python_map(fn, columns: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
-    """``fn`` element by element in Python into a new array; raises before anything is written to the tensor."""
-    out = np.empty(columns[0].shape[0], dtype)
+    """``fn`` element by element in Python into a new array; raises before anything is written to the tensor. For a
+    2-byte float (float16, bfloat16) the array is float32, so results round through float32 as torch stores them."""
+    out = np.empty(columns[0].shape[0], np.float32 if dtype.itemsize == 2 and dtype.kind in "fV" else dtype)
     items = [c.tolist() for c in columns]
     for i, args in enumerate(zip(*items)):
         r = fn(*args)
