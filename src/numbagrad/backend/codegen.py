@@ -961,8 +961,10 @@ def apply_kernel(fn: Callable, arity: int, target: str, as_double: bool = False)
 
     ``as_double`` (for float arrays) passes every element to ``fn`` as a float64, as torch passes Python floats:
     Numba would otherwise compute ``a * b`` or ``math.sin(v)`` of float32 elements in float32 and round them
-    there, where torch rounds only the float64 result. The loop still vectorizes (whole vectors widened, computed
-    in double and narrowed); on float32 the two conversions per element are most of its cost."""
+    there, where torch rounds only the float64 result. The float32 loop still vectorizes (whole vectors widened,
+    computed in double, narrowed); the two conversions per element are most of its cost, as they share the
+    floating-point add pipes (``v * 2 + 1`` over 1e5 float32 elements: 18 us against 8.5 us in float64, 1 thread,
+    Zen 4). LLVM computes in float32 by itself where that rounds the same, a single operation like ``v * 2``."""
     operands = [f"y{j}" for j in range(1, arity)]
     fns = copyable([fn])
     args = ["res[i]", *[f"{o}[i]" for o in operands]]
