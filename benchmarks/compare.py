@@ -103,8 +103,11 @@ def training_step(lib):
     return step
 
 
-def apply_double_plus_one(lib, n: int):
-    t = lib.tensor(np.random.default_rng(0).standard_normal(n))
+def apply_double_plus_one(lib, n: int, dtype: str = "float64"):
+    """``t.apply_(fn)``: both libraries pass ``fn`` each element as a Python float (a double) and round the
+    result to ``dtype``; numbagrad's compiled float32 loop widens and narrows whole vectors around the double
+    arithmetic, conversions that cost more than the arithmetic itself (numpy's column computes in float32)."""
+    t = lib.tensor(np.random.default_rng(0).standard_normal(n).astype(dtype))
 
     def fn(v):
         return v * 2 + 1
@@ -112,8 +115,8 @@ def apply_double_plus_one(lib, n: int):
     return lambda: t.apply_(fn)
 
 
-def numpy_double_plus_one(n: int):
-    a = np.random.default_rng(0).standard_normal(n)
+def numpy_double_plus_one(n: int, dtype: str = "float64"):
+    a = np.random.default_rng(0).standard_normal(n).astype(dtype)
 
     def run():
         with np.errstate(over="ignore"):  # repeated doubling reaches inf, as in the other columns
@@ -158,11 +161,12 @@ def rows(quick: bool):
     for name in ("AdamW", "Adam", "SGD"):
         label = f"(f) {name} step, 50 params [torch foreach=True]" + (" momentum 0.9" if name == "SGD" else "")
         yield label, lambda lib, name=name: optimizer_step(lib, name), None
-    yield (
-        "(c) apply_(v*2+1), n=1e5 f64 [numpy: a[...] = a*2+1]",
-        lambda lib: apply_double_plus_one(lib, 100_000),
-        numpy_double_plus_one(100_000),
-    )
+    for dtype in ("float64", "float32"):
+        yield (
+            f"(c) apply_(v*2+1), n=1e5 f{dtype[-2:]} [numpy: a[...] = a*2+1]",
+            lambda lib, dtype=dtype: apply_double_plus_one(lib, 100_000, dtype),
+            numpy_double_plus_one(100_000, dtype),
+        )
 
 
 def measure(quick: bool, threads: int) -> dict:

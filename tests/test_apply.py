@@ -2,6 +2,7 @@
 
 import math
 import os
+import re
 import warnings
 
 import numpy as np
@@ -212,3 +213,78 @@ def test_map_with_an_uncompilable_callable_falls_back_to_python():
     with pytest.warns(RuntimeWarning, match="map_: Numba could not compile record"):
         t.map_(ng.tensor([1.0, 2.0], dtype=ng.float64), record)
     assert t.tolist() == [4.0, 5.0] and seen == [(5.0, 1.0), (7.0, 2.0)]
+
+
+def _random(shape, seed=0):
+    return np.random.default_rng(seed).uniform(-3, 3, shape)
+
+
+def test_map_passes_float32_elements_as_python_floats_like_torch(torch):
+    # torch computes a * b + 1 in double and rounds once: a float32 product would round twice, differently
+    a, b = _random(200).astype(np.float32), _random(200, seed=1).astype(np.float32)
+    expected = torch.tensor(a).map_(torch.tensor(b), lambda x, y: x * y + 1)
+    got = ng.tensor(a).map_(ng.tensor(b), lambda x, y: x * y + 1)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "int64"])
+@pytest.mark.parametrize(
+    "fn",
+    [lambda v: math.sqrt(abs(v)) * 3 + 1, lambda v: math.sin(v) / 3 - math.exp(-v * v), lambda v: v * 2 + 1],
+    ids=["sqrt", "sin-exp", "affine"],
+)
+def test_apply_on_a_transposed_tensor_matches_torch(torch, dtype, fn):
+    data = _random((4, 3)) * 10
+    expected = torch.tensor(data).to(getattr(torch, dtype)).t().apply_(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # compiled for every dtype: no Python fallback
+        got = ng.tensor(data).to(getattr(ng, dtype)).t().apply_(fn)
+    assert got.dtype is getattr(ng, dtype)
+    np.testing.assert_array_equal(got.float().numpy(), expected.float().numpy())
+
+
+@pytest.mark.parametrize(("dtype", "half_way"), [(ng.float16, 2.0**-11), (ng.bfloat16, 2.0**-8)])
+def test_half_precision_results_round_through_float32_like_torch(dtype, half_way):
+    # just above half way between 1 and the next 2-byte float, but exactly half way once rounded to float32: torch
+    # stores a Python float into a 2-byte tensor through float, so the tie rounds to even, down to 1
+    value = 1 + half_way + 2.0**-40
+    t = ng.zeros(2, dtype=dtype).apply_(lambda v: value)
+    assert t.tolist() == [1.0, 1.0]
+
+
+def test_a_callable_that_fails_for_one_dtype_still_compiles_for_another():
+    def halve(v):
+        return v >> 1  # no float >> in Python or Numba
+
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        ng.tensor([1.0]).apply_(halve)
+    t = ng.tensor([8, 6])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # compiled: no "running it in Python" warning
+        t.apply_(halve)
+    assert t.tolist() == [4, 3]
+
+
+def test_the_float32_loop_converts_whole_vectors():
+    # the double-precision loop over float32 stays vectorised: whole vectors widened to double and narrowed back
+    fn = lambda v: v * 3 - 1  # noqa: E731 - a lambda compiles in memory, where Numba keeps its IR for inspection
+    t = ng.tensor(np.ones(64, np.float32))
+    t.apply_(fn)
+    kernel = apply_mod._kernels[apply_mod._key(fn), "f", 1, "serial"]
+    ir = kernel.inspect_llvm(kernel.signatures[0])
+    assert re.search(r"fpext <\d+ x float> .* to <\d+ x double>", ir)
+    assert re.search(r"fptrunc <\d+ x double> .* to <\d+ x float>", ir)
+    assert t.tolist() == [2.0] * 64
+
+
+@pytest.mark.parametrize(("dtype", "half_way"), [(ng.float16, 2.0**-11), (ng.bfloat16, 2.0**-8)])
+def test_the_python_fallback_rounds_half_precision_through_float32_too(dtype, half_way):
+    values = {"tie": 1 + half_way + 2.0**-40}
+
+    def lookup(v):  # a dict global: Numba cannot compile it
+        return values["tie"]
+
+    t = ng.zeros(2, dtype=dtype)
+    with pytest.warns(RuntimeWarning, match="Numba could not compile lookup"):
+        t.apply_(lookup)
+    assert t.tolist() == [1.0, 1.0]

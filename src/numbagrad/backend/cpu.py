@@ -364,10 +364,23 @@ def foreach(update, arrays: list, scalars: tuple = (), static: tuple = ()) -> No
 def apply_kernel(fn, dtype, variant: str, arity: int = 1):
     """``run(res, *others)``: ``res[i] = fn(res[i], others[0][i], ...)`` over flat contiguous arrays of
     ``dtype`` with the ``variant`` loop (``loop_variant``), compiled now for that dtype (so an uncompilable
-    ``fn`` raises here, a Numba error)."""
+    ``fn`` raises here, a Numba error). Float elements reach ``fn`` as float64, as torch's Python floats.
+
+    Numba has no 2-byte floats: a float16 or bfloat16 array runs the float32 loop on a float32 copy, and the
+    float64 results round to float32 and then to the narrow type, as torch stores a Python float into one."""
     import numba
 
-    kernel = codegen.apply_kernel(fn, arity, variant)
+    dtype = np.dtype(dtype)
+    if _narrow(dtype):
+        single = apply_kernel(fn, _SINGLE, variant, arity)
+
+        def run(res, *others) -> None:
+            wide = _widen(res)
+            single(wide, *[_widen(o) for o in others])
+            _store(res, wide)
+
+        return run
+    kernel = codegen.apply_kernel(fn, arity, variant, as_double=dtype.kind == "f")
     kernel.compile((numba.typeof(np.empty(1, dtype)),) * arity)
     return kernel
 

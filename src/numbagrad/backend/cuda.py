@@ -886,9 +886,10 @@ def apply_kernel(fn, dtype, variant: str = "cuda", arity: int = 1):
     from numba import from_dtype, types
 
     signature = (types.Array(from_dtype(np.dtype(dtype)), 1, "C"),) * arity
-    kernel = codegen.apply_kernel(fn, arity, "cuda")
+    as_double = np.dtype(dtype).kind == "f"  # float elements reach ``fn`` as float64, as on the CPU
+    kernel = codegen.apply_kernel(fn, arity, "cuda", as_double)
     if simulator():
-        codegen.apply_kernel(fn, arity, "serial").compile(signature)
+        codegen.apply_kernel(fn, arity, "serial", as_double).compile(signature)
     else:
         kernel.compile(signature)
 

@@ -4,8 +4,10 @@ on the CPU or on CUDA.
 torch calls ``fn`` once per element from C++ (about 0.5 µs each); here the backend compiles ``fn`` into one loop
 (``backend.apply_kernel``: the generator's serial, ``prange`` or grid-stride loop) per (callable, dtype, variant),
 memoized, so the second call compiles nothing and costs one kernel call. A module-level ``def`` is copied into the
-kernel cache and later processes load it from disk; lambdas and closures compile once per process. Results are
-stored with the tensor's dtype (floats truncate into integer tensors, as torch does).
+kernel cache and later processes load it from disk; lambdas and closures compile once per process. As in torch,
+``fn`` gets float elements as float64 (torch's Python floats; float32 math would round ``a * b`` or ``math.sin(v)``
+differently) and its results are stored with the tensor's dtype (floats truncate into integer tensors; float16
+and bfloat16 round through float32, as torch's do).
 
 A callable Numba cannot compile still works, element by element in Python as in torch (on a host copy for cuda
 tensors), after one warning per callable that says why it is slow. A callable returning something that is not a
@@ -25,7 +27,7 @@ from ._registry import declare
 
 #: (callable key, dtype char, arity, loop variant: "serial", "parallel" or "cuda") -> compiled kernel
 _kernels: dict = {}
-#: callable key -> the reason Numba could not compile it (then run in Python)
+#: (callable key, dtype char, arity) -> the reason Numba could not compile it for that dtype (then run in Python)
 _uncompilable: dict = {}
 #: callable keys already warned about (the warning comes once the Python fallback has succeeded)
 _warned: set = set()
@@ -52,7 +54,7 @@ def _key(fn):
 def _kernel_for(fn, backend, dtype: np.dtype, arity: int, size: int):
     """The memoized kernel ``run(res, *others)``, or ``None`` when Numba cannot compile ``fn``."""
     key = _key(fn)
-    if key in _uncompilable:
+    if (key, dtype.char, arity) in _uncompilable:
         return None
     variant = backend.loop_variant(size)
     try:
@@ -64,7 +66,7 @@ def _kernel_for(fn, backend, dtype: np.dtype, arity: int, size: int):
     try:
         kernel = backend.apply_kernel(fn, dtype, variant, arity)
     except (NumbaError, TypeError, ValueError, NotImplementedError) as err:
-        _uncompilable[key] = _reason(err)
+        _uncompilable[key, dtype.char, arity] = _reason(err)
         return None
     _kernels[key, dtype.char, arity, variant] = kernel
     return kernel
@@ -78,8 +80,9 @@ def _reason(err: Exception) -> str:
 
 
 def _python_map(fn, columns: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
-    """``fn`` element by element in Python into a new array; raises before anything is written to the tensor."""
-    out = np.empty(columns[0].shape[0], dtype)
+    """``fn`` element by element in Python into a new array; raises before anything is written to the tensor. For a
+    2-byte float (float16, bfloat16) the array is float32, so results round through float32 as torch stores them."""
+    out = np.empty(columns[0].shape[0], np.float32 if dtype.itemsize == 2 and dtype.kind in "fV" else dtype)
     items = [c.tolist() for c in columns]
     for i, args in enumerate(zip(*items)):
         r = fn(*args)
@@ -105,7 +108,8 @@ def _run(t: Tensor, fn, others: list, name: str) -> None:
         if key not in _warned:
             _warned.add(key)
             warnings.warn(
-                f"{name}: Numba could not compile {getattr(fn, '__name__', repr(fn))} ({_uncompilable[key]}); "
+                f"{name}: Numba could not compile {getattr(fn, '__name__', repr(fn))} "
+                f"({_uncompilable[key, flat.dtype.char, 1 + len(others)]}); "
                 "running it element by element in Python instead, which is slow (about 1 µs per element).",
                 RuntimeWarning,
                 stacklevel=4,
