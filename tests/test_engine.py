@@ -394,7 +394,7 @@ def test_graph_and_saved_tensors_are_freed_without_the_garbage_collector():
         out = Keep.apply(hidden)
         saved_input = weakref.ref(hidden)
         node = weakref.ref(out.grad_fn)
-        saved_output = weakref.ref(out.grad_fn._saved[1][0])
+        saved_output = weakref.ref(out.grad_fn._saved[1].tensor)
         del hidden
         assert saved_input() is not None
         loss = (out * out).sum()
@@ -415,7 +415,7 @@ def test_unused_graph_is_freed_on_del_without_the_garbage_collector():
         x = leaf([1.0, 2.0])
         out = Cube.apply(x * 1)
         node = weakref.ref(out.grad_fn)
-        saved = weakref.ref(out.grad_fn._saved[0][0])
+        saved = weakref.ref(out.grad_fn._saved[0].tensor)
         del out
         assert node() is None and saved() is None
     finally:
@@ -570,7 +570,9 @@ def _node_summary(t):
     """What a node records, saved inputs by their storage's identity (the output saved as "out"): comparable across
     two builds."""
     node = t.grad_fn
-    saved = [(id(s[0]._data) if s[2] < 0 else "out", s[1], s[2], s[3]) for s in node._saved or ()]
+    saved = [
+        (id(s.tensor._data) if s.output_nr < 0 else "out", s.version, s.output_nr, s.grad_fn) for s in node._saved or ()
+    ]
     return type(node).__name__, node.next_functions, node.needs_input_grad, saved
 
 

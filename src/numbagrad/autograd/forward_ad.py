@@ -208,7 +208,7 @@ def _check_tangent_shape(tensor: Tensor, tangent: Tensor) -> None:
 
 def _set_tangent(t: Tensor, tangent: Tensor) -> None:
     """Give ``t`` its tangent (registered, so leaving the level deletes it); a saved alias of ``t`` in its own node
-    gets it too, so a backward run inside the level sees it (``function._unpack_saved``)."""
+    gets it too, so a backward run inside the level sees it (``function.SavedTensor.unpack``)."""
     t._fw_grad = tangent
     _dual_tensors.append(weakref.ref(t))
     node = t.grad_fn
@@ -217,12 +217,12 @@ def _set_tangent(t: Tensor, tangent: Tensor) -> None:
         for entry in saved:
             if (
                 entry is not None
-                and entry[2] == t._output_nr
-                and type(entry[0]) is Tensor
-                and entry[0]._data is t._data
+                and entry.output_nr == t._output_nr
+                and type(entry.tensor) is Tensor
+                and entry.tensor._data is t._data
             ):
-                entry[0]._fw_grad = tangent
-                _dual_tensors.append(weakref.ref(entry[0]))
+                entry.tensor._fw_grad = tangent
+                _dual_tensors.append(weakref.ref(entry.tensor))
 
 
 def inplace_tangent(t: Tensor, result: Tensor) -> None:

@@ -92,17 +92,10 @@ class FunctionCtx:
         for s in saved:
             if s is None:
                 tensors.append(None)
-                continue
-            t, version, output_nr, _ = s
-            counter = t._version_counter
-            if (
-                output_nr < 0
-                and (counter.value if counter is not None else 0) == version
-                and type(t) is not PackedTensor
-            ):
-                tensors.append(t)  # an unchanged input: ``_unpack_saved``'s common case, inline
+            elif s.output_nr < 0 and s.unchanged() and type(s.tensor) is not PackedTensor:
+                tensors.append(s.tensor)  # an unchanged input: ``unpack``'s common case, inline
             else:
-                tensors.append(_unpack_saved(s, self))
+                tensors.append(s.unpack(self))
         return tuple(tensors)
 
     @property
@@ -112,31 +105,55 @@ class FunctionCtx:
         return self.saved_tensors
 
 
-# --- saved tensors ------------------------------------------------------------------------------------------
-# A saved tensor is a tuple (tensor, version at save time, output_nr or -1 for an input, the input's grad_fn),
-# made by ``_save_tensors``. An output of the node that saves it is stored without its grad_fn (that would be a
-# reference cycle node -> saved -> tensor -> node) and re-linked to the node when unpacked.
+# --- saved tensors ---------------------------------------------------------------------------------------------
+class SavedTensor:
+    """One tensor saved for backward (made by ``saved_input``/``saved_output``): the tensor (or the
+    ``PackedTensor`` standing for it under ``saved_tensors_hooks``), its version when saved, which output of the
+    saving node it is (-1 for an input), and an input's own grad_fn (named in the version error).
 
+    An output of the node that saves it is stored without its grad_fn (that would be a reference cycle
+    node -> saved -> tensor -> node) and re-linked to the node when unpacked."""
 
-def _unpack_saved(saved: tuple, node) -> Tensor:
-    t, version, output_nr, grad_fn = saved
-    if type(t) is PackedTensor:
-        t = t.unpack()
-        counter = None
-    else:
-        counter = t._version_counter
-    current = 0 if counter is None else counter.value
-    if current != version:
-        _raise_modified(t, current, version, node if output_nr >= 0 else grad_fn, output_nr)
-    if output_nr < 0:
-        return t
-    out = Tensor._make(t._data)
-    out._version_counter = counter
-    out.grad_fn = node
-    out._output_nr = output_nr
-    if t._fw_grad is not None:  # an output saved inside a forward-AD level keeps its tangent (forward-over-reverse)
-        out._fw_grad = t._fw_grad
-    return out
+    __slots__ = ("tensor", "version", "output_nr", "grad_fn")
+
+    def __init__(self, tensor, version: int, output_nr: int, grad_fn) -> None:
+        self.tensor = tensor
+        self.version = version
+        self.output_nr = output_nr
+        self.grad_fn = grad_fn
+
+    def unchanged(self) -> bool:
+        """Whether the tensor is at the version it was saved at (torch's check before backward reads it)."""
+        counter = self.tensor._version_counter
+        return (0 if counter is None else counter.value) == self.version
+
+    def data(self, node):
+        """The saved storage, after the version check (which raises torch's error)."""
+        if self.unchanged():
+            return self.tensor._data
+        return self.unpack(node)._data
+
+    def unpack(self, node) -> Tensor:
+        """The tensor as backward sees it: unpacked by the saved-tensor hooks, version-checked (torch's
+        "modified by an inplace operation" error), and re-linked to ``node`` when it is the node's output."""
+        t = self.tensor
+        if type(t) is PackedTensor:
+            t = t.unpack()
+            counter = None
+        else:
+            counter = t._version_counter
+        current = 0 if counter is None else counter.value
+        if current != self.version:
+            _raise_modified(t, current, self.version, node if self.output_nr >= 0 else self.grad_fn, self.output_nr)
+        if self.output_nr < 0:
+            return t
+        out = Tensor._make(t._data)
+        out._version_counter = counter
+        out.grad_fn = node
+        out._output_nr = self.output_nr
+        if t._fw_grad is not None:  # an output saved inside a forward-AD level keeps its tangent (forward-over-reverse)
+            out._fw_grad = t._fw_grad
+        return out
 
 
 def _raise_modified(t: Tensor, current: int, version: int, owner, output_nr: int) -> None:
@@ -591,30 +608,30 @@ def edge_of(t: Tensor) -> tuple:
     return (accumulator_of(t), 0) if t._requires_grad else _NO_EDGE
 
 
-def saved_input(t: Tensor) -> tuple:
+def saved_input(t: Tensor) -> SavedTensor:
     """What saving an input for backward records: the tensor, its version now, and its own grad_fn."""
     if state.saved_hooks is not None:
-        return (PackedTensor(t), 0, -1, t.grad_fn)
+        return SavedTensor(PackedTensor(t), 0, -1, t.grad_fn)
     counter = t._version_counter
-    return (t, 0 if counter is None else counter.value, -1, t.grad_fn)
+    return SavedTensor(t, 0 if counter is None else counter.value, -1, t.grad_fn)
 
 
-def saved_output(t: Tensor) -> tuple:
+def saved_output(t: Tensor) -> SavedTensor:
     """What saving the node's own output records: a detached alias (no node -> tensor -> node cycle) sharing its
     version counter, re-linked to the node when unpacked."""
     counter = t._shared_version()
     detached = Tensor._make(t._data)
     detached._version_counter = counter
     if state.saved_hooks is not None:
-        return (PackedTensor(detached), 0, t._output_nr, None)
-    return (detached, counter.value, t._output_nr, None)
+        return SavedTensor(PackedTensor(detached), 0, t._output_nr, None)
+    return SavedTensor(detached, counter.value, t._output_nr, None)
 
 
 class PackedTensor:
     """A tensor saved for backward while ``saved_tensors_hooks`` are active: the pack hook's result, unpacked
     (by the unpack hook) whenever backward reads it. It stands where the tensor would in a saved entry, so every
     node, built-in or custom, reads it the same way: ``_data`` unpacks. As in torch, what the hooks hand back is
-    not version-checked (it has no version counter, and its entry records version 0)."""
+    not version-checked (it has no version counter, and its ``SavedTensor`` records version 0)."""
 
     __slots__ = ("_packed", "_unpack")
     grad_fn = None

@@ -27,8 +27,8 @@ from ..autograd.function import (
     _NO_EDGE,
     ERR_BACKWARD_TWICE,
     Function,
+    SavedTensor,
     _sequence,
-    _unpack_saved,
     edges_of,
     saved_input,
     saved_output,
@@ -360,13 +360,13 @@ class Elementwise(Function):
             into is None
             and cls._saves_out
             and ctx._saved_owned
-            and saved[-1][0]._data.size >= SAVED_REUSE_MIN_SIZE
-            and saved[-1][0]._data.dtype is dt
-            and engine_owns(saved[-1][0])  # (before a local holds the output's array)
+            and saved[-1].tensor._data.size >= SAVED_REUSE_MIN_SIZE
+            and saved[-1].tensor._data.dtype is dt
+            and engine_owns(saved[-1].tensor)  # (before a local holds the output's array)
         ):
-            into = saved[-1][0]._data
-        x_data = saved[0][0]._data if cls._save_idx else 0  # (0: an operand no gradient reads)
-        out_data = saved[-1][0]._data if cls._saves_out else 0
+            into = saved[-1].tensor._data
+        x_data = saved[0].tensor._data if cls._save_idx else 0  # (0: an operand no gradient reads)
+        out_data = saved[-1].tensor._data if cls._saves_out else 0
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
         grad = _new(Tensor)
         grad._data = backend.elementwise_grad(cls.row, 0, gd, out_data, [x_data], (), dt, result=into)
@@ -393,9 +393,9 @@ class Elementwise(Function):
         operands = [0, 0]  # (0: an operand no gradient reads)
         k = 0
         for j in cls._save_idx:
-            operands[j] = saved[k][0]._data
+            operands[j] = saved[k].tensor._data
             k += 1
-        out_data = saved[k][0]._data if cls._saves_out else 0
+        out_data = saved[k].tensor._data if cls._saves_out else 0
         gd = g._data
         owned = ctx._grads_owned
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
@@ -444,16 +444,18 @@ class Elementwise(Function):
             k = 0
             for j in cls._save_idx:
                 if values[j] is None:
-                    operands[j] = _saved_data(saved[k], ctx)
+                    operands[j] = saved[k].data(ctx)
                     k += 1
             if cls._saves_out:
                 # freed right after this node (``_saved_owned``), an output only the node holds can take the
                 # gradient: no allocation, and no write into memory that is not in the cache (checked before
                 # ``out_data`` holds the array too)
                 out_owned = (
-                    ctx._saved_owned and saved[k][0]._data.size >= SAVED_REUSE_MIN_SIZE and engine_owns(saved[k][0])
+                    ctx._saved_owned
+                    and saved[k].tensor._data.size >= SAVED_REUSE_MIN_SIZE
+                    and engine_owns(saved[k].tensor)
                 )
-                out_data = _saved_data(saved[k], ctx)
+                out_data = saved[k].data(ctx)
         gd = g._data
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
         owned = ctx._grads_owned
@@ -495,19 +497,10 @@ def _unmodified(saved: list | None) -> bool:
     if not saved:
         return False
     for k in range(len(saved)):  # (indexing: a loop variable left holding a tensor would defeat engine_owns)
-        counter = saved[k][0]._version_counter
-        if (0 if counter is None else counter.value) != saved[k][1]:
+        counter = saved[k].tensor._version_counter
+        if (0 if counter is None else counter.value) != saved[k].version:
             return False
     return True
-
-
-def _saved_data(saved: tuple, node):
-    """The storage of a saved tensor, after torch's check that it was not modified in place since."""
-    t, version, output_nr, grad_fn = saved
-    counter = t._version_counter
-    if (0 if counter is None else counter.value) != version:
-        return _unpack_saved(saved, node)._data  # raises torch's error
-    return t._data
 
 
 def _tensor_backward(ctx, cls, g: Tensor, needed: tuple) -> tuple:
@@ -582,9 +575,9 @@ def _alias(a: Tensor) -> Tensor:
     return Tensor._make(a._data)
 
 
-def _unread(a: Tensor) -> tuple:
+def _unread(a: Tensor) -> SavedTensor:
     """The saved entry of an input no gradient of this call reads (``_alias``; see ``saved_input``)."""
-    return (_alias(a), 0, -1, None)
+    return SavedTensor(_alias(a), 0, -1, None)
 
 
 def _record_mixed(ctx, cls, inputs: tuple, shape: tuple, dt, result: Tensor) -> None:

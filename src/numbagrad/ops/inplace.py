@@ -140,10 +140,10 @@ def _saved_output_is(node, t: Tensor) -> None:
     if not saved:
         return
     counter = t._shared_version()
-    for k, entry in enumerate(saved):
-        if entry is not None and entry[2] >= 0 and type(entry[0]) is Tensor:
-            entry[0]._version_counter = counter
-            saved[k] = (entry[0], counter.value, entry[2], entry[3])
+    for entry in saved:
+        if entry is not None and entry.output_nr >= 0 and type(entry.tensor) is Tensor:
+            entry.tensor._version_counter = counter
+            entry.version = counter.value
 
 
 def move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
