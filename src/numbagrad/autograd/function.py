@@ -202,7 +202,7 @@ class BackwardCFunction(GraphNode, FunctionCtx):
     def _apply(self, grads: list) -> list:
         """Run the user's backward on one gradient per output; return one checked gradient per input."""
         if self.materialize_grads and self._output_meta is not None:
-            for i in range(len(grads)):  # (no loop variable bound to a gradient: see engine_owns)
+            for i in range(len(grads)):
                 if grads[i] is None and self._output_meta[i] is not None:
                     grads[i] = _zeros_for(*self._output_meta[i])
         cls = self._forward_cls

@@ -22,7 +22,7 @@ from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES, finfo
 from .._types import from_numpy_dtype as _scalar_dtype
 from .._types import get_default_dtype
-from ..autograd.engine import accumulator_of, engine_owns
+from ..autograd.engine import accumulator_of, owns
 from ..autograd.function import (
     _NO_EDGE,
     ERR_BACKWARD_TWICE,
@@ -42,10 +42,6 @@ from ._registry import Declaration, batchable, register
 from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
 
 _BOOL = np.dtype(np.bool_)
-#: From this many elements a gradient may take its node's saved output (``Elementwise.backward``); below, the
-#: ownership check and the in-place kernel's lookup cost more than the allocation they save (relu(x*w+b) with
-#: the reuse: 1.5 us more a step at 1e3, 5-10 us less at 32768 elements, 2 us less at 1e5).
-SAVED_REUSE_MIN_SIZE = 16384
 _ONE_NEEDED = (True,)
 _BOTH_NEEDED = (True, True)
 _new = object.__new__  # a Tensor with only its storage set: what Tensor._make does, without the call
@@ -128,8 +124,8 @@ class Elementwise(Function):
     """
 
     _trusted = True
-    # what backward reads when forward saved nothing; elementwise backward may write into a gradient it owns
-    _node_defaults = {"values": (), "params": (), "in_meta": None, "_reuses_grad_buffers": True}
+    # what backward reads when forward saved nothing
+    _node_defaults = {"values": (), "params": (), "in_meta": None}
     row: Row
     arity = 1
     _saves: tuple = ()  # per input: does some gradient read it?
@@ -354,17 +350,7 @@ class Elementwise(Function):
             return Elementwise.backward(ctx, g)  # (which raises torch's error for a modified saved tensor)
         gd = g._data
         dt = gd.dtype
-        owned = ctx._grads_owned
-        into = gd if owned and owned[0] else None  # the engine owns g: the gradient overwrites it
-        if (  # (see backward: an output only this node holds, freed right after it, takes the gradient)
-            into is None
-            and cls._saves_out
-            and ctx._saved_owned
-            and saved[-1].tensor._data.size >= SAVED_REUSE_MIN_SIZE
-            and saved[-1].tensor._data.dtype is dt
-            and engine_owns(saved[-1].tensor)  # (before a local holds the output's array)
-        ):
-            into = saved[-1].tensor._data
+        into = gd if owns(g) else None  # the engine owns g: the gradient overwrites it
         x_data = saved[0].tensor._data if cls._save_idx else 0  # (0: an operand no gradient reads)
         out_data = saved[-1].tensor._data if cls._saves_out else 0
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
@@ -397,11 +383,8 @@ class Elementwise(Function):
             k += 1
         out_data = saved[k].tensor._data if cls._saves_out else 0
         gd = g._data
-        owned = ctx._grads_owned
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
-        first, second = backend.elementwise_grads(
-            cls.row, (0, 1), gd, out_data, operands, (), gd.dtype, bool(owned and owned[0])
-        )
+        first, second = backend.elementwise_grads(cls.row, (0, 1), gd, out_data, operands, (), gd.dtype, owns(g))
         grad0 = _new(Tensor)
         grad0._data = first
         grad1 = _new(Tensor)
@@ -436,7 +419,6 @@ class Elementwise(Function):
             values = cls._no_values
             operands = [0] * n
         out_data = 0
-        out_owned = False
         saved = ctx._saved
         if saved or ctx._freed:
             if ctx._freed:
@@ -447,25 +429,13 @@ class Elementwise(Function):
                     operands[j] = saved[k].data(ctx)
                     k += 1
             if cls._saves_out:
-                # freed right after this node (``_saved_owned``), an output only the node holds can take the
-                # gradient: no allocation, and no write into memory that is not in the cache (checked before
-                # ``out_data`` holds the array too)
-                out_owned = (
-                    ctx._saved_owned
-                    and saved[k].tensor._data.size >= SAVED_REUSE_MIN_SIZE
-                    and engine_owns(saved[k].tensor)
-                )
                 out_data = saved[k].data(ctx)
         gd = g._data
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
-        owned = ctx._grads_owned
-        reuse = _reusable_input(cls, needed) if owned and owned[0] else None
+        reuse = _reusable_input(cls, needed) if owns(g) else None
         meta = ctx.in_meta
         pair = cls._kernel_pairs.get(needed)  # two gradients from kernels: one pass computes both
-        # the input whose gradient goes into the saved output's buffer, if any
-        into_out = _reusable_input(cls, needed) if out_owned and reuse is None and out_data.dtype is gd.dtype else None
         if pair is not None:
-            into_out = None
             both = backend.elementwise_grads(row, pair, gd, out_data, operands, ctx.params, gd.dtype, reuse is not None)
         grads = []
         for i in range(n):
@@ -479,7 +449,7 @@ class Elementwise(Function):
                 if pair is not None:
                     gi._data = both[0] if i == pair[0] else both[1]
                 else:
-                    into = gd if i == reuse else out_data if i == into_out else None
+                    into = gd if i == reuse else None
                     gi._data = backend.elementwise_grad(
                         row, i, gd, out_data, operands, ctx.params, gd.dtype, result=into
                     )
@@ -496,7 +466,7 @@ def _unmodified(saved: list | None) -> bool:
     modified in place since it was saved (torch's version check)."""
     if not saved:
         return False
-    for k in range(len(saved)):  # (indexing: a loop variable left holding a tensor would defeat engine_owns)
+    for k in range(len(saved)):
         counter = saved[k].tensor._version_counter
         if (0 if counter is None else counter.value) != saved[k].version:
             return False
@@ -688,8 +658,6 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
         cls._saves_out = any(names[i][1] in uses[i] for i in tensors)
         cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
         cls._only_passthrough = all(cls._passthrough)
-        if cls._only_passthrough:  # (add) its gradients are g itself: the engine need not work out who owns g
-            cls._backward_cls._reuses_grad_buffers = False
         cls._tensor_grads = _LazyTensorGrads(row)
         if row.arity == 1 and attrs["differentiable"] and not cls._passthrough[0] and (cls._saves[0] or cls._saves_out):
             cls.backward = staticmethod(Elementwise._backward_one)  # (it hands anything uncommon to backward)
