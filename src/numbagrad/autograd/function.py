@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import sys
 import traceback
 import warnings
 
@@ -506,9 +507,7 @@ def _apply_simple(cls, args: tuple, st):
     ctx.needs_input_grad = tuple(needs)
     output = cls.forward(ctx, *args)
     if grad and st.enabled and output._data.dtype.kind in "fcV":
-        ctx.next_functions = edges_of(args)
-        ctx._sequence_nr = next(_sequence)
-        output.grad_fn = ctx
+        make_node(ctx, edges_of(args), output)
         if ctx.to_save:
             _save_tensors(cls, ctx, ())
     elif not (st.enabled or st.in_forward) and output._base is not None:
@@ -608,6 +607,47 @@ def edge_of(t: Tensor) -> tuple:
     return (accumulator_of(t), 0) if t._requires_grad else _NO_EDGE
 
 
+def make_node(ctx: GraphNode, edges: tuple, output=None) -> None:
+    """Make ``ctx`` a node of the graph: its edges (``edges_of`` its inputs), its creation order (among ready nodes
+    the engine runs the latest first) and, in anomaly mode, the forward stack that made it; then link ``output``
+    to it: one new tensor (output 0) or a list of them (output i each), each of a differentiable dtype getting it
+    as grad_fn. A view a custom Function returns is marked ``custom_function`` (torch refuses to change it in place:
+    ``ops.inplace``). Every node is made here (tests/test_layout.py checks that nothing else assigns
+    ``next_functions``), so a fast path cannot skip what the general path records; ``_link_general`` links the
+    outputs of the uncommon cases (dirty, non-differentiable or returned as-is)."""
+    ctx.next_functions = edges
+    ctx._sequence_nr = next(_sequence)
+    if state.anomaly:
+        ctx._traceback = _forward_stack()
+    if output is None:
+        return
+    if type(output) is list:
+        ctx._num_outputs = len(output)
+        for i, o in enumerate(output):
+            if o._data.dtype.kind in "fcV":
+                o.grad_fn = ctx
+                o._output_nr = i
+    elif output._data.dtype.kind in "fcV":
+        output.grad_fn = ctx
+        if output._base is not None and not ctx._builtin:
+            output._creation_meta = "custom_function"
+
+
+def _forward_stack() -> str:
+    """The stack that called into this module (its own frames left out): what anomaly mode shows for a node."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return "".join(traceback.format_stack(frame))
+
+
+def may_skip_apply(st) -> bool:
+    """Whether a frontend may call an op's fast path (``_fast_apply``, ``_fast_one``...) instead of ``apply``:
+    only while nothing records op calls through ``apply`` (a compile tracer, a forward-AD level or the profiler,
+    ``state.tracer``). Every such frontend asks here, so a new one cannot forget it."""
+    return st.tracer is None
+
+
 def saved_input(t: Tensor) -> SavedTensor:
     """What saving an input for backward records: the tensor, its version now, and its own grad_fn."""
     if state.saved_hooks is not None:
@@ -665,20 +705,14 @@ def _link_outputs(cls, ctx, args: tuple, output):
     for a in args:
         if a is output:
             fresh = False
-    ctx.next_functions = edges_of(args)
-    ctx._sequence_nr = next(_sequence)
+    simple = fresh and not (ctx.dirty_tensors or ctx.non_differentiable)
+    make_node(ctx, edges_of(args), output if simple else None)
     if not cls._trusted:  # what ``validate_grad`` checks each returned gradient against
         meta = []
         for a in args:  # (a loop: a comprehension costs a frame per call)
             meta.append((a._data.shape, a._data.dtype, a._backend) if isinstance(a, Tensor) else False)
         ctx._input_meta = tuple(meta)
-    if state.anomaly:
-        ctx._traceback = "".join(traceback.format_stack()[:-3])
-    if fresh and not (ctx.dirty_tensors or ctx.non_differentiable):
-        if output._data.dtype.kind in "fcV":
-            output.grad_fn = ctx
-            if output._base is not None and not ctx._builtin:
-                output._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
+    if simple:
         if not cls._trusted:  # what materialize_grads makes zeros of
             ctx._output_meta = ((output._data.shape, output._data.dtype, output._backend),)
         returned_as_is = ()

@@ -25,7 +25,7 @@ from ..autograd.function import (
     Function,
     SavedTensor,
     _save_tensors,
-    _sequence,
+    make_node,
     saved_input,
     saved_output,
 )
@@ -222,18 +222,8 @@ class Group:
                 arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
         else:
             arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
-        ctx.next_functions = tuple(edges)
-        ctx._sequence_nr = next(_sequence)
-        outs = []
-        for a in arrays:
-            o = Tensor._make(a)
-            if a.dtype.kind in "fc":
-                o.grad_fn = ctx
-                if outs:
-                    o._output_nr = len(outs)
-            outs.append(o)
-        if len(outs) > 1:
-            ctx._num_outputs = len(outs)
+        outs = [Tensor._make(a) for a in arrays]
+        make_node(ctx, tuple(edges), outs)
         saved = []
         for k in strategy[2]:
             t = inputs[k]

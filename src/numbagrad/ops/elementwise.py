@@ -28,8 +28,9 @@ from ..autograd.function import (
     ERR_BACKWARD_TWICE,
     Function,
     SavedTensor,
-    _sequence,
     edges_of,
+    make_node,
+    may_skip_apply,
     saved_input,
     saved_output,
 )
@@ -194,8 +195,6 @@ class Elementwise(Function):
             return result
         ctx = cls._backward_cls()
         ctx.needs_input_grad = tuple(needs)
-        ctx.next_functions = edges_of(args)
-        ctx._sequence_nr = next(_sequence)
         saved = []
         for j in cls._save_idx:
             a = args[j]
@@ -203,7 +202,7 @@ class Elementwise(Function):
                 if a._is_inference:
                     return None
                 saved.append(saved_input(a) if _read(cls, needs, j) else _unread(a))
-        result.grad_fn = ctx
+        make_node(ctx, edges_of(args), result)
         if cls._saves_out:
             saved.append(saved_output(result))
         if saved:
@@ -244,9 +243,7 @@ class Elementwise(Function):
             return None  # (the general path raises torch's error)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = _ONE_NEEDED
-        ctx.next_functions = ((fa, a._output_nr) if fa is not None else (accumulator_of(a), 0),)
-        ctx._sequence_nr = next(_sequence)
-        result.grad_fn = ctx
+        make_node(ctx, ((fa, a._output_nr) if fa is not None else (accumulator_of(a), 0),), result)
         if cls._saves[0]:
             ctx._saved = [saved_input(a), saved_output(result)] if cls._saves_out else [saved_input(a)]
         elif cls._saves_out:
@@ -290,12 +287,14 @@ class Elementwise(Function):
             return None  # (the general path raises torch's error)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = (fa is not None or a._requires_grad, fb is not None or b._requires_grad)
-        ctx.next_functions = (
-            (fa, a._output_nr) if fa is not None else (accumulator_of(a), 0) if a._requires_grad else _NO_EDGE,
-            (fb, b._output_nr) if fb is not None else (accumulator_of(b), 0) if b._requires_grad else _NO_EDGE,
+        make_node(
+            ctx,
+            (
+                (fa, a._output_nr) if fa is not None else (accumulator_of(a), 0) if a._requires_grad else _NO_EDGE,
+                (fb, b._output_nr) if fb is not None else (accumulator_of(b), 0) if b._requires_grad else _NO_EDGE,
+            ),
+            result,
         )
-        ctx._sequence_nr = next(_sequence)
-        result.grad_fn = ctx
         if saves[0] or saves[1] or cls._saves_out:
             saved = []
             needs = ctx.needs_input_grad
@@ -697,7 +696,7 @@ def _make_frontend(row: Row, public: str):
             if not isinstance(input, Tensor):
                 raise not_a_tensor(public, "input", 1, input)
             st = state
-            if st.tracer is None:  # what ``apply`` would try first, without its frame (as the operators do)
+            if may_skip_apply(st):  # what ``apply`` would try first, without its frame (as the operators do)
                 result = cls._fast_one(input, st)
                 if result is not None:
                     return result
@@ -798,7 +797,7 @@ def _make_operator(row: Row, fn, name: str):
         def reflected(self, other):
             if number_first is not None and (type(other) is float or type(other) is int):
                 st = state
-                if st.tracer is None:  # what ``apply`` would try first, without its frame
+                if may_skip_apply(st):  # what ``apply`` would try first, without its frame
                     result = number_first._fast_apply((other, self), st)
                     if result is not None:
                         return result
@@ -816,14 +815,14 @@ def _make_operator(row: Row, fn, name: str):
             if with_tensor is not None:
                 if isinstance(other, Tensor):
                     st = state
-                    if st.tracer is None:  # what ``apply`` would try first, without its frame
+                    if may_skip_apply(st):  # what ``apply`` would try first, without its frame
                         result = fast_pair(self, other, st)
                         if result is not None:
                             return result
                     return with_tensor.apply(self, other)
                 if type(other) is float or type(other) is int:
                     st = state
-                    if st.tracer is None:
+                    if may_skip_apply(st):
                         result = with_number._fast_apply((self, other), st)
                         if result is not None:
                             return result
@@ -884,7 +883,7 @@ def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
         not kwargs
         and len(args) == row.arity - 1
         and row.frontend
-        and state.tracer is None
+        and may_skip_apply(state)
         and _fast_inplace(t, row, args)
     ):
         return t

@@ -23,7 +23,7 @@ import numpy as np
 from .._tensor import Tensor
 from .._types import from_numpy_dtype
 from ..autograd import forward_ad
-from ..autograd.function import NO_GRAD_VIEW, Function, _sequence, edge_of
+from ..autograd.function import NO_GRAD_VIEW, Function, edge_of, make_node, may_skip_apply
 from ..autograd.grad_mode import no_grad, state
 from ._common import broadcast_shapes, shape_str
 
@@ -159,7 +159,7 @@ def move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
 def needs_graph(t: Tensor, operands) -> bool:
     """Whether the op must be rebased: autograd follows ``t`` or an operand, or (forward AD) one carries a tangent
     that the rebase hands on."""
-    if state.tracer is not None and _has_tangent(t, operands):
+    if not may_skip_apply(state) and _has_tangent(t, operands):
         return True
     if not state.enabled:
         return False
@@ -477,9 +477,8 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
             node = _ModifiedView._backward_cls()
             node.message = _modified_view_message(v, meta)
             node.made_by = (v.grad_fn, v._output_nr)
-            node.next_functions = (edge_of(base), (None, 0))
+            make_node(node, (edge_of(base), (None, 0)))
             node.needs_input_grad = (True, False)
-            node._sequence_nr = next(_sequence)
         else:
             node = _take_region_node(base, _Region(base, v))
         old_node, old_output_nr = v.grad_fn, v._output_nr
@@ -495,9 +494,8 @@ def _take_region_node(base: Tensor, region: _Region):
     values are already at hand): its region's positions are worked out only if backward reaches it."""
     node = TakeRegion._backward_cls()
     node.region = region
-    node.next_functions = (edge_of(base), (None, 0))
+    make_node(node, (edge_of(base), (None, 0)))
     node.needs_input_grad = (True, False)
-    node._sequence_nr = next(_sequence)
     return node
 
 
