@@ -271,3 +271,15 @@ def test_a_builtin_two_output_node_matches_torch(torch):
     tx, tw = run(torch)
     np.testing.assert_allclose(gx, tx)
     np.testing.assert_allclose(gw, tw)
+
+
+def test_a_gradient_an_accumulator_post_hook_stored_is_not_written_by_the_node_that_shares_it(grad_kernel_calls):
+    # add hands one buffer to b's accumulator and to mul: b copies it, its post hook stores it, mul runs after
+    x, w, b = leaves([1.0, -2.0], [2.0, 2.0], [0.5, 0.5])
+    stored = []
+    accumulator = b.add(0.0).grad_fn.next_functions[0][0]  # (held: the graph below finds this one)
+    accumulator.register_hook(lambda grad_inputs, grad_outputs: stored.append(grad_outputs[0]))
+    (x * w + b).exp().sum().backward()
+    expected = np.exp(np.array([1.0, -2.0]) * 2.0 + 0.5)
+    np.testing.assert_allclose(stored[0].numpy(), expected)
+    np.testing.assert_allclose(x.grad.numpy(), expected * 2.0)

@@ -679,6 +679,7 @@ class _Task:
                 for hook in list(post.values()):
                     hook(leaf)
             if hooked and node._post_hooks:  # the node's own post-hooks: after it accumulated, as in torch
+                self._disown(g)  # (handed to them: a copy's source is written no more)
                 for hook in list(node._post_hooks.values()):
                     hook((), (g,))
 
