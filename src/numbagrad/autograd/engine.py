@@ -663,18 +663,19 @@ class _Task:
             for _, k in targets[node]:
                 self.captured[k] = g
         if self.accumulate:
-            slots = self._slots(g)
+            owned = self.owned
+            entry = owned.get(id(g._data)) if owned else None  # (``_slots``, inline)
+            slots = 0 if entry is None else entry[1]
             post = leaf.__dict__.get("_post_accumulate_hooks")
             shared = slots > 1 and waiting is not None
             if shared and leaf._grad is None and not (leaf._hooks or post or hooked) and g._data.size >= WAIT_MIN_SIZE:
                 waiting[node] = g  # (a slot of its own while it waits: still counted)
                 return
             node.accumulate(g, self.create_graph, slots == 1)
-            if slots:  # kept as ``.grad`` (it leaves the engine) or copied (one slot less)
-                if slots == 1:
-                    self._disown(g)
-                else:
-                    self._release(g)
+            if slots == 1:  # kept as ``.grad``: it leaves the engine
+                del owned[id(g._data)]
+            elif slots:  # copied: one slot less
+                self._release(g)
             if post:
                 for hook in list(post.values()):
                     hook(leaf)
