@@ -93,8 +93,15 @@ class FunctionCtx:
         for s in saved:
             if s is None:
                 tensors.append(None)
-            elif s.output_nr < 0 and s.unchanged() and type(s.tensor) is not PackedTensor:
-                tensors.append(s.tensor)  # an unchanged input: ``unpack``'s common case, inline
+                continue
+            t = s.tensor
+            counter = t._version_counter
+            if (
+                s.output_nr < 0
+                and (0 if counter is None else counter.value) == s.version
+                and type(t) is not PackedTensor
+            ):
+                tensors.append(t)  # an unchanged input: ``unpack``'s common case, inline
             else:
                 tensors.append(s.unpack(self))
         return tuple(tensors)
