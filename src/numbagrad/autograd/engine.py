@@ -467,12 +467,15 @@ class _Task:
                 keeps = tracks and node._builtin and not node._post_hooks
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
                 grads_out = (None,) * len(node.next_functions)
+            emptied = None  # owned buffers no slot holds now: no longer the engine's unless handed on below
             if owned:  # the node's slots are free (a buffer it hands on below is counted again)
                 for g in grads_in:
                     if g is not None:
                         entry = owned.get(id(g._data))
                         if entry is not None:
                             entry[1] -= 1
+                            if entry[1] == 0:
+                                emptied = [entry] if emptied is None else [*emptied, entry]
             # hand each gradient to its next node's buffer; queue the nodes that became ready
             leaves = None
             follow = None  # a node that became ready while no other is: it runs next, without the heap
@@ -487,7 +490,7 @@ class _Task:
                                 entry[1] += 1
                             else:
                                 del owned[id(g._data)]
-                        elif keeps and _fresh(g, grads_in, saved):
+                        elif keeps and g._data.base is None and _fresh(g, grads_in, saved):  # (a view never is)
                             owned[id(g._data)] = [g._data, 1]
                     buf = buffers.get(nxt)
                     if buf is None:
@@ -512,12 +515,10 @@ class _Task:
                             heapq.heappush(ready, (-follow._sequence_nr, id(follow), follow))
                             follow = None
                         heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
-            if owned:  # a buffer the node read and handed nowhere is no longer the engine's
-                for g in grads_in:
-                    if g is not None:
-                        entry = owned.get(id(g._data))
-                        if entry is not None and entry[1] <= 0:
-                            del owned[id(g._data)]
+            if emptied is not None:
+                for entry in emptied:
+                    if entry[1] == 0:
+                        owned.pop(id(entry[0]), None)
             node = follow
             if leaves:
                 for leaf in leaves:
@@ -675,7 +676,7 @@ class _Task:
             if slots == 1:  # kept as ``.grad``: it leaves the engine
                 del owned[id(g._data)]
             elif slots:  # copied: one slot less
-                self._release(g)
+                entry[1] -= 1
             if post:
                 for hook in list(post.values()):
                     hook(leaf)
