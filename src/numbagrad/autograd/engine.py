@@ -520,6 +520,9 @@ class _Task:
                     if entry[1] == 0:
                         owned.pop(id(entry[0]), None)
             node = follow
+            # what the node read is freed now, before the leaves' accumulation and the next node allocate (their
+            # buffers then take the memory just released, still in the cache)
+            grads_in = grads_out = saved = g = buf = entry = emptied = follow = None
             if leaves:
                 for leaf in leaves:
                     self._accumulate_leaf(leaf, buffers.pop(leaf)[0], waiting)
