@@ -456,42 +456,38 @@ class _Task:
                     self._disown(grads_in[nr])
                     self.captured[k] = grads_in[nr]
             saved = node._saved
-            keeps = False  # may the gradients it hands on be owned (see ``owned``)?
+            # ``keeps``: may the gradients it hands on be owned (see ``owned``)? Not those a post-hook was handed
             if run and (grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads):
                 if not (st.anomaly or node._post_hooks or profiled):  # the common case
                     grads_out = node._apply(grads_in)
                     if releases and saved:
                         node._release()
+                    keeps = tracks and node._builtin
                 else:  # _run_node: checks and hooks around it
                     grads_out = self._run_node(node, grads_in)
-                keeps = tracks and node._builtin and not node._post_hooks
+                    keeps = tracks and node._builtin and not node._post_hooks
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
                 grads_out = (None,) * len(node.next_functions)
-            emptied = None  # owned buffers no slot holds now: no longer the engine's unless handed on below
-            if owned:  # the node's slots are free (a buffer it hands on below is counted again)
-                for g in grads_in:
-                    if g is not None:
-                        entry = owned.get(id(g._data))
-                        if entry is not None:
-                            entry[1] -= 1
-                            if entry[1] == 0:
-                                emptied = [entry] if emptied is None else [*emptied, entry]
-            # hand each gradient to its next node's buffer; queue the nodes that became ready
+                keeps = False
+            # hand each gradient to its next node's buffer; queue the nodes that became ready. A buffer handed on
+            # is counted in its new slot first, then the node's own slots are freed (below): one the node passes
+            # through (add's gradient, or one written in place) stays owned without leaving the table
             leaves = None
             follow = None  # a node that became ready while no other is: it runs next, without the heap
             for (nxt, nr), g in zip(node.next_functions, grads_out):
                 if nxt is None:
                     continue
                 if g is not None:
-                    if tracks:
-                        entry = owned.get(id(g._data)) if owned else None
+                    if keeps or owned:  # (nothing to count: no owned buffer, none that could become one)
+                        data = g._data
+                        entry = owned.get(id(data))
                         if entry is not None:
                             if keeps:
                                 entry[1] += 1
                             else:
-                                del owned[id(g._data)]
-                        elif keeps and g._data.base is None and _fresh(g, grads_in, saved):  # (a view never is)
-                            owned[id(g._data)] = [g._data, 1]
+                                del owned[id(data)]
+                        elif keeps and data.base is None and _fresh(g, grads_in, saved):  # (a view never is)
+                            owned[id(data)] = [data, 1]
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt._num_outputs
@@ -515,14 +511,19 @@ class _Task:
                             heapq.heappush(ready, (-follow._sequence_nr, id(follow), follow))
                             follow = None
                         heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
-            if emptied is not None:
-                for entry in emptied:
-                    if entry[1] == 0:
-                        owned.pop(id(entry[0]), None)
+            if owned:  # the node's slots are free now: an owned buffer no slot holds any more leaves the engine
+                for g in grads_in:
+                    if g is not None:
+                        entry = owned.get(id(g._data))
+                        if entry is not None:
+                            if entry[1] == 1:
+                                del owned[id(g._data)]
+                            else:
+                                entry[1] -= 1
             node = follow
             # what the node read is freed now, before the leaves' accumulation and the next node allocate (their
             # buffers then take the memory just released, still in the cache)
-            grads_in = grads_out = saved = g = buf = entry = emptied = follow = None
+            grads_in = grads_out = saved = g = data = buf = entry = follow = None
             if leaves:
                 for leaf in leaves:
                     self._accumulate_leaf(leaf, buffers.pop(leaf)[0], waiting)
