@@ -670,17 +670,23 @@ class _Task:
         if self.accumulate:
             owned = self.owned
             entry = owned.get(id(g._data)) if owned else None  # (``_slots``, inline)
-            slots = 0 if entry is None else entry[1]
             post = leaf.__dict__.get("_post_accumulate_hooks")
-            shared = slots > 1 and waiting is not None
-            if shared and leaf._grad is None and not (leaf._hooks or post or hooked) and g._data.size >= WAIT_MIN_SIZE:
-                waiting[node] = g  # (a slot of its own while it waits: still counted)
-                return
-            node.accumulate(g, self.create_graph, slots == 1)
-            if slots == 1:  # kept as ``.grad``: it leaves the engine
+            if entry is None:  # not the engine's: copied
+                node.accumulate(g, self.create_graph, False)
+            elif entry[1] == 1:  # in this slot only: kept as ``.grad``, it leaves the engine
+                node.accumulate(g, self.create_graph, True)
                 del owned[id(g._data)]
-            elif slots:  # copied: one slot less
-                entry[1] -= 1
+            else:  # in other slots too
+                if (
+                    waiting is not None
+                    and leaf._grad is None
+                    and not (leaf._hooks or post or hooked)
+                    and g._data.size >= WAIT_MIN_SIZE
+                ):
+                    waiting[node] = g  # (a slot of its own while it waits: still counted)
+                    return
+                node.accumulate(g, self.create_graph, False)
+                entry[1] -= 1  # copied: one slot less
             if post:
                 for hook in list(post.values()):
                     hook(leaf)

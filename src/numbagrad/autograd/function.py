@@ -628,16 +628,17 @@ def make_node(ctx: GraphNode, edges: tuple, output=None) -> None:
         ctx._traceback = _forward_stack()
     if output is None:
         return
-    if type(output) is list:
-        ctx._num_outputs = len(output)
-        for i, o in enumerate(output):
-            if o._data.dtype.kind in "fcV":
-                o.grad_fn = ctx
-                o._output_nr = i
-    elif output._data.dtype.kind in "fcV":
-        output.grad_fn = ctx
-        if output._base is not None and not ctx._builtin:
-            output._creation_meta = "custom_function"
+    if type(output) is not list:
+        if output._data.dtype.kind in "fcV":
+            output.grad_fn = ctx
+            if not ctx._builtin and output._base is not None:
+                output._creation_meta = "custom_function"
+        return
+    ctx._num_outputs = len(output)
+    for i, o in enumerate(output):
+        if o._data.dtype.kind in "fcV":
+            o.grad_fn = ctx
+            o._output_nr = i
 
 
 def _forward_stack() -> str:
