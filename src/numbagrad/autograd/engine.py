@@ -94,10 +94,10 @@ def owns(grad: Tensor | None) -> bool:
 
 def _fresh(grad: Tensor, grads_in: list, saved) -> bool:
     """Whether a gradient a built-in node returned is a buffer its backward kernel allocated: a dense, writable
-    array of its own, none of the node's incoming gradients or saved tensors (what a backward may hand on
-    unchanged)."""
+    array of its own (not a view: the caller checks ``base``), none of the node's incoming gradients or ``saved``
+    tensors (what a backward may hand on unchanged; ``None`` for a node that never returns a saved one)."""
     data = grad._data
-    if type(data) is not np.ndarray or data.base is not None or grad.grad_fn is not None:
+    if type(data) is not np.ndarray or grad.grad_fn is not None:
         return False
     for g in grads_in:
         if g is not None and g._data is data:
@@ -486,7 +486,7 @@ class _Task:
                                 entry[1] += 1
                             else:
                                 del owned[id(data)]
-                        elif keeps and data.base is None and _fresh(g, grads_in, saved):  # (a view never is)
+                        elif keeps and data.base is None and _fresh(g, grads_in, node._returns_saved and saved):
                             owned[id(data)] = [data, 1]
                     buf = buffers.get(nxt)
                     if buf is None:
@@ -537,7 +537,7 @@ class _Task:
         if not self.create_graph:
             self._release(a)
             self._release(b)
-            if _fresh(total, [a, b], None):
+            if total._data.base is None and _fresh(total, [a, b], None):
                 self.owned[id(total._data)] = [total._data, 1]
         return total
 

@@ -28,6 +28,9 @@ class GraphNode:
     _traceback: str | None = None  # forward stack, kept in anomaly mode
     _runs_without_grads = False  # a custom Function's node runs (with zeros or Nones) even when no gradient came
     _saved = None  # what _release frees (a Function's saved tensors)
+    #: whether a gradient it returns may be a saved tensor's storage (the engine then checks before owning one);
+    #: a backward that only returns its incoming gradients or new arrays says False
+    _returns_saved = True
 
     def name(self) -> str:
         return type(self).__name__

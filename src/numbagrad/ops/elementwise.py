@@ -125,8 +125,9 @@ class Elementwise(Function):
     """
 
     _trusted = True
-    # what backward reads when forward saved nothing
-    _node_defaults = {"values": (), "params": (), "in_meta": None}
+    # what backward reads when forward saved nothing; its gradients are kernel results or g itself, never a saved
+    # tensor (so the engine need not compare them with the saved ones)
+    _node_defaults = {"values": (), "params": (), "in_meta": None, "_returns_saved": False}
     row: Row
     arity = 1
     _saves: tuple = ()  # per input: does some gradient read it?
