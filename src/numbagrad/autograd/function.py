@@ -164,6 +164,9 @@ class SavedTensor:
         return out
 
 
+_new_saved = object.__new__  # (saved_input: a SavedTensor without the __init__ call)
+
+
 def _raise_modified(t: Tensor, current: int, version: int, owner, output_nr: int) -> None:
     which = f", which is output {max(output_nr, 0)} of {owner.name()}," if owner is not None else ""
     hint = (
@@ -617,8 +620,9 @@ def edge_of(t: Tensor) -> tuple:
 def make_node(ctx: GraphNode, edges: tuple, output=None) -> None:
     """Make ``ctx`` a node of the graph: its edges (``edges_of`` its inputs), its creation order (among ready nodes
     the engine runs the latest first) and, in anomaly mode, the forward stack that made it; then link ``output``
-    to it: one new tensor (output 0) or a list of them (output i each), each of a differentiable dtype getting it
-    as grad_fn. A view a custom Function returns is marked ``custom_function`` (torch refuses to change it in place:
+    to it: one new tensor of a differentiable dtype (output 0; the callers know its dtype, the fast paths without a
+    check) or a list of them (output i each, those of a differentiable dtype), each getting it as grad_fn. A view a
+    custom Function returns is marked ``custom_function`` (torch refuses to change it in place:
     ``ops.inplace``). Every node is made here (tests/test_layout.py checks that nothing else assigns
     ``next_functions``), so a fast path cannot skip what the general path records; ``_link_general`` links the
     outputs of the uncommon cases (dirty, non-differentiable or returned as-is)."""
@@ -629,10 +633,9 @@ def make_node(ctx: GraphNode, edges: tuple, output=None) -> None:
     if output is None:
         return
     if type(output) is not list:
-        if output._data.dtype.kind in "fcV":
-            output.grad_fn = ctx
-            if not ctx._builtin and output._base is not None:
-                output._creation_meta = "custom_function"
+        output.grad_fn = ctx
+        if not ctx._builtin and output._base is not None:
+            output._creation_meta = "custom_function"
         return
     ctx._num_outputs = len(output)
     for i, o in enumerate(output):
@@ -657,11 +660,18 @@ def may_skip_apply(st) -> bool:
 
 
 def saved_input(t: Tensor) -> SavedTensor:
-    """What saving an input for backward records: the tensor, its version now, and its own grad_fn."""
+    """What saving an input for backward records: the tensor, its version now, and its own grad_fn. (Filled in
+    here rather than by ``SavedTensor(...)``: an ``__init__`` call costs more than the four stores, on every
+    saving op's forward.)"""
     if state.saved_hooks is not None:
         return SavedTensor(PackedTensor(t), 0, -1, t.grad_fn)
     counter = t._version_counter
-    return SavedTensor(t, 0 if counter is None else counter.value, -1, t.grad_fn)
+    s = _new_saved(SavedTensor)
+    s.tensor = t
+    s.version = 0 if counter is None else counter.value
+    s.output_nr = -1
+    s.grad_fn = t.grad_fn
+    return s
 
 
 def saved_output(t: Tensor) -> SavedTensor:
@@ -672,7 +682,12 @@ def saved_output(t: Tensor) -> SavedTensor:
     detached._version_counter = counter
     if state.saved_hooks is not None:
         return SavedTensor(PackedTensor(detached), 0, t._output_nr, None)
-    return SavedTensor(detached, counter.value, t._output_nr, None)
+    s = _new_saved(SavedTensor)  # (see saved_input)
+    s.tensor = detached
+    s.version = counter.value
+    s.output_nr = t._output_nr
+    s.grad_fn = None
+    return s
 
 
 class PackedTensor:
@@ -714,7 +729,7 @@ def _link_outputs(cls, ctx, args: tuple, output):
         if a is output:
             fresh = False
     simple = fresh and not (ctx.dirty_tensors or ctx.non_differentiable)
-    make_node(ctx, edges_of(args), output if simple else None)
+    make_node(ctx, edges_of(args), output if simple and output._data.dtype.kind in "fcV" else None)
     if not cls._trusted:  # what ``validate_grad`` checks each returned gradient against
         meta = []
         for a in args:  # (a loop: a comprehension costs a frame per call)
