@@ -480,14 +480,15 @@ class _Task:
                 if g is not None:
                     if keeps or owned:  # (nothing to count: no owned buffer, none that could become one)
                         data = g._data
-                        entry = owned.get(id(data))
+                        key = id(data)
+                        entry = owned.get(key)
                         if entry is not None:
                             if keeps:
                                 entry[1] += 1
                             else:
-                                del owned[id(data)]
+                                del owned[key]
                         elif keeps and data.base is None and _fresh(g, grads_in, node._returns_saved and saved):
-                            owned[id(data)] = [data, 1]
+                            owned[key] = [data, 1]
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt._num_outputs
@@ -514,10 +515,11 @@ class _Task:
             if owned:  # the node's slots are free now: an owned buffer no slot holds any more leaves the engine
                 for g in grads_in:
                     if g is not None:
-                        entry = owned.get(id(g._data))
+                        key = id(g._data)
+                        entry = owned.get(key)
                         if entry is not None:
                             if entry[1] == 1:
-                                del owned[id(g._data)]
+                                del owned[key]
                             else:
                                 entry[1] -= 1
             node = follow
@@ -669,13 +671,13 @@ class _Task:
                 self.captured[k] = g
         if self.accumulate:
             owned = self.owned
-            entry = owned.get(id(g._data)) if owned else None  # (``_slots``, inline)
+            entry = owned.get(key := id(g._data)) if owned else None  # (``_slots``, inline)
             post = leaf.__dict__.get("_post_accumulate_hooks")
             if entry is None:  # not the engine's: copied
                 node.accumulate(g, self.create_graph, False)
             elif entry[1] == 1:  # in this slot only: kept as ``.grad``, it leaves the engine
                 node.accumulate(g, self.create_graph, True)
-                del owned[id(g._data)]
+                del owned[key]
             else:  # in other slots too
                 if (
                     waiting is not None
