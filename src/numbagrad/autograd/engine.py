@@ -14,7 +14,6 @@ and each backward keeps its state in locals.
 from __future__ import annotations
 
 import heapq
-import sys
 import threading
 import time
 import warnings
@@ -40,8 +39,8 @@ class AccumulateGrad(GraphNode):
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
     def accumulate(self, grad: Tensor, create_graph: bool, owned: bool = False) -> None:
-        """Add ``grad`` into the leaf's ``.grad``; ``owned`` (see ``engine_owns``) lets the first one be kept
-        without a copy."""
+        """Add ``grad`` into the leaf's ``.grad``; ``owned`` (the engine's buffer, held nowhere else: see
+        ``_Task.owned``) lets the first one be kept without a copy."""
         t = self.variable
         if t._grad is None:
             if create_graph:
@@ -68,7 +67,7 @@ def _lay_out_like(grad: Tensor, data) -> None:
 
 #: From this many elements a leaf's shared first gradient waits for its other reader instead of being copied
 #: (``_Task._accumulate_leaf``): a float32 copy of 1e5 elements took 9 us of a 150 us step, while at 1e3 the
-#: waiting's bookkeeping (ownership checks after each node) cost more than the 0.5 us copy.
+#: waiting's bookkeeping (a check after each node) cost more than the 0.5 us copy.
 WAIT_MIN_SIZE = 16384
 
 
@@ -83,46 +82,31 @@ def accumulator_of(t: Tensor) -> AccumulateGrad:
 
 
 # --- buffer ownership ---------------------------------------------------------------------------------------
-def _reference_counts() -> tuple[int, int] | None:
-    """What ``engine_owns`` counts for an object held in exactly one place (as the engine holds a gradient), and
-    for an array held only by one object's attribute. Measured on this interpreter rather than assumed, because
-    interpreters count temporaries differently; ``None`` where there are no exact reference counts (not
-    CPython, or free-threaded), and then buffers are never reused."""
-    if not hasattr(sys, "getrefcount") or not getattr(sys, "_is_gil_enabled", lambda: True)():
-        return None
-
-    class Holder:
-        __slots__ = ("_data",)
-
-    def counts(obj) -> tuple[int, int]:
-        data = obj._data  # the same two steps as ``engine_owns``
-        return sys.getrefcount(data), sys.getrefcount(obj)
-
-    probe = Holder()
-    probe._data = object()
-    return counts(probe)  # ``probe`` is its one holder, as a buffer slot is for the engine
-
-
-_SOLE_REFS = _reference_counts()
-
-
-def engine_owns(grad: Tensor | None) -> bool:
-    """True when nothing outside the engine can see ``grad`` or its storage: then its buffer may be reused (a
-    leaf keeps it as ``.grad``, an elementwise backward writes its result into it) instead of allocating.
-
-    A gradient held anywhere else (another node's buffer, a hook, the user's ``backward(gradient)`` argument,
-    ``autograd.grad``'s results, a view of it) has more references and is left alone. The engine calls this
-    with the gradient in exactly one place of its own (a buffer slot or a local), right before handing it on.
-    """
-    if grad is None or _SOLE_REFS is None:
+def owns(grad: Tensor | None) -> bool:
+    """True when the backward running in this thread owns ``grad``'s buffer and holds it in one place only (the
+    node now reading it): that node may write its result there instead of allocating (``_Task.owned``)."""
+    task = state.task
+    if task is None or grad is None:
         return False
+    entry = task.owned.get(id(grad._data))
+    return entry is not None and entry[1] == 1
+
+
+def _fresh(grad: Tensor, grads_in: list, saved) -> bool:
+    """Whether a gradient a built-in node returned is a buffer its backward kernel allocated: a dense, writable
+    array of its own (not a view: the caller checks ``base``), none of the node's incoming gradients or ``saved``
+    tensors (what a backward may hand on unchanged; ``None`` for a node that never returns a saved one)."""
     data = grad._data
-    if type(data) is not np.ndarray or data.base is not None or grad.grad_fn is not None:
+    if type(data) is not np.ndarray or grad.grad_fn is not None:
         return False
-    data_refs, grad_refs = _SOLE_REFS
-    if sys.getrefcount(data) > data_refs or sys.getrefcount(grad) > grad_refs:
-        return False
-    flags = data.flags  # (read once: a new object each time, which holds the array)
+    for g in grads_in:
+        if g is not None and g._data is data:
+            return False
+    if saved:
+        for s in saved:
+            if s is not None and type(s.tensor) is Tensor and s.tensor._data is data:
+                return False
+    flags = data.flags
     return flags.writeable and flags.c_contiguous
 
 
@@ -400,6 +384,12 @@ class _Task:
         self.deps: dict = {}  # (while it runs: what ``will_compute_grad_of`` reads)
         self.needed = None
         self.roots: list = []
+        #: The gradient buffers this pass owns: id(array) -> [array, how many of its slots hold it]. A buffer is
+        #: owned from when a built-in backward allocates it (``_fresh``) until it leaves the engine: handed to a
+        #: hook, retained, captured for ``autograd.grad``, kept as a leaf's ``.grad``, or returned by a user
+        #: Function (which may keep it). A slot is a node's buffer entry or a waiting leaf; a buffer in one slot
+        #: only may be written in place by the node reading it (``owns``). Under ``create_graph`` none is owned.
+        self.owned: dict = {}
         if inputs is not None:
             self.targets = {}
             for k, t in enumerate(inputs):
@@ -432,8 +422,7 @@ class _Task:
             heapq.heapify(ready)
         needed = _needed(root_nodes, self.targets) if self.targets is not None else None
         self.deps, self.needed = deps, needed
-        g = buf = None  # only the buffers hold the seeds now (see engine_owns)
-        waiting: dict = {}  # leaf -> [its first gradient], still shared when it was ready (see _accumulate_leaf)
+        waiting: dict = {}  # leaf -> its first gradient, still shared when it was ready (see _accumulate_leaf)
         try:
             self._walk(ready, buffers, deps, needed, waiting)
         finally:  # after an error too: torch has accumulated them by then
@@ -446,6 +435,8 @@ class _Task:
         releases = not self.retain_graph  # each node's saved tensors, right after it ran
         st = state
         profiled = st.profiler is not None  # (then every node runs in _run_node, which records it)
+        owned = self.owned
+        tracks = not self.create_graph  # (a gradient with a graph of its own is never reused)
         node = None  # the next node to run, when the last one made it the only ready one (it skips the heap)
         while True:
             if node is None:
@@ -462,46 +453,50 @@ class _Task:
                 grads_in = self._before_node(node, grads_in, run)
             if targets is not None and node in targets:
                 for nr, k in targets[node]:
+                    self._disown(grads_in[nr])
                     self.captured[k] = grads_in[nr]
+            saved = node._saved
+            # ``keeps``: may the gradients it hands on be owned (see ``owned``)? Not those a post-hook was handed
             if run and (grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads):
-                inline = not (st.anomaly or node._post_hooks or profiled)  # else _run_node: checks and hooks around it
-                if inline and node._reuses_grad_buffers:  # which incoming buffers the node may write into
-                    if len(grads_in) == 1:
-                        node._grads_owned = (engine_owns(grads_in[0]),)
-                    else:
-                        owned = []
-                        for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient)
-                            owned.append(engine_owns(grads_in[i]))
-                        node._grads_owned = tuple(owned)
-                    # its saved tensors too, when nothing can read them after it: the inline call below frees them
-                    node._saved_owned = inline and releases
-                if inline:  # the common case
-                    try:
-                        grads_out = node._apply(grads_in)
-                    finally:  # (after an error too: a later direct call of the node must not reuse buffers)
-                        if node._reuses_grad_buffers:
-                            node._grads_owned = ()
-                            node._saved_owned = False
-                    if releases and node._saved:
+                if not (st.anomaly or node._post_hooks or profiled):  # the common case
+                    grads_out = node._apply(grads_in)
+                    if releases and saved:
                         node._release()
-                else:
+                    keeps = tracks and node._builtin
+                else:  # _run_node: checks and hooks around it
                     grads_out = self._run_node(node, grads_in)
+                    keeps = tracks and node._builtin and not node._post_hooks
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
                 grads_out = (None,) * len(node.next_functions)
-            grads_in = None
-            # hand each gradient to its next node's buffer; queue the nodes that became ready
+                keeps = False
+            # hand each gradient to its next node's buffer; queue the nodes that became ready. A buffer handed on
+            # is counted in its new slot first, then the node's own slots are freed (below): one the node passes
+            # through (add's gradient, or one written in place) stays owned without leaving the table
             leaves = None
             follow = None  # a node that became ready while no other is: it runs next, without the heap
             for (nxt, nr), g in zip(node.next_functions, grads_out):
                 if nxt is None:
                     continue
                 if g is not None:
+                    if keeps or owned:  # (nothing to count: no owned buffer, none that could become one)
+                        data = g._data
+                        key = id(data)
+                        entry = owned.get(key)
+                        if entry is not None:
+                            if keeps:
+                                entry[1] += 1
+                            else:
+                                del owned[key]
+                        elif keeps and data.base is None and _fresh(g, grads_in, node._returns_saved and saved):
+                            owned[key] = [data, 1]
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt._num_outputs
                         buf[nr] = g
+                    elif buf[nr] is None:
+                        buf[nr] = g
                     else:
-                        buf[nr] = _add(buf[nr], g)
+                        buf[nr] = self._sum(buf[nr], g)
                 remaining = deps[nxt] - 1
                 deps[nxt] = remaining
                 if remaining == 0:
@@ -517,13 +512,56 @@ class _Task:
                             heapq.heappush(ready, (-follow._sequence_nr, id(follow), follow))
                             follow = None
                         heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
+            if owned:  # the node's slots are free now: an owned buffer no slot holds any more leaves the engine
+                for g in grads_in:
+                    if g is not None:
+                        key = id(g._data)
+                        entry = owned.get(key)
+                        if entry is not None:
+                            if entry[1] == 1:
+                                del owned[key]
+                            else:
+                                entry[1] -= 1
             node = follow
-            grads_out = g = buf = follow = None  # only the buffers hold the gradients now: exact reference counts
-            if leaves:  # accumulated once nothing but the buffer holds their gradients
-                for leaf in leaves:  # the popped gradient goes straight into the call: no local holds it
+            # what the node read is freed now, before the leaves' accumulation and the next node allocate (their
+            # buffers then take the memory just released, still in the cache)
+            grads_in = grads_out = saved = g = data = buf = entry = follow = None
+            if leaves:
+                for leaf in leaves:
                     self._accumulate_leaf(leaf, buffers.pop(leaf)[0], waiting)
             if waiting:
                 self._accumulate_waiting(waiting, False)
+
+    def _sum(self, a: Tensor, b: Tensor) -> Tensor:
+        """``a + b`` for a buffer slot that held ``a`` and now gets ``b``: the sum is a new owned buffer, and
+        ``a`` and ``b`` each leave the slot."""
+        total = _add(a, b)
+        if not self.create_graph:
+            self._release(a)
+            self._release(b)
+            if total._data.base is None and _fresh(total, [a, b], None):
+                self.owned[id(total._data)] = [total._data, 1]
+        return total
+
+    def _release(self, g: Tensor) -> None:
+        """One slot holding ``g`` is free: an owned buffer held nowhere else is no longer the engine's."""
+        owned = self.owned
+        entry = owned.get(id(g._data)) if owned else None
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del owned[id(g._data)]
+
+    def _disown(self, g: Tensor | None) -> None:
+        """``g`` is handed out of the engine (a hook, retain_grad, ``autograd.grad``'s result): its buffer is never
+        written again by this pass, whichever slots still hold it."""
+        if g is not None and self.owned:
+            self.owned.pop(id(g._data), None)
+
+    def _slots(self, g: Tensor) -> int:
+        """How many slots hold ``g``'s buffer when the engine owns it; 0 when it does not."""
+        entry = self.owned.get(id(g._data)) if self.owned else None
+        return 0 if entry is None else entry[1]
 
     def will_compute_grad_of(self, t: Tensor) -> bool:
         """Whether this pass computes a gradient for ``t`` (its node is reached, and needed for ``inputs``)."""
@@ -536,24 +574,28 @@ class _Task:
         return True
 
     def _accumulate_waiting(self, waiting: dict, finish: bool) -> None:
-        """Accumulate the waiting leaves (see ``_accumulate_leaf``) whose gradient nothing else holds any more;
+        """Accumulate the waiting leaves (see ``_accumulate_leaf``) whose gradient no other slot holds any more;
         all of them when ``finish``."""
         for leaf in list(waiting):
-            if finish or engine_owns(waiting[leaf][0]):
-                self._accumulate_leaf(leaf, waiting.pop(leaf)[0])
+            if finish or self._slots(waiting[leaf]) == 1:
+                self._accumulate_leaf(leaf, waiting.pop(leaf))
 
     def _before_node(self, node, grads_in: list, run: bool = True) -> list:
         """Tensor hooks of the node's outputs, retain_grad, then the node's pre-hooks (when it is to ``run``)."""
         if node._tensor_hooks:
             for nr, hooks in node._tensor_hooks.items():
                 if grads_in[nr] is not None and hooks:
+                    self._disown(grads_in[nr])
                     grads_in[nr] = _call_hooks(hooks, grads_in[nr])
         if node._retained:
             for nr, ref in node._retained.items():
                 t = ref()
                 if t is not None and grads_in[nr] is not None:
+                    self._disown(grads_in[nr])
                     _store_non_leaf_grad(t, grads_in[nr], self.create_graph)
         if run and node._pre_hooks:
+            for g in grads_in:
+                self._disown(g)
             for hook in list(node._pre_hooks.values()):
                 r = hook(tuple(grads_in))
                 if r is not None:
@@ -564,6 +606,9 @@ class _Task:
         """The node's backward with anomaly checks, post-hooks and release (what the loop does inline when
         anomaly mode is off and the node has no post-hook)."""
         st = state
+        if node._post_hooks:  # (they are handed the incoming gradients too: the node must leave them unchanged)
+            for g in grads_in:
+                self._disown(g)
         try:
             grads_out = node._apply(grads_in) if st.profiler is None else _profiled_apply(node, grads_in, st.profiler)
             if st.anomaly and st.anomaly_check_nan:
@@ -577,9 +622,9 @@ class _Task:
                     stacklevel=2,
                 )
             raise
-        finally:
-            node._grads_owned = ()
-        if node._post_hooks:
+        if node._post_hooks:  # (what they are handed leaves the engine)
+            for g in grads_out:
+                self._disown(g)
             for hook in list(node._post_hooks.values()):
                 r = hook(tuple(grads_out), tuple(grads_in))
                 if r is not None:
@@ -611,28 +656,44 @@ class _Task:
         if g._data.dtype != leaf._data.dtype:  # torch's validate_outputs: a gradient takes its input's dtype
             g = g.to(leaf.dtype)
         if leaf._hooks:
+            self._disown(g)
             g = _call_hooks(leaf._hooks, g)
         hooked = node._hooked and self.accumulate  # (a captured leaf's node does not run: nor do its hooks)
         if hooked and node._pre_hooks:
+            self._disown(g)
             for hook in list(node._pre_hooks.values()):
                 r = hook((g,))
                 if r is not None:
                     g = r[0]
         if targets is not None and node in targets:
+            self._disown(g)
             for _, k in targets[node]:
                 self.captured[k] = g
         if self.accumulate:
-            owned = engine_owns(g)  # before the call below puts g on the stack once more
+            owned = self.owned
+            entry = owned.get(key := id(g._data)) if owned else None  # (``_slots``, inline)
             post = leaf.__dict__.get("_post_accumulate_hooks")
-            shared = not (owned or waiting is None or targets is not None or self.create_graph)
-            if shared and leaf._grad is None and not (leaf._hooks or post or hooked) and g._data.size >= WAIT_MIN_SIZE:
-                waiting[node] = [g]  # its one holder while it waits, as a buffer slot is
-                return
-            node.accumulate(g, self.create_graph, owned)
+            if entry is None:  # not the engine's: copied
+                node.accumulate(g, self.create_graph, False)
+            elif entry[1] == 1:  # in this slot only: kept as ``.grad``, it leaves the engine
+                node.accumulate(g, self.create_graph, True)
+                del owned[key]
+            else:  # in other slots too
+                if (
+                    waiting is not None
+                    and leaf._grad is None
+                    and not (leaf._hooks or post or hooked)
+                    and g._data.size >= WAIT_MIN_SIZE
+                ):
+                    waiting[node] = g  # (a slot of its own while it waits: still counted)
+                    return
+                node.accumulate(g, self.create_graph, False)
+                entry[1] -= 1  # copied: one slot less
             if post:
                 for hook in list(post.values()):
                     hook(leaf)
             if hooked and node._post_hooks:  # the node's own post-hooks: after it accumulated, as in torch
+                self._disown(g)  # (handed to them: a copy's source is written no more)
                 for hook in list(node._post_hooks.values()):
                     hook((), (g,))
 
