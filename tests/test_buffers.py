@@ -1,4 +1,4 @@
-"""Gradient buffers are reused only while the engine owns them (``autograd.engine._Task.owned``).
+"""Gradient buffers are reused only while the engine owns them (``autograd.engine.owns``: ``Tensor._grad_slots``).
 
 Reuse saves allocations (a leaf keeps its first gradient as ``.grad``; an elementwise backward writes into the
 incoming gradient's buffer), and must never change a value that someone else holds.
@@ -283,3 +283,19 @@ def test_a_gradient_an_accumulator_post_hook_stored_is_not_written_by_the_node_t
     expected = np.exp(np.array([1.0, -2.0]) * 2.0 + 0.5)
     np.testing.assert_allclose(stored[0].numpy(), expected)
     np.testing.assert_allclose(x.grad.numpy(), expected * 2.0)
+
+
+def test_a_view_of_a_shared_gradient_is_read_unchanged_after_the_other_reader_ran(torch):
+    # add hands one buffer to reshape's backward (a view of it goes on to exp, made first: it runs last) and to
+    # sigmoid's backward, which runs in between and must not write into the buffer the view still shows
+    def run(lib):
+        p, q, w = (lib.tensor(v, dtype=lib.float64, requires_grad=True) for v in ([1.0, 2.0, 3.0], [0.5, -1.0, 2.0],
+                   [2.0, 3.0, 4.0]))  # fmt: skip
+        e = p.exp()
+        v = q.sigmoid()
+        u = e.reshape(3, 1).reshape(3)
+        ((u + v) * w).sum().backward()
+        return p.grad.tolist(), q.grad.tolist(), w.grad.tolist()
+
+    for ours, theirs in zip(run(numbagrad), run(torch)):
+        np.testing.assert_allclose(ours, theirs)

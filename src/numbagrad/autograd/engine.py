@@ -40,7 +40,7 @@ class AccumulateGrad(GraphNode):
 
     def accumulate(self, grad: Tensor, create_graph: bool, owned: bool = False) -> None:
         """Add ``grad`` into the leaf's ``.grad``; ``owned`` (the engine's buffer, held nowhere else: see
-        ``_Task.owned``) lets the first one be kept without a copy."""
+        ``owns``) lets the first one be kept without a copy."""
         t = self.variable
         if t._grad is None:
             if create_graph:
@@ -82,32 +82,57 @@ def accumulator_of(t: Tensor) -> AccumulateGrad:
 
 
 # --- buffer ownership ---------------------------------------------------------------------------------------
+# The backward running in a thread owns the gradient buffers its built-in backwards allocate, from then until the
+# buffer leaves the engine: handed to a hook, retained, captured for ``autograd.grad``, kept as a leaf's
+# ``.grad``, read or returned by a user Function (which may keep it). The mark is on the gradient tensor itself:
+# ``Tensor._grad_slots``, how many of the pass's slots (a node's buffer entry, or a waiting leaf) hold it; 0 when
+# the engine does not own it. A tensor handed out is unmarked first, so nothing outside the engine ever sees a
+# mark. Under ``create_graph`` nothing is owned (a gradient there has a graph of its own).
+
+
 def owns(grad: Tensor | None) -> bool:
-    """True when the backward running in this thread owns ``grad``'s buffer and holds it in one place only (the
-    node now reading it): that node may write its result there instead of allocating (``_Task.owned``)."""
-    task = state.task
-    if task is None or grad is None:
-        return False
-    entry = task.owned.get(id(grad._data))
-    return entry is not None and entry[1] == 1
+    """True when the running backward owns ``grad``'s buffer and only the node now reading it holds it: that node
+    may write its result there instead of allocating, and then returns ``grad`` itself (so the engine counts it
+    in the slot it goes to)."""
+    return grad is not None and grad._grad_slots == 1
 
 
-def _fresh(grad: Tensor, grads_in: list, saved) -> bool:
-    """Whether a gradient a built-in node returned is a buffer its backward kernel allocated: a dense, writable
-    array of its own (not a view: the caller checks ``base``), none of the node's incoming gradients or ``saved``
-    tensors (what a backward may hand on unchanged; ``None`` for a node that never returns a saved one)."""
+def _disown(grad: Tensor | None) -> None:
+    """``grad`` leaves the engine (a hook, retain_grad, a user Function, ``autograd.grad``'s result...): its buffer
+    is never written again by this pass, whichever slots still hold it."""
+    if grad is not None and grad._grad_slots:
+        grad._grad_slots = 0
+
+
+def _claim(grad: Tensor, grads_in: list, saved) -> None:
+    """A gradient a built-in node returned that the engine does not own yet: owned from now (one slot) when it is a
+    buffer its backward kernel allocated: a dense, writable array of its own, not the storage of the node's
+    incoming gradients or ``saved`` tensors (what a backward may hand on; ``None`` for a node that never returns a
+    saved one). One that shares an owned incoming gradient's storage (a view of it, or the same array in another
+    tensor) unmarks that gradient instead: neither may then be written in place."""
     data = grad._data
-    if type(data) is not np.ndarray or grad.grad_fn is not None:
-        return False
+    if type(data) is not np.ndarray:
+        return
+    root = data.base
+    if root is None:
+        root = data
+    elif type(root) is not np.ndarray or root.base is not None:  # (as_strided's view keeps a chain of bases)
+        while getattr(root, "base", None) is not None:
+            root = root.base
     for g in grads_in:
-        if g is not None and g._data is data:
-            return False
+        if g is not None and g._data is root:  # (passed on, or a view of it)
+            if g._grad_slots:
+                g._grad_slots = 0
+            return
+    if root is not data or grad.grad_fn is not None:
+        return
     if saved:
         for s in saved:
             if s is not None and type(s.tensor) is Tensor and s.tensor._data is data:
-                return False
+                return
     flags = data.flags
-    return flags.writeable and flags.c_contiguous
+    if flags.writeable and flags.c_contiguous:
+        grad._grad_slots = 1
 
 
 # --- entry points -------------------------------------------------------------------------------------------
@@ -364,6 +389,19 @@ def _add(a, b):
     return b + a if b.is_sparse else a + b  # a sparse gradient (``embedding(sparse=True)``) adds itself
 
 
+def _sum(a: Tensor, b: Tensor, tracks: bool) -> Tensor:
+    """``a + b`` for a buffer slot that held ``a`` and now gets ``b``: when ``tracks`` (no ``create_graph``) the sum
+    is a new owned buffer, and ``a`` and ``b`` each leave the slot."""
+    total = _add(a, b)
+    if tracks:
+        for g in (a, b):
+            n = g._grad_slots
+            if n:
+                g._grad_slots = n - 1
+        _claim(total, [a, b], None)
+    return total
+
+
 def _call_hooks(hooks: dict, grad):
     for hook in list(hooks.values()):
         r = hook(grad)
@@ -384,12 +422,6 @@ class _Task:
         self.deps: dict = {}  # (while it runs: what ``will_compute_grad_of`` reads)
         self.needed = None
         self.roots: list = []
-        #: The gradient buffers this pass owns: id(array) -> [array, how many of its slots hold it]. A buffer is
-        #: owned from when a built-in backward allocates it (``_fresh``) until it leaves the engine: handed to a
-        #: hook, retained, captured for ``autograd.grad``, kept as a leaf's ``.grad``, or returned by a user
-        #: Function (which may keep it). A slot is a node's buffer entry or a waiting leaf; a buffer in one slot
-        #: only may be written in place by the node reading it (``owns``). Under ``create_graph`` none is owned.
-        self.owned: dict = {}
         if inputs is not None:
             self.targets = {}
             for k, t in enumerate(inputs):
@@ -406,6 +438,8 @@ class _Task:
             deps = _dependencies(root_nodes)
             buf = [None] * node._num_outputs
             buf[nr] = grads[0]
+            if grads[0]._grad_slots:  # (``_disown``: a gradient given from outside is never the pass's)
+                grads[0]._grad_slots = 0
             buffers: dict = {node: buf}
             ready = [] if node in deps else [(-node._sequence_nr, id(node), node)]
         else:
@@ -414,6 +448,7 @@ class _Task:
             deps = _dependencies(root_nodes)
             buffers = {}
             for (node, nr), g in zip(roots, grads):
+                _disown(g)
                 buf = buffers.get(node)
                 if buf is None:
                     buf = buffers[node] = [None] * node._num_outputs
@@ -435,8 +470,7 @@ class _Task:
         releases = not self.retain_graph  # each node's saved tensors, right after it ran
         st = state
         profiled = st.profiler is not None  # (then every node runs in _run_node, which records it)
-        owned = self.owned
-        tracks = not self.create_graph  # (a gradient with a graph of its own is never reused)
+        tracks = not self.create_graph  # (a gradient with a graph of its own is never owned)
         node = None  # the next node to run, when the last one made it the only ready one (it skips the heap)
         while True:
             if node is None:
@@ -453,42 +487,45 @@ class _Task:
                 grads_in = self._before_node(node, grads_in, run)
             if targets is not None and node in targets:
                 for nr, k in targets[node]:
-                    self._disown(grads_in[nr])
+                    _disown(grads_in[nr])
                     self.captured[k] = grads_in[nr]
-            saved = node._saved
-            # ``keeps``: may the gradients it hands on be owned (see ``owned``)? Not those a post-hook was handed
+            # ``keeps``: may the gradients it hands on be owned, and may it see owned ones? Only a built-in node's,
+            # and not those a post-hook was handed
             if run and (grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads):
                 if not (st.anomaly or node._post_hooks or profiled):  # the common case
-                    grads_out = node._apply(grads_in)
-                    if releases and saved:
-                        node._release()
                     keeps = tracks and node._builtin
+                    if not keeps:  # (a user Function may keep what it reads)
+                        for g in grads_in:
+                            _disown(g)
+                    grads_out = node._apply(grads_in)
+                    if releases and node._saved:
+                        node._release()
                 else:  # _run_node: checks and hooks around it
-                    grads_out = self._run_node(node, grads_in)
                     keeps = tracks and node._builtin and not node._post_hooks
+                    if not keeps:
+                        for g in grads_in:
+                            _disown(g)
+                    grads_out = self._run_node(node, grads_in)
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
                 grads_out = (None,) * len(node.next_functions)
-                keeps = False
-            # hand each gradient to its next node's buffer; queue the nodes that became ready. A buffer handed on
-            # is counted in its new slot first, then the node's own slots are freed (below): one the node passes
-            # through (add's gradient, or one written in place) stays owned without leaving the table
+                keeps = True
+            # hand each gradient to its next node's buffer; queue the nodes that became ready. A gradient handed
+            # on is counted in its new slot first, then the node's own slots are freed (below): one the node
+            # passes through (add's gradient, or one written in place) stays owned
             leaves = None
             follow = None  # a node that became ready while no other is: it runs next, without the heap
             for (nxt, nr), g in zip(node.next_functions, grads_out):
                 if nxt is None:
                     continue
                 if g is not None:
-                    if keeps or owned:  # (nothing to count: no owned buffer, none that could become one)
-                        data = g._data
-                        key = id(data)
-                        entry = owned.get(key)
-                        if entry is not None:
-                            if keeps:
-                                entry[1] += 1
-                            else:
-                                del owned[key]
-                        elif keeps and data.base is None and _fresh(g, grads_in, node._returns_saved and saved):
-                            owned[key] = [data, 1]
+                    n = g._grad_slots
+                    if not keeps:
+                        if n:
+                            g._grad_slots = 0
+                    elif n:
+                        g._grad_slots = n + 1
+                    elif tracks:
+                        _claim(g, grads_in, node._saved if node._returns_saved else None)
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt._num_outputs
@@ -496,7 +533,7 @@ class _Task:
                     elif buf[nr] is None:
                         buf[nr] = g
                     else:
-                        buf[nr] = self._sum(buf[nr], g)
+                        buf[nr] = _sum(buf[nr], g, tracks)
                 remaining = deps[nxt] - 1
                 deps[nxt] = remaining
                 if remaining == 0:
@@ -512,56 +549,20 @@ class _Task:
                             heapq.heappush(ready, (-follow._sequence_nr, id(follow), follow))
                             follow = None
                         heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
-            if owned:  # the node's slots are free now: an owned buffer no slot holds any more leaves the engine
-                for g in grads_in:
-                    if g is not None:
-                        key = id(g._data)
-                        entry = owned.get(key)
-                        if entry is not None:
-                            if entry[1] == 1:
-                                del owned[key]
-                            else:
-                                entry[1] -= 1
+            for g in grads_in:  # the node's slots are free now
+                if g is not None:
+                    n = g._grad_slots
+                    if n:
+                        g._grad_slots = n - 1
             node = follow
             # what the node read is freed now, before the leaves' accumulation and the next node allocate (their
             # buffers then take the memory just released, still in the cache)
-            grads_in = grads_out = saved = g = data = buf = entry = follow = None
+            grads_in = grads_out = g = buf = follow = None
             if leaves:
                 for leaf in leaves:
                     self._accumulate_leaf(leaf, buffers.pop(leaf)[0], waiting)
             if waiting:
                 self._accumulate_waiting(waiting, False)
-
-    def _sum(self, a: Tensor, b: Tensor) -> Tensor:
-        """``a + b`` for a buffer slot that held ``a`` and now gets ``b``: the sum is a new owned buffer, and
-        ``a`` and ``b`` each leave the slot."""
-        total = _add(a, b)
-        if not self.create_graph:
-            self._release(a)
-            self._release(b)
-            if total._data.base is None and _fresh(total, [a, b], None):
-                self.owned[id(total._data)] = [total._data, 1]
-        return total
-
-    def _release(self, g: Tensor) -> None:
-        """One slot holding ``g`` is free: an owned buffer held nowhere else is no longer the engine's."""
-        owned = self.owned
-        entry = owned.get(id(g._data)) if owned else None
-        if entry is not None:
-            entry[1] -= 1
-            if entry[1] <= 0:
-                del owned[id(g._data)]
-
-    def _disown(self, g: Tensor | None) -> None:
-        """``g`` is handed out of the engine (a hook, retain_grad, ``autograd.grad``'s result): its buffer is never
-        written again by this pass, whichever slots still hold it."""
-        if g is not None and self.owned:
-            self.owned.pop(id(g._data), None)
-
-    def _slots(self, g: Tensor) -> int:
-        """How many slots hold ``g``'s buffer when the engine owns it; 0 when it does not."""
-        entry = self.owned.get(id(g._data)) if self.owned else None
-        return 0 if entry is None else entry[1]
 
     def will_compute_grad_of(self, t: Tensor) -> bool:
         """Whether this pass computes a gradient for ``t`` (its node is reached, and needed for ``inputs``)."""
@@ -577,7 +578,7 @@ class _Task:
         """Accumulate the waiting leaves (see ``_accumulate_leaf``) whose gradient no other slot holds any more;
         all of them when ``finish``."""
         for leaf in list(waiting):
-            if finish or self._slots(waiting[leaf]) == 1:
+            if finish or waiting[leaf]._grad_slots == 1:
                 self._accumulate_leaf(leaf, waiting.pop(leaf))
 
     def _before_node(self, node, grads_in: list, run: bool = True) -> list:
@@ -585,17 +586,17 @@ class _Task:
         if node._tensor_hooks:
             for nr, hooks in node._tensor_hooks.items():
                 if grads_in[nr] is not None and hooks:
-                    self._disown(grads_in[nr])
+                    _disown(grads_in[nr])
                     grads_in[nr] = _call_hooks(hooks, grads_in[nr])
         if node._retained:
             for nr, ref in node._retained.items():
                 t = ref()
                 if t is not None and grads_in[nr] is not None:
-                    self._disown(grads_in[nr])
+                    _disown(grads_in[nr])
                     _store_non_leaf_grad(t, grads_in[nr], self.create_graph)
         if run and node._pre_hooks:
             for g in grads_in:
-                self._disown(g)
+                _disown(g)
             for hook in list(node._pre_hooks.values()):
                 r = hook(tuple(grads_in))
                 if r is not None:
@@ -608,7 +609,7 @@ class _Task:
         st = state
         if node._post_hooks:  # (they are handed the incoming gradients too: the node must leave them unchanged)
             for g in grads_in:
-                self._disown(g)
+                _disown(g)
         try:
             grads_out = node._apply(grads_in) if st.profiler is None else _profiled_apply(node, grads_in, st.profiler)
             if st.anomaly and st.anomaly_check_nan:
@@ -624,7 +625,7 @@ class _Task:
             raise
         if node._post_hooks:  # (what they are handed leaves the engine)
             for g in grads_out:
-                self._disown(g)
+                _disown(g)
             for hook in list(node._post_hooks.values()):
                 r = hook(tuple(grads_out), tuple(grads_in))
                 if r is not None:
@@ -656,28 +657,27 @@ class _Task:
         if g._data.dtype != leaf._data.dtype:  # torch's validate_outputs: a gradient takes its input's dtype
             g = g.to(leaf.dtype)
         if leaf._hooks:
-            self._disown(g)
+            _disown(g)
             g = _call_hooks(leaf._hooks, g)
         hooked = node._hooked and self.accumulate  # (a captured leaf's node does not run: nor do its hooks)
         if hooked and node._pre_hooks:
-            self._disown(g)
+            _disown(g)
             for hook in list(node._pre_hooks.values()):
                 r = hook((g,))
                 if r is not None:
                     g = r[0]
         if targets is not None and node in targets:
-            self._disown(g)
+            _disown(g)
             for _, k in targets[node]:
                 self.captured[k] = g
         if self.accumulate:
-            owned = self.owned
-            entry = owned.get(key := id(g._data)) if owned else None  # (``_slots``, inline)
             post = leaf.__dict__.get("_post_accumulate_hooks")
-            if entry is None:  # not the engine's: copied
-                node.accumulate(g, self.create_graph, False)
-            elif entry[1] == 1:  # in this slot only: kept as ``.grad``, it leaves the engine
+            n = g._grad_slots
+            if n == 1:  # in this slot only: kept as ``.grad``, it leaves the engine
+                g._grad_slots = 0
                 node.accumulate(g, self.create_graph, True)
-                del owned[key]
+            elif n == 0:  # not the engine's: copied
+                node.accumulate(g, self.create_graph, False)
             else:  # in other slots too
                 if (
                     waiting is not None
@@ -688,12 +688,12 @@ class _Task:
                     waiting[node] = g  # (a slot of its own while it waits: still counted)
                     return
                 node.accumulate(g, self.create_graph, False)
-                entry[1] -= 1  # copied: one slot less
+                g._grad_slots = n - 1  # copied: one slot less
             if post:
                 for hook in list(post.values()):
                     hook(leaf)
             if hooked and node._post_hooks:  # the node's own post-hooks: after it accumulated, as in torch
-                self._disown(g)  # (handed to them: a copy's source is written no more)
+                _disown(g)  # (handed to them: a copy's source is written no more)
                 for hook in list(node._post_hooks.values()):
                     hook((), (g,))
 

@@ -621,24 +621,20 @@ def edge_of(t: Tensor) -> tuple:
 
 
 def make_node(ctx: GraphNode, edges: tuple, output=None) -> None:
-    """Make ``ctx`` a node of the graph: its edges (``edges_of`` its inputs), its creation order (among ready nodes
-    the engine runs the latest first) and, in anomaly mode, the forward stack that made it; then link ``output``
-    to it: one new tensor of a differentiable dtype (output 0; the callers know its dtype, the fast paths without a
-    check) or a list of them (output i each, those of a differentiable dtype), each getting it as grad_fn. A view a
-    custom Function returns is marked ``custom_function`` (torch refuses to change it in place:
-    ``ops.inplace``). Every node is made here (tests/test_layout.py checks that nothing else assigns
-    ``next_functions``), so a fast path cannot skip what the general path records; ``_link_general`` links the
-    outputs of the uncommon cases (dirty, non-differentiable or returned as-is)."""
+    """Make ``ctx`` a node of the graph: its edges (``edges_of`` its inputs) and its creation order (among ready
+    nodes the engine runs the latest first); then link ``output`` to it: one new tensor of a differentiable dtype
+    (output 0; the callers know its dtype, the fast paths without a check) or a list of them (output i each,
+    those of a differentiable dtype), each getting it as grad_fn. Every node is made here (tests/test_layout.py
+    checks that nothing else assigns ``next_functions``), so a fast path cannot skip what the general path
+    records. What only the general path records is its own (``_link_outputs``: anomaly mode's forward stack, a
+    custom Function's view marks): the fast paths refuse those cases. Kept to a few stores, as it runs once per
+    recorded op."""
     ctx.next_functions = edges
     ctx._sequence_nr = next(_sequence)
-    if state.anomaly:
-        ctx._traceback = _forward_stack()
     if output is None:
         return
     if type(output) is not list:
         output.grad_fn = ctx
-        if not ctx._builtin and output._base is not None:
-            output._creation_meta = "custom_function"
         return
     ctx._num_outputs = len(output)
     for i, o in enumerate(output):
@@ -732,7 +728,12 @@ def _link_outputs(cls, ctx, args: tuple, output):
         if a is output:
             fresh = False
     simple = fresh and not (ctx.dirty_tensors or ctx.non_differentiable)
-    make_node(ctx, edges_of(args), output if simple and output._data.dtype.kind in "fcV" else None)
+    linked = simple and output._data.dtype.kind in "fcV"
+    make_node(ctx, edges_of(args), output if linked else None)
+    if linked and not ctx._builtin and output._base is not None:
+        output._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
+    if state.anomaly:
+        ctx._traceback = _forward_stack()
     if not cls._trusted:  # what ``validate_grad`` checks each returned gradient against
         meta = []
         for a in args:  # (a loop: a comprehension costs a frame per call)

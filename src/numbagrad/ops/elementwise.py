@@ -399,12 +399,15 @@ class Elementwise(Function):
             return Elementwise.backward(ctx, g)  # (which raises torch's error for a modified saved tensor)
         gd = g._data
         dt = gd.dtype
-        into = gd if owns(g) else None  # the engine owns g: the gradient overwrites it
+        into = gd if g._grad_slots == 1 else None  # (``owns(g)``, inline) the engine owns g: the gradient overwrites it
         x_data = saved[0].tensor._data if cls._save_idx else 0  # (0: an operand no gradient reads)
         out_data = saved[-1].tensor._data if cls._saves_out else 0
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
+        data = backend.elementwise_grad(cls.row, 0, gd, out_data, [x_data], (), dt, result=into)
+        if data is gd:  # written into g: g itself goes on (the engine counts it where it goes)
+            return (g,)
         grad = _new(Tensor)
-        grad._data = backend.elementwise_grad(cls.row, 0, gd, out_data, [x_data], (), dt, result=into)
+        grad._data = data
         return (grad,)
 
     @staticmethod
@@ -433,9 +436,20 @@ class Elementwise(Function):
         out_data = saved[k].tensor._data if cls._saves_out else 0
         gd = g._data
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
-        first, second = backend.elementwise_grads(cls.row, (0, 1), gd, out_data, operands, (), gd.dtype, owns(g))
+        first, second = backend.elementwise_grads(
+            cls.row,
+            (0, 1),
+            gd,
+            out_data,
+            operands,
+            (),
+            gd.dtype,
+            g._grad_slots == 1,  # (``owns(g)``, inline)
+        )
         grad0 = _new(Tensor)
         grad0._data = first
+        if second is gd:  # written into g: g itself goes on (see _backward_one)
+            return grad0, g
         grad1 = _new(Tensor)
         grad1._data = second
         return grad0, grad1
@@ -554,12 +568,16 @@ def _kernel_grads(ctx, cls, g: Tensor, saved: tuple, wanted: tuple, reuse: int |
         if cls._passthrough[i]:
             gi = g
         else:
-            gi = _new(Tensor)
             if pair is not None:
-                gi._data = both[0] if i == pair[0] else both[1]
+                data = both[0] if i == pair[0] else both[1]
             else:
                 into = gd if i == reuse else None
-                gi._data = backend.elementwise_grad(row, i, gd, out_data, operands, ctx.params, gd.dtype, result=into)
+                data = backend.elementwise_grad(row, i, gd, out_data, operands, ctx.params, gd.dtype, result=into)
+            if data is gd:  # written into g: g itself goes on (see _backward_one)
+                gi = g
+            else:
+                gi = _new(Tensor)
+                gi._data = data
         if meta is not None:
             gi = _to_input(gi, meta[i], False)
         grads.append(gi)
@@ -649,7 +667,12 @@ def _alias(a: Tensor) -> Tensor:
 
 def _unread(a: Tensor) -> SavedTensor:
     """The saved entry of an input no gradient of this call reads (``_alias``; see ``saved_input``)."""
-    return SavedTensor(_alias(a), 0, -1, None)
+    s = _new(SavedTensor)  # (filled in as ``saved_input`` fills one: no ``__init__`` call on the hot path)
+    s.tensor = _alias(a)
+    s.version = 0
+    s.output_nr = -1
+    s.grad_fn = None
+    return s
 
 
 def _record_mixed(ctx, cls, inputs: tuple, shape: tuple, dt, result: Tensor) -> None:
