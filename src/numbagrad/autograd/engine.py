@@ -14,7 +14,6 @@ and each backward keeps its state in locals.
 from __future__ import annotations
 
 import heapq
-import threading
 import time
 import warnings
 import weakref
@@ -26,6 +25,8 @@ from .._tensor import Tensor
 from ..backend import layout
 from .grad_mode import state
 from .graph import GraphNode
+
+_new = object.__new__  # (a Tensor with only its storage set: ``Tensor._make`` without the call)
 
 
 # --- leaves -------------------------------------------------------------------------------------------------
@@ -47,8 +48,11 @@ class AccumulateGrad(GraphNode):
                 t._grad = _upward.ops.copy_grad(grad)  # torch: a differentiable copy, grad_fn=<CopyBackwards>
             elif owned:  # take it, as torch does: no copy (nothing else can see the tensor or its storage)
                 t._grad = grad if type(grad) is Tensor and not grad._requires_grad else Tensor._make(grad._data)
-            else:
-                t._grad = Tensor._make(grad._backend.copy(grad._data))
+            else:  # (``Tensor._make(grad._backend.copy(...))`` without the two calls: every step of a user Function's)
+                data = grad._data
+                copied = _new(Tensor)
+                copied._data = (_tensor._BACKENDS.get(type(data)) or _tensor.backend_for(data)).copy(data)
+                t._grad = copied
             if not t._data.flags.c_contiguous:  # torch's layout contract: a dense leaf's gradient has its strides
                 _lay_out_like(t._grad, t._data)
         elif create_graph or t._grad.requires_grad:
@@ -105,27 +109,16 @@ def _disown(grad: Tensor | None) -> None:
 
 
 def _claim(grad: Tensor, grads_in: list, saved) -> None:
-    """A gradient a built-in node returned that the engine does not own yet: owned from now (one slot) when it is a
-    buffer its backward kernel allocated: a dense, writable array of its own, not the storage of the node's
-    incoming gradients or ``saved`` tensors (what a backward may hand on; ``None`` for a node that never returns a
-    saved one). One that shares an owned incoming gradient's storage (a view of it, or the same array in another
-    tensor) unmarks that gradient instead: neither may then be written in place."""
+    """A gradient a built-in node returned that the engine does not own yet, and not a view: owned from now (one
+    slot) when it is a buffer its backward kernel allocated: a dense, writable array of its own, not the storage
+    of the node's incoming gradients or ``saved`` tensors (what a backward may hand on; ``None`` for a node that
+    never returns a saved one)."""
     data = grad._data
-    if type(data) is not np.ndarray:
+    if type(data) is not np.ndarray or grad.grad_fn is not None:
         return
-    root = data.base
-    if root is None:
-        root = data
-    elif type(root) is not np.ndarray or root.base is not None:  # (as_strided's view keeps a chain of bases)
-        while getattr(root, "base", None) is not None:
-            root = root.base
     for g in grads_in:
-        if g is not None and g._data is root:  # (passed on, or a view of it)
-            if g._grad_slots:
-                g._grad_slots = 0
+        if g is not None and g._data is data:
             return
-    if root is not data or grad.grad_fn is not None:
-        return
     if saved:
         for s in saved:
             if s is not None and type(s.tensor) is Tensor and s.tensor._data is data:
@@ -133,6 +126,22 @@ def _claim(grad: Tensor, grads_in: list, saved) -> None:
     flags = data.flags
     if flags.writeable and flags.c_contiguous:
         grad._grad_slots = 1
+
+
+def _aliased(grad: Tensor, grads_out) -> bool:
+    """Whether a node handed on a view of ``grad``, an owned gradient it read that other slots still hold, or
+    another tensor over its storage: then ``grad`` is no longer owned, or a later node could write into it while
+    the view is still to be read. (Only asked then: a gradient in one slot is freed with the node.)"""
+    data = grad._data
+    for h in grads_out:
+        if h is not None and h is not grad:
+            d = h._data
+            root = getattr(d, "base", None)
+            while root is not None and root is not data:  # (a view of a view may keep a chain of bases: as_strided)
+                root = getattr(root, "base", None)
+            if d is data or root is data:
+                return True
+    return False
 
 
 # --- entry points -------------------------------------------------------------------------------------------
@@ -292,16 +301,13 @@ BATCHING: list = [None]
 
 
 # --- the walk -----------------------------------------------------------------------------------------------
-_callbacks = threading.local()  # .pending: the callbacks queued during this thread's running backward, or None
-
-
 def queue_callback(callback) -> None:
     """Run ``callback()`` once the backward pass now running in this thread has finished (torch's
     ``Variable._execution_engine.queue_callback``; DistributedDataParallel waits for its all-reduces there)."""
-    pending = getattr(_callbacks, "pending", None)
-    if pending is None:
+    task = state.task  # (the innermost backward running in this thread)
+    if task is None:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
-    pending.append(callback)
+    task.callbacks.append(callback)
 
 
 def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=None, accumulate: bool = True):
@@ -313,8 +319,6 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
     else:
         roots = [_root_edge(t, i) for i, t in enumerate(outputs)]
     task = _Task(retain_graph, create_graph, accumulate, inputs)
-    outer = getattr(_callbacks, "pending", None)
-    _callbacks.pending = []
     st = state
     outer_task = st.task
     st.task = task
@@ -322,12 +326,11 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
     st.enabled = create_graph
     try:
         task.execute(roots, grads)
-        pending = _callbacks.pending
+        pending = task.callbacks
         while pending:  # a callback may queue another
             pending.pop(0)()
     finally:
         st.enabled = prev_mode
-        _callbacks.pending = outer
         st.task = outer_task
     return task.captured
 
@@ -422,6 +425,7 @@ class _Task:
         self.deps: dict = {}  # (while it runs: what ``will_compute_grad_of`` reads)
         self.needed = None
         self.roots: list = []
+        self.callbacks: list = []  # what ``queue_callback`` queued during this pass: run once it has finished
         if inputs is not None:
             self.targets = {}
             for k, t in enumerate(inputs):
@@ -494,9 +498,10 @@ class _Task:
             if run and (grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads):
                 if not (st.anomaly or node._post_hooks or profiled):  # the common case
                     keeps = tracks and node._builtin
-                    if not keeps:  # (a user Function may keep what it reads)
+                    if not keeps:  # (a user Function may keep what it reads: ``_disown``, inline)
                         for g in grads_in:
-                            _disown(g)
+                            if g is not None and g._grad_slots:
+                                g._grad_slots = 0
                     grads_out = node._apply(grads_in)
                     if releases and node._saved:
                         node._release()
@@ -524,7 +529,7 @@ class _Task:
                             g._grad_slots = 0
                     elif n:
                         g._grad_slots = n + 1
-                    elif tracks:
+                    elif tracks and g._data.base is None:  # (a view is never owned)
                         _claim(g, grads_in, node._saved if node._returns_saved else None)
                     buf = buffers.get(nxt)
                     if buf is None:
@@ -553,6 +558,8 @@ class _Task:
                 if g is not None:
                     n = g._grad_slots
                     if n:
+                        if n > 1 and _aliased(g, grads_out):  # (still held elsewhere: see _aliased)
+                            n = 1
                         g._grad_slots = n - 1
             node = follow
             # what the node read is freed now, before the leaves' accumulation and the next node allocate (their
