@@ -564,7 +564,7 @@ class _Task:
             node = follow
             # what the node read is freed now, before the leaves' accumulation and the next node allocate (their
             # buffers then take the memory just released, still in the cache)
-            grads_in = grads_out = g = buf = follow = None
+            grads_in = grads_out = g = None
             if leaves:
                 for leaf in leaves:
                     self._accumulate_leaf(leaf, buffers.pop(leaf)[0], waiting)
