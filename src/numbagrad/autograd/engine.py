@@ -117,7 +117,9 @@ def _claim(grad: Tensor, grads_in: list, saved) -> None:
     if type(data) is not np.ndarray or grad.grad_fn is not None:
         return
     for g in grads_in:
-        if g is not None and g._data is data:
+        if g is not None and g._data is data:  # (passed on in another tensor: neither may be written in place)
+            if g._grad_slots:
+                g._grad_slots = 0
             return
     if saved:
         for s in saved:
@@ -129,9 +131,9 @@ def _claim(grad: Tensor, grads_in: list, saved) -> None:
 
 
 def _aliased(grad: Tensor, grads_out) -> bool:
-    """Whether a node handed on a view of ``grad``, an owned gradient it read that other slots still hold, or
-    another tensor over its storage: then ``grad`` is no longer owned, or a later node could write into it while
-    the view is still to be read. (Only asked then: a gradient in one slot is freed with the node.)"""
+    """Whether a node that handed on views handed on one of ``grad``, an owned gradient it read that other slots
+    still hold: then ``grad`` is no longer owned, or a later node could write into it while the view is still to
+    be read. (Only asked then: a gradient in one slot is freed with the node.)"""
     data = grad._data
     for h in grads_out:
         if h is not None and h is not grad:
@@ -519,6 +521,7 @@ class _Task:
             # passes through (add's gradient, or one written in place) stays owned
             leaves = None
             follow = None  # a node that became ready while no other is: it runs next, without the heap
+            views = False  # did it hand on a view?
             for (nxt, nr), g in zip(node.next_functions, grads_out):
                 if nxt is None:
                     continue
@@ -529,8 +532,11 @@ class _Task:
                             g._grad_slots = 0
                     elif n:
                         g._grad_slots = n + 1
-                    elif tracks and g._data.base is None:  # (a view is never owned)
-                        _claim(g, grads_in, node._saved if node._returns_saved else None)
+                    elif tracks:
+                        if g._data.base is None:
+                            _claim(g, grads_in, node._saved if node._returns_saved else None)
+                        else:  # (a view is never owned; see ``_aliased`` below)
+                            views = True
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt._num_outputs
@@ -558,7 +564,7 @@ class _Task:
                 if g is not None:
                     n = g._grad_slots
                     if n:
-                        if n > 1 and _aliased(g, grads_out):  # (still held elsewhere: see _aliased)
+                        if n > 1 and views and _aliased(g, grads_out):  # (still held elsewhere: see _aliased)
                             n = 1
                         g._grad_slots = n - 1
             node = follow
