@@ -113,6 +113,8 @@ def _claim(grad: Tensor, grads_in: list, saved) -> None:
     slot) when it is a buffer its backward kernel allocated: a dense, writable array of its own, not the storage
     of the node's incoming gradients or ``saved`` tensors (what a backward may hand on; ``None`` for a node that
     never returns a saved one)."""
+    if type(grad) is not Tensor:  # (a sparse gradient: never owned)
+        return
     data = grad._data
     if type(data) is not np.ndarray or grad.grad_fn is not None:
         return
@@ -403,7 +405,7 @@ def _sum(a: Tensor, b: Tensor, tracks: bool) -> Tensor:
             n = g._grad_slots
             if n:
                 g._grad_slots = n - 1
-        _claim(total, [a, b], None)
+        _claim(total, (), None)  # (a new tensor: the sum)
     return total
 
 
@@ -532,7 +534,7 @@ class _Task:
                             g._grad_slots = 0
                     elif n:
                         g._grad_slots = n + 1
-                    elif tracks:
+                    elif tracks and type(g) is Tensor:  # (not a sparse gradient: never owned)
                         if g._data.base is None:
                             _claim(g, grads_in, node._saved if node._returns_saved else None)
                         else:  # (a view is never owned; see ``_aliased`` below)
