@@ -119,7 +119,8 @@ def _claim(grad: Tensor, grads_in: list, saved) -> None:
     if type(data) is not np.ndarray or grad.grad_fn is not None:
         return
     for g in grads_in:
-        if g is not None and g._data is data:  # (passed on in another tensor: neither may be written in place)
+        if g is not None and getattr(g, "_data", None) is data:  # (passed on in another tensor: neither may be
+            # written in place; getattr: an incoming gradient may be sparse)
             if g._grad_slots:
                 g._grad_slots = 0
             return
@@ -139,7 +140,7 @@ def _aliased(grad: Tensor, grads_out) -> bool:
     data = grad._data
     for h in grads_out:
         if h is not None and h is not grad:
-            d = h._data
+            d = getattr(h, "_data", None)  # (a sparse gradient has none)
             root = getattr(d, "base", None)
             while root is not None and root is not data:  # (a view of a view may keep a chain of bases: as_strided)
                 root = getattr(root, "base", None)
