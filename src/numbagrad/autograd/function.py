@@ -20,7 +20,7 @@ import traceback
 import warnings
 
 from .. import _upward
-from .._tensor import Tensor
+from .._tensor import _BACKENDS, Tensor
 from .._types import broadcast_shapes_or_none, shape_str
 from .engine import accumulator_of
 from .grad_mode import no_grad, state
@@ -258,7 +258,7 @@ def _check_grads(node: BackwardCFunction, result: tuple) -> list:
             out.append(None)
         elif type(r) is Tensor and meta and edges[i][0] is not None:  # the common case: nothing to fix
             data = r._data
-            if data.shape == meta[0] and data.dtype == meta[1] and r._backend is meta[2]:
+            if data.shape == meta[0] and data.dtype == meta[1] and _BACKENDS.get(type(data)) is meta[2]:
                 out.append(r)
             else:
                 out.append(validate_grad(node, i, r, meta))
