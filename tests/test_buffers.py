@@ -1,4 +1,4 @@
-"""Gradient buffers are reused only when nothing else can see them (``autograd.function.engine_owns``).
+"""Gradient buffers are reused only while the engine owns them (``autograd.engine.owns``: ``Tensor._grad_slots``).
 
 Reuse saves allocations (a leaf keeps its first gradient as ``.grad``; an elementwise backward writes into the
 incoming gradient's buffer), and must never change a value that someone else holds.
@@ -10,7 +10,6 @@ import pytest
 import numbagrad
 from numbagrad.autograd import engine
 from numbagrad.backend import cpu
-from numbagrad.ops import elementwise
 
 
 @pytest.fixture
@@ -168,69 +167,135 @@ def test_a_waiting_leaf_is_accumulated_even_when_a_later_node_fails(monkeypatch)
     np.testing.assert_array_equal(b.grad.numpy(), [1.0, 1.0])
 
 
-@pytest.fixture
-def into_saved_output(monkeypatch):
-    """Per gradient computed alone by the backend: (row, whether it was written into the node's saved output);
-    saved outputs of every size may take a gradient (the default starts at 16384 elements)."""
-    monkeypatch.setattr(elementwise, "SAVED_REUSE_MIN_SIZE", 1)
-    calls = []
-    original = cpu.elementwise_grad
-
-    def spy(row, i, g, out, *args, result=None, **kwargs):
-        calls.append((row.name, result is not None and result is out))
-        return original(row, i, g, out, *args, result=result, **kwargs)
-
-    monkeypatch.setattr(cpu, "elementwise_grad", spy)
-    return calls
-
-
-def test_a_gradient_takes_the_buffer_of_a_saved_output_nothing_else_holds(into_saved_output):
-    """relu saved its output for backward; nothing else holds it and the engine frees it after the node: the
-    gradient is written there instead of into a new buffer (no allocation, memory already in the cache)."""
-    x, w = leaves([1.0, -2.0, 3.0], [2.0, 2.0, 2.0])
+def test_a_leaf_gradient_a_hook_stored_is_not_written_by_later_accumulation():
+    x, w = leaves([1.0, 2.0], [3.0, 4.0])
+    stored = []
+    x.register_hook(lambda g: stored.append(g))
     (x * w).relu().sum().backward()
-    assert into_saved_output[0] == ("relu", True)
-    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0])
-    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 0.0, 3.0])
+    (x * w).relu().sum().backward()  # accumulates into x.grad in place
+    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 8.0])
+    np.testing.assert_array_equal(stored[0].numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(stored[1].numpy(), [3.0, 4.0])
 
 
-def test_an_output_the_user_holds_keeps_its_values(into_saved_output):
-    x, w = leaves([1.0, -2.0, 3.0], [2.0, 2.0, 2.0])
-    y = (x * w).relu()
-    y.sum().backward()
-    assert into_saved_output[0] == ("relu", False)
-    np.testing.assert_array_equal(y.detach().numpy(), [2.0, 0.0, 6.0])
-    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 2.0])
+def test_a_retained_gradient_keeps_the_value_it_had_when_the_node_below_reuses_buffers(grad_kernel_calls):
+    x, w = leaves([1.0, 2.0], [3.0, 4.0])
+    y = x * w
+    y.retain_grad()
+    y.exp().sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), np.exp([3.0, 8.0]))
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([3.0, 8.0]) * [3.0, 4.0])
 
 
-def test_retain_graph_keeps_the_saved_output_for_the_next_backward(into_saved_output):
-    (x,) = leaves([0.5, -1.0])
-    loss = (x * 2.0).sigmoid().sum()
-    loss.backward(retain_graph=True)
-    loss.backward()  # the graph's last use: now its saved output may take the gradient
-    assert [taken for name, taken in into_saved_output if name == "sigmoid"] == [False, True]
-    s = 1 / (1 + np.exp(-2 * np.array([0.5, -1.0])))
-    np.testing.assert_allclose(x.grad.numpy(), 2 * 2 * s * (1 - s))
+def test_a_gradient_a_user_function_returns_and_keeps_is_not_written_afterwards(grad_kernel_calls):
+    kept = []
+
+    class Keep(numbagrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            kept.append(g)
+            return g
+
+    x, w = leaves([1.0, 2.0], [3.0, 4.0])
+    (Keep.apply(x.exp()) * w).sum().backward()
+    np.testing.assert_array_equal(kept[0].numpy(), [3.0, 4.0])  # exp's backward did not write into it
+    assert ("exp", 0, True) not in grad_kernel_calls
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([1.0, 2.0]) * [3.0, 4.0])
 
 
-def test_an_output_saved_by_two_nodes_is_not_taken(into_saved_output):
-    (x,) = leaves([0.5, -1.0])
-    t = x.exp()
-    loss = (t * t).sum()  # mul saves t twice, exp saves it as its output
-    del t
-    loss.backward()
-    assert ("exp", True) not in into_saved_output
-    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(2 * np.array([0.5, -1.0])))
+def test_a_node_called_outside_backward_never_writes_into_its_argument():
+    (x,) = leaves([1.0, 2.0])
+    node = x.exp().grad_fn
+    g = numbagrad.tensor([1.0, 1.0], dtype=numbagrad.float64)
+    with numbagrad.no_grad():  # (as backward runs it)
+        (result,) = node(g)
+    np.testing.assert_array_equal(g.numpy(), [1.0, 1.0])
+    np.testing.assert_allclose(result.numpy(), np.exp([1.0, 2.0]))
 
 
-def test_a_node_with_a_post_hook_keeps_its_saved_output(into_saved_output):
-    """A post hook runs before the node's saved tensors are freed, so they keep their values until then."""
-    (x,) = leaves([0.5, -1.0])
-    y = x.tanh()
-    seen = []
-    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.append(grad_inputs[0].numpy().copy()))
-    loss = y.sum()
-    del y
-    loss.backward()
-    assert into_saved_output == [("tanh", False)]
-    np.testing.assert_allclose(seen[0], 1 - np.tanh([0.5, -1.0]) ** 2)
+# --- a node with several outputs ---------------------------------------------------------------------------------
+class TwoOutputs(numbagrad.autograd.Function):
+    """``(2x, 3x)``; backward records the gradients it received."""
+
+    received: list = []
+
+    @staticmethod
+    def forward(ctx, t):
+        return t * 2.0, t * 3.0
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        TwoOutputs.received.append((ga.numpy().copy(), gb.numpy().copy()))
+        return ga * 2.0 + gb * 3.0
+
+
+def test_a_two_output_node_runs_once_with_the_summed_gradient_of_each_output():
+    TwoOutputs.received = []
+    x, w = leaves([1.0, 2.0], [3.0, 4.0])
+    p, q = TwoOutputs.apply(x)
+    ((p * w).exp() + p * q + q.relu()).sum().backward()  # p and q each reached by two paths
+    assert len(TwoOutputs.received) == 1
+    pv, qv, wv = np.array([2.0, 4.0]), np.array([3.0, 6.0]), np.array([3.0, 4.0])
+    ga, gb = TwoOutputs.received[0]
+    np.testing.assert_allclose(ga, np.exp(pv * wv) * wv + qv)
+    np.testing.assert_allclose(gb, pv + 1.0)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * ga + 3 * gb)
+
+
+def test_one_buffer_in_both_slots_of_a_two_output_node_is_read_unchanged_by_both(grad_kernel_calls):
+    # add hands exp's gradient to p and to q: the node's two slots hold one buffer
+    TwoOutputs.received = []
+    (x,) = leaves([1.0, 2.0])
+    p, q = TwoOutputs.apply(x)
+    (p + q).exp().sum().backward()
+    e = np.exp([5.0, 10.0])
+    ga, gb = TwoOutputs.received[0]
+    np.testing.assert_allclose(ga, e)
+    np.testing.assert_allclose(gb, e)
+    np.testing.assert_allclose(x.grad.numpy(), 5 * e)
+
+
+def test_a_builtin_two_output_node_matches_torch(torch):
+    def run(lib):
+        x = lib.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=lib.float64, requires_grad=True)
+        w = lib.tensor([2.0, -1.0], dtype=lib.float64, requires_grad=True)
+        a, b = (x * 1.5).unbind(0)
+        ((a * w).sigmoid() + a * b + (b + a).tanh()).sum().backward()
+        return x.grad.tolist(), w.grad.tolist()
+
+    gx, gw = run(numbagrad)
+    tx, tw = run(torch)
+    np.testing.assert_allclose(gx, tx)
+    np.testing.assert_allclose(gw, tw)
+
+
+def test_a_gradient_an_accumulator_post_hook_stored_is_not_written_by_the_node_that_shares_it(grad_kernel_calls):
+    # add hands one buffer to b's accumulator and to mul: b copies it, its post hook stores it, mul runs after
+    x, w, b = leaves([1.0, -2.0], [2.0, 2.0], [0.5, 0.5])
+    stored = []
+    accumulator = b.add(0.0).grad_fn.next_functions[0][0]  # (held: the graph below finds this one)
+    accumulator.register_hook(lambda grad_inputs, grad_outputs: stored.append(grad_outputs[0]))
+    (x * w + b).exp().sum().backward()
+    expected = np.exp(np.array([1.0, -2.0]) * 2.0 + 0.5)
+    np.testing.assert_allclose(stored[0].numpy(), expected)
+    np.testing.assert_allclose(x.grad.numpy(), expected * 2.0)
+
+
+def test_a_view_of_a_shared_gradient_is_read_unchanged_after_the_other_reader_ran(torch):
+    # add hands one buffer to reshape's backward (a view of it goes on to exp, made first: it runs last) and to
+    # sigmoid's backward, which runs in between and must not write into the buffer the view still shows
+    def run(lib):
+        p, q, w = (lib.tensor(v, dtype=lib.float64, requires_grad=True) for v in ([1.0, 2.0, 3.0], [0.5, -1.0, 2.0],
+                   [2.0, 3.0, 4.0]))  # fmt: skip
+        e = p.exp()
+        v = q.sigmoid()
+        u = e.reshape(3, 1).reshape(3)
+        ((u + v) * w).sum().backward()
+        return p.grad.tolist(), q.grad.tolist(), w.grad.tolist()
+
+    for ours, theirs in zip(run(numbagrad), run(torch)):
+        np.testing.assert_allclose(ours, theirs)

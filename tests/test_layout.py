@@ -310,3 +310,26 @@ def test_no_module_sets_attributes_on_another_module():
                 if isinstance(o, ast.Name) and o.id in aliases
             ]
     assert not found, "\n".join(found)
+
+
+def _attribute_assignments(tree: ast.AST, names: set) -> list:
+    """(line, attribute) of each assignment to ``<anything>.<name>`` for a name in ``names``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            found += [(node.lineno, t.attr) for t in flat if isinstance(t, ast.Attribute) and t.attr in names]
+    return found
+
+
+def test_graph_nodes_are_made_only_by_the_node_builder():
+    """A node's edges and creation order are set only by ``autograd.function.make_node``, so no fast path can build
+    a node that lacks what the general path records."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line} sets {attr}"
+        for module, path, tree in _trees()
+        if module != "numbagrad.autograd.function"
+        for line, attr in _attribute_assignments(tree, {"next_functions", "_sequence_nr"})
+    ]
+    assert not found, "\n".join(found)

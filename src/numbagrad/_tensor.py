@@ -76,7 +76,7 @@ NON_LEAF_GRAD_WARNING = (
 _TENSOR_FIELDS = frozenset(
     {"_data", "_requires_grad", "grad_fn", "_output_nr", "_grad", "_version_counter", "_base", "_retains_grad",
      "_hooks", "_accumulator", "_is_inference", "_post_accumulate_hooks", "_views", "_views_pruned_at",
-     "_creation_meta", "_fw_grad", "_physical"}
+     "_creation_meta", "_fw_grad", "_physical", "_grad_slots"}
 )  # fmt: skip
 
 
@@ -115,6 +115,7 @@ class Tensor:
     _creation_meta: str | None = None  # how a view was made, when in-place changes to it are refused
     _fw_grad = None  # the tangent at the active forward-AD level (``autograd.forward_ad``), if any
     _lazy_conj = False  # True for a conjugate view of a complex tensor (``ops.complex_ops.ConjView``)
+    _grad_slots = 0  # while a backward owns this gradient's buffer: how many of its slots hold it (autograd.engine)
 
     def __init__(self, *args, dtype=None, device=None, requires_grad: bool = False) -> None:
         """``Tensor(2, 3)`` is uninitialised storage of that shape, ``Tensor([1, 2])`` copies data (as float)."""

@@ -14,8 +14,6 @@ and each backward keeps its state in locals.
 from __future__ import annotations
 
 import heapq
-import sys
-import threading
 import time
 import warnings
 import weakref
@@ -27,6 +25,8 @@ from .._tensor import Tensor
 from ..backend import layout
 from .grad_mode import state
 from .graph import GraphNode
+
+_new = object.__new__  # (a Tensor with only its storage set: ``Tensor._make`` without the call)
 
 
 # --- leaves -------------------------------------------------------------------------------------------------
@@ -40,16 +40,19 @@ class AccumulateGrad(GraphNode):
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
     def accumulate(self, grad: Tensor, create_graph: bool, owned: bool = False) -> None:
-        """Add ``grad`` into the leaf's ``.grad``; ``owned`` (see ``engine_owns``) lets the first one be kept
-        without a copy."""
+        """Add ``grad`` into the leaf's ``.grad``; ``owned`` (the engine's buffer, held nowhere else: see
+        ``owns``) lets the first one be kept without a copy."""
         t = self.variable
         if t._grad is None:
             if create_graph:
                 t._grad = _upward.ops.copy_grad(grad)  # torch: a differentiable copy, grad_fn=<CopyBackwards>
             elif owned:  # take it, as torch does: no copy (nothing else can see the tensor or its storage)
                 t._grad = grad if type(grad) is Tensor and not grad._requires_grad else Tensor._make(grad._data)
-            else:
-                t._grad = Tensor._make(grad._backend.copy(grad._data))
+            else:  # (``Tensor._make(grad._backend.copy(...))`` without the two calls: every step of a user Function's)
+                data = grad._data
+                copied = _new(Tensor)
+                copied._data = (_tensor._BACKENDS.get(type(data)) or _tensor.backend_for(data)).copy(data)
+                t._grad = copied
             if not t._data.flags.c_contiguous:  # torch's layout contract: a dense leaf's gradient has its strides
                 _lay_out_like(t._grad, t._data)
         elif create_graph or t._grad.requires_grad:
@@ -68,7 +71,7 @@ def _lay_out_like(grad: Tensor, data) -> None:
 
 #: From this many elements a leaf's shared first gradient waits for its other reader instead of being copied
 #: (``_Task._accumulate_leaf``): a float32 copy of 1e5 elements took 9 us of a 150 us step, while at 1e3 the
-#: waiting's bookkeeping (ownership checks after each node) cost more than the 0.5 us copy.
+#: waiting's bookkeeping (a check after each node) cost more than the 0.5 us copy.
 WAIT_MIN_SIZE = 16384
 
 
@@ -83,47 +86,67 @@ def accumulator_of(t: Tensor) -> AccumulateGrad:
 
 
 # --- buffer ownership ---------------------------------------------------------------------------------------
-def _reference_counts() -> tuple[int, int] | None:
-    """What ``engine_owns`` counts for an object held in exactly one place (as the engine holds a gradient), and
-    for an array held only by one object's attribute. Measured on this interpreter rather than assumed, because
-    interpreters count temporaries differently; ``None`` where there are no exact reference counts (not
-    CPython, or free-threaded), and then buffers are never reused."""
-    if not hasattr(sys, "getrefcount") or not getattr(sys, "_is_gil_enabled", lambda: True)():
-        return None
-
-    class Holder:
-        __slots__ = ("_data",)
-
-    def counts(obj) -> tuple[int, int]:
-        data = obj._data  # the same two steps as ``engine_owns``
-        return sys.getrefcount(data), sys.getrefcount(obj)
-
-    probe = Holder()
-    probe._data = object()
-    return counts(probe)  # ``probe`` is its one holder, as a buffer slot is for the engine
+# The backward running in a thread owns the gradient buffers its built-in backwards allocate, from then until the
+# buffer leaves the engine: handed to a hook, retained, captured for ``autograd.grad``, kept as a leaf's
+# ``.grad``, read or returned by a user Function (which may keep it). The mark is on the gradient tensor itself:
+# ``Tensor._grad_slots``, how many of the pass's slots (a node's buffer entry, or a waiting leaf) hold it; 0 when
+# the engine does not own it. A tensor handed out is unmarked first, so nothing outside the engine ever sees a
+# mark. Under ``create_graph`` nothing is owned (a gradient there has a graph of its own).
 
 
-_SOLE_REFS = _reference_counts()
+def owns(grad: Tensor | None) -> bool:
+    """True when the running backward owns ``grad``'s buffer and only the node now reading it holds it: that node
+    may write its result there instead of allocating, and then returns ``grad`` itself (so the engine counts it
+    in the slot it goes to)."""
+    return grad is not None and grad._grad_slots == 1
 
 
-def engine_owns(grad: Tensor | None) -> bool:
-    """True when nothing outside the engine can see ``grad`` or its storage: then its buffer may be reused (a
-    leaf keeps it as ``.grad``, an elementwise backward writes its result into it) instead of allocating.
+def _disown(grad: Tensor | None) -> None:
+    """``grad`` leaves the engine (a hook, retain_grad, a user Function, ``autograd.grad``'s result...): its buffer
+    is never written again by this pass, whichever slots still hold it."""
+    if grad is not None and grad._grad_slots:
+        grad._grad_slots = 0
 
-    A gradient held anywhere else (another node's buffer, a hook, the user's ``backward(gradient)`` argument,
-    ``autograd.grad``'s results, a view of it) has more references and is left alone. The engine calls this
-    with the gradient in exactly one place of its own (a buffer slot or a local), right before handing it on.
-    """
-    if grad is None or _SOLE_REFS is None:
-        return False
+
+def _claim(grad: Tensor, grads_in: list, saved) -> None:
+    """A gradient a built-in node returned that the engine does not own yet, and not a view: owned from now (one
+    slot) when it is a buffer its backward kernel allocated: a dense, writable array of its own, not the storage
+    of the node's incoming gradients or ``saved`` tensors (what a backward may hand on; ``None`` for a node that
+    never returns a saved one)."""
+    if type(grad) is not Tensor:  # (a sparse gradient: never owned)
+        return
     data = grad._data
-    if type(data) is not np.ndarray or data.base is not None or grad.grad_fn is not None:
-        return False
-    data_refs, grad_refs = _SOLE_REFS
-    if sys.getrefcount(data) > data_refs or sys.getrefcount(grad) > grad_refs:
-        return False
-    flags = data.flags  # (read once: a new object each time, which holds the array)
-    return flags.writeable and flags.c_contiguous
+    if type(data) is not np.ndarray or grad.grad_fn is not None:
+        return
+    for g in grads_in:
+        if g is not None and getattr(g, "_data", None) is data:  # (passed on in another tensor: neither may be
+            # written in place; getattr: an incoming gradient may be sparse)
+            if g._grad_slots:
+                g._grad_slots = 0
+            return
+    if saved:
+        for s in saved:
+            if s is not None and type(s.tensor) is Tensor and s.tensor._data is data:
+                return
+    flags = data.flags
+    if flags.writeable and flags.c_contiguous:
+        grad._grad_slots = 1
+
+
+def _aliased(grad: Tensor, grads_out) -> bool:
+    """Whether a node that handed on views handed on one of ``grad``, an owned gradient it read that other slots
+    still hold: then ``grad`` is no longer owned, or a later node could write into it while the view is still to
+    be read. (Only asked then: a gradient in one slot is freed with the node.)"""
+    data = grad._data
+    for h in grads_out:
+        if h is not None and h is not grad:
+            d = getattr(h, "_data", None)  # (a sparse gradient has none)
+            root = getattr(d, "base", None)
+            while root is not None and root is not data:  # (a view of a view may keep a chain of bases: as_strided)
+                root = getattr(root, "base", None)
+            if d is data or root is data:
+                return True
+    return False
 
 
 # --- entry points -------------------------------------------------------------------------------------------
@@ -283,16 +306,13 @@ BATCHING: list = [None]
 
 
 # --- the walk -----------------------------------------------------------------------------------------------
-_callbacks = threading.local()  # .pending: the callbacks queued during this thread's running backward, or None
-
-
 def queue_callback(callback) -> None:
     """Run ``callback()`` once the backward pass now running in this thread has finished (torch's
     ``Variable._execution_engine.queue_callback``; DistributedDataParallel waits for its all-reduces there)."""
-    pending = getattr(_callbacks, "pending", None)
-    if pending is None:
+    task = state.task  # (the innermost backward running in this thread)
+    if task is None:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
-    pending.append(callback)
+    task.callbacks.append(callback)
 
 
 def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=None, accumulate: bool = True):
@@ -304,8 +324,6 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
     else:
         roots = [_root_edge(t, i) for i, t in enumerate(outputs)]
     task = _Task(retain_graph, create_graph, accumulate, inputs)
-    outer = getattr(_callbacks, "pending", None)
-    _callbacks.pending = []
     st = state
     outer_task = st.task
     st.task = task
@@ -313,12 +331,11 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
     st.enabled = create_graph
     try:
         task.execute(roots, grads)
-        pending = _callbacks.pending
+        pending = task.callbacks
         while pending:  # a callback may queue another
             pending.pop(0)()
     finally:
         st.enabled = prev_mode
-        _callbacks.pending = outer
         st.task = outer_task
     return task.captured
 
@@ -380,6 +397,19 @@ def _add(a, b):
     return b + a if b.is_sparse else a + b  # a sparse gradient (``embedding(sparse=True)``) adds itself
 
 
+def _sum(a: Tensor, b: Tensor, tracks: bool) -> Tensor:
+    """``a + b`` for a buffer slot that held ``a`` and now gets ``b``: when ``tracks`` (no ``create_graph``) the sum
+    is a new owned buffer, and ``a`` and ``b`` each leave the slot."""
+    total = _add(a, b)
+    if tracks:
+        for g in (a, b):
+            n = g._grad_slots
+            if n:
+                g._grad_slots = n - 1
+        _claim(total, (), None)  # (a new tensor: the sum)
+    return total
+
+
 def _call_hooks(hooks: dict, grad):
     for hook in list(hooks.values()):
         r = hook(grad)
@@ -400,6 +430,7 @@ class _Task:
         self.deps: dict = {}  # (while it runs: what ``will_compute_grad_of`` reads)
         self.needed = None
         self.roots: list = []
+        self.callbacks: list = []  # what ``queue_callback`` queued during this pass: run once it has finished
         if inputs is not None:
             self.targets = {}
             for k, t in enumerate(inputs):
@@ -416,6 +447,8 @@ class _Task:
             deps = _dependencies(root_nodes)
             buf = [None] * node._num_outputs
             buf[nr] = grads[0]
+            if grads[0]._grad_slots:  # (``_disown``: a gradient given from outside is never the pass's)
+                grads[0]._grad_slots = 0
             buffers: dict = {node: buf}
             ready = [] if node in deps else [(-node._sequence_nr, id(node), node)]
         else:
@@ -424,6 +457,7 @@ class _Task:
             deps = _dependencies(root_nodes)
             buffers = {}
             for (node, nr), g in zip(roots, grads):
+                _disown(g)
                 buf = buffers.get(node)
                 if buf is None:
                     buf = buffers[node] = [None] * node._num_outputs
@@ -432,8 +466,7 @@ class _Task:
             heapq.heapify(ready)
         needed = _needed(root_nodes, self.targets) if self.targets is not None else None
         self.deps, self.needed = deps, needed
-        g = buf = None  # only the buffers hold the seeds now (see engine_owns)
-        waiting: dict = {}  # leaf -> [its first gradient], still shared when it was ready (see _accumulate_leaf)
+        waiting: dict = {}  # leaf -> its first gradient, still shared when it was ready (see _accumulate_leaf)
         try:
             self._walk(ready, buffers, deps, needed, waiting)
         finally:  # after an error too: torch has accumulated them by then
@@ -446,6 +479,7 @@ class _Task:
         releases = not self.retain_graph  # each node's saved tensors, right after it ran
         st = state
         profiled = st.profiler is not None  # (then every node runs in _run_node, which records it)
+        tracks = not self.create_graph  # (a gradient with a graph of its own is never owned)
         node = None  # the next node to run, when the last one made it the only ready one (it skips the heap)
         while True:
             if node is None:
@@ -462,46 +496,58 @@ class _Task:
                 grads_in = self._before_node(node, grads_in, run)
             if targets is not None and node in targets:
                 for nr, k in targets[node]:
+                    _disown(grads_in[nr])
                     self.captured[k] = grads_in[nr]
+            # ``keeps``: may the gradients it hands on be owned, and may it see owned ones? Only a built-in node's,
+            # and not those a post-hook was handed
             if run and (grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads):
-                inline = not (st.anomaly or node._post_hooks or profiled)  # else _run_node: checks and hooks around it
-                if inline and node._reuses_grad_buffers:  # which incoming buffers the node may write into
-                    if len(grads_in) == 1:
-                        node._grads_owned = (engine_owns(grads_in[0]),)
-                    else:
-                        owned = []
-                        for i in range(len(grads_in)):  # (indexing: a loop variable would hold a gradient)
-                            owned.append(engine_owns(grads_in[i]))
-                        node._grads_owned = tuple(owned)
-                    # its saved tensors too, when nothing can read them after it: the inline call below frees them
-                    node._saved_owned = inline and releases
-                if inline:  # the common case
-                    try:
-                        grads_out = node._apply(grads_in)
-                    finally:  # (after an error too: a later direct call of the node must not reuse buffers)
-                        if node._reuses_grad_buffers:
-                            node._grads_owned = ()
-                            node._saved_owned = False
+                if not (st.anomaly or node._post_hooks or profiled):  # the common case
+                    keeps = tracks and node._builtin
+                    if not keeps:  # (a user Function may keep what it reads: ``_disown``, inline)
+                        for g in grads_in:
+                            if g is not None and g._grad_slots:
+                                g._grad_slots = 0
+                    grads_out = node._apply(grads_in)
                     if releases and node._saved:
                         node._release()
-                else:
+                else:  # _run_node: checks and hooks around it
+                    keeps = tracks and node._builtin and not node._post_hooks
+                    if not keeps:
+                        for g in grads_in:
+                            _disown(g)
                     grads_out = self._run_node(node, grads_in)
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
                 grads_out = (None,) * len(node.next_functions)
-            grads_in = None
-            # hand each gradient to its next node's buffer; queue the nodes that became ready
+                keeps = True
+            # hand each gradient to its next node's buffer; queue the nodes that became ready. A gradient handed
+            # on is counted in its new slot first, then the node's own slots are freed (below): one the node
+            # passes through (add's gradient, or one written in place) stays owned
             leaves = None
             follow = None  # a node that became ready while no other is: it runs next, without the heap
+            views = False  # did it hand on a view?
             for (nxt, nr), g in zip(node.next_functions, grads_out):
                 if nxt is None:
                     continue
                 if g is not None:
+                    n = g._grad_slots
+                    if not keeps:
+                        if n:
+                            g._grad_slots = 0
+                    elif n:
+                        g._grad_slots = n + 1
+                    elif tracks and type(g) is Tensor:  # (not a sparse gradient: never owned)
+                        if g._data.base is None:
+                            _claim(g, grads_in, node._saved if node._returns_saved else None)
+                        else:  # (a view is never owned; see ``_aliased`` below)
+                            views = True
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt._num_outputs
                         buf[nr] = g
+                    elif buf[nr] is None:
+                        buf[nr] = g
                     else:
-                        buf[nr] = _add(buf[nr], g)
+                        buf[nr] = _sum(buf[nr], g, tracks)
                 remaining = deps[nxt] - 1
                 deps[nxt] = remaining
                 if remaining == 0:
@@ -517,10 +563,19 @@ class _Task:
                             heapq.heappush(ready, (-follow._sequence_nr, id(follow), follow))
                             follow = None
                         heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
+            for g in grads_in:  # the node's slots are free now
+                if g is not None:
+                    n = g._grad_slots
+                    if n:
+                        if n > 1 and views and _aliased(g, grads_out):  # (still held elsewhere: see _aliased)
+                            n = 1
+                        g._grad_slots = n - 1
             node = follow
-            grads_out = g = buf = follow = None  # only the buffers hold the gradients now: exact reference counts
-            if leaves:  # accumulated once nothing but the buffer holds their gradients
-                for leaf in leaves:  # the popped gradient goes straight into the call: no local holds it
+            # what the node read is freed now, before the leaves' accumulation and the next node allocate (their
+            # buffers then take the memory just released, still in the cache)
+            grads_in = grads_out = g = None
+            if leaves:
+                for leaf in leaves:
                     self._accumulate_leaf(leaf, buffers.pop(leaf)[0], waiting)
             if waiting:
                 self._accumulate_waiting(waiting, False)
@@ -536,24 +591,28 @@ class _Task:
         return True
 
     def _accumulate_waiting(self, waiting: dict, finish: bool) -> None:
-        """Accumulate the waiting leaves (see ``_accumulate_leaf``) whose gradient nothing else holds any more;
+        """Accumulate the waiting leaves (see ``_accumulate_leaf``) whose gradient no other slot holds any more;
         all of them when ``finish``."""
         for leaf in list(waiting):
-            if finish or engine_owns(waiting[leaf][0]):
-                self._accumulate_leaf(leaf, waiting.pop(leaf)[0])
+            if finish or waiting[leaf]._grad_slots == 1:
+                self._accumulate_leaf(leaf, waiting.pop(leaf))
 
     def _before_node(self, node, grads_in: list, run: bool = True) -> list:
         """Tensor hooks of the node's outputs, retain_grad, then the node's pre-hooks (when it is to ``run``)."""
         if node._tensor_hooks:
             for nr, hooks in node._tensor_hooks.items():
                 if grads_in[nr] is not None and hooks:
+                    _disown(grads_in[nr])
                     grads_in[nr] = _call_hooks(hooks, grads_in[nr])
         if node._retained:
             for nr, ref in node._retained.items():
                 t = ref()
                 if t is not None and grads_in[nr] is not None:
+                    _disown(grads_in[nr])
                     _store_non_leaf_grad(t, grads_in[nr], self.create_graph)
         if run and node._pre_hooks:
+            for g in grads_in:
+                _disown(g)
             for hook in list(node._pre_hooks.values()):
                 r = hook(tuple(grads_in))
                 if r is not None:
@@ -564,6 +623,9 @@ class _Task:
         """The node's backward with anomaly checks, post-hooks and release (what the loop does inline when
         anomaly mode is off and the node has no post-hook)."""
         st = state
+        if node._post_hooks:  # (they are handed the incoming gradients too: the node must leave them unchanged)
+            for g in grads_in:
+                _disown(g)
         try:
             grads_out = node._apply(grads_in) if st.profiler is None else _profiled_apply(node, grads_in, st.profiler)
             if st.anomaly and st.anomaly_check_nan:
@@ -577,9 +639,9 @@ class _Task:
                     stacklevel=2,
                 )
             raise
-        finally:
-            node._grads_owned = ()
-        if node._post_hooks:
+        if node._post_hooks:  # (what they are handed leaves the engine)
+            for g in grads_out:
+                _disown(g)
             for hook in list(node._post_hooks.values()):
                 r = hook(tuple(grads_out), tuple(grads_in))
                 if r is not None:
@@ -611,28 +673,43 @@ class _Task:
         if g._data.dtype != leaf._data.dtype:  # torch's validate_outputs: a gradient takes its input's dtype
             g = g.to(leaf.dtype)
         if leaf._hooks:
+            _disown(g)
             g = _call_hooks(leaf._hooks, g)
         hooked = node._hooked and self.accumulate  # (a captured leaf's node does not run: nor do its hooks)
         if hooked and node._pre_hooks:
+            _disown(g)
             for hook in list(node._pre_hooks.values()):
                 r = hook((g,))
                 if r is not None:
                     g = r[0]
         if targets is not None and node in targets:
+            _disown(g)
             for _, k in targets[node]:
                 self.captured[k] = g
         if self.accumulate:
-            owned = engine_owns(g)  # before the call below puts g on the stack once more
             post = leaf.__dict__.get("_post_accumulate_hooks")
-            shared = not (owned or waiting is None or targets is not None or self.create_graph)
-            if shared and leaf._grad is None and not (leaf._hooks or post or hooked) and g._data.size >= WAIT_MIN_SIZE:
-                waiting[node] = [g]  # its one holder while it waits, as a buffer slot is
-                return
-            node.accumulate(g, self.create_graph, owned)
+            n = g._grad_slots
+            if n == 1:  # in this slot only: kept as ``.grad``, it leaves the engine
+                g._grad_slots = 0
+                node.accumulate(g, self.create_graph, True)
+            elif n == 0:  # not the engine's: copied
+                node.accumulate(g, self.create_graph, False)
+            else:  # in other slots too
+                if (
+                    waiting is not None
+                    and leaf._grad is None
+                    and not (leaf._hooks or post or hooked)
+                    and g._data.size >= WAIT_MIN_SIZE
+                ):
+                    waiting[node] = g  # (a slot of its own while it waits: still counted)
+                    return
+                node.accumulate(g, self.create_graph, False)
+                g._grad_slots = n - 1  # copied: one slot less
             if post:
                 for hook in list(post.values()):
                     hook(leaf)
             if hooked and node._post_hooks:  # the node's own post-hooks: after it accumulated, as in torch
+                _disown(g)  # (handed to them: a copy's source is written no more)
                 for hook in list(node._post_hooks.values()):
                     hook((), (g,))
 

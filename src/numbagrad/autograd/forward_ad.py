@@ -2,7 +2,7 @@
 
 A dual tensor is an ordinary Tensor whose ``_fw_grad`` holds its tangent at the one active level (torch supports a
 single level too: nesting is its error). While a level is active in a thread, this module's ``_Dispatcher`` is that
-thread's ``state.tracer``: ``Function.apply`` (and every fast path, which all test ``state.tracer is None`` first)
+thread's ``state.tracer``: ``Function.apply`` (and every fast path, which all ask ``function.may_skip_apply`` first)
 hands it each call, so outside a level the eager hot path pays nothing more than that one existing check. A call
 without a dual input runs as usual; with one, the output's tangent comes from, in order:
 
@@ -210,7 +210,7 @@ def _check_tangent_shape(tensor: Tensor, tangent: Tensor) -> None:
 
 def _set_tangent(t: Tensor, tangent: Tensor) -> None:
     """Give ``t`` its tangent (registered, so leaving the level deletes it); a saved alias of ``t`` in its own node
-    gets it too, so a backward run inside the level sees it (``function._unpack_saved``)."""
+    gets it too, so a backward run inside the level sees it (``function.SavedTensor.unpack``)."""
     t._fw_grad = tangent
     _dual_tensors.append(weakref.ref(t))
     node = t.grad_fn
@@ -219,12 +219,12 @@ def _set_tangent(t: Tensor, tangent: Tensor) -> None:
         for entry in saved:
             if (
                 entry is not None
-                and entry[2] == t._output_nr
-                and type(entry[0]) is Tensor
-                and entry[0]._data is t._data
+                and entry.output_nr == t._output_nr
+                and type(entry.tensor) is Tensor
+                and entry.tensor._data is t._data
             ):
-                entry[0]._fw_grad = tangent
-                _dual_tensors.append(weakref.ref(entry[0]))
+                entry.tensor._fw_grad = tangent
+                _dual_tensors.append(weakref.ref(entry.tensor))
 
 
 def inplace_tangent(t: Tensor, result: Tensor) -> None:

@@ -15,11 +15,12 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import sys
 import traceback
 import warnings
 
 from .. import _upward
-from .._tensor import Tensor
+from .._tensor import _BACKENDS, Tensor
 from .._types import broadcast_shapes_or_none, shape_str
 from .engine import accumulator_of
 from .grad_mode import no_grad, state
@@ -93,16 +94,16 @@ class FunctionCtx:
             if s is None:
                 tensors.append(None)
                 continue
-            t, version, output_nr, _ = s
+            t = s.tensor
             counter = t._version_counter
             if (
-                output_nr < 0
-                and (counter.value if counter is not None else 0) == version
+                s.output_nr < 0
+                and (0 if counter is None else counter.value) == s.version
                 and type(t) is not PackedTensor
             ):
-                tensors.append(t)  # an unchanged input: ``_unpack_saved``'s common case, inline
+                tensors.append(t)  # an unchanged input: ``unpack``'s common case, inline
             else:
-                tensors.append(_unpack_saved(s, self))
+                tensors.append(s.unpack(self))
         return tuple(tensors)
 
     @property
@@ -112,31 +113,58 @@ class FunctionCtx:
         return self.saved_tensors
 
 
-# --- saved tensors ------------------------------------------------------------------------------------------
-# A saved tensor is a tuple (tensor, version at save time, output_nr or -1 for an input, the input's grad_fn),
-# made by ``_save_tensors``. An output of the node that saves it is stored without its grad_fn (that would be a
-# reference cycle node -> saved -> tensor -> node) and re-linked to the node when unpacked.
+# --- saved tensors ---------------------------------------------------------------------------------------------
+class SavedTensor:
+    """One tensor saved for backward (made by ``saved_input``/``saved_output``): the tensor (or the
+    ``PackedTensor`` standing for it under ``saved_tensors_hooks``), its version when saved, which output of the
+    saving node it is (-1 for an input), and an input's own grad_fn (named in the version error).
+
+    An output of the node that saves it is stored without its grad_fn (that would be a reference cycle
+    node -> saved -> tensor -> node) and re-linked to the node when unpacked."""
+
+    __slots__ = ("tensor", "version", "output_nr", "grad_fn")
+
+    def __init__(self, tensor, version: int, output_nr: int, grad_fn) -> None:
+        self.tensor = tensor
+        self.version = version
+        self.output_nr = output_nr
+        self.grad_fn = grad_fn
+
+    def unchanged(self) -> bool:
+        """Whether the tensor is at the version it was saved at (torch's check before backward reads it)."""
+        counter = self.tensor._version_counter
+        return (0 if counter is None else counter.value) == self.version
+
+    def data(self, node):
+        """The saved storage, after the version check (which raises torch's error)."""
+        if self.unchanged():
+            return self.tensor._data
+        return self.unpack(node)._data
+
+    def unpack(self, node) -> Tensor:
+        """The tensor as backward sees it: unpacked by the saved-tensor hooks, version-checked (torch's
+        "modified by an inplace operation" error), and re-linked to ``node`` when it is the node's output."""
+        t = self.tensor
+        if type(t) is PackedTensor:
+            t = t.unpack()
+            counter = None
+        else:
+            counter = t._version_counter
+        current = 0 if counter is None else counter.value
+        if current != self.version:
+            _raise_modified(t, current, self.version, node if self.output_nr >= 0 else self.grad_fn, self.output_nr)
+        if self.output_nr < 0:
+            return t
+        out = Tensor._make(t._data)
+        out._version_counter = counter
+        out.grad_fn = node
+        out._output_nr = self.output_nr
+        if t._fw_grad is not None:  # an output saved inside a forward-AD level keeps its tangent (forward-over-reverse)
+            out._fw_grad = t._fw_grad
+        return out
 
 
-def _unpack_saved(saved: tuple, node) -> Tensor:
-    t, version, output_nr, grad_fn = saved
-    if type(t) is PackedTensor:
-        t = t.unpack()
-        counter = None
-    else:
-        counter = t._version_counter
-    current = 0 if counter is None else counter.value
-    if current != version:
-        _raise_modified(t, current, version, node if output_nr >= 0 else grad_fn, output_nr)
-    if output_nr < 0:
-        return t
-    out = Tensor._make(t._data)
-    out._version_counter = counter
-    out.grad_fn = node
-    out._output_nr = output_nr
-    if t._fw_grad is not None:  # an output saved inside a forward-AD level keeps its tangent (forward-over-reverse)
-        out._fw_grad = t._fw_grad
-    return out
+_new_saved = object.__new__  # (saved_input: a SavedTensor without the __init__ call)
 
 
 def _raise_modified(t: Tensor, current: int, version: int, owner, output_nr: int) -> None:
@@ -185,7 +213,7 @@ class BackwardCFunction(GraphNode, FunctionCtx):
     def _apply(self, grads: list) -> list:
         """Run the user's backward on one gradient per output; return one checked gradient per input."""
         if self.materialize_grads and self._output_meta is not None:
-            for i in range(len(grads)):  # (no loop variable bound to a gradient: see engine_owns)
+            for i in range(len(grads)):
                 if grads[i] is None and self._output_meta[i] is not None:
                     grads[i] = _zeros_for(*self._output_meta[i])
         cls = self._forward_cls
@@ -230,7 +258,7 @@ def _check_grads(node: BackwardCFunction, result: tuple) -> list:
             out.append(None)
         elif type(r) is Tensor and meta and edges[i][0] is not None:  # the common case: nothing to fix
             data = r._data
-            if data.shape == meta[0] and data.dtype == meta[1] and r._backend is meta[2]:
+            if data.shape == meta[0] and data.dtype == meta[1] and _BACKENDS.get(type(data)) is meta[2]:
                 out.append(r)
             else:
                 out.append(validate_grad(node, i, r, meta))
@@ -492,9 +520,7 @@ def _apply_simple(cls, args: tuple, st):
     ctx.needs_input_grad = tuple(needs)
     output = cls.forward(ctx, *args)
     if grad and st.enabled and output._data.dtype.kind in "fcV":
-        ctx.next_functions = edges_of(args)
-        ctx._sequence_nr = next(_sequence)
-        output.grad_fn = ctx
+        make_node(ctx, edges_of(args), output)
         if ctx.to_save:
             _save_tensors(cls, ctx, ())
     elif not (st.enabled or st.in_forward) and output._base is not None:
@@ -594,30 +620,80 @@ def edge_of(t: Tensor) -> tuple:
     return (accumulator_of(t), 0) if t._requires_grad else _NO_EDGE
 
 
-def saved_input(t: Tensor) -> tuple:
-    """What saving an input for backward records: the tensor, its version now, and its own grad_fn."""
+def make_node(ctx: GraphNode, edges: tuple, output=None) -> None:
+    """Make ``ctx`` a node of the graph: its edges (``edges_of`` its inputs) and its creation order (among ready
+    nodes the engine runs the latest first); then link ``output`` to it: one new tensor of a differentiable dtype
+    (output 0; the callers know its dtype, the fast paths without a check) or a list of them (output i each,
+    those of a differentiable dtype), each getting it as grad_fn. Every node is made here (tests/test_layout.py
+    checks that nothing else assigns ``next_functions``), so a fast path cannot skip what the general path
+    records. What only the general path records is its own (``_link_outputs``: anomaly mode's forward stack, a
+    custom Function's view marks): the fast paths refuse those cases. Kept to a few stores, as it runs once per
+    recorded op."""
+    ctx.next_functions = edges
+    ctx._sequence_nr = next(_sequence)
+    if output is None:
+        return
+    if type(output) is not list:
+        output.grad_fn = ctx
+        return
+    ctx._num_outputs = len(output)
+    for i, o in enumerate(output):
+        if o._data.dtype.kind in "fcV":
+            o.grad_fn = ctx
+            o._output_nr = i
+
+
+def _forward_stack() -> str:
+    """The stack that called into this module (its own frames left out): what anomaly mode shows for a node."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return "".join(traceback.format_stack(frame))
+
+
+def may_skip_apply(st) -> bool:
+    """Whether a frontend may call an op's fast path (``_fast_apply``, ``_fast_one``...) instead of ``apply``:
+    only while nothing records op calls through ``apply`` (a compile tracer, a forward-AD level or the profiler,
+    ``state.tracer``). Every such frontend asks here, so a new one cannot forget it."""
+    return st.tracer is None
+
+
+def saved_input(t: Tensor) -> SavedTensor:
+    """What saving an input for backward records: the tensor, its version now, and its own grad_fn. (Filled in
+    here rather than by ``SavedTensor(...)``: an ``__init__`` call costs more than the four stores, on every
+    saving op's forward.)"""
     if state.saved_hooks is not None:
-        return (PackedTensor(t), 0, -1, t.grad_fn)
+        return SavedTensor(PackedTensor(t), 0, -1, t.grad_fn)
     counter = t._version_counter
-    return (t, 0 if counter is None else counter.value, -1, t.grad_fn)
+    s = _new_saved(SavedTensor)
+    s.tensor = t
+    s.version = 0 if counter is None else counter.value
+    s.output_nr = -1
+    s.grad_fn = t.grad_fn
+    return s
 
 
-def saved_output(t: Tensor) -> tuple:
+def saved_output(t: Tensor) -> SavedTensor:
     """What saving the node's own output records: a detached alias (no node -> tensor -> node cycle) sharing its
     version counter, re-linked to the node when unpacked."""
     counter = t._shared_version()
     detached = Tensor._make(t._data)
     detached._version_counter = counter
     if state.saved_hooks is not None:
-        return (PackedTensor(detached), 0, t._output_nr, None)
-    return (detached, counter.value, t._output_nr, None)
+        return SavedTensor(PackedTensor(detached), 0, t._output_nr, None)
+    s = _new_saved(SavedTensor)  # (see saved_input)
+    s.tensor = detached
+    s.version = counter.value
+    s.output_nr = t._output_nr
+    s.grad_fn = None
+    return s
 
 
 class PackedTensor:
     """A tensor saved for backward while ``saved_tensors_hooks`` are active: the pack hook's result, unpacked
     (by the unpack hook) whenever backward reads it. It stands where the tensor would in a saved entry, so every
     node, built-in or custom, reads it the same way: ``_data`` unpacks. As in torch, what the hooks hand back is
-    not version-checked (it has no version counter, and its entry records version 0)."""
+    not version-checked (it has no version counter, and its ``SavedTensor`` records version 0)."""
 
     __slots__ = ("_packed", "_unpack")
     grad_fn = None
@@ -651,20 +727,19 @@ def _link_outputs(cls, ctx, args: tuple, output):
     for a in args:
         if a is output:
             fresh = False
-    ctx.next_functions = edges_of(args)
-    ctx._sequence_nr = next(_sequence)
+    simple = fresh and not (ctx.dirty_tensors or ctx.non_differentiable)
+    linked = simple and output._data.dtype.kind in "fcV"
+    make_node(ctx, edges_of(args), output if linked else None)
+    if linked and not ctx._builtin and output._base is not None:
+        output._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
+    if state.anomaly:
+        ctx._traceback = _forward_stack()
     if not cls._trusted:  # what ``validate_grad`` checks each returned gradient against
         meta = []
         for a in args:  # (a loop: a comprehension costs a frame per call)
             meta.append((a._data.shape, a._data.dtype, a._backend) if isinstance(a, Tensor) else False)
         ctx._input_meta = tuple(meta)
-    if state.anomaly:
-        ctx._traceback = "".join(traceback.format_stack()[:-3])
-    if fresh and not (ctx.dirty_tensors or ctx.non_differentiable):
-        if output._data.dtype.kind in "fcV":
-            output.grad_fn = ctx
-            if output._base is not None and not ctx._builtin:
-                output._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
+    if simple:
         if not cls._trusted:  # what materialize_grads makes zeros of
             ctx._output_meta = ((output._data.shape, output._data.dtype, output._backend),)
         returned_as_is = ()

@@ -26,11 +26,11 @@ class GraphNode:
     _pre_hooks: dict | None = None
     _post_hooks: dict | None = None
     _traceback: str | None = None  # forward stack, kept in anomaly mode
-    _grads_owned: tuple = ()  # per output, while backward runs: may the gradient's buffer be reused?
-    _reuses_grad_buffers = False  # a node that writes into gradient buffers it owns (elementwise backward)
-    _saved_owned = False  # while such a node runs: are its saved tensors freed right after it (may it write there)?
     _runs_without_grads = False  # a custom Function's node runs (with zeros or Nones) even when no gradient came
     _saved = None  # what _release frees (a Function's saved tensors)
+    #: whether a gradient it returns may be a saved tensor's storage (the engine then checks before owning one);
+    #: a backward that only returns its incoming gradients or new arrays says False
+    _returns_saved = True
 
     def name(self) -> str:
         return type(self).__name__

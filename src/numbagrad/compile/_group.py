@@ -23,9 +23,9 @@ from ..autograd.function import (
     _NO_EDGE,
     ERR_BACKWARD_TWICE,
     Function,
+    SavedTensor,
     _save_tensors,
-    _sequence,
-    _unpack_saved,
+    make_node,
     saved_input,
     saved_output,
 )
@@ -108,7 +108,7 @@ def _vo_arrays(saved, strategy) -> list | tuple:
     if not strategy[1]:
         return ()
     nk = len(strategy[2])
-    return [s[0]._data for s in saved[nk : nk + len(strategy[1])]]
+    return [s.tensor._data for s in saved[nk : nk + len(strategy[1])]]
 
 
 class _Layout:
@@ -229,18 +229,8 @@ class Group:
                 arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
         else:
             arrays = self.forward_arrays(datas, needs, strategy[0], ctx)
-        ctx.next_functions = tuple(edges)
-        ctx._sequence_nr = next(_sequence)
-        outs = []
-        for a in arrays:
-            o = Tensor._make(a)
-            if a.dtype.kind in "fc":
-                o.grad_fn = ctx
-                if outs:
-                    o._output_nr = len(outs)
-            outs.append(o)
-        if len(outs) > 1:
-            ctx._num_outputs = len(outs)
+        outs = [Tensor._make(a) for a in arrays]
+        make_node(ctx, tuple(edges), outs)
         saved = []
         for k in strategy[2]:
             t = inputs[k]
@@ -248,7 +238,7 @@ class Group:
                 ctx.to_save = tuple(inputs[k] for k in strategy[2])
                 _save_tensors(self.fn_cls, ctx, ())
             counter = t._version_counter  # saved_input(t), inline
-            saved.append((t, 0 if counter is None else counter.value, -1, t.grad_fn))
+            saved.append(SavedTensor(t, 0 if counter is None else counter.value, -1, t.grad_fn))
         for m in strategy[1]:
             o = outs[m]
             saved.append(saved_output(o) if o.grad_fn is ctx else saved_input(o))
@@ -516,9 +506,8 @@ class Group:
             raise RuntimeError(ERR_BACKWARD_TWICE)
         saved = ctx._saved or ()
         for s in saved:  # the version check of what the kernel reads (``saved_tensors`` without unpacking)
-            counter = s[0]._version_counter
-            if (0 if counter is None else counter.value) != s[1]:
-                _unpack_saved(s, ctx)  # raises torch's error
+            if not s.unchanged():
+                s.unpack(ctx)  # raises torch's error
         lay = ctx._lay
         if lay is None or self.failed:
             return self._backward_eager(ctx, grads)
@@ -526,7 +515,7 @@ class Group:
         if gred and not gouts and red.full:  # the common case (a loss): the key made with the strategy
             launch = lay.kernels.get(strategy[4])
             if launch is not None:
-                rm = saved[-1][0]._data if self.is_amax else None
+                rm = saved[-1].tensor._data if self.is_amax else None
                 return launch(ctx._ops, (), grads[n_out]._data, ctx._saved_values, _vo_arrays(saved, strategy), rm)
         key = (strategy[3], gouts, gred)
         go = ()
@@ -540,7 +529,7 @@ class Group:
                 gr = _compact(gr.reshape(lay.red_keep))
                 key += (gr.shape,)
         vo = _vo_arrays(saved, strategy)
-        rm = saved[-1][0]._data if self.is_amax else None
+        rm = saved[-1].tensor._data if self.is_amax else None
         launch = lay.kernels.get(key)
         if launch is None:
             try:

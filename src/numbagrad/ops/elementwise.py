@@ -24,14 +24,15 @@ from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES, finfo
 from .._types import from_numpy_dtype as _scalar_dtype
 from .._types import get_default_dtype
-from ..autograd.engine import accumulator_of, engine_owns
+from ..autograd.engine import accumulator_of, owns
 from ..autograd.engine import grad as autograd_grad
 from ..autograd.function import (
     _NO_EDGE,
     Function,
-    _sequence,
-    _unpack_saved,
+    SavedTensor,
     edges_of,
+    make_node,
+    may_skip_apply,
     saved_input,
     saved_output,
 )
@@ -46,10 +47,6 @@ from ._registry import Declaration, batchable, register
 from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
 
 _BOOL = np.dtype(np.bool_)
-#: From this many elements a gradient may take its node's saved output (``Elementwise.backward``); below, the
-#: ownership check and the in-place kernel's lookup cost more than the allocation they save (relu(x*w+b) with
-#: the reuse: 1.5 us more a step at 1e3, 5-10 us less at 32768 elements, 2 us less at 1e5).
-SAVED_REUSE_MIN_SIZE = 16384
 _ONE_NEEDED = (True,)
 _BOTH_NEEDED = (True, True)
 _new = object.__new__  # a Tensor with only its storage set: what Tensor._make does, without the call
@@ -177,8 +174,9 @@ class Elementwise(Function):
     """
 
     _trusted = True
-    # what backward reads when forward saved nothing; elementwise backward may write into a gradient it owns
-    _node_defaults = {"values": (), "params": (), "in_meta": None, "_reuses_grad_buffers": True}
+    # what backward reads when forward saved nothing; its gradients are kernel results or g itself, never a saved
+    # tensor (so the engine need not compare them with the saved ones)
+    _node_defaults = {"values": (), "params": (), "in_meta": None, "_returns_saved": False}
     row: Row
     arity = 1
     _saves: tuple = ()  # per input: does some gradient read it?
@@ -247,8 +245,6 @@ class Elementwise(Function):
             return result
         ctx = cls._backward_cls()
         ctx.needs_input_grad = tuple(needs)
-        ctx.next_functions = edges_of(args)
-        ctx._sequence_nr = next(_sequence)
         saved = []
         for j in cls._save_idx:
             a = args[j]
@@ -256,7 +252,7 @@ class Elementwise(Function):
                 if a._is_inference:
                     return None
                 saved.append(saved_input(a) if _read(cls, needs, j) else _unread(a))
-        result.grad_fn = ctx
+        make_node(ctx, edges_of(args), result)
         if cls._saves_out:
             saved.append(saved_output(result))
         if saved:
@@ -297,9 +293,7 @@ class Elementwise(Function):
             return None  # (the general path raises torch's error)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = _ONE_NEEDED
-        ctx.next_functions = ((fa, a._output_nr) if fa is not None else (accumulator_of(a), 0),)
-        ctx._sequence_nr = next(_sequence)
-        result.grad_fn = ctx
+        make_node(ctx, ((fa, a._output_nr) if fa is not None else (accumulator_of(a), 0),), result)
         if cls._saves[0]:
             ctx._saved = [saved_input(a), saved_output(result)] if cls._saves_out else [saved_input(a)]
         elif cls._saves_out:
@@ -343,12 +337,14 @@ class Elementwise(Function):
             return None  # (the general path raises torch's error)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = (fa is not None or a._requires_grad, fb is not None or b._requires_grad)
-        ctx.next_functions = (
-            (fa, a._output_nr) if fa is not None else (accumulator_of(a), 0) if a._requires_grad else _NO_EDGE,
-            (fb, b._output_nr) if fb is not None else (accumulator_of(b), 0) if b._requires_grad else _NO_EDGE,
+        make_node(
+            ctx,
+            (
+                (fa, a._output_nr) if fa is not None else (accumulator_of(a), 0) if a._requires_grad else _NO_EDGE,
+                (fb, b._output_nr) if fb is not None else (accumulator_of(b), 0) if b._requires_grad else _NO_EDGE,
+            ),
+            result,
         )
-        ctx._sequence_nr = next(_sequence)
-        result.grad_fn = ctx
         if saves[0] or saves[1] or cls._saves_out:
             saved = []
             needs = ctx.needs_input_grad
@@ -403,22 +399,15 @@ class Elementwise(Function):
             return Elementwise.backward(ctx, g)  # (which raises torch's error for a modified saved tensor)
         gd = g._data
         dt = gd.dtype
-        owned = ctx._grads_owned
-        into = gd if owned and owned[0] else None  # the engine owns g: the gradient overwrites it
-        if (  # (see backward: an output only this node holds, freed right after it, takes the gradient)
-            into is None
-            and cls._saves_out
-            and ctx._saved_owned
-            and saved[-1][0]._data.size >= SAVED_REUSE_MIN_SIZE
-            and saved[-1][0]._data.dtype is dt
-            and engine_owns(saved[-1][0])  # (before a local holds the output's array)
-        ):
-            into = saved[-1][0]._data
-        x_data = saved[0][0]._data if cls._save_idx else 0  # (0: an operand no gradient reads)
-        out_data = saved[-1][0]._data if cls._saves_out else 0
+        into = gd if g._grad_slots == 1 else None  # (``owns(g)``, inline) the engine owns g: the gradient overwrites it
+        x_data = saved[0].tensor._data if cls._save_idx else 0  # (0: an operand no gradient reads)
+        out_data = saved[-1].tensor._data if cls._saves_out else 0
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
+        data = backend.elementwise_grad(cls.row, 0, gd, out_data, [x_data], (), dt, result=into)
+        if data is gd:  # written into g: g itself goes on (the engine counts it where it goes)
+            return (g,)
         grad = _new(Tensor)
-        grad._data = backend.elementwise_grad(cls.row, 0, gd, out_data, [x_data], (), dt, result=into)
+        grad._data = data
         return (grad,)
 
     @staticmethod
@@ -442,17 +431,25 @@ class Elementwise(Function):
         operands = [0, 0]  # (0: an operand no gradient reads)
         k = 0
         for j in cls._save_idx:
-            operands[j] = saved[k][0]._data
+            operands[j] = saved[k].tensor._data
             k += 1
-        out_data = saved[k][0]._data if cls._saves_out else 0
+        out_data = saved[k].tensor._data if cls._saves_out else 0
         gd = g._data
-        owned = ctx._grads_owned
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
         first, second = backend.elementwise_grads(
-            cls.row, (0, 1), gd, out_data, operands, (), gd.dtype, bool(owned and owned[0])
+            cls.row,
+            (0, 1),
+            gd,
+            out_data,
+            operands,
+            (),
+            gd.dtype,
+            g._grad_slots == 1,  # (``owns(g)``, inline)
         )
         grad0 = _new(Tensor)
         grad0._data = first
+        if second is gd:  # written into g: g itself goes on (see _backward_one)
+            return grad0, g
         grad1 = _new(Tensor)
         grad1._data = second
         return grad0, grad1
@@ -475,8 +472,7 @@ class Elementwise(Function):
             return (*grads, *([None] * len(ctx.params)))
         saved = ctx.saved_tensors if ctx._saved or ctx._freed else ()  # (torch's errors: freed, or modified)
         # the engine's buffer of g may take a gradient when it owns g and no graph node is to keep g
-        owned = ctx._grads_owned
-        reuse = _reusable_input(cls, needed) if owned and owned[0] and not state.enabled else None
+        reuse = _reusable_input(cls, needed) if not state.enabled and owns(g) else None
         wanted = needed[:n]
 
         def kernel(g, *saved):
@@ -572,12 +568,16 @@ def _kernel_grads(ctx, cls, g: Tensor, saved: tuple, wanted: tuple, reuse: int |
         if cls._passthrough[i]:
             gi = g
         else:
-            gi = _new(Tensor)
             if pair is not None:
-                gi._data = both[0] if i == pair[0] else both[1]
+                data = both[0] if i == pair[0] else both[1]
             else:
                 into = gd if i == reuse else None
-                gi._data = backend.elementwise_grad(row, i, gd, out_data, operands, ctx.params, gd.dtype, result=into)
+                data = backend.elementwise_grad(row, i, gd, out_data, operands, ctx.params, gd.dtype, result=into)
+            if data is gd:  # written into g: g itself goes on (see _backward_one)
+                gi = g
+            else:
+                gi = _new(Tensor)
+                gi._data = data
         if meta is not None:
             gi = _to_input(gi, meta[i], False)
         grads.append(gi)
@@ -589,20 +589,11 @@ def _unmodified(saved: list | None) -> bool:
     modified in place since it was saved (torch's version check)."""
     if not saved:
         return False
-    for k in range(len(saved)):  # (indexing: a loop variable left holding a tensor would defeat engine_owns)
-        counter = saved[k][0]._version_counter
-        if (0 if counter is None else counter.value) != saved[k][1]:
+    for k in range(len(saved)):
+        counter = saved[k].tensor._version_counter
+        if (0 if counter is None else counter.value) != saved[k].version:
             return False
     return True
-
-
-def _saved_data(saved: tuple, node):
-    """The storage of a saved tensor, after torch's check that it was not modified in place since."""
-    t, version, output_nr, grad_fn = saved
-    counter = t._version_counter
-    if (0 if counter is None else counter.value) != version:
-        return _unpack_saved(saved, node)._data  # raises torch's error
-    return t._data
 
 
 def _tensor_backward(ctx, cls, g: Tensor, saved: tuple, wanted: tuple) -> list:
@@ -674,9 +665,14 @@ def _alias(a: Tensor) -> Tensor:
     return Tensor._make(a._data)
 
 
-def _unread(a: Tensor) -> tuple:
+def _unread(a: Tensor) -> SavedTensor:
     """The saved entry of an input no gradient of this call reads (``_alias``; see ``saved_input``)."""
-    return (_alias(a), 0, -1, None)
+    s = _new(SavedTensor)  # (filled in as ``saved_input`` fills one: no ``__init__`` call on the hot path)
+    s.tensor = _alias(a)
+    s.version = 0
+    s.output_nr = -1
+    s.grad_fn = None
+    return s
 
 
 def _record_mixed(ctx, cls, inputs: tuple, shape: tuple, dt, result: Tensor) -> None:
@@ -817,8 +813,6 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
         cls._saves_out = any(names[i][1] in uses[i] for i in tensors)
         cls._passthrough = tuple(row.is_passthrough(i) for i in range(len(row.grads)))
         cls._only_passthrough = all(cls._passthrough)
-        if cls._only_passthrough:  # (add) its gradients are g itself: the engine need not work out who owns g
-            cls._backward_cls._reuses_grad_buffers = False
         cls._tensor_grads = _LazyTensorGrads(row)
         if row.arity == 1 and attrs["differentiable"] and not cls._passthrough[0] and (cls._saves[0] or cls._saves_out):
             cls.backward = staticmethod(Elementwise._backward_one)  # (it hands anything uncommon to backward)
@@ -863,7 +857,7 @@ def _make_frontend(row: Row, public: str):
             if not isinstance(input, Tensor):
                 raise not_a_tensor(public, "input", 1, input)
             st = state
-            if st.tracer is None:  # what ``apply`` would try first, without its frame (as the operators do)
+            if may_skip_apply(st):  # what ``apply`` would try first, without its frame (as the operators do)
                 result = cls._fast_one(input, st)
                 if result is not None:
                     return result
@@ -966,7 +960,7 @@ def _make_operator(row: Row, fn, name: str):
         def reflected(self, other):
             if number_first is not None and (type(other) is float or type(other) is int):
                 st = state
-                if st.tracer is None:  # what ``apply`` would try first, without its frame
+                if may_skip_apply(st):  # what ``apply`` would try first, without its frame
                     result = number_first._fast_apply((other, self), st)
                     if result is not None:
                         return result
@@ -984,14 +978,14 @@ def _make_operator(row: Row, fn, name: str):
             if with_tensor is not None:
                 if isinstance(other, Tensor):
                     st = state
-                    if st.tracer is None:  # what ``apply`` would try first, without its frame
+                    if may_skip_apply(st):  # what ``apply`` would try first, without its frame
                         result = fast_pair(self, other, st)
                         if result is not None:
                             return result
                     return with_tensor.apply(self, other)
                 if type(other) is float or type(other) is int:
                     st = state
-                    if st.tracer is None:
+                    if may_skip_apply(st):
                         result = with_number._fast_apply((self, other), st)
                         if result is not None:
                             return result
@@ -1052,7 +1046,7 @@ def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
         not kwargs
         and len(args) == row.arity - 1
         and row.frontend
-        and state.tracer is None
+        and may_skip_apply(state)
         and _fast_inplace(t, row, args)
     ):
         return t

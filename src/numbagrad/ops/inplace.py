@@ -24,7 +24,7 @@ import numpy as np
 from .._tensor import NON_LEAF_GRAD_WARNING, Tensor, refuse_non_leaf_requires_grad
 from .._types import from_numpy_dtype
 from ..autograd import forward_ad
-from ..autograd.function import NO_GRAD_VIEW, Function, _sequence, edge_of
+from ..autograd.function import NO_GRAD_VIEW, Function, edge_of, make_node, may_skip_apply
 from ..autograd.grad_mode import no_grad, state
 from ._common import broadcast_shapes, shape_str
 
@@ -146,10 +146,10 @@ def _saved_output_is(node, t: Tensor) -> None:
     if not saved:
         return
     counter = t._shared_version()
-    for k, entry in enumerate(saved):
-        if entry is not None and entry[2] >= 0 and type(entry[0]) is Tensor:
-            entry[0]._version_counter = counter
-            saved[k] = (entry[0], counter.value, entry[2], entry[3])
+    for entry in saved:
+        if entry is not None and entry.output_nr >= 0 and type(entry.tensor) is Tensor:
+            entry.tensor._version_counter = counter
+            entry.version = counter.value
 
 
 def move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
@@ -165,7 +165,7 @@ def move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
 def needs_graph(t: Tensor, operands) -> bool:
     """Whether the op must be rebased: autograd follows ``t`` or an operand, or (forward AD) one carries a tangent
     that the rebase hands on."""
-    if state.tracer is not None and _has_tangent(t, operands):
+    if not may_skip_apply(state) and _has_tangent(t, operands):
         return True
     if not state.enabled:
         return False
@@ -520,9 +520,8 @@ def _regenerate_views(base: Tensor, had_history: bool) -> None:
             node = _ModifiedView._backward_cls()
             node.message = _modified_view_message(v, meta)
             node.made_by = (v.grad_fn, v._output_nr)
-            node.next_functions = (edge_of(base), (None, 0))
+            make_node(node, (edge_of(base), (None, 0)))
             node.needs_input_grad = (True, False)
-            node._sequence_nr = next(_sequence)
         else:
             node = _take_region_node(base, _Region(base, v))
         old_node, old_output_nr = v.grad_fn, v._output_nr
@@ -541,9 +540,8 @@ def _take_region_node(base: Tensor, region: _Region):
     values are already at hand): its region's positions are worked out only if backward reaches it."""
     node = TakeRegion._backward_cls()
     node.region = region
-    node.next_functions = (edge_of(base), (None, 0))
+    make_node(node, (edge_of(base), (None, 0)))
     node.needs_input_grad = (True, False)
-    node._sequence_nr = next(_sequence)
     return node
 
 

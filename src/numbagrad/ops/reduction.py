@@ -15,7 +15,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._types import get_default_dtype, to_dtype
-from ..autograd.function import _NO_EDGE, Function, _sequence, edge_of
+from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, may_skip_apply
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
@@ -99,9 +99,7 @@ class Sum(Function):
             ctx.shape, ctx.axes, ctx.keepdim = data.shape, axes, keepdim
             if dt != data.dtype:
                 ctx.in_dtype = x.dtype
-            ctx.next_functions = (edge_of(x), _NO_EDGE, _NO_EDGE, _NO_EDGE)
-            ctx._sequence_nr = next(_sequence)
-            result.grad_fn = ctx
+            make_node(ctx, (edge_of(x), _NO_EDGE, _NO_EDGE, _NO_EDGE), result)
         return result
 
     _node_defaults = {"in_dtype": None}  # the input's dtype when ``dtype=`` changed the sum's: grads cast back
@@ -149,7 +147,7 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     if dim is None and dtype is None and type(input) is Tensor:  # a loss's .sum(): apply's fast path, no frame
         st = state
         data = input._data
-        if st.tracer is None and data.dtype.kind in "fV":
+        if may_skip_apply(st) and data.dtype.kind in "fV":
             result = Sum._fast_apply((input, None, keepdim, data.dtype), st)
             if result is not None:
                 return result

@@ -31,6 +31,7 @@ class SparseCOOTensor:
 
     is_sparse = True
     layout = sparse_coo
+    _grad_slots = 0  # never owned by the backward engine, which reads this mark on every gradient it hands on
 
     def __init__(self, indices: Tensor, values: Tensor, size: tuple, coalesced: bool = False) -> None:
         self._indices_t, self._values_t, self._size, self._coalesced = indices, values, tuple(size), coalesced
