@@ -13,6 +13,7 @@ backward is the map again, so every order of derivative exists.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -513,8 +514,18 @@ class AvgPool3d(AvgPool2d):
 
 
 # --- resampling: interpolation and adaptive average pooling --------------------------------------------------------
+@functools.lru_cache(maxsize=512)
 def resample_matrix(mode: str, in_size: int, out_size: int, align_corners: bool, scale, dtype,
                     legacy: bool = False) -> np.ndarray:  # fmt: skip
+    """``_resample_matrix``, read-only and cached: a model resamples the same sizes every step, and building one
+    costs about 30 us of numpy calls."""
+    m = _resample_matrix(mode, in_size, out_size, align_corners, scale, dtype, legacy)
+    m.flags.writeable = False
+    return m
+
+
+def _resample_matrix(mode: str, in_size: int, out_size: int, align_corners: bool, scale, dtype,
+                     legacy: bool) -> np.ndarray:  # fmt: skip
     """The (out_size, in_size) matrix of one spatial dim's resampling, with torch's source positions and weights:
     ``nearest``/``nearest-exact`` pick one element, ``linear`` mixes two, ``cubic`` four (clamped at the edges),
     ``area`` averages torch's adaptive windows. ``scale`` is the user's scale factor (or None); positions are
@@ -622,18 +633,27 @@ class Resample(Function):
 
 
 def _along_dims(x: Tensor, mats) -> Tensor:
-    """``x`` with each (dim, (new, old) matrix) applied along its dim, as contiguous matrix products: one GEMM
-    over the rows for the last dim, ``matrix @ block`` over the leading dims for another."""
+    """``x`` with each (dim, (new, old) matrix) applied along its dim, as contiguous matrix products on the storage
+    (the forward of one node: no tensor ops): one GEMM over the rows for the last dim, ``matrix @ block`` over the
+    leading dims for another."""
+    b = x._backend
+    data, shape = x._data, tuple(x.shape)
     for d, m in mats:
-        w = _t(x._backend.constant(np.ascontiguousarray(m, dtype=x._data.dtype)))
-        shape = tuple(x.shape)
         new = (*shape[:d], m.shape[0], *shape[d + 1 :])
         if d == len(shape) - 1:
-            x = x.reshape(-1, shape[d]).matmul(w.t()).reshape(new)
+            rows = b.reshape(b.ascontiguous(data), (-1, shape[d]))
+            data = b.matmul(rows, b.constant(_matrix_in(m.T, data.dtype)))
         else:
             lead, after = math.prod(shape[:d]), math.prod(shape[d + 1 :])
-            x = w.matmul(x.reshape(lead, shape[d], after)).reshape(new)
-    return x
+            block = b.reshape(b.ascontiguous(data), (lead, shape[d], after))
+            data = b.matmul(b.constant(_matrix_in(m, data.dtype)), block)
+        data, shape = b.reshape(data, new), new
+    return _t(data)
+
+
+def _matrix_in(m: np.ndarray, dtype) -> np.ndarray:
+    """A resampling matrix as a C-contiguous array of the data's dtype."""
+    return np.ascontiguousarray(m, dtype=dtype)
 
 
 def _resample_node(name: str) -> type:
