@@ -1,14 +1,10 @@
 """The fused kernels behind the convolution models' layers, against torch: batch norm's one-pass forward and
 backward (training and eval, with and without the affine parameters, running statistics updated as torch's), the
 2-d transposed convolution's backend path (its weight gradient from the columns of one convolution of the output
-gradient), and the im2col/col2im and max-pool kernels at odd geometries, serially and (their ``prange`` forms)
-on two Numba threads. Tiny shapes, float64 for exact comparisons, float32 where the models run."""
+gradient), and the convolution's im2col/col2im at odd geometries. Tiny shapes, float64 for exact comparisons,
+float32 where the models run."""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -180,7 +176,7 @@ def test_conv_transpose_gradgradcheck_with_stride_and_groups():
     assert gradgradcheck(lambda *t: NF.conv_transpose2d(*t, stride=2, groups=2), ts)
 
 
-# --- im2col / col2im and max pooling at odd geometries, serial and on several threads ------------------------------
+# --- im2col / col2im at odd geometries ---------------------------------------------------------------------------
 GEOMETRIES = {
     "pad_beyond_reach": ((2, 3, 4, 5), (2, 3, 2, 2), dict(stride=3, padding=2)),
     "dilated": ((1, 2, 7, 6), (3, 2, 3, 2), dict(stride=(1, 2), padding=(3, 1), dilation=(2, 3))),
@@ -193,40 +189,3 @@ GEOMETRIES = {
 def test_conv2d_odd_geometries_match_torch(torch, case):
     x, w, kw = case
     _same_as_torch(torch, lambda lib, x, w: lib.nn.functional.conv2d(x, w, **kw), _arrays(10, x, w))
-
-
-_THREADED = """
-import numpy as np, torch, numbagrad
-from numbagrad.backend import cpu
-assert cpu.PARALLEL_THRESHOLD == 1
-rng = np.random.default_rng(0)
-cases = [
-    (lambda F, x, w: F.conv2d(x, w, stride=2, padding=(1, 2), dilation=(2, 1)), (3, 4, 9, 8), (5, 4, 3, 2)),
-    (lambda F, x, w: F.conv_transpose2d(x, w, stride=2, padding=1, groups=2), (2, 4, 5, 4), (4, 3, 4, 4)),
-    (lambda F, x, w: F.max_pool2d(x, 3, 2, 1) * w.sum(), (3, 4, 9, 8), (1,)),
-    (lambda F, x, w: F.fold(F.unfold(x, (2, 3), stride=(1, 2)) * w.sum(), (9, 8), (2, 3), stride=(1, 2)),
-     (2, 3, 9, 8), (1,)),
-]
-for fn, xs, ws in cases:
-    arrays = [rng.standard_normal(xs), rng.standard_normal(ws)]
-    results = []
-    for lib in (numbagrad, torch):
-        ts = [lib.tensor(a, requires_grad=True) for a in arrays]
-        out = fn(lib.nn.functional, *ts)
-        (out * out).sum().backward()
-        results.append([out.detach().numpy()] + [t.grad.numpy() for t in ts])
-    for a, b in zip(*results):
-        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
-print("ok")
-"""
-
-
-def test_parallel_kernels_on_two_threads_match_torch(torch):
-    """With every array over the parallel threshold and two Numba threads, the ``prange`` im2col, col2im and max
-    pool kernels give torch's values and gradients (a fresh process: the thread count is fixed at Numba's start)."""
-    env = dict(os.environ, NUMBA_NUM_THREADS="2", NUMBAGRAD_PARALLEL_THRESHOLD="1")
-    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-    done = subprocess.run([sys.executable, "-c", _THREADED], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "ok"

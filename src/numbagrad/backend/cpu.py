@@ -1058,13 +1058,6 @@ def _nn():
     return _nn_kernels
 
 
-def _parallel(size: int) -> bool:
-    """Whether an nn kernel over ``size`` elements runs its ``prange`` form: from ``PARALLEL_THRESHOLD`` on (the
-    elementwise kernels' switch-over, for the same reason: OpenBLAS's threads and Numba's share the cores), and
-    only with more than one Numba thread (with one, the serial loop is the same work without the pool)."""
-    return size >= PARALLEL_THRESHOLD and _nn().threads() > 1
-
-
 def _half_in_single(fn):
     """Numba has no 2-byte floats: a primitive whose first array is float16 or bfloat16 runs on float32 copies of
     its narrow arrays and returns arrays of the first one's type (torch's CPU computes them in float32 too). Other
@@ -1262,8 +1255,7 @@ def im2col(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation
     x = np.ascontiguousarray(x)
     n, c = x.shape[:2]
     cols = np.empty((n, c * kernel[0] * kernel[1], out_hw[0] * out_hw[1]), x.dtype)
-    kernel_fn = _nn().im2col_parallel if _parallel(cols.size) else _nn().im2col
-    kernel_fn(x, *kernel, *stride, *padding, *dilation, *out_hw, cols)
+    _nn().im2col(x, *kernel, *stride, *padding, *dilation, *out_hw, cols)
     return cols
 
 
@@ -1273,8 +1265,7 @@ def col2im(
 ) -> np.ndarray:
     """The adjoint of ``im2col``: an (N, C, H, W) array of ``shape`` summing each column entry into its source."""
     x = np.empty(shape, cols.dtype)
-    kernel_fn = _nn().col2im_parallel if _parallel(cols.size) else _nn().col2im
-    kernel_fn(np.ascontiguousarray(cols), *kernel, *stride, *padding, *dilation, *out_hw, x)
+    _nn().col2im(np.ascontiguousarray(cols), *kernel, *stride, *padding, *dilation, *out_hw, x)
     return x
 
 
@@ -1284,16 +1275,14 @@ def max_pool2d(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dila
     x = np.ascontiguousarray(x)
     out = np.empty((x.shape[0], *out_hw), x.dtype)
     idx = np.empty((x.shape[0], *out_hw), np.int64)
-    kernel_fn = _nn().max_pool2d_forward_parallel if _parallel(x.size) else _nn().max_pool2d_forward
-    kernel_fn(x, *kernel, *stride, *padding, *dilation, out, idx)
+    _nn().max_pool2d_forward(x, *kernel, *stride, *padding, *dilation, out, idx)
     return out, idx
 
 
 @_half_in_single
 def max_pool2d_backward(g: np.ndarray, indices: np.ndarray, in_hw: tuple) -> np.ndarray:
     gx = np.empty((g.shape[0], *in_hw), g.dtype)
-    kernel_fn = _nn().max_pool2d_backward_parallel if _parallel(gx.size) else _nn().max_pool2d_backward
-    kernel_fn(np.ascontiguousarray(g), np.ascontiguousarray(indices, np.int64), gx)
+    _nn().max_pool2d_backward(np.ascontiguousarray(g), np.ascontiguousarray(indices, np.int64), gx)
     return gx
 
 

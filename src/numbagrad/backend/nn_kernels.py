@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit
 
 from . import codegen
 
@@ -24,12 +24,6 @@ _OPTS = {"cache": True, "nogil": True, "error_model": "numpy"}
 #: Reductions may be reordered (and multiply-adds fused), so LLVM vectorizes the row sums: 4x faster layer norm
 #: and softmax; the sums stay in float64, the results within float32 rounding of the sequential ones.
 _REDUCING = {**_OPTS, "fastmath": {"reassoc", "contract", "nsz"}}
-
-
-def threads() -> int:
-    """Numba's thread count (``NUMBA_NUM_THREADS`` or ``numba.set_num_threads``), read here where Numba is loaded:
-    the nn primitives run a ``prange`` kernel only with more than one."""
-    return get_num_threads()
 
 
 # --- layer norm over the last axis of a (rows, n) array ------------------------------------------------------
@@ -160,148 +154,96 @@ def batch_norm_input_grad(g, x, mean, k, grad_mean, scale, gx):
 
 # --- convolution: columns of (N, C, H, W) -------------------------------------------------------------------
 @njit(**_OPTS)
-def _im2col_plane(x, n, c, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
-    """The rows of input channel ``c`` of sample ``n``: one per kernel tap (i, j)."""
-    h_, w_ = x.shape[2], x.shape[3]
-    for i in range(kh):
-        for j in range(kw):
-            row = (c * kh + i) * kw + j
-            for y in range(oh):
-                h = y * sh - ph + i * dh
-                base = y * ow
-                if h < 0 or h >= h_:
-                    for z in range(ow):
-                        cols[n, row, base + z] = 0.0
-                    continue
-                for z in range(ow):
-                    w = z * sw - pw + j * dw
-                    if w >= 0 and w < w_:
-                        cols[n, row, base + z] = x[n, c, h, w]
-                    else:
-                        cols[n, row, base + z] = 0.0
-
-
-@njit(**_OPTS)
 def im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
     """``cols[n, (c, i, j), (y, z)] = x[n, c, y*sh - ph + i*dh, z*sw - pw + j*dw]`` (0 outside)."""
-    n_, c_ = x.shape[0], x.shape[1]
-    for p in range(n_ * c_):
-        _im2col_plane(x, p // c_, p % c_, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols)
-
-
-@njit(**_OPTS, parallel=True)
-def im2col_parallel(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
-    """``im2col`` with the (sample, channel) planes shared among Numba's threads (each writes its own rows)."""
-    n_, c_ = x.shape[0], x.shape[1]
-    for p in prange(n_ * c_):
-        _im2col_plane(x, p // c_, p % c_, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols)
-
-
-@njit(**_OPTS)
-def _col2im_plane(cols, n, c, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
-    """Input channel ``c`` of sample ``n``, zeroed, then each of its taps' rows added back where it read."""
-    h_, w_ = x.shape[2], x.shape[3]
-    for h in range(h_):
-        for w in range(w_):
-            x[n, c, h, w] = 0.0
-    for i in range(kh):
-        for j in range(kw):
-            row = (c * kh + i) * kw + j
-            for y in range(oh):
-                h = y * sh - ph + i * dh
-                if h < 0 or h >= h_:
-                    continue
-                base = y * ow
-                for z in range(ow):
-                    w = z * sw - pw + j * dw
-                    if w >= 0 and w < w_:
-                        x[n, c, h, w] += cols[n, row, base + z]
+    n_, c_, h_, w_ = x.shape
+    for n in range(n_):
+        for c in range(c_):
+            for i in range(kh):
+                for j in range(kw):
+                    row = (c * kh + i) * kw + j
+                    for y in range(oh):
+                        h = y * sh - ph + i * dh
+                        base = y * ow
+                        if h < 0 or h >= h_:
+                            for z in range(ow):
+                                cols[n, row, base + z] = 0.0
+                            continue
+                        for z in range(ow):
+                            w = z * sw - pw + j * dw
+                            if w >= 0 and w < w_:
+                                cols[n, row, base + z] = x[n, c, h, w]
+                            else:
+                                cols[n, row, base + z] = 0.0
 
 
 @njit(**_OPTS)
 def col2im(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
     """The adjoint of ``im2col``: ``x`` (zeroed here) receives the sum of the columns that read each element."""
-    n_, c_ = x.shape[0], x.shape[1]
-    for p in range(n_ * c_):
-        _col2im_plane(cols, p // c_, p % c_, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x)
-
-
-@njit(**_OPTS, parallel=True)
-def col2im_parallel(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
-    """``col2im`` with the (sample, channel) planes shared among Numba's threads (each sums into its own plane)."""
-    n_, c_ = x.shape[0], x.shape[1]
-    for p in prange(n_ * c_):
-        _col2im_plane(cols, p // c_, p % c_, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x)
+    n_, c_, h_, w_ = x.shape
+    for n in range(n_):
+        for c in range(c_):
+            for h in range(h_):
+                for w in range(w_):
+                    x[n, c, h, w] = 0.0
+            for i in range(kh):
+                for j in range(kw):
+                    row = (c * kh + i) * kw + j
+                    for y in range(oh):
+                        h = y * sh - ph + i * dh
+                        if h < 0 or h >= h_:
+                            continue
+                        base = y * ow
+                        for z in range(ow):
+                            w = z * sw - pw + j * dw
+                            if w >= 0 and w < w_:
+                                x[n, c, h, w] += cols[n, row, base + z]
 
 
 # --- pooling over (P, H, W) planes ---------------------------------------------------------------------------
 @njit(**_OPTS)
-def _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
-    h_, w_ = x.shape[1], x.shape[2]
-    oh, ow = out.shape[1], out.shape[2]
-    for y in range(oh):
-        h0 = y * sh - ph
-        h1 = min(h0 + (kh - 1) * dh + 1, h_)
-        while h0 < 0:
-            h0 += dh
-        for z in range(ow):
-            w0 = z * sw - pw
-            w1 = min(w0 + (kw - 1) * dw + 1, w_)
-            while w0 < 0:
-                w0 += dw
-            best = h0 * w_ + w0
-            value = -math.inf
-            for h in range(h0, h1, dh):
-                for w in range(w0, w1, dw):
-                    v = x[p, h, w]
-                    if v > value or v != v:
-                        value = v
-                        best = h * w_ + w
-            out[p, y, z] = value
-            indices[p, y, z] = best
-
-
-@njit(**_OPTS)
 def max_pool2d_forward(x, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
     """torch's CPU max pool: the first maximum of each window wins, NaN propagates; indices are ``h * W + w``."""
-    for p in range(x.shape[0]):
-        _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, indices)
-
-
-@njit(**_OPTS, parallel=True)
-def max_pool2d_forward_parallel(x, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
-    """``max_pool2d_forward`` with the planes shared among Numba's threads."""
-    for p in prange(x.shape[0]):
-        _max_pool_plane(x, p, kh, kw, sh, sw, ph, pw, dh, dw, out, indices)
-
-
-@njit(**_OPTS)
-def _max_unpool_plane(g, indices, p, gx):
-    oh, ow = g.shape[1], g.shape[2]
-    h_, w_ = gx.shape[1], gx.shape[2]
-    for h in range(h_):
-        for w in range(w_):
-            gx[p, h, w] = 0.0
-    for y in range(oh):
-        for z in range(ow):
-            k = indices[p, y, z]
-            if k < h_ * w_:
-                gx[p, k // w_, k % w_] += g[p, y, z]
+    planes, h_, w_ = x.shape
+    _, oh, ow = out.shape
+    for p in range(planes):
+        for y in range(oh):
+            h0 = y * sh - ph
+            h1 = min(h0 + (kh - 1) * dh + 1, h_)
+            while h0 < 0:
+                h0 += dh
+            for z in range(ow):
+                w0 = z * sw - pw
+                w1 = min(w0 + (kw - 1) * dw + 1, w_)
+                while w0 < 0:
+                    w0 += dw
+                best = h0 * w_ + w0
+                value = -math.inf
+                for h in range(h0, h1, dh):
+                    for w in range(w0, w1, dw):
+                        v = x[p, h, w]
+                        if v > value or v != v:
+                            value = v
+                            best = h * w_ + w
+                out[p, y, z] = value
+                indices[p, y, z] = best
 
 
 @njit(**_OPTS)
 def max_pool2d_backward(g, indices, gx):
     """Each output gradient added at its maximum. A window with no input element in it (dilation over padding)
     holds an index past its plane, as torch's does; it receives nothing (torch's kernel would write past it)."""
-    for p in range(g.shape[0]):
-        _max_unpool_plane(g, indices, p, gx)
-
-
-@njit(**_OPTS, parallel=True)
-def max_pool2d_backward_parallel(g, indices, gx):
-    """``max_pool2d_backward`` with the planes shared among Numba's threads (each adds into its own plane)."""
-    for p in prange(g.shape[0]):
-        _max_unpool_plane(g, indices, p, gx)
+    planes, oh, ow = g.shape
+    h_, w_ = gx.shape[1], gx.shape[2]
+    for p in range(planes):
+        for h in range(h_):
+            for w in range(w_):
+                gx[p, h, w] = 0.0
+        for y in range(oh):
+            for z in range(ow):
+                k = indices[p, y, z]
+                if k < h_ * w_:
+                    gx[p, k // w_, k % w_] += g[p, y, z]
 
 
 @njit(**_OPTS, inline="always")
