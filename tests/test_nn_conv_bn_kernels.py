@@ -189,3 +189,38 @@ GEOMETRIES = {
 def test_conv2d_odd_geometries_match_torch(torch, case):
     x, w, kw = case
     _same_as_torch(torch, lambda lib, x, w: lib.nn.functional.conv2d(x, w, **kw), _arrays(10, x, w))
+
+
+# --- large convolutions: run sample by sample, their columns made again in the backward ---------------------------
+def test_conv2d_by_sample_matches_torch(torch):
+    """16 output channels and 72 * 1024 columns per sample: the per-sample forward and backward."""
+    _same_as_torch(torch, lambda lib, x, w, b: lib.nn.functional.conv2d(x, w, b, padding=1),
+                   _arrays(11, (3, 8, 32, 32), (16, 8, 3, 3), (16,)), tol=1e-9)  # fmt: skip
+
+
+def test_conv2d_by_sample_weight_gradient_alone_matches_torch(torch):
+    x, w = _arrays(12, (2, 8, 34, 34), (16, 8, 3, 3))
+    grads = []
+    for lib in (numbagrad, torch):
+        weight = lib.tensor(w, requires_grad=True)
+        lib.nn.functional.conv2d(lib.tensor(x), weight).pow(2).sum().backward()
+        grads.append(weight.grad.numpy())
+    np.testing.assert_allclose(*grads, rtol=1e-9, atol=1e-9)
+
+
+def test_conv_transpose_by_sample_matches_torch(torch):
+    """A transposed convolution whose backward convolution of the output gradient runs sample by sample."""
+    _same_as_torch(torch, lambda lib, x, w: lib.nn.functional.conv_transpose2d(x, w, padding=1),
+                   _arrays(13, (2, 16, 32, 32), (16, 8, 3, 3)), tol=1e-9)  # fmt: skip
+
+
+def test_conv2d_by_sample_bfloat16_matches_torch(torch):
+    x, w = _arrays(14, (2, 8, 32, 32), (16, 8, 3, 3), dtype=np.float32)
+    results = []
+    for lib in (numbagrad, torch):
+        ts = [lib.tensor(a).to(lib.bfloat16).requires_grad_() for a in (x, w)]
+        out = lib.nn.functional.conv2d(*ts, padding=1)
+        out.float().sum().backward()
+        results.append([t.detach().float().numpy() for t in (out, *(t.grad for t in ts))])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=2e-2, atol=0.5)
