@@ -1088,9 +1088,10 @@ def conv2d(x, weight, bias, stride: tuple, padding: tuple, dilation: tuple, grou
 
 def conv2d_backward(g, cols, x_shape: tuple, weight, stride: tuple, padding: tuple, dilation: tuple, groups: int,
                     need_x: bool, need_w: bool, need_b: bool) -> tuple:  # fmt: skip
-    """(grad of x, of weight, of bias), each None where not needed, from the output gradient and the columns."""
+    """(grad of x, of weight, of bias), each None where not needed, from the output gradient and the columns
+    (None where the weight's is not asked for)."""
     n, o = g.shape[:2]
-    k, length = cols.shape[1], cols.shape[2]
+    k, length = int(np.prod(weight.shape[1:])) * groups, int(np.prod(g.shape[2:]))
     g3 = ascontiguous(g).reshape(n, o, length)
     w = ascontiguous(weight) if weight.dtype == g.dtype else astype(weight, g.dtype)
     gx = gw = gb = None
@@ -1098,12 +1099,89 @@ def conv2d_backward(g, cols, x_shape: tuple, weight, stride: tuple, padding: tup
         gb = reduce(g3, "sum", (0, 2), False)
     kg, og = k // groups, o // groups
     g4 = g3.reshape(n, groups, og, length)
-    c4 = cols.reshape(n, groups, kg, length)
     if need_w:
+        c4 = cols.reshape(n, groups, kg, length)
         gw = reduce(matmul(g4, _t(c4, (0, 1, 3, 2))), "sum", (0,), False).reshape(tuple(weight.shape))
     if need_x:
         gcols = matmul(_t(w.reshape(groups, og, kg), (0, 2, 1)), g4).reshape(n, k, length)
         gx = col2im(gcols, tuple(x_shape), tuple(weight.shape[2:]), stride, padding, dilation, tuple(g.shape[2:]))
+    return gx, gw, gb
+
+
+def batch_norm(x, weight, bias, running_mean, running_var, training: bool, momentum: float, eps: float) -> tuple:
+    """As ``cpu.batch_norm``, from the device's reductions and rows: (output, mean and rstd (C,), the updated
+    running mean and variance or None)."""
+    half = x.dtype == _HALF
+    x = ascontiguous(_single(x))
+    dtype = np.dtype(x.dtype)
+    n, c = x.shape[:2]
+    x3 = x.reshape(n, c, int(np.prod(x.shape[2:], dtype=np.int64)))
+
+    def row(name, *inputs):
+        return elementwise(ROWS[name], list(inputs), (), dtype)
+
+    new_mean = new_var = None
+    if training:
+        count = x3.shape[0] * x3.shape[2]
+        mean = row("div", reduce(x3, "sum", (0, 2), True), count)
+        centered = row("sub", x3, mean)
+        var = row("div", reduce(row("mul", centered, centered), "sum", (0, 2), True), count)
+        rstd = row("rsqrt", row("add", var, eps))
+        if running_mean is not None:
+            new_mean = _running_update(running_mean, mean, momentum)
+        if running_var is not None:
+            new_var = _running_update(running_var, row("mul", var, count / max(count - 1, 1)), momentum)
+    else:
+        mean = astype(running_mean, dtype).reshape(1, c, 1)
+        rstd = row("rsqrt", row("add", astype(running_var, dtype).reshape(1, c, 1), eps))
+    scale = rstd if weight is None else row("mul", rstd, astype(weight, dtype).reshape(1, c, 1))
+    out = row("mul", row("sub", x3, mean), scale)
+    if bias is not None:
+        out = row("add", out, astype(bias, dtype).reshape(1, c, 1))
+    out = out.reshape(tuple(x.shape))
+    return (astype(out, _HALF) if half else out), mean.reshape(c), rstd.reshape(c), new_mean, new_var
+
+
+def _running_update(stat, batch, momentum: float):
+    """``stat * (1 - momentum) + batch * momentum`` as a new array of ``stat``'s shape and dtype."""
+    dtype = np.dtype(stat.dtype)
+    batch = astype(batch, dtype).reshape(tuple(stat.shape))
+    kept = elementwise(ROWS["mul"], [stat, 1 - momentum], (), dtype)
+    return elementwise(ROWS["add"], [kept, elementwise(ROWS["mul"], [batch, momentum], (), dtype)], (), dtype)
+
+
+def batch_norm_backward(g, x, mean, rstd, weight, training: bool, need_x: bool, need_w: bool, need_b: bool) -> tuple:
+    """As ``cpu.batch_norm_backward``, from the device's reductions and rows."""
+    half = x.dtype == _HALF
+    param = np.dtype(weight.dtype if weight is not None else x.dtype)
+    x = ascontiguous(_single(x))
+    dtype = np.dtype(x.dtype)
+    n, c = x.shape[:2]
+    x3 = x.reshape(n, c, int(np.prod(x.shape[2:], dtype=np.int64)))
+    g3 = ascontiguous(astype(g, dtype)).reshape(tuple(x3.shape))
+
+    def row(name, *inputs):
+        return elementwise(ROWS[name], list(inputs), (), dtype)
+
+    m3, r3 = astype(mean, dtype).reshape(1, c, 1), astype(rstd, dtype).reshape(1, c, 1)
+    xhat = row("mul", row("sub", x3, m3), r3)
+    sum_g = reduce(g3, "sum", (0, 2), True)
+    dot = reduce(row("mul", g3, xhat), "sum", (0, 2), True)  # the sum of g * xhat
+    gx = gw = gb = None
+    if need_x:
+        scale = r3 if weight is None else row("mul", r3, astype(weight, dtype).reshape(1, c, 1))
+        if training:
+            count = max(x3.shape[0] * x3.shape[2], 1)
+            inner = row("sub", row("sub", g3, row("div", sum_g, count)), row("mul", xhat, row("div", dot, count)))
+            gx = row("mul", inner, scale)
+        else:
+            gx = row("mul", g3, scale)
+        gx = gx.reshape(tuple(x.shape))
+        gx = astype(gx, _HALF) if half else gx
+    if need_w:
+        gw = astype(dot.reshape(c), param)
+    if need_b:
+        gb = astype(sum_g.reshape(c), param)
     return gx, gw, gb
 
 

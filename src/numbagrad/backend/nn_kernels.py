@@ -85,6 +85,73 @@ def layer_norm_backward(g, x, mean, rstd, weight, gx, gw, gb, need_x):
                 gx[r, j] = inv * (g[r, j] * weight[j] - a_mean - xhat * b_mean)
 
 
+# --- batch norm over the channels of an (N, C, S) array ----------------------------------------------------------
+@njit(**_REDUCING)
+def batch_norm_stats(x, mean, var):
+    """Each channel's mean and biased variance (float64 ``mean``, ``var``), two passes over its N planes as
+    torch's CPU kernel makes them (the centered squares, not ``E[x^2] - E[x]^2``)."""
+    n_, c_, s_ = x.shape
+    count = n_ * s_
+    for c in range(c_):
+        s = 0.0
+        for n in range(n_):
+            for j in range(s_):
+                s += x[n, c, j]
+        m = s / count
+        v = 0.0
+        for n in range(n_):
+            for j in range(s_):
+                d = x[n, c, j] - m
+                v += d * d
+        mean[c] = m
+        var[c] = v / count
+
+
+@njit(**_OPTS)
+def channel_affine(x, scale, shift, out):
+    """``out[n, c, :] = x[n, c, :] * scale[c] + shift[c]`` in the data's dtype: batch norm's output, as torch
+    writes it (``alpha = rstd * weight``, ``beta = bias - mean * alpha``)."""
+    n_, c_, s_ = x.shape
+    for n in range(n_):
+        for c in range(c_):
+            a = scale[c]
+            b = shift[c]
+            for j in range(s_):
+                out[n, c, j] = x[n, c, j] * a + b
+
+
+@njit(**_REDUCING)
+def batch_norm_grad_sums(g, x, mean, sum_g, dot):
+    """Per channel, in float64: the sum of ``g`` and of ``g * (x - mean)``."""
+    n_, c_, s_ = x.shape
+    for c in range(c_):
+        m = mean[c]
+        a = 0.0
+        b = 0.0
+        for n in range(n_):
+            for j in range(s_):
+                gj = g[n, c, j]
+                a += gj
+                b += gj * (x[n, c, j] - m)
+        sum_g[c] = a
+        dot[c] = b
+
+
+@njit(**_OPTS)
+def batch_norm_input_grad(g, x, mean, k, grad_mean, scale, gx):
+    """Training's input gradient ``((g - grad_mean) - (x - mean) * k) * scale`` per channel (torch's formula:
+    ``k = dot * rstd^2 / count``, ``grad_mean = sum_g / count``, ``scale = rstd * weight``)."""
+    n_, c_, s_ = x.shape
+    for n in range(n_):
+        for c in range(c_):
+            m = mean[c]
+            kc = k[c]
+            gm = grad_mean[c]
+            sc = scale[c]
+            for j in range(s_):
+                gx[n, c, j] = (g[n, c, j] - gm - (x[n, c, j] - m) * kc) * sc
+
+
 # --- convolution: columns of (N, C, H, W) -------------------------------------------------------------------
 @njit(**_OPTS)
 def im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):

@@ -54,8 +54,9 @@ class _BatchNorm(Module):
         mean, var = (self.running_mean, self.running_var) if track else (None, None)
         F._check_batch_norm(input, mean, var, self.weight, self.bias, bn_training)
         # the op counts num_batches_tracked too (momentum=None: the cumulative average), see ops.nn_ops.BatchNorm
-        return nn_ops.BatchNorm.apply(input, self.weight, self.bias, mean, var, bn_training, self.momentum, self.eps,
-                                      self.num_batches_tracked if counted else None)  # fmt: skip
+        out = nn_ops.BatchNorm.apply(input, self.weight, self.bias, mean, var, bn_training, self.momentum, self.eps,
+                                     self.num_batches_tracked if counted else None)  # fmt: skip
+        return F._channels_last_as(out, input)  # (torch's kernel writes channels-last input's layout)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "

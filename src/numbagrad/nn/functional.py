@@ -916,11 +916,22 @@ def _channels_last_as(out: Tensor, *inputs) -> Tensor:
     as torch's CPU kernels of convolution, batch norm and pooling write it; else as it is."""
     for t in inputs:
         if t is not None and t.dim() == out.dim() and t.dim() in (4, 5):
-            order = layout.suggested_order(t._data)
-            if order != tuple(range(t.dim())):
+            a = t._data
+            order = _suggested_order(a.shape, a.strides, a.dtype.itemsize)
+            if order is not None:
                 out._data = layout.in_order(out._data, order, out._backend.copy)
                 return out
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _suggested_order(shape: tuple, strides: tuple, itemsize: int) -> tuple | None:
+    """The channels-last axis order when an array of ``shape`` and byte ``strides`` has channels-last-like strides
+    (``layout.suggested_order``), else None: cached, since a model's convolutions, norms and pools see the same
+    few layouts every step (4 us a call otherwise, twice per convolution)."""
+    if layout.strides_like_channels_last(shape, tuple(st // itemsize for st in strides)):
+        return layout.FORMAT_ORDERS["channels_last" if len(shape) == 4 else "channels_last_3d"][len(shape)]
+    return None
 
 
 def _check_batch_norm(input: Tensor, running_mean, running_var, weight, bias, training: bool) -> None:

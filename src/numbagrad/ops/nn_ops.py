@@ -13,6 +13,7 @@ backward is the map again, so every order of derivative exists.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -213,7 +214,9 @@ class Convolution(Function):
 
 class ConvolutionTranspose(Function):
     """``conv_transpose1d/2d/3d`` in one node: the adjoint of the convolution of ``geom`` (one matrix product per
-    group, then col2im), plus the bias. ``weight`` is (C_in, C_out / groups, *kernel), the convolution's layout."""
+    group, then col2im), plus the bias. ``weight`` is (C_in, C_out / groups, *kernel), the convolution's layout.
+    A 2-d one runs the backend's convolution input gradient forward; its backward convolves the output gradient
+    once (``conv2d``), whose columns also give the weight's gradient."""
 
     node_name = "ConvolutionBackward0"
     _trusted = True
@@ -223,6 +226,13 @@ class ConvolutionTranspose(Function):
         ctx.geom = geom
         ctx.save_for_backward(x, weight)
         g = geom.groups
+        if len(geom.kernel) == 2:
+            backend = x._backend
+            x4 = backend.reshape(x._data, (geom.in_shape[0], weight.shape[0], *geom.out))
+            w4 = backend.reshape(weight._data, (weight.shape[0], geom.in_shape[1] // g, *geom.kernel))
+            out, _, _ = backend.conv2d_backward(x4, None, geom.in_shape, w4, geom.stride, geom.padding, geom.dilation,
+                                                g, True, False, False)  # fmt: skip
+            return _channel_bias(_t(backend.reshape(out, geom.big_shape)), bias)
         w = weight.reshape(g, weight.shape[0] // g, geom.k // g).transpose(1, 2)
         cols = w.matmul(_grouped(x, g)).reshape(geom.in_shape[0], geom.k, geom.length)
         return _channel_bias(geom.image(cols), bias)
@@ -231,11 +241,38 @@ class ConvolutionTranspose(Function):
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         geom = ctx.geom
-        need_x, need_w, need_b = ctx.needs_input_grad[:3]
-        gx = Convolution.apply(g, weight, None, geom).reshape(x.shape) if need_x else None
-        gw = _weight_grad(x, g, geom).reshape(weight.shape) if need_w else None
-        gb = g.sum((0, *range(2, g.dim()))) if need_b else None
-        return gx, gw, gb, None
+        wanted = ctx.needs_input_grad[:3]
+
+        def formula(g, x, weight):
+            gx = Convolution.apply(g, weight, None, geom).reshape(x.shape) if wanted[0] else None
+            gw = _weight_grad(x, g, geom).reshape(weight.shape) if wanted[1] else None
+            gb = g.sum((0, *range(2, g.dim()))) if wanted[2] else None
+            return gx, gw, gb
+
+        if len(geom.kernel) != 2:
+            return *formula(g, x, weight), None
+
+        def kernel(g, x, weight):  # one convolution of g: its output is x's gradient, its columns give weight's
+            backend = g._backend
+            groups, n, o = geom.groups, geom.in_shape[0], weight.shape[0]
+            w4 = backend.reshape(weight._data, (o, geom.in_shape[1] // groups, *geom.kernel))
+            g4 = backend.reshape(g._data, geom.in_shape)
+            gx = gw = gb = None
+            if wanted[0]:
+                gx, cols = backend.conv2d(g4, w4, None, geom.stride, geom.padding, geom.dilation, groups, geom.out)
+                gx = _t(backend.reshape(gx, x._data.shape))
+            else:
+                cols = backend.im2col(g4, geom.kernel, geom.stride, geom.padding, geom.dilation, geom.out)
+            if wanted[1]:  # sum_n x[n] @ cols[n].T per group: the convolution's weight gradient with x as its g
+                x4 = backend.reshape(x._data, (n, o, *geom.out))
+                _, gw, _ = backend.conv2d_backward(x4, cols, geom.in_shape, w4, geom.stride, geom.padding,
+                                                   geom.dilation, groups, False, True, False)  # fmt: skip
+                gw = _t(backend.reshape(gw, weight._data.shape))
+            if wanted[2]:
+                gb = g.sum((0, *range(2, g.dim())))
+            return gx, gw, gb
+
+        return *fused_grads("ConvolutionBackwardBackward0", kernel, formula, (g, x, weight), wanted), None
 
 
 # --- pooling -------------------------------------------------------------------------------------------------------
@@ -477,8 +514,18 @@ class AvgPool3d(AvgPool2d):
 
 
 # --- resampling: interpolation and adaptive average pooling --------------------------------------------------------
+@functools.lru_cache(maxsize=512)
 def resample_matrix(mode: str, in_size: int, out_size: int, align_corners: bool, scale, dtype,
                     legacy: bool = False) -> np.ndarray:  # fmt: skip
+    """``_resample_matrix``, read-only and cached: a model resamples the same sizes every step, and building one
+    costs about 30 us of numpy calls."""
+    m = _resample_matrix(mode, in_size, out_size, align_corners, scale, dtype, legacy)
+    m.flags.writeable = False
+    return m
+
+
+def _resample_matrix(mode: str, in_size: int, out_size: int, align_corners: bool, scale, dtype,
+                     legacy: bool) -> np.ndarray:  # fmt: skip
     """The (out_size, in_size) matrix of one spatial dim's resampling, with torch's source positions and weights:
     ``nearest``/``nearest-exact`` pick one element, ``linear`` mixes two, ``cubic`` four (clamped at the edges),
     ``area`` averages torch's adaptive windows. ``scale`` is the user's scale factor (or None); positions are
@@ -586,18 +633,27 @@ class Resample(Function):
 
 
 def _along_dims(x: Tensor, mats) -> Tensor:
-    """``x`` with each (dim, (new, old) matrix) applied along its dim, as contiguous matrix products: one GEMM
-    over the rows for the last dim, ``matrix @ block`` over the leading dims for another."""
+    """``x`` with each (dim, (new, old) matrix) applied along its dim, as contiguous matrix products on the storage
+    (the forward of one node: no tensor ops): one GEMM over the rows for the last dim, ``matrix @ block`` over the
+    leading dims for another."""
+    b = x._backend
+    data, shape = x._data, tuple(x.shape)
     for d, m in mats:
-        w = _t(x._backend.constant(np.ascontiguousarray(m, dtype=x._data.dtype)))
-        shape = tuple(x.shape)
         new = (*shape[:d], m.shape[0], *shape[d + 1 :])
         if d == len(shape) - 1:
-            x = x.reshape(-1, shape[d]).matmul(w.t()).reshape(new)
+            rows = b.reshape(b.ascontiguous(data), (-1, shape[d]))
+            data = b.matmul(rows, b.constant(_matrix_in(m.T, data.dtype)))
         else:
             lead, after = math.prod(shape[:d]), math.prod(shape[d + 1 :])
-            x = w.matmul(x.reshape(lead, shape[d], after)).reshape(new)
-    return x
+            block = b.reshape(b.ascontiguous(data), (lead, shape[d], after))
+            data = b.matmul(b.constant(_matrix_in(m, data.dtype)), block)
+        data, shape = b.reshape(data, new), new
+    return _t(data)
+
+
+def _matrix_in(m: np.ndarray, dtype) -> np.ndarray:
+    """A resampling matrix as a C-contiguous array of the data's dtype."""
+    return np.ascontiguousarray(m, dtype=dtype)
 
 
 def _resample_node(name: str) -> type:
@@ -745,7 +801,9 @@ def _channel_shape(x: Tensor) -> tuple:
 
 class BatchNorm(Function):
     """``batch_norm`` in one node. Training: normalize by the batch statistics over every dim but the channel
-    (and update the running statistics in place, the variance unbiased); eval: by the running statistics.
+    (and update the running statistics in place, the variance unbiased); eval: by the running statistics. The
+    backend's ``batch_norm`` does it in one pass per job (statistics, update, normalize and affine), and its
+    ``batch_norm_backward`` the three gradients: a training step's norm costs two primitives, not a dozen ops.
 
     ``counter`` (a module's ``num_batches_tracked``, or None) is counted up here too, and ``momentum=None`` then
     means the cumulative average, ``1 / counter``: every buffer update happens inside this one op, so a compiled
@@ -755,40 +813,28 @@ class BatchNorm(Function):
 
     @staticmethod
     def forward(ctx, x: Tensor, weight, bias, running_mean, running_var, training: bool, momentum, eps: float, counter):
-        axes = (0, *range(2, x.dim()))
-        cshape = _channel_shape(x)
         if training and counter is not None:
             counter.add_(1)
             if momentum is None:
                 momentum = 1.0 / float(counter._host())
         if momentum is None:
             momentum = 0.0
-        if training:
-            mean = x.mean(axes, keepdim=True)
-            centered = x - mean
-            var = (centered * centered).mean(axes, keepdim=True)
-            rstd = (var + eps).rsqrt()
-            if running_mean is not None:
-                count = x.numel() // x.shape[1]
-                _update_running(running_mean, mean.reshape(-1), momentum)
-                _update_running(running_var, var.reshape(-1) * (count / max(count - 1, 1)), momentum)
-            xhat = centered * rstd
-        else:
-            rstd = (running_var.reshape(cshape) + eps).rsqrt()
-            xhat = (x - running_mean.reshape(cshape)) * rstd
-        out = xhat * weight.reshape(cshape) if weight is not None else xhat
-        if bias is not None:
-            out = out + bias.reshape(cshape)
-        if out is xhat:
-            out = xhat.clone()  # backward keeps xhat: the output may be changed in place
-        ctx.training, ctx.eps, ctx.axes = training, eps, axes
+        backend = x._backend
+        out, mean, rstd, new_mean, new_var = backend.batch_norm(
+            x._data, *(None if t is None else t._data for t in (weight, bias, running_mean, running_var)),
+            training, float(momentum), float(eps),
+        )  # fmt: skip
+        for stat, new in ((running_mean, new_mean), (running_var, new_var)):
+            if new is not None:  # a buffer update, written into the running statistic's storage
+                stat._backend.setitem(stat._data, (Ellipsis,), new)
+                stat._bump_version()
+        ctx.training, ctx.eps, ctx.axes, ctx.stats = training, eps, (0, *range(2, x.dim())), (mean, rstd)
         # In training the backward needs the batch's statistics only: the running ones are not saved (as torch's
         # native_batch_norm does not), so a second forward that updates them in place before this backward runs
         # (a GAN's discriminator on real and generated images) is no "modified by an inplace operation".
         stats = (None, None) if training else (running_mean, running_var)
         ctx.save_for_backward(x, weight, *stats)
-        ctx.xhat, ctx.rstd = xhat, rstd
-        return out
+        return _t(out)
 
     @staticmethod
     def backward(ctx, g: Tensor):
@@ -796,7 +842,18 @@ class BatchNorm(Function):
         wanted = ctx.needs_input_grad[:3]
         axes, cshape = ctx.axes, _channel_shape(x)
 
-        def grads(g, x, weight, xhat, rstd):
+        def kernel(g, x, weight):  # on the forward's mean and rstd
+            mean, rstd = ctx.stats
+            grads = g._backend.batch_norm_backward(g._data, x._data, mean, rstd, None if weight is None else
+                                                   weight._data, ctx.training, *wanted)  # fmt: skip
+            return tuple(None if d is None else _t(d) for d in grads)
+
+        def formula(g, x, weight):  # the statistics recomputed differentiably
+            if ctx.training:
+                xhat, rstd = _normalized(x, axes, ctx.eps)
+            else:
+                rstd = (running_var.reshape(cshape) + ctx.eps).rsqrt()
+                xhat = (x - running_mean.reshape(cshape)) * rstd
             gxhat = g * weight.reshape(cshape) if weight is not None else g
             gx = None
             if wanted[0]:
@@ -805,26 +862,8 @@ class BatchNorm(Function):
             gb = g.sum(axes) if wanted[2] else None
             return gx, gw, gb
 
-        def kernel(g, x, weight):  # on the forward's normalized input and statistics
-            return grads(g, x, weight, ctx.xhat, ctx.rstd)
-
-        def formula(g, x, weight):  # the statistics recomputed differentiably
-            if ctx.training:
-                xhat, rstd = _normalized(x, axes, ctx.eps)
-            else:
-                rstd = (running_var.reshape(cshape) + ctx.eps).rsqrt()
-                xhat = (x - running_mean.reshape(cshape)) * rstd
-            return grads(g, x, weight, xhat, rstd)
-
         gx, gw, gb = fused_grads("NativeBatchNormBackwardBackward0", kernel, formula, (g, x, weight), wanted)
         return gx, gw, gb, None, None, None, None, None, None
-
-
-def _update_running(stat: Tensor, batch: Tensor, momentum) -> None:
-    """``stat = (1 - momentum) * stat + momentum * batch`` written into ``stat``'s storage (a buffer update)."""
-    new = stat * (1 - momentum) + batch.to(stat.dtype) * momentum
-    stat._backend.setitem(stat._data, (Ellipsis,), new._data)
-    stat._bump_version()
 
 
 class GroupNorm(Function):
