@@ -69,6 +69,7 @@ class Tensor:
     _creation_meta: builtins.str | None
     _fw_grad: typing.Any
     _lazy_conj: builtins.bool
+    _grad_slots: builtins.int
     def __init__(self, *args: typing.Any, dtype: typing.Any = ..., device: typing.Any = ..., requires_grad: builtins.bool = ...) -> None: ...
     def _init(self, data: typing.Any, requires_grad: builtins.bool = ...) -> None: ...
     @classmethod
