@@ -191,3 +191,58 @@ def compact_index(shape: tuple, strides: tuple) -> tuple | None:
     if not any(st == 0 and n > 1 for st, n in zip(strides, shape)):
         return None
     return tuple(slice(0, 1) if st == 0 and n > 1 else slice(None) for st, n in zip(strides, shape))
+
+
+def strided_loop(shape: tuple, strides: list) -> tuple[tuple, list]:
+    """The loop nest over ``shape`` that reads and writes arrays in place through their strides, as torch's
+    TensorIterator walks them: ``strides`` holds, per array (the result first), its element strides along
+    ``shape``'s dims (0 along a dim it is broadcast in). Returns the loop's sizes, outermost first, and each
+    array's strides along them.
+
+    Size-1 dims drop out; the others are ordered so that the result's strides (then, where it does not decide,
+    the next array's) decrease inwards, so a result laid out as its input (``x.transpose(1, 2) * 2``) is walked
+    in memory order and its input read contiguously; adjacent dims merge where every array steps through the
+    two as through one (``stride[outer] == stride[inner] * size[inner]``: contiguous runs, and broadcast in
+    both). A stride 0 never decides the order, and a negative stride orders by its magnitude."""
+    keep = [d for d in range(len(shape)) if shape[d] != 1]
+    order: list = []
+    for d in keep:  # insertion from the outside in: d goes inside every dim it has a smaller stride than
+        at = len(order)
+        while at > 0 and not _inside(strides, order[at - 1], d):
+            at -= 1
+        order.insert(at, d)
+    dims: list = []
+    steps: list = [[] for _ in strides]
+    for d in order:
+        n = shape[d]
+        if dims and all(s[-1] == st[d] * n for s, st in zip(steps, strides)):
+            dims[-1] *= n
+            for s, st in zip(steps, strides):
+                s[-1] = st[d]
+        else:
+            dims.append(n)
+            for s, st in zip(steps, strides):
+                s.append(st[d])
+    if not dims:
+        return (1,), [(0,) for _ in strides]
+    return tuple(dims), [tuple(s) for s in steps]
+
+
+def _inside(strides: list, outer: int, inner: int) -> bool:
+    """Whether dim ``inner`` belongs inside dim ``outer``: the first array with nonzero strides in both that
+    differ says so by a smaller stride; none (a tie) keeps them in their order (``outer`` first)."""
+    for st in strides:
+        a, b = abs(st[outer]), abs(st[inner])
+        if a and b and a != b:
+            return b < a
+    return True
+
+
+def contiguous_steps(dims: tuple) -> tuple:
+    """The element strides of a C-contiguous array of ``dims``: what a dense array walked in its memory order has
+    along a ``strided_loop``."""
+    steps, n = [], 1
+    for d in reversed(dims):
+        steps.append(n)
+        n *= d
+    return tuple(reversed(steps))
