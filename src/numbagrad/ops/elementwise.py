@@ -161,7 +161,7 @@ def _keep_layout(result: Tensor, inputs: tuple) -> None:
     for a in inputs:
         if isinstance(a, Tensor) and a._data.shape == result._data.shape:
             data = a._data
-            if data.flags.c_contiguous:
+            if data.flags.c_contiguous or result._data.strides == data.strides:  # (already laid out so)
                 return
             order = layout.preserved_order(data)
             if order != tuple(range(data.ndim)) and layout.dense_order(result._data) != order:
