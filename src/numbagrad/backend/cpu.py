@@ -136,23 +136,41 @@ def _strided(values, size: int, dtype: np.dtype, outs: tuple) -> tuple[list, lis
         operands.append(v)
         kinds += "n"
         arrays.append(v)
+    key = (shape, len(outs), *[(a.shape, a.strides, a.itemsize) for a in arrays])
+    plan = _LOOPS.get(key)
+    if plan is None:
+        if len(_LOOPS) >= _LOOPS_KEPT:
+            _LOOPS.clear()
+        plan = _LOOPS[key] = _loop_plan(shape, arrays, len(outs))
+    dims, steps, flat_kinds, tail = plan
+    n_out = len(outs)
+    if flat_kinds is not None:  # 1-d views: a C-contiguous array's own elements are the view's
+        views = [a.reshape(-1) if a.flags.c_contiguous else _view(a, (n,), (1,)) for a, n in zip(arrays, flat_kinds[1])]
+        kinds_in_order = iter(flat_kinds[0][n_out:])
+        pattern = "".join(k if k == "s" else next(kinds_in_order) for k in kinds)
+        return views[:n_out], _merge(operands, kinds, views[n_out:]), pattern, tail
+    views = [_view(a, dims, st) for a, st in zip(arrays, steps)]
+    return views[:n_out], _merge(operands, kinds, views[n_out:]), codegen.strided_pattern(kinds, len(dims)), ()
+
+
+#: The loop plans of recent array layouts (``_loop_plan``), by the loop's shape and each array's shape, strides and
+#: item size: a training step meets the same few layouts again and again (cleared when it holds ``_LOOPS_KEPT``).
+_LOOPS: dict = {}
+_LOOPS_KEPT = 1024
+
+
+def _loop_plan(shape: tuple, arrays: list, n_out: int) -> tuple:
+    """(dims, steps, flat, tail) of ``layout.strided_loop`` over ``arrays`` (the ``n_out`` results first):
+    ``flat`` is None for a loop nest, else each array's kind (``a``, ``r``, ``c``) and its 1-d view's length, and
+    ``tail`` the row-broadcast loop's (rows, columns), or ()."""
     dims, steps = layout.strided_loop(shape, [_loop_strides(a, shape) for a in arrays])
     if len(dims) <= 2:
-        flat_kinds = _flat_kinds(dims, steps)
-        if flat_kinds is not None and flat_kinds[: len(outs)] == "a" * len(outs):
-            lengths = {"a": size, "r": dims[-1], "c": dims[0]}
-            views = [_view(a, (lengths[k],), (1,)) for a, k in zip(arrays, flat_kinds)]
-            arrays_kinds = iter(flat_kinds[len(outs) :])
-            pattern = "".join(k if k == "s" else next(arrays_kinds) for k in kinds)
-            tail = (dims[0], dims[1]) if "r" in pattern or "c" in pattern else ()
-            return views[: len(outs)], _merge(operands, kinds, views[len(outs) :]), pattern, tail
-    views = [_view(a, dims, st) for a, st in zip(arrays, steps)]
-    return (
-        views[: len(outs)],
-        _merge(operands, kinds, views[len(outs) :]),
-        codegen.strided_pattern(kinds, len(dims)),
-        (),
-    )
+        kinds = _flat_kinds(dims, steps)
+        if kinds is not None and kinds[:n_out] == "a" * n_out:
+            lengths = {"a": math.prod(dims), "r": dims[-1], "c": dims[0]}
+            tail = (dims[0], dims[1]) if "r" in kinds or "c" in kinds else ()
+            return dims, steps, (kinds, [lengths[k] for k in kinds]), tail
+    return dims, steps, None, ()
 
 
 def _loop_strides(a: np.ndarray, shape: tuple) -> list:
@@ -230,6 +248,9 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
     return out
 
 
+_ORDERS: dict = {}  # (shape, strides, item size) -> ``layout.preserved_order``, for ``_empty_as``
+
+
 def _empty_as(shape: tuple, dtype, values) -> np.ndarray:
     """A new array of ``shape`` laid out as its first operand of that shape is (its own layout when dense,
     channels-last when its strides are channels-last-like), as torch's TensorIterator lays out a result: so a
@@ -238,7 +259,12 @@ def _empty_as(shape: tuple, dtype, values) -> np.ndarray:
         if type(v) is np.ndarray and v.shape == shape:
             if v.flags.c_contiguous or not any(v.strides):
                 break
-            order = layout.preserved_order(v)
+            key = (shape, v.strides, v.itemsize)
+            order = _ORDERS.get(key)
+            if order is None:
+                if len(_ORDERS) >= _LOOPS_KEPT:
+                    _ORDERS.clear()
+                order = _ORDERS[key] = layout.preserved_order(v)
             if order == tuple(range(len(shape))):
                 break
             try:
