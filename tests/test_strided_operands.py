@@ -184,3 +184,35 @@ def test_gradients_through_transposed_and_broadcast_operands_pass_gradcheck():
         return (t * w - w).exp() / (t[:, :, ::2].sum(2, keepdim=True) + 3.0)
 
     assert numbagrad.autograd.gradcheck(f, (x, w))
+
+
+# --- sums of permuted (transposed) storage ----------------------------------------------------------------------
+SUMS = [
+    ("transposed, the storage's middle axis", (32, 4, 128), (0, 2, 1), (0, 2)),
+    ("transposed, one dim", (8, 16, 64), (2, 0, 1), (1,)),
+    ("transposed, leading storage dims", (8, 16, 64), (2, 0, 1), (0, 1)),
+    ("transposed, all", (8, 16, 64), (2, 0, 1), None),
+    ("not consecutive in storage", (8, 16, 64), (2, 0, 1), (0, 2)),
+]
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize(("name", "shape", "perm", "axes"), SUMS, ids=[s[0] for s in SUMS])
+def test_a_sum_of_a_transposed_array_equals_numpy(name, shape, perm, axes, keepdim):
+    a = _x(*shape).transpose(perm)
+    got = cpu.reduce(a, "sum", axes, keepdim)
+    expected = a.sum(axis=axes, keepdims=keepdim)
+    assert got.shape == expected.shape and got.dtype == a.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_a_sum_of_a_transposed_array_reads_it_in_place():
+    a = _x(64, 8, 128).transpose(0, 2, 1)
+    cpu.reduce(a, "sum", (0, 2), False)
+    tracemalloc.start()
+    try:
+        cpu.reduce(a, "sum", (0, 2), False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < a.nbytes / 8

@@ -751,7 +751,36 @@ def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None)
                 return out.reshape((1,) * a.ndim) if keepdim else out
             if a.size >= _KERNEL_SUM_SIZE and axes and axes[-1] - axes[0] == len(axes) - 1:
                 return _sum_axes(a, axes, keepdim)  # consecutive dims (sorted): a middle axis of a 3-d view
+    elif op == "sum" and (dtype is None or dtype == a.dtype) and a.size >= _KERNEL_SUM_SIZE and a.dtype in _SUM_ZEROS:
+        summed = _sum_in_memory_order(a, axes, keepdim)
+        if summed is not None:
+            return summed
     return _ufunc_reduce(a, op, axes, keepdim, dtype)
+
+
+def _sum_in_memory_order(a: np.ndarray, axes, keepdim: bool) -> np.ndarray | None:
+    """The compiled sum of a dense but permuted ``a`` (a transposed tensor) over ``axes`` (None: all), read in
+    place in its memory order, where the summed dims are consecutive there (``x.transpose(1, 2)`` summed over
+    (0, 2): a middle axis of its storage); None where they are not."""
+    key = (a.shape, a.strides, a.itemsize)
+    order = _DENSE.get(key, False)
+    if order is False:
+        if len(_DENSE) >= _LOOPS_KEPT:
+            _DENSE.clear()
+        order = _DENSE[key] = layout.dense_order(a)
+    if order is None:
+        return None
+    stored = a.transpose(order)  # C-contiguous: the storage in its own order
+    if axes is None:
+        return reduce(stored.reshape(-1), "sum", None, False).reshape((1,) * a.ndim if keepdim else ())
+    places = sorted(order.index(d) for d in axes)
+    if places[-1] - places[0] != len(places) - 1:
+        return None
+    summed = _sum_axes(stored, tuple(places), True).transpose(np.argsort(order))  # a's dims, summed ones kept as 1
+    return summed if keepdim else summed.reshape(tuple(n for d, n in enumerate(a.shape) if d not in axes))
+
+
+_DENSE: dict = {}  # (shape, strides, item size) -> ``layout.dense_order``, for ``_sum_in_memory_order``
 
 
 _SUM_ZEROS = {np.dtype(np.float32): np.float32(0), np.dtype(np.float64): np.float64(0)}  # what the sums add from
