@@ -763,24 +763,27 @@ def _sum_in_memory_order(a: np.ndarray, axes, keepdim: bool) -> np.ndarray | Non
     place in its memory order, where the summed dims are consecutive there (``x.transpose(1, 2)`` summed over
     (0, 2): a middle axis of its storage); None where they are not."""
     key = (a.shape, a.strides, a.itemsize)
-    order = _DENSE.get(key, False)
-    if order is False:
+    known = _DENSE.get(key)
+    if known is None:
         if len(_DENSE) >= _LOOPS_KEPT:
             _DENSE.clear()
-        order = _DENSE[key] = layout.dense_order(a)
-    if order is None:
+        order = layout.dense_order(a)
+        known = _DENSE[key] = () if order is None else (order, tuple(int(d) for d in np.argsort(order)))
+    if not known:
         return None
+    order, inverse = known
     stored = a.transpose(order)  # C-contiguous: the storage in its own order
     if axes is None:
         return reduce(stored.reshape(-1), "sum", None, False).reshape((1,) * a.ndim if keepdim else ())
     places = sorted(order.index(d) for d in axes)
     if places[-1] - places[0] != len(places) - 1:
         return None
-    summed = _sum_axes(stored, tuple(places), True).transpose(np.argsort(order))  # a's dims, summed ones kept as 1
+    summed = _sum_axes(stored, tuple(places), True).transpose(inverse)  # a's dims, the summed ones kept as 1
     return summed if keepdim else summed.reshape(tuple(n for d, n in enumerate(a.shape) if d not in axes))
 
 
-_DENSE: dict = {}  # (shape, strides, item size) -> ``layout.dense_order``, for ``_sum_in_memory_order``
+#: (shape, strides, item size) -> ``layout.dense_order`` and its inverse, or () for storage that is not dense
+_DENSE: dict = {}
 
 
 _SUM_ZEROS = {np.dtype(np.float32): np.float32(0), np.dtype(np.float64): np.float64(0)}  # what the sums add from
