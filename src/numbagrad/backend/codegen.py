@@ -842,7 +842,8 @@ def row_kernel(row: Row, which, pattern: str, target: str, into: str | None = No
     ``into`` when given; row names are unique, user rows included): ``kernel(res, *operands, *params)`` for
     ``which`` ``"forward"``/``"grad<i>"``, or ``kernel(res0, res1, ..., *operands, *params)`` for a tuple of
     input indices. ``pattern``: per operand, ``a`` a flat array, ``s`` a scalar, ``o`` a one-element array, ``r``
-    or ``c`` a row or column of a row-broadcast loop, or a mask token (``layout.Space``). ``target``:
+    or ``c`` a row or column of a row-broadcast loop, or a mask token (``layout.Space``); or a strided pattern
+    (``strided_pattern``: a loop nest whose results and array operands are views of its rank). ``target``:
     ``"serial"``, ``"parallel"`` (``prange``) or ``"cuda"`` (a grid-stride kernel). ``into`` names an array
     operand (``"x0"`` for an in-place op, ``"g"`` for a gradient written into its incoming buffer) that the last
     result goes into, so its result argument is left out."""
