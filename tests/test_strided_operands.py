@@ -145,9 +145,11 @@ def test_one_kernel_serves_every_shape_and_stride_of_a_rank():
         a, b = _x(*shape).transpose(perm), _x(*[shape[p] for p in perm])[::-1]
         expected = cpu.elementwise(ROWS["atan2"], [a.copy(), b.copy()], (), F64)  # the flat kernel
         np.testing.assert_array_equal(cpu.elementwise(ROWS["atan2"], [a, b], (), F64), expected)
-    nest = ("atan2", "forward", codegen.strided_pattern("nn", 3), "serial")
-    assert nest in codegen.KERNELS
-    assert {k for k in codegen.KERNELS if k[0] == "atan2"} - before <= {nest, ("atan2", "forward", "aa", "serial")}
+    loops = {cpu.loop_variant(n) for n in (24, 30, 63)}
+    nests = {("atan2", "forward", codegen.strided_pattern("nn", 3), loop) for loop in loops}
+    assert nests <= set(codegen.KERNELS)
+    flat = {("atan2", "forward", "aa", loop) for loop in loops}
+    assert {k for k in codegen.KERNELS if k[0] == "atan2"} - before <= nests | flat
 
 
 # --- through tensors, against torch ---------------------------------------------------------------------------
