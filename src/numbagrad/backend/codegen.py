@@ -649,10 +649,12 @@ def _sig(sig) -> str:
 def _element(arg: str, kind: str, index: str = "i") -> str:
     """An operand inside a loop: an array read per element (``a``), a one-element array (``o``), a scalar
     (``s``); in a row-broadcast loop (``_map_kernel``) also a row ``r`` (read at the column ``_j``) and a column
-    ``c`` (read at the row ``i``); in a loop over collapsed dims, a mask of ``0``/``1`` flags (``flat_offset``)."""
+    ``c`` (read at the row ``i``); in a loop over collapsed dims, a mask of ``0``/``1`` flags (``flat_offset``); in
+    a loop nest over strided arrays (``strided_pattern``), an ``n`` read at the nest's indices ``i, _j1, ...``."""
     if kind[0] in "01":
         return f"{arg}[{flat_offset(tuple(f == '1' for f in kind))}]"
-    return {"a": f"{arg}[{index}]", "o": f"{arg}[0]", "s": arg, "r": f"{arg}[_j]", "c": f"{arg}[i]"}[kind]
+    return {"a": f"{arg}[{index}]", "o": f"{arg}[0]", "s": arg, "r": f"{arg}[_j]", "c": f"{arg}[i]",
+            "n": f"{arg}[{index}]"}[kind]  # fmt: skip
 
 
 def flat_offset(mask: tuple) -> str:
@@ -684,8 +686,23 @@ def unravel(rank: int, flat: str = "i") -> list[str]:
 
 def pattern_tokens(pattern: str) -> list[str]:
     """One kind per operand: a pattern's characters, or its ``_``-joined tokens when it holds masks
-    (``layout.Space.mask_pattern``)."""
+    (``layout.Space.mask_pattern``), or the kinds before the rank of a strided pattern (``strided_pattern``)."""
+    if "@" in pattern:
+        return list(pattern.split("@")[0])
     return pattern.split("_") if "_" in pattern else list(pattern)
+
+
+def strided_pattern(kinds: str, rank: int) -> str:
+    """The pattern of a loop nest of ``rank`` dims over strided arrays (``layout.strided_loop``): ``kinds`` has an
+    ``n`` per array operand (an array of ``rank`` dims with any strides, 0 along a broadcast dim, read at the
+    nest's indices) and an ``s`` per number; the results are such arrays too. One kernel per rank and kinds
+    serves every shape, stride and broadcast."""
+    return f"{kinds}@{rank}"
+
+
+def strided_rank(pattern: str) -> int:
+    """The rank of a strided pattern's loop nest (``strided_pattern``); 0 for any other pattern."""
+    return int(pattern.split("@")[1]) if "@" in pattern else 0
 
 
 def row_function(row: Row, which: str):
@@ -721,7 +738,9 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     result argument that aliases an operand fails its run-time overlap check, and the loop ran scalar: 2.3x
     slower for a float32 ``mul`` backward at 1e5). ``single`` (CPU): float32 operands run the functions' float32
     twins (``_float32_dispatch``). A pattern with ``r`` (a row, broadcast down the rows) or ``c`` (a column,
-    broadcast along them) makes a loop over ``_outer`` rows of ``_inner`` elements, two more arguments.
+    broadcast along them) makes a loop over ``_outer`` rows of ``_inner`` elements, two more arguments. A strided
+    pattern (``strided_pattern``) makes a loop nest over arrays of its rank, results included, read and written
+    through their own strides (no copy of a transposed or broadcast operand).
 
     ``fix_up`` (CPU, a row whose functions carry a nan from sin, cos, tan or fmod to their result): the loop calls
     the functions' fix-up twins (``vector_math.fix_up_twin``: vectorized, 3-10x faster than libm's), and a second
@@ -743,8 +762,9 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
         names = [f"{name}_fast" for name in names]
     kinds = pattern_tokens(pattern)
     rank = max((len(k) for k in kinds if k[0] in "01"), default=0)  # a loop over collapsed dims d0, d1, ...
-    rows = "r" in pattern or "c" in pattern  # a row-broadcast loop: rows i, columns _j, elements _k
-    index = "_k" if rows else "i"
+    nest = strided_rank(pattern)  # a loop nest over strided arrays, indices i, _j1, _j2, ...
+    rows = not nest and ("r" in pattern or "c" in pattern)  # a row-broadcast loop: rows i, columns _j, elements _k
+    index = "_k" if rows else ", ".join(["i", *(f"_j{k}" for k in range(1, nest))]) if nest else "i"
     args = ", ".join([_element(a, k, index) for a, k in zip(operands, kinds)] + list(params))
     if len(calls) == 1 and into is None:
         results, stores = ["res"], ["res"]
@@ -760,8 +780,12 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
         return "\n".join([f"r{k} = {name}({args})" for k, name in enumerate(names)] +
                          [f"{name}[{index}] = r{k}" for k, name in enumerate(stores)])  # fmt: skip
 
-    def each(body: str) -> str:  # over the columns of a row-broadcast loop's row i
-        return "for _j in range(_inner):\n    _k = i * _inner + _j\n" + textwrap.indent(body, "    ") if rows else body
+    def each(body: str) -> str:  # over the columns of a row-broadcast loop's row i, or the inner dims of a nest
+        if rows:
+            return "for _j in range(_inner):\n    _k = i * _inner + _j\n" + textwrap.indent(body, "    ")
+        for k in range(nest - 1, 0, -1):
+            body = f"for _j{k} in range({stores[0]}.shape[{k}]):\n" + textwrap.indent(body, "    ")
+        return body
 
     body = each(element(names))
     if rank:
@@ -807,7 +831,7 @@ def _row_kernel(row: Row, which, pattern: str, target: str, into: str | None = N
         which = "grads" + "".join(str(i) for i in which)
     else:
         fn = row_function(row, which)
-    tag = f"{prefix}{row.name}_{which}_{pattern}{suffix}{f'_into_{into}' if into else ''}"
+    tag = f"{prefix}{row.name}_{which}_{pattern.replace('@', '_nd')}{suffix}{f'_into_{into}' if into else ''}"
     fns = [scalar_math.select, row.forward, *row.grads]
     return _map_kernel(tag, target, fns, fn, operands, pattern, params, into, row.float32_math, row.fix_up,
                        not row.libm)  # fmt: skip
@@ -818,7 +842,8 @@ def row_kernel(row: Row, which, pattern: str, target: str, into: str | None = No
     ``into`` when given; row names are unique, user rows included): ``kernel(res, *operands, *params)`` for
     ``which`` ``"forward"``/``"grad<i>"``, or ``kernel(res0, res1, ..., *operands, *params)`` for a tuple of
     input indices. ``pattern``: per operand, ``a`` a flat array, ``s`` a scalar, ``o`` a one-element array, ``r``
-    or ``c`` a row or column of a row-broadcast loop, or a mask token (``layout.Space``). ``target``:
+    or ``c`` a row or column of a row-broadcast loop, or a mask token (``layout.Space``); or a strided pattern
+    (``strided_pattern``: a loop nest whose results and array operands are views of its rank). ``target``:
     ``"serial"``, ``"parallel"`` (``prange``) or ``"cuda"`` (a grid-stride kernel). ``into`` names an array
     operand (``"x0"`` for an in-place op, ``"g"`` for a gradient written into its incoming buffer) that the last
     result goes into, so its result argument is left out."""
@@ -836,7 +861,8 @@ def map_kernel(tag: str, fns: Sequence[Callable], fn: Callable, operands: Sequen
     key = ("map", tag, pattern, target)
     kernel = KERNELS.get(key)
     if kernel is None:
-        kernel = KERNELS[key] = _map_kernel(f"{tag}_{pattern}", target, fns, fn, operands, pattern, params)
+        name = f"{tag}_{pattern.replace('@', '_nd')}"
+        kernel = KERNELS[key] = _map_kernel(name, target, fns, fn, operands, pattern, params)
     return kernel
 
 

@@ -6,7 +6,10 @@ are torch's, and every op that reads it through its strides needs nothing new. S
 elements; ``order`` lists the axes from the outermost (largest stride) to the innermost.
 
 It also holds the one description of how an elementwise kernel iterates over broadcast operands
-(``iteration_space``), which the CPU and CUDA backends and the compiler's fused kernels share.
+(``iteration_space``: collapsed dims and masks over C-contiguous operands), which the CUDA backend and the
+compiler's fused kernels share, and its strided form (``strided_loop``: the loop order and merged dims for arrays
+of any strides, the result's first), by which the CPU backend reads transposed, sliced and broadcast operands in
+place.
 """
 
 from __future__ import annotations
@@ -134,34 +137,23 @@ def collapse(shape: tuple, operand_shapes) -> tuple[tuple, list]:
     """The collapsed sizes of the iteration ``shape`` and each operand's mask (True = full, False = broadcast):
     size-1 dims dropped and adjacent dims merged where every operand is full in both or broadcast in both. An
     operand shape of None (a number) has the mask None. An operand of C-contiguous storage is then read at
-    stride 0 along its broadcast dims and, along the others, at the product of the later dims it is full in."""
+    stride 0 along its broadcast dims and, along the others, at the product of the later dims it is full in.
+
+    This is ``strided_loop`` for C-contiguous operands (and result): their strides merge exactly there."""
     rank = len(shape)
-    # an operand of more dims than the loop has only ones in its extra leading dims (its size is the loop's)
-    padded = [
-        None if s is None else ((1,) * (rank - len(s)) + tuple(s))[-rank:] if rank else () for s in operand_shapes
-    ]
-    arrays = [p for p in padded if p is not None]
-    dims: list = []
-    flags: list = []
-    for k in range(rank):
-        if shape[k] == 1:
-            continue
-        f = tuple(p[k] == shape[k] for p in arrays)
-        if dims and flags[-1] == f:
-            dims[-1] *= shape[k]
-        else:
-            dims.append(shape[k])
-            flags.append(f)
-    if not dims:
-        dims, flags = [1], [(True,) * len(arrays)]
-    masks, j = [], 0
-    for p in padded:
-        if p is None:
-            masks.append(None)
-        else:
-            masks.append(tuple(f[j] for f in flags))
-            j += 1
-    return tuple(dims), masks
+    arrays = [s for s in operand_shapes if s is not None]
+    strides = [contiguous_steps(shape)]
+    for s in arrays:
+        # an operand of more dims than the loop has only ones in its extra leading dims (its size is the loop's)
+        padded = ((1,) * (rank - len(s)) + tuple(s))[-rank:] if rank else ()
+        own = contiguous_steps(padded)
+        strides.append(tuple(st if n == full else 0 for st, n, full in zip(own, padded, shape)))
+    dims, steps = strided_loop(shape, strides)
+    if not any(n != 1 for n in shape):
+        flags = iter([(True,)] * len(arrays))
+    else:
+        flags = iter([tuple(st != 0 for st in step) for step in steps[1:]])
+    return dims, [None if s is None else next(flags) for s in operand_shapes]
 
 
 def iteration_space(shape: tuple, operand_shapes) -> Space:
@@ -191,3 +183,58 @@ def compact_index(shape: tuple, strides: tuple) -> tuple | None:
     if not any(st == 0 and n > 1 for st, n in zip(strides, shape)):
         return None
     return tuple(slice(0, 1) if st == 0 and n > 1 else slice(None) for st, n in zip(strides, shape))
+
+
+def strided_loop(shape: tuple, strides: list) -> tuple[tuple, list]:
+    """The loop nest over ``shape`` that reads and writes arrays in place through their strides, as torch's
+    TensorIterator walks them: ``strides`` holds, per array (the result first), its element strides along
+    ``shape``'s dims (0 along a dim it is broadcast in). Returns the loop's sizes, outermost first, and each
+    array's strides along them.
+
+    Size-1 dims drop out; the others are ordered so that the result's strides (then, where it does not decide,
+    the next array's) decrease inwards, so a result laid out as its input (``x.transpose(1, 2) * 2``) is walked
+    in memory order and its input read contiguously; adjacent dims merge where every array steps through the
+    two as through one (``stride[outer] == stride[inner] * size[inner]``: contiguous runs, and broadcast in
+    both). A stride 0 never decides the order, and a negative stride orders by its magnitude."""
+    keep = [d for d in range(len(shape)) if shape[d] != 1]
+    order: list = []
+    for d in keep:  # insertion from the outside in: d goes inside every dim it has a smaller stride than
+        at = len(order)
+        while at > 0 and not _inside(strides, order[at - 1], d):
+            at -= 1
+        order.insert(at, d)
+    dims: list = []
+    steps: list = [[] for _ in strides]
+    for d in order:
+        n = shape[d]
+        if dims and all(s[-1] == st[d] * n for s, st in zip(steps, strides)):
+            dims[-1] *= n
+            for s, st in zip(steps, strides):
+                s[-1] = st[d]
+        else:
+            dims.append(n)
+            for s, st in zip(steps, strides):
+                s.append(st[d])
+    if not dims:
+        return (1,), [(0,) for _ in strides]
+    return tuple(dims), [tuple(s) for s in steps]
+
+
+def _inside(strides: list, outer: int, inner: int) -> bool:
+    """Whether dim ``inner`` belongs inside dim ``outer``: the first array with nonzero strides in both that
+    differ says so by a smaller stride; none (a tie) keeps them in their order (``outer`` first)."""
+    for st in strides:
+        a, b = abs(st[outer]), abs(st[inner])
+        if a and b and a != b:
+            return b < a
+    return True
+
+
+def contiguous_steps(dims: tuple) -> tuple:
+    """The element strides of a C-contiguous array of ``dims``: what a dense array walked in its memory order has
+    along a ``strided_loop``."""
+    steps, n = [], 1
+    for d in reversed(dims):
+        steps.append(n)
+        n *= d
+    return tuple(reversed(steps))

@@ -154,14 +154,14 @@ def _has_zero(divisor) -> bool:
 def _keep_layout(result: Tensor, inputs: tuple) -> None:
     """Lay a new result out as its first full-shape tensor operand is (its own layout when dense, channels-last
     when its strides are channels-last-like), as torch's TensorIterator does: ``relu`` of a channels-last tensor
-    is channels-last."""
+    is channels-last. (The CPU backend allocates its results so already.)"""
     for a in inputs:
         if isinstance(a, Tensor) and a._data.shape == result._data.shape:
             data = a._data
-            if data.flags.c_contiguous:
+            if data.flags.c_contiguous or result._data.strides == data.strides:  # (already laid out so)
                 return
             order = layout.preserved_order(data)
-            if order != tuple(range(data.ndim)):
+            if order != tuple(range(data.ndim)) and layout.dense_order(result._data) != order:
                 result._data = layout.in_order(result._data, order, result._backend.copy)
             return
 

@@ -1,0 +1,220 @@
+"""CPU elementwise kernels read strided and broadcast operands in place: transposed, sliced, flipped and
+broadcast arrays of any rank go to the kernel through their strides (``layout.strided_loop``), never through a
+copy, and results are laid out as their first full-size operand is (torch's TensorIterator rule)."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import numbagrad
+from numbagrad.backend import codegen, cpu
+from numbagrad.backend.layout import contiguous_steps, strided_loop
+from numbagrad.scalar_math import ROWS
+
+F64 = np.dtype(np.float64)
+RNG = np.random.default_rng(0)
+
+
+def _x(*shape):
+    return RNG.standard_normal(shape)
+
+
+# (name, operands of a binary op): each operand a numpy array (any strides) or a number
+LAYOUTS = [
+    ("transposed 3-d", lambda: [_x(2, 4, 3).transpose(0, 2, 1), _x(2, 3, 4)]),
+    ("both transposed", lambda: [_x(2, 4, 3).transpose(0, 2, 1), _x(4, 3, 2).transpose(2, 1, 0)]),
+    ("transposed and a middle broadcast", lambda: [_x(2, 4, 3).transpose(0, 2, 1), _x(1, 3, 1)]),
+    ("sliced with steps", lambda: [_x(4, 6, 5)[::2, 1::2, ::3], _x(2, 3, 2)]),
+    ("broadcast channel of 4-d", lambda: [_x(2, 3, 4, 5), _x(1, 3, 1, 1)]),
+    ("channel bias of 4-d, bias first", lambda: [_x(3, 1, 1), _x(2, 3, 4, 5)]),
+    ("two broadcasts, outer product of 3-d", lambda: [_x(2, 1, 4), _x(1, 3, 1)]),
+    ("5-d transposed and broadcast", lambda: [_x(2, 3, 2, 4, 2).transpose(0, 3, 1, 4, 2), _x(4, 1, 1, 1)]),
+    ("channels-last 4-d", lambda: [_x(2, 4, 5, 3).transpose(0, 3, 1, 2), _x(2, 3, 4, 5)]),
+    ("expanded view", lambda: [np.broadcast_to(_x(1, 3, 1), (2, 3, 4)), _x(2, 3, 4)]),
+    ("a number", lambda: [_x(3, 4, 5).transpose(2, 0, 1), 2.5]),
+    ("a 0-d array", lambda: [_x(3, 4, 5)[:, ::2], np.array(1.5)]),
+    ("flipped (negative strides)", lambda: [_x(3, 4, 5)[::-1, :, ::-1], _x(4, 1)]),
+    ("1-d with a step", lambda: [_x(10)[::3], _x(4)]),
+    ("zero-size", lambda: [_x(2, 0, 3).transpose(0, 2, 1), _x(1, 3, 1)]),
+]
+
+
+@pytest.mark.parametrize(("name", "make"), LAYOUTS, ids=[n for n, _ in LAYOUTS])
+def test_a_binary_op_over_any_layout_equals_numpy(name, make):
+    a, b = make()
+    out = cpu.elementwise(ROWS["sub"], [a, b], (), F64)
+    np.testing.assert_array_equal(out, np.subtract(a, b))
+
+
+@pytest.mark.parametrize(("name", "make"), LAYOUTS, ids=[n for n, _ in LAYOUTS])
+def test_both_gradients_over_any_layout_equal_numpy(name, make):
+    a, b = make()
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    g = _x(*shape[::-1]).T  # an incoming gradient of yet another layout
+    first, second = cpu.elementwise_grads(ROWS["mul"], (0, 1), g, 0, [a, b], (), F64)
+    np.testing.assert_array_equal(first, g * b)
+    np.testing.assert_array_equal(second, g * a)
+
+
+def test_a_strided_destination_is_written_in_place():
+    base = np.zeros((4, 5, 6))
+    out = base.transpose(2, 0, 1)[::2]
+    a, b = _x(3, 4, 5), _x(5)
+    cpu.elementwise(ROWS["add"], [a, b], (), F64, out=out)
+    np.testing.assert_array_equal(base.transpose(2, 0, 1)[::2], a + b)
+    assert not base.transpose(2, 0, 1)[1::2].any()  # nothing else written
+
+
+def test_an_operand_overlapping_the_destination_is_read_before_it_is_written():
+    x = np.arange(12.0).reshape(3, 4)
+    expected = x + x[::-1, ::-1]
+    cpu.elementwise(ROWS["add"], [x, x[::-1, ::-1]], (), F64, out=x)
+    np.testing.assert_array_equal(x, expected)
+
+
+# --- no copies ------------------------------------------------------------------------------------------------
+NO_COPY = [
+    ("transposed", lambda: [_x(64, 32, 32).transpose(0, 2, 1), 2.0]),
+    ("transposed with a middle broadcast", lambda: [_x(64, 32, 32).transpose(0, 2, 1), _x(1, 32, 1)]),
+    ("middle broadcast of 4-d", lambda: [_x(16, 8, 16, 16), _x(1, 8, 1, 1)]),
+    ("sliced", lambda: [_x(64, 64, 16)[:, ::2], _x(32, 1)]),
+    ("flipped", lambda: [_x(64, 32, 32)[::-1], 1.0]),
+]
+
+
+@pytest.mark.parametrize(("name", "make"), NO_COPY, ids=[n for n, _ in NO_COPY])
+def test_no_operand_sized_buffer_is_allocated_besides_the_result(name, make):
+    """tracemalloc sees numpy's data allocations: the op's peak is its result (a copy of the large operand, or
+    the broadcast of the small one, would be a second block of the result's size)."""
+    a, b = make()
+    row = ROWS["mul"]
+    cpu.elementwise(row, [a, b], (), F64)  # compiled and loaded first
+    tracemalloc.start()
+    try:
+        out = cpu.elementwise(row, [a, b], (), F64)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < out.nbytes * 1.25
+    np.testing.assert_array_equal(out, a * b)
+
+
+def test_a_gradient_pass_over_transposed_operands_allocates_only_its_results():
+    x, w, g = _x(64, 32, 32).transpose(0, 2, 1), _x(1, 32, 1), _x(64, 32, 32).transpose(0, 2, 1)
+    cpu.elementwise_grads(ROWS["mul"], (0, 1), g, 0, [x, w], (), F64)
+    tracemalloc.start()
+    try:
+        first, second = cpu.elementwise_grads(ROWS["mul"], (0, 1), g, 0, [x, w], (), F64)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2.25 * first.nbytes
+    np.testing.assert_array_equal(second, g * x)
+
+
+# --- the loop's order and collapse ----------------------------------------------------------------------------
+def test_the_loop_follows_the_results_memory_order_and_merges_contiguous_runs():
+    # a result laid out as a transposed (2, 4, 3) input: both walk memory in order, one flat loop
+    assert strided_loop((2, 3, 4), [[12, 1, 3], [12, 1, 3]]) == ((24,), [(1,), (1,)])
+    # against a C-contiguous operand: the result's order, the operand read across
+    assert strided_loop((2, 3, 4), [[12, 1, 3], [12, 4, 1]]) == ((2, 4, 3), [(12, 3, 1), (12, 1, 4)])
+    # a channel broadcast over (N, C, H, W): H and W merge, the channel stays a middle dim
+    assert strided_loop((2, 3, 4, 5), [[60, 20, 5, 1], [0, 1, 0, 0]]) == ((2, 3, 20), [(60, 20, 1), (0, 1, 0)])
+    # size-1 dims drop out; nothing left is one element
+    assert strided_loop((1, 1), [[0, 0]]) == ((1,), [(0,)])
+    # a negative stride orders by its magnitude and never merges with a positive one
+    assert strided_loop((3, 4), [[4, 1], [-4, 1]]) == ((3, 4), [(4, 1), (-4, 1)])
+
+
+def test_contiguous_steps_are_the_c_strides():
+    assert contiguous_steps((2, 3, 4)) == (12, 4, 1)
+    assert contiguous_steps((5,)) == (1,)
+
+
+def test_a_result_laid_out_as_its_transposed_input_runs_the_flat_kernel():
+    x = _x(2, 4, 3).transpose(0, 2, 1)
+    res, flat, pattern, tail = cpu._flatten([x, 2.0], x.size, F64, (np.empty((2, 4, 3)).transpose(0, 2, 1),))
+    assert (pattern, tail) == ("as", ())
+    assert np.shares_memory(flat[0], x)
+
+
+def test_one_kernel_serves_every_shape_and_stride_of_a_rank():
+    before = {k for k in codegen.KERNELS if k[0] == "atan2"}
+    for shape, perm in [((2, 3, 4), (0, 2, 1)), ((5, 2, 3), (1, 0, 2)), ((3, 3, 7), (2, 1, 0))]:
+        a, b = _x(*shape).transpose(perm), _x(*[shape[p] for p in perm])[::-1]
+        expected = cpu.elementwise(ROWS["atan2"], [a.copy(), b.copy()], (), F64)  # the flat kernel
+        np.testing.assert_array_equal(cpu.elementwise(ROWS["atan2"], [a, b], (), F64), expected)
+    loops = {cpu.loop_variant(n) for n in (24, 30, 63)}
+    nests = {("atan2", "forward", codegen.strided_pattern("nn", 3), loop) for loop in loops}
+    assert nests <= set(codegen.KERNELS)
+    flat = {("atan2", "forward", "aa", loop) for loop in loops}
+    assert {k for k in codegen.KERNELS if k[0] == "atan2"} - before <= nests | flat
+
+
+# --- through tensors, against torch ---------------------------------------------------------------------------
+def test_results_take_the_layout_of_their_first_full_size_operand_as_in_torch(torch):
+    a = _x(2, 4, 3)
+    for op in (lambda m, t: m.transpose(1, 2) * 2, lambda m, t: m.transpose(1, 2) - t.ones(1, 3, 1)):
+        ours = op(numbagrad.tensor(a), numbagrad)
+        theirs = op(torch.tensor(a), torch)
+        assert ours.stride() == theirs.stride()
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_a_batch_norm_over_a_transposed_input_matches_torch(torch):
+    """The wavenet level: BatchNorm1d over ``x.transpose(1, 2)``, its forward and gradients."""
+    a = _x(4, 3, 5)
+    grads = []
+    for lib in (numbagrad, torch):
+        lib.manual_seed(0)
+        x = lib.tensor(a, requires_grad=True)
+        bn = lib.nn.BatchNorm1d(5).double()
+        y = lib.tanh(bn(x.transpose(1, 2)).transpose(1, 2))
+        (y * lib.tensor(a)).sum().backward()
+        grads.append((y.detach().numpy(), x.grad.numpy(), bn.weight.grad.numpy()))
+    for ours, theirs in zip(*grads):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_gradients_through_transposed_and_broadcast_operands_pass_gradcheck():
+    x = numbagrad.tensor(_x(2, 4, 3), requires_grad=True)
+    w = numbagrad.tensor(_x(1, 3, 1), requires_grad=True)
+
+    def f(x, w):
+        t = x.transpose(1, 2)
+        return (t * w - w).exp() / (t[:, :, ::2].sum(2, keepdim=True) + 3.0)
+
+    assert numbagrad.autograd.gradcheck(f, (x, w))
+
+
+# --- sums of permuted (transposed) storage ----------------------------------------------------------------------
+SUMS = [
+    ("transposed, the storage's middle axis", (32, 4, 128), (0, 2, 1), (0, 2)),
+    ("transposed, one dim", (8, 16, 64), (2, 0, 1), (1,)),
+    ("transposed, leading storage dims", (8, 16, 64), (2, 0, 1), (0, 1)),
+    ("transposed, all", (8, 16, 64), (2, 0, 1), None),
+    ("not consecutive in storage", (8, 16, 64), (2, 0, 1), (0, 2)),
+]
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize(("name", "shape", "perm", "axes"), SUMS, ids=[s[0] for s in SUMS])
+def test_a_sum_of_a_transposed_array_equals_numpy(name, shape, perm, axes, keepdim):
+    a = _x(*shape).transpose(perm)
+    got = cpu.reduce(a, "sum", axes, keepdim)
+    expected = a.sum(axis=axes, keepdims=keepdim)
+    assert got.shape == expected.shape and got.dtype == a.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_a_sum_of_a_transposed_array_reads_it_in_place():
+    a = _x(64, 8, 128).transpose(0, 2, 1)
+    cpu.reduce(a, "sum", (0, 2), False)
+    tracemalloc.start()
+    try:
+        cpu.reduce(a, "sum", (0, 2), False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < a.nbytes / 8
