@@ -124,3 +124,47 @@ def test_split_under_no_grad_makes_unlinked_views(torch):
         with lib.no_grad():
             pieces = x.split([1, 2], 1)
         assert all(p.grad_fn is None and p.requires_grad and p._base is x for p in pieces)
+
+
+INDEXING = {
+    "slice": lambda x: x[:, 1:3],
+    "slice alone": lambda x: x[1:],
+    "full slice": lambda x: x[:],
+    "full slices": lambda x: x[:, :],
+    "int": lambda x: x[1],
+    "int and step": lambda x: x[-1, ::2, 1],
+    "stop past the end": lambda x: x[:, 1:10],
+    "select": lambda x: x.select(1, 2),
+    "narrow": lambda x: x.narrow(2, 1, 2),
+}
+
+
+@pytest.mark.parametrize("name", INDEXING)
+def test_basic_indexing_matches_torch_on_value_node_and_gradient(torch, name):
+    call = INDEXING[name]
+    ours, theirs = _leaf(numbagrad), _leaf(torch)
+    a, b = call(ours), call(theirs)
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
+    assert type(a.grad_fn).__name__ == type(b.grad_fn).__name__
+    assert a._base is ours
+    g = np.arange(float(b.numel())).reshape(tuple(b.shape))
+    a.backward(numbagrad.tensor(g))
+    b.backward(torch.tensor(g))
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+@pytest.mark.parametrize("name", INDEXING)
+def test_basic_indexing_differentiates_twice(name):
+    x = _leaf(numbagrad).double().detach().requires_grad_()
+    assert numbagrad.autograd.gradgradcheck(lambda t: INDEXING[name](t) ** 2, (x,))
+
+
+@pytest.mark.parametrize("call", [lambda x: x[2], lambda x: x[:, -4], lambda x: x[::-1], lambda x: x[0, 0, 0, 0]])
+def test_bad_basic_indices_raise_torchs_error(torch, call):
+    errors = []
+    for lib in (numbagrad, torch):
+        with pytest.raises(Exception) as info:
+            call(_leaf(lib))
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]

@@ -735,21 +735,20 @@ def stack(tensors, dim: int = 0) -> Tensor:
 @declare(methods=True, samples=(Sample(T(4, 5), 1, 1, 3),))
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A view of ``length`` entries of ``dim`` from ``start`` (a negative start counts from the end)."""
-    if x.dim() == 0:
+    shape = x._data.shape  # (the storage's shape: ``x.shape`` builds a Size each call)
+    if not shape:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
-    dim = wrap_dim(dim, x.dim())
-    size = x.shape[dim]
+    dim = wrap_dim(dim, len(shape))
+    size = shape[dim]
     if not -size <= start <= size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
         start += size
     if start > size - length:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    index = [slice(None)] * x.dim()
-    index[dim] = slice(start, start + length)
-    return x[tuple(index)]
+    return x[(slice(None),) * dim + (slice(start, start + length),)]
 
 
 def _multi_output_views(views: list) -> tuple:
