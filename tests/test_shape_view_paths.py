@@ -168,3 +168,15 @@ def test_bad_basic_indices_raise_torchs_error(torch, call):
             call(_leaf(lib))
         errors.append((type(info.value), str(info.value)))
     assert errors[0] == errors[1]
+
+
+def test_a_parameter_view_is_a_plain_tensor_with_the_parameters_history(torch):
+    names = []
+    for lib in (numbagrad, torch):
+        w = lib.nn.Parameter(lib.ones(3, 2))
+        v = w.t()
+        assert type(v) is lib.Tensor and v._base is w
+        names.append(type(v.grad_fn).__name__)
+        v.sum().backward()
+        assert w.grad.shape == (3, 2)
+    assert names[0] == names[1]

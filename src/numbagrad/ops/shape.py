@@ -23,23 +23,28 @@ from ..backend import backend_for, for_device, layout
 from . import complex_ops
 from ._common import result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Sample, T, declare
-from .inplace import MULTI_OUTPUT_VIEW
+from .inplace import MULTI_OUTPUT_VIEW, _StaleView
 
 _NEEDS_2 = (True, False)  # needs_input_grad of a view Function's node: the tensor, then its shape arguments
 _NEEDS_3 = (True, False, False)
 
 
+#: Tensor subclasses per type: may a view op build their view directly? Those derived straight from Tensor
+#: (``nn.Parameter``, a user's subclass) make the same plain-Tensor view either way; a lazily conjugated tensor,
+#: a view whose history went stale, or a mixin-built class (an uninitialized parameter) take ``apply``'s path.
+_DIRECT_TYPES: dict = {Tensor: True, complex_ops.ConjView: False, _StaleView: False}
+
+
 def _direct(x) -> bool:
     """Whether a view op may build its result and node itself (``_view_result``) instead of ``Function.apply``:
-    a plain tensor, no vmap, tracer (forward AD, compile, profiler), anomaly or inference mode to hand it to."""
+    a tensor of a plain type, no vmap, tracer (forward AD, compile, profiler), anomaly or inference mode to hand
+    it to."""
+    cls = type(x)
+    plain = _DIRECT_TYPES.get(cls)
+    if plain is None:
+        plain = _DIRECT_TYPES[cls] = isinstance(x, Tensor) and cls.__mro__[1] is Tensor
     st = state
-    return (
-        type(x) is Tensor
-        and st.tracer is None
-        and _FUNCTION_BATCHING[0] is None
-        and not st.anomaly
-        and not st.inference
-    )
+    return plain and st.tracer is None and _FUNCTION_BATCHING[0] is None and not st.anomaly and not st.inference
 
 
 def _view_result(cls, x: Tensor, data, needs: tuple):
