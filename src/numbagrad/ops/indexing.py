@@ -37,7 +37,7 @@ from .inplace import (
     write_inplace,
 )
 from .reduction import IndexScatter, return_types
-from .shape import cat
+from .shape import _direct, _view_result, cat
 
 
 def _numpy_index(index, ndim: int | None = None, backend=None):
@@ -77,6 +77,8 @@ def _numpy_index(index, ndim: int | None = None, backend=None):
     ellipses = sum(i is Ellipsis for i in out)
     if ndim is not None and (ellipses > 1 or (ellipses and _is_advanced(out))):
         out = _expand_ellipses(out, ndim)  # (numpy parts tensor indices around even an empty ``...``; torch not)
+    elif ndim is not None and len(out) > ndim and sum(_spans(i) for i in out) > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
     return tuple(out)
 
 
@@ -195,7 +197,11 @@ class _GetItem(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return IndexAddZeros.apply(g, ctx.shape, _saved_index(ctx)), None
+        index = _saved_index(ctx)
+        if not state.enabled:  # no graph to record: the scatter directly, without IndexAddZeros' node
+            data = g._data
+            return Tensor._make(g._backend.index_add_zeros(tuple(ctx.shape), data.dtype, index, data)), None
+        return IndexAddZeros.apply(g, ctx.shape, index), None
 
 
 _GETITEM = {
@@ -217,6 +223,50 @@ class IndexAddZeros(Function):
     @staticmethod
     def backward(ctx, gg):
         return gg[ctx.index], None, None
+
+
+_NEEDS_2 = (True, False)
+
+
+def _basic_view(x: Tensor, index):
+    """``x[index]`` for the common basic index, built directly: ints in range and slices of plain ints with a
+    positive step (``x[:, 1:3]``, ``select``, ``narrow``), no more than the tensor's dims; None for anything else
+    (the general path normalises, reports errors and names the node the same way)."""
+    data = x._data
+    shape = data.shape
+    kind = "Alias"
+    if type(index) is not tuple:
+        if type(index) is slice:
+            kind = "Slice"  # (torch's own fast path for ``x[a:b]`` names its node so even for ``x[:]``)
+        index = (index,)
+    if len(index) > len(shape) or not shape or not _direct(x):
+        return None
+    for d, item in enumerate(index):  # (a loop: a comprehension costs a frame per call)
+        t = type(item)
+        if t is int:
+            if not -shape[d] <= item < shape[d]:
+                return None
+            kind = "Select"
+        elif t is slice:
+            start, stop, step = item.start, item.stop, item.step
+            if not (
+                (start is None or type(start) is int)
+                and (stop is None or type(stop) is int)
+                and (step is None or (type(step) is int and step > 0))
+            ):
+                return None
+            if start is not None or stop is not None or step is not None:
+                kind = "Slice"
+        else:
+            return None
+    cls = _GETITEM[kind]
+    out, ctx = _view_result(cls, x, x._backend.getitem(data, index), _NEEDS_2)
+    if ctx is not None:
+        ctx.shape, ctx.index = shape, index
+        backend = x._backend  # (what ``_link_outputs`` records for a node whose gradients the engine checks)
+        ctx._input_meta = ((shape, data.dtype, backend), False)
+        ctx._output_meta = ((out._data.shape, data.dtype, backend),)
+    return out
 
 
 @declare(
@@ -242,6 +292,9 @@ class IndexAddZeros(Function):
     ),
 )
 def getitem(x: Tensor, index) -> Tensor:
+    out = _basic_view(x, index)
+    if out is not None:
+        return out
     np_index = _index_of_0_dim(x, index) if x.dim() == 0 else _numpy_index(index, x.dim(), x._backend)
     _check_bounds(x, np_index)
     if any(_is_array(i) and i.dtype != np.bool_ for i in np_index) and _selects_nothing(x, np_index):

@@ -15,13 +15,79 @@ import numpy as np
 from .._tensor import Tensor
 from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
 from .._types import Size, bfloat16, float16, from_numpy_dtype, int8, int16, to_device, to_dtype, uint8
-from ..autograd.function import Function
+from ..autograd.engine import accumulator_of
+from ..autograd.function import BATCHING as _FUNCTION_BATCHING
+from ..autograd.function import NO_GRAD_VIEW, Function, _mark_view, make_node, may_skip_apply
 from ..autograd.grad_mode import state
 from ..backend import backend_for, for_device, layout
 from . import complex_ops
 from ._common import result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Call, Sample, T, declare
-from .inplace import MULTI_OUTPUT_VIEW
+from .inplace import MULTI_OUTPUT_VIEW, _StaleView
+
+_NEEDS_2 = (True, False)  # needs_input_grad of a view Function's node: the tensor, then its shape arguments
+_NEEDS_3 = (True, False, False)
+
+
+#: Tensor subclasses per type: may a view op build their view directly? Those derived straight from Tensor
+#: (``nn.Parameter``, a user's subclass) make the same plain-Tensor view either way; a lazily conjugated tensor,
+#: a view whose history went stale, or a mixin-built class (an uninitialized parameter) take ``apply``'s path.
+_DIRECT_TYPES: dict = {Tensor: True, complex_ops.ConjView: False, _StaleView: False}
+
+
+def _direct(x) -> bool:
+    """Whether a view op may build its result and node itself (``_view_result``) instead of ``Function.apply``:
+    a tensor of a plain type, no vmap, tracer (forward AD, compile, profiler), anomaly or inference mode to hand
+    it to."""
+    cls = type(x)
+    plain = _DIRECT_TYPES.get(cls)
+    if plain is None:
+        plain = _DIRECT_TYPES[cls] = isinstance(x, Tensor) and cls.__mro__[1] is Tensor
+    st = state
+    return plain and may_skip_apply(st) and _FUNCTION_BATCHING[0] is None and not st.anomaly and not st.inference
+
+
+def _view_result(cls, x: Tensor, data, needs: tuple):
+    """The view of ``x`` over ``data`` and its ``cls`` node, built as ``_apply_simple`` builds them (edge, sequence
+    number, the no-grad view mark) without ``apply``'s generic argument scan; returns ``(view, node or None)``,
+    the caller records on the node what its backward reads. Only after ``_direct(x)``."""
+    out = x._view_of(data)
+    st = state
+    if st.enabled:
+        fn = x.grad_fn
+        if (fn is not None or x._requires_grad) and data.dtype.kind in "fcV":
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = needs
+            edge = (fn, x._output_nr) if fn is not None else (accumulator_of(x), 0)
+            make_node(ctx, (edge,) + ((None, 0),) * (len(needs) - 1), out)
+            return out, ctx
+    elif not st.in_forward:
+        _mark_view(out, NO_GRAD_VIEW)
+    return out, None
+
+
+def _int_shape(shape: tuple, numel: int) -> tuple | None:
+    """``shape`` when it is plain ints (one may be -1, resolved) that fit ``numel``; None for anything else (a
+    list, a Size, numpy ints, an error), which the general path normalises and reports."""
+    if not shape:
+        return None  # (``view()``: torch's TypeError, from the general path)
+    if len(shape) == 1 and type(shape[0]) is tuple:
+        shape = shape[0]
+    known, infer = 1, -1
+    for i, s in enumerate(shape):  # (a loop: a comprehension costs a frame per call)
+        if type(s) is not int:
+            return None
+        if s < 0:
+            if s != -1 or infer >= 0:
+                return None
+            infer = i
+        else:
+            known *= s
+    if infer < 0:
+        return shape if known == numel else None
+    if known == 0 or numel % known:
+        return None
+    return shape[:infer] + (numel // known,) + shape[infer + 1 :]
 
 
 def _shape_arg(shape) -> tuple:
@@ -91,6 +157,14 @@ def _is_view_possible(data, shape) -> bool:
 )
 def view(x: Tensor, *shape) -> Tensor:
     """Same storage, new shape; fails (like torch) when the strides do not allow it."""
+    data = x._data
+    if data.flags.c_contiguous and _direct(x):  # the common call: ints, a contiguous tensor
+        size = _int_shape(shape, data.size)
+        if size is not None:
+            out, ctx = _view_result(View, x, x._backend.reshape(data, size), _NEEDS_2)
+            if ctx is not None:
+                ctx.in_shape = data.shape
+            return out
     if not shape:
         raise TypeError(
             "view() received an invalid combination of arguments - got (), but expected one of:\n"
@@ -151,6 +225,14 @@ def _view_as_dtype(x: Tensor, d) -> Tensor:
 )
 def reshape(x: Tensor, *shape) -> Tensor:
     """A view when possible, else a copy (torch's two node names follow)."""
+    data = x._data
+    if data.flags.c_contiguous and _direct(x):  # the common call: ints, a contiguous tensor (a view)
+        size = _int_shape(shape, data.size)
+        if size is not None:
+            out, ctx = _view_result(View, x, x._backend.reshape(data, size), _NEEDS_2)
+            if ctx is not None:
+                ctx.in_shape = data.shape
+            return out
     if not shape:
         raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     shape = _infer_shape(_shape_arg(shape), x.numel())
@@ -169,6 +251,17 @@ def reshape(x: Tensor, *shape) -> Tensor:
 )
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Flatten dims ``start_dim`` to ``end_dim`` into one (a view when possible, like ``reshape``)."""
+    data = x._data
+    n = data.ndim
+    if type(start_dim) is int and type(end_dim) is int and n and -n <= start_dim < n and -n <= end_dim < n:
+        s, e = start_dim % n, end_dim % n
+        if s < e and data.flags.c_contiguous and _direct(x):  # the common call: a contiguous tensor, a view
+            shape = data.shape
+            out, ctx = _view_result(View, x, x._backend.reshape(data, shape[:s] + (math.prod(shape[s : e + 1]),)
+                                    + shape[e + 1 :]), _NEEDS_2)  # fmt: skip
+            if ctx is not None:
+                ctx.in_shape = shape
+            return out
     if x.dim() == 0:
         return reshape(x, 1)
     s, e = wrap_dim(start_dim, x.dim()), wrap_dim(end_dim, x.dim())
@@ -178,6 +271,27 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         return x
     shape = x.shape[:s] + (math.prod(x.shape[s : e + 1]),) + x.shape[e + 1 :]
     return reshape(x, shape)
+
+
+def _int_permutation(dims: tuple, ndim: int) -> tuple | None:
+    """``dims`` wrapped when they are plain ints naming each dim once; None for anything else (the general path
+    normalises and reports)."""
+    out = []
+    for d in dims:  # (a loop: a comprehension costs a frame per call)
+        if type(d) is not int or not -ndim <= d < ndim:
+            return None
+        out.append(d + ndim if d < 0 else d)
+    if len(set(out)) != ndim:
+        return None
+    return tuple(out)
+
+
+def _permuted(cls, x: Tensor, order: tuple) -> Tensor:
+    """``cls.apply(x, order)`` for a permutation already checked, built directly (``_view_result``)."""
+    out, ctx = _view_result(cls, x, x._data.transpose(order), _NEEDS_2)
+    if ctx is not None:
+        ctx.dims = order
+    return out
 
 
 class Permute(Function):
@@ -192,7 +306,10 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, g):
-        inverse = tuple(int(i) for i in np.argsort(ctx.dims))
+        inverse = [0] * len(ctx.dims)
+        for i, d in enumerate(ctx.dims):  # (a loop: cheaper than argsort on a few dims)
+            inverse[d] = i
+        inverse = tuple(inverse)
         if state.enabled:
             return permute(g, inverse), None
         return Tensor._make(g._data.transpose(inverse)), None
@@ -213,6 +330,11 @@ class MatrixTranspose(Permute):
 )
 def permute(x: Tensor, *dims) -> Tensor:
     """A view with the dims reordered as ``dims``."""
+    data = x._data
+    if len(dims) == data.ndim and _direct(x):  # the common call: distinct ints in range
+        order = _int_permutation(dims, data.ndim)
+        if order is not None:
+            return _permuted(Permute, x, order)
     if not dims:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims) if dims and not isinstance(dims[0], int) else tuple(dims)
@@ -235,11 +357,14 @@ def permute(x: Tensor, *dims) -> Tensor:
 )
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     """A view with dims ``dim0`` and ``dim1`` swapped (``swapaxes``/``swapdims`` are aliases)."""
-    if x.dim() == 0:
+    n = x._data.ndim
+    if n == 0:
         return View.apply(x, ())
-    d0, d1 = wrap_dim(dim0, x.dim()), wrap_dim(dim1, x.dim())
-    dims = list(range(x.dim()))
+    d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
+    dims = list(range(n))
     dims[d0], dims[d1] = dims[d1], dims[d0]
+    if _direct(x):
+        return _permuted(Transpose, x, tuple(dims))
     return Transpose.apply(x, tuple(dims))
 
 
@@ -251,7 +376,13 @@ def t(x: Tensor) -> Tensor:
     """Transpose of a tensor of at most 2 dims (0-d and 1-d tensors are returned as views unchanged)."""
     if x.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.dim()}D")
-    return MatrixTranspose.apply(x, tuple(reversed(range(x.dim()))))
+    order = _REVERSED[x._data.ndim]
+    if _direct(x):
+        return _permuted(MatrixTranspose, x, order)
+    return MatrixTranspose.apply(x, order)
+
+
+_REVERSED = ((), (0,), (1, 0))  # t()'s permutation by rank
 
 
 # --- the transpose properties: x.T, x.mT, x.H, x.mH (H and mH conjugate a complex tensor, lazily) ----------
@@ -340,6 +471,17 @@ class SqueezeDim(Squeeze):
 )
 def squeeze(x: Tensor, dim=None) -> Tensor:
     """A view without the size-1 dims (only those in ``dim`` when given: an int or a tuple)."""
+    data = x._data
+    if type(dim) is int and data.ndim and -data.ndim <= dim < data.ndim and _direct(x):  # one dim, built directly
+        if dim < 0:
+            dim += data.ndim
+        shape = data.shape
+        if shape[dim] == 1:
+            shape = shape[:dim] + shape[dim + 1 :]
+        out, ctx = _view_result(SqueezeDim, x, x._backend.reshape(data, shape), _NEEDS_2)
+        if ctx is not None:
+            ctx.in_shape = data.shape
+        return out
     if dim is None:
         return Squeeze.apply(x, tuple(i for i, s in enumerate(x.shape) if s == 1))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -375,11 +517,22 @@ class Unsqueeze(Function):
 )
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     """A view with a new size-1 dim inserted at ``dim``."""
-    return Unsqueeze.apply(x, wrap_dim(dim, x.dim() + 1))
+    data = x._data
+    n = data.ndim + 1
+    if type(dim) is int and -n <= dim < n and _direct(x):  # the common call, built directly
+        if dim < 0:
+            dim += n
+        out, ctx = _view_result(Unsqueeze, x, x._backend.reshape(data, data.shape[:dim] + (1,) + data.shape[dim:]),
+                                _NEEDS_2)  # fmt: skip
+        if ctx is not None:
+            ctx.dim, ctx.in_shape = dim, data.shape
+        return out
+    return Unsqueeze.apply(x, wrap_dim(dim, n))
 
 
 class Expand(Function):
     node_name = "ExpandBackward0"
+    _trusted = True  # (backward sums the gradient to the input's shape; dtype and device are the input's)
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -388,19 +541,48 @@ class Expand(Function):
 
     @staticmethod
     def backward(ctx, g):
+        data = g._data
+        if not state.enabled and data.shape != ctx.in_shape and data.dtype.kind in "fc" and data.dtype.itemsize >= 4:
+            return Tensor._make(g._backend.sum_to_shape(data, ctx.in_shape)), None  # (a new array: the sum's)
         return g.sum_to_size(ctx.in_shape), None
 
 
-@declare(
-    methods=True,
-    samples=(Sample(T(3, 1), (3, 4)), Sample(T(4), (2, 4))),
-    calls=(
-        Call("expand", lambda lib, a: a.expand(2, 3), T(1, 3), node="ExpandBackward0"),
-        Call("expand_new_dim", lambda lib, a: a.expand(4, -1), T(3), node="ExpandBackward0"),
-    ),
-)
+def _expanded_shape(sizes: tuple, shape: tuple) -> tuple | None:
+    """``expand``'s target for plain int ``sizes`` that fit ``shape`` (-1 keeps a dim), differing from ``shape``;
+    None for anything else (the general path normalises, reports, or returns the tensor's alias)."""
+    if len(sizes) == 1 and type(sizes[0]) is tuple:
+        sizes = sizes[0]
+    lead = len(sizes) - len(shape)
+    if lead < 0:
+        return None
+    out = []
+    for i, s in enumerate(sizes):  # (a loop: a comprehension costs a frame per call)
+        if type(s) is not int:
+            return None
+        if i >= lead:
+            old = shape[i - lead]
+            if s == -1:
+                s = old
+            elif s != old and (old != 1 or s < 0):
+                return None
+        elif s < 0:
+            return None
+        out.append(s)
+    out = tuple(out)
+    return None if out == shape else out
+
+
+@declare(methods=True, samples=(Sample(T(3, 1), (3, 4)), Sample(T(4), (2, 4))))
 def expand(x: Tensor, *sizes) -> Tensor:
     """Broadcast to ``sizes`` without copying (-1 keeps a dimension)."""
+    data = x._data
+    if _direct(x):  # the common call, built directly
+        shape = _expanded_shape(sizes, data.shape)
+        if shape is not None:
+            out, ctx = _view_result(Expand, x, x._backend.expand(data, shape), _NEEDS_2)
+            if ctx is not None:
+                ctx.in_shape = data.shape
+            return out
     sizes = _shape_arg(sizes)
     if len(sizes) < x.dim():
         raise RuntimeError(
@@ -408,6 +590,11 @@ def expand(x: Tensor, *sizes) -> Tensor:
             f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({x.dim()})"
         )
     lead = len(sizes) - x.dim()
+    for i in range(lead):
+        if sizes[i] == -1:
+            raise RuntimeError(
+                f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
+            )
     shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
     for i, s in enumerate(x.shape):
         if s != 1 and s != shape[i + lead]:
@@ -615,21 +802,20 @@ def stack(tensors, dim: int = 0) -> Tensor:
 @declare(methods=True, samples=(Sample(T(4, 5), 1, 1, 3),))
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A view of ``length`` entries of ``dim`` from ``start`` (a negative start counts from the end)."""
-    if x.dim() == 0:
+    shape = x._data.shape  # (the storage's shape: ``x.shape`` builds a Size each call)
+    if not shape:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
-    dim = wrap_dim(dim, x.dim())
-    size = x.shape[dim]
+    dim = wrap_dim(dim, len(shape))
+    size = shape[dim]
     if not -size <= start <= size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
         start += size
     if start > size - length:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    index = [slice(None)] * x.dim()
-    index[dim] = slice(start, start + length)
-    return x[tuple(index)]
+    return x[(slice(None),) * dim + (slice(start, start + length),)]
 
 
 def _multi_output_views(views: list) -> tuple:
@@ -680,6 +866,14 @@ class SplitWithSizes(Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        if not state.enabled:  # the pieces joined directly (no graph to record): one dtype, as the engine hands them
+            dtype = grads[0]._data.dtype
+            arrays = []
+            for g in grads:  # (a loop: a comprehension costs a frame per call)
+                if g._data.dtype != dtype:
+                    return cat(grads, ctx.dim), None, None
+                arrays.append(g._data)
+            return Tensor._make(grads[0]._backend.concatenate(arrays, ctx.dim, dtype)), None, None
         return cat(grads, ctx.dim), None, None
 
 
@@ -687,6 +881,32 @@ class Split(SplitWithSizes):
     """``split`` into equal pieces (the last may be smaller): torch's ``SplitBackward0``."""
 
     node_name = "SplitBackward0"
+
+
+def _split(cls, x: Tensor, sizes: list, dim: int) -> tuple:
+    """``cls.apply(x, sizes, dim)``: the views and their one node built directly (as ``_link_outputs`` links
+    several outputs) on a plain float tensor when ``_direct`` allows, else through ``apply``."""
+    data = x._data
+    if data.dtype.kind not in "fcV" or not _direct(x):
+        return cls.apply(x, sizes, dim)
+    ctx = cls._backward_cls()
+    outs = cls.forward(ctx, x, sizes, dim)
+    st = state
+    if not st.enabled:
+        if not st.in_forward:
+            for o in outs:
+                _mark_view(o, NO_GRAD_VIEW)
+        return outs
+    fn = x.grad_fn
+    if fn is None and not x._requires_grad:
+        return outs
+    backend = x._backend
+    ctx.needs_input_grad = _NEEDS_3
+    edge = (fn, x._output_nr) if fn is not None else (accumulator_of(x), 0)
+    make_node(ctx, (edge, (None, 0), (None, 0)), list(outs))
+    ctx._input_meta = ((data.shape, data.dtype, backend), False, False)
+    ctx._output_meta = [(o._data.shape, data.dtype, backend) for o in outs]
+    return outs
 
 
 def _equal_sizes(n: int, split_size: int) -> list:
@@ -707,7 +927,7 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     dim = wrap_dim(dim, x.dim())
     n = x.shape[dim]
     if isinstance(split_size_or_sections, (int, np.integer)):
-        return Split.apply(x, _equal_sizes(n, int(split_size_or_sections)), dim)
+        return _split(Split, x, _equal_sizes(n, int(split_size_or_sections)), dim)
     sizes = [int(s) for s in split_size_or_sections]
     if any(s < 0 for s in sizes):
         raise RuntimeError(
@@ -718,7 +938,7 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
             f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension {dim}), "
             f"but got split_sizes={sizes}"
         )
-    return SplitWithSizes.apply(x, sizes, dim)
+    return _split(SplitWithSizes, x, sizes, dim)
 
 
 @declare(methods=True, samples=(Sample(T(5, 2), 3), Sample(T(2, 6), 4, 1)))
@@ -732,7 +952,7 @@ def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
     n = x.shape[dim]
     if n == 0:
         return SplitWithSizes.apply(x, [0] * chunks, dim)
-    return Split.apply(x, _equal_sizes(n, -(-n // chunks)), dim)
+    return _split(Split, x, _equal_sizes(n, -(-n // chunks)), dim)
 
 
 class Repeat(Function):
