@@ -35,6 +35,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import break_trace, state
+from ..nn.module import Module
 
 
 class GraphBreakError(RuntimeError):
@@ -244,6 +245,9 @@ def traced_class(cls: type) -> type:
     return sub
 
 
+_MODULE_STORES = ("_parameters", "_buffers", "_modules")
+
+
 # --- constants reachable from the function --------------------------------------------------------------------
 def _code_names(code, out: set) -> None:
     out.update(code.co_names)
@@ -294,6 +298,14 @@ def reachable_tensors(roots, limit: int = 20000) -> dict:
             continue
         elif isinstance(obj, (staticmethod, classmethod)):
             queue.append((obj.__func__, nxt))
+        elif isinstance(obj, Module):
+            # a module's parameters, buffers and children are as near as the module itself, however deeply
+            # models nest (a block in a ModuleList in a Sequential): only its other attributes count a level
+            for key, v in vars(obj).items():
+                if key in _MODULE_STORES:
+                    queue.extend((item, depth) for item in v.values())
+                else:
+                    queue.append((v, nxt))
         elif hasattr(obj, "__dict__") and not callable(getattr(obj, "__func__", None)):
             queue.extend((v, nxt) for v in vars(obj).values())
     return found
