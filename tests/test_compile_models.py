@@ -4,9 +4,11 @@ and its values, gradients and module state equal eager mode's."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import numbagrad as ng
 from numbagrad import nn
+from numbagrad.compile import GraphBreakError
 
 
 def _inputs(*shapes, seed: int = 0):
@@ -50,3 +52,73 @@ def test_parameters_of_deeply_nested_submodules_are_constants_not_a_graph_break(
 
     (x,) = _inputs((2, 3))
     _assert_same(_eager_and_compiled(make, x))
+
+
+def test_in_place_activations_on_computed_values_are_traced_as_eager():
+    def make():
+        return nn.Sequential(nn.Linear(3, 4), nn.ReLU(inplace=True), nn.Linear(4, 4), nn.LeakyReLU(0.2, inplace=True))
+
+    (x,) = _inputs((5, 3))
+    _assert_same(_eager_and_compiled(make, x))
+
+
+def test_an_in_place_method_on_a_computed_value_is_replayed_as_eager():
+    def f(x, w):
+        h = x * w
+        h.add_(1.0)
+        return h.tanh_().sum()
+
+    x, w = _inputs((2, 3), (2, 3))
+    w.requires_grad_()
+    compiled = ng.compile(f, fullgraph=True)
+    for _ in range(2):
+        w.grad = None
+        out = compiled(x, w)
+        out.backward()
+    t = np.tanh(x.numpy() * w.detach().numpy() + 1)
+    np.testing.assert_allclose(out.item(), t.sum(), rtol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), x.numpy() * (1 - t**2), rtol=1e-5)
+
+
+def test_an_in_place_change_of_an_input_still_breaks_the_graph_and_changes_the_input():
+    def f(x):
+        return x.relu_() + 1
+
+    (x,) = _inputs((4,))
+    expected = x.numpy().clip(0) + 1
+    with pytest.raises(GraphBreakError, match="in place"):
+        ng.compile(f, fullgraph=True)(x.clone())
+    compiled = ng.compile(f)
+    for _ in range(2):
+        y = x.clone()
+        np.testing.assert_allclose(compiled(y).numpy(), expected, rtol=1e-6)
+        np.testing.assert_array_equal(y.numpy(), x.numpy().clip(0))
+
+
+def test_an_in_place_change_of_a_view_of_a_computed_value_breaks_the_graph_and_stays_right():
+    def f(x):
+        h = x * 2
+        h[0].relu_()
+        return h
+
+    (x,) = _inputs((2, 3))
+    expected = x.numpy() * 2
+    expected[0] = expected[0].clip(0)
+    with pytest.raises(GraphBreakError, match="in place"):
+        ng.compile(f, fullgraph=True)(x)
+    compiled = ng.compile(f)
+    for _ in range(2):
+        np.testing.assert_allclose(compiled(x).numpy(), expected, rtol=1e-6)
+
+
+def test_an_in_place_change_of_a_detached_input_breaks_the_graph_and_changes_the_input():
+    def f(x):
+        x.detach().add_(1.0)
+        return x * 2
+
+    compiled = ng.compile(f)
+    for v in (1.0, 2.0):
+        x = ng.tensor([v, -v])
+        np.testing.assert_array_equal(compiled(x).numpy(), [2 * v + 2, 2 - 2 * v])
+        np.testing.assert_array_equal(x.numpy(), [v + 1, 1 - v])
+    assert len(compiled.graph_breaks) == 1
