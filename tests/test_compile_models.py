@@ -122,3 +122,35 @@ def test_an_in_place_change_of_a_detached_input_breaks_the_graph_and_changes_the
         np.testing.assert_array_equal(compiled(x).numpy(), [2 * v + 2, 2 - 2 * v])
         np.testing.assert_array_equal(x.numpy(), [v + 1, 1 - v])
     assert len(compiled.graph_breaks) == 1
+
+
+def test_table_rows_whose_result_is_unused_are_not_replayed():
+    def f(x):
+        x.exp()  # computed and dropped: no replay step
+        return x.tanh() * 2
+
+    compiled = ng.compile(f, fullgraph=True)
+    (x,) = _inputs((3,))
+    np.testing.assert_allclose(compiled(x).numpy(), np.tanh(x.numpy()) * 2, rtol=1e-6)
+    np.testing.assert_allclose(compiled(x).numpy(), np.tanh(x.numpy()) * 2, rtol=1e-6)
+    (plan,) = compiled.plans
+    assert "exp" not in [n.row.name for g in plan.groups for n in g.nodes]
+    assert len(plan.trace.steps) == 2
+
+
+def test_binary_cross_entropy_compiled_equals_eager():
+    def make():
+        return nn.Sequential(nn.Linear(3, 2), nn.Sigmoid())
+
+    (x,) = _inputs((4, 3))
+    target = ng.tensor(np.random.default_rng(1).uniform(0, 1, (4, 2)).astype(np.float32))
+
+    class Loss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = make()
+
+        def forward(self, x):
+            return nn.functional.binary_cross_entropy(self.body(x), target)
+
+    _assert_same(_eager_and_compiled(Loss, x))
