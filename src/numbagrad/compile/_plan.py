@@ -155,6 +155,24 @@ def _uses(trace: Trace) -> dict:
     return uses
 
 
+def _without_unused_rows(trace: Trace) -> list:
+    """The trace's steps less the table rows whose result nothing reads (the range check ``binary_cross_entropy``
+    computes on the side): rows have no side effects, so a replay need not run them."""
+    uses = _uses(trace)
+    steps = list(trace.steps)
+    dead: set = set()
+    for i in range(len(steps) - 1, -1, -1):
+        step = steps[i]
+        if (
+            isinstance(step, OpStep)
+            and isinstance(getattr(step.cls, "row", None), Row)
+            and step.out[0] == "val"
+            and uses.get(step.out[1], set()) <= dead
+        ):
+            dead.add(i)
+    return [s for i, s in enumerate(steps) if i not in dead]
+
+
 def _split(rows: list, values, uses) -> list:
     """Partition one run of rows into groups that each iterate over one shape (see the module docstring)."""
     if not rows:
@@ -276,6 +294,7 @@ class Plan:
         return self.replay(*inputs)
 
     def _partition(self, trace: Trace) -> list:
+        trace.steps = _without_unused_rows(trace)
         values, steps = trace.values, trace.steps
         uses = _uses(trace)
         kinds = [_classify(i, s, values) for i, s in enumerate(steps)]

@@ -35,6 +35,8 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import break_trace, state
+from ..nn.module import Module
+from ..ops.inplace import rebase
 
 
 class GraphBreakError(RuntimeError):
@@ -238,10 +240,16 @@ def traced_class(cls: type) -> type:
         attrs = {}
         for name in dir(cls):
             inplace = (name.endswith("_") and not name.startswith("_")) or name in _INPLACE_DUNDERS
-            if inplace and callable(getattr(cls, name, None)) and name not in vars(_TracedMixin):
+            method = getattr(cls, name, None)
+            if getattr(method, "traces_inplace", False):  # a row's in-place form: see Recorder.rewrite_inplace
+                continue
+            if inplace and callable(method) and name not in vars(_TracedMixin):
                 attrs[name] = _inplace(name)
         sub = _TRACED[cls] = type(f"Traced{cls.__name__}", (_TracedMixin, cls), attrs)
     return sub
+
+
+_MODULE_STORES = ("_parameters", "_buffers", "_modules")
 
 
 # --- constants reachable from the function --------------------------------------------------------------------
@@ -294,6 +302,14 @@ def reachable_tensors(roots, limit: int = 20000) -> dict:
             continue
         elif isinstance(obj, (staticmethod, classmethod)):
             queue.append((obj.__func__, nxt))
+        elif isinstance(obj, Module):
+            # a module's parameters, buffers and children are as near as the module itself, however deeply
+            # models nest (a block in a ModuleList in a Sequential): only its other attributes count a level
+            for key, v in vars(obj).items():
+                if key in _MODULE_STORES:
+                    queue.extend((item, depth) for item in v.values())
+                else:
+                    queue.append((v, nxt))
         elif hasattr(obj, "__dict__") and not callable(getattr(obj, "__func__", None)):
             queue.extend((v, nxt) for v in vars(obj).values())
     return found
@@ -341,6 +357,7 @@ class Recorder:
         self.keep: list = []  # every tensor seen, alive until the end (ids stay unique)
         self.original: dict = {}  # id(tensor) -> (tensor, its class before tracing)
         self.steps: list = []
+        self.shared_ids: set = set()  # id() of the inputs and of detached tensors: storage the caller can see
         self.external: set = set()
         self.broken: tuple | None = None  # (reason, location)
         self.shape_reads = False
@@ -364,6 +381,7 @@ class Recorder:
         return index
 
     def input(self, t: Tensor) -> int:
+        self.shared_ids.add(id(t))
         return self._new_value(t)
 
     def _known_constant(self, t: Tensor) -> bool:
@@ -465,6 +483,51 @@ class Recorder:
             self.steps.append(OpStep(cls, args_t, kwargs_t, out_t, mode))
         return out
 
+    def rewrite_inplace(self, t: Tensor, compute) -> Tensor | None:
+        """A table row applied in place (``relu_``, ``nn.ReLU(inplace=True)``) to a value the trace made: recorded
+        as ``compute(t)``, the row out of place, whose result is the value's new version; ``t`` is written as
+        eagerly. None (nothing done) for a tensor the trace does not follow. An input, a view or a tensor with
+        views shares its storage with tensors a replay would not update, so changing one breaks the trace, as
+        does an in-place comparison (``compute`` None)."""
+        index = self.value_of.get(id(t))
+        if index is None or self.broken is not None:
+            return None
+        data = t._data
+        shared = (
+            id(t) in self.shared_ids
+            or t._base is not None
+            or any(r() is not None for r in t._views or ())
+            or (isinstance(data, np.ndarray) and self._aliased(t))
+        )
+        if compute is None or shared:
+            self.graph_break("modifies in place a tensor whose storage other tensors share (an input or a view)")
+            return None
+        # the row reads a copy standing for the same value, as eagerly (what it saves for backward is not the
+        # tensor written next)
+        old = Tensor._make(t._backend.copy(t._data))
+        old.grad_fn, old._output_nr, old._requires_grad = t.grad_fn, t._output_nr, t._requires_grad
+        self.value_of[id(old)] = index
+        self.keep.append(old)
+        out = compute(old)
+        new = self.value_of.get(id(out)) if self.broken is None else None
+        if new is None:  # (the op itself broke the trace: the eager in-place path does the write)
+            return None
+        state.tracer = None
+        try:
+            rebase(t, lambda old: out)
+        finally:
+            state.tracer = self
+        self.value_of[id(t)] = new
+        return t
+
+    def _aliased(self, t: Tensor) -> bool:
+        """Whether another tensor the trace saw, or a constant, may share ``t``'s (host) memory."""
+        data = t._data
+        others = [*self.keep, *self._known.values()]
+        return any(
+            o is not t and isinstance(o._data, np.ndarray) and np.may_share_memory(data, o._data) for o in others
+        )
+
     def method(self, name: str, t: Tensor, args: tuple, out) -> None:
         index = self.value_of.get(id(t))
         if index is None or self.broken is not None:
@@ -476,6 +539,7 @@ class Recorder:
                 out_t = ("val", self._new_value(out))
             finally:
                 state.tracer = self
+            self.shared_ids.add(id(out))
         self.external.add(index)
         self.steps.append(MethodStep(name, index, tuple(("const", a) for a in args), out_t, state.enabled))
 

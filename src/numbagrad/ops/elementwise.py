@@ -1053,6 +1053,11 @@ def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
     check_inplace(t)
     operands = [as_operand(a, row.names[0] + "_") for a in args[: row.arity - 1]]
     check_written(t, operands)
+    rewrite = getattr(state.tracer, "rewrite_inplace", None)  # numbagrad.compile's recorder: a traced value
+    if rewrite is not None:  # changed in place is recorded as the out-of-place row (None: not traced)
+        done = rewrite(t, None if row.out_bool else (lambda old: frontend(old, *args, **kwargs)))
+        if done is not None:
+            return done
     if needs_graph(t, operands):
         if row.out_bool and t._data.dtype.kind == "f":
             return rebase(t, lambda old: _compared_into(row, old, operands[0]))
@@ -1114,6 +1119,7 @@ def _make_inplace(row: Row, fn, name: str):
 
     inplace.__name__ = inplace.__qualname__ = name
     inplace.__doc__ = f"In-place ``{row.name}``, into this tensor: {_describe(row)}"
+    inplace.traces_inplace = True  # numbagrad.compile lets row_inplace record it (see its rewrite_inplace)
     return inplace
 
 
