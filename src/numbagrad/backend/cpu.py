@@ -125,7 +125,8 @@ def _strided(values, size: int, dtype: np.dtype, outs: tuple) -> tuple[list, lis
             continue
         if v.dtype != dtype:
             v = v.astype(dtype)
-        if v.size == 1 or not any(v.strides):  # one element, maybe expanded: a number
+        if size != 1 and (v.size == 1 or not any(v.strides)):  # one element, maybe expanded: a number (in a
+            # one-element loop it stays an array: it may be the operand a kernel writes in place)
             operands.append(v.flat[0])
             kinds += "s"
             continue
