@@ -160,19 +160,20 @@ def _plain(backend, row: Row, operands: list, dtype, shape: tuple, pattern: str)
     return backend.elementwise(row, operands, (), dtype, shape=shape)
 
 
-def _releasing(attr: str) -> dict:
+def _releasing(attr: str, per_step: bool = False) -> dict:
     """Node attributes that make the engine's release of a node's saved tensors (after a backward without
     ``retain_graph``) also drop the arrays its forward kept on ``ctx.<attr>``: torch frees a node's saved values
     then, and arrays held until the graph dies would outlive the backward (through the optimizer step and, while
-    the loss is referenced, the next forward). ``_reuses_grad_buffers`` asks the engine to tell the backward, in
-    ``_saved_owned``, when that release follows it: a layer's backward then drops each step's arrays once used."""
+    the loss is referenced, the next forward). ``per_step``: the engine also tells the backward, in
+    ``_saved_owned`` (the flag ``_reuses_grad_buffers`` asks for), when that release follows it, so that a layer's
+    backward can drop each step's arrays as soon as it has used them."""
 
     def _release(self) -> None:
         BackwardCFunction._release(self)
         if self._freed:
             setattr(self, attr, None)
 
-    return {"_release": _release, "_reuses_grad_buffers": True}
+    return {"_release": _release, "_reuses_grad_buffers": per_step}
 
 
 class _LSTMStep(Function):
@@ -493,10 +494,13 @@ class _Layer(Function):
     W_hh.T + b_hh``), then gives the weights their gradients in one ``(G*H, T*B) @ (T*B, *)`` product each. With
     or without ``create_graph`` the gradients are one ``fused_grads`` node, whose formula (for their own
     derivatives) runs the layer step by step with ``F.linear`` and ``_LSTMStep``/``_GRUStep``, themselves twice
-    differentiable. Subclasses give the bias folding and the step's forward and backward arrays."""
+    differentiable. Subclasses give the bias folding and the step's forward and backward arrays.
+
+    A backward without ``retain_graph`` drops each step's arrays as soon as it has used them, and writes the steps'
+    gradients straight into the whole layer's: its peak is the forward's arrays, not them and all the gradients."""
 
     _trusted = True
-    _node_defaults = _releasing("saved")
+    _node_defaults = _releasing("saved", per_step=True)
     _step = None  # the step of the formula (``_lstm_step`` or ``_gru_step``)
     _gates_take_hh_grad = False  # is ``d(hh_t)`` the gradient of the step's input projection (LSTM) or its own?
 
