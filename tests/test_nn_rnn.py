@@ -1,6 +1,9 @@
 """RNN, LSTM, GRU, their cells and ``nn.utils.rnn`` against torch: torch's weights loaded into ours, then outputs,
 final states and every gradient compared (input 3, hidden 4, seq 5, batch 2)."""
 
+import gc
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -322,6 +325,75 @@ def test_layer_backward_run_twice_with_retain_graph_gives_the_same_gradients():
     second = numbagrad.autograd.grad(loss, [x, *lstm.parameters()])
     for a, b in zip(first, second):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def _recurrent_output(module, batch_of_sequences: bool, lib=numbagrad):
+    """``module`` run on a small random input (a sequence for a layer, one step for a cell); its first output."""
+    x = lib.randn(5, 2, 3) if batch_of_sequences else lib.randn(2, 3)
+    out = module(x)
+    return out[0] if isinstance(out, tuple) else out
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "LSTMCell", "GRUCell"])
+def test_second_backward_without_retain_graph_raises_torchs_error(torch, name):
+    """As torch's: the first backward frees what the graph saved, so a second one through it raises."""
+    errors = []
+    for lib in (numbagrad, torch):
+        lib.manual_seed(0)
+        out = _recurrent_output(getattr(lib.nn, name)(3, 4), not name.endswith("Cell"), lib)
+        out.sum().backward()
+        with pytest.raises(RuntimeError) as info:
+            out.sum().backward()
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "LSTMCell", "GRUCell"])
+def test_backward_with_retain_graph_then_without_gives_the_same_gradients_then_frees(name):
+    module = getattr(nn, name)(3, 4)
+    out = _recurrent_output(module, not name.endswith("Cell"))
+    out.sum().backward(retain_graph=True)
+    first = [p.grad.clone() for p in module.parameters()]
+    module.zero_grad()
+    out.sum().backward()
+    for a, p in zip(first, module.parameters()):
+        np.testing.assert_array_equal(a.numpy(), p.grad.numpy())
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out.sum().backward()
+
+
+def _held_by_graph_after_backward(name: str, retain_graph: bool) -> tuple[int, int]:
+    """Bytes that numbagrad's code allocated and still holds once ``out.sum().backward()`` has run on a ``name``
+    layer (its output, and so its graph, still referenced), counted from before the forward; and the bytes of the
+    output and the final states, all that a released graph may still hold. (Numba's own allocations, such as
+    kernels loaded from its cache, are not numbagrad's and not counted.)"""
+    seq, batch, size, hidden = 12, 8, 4, 32
+    module = getattr(nn, name)(size, hidden)
+    x = numbagrad.randn(seq, batch, size)
+    module(x)[0].sum().backward()  # (kernels compiled, gradients allocated)
+    gc.collect()
+    ours = [tracemalloc.Filter(True, "*/numbagrad/*")]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot().filter_traces(ours)
+        out = module(x)[0]
+        out.sum().backward(retain_graph=retain_graph)
+        after = tracemalloc.take_snapshot().filter_traces(ours)
+    finally:
+        tracemalloc.stop()
+    assert out.grad_fn is not None
+    held = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+    return held, out.detach().numpy().nbytes + 2 * batch * hidden * 4
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_a_released_layer_graph_holds_no_per_step_arrays(name):
+    """After a backward without retain_graph the graph keeps its output and nothing per step (each step's gates
+    ran to several times the output's size); with retain_graph it keeps them for the next backward."""
+    held, bound = _held_by_graph_after_backward(name, retain_graph=False)
+    assert held < bound + 16 * 1024
+    held_retained, _ = _held_by_graph_after_backward(name, retain_graph=True)
+    assert held_retained > 3 * bound
 
 
 # --- packed sequences -----------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import warnings
 from .. import ops
 from .._tensor import Tensor
 from ..autograd.engine import grad as autograd_grad
-from ..autograd.function import Function
+from ..autograd.function import ERR_BACKWARD_TWICE, BackwardCFunction, Function
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import break_trace
 from ..autograd.grad_mode import state as grad_state
@@ -160,6 +160,22 @@ def _plain(backend, row: Row, operands: list, dtype, shape: tuple, pattern: str)
     return backend.elementwise(row, operands, (), dtype, shape=shape)
 
 
+def _releasing(attr: str, per_step: bool = False) -> dict:
+    """Node attributes that make the engine's release of a node's saved tensors (after a backward without
+    ``retain_graph``) also drop the arrays its forward kept on ``ctx.<attr>``: torch frees a node's saved values
+    then, and arrays held until the graph dies would outlive the backward (through the optimizer step and, while
+    the loss is referenced, the next forward). ``per_step``: the engine also tells the backward, in
+    ``_saved_owned`` (the flag ``_reuses_grad_buffers`` asks for), when that release follows it, so that a layer's
+    backward can drop each step's arrays as soon as it has used them."""
+
+    def _release(self) -> None:
+        BackwardCFunction._release(self)
+        if self._freed:
+            setattr(self, attr, None)
+
+    return {"_release": _release, "_reuses_grad_buffers": per_step}
+
+
 class _LSTMStep(Function):
     """One LSTM time step as one graph node: ``gates = xi + h @ W_hh.T + b_hh``, then the fused ``c'`` and ``h'``
     kernels. A step made of ops costs five nodes (linear, add, chunk and the two gate ops); over a long sequence
@@ -171,6 +187,7 @@ class _LSTMStep(Function):
 
     node_name = "LstmStepBackward"
     _trusted = True
+    _node_defaults = _releasing("arrays")
 
     @staticmethod
     def forward(ctx, xi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None, offset: Tensor | None):
@@ -320,6 +337,7 @@ class _GRUStep(Function):
 
     node_name = "GruStepBackward"
     _trusted = True
+    _node_defaults = _releasing("arrays")
 
     @staticmethod
     def forward(ctx, xi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, offset: Tensor | None):
@@ -476,10 +494,15 @@ class _Layer(Function):
     W_hh.T + b_hh``), then gives the weights their gradients in one ``(G*H, T*B) @ (T*B, *)`` product each. With
     or without ``create_graph`` the gradients are one ``fused_grads`` node, whose formula (for their own
     derivatives) runs the layer step by step with ``F.linear`` and ``_LSTMStep``/``_GRUStep``, themselves twice
-    differentiable. Subclasses give the bias folding and the step's forward and backward arrays."""
+    differentiable. Subclasses give the bias folding and the step's forward and backward arrays.
+
+    A backward without ``retain_graph`` drops each step's arrays as soon as it has used them, and writes the steps'
+    gradients straight into the whole layer's: its peak is the forward's arrays, not them and all the gradients."""
 
     _trusted = True
+    _node_defaults = _releasing("saved", per_step=True)
     _step = None  # the step of the formula (``_lstm_step`` or ``_gru_step``)
+    _gates_take_hh_grad = False  # is ``d(hh_t)`` the gradient of the step's input projection (LSTM) or its own?
 
     @classmethod
     def forward(cls, ctx, x, w_ih, b_ih, w_hh, b_hh, sizes: tuple, reverse: bool, *state):
@@ -503,6 +526,7 @@ class _Layer(Function):
         needs = ctx.needs_input_grad
         wanted = (*needs[:5], *needs[7:])
         saved, sizes, reverse = ctx.saved, ctx.sizes, ctx.reverse
+        frees = ctx._saved_owned  # the engine releases this node right after: each step's arrays go once used
         count = len(state)
 
         def kernel(g_out, *rest):
@@ -515,22 +539,34 @@ class _Layer(Function):
                 for g, s in zip(g_state, state)
             ]
             steps = _step_rows(sizes, reverse)
-            d_xi, d_hh, h_prev = [None] * len(steps), [None] * len(steps), [None] * len(steps)
+            # each step's gradients are written into the whole layer's, not kept per step and stacked afterwards
+            rows, gate_size = x.shape[0], w_ih.shape[0]
+            d_x = backend.empty((rows, gate_size), dtype)
+            need_hh = wanted[3] or wanted[4]
+            d_h = d_x if cls._gates_take_hh_grad or not need_hh else backend.empty((rows, gate_size), dtype)
+            h_prev = [None] * len(steps)
             for k in range(len(steps) - 1, -1, -1):
                 t, start, n = steps[k]
+                arrays = saved[k]
+                if arrays is None:  # (released by an earlier backward that failed part way)
+                    raise RuntimeError(ERR_BACKWARD_TWICE)
+                if frees:
+                    saved[k] = None
                 grads = [c[:n] for c in carry]
                 if go is not None:
                     grads[0] = _plain(backend, ROWS["add"], [go[start : start + n], grads[0]], dtype, grads[0].shape,
                                       "aa")  # fmt: skip
-                d_xi[t], d_hh[t], d_state, h_prev[t] = cls._step_backward(backend, grads, saved[k], w_hh._data)
+                d_xi, d_hh, d_state, h_prev[t] = cls._step_backward(backend, grads, arrays, w_hh._data)
+                arrays = None
+                backend.setitem(d_x, (slice(start, start + n),), d_xi)
+                if d_h is not d_x:
+                    backend.setitem(d_h, (slice(start, start + n),), d_hh)
                 carry = [_joined(backend, d, c, n, dtype) for d, c in zip(d_state, carry)]
-            d_x = _stacked(backend, d_xi, dtype)
             gx, gw_ih, gb_ih = backend.linear_backward(d_x, x._data, w_ih._data, wanted[:3])
             gw_hh = gb_hh = None
-            if wanted[3] or wanted[4]:
-                shared = d_hh[0] is d_xi[0] and gb_ih is not None  # (LSTM: both biases get the gates' gradient)
+            if need_hh:
+                shared = d_h is d_x and gb_ih is not None  # (LSTM: both biases get the gates' gradient)
                 needs_wb = (False, wanted[3], wanted[4] and not shared)
-                d_h = d_x if d_hh[0] is d_xi[0] else _stacked(backend, d_hh, dtype)
                 _, gw_hh, gb_hh = backend.linear_backward(d_h, _stacked(backend, h_prev, dtype), w_hh._data, needs_wb)
                 if wanted[4] and shared:
                     gb_hh = backend.copy(gb_ih)
@@ -558,6 +594,7 @@ class _LSTMLayer(_Layer):
 
     node_name = "LstmLayerBackward"
     _step = staticmethod(_lstm_step)
+    _gates_take_hh_grad = True
 
     @staticmethod
     def _projected(backend, xi, b_ih, b_hh):
