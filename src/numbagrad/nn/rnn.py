@@ -160,20 +160,26 @@ def _plain(backend, row: Row, operands: list, dtype, shape: tuple, pattern: str)
     return backend.elementwise(row, operands, (), dtype, shape=shape)
 
 
-def _releasing(attr: str, per_step: bool = False) -> dict:
+def _releasing(attr: str) -> dict:
     """Node attributes that make the engine's release of a node's saved tensors (after a backward without
     ``retain_graph``) also drop the arrays its forward kept on ``ctx.<attr>``: torch frees a node's saved values
     then, and arrays held until the graph dies would outlive the backward (through the optimizer step and, while
-    the loss is referenced, the next forward). ``per_step``: the engine also tells the backward, in
-    ``_saved_owned`` (the flag ``_reuses_grad_buffers`` asks for), when that release follows it, so that a layer's
-    backward can drop each step's arrays as soon as it has used them."""
+    the loss is referenced, the next forward). A layer's backward also drops each step's arrays as soon as it has
+    used them when that release follows it (``_release_follows``)."""
 
     def _release(self) -> None:
         BackwardCFunction._release(self)
         if self._freed:
             setattr(self, attr, None)
 
-    return {"_release": _release, "_reuses_grad_buffers": per_step}
+    return {"_release": _release}
+
+
+def _release_follows() -> bool:
+    """Whether the backward pass now running releases each node's saved values right after the node ran: no
+    ``retain_graph``, and no ``create_graph`` (whose gradients may still read them)."""
+    task = grad_state.task
+    return task is not None and not task.retain_graph and not task.create_graph
 
 
 class _LSTMStep(Function):
@@ -500,7 +506,7 @@ class _Layer(Function):
     gradients straight into the whole layer's: its peak is the forward's arrays, not them and all the gradients."""
 
     _trusted = True
-    _node_defaults = _releasing("saved", per_step=True)
+    _node_defaults = _releasing("saved")
     _step = None  # the step of the formula (``_lstm_step`` or ``_gru_step``)
     _gates_take_hh_grad = False  # is ``d(hh_t)`` the gradient of the step's input projection (LSTM) or its own?
 
@@ -526,7 +532,7 @@ class _Layer(Function):
         needs = ctx.needs_input_grad
         wanted = (*needs[:5], *needs[7:])
         saved, sizes, reverse = ctx.saved, ctx.sizes, ctx.reverse
-        frees = ctx._saved_owned  # the engine releases this node right after: each step's arrays go once used
+        frees = _release_follows()  # the engine releases this node right after: each step's arrays go once used
         count = len(state)
 
         def kernel(g_out, *rest):
