@@ -148,6 +148,20 @@ def _is_view_possible(data, shape) -> bool:
     return backend_for(data).can_view(data, shape)
 
 
+def _contiguous_view(x: Tensor, shape: tuple) -> Tensor | None:
+    """``view``'s and ``reshape``'s common call, built directly: plain int sizes of a contiguous tensor, always a
+    view; None for anything else (the general path normalises the sizes and reports errors)."""
+    data = x._data
+    if data.flags.c_contiguous and _direct(x):
+        size = _int_shape(shape, data.size)
+        if size is not None:
+            out, ctx = _view_result(View, x, x._backend.reshape(data, size), _NEEDS_2)
+            if ctx is not None:
+                ctx.in_shape = data.shape
+            return out
+    return None
+
+
 @declare(
     methods=True,
     calls=(
@@ -157,14 +171,9 @@ def _is_view_possible(data, shape) -> bool:
 )
 def view(x: Tensor, *shape) -> Tensor:
     """Same storage, new shape; fails (like torch) when the strides do not allow it."""
-    data = x._data
-    if data.flags.c_contiguous and _direct(x):  # the common call: ints, a contiguous tensor
-        size = _int_shape(shape, data.size)
-        if size is not None:
-            out, ctx = _view_result(View, x, x._backend.reshape(data, size), _NEEDS_2)
-            if ctx is not None:
-                ctx.in_shape = data.shape
-            return out
+    out = _contiguous_view(x, shape)
+    if out is not None:
+        return out
     if not shape:
         raise TypeError(
             "view() received an invalid combination of arguments - got (), but expected one of:\n"
@@ -225,14 +234,9 @@ def _view_as_dtype(x: Tensor, d) -> Tensor:
 )
 def reshape(x: Tensor, *shape) -> Tensor:
     """A view when possible, else a copy (torch's two node names follow)."""
-    data = x._data
-    if data.flags.c_contiguous and _direct(x):  # the common call: ints, a contiguous tensor (a view)
-        size = _int_shape(shape, data.size)
-        if size is not None:
-            out, ctx = _view_result(View, x, x._backend.reshape(data, size), _NEEDS_2)
-            if ctx is not None:
-                ctx.in_shape = data.shape
-            return out
+    out = _contiguous_view(x, shape)
+    if out is not None:
+        return out
     if not shape:
         raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     shape = _infer_shape(_shape_arg(shape), x.numel())
