@@ -535,7 +535,8 @@ class _Task:
                             g._grad_slots = 0
                     elif n:
                         g._grad_slots = n + 1
-                    elif tracks and type(g) is Tensor:  # (not a sparse gradient: never owned)
+                    elif tracks and type(g) is Tensor and type(g._data) is np.ndarray:  # (a sparse or a device
+                        # gradient is never owned)
                         if g._data.base is None:
                             _claim(g, grads_in, node._saved if node._returns_saved else None)
                         else:  # (a view is never owned; see ``_aliased`` below)
