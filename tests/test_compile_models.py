@@ -154,3 +154,15 @@ def test_binary_cross_entropy_compiled_equals_eager():
             return nn.functional.binary_cross_entropy(self.body(x), target)
 
     _assert_same(_eager_and_compiled(Loss, x))
+
+
+def test_binary_cross_entropy_checks_every_compiled_call_input_range():
+    """The range check runs in the op's forward, so a replayed plan raises torch's error for a later input."""
+    loss = ng.compile(lambda p, t: nn.functional.binary_cross_entropy(p, t))
+    target = ng.full((3,), 0.5)
+    for _ in range(2):  # the trace, then a replay
+        loss(ng.tensor([0.2, 0.5, 0.9]), target)
+    bad = ng.tensor([0.2, 1.5, 0.9])
+    with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+        loss(bad, target)
+    np.testing.assert_array_equal(bad.numpy(), np.float32([0.2, 1.5, 0.9]))

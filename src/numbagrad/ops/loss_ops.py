@@ -335,6 +335,10 @@ class HuberLoss(Function):
         return grad, -grad, None, None
 
 
+def _input_not_probabilities(_bad: int) -> RuntimeError:
+    return RuntimeError("all elements of input should be between 0 and 1")
+
+
 class BinaryCrossEntropy(Function):
     """``-weight * (t * log(x) + (1 - t) * log(1 - x))`` with each log clamped at -100, as torch."""
 
@@ -342,6 +346,10 @@ class BinaryCrossEntropy(Function):
 
     @staticmethod
     def forward(ctx, x: Tensor, target: Tensor, weight, reduction: str) -> Tensor:
+        if x.numel():  # (in the forward, so that a compiled replay checks each call's input too; checked where
+            # the input lives: a cuda input's error comes with the next read)
+            outside = ((x < 0) | (x > 1)).any()._data
+            x._backend.check_index(x._backend.astype(outside, np.int64), 0, 1, None, _input_not_probabilities)
         log_x = x.log().clamp(min=-100.0)
         log_1mx = (1 - x).log().clamp(min=-100.0)
         loss = -(target * log_x + (1 - target) * log_1mx)
