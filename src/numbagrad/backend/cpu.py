@@ -102,8 +102,13 @@ def _flatten(values, size: int, dtype: np.dtype, outs: tuple) -> tuple[list, lis
             flat.append(_scalar(v, dtype))
         pattern += "s"
     else:
-        if all(o.flags.c_contiguous for o in outs):
-            return [o if o.ndim == 1 else o.reshape(-1) for o in outs], flat, pattern, ()
+        results = []
+        for o in outs:  # (a loop, not ``all()`` over a generator: this runs on every elementwise call)
+            if not o.flags.c_contiguous:
+                break
+            results.append(o if o.ndim == 1 else o.reshape(-1))
+        else:
+            return results, flat, pattern, ()
     return _strided(values, size, dtype, outs)
 
 
