@@ -20,7 +20,7 @@ import traceback
 import warnings
 
 from .. import _upward
-from .._tensor import _BACKENDS, Tensor
+from .._tensor import _BACKENDS, Tensor, _Version
 from .._types import broadcast_shapes_or_none, shape_str
 from .engine import accumulator_of
 from .grad_mode import no_grad, state
@@ -164,7 +164,7 @@ class SavedTensor:
         return out
 
 
-_new_saved = object.__new__  # (saved_input: a SavedTensor without the __init__ call)
+_new_saved = object.__new__  # (saved_input: a SavedTensor, or an alias Tensor, without the __init__ call)
 
 
 def _raise_modified(t: Tensor, current: int, version: int, owner, output_nr: int) -> None:
@@ -464,13 +464,14 @@ class Function(_SingleLevelFunction):
             if result is not NotImplemented:
                 return result
         st = state
-        if st.tracer is not None:
+        fast = st.fast  # (no tracer, anomaly, inference or saved-tensor hooks: one thread-local read, not three)
+        if not fast and st.tracer is not None:
             return st.tracer(cls, args, kwargs)
         if cls._fast_apply is not None and not kwargs:  # a built-in op's common case, decided by cheap checks
             result = cls._fast_apply(args, st)
             if result is not None:
                 return result
-        if cls._simple and not kwargs and not (st.anomaly or st.inference):
+        if cls._simple and not kwargs and (fast or not (st.anomaly or st.inference)):
             return _apply_simple(cls, args, st)
         if kwargs or cls._binds_defaults:
             args = cls._bind(args, kwargs)
@@ -652,9 +653,10 @@ def _forward_stack() -> str:
 
 
 def may_skip_apply(st) -> bool:
-    """Whether a frontend may call an op's fast path (``_fast_apply``, ``_fast_one``...) instead of ``apply``:
-    only while nothing records op calls through ``apply`` (a compile tracer, a forward-AD level or the profiler,
-    ``state.tracer``). Every such frontend asks here, so a new one cannot forget it."""
+    """Whether a frontend may call an op's fast path instead of ``apply``: only while nothing records op calls
+    through ``apply`` (a compile tracer, a forward-AD level or the profiler, ``state.tracer``). The elementwise
+    fast paths (``_fast_apply``, ``_fast_one``, ``_fast_pair``) need not be asked: they run only under
+    ``state.fast``, which is False while a tracer is set."""
     return st.tracer is None
 
 
@@ -670,6 +672,35 @@ def saved_input(t: Tensor) -> SavedTensor:
     s.version = 0 if counter is None else counter.value
     s.output_nr = -1
     s.grad_fn = t.grad_fn
+    return s
+
+
+def saved_input_unhooked(t: Tensor) -> SavedTensor:
+    """``saved_input`` for a fast path, which runs only while no saved-tensor hooks are active (``state.fast``):
+    the same entry without reading the hooks (a thread-local read costs as much as the four stores)."""
+    counter = t._version_counter
+    s = _new_saved(SavedTensor)
+    s.tensor = t
+    s.version = 0 if counter is None else counter.value
+    s.output_nr = -1
+    s.grad_fn = t.grad_fn
+    return s
+
+
+def saved_output_unhooked(t: Tensor) -> SavedTensor:
+    """``saved_output`` for a fast path (``state.fast``: no saved-tensor hooks), as ``saved_input_unhooked``; the
+    alias and the version counter are made inline (``Tensor._make``, ``_shared_version``), without two calls."""
+    counter = t._version_counter
+    if counter is None:
+        counter = t._version_counter = _Version()
+    detached = _new_saved(Tensor)
+    detached._data = t._data
+    detached._version_counter = counter
+    s = _new_saved(SavedTensor)
+    s.tensor = detached
+    s.version = counter.value
+    s.output_nr = t._output_nr
+    s.grad_fn = None
     return s
 
 

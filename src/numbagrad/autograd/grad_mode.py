@@ -11,13 +11,40 @@ import threading
 import warnings
 
 
+class _Guarded:
+    """A ``_State`` field that keeps ``state.fast`` up to date: setting it also recomputes that flag. It defines
+    no ``__get__``, so reading the field reads the thread's own dict at a plain attribute's cost."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __set__(self, st, value) -> None:
+        fields = st.__dict__  # (a thread-local's __dict__ is this thread's own)
+        fields[self.name] = value
+        fields["fast"] = (
+            fields.get("tracer") is None
+            and not fields.get("inference")
+            and not fields.get("anomaly")
+            and fields.get("saved_hooks") is None
+        )
+
+
 class _State(threading.local):
     """Per-thread autograd state, as torch's is: a ``no_grad()`` or a backward in one thread never changes what
     another thread records. ``threading.local`` runs ``__init__`` afresh in every thread that reads it.
 
     ``tracer``: while ``numbagrad.compile`` traces a function in this thread, ``Function.apply`` hands every
     call to it (``tracer(cls, args, kwargs)``); the tracer records the call and runs it with ``tracer`` unset.
+
+    ``fast``: no tracer, inference mode, anomaly mode or saved-tensor hooks, i.e. nothing an op's fast path
+    (``_fast_apply``...) would have to honour. The four fields keep it up to date whoever sets them (``_Guarded``),
+    so a fast path reads one thread-local field (each costs about 0.1 us) instead of four.
     """
+
+    tracer = _Guarded()
+    inference = _Guarded()
+    anomaly = _Guarded()
+    saved_hooks = _Guarded()
 
     def __init__(self) -> None:
         self.enabled = True

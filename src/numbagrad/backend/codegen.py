@@ -371,6 +371,9 @@ def copyable(fns: Sequence[Callable]) -> list | None:
 #: keyed ``("module", name)``, their name holding their source's hash; the other families by their kind first
 #: (``("accumulate", target)``, ``("foreach", ...)``, the cuda backend's ``("assign", ...)``).
 KERNELS: dict[tuple, object] = {}
+#: An index of ``KERNELS``: row name -> {pattern: the serial forward kernel}, filled by ``row_kernel``. The
+#: elementwise fast path looks a kernel up here by two string keys, without building and hashing a key tuple.
+SERIAL_FORWARD: dict[str, dict] = {}
 
 
 def load_module(tag: str, source: str) -> types.ModuleType:
@@ -851,6 +854,8 @@ def row_kernel(row: Row, which, pattern: str, target: str, into: str | None = No
     kernel = KERNELS.get(key)
     if kernel is None:
         kernel = KERNELS[key] = _row_kernel(row, which, pattern, target, into)
+        if which == "forward" and target == "serial" and into is None:
+            SERIAL_FORWARD.setdefault(row.name, {})[pattern] = kernel
     return kernel
 
 

@@ -57,6 +57,7 @@ def _broadcast_shape(inputs) -> tuple:
 
 _ZEROS = {np.dtype(t): np.dtype(t).type(0) for t in (np.float16, np.float32, np.float64)}  # (see _flatten)
 _KERNELS = codegen.KERNELS  # the one kernel cache, bound here for the lookup every op makes
+_SERIAL_FORWARD = codegen.SERIAL_FORWARD  # (its index of serial forward kernels: ``elementwise_plain``'s lookup)
 _GRAD = tuple(f"grad{i}" for i in range(8))  # the kernel names of the gradients (not formatted per call)
 
 
@@ -335,8 +336,10 @@ def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, o
             else:  # a number becomes a scalar of the computing dtype (in the caller's list: it is the op's own)
                 pattern += "s"
                 operands[k] = dtype.type(operands[k])
-    key = (row.name, "forward", pattern, "serial")
-    kernel = _KERNELS.get(key) or codegen.row_kernel(row, "forward", pattern, "serial")
+    kernels = _SERIAL_FORWARD.get(row.name)
+    kernel = kernels.get(pattern) if kernels is not None else None
+    if kernel is None:
+        kernel = codegen.row_kernel(row, "forward", pattern, "serial")
     kernel(out, *operands)
     return out
 

@@ -14,6 +14,7 @@ so double backward works for every row while the first derivative is the kernel'
 from __future__ import annotations
 
 import cmath
+import itertools
 import math
 import types
 
@@ -33,8 +34,8 @@ from ..autograd.function import (
     edges_of,
     make_node,
     may_skip_apply,
-    saved_input,
-    saved_output,
+    saved_input_unhooked,
+    saved_output_unhooked,
 )
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import enable_grad, no_grad, state
@@ -182,6 +183,7 @@ class Elementwise(Function):
     _saves: tuple = ()  # per input: does some gradient read it?
     _save_idx: tuple = ()  # the inputs some gradient reads
     _read_by: tuple = ()  # per input: the inputs whose gradients read it
+    _reads: dict = {}  # needs_input_grad -> per input: does a needed gradient read it
     _no_values: tuple = ()  # one None per input: the values of inputs that are all tensors
     _saves_out = False
     _passthrough: tuple = ()  # per input: is its gradient g itself?
@@ -194,9 +196,10 @@ class Elementwise(Function):
     def _fast_apply(cls, args: tuple, st):
         """The whole call for the common case: tensors of one float dtype on one device, of one shape or
         broadcasting, contiguous or expanded from one element (maybe with Python numbers), no params, outside
-        anomaly and inference mode. It computes what ``forward`` computes and builds the node ``_link_outputs``
-        would build; anything else returns None for the general path."""
-        if len(args) != cls.arity or st.anomaly or st.inference:
+        anomaly and inference mode, with no tracer or saved-tensor hooks (``st.fast``). It computes what ``forward``
+        computes and builds the node ``_link_outputs`` would build; anything else returns None for the general path.
+        """
+        if len(args) != cls.arity or not st.fast:
             return None
         row = cls.row
         arrays, needs, first, scalars, grad, mixed = [], [], None, False, False, False
@@ -251,10 +254,10 @@ class Elementwise(Function):
             if isinstance(a, Tensor):
                 if a._is_inference:
                     return None
-                saved.append(saved_input(a) if _read(cls, needs, j) else _unread(a))
+                saved.append(saved_input_unhooked(a) if _read(cls, needs, j) else _unread(a))
         make_node(ctx, edges_of(args), result)
         if cls._saves_out:
-            saved.append(saved_output(result))
+            saved.append(saved_output_unhooked(result))
         if saved:
             ctx._saved = saved
         if scalars:
@@ -267,17 +270,12 @@ class Elementwise(Function):
     def _fast_one(cls, a: Tensor, st):
         """``_fast_apply`` for one contiguous float tensor (``relu(x)``), unrolled: no per-operand loop or lists
         (0.4 us less a call without a graph, 0.7 us with one, at 16 elements); anything else goes there."""
+        if not st.fast:
+            return None
         d = a._data
         dt = d.dtype
         row = cls.row
-        if (
-            st.anomaly
-            or st.inference
-            or dt.kind != "f"
-            or dt.itemsize < 4
-            or row.integral_only
-            or not d.flags.c_contiguous
-        ):
+        if dt.kind != "f" or dt.itemsize < 4 or row.integral_only or not d.flags.c_contiguous:
             return cls._fast_apply((a,), st)
         fa = a.grad_fn
         linked = st.enabled and (fa is not None or a._requires_grad)
@@ -295,15 +293,21 @@ class Elementwise(Function):
         ctx.needs_input_grad = _ONE_NEEDED
         make_node(ctx, ((fa, a._output_nr) if fa is not None else (accumulator_of(a), 0),), result)
         if cls._saves[0]:
-            ctx._saved = [saved_input(a), saved_output(result)] if cls._saves_out else [saved_input(a)]
+            ctx._saved = (
+                [saved_input_unhooked(a), saved_output_unhooked(result)]
+                if cls._saves_out
+                else [saved_input_unhooked(a)]
+            )
         elif cls._saves_out:
-            ctx._saved = [saved_output(result)]
+            ctx._saved = [saved_output_unhooked(result)]
         return result
 
     @classmethod
     def _fast_pair(cls, a: Tensor, b: Tensor, st):
         """``_fast_apply`` for two contiguous float tensors of one shape, dtype and storage (``x * w``), unrolled
         as ``_fast_one`` is; anything else goes there."""
+        if not st.fast:
+            return None
         d = a._data
         e = b._data
         dt = d.dtype
@@ -312,8 +316,6 @@ class Elementwise(Function):
             d.shape != e.shape
             or dt is not e.dtype
             or type(d) is not type(e)
-            or st.anomaly
-            or st.inference
             or dt.kind != "f"
             or dt.itemsize < 4
             or row.integral_only
@@ -347,13 +349,13 @@ class Elementwise(Function):
         )
         if saves[0] or saves[1] or cls._saves_out:
             saved = []
-            needs = ctx.needs_input_grad
+            read = cls._reads[ctx.needs_input_grad]
             if saves[0]:
-                saved.append(saved_input(a) if _read(cls, needs, 0) else _unread(a))
+                saved.append(saved_input_unhooked(a) if read[0] else _unread(a))
             if saves[1]:
-                saved.append(saved_input(b) if _read(cls, needs, 1) else _unread(b))
+                saved.append(saved_input_unhooked(b) if read[1] else _unread(b))
             if cls._saves_out:
-                saved.append(saved_output(result))
+                saved.append(saved_output_unhooked(result))
             ctx._saved = saved
         return result
 
@@ -808,6 +810,10 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
         cls._read_by = tuple(
             tuple(i for i, (n, u) in enumerate(zip(names, uses)) if n[2 + j] in u) for j in range(row.arity)
         )
+        cls._reads = {  # needs_input_grad -> per input: does a needed gradient read it (``_read``, precomputed)
+            needs: tuple(any(needs[i] for i in cls._read_by[j]) for j in range(row.arity))
+            for needs in itertools.product((False, True), repeat=row.arity)
+        }
         cls._no_values = (None,) * row.arity
         tensors = [i for i in range(len(row.grads)) if not kinds or kinds[i] == "t"]
         cls._saves_out = any(names[i][1] in uses[i] for i in tensors)
@@ -856,11 +862,11 @@ def _make_frontend(row: Row, public: str):
         def unary(input):  # noqa: A002 - torch's name
             if not isinstance(input, Tensor):
                 raise not_a_tensor(public, "input", 1, input)
-            st = state
-            if may_skip_apply(st):  # what ``apply`` would try first, without its frame (as the operators do)
-                result = cls._fast_one(input, st)
-                if result is not None:
-                    return result
+            # what ``apply`` would try first, without its frame (as the operators do); it refuses to run while
+            # a tracer records calls through ``apply`` (``state.fast``)
+            result = cls._fast_one(input, state)
+            if result is not None:
+                return result
             if of_complex is not None and input._data.dtype.kind == "c":
                 return of_complex(input)
             return cls.apply(input)
@@ -959,11 +965,9 @@ def _make_operator(row: Row, fn, name: str):
 
         def reflected(self, other):
             if number_first is not None and (type(other) is float or type(other) is int):
-                st = state
-                if may_skip_apply(st):  # what ``apply`` would try first, without its frame
-                    result = number_first._fast_apply((other, self), st)
-                    if result is not None:
-                        return result
+                result = number_first._fast_apply((other, self), state)  # (``unary`` says why it runs first)
+                if result is not None:
+                    return result
                 return number_first.apply(other, self)
             try:
                 other = as_operand(other)
@@ -977,18 +981,14 @@ def _make_operator(row: Row, fn, name: str):
         def forward(self, other):
             if with_tensor is not None:
                 if isinstance(other, Tensor):
-                    st = state
-                    if may_skip_apply(st):  # what ``apply`` would try first, without its frame
-                        result = fast_pair(self, other, st)
-                        if result is not None:
-                            return result
+                    result = fast_pair(self, other, state)  # (``unary`` says why it runs first)
+                    if result is not None:
+                        return result
                     return with_tensor.apply(self, other)
                 if type(other) is float or type(other) is int:
-                    st = state
-                    if may_skip_apply(st):
-                        result = with_number._fast_apply((self, other), st)
-                        if result is not None:
-                            return result
+                    result = with_number._fast_apply((self, other), state)
+                    if result is not None:
+                        return result
                     return with_number.apply(self, other)
             try:
                 other = as_operand(other)
