@@ -484,13 +484,18 @@ def _apply_general(cls, ctx, args: tuple, st):
     for a in args:  # (a loop: a comprehension costs a frame per call)
         needs.append(isinstance(a, Tensor) and (a._requires_grad or a.grad_fn is not None))
     needs = ctx.needs_input_grad = tuple(needs)
-    if st.enabled:
-        st.enabled = False
-        outer, st.in_forward = st.in_forward, True  # (views made inside are not the user's no-grad views)
+    # this thread's fields as a dict: its reads and writes skip the thread-local lookup each attribute access
+    # costs (enabled and in_forward are plain fields: no ``_Guarded`` setter to bypass)
+    modes = st.__dict__
+    if modes["enabled"]:
+        outer = modes["in_forward"]
+        modes["enabled"] = False
+        modes["in_forward"] = True  # (views made inside are not the user's no-grad views)
         try:
             output = cls.forward(ctx, *args) if not cls._new_style else _forward_new_style(cls, ctx, args)
         finally:
-            st.enabled, st.in_forward = True, outer
+            modes["enabled"] = True
+            modes["in_forward"] = outer
         if True in needs:
             return _link_outputs(cls, ctx, args, output)
     else:

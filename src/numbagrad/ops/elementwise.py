@@ -31,6 +31,7 @@ from ..autograd.function import (
     _NO_EDGE,
     Function,
     SavedTensor,
+    _sequence,
     edges_of,
     make_node,
     may_skip_apply,
@@ -291,7 +292,11 @@ class Elementwise(Function):
             return None  # (the general path raises torch's error)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = _ONE_NEEDED
-        make_node(ctx, ((fa, a._output_nr) if fa is not None else (accumulator_of(a), 0),), result)
+        # ``make_node``'s stores for one output, inline: this and ``_fast_pair`` are the hottest node builders
+        # (tests/test_layout.py checks they store exactly what ``make_node`` stores)
+        ctx.next_functions = ((fa, a._output_nr) if fa is not None else (accumulator_of(a), 0),)
+        ctx._sequence_nr = next(_sequence)
+        result.grad_fn = ctx
         if cls._saves[0]:
             ctx._saved = (
                 [saved_input_unhooked(a), saved_output_unhooked(result)]
@@ -339,14 +344,12 @@ class Elementwise(Function):
             return None  # (the general path raises torch's error)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = (fa is not None or a._requires_grad, fb is not None or b._requires_grad)
-        make_node(
-            ctx,
-            (
-                (fa, a._output_nr) if fa is not None else (accumulator_of(a), 0) if a._requires_grad else _NO_EDGE,
-                (fb, b._output_nr) if fb is not None else (accumulator_of(b), 0) if b._requires_grad else _NO_EDGE,
-            ),
-            result,
+        ctx.next_functions = (  # ``make_node``'s stores for one output, inline (see ``_fast_one``)
+            (fa, a._output_nr) if fa is not None else (accumulator_of(a), 0) if a._requires_grad else _NO_EDGE,
+            (fb, b._output_nr) if fb is not None else (accumulator_of(b), 0) if b._requires_grad else _NO_EDGE,
         )
+        ctx._sequence_nr = next(_sequence)
+        result.grad_fn = ctx
         if saves[0] or saves[1] or cls._saves_out:
             saved = []
             read = cls._reads[ctx.needs_input_grad]
