@@ -43,7 +43,11 @@ BATCHING: list = [None]
 def batchable(name: str, fn: Callable) -> Callable:
     """``fn`` as a public op that vmap can batch: with no vmap running it is ``fn`` behind one check. The wrapper
     reads only its closure, so it is made in ``fn``'s module namespace, where ``fn``'s annotations resolve (the
-    stub generator reads them from there)."""
+    stub generator reads them from there). A function that makes that check itself (``fn.checks_batching``: an
+    elementwise frontend, whose fast path runs without the wrapper's frame when no vmap runs and which hands every
+    other call to its own batchable form) is returned as it is."""
+    if getattr(fn, "checks_batching", False):
+        return fn
     hook, this = BATCHING, []
 
     def op(*args, **kwargs):

@@ -45,6 +45,7 @@ from ..backend import backend_for, layout
 from ..scalar_math import COMPLEX_ROWS, ROWS, Row
 from . import complex_ops
 from ._common import as_operand, broadcast_shapes, checked_scalar, not_a_tensor, result_np_dtype, same_backend
+from ._registry import BATCHING as batching
 from ._registry import Declaration, batchable, register
 from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
 
@@ -862,18 +863,25 @@ def _make_frontend(row: Row, public: str):
         cls = classes[""]
         of_complex = _COMPLEX_ROUTES.get(row.name)
 
-        def unary(input):  # noqa: A002 - torch's name
+        def general(input):  # noqa: A002 - torch's name
             if not isinstance(input, Tensor):
                 raise not_a_tensor(public, "input", 1, input)
-            # what ``apply`` would try first, without its frame (as the operators do); it refuses to run while
-            # a tracer records calls through ``apply`` (``state.fast``)
-            result = cls._fast_one(input, state)
-            if result is not None:
-                return result
             if of_complex is not None and input._data.dtype.kind == "c":
                 return of_complex(input)
             return cls.apply(input)
 
+        general = batchable(public, general)  # (what vmap intercepts)
+
+        def unary(input):  # noqa: A002
+            if batching[0] is None and isinstance(input, Tensor):
+                # no vmap running: what ``apply`` would try first, without its frame or the vmap wrapper's (as
+                # the operators do); it refuses to run while a tracer records calls through ``apply`` (``state.fast``)
+                result = cls._fast_one(input, state)
+                if result is not None:
+                    return result
+            return general(input)
+
+        unary.checks_batching = True  # (``batchable``: it hands every call but the fast path's to ``general``)
         fn = unary
     elif row.arity == 2:
         single = classes.get("")
