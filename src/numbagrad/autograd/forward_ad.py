@@ -2,8 +2,9 @@
 
 A dual tensor is an ordinary Tensor whose ``_fw_grad`` holds its tangent at the one active level (torch supports a
 single level too: nesting is its error). While a level is active in a thread, this module's ``_Dispatcher`` is that
-thread's ``state.tracer``: ``Function.apply`` (and every fast path, which all ask ``function.may_skip_apply`` first)
-hands it each call, so outside a level the eager hot path pays nothing more than that one existing check. A call
+thread's ``state.tracer``: ``Function.apply`` (and every fast path, which runs only under ``state.fast`` or asks
+``function.may_skip_apply`` first) hands it each call, so outside a level the eager hot path pays nothing more than
+that one existing check. A call
 without a dual input runs as usual; with one, the output's tangent comes from, in order:
 
 - the Function's own ``jvp`` (custom Functions, torch's ``jvp`` staticmethod protocol);
