@@ -293,8 +293,9 @@ class Elementwise(Function):
             return None  # (the general path raises torch's error)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = _ONE_NEEDED
-        # ``make_node``'s stores for one output, inline: this and ``_fast_pair`` are the hottest node builders
-        # (tests/test_layout.py checks they store exactly what ``make_node`` stores)
+        # ``make_node``'s stores for one output, inline: this and ``_fast_pair`` are the hottest node builders (a
+        # call costs as much as the stores; tests/test_layout.py lists the two, tests/test_fast_paths.py checks
+        # their nodes carry every field ``make_node`` gives)
         ctx.next_functions = ((fa, a._output_nr) if fa is not None else (accumulator_of(a), 0),)
         ctx._sequence_nr = next(_sequence)
         result.grad_fn = ctx
