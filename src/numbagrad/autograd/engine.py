@@ -53,8 +53,9 @@ class AccumulateGrad(GraphNode):
                 copied = _new(Tensor)
                 copied._data = (_tensor._BACKENDS.get(type(data)) or _tensor.backend_for(data)).copy(data)
                 t._grad = copied
-            if not t._data.flags.c_contiguous:  # torch's layout contract: a dense leaf's gradient has its strides
-                _lay_out_like(t._grad, t._data)
+            data = t._data
+            if data.ndim > 1 and not data.flags.c_contiguous:  # torch's layout contract: a dense leaf's gradient
+                _lay_out_like(t._grad, data)  # has its strides (a dense array of fewer dims is row-major)
         elif create_graph or t._grad.requires_grad:
             t._grad = t._grad + grad
         else:
@@ -108,19 +109,15 @@ def _disown(grad: Tensor | None) -> None:
         grad._grad_slots = 0
 
 
-def _claim(grad: Tensor, grads_in: list, saved) -> None:
-    """A gradient a built-in node returned that the engine does not own yet, and not a view: owned from now (one
-    slot) when it is a buffer its backward kernel allocated: a dense, writable array of its own, not the storage
-    of the node's incoming gradients or ``saved`` tensors (what a backward may hand on; ``None`` for a node that
-    never returns a saved one)."""
-    if type(grad) is not Tensor:  # (a sparse gradient: never owned)
-        return
-    data = grad._data
-    if type(data) is not np.ndarray or grad.grad_fn is not None:
+def _claim(grad: Tensor, data: np.ndarray, grads_in: list, saved) -> None:
+    """A dense gradient (``data``: its array, not a view) that a built-in node returned and the engine does not
+    own yet: owned from now (one slot) when it is a buffer its backward kernel allocated: a writable row-major
+    array of its own, not the storage of the node's incoming gradients or ``saved`` tensors (what a backward may
+    hand on; ``None`` for a node that never returns a saved one)."""
+    if grad.grad_fn is not None:
         return
     for g in grads_in:
-        if g is not None and getattr(g, "_data", None) is data:  # (passed on in another tensor: neither may be
-            # written in place; getattr: an incoming gradient may be sparse)
+        if type(g) is Tensor and g._data is data:  # (passed on in another tensor: neither may be written in place)
             if g._grad_slots:
                 g._grad_slots = 0
             return
@@ -406,7 +403,10 @@ def _sum(a: Tensor, b: Tensor, tracks: bool) -> Tensor:
             n = g._grad_slots
             if n:
                 g._grad_slots = n - 1
-        _claim(total, (), None)  # (a new tensor: the sum)
+        if type(total) is Tensor:  # (a new tensor: the sum; a sparse one is never owned)
+            data = total._data
+            if type(data) is np.ndarray and data.base is None:
+                _claim(total, data, (), None)
     return total
 
 
@@ -529,18 +529,20 @@ class _Task:
                 if nxt is None:
                     continue
                 if g is not None:
-                    n = g._grad_slots
-                    if not keeps:
+                    if keeps:  # (only ever True with ``tracks``, where a node ran)
+                        n = g._grad_slots
                         if n:
-                            g._grad_slots = 0
-                    elif n:
-                        g._grad_slots = n + 1
-                    elif tracks and type(g) is Tensor and type(g._data) is np.ndarray:  # (a sparse or a device
-                        # gradient is never owned)
-                        if g._data.base is None:
-                            _claim(g, grads_in, node._saved if node._returns_saved else None)
-                        else:  # (a view is never owned; see ``_aliased`` below)
-                            views = True
+                            g._grad_slots = n + 1
+                        elif type(g) is Tensor:  # (a sparse gradient is never owned)
+                            data = g._data
+                            if type(data) is not np.ndarray:  # (nor a device one)
+                                pass
+                            elif data.base is None:
+                                _claim(g, data, grads_in, node._saved if node._returns_saved else None)
+                            else:  # (a view is never owned; see ``_aliased`` below)
+                                views = True
+                    elif g._grad_slots:
+                        g._grad_slots = 0
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt._num_outputs

@@ -350,10 +350,11 @@ def elementwise_grad(
     given, is a contiguous buffer of ``g``'s shape and ``dtype`` to write into (it may be ``g`` itself: each
     element is read before it is written).
     """
-    if dtype.kind == "c":
-        row = COMPLEX_ROWS[row.name]
-    if _narrow(dtype):
-        return _in_single(row, _GRAD[i], (g, out, *inputs), params, empty(g.shape, dtype))
+    if dtype.kind in "cV" or dtype is _HALF:  # (complex, or a 2-byte float: ``_narrow``, inline)
+        if dtype.kind == "c":
+            row = COMPLEX_ROWS[row.name]
+        else:
+            return _in_single(row, _GRAD[i], (g, out, *inputs), params, empty(g.shape, dtype))
     if result is None:
         return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, empty(g.shape, dtype), True)
     size = g.size
@@ -374,10 +375,14 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
     the operands (a binary op's backward reads ``g`` and its inputs once, not once per gradient). ``into_g``:
     the second may be written into ``g``'s buffer (each element's gradients are computed before either is
     stored)."""
-    if dtype.kind == "c":
-        row = COMPLEX_ROWS[row.name]
+    narrow = False
+    if dtype.kind in "cV" or dtype is _HALF:  # (complex, or a 2-byte float: ``_narrow``, inline)
+        if dtype.kind == "c":
+            row = COMPLEX_ROWS[row.name]
+        else:
+            narrow = True
     size = g.size
-    if size == 0 or _narrow(dtype):
+    if size == 0 or narrow:
         first = elementwise_grad(row, which[0], g, out, inputs, params, dtype)
         return first, elementwise_grad(row, which[1], g, out, inputs, params, dtype, result=g if into_g else None)
     first = empty(g.shape, dtype)
@@ -585,8 +590,9 @@ def data_ptr(a: np.ndarray) -> int:
 
 
 def copy(a: np.ndarray) -> np.ndarray:
-    """A fresh, writable, C-contiguous copy (what a leaf's first ``.grad`` holds)."""
-    return np.array(a, order="C", copy=True)
+    """A fresh, writable, C-contiguous copy (what a leaf's first ``.grad`` holds). (The method, not ``np.array(a,
+    order="C", copy=True)``: 0.1 us less a call, which every user Function's leaf gradient pays.)"""
+    return a.copy()
 
 
 def astype(a: np.ndarray, dtype) -> np.ndarray:
