@@ -114,8 +114,8 @@ def _claim(grad: Tensor, data: np.ndarray, grads_in: list, saved) -> None:
     own yet: owned from now (one slot) when it is a buffer its backward kernel allocated: a writable row-major
     array of its own, not the storage of the node's incoming gradients or ``saved`` tensors (what a backward may
     hand on; ``None`` for a node that never returns a saved one)."""
-    if grad.grad_fn is not None:
-        return
+    if not data.flags.carray or grad.grad_fn is not None:  # (carray: writeable, aligned and C-contiguous in one
+        return  # read; an incoming gradient the engine owns is all three, so it is caught below only past here)
     for g in grads_in:
         if type(g) is Tensor and g._data is data:  # (passed on in another tensor: neither may be written in place)
             if g._grad_slots:
@@ -125,9 +125,7 @@ def _claim(grad: Tensor, data: np.ndarray, grads_in: list, saved) -> None:
         for s in saved:
             if s is not None and type(s.tensor) is Tensor and s.tensor._data is data:
                 return
-    flags = data.flags
-    if flags.writeable and flags.c_contiguous:
-        grad._grad_slots = 1
+    grad._grad_slots = 1
 
 
 def _aliased(grad: Tensor, grads_out) -> bool:
@@ -309,6 +307,8 @@ def queue_callback(callback) -> None:
     task = state.task  # (the innermost backward running in this thread)
     if task is None:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    if task.callbacks is None:
+        task.callbacks = []
     task.callbacks.append(callback)
 
 
@@ -329,7 +329,7 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
     try:
         task.execute(roots, grads)
         pending = task.callbacks
-        while pending:  # a callback may queue another
+        while pending:  # a callback may queue another (into this list: it exists once the first was queued)
             pending.pop(0)()
     finally:
         st.enabled = prev_mode
@@ -421,16 +421,18 @@ def _call_hooks(hooks: dict, grad):
 class _Task:
     """One backward pass: its options, its gradient buffers and ready queue, and what it captures."""
 
+    # (class defaults, set per pass only where they differ: a ``loss.backward()`` makes one of these per step)
+    targets: dict | None = None  # node -> [(output_nr, k)]: where to capture the gradients of ``inputs``
+    captured: list | tuple = ()  # the captured gradients, one per input
+    deps: dict | None = None  # (set by ``execute``: what ``will_compute_grad_of`` reads while the pass runs)
+    needed: set | None = None
+    roots: list | tuple = ()
+    callbacks: list | None = None  # what ``queue_callback`` queued during this pass: run once it has finished
+
     def __init__(self, retain_graph: bool, create_graph: bool, accumulate: bool, inputs) -> None:
         self.retain_graph = retain_graph
         self.create_graph = create_graph
         self.accumulate = accumulate
-        self.targets = None  # node -> [(output_nr, k)]: where to capture the gradients of ``inputs``
-        self.captured: list = []
-        self.deps: dict = {}  # (while it runs: what ``will_compute_grad_of`` reads)
-        self.needed = None
-        self.roots: list = []
-        self.callbacks: list = []  # what ``queue_callback`` queued during this pass: run once it has finished
         if inputs is not None:
             self.targets = {}
             for k, t in enumerate(inputs):
