@@ -696,7 +696,13 @@ class _Task:
             n = g._grad_slots
             if n == 1:  # in this slot only: kept as ``.grad``, it leaves the engine
                 g._grad_slots = 0
-                node.accumulate(g, self.create_graph, True)
+                if leaf._grad is None:  # (``accumulate``'s owned first gradient, inline: owned means no create_graph)
+                    leaf._grad = g if not g._requires_grad else Tensor._make(g._data)
+                    data = leaf._data
+                    if data.ndim > 1 and not data.flags.c_contiguous:  # (see ``accumulate``)
+                        _lay_out_like(leaf._grad, data)
+                else:
+                    node.accumulate(g, False, True)
             elif n == 0:  # not the engine's: copied
                 node.accumulate(g, self.create_graph, False)
             else:  # in other slots too

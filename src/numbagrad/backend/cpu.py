@@ -73,10 +73,11 @@ def _written_operand(which: str, values, out: np.ndarray, pattern: str) -> str |
     return None
 
 
-def _flatten(values, size: int, dtype: np.dtype, outs: tuple) -> tuple[list, list, str, tuple]:
+def _flatten(values, size: int, dtype: np.dtype, outs: tuple, fresh: bool = False) -> tuple[list, list, str, tuple]:
     """The kernel arguments for ``values`` (arrays and numbers) broadcast to the results ``outs`` (arrays of one
-    shape, ``size`` elements): the results as the kernel takes them, the operands, their pattern and the
-    trailing size arguments of a row-broadcast loop.
+    shape, ``size`` elements; ``fresh``: new row-major arrays, whose flags need no reading): the results
+    as the kernel takes them, the operands, their pattern and the trailing size arguments of a row-broadcast
+    loop.
 
     The common case, C-contiguous results and operands of the results' shape and ``dtype`` (or numbers, or
     arrays expanded from one element), is a flat loop (``a``, ``s``); anything else is read and written in place
@@ -104,7 +105,7 @@ def _flatten(values, size: int, dtype: np.dtype, outs: tuple) -> tuple[list, lis
     else:
         results = []
         for o in outs:  # (a loop, not ``all()`` over a generator: this runs on every elementwise call)
-            if not o.flags.c_contiguous:
+            if not (fresh or o.flags.c_contiguous):
                 break
             results.append(o if o.ndim == 1 else o.reshape(-1))
         else:
@@ -388,12 +389,12 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
     first = empty(g.shape, dtype)
     target = "parallel" if size >= PARALLEL_THRESHOLD else "serial"
     if into_g and g.dtype is dtype and g.flags.c_contiguous:
-        res, flat, pattern, tail = _flatten((g, out, *inputs), size, dtype, (first,))
+        res, flat, pattern, tail = _flatten((g, out, *inputs), size, dtype, (first,), True)
         scalars = (*[dtype.type(p) for p in params], *tail) if params or tail else ()
         codegen.row_kernel(row, which, pattern, target, "g")(res[0], *flat, *scalars)
         return first, g
     second = empty(g.shape, dtype)
-    res, flat, pattern, tail = _flatten((g, out, *inputs), size, dtype, (first, second))
+    res, flat, pattern, tail = _flatten((g, out, *inputs), size, dtype, (first, second), True)
     scalars = (*[dtype.type(p) for p in params], *tail) if params or tail else ()
     kernel = _KERNELS.get((row.name, which, pattern, target)) or codegen.row_kernel(row, which, pattern, target)
     kernel(*res, *flat, *scalars)
