@@ -152,7 +152,9 @@ def _make_grads(outputs: tuple, grad_outputs) -> list:
         data = out._data
         if data.size == 1 and data.dtype.kind in "fV" and (out._requires_grad or out.grad_fn is not None):
             backend = _tensor._BACKENDS.get(type(data)) or _tensor.backend_for(data)  # (out._backend's lookup)
-            return [Tensor._make(backend.full(data.shape, 1, data.dtype))]
+            seed = _new(Tensor)  # (``Tensor._make`` without its call)
+            seed._data = backend.full(data.shape, 1, data.dtype)
+            return [seed]
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     elif isinstance(grad_outputs, Tensor):
