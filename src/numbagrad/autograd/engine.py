@@ -350,7 +350,9 @@ def _root_edge(t: Tensor, i: int):
 def _dependencies(roots) -> dict:
     """How many edges lead into each node reachable from the (distinct) roots."""
     deps: dict = {}
-    rooted = set(roots)  # walked from the start; every other node is walked when first reached
+    # walked from the start; every other node is walked when first reached (one root is never reached again:
+    # the graph has no cycles)
+    rooted = set(roots) if len(roots) > 1 else ()
     stack = list(roots)
     while stack:
         for nxt, _ in stack.pop().next_functions:
