@@ -698,18 +698,7 @@ class _Task:
         if self.accumulate:
             post = leaf.__dict__.get("_post_accumulate_hooks")
             n = g._grad_slots
-            if n == 1:  # in this slot only: kept as ``.grad``, it leaves the engine
-                g._grad_slots = 0
-                if leaf._grad is None:  # (``accumulate``'s owned first gradient, inline: owned means no create_graph)
-                    leaf._grad = g if not g._requires_grad else Tensor._make(g._data)
-                    data = leaf._data
-                    if data.ndim > 1 and not data.flags.c_contiguous:  # (see ``accumulate``)
-                        _lay_out_like(leaf._grad, data)
-                else:
-                    node.accumulate(g, False, True)
-            elif n == 0:  # not the engine's: copied
-                node.accumulate(g, self.create_graph, False)
-            else:  # in other slots too
+            if n > 1:  # in other slots too
                 if (
                     waiting is not None
                     and leaf._grad is None
@@ -718,8 +707,23 @@ class _Task:
                 ):
                     waiting[node] = g  # (a slot of its own while it waits: still counted)
                     return
-                node.accumulate(g, self.create_graph, False)
-                g._grad_slots = n - 1  # copied: one slot less
+                g._grad_slots = n - 1  # copied (below): one slot less
+                n = 0
+            elif n:  # in this slot only: kept as ``.grad``, it leaves the engine
+                g._grad_slots = 0
+            if leaf._grad is None and not self.create_graph:  # the first gradient: ``accumulate``'s own, inline
+                if n:  # the engine's: kept
+                    first = g if not g._requires_grad else Tensor._make(g._data)
+                else:  # not the engine's (or still read elsewhere): a copy
+                    data = g._data
+                    first = _new(Tensor)
+                    first._data = (_tensor._BACKENDS.get(type(data)) or _tensor.backend_for(data)).copy(data)
+                leaf._grad = first
+                data = leaf._data
+                if data.ndim > 1 and not data.flags.c_contiguous:  # (see ``accumulate``)
+                    _lay_out_like(first, data)
+            else:
+                node.accumulate(g, self.create_graph, n == 1)
             if post:
                 for hook in list(post.values()):
                     hook(leaf)
