@@ -41,7 +41,8 @@ class AccumulateGrad(GraphNode):
 
     def accumulate(self, grad: Tensor, create_graph: bool, owned: bool = False) -> None:
         """Add ``grad`` into the leaf's ``.grad``; ``owned`` (the engine's buffer, held nowhere else: see
-        ``owns``) lets the first one be kept without a copy."""
+        ``owns``) lets the first one be kept without a copy. (A backward without create_graph stores a first
+        gradient itself, the same way: ``_Task._accumulate_leaf``.)"""
         t = self.variable
         if t._grad is None:
             if create_graph:
@@ -539,14 +540,13 @@ class _Task:
                         n = g._grad_slots
                         if n:
                             g._grad_slots = n + 1
-                        elif type(g) is Tensor:  # (a sparse gradient is never owned)
+                        elif type(g) is Tensor:  # (a sparse gradient is never owned, nor a device one)
                             data = g._data
-                            if type(data) is not np.ndarray:  # (nor a device one)
-                                pass
-                            elif data.base is None:
-                                _claim(g, data, grads_in, node._saved if node._returns_saved else None)
-                            else:  # (a view is never owned; see ``_aliased`` below)
-                                views = True
+                            if type(data) is np.ndarray:
+                                if data.base is None:
+                                    _claim(g, data, grads_in, node._saved if node._returns_saved else None)
+                                else:  # (a view is never owned; see ``_aliased`` below)
+                                    views = True
                     elif g._grad_slots:
                         g._grad_slots = 0
                     buf = buffers.get(nxt)
