@@ -559,6 +559,28 @@ def test_queue_callback_runs_once_backward_has_finished():
     assert order == [("accumulated", [2.0, 2.0]), ("callback", [2.0, 2.0])]
 
 
+def test_a_queued_callback_may_queue_another_that_runs_in_the_same_pass(torch):
+    """torch runs the final callbacks in a loop that sees callbacks queued by the running ones."""
+
+    def run(lib, queue):
+        w = lib.tensor([1.0, 2.0], requires_grad=True)
+        order = []
+
+        def first():
+            order.append("first")
+            queue(lambda: order.append("second"))
+
+        w.register_hook(lambda g: queue(first))
+        (w * 2).sum().backward()
+        order.append("after")
+        return order
+
+    from numbagrad.autograd.engine import queue_callback
+
+    expected = run(torch, torch.autograd.Variable._execution_engine.queue_callback)
+    assert run(numbagrad, queue_callback) == expected == ["first", "second", "after"]
+
+
 def test_queue_callback_outside_backward_is_an_error():
     from numbagrad.autograd.engine import queue_callback
 

@@ -41,7 +41,8 @@ class AccumulateGrad(GraphNode):
 
     def accumulate(self, grad: Tensor, create_graph: bool, owned: bool = False) -> None:
         """Add ``grad`` into the leaf's ``.grad``; ``owned`` (the engine's buffer, held nowhere else: see
-        ``owns``) lets the first one be kept without a copy."""
+        ``owns``) lets the first one be kept without a copy. (A backward without create_graph stores a first
+        gradient itself, the same way: ``_Task._accumulate_leaf``.)"""
         t = self.variable
         if t._grad is None:
             if create_graph:
@@ -53,8 +54,9 @@ class AccumulateGrad(GraphNode):
                 copied = _new(Tensor)
                 copied._data = (_tensor._BACKENDS.get(type(data)) or _tensor.backend_for(data)).copy(data)
                 t._grad = copied
-            if not t._data.flags.c_contiguous:  # torch's layout contract: a dense leaf's gradient has its strides
-                _lay_out_like(t._grad, t._data)
+            data = t._data
+            if data.ndim > 1 and not data.flags.c_contiguous:  # torch's layout contract: a dense leaf's gradient
+                _lay_out_like(t._grad, data)  # has its strides (a dense array of fewer dims is row-major)
         elif create_graph or t._grad.requires_grad:
             t._grad = t._grad + grad
         else:
@@ -108,19 +110,15 @@ def _disown(grad: Tensor | None) -> None:
         grad._grad_slots = 0
 
 
-def _claim(grad: Tensor, grads_in: list, saved) -> None:
-    """A gradient a built-in node returned that the engine does not own yet, and not a view: owned from now (one
-    slot) when it is a buffer its backward kernel allocated: a dense, writable array of its own, not the storage
-    of the node's incoming gradients or ``saved`` tensors (what a backward may hand on; ``None`` for a node that
-    never returns a saved one)."""
-    if type(grad) is not Tensor:  # (a sparse gradient: never owned)
-        return
-    data = grad._data
-    if type(data) is not np.ndarray or grad.grad_fn is not None:
-        return
+def _claim(grad: Tensor, data: np.ndarray, grads_in: list, saved) -> None:
+    """A dense gradient (``data``: its array, not a view) that a built-in node returned and the engine does not
+    own yet: owned from now (one slot) when it is a buffer its backward kernel allocated: a writable row-major
+    array of its own, not the storage of the node's incoming gradients or ``saved`` tensors (what a backward may
+    hand on; ``None`` for a node that never returns a saved one)."""
+    if not data.flags.carray or grad.grad_fn is not None:  # (carray: writeable, aligned and C-contiguous in one
+        return  # read; an incoming gradient the engine owns is all three, so it is caught below only past here)
     for g in grads_in:
-        if g is not None and getattr(g, "_data", None) is data:  # (passed on in another tensor: neither may be
-            # written in place; getattr: an incoming gradient may be sparse)
+        if type(g) is Tensor and g._data is data:  # (passed on in another tensor: neither may be written in place)
             if g._grad_slots:
                 g._grad_slots = 0
             return
@@ -128,9 +126,7 @@ def _claim(grad: Tensor, grads_in: list, saved) -> None:
         for s in saved:
             if s is not None and type(s.tensor) is Tensor and s.tensor._data is data:
                 return
-    flags = data.flags
-    if flags.writeable and flags.c_contiguous:
-        grad._grad_slots = 1
+    grad._grad_slots = 1
 
 
 def _aliased(grad: Tensor, grads_out) -> bool:
@@ -157,7 +153,9 @@ def _make_grads(outputs: tuple, grad_outputs) -> list:
         data = out._data
         if data.size == 1 and data.dtype.kind in "fV" and (out._requires_grad or out.grad_fn is not None):
             backend = _tensor._BACKENDS.get(type(data)) or _tensor.backend_for(data)  # (out._backend's lookup)
-            return [Tensor._make(backend.full(data.shape, 1, data.dtype))]
+            seed = _new(Tensor)  # (``Tensor._make`` without its call)
+            seed._data = backend.full(data.shape, 1, data.dtype)
+            return [seed]
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     elif isinstance(grad_outputs, Tensor):
@@ -312,6 +310,8 @@ def queue_callback(callback) -> None:
     task = state.task  # (the innermost backward running in this thread)
     if task is None:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    if task.callbacks is None:
+        task.callbacks = []
     task.callbacks.append(callback)
 
 
@@ -332,7 +332,7 @@ def run_backward(outputs, grads, retain_graph: bool, create_graph: bool, inputs=
     try:
         task.execute(roots, grads)
         pending = task.callbacks
-        while pending:  # a callback may queue another
+        while pending:  # a callback may queue another (into this list: it exists once the first was queued)
             pending.pop(0)()
     finally:
         st.enabled = prev_mode
@@ -351,7 +351,9 @@ def _root_edge(t: Tensor, i: int):
 def _dependencies(roots) -> dict:
     """How many edges lead into each node reachable from the (distinct) roots."""
     deps: dict = {}
-    rooted = set(roots)  # walked from the start; every other node is walked when first reached
+    # walked from the start; every other node is walked when first reached (one root is never reached again:
+    # the graph has no cycles)
+    rooted = set(roots) if len(roots) > 1 else ()
     stack = list(roots)
     while stack:
         for nxt, _ in stack.pop().next_functions:
@@ -406,7 +408,10 @@ def _sum(a: Tensor, b: Tensor, tracks: bool) -> Tensor:
             n = g._grad_slots
             if n:
                 g._grad_slots = n - 1
-        _claim(total, (), None)  # (a new tensor: the sum)
+        if type(total) is Tensor:  # (a new tensor: the sum; a sparse one is never owned)
+            data = total._data
+            if type(data) is np.ndarray and data.base is None:
+                _claim(total, data, (), None)
     return total
 
 
@@ -421,16 +426,18 @@ def _call_hooks(hooks: dict, grad):
 class _Task:
     """One backward pass: its options, its gradient buffers and ready queue, and what it captures."""
 
+    # (class defaults, set per pass only where they differ: a ``loss.backward()`` makes one of these per step)
+    targets: dict | None = None  # node -> [(output_nr, k)]: where to capture the gradients of ``inputs``
+    captured: list | tuple = ()  # the captured gradients, one per input
+    deps: dict | None = None  # (set by ``execute``: what ``will_compute_grad_of`` reads while the pass runs)
+    needed: set | None = None
+    roots: list | tuple = ()
+    callbacks: list | None = None  # what ``queue_callback`` queued during this pass: run once it has finished
+
     def __init__(self, retain_graph: bool, create_graph: bool, accumulate: bool, inputs) -> None:
         self.retain_graph = retain_graph
         self.create_graph = create_graph
         self.accumulate = accumulate
-        self.targets = None  # node -> [(output_nr, k)]: where to capture the gradients of ``inputs``
-        self.captured: list = []
-        self.deps: dict = {}  # (while it runs: what ``will_compute_grad_of`` reads)
-        self.needed = None
-        self.roots: list = []
-        self.callbacks: list = []  # what ``queue_callback`` queued during this pass: run once it has finished
         if inputs is not None:
             self.targets = {}
             for k, t in enumerate(inputs):
@@ -529,18 +536,19 @@ class _Task:
                 if nxt is None:
                     continue
                 if g is not None:
-                    n = g._grad_slots
-                    if not keeps:
+                    if keeps:  # (only ever True with ``tracks``, where a node ran)
+                        n = g._grad_slots
                         if n:
-                            g._grad_slots = 0
-                    elif n:
-                        g._grad_slots = n + 1
-                    elif tracks and type(g) is Tensor and type(g._data) is np.ndarray:  # (a sparse or a device
-                        # gradient is never owned)
-                        if g._data.base is None:
-                            _claim(g, grads_in, node._saved if node._returns_saved else None)
-                        else:  # (a view is never owned; see ``_aliased`` below)
-                            views = True
+                            g._grad_slots = n + 1
+                        elif type(g) is Tensor:  # (a sparse gradient is never owned, nor a device one)
+                            data = g._data
+                            if type(data) is np.ndarray:
+                                if data.base is None:
+                                    _claim(g, data, grads_in, node._saved if node._returns_saved else None)
+                                else:  # (a view is never owned; see ``_aliased`` below)
+                                    views = True
+                    elif g._grad_slots:
+                        g._grad_slots = 0
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt._num_outputs
@@ -690,12 +698,7 @@ class _Task:
         if self.accumulate:
             post = leaf.__dict__.get("_post_accumulate_hooks")
             n = g._grad_slots
-            if n == 1:  # in this slot only: kept as ``.grad``, it leaves the engine
-                g._grad_slots = 0
-                node.accumulate(g, self.create_graph, True)
-            elif n == 0:  # not the engine's: copied
-                node.accumulate(g, self.create_graph, False)
-            else:  # in other slots too
+            if n > 1:  # in other slots too
                 if (
                     waiting is not None
                     and leaf._grad is None
@@ -704,8 +707,23 @@ class _Task:
                 ):
                     waiting[node] = g  # (a slot of its own while it waits: still counted)
                     return
-                node.accumulate(g, self.create_graph, False)
-                g._grad_slots = n - 1  # copied: one slot less
+                g._grad_slots = n - 1  # copied (below): one slot less
+                n = 0
+            elif n:  # in this slot only: kept as ``.grad``, it leaves the engine
+                g._grad_slots = 0
+            if leaf._grad is None and not self.create_graph:  # the first gradient: ``accumulate``'s own, inline
+                if n:  # the engine's: kept
+                    first = g if not g._requires_grad else Tensor._make(g._data)
+                else:  # not the engine's (or still read elsewhere): a copy
+                    data = g._data
+                    first = _new(Tensor)
+                    first._data = (_tensor._BACKENDS.get(type(data)) or _tensor.backend_for(data)).copy(data)
+                leaf._grad = first
+                data = leaf._data
+                if data.ndim > 1 and not data.flags.c_contiguous:  # (see ``accumulate``)
+                    _lay_out_like(first, data)
+            else:
+                node.accumulate(g, self.create_graph, n == 1)
             if post:
                 for hook in list(post.values()):
                     hook(leaf)

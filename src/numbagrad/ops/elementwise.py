@@ -596,9 +596,9 @@ def _unmodified(saved: list | None) -> bool:
     modified in place since it was saved (torch's version check)."""
     if not saved:
         return False
-    for k in range(len(saved)):
-        counter = saved[k].tensor._version_counter
-        if (0 if counter is None else counter.value) != saved[k].version:
+    for s in saved:
+        counter = s.tensor._version_counter
+        if (0 if counter is None else counter.value) != s.version:
             return False
     return True
 

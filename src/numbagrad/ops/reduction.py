@@ -69,7 +69,9 @@ def _expand_back(g: Tensor, shape, axes, keepdim: bool) -> Tensor:
     backend = _BACKENDS.get(type(data)) or backend_for(data)  # (what g._backend returns, without its frame)
     if not keepdim and data.ndim != len(shape) and data.size != 1:  # (one element expands from any shape)
         data = backend.reshape(data, _keepdim_shape(shape, axes))
-    return Tensor._make(backend.broadcast_to(data, shape))
+    expanded = _new(Tensor)  # (``Tensor._make`` without its call: every loss's backward starts here)
+    expanded._data = backend.broadcast_to(data, shape)
+    return expanded
 
 
 def _count(shape, axes) -> int:
