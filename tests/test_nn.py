@@ -350,6 +350,22 @@ def test_linear_on_batched_input():
     np.testing.assert_allclose(lin(x).detach().numpy(), expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("rows, features", [(16, 128), (64, 512), (128, 16)], ids=["short", "wide", "tall"])
+@pytest.mark.parametrize("bias_shape", [("rows", "features"), ("features",)], ids=["per-element", "per-feature"])
+def test_float32_linear_matches_torch_and_is_contiguous_in_either_product_orientation(
+    torch, rows, features, bias_shape
+):
+    """The backend multiplies a short float32 batch as ``W @ x.T`` and a tall one as ``x @ W.T``: either way the
+    values are torch's and the output is row-major."""
+    g = np.random.default_rng(0)
+    x, w = g.standard_normal((rows, 300), dtype=np.float32), g.standard_normal((features, 300), dtype=np.float32)
+    b = g.standard_normal(tuple({"rows": rows, "features": features}[n] for n in bias_shape), dtype=np.float32)
+    y = F.linear(numbagrad.tensor(x), numbagrad.tensor(w), numbagrad.tensor(b))
+    expected = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b))
+    np.testing.assert_allclose(y.numpy(), expected.numpy(), rtol=1e-4, atol=1e-4)
+    assert y.is_contiguous() and y.stride() == expected.stride()
+
+
 def test_init_fans_and_gains():
     w = numbagrad.empty(30, 20, 2)
     assert nn.init._calculate_fan_in_and_fan_out(w) == (40, 60)

@@ -731,12 +731,19 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @np.errstate(all="ignore")
 def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """``x @ weight.T + bias`` for a 2-D ``x`` (torch's ``addmm``): the product is written row-major and the bias
-    added in place. (Adding the bias while transposing ``W @ x.T`` costs up to 6x the product at (768, 128) x
-    (512, 128): the column-wise reads thrash the cache.) 2-byte floats multiply and add in float32 and round once,
-    as torch's CPU does."""
+    """``x @ weight.T + bias`` for a 2-D ``x`` (torch's ``addmm``): in general the product is written row-major and
+    the bias added in place. A float32 batch with fewer rows than output features multiplies as ``W @ x.T`` instead:
+    OpenBLAS's sgemm runs that orientation faster (0.92x at (64, 784) x (128, 784), 0.6x at (16, 784)), and the
+    bias add that transposes it back costs little while the output stays in cache (up to 64K elements; at (512,
+    1024) it doubles the time, and for a tiny product its fixed cost outweighs the gain). 2-byte floats multiply and
+    add in float32 and round once, as torch's CPU does."""
     if _narrow(x.dtype):
         return _narrowed(linear(_widen(x), _widen(weight), _widen(bias)), x.dtype)
+    rows, features = x.shape[0], weight.shape[0]
+    if x.dtype == _SINGLE and rows < features and rows * features <= 65536 and x.size >= 4096:
+        out = np.empty((rows, features), _SINGLE)
+        np.add(np.matmul(weight, x.T).T, bias, out=out)
+        return out
     out = np.matmul(x, weight.T)
     np.add(out, bias, out=out)
     return out
