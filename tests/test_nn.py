@@ -285,6 +285,22 @@ def test_ops_on_parameters_give_plain_tensors():
     assert type(p * 2) is numbagrad.Tensor and type(p.detach()) is numbagrad.Tensor
 
 
+def test_forward_hooks_replace_arguments_and_output_until_removed():
+    """A pre-hook's returned value replaces the arguments, a forward hook's the output; a removed hook no longer
+    runs."""
+    lin = nn.Linear(2, 2, bias=False)
+    with numbagrad.no_grad():
+        lin.weight.copy_(numbagrad.eye(2))
+    pre = lin.register_forward_pre_hook(lambda module, args: (args[0] * 10,))
+    post = lin.register_forward_hook(lambda module, args, out: out + 1)
+    x = numbagrad.tensor([[1.0, 2.0]])
+    np.testing.assert_allclose(lin(x).detach().numpy(), [[11.0, 21.0]])
+    pre.remove()
+    np.testing.assert_allclose(lin(x).detach().numpy(), [[2.0, 3.0]])
+    post.remove()
+    np.testing.assert_allclose(lin(x).detach().numpy(), [[1.0, 2.0]])
+
+
 # --- Linear and init -------------------------------------------------------------------------------------------
 def test_linear_default_init_bounds():
     lin = nn.Linear(400, 50)
