@@ -734,9 +734,9 @@ def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """``x @ weight.T + bias`` for a 2-D ``x`` (torch's ``addmm``): in general the product is written row-major and
     the bias added in place. A float32 batch with fewer rows than output features multiplies as ``W @ x.T`` instead:
     OpenBLAS's sgemm runs that orientation faster (0.92x at (64, 784) x (128, 784), 0.6x at (16, 784)), and the
-    bias add that transposes it back costs little while the output stays in cache (up to 64K elements; at (512,
-    1024) it doubles the time, and for a tiny product its fixed cost outweighs the gain). 2-byte floats multiply and
-    add in float32 and round once, as torch's CPU does."""
+    bias add that transposes it back costs little while the output stays in cache (up to 64K elements: for 512 rows
+    of 1024 features it doubles the time, and for a tiny product its fixed cost outweighs the gain). 2-byte floats
+    multiply and add in float32 and round once, as torch's CPU does."""
     if _narrow(x.dtype):
         return _narrowed(linear(_widen(x), _widen(weight), _widen(bias)), x.dtype)
     rows, features = x.shape[0], weight.shape[0]
