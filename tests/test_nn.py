@@ -285,6 +285,22 @@ def test_ops_on_parameters_give_plain_tensors():
     assert type(p * 2) is numbagrad.Tensor and type(p.detach()) is numbagrad.Tensor
 
 
+def test_forward_hooks_replace_arguments_and_output_until_removed():
+    """A pre-hook's returned value replaces the arguments, a forward hook's the output; a removed hook no longer
+    runs."""
+    lin = nn.Linear(2, 2, bias=False)
+    with numbagrad.no_grad():
+        lin.weight.copy_(numbagrad.eye(2))
+    pre = lin.register_forward_pre_hook(lambda module, args: (args[0] * 10,))
+    post = lin.register_forward_hook(lambda module, args, out: out + 1)
+    x = numbagrad.tensor([[1.0, 2.0]])
+    np.testing.assert_allclose(lin(x).detach().numpy(), [[11.0, 21.0]])
+    pre.remove()
+    np.testing.assert_allclose(lin(x).detach().numpy(), [[2.0, 3.0]])
+    post.remove()
+    np.testing.assert_allclose(lin(x).detach().numpy(), [[1.0, 2.0]])
+
+
 # --- Linear and init -------------------------------------------------------------------------------------------
 def test_linear_default_init_bounds():
     lin = nn.Linear(400, 50)
@@ -348,6 +364,22 @@ def test_linear_on_batched_input():
     x = numbagrad.randn(5, 4, 3)
     expected = x.detach().numpy() @ lin.weight.detach().numpy().T + lin.bias.detach().numpy()
     np.testing.assert_allclose(lin(x).detach().numpy(), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("rows, features", [(16, 128), (64, 512), (128, 16)], ids=["short", "wide", "tall"])
+@pytest.mark.parametrize("bias_shape", [("rows", "features"), ("features",)], ids=["per-element", "per-feature"])
+def test_float32_linear_matches_torch_and_is_contiguous_in_either_product_orientation(
+    torch, rows, features, bias_shape
+):
+    """The backend multiplies a short float32 batch as ``W @ x.T`` and a tall one as ``x @ W.T``: either way the
+    values are torch's and the output is row-major."""
+    g = np.random.default_rng(0)
+    x, w = g.standard_normal((rows, 300), dtype=np.float32), g.standard_normal((features, 300), dtype=np.float32)
+    b = g.standard_normal(tuple({"rows": rows, "features": features}[n] for n in bias_shape), dtype=np.float32)
+    y = F.linear(numbagrad.tensor(x), numbagrad.tensor(w), numbagrad.tensor(b))
+    expected = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b))
+    np.testing.assert_allclose(y.numpy(), expected.numpy(), rtol=1e-4, atol=1e-4)
+    assert y.is_contiguous() and y.stride() == expected.stride()
 
 
 def test_init_fans_and_gains():

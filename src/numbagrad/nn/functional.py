@@ -1742,30 +1742,37 @@ class _Linear(Function):
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         wanted = ctx.needs_input_grad
-        rows = math.prod(x.shape[:-1])  # (not -1: a size-0 input leaves it ambiguous)
-
-        def kernel(g, x, weight):
-            backend = g._backend
-            shape = x._data.shape
-            if len(shape) == 2:
-                g2, x2 = g._data, x._data
-            else:
-                g2 = backend.reshape(g._data, (rows, g._data.shape[-1]))
-                x2 = backend.reshape(x._data, (rows, shape[-1]))
-            gx, gw, gb = backend.linear_backward(g2, x2, weight._data, wanted)
-            return (
-                None if gx is None else Tensor._make(gx if len(shape) == 2 else backend.reshape(gx, shape)),
-                None if gw is None else Tensor._make(gw),
-                None if gb is None else Tensor._make(gb),
-            )
-
-        def formula(g, x, weight):
-            g2 = g.reshape(rows, g.shape[-1])
-            gx = g.matmul(weight) if wanted[0] else None
-            gw = g2.t().mm(x.reshape(rows, x.shape[-1])) if wanted[1] else None
-            return gx, gw, (g2.sum(0) if wanted[2] else None)
-
+        if not state.enabled:  # no graph to record: the kernel alone (what fused_grads would call)
+            return _linear_grads(wanted, g, x, weight)
+        kernel, formula = functools.partial(_linear_grads, wanted), functools.partial(_linear_grads_formula, wanted)
         return tuple(fused_grads("AddmmBackwardBackward0", kernel, formula, (g, x, weight), wanted))
+
+
+def _linear_grads(wanted: tuple, g: Tensor, x: Tensor, weight: Tensor) -> tuple:
+    """``_Linear``'s gradients (those ``wanted``) from the backend's ``linear_backward`` kernel."""
+    backend = g._backend
+    shape = x._data.shape
+    if len(shape) == 2:
+        g2, x2 = g._data, x._data
+    else:
+        rows = math.prod(shape[:-1])  # (not -1: a size-0 input leaves it ambiguous)
+        g2 = backend.reshape(g._data, (rows, g._data.shape[-1]))
+        x2 = backend.reshape(x._data, (rows, shape[-1]))
+    gx, gw, gb = backend.linear_backward(g2, x2, weight._data, wanted)
+    return (
+        None if gx is None else Tensor._make(gx if len(shape) == 2 else backend.reshape(gx, shape)),
+        None if gw is None else Tensor._make(gw),
+        None if gb is None else Tensor._make(gb),
+    )
+
+
+def _linear_grads_formula(wanted: tuple, g: Tensor, x: Tensor, weight: Tensor) -> tuple:
+    """``_linear_grads`` written with differentiable ops (what double backward differentiates)."""
+    rows = math.prod(x.shape[:-1])
+    g2 = g.reshape(rows, g.shape[-1])
+    gx = g.matmul(weight) if wanted[0] else None
+    gw = g2.t().mm(x.reshape(rows, x.shape[-1])) if wanted[1] else None
+    return gx, gw, (g2.sum(0) if wanted[2] else None)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

@@ -99,7 +99,9 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self._call_with_hooks(self.forward, args, kwargs)
+        if self._forward_pre_hooks or self._forward_hooks:
+            return self._call_with_hooks(self.forward, args, kwargs)
+        return self.forward(*args, **kwargs)  # (no hook: what ``_call_with_hooks`` would do, one frame less)
 
     def _call_with_hooks(self, forward: Callable, args: tuple, kwargs: dict):
         """``forward(*args, **kwargs)`` between this module's forward pre-hooks and forward hooks: what calling the

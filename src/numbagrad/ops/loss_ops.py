@@ -12,11 +12,14 @@ works.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.fused import fused_grads
+from ..autograd.grad_mode import state
 from ..backend import backend_for
 from ..scalar_math import ROWS
 from .elementwise import FUNCTIONS, make_function
@@ -122,22 +125,31 @@ class CrossEntropy(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
-        layout, targets = ctx.layout, ctx.targets
-
-        def kernel(g, x):  # on the forward's softmax
-            backend = g._backend
-            gd = g._data if ctx.reduction != "none" else backend.reshape(g._data, (-1,))
-            w = None if weight is None else weight._data
-            grad = backend.cross_entropy_backward(
-                ctx.probs, targets.target, w, ctx.smoothing, targets.ignore_index, gd, ctx.total
-            )
-            return (_t(layout.from_rows(grad)),)
-
-        def formula(g, x):
-            return (_cross_entropy_grad_graph(ctx, x, weight, g),)
-
+        if not state.enabled:  # no graph to record: the kernel alone (what fused_grads would call)
+            return _cross_entropy_grad(ctx, weight, g), None, None, None, None, None
+        kernel = functools.partial(_cross_entropy_grad_kernel, ctx, weight)
+        formula = functools.partial(_cross_entropy_grad_formula, ctx, weight)
         (gx,) = fused_grads(_CE_GRAD_NODE, kernel, formula, (g, x), _ONE)
         return gx, None, None, None, None, None
+
+
+def _cross_entropy_grad(ctx, weight, g: Tensor) -> Tensor:
+    """Cross entropy's input gradient from the kernel, on the forward's softmax (``ctx.probs``)."""
+    backend = g._backend
+    gd = g._data if ctx.reduction != "none" else backend.reshape(g._data, (-1,))
+    targets, w = ctx.targets, None if weight is None else weight._data
+    grad = backend.cross_entropy_backward(
+        ctx.probs, targets.target, w, ctx.smoothing, targets.ignore_index, gd, ctx.total
+    )
+    return _t(ctx.layout.from_rows(grad))
+
+
+def _cross_entropy_grad_kernel(ctx, weight, g: Tensor, x: Tensor) -> tuple:
+    return (_cross_entropy_grad(ctx, weight, g),)
+
+
+def _cross_entropy_grad_formula(ctx, weight, g: Tensor, x: Tensor) -> tuple:
+    return (_cross_entropy_grad_graph(ctx, x, weight, g),)
 
 
 class CrossEntropy2d(CrossEntropy):

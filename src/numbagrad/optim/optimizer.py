@@ -73,17 +73,19 @@ def _with_step_hooks(step: Callable) -> Callable:
     @functools.wraps(step)
     def hooked_step(*args, **kwargs):
         self = args[0]
-        for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
-            result = pre_hook(self, args, kwargs)
-            if result is not None:
-                if not (isinstance(result, tuple) and len(result) == 2):
-                    raise RuntimeError(
-                        f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}."
-                    )
-                args, kwargs = result
+        if _global_optimizer_pre_hooks or self._optimizer_step_pre_hooks:  # (no chain built when there is none)
+            for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+                result = pre_hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(
+                            f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                        )
+                    args, kwargs = result
         out = step(*args, **kwargs)
-        for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
-            post_hook(self, args, kwargs)
+        if self._optimizer_step_post_hooks or _global_optimizer_post_hooks:
+            for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
+                post_hook(self, args, kwargs)
         return out
 
     hooked_step.hooked = True  # type: ignore[attr-defined]
