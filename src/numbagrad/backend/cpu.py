@@ -1337,10 +1337,11 @@ def layer_norm_backward(g: np.ndarray, x: np.ndarray, mean, rstd, weight, param_
     return (gx if need_x else None), (gw if need_wb else None), (gb if need_wb else None)
 
 
-def _channel_planes(a: np.ndarray, dtype) -> np.ndarray:
-    """(N, C, *) as a C-contiguous (N, C, S) array of ``dtype`` (float32 for a 2-byte float)."""
-    a = _widen(a) if _narrow(a.dtype) else np.ascontiguousarray(a, dtype)
-    return a.reshape(a.shape[0], a.shape[1], -1)
+def _channel_planes(a: np.ndarray) -> np.ndarray:
+    """(N, C, *) as an (N, C, S) array, a view where the trailing axes merge (a strided one is fine: the kernels
+    walk its memory order), in float32 for a 2-byte float."""
+    a = _widen(a) if _narrow(a.dtype) else a
+    return a.reshape(a.shape[0], a.shape[1], math.prod(a.shape[2:]))
 
 
 def _work_dtype(dtype: np.dtype) -> np.dtype:
@@ -1353,39 +1354,41 @@ def _per_channel(a, dtype) -> np.ndarray:
     return (_widen(a) if _narrow(a.dtype) else a).astype(dtype, copy=False).reshape(-1)
 
 
+_NO_PARAM = np.empty(0)  # the kernels' "no weight" / "no bias"
+
+
 def batch_norm(x: np.ndarray, weight, bias, running_mean, running_var, training: bool, momentum: float,
                eps: float) -> tuple:  # fmt: skip
-    """Batch norm of (N, C, *) over every dim but the channel in one pass per job (Numba): training normalizes by
+    """Batch norm of (N, C, *) over every dim but the channel in one kernel call (Numba): training normalizes by
     the batch's statistics (summed in float64), eval by the running ones. Returns (output (contiguous, ``x``'s
     dtype), the mean and rstd used (C,), for the backward, and the updated running mean and variance (the
     variance unbiased, ``momentum`` the new batch's weight) in the running statistics' dtype, or None where
     nothing is updated)."""
     dtype = _work_dtype(x.dtype)
-    x3 = _channel_planes(x, dtype)
+    x3 = _channel_planes(x)
     c = x3.shape[1]
-    new_mean = new_var = None
     if training:
         mean64, var64 = np.empty(c), np.empty(c)
-        if x3.size:
-            _nn().batch_norm_stats(x3, mean64, var64)
-        rstd64 = 1.0 / np.sqrt(var64 + eps)
-        count = x3.shape[0] * x3.shape[2]
-        if running_mean is not None:
-            old = _per_channel(running_mean, np.float64)
-            new_mean = _stat_like(old * (1 - momentum) + mean64 * momentum, running_mean)
-        if running_var is not None:
-            old = _per_channel(running_var, np.float64)
-            unbiased = var64 * (count / max(count - 1, 1))
-            new_var = _stat_like(old * (1 - momentum) + unbiased * momentum, running_var)
     else:
-        mean64 = _per_channel(running_mean, np.float64)
-        rstd64 = 1.0 / np.sqrt(_per_channel(running_var, np.float64) + eps)
-    scale = rstd64 * _per_channel(weight, np.float64) if weight is not None else rstd64
-    shift = -mean64 * scale
-    if bias is not None:
-        shift = shift + _per_channel(bias, np.float64)
+        mean64, var64 = _per_channel(running_mean, np.float64), _per_channel(running_var, np.float64)
+    rstd64 = np.empty(c)
     out = np.empty(x3.shape, dtype)
-    _nn().channel_affine(x3, scale.astype(dtype), shift.astype(dtype), out)
+    w = _NO_PARAM if weight is None else _per_channel(weight, dtype)
+    b = _NO_PARAM if bias is None else _per_channel(bias, dtype)
+    if x3.size or not training:
+        _nn().batch_norm_forward(x3, w, b, eps, training, mean64, var64, rstd64, out)
+    else:  # an empty batch: no statistics, and (as torch) the running ones stay as they are
+        mean64.fill(np.nan), var64.fill(np.nan), rstd64.fill(np.nan)
+    new_mean = new_var = None
+    if training and x3.size:
+        if running_mean is not None:
+            new_mean = _stat_like(_per_channel(running_mean, np.float64) * (1 - momentum) + mean64 * momentum,
+                                  running_mean)  # fmt: skip
+        if running_var is not None:
+            count = x3.shape[0] * x3.shape[2]
+            unbiased = var64 * (count / max(count - 1, 1))
+            new_var = _stat_like(_per_channel(running_var, np.float64) * (1 - momentum) + unbiased * momentum,
+                                 running_var)  # fmt: skip
     out = out.reshape(x.shape)
     mean, rstd = mean64.astype(dtype), rstd64.astype(dtype)
     if dtype is not x.dtype:  # a 2-byte float's statistics are saved in its precision, as torch's
@@ -1402,33 +1405,28 @@ def _stat_like(values: np.ndarray, stat: np.ndarray) -> np.ndarray:
 
 def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight, training: bool,
                         need_x: bool, need_w: bool, need_b: bool) -> tuple:  # fmt: skip
-    """(grad of x, of weight, of bias), each None where not needed, from ``batch_norm``'s mean and rstd. Training
-    differentiates through the batch's statistics too; eval's input gradient is ``g * rstd * weight``. The
-    per-channel sums are float64; the results are fresh arrays of ``x``'s dtype (the parameters', for theirs)."""
+    """(grad of x, of weight, of bias), each None where not needed, from ``batch_norm``'s mean and rstd, in one
+    kernel call. Training differentiates through the batch's statistics too; eval's input gradient is
+    ``g * rstd * weight``. The per-channel sums are float64; the results are fresh arrays of ``x``'s dtype (the
+    parameters', for theirs)."""
     dtype = _work_dtype(x.dtype)
-    x3, g3 = _channel_planes(x, dtype), _channel_planes(g, dtype)
+    x3, g3 = _channel_planes(x), _channel_planes(g)
     c = x3.shape[1]
-    kernels = _nn()
     sum_g, dot = np.zeros(c), np.zeros(c)
-    if x3.size and (need_w or need_b or (need_x and training)):
-        kernels.batch_norm_grad_sums(g3, x3, mean, sum_g, dot)
-    rstd64 = rstd.astype(np.float64)
-    gx = gw = gb = None
+    gx = np.empty(x3.shape if need_x else (0, 0, 0), dtype)
+    if x3.size:
+        w = _NO_PARAM if weight is None else _per_channel(weight, dtype)
+        _nn().batch_norm_backward(g3, x3, mean, rstd, w, training, sum_g, dot, gx)
+    gw = gb = None
     param = weight.dtype if weight is not None else x.dtype
     if need_x:
-        scale = rstd64 * _per_channel(weight, np.float64) if weight is not None else rstd64
-        gx = np.empty(x3.shape, dtype)
-        if training:
-            count = max(x3.shape[0] * x3.shape[2], 1)
-            k = (dot * rstd64 * rstd64 / count).astype(dtype)
-            kernels.batch_norm_input_grad(g3, x3, mean, k, (sum_g / count).astype(dtype), scale.astype(dtype), gx)
-        else:
-            kernels.channel_affine(g3, scale.astype(dtype), np.zeros(c, dtype), gx)
         gx = gx.reshape(x.shape)
         if dtype is not x.dtype:
             gx = _narrowed(gx, x.dtype)
+    else:
+        gx = None
     if need_w:
-        gw = _stat_like(dot * rstd64, np.empty(c, param))
+        gw = _stat_like(dot * rstd.astype(np.float64), np.empty(c, param))
     if need_b:
         gb = _stat_like(sum_g, np.empty(c, param))
     return gx, gw, gb
