@@ -1363,10 +1363,12 @@ def batch_norm(x: np.ndarray, weight, bias, running_mean, running_var, training:
     the batch's statistics (summed in float64), eval by the running ones. Returns (output (contiguous, ``x``'s
     dtype), the mean and rstd used (C,), for the backward, and the updated running mean and variance (the
     variance unbiased, ``momentum`` the new batch's weight) in the running statistics' dtype, or None where
-    nothing is updated)."""
+    nothing is updated). A running statistic of the data's dtype, contiguous, is updated in place by the kernel
+    and returned itself; others come back as new arrays."""
     dtype = _work_dtype(x.dtype)
     x3 = _channel_planes(x)
     c = x3.shape[1]
+    update = training and x3.size  # (an empty batch, as torch's: no statistics, the running ones stay)
     if training:
         mean64, var64 = np.empty(c), np.empty(c)
     else:
@@ -1375,20 +1377,34 @@ def batch_norm(x: np.ndarray, weight, bias, running_mean, running_var, training:
     out = np.empty(x3.shape, dtype)
     w = _NO_PARAM if weight is None else _per_channel(weight, dtype)
     b = _NO_PARAM if bias is None else _per_channel(bias, dtype)
+    in_place = [
+        update and s is not None and s.dtype == dtype and s.flags.c_contiguous for s in (running_mean, running_var)
+    ]
     if x3.size or not training:
-        _nn().batch_norm_forward(x3, w, b, eps, training, mean64, var64, rstd64, out)
-    else:  # an empty batch: no statistics, and (as torch) the running ones stay as they are
+        kept = [s.reshape(-1) if here else _NO_PARAM for s, here in zip((running_mean, running_var), in_place)]
+        _nn().batch_norm_forward(x3, w, b, eps, training, momentum, *kept, mean64, var64, rstd64, out)
+    else:
         mean64.fill(np.nan), var64.fill(np.nan), rstd64.fill(np.nan)
     new_mean = new_var = None
-    if training and x3.size:
+    if update:
+        count = x3.shape[0] * x3.shape[2]
         if running_mean is not None:
-            new_mean = _stat_like(_per_channel(running_mean, np.float64) * (1 - momentum) + mean64 * momentum,
-                                  running_mean)  # fmt: skip
+            new_mean = (
+                running_mean
+                if in_place[0]
+                else _stat_like(
+                    _per_channel(running_mean, np.float64) * (1 - momentum) + mean64 * momentum, running_mean
+                )
+            )
         if running_var is not None:
-            count = x3.shape[0] * x3.shape[2]
             unbiased = var64 * (count / max(count - 1, 1))
-            new_var = _stat_like(_per_channel(running_var, np.float64) * (1 - momentum) + unbiased * momentum,
-                                 running_var)  # fmt: skip
+            new_var = (
+                running_var
+                if in_place[1]
+                else _stat_like(
+                    _per_channel(running_var, np.float64) * (1 - momentum) + unbiased * momentum, running_var
+                )
+            )
     out = out.reshape(x.shape)
     mean, rstd = mean64.astype(dtype), rstd64.astype(dtype)
     if dtype is not x.dtype:  # a 2-byte float's statistics are saved in its precision, as torch's

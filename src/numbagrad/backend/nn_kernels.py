@@ -133,12 +133,13 @@ def _channel_affine(x, scale, shift, out):
 
 
 @njit(**_REDUCING)
-def batch_norm_forward(x, weight, bias, eps, training, mean, var, rstd, out):
+def batch_norm_forward(x, weight, bias, eps, training, momentum, running_mean, running_var, mean, var, rstd, out):
     """Batch norm of (N, C, S) ``x`` into ``out``, as torch's CPU kernel computes it: in training each channel's
     mean and biased variance (float64 ``mean``, ``var``, the centered squares' mean: two passes) are computed,
     in eval ``mean`` and ``var`` hold the running statistics. ``rstd = 1 / sqrt(var + eps)``, and the output is
     ``x * alpha + beta`` with ``alpha = rstd * weight``, ``beta = bias - mean * alpha`` in the data's dtype.
-    ``weight`` and ``bias`` are length-C arrays or empty ones (none)."""
+    ``weight`` and ``bias`` are length-C arrays or empty ones (none). In training a non-empty ``running_mean``
+    and ``running_var`` are updated in place, ``momentum`` the batch's weight (the variance unbiased)."""
     n_, c_, s_ = x.shape
     count = n_ * s_
     if training:
@@ -163,6 +164,11 @@ def batch_norm_forward(x, weight, bias, eps, training, mean, var, rstd, out):
                     var[c] += v
         for c in range(c_):
             var[c] /= count
+        unbias = count / max(count - 1, 1)
+        for c in range(running_mean.size):
+            running_mean[c] = running_mean[c] * (1.0 - momentum) + mean[c] * momentum
+        for c in range(running_var.size):
+            running_var[c] = running_var[c] * (1.0 - momentum) + var[c] * unbias * momentum
     scale = np.empty(c_, out.dtype)
     shift = np.empty(c_, out.dtype)
     for c in range(c_):

@@ -937,7 +937,8 @@ def _suggested_order(shape: tuple, strides: tuple, itemsize: int) -> tuple | Non
 def _check_batch_norm(input: Tensor, running_mean, running_var, weight, bias, training: bool) -> None:
     """torch's checks of ``batch_norm``'s arguments (the BatchNorm modules make them too)."""
     if training:
-        size = int(np.prod([input.shape[0], *input.shape[2:]])) if input.dim() else 1
+        shape = input.shape
+        size = math.prod(shape[:1]) * math.prod(shape[2:])
         if size == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
     elif running_mean is None or running_var is None:

@@ -825,8 +825,9 @@ class BatchNorm(Function):
             training, float(momentum), float(eps),
         )  # fmt: skip
         for stat, new in ((running_mean, new_mean), (running_var, new_var)):
-            if new is not None:  # a buffer update, written into the running statistic's storage
-                stat._backend.setitem(stat._data, (Ellipsis,), new)
+            if new is not None:  # a buffer update, written into the running statistic's storage (or made there)
+                if new is not stat._data:
+                    stat._backend.setitem(stat._data, (Ellipsis,), new)
                 stat._bump_version()
         ctx.training, ctx.eps, ctx.axes, ctx.stats = training, eps, (0, *range(2, x.dim())), (mean, rstd)
         # In training the backward needs the batch's statistics only: the running ones are not saved (as torch's
