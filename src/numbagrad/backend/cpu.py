@@ -118,7 +118,14 @@ def _strided(values, size: int, dtype: np.dtype, outs: tuple) -> tuple[list, lis
     array contiguous along the loop (a result laid out as its transposed input), or contiguous but for a row or
     column broadcast over a 2-dim loop (``r``/``c``: a bias, a per-row scale), the kernel is the flat or the
     row-broadcast one over 1-d views; otherwise a loop nest over views of the loop's rank
-    (``codegen.strided_pattern``). Only an operand of another dtype is copied (converted)."""
+    (``codegen.strided_pattern``). Only an operand of another dtype is copied (converted).
+
+    Contiguous results and operands of which each is a full array, a number or a trailing row or leading column
+    broadcast along one split of the loop (a bias, a ``keepdim`` statistic) take the row-broadcast kernel
+    directly (``_row_broadcast``), without a loop plan."""
+    direct = _row_broadcast(values, size, dtype, outs)
+    if direct is not None:
+        return direct
     shape = outs[0].shape
     operands: list = []
     kinds = ""
@@ -152,6 +159,62 @@ def _strided(values, size: int, dtype: np.dtype, outs: tuple) -> tuple[list, lis
     n_out = len(outs)
     views = [_view(a, *how) for a, how in zip(arrays, views)]
     return views[:n_out], _merge(operands, kinds, views[n_out:]), pattern, tail
+
+
+def _row_broadcast(values, size: int, dtype: np.dtype, outs: tuple) -> tuple | None:
+    """``_strided``'s result for C-contiguous results and operands of ``dtype`` that are full arrays (``a``),
+    numbers or one-element arrays (``s``), rows repeated along the loop's leading dims (``r``: shape ``(1, ..., 1,
+    *shape[k:])``) or columns repeated along its trailing dims (``c``: ``(*shape[:k], 1, ..., 1)``), all split at
+    the same (rows, columns); None for anything else."""
+    shape = outs[0].shape
+    results = []
+    for o in outs:
+        if not o.flags.c_contiguous:
+            return None
+        results.append(o.reshape(-1))
+    rank = len(shape)
+    flat: list = []
+    pattern = ""
+    cols = 0
+    for v in values:
+        if type(v) is not np.ndarray:
+            flat.append(_scalar(v, dtype))
+            pattern += "s"
+            continue
+        if v.dtype != dtype or not v.flags.c_contiguous:
+            return None
+        n = v.size
+        if n == size:
+            flat.append(v.reshape(-1))
+            pattern += "a"
+            continue
+        if n == 1:
+            flat.append(v.reshape(-1)[0])
+            pattern += "s"
+            continue
+        dims = v.shape
+        if len(dims) < rank:
+            dims = (1,) * (rank - len(dims)) + dims
+        first = 0
+        while dims[first] == 1:
+            first += 1
+        last = rank
+        while dims[last - 1] == 1:
+            last -= 1
+        if dims[first:] == shape[first:]:
+            kind, split = "r", n
+        elif dims[:last] == shape[:last]:
+            kind, split = "c", size // n
+        else:
+            return None
+        if cols and split != cols:
+            return None
+        cols = split
+        flat.append(v.reshape(-1))
+        pattern += kind
+    if not cols:
+        return None
+    return results, flat, pattern, (size // cols, cols)
 
 
 #: The loop plans of recent array layouts (``_loop_plan``), by the loop's shape, the operands' kinds and each
