@@ -810,11 +810,15 @@ class BatchNorm(Function):
     module replays them all (an update in the module's own code would break its trace)."""
 
     node_name = "NativeBatchNormBackward0"
+    _trusted = True  # (the kernel's gradients have their inputs' shapes and dtypes)
+    _simple = True  # (no tensor op inside: apply's simple path)
 
     @staticmethod
     def forward(ctx, x: Tensor, weight, bias, running_mean, running_var, training: bool, momentum, eps: float, counter):
-        if training and counter is not None:
-            counter.add_(1)
+        if training and counter is not None:  # ``counter.add_(1)`` on the storage, without an in-place op's checks
+            count = counter._data
+            counter._backend.elementwise(ROWS["add"], [count, 1], (), count.dtype, out=count)
+            counter._bump_version()
             if momentum is None:
                 momentum = 1.0 / float(counter._host())
         if momentum is None:
