@@ -928,6 +928,7 @@ class Embedding(Function):
 
     node_name = "EmbeddingBackward0"
     _trusted = True
+    _simple = True  # (the forward is backend calls only: apply's simple path)
 
     @staticmethod
     def forward(ctx, weight: Tensor, indices, padding_idx, scale_grad_by_freq: bool) -> Tensor:
