@@ -264,3 +264,14 @@ def test_broadcast_normalization_by_hand_matches_torch(torch):
         results.append([v.detach().numpy() for v in (out, t.grad, g.grad, b.grad)])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_an_operand_walked_with_its_own_strides_is_passed_as_itself():
+    """A transposed operand of a contiguous result (a gradient through a transposed activation): the loop nest
+    reads the array itself, no strided view of it is made."""
+    x, y = _x(2, 4, 3).transpose(0, 2, 1), _x(2, 3, 4)
+    out = np.empty((2, 3, 4))
+    _, flat, pattern, _ = cpu._strided([x, y], out.size, F64, (out,))
+    assert pattern == codegen.strided_pattern("nn", 3)
+    assert flat[0] is x
+    np.testing.assert_array_equal(cpu.elementwise(ROWS["sub"], [x, y], (), F64, out=out), x - y)
