@@ -256,3 +256,23 @@ def test_conv2d_by_sample_bfloat16_matches_torch(torch):
         results.append([t.detach().float().numpy() for t in (out, *(t.grad for t in ts))])
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=2e-2, atol=0.5)
+
+
+BN_ERRORS = {
+    "weight of another size": lambda lib: lib.nn.functional.batch_norm(
+        lib.zeros(4, 3), None, None, lib.ones(2), None, training=True
+    ),
+    "float32 input, float64 weight": lambda lib: lib.nn.functional.batch_norm(
+        lib.zeros(4, 3), None, None, lib.ones(3, dtype=lib.float64), None, training=True
+    ),
+}
+
+
+@pytest.mark.parametrize("call", BN_ERRORS.values(), ids=BN_ERRORS.keys())
+def test_batch_norm_argument_errors_match_torch(torch, call):
+    errors = []
+    for lib in (numbagrad, torch):
+        with pytest.raises((RuntimeError, ValueError)) as info:
+            call(lib)
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]
