@@ -254,3 +254,42 @@ def test_error_an_index_into_an_empty_dim_as_torch(torch, index):
             lib.zeros(0, 3)[index]
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+# --- rows picked by one integer tensor (an embedding lookup ``C[X]``) ---------------------------------------------
+ROW_INDICES = {
+    "2-d with repeats": np.array([[0, 2, 2], [1, 0, 2]]),
+    "negative": np.array([-1, 0, -3, 1]),
+    "int32": np.array([[2], [0]], np.int32),
+    "3-d": np.array([[[1, 1]], [[0, 2]]]),
+}
+
+
+@pytest.mark.parametrize("index", ROW_INDICES.values(), ids=ROW_INDICES.keys())
+def test_rows_by_an_integer_tensor_values_gradients_and_node_match_torch(torch, index):
+    table = np.arange(15.0).reshape(3, 5) / 4 - 1
+    results = []
+    for lib in (numbagrad, torch):
+        c = lib.tensor(table, requires_grad=True)
+        out = c[lib.tensor(index)]
+        out.backward(lib.tensor(np.linspace(-1, 2, out.numel()).reshape(tuple(out.shape))))
+        results.append((type(out.grad_fn).__name__, out.detach().numpy(), c.grad.numpy()))
+    (name, values, grad), (their_name, their_values, their_grad) = results
+    assert name == their_name
+    np.testing.assert_array_equal(values, their_values)
+    np.testing.assert_allclose(grad, their_grad, rtol=1e-12, atol=1e-12)
+
+
+def test_rows_by_an_integer_tensor_out_of_range_raise_torchs_error(torch):
+    messages = []
+    for lib in (numbagrad, torch):
+        c = lib.zeros(3, 2)
+        with pytest.raises(IndexError) as info:
+            c[lib.tensor([[0, 3]])]
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_rows_of_a_table_with_an_empty_dim_as_torch(torch):
+    shapes = [tuple(lib.zeros(3, 0)[lib.tensor([[5, 1]])].shape) for lib in (numbagrad, torch)]
+    assert shapes[0] == shapes[1]

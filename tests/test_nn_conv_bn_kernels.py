@@ -123,6 +123,38 @@ def test_batch_norm_backward_with_create_graph_matches_the_fused_backward():
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_of_a_transposed_view_matches_torch(training, torch):
+    """(N, L, C) data normalized over C through its (N, C, L) view, as a sequence model's BatchNorm1d sees it: the
+    kernels walk the view's memory order (channels innermost), values and gradients as torch's."""
+    x, w, b, mean, var = _arrays(6, (4, 5, 3), (3,), (3,), (3,), (3,))
+    var = np.abs(var) + 0.5
+
+    def fn(lib, x, w, b):
+        stats = (None, None) if training else (lib.tensor(mean), lib.tensor(var))
+        return lib.nn.functional.batch_norm(x.transpose(1, 2), *stats, w, b, training=training).transpose(1, 2)
+
+    _same_as_torch(torch, fn, [x, w, b])
+
+
+def test_batch_norm_of_channels_last_images_matches_torch(torch):
+    x, w, b = _arrays(7, (2, 3, 4, 5), (3,), (3,))
+
+    def fn(lib, x, w, b):
+        return lib.nn.functional.batch_norm(x.contiguous(memory_format=lib.channels_last), None, None, w, b, True)
+
+    _same_as_torch(torch, fn, [x, w, b])
+
+
+def test_batch_norm_of_an_empty_batch_leaves_the_running_statistics(torch):
+    results = []
+    for lib in (numbagrad, torch):
+        bn = lib.nn.BatchNorm1d(3)
+        out = bn(lib.zeros(0, 3))
+        results.append((tuple(out.shape), bn.running_mean.numpy().tolist(), bn.running_var.numpy().tolist()))
+    assert results[0] == results[1]
+
+
 # --- transposed convolution ---------------------------------------------------------------------------------------
 CONV_T = {
     "plain": ((2, 3, 3, 4), (3, 2, 3, 2), (2,), {}),
@@ -224,3 +256,23 @@ def test_conv2d_by_sample_bfloat16_matches_torch(torch):
         results.append([t.detach().float().numpy() for t in (out, *(t.grad for t in ts))])
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=2e-2, atol=0.5)
+
+
+BN_ERRORS = {
+    "weight of another size": lambda lib: lib.nn.functional.batch_norm(
+        lib.zeros(4, 3), None, None, lib.ones(2), None, training=True
+    ),
+    "float32 input, float64 weight": lambda lib: lib.nn.functional.batch_norm(
+        lib.zeros(4, 3), None, None, lib.ones(3, dtype=lib.float64), None, training=True
+    ),
+}
+
+
+@pytest.mark.parametrize("call", BN_ERRORS.values(), ids=BN_ERRORS.keys())
+def test_batch_norm_argument_errors_match_torch(torch, call):
+    errors = []
+    for lib in (numbagrad, torch):
+        with pytest.raises((RuntimeError, ValueError)) as info:
+            call(lib)
+        errors.append((type(info.value), str(info.value)))
+    assert errors[0] == errors[1]

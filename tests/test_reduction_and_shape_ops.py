@@ -246,3 +246,31 @@ def test_error_an_ambiguous_minus_one_for_0_elements(torch, shape):
             lib.zeros(0, 3).reshape(shape)
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+SPREADS = {
+    "var over two dims, keepdim": lambda lib, x: x.var((0, 1), keepdim=True),
+    "var over the last dim": lambda lib, x: x.var(-1),
+    "var of everything, biased": lambda lib, x: x.var(correction=0),
+    "std over the first dim, keepdim": lambda lib, x: x.std(0, keepdim=True),
+    "var_mean over two dims": lambda lib, x: lib.var_mean(x, (0, 2))[0],
+    "mean over two dims, keepdim": lambda lib, x: x.mean((0, 1), keepdim=True),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("fn", SPREADS.values(), ids=SPREADS.keys())
+def test_spreads_values_and_gradients_match_torch(torch, fn, dtype):
+    """The forward on the storage and the backward's direct path (no create_graph) against torch."""
+    x = _r(4, 3, 5).astype(dtype)
+    results = []
+    for lib in (numbagrad, torch):
+        t = lib.tensor(x, requires_grad=True)
+        out = fn(lib, t)
+        out.backward(lib.tensor(np.linspace(-1, 1, out.numel()).reshape(tuple(out.shape)).astype(dtype)))
+        results.append((out.detach().numpy(), t.grad.numpy(), str(out.dtype).split(".")[-1]))
+    (a, ga, da), (b, gb, db) = results
+    assert da == db
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    np.testing.assert_allclose(ga, gb, rtol=tol, atol=tol)

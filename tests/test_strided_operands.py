@@ -218,3 +218,60 @@ def test_a_sum_of_a_transposed_array_reads_it_in_place():
     finally:
         tracemalloc.stop()
     assert peak < a.nbytes / 8
+
+
+# --- contiguous row and column broadcasts: the row-broadcast kernel without a loop plan -------------------------
+BROADCASTS = [
+    ("a keepdim statistic over the leading dims", (2, 3, 4), [(2, 3, 4), (1, 1, 4)], "ar", (6, 4)),
+    ("a bias of fewer dims", (2, 3, 4), [(2, 3, 4), (4,)], "ar", (6, 4)),
+    ("a bias first", (2, 3, 4), [(3, 4), (2, 3, 4)], "ra", (2, 12)),
+    ("a keepdim statistic over the trailing dim", (2, 3, 4), [(2, 3, 4), (2, 3, 1)], "ac", (6, 4)),
+    ("a row and a column of one split", (2, 3, 4), [(2, 1, 1), (1, 3, 4), (2, 3, 4)], "cra", (2, 12)),
+]
+
+
+@pytest.mark.parametrize(("name", "shape", "shapes", "pattern", "tail"), BROADCASTS, ids=[b[0] for b in BROADCASTS])
+def test_a_contiguous_row_or_column_broadcast_takes_the_row_kernel_directly(name, shape, shapes, pattern, tail):
+    arrays = [_x(*s) for s in shapes]
+    out = np.empty(shape)
+    res, flat, got, got_tail = cpu._strided(arrays, out.size, F64, (out,))
+    assert (got, got_tail) == (pattern, tail)
+    assert all(np.shares_memory(f, a) for f, a in zip(flat, arrays))
+    if len(arrays) == 2:
+        np.testing.assert_array_equal(cpu.elementwise(ROWS["mul"], arrays, (), F64), arrays[0] * arrays[1])
+    else:  # addcmul: x + value * y * z
+        expected = arrays[0] + 0.5 * arrays[1] * arrays[2]
+        np.testing.assert_array_equal(cpu.elementwise(ROWS["addcmul"], arrays, (0.5,), F64), expected)
+
+
+def test_a_row_and_a_column_of_different_splits_take_the_loop_nest():
+    a, b = _x(2, 1, 1), _x(1, 1, 4)
+    out = np.empty((2, 3, 4))
+    _, _, pattern, tail = cpu._strided([a, b], out.size, F64, (out,))
+    assert (pattern, tail) != ("cr", (2, 12)) and (pattern, tail) != ("cr", (6, 4))
+    np.testing.assert_array_equal(cpu.elementwise(ROWS["sub"], [a, b], (), F64), a - b)
+
+
+def test_broadcast_normalization_by_hand_matches_torch(torch):
+    """``(x - mean) / sqrt(var + eps) * gamma + beta`` over a keepdim statistic, values and gradients."""
+    x, gamma, beta = _x(4, 3, 5), _x(5), _x(5)
+    results = []
+    for lib in (numbagrad, torch):
+        t, g, b = (lib.tensor(a, requires_grad=True) for a in (x, gamma, beta))
+        mean, var = t.mean((0, 1), keepdim=True), t.var((0, 1), keepdim=True)
+        out = (t - mean) / lib.sqrt(var + 1e-5) * g + b
+        out.backward(lib.tensor(np.linspace(-1, 1, 60).reshape(4, 3, 5)))
+        results.append([v.detach().numpy() for v in (out, t.grad, g.grad, b.grad)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_an_operand_walked_with_its_own_strides_is_passed_as_itself():
+    """A transposed operand of a contiguous result (a gradient through a transposed activation): the loop nest
+    reads the array itself, no strided view of it is made."""
+    x, y = _x(2, 4, 3).transpose(0, 2, 1), _x(2, 3, 4)
+    out = np.empty((2, 3, 4))
+    _, flat, pattern, _ = cpu._strided([x, y], out.size, F64, (out,))
+    assert pattern == codegen.strided_pattern("nn", 3)
+    assert flat[0] is x
+    np.testing.assert_array_equal(cpu.elementwise(ROWS["sub"], [x, y], (), F64, out=out), x - y)

@@ -120,7 +120,14 @@ def _strided(values, size: int, dtype: np.dtype, outs: tuple) -> tuple[list, lis
     array contiguous along the loop (a result laid out as its transposed input), or contiguous but for a row or
     column broadcast over a 2-dim loop (``r``/``c``: a bias, a per-row scale), the kernel is the flat or the
     row-broadcast one over 1-d views; otherwise a loop nest over views of the loop's rank
-    (``codegen.strided_pattern``). Only an operand of another dtype is copied (converted)."""
+    (``codegen.strided_pattern``). Only an operand of another dtype is copied (converted).
+
+    Contiguous results and operands of which each is a full array, a number or a trailing row or leading column
+    broadcast along one split of the loop (a bias, a ``keepdim`` statistic) take the row-broadcast kernel
+    directly (``_row_broadcast``), without a loop plan."""
+    direct = _row_broadcast(values, size, dtype, outs)
+    if direct is not None:
+        return direct
     shape = outs[0].shape
     operands: list = []
     kinds = ""
@@ -154,6 +161,62 @@ def _strided(values, size: int, dtype: np.dtype, outs: tuple) -> tuple[list, lis
     n_out = len(outs)
     views = [_view(a, *how) for a, how in zip(arrays, views)]
     return views[:n_out], _merge(operands, kinds, views[n_out:]), pattern, tail
+
+
+def _row_broadcast(values, size: int, dtype: np.dtype, outs: tuple) -> tuple | None:
+    """``_strided``'s result for C-contiguous results and operands of ``dtype`` that are full arrays (``a``),
+    numbers or one-element arrays (``s``), rows repeated along the loop's leading dims (``r``: shape ``(1, ..., 1,
+    *shape[k:])``) or columns repeated along its trailing dims (``c``: ``(*shape[:k], 1, ..., 1)``), all split at
+    the same (rows, columns); None for anything else."""
+    shape = outs[0].shape
+    results = []
+    for o in outs:
+        if not o.flags.c_contiguous:
+            return None
+        results.append(o.reshape(-1))
+    rank = len(shape)
+    flat: list = []
+    pattern = ""
+    cols = 0
+    for v in values:
+        if type(v) is not np.ndarray:
+            flat.append(_scalar(v, dtype))
+            pattern += "s"
+            continue
+        if v.dtype != dtype or not v.flags.c_contiguous:
+            return None
+        n = v.size
+        if n == size:
+            flat.append(v.reshape(-1))
+            pattern += "a"
+            continue
+        if n == 1:
+            flat.append(v.reshape(-1)[0])
+            pattern += "s"
+            continue
+        dims = v.shape
+        if len(dims) < rank:
+            dims = (1,) * (rank - len(dims)) + dims
+        first = 0
+        while dims[first] == 1:
+            first += 1
+        last = rank
+        while dims[last - 1] == 1:
+            last -= 1
+        if dims[first:] == shape[first:]:
+            kind, split = "r", n
+        elif dims[:last] == shape[:last]:
+            kind, split = "c", size // n
+        else:
+            return None
+        if cols and split != cols:
+            return None
+        cols = split
+        flat.append(v.reshape(-1))
+        pattern += kind
+    if not cols:
+        return None
+    return results, flat, pattern, (size // cols, cols)
 
 
 #: The loop plans of recent array layouts (``_loop_plan``), by the loop's shape, the operands' kinds and each
@@ -211,7 +274,8 @@ def _how(a: np.ndarray, dims: tuple, steps: tuple) -> tuple:
     """How ``_view`` makes the view of ``a`` with sizes ``dims`` and element strides ``steps`` from its first
     element: over ``a``'s buffer when it is C-contiguous (``a.reshape(-1)`` for its own elements in order: 0.3 us,
     else ``np.ndarray``: 0.9 us), as its memory-order flattening when it is dense and walked in that order (a
-    transposed array), else through ``as_strided`` (8 us: a sliced or flipped array)."""
+    transposed array), as itself when the loop walks it with its own sizes and strides, else through
+    ``as_strided`` (8 us: a sliced or flipped array)."""
     byte_steps = tuple(st * a.itemsize for st in steps)
     if a.flags.c_contiguous:
         return (
@@ -221,6 +285,8 @@ def _how(a: np.ndarray, dims: tuple, steps: tuple) -> tuple:
         )
     if a.size == math.prod(dims) and steps == layout.contiguous_steps(dims):
         return "dense", dims, None
+    if a.shape == dims and a.strides == byte_steps:  # the loop walks the array as it is (a transposed operand)
+        return "self", None, None
     return "strided", dims, byte_steps
 
 
@@ -232,6 +298,8 @@ def _view(a: np.ndarray, how: str, dims: tuple, byte_steps: tuple) -> np.ndarray
         return np.ndarray(dims, a.dtype, a, 0, byte_steps)
     if how == "dense":
         return a.ravel(order="K").reshape(dims)
+    if how == "self":
+        return a
     return np.lib.stride_tricks.as_strided(a, dims, byte_steps)
 
 
@@ -924,7 +992,10 @@ def topk(a: np.ndarray, k: int, dim: int, largest: bool) -> tuple[np.ndarray, np
 
 
 def getitem(a: np.ndarray, index: tuple) -> np.ndarray:
-    """``a[index]``: a view for basic indices, a copy for advanced ones; a full integer index gives a 0-d view."""
+    """``a[index]``: a view for basic indices, a copy for advanced ones; a full integer index gives a 0-d view.
+    One integer array picking rows (an embedding lookup) is ``np.take``, the same copy at a fifth of the cost."""
+    if len(index) == 1 and type(index[0]) is np.ndarray and index[0].dtype.kind in "iu" and a.ndim:
+        return np.take(a, index[0], axis=0)
     out = a[index]
     if type(out) is not np.ndarray:
         return a[index + (Ellipsis,)]
@@ -943,8 +1014,13 @@ def index_add_zeros(shape: tuple, dtype, index, values: np.ndarray) -> np.ndarra
     index, which cannot repeat, is a plain assignment)."""
     out = np.zeros(shape, dtype)
     items = index if isinstance(index, tuple) else (index,)
-    if len(items) == 1 and _add_rows(out, 0, items[0], values):  # an embedding's backward: whole rows
-        return out
+    if len(items) == 1:  # an embedding's backward (``x[idx]``'s): whole rows, an index of any rank flattened
+        rows = items[0]
+        if type(rows) is np.ndarray and rows.ndim > 1 and rows.dtype.kind in "iu" and type(values) is np.ndarray:
+            if values.shape == rows.shape + tuple(shape[1:]):
+                rows, values = rows.reshape(-1), values.reshape((rows.size, *shape[1:]))
+        if _add_rows(out, 0, rows, values):
+            return out
     if any(isinstance(i, (np.ndarray, list)) for i in items):
         np.add.at(out, index, values)
     else:
@@ -1354,10 +1430,11 @@ def layer_norm_backward(g: np.ndarray, x: np.ndarray, mean, rstd, weight, param_
     return (gx if need_x else None), (gw if need_wb else None), (gb if need_wb else None)
 
 
-def _channel_planes(a: np.ndarray, dtype) -> np.ndarray:
-    """(N, C, *) as a C-contiguous (N, C, S) array of ``dtype`` (float32 for a 2-byte float)."""
-    a = _widen(a) if _narrow(a.dtype) else np.ascontiguousarray(a, dtype)
-    return a.reshape(a.shape[0], a.shape[1], -1)
+def _channel_planes(a: np.ndarray) -> np.ndarray:
+    """(N, C, *) as an (N, C, S) array, a view where the trailing axes merge (a strided one is fine: the kernels
+    walk its memory order), in float32 for a 2-byte float."""
+    a = _widen(a) if _narrow(a.dtype) else a
+    return a.reshape(a.shape[0], a.shape[1], math.prod(a.shape[2:]))
 
 
 def _work_dtype(dtype: np.dtype) -> np.dtype:
@@ -1370,39 +1447,57 @@ def _per_channel(a, dtype) -> np.ndarray:
     return (_widen(a) if _narrow(a.dtype) else a).astype(dtype, copy=False).reshape(-1)
 
 
+_NO_PARAM = np.empty(0)  # the kernels' "no weight" / "no bias"
+
+
 def batch_norm(x: np.ndarray, weight, bias, running_mean, running_var, training: bool, momentum: float,
                eps: float) -> tuple:  # fmt: skip
-    """Batch norm of (N, C, *) over every dim but the channel in one pass per job (Numba): training normalizes by
+    """Batch norm of (N, C, *) over every dim but the channel in one kernel call (Numba): training normalizes by
     the batch's statistics (summed in float64), eval by the running ones. Returns (output (contiguous, ``x``'s
     dtype), the mean and rstd used (C,), for the backward, and the updated running mean and variance (the
     variance unbiased, ``momentum`` the new batch's weight) in the running statistics' dtype, or None where
-    nothing is updated)."""
+    nothing is updated). A running statistic of the data's dtype, contiguous, is updated in place by the kernel
+    and returned itself; others come back as new arrays."""
     dtype = _work_dtype(x.dtype)
-    x3 = _channel_planes(x, dtype)
+    x3 = _channel_planes(x)
     c = x3.shape[1]
-    new_mean = new_var = None
+    update = training and x3.size  # (an empty batch, as torch's: no statistics, the running ones stay)
     if training:
         mean64, var64 = np.empty(c), np.empty(c)
-        if x3.size:
-            _nn().batch_norm_stats(x3, mean64, var64)
-        rstd64 = 1.0 / np.sqrt(var64 + eps)
+    else:
+        mean64, var64 = _per_channel(running_mean, np.float64), _per_channel(running_var, np.float64)
+    rstd64 = np.empty(c)
+    out = np.empty(x3.shape, dtype)
+    w = _NO_PARAM if weight is None else _per_channel(weight, dtype)
+    b = _NO_PARAM if bias is None else _per_channel(bias, dtype)
+    in_place = [
+        update and s is not None and s.dtype == dtype and s.flags.c_contiguous for s in (running_mean, running_var)
+    ]
+    if x3.size or not training:
+        kept = [s.reshape(-1) if here else _NO_PARAM for s, here in zip((running_mean, running_var), in_place)]
+        _nn().batch_norm_forward(x3, w, b, eps, training, momentum, *kept, mean64, var64, rstd64, out)
+    else:
+        mean64.fill(np.nan), var64.fill(np.nan), rstd64.fill(np.nan)
+    new_mean = new_var = None
+    if update:
         count = x3.shape[0] * x3.shape[2]
         if running_mean is not None:
-            old = _per_channel(running_mean, np.float64)
-            new_mean = _stat_like(old * (1 - momentum) + mean64 * momentum, running_mean)
+            new_mean = (
+                running_mean
+                if in_place[0]
+                else _stat_like(
+                    _per_channel(running_mean, np.float64) * (1 - momentum) + mean64 * momentum, running_mean
+                )
+            )
         if running_var is not None:
-            old = _per_channel(running_var, np.float64)
             unbiased = var64 * (count / max(count - 1, 1))
-            new_var = _stat_like(old * (1 - momentum) + unbiased * momentum, running_var)
-    else:
-        mean64 = _per_channel(running_mean, np.float64)
-        rstd64 = 1.0 / np.sqrt(_per_channel(running_var, np.float64) + eps)
-    scale = rstd64 * _per_channel(weight, np.float64) if weight is not None else rstd64
-    shift = -mean64 * scale
-    if bias is not None:
-        shift = shift + _per_channel(bias, np.float64)
-    out = np.empty(x3.shape, dtype)
-    _nn().channel_affine(x3, scale.astype(dtype), shift.astype(dtype), out)
+            new_var = (
+                running_var
+                if in_place[1]
+                else _stat_like(
+                    _per_channel(running_var, np.float64) * (1 - momentum) + unbiased * momentum, running_var
+                )
+            )
     out = out.reshape(x.shape)
     mean, rstd = mean64.astype(dtype), rstd64.astype(dtype)
     if dtype is not x.dtype:  # a 2-byte float's statistics are saved in its precision, as torch's
@@ -1419,33 +1514,28 @@ def _stat_like(values: np.ndarray, stat: np.ndarray) -> np.ndarray:
 
 def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight, training: bool,
                         need_x: bool, need_w: bool, need_b: bool) -> tuple:  # fmt: skip
-    """(grad of x, of weight, of bias), each None where not needed, from ``batch_norm``'s mean and rstd. Training
-    differentiates through the batch's statistics too; eval's input gradient is ``g * rstd * weight``. The
-    per-channel sums are float64; the results are fresh arrays of ``x``'s dtype (the parameters', for theirs)."""
+    """(grad of x, of weight, of bias), each None where not needed, from ``batch_norm``'s mean and rstd, in one
+    kernel call. Training differentiates through the batch's statistics too; eval's input gradient is
+    ``g * rstd * weight``. The per-channel sums are float64; the results are fresh arrays of ``x``'s dtype (the
+    parameters', for theirs)."""
     dtype = _work_dtype(x.dtype)
-    x3, g3 = _channel_planes(x, dtype), _channel_planes(g, dtype)
+    x3, g3 = _channel_planes(x), _channel_planes(g)
     c = x3.shape[1]
-    kernels = _nn()
     sum_g, dot = np.zeros(c), np.zeros(c)
-    if x3.size and (need_w or need_b or (need_x and training)):
-        kernels.batch_norm_grad_sums(g3, x3, mean, sum_g, dot)
-    rstd64 = rstd.astype(np.float64)
-    gx = gw = gb = None
+    gx = np.empty(x3.shape if need_x else (0, 0, 0), dtype)
+    if x3.size:
+        w = _NO_PARAM if weight is None else _per_channel(weight, dtype)
+        _nn().batch_norm_backward(g3, x3, mean, rstd, w, training, sum_g, dot, gx)
+    gw = gb = None
     param = weight.dtype if weight is not None else x.dtype
     if need_x:
-        scale = rstd64 * _per_channel(weight, np.float64) if weight is not None else rstd64
-        gx = np.empty(x3.shape, dtype)
-        if training:
-            count = max(x3.shape[0] * x3.shape[2], 1)
-            k = (dot * rstd64 * rstd64 / count).astype(dtype)
-            kernels.batch_norm_input_grad(g3, x3, mean, k, (sum_g / count).astype(dtype), scale.astype(dtype), gx)
-        else:
-            kernels.channel_affine(g3, scale.astype(dtype), np.zeros(c, dtype), gx)
         gx = gx.reshape(x.shape)
         if dtype is not x.dtype:
             gx = _narrowed(gx, x.dtype)
+    else:
+        gx = None
     if need_w:
-        gw = _stat_like(dot * rstd64, np.empty(c, param))
+        gw = _stat_like(dot * rstd.astype(np.float64), np.empty(c, param))
     if need_b:
         gb = _stat_like(sum_g, np.empty(c, param))
     return gx, gw, gb

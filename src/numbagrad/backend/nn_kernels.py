@@ -86,70 +86,148 @@ def layer_norm_backward(g, x, mean, rstd, weight, gx, gw, gb, need_x):
 
 
 # --- batch norm over the channels of an (N, C, S) array ----------------------------------------------------------
+# The (N, C, S) array may be any strided view (a transposed (N, L, C) array's (N, C, L) view, a channels-last
+# image's planes): each loop walks the memory order, channels innermost when their stride is the smaller one, so no
+# contiguous copy is made first.
+@njit(**_OPTS)
+def _channels_inner(x) -> bool:
+    """Whether the channels of (N, C, S) ``x`` lie closer in memory than its S positions (or S is 1)."""
+    return x.shape[2] == 1 or x.strides[1] < x.strides[2]
+
+
 @njit(**_REDUCING)
-def batch_norm_stats(x, mean, var):
-    """Each channel's mean and biased variance (float64 ``mean``, ``var``), two passes over its N planes as
-    torch's CPU kernel makes them (the centered squares, not ``E[x^2] - E[x]^2``)."""
+def _channel_sums(x, out):
+    """``out[c]`` = the float64 sum of channel c over the N and S axes, in ``x``'s memory order."""
+    n_, c_, s_ = x.shape
+    out[:] = 0.0
+    if _channels_inner(x):
+        for n in range(n_):
+            for j in range(s_):
+                for c in range(c_):
+                    out[c] += x[n, c, j]
+    else:
+        for n in range(n_):
+            for c in range(c_):
+                s = 0.0
+                for j in range(s_):
+                    s += x[n, c, j]
+                out[c] += s
+
+
+@njit(**_REDUCING)
+def _channel_affine(x, scale, shift, out):
+    """``out[n, c, j] = x[n, c, j] * scale[c] + shift[c]`` in the output's dtype, in ``x``'s memory order."""
+    n_, c_, s_ = x.shape
+    if _channels_inner(x):
+        for n in range(n_):
+            for j in range(s_):
+                for c in range(c_):
+                    out[n, c, j] = x[n, c, j] * scale[c] + shift[c]
+    else:
+        for n in range(n_):
+            for c in range(c_):
+                a = scale[c]
+                b = shift[c]
+                for j in range(s_):
+                    out[n, c, j] = x[n, c, j] * a + b
+
+
+@njit(**_REDUCING)
+def batch_norm_forward(x, weight, bias, eps, training, momentum, running_mean, running_var, mean, var, rstd, out):
+    """Batch norm of (N, C, S) ``x`` into ``out``, as torch's CPU kernel computes it: in training each channel's
+    mean and biased variance (float64 ``mean``, ``var``, the centered squares' mean: two passes) are computed,
+    in eval ``mean`` and ``var`` hold the running statistics. ``rstd = 1 / sqrt(var + eps)``, and the output is
+    ``x * alpha + beta`` with ``alpha = rstd * weight``, ``beta = bias - mean * alpha`` in the data's dtype.
+    ``weight`` and ``bias`` are length-C arrays or empty ones (none). In training a non-empty ``running_mean``
+    and ``running_var`` are updated in place, ``momentum`` the batch's weight (the variance unbiased)."""
     n_, c_, s_ = x.shape
     count = n_ * s_
-    for c in range(c_):
-        s = 0.0
-        for n in range(n_):
-            for j in range(s_):
-                s += x[n, c, j]
-        m = s / count
-        v = 0.0
-        for n in range(n_):
-            for j in range(s_):
-                d = x[n, c, j] - m
-                v += d * d
-        mean[c] = m
-        var[c] = v / count
-
-
-@njit(**_OPTS)
-def channel_affine(x, scale, shift, out):
-    """``out[n, c, :] = x[n, c, :] * scale[c] + shift[c]`` in the data's dtype: batch norm's output, as torch
-    writes it (``alpha = rstd * weight``, ``beta = bias - mean * alpha``)."""
-    n_, c_, s_ = x.shape
-    for n in range(n_):
+    if training:
+        _channel_sums(x, mean)
         for c in range(c_):
-            a = scale[c]
-            b = shift[c]
-            for j in range(s_):
-                out[n, c, j] = x[n, c, j] * a + b
+            mean[c] /= count
+        var[:] = 0.0
+        if _channels_inner(x):
+            for n in range(n_):
+                for j in range(s_):
+                    for c in range(c_):
+                        d = x[n, c, j] - mean[c]
+                        var[c] += d * d
+        else:
+            for n in range(n_):
+                for c in range(c_):
+                    m = mean[c]
+                    v = 0.0
+                    for j in range(s_):
+                        d = x[n, c, j] - m
+                        v += d * d
+                    var[c] += v
+        for c in range(c_):
+            var[c] /= count
+        unbias = count / max(count - 1, 1)
+        for c in range(running_mean.size):
+            running_mean[c] = running_mean[c] * (1.0 - momentum) + mean[c] * momentum
+        for c in range(running_var.size):
+            running_var[c] = running_var[c] * (1.0 - momentum) + var[c] * unbias * momentum
+    scale = np.empty(c_, out.dtype)
+    shift = np.empty(c_, out.dtype)
+    for c in range(c_):
+        r = 1.0 / math.sqrt(var[c] + eps)
+        rstd[c] = r
+        a = r * weight[c] if weight.size else r
+        scale[c] = a
+        shift[c] = (bias[c] if bias.size else 0.0) - mean[c] * a
+    _channel_affine(x, scale, shift, out)
 
 
 @njit(**_REDUCING)
-def batch_norm_grad_sums(g, x, mean, sum_g, dot):
-    """Per channel, in float64: the sum of ``g`` and of ``g * (x - mean)``."""
+def batch_norm_backward(g, x, mean, rstd, weight, training, sum_g, dot, gx):
+    """Per channel the float64 sums of ``g`` and of ``g * (x - mean)`` (``sum_g``, ``dot``: the bias and weight
+    gradients' sums), then, when ``gx`` is not empty, the input gradient into it: in training torch's
+    ``((g - sum_g / count) - (x - mean) * dot * rstd^2 / count) * rstd * weight``, in eval ``g * rstd * weight``.
+    ``weight`` is a length-C array or an empty one (none)."""
     n_, c_, s_ = x.shape
-    for c in range(c_):
-        m = mean[c]
-        a = 0.0
-        b = 0.0
+    count = max(n_ * s_, 1)
+    _channel_sums(g, sum_g)
+    dot[:] = 0.0
+    if _channels_inner(x):
         for n in range(n_):
             for j in range(s_):
-                gj = g[n, c, j]
-                a += gj
-                b += gj * (x[n, c, j] - m)
-        sum_g[c] = a
-        dot[c] = b
-
-
-@njit(**_OPTS)
-def batch_norm_input_grad(g, x, mean, k, grad_mean, scale, gx):
-    """Training's input gradient ``((g - grad_mean) - (x - mean) * k) * scale`` per channel (torch's formula:
-    ``k = dot * rstd^2 / count``, ``grad_mean = sum_g / count``, ``scale = rstd * weight``)."""
-    n_, c_, s_ = x.shape
-    for n in range(n_):
-        for c in range(c_):
-            m = mean[c]
-            kc = k[c]
-            gm = grad_mean[c]
-            sc = scale[c]
+                for c in range(c_):
+                    dot[c] += g[n, c, j] * (x[n, c, j] - mean[c])
+    else:
+        for n in range(n_):
+            for c in range(c_):
+                m = mean[c]
+                b = 0.0
+                for j in range(s_):
+                    b += g[n, c, j] * (x[n, c, j] - m)
+                dot[c] += b
+    if gx.size == 0:
+        return
+    scale = np.empty(c_, gx.dtype)
+    k = np.empty(c_, gx.dtype)
+    shift = np.empty(c_, gx.dtype)
+    for c in range(c_):
+        r = rstd[c]
+        a = r * weight[c] if weight.size else r
+        scale[c] = a
+        k[c] = dot[c] * r * r / count if training else 0.0
+        shift[c] = sum_g[c] / count if training else 0.0
+    if _channels_inner(x):
+        for n in range(n_):
             for j in range(s_):
-                gx[n, c, j] = (g[n, c, j] - gm - (x[n, c, j] - m) * kc) * sc
+                for c in range(c_):
+                    gx[n, c, j] = (g[n, c, j] - shift[c] - (x[n, c, j] - mean[c]) * k[c]) * scale[c]
+    else:
+        for n in range(n_):
+            for c in range(c_):
+                m = mean[c]
+                kc = k[c]
+                gm = shift[c]
+                sc = scale[c]
+                for j in range(s_):
+                    gx[n, c, j] = (g[n, c, j] - gm - (x[n, c, j] - m) * kc) * sc
 
 
 # --- convolution: columns of (N, C, H, W) -------------------------------------------------------------------

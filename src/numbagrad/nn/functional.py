@@ -935,22 +935,26 @@ def _suggested_order(shape: tuple, strides: tuple, itemsize: int) -> tuple | Non
 
 
 def _check_batch_norm(input: Tensor, running_mean, running_var, weight, bias, training: bool) -> None:
-    """torch's checks of ``batch_norm``'s arguments (the BatchNorm modules make them too)."""
+    """torch's checks of ``batch_norm``'s arguments (the BatchNorm modules make them too), read from the storages'
+    shapes and dtypes (every training step's norm makes them)."""
+    shape = input._data.shape
     if training:
-        size = int(np.prod([input.shape[0], *input.shape[2:]])) if input.dim() else 1
-        if size == 1:
+        if math.prod(shape[:1]) * math.prod(shape[2:]) == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
     elif running_mean is None or running_var is None:
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-    if input.dim() < 2:
-        raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
-    c = input.shape[1]
+    if len(shape) < 2:
+        raise ValueError(f"expected 2D or 3D input (got {len(shape)}D input)")
+    c = shape[1]
+    dtype = input._data.dtype
+    mixed = False
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
-        if t is not None and t.numel() != c:
-            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
-    params = [t for t in (weight, bias, running_mean, running_var) if t is not None]
-    if input.dtype.itemsize >= 4 and any(t.dtype != input.dtype for t in params):  # (half input: float params)
-        if input.dtype.name == "float32":
+        if t is not None:
+            if t._data.size != c:
+                raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+            mixed = mixed or t._data.dtype != dtype
+    if mixed and dtype.itemsize >= 4:  # (half input: float params)
+        if dtype == np.float32:
             raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
         raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
 

@@ -204,8 +204,14 @@ class _GetItem(Function):
         return IndexAddZeros.apply(g, ctx.shape, index), None
 
 
+#: An advanced index's result is a new tensor (no view to mark) and its backward's gradient has the input's shape
+#: and dtype, so that node takes ``apply``'s simple path (``_simple``, ``_trusted``); the views take the general one.
 _GETITEM = {
-    kind: type(f"{kind}Item", (_GetItem,), {"node_name": f"{kind}Backward0"})
+    kind: type(
+        f"{kind}Item",
+        (_GetItem,),
+        {"node_name": f"{kind}Backward0", "_simple": kind == "Index", "_trusted": kind == "Index"},
+    )
     for kind in ("Index", "Select", "Slice", "Unsqueeze", "Alias")
 }
 
@@ -295,6 +301,10 @@ def getitem(x: Tensor, index) -> Tensor:
     out = _basic_view(x, index)
     if out is not None:
         return out
+    if type(index) is Tensor:
+        out = _rows(x, index)
+        if out is not None:
+            return out
     np_index = _index_of_0_dim(x, index) if x.dim() == 0 else _numpy_index(index, x.dim(), x._backend)
     _check_bounds(x, np_index)
     if any(_is_array(i) and i.dtype != np.bool_ for i in np_index) and _selects_nothing(x, np_index):
@@ -304,6 +314,19 @@ def getitem(x: Tensor, index) -> Tensor:
         return getitem(getitem(x, stages[0]), stages[1])
     kind = "Slice" if isinstance(index, slice) else _node_kind(np_index)  # torch's fast path for x[a:b] slices always
     return _GETITEM[kind].apply(x, np_index)
+
+
+def _rows(x: Tensor, index: Tensor):
+    """``x[index]`` for one integer tensor (of at least one dim, on ``x``'s device) picking rows of a tensor with
+    no empty dim (an embedding lookup ``C[X]``): the bounds checked and the node applied without the general
+    path's normalisation; None for anything else."""
+    data = index._data
+    shape = x.shape
+    if data.dtype.kind not in "iu" or not data.ndim or not shape or 0 in shape or index._backend is not x._backend:
+        return None
+    size = shape[0]
+    x._backend.check_index(data, -size, size, None, functools.partial(_out_of_bounds, dim=0, size=size))
+    return _GETITEM["Index"].apply(x, (data,))
 
 
 def _index_of_0_dim(x: Tensor, index) -> tuple:

@@ -810,11 +810,15 @@ class BatchNorm(Function):
     module replays them all (an update in the module's own code would break its trace)."""
 
     node_name = "NativeBatchNormBackward0"
+    _trusted = True  # (the kernel's gradients have their inputs' shapes and dtypes)
+    _simple = True  # (no tensor op inside: apply's simple path)
 
     @staticmethod
     def forward(ctx, x: Tensor, weight, bias, running_mean, running_var, training: bool, momentum, eps: float, counter):
-        if training and counter is not None:
-            counter.add_(1)
+        if training and counter is not None:  # ``counter.add_(1)`` on the storage, without an in-place op's checks
+            count = counter._data
+            counter._backend.elementwise(ROWS["add"], [count, 1], (), count.dtype, out=count)
+            counter._bump_version()
             if momentum is None:
                 momentum = 1.0 / float(counter._host())
         if momentum is None:
@@ -825,8 +829,9 @@ class BatchNorm(Function):
             training, float(momentum), float(eps),
         )  # fmt: skip
         for stat, new in ((running_mean, new_mean), (running_var, new_var)):
-            if new is not None:  # a buffer update, written into the running statistic's storage
-                stat._backend.setitem(stat._data, (Ellipsis,), new)
+            if new is not None:  # a buffer update, written into the running statistic's storage (or made there)
+                if new is not stat._data:
+                    stat._backend.setitem(stat._data, (Ellipsis,), new)
                 stat._bump_version()
         ctx.training, ctx.eps, ctx.axes, ctx.stats = training, eps, (0, *range(2, x.dim())), (mean, rstd)
         # In training the backward needs the batch's statistics only: the running ones are not saved (as torch's
@@ -923,6 +928,7 @@ class Embedding(Function):
 
     node_name = "EmbeddingBackward0"
     _trusted = True
+    _simple = True  # (the forward is backend calls only: apply's simple path)
 
     @staticmethod
     def forward(ctx, weight: Tensor, indices, padding_idx, scale_grad_by_freq: bool) -> Tensor:

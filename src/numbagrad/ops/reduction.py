@@ -20,6 +20,7 @@ from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
+from ..scalar_math import ROWS
 from . import complex_ops
 from ._common import wrap_dim, wrap_dims
 from ._registry import Call, Sample, T, declare
@@ -157,9 +158,26 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     return (Sum if axes is None else SumDim).apply(input, axes, keepdim, _sum_dtype(input, dtype))
 
 
+def _divided(data, divisor, backend):
+    """``data / divisor`` (a number) on the backend, in ``data``'s dtype: what ``Tensor / divisor`` computes,
+    without a tensor op's overhead."""
+    return backend.elementwise(_DIV, [data, divisor], (), data.dtype)
+
+
+def _scaled_grad(g: Tensor, divisor) -> Tensor:
+    """``g / divisor`` for a backward: differentiable under ``create_graph``, else directly on the storage."""
+    if state.enabled:
+        return g / divisor
+    return Tensor._make(_divided(g._data, divisor, g._backend))
+
+
+_DIV, _SUB, _MUL = ROWS["div"], ROWS["sub"], ROWS["mul"]
+
+
 class Mean(Function):
     node_name = "MeanBackward0"
     _trusted = True
+    _simple = True
 
     @staticmethod
     def forward(ctx, x, axes, keepdim):
@@ -167,12 +185,11 @@ class Mean(Function):
         ctx.shape, ctx.axes, ctx.keepdim = data.shape, axes, keepdim
         ctx.count = _count(data.shape, axes)
         backend = x._backend
-        total = backend.reduce(data, "sum", axes, keepdim, data.dtype)
-        return Tensor._make(total) / ctx.count
+        return Tensor._make(_divided(backend.reduce(data, "sum", axes, keepdim, data.dtype), ctx.count, backend))
 
     @staticmethod
     def backward(ctx, g):
-        return _expand_back(g / ctx.count, ctx.shape, ctx.axes, ctx.keepdim), None, None
+        return _expand_back(_scaled_grad(g, ctx.count), ctx.shape, ctx.axes, ctx.keepdim), None, None
 
 
 class MeanDim(Mean):
@@ -541,33 +558,50 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
     return Norm.apply(input, float(p), _axes(input, dim), keepdim)
 
 
+def _centered(data, axes, backend):
+    """``data`` minus its mean over ``axes`` (all when None), on the backend."""
+    total = backend.reduce(data, "sum", axes, True, data.dtype)
+    return backend.elementwise(_SUB, [data, _divided(total, _count(data.shape, axes), backend)], (), data.dtype)
+
+
+def _spread(data, axes, keepdim: bool, denominator: float, backend):
+    """The sum of squared deviations from the mean over ``axes``, over ``max(denominator, 0)``: a variance."""
+    centered = _centered(data, axes, backend)
+    squares = backend.elementwise(_MUL, [centered, centered], (), data.dtype)
+    return _divided(backend.reduce(squares, "sum", axes, keepdim, data.dtype), builtins.max(denominator, 0), backend)
+
+
 class Var(Function):
     node_name = "VarBackward0"
+    _trusted = True
+    _simple = True
 
     @staticmethod
     def forward(ctx, x, axes, correction, keepdim):
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
-        n = _count(x.shape, axes)
-        ctx.denominator = n - correction
-        centered = x - x.mean(axes, keepdim=True)
-        out = (centered * centered).sum(axes, keepdim) / builtins.max(ctx.denominator, 0)
+        ctx.denominator = _count(x.shape, axes) - correction
         ctx.save_for_backward(x)
-        return out
+        return Tensor._make(_spread(x._data, axes, keepdim, ctx.denominator, x._backend))
 
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return (
-            _var_backward(_expand_back(g, ctx.shape, ctx.axes, ctx.keepdim), x, ctx.axes, ctx.denominator),
-            None,
-            None,
-            None,
-        )
+        return _var_backward(g, x, ctx.axes, ctx.keepdim, ctx.denominator), None, None, None
 
 
-def _var_backward(g_full: Tensor, x: Tensor, axes, denominator: float) -> Tensor:
-    """``g * 2 (x - mean) / (N - correction)`` as torch computes it: with no degrees of freedom left, the
-    gradient is inf (nan where x is its mean) over all dims, and the division's inf along given dims."""
+def _var_backward(g: Tensor, x: Tensor, axes, keepdim: bool, denominator: float) -> Tensor:
+    """``2 / (N - correction) * g * (x - mean)`` as torch computes it (``g`` of the reduced shape): with no
+    degrees of freedom left, the gradient is inf (nan where x is its mean) over all dims, and the division's inf
+    along given dims. Without ``create_graph`` (and with degrees of freedom left) it runs on the storage: the
+    scaled ``g`` in its keepdim shape broadcast against the centered ``x``, with no expanded copy."""
+    if not state.enabled and denominator > 0:
+        backend = x._backend
+        gd = backend.elementwise(_MUL, [g._data, 2.0 / denominator], (), g._data.dtype)
+        if not keepdim and gd.ndim != x.dim():
+            gd = backend.reshape(gd, _keepdim_shape(x.shape, axes))
+        centered = _centered(x._data, axes, backend)
+        return Tensor._make(backend.elementwise(_MUL, [gd, centered], (), centered.dtype))
+    g_full = _expand_back(g, x.shape, axes, keepdim)
     centered = x - x.mean(dim=axes, keepdim=True)
     if denominator <= 0 and (axes is None or x.dim() == 0):
         return g_full * (centered != 0).to(x.dtype).where(centered != 0, math.nan) * math.inf
@@ -581,21 +615,23 @@ def _std_to_var_grad(g: Tensor, std: Tensor) -> Tensor:
 
 class Std(Function):
     node_name = "StdBackward0"
+    _trusted = True
+    _simple = True
 
     @staticmethod
     def forward(ctx, x, axes, correction, keepdim):
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         ctx.denominator = _count(x.shape, axes) - correction
-        centered = x - x.mean(axes, keepdim=True)
-        out = ((centered * centered).sum(axes, keepdim) / builtins.max(ctx.denominator, 0)).sqrt()
+        backend = x._backend
+        variance = _spread(x._data, axes, keepdim, ctx.denominator, backend)
+        out = Tensor._make(backend.elementwise(ROWS["sqrt"], [variance], (), variance.dtype))
         ctx.save_for_backward(x, out)
         return out
 
     @staticmethod
     def backward(ctx, g):
         x, std = ctx.saved_tensors
-        g_full = _expand_back(_std_to_var_grad(g, std), ctx.shape, ctx.axes, ctx.keepdim)
-        return _var_backward(g_full, x, ctx.axes, ctx.denominator), None, None, None
+        return _var_backward(_std_to_var_grad(g, std), x, ctx.axes, ctx.keepdim, ctx.denominator), None, None, None
 
 
 def _correction(unbiased, correction) -> float:
@@ -917,7 +953,7 @@ class VarMean(Function):
         x, spread = ctx.saved_tensors
         if ctx._forward_cls.take_sqrt:
             g_spread = _std_to_var_grad(g_spread, spread)
-        gx = _var_backward(_expand_back(g_spread, ctx.shape, ctx.axes, ctx.keepdim), x, ctx.axes, ctx.denominator)
+        gx = _var_backward(g_spread, x, ctx.axes, ctx.keepdim, ctx.denominator)
         gx = gx + _expand_back(g_mean / ctx.n if ctx.n else g_mean * math.nan, ctx.shape, ctx.axes, ctx.keepdim)
         return gx, None, None, None
 
