@@ -1293,6 +1293,43 @@ def softmax(x: np.ndarray, dim: int, log: bool) -> np.ndarray:
     return _from_rows(e, x.shape, dim)
 
 
+def scaled_softmax(scores: np.ndarray, mask, scale: float, safe: bool) -> np.ndarray:
+    """Attention's probabilities ``softmax(mask + scores * scale)`` over the last dim, for float32 or float64
+    ``scores`` and an additive ``mask`` of their dtype broadcasting to them (or None): one kernel pass scales, adds
+    the mask and shifts each row by its maximum, numpy's SIMD ``exp`` runs in place, and one pass divides by the
+    row sums, where the ops took five passes and five arrays (the char GPT's (12, 4, 64, 64) causal scores: 260 us
+    as mul, add and softmax). With ``safe``, a row whose every score is ``-inf`` gives zeros (``softmax`` alone
+    gives nan)."""
+    rows = _rows_along(scores, scores.ndim - 1)
+    n, c = rows.shape
+    out = np.empty((n, c), scores.dtype)
+    if n == 0 or c == 0:
+        return out.reshape(scores.shape)
+    rowmax, empty = np.empty(n, scores.dtype), np.empty(n, np.bool_)
+    kernels = _nn()
+    kernels.scale_mask_shift_rows(rows, scores.dtype.type(scale), _mask_rows(mask, scores.shape), out, rowmax, empty)
+    np.exp(out, out=out)
+    kernels.softmax_rows(out, out, False)
+    if safe and empty.any():
+        out[empty] = 0
+    return out.reshape(scores.shape)
+
+
+def _mask_rows(mask, shape: tuple) -> np.ndarray:
+    """An additive mask broadcasting to ``shape`` as rows that repeat down the flattened rows of ``shape``: its own
+    rows where its dims (leading ones dropped) are the trailing dims of ``shape`` (a (L, S) mask under (B, H, L,
+    S) scores, no copy), else the mask broadcast in full; no rows for None."""
+    last = shape[-1]
+    if mask is None:
+        return np.empty((0, last), np.float64)
+    dims = tuple(mask.shape)
+    while dims and dims[0] == 1:
+        dims = dims[1:]
+    if dims and dims == tuple(shape[len(shape) - len(dims) :]):
+        return np.ascontiguousarray(mask).reshape(-1, last)
+    return np.ascontiguousarray(np.broadcast_to(mask, shape)).reshape(-1, last)
+
+
 @_half_in_single
 def softmax_backward(y: np.ndarray, g: np.ndarray, dim: int, log: bool) -> np.ndarray:
     """The input gradient of ``softmax`` (``log_softmax`` for ``log``) from its output ``y`` and the incoming
