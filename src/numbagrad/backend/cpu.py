@@ -1778,6 +1778,7 @@ __all__ = [
     "put_along_axis_zeros",
     "reduce",
     "reshape",
+    "scaled_softmax",
     "setitem",
     "softmax",
     "softmax_backward",
