@@ -82,3 +82,19 @@ def test_attention_with_a_mask_of_another_dtype_promotes_as_torch(torch):
     theirs = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(q),) * 3, attn_mask=torch.tensor(mask))
     assert ours.dtype == ng.float64
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+def test_float32_softmax_matches_torch_with_masked_infinite_and_nan_rows(torch):
+    """float32 softmax computes its exponentials with vector_math's float32 exp: torch's values, and its nan and 0
+    where a row holds nan, +inf, or -inf entries."""
+    x = RNG.standard_normal((12, 4, 8, 64)).astype(np.float32) * 20
+    x[0, 0, :, 40:] = -math.inf
+    x[0, 1, 0, 3] = math.nan
+    x[0, 1, 1, 5] = math.inf
+    x[0, 2, 0, :] = -math.inf
+    x[0, 3, 0, :] = -100.0  # exp(-100 - max) of the row's equal entries: each 1, the row uniform
+    ours = ng.tensor(x).softmax(-1).numpy()
+    theirs = torch.tensor(x).softmax(-1).numpy()
+    assert ours.dtype == np.float32
+    np.testing.assert_allclose(ours, theirs, rtol=2e-6, atol=1e-7)
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
