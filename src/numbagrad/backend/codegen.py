@@ -260,13 +260,23 @@ def _copies(fns, target, inline, vector, single, fix_up) -> str:
     text = "\n\n".join(v or decorator + _function_text(f) for f, v in zip(_unique(fns), own))
     parts = [vector_math.vectorized(text)]
     if single:
-        twins = "\n\n".join(decorator + vector_math.single_precision(_function_text(f)) for f in _unique(single))
+        twins = "\n\n".join(
+            decorator + (_single_version(f) or vector_math.single_precision(_function_text(f))) for f in _unique(single)
+        )
         parts = [vector_math.SOURCE.strip("\n"), vector_math.SINGLE_SOURCE.strip("\n"), parts[0], twins]
     elif parts[0] != text or any(own) or fix_up:
         parts.insert(0, vector_math.SOURCE.strip("\n"))
     if fix_up:
         parts.append("\n\n".join(decorator + vector_math.fix_up_twin(_function_text(f)) for f in _unique(fix_up)))
     return "\n\n\n".join(parts)
+
+
+def _single_version(fn: Callable) -> str | None:
+    """The hand-written float32 twin of a table function (``vector_math.SINGLE_VERSIONS``: gelu's), or None."""
+    if getattr(scalar_math, fn.__name__, None) is fn:
+        version = vector_math.SINGLE_VERSIONS.get(fn.__name__)
+        return version.strip("\n") + "\n" if version else None
+    return None
 
 
 def _cpu_version(fn: Callable) -> str | None:

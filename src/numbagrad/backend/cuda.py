@@ -945,6 +945,21 @@ def softmax(x, dim: int, log: bool):
     return elementwise(ROWS["div"], [e, total], (), dtype)
 
 
+def scaled_softmax(scores, mask, scale: float, safe: bool):
+    """Attention's probabilities ``softmax(mask + scores * scale)`` over the last dim (as ``cpu.scaled_softmax``),
+    from device kernels; with ``safe``, rows whose every score is ``-inf`` give zeros."""
+    dtype = np.dtype(scores.dtype)
+    scaled = elementwise(ROWS["mul"], [scores, scale], (), dtype)
+    if mask is not None:
+        scaled = elementwise(ROWS["add"], [mask, scaled], (), dtype)
+    probs = softmax(scaled, scaled.ndim - 1, False)
+    if not safe or probs.size == 0:
+        return probs
+    blank = elementwise(ROWS["isneginf"], [reduce(scaled, "max", (scaled.ndim - 1,), True)], (), dtype,
+                        out_dtype=np.bool_)  # fmt: skip
+    return where(blank, 0.0, probs, dtype)
+
+
 def softmax_backward(y, g, dim: int, log: bool):
     """The input gradient of ``softmax`` (``log_softmax``) from its output ``y`` and ``g``, from device kernels."""
     dtype = np.dtype(y.dtype)

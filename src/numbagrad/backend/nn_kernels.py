@@ -431,6 +431,50 @@ def shift_by_row_max(x, out, rowmax):
             out[i, k] = x[i, k] - m
 
 
+@njit(**_OPTS)
+def scale_mask_shift_rows(s, scale, mask, out, rowmax, empty):
+    """Attention scores into softmax's shifted input: ``v = mask + s * scale`` (the product rounded, then the sum,
+    as two ops would; no fused multiply-add), each row less its maximum into ``out``, the maxima into ``rowmax``.
+    Row ``i`` adds mask row ``i % len(mask)`` (a (L, S) mask repeats down the batch); an empty ``mask`` adds
+    nothing. ``empty[i]``: row ``i`` is all ``-inf`` (no nan), so every key is masked out."""
+    n, c = s.shape
+    mrows = mask.shape[0]
+    for i in range(n):
+        if mrows:
+            r = i % mrows
+            for k in range(c):
+                out[i, k] = mask[r, k] + s[i, k] * scale
+        else:
+            for k in range(c):
+                out[i, k] = s[i, k] * scale
+        # four running maxima, as shift_by_row_max
+        m0 = m1 = m2 = m3 = out[i, 0]
+        k = 0
+        while k + 4 <= c:
+            v0, v1, v2, v3 = out[i, k], out[i, k + 1], out[i, k + 2], out[i, k + 3]
+            m0 = v0 if v0 > m0 else m0
+            m1 = v1 if v1 > m1 else m1
+            m2 = v2 if v2 > m2 else m2
+            m3 = v3 if v3 > m3 else m3
+            k += 4
+        while k < c:
+            v0 = out[i, k]
+            m0 = v0 if v0 > m0 else m0
+            k += 1
+        m0 = m1 if m1 > m0 else m0
+        m2 = m3 if m3 > m2 else m2
+        m = m2 if m2 > m0 else m0
+        rowmax[i] = m
+        blank = m == -math.inf
+        if blank:
+            for k in range(c):
+                if out[i, k] != out[i, k]:
+                    blank = False
+        empty[i] = blank
+        for k in range(c):
+            out[i, k] = out[i, k] - m
+
+
 @njit(**_REDUCING)
 def softmax_rows(shifted, e, log):
     """Each row of ``e`` (``exp(shifted)``, ``shifted = x - rowmax``) divided by its float64 sum, in place; or, for

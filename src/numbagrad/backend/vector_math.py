@@ -890,6 +890,39 @@ VECTOR_FUNCTIONS = {"exp(-abs": "_vexp_nonpositive(-abs", "exp": "_vexp", "tanh"
                     "ceil": "_np.ceil", "trunc": "_np.trunc"}  # fmt: skip
 
 
+#: GELU's float32 twins, written here instead of derived by ``single_precision``: the standard normal tail
+#: ``0.5 * erfc(|x| / sqrt(2))`` from Abramowitz & Stegun's 7.1.26 (``t * P(t) * exp(-z * z)``, ``t = 1 / (1 +
+#: 0.3275911 * |z|)``, within 1.5e-7 of ``erfc``), so ``1 + erf`` never cancels for negative ``x`` and the gradient
+#: shares the forward's one ``exp``. Measured against the exact GELU at 4e5 float32 points in [-6, 6]: within
+#: 4.2e-7 (torch's own float32 GELU: 1.2e-6), relative 1.7e-4 where ``|gelu| > 1e-3`` (torch: 9.9e-4). 393216
+#: elements (the char GPT's MLP), 1 thread: forward 210 us, backward 242 us, against 370 and 505 us through
+#: ``_verff`` and a second ``exp`` (torch: 177 us forward).
+GELU_F32 = """
+def gelu_f32(x):
+    z = x * _f32(0.7071067811865476)
+    t = _f32(1.0) / _fmaf(_f32(0.3275911), abs(z), _f32(1.0))
+    p = _fmaf(_fmaf(_fmaf(_fmaf(_f32(1.061405429), t, _f32(-1.453152027)), t, _f32(1.421413741)), t,
+                    _f32(-0.284496736)), t, _f32(0.254829592))
+    tail = p * t * _vexpf_nonpositive(-(z * z))  # erfc(|z|)
+    return x * _f32(0.5) * (_f32(2.0) - tail if x >= 0 else tail)
+"""
+
+GELU_GRAD_F32 = """
+def gelu_grad_f32(g, out, x):
+    z = x * _f32(0.7071067811865476)
+    t = _f32(1.0) / _fmaf(_f32(0.3275911), abs(z), _f32(1.0))
+    p = _fmaf(_fmaf(_fmaf(_fmaf(_f32(1.061405429), t, _f32(-1.453152027)), t, _f32(1.421413741)), t,
+                    _f32(-0.284496736)), t, _f32(0.254829592))
+    e = _vexpf_nonpositive(-(z * z))
+    tail = p * t * e  # erfc(|z|)
+    cdf = _f32(0.5) * (_f32(2.0) - tail if x >= 0 else tail)
+    return g * (cdf + x * (e * _f32(0.3989422804014327)))
+"""
+
+#: Table functions whose float32 twin is written by hand (above), by the name of the table function.
+SINGLE_VERSIONS = {"gelu": GELU_F32, "gelu_grad": GELU_GRAD_F32}
+
+
 #: libm functions with a float32 version in ``SINGLE_SOURCE``: what ``single_precision`` swaps in.
 SINGLE_FUNCTIONS = {"exp(-abs": "_vexpf_nonpositive(-abs", "exp": "_vexpf", "tanh": "_vtanhf", "erf": "_verff",
                     "expm1": "_vexpm1f", "log": "_vlogf", "log1p": "_vlog1pf"}  # fmt: skip

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import ops
 from .._tensor import Tensor
-from .._types import bool_, float32
+from .._types import bool_, float32, float64
 from ..autograd.function import Function
 from ..ops._common import not_a_tensor
 from ..ops.creation import _generator
@@ -61,6 +61,18 @@ def _fold_heads(g: Tensor, times: int) -> Tensor:
     return g.reshape(*shape[:-3], shape[-3] // times, times, *shape[-2:]).sum(-3)
 
 
+def _fusable(scores: Tensor, mask) -> bool:
+    """Whether the backend's ``scaled_softmax`` computes these probabilities: float32 or float64 scores, and no
+    mask or one of their dtype that broadcasts to them (a mask that widens the result or promotes its dtype takes
+    the ops)."""
+    if scores.dtype not in (float32, float64) or scores.dim() == 0:
+        return False
+    if mask is None:
+        return True
+    shape = tuple(scores.shape)
+    return mask.dtype == scores.dtype and np.broadcast_shapes(tuple(mask.shape), shape) == shape
+
+
 class _Attention(Function):
     """``softmax(q @ k^T * scale + mask) * keep @ v`` and the probabilities, in one node.
 
@@ -77,12 +89,16 @@ class _Attention(Function):
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, mask, keep, scale: float, k_times: int, v_times: int,
                 safe: bool):  # fmt: skip
         scores = q.matmul(_repeat_heads(k, k_times).transpose(-2, -1))
-        # one pass: ``mask + scores * scale`` (add's alpha), the same rounding as the product and then the sum
-        scores = scores * scale if mask is None else ops.add(mask, scores, alpha=scale)
-        probs = scores.softmax(-1)
-        if safe and mask is not None:
-            empty = scores.amax(-1, keepdim=True).isneginf()
-            probs = probs.masked_fill(empty, 0.0)
+        if _fusable(scores, mask):  # one backend call: scale, mask, softmax (and the empty rows' zeros)
+            probs = Tensor._make(scores._backend.scaled_softmax(scores._data, None if mask is None else mask._data,
+                                                                scale, safe and mask is not None))  # fmt: skip
+        else:
+            # ``mask + scores * scale`` (add's alpha): the same rounding as the product and then the sum
+            scores = scores * scale if mask is None else ops.add(mask, scores, alpha=scale)
+            probs = scores.softmax(-1)
+            if safe and mask is not None:
+                empty = scores.amax(-1, keepdim=True).isneginf()
+                probs = probs.masked_fill(empty, 0.0)
         weights = probs if keep is None else probs * keep
         out = weights.matmul(_repeat_heads(v, v_times))
         ctx.scale, ctx.k_times, ctx.v_times = scale, k_times, v_times
