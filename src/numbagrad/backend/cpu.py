@@ -1683,9 +1683,8 @@ def conv2d_backward(
     if need_w and not given:
         x = _columns(np.ascontiguousarray(x, g.dtype), kernel, stride, padding, dilation, out_hw)
     if groups == 1:
-        if need_w:  # one small GEMM per sample, then a sum: 6x faster here than one GEMM over transposed copies
-            gw = np.empty(weight.shape, g.dtype)  # summed straight into the weight's shape: a fresh array
-            np.sum(np.matmul(g3, x.transpose(0, 2, 1)), axis=0, out=gw.reshape(o, k))
+        if need_w:  # one small GEMM per sample, transposed (see _conv2d_backward_chunks), summed into the weight
+            gw = np.ascontiguousarray(np.matmul(x, g3.transpose(0, 2, 1)).sum(axis=0).T).reshape(weight.shape)
         if need_x:
             gcols = np.matmul(w.reshape(o, k).T, g3)
     else:
@@ -1693,7 +1692,8 @@ def conv2d_backward(
         g4 = g3.reshape(n, groups, og, length)
         if need_w:
             c4 = x.reshape(n, groups, kg, length)
-            gw = np.matmul(g4, c4.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
+            gw = np.matmul(c4, g4.transpose(0, 1, 3, 2)).sum(axis=0).transpose(0, 2, 1)
+            gw = np.ascontiguousarray(gw).reshape(weight.shape)
         if need_x:
             gcols = np.matmul(w.reshape(groups, og, kg).transpose(0, 2, 1), g4).reshape(n, k, length)
     if need_x:
@@ -1714,7 +1714,11 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
                             dilation: tuple, out_hw: tuple, need_x: bool, need_w: bool) -> tuple:  # fmt: skip
     """(grad of x, of weight) of a single-group convolution from its input ``x``, a chunk of samples at a time
     (``_chunk``): the chunk's columns made again for the weight's products, then the chunk's column gradient, in
-    the same buffer, summed back (col2im) while in cache."""
+    the same buffer, summed back (col2im) while in cache.
+
+    The weight's gradient is summed from per-sample products ``columns @ g.T`` (K, O), transposed once at the end:
+    OpenBLAS runs these up to twice as fast as ``g @ columns.T`` (O, K) at 1 thread (the U-Net's (1024, 216) by
+    (8, 1024) products of 4 samples: 0.30 ms against 0.65; the cnn's (288, 576) by (64, 576): 0.23 against 0.28)."""
     n, o, length = g3.shape
     kernel = tuple(w.shape[2:])
     k = w.size // o
@@ -1723,11 +1727,11 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
     identity = _identity_columns(kernel, stride, padding)
     if need_w:
         x = np.ascontiguousarray(x, g3.dtype)
-    gw = np.zeros((o, k), g3.dtype) if need_w else None
+    gw_t = np.zeros((k, o), g3.dtype) if need_w else None
     gx = np.empty(tuple(x_shape), g3.dtype) if need_x else None
     m = _chunk(n, k * length * g3.itemsize)
     buffer = None if identity else np.empty((m, k, length), g3.dtype)
-    part = np.empty((o, k), g3.dtype)
+    part = np.empty((k, o), g3.dtype)
     per = max(1, _PRODUCTS_BYTES // max(1, o * k * g3.itemsize))
     for i in range(0, n, m):
         j = min(i + m, n)
@@ -1737,13 +1741,13 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
             else:
                 cols = buffer[: j - i]
                 kernels.im2col(x[i:j], *kernel, *stride, *padding, *dilation, *out_hw, cols)
-            if j - i == 1:  # (no (1, O, K) product to sum)
-                np.matmul(g3[i], cols[0].T, out=part)
-                gw += part
+            if j - i == 1:  # (no (1, K, O) product to sum)
+                np.matmul(cols[0], g3[i].T, out=part)
+                gw_t += part
             else:
                 for a in range(0, j - i, per):
                     b = min(a + per, j - i)
-                    gw += np.matmul(g3[i + a : i + b], cols[a:b].transpose(0, 2, 1)).sum(axis=0)
+                    gw_t += np.matmul(cols[a:b], g3[i + a : i + b].transpose(0, 2, 1)).sum(axis=0)
         if need_x:
             if identity:
                 np.matmul(w2.T, g3[i:j], out=gx[i:j].reshape(j - i, k, length))
@@ -1751,7 +1755,7 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
                 gcols = buffer[: j - i]
                 np.matmul(w2.T, g3[i:j], out=gcols)
                 kernels.col2im(gcols, *kernel, *stride, *padding, *dilation, *out_hw, gx[i:j])
-    return gx, (gw.reshape(w.shape) if need_w else None)
+    return gx, (np.ascontiguousarray(gw_t.T).reshape(w.shape) if need_w else None)
 
 
 #: The backend interface: the same names as ``cuda.__all__`` (tests/test_backend.py checks it).
