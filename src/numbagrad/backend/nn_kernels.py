@@ -108,6 +108,61 @@ def batch_norm_stats(x, mean, var):
 
 
 @njit(**_OPTS)
+def batch_norm_train(x, weight, bias, running_mean, running_var, affine, update, momentum, eps, out, mean, rstd,
+                     scale, shift, new_mean, new_var):  # fmt: skip
+    """Training's batch norm of (N, C, S) in one call, as ``batch_norm_stats``, the running update and
+    ``channel_affine`` make it (the same float64 sums and roundings): the mean and rstd (``mean``,
+    ``rstd``, in the data's dtype), the updated running statistics (``new_mean``, ``new_var``, the variance
+    unbiased) where ``update``, and ``out``. ``affine`` says which of weight and bias exist (1, 2: bits);
+    ``scale`` and ``shift`` are work arrays of the data's dtype."""
+    n_, c_, s_ = x.shape
+    count = n_ * s_
+    means, variances = np.empty(c_), np.empty(c_)
+    batch_norm_stats(x, means, variances)
+    for c in range(c_):
+        m = means[c]
+        v = variances[c]
+        r = 1.0 / math.sqrt(v + eps)
+        sc = r * np.float64(weight[c]) if affine & 1 else r
+        sh = -m * sc
+        if affine & 2:
+            sh = sh + np.float64(bias[c])
+        mean[c] = m
+        rstd[c] = r
+        if update:
+            new_mean[c] = np.float64(running_mean[c]) * (1 - momentum) + m * momentum
+            new_var[c] = np.float64(running_var[c]) * (1 - momentum) + v * (count / max(count - 1, 1)) * momentum
+        scale[c] = sc
+        shift[c] = sh
+        a = scale[c]
+        b = shift[c]
+        for n in range(n_):
+            for j in range(s_):
+                out[n, c, j] = x[n, c, j] * a + b
+
+
+@njit(**_OPTS)
+def batch_norm_train_backward(g, x, mean, rstd, weight, has_weight, need_x, gx, gw, gb, k, grad_mean, scale):
+    """Training's batch-norm gradients of (N, C, S) in one call, as ``batch_norm_grad_sums``, the per-channel
+    factors and ``batch_norm_input_grad`` make them (the same float64 sums and roundings): ``gx`` where
+    ``need_x``, and the weight's and bias's (``gw``: the sum of ``g * xhat``, ``gb``: of ``g``). ``k``,
+    ``grad_mean`` and ``scale`` are work arrays of the data's dtype."""
+    n_, c_, s_ = x.shape
+    count = max(n_ * s_, 1)
+    sum_g, dot = np.zeros(c_), np.zeros(c_)
+    batch_norm_grad_sums(g, x, mean, sum_g, dot)
+    for c in range(c_):
+        r = np.float64(rstd[c])
+        gw[c] = dot[c] * r
+        gb[c] = sum_g[c]
+        scale[c] = r * np.float64(weight[c]) if has_weight else r
+        k[c] = dot[c] * r * r / count
+        grad_mean[c] = sum_g[c] / count
+    if need_x:
+        batch_norm_input_grad(g, x, mean, k, grad_mean, scale, gx)
+
+
+@njit(**_OPTS)
 def channel_affine(x, scale, shift, out):
     """``out[n, c, :] = x[n, c, :] * scale[c] + shift[c]`` in the data's dtype: batch norm's output, as torch
     writes it (``alpha = rstd * weight``, ``beta = bias - mean * alpha``)."""
