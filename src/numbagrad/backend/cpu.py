@@ -1684,7 +1684,7 @@ def _column_chunks(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, 
 @np.errstate(all="ignore")
 def conv2d_backward(
     g: np.ndarray,
-    x: np.ndarray,
+    kept,
     x_shape: tuple,
     weight: np.ndarray,
     stride: tuple,
@@ -1697,7 +1697,7 @@ def conv2d_backward(
 ) -> tuple:
     """(grad of x, of weight, of bias), each None where not needed, from the output gradient and what ``conv2d``
     kept: the (N, C * kh * kw, L) columns (``im2col``'s), or its (N, C, H, W) input, whose columns are made again
-    (chunk by chunk where ``conv2d`` went so). ``x`` may be None where the weight's gradient is not asked for (a
+    (chunk by chunk where ``conv2d`` went so). ``kept`` may be None where the weight's gradient is not asked for (a
     transposed convolution's forward)."""
     n, o = g.shape[:2]
     out_hw = tuple(g.shape[2:])
@@ -1708,22 +1708,23 @@ def conv2d_backward(
     gx = gw = gb = None
     if need_b:
         gb = g3.sum(axis=(0, 2))
-    given = need_w and x.ndim == 3
+    given = need_w and kept.ndim == 3
     if groups == 1 and not given and n * k * length * g.itemsize > _CHUNK_BYTES:
-        gx, gw = _conv2d_backward_chunks(g3, x, x_shape, w, stride, padding, dilation, out_hw, need_x, need_w)
+        gx, gw = _conv2d_backward_chunks(g3, kept, x_shape, w, stride, padding, dilation, out_hw, need_x, need_w)
         return gx, gw, gb
+    cols = kept
     if need_w and not given:
-        x = _columns(np.ascontiguousarray(x, g.dtype), kernel, stride, padding, dilation, out_hw)
+        cols = _columns(np.ascontiguousarray(kept, g.dtype), kernel, stride, padding, dilation, out_hw)
     if groups == 1:
         if need_w:  # one small GEMM per sample, transposed (see _conv2d_backward_chunks), summed into the weight
-            gw = np.ascontiguousarray(np.matmul(x, g3.transpose(0, 2, 1)).sum(axis=0).T).reshape(weight.shape)
+            gw = np.ascontiguousarray(np.matmul(cols, g3.transpose(0, 2, 1)).sum(axis=0).T).reshape(weight.shape)
         if need_x:
             gcols = np.matmul(w.reshape(o, k).T, g3)
     else:
         kg, og = k // groups, o // groups
         g4 = g3.reshape(n, groups, og, length)
         if need_w:
-            c4 = x.reshape(n, groups, kg, length)
+            c4 = cols.reshape(n, groups, kg, length)
             gw = np.matmul(c4, g4.transpose(0, 1, 3, 2)).sum(axis=0).transpose(0, 2, 1)
             gw = np.ascontiguousarray(gw).reshape(weight.shape)
         if need_x:
