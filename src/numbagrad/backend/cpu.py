@@ -1750,45 +1750,94 @@ def conv2d(
     x: np.ndarray, weight: np.ndarray, bias, stride: tuple, padding: tuple, dilation: tuple, groups: int, out_hw: tuple
 ) -> tuple:
     """Convolution of (N, C, H, W) by (O, C / groups, kh, kw) as im2col + one BLAS product per group:
-    (output (N, O, OH, OW), what the backward needs: the columns, or the input itself when the convolution ran
-    sample by sample). ``padding`` is the (top, left) offset.
+    (output (N, O, OH, OW), what the backward needs: the columns where they are small (``_KEEP_BYTES``), else the
+    input, whose columns ``conv2d_backward`` makes again). ``padding`` is the (top, left) offset.
 
-    Where one sample's columns are large (``_PER_SAMPLE`` elements on), each sample's are made into one reused
-    buffer and multiplied while they are in cache, and the backward makes them again: the cnn's (64, 32, 26, 26)
-    by (64, 32, 3, 3) forward took 16 ms so instead of 23 (its backward 39 instead of 43), and keeps no 42 MB of
-    columns between the two."""
+    The columns hold C * kh * kw values per output position, a 3x3 convolution's 9 times its input. Large ones
+    (over ``_CHUNK_BYTES``, single group) are made a chunk of samples at a time into one reused buffer and
+    multiplied while in cache. Keeping large ones from forward to backward held the U-Net's step peak at 10.3 MiB
+    (torch's 4.4)."""
     n, o = x.shape[0], weight.shape[0]
+    x = np.ascontiguousarray(x)
+    kernel = tuple(weight.shape[2:])
     k, length = weight.size // o * groups, out_hw[0] * out_hw[1]
-    if groups == 1 and n > 1 and k * length >= _PER_SAMPLE and o >= 16:
-        x = np.ascontiguousarray(x)
-        w = np.ascontiguousarray(weight, x.dtype).reshape(o, k)
-        out = np.empty((n, o, length), x.dtype)
-        cols = np.empty((1, k, length), x.dtype)
-        kernel = _nn().im2col
-        for i in range(n):
-            kernel(x[i : i + 1], *weight.shape[2:], *stride, *padding, *dilation, *out_hw, cols)
-            np.matmul(w, cols[0], out=out[i])
-        if bias is not None:
-            out += bias.astype(x.dtype, copy=False).reshape(o, 1)
-        return out.reshape(n, o, *out_hw), x
-    cols = im2col(x, weight.shape[2:], stride, padding, dilation, out_hw)
-    k, length = cols.shape[1], cols.shape[2]
     w = np.ascontiguousarray(weight, x.dtype)
-    if groups == 1:
-        out = np.matmul(w.reshape(o, k), cols)
+    size = n * k * length * x.itemsize
+    if groups == 1 and size > _CHUNK_BYTES:
+        w2 = w.reshape(o, k)
+        out = np.empty((n, o, length), x.dtype)
+        for i, j, cols in _column_chunks(x, kernel, stride, padding, dilation, out_hw):
+            np.matmul(w2, cols, out=out[i:j])
+        kept = x
     else:
-        out = np.matmul(w.reshape(groups, o // groups, k // groups), cols.reshape(n, groups, k // groups, length))
-        out = out.reshape(n, o, length)
+        cols = _columns(x, kernel, stride, padding, dilation, out_hw)
+        if groups == 1:
+            out = np.matmul(w.reshape(o, k), cols)
+        else:
+            out = np.matmul(w.reshape(groups, o // groups, k // groups), cols.reshape(n, groups, k // groups, length))
+            out = out.reshape(n, o, length)
+        kept = cols if size <= _KEEP_BYTES and not _identity_columns(kernel, stride, padding) else x
     if bias is not None:
         out += bias.astype(x.dtype, copy=False).reshape(o, 1)
-    return out.reshape(n, o, *out_hw), cols
+    return out.reshape(n, o, *out_hw), kept
+
+
+#: The most bytes of columns a convolution keeps from its forward for its backward (else it keeps its input):
+#: making small ones again costs more than the memory they hold, as im2col's short rows run slowly; measured at 1
+#: thread, the DCGAN's (16, 16, 8, 8) by (32, 16, 4, 4) stride-2 convolution spent 80 us of its 420 us forward and
+#: backward in a second im2col, for 256 KiB of columns.
+_KEEP_BYTES = 1 << 18
+
+#: The most bytes of columns a single-group convolution makes at once: beyond, a chunk of samples' (one sample's
+#: where it holds more) stays in the second-level cache while its products read it, and the step's transient
+#: memory stays small. Measured at 1 thread: the cnn's (64, 32, 26, 26) by (64, 32, 3, 3) forward took 16 ms so
+#: instead of 23 at once (its backward 39 instead of 43), the U-Net's (4, 24, 32, 32) by (8, 24, 3, 3) forward and
+#: backward 1.9 ms instead of 2.2.
+_CHUNK_BYTES = 1 << 20
+
+
+def _identity_columns(kernel: tuple, stride: tuple, padding: tuple) -> bool:
+    """A 1x1 kernel of stride 1 without padding reads each input value once, in order: its columns are the input."""
+    return kernel == (1, 1) and tuple(stride) == (1, 1) and not any(padding)
+
+
+def _columns(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
+    """``im2col`` of a C-contiguous ``x`` (a view of it where the columns are the input)."""
+    if _identity_columns(kernel, stride, padding):
+        return x.reshape(x.shape[0], x.shape[1], -1)
+    return im2col(x, kernel, stride, padding, dilation, out_hw)
+
+
+def _chunk(n: int, per_sample: int) -> int:
+    """Samples per chunk of columns: as many as ``_CHUNK_BYTES`` holds (at least one), in chunks of equal size."""
+    chunks = max(1, min(n, -(-n * per_sample // _CHUNK_BYTES)))
+    return max(1, -(-n // chunks))
+
+
+def _column_chunks(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
+    """(first sample, end, their (m, C * kh * kw, L) columns) over the C-contiguous ``x`` in ``_chunk``s; the
+    columns are one reused buffer (or views of ``x``), valid until the next chunk."""
+    n = x.shape[0]
+    k, length = x.shape[1] * kernel[0] * kernel[1], out_hw[0] * out_hw[1]
+    identity = _identity_columns(kernel, stride, padding)
+    m = _chunk(n, k * length * x.itemsize)
+    buffer = None if identity else np.empty((m, k, length), x.dtype)
+    im2col = _nn().im2col
+    for i in range(0, n, m):
+        j = min(i + m, n)
+        if identity:
+            yield i, j, x[i:j].reshape(j - i, k, length)
+            continue
+        cols = buffer[: j - i]
+        im2col(x[i:j], *kernel, *stride, *padding, *dilation, *out_hw, cols)
+        yield i, j, cols
 
 
 @_half_in_single
 @np.errstate(all="ignore")
 def conv2d_backward(
     g: np.ndarray,
-    cols: np.ndarray,
+    kept,
     x_shape: tuple,
     weight: np.ndarray,
     stride: tuple,
@@ -1800,24 +1849,28 @@ def conv2d_backward(
     need_b: bool,
 ) -> tuple:
     """(grad of x, of weight, of bias), each None where not needed, from the output gradient and what ``conv2d``
-    kept: the columns (N, C * kh * kw, L), or its (N, C, H, W) input, whose columns are then made again sample by
-    sample. ``cols`` may be None where the weight's gradient is not asked for (a transposed convolution's
-    forward)."""
+    kept: the (N, C * kh * kw, L) columns (``im2col``'s), or its (N, C, H, W) input, whose columns are made again
+    (chunk by chunk where ``conv2d`` went so). ``kept`` may be None where the weight's gradient is not asked for (a
+    transposed convolution's forward)."""
     n, o = g.shape[:2]
-    out_hw = g.shape[2:]
+    out_hw = tuple(g.shape[2:])
+    kernel = tuple(weight.shape[2:])
     k, length = weight.size // o * groups, out_hw[0] * out_hw[1]
     g3 = np.ascontiguousarray(g).reshape(n, o, length)
     w = np.ascontiguousarray(weight, g.dtype)
     gx = gw = gb = None
     if need_b:
         gb = g3.sum(axis=(0, 2))
-    if cols is not None and cols.ndim == 4:
-        gx, gw = _conv2d_backward_by_sample(g3, cols, w, stride, padding, dilation, out_hw, need_x, need_w)
+    given = need_w and kept.ndim == 3
+    if groups == 1 and not given and n * k * length * g.itemsize > _CHUNK_BYTES:
+        gx, gw = _conv2d_backward_chunks(g3, kept, x_shape, w, stride, padding, dilation, out_hw, need_x, need_w)
         return gx, gw, gb
+    cols = kept
+    if need_w and not given:
+        cols = _columns(np.ascontiguousarray(kept, g.dtype), kernel, stride, padding, dilation, out_hw)
     if groups == 1:
-        if need_w:  # one small GEMM per sample, then a sum: 6x faster here than one GEMM over transposed copies
-            gw = np.empty(weight.shape, g.dtype)  # summed straight into the weight's shape: a fresh array
-            np.sum(np.matmul(g3, cols.transpose(0, 2, 1)), axis=0, out=gw.reshape(o, k))
+        if need_w:  # one small GEMM per sample, transposed (see _conv2d_backward_chunks), summed into the weight
+            gw = np.ascontiguousarray(np.matmul(cols, g3.transpose(0, 2, 1)).sum(axis=0).T).reshape(weight.shape)
         if need_x:
             gcols = np.matmul(w.reshape(o, k).T, g3)
     else:
@@ -1825,43 +1878,70 @@ def conv2d_backward(
         g4 = g3.reshape(n, groups, og, length)
         if need_w:
             c4 = cols.reshape(n, groups, kg, length)
-            gw = np.matmul(g4, c4.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
+            gw = np.matmul(c4, g4.transpose(0, 1, 3, 2)).sum(axis=0).transpose(0, 2, 1)
+            gw = np.ascontiguousarray(gw).reshape(weight.shape)
         if need_x:
             gcols = np.matmul(w.reshape(groups, og, kg).transpose(0, 2, 1), g4).reshape(n, k, length)
     if need_x:
-        gx = col2im(gcols, tuple(x_shape), weight.shape[2:], stride, padding, dilation, out_hw)
+        if _identity_columns(kernel, stride, padding):
+            gx = gcols.reshape(x_shape)
+        else:
+            gx = col2im(gcols, tuple(x_shape), kernel, stride, padding, dilation, out_hw)
     return gx, gw, gb
 
 
-#: One sample's column count (C * kh * kw * OH * OW) from which ``conv2d`` runs sample by sample (its columns in
-#: cache), for 16 output channels or more: measured at 1 thread, the U-Net's (4, 48, 16, 16) -> 16 convolution
-#: gained (forward + backward 1.32 -> 1.13 ms) and its (4, 24, 32, 32) -> 8 one lost (1.96 -> 2.45 ms: a product
-#: of 8 rows gains little from columns in cache); small convolutions would pay more in per-sample calls.
-_PER_SAMPLE = 1 << 15
+#: The most bytes of per-sample weight-gradient products summed at once in a chunk: a batched product runs faster
+#: than a product per sample (the DCGAN's (16, 32, 16) by (16, 256, 16) columns: 87 us against 108 one by one),
+#: and the bound keeps its (samples, O, K) temporary from growing with the chunk.
+_PRODUCTS_BYTES = 1 << 19
 
 
-def _conv2d_backward_by_sample(g3: np.ndarray, x: np.ndarray, w: np.ndarray, stride: tuple, padding: tuple,
-                               dilation: tuple, out_hw: tuple, need_x: bool, need_w: bool) -> tuple:  # fmt: skip
-    """(grad of x, of weight) of a single-group convolution from its input ``x``: per sample, the columns made
-    again into one buffer for the weight's product, and the column gradient summed back (col2im) while in cache."""
+def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, stride: tuple, padding: tuple,
+                            dilation: tuple, out_hw: tuple, need_x: bool, need_w: bool) -> tuple:  # fmt: skip
+    """(grad of x, of weight) of a single-group convolution from its input ``x``, a chunk of samples at a time
+    (``_chunk``): the chunk's columns made again for the weight's products, then the chunk's column gradient, in
+    the same buffer, summed back (col2im) while in cache.
+
+    The weight's gradient is summed from per-sample products ``columns @ g.T`` (K, O), transposed once at the end:
+    OpenBLAS runs these up to twice as fast as ``g @ columns.T`` (O, K) at 1 thread (the U-Net's (1024, 216) by
+    (8, 1024) products of 4 samples: 0.30 ms against 0.65; the cnn's (288, 576) by (64, 576): 0.23 against 0.28)."""
     n, o, length = g3.shape
-    kernel = w.shape[2:]
+    kernel = tuple(w.shape[2:])
     k = w.size // o
     w2 = w.reshape(o, k)
     kernels = _nn()
-    gw = np.zeros((o, k), g3.dtype) if need_w else None
-    gx = np.empty(x.shape, g3.dtype) if need_x else None
-    part = np.empty((o, k), g3.dtype)
-    cols = np.empty((1, k, length), g3.dtype)
-    for i in range(n):
+    identity = _identity_columns(kernel, stride, padding)
+    if need_w:
+        x = np.ascontiguousarray(x, g3.dtype)
+    gw_t = np.zeros((k, o), g3.dtype) if need_w else None
+    gx = np.empty(tuple(x_shape), g3.dtype) if need_x else None
+    m = _chunk(n, k * length * g3.itemsize)
+    buffer = None if identity else np.empty((m, k, length), g3.dtype)
+    part = np.empty((k, o), g3.dtype)
+    per = max(1, _PRODUCTS_BYTES // max(1, o * k * g3.itemsize))
+    for i in range(0, n, m):
+        j = min(i + m, n)
         if need_w:
-            kernels.im2col(x[i : i + 1], *kernel, *stride, *padding, *dilation, *out_hw, cols)
-            np.matmul(g3[i], cols[0].T, out=part)
-            gw += part
+            if identity:
+                cols = x[i:j].reshape(j - i, k, length)
+            else:
+                cols = buffer[: j - i]
+                kernels.im2col(x[i:j], *kernel, *stride, *padding, *dilation, *out_hw, cols)
+            if j - i == 1:  # (no (1, K, O) product to sum)
+                np.matmul(cols[0], g3[i].T, out=part)
+                gw_t += part
+            else:
+                for a in range(0, j - i, per):
+                    b = min(a + per, j - i)
+                    gw_t += np.matmul(cols[a:b], g3[i + a : i + b].transpose(0, 2, 1)).sum(axis=0)
         if need_x:
-            np.matmul(w2.T, g3[i], out=cols[0])
-            kernels.col2im(cols, *kernel, *stride, *padding, *dilation, *out_hw, gx[i : i + 1])
-    return gx, (gw.reshape(w.shape) if need_w else None)
+            if identity:
+                np.matmul(w2.T, g3[i:j], out=gx[i:j].reshape(j - i, k, length))
+            else:
+                gcols = buffer[: j - i]
+                np.matmul(w2.T, g3[i:j], out=gcols)
+                kernels.col2im(gcols, *kernel, *stride, *padding, *dilation, *out_hw, gx[i:j])
+    return gx, (np.ascontiguousarray(gw_t.T).reshape(w.shape) if need_w else None)
 
 
 #: The backend interface: the same names as ``cuda.__all__`` (tests/test_backend.py checks it).

@@ -1101,10 +1101,10 @@ def conv2d(x, weight, bias, stride: tuple, padding: tuple, dilation: tuple, grou
     return out.reshape(n, o, *out_hw), cols
 
 
-def conv2d_backward(g, cols, x_shape: tuple, weight, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+def conv2d_backward(g, kept, x_shape: tuple, weight, stride: tuple, padding: tuple, dilation: tuple, groups: int,
                     need_x: bool, need_w: bool, need_b: bool) -> tuple:  # fmt: skip
-    """(grad of x, of weight, of bias), each None where not needed, from the output gradient and the columns
-    (None where the weight's is not asked for)."""
+    """(grad of x, of weight, of bias), each None where not needed, from the output gradient and what ``conv2d``
+    kept: the columns (None where the weight's is not asked for)."""
     n, o = g.shape[:2]
     k, length = int(np.prod(weight.shape[1:])) * groups, int(np.prod(g.shape[2:]))
     g3 = ascontiguous(g).reshape(n, o, length)
@@ -1115,7 +1115,7 @@ def conv2d_backward(g, cols, x_shape: tuple, weight, stride: tuple, padding: tup
     kg, og = k // groups, o // groups
     g4 = g3.reshape(n, groups, og, length)
     if need_w:
-        c4 = cols.reshape(n, groups, kg, length)
+        c4 = kept.reshape(n, groups, kg, length)
         gw = reduce(matmul(g4, _t(c4, (0, 1, 3, 2))), "sum", (0,), False).reshape(tuple(weight.shape))
     if need_x:
         gcols = matmul(_t(w.reshape(groups, og, kg), (0, 2, 1)), g4).reshape(n, k, length)

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.function import Function
+from ..autograd.function import BackwardCFunction, Function
 from ..autograd.fused import fused_grads
 from ..backend import backend_for
 from ..scalar_math import ROWS
@@ -159,6 +159,16 @@ def _weight_grad(small: Tensor, big: Tensor, geom: ConvGeometry) -> Tensor:
     return w.reshape(small.shape[1], geom.in_shape[1] // g, *geom.kernel)
 
 
+def _release_kept(node) -> None:
+    """A convolution node's release of its saved tensors (after a backward without ``retain_graph``) also drops
+    what the backend's forward kept for the backward (``ctx.kept``): torch frees a node's saved values then, and
+    an array held until the graph dies would outlive the backward (through the optimizer step and, while the loss
+    is referenced, the next forward)."""
+    BackwardCFunction._release(node)
+    if node._freed:
+        node.kept = None
+
+
 class Convolution(Function):
     """``conv1d``/``conv2d``/``conv3d`` in one node: im2col then one matrix product per group (plus the bias).
     Its input gradient is the transposed convolution of the output gradient, and the transposed convolution's is
@@ -166,17 +176,18 @@ class Convolution(Function):
 
     node_name = "ConvolutionBackward0"
     _trusted = True
+    _node_defaults = {"_release": _release_kept}
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias, geom: ConvGeometry) -> Tensor:
-        ctx.geom, ctx.cols = geom, None
+        ctx.geom, ctx.kept = geom, None
         ctx.save_for_backward(x, weight)
-        if len(geom.kernel) == 2:  # the backend's fused 2-d convolution, whose columns serve the backward
+        if len(geom.kernel) == 2:  # the backend's fused 2-d convolution, which keeps what its backward needs
             backend = x._backend
             x4 = backend.reshape(x._data, geom.in_shape)
             w4 = backend.reshape(weight._data, (weight.shape[0], geom.in_shape[1] // geom.groups, *geom.kernel))
             b = None if bias is None else bias._data
-            out, ctx.cols = backend.conv2d(x4, w4, b, geom.stride, geom.padding, geom.dilation, geom.groups, geom.out)
+            out, ctx.kept = backend.conv2d(x4, w4, b, geom.stride, geom.padding, geom.dilation, geom.groups, geom.out)
             return _t(backend.reshape(out, geom.small_shape))
         g = geom.groups
         cols = geom.columns(x).reshape(geom.in_shape[0], g, geom.k // g, geom.length)
@@ -195,15 +206,16 @@ class Convolution(Function):
             gb = g.sum((0, *range(2, g.dim()))) if wanted[2] else None
             return gx, gw, gb
 
-        if ctx.cols is None:  # (the forward ran on ops: its backward is ops too)
+        if len(geom.kernel) != 2:  # (the forward ran on ops: its backward is ops too)
             return *formula(g, x, weight), None
+        kept = ctx.kept
 
-        def kernel(g, x, weight):  # the backend's fused 2-d backward, on the forward's columns
+        def kernel(g, x, weight):  # the backend's fused 2-d backward, on what its forward kept
             backend = g._backend
             n, o = geom.in_shape[0], weight.shape[0]
             g4 = backend.reshape(g._data, (n, o, *geom.out))
             w4 = backend.reshape(weight._data, (o, geom.in_shape[1] // geom.groups, *geom.kernel))
-            gx, gw, gb = backend.conv2d_backward(g4, ctx.cols, geom.in_shape, w4, geom.stride, geom.padding,
+            gx, gw, gb = backend.conv2d_backward(g4, kept, geom.in_shape, w4, geom.stride, geom.padding,
                                                  geom.dilation, geom.groups, *wanted)  # fmt: skip
             gx = _t(backend.reshape(gx, x._data.shape)) if wanted[0] else None
             gw = _t(backend.reshape(gw, weight._data.shape)) if wanted[1] else None
@@ -258,14 +270,14 @@ class ConvolutionTranspose(Function):
             w4 = backend.reshape(weight._data, (o, geom.in_shape[1] // groups, *geom.kernel))
             g4 = backend.reshape(g._data, geom.in_shape)
             gx = gw = gb = None
-            if wanted[0]:
-                gx, cols = backend.conv2d(g4, w4, None, geom.stride, geom.padding, geom.dilation, groups, geom.out)
+            if wanted[0]:  # (kept: what that convolution's backward needs, g's columns or g itself)
+                gx, kept = backend.conv2d(g4, w4, None, geom.stride, geom.padding, geom.dilation, groups, geom.out)
                 gx = _t(backend.reshape(gx, x._data.shape))
             else:
-                cols = backend.im2col(g4, geom.kernel, geom.stride, geom.padding, geom.dilation, geom.out)
+                kept = backend.im2col(g4, geom.kernel, geom.stride, geom.padding, geom.dilation, geom.out)
             if wanted[1]:  # sum_n x[n] @ cols[n].T per group: the convolution's weight gradient with x as its g
                 x4 = backend.reshape(x._data, (n, o, *geom.out))
-                _, gw, _ = backend.conv2d_backward(x4, cols, geom.in_shape, w4, geom.stride, geom.padding,
+                _, gw, _ = backend.conv2d_backward(x4, kept, geom.in_shape, w4, geom.stride, geom.padding,
                                                    geom.dilation, groups, False, True, False)  # fmt: skip
                 gw = _t(backend.reshape(gw, weight._data.shape))
             if wanted[2]:
