@@ -35,7 +35,9 @@ from ..autograd.function import (
     edges_of,
     make_node,
     may_skip_apply,
+    saved_input,
     saved_input_unhooked,
+    saved_output,
     saved_output_unhooked,
 )
 from ..autograd.fused import fused_grads
@@ -198,10 +200,15 @@ class Elementwise(Function):
     def _fast_apply(cls, args: tuple, st):
         """The whole call for the common case: tensors of one float dtype on one device, of one shape or
         broadcasting, contiguous or expanded from one element (maybe with Python numbers), no params, outside
-        anomaly and inference mode, with no tracer or saved-tensor hooks (``st.fast``). It computes what ``forward``
-        computes and builds the node ``_link_outputs`` would build; anything else returns None for the general path.
+        anomaly and inference mode, with no tracer. It computes what ``forward`` computes and builds the node
+        ``_link_outputs`` would build; anything else returns None for the general path. Saved-tensor hooks are
+        honoured here (``hooked``), so an input no gradient reads is not packed (torch saves none), as in the
+        general path it would be.
         """
-        if len(args) != cls.arity or not st.fast:
+        if len(args) != cls.arity:
+            return None
+        hooked = not st.fast  # (st.fast: no tracer, anomaly, inference or saved-tensor hooks)
+        if hooked and (st.tracer is not None or st.anomaly or st.inference):
             return None
         row = cls.row
         arrays, needs, first, scalars, grad, mixed = [], [], None, False, False, False
@@ -256,10 +263,13 @@ class Elementwise(Function):
             if isinstance(a, Tensor):
                 if a._is_inference:
                     return None
-                saved.append(saved_input_unhooked(a) if _read(cls, needs, j) else _unread(a))
+                if not _read(cls, needs, j):
+                    saved.append(_unread(a))
+                else:
+                    saved.append(saved_input(a) if hooked else saved_input_unhooked(a))
         make_node(ctx, edges_of(args), result)
         if cls._saves_out:
-            saved.append(saved_output_unhooked(result))
+            saved.append(saved_output(result) if hooked else saved_output_unhooked(result))
         if saved:
             ctx._saved = saved
         if scalars:
@@ -273,7 +283,7 @@ class Elementwise(Function):
         """``_fast_apply`` for one contiguous float tensor (``relu(x)``), unrolled: no per-operand loop or lists
         (0.4 us less a call without a graph, 0.7 us with one, at 16 elements); anything else goes there."""
         if not st.fast:
-            return None
+            return cls._fast_apply((a,), st)
         d = a._data
         dt = d.dtype
         row = cls.row
@@ -314,7 +324,7 @@ class Elementwise(Function):
         """``_fast_apply`` for two contiguous float tensors of one shape, dtype and storage (``x * w``), unrolled
         as ``_fast_one`` is; anything else goes there."""
         if not st.fast:
-            return None
+            return cls._fast_apply((a, b), st)
         d = a._data
         e = b._data
         dt = d.dtype

@@ -595,12 +595,13 @@ def _var_backward(g: Tensor, x: Tensor, axes, keepdim: bool, denominator: float)
     along given dims. Without ``create_graph`` (and with degrees of freedom left) it runs on the storage: the
     scaled ``g`` in its keepdim shape broadcast against the centered ``x``, with no expanded copy."""
     if not state.enabled and denominator > 0:
-        backend = x._backend
-        gd = backend.elementwise(_MUL, [g._data, 2.0 / denominator], (), g._data.dtype)
+        backend = x._backend  # (the graph path's products in its order, so both give the same bits)
+        gd = g._data
         if not keepdim and gd.ndim != x.dim():
             gd = backend.reshape(gd, _keepdim_shape(x.shape, axes))
         centered = _centered(x._data, axes, backend)
-        return Tensor._make(backend.elementwise(_MUL, [gd, centered], (), centered.dtype))
+        product = backend.elementwise(_MUL, [gd, centered], (), centered.dtype)
+        return Tensor._make(backend.elementwise(_MUL, [product, 2.0 / denominator], (), centered.dtype))
     g_full = _expand_back(g, x.shape, axes, keepdim)
     centered = x - x.mean(dim=axes, keepdim=True)
     if denominator <= 0 and (axes is None or x.dim() == 0):
@@ -666,6 +667,7 @@ def _spread_args(name: str, dim, unbiased, keepdim: bool) -> tuple:
 def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:  # noqa: A002
     """Variance over ``dim``, Bessel-corrected by default (``correction=1``) as in torch."""
     dim, unbiased = _spread_args("var", dim, unbiased, keepdim)
+    _check_spread_dtype(input, "std and var")
     if input._data.dtype.kind == "c":  # the mean squared distance |z - mean|^2: the parts' variances added
         axes, c = _axes(input, dim), _correction(unbiased, correction)
         return Var.apply(input.real, axes, c, keepdim) + Var.apply(input.imag, axes, c, keepdim)
@@ -684,6 +686,7 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:  # noqa: A002
     """Standard deviation over ``dim``, Bessel-corrected by default."""
     dim, unbiased = _spread_args("std", dim, unbiased, keepdim)
+    _check_spread_dtype(input, "std and var")
     if input._data.dtype.kind == "c":
         axes, c = _axes(input, dim), _correction(unbiased, correction)
         return (Var.apply(input.real, axes, c, keepdim) + Var.apply(input.imag, axes, c, keepdim)).sqrt()
@@ -963,8 +966,16 @@ class StdMean(VarMean):
     take_sqrt = True
 
 
+def _check_spread_dtype(input: Tensor, name: str) -> None:  # noqa: A002
+    """torch's refusal of a spread (var, std and their ``_mean`` forms) over integers or bools."""
+    if input._data.dtype.kind not in "fcV":
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+
+
 def _spread_mean(cls, input: Tensor, dim, unbiased, keepdim: bool, correction):  # noqa: A002
-    dim, unbiased = _spread_args(cls.__name__ == "StdMean" and "std_mean" or "var_mean", dim, unbiased, keepdim)
+    name = cls.__name__ == "StdMean" and "std_mean" or "var_mean"
+    dim, unbiased = _spread_args(name, dim, unbiased, keepdim)
+    _check_spread_dtype(input, name)
     return cls.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
 
 
