@@ -994,7 +994,13 @@ def topk(a: np.ndarray, k: int, dim: int, largest: bool) -> tuple[np.ndarray, np
 def getitem(a: np.ndarray, index: tuple) -> np.ndarray:
     """``a[index]``: a view for basic indices, a copy for advanced ones; a full integer index gives a 0-d view.
     One integer array picking rows (an embedding lookup) is ``np.take``, the same copy at a fifth of the cost."""
-    if len(index) == 1 and type(index[0]) is np.ndarray and index[0].dtype.kind in "iu" and a.ndim:
+    if (
+        type(index) is tuple
+        and len(index) == 1
+        and type(index[0]) is np.ndarray
+        and index[0].dtype.kind in "iu"
+        and a.ndim
+    ):
         return np.take(a, index[0], axis=0)
     out = a[index]
     if type(out) is not np.ndarray:
