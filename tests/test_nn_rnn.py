@@ -111,6 +111,36 @@ def test_float16_module_matches_torch(torch, name):
     _close(xn.grad.float(), x.grad.float(), 2e-3)
 
 
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_float32_layers_wider_than_a_vector_match_torch(torch, name):
+    """Hidden 37 and batch 3: the fused step kernels' vectorized loops and their remainders, over two
+    bidirectional layers with initial states."""
+    theirs = getattr(torch.nn, name)(5, 37, num_layers=2, bidirectional=True)
+    ours = getattr(nn, name)(5, 37, num_layers=2, bidirectional=True)
+    ours.load_state_dict({k: _ng(v) for k, v in theirs.state_dict().items()})
+    x = torch.randn(4, 3, 5, requires_grad=True)
+    h = torch.randn(4, 3, 37, requires_grad=True)
+    hx = (h, torch.randn(4, 3, 37, requires_grad=True)) if name == "LSTM" else h
+    _compare_run(torch, theirs, ours, x, hx, 2e-5)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_final_states_do_not_change_with_the_output(torch, name):
+    """``h_n`` holds the last step's hidden state, but as its own tensor: writing into the output leaves it as
+    torch leaves it."""
+    results = []
+    for lib in (torch, numbagrad):
+        lib.manual_seed(0)
+        module = getattr(lib.nn, name)(3, 4)
+        with lib.no_grad():
+            out, hidden = module(lib.ones(5, 2, 3))
+            h_n = hidden[0] if name == "LSTM" else hidden
+            before = h_n.clone()
+            out.fill_(7.0)
+            results.append(bool((h_n == before).all()))
+    assert results == [True, True]
+
+
 @pytest.mark.parametrize("with_h0", [False, True])
 @pytest.mark.parametrize("name, kw", [("RNN", {}), ("LSTM", {"proj_size": 2}), ("GRU", {"batch_first": True})])
 def test_unbatched_input_matches_torch(torch, name, kw, with_h0):

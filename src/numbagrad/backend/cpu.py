@@ -1679,6 +1679,46 @@ def _conv2d_backward_by_sample(g3: np.ndarray, x: np.ndarray, w: np.ndarray, str
     return gx, (gw.reshape(w.shape) if need_w else None)
 
 
+# --- an LSTM layer's time step (``rnn_kernels``, imported on first use: it starts Numba) ---------------------
+_rnn_kernels = None
+
+
+def _rnn():
+    """The LSTM step kernels' module, imported on first use."""
+    global _rnn_kernels
+    if _rnn_kernels is None:
+        from . import rnn_kernels  # lazy: importing it loads Numba kernels (import numbagrad must not)
+
+        _rnn_kernels = rnn_kernels
+    return _rnn_kernels
+
+
+def lstm_cell(
+    xi: np.ndarray, hh: np.ndarray, c: np.ndarray, acts: np.ndarray, h_out: np.ndarray, c_out: np.ndarray
+) -> None:
+    """One LSTM step from its gates' two parts ``xi`` and ``hh`` (``(n, 4*H)``, torch's gate order) and the cell
+    state ``c`` (``(n, H)``), in one kernel: the gates' activations into ``acts``, the new cell and hidden states
+    into ``c_out`` and ``h_out``. Every array C-contiguous, of one dtype, ``acts`` apart from the others."""
+    _rnn().run("lstm_cell", [xi, hh, c], [acts, h_out, c_out], _widen, _store)
+
+
+def lstm_cell_backward(
+    g_out: np.ndarray,
+    g_rec: np.ndarray,
+    g_c: np.ndarray,
+    acts: np.ndarray,
+    c_prev: np.ndarray,
+    c_new: np.ndarray,
+    d_gates: np.ndarray,
+    g_c_prev: np.ndarray,
+) -> None:
+    """``lstm_cell``'s gradients in one kernel: from the hidden state's gradient ``g_out + g_rec`` and the cell
+    state's ``g_c``, the gates' (pre-activation) gradient into ``d_gates`` and the previous cell state's into
+    ``g_c_prev``. Every array C-contiguous, of one dtype, the outputs apart from the inputs."""
+    _rnn().run("lstm_cell_backward", [g_out, g_rec, g_c, acts, c_prev, c_new], [d_gates, g_c_prev], _widen,
+                    _store)  # fmt: skip
+
+
 #: The backend interface: the same names as ``cuda.__all__`` (tests/test_backend.py checks it).
 __all__ = [
     "complex_abs",
@@ -1733,6 +1773,8 @@ __all__ = [
     "layer_norm_backward",
     "linear",
     "linear_backward",
+    "lstm_cell",
+    "lstm_cell_backward",
     "loop_variant",
     "matmul",
     "max_pool2d",
