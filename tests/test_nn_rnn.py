@@ -518,6 +518,24 @@ def test_module_on_packed_sequence_matches_torch(torch, name, kw, with_h0):
         _close(p.grad, theirs_params[pname].grad, 1e-6)
 
 
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_packed_reverse_layer_whose_output_does_not_reach_the_loss_matches_torch(torch, name):
+    """Only the final states reach the loss: the layers' backward starts with no output gradient, over a reverse
+    direction whose sequences join late (the last step run has fewer rows than the state)."""
+    theirs, ours = _pair(torch, name, bidirectional=True)
+    x = torch.randn(4, 3, 3, dtype=torch.float64, requires_grad=True)
+    xn = _ng(x, requires_grad=True)
+    lengths = [4, 2, 1]
+    _, h_n = theirs(torch.nn.utils.rnn.pack_padded_sequence(x, lengths), None)
+    _, h_n_n = ours(R.pack_padded_sequence(xn, lengths), None)
+    sum((h**2).sum() for h in _states(h_n)).backward()
+    sum((h**2).sum() for h in _states(h_n_n)).backward()
+    _close(xn.grad, x.grad, 1e-6)
+    theirs_params = dict(theirs.named_parameters())
+    for pname, p in ours.named_parameters():
+        _close(p.grad, theirs_params[pname].grad, 1e-6)
+
+
 # --- errors ------------------------------------------------------------------------------------------------
 def _same_error(torch, make_theirs, make_ours):
     with pytest.raises(Exception) as theirs:

@@ -1719,6 +1719,29 @@ def lstm_cell_backward(
                     _store)  # fmt: skip
 
 
+def gru_cell(xi: np.ndarray, gh: np.ndarray, h: np.ndarray, acts: np.ndarray, h_out: np.ndarray) -> None:
+    """One GRU step from ``xi = x @ W_ih.T + b_ih`` and ``gh = h @ W_hh.T + b_hh`` (``(n, 3*H)``, torch's gate
+    order r, z, n) and the hidden state ``h``, in one kernel: ``(r, z, n, gh's n part)`` into ``acts``
+    (``(n, 4*H)``), the new hidden state into ``h_out``. Every array C-contiguous, of one dtype, the outputs apart
+    from the inputs."""
+    _rnn().run("gru_cell", [xi, gh, h], [acts, h_out], _widen, _store)
+
+
+def gru_cell_backward(
+    g_out: np.ndarray,
+    g_rec: np.ndarray,
+    acts: np.ndarray,
+    h: np.ndarray,
+    d_xi: np.ndarray,
+    d_gh: np.ndarray,
+    g_h: np.ndarray,
+) -> None:
+    """``gru_cell``'s gradients in one kernel: from the new hidden state's gradient ``g_out + g_rec``, those of
+    ``xi`` and ``gh`` into ``d_xi`` and ``d_gh``, and the part of ``h``'s that does not pass through ``gh`` into
+    ``g_h``. Every array C-contiguous, of one dtype, the outputs apart from the inputs."""
+    _rnn().run("gru_cell_backward", [g_out, g_rec, acts, h], [d_xi, d_gh, g_h], _widen, _store)
+
+
 #: The backend interface: the same names as ``cuda.__all__`` (tests/test_backend.py checks it).
 __all__ = [
     "complex_abs",
@@ -1766,6 +1789,8 @@ __all__ = [
     "from_host",
     "full",
     "getitem",
+    "gru_cell",
+    "gru_cell_backward",
     "im2col",
     "index_add_zeros",
     "is_contiguous",

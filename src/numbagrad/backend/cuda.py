@@ -1313,8 +1313,8 @@ def _rnn_kern():
 
 
 def _rnn_step(kernel, n: int, inputs: list, outputs: list) -> None:
-    """Launch an LSTM step kernel over ``n`` state elements; float16 arrays run on float32 copies whose results are
-    written back into ``outputs``."""
+    """Launch an LSTM or GRU step kernel over ``n`` state elements; float16 arrays run on float32 copies whose
+    results are written back into ``outputs``."""
     if outputs[0].dtype != _HALF:
         _launch(kernel, n, *inputs, *outputs)
         return
@@ -1333,6 +1333,16 @@ def lstm_cell_backward(g_out, g_rec, g_c, acts, c_prev, c_new, d_gates, g_c_prev
     """``lstm_cell``'s gradients in one kernel (as the CPU backend's ``lstm_cell_backward``)."""
     _rnn_step(_rnn_kern().lstm_cell_backward_kernel, c_new.size, [g_out, g_rec, g_c, acts, c_prev, c_new],
               [d_gates, g_c_prev])  # fmt: skip
+
+
+def gru_cell(xi, gh, h, acts, h_out) -> None:
+    """One GRU step in one kernel (as the CPU backend's ``gru_cell``)."""
+    _rnn_step(_rnn_kern().gru_cell_kernel, h.size, [xi, gh, h], [acts, h_out])
+
+
+def gru_cell_backward(g_out, g_rec, acts, h, d_xi, d_gh, g_h) -> None:
+    """``gru_cell``'s gradients in one kernel (as the CPU backend's ``gru_cell_backward``)."""
+    _rnn_step(_rnn_kern().gru_cell_backward_kernel, h.size, [g_out, g_rec, acts, h], [d_xi, d_gh, g_h])
 
 
 def cross_entropy(x, target, weight, smoothing: float, ignore_index: int, reduction: str):

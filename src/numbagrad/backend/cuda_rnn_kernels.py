@@ -1,5 +1,6 @@
-"""The ``numba.cuda`` kernels of an LSTM layer's time step: the device twins of ``rnn_kernels``' loops (their
-launchers, under the CPU backend's names ``lstm_cell`` and ``lstm_cell_backward``, are in ``backend.cuda``). One
+"""The ``numba.cuda`` kernels of an LSTM or GRU layer's time step: the device twins of ``rnn_kernels``' loops
+(their launchers, under the CPU backend's names ``lstm_cell``, ``gru_cell`` and their backwards, are in
+``backend.cuda``). One
 thread per element of the ``(n, H)`` state, grid-stride; the same arithmetic as the CPU loops. Imported by
 ``backend.cuda`` on first use only (importing it imports numba.cuda)."""
 
@@ -48,4 +49,45 @@ def lstm_cell_backward_kernel(g_out, g_rec, g_c, acts, c_prev, c_new, d_gates, g
         d_gates[b, 2 * size + j] = gc * i * (1 - g * g)
         d_gates[b, 3 * size + j] = gh * tc * o * (1 - o)
         g_c_prev[b, j] = gc * f
+        k += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def gru_cell_kernel(xi, gh, h, acts, h_out):
+    n, size = h.shape
+    k = cuda.grid(1)
+    while k < n * size:
+        b, j = k // size, k % size
+        r = 0.5 * math.tanh(0.5 * (xi[b, j] + gh[b, j])) + 0.5
+        z = 0.5 * math.tanh(0.5 * (xi[b, size + j] + gh[b, size + j])) + 0.5
+        hn = gh[b, 2 * size + j]
+        nn = math.tanh(xi[b, 2 * size + j] + r * hn)
+        acts[b, j] = r
+        acts[b, size + j] = z
+        acts[b, 2 * size + j] = nn
+        acts[b, 3 * size + j] = hn
+        h_out[b, j] = nn + z * (h[b, j] - nn)
+        k += cuda.gridsize(1)
+
+
+@cuda.jit(cache=True)
+def gru_cell_backward_kernel(g_out, g_rec, acts, h, d_xi, d_gh, g_h):
+    n, size = h.shape
+    k = cuda.grid(1)
+    while k < n * size:
+        b, j = k // size, k % size
+        g = g_out[b, j] + g_rec[b, j]
+        r = acts[b, j]
+        z = acts[b, size + j]
+        nn = acts[b, 2 * size + j]
+        dn = g * (1 - z) * (1 - nn * nn)
+        dr = dn * acts[b, 3 * size + j] * r * (1 - r)
+        dz = g * (h[b, j] - nn) * z * (1 - z)
+        d_xi[b, j] = dr
+        d_xi[b, size + j] = dz
+        d_xi[b, 2 * size + j] = dn
+        d_gh[b, j] = dr
+        d_gh[b, size + j] = dz
+        d_gh[b, 2 * size + j] = dn * r
+        g_h[b, j] = g * z
         k += cuda.gridsize(1)

@@ -1,13 +1,13 @@
-"""The CPU kernels of an LSTM layer's time step (``nn.LSTM``'s layer loop): the gate nonlinearities and the cell
-update as one kernel forward, and all the gate gradients as one kernel backward.
+"""The CPU kernels of an LSTM or GRU layer's time step (``nn.LSTM``'s and ``nn.GRU``'s layer loop): the gate
+nonlinearities and the state update as one kernel forward, and all the gate gradients as one kernel backward.
 
 A step made of table rows took four kernel calls and two layout copies forward (the gates gathered gate-major,
 then one kernel per new state) and six calls, a concatenation and an add backward; at ``nn.LSTM``'s usual sizes
 (batch 20, hidden 256) each call costs more than its arithmetic. These loops read the gates in the layout the
-matrix product writes them, ``(n, 4*H)`` rows in torch's gate order (i, f, g, o), and write straight into the
-layer's buffers. Inside, each row runs a few short loops that each write one array: LLVM vectorizes a loop only
-where it can check at run time that its arrays do not overlap, and gives up on loops that write several (one
-loop over everything ran 5x slower).
+matrix product writes them, ``(n, G*H)`` rows in torch's gate order (LSTM: i, f, g, o; GRU: r, z, n), and write
+straight into the layer's buffers. Inside, each row runs a few short loops that each write one array: LLVM
+vectorizes a loop only where it can check at run time that its arrays do not overlap, and gives up on loops that
+write several (one loop over everything ran 5x slower).
 
 The loops are source text built like the table's kernels (``codegen.load_module``): ``math.tanh`` becomes
 ``vector_math``'s vectorizable tanh, and float32 data runs the float32 twin (``vector_math.single_precision``), as
@@ -64,6 +64,47 @@ def lstm_cell_backward(g_out, g_rec, g_c, acts, c_prev, c_new, d_gates, g_c_prev
             d_gates[b, size + j] = gc * c_prev[b, j] * f * (1 - f)
             d_gates[b, s2 + j] = gc * i * (1 - g * g)
             g_c_prev[b, j] = gc * f
+
+
+@njit(cache=CACHE, nogil=True, error_model='numpy')
+def gru_cell(xi, gh, h, acts, h_out):
+    n, size = h.shape
+    s2 = size + size
+    s3 = s2 + size
+    for b in range(n):
+        for j in range(s2):
+            acts[b, j] = 0.5 * math.tanh(0.5 * (xi[b, j] + gh[b, j])) + 0.5
+        for j in range(size):
+            acts[b, s3 + j] = gh[b, s2 + j]
+        for j in range(size):
+            acts[b, s2 + j] = math.tanh(xi[b, s2 + j] + acts[b, j] * acts[b, s3 + j])
+        for j in range(size):
+            h_out[b, j] = acts[b, s2 + j] + acts[b, size + j] * (h[b, j] - acts[b, s2 + j])
+
+
+@njit(cache=CACHE, nogil=True, error_model='numpy')
+def gru_cell_backward(g_out, g_rec, acts, h, d_xi, d_gh, g_h):
+    n, size = h.shape
+    s2 = size + size
+    s3 = s2 + size
+    for b in range(n):
+        for j in range(size):
+            g_h[b, j] = g_out[b, j] + g_rec[b, j]
+        for j in range(size):
+            g = g_h[b, j]
+            r = acts[b, j]
+            z = acts[b, size + j]
+            nn = acts[b, s2 + j]
+            dn = g * (1 - z) * (1 - nn * nn)
+            d_xi[b, j] = dn * acts[b, s3 + j] * r * (1 - r)
+            d_xi[b, size + j] = g * (h[b, j] - nn) * z * (1 - z)
+            d_xi[b, s2 + j] = dn
+        for j in range(s2):
+            d_gh[b, j] = d_xi[b, j]
+        for j in range(size):
+            d_gh[b, s2 + j] = d_xi[b, s2 + j] * acts[b, j]
+        for j in range(size):
+            g_h[b, j] = g_h[b, j] * acts[b, size + j]
 """
 
 _module = None

@@ -479,12 +479,6 @@ def _joined(backend, new, old, n: int, dtype):
     return new if n == old.shape[0] else backend.concatenate([new, old[n:]], 0, dtype)
 
 
-def _by_row(backend, parts: list, n: int, size: int, dtype):
-    """The inverse of ``_gate_major`` for flat ``(n*H,)`` blocks: ``(n, len(parts)*H)``."""
-    joined = backend.concatenate([backend.reshape(p, (n, 1, size)) for p in parts], 1, dtype)
-    return backend.reshape(joined, (n, len(parts) * size))
-
-
 def _stacked(backend, arrays: list, dtype):
     return backend.concatenate(arrays, 0, dtype) if len(arrays) > 1 else arrays[0]
 
@@ -525,19 +519,6 @@ class _Layer(Function):
         ctx.saved, ctx.sizes, ctx.reverse = saved, sizes, reverse
         # (the final states are copies: a view of the output would change with it)
         return (Tensor._make(output), *(Tensor._make(backend.copy(s)) for s in final))
-
-    @classmethod
-    def _steps_forward(cls, backend, xi, current: list, w_t, b_hh, steps: list) -> tuple:
-        """The loop over ``steps`` one step at a time (``_step_forward``): (output rows, final states, what the
-        backward reads: one entry per step)."""
-        dtype = xi.dtype
-        outputs, saved = [None] * len(steps), []
-        for t, start, n in steps:
-            new, arrays = cls._step_forward(backend, xi[start : start + n], [s[:n] for s in current], w_t, b_hh)
-            saved.append(arrays)
-            outputs[t] = new[0]
-            current = [_joined(backend, a, s, n, dtype) for a, s in zip(new, current)]
-        return _stacked(backend, outputs, dtype), current, saved
 
     @classmethod
     def backward(cls, ctx, g_out: Tensor | None, *g_state):
@@ -589,32 +570,6 @@ class _Layer(Function):
         grads = fused_grads(cls.node_name + "Backward", kernel, formula, inputs, wanted)
         return (*grads[:5], None, None, *grads[5:])
 
-    @classmethod
-    def _steps_backward(cls, backend, go, carry: list, saved: list, steps: list, w, d_x, d_h, frees: bool) -> tuple:
-        """The steps walked back one at a time (``_step_backward``), writing each step's gradients into the rows
-        of ``d_x`` (the projection's) and ``d_h`` (``hh_t``'s); returns the states that fed each step, by time
-        step, and the initial states' gradients."""
-        dtype = d_x.dtype
-        h_prev = [None] * len(steps)
-        for k in range(len(steps) - 1, -1, -1):
-            t, start, n = steps[k]
-            arrays = saved[k]
-            if arrays is None:  # (released by an earlier backward that failed part way)
-                raise RuntimeError(ERR_BACKWARD_TWICE)
-            if frees:
-                saved[k] = None
-            grads = [c[:n] for c in carry]
-            if go is not None:
-                grads[0] = _plain(backend, ROWS["add"], [go[start : start + n], grads[0]], dtype, grads[0].shape,
-                                  "aa")  # fmt: skip
-            d_xi, d_hh, d_state, h_prev[t] = cls._step_backward(backend, grads, arrays, w)
-            arrays = None
-            backend.setitem(d_x, (slice(start, start + n),), d_xi)
-            if d_h is not d_x:
-                backend.setitem(d_h, (slice(start, start + n),), d_hh)
-            carry = [_joined(backend, d, c, n, dtype) for d, c in zip(d_state, carry)]
-        return h_prev, carry
-
 
 class _LSTMLayer(_Layer):
     """``_Layer`` for LSTM: ``b_hh`` is added to all steps' projections at once; a step is the recurrent matmul
@@ -661,7 +616,7 @@ class _LSTMLayer(_Layer):
         dtype = d_x.dtype
         size = output.shape[1]
         h_prev = [None] * len(steps)
-        no_output_grad = backend.zeros((steps[0][2] if steps else 0, size), dtype) if go is None else None
+        no_output_grad = backend.zeros(carry[0].shape, dtype) if go is None else None  # (all the state's rows)
         for k in range(len(steps) - 1, -1, -1):
             t, start, n = steps[k]
             if fed[k] is None:  # (released by an earlier backward that failed part way)
@@ -680,8 +635,9 @@ class _LSTMLayer(_Layer):
 
 
 class _GRULayer(_Layer):
-    """``_Layer`` for GRU: a step is ``gh = h @ W_hh.T + b_hh``, both ``xi`` and ``gh`` laid out gate-major, and
-    the fused ``h'`` kernel; its backward the seven gradients in three kernels and a matmul."""
+    """``_Layer`` for GRU: a step is ``gh = h @ W_hh.T + b_hh`` and one fused kernel (``backend.gru_cell``, the new
+    hidden state straight into the output's rows); its backward one fused kernel (``backend.gru_cell_backward``),
+    a matmul and an add."""
 
     node_name = "GruLayerBackward"
     _step = staticmethod(_gru_step)
@@ -694,30 +650,48 @@ class _GRULayer(_Layer):
         return xi
 
     @staticmethod
-    def _step_forward(backend, x, state, w_t, b_hh):
-        gru_h = _gate_functions()[2]
-        (h,) = state
-        n, size = h.shape
-        dtype = x.dtype
-        gh = backend.linear(h, w_t.T, b_hh._data) if b_hh is not None else backend.matmul(h, w_t)
-        x3, h3 = _gate_major(backend, x, 3, n, size), _gate_major(backend, gh, 3, n, size)
-        operands = [x3[0], x3[1], x3[2], h3[0], h3[1], h3[2], backend.reshape(backend.ascontiguous(h), (n * size,))]
-        h_new = _plain(backend, gru_h.row, operands, dtype, (n * size,), "a" * 7)
-        return (backend.reshape(h_new, (n, size)),), (operands, h_new, h)
+    def _steps_forward(backend, xi, current: list, w_t, b_hh, steps: list) -> tuple:
+        """Per step: ``gh = h @ W_hh.T + b_hh``, then the fused kernel. ``acts`` keeps every step's ``(r, z, n,
+        gh's n part)``; each step's record is the ``h`` that fed it (a view)."""
+        dtype = xi.dtype
+        rows, size = xi.shape[0], current[0].shape[1]
+        acts, output = backend.empty((rows, 4 * size), dtype), backend.empty((rows, size), dtype)
+        fed = []
+        for _, start, n in steps:
+            h = current[0][:n]
+            fed.append(h)
+            gh = backend.linear(h, w_t.T, b_hh._data) if b_hh is not None else backend.matmul(h, w_t)
+            rows_t = slice(start, start + n)
+            backend.gru_cell(xi[rows_t], gh, h, acts[rows_t], output[rows_t])
+            current = [_joined(backend, output[rows_t], current[0], n, dtype)]
+        return output, current, (acts, fed)
 
     @staticmethod
-    def _step_backward(backend, grads, arrays, w):
-        gru_h = _gate_functions()[2]
-        operands, h_new, h = arrays
-        n, size = h.shape
-        dtype = h.dtype
-        gd = backend.reshape(backend.ascontiguous(grads[0]), (n * size,))
-        d_r, d_z = backend.elementwise_grads(gru_h.row, (0, 1), gd, h_new, operands, (), dtype)
-        d_xn, d_hn = backend.elementwise_grads(gru_h.row, (2, 5), gd, h_new, operands, (), dtype)
-        d_h = backend.reshape(backend.elementwise_grad(gru_h.row, 6, gd, h_new, operands, (), dtype), (n, size))
-        d_gh = _by_row(backend, [d_r, d_z, d_hn], n, size, dtype)
-        d_prev = _plain(backend, ROWS["add"], [backend.matmul(d_gh, w), d_h], dtype, (n, size), "aa")
-        return _by_row(backend, [d_r, d_z, d_xn], n, size, dtype), d_gh, (d_prev,), h
+    def _steps_backward(backend, go, carry: list, saved: tuple, steps: list, w, d_x, d_h, frees: bool) -> tuple:
+        """Per step back: the fused gradient kernel (the output's gradient added in it), writing ``xi``'s gradient
+        into ``d_x``'s rows and ``gh``'s into ``d_h``'s (``W_hh`` wants them; else a step's own), then ``d h_{t-1}
+        = d(gh) @ W_hh`` plus the part through ``h' = n + z * (h - n)``."""
+        acts, fed = saved
+        dtype = d_x.dtype
+        size = acts.shape[1] // 4
+        h_prev = [None] * len(steps)
+        no_output_grad = backend.zeros(carry[0].shape, dtype) if go is None else None  # (all the state's rows)
+        for k in range(len(steps) - 1, -1, -1):
+            t, start, n = steps[k]
+            if fed[k] is None:  # (released by an earlier backward that failed part way)
+                raise RuntimeError(ERR_BACKWARD_TWICE)
+            h = fed[k]
+            if frees:
+                fed[k] = None
+            rows = slice(start, start + n)
+            g_out = go[rows] if go is not None else no_output_grad[:n]
+            d_gh = backend.empty((n, 3 * size), dtype) if d_h is d_x else d_h[rows]
+            g_h = backend.empty((n, size), dtype)
+            backend.gru_cell_backward(g_out, carry[0][:n], acts[rows], h, d_x[rows], d_gh, g_h)
+            g_prev = _plain(backend, ROWS["add"], [backend.matmul(d_gh, w), g_h], dtype, (n, size), "aa")
+            h_prev[t] = h
+            carry = [_joined(backend, g_prev, carry[0], n, dtype)]
+        return h_prev, carry
 
 
 _LAYERS = {"LSTM": _LSTMLayer, "GRU": _GRULayer}
