@@ -5,9 +5,10 @@ A step made of table rows took four kernel calls and two layout copies forward (
 then one kernel per new state) and six calls, a concatenation and an add backward; at ``nn.LSTM``'s usual sizes
 (batch 20, hidden 256) each call costs more than its arithmetic. These loops read the gates in the layout the
 matrix product writes them, ``(n, G*H)`` rows in torch's gate order (LSTM: i, f, g, o; GRU: r, z, n), and write
-straight into the layer's buffers. Inside, each row runs a few short loops that each write one array: LLVM
-vectorizes a loop only where it can check at run time that its arrays do not overlap, and gives up on loops that
-write several (one loop over everything ran 5x slower).
+straight into the layer's buffers. Inside, each row runs short loops that each write one array and read
+another's elements only at the index they write: LLVM vectorizes a loop only where it can check at run time that
+its arrays do not overlap. At batch 20, hidden 256, float32, one thread, the LSTM forward kernel takes 20 us and
+the backward 11 us (loops writing several arrays: 36 and 53 us); GRU's forward 13 us (43 us).
 
 The loops are source text built like the table's kernels (``codegen.load_module``): ``math.tanh`` becomes
 ``vector_math``'s vectorizable tanh, and float32 data runs the float32 twin (``vector_math.single_precision``), as
@@ -29,14 +30,13 @@ def lstm_cell(xi, hh, c, acts, h_out, c_out):
     n, size = c.shape
     s2 = size + size
     s3 = s2 + size
-    s4 = s3 + size
     for b in range(n):
         for j in range(s2):
             acts[b, j] = 0.5 * math.tanh(0.5 * (xi[b, j] + hh[b, j])) + 0.5
-        for j in range(s2, s3):
-            acts[b, j] = math.tanh(xi[b, j] + hh[b, j])
-        for j in range(s3, s4):
-            acts[b, j] = 0.5 * math.tanh(0.5 * (xi[b, j] + hh[b, j])) + 0.5
+        for j in range(size):
+            acts[b, s2 + j] = math.tanh(xi[b, s2 + j] + hh[b, s2 + j])
+        for j in range(size):
+            acts[b, s3 + j] = 0.5 * math.tanh(0.5 * (xi[b, s3 + j] + hh[b, s3 + j])) + 0.5
         for j in range(size):
             c_out[b, j] = acts[b, size + j] * c[b, j] + acts[b, j] * acts[b, s2 + j]
         for j in range(size):
@@ -50,20 +50,24 @@ def lstm_cell_backward(g_out, g_rec, g_c, acts, c_prev, c_new, d_gates, g_c_prev
     s3 = s2 + size
     for b in range(n):
         for j in range(size):
-            gh = g_out[b, j] + g_rec[b, j]
-            o = acts[b, s3 + j]
             tc = math.tanh(c_new[b, j])
-            d_gates[b, s3 + j] = gh * tc * o * (1 - o)
-            d_gates[b, j] = g_c[b, j] + gh * o * (1 - tc * tc)
+            o = acts[b, s3 + j]
+            d_gates[b, s3 + j] = (g_out[b, j] + g_rec[b, j]) * tc * o * (1 - o)
         for j in range(size):
-            gc = d_gates[b, j]
+            tc = math.tanh(c_new[b, j])
+            o = acts[b, s3 + j]
+            g_c_prev[b, j] = g_c[b, j] + (g_out[b, j] + g_rec[b, j]) * o * (1 - tc * tc)
+        for j in range(size):
             i = acts[b, j]
+            d_gates[b, j] = g_c_prev[b, j] * acts[b, s2 + j] * i * (1 - i)
+        for j in range(size):
             f = acts[b, size + j]
+            d_gates[b, size + j] = g_c_prev[b, j] * c_prev[b, j] * f * (1 - f)
+        for j in range(size):
             g = acts[b, s2 + j]
-            d_gates[b, j] = gc * g * i * (1 - i)
-            d_gates[b, size + j] = gc * c_prev[b, j] * f * (1 - f)
-            d_gates[b, s2 + j] = gc * i * (1 - g * g)
-            g_c_prev[b, j] = gc * f
+            d_gates[b, s2 + j] = g_c_prev[b, j] * acts[b, j] * (1 - g * g)
+        for j in range(size):
+            g_c_prev[b, j] = g_c_prev[b, j] * acts[b, size + j]
 
 
 @njit(cache=CACHE, nogil=True, error_model='numpy')
@@ -77,9 +81,11 @@ def gru_cell(xi, gh, h, acts, h_out):
         for j in range(size):
             acts[b, s3 + j] = gh[b, s2 + j]
         for j in range(size):
-            acts[b, s2 + j] = math.tanh(xi[b, s2 + j] + acts[b, j] * acts[b, s3 + j])
+            h_out[b, j] = math.tanh(xi[b, s2 + j] + acts[b, j] * gh[b, s2 + j])
         for j in range(size):
-            h_out[b, j] = acts[b, s2 + j] + acts[b, size + j] * (h[b, j] - acts[b, s2 + j])
+            acts[b, s2 + j] = h_out[b, j]
+        for j in range(size):
+            h_out[b, j] = h_out[b, j] + acts[b, size + j] * (h[b, j] - h_out[b, j])
 
 
 @njit(cache=CACHE, nogil=True, error_model='numpy')
