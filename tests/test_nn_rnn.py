@@ -112,6 +112,23 @@ def test_float16_module_matches_torch(torch, name):
 
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_bfloat16_module_matches_torch_within_its_rounding(torch, name):
+    """bfloat16 steps compute in float32 inside the fused kernels and round once on the write."""
+    torch.manual_seed(0)
+    theirs = getattr(torch.nn, name)(3, 4).to(torch.bfloat16)
+    ours = getattr(nn, name)(3, 4).to(numbagrad.bfloat16)
+    ours.load_state_dict({k: _ng(v.float()).to(numbagrad.bfloat16) for k, v in theirs.state_dict().items()})
+    x = torch.randn(5, 2, 3).to(torch.bfloat16).requires_grad_()
+    xn = _ng(x.float()).to(numbagrad.bfloat16).requires_grad_()
+    out, out_n = theirs(x)[0], ours(xn)[0]
+    assert out_n.dtype == numbagrad.bfloat16
+    _close(out_n.float(), out.float(), 1.6e-2)
+    out.float().sum().backward()
+    out_n.float().sum().backward()
+    _close(xn.grad.float(), x.grad.float(), 1.6e-2)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
 def test_float32_layers_wider_than_a_vector_match_torch(torch, name):
     """Hidden 37 and batch 3: the fused step kernels' vectorized loops and their remainders, over two
     bidirectional layers with initial states."""
