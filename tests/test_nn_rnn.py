@@ -111,6 +111,53 @@ def test_float16_module_matches_torch(torch, name):
     _close(xn.grad.float(), x.grad.float(), 2e-3)
 
 
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_bfloat16_module_matches_torch_within_its_rounding(torch, name):
+    """bfloat16 steps compute in float32 inside the fused kernels and round once on the write."""
+    torch.manual_seed(0)
+    theirs = getattr(torch.nn, name)(3, 4).to(torch.bfloat16)
+    ours = getattr(nn, name)(3, 4).to(numbagrad.bfloat16)
+    ours.load_state_dict({k: _ng(v.float()).to(numbagrad.bfloat16) for k, v in theirs.state_dict().items()})
+    x = torch.randn(5, 2, 3).to(torch.bfloat16).requires_grad_()
+    xn = _ng(x.float()).to(numbagrad.bfloat16).requires_grad_()
+    out, out_n = theirs(x)[0], ours(xn)[0]
+    assert out_n.dtype == numbagrad.bfloat16
+    _close(out_n.float(), out.float(), 1.6e-2)
+    out.float().sum().backward()
+    out_n.float().sum().backward()
+    _close(xn.grad.float(), x.grad.float(), 1.6e-2)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_float32_layers_wider_than_a_vector_match_torch(torch, name):
+    """Hidden 37 and batch 3: the fused step kernels' vectorized loops and their remainders, over two
+    bidirectional layers with initial states."""
+    theirs = getattr(torch.nn, name)(5, 37, num_layers=2, bidirectional=True)
+    ours = getattr(nn, name)(5, 37, num_layers=2, bidirectional=True)
+    ours.load_state_dict({k: _ng(v) for k, v in theirs.state_dict().items()})
+    x = torch.randn(4, 3, 5, requires_grad=True)
+    h = torch.randn(4, 3, 37, requires_grad=True)
+    hx = (h, torch.randn(4, 3, 37, requires_grad=True)) if name == "LSTM" else h
+    _compare_run(torch, theirs, ours, x, hx, 2e-5)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_final_states_do_not_change_with_the_output(torch, name):
+    """``h_n`` holds the last step's hidden state, but as its own tensor: writing into the output leaves it as
+    torch leaves it."""
+    results = []
+    for lib in (torch, numbagrad):
+        lib.manual_seed(0)
+        module = getattr(lib.nn, name)(3, 4)
+        with lib.no_grad():
+            out, hidden = module(lib.ones(5, 2, 3))
+            h_n = hidden[0] if name == "LSTM" else hidden
+            before = h_n.clone()
+            out.fill_(7.0)
+            results.append(bool((h_n == before).all()))
+    assert results == [True, True]
+
+
 @pytest.mark.parametrize("with_h0", [False, True])
 @pytest.mark.parametrize("name, kw", [("RNN", {}), ("LSTM", {"proj_size": 2}), ("GRU", {"batch_first": True})])
 def test_unbatched_input_matches_torch(torch, name, kw, with_h0):
@@ -483,6 +530,24 @@ def test_module_on_packed_sequence_matches_torch(torch, name, kw, with_h0):
     _close(xn.grad, x.grad, 1e-6)
     for a, b in zip(hxn or [], _states(hx) if hx is not None else []):
         _close(a.grad, b.grad, 1e-6)
+    theirs_params = dict(theirs.named_parameters())
+    for pname, p in ours.named_parameters():
+        _close(p.grad, theirs_params[pname].grad, 1e-6)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_packed_reverse_layer_whose_output_does_not_reach_the_loss_matches_torch(torch, name):
+    """Only the final states reach the loss: the layers' backward starts with no output gradient, over a reverse
+    direction whose sequences join late (the last step run has fewer rows than the state)."""
+    theirs, ours = _pair(torch, name, bidirectional=True)
+    x = torch.randn(4, 3, 3, dtype=torch.float64, requires_grad=True)
+    xn = _ng(x, requires_grad=True)
+    lengths = [4, 2, 1]
+    _, h_n = theirs(torch.nn.utils.rnn.pack_padded_sequence(x, lengths), None)
+    _, h_n_n = ours(R.pack_padded_sequence(xn, lengths), None)
+    sum((h**2).sum() for h in _states(h_n)).backward()
+    sum((h**2).sum() for h in _states(h_n_n)).backward()
+    _close(xn.grad, x.grad, 1e-6)
     theirs_params = dict(theirs.named_parameters())
     for pname, p in ours.named_parameters():
         _close(p.grad, theirs_params[pname].grad, 1e-6)

@@ -1950,6 +1950,69 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
     return gx, (np.ascontiguousarray(gw_t.T).reshape(w.shape) if need_w else None)
 
 
+# --- an LSTM layer's time step (``rnn_kernels``, imported on first use: it starts Numba) ---------------------
+_rnn_kernels = None
+
+
+def _rnn():
+    """The LSTM step kernels' module, imported on first use."""
+    global _rnn_kernels
+    if _rnn_kernels is None:
+        from . import rnn_kernels  # lazy: importing it loads Numba kernels (import numbagrad must not)
+
+        _rnn_kernels = rnn_kernels
+    return _rnn_kernels
+
+
+def lstm_cell(
+    xi: np.ndarray, hh: np.ndarray, c: np.ndarray, acts: np.ndarray, h_out: np.ndarray, c_out: np.ndarray
+) -> None:
+    """One LSTM step from its gates' two parts ``xi`` and ``hh`` (``(n, 4*H)``, torch's gate order) and the cell
+    state ``c`` (``(n, H)``), in one kernel: the gates' activations into ``acts``, the new cell and hidden states
+    into ``c_out`` and ``h_out``. Every array C-contiguous, of one dtype, ``acts`` apart from the others."""
+    _rnn().run("lstm_cell", [xi, hh, c], [acts, h_out, c_out], _widen, _store)
+
+
+def lstm_cell_backward(
+    g_out: np.ndarray,
+    g_rec: np.ndarray,
+    g_c: np.ndarray,
+    acts: np.ndarray,
+    c_prev: np.ndarray,
+    c_new: np.ndarray,
+    d_gates: np.ndarray,
+    g_c_prev: np.ndarray,
+) -> None:
+    """``lstm_cell``'s gradients in one kernel: from the hidden state's gradient ``g_out + g_rec`` and the cell
+    state's ``g_c``, the gates' (pre-activation) gradient into ``d_gates`` and the previous cell state's into
+    ``g_c_prev``. Every array C-contiguous, of one dtype, the outputs apart from the inputs."""
+    _rnn().run("lstm_cell_backward", [g_out, g_rec, g_c, acts, c_prev, c_new], [d_gates, g_c_prev], _widen,
+                    _store)  # fmt: skip
+
+
+def gru_cell(xi: np.ndarray, gh: np.ndarray, h: np.ndarray, acts: np.ndarray, h_out: np.ndarray) -> None:
+    """One GRU step from ``xi = x @ W_ih.T + b_ih`` and ``gh = h @ W_hh.T + b_hh`` (``(n, 3*H)``, torch's gate
+    order r, z, n) and the hidden state ``h``, in one kernel: ``(r, z, n, gh's n part)`` into ``acts``
+    (``(n, 4*H)``), the new hidden state into ``h_out``. Every array C-contiguous, of one dtype, the outputs apart
+    from the inputs."""
+    _rnn().run("gru_cell", [xi, gh, h], [acts, h_out], _widen, _store)
+
+
+def gru_cell_backward(
+    g_out: np.ndarray,
+    g_rec: np.ndarray,
+    acts: np.ndarray,
+    h: np.ndarray,
+    d_xi: np.ndarray,
+    d_gh: np.ndarray,
+    g_h: np.ndarray,
+) -> None:
+    """``gru_cell``'s gradients in one kernel: from the new hidden state's gradient ``g_out + g_rec``, those of
+    ``xi`` and ``gh`` into ``d_xi`` and ``d_gh``, and the part of ``h``'s that does not pass through ``gh`` into
+    ``g_h``. Every array C-contiguous, of one dtype, the outputs apart from the inputs."""
+    _rnn().run("gru_cell_backward", [g_out, g_rec, acts, h], [d_xi, d_gh, g_h], _widen, _store)
+
+
 #: The backend interface: the same names as ``cuda.__all__`` (tests/test_backend.py checks it).
 __all__ = [
     "complex_abs",
@@ -1997,6 +2060,8 @@ __all__ = [
     "from_host",
     "full",
     "getitem",
+    "gru_cell",
+    "gru_cell_backward",
     "im2col",
     "index_add_zeros",
     "is_contiguous",
@@ -2004,6 +2069,8 @@ __all__ = [
     "layer_norm_backward",
     "linear",
     "linear_backward",
+    "lstm_cell",
+    "lstm_cell_backward",
     "loop_variant",
     "matmul",
     "max_pool2d",

@@ -1314,6 +1314,52 @@ def layer_norm_backward(g, x, mean, rstd, weight, param_shape: tuple, need_x: bo
     return _half_back((gx, gw, gb), half)
 
 
+_rnn_kernels_module = None
+
+
+def _rnn_kern():
+    """``cuda_rnn_kernels`` (imported on first use: importing it imports numba.cuda)."""
+    global _rnn_kernels_module
+    if _rnn_kernels_module is None:
+        from . import cuda_rnn_kernels  # lazy: importing it imports numba.cuda
+
+        _rnn_kernels_module = cuda_rnn_kernels
+    return _rnn_kernels_module
+
+
+def _rnn_step(kernel, n: int, inputs: list, outputs: list) -> None:
+    """Launch an LSTM or GRU step kernel over ``n`` state elements; float16 arrays run on float32 copies whose
+    results are written back into ``outputs``."""
+    if outputs[0].dtype != _HALF:
+        _launch(kernel, n, *inputs, *outputs)
+        return
+    wide = [empty(tuple(a.shape), _SINGLE) for a in outputs]
+    _launch(kernel, n, *(_single(a) for a in inputs), *wide)
+    for out, a in zip(outputs, wide):
+        assign(out, a)
+
+
+def lstm_cell(xi, hh, c, acts, h_out, c_out) -> None:
+    """One LSTM step in one kernel (as the CPU backend's ``lstm_cell``)."""
+    _rnn_step(_rnn_kern().lstm_cell_kernel, c.size, [xi, hh, c], [acts, h_out, c_out])
+
+
+def lstm_cell_backward(g_out, g_rec, g_c, acts, c_prev, c_new, d_gates, g_c_prev) -> None:
+    """``lstm_cell``'s gradients in one kernel (as the CPU backend's ``lstm_cell_backward``)."""
+    _rnn_step(_rnn_kern().lstm_cell_backward_kernel, c_new.size, [g_out, g_rec, g_c, acts, c_prev, c_new],
+              [d_gates, g_c_prev])  # fmt: skip
+
+
+def gru_cell(xi, gh, h, acts, h_out) -> None:
+    """One GRU step in one kernel (as the CPU backend's ``gru_cell``)."""
+    _rnn_step(_rnn_kern().gru_cell_kernel, h.size, [xi, gh, h], [acts, h_out])
+
+
+def gru_cell_backward(g_out, g_rec, acts, h, d_xi, d_gh, g_h) -> None:
+    """``gru_cell``'s gradients in one kernel (as the CPU backend's ``gru_cell_backward``)."""
+    _rnn_step(_rnn_kern().gru_cell_backward_kernel, h.size, [g_out, g_rec, acts, h], [d_xi, d_gh, g_h])
+
+
 def cross_entropy(x, target, weight, smoothing: float, ignore_index: int, reduction: str):
     """Cross entropy of (N, C) logits with class indices (a device int64 array), label smoothing and class
     weights, reduced: (softmax probabilities, the loss (0-d, or per sample for ``reduction='none'``), the mean's
