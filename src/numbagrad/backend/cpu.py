@@ -846,23 +846,25 @@ def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None)
     scalar). A float32 or float64 sum runs a compiled loop: over the whole array at every size (0.8 us for 3
     elements, numpy's call 1.1), over some axes from ``_KERNEL_SUM_SIZE`` elements; the rest is ``ufunc.reduce``.
     A bfloat16 sum or product accumulates in float32 (numpy's would in bfloat16), as torch's does."""
+    if op == "sum" and (dtype is None or dtype == a.dtype):
+        zero = _SUM_ZEROS.get(a.dtype)  # (Numba has no float16: numpy's sum adds float16 in float32)
+        if zero is not None:
+            if a.flags.c_contiguous:
+                if axes is None:  # a whole float array (numpy's float32 pairwise sum takes 3x torch's time)
+                    parallel = a.size >= PARALLEL_THRESHOLD
+                    kernel = _WHOLE_SUM.get(parallel) or _whole_sum(parallel)
+                    out = np.array(kernel(a if a.ndim == 1 else a.reshape(-1), zero), a.dtype)
+                    return out.reshape((1,) * a.ndim) if keepdim else out
+                if a.size >= _KERNEL_SUM_SIZE and axes and axes[-1] - axes[0] == len(axes) - 1:
+                    return _sum_axes(a, axes, keepdim)  # consecutive dims (sorted): a middle axis of a 3-d view
+            elif a.size >= _KERNEL_SUM_SIZE:
+                summed = _sum_in_memory_order(a, axes, keepdim)
+                if summed is not None:
+                    return summed
+            return _ufunc_reduce(a, op, axes, keepdim, dtype)
     if a.dtype.kind == "V" and op in ("sum", "prod"):
         wide = reduce(_widen(a), op, axes, keepdim, _SINGLE if dtype is None or dtype == a.dtype else dtype)
         return _narrowed(wide, a.dtype) if dtype is None or dtype == a.dtype else wide
-    if op == "sum" and (dtype is None or dtype == a.dtype) and a.flags.c_contiguous:
-        zero = _SUM_ZEROS.get(a.dtype)  # (Numba has no float16: numpy's sum adds float16 in float32)
-        if zero is not None:
-            if axes is None:  # a whole float array (numpy's float32 pairwise sum takes 3x torch's time)
-                parallel = a.size >= PARALLEL_THRESHOLD
-                kernel = _WHOLE_SUM.get(parallel) or _whole_sum(parallel)
-                out = np.array(kernel(a if a.ndim == 1 else a.reshape(-1), zero), a.dtype)
-                return out.reshape((1,) * a.ndim) if keepdim else out
-            if a.size >= _KERNEL_SUM_SIZE and axes and axes[-1] - axes[0] == len(axes) - 1:
-                return _sum_axes(a, axes, keepdim)  # consecutive dims (sorted): a middle axis of a 3-d view
-    elif op == "sum" and (dtype is None or dtype == a.dtype) and a.size >= _KERNEL_SUM_SIZE and a.dtype in _SUM_ZEROS:
-        summed = _sum_in_memory_order(a, axes, keepdim)
-        if summed is not None:
-            return summed
     return _ufunc_reduce(a, op, axes, keepdim, dtype)
 
 
