@@ -666,23 +666,17 @@ def may_skip_apply(st) -> bool:
 
 
 def saved_input(t: Tensor) -> SavedTensor:
-    """What saving an input for backward records: the tensor, its version now, and its own grad_fn. (Filled in
-    here rather than by ``SavedTensor(...)``: an ``__init__`` call costs more than the four stores, on every
-    saving op's forward.)"""
+    """What saving an input for backward records: the tensor, its version now, and its own grad_fn (packed by the
+    innermost saved-tensor hooks when some are active)."""
     if state.saved_hooks is not None:
         return SavedTensor(PackedTensor(t), 0, -1, t.grad_fn)
-    counter = t._version_counter
-    s = _new_saved(SavedTensor)
-    s.tensor = t
-    s.version = 0 if counter is None else counter.value
-    s.output_nr = -1
-    s.grad_fn = t.grad_fn
-    return s
+    return saved_input_unhooked(t)
 
 
 def saved_input_unhooked(t: Tensor) -> SavedTensor:
     """``saved_input`` for a fast path, which runs only while no saved-tensor hooks are active (``state.fast``):
-    the same entry without reading the hooks (a thread-local read costs as much as the four stores)."""
+    the same entry without reading the hooks (a thread-local read costs as much as the four stores). Filled in
+    here rather than by ``SavedTensor(...)``: an ``__init__`` call costs more than the four stores."""
     counter = t._version_counter
     s = _new_saved(SavedTensor)
     s.tensor = t

@@ -404,28 +404,34 @@ def adaptive_avg_pool2d(x, out, backward):
 # --- cross entropy with label smoothing over (N, C) logits ---------------------------------------------------
 # The exponentials come from numpy (SIMD; Numba's scalar exp is 5x slower without SVML): ``e = exp(x - max)``
 # arrives here with its row sums, and these loops do the rest without a transcendental but one log per row.
+@njit(**_OPTS, inline="always")
+def _row_max(a, i, c):
+    """The maximum of row ``i`` of ``a`` (``c >= 1`` elements), by four running maxima: a max reduction does not
+    vectorize, four independent chains pipeline (3x faster)."""
+    m0 = m1 = m2 = m3 = a[i, 0]
+    k = 0
+    while k + 4 <= c:
+        v0, v1, v2, v3 = a[i, k], a[i, k + 1], a[i, k + 2], a[i, k + 3]
+        m0 = v0 if v0 > m0 else m0
+        m1 = v1 if v1 > m1 else m1
+        m2 = v2 if v2 > m2 else m2
+        m3 = v3 if v3 > m3 else m3
+        k += 4
+    while k < c:
+        v0 = a[i, k]
+        m0 = v0 if v0 > m0 else m0
+        k += 1
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    return m2 if m2 > m0 else m0
+
+
 @njit(**_REDUCING)
 def shift_by_row_max(x, out, rowmax):
     """``out = x - max(x, axis=1)`` (rows of at least one element), the maxima into ``rowmax``."""
     n, c = x.shape
     for i in range(n):
-        # four running maxima: a max reduction does not vectorize, four independent chains pipeline (3x faster)
-        m0 = m1 = m2 = m3 = x[i, 0]
-        k = 0
-        while k + 4 <= c:
-            v0, v1, v2, v3 = x[i, k], x[i, k + 1], x[i, k + 2], x[i, k + 3]
-            m0 = v0 if v0 > m0 else m0
-            m1 = v1 if v1 > m1 else m1
-            m2 = v2 if v2 > m2 else m2
-            m3 = v3 if v3 > m3 else m3
-            k += 4
-        while k < c:
-            v0 = x[i, k]
-            m0 = v0 if v0 > m0 else m0
-            k += 1
-        m0 = m1 if m1 > m0 else m0
-        m2 = m3 if m3 > m2 else m2
-        m = m2 if m2 > m0 else m0
+        m = _row_max(x, i, c)
         rowmax[i] = m
         for k in range(c):
             out[i, k] = x[i, k] - m
@@ -447,23 +453,7 @@ def scale_mask_shift_rows(s, scale, mask, out, rowmax, empty):
         else:
             for k in range(c):
                 out[i, k] = s[i, k] * scale
-        # four running maxima, as shift_by_row_max
-        m0 = m1 = m2 = m3 = out[i, 0]
-        k = 0
-        while k + 4 <= c:
-            v0, v1, v2, v3 = out[i, k], out[i, k + 1], out[i, k + 2], out[i, k + 3]
-            m0 = v0 if v0 > m0 else m0
-            m1 = v1 if v1 > m1 else m1
-            m2 = v2 if v2 > m2 else m2
-            m3 = v3 if v3 > m3 else m3
-            k += 4
-        while k < c:
-            v0 = out[i, k]
-            m0 = v0 if v0 > m0 else m0
-            k += 1
-        m0 = m1 if m1 > m0 else m0
-        m2 = m3 if m3 > m2 else m2
-        m = m2 if m2 > m0 else m0
+        m = _row_max(out, i, c)
         rowmax[i] = m
         blank = m == -math.inf
         if blank:
