@@ -649,6 +649,20 @@ def make_node(ctx: GraphNode, edges: tuple, output=None) -> None:
             o._output_nr = i
 
 
+def releasing(attr: str) -> dict:
+    """``_node_defaults`` for a Function whose forward keeps arrays on ``ctx.<attr>`` beside its saved tensors: the
+    engine's release of the node's saved tensors (after a backward without ``retain_graph``) drops them too. Torch
+    frees a node's saved values then; arrays held until the graph dies would outlive the backward (through the
+    optimizer step and, while the loss is referenced, the next forward)."""
+
+    def _release(self) -> None:
+        BackwardCFunction._release(self)
+        if self._freed:
+            setattr(self, attr, None)
+
+    return {"_release": _release}
+
+
 def _forward_stack() -> str:
     """The stack that called into this module (its own frames left out): what anomaly mode shows for a node."""
     frame = sys._getframe(1)

@@ -24,7 +24,7 @@ import warnings
 from .. import ops
 from .._tensor import Tensor
 from ..autograd.engine import grad as autograd_grad
-from ..autograd.function import ERR_BACKWARD_TWICE, BackwardCFunction, Function
+from ..autograd.function import ERR_BACKWARD_TWICE, Function, releasing
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import break_trace
 from ..autograd.grad_mode import state as grad_state
@@ -161,21 +161,6 @@ def _plain(backend, row: Row, operands: list, dtype, shape: tuple, pattern: str)
     return backend.elementwise(row, operands, (), dtype, shape=shape)
 
 
-def _releasing(attr: str) -> dict:
-    """Node attributes that make the engine's release of a node's saved tensors (after a backward without
-    ``retain_graph``) also drop the arrays its forward kept on ``ctx.<attr>``: torch frees a node's saved values
-    then, and arrays held until the graph dies would outlive the backward (through the optimizer step and, while
-    the loss is referenced, the next forward). A layer's backward also drops each step's arrays as soon as it has
-    used them when that release follows it (``_release_follows``)."""
-
-    def _release(self) -> None:
-        BackwardCFunction._release(self)
-        if self._freed:
-            setattr(self, attr, None)
-
-    return {"_release": _release}
-
-
 def _release_follows() -> bool:
     """Whether the backward pass now running releases each node's saved values right after the node ran: no
     ``retain_graph``, and no ``create_graph`` (whose gradients may still read them)."""
@@ -194,7 +179,7 @@ class _LSTMStep(Function):
 
     node_name = "LstmStepBackward"
     _trusted = True
-    _node_defaults = _releasing("arrays")
+    _node_defaults = releasing("arrays")
 
     @staticmethod
     def forward(ctx, xi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None, offset: Tensor | None):
@@ -344,7 +329,7 @@ class _GRUStep(Function):
 
     node_name = "GruStepBackward"
     _trusted = True
-    _node_defaults = _releasing("arrays")
+    _node_defaults = releasing("arrays")
 
     @staticmethod
     def forward(ctx, xi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, offset: Tensor | None):
@@ -506,7 +491,7 @@ class _Layer(Function):
     arrays, not them and all the gradients."""
 
     _trusted = True
-    _node_defaults = _releasing("saved")
+    _node_defaults = releasing("saved")
     _step = None  # the step of the formula (``_lstm_step`` or ``_gru_step``)
     _gates_take_hh_grad = False  # is ``d(hh_t)`` the gradient of the step's input projection (LSTM) or its own?
 

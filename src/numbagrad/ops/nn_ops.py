@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.function import BackwardCFunction, Function
+from ..autograd.function import Function, releasing
 from ..autograd.fused import fused_grads
 from ..backend import backend_for
 from ..scalar_math import ROWS
@@ -159,16 +159,6 @@ def _weight_grad(small: Tensor, big: Tensor, geom: ConvGeometry) -> Tensor:
     return w.reshape(small.shape[1], geom.in_shape[1] // g, *geom.kernel)
 
 
-def _release_kept(node) -> None:
-    """A convolution node's release of its saved tensors (after a backward without ``retain_graph``) also drops
-    what the backend's forward kept for the backward (``ctx.kept``): torch frees a node's saved values then, and
-    an array held until the graph dies would outlive the backward (through the optimizer step and, while the loss
-    is referenced, the next forward)."""
-    BackwardCFunction._release(node)
-    if node._freed:
-        node.kept = None
-
-
 class Convolution(Function):
     """``conv1d``/``conv2d``/``conv3d`` in one node: im2col then one matrix product per group (plus the bias).
     Its input gradient is the transposed convolution of the output gradient, and the transposed convolution's is
@@ -176,7 +166,7 @@ class Convolution(Function):
 
     node_name = "ConvolutionBackward0"
     _trusted = True
-    _node_defaults = {"_release": _release_kept}
+    _node_defaults = releasing("kept")  # (the columns or input its backend forward kept)
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias, geom: ConvGeometry) -> Tensor:
