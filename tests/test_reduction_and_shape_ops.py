@@ -274,3 +274,15 @@ def test_spreads_values_and_gradients_match_torch(torch, fn, dtype):
     tol = 1e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
     np.testing.assert_allclose(ga, gb, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("fn", ["var", "std"])
+@pytest.mark.parametrize("shape, dim", [((3,), None), ((5, 7), 1), ((4, 6, 3), (0, 2))])
+def test_two_byte_float_var_and_std_are_rounded_once_as_torch(torch, dtype, fn, shape, dim):
+    """A 2-byte float's spread is computed in float32 and rounded once (not the variance before its root)."""
+    a = np.random.default_rng(3).standard_normal(shape).astype(np.float32) * 3
+    ours = getattr(numbagrad.tensor(a).to(getattr(numbagrad, dtype)), fn)(dim=dim)
+    theirs = getattr(torch.tensor(a).to(getattr(torch, dtype)), fn)(dim=dim)
+    assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+    np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
