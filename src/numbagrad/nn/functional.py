@@ -947,16 +947,20 @@ def _check_batch_norm(input: Tensor, running_mean, running_var, weight, bias, tr
         raise ValueError(f"expected 2D or 3D input (got {len(shape)}D input)")
     c = shape[1]
     dtype = input._data.dtype
-    mixed = False
+    first = None  # the first parameter given: the others must have its dtype
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         if t is not None:
             if t._data.size != c:
                 raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
-            mixed = mixed or t._data.dtype != dtype
-    if mixed and dtype.itemsize >= 4:  # (half input: float params)
-        if dtype == np.float32:
+            if first is None:
+                first = t
+            elif t._data.dtype != first._data.dtype:
+                raise RuntimeError(f"expected scalar type {first.dtype.scalar_name} but found {t.dtype.scalar_name}")
+    if first is not None and first._data.dtype != dtype:  # mixed: only a 2-byte float input with float32 parameters
+        if first._data.dtype != np.float32:
             raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
-        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+        if dtype.itemsize >= 4:
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
