@@ -756,11 +756,26 @@ def einsum(*args) -> Tensor:
             )
         common = result_type(*operands)
         operands = [o.to(common) for o in operands]
+    if len(operands) == 1 and not summed:
+        return _einsum_view(operands[0], terms[0], out)
     for k, (t, o) in enumerate(zip(terms, operands)):
         want = tuple(sizes[c] for c in t)
         if want != shapes[k]:
             operands[k] = o.expand(want)
     return _EINSUM_NODES[(len(operands) > 1, summed)].apply(terms, out, *operands)
+
+
+def _einsum_view(x: Tensor, term: str, out: str) -> Tensor:
+    """One operand and nothing summed (``"ij->ji"``, ``"ii->i"``): a view of it, as torch's (its diagonals for
+    repeated labels, then a permutation), so writes through the result reach the operand and autograd sees them."""
+    labels = list(term)
+    while len(set(labels)) < len(labels):
+        first = next(i for i, c in enumerate(labels) if labels.index(c) != i)
+        label = labels[first]
+        start = labels.index(label)
+        x = x.diagonal(0, start, first)  # (the diagonal's dim goes last)
+        labels = [c for i, c in enumerate(labels) if i not in (start, first)] + [label]
+    return x.permute([labels.index(c) for c in out])
 
 
 @declare(methods=("addmm_",), name="_addmm_")
