@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 
-from ._tensor import Tensor
+from ._tensor import Tensor, expose
 from ._types import from_numpy_dtype
 from .backend import cuda_backend
 
@@ -167,6 +167,8 @@ def dlpack(t: Tensor, stream=None, max_version=None, dl_device=None, copy=None):
         kwargs = {"max_version": max_version} if versioned else {}
         if copy is not None:
             kwargs["copy"] = copy
+        if not copy:
+            expose(t)
         return t._data.__dlpack__(**kwargs)
     if dl_device is not None and tuple(dl_device) != dlpack_device(t):
         raise BufferError(f"numbagrad cannot export a cuda tensor to device {tuple(dl_device)}")

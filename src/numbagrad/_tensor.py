@@ -80,6 +80,17 @@ _TENSOR_FIELDS = frozenset(
 )  # fmt: skip
 
 
+def expose(t: Tensor) -> None:
+    """``t``'s storage is handed out where no tensor keeps ``t`` alive (numpy, ``.data``, ``detach()``, DLPack,
+    a storage object, ``set_``, a node's saved output read back): the node whose output it is (or its base's,
+    for a view) may no longer write a gradient into that storage once ``t`` is gone (``SavedTensor.output_ref``)."""
+    for x in (t, t._base):
+        if x is not None:
+            fn = x.__dict__.get("grad_fn")  # (not the property: an invalidated view's raises)
+            if hasattr(type(fn), "_output_exposed"):  # (a graph node)
+                fn._output_exposed = True
+
+
 def refuse_non_leaf_requires_grad(value: bool) -> None:
     """torch's refusal to set ``requires_grad`` of a tensor with history."""
     msg = "you can only change requires_grad flags of leaf variables."
@@ -200,6 +211,7 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         """The same storage without history; in-place changes through it are invisible to autograd."""
+        expose(self)
         return Tensor._make(self._data)
 
     @data.setter
@@ -424,6 +436,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """Same storage and version counter, no history."""
+        expose(self)
         t = Tensor._make(self._data)
         t._version_counter = self._shared_version()
         return t
@@ -437,6 +450,7 @@ class Tensor:
                 "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please "
                 "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
             )
+        expose(self)  # (its node no longer sees it)
         self.grad_fn = None
         self._requires_grad = False
         return self
@@ -451,6 +465,7 @@ class Tensor:
                 "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
                 "memory first."
             )
+        expose(self)
         return self._host()
 
     def _host(self) -> np.ndarray:
@@ -470,6 +485,7 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        expose(self)
         a = self._host()
         return a if dtype is None else a.astype(dtype)
 

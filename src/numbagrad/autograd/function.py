@@ -18,6 +18,9 @@ import itertools
 import sys
 import traceback
 import warnings
+import weakref
+
+import numpy as np
 
 from .. import _upward
 from .._tensor import _BACKENDS, Tensor, _Version
@@ -120,15 +123,24 @@ class SavedTensor:
     saving node it is (-1 for an input), and an input's own grad_fn (named in the version error).
 
     An output of the node that saves it is stored without its grad_fn (that would be a reference cycle
-    node -> saved -> tensor -> node) and re-linked to the node when unpacked."""
+    node -> saved -> tensor -> node) and re-linked to the node when unpacked.
 
-    __slots__ = ("tensor", "version", "output_nr", "grad_fn")
+    ``output_ref``, for a large new output of a fast path (``saved_output_unhooked``), in host memory of its own:
+    a weak reference to the output tensor.
+    Once that tensor is gone and its storage was never handed out (``_tensor.expose``: numpy, ``detach()``...),
+    the node is the storage's only reader, so a backward freeing the node after it ran may write a gradient
+    there (``ops.elementwise``) instead of into new memory: at 1e5 float32 elements, ``relu``'s gradient written
+    over its output reads and writes one array, in half the time of writing a second one. A view of the output
+    keeps it alive (``_base``), and so does a node that saved it as an input."""
+
+    __slots__ = ("tensor", "version", "output_nr", "grad_fn", "output_ref")
 
     def __init__(self, tensor, version: int, output_nr: int, grad_fn) -> None:
         self.tensor = tensor
         self.version = version
         self.output_nr = output_nr
         self.grad_fn = grad_fn
+        self.output_ref = None
 
     def unchanged(self) -> bool:
         """Whether the tensor is at the version it was saved at (torch's check before backward reads it)."""
@@ -155,6 +167,7 @@ class SavedTensor:
             _raise_modified(t, current, self.version, node if self.output_nr >= 0 else self.grad_fn, self.output_nr)
         if self.output_nr < 0:
             return t
+        node._output_exposed = True  # (the storage is read back as a tensor the caller may keep: see output_ref)
         out = Tensor._make(t._data)
         out._version_counter = counter
         out.grad_fn = node
@@ -194,6 +207,7 @@ class BackwardCFunction(GraphNode, FunctionCtx):
     _input_meta: tuple = ()
     _output_meta: tuple | None = None
     _runs_without_grads = True
+    _output_exposed = False  # an output's storage was handed out (``_tensor.expose``; see SavedTensor.output_ref)
     requires_grad = True
 
     def __repr__(self) -> str:
@@ -702,19 +716,35 @@ def saved_input_unhooked(t: Tensor) -> SavedTensor:
 
 def saved_output_unhooked(t: Tensor) -> SavedTensor:
     """``saved_output`` for a fast path (``state.fast``: no saved-tensor hooks), as ``saved_input_unhooked``; the
-    alias and the version counter are made inline (``Tensor._make``, ``_shared_version``), without two calls."""
+    alias and the version counter are made inline (``Tensor._make``, ``_shared_version``), without two calls.
+    ``t`` is a new result in storage of its own, so a large one keeps its ``output_ref``."""
     counter = t._version_counter
     if counter is None:
         counter = t._version_counter = _Version()
+    data = t._data
     detached = _new_saved(Tensor)
-    detached._data = t._data
+    detached._data = data
     detached._version_counter = counter
     s = _new_saved(SavedTensor)
     s.tensor = detached
     s.version = counter.value
     s.output_nr = t._output_nr
     s.grad_fn = None
+    s.output_ref = _output_ref(t) if data.size >= SPARE_OUTPUT_MIN_SIZE else None
     return s
+
+
+#: the size from which a fast path's output keeps a weak reference to itself (``SavedTensor.output_ref``): below
+#: it, a new gradient buffer costs no more than writing over the output
+SPARE_OUTPUT_MIN_SIZE = 16384
+
+
+def _output_ref(t: Tensor):
+    """A weak reference to ``t`` when its storage is a whole host array of its own (see SavedTensor.output_ref)."""
+    data = t._data
+    if type(data) is np.ndarray and data.base is None and t._base is None:
+        return weakref.ref(t)
+    return None
 
 
 def saved_output(t: Tensor) -> SavedTensor:
@@ -730,6 +760,7 @@ def saved_output(t: Tensor) -> SavedTensor:
     s.version = counter.value
     s.output_nr = t._output_nr
     s.grad_fn = None
+    s.output_ref = None  # (an output of an in-place op may be storage the caller shares: never written over)
     return s
 
 

@@ -418,7 +418,12 @@ class Elementwise(Function):
         dt = gd.dtype
         into = gd if g._grad_slots == 1 else None  # (``owns(g)``, inline) the engine owns g: the gradient overwrites it
         x_data = saved[0].tensor._data if cls._save_idx else 0  # (0: an operand no gradient reads)
-        out_data = saved[-1].tensor._data if cls._saves_out else 0
+        out_data = 0
+        if cls._saves_out:
+            out_entry = saved[-1]
+            out_data = out_entry.tensor._data
+            if into is None and out_entry.output_ref is not None:
+                into = _spare_output(ctx, out_entry, out_data, gd)
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
         data = backend.elementwise_grad(cls.row, 0, gd, out_data, [x_data], (), dt, result=into)
         if data is gd:  # written into g: g itself goes on (the engine counts it where it goes)
@@ -599,6 +604,20 @@ def _kernel_grads(ctx, cls, g: Tensor, saved: tuple, wanted: tuple, reuse: int |
             gi = _to_input(gi, meta[i], False)
         grads.append(gi)
     return grads
+
+
+def _spare_output(ctx, entry, out_data, gd):
+    """The node's saved output storage, when its gradient may be written there (``SavedTensor.output_ref``): the
+    output tensor is gone, its storage was never handed out, the gradient has its shape and dtype, and this
+    backward frees the node once it has run (no ``retain_graph``); else None."""
+    if entry.output_ref() is not None or ctx._output_exposed:
+        return None
+    if out_data.shape != gd.shape or out_data.dtype != gd.dtype:
+        return None
+    task = state.task
+    if task is None or task.retain_graph:
+        return None
+    return out_data
 
 
 def _unmodified(saved: list | None) -> bool:

@@ -18,7 +18,7 @@ import weakref
 import numpy as np
 
 from .. import _types
-from .._tensor import Tensor
+from .._tensor import Tensor, expose
 from .._typeinfo import CPP_NAMES
 from .._types import to_dtype, uint8
 from ..autograd.grad_mode import no_grad
@@ -370,12 +370,14 @@ _LEGACY = {
 # --- the Tensor methods ------------------------------------------------------------------------------------------
 def untyped_storage(self: Tensor) -> UntypedStorage:
     """The bytes of the memory block this tensor views (shared: writing them changes the tensor)."""
+    expose(self)
     return UntypedStorage._of(self._data)
 
 
 def storage(self: Tensor) -> TypedStorage:
     """The memory block as elements of this tensor's dtype (torch deprecates ``TypedStorage``, and warns)."""
     _warn_typed_storage_removal()
+    expose(self)
     return TypedStorage(wrap_storage=UntypedStorage._of(self._data), dtype=self.dtype, _internal=True)
 
 

@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from .._tensor import Tensor
+from .._tensor import Tensor, expose
 from .._typeinfo import CPP_NAMES as _CPP_NAMES
 from .._types import bool_, get_default_dtype, to_device
 from ..autograd.function import Function
@@ -456,6 +456,7 @@ def set_(input: Tensor, source=None, storage_offset: int = 0, size=None, stride=
                 f"Could not set tensor of type {input.dtype.scalar_name} to a tensor of type {source.dtype.scalar_name}"
             )
         data = source._data
+        expose(source)
         if size is not None:
             size = _int_tuple(size, "size")
             stride = _row_major_strides(size) if stride is None else _int_tuple(stride, "stride")
