@@ -220,6 +220,7 @@ class Tensor:
             raise TypeError(f"Variable data has to be a tensor, but got {type(other).__name__}")
         if self.requires_grad and other._data.dtype.kind not in "fcV":
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
+        expose(other)
         self._data = other._data
 
     @property

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ops
-from .._tensor import Tensor
+from .._tensor import Tensor, expose
 
 
 class Parameter(Tensor):
@@ -16,6 +16,7 @@ class Parameter(Tensor):
         if data is None:
             data = ops.empty(0)
         p = object.__new__(cls)
+        expose(data)
         p._init(data._data, False)
         if requires_grad:
             p.requires_grad_(True)
