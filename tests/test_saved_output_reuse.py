@@ -1,8 +1,8 @@
 """A large output that only its node still holds takes its own gradient (``SavedTensor.output_ref``): the backward
 writes ``relu``'s gradient over ``relu``'s output instead of into new memory. These tests pin when that happens,
 and that nothing anyone can still read is ever written over: an output alive, a view of it, its storage handed
-out (numpy, ``detach()``, ``.data`` read or set, DLPack, a storage object, ``set_``, a Parameter, the node's saved
-tensors), the graph retained, or the output saved by another graph."""
+out (numpy, ``detach()``, ``.data`` read or set, DLPack, a storage object, ``set_``, a Parameter, ``view(dtype)``, the
+node's saved tensors), the graph retained, or the output saved by another graph."""
 
 from __future__ import annotations
 
@@ -79,6 +79,7 @@ HANDED_OUT = {
     "set_": lambda y: ng.empty(0).set_(y.detach()),
     "data_setter": lambda y: _with_data(ng.empty(0), y),
     "Parameter": lambda y: ng.nn.Parameter(y),
+    "view_as_int32": lambda y: y.view(ng.int32),
 }
 
 

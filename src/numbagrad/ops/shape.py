@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from .._tensor import Tensor
+from .._tensor import Tensor, expose
 from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
 from .._types import Size, bfloat16, float16, from_numpy_dtype, int8, int16, to_device, to_dtype, uint8
 from ..autograd.engine import accumulator_of
@@ -218,7 +218,8 @@ def _view_as_dtype(x: Tensor, d) -> Tensor:
     backend = x._backend
     block = backend.storage_block(x._data, d.numpy)
     # (torch's view of another dtype aliases the memory and the version counter, but it is no autograd view: an
-    # in-place change of it leaves the base's history alone)
+    # in-place change of it leaves the base's history alone; so its storage is handed out: ``expose``)
+    expose(x)
     result = Tensor._make(backend.as_strided(block, tuple(size), tuple(stride), offset))
     result._version_counter = x._shared_version()
     return result
