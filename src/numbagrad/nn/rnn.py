@@ -551,9 +551,7 @@ class _Layer(Function):
             d_x = backend.empty((rows, gate_size), dtype)
             need_hh = wanted[3] or wanted[4]
             d_h = d_x if cls._gates_take_hh_grad or not need_hh else backend.empty((rows, gate_size), dtype)
-            w = _aligned(
-                backend, w_hh._data
-            )  # (the steps' ``d(hh_t) @ W_hh`` reads it 35 times at the benchmark's sizes)
+            w = _aligned(backend, w_hh._data)  # (every step's ``d(hh_t) @ W_hh`` reads it)
             h_prev, carry = cls._steps_backward(backend, go, carry, saved, steps, w, d_x, d_h, frees)
             gx, gw_ih, gb_ih = backend.linear_backward(d_x, x._data, w_ih._data, wanted[:3])
             gw_hh = gb_hh = None
