@@ -119,6 +119,64 @@ def test_clip_grad_norm_skips_parameters_without_gradients_like_torch():
 
 
 @pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_clip_grad_norm_of_one_gradient_matches_torch(dtype):
+    """One gradient: a group of one norm (nothing to join)."""
+    torch = pytest.importorskip("torch")
+    grads = _grads(dtype)[:1]
+    ours, theirs = _params(ng, grads), _params(torch, grads)
+    total = clip_grad_norm_(ours, 0.5)
+    expected = torch.nn.utils.clip_grad_norm_(theirs, 0.5)
+    assert total.dtype == getattr(ng, dtype) and total.shape == ()
+    np.testing.assert_allclose(_host(total), expected.numpy(), rtol=2e-6)
+    np.testing.assert_allclose(_host(ours[0].grad), theirs[0].grad.numpy(), rtol=2e-6)
+
+
+@pytest.mark.torch
+def test_clip_grad_norm_with_an_empty_gradient_matches_torch():
+    torch = pytest.importorskip("torch")
+    grads = [np.zeros((0, 3), np.float32), *_grads("float32")]
+    ours, theirs = _params(ng, grads), _params(torch, grads)
+    total = clip_grad_norm_(ours, 0.5)
+    np.testing.assert_allclose(_host(total), torch.nn.utils.clip_grad_norm_(theirs, 0.5).numpy(), rtol=2e-6)
+    assert tuple(ours[0].grad.shape) == (0, 3)
+    for p, q in zip(ours[1:], theirs[1:]):
+        np.testing.assert_allclose(_host(p.grad), q.grad.numpy(), rtol=2e-6)
+
+
+@pytest.mark.torch
+def test_clip_grad_norm_of_float32_gradients_overflowing_the_sum_is_inf_like_torch():
+    """The squares are summed in float32, as torch sums them: 1e20 squared overflows, the norm is inf and the
+    gradients become ``g * 0``."""
+    torch = pytest.importorskip("torch")
+    grads = [np.array([1e20, 1.0], np.float32), np.array([[3.0]], np.float32)]
+    ours, theirs = _params(ng, grads), _params(torch, grads)
+    total = clip_grad_norm_(ours, 1.0)
+    expected = torch.nn.utils.clip_grad_norm_(theirs, 1.0)
+    assert _host(total) == expected.numpy() == np.inf
+    for p, q in zip(ours, theirs):
+        np.testing.assert_array_equal(_host(p.grad), q.grad.numpy())
+    with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
+        clip_grad_norm_(_params(ng, grads), 1.0, error_if_nonfinite=True)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("foreach", [None, True, False])
+def test_clip_grad_norm_and_value_take_foreach_on_cpu_like_torch(foreach):
+    """torch 2.13 has foreach kernels for cpu tensors: ``foreach=True`` is accepted there, with the same values."""
+    torch = pytest.importorskip("torch")
+    grads = _grads("float32", scale=3.0)
+    ours, theirs = _params(ng, grads), _params(torch, grads)
+    total = clip_grad_norm_(ours, 1.0, foreach=foreach)
+    expected = torch.nn.utils.clip_grad_norm_(theirs, 1.0, foreach=foreach)
+    np.testing.assert_allclose(_host(total), expected.numpy(), rtol=2e-6)
+    clip_grad_value_(ours, 0.1, foreach=foreach)
+    torch.nn.utils.clip_grad_value_(theirs, 0.1, foreach=foreach)
+    for p, q in zip(ours, theirs):
+        np.testing.assert_allclose(_host(p.grad), q.grad.numpy(), rtol=2e-6)
+
+
+@pytest.mark.torch
 @pytest.mark.parametrize("clip_value", [0.1, 0.75, 10])
 def test_clip_grad_value_matches_torch(clip_value):
     torch = pytest.importorskip("torch")
@@ -245,15 +303,6 @@ def test_clip_grad_norm_without_underscore_is_deprecated():
     params = _params(ng, [np.array([3.0, 4.0])])
     with pytest.warns(FutureWarning, match="`torch.nn.utils.clip_grad_norm` is now deprecated"):
         assert clip_grad_norm(params, 1.0).item() == 5.0
-
-
-def test_foreach_true_on_cpu_raises_torchs_error():
-    params = _params(ng, [np.array([3.0, 4.0])])
-    with pytest.raises(RuntimeError, match="^foreach=True was passed, but can't use the foreach API on cpu tensors$"):
-        clip_grad_norm_(params, 1.0, foreach=True)
-    with pytest.raises(RuntimeError, match="foreach=True was passed"):
-        clip_grad_value_(params, 1.0, foreach=True)
-    assert clip_grad_norm_(params, 1.0, foreach=False).item() == 5.0
 
 
 def test_parameters_to_vector_is_differentiable(device):
