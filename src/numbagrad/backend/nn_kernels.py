@@ -280,29 +280,62 @@ def col2im(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
 
 # --- pooling over (P, H, W) planes ---------------------------------------------------------------------------
 @njit(**_OPTS)
+def _window_spans(n_out, stride, pad, k, d, size):
+    """Per output position along one axis: its window's first input index and the range ``[lo, hi)`` of its taps
+    inside the input. Computed once per call, so that the windows' loops divide nothing."""
+    first = np.empty(n_out, np.int64)
+    lo = np.empty(n_out, np.int64)
+    hi = np.empty(n_out, np.int64)
+    for y in range(n_out):
+        s = y * stride - pad
+        a = 0 if s >= 0 else (-s + d - 1) // d
+        b = min(k, (size - 1 - s) // d + 1) if s < size else 0
+        first[y], lo[y], hi[y] = s, a, max(a, b)
+    return first, lo, hi
+
+
+@njit(**_OPTS)
 def max_pool2d_forward(x, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
-    """torch's CPU max pool: the first maximum of each window wins, NaN propagates; indices are ``h * W + w``."""
+    """torch's CPU max pool: the first maximum of each window wins, NaN propagates; indices are ``h * W + w``.
+
+    A window wholly inside its plane walks a table of its taps' flat offsets, starting from its first tap (the
+    same choice as starting from -inf); a clipped one walks its valid taps. Both visit the taps in (i, j) order.
+    At the cnn's (4096, 24, 24) 2x2 pool: 3.1 ms against 6.8 for one loop nest with clipping per window."""
     planes, h_, w_ = x.shape
     _, oh, ow = out.shape
+    hs, ilo, ihi = _window_spans(oh, sh, ph, kh, dh, h_)
+    ws, jlo, jhi = _window_spans(ow, sw, pw, kw, dw, w_)
+    taps = np.empty(kh * kw, np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            taps[i * kw + j] = i * dh * w_ + j * dw
+    xf = x.reshape(planes, h_ * w_)
     for p in range(planes):
+        plane = xf[p]
         for y in range(oh):
-            h0 = y * sh - ph
-            h1 = min(h0 + (kh - 1) * dh + 1, h_)
-            while h0 < 0:
-                h0 += dh
+            h0, i0, i1 = hs[y], ilo[y], ihi[y]
             for z in range(ow):
-                w0 = z * sw - pw
-                w1 = min(w0 + (kw - 1) * dw + 1, w_)
-                while w0 < 0:
-                    w0 += dw
-                best = h0 * w_ + w0
-                value = -math.inf
-                for h in range(h0, h1, dh):
-                    for w in range(w0, w1, dw):
-                        v = x[p, h, w]
+                w0, j0, j1 = ws[z], jlo[z], jhi[z]
+                if i0 == 0 and i1 == kh and j0 == 0 and j1 == kw:
+                    base = h0 * w_ + w0
+                    best = base
+                    value = plane[base]
+                    for t in range(1, kh * kw):
+                        k = base + taps[t]
+                        v = plane[k]
                         if v > value or v != v:
                             value = v
-                            best = h * w_ + w
+                            best = k
+                else:
+                    best = (h0 + i0 * dh) * w_ + w0 + j0 * dw
+                    value = -math.inf
+                    for i in range(i0, i1):
+                        row = (h0 + i * dh) * w_ + w0
+                        for j in range(j0, j1):
+                            v = plane[row + j * dw]
+                            if v > value or v != v:
+                                value = v
+                                best = row + j * dw
                 out[p, y, z] = value
                 indices[p, y, z] = best
 
