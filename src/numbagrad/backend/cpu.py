@@ -1763,13 +1763,14 @@ def conv2d(
     x: np.ndarray, weight: np.ndarray, bias, stride: tuple, padding: tuple, dilation: tuple, groups: int, out_hw: tuple
 ) -> tuple:
     """Convolution of (N, C, H, W) by (O, C / groups, kh, kw) as im2col + one BLAS product per group:
-    (output (N, O, OH, OW), what the backward needs: the columns where they are small (``_KEEP_BYTES``), else the
-    input, whose columns ``conv2d_backward`` makes again). ``padding`` is the (top, left) offset.
+    (output (N, O, OH, OW), what the backward needs: the input, whose columns ``conv2d_backward`` makes again).
+    ``padding`` is the (top, left) offset.
 
     The columns hold C * kh * kw values per output position, a 3x3 convolution's 9 times its input. Large ones
     (over ``_CHUNK_BYTES``, single group) are made a chunk of samples at a time into one reused buffer and
-    multiplied while in cache. Keeping large ones from forward to backward held the U-Net's step peak at 10.3 MiB
-    (torch's 4.4)."""
+    multiplied while in cache. None outlive the call: keeping large ones held the U-Net's step peak at 10.3 MiB
+    (torch's 4.4), and keeping those up to 256 KiB the DCGAN's at 2.4 MiB (torch's 0.9), for 0.2 ms of its 3.9 ms
+    step at 1 thread (making short rows' columns again is cheap, ``nn_kernels._ROW_WALK``)."""
     n, o = x.shape[0], weight.shape[0]
     x = np.ascontiguousarray(x)
     kernel = tuple(weight.shape[2:])
@@ -1781,7 +1782,6 @@ def conv2d(
         out = np.empty((n, o, length), x.dtype)
         for i, j, cols in _column_chunks(x, kernel, stride, padding, dilation, out_hw):
             np.matmul(w2, cols, out=out[i:j])
-        kept = x
     else:
         cols = _columns(x, kernel, stride, padding, dilation, out_hw)
         if groups == 1:
@@ -1789,17 +1789,10 @@ def conv2d(
         else:
             out = np.matmul(w.reshape(groups, o // groups, k // groups), cols.reshape(n, groups, k // groups, length))
             out = out.reshape(n, o, length)
-        kept = cols if size <= _KEEP_BYTES and not _identity_columns(x.shape, kernel, stride, padding, dilation) else x
     if bias is not None:
         out += bias.astype(x.dtype, copy=False).reshape(o, 1)
-    return out.reshape(n, o, *out_hw), kept
+    return out.reshape(n, o, *out_hw), x
 
-
-#: The most bytes of columns a convolution keeps from its forward for its backward (else it keeps its input):
-#: making small ones again costs more than the memory they hold, as im2col's short rows run slowly; measured at 1
-#: thread, the DCGAN's (16, 16, 8, 8) by (32, 16, 4, 4) stride-2 convolution spent 80 us of its 420 us forward and
-#: backward in a second im2col, for 256 KiB of columns.
-_KEEP_BYTES = 1 << 18
 
 #: The most bytes of columns a single-group convolution makes at once: beyond, a chunk of samples' (one sample's
 #: where it holds more) stays in the second-level cache while its products read it, and the step's transient
@@ -1868,9 +1861,9 @@ def conv2d_backward(
     need_b: bool,
 ) -> tuple:
     """(grad of x, of weight, of bias), each None where not needed, from the output gradient and what ``conv2d``
-    kept: the (N, C * kh * kw, L) columns (``im2col``'s), or its (N, C, H, W) input, whose columns are made again
-    (chunk by chunk where ``conv2d`` went so). ``kept`` may be None where the weight's gradient is not asked for (a
-    transposed convolution's forward)."""
+    kept: its (N, C, H, W) input, whose columns are made again (chunk by chunk, ``_conv2d_backward_chunks``), or
+    given (N, C * kh * kw, L) columns (a transposed convolution's backward). ``kept`` may be None where the
+    weight's gradient is not asked for (a transposed convolution's forward)."""
     n, o = g.shape[:2]
     out_hw = tuple(g.shape[2:])
     kernel = tuple(weight.shape[2:])
@@ -1881,7 +1874,7 @@ def conv2d_backward(
     if need_b:
         gb = g3.sum(axis=(0, 2))
     given = need_w and kept.ndim == 3
-    if groups == 1 and not given and n * k * length * g.itemsize > _CHUNK_BYTES:
+    if groups == 1 and not given and length > 1:
         gx, gw = _conv2d_backward_chunks(g3, kept, x_shape, w, stride, padding, dilation, out_hw, need_x, need_w)
         return gx, gw, gb
     cols = kept
@@ -1915,16 +1908,17 @@ def conv2d_backward(
 
 
 #: The most bytes of per-sample weight-gradient products summed at once in a chunk: a batched product runs faster
-#: than a product per sample (the DCGAN's (16, 32, 16) by (16, 256, 16) columns: 87 us against 108 one by one),
-#: and the bound keeps its (samples, O, K) temporary from growing with the chunk.
-_PRODUCTS_BYTES = 1 << 19
+#: than a product per sample, and the bound keeps its (samples, O, K) temporary from growing with the chunk. The
+#: DCGAN's (16, 256, 16) columns by (16, 32, 16) gradients: 87 us in batches of 4 (128 KiB), 78 all at once (512
+#: KiB, the step's peak), 139 one by one.
+_PRODUCTS_BYTES = 1 << 17
 
 
 def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, stride: tuple, padding: tuple,
                             dilation: tuple, out_hw: tuple, need_x: bool, need_w: bool) -> tuple:  # fmt: skip
     """(grad of x, of weight) of a single-group convolution from its input ``x``, a chunk of samples at a time
-    (``_chunk``): the chunk's columns made again for the weight's products, then the chunk's column gradient, in
-    the same buffer, summed back (col2im) while in cache.
+    (``_chunk``; one chunk where the columns are small): the chunk's columns made again for the weight's products,
+    then the chunk's column gradient, in the same buffer, summed back (col2im) while in cache.
 
     The weight's gradient is summed from per-sample products ``columns @ g.T`` (K, O), transposed once at the end:
     OpenBLAS runs these up to twice as fast as ``g @ columns.T`` (O, K) at 1 thread (the U-Net's (1024, 216) by
