@@ -372,8 +372,9 @@ def max_pool2d_forward(x, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
     """torch's CPU max pool: the first maximum of each window wins, NaN propagates; indices are ``h * W + w``.
 
     A window wholly inside its plane walks a table of its taps' flat offsets, starting from its first tap (the
-    same choice as starting from -inf); a clipped one walks its valid taps. Both visit the taps in (i, j) order.
-    At the cnn's (4096, 24, 24) 2x2 pool: 3.1 ms against 6.8 for one loop nest with clipping per window."""
+    same choice as starting from -inf), its comparisons free of the NaN test: a window holding a NaN is walked a
+    second time for its last NaN. A clipped window walks its valid taps. Both visit the taps in (i, j) order. At
+    the cnn's (4096, 24, 24) 2x2 pool: 2.3 ms against 6.8 for one loop nest with clipping per window."""
     planes, h_, w_ = x.shape
     _, oh, ow = out.shape
     hs, ilo, ihi = _window_spans(oh, sh, ph, kh, dh, h_)
@@ -393,12 +394,20 @@ def max_pool2d_forward(x, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
                     base = h0 * w_ + w0
                     best = base
                     value = plane[base]
+                    nan = value != value
                     for t in range(1, kh * kw):
                         k = base + taps[t]
                         v = plane[k]
-                        if v > value or v != v:
+                        nan |= v != v  # (apart from the comparison chain: a NaN window is walked again)
+                        if v > value:
                             value = v
                             best = k
+                    if nan:
+                        for t in range(kh * kw):
+                            k = base + taps[t]
+                            if plane[k] != plane[k]:
+                                value = plane[k]
+                                best = k
                 else:
                     best = (h0 + i0 * dh) * w_ + w0 + j0 * dw
                     value = -math.inf
