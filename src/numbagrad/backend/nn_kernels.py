@@ -374,7 +374,7 @@ def max_pool2d_forward(x, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
     A window wholly inside its plane walks a table of its taps' flat offsets, starting from its first tap (the
     same choice as starting from -inf), its comparisons free of the NaN test: a window holding a NaN is walked a
     second time for its last NaN. A clipped window walks its valid taps. Both visit the taps in (i, j) order. At
-    the cnn's (4096, 24, 24) 2x2 pool: 2.3 ms against 6.8 for one loop nest with clipping per window."""
+    the cnn's (4096, 24, 24) 2x2 pool: 2.8 ms against 6.8 for one loop nest with clipping per window."""
     planes, h_, w_ = x.shape
     _, oh, ow = out.shape
     hs, ilo, ihi = _window_spans(oh, sh, ph, kh, dh, h_)
