@@ -1937,15 +1937,19 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
     gw_t = np.zeros((k, o), g3.dtype) if need_w else None
     gx = np.empty(tuple(x_shape), g3.dtype) if need_x else None
     m = _chunk(n, k * length * g3.itemsize)
-    buffer = None if identity else np.empty((m, k, length), g3.dtype)
     part = np.empty((k, o), g3.dtype)
     per = max(1, _PRODUCTS_BYTES // max(1, o * k * g3.itemsize))
     full = need_x and not identity and _full_convolution(x_shape, o, kernel, stride, padding, dilation)
-    if full:
+    g_size = 0
+    if full:  # (g's columns share the buffer: a chunk's weight products are done with x's when they are made)
         c, in_hw = x_shape[1], tuple(x_shape[2:])
         flipped = _flipped(w)
         pad_f = tuple(d * (kk - 1) - p for d, kk, p in zip(dilation, kernel, padding))
-        g_cols = np.empty((m, o * kernel[0] * kernel[1], in_hw[0] * in_hw[1]), g3.dtype)
+        g_size = m * o * kernel[0] * kernel[1] * in_hw[0] * in_hw[1]
+    if not identity:
+        flat = np.empty(max(m * k * length, g_size), g3.dtype)
+        buffer = flat[: m * k * length].reshape(m, k, length)
+        g_cols = flat[:g_size].reshape(m, -1, in_hw[0] * in_hw[1]) if full else None
     for i in range(0, n, m):
         j = min(i + m, n)
         if need_w:
