@@ -43,6 +43,8 @@ def test_max_pool2d_values_and_indices_match_torch(torch, shape, kw, dtype):
         ((2, 3, 8, 8), {"kernel_size": 2}),
         ((2, 3, 9, 7), {"kernel_size": 3, "stride": 2, "padding": 1}),
         ((1, 2, 7, 6), {"kernel_size": 2, "stride": 1, "dilation": 2}),
+        ((1, 2, 5, 5), {"kernel_size": 3, "stride": 3, "padding": 1, "dilation": 3}),
+        ((2, 3, 7, 5), {"kernel_size": (3, 2), "stride": 1}),  # overlapping windows: a gradient summed twice
     ],
 )
 def test_max_pool2d_gradient_matches_torch(torch, shape, kw):

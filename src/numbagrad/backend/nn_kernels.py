@@ -424,19 +424,21 @@ def max_pool2d_forward(x, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
 
 @njit(**_OPTS)
 def max_pool2d_backward(g, indices, gx):
-    """Each output gradient added at its maximum. A window with no input element in it (dilation over padding)
-    holds an index past its plane, as torch's does; it receives nothing (torch's kernel would write past it)."""
+    """Each output gradient added at its maximum (all three arrays C-contiguous). A window with no input element
+    in it (dilation over padding) holds an index past its plane, as torch's does; it receives nothing (torch's
+    kernel would write past it)."""
     planes, oh, ow = g.shape
-    h_, w_ = gx.shape[1], gx.shape[2]
+    size = gx.shape[1] * gx.shape[2]
+    flat = gx.reshape(planes, size)  # (the flat index needs no division by the width: cnn's pool 1.6 ms to 0.4)
+    g2 = g.reshape(planes, oh * ow)
+    i2 = indices.reshape(planes, oh * ow)
     for p in range(planes):
-        for h in range(h_):
-            for w in range(w_):
-                gx[p, h, w] = 0.0
-        for y in range(oh):
-            for z in range(ow):
-                k = indices[p, y, z]
-                if k < h_ * w_:
-                    gx[p, k // w_, k % w_] += g[p, y, z]
+        for s in range(size):
+            flat[p, s] = 0.0
+        for t in range(oh * ow):
+            k = i2[p, t]
+            if k < size:
+                flat[p, k] += g2[p, t]
 
 
 @njit(**_OPTS, inline="always")
