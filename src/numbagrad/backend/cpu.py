@@ -1616,9 +1616,12 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np
 
 @_half_in_single
 def im2col(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
-    """(N, C, H, W) -> (N, C * kh * kw, OH * OW) columns: each output position's receptive field."""
+    """(N, C, H, W) -> (N, C * kh * kw, OH * OW) columns: each output position's receptive field (a copy of
+    ``x`` where the columns are the input, ``_identity_columns``)."""
     x = np.ascontiguousarray(x)
     n, c = x.shape[:2]
+    if _identity_columns(x.shape, kernel, stride, padding, dilation):
+        return x.reshape(n, c * kernel[0] * kernel[1], out_hw[0] * out_hw[1]).copy()
     cols = np.empty((n, c * kernel[0] * kernel[1], out_hw[0] * out_hw[1]), x.dtype)
     _nn().im2col(x, *kernel, *stride, *padding, *dilation, *out_hw, cols)
     return cols
@@ -1629,6 +1632,8 @@ def col2im(
     cols: np.ndarray, shape: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple
 ) -> np.ndarray:
     """The adjoint of ``im2col``: an (N, C, H, W) array of ``shape`` summing each column entry into its source."""
+    if _identity_columns(shape, kernel, stride, padding, dilation):
+        return np.ascontiguousarray(cols).reshape(shape).copy()
     x = np.empty(shape, cols.dtype)
     _nn().col2im(np.ascontiguousarray(cols), *kernel, *stride, *padding, *dilation, *out_hw, x)
     return x
@@ -1758,13 +1763,14 @@ def conv2d(
     x: np.ndarray, weight: np.ndarray, bias, stride: tuple, padding: tuple, dilation: tuple, groups: int, out_hw: tuple
 ) -> tuple:
     """Convolution of (N, C, H, W) by (O, C / groups, kh, kw) as im2col + one BLAS product per group:
-    (output (N, O, OH, OW), what the backward needs: the columns where they are small (``_KEEP_BYTES``), else the
-    input, whose columns ``conv2d_backward`` makes again). ``padding`` is the (top, left) offset.
+    (output (N, O, OH, OW), what the backward needs: the input, whose columns ``conv2d_backward`` makes again).
+    ``padding`` is the (top, left) offset.
 
     The columns hold C * kh * kw values per output position, a 3x3 convolution's 9 times its input. Large ones
     (over ``_CHUNK_BYTES``, single group) are made a chunk of samples at a time into one reused buffer and
-    multiplied while in cache. Keeping large ones from forward to backward held the U-Net's step peak at 10.3 MiB
-    (torch's 4.4)."""
+    multiplied while in cache. None outlive the call: keeping large ones held the U-Net's step peak at 10.3 MiB
+    (torch's 4.4), and keeping those up to 256 KiB the DCGAN's at 2.4 MiB (torch's 0.9), for 0.2 ms of its 3.9 ms
+    step at 1 thread (making short rows' columns again is cheap, ``nn_kernels._ROW_WALK``)."""
     n, o = x.shape[0], weight.shape[0]
     x = np.ascontiguousarray(x)
     kernel = tuple(weight.shape[2:])
@@ -1776,7 +1782,6 @@ def conv2d(
         out = np.empty((n, o, length), x.dtype)
         for i, j, cols in _column_chunks(x, kernel, stride, padding, dilation, out_hw):
             np.matmul(w2, cols, out=out[i:j])
-        kept = x
     else:
         cols = _columns(x, kernel, stride, padding, dilation, out_hw)
         if groups == 1:
@@ -1784,17 +1789,10 @@ def conv2d(
         else:
             out = np.matmul(w.reshape(groups, o // groups, k // groups), cols.reshape(n, groups, k // groups, length))
             out = out.reshape(n, o, length)
-        kept = cols if size <= _KEEP_BYTES and not _identity_columns(kernel, stride, padding) else x
     if bias is not None:
         out += bias.astype(x.dtype, copy=False).reshape(o, 1)
-    return out.reshape(n, o, *out_hw), kept
+    return out.reshape(n, o, *out_hw), x
 
-
-#: The most bytes of columns a convolution keeps from its forward for its backward (else it keeps its input):
-#: making small ones again costs more than the memory they hold, as im2col's short rows run slowly; measured at 1
-#: thread, the DCGAN's (16, 16, 8, 8) by (32, 16, 4, 4) stride-2 convolution spent 80 us of its 420 us forward and
-#: backward in a second im2col, for 256 KiB of columns.
-_KEEP_BYTES = 1 << 18
 
 #: The most bytes of columns a single-group convolution makes at once: beyond, a chunk of samples' (one sample's
 #: where it holds more) stays in the second-level cache while its products read it, and the step's transient
@@ -1804,15 +1802,21 @@ _KEEP_BYTES = 1 << 18
 _CHUNK_BYTES = 1 << 20
 
 
-def _identity_columns(kernel: tuple, stride: tuple, padding: tuple) -> bool:
-    """A 1x1 kernel of stride 1 without padding reads each input value once, in order: its columns are the input."""
-    return kernel == (1, 1) and tuple(stride) == (1, 1) and not any(padding)
+def _identity_columns(shape: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> bool:
+    """Whether the columns of an (N, C, H, W) input of ``shape`` are the input itself, each value read once, in
+    order: a 1x1 kernel of stride 1, or an undilated kernel as large as the input (one output position, as the
+    DCGAN's last discriminator convolution and first generator one), without padding."""
+    if any(padding):
+        return False
+    if tuple(kernel) == (1, 1):
+        return tuple(stride) == (1, 1)
+    return tuple(kernel) == tuple(shape[2:]) and tuple(dilation) == (1, 1)
 
 
 def _columns(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
     """``im2col`` of a C-contiguous ``x`` (a view of it where the columns are the input)."""
-    if _identity_columns(kernel, stride, padding):
-        return x.reshape(x.shape[0], x.shape[1], -1)
+    if _identity_columns(x.shape, kernel, stride, padding, dilation):
+        return x.reshape(x.shape[0], x.shape[1] * kernel[0] * kernel[1], out_hw[0] * out_hw[1])
     return im2col(x, kernel, stride, padding, dilation, out_hw)
 
 
@@ -1827,7 +1831,7 @@ def _column_chunks(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, 
     columns are one reused buffer (or views of ``x``), valid until the next chunk."""
     n = x.shape[0]
     k, length = x.shape[1] * kernel[0] * kernel[1], out_hw[0] * out_hw[1]
-    identity = _identity_columns(kernel, stride, padding)
+    identity = _identity_columns(x.shape, kernel, stride, padding, dilation)
     m = _chunk(n, k * length * x.itemsize)
     buffer = None if identity else np.empty((m, k, length), x.dtype)
     im2col = _nn().im2col
@@ -1857,9 +1861,9 @@ def conv2d_backward(
     need_b: bool,
 ) -> tuple:
     """(grad of x, of weight, of bias), each None where not needed, from the output gradient and what ``conv2d``
-    kept: the (N, C * kh * kw, L) columns (``im2col``'s), or its (N, C, H, W) input, whose columns are made again
-    (chunk by chunk where ``conv2d`` went so). ``kept`` may be None where the weight's gradient is not asked for (a
-    transposed convolution's forward)."""
+    kept: its (N, C, H, W) input, whose columns are made again (chunk by chunk, ``_conv2d_backward_chunks``), or
+    given (N, C * kh * kw, L) columns (a transposed convolution's backward). ``kept`` may be None where the
+    weight's gradient is not asked for (a transposed convolution's forward)."""
     n, o = g.shape[:2]
     out_hw = tuple(g.shape[2:])
     kernel = tuple(weight.shape[2:])
@@ -1870,13 +1874,18 @@ def conv2d_backward(
     if need_b:
         gb = g3.sum(axis=(0, 2))
     given = need_w and kept.ndim == 3
-    if groups == 1 and not given and n * k * length * g.itemsize > _CHUNK_BYTES:
+    if groups == 1 and not given and length > 1:
         gx, gw = _conv2d_backward_chunks(g3, kept, x_shape, w, stride, padding, dilation, out_hw, need_x, need_w)
         return gx, gw, gb
     cols = kept
     if need_w and not given:
         cols = _columns(np.ascontiguousarray(kept, g.dtype), kernel, stride, padding, dilation, out_hw)
-    if groups == 1:
+    if groups == 1 and length == 1:  # one output position: one GEMM over the samples, not one product each
+        if need_w:  # (DCGAN's 16 samples of (512, 1) columns: 2 us against 22)
+            gw = np.matmul(g3.reshape(n, o).T, cols.reshape(n, k)).reshape(weight.shape)
+        if need_x:
+            gcols = np.matmul(g3.reshape(n, o), w.reshape(o, k)).reshape(n, k, 1)
+    elif groups == 1:
         if need_w:  # one small GEMM per sample, transposed (see _conv2d_backward_chunks), summed into the weight
             gw = np.ascontiguousarray(np.matmul(cols, g3.transpose(0, 2, 1)).sum(axis=0).T).reshape(weight.shape)
         if need_x:
@@ -1891,7 +1900,7 @@ def conv2d_backward(
         if need_x:
             gcols = np.matmul(w.reshape(groups, og, kg).transpose(0, 2, 1), g4).reshape(n, k, length)
     if need_x:
-        if _identity_columns(kernel, stride, padding):
+        if _identity_columns(x_shape, kernel, stride, padding, dilation):
             gx = gcols.reshape(x_shape)
         else:
             gx = col2im(gcols, tuple(x_shape), kernel, stride, padding, dilation, out_hw)
@@ -1899,34 +1908,48 @@ def conv2d_backward(
 
 
 #: The most bytes of per-sample weight-gradient products summed at once in a chunk: a batched product runs faster
-#: than a product per sample (the DCGAN's (16, 32, 16) by (16, 256, 16) columns: 87 us against 108 one by one),
-#: and the bound keeps its (samples, O, K) temporary from growing with the chunk.
-_PRODUCTS_BYTES = 1 << 19
+#: than a product per sample, and the bound keeps its (samples, O, K) temporary from growing with the chunk. The
+#: DCGAN's (16, 256, 16) columns by (16, 32, 16) gradients: 87 us in batches of 4 (128 KiB), 78 all at once (512
+#: KiB, the step's peak), 139 one by one.
+_PRODUCTS_BYTES = 1 << 17
 
 
 def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, stride: tuple, padding: tuple,
                             dilation: tuple, out_hw: tuple, need_x: bool, need_w: bool) -> tuple:  # fmt: skip
     """(grad of x, of weight) of a single-group convolution from its input ``x``, a chunk of samples at a time
-    (``_chunk``): the chunk's columns made again for the weight's products, then the chunk's column gradient, in
-    the same buffer, summed back (col2im) while in cache.
+    (``_chunk``; one chunk where the columns are small): the chunk's columns made again for the weight's products,
+    then the chunk's column gradient, in the same buffer, summed back (col2im) while in cache.
 
     The weight's gradient is summed from per-sample products ``columns @ g.T`` (K, O), transposed once at the end:
     OpenBLAS runs these up to twice as fast as ``g @ columns.T`` (O, K) at 1 thread (the U-Net's (1024, 216) by
-    (8, 1024) products of 4 samples: 0.30 ms against 0.65; the cnn's (288, 576) by (64, 576): 0.23 against 0.28)."""
+    (8, 1024) products of 4 samples: 0.30 ms against 0.65; the cnn's (288, 576) by (64, 576): 0.23 against 0.28).
+
+    The input's gradient is ``col2im(w.T @ g)``, or, where ``_full_convolution`` says so, the convolution of ``g``
+    by the flipped weight (``_flipped``): one product whose inner size is O * kh * kw rather than O."""
     n, o, length = g3.shape
     kernel = tuple(w.shape[2:])
     k = w.size // o
     w2 = w.reshape(o, k)
     kernels = _nn()
-    identity = _identity_columns(kernel, stride, padding)
+    identity = _identity_columns(x_shape, kernel, stride, padding, dilation)
     if need_w:
         x = np.ascontiguousarray(x, g3.dtype)
     gw_t = np.zeros((k, o), g3.dtype) if need_w else None
     gx = np.empty(tuple(x_shape), g3.dtype) if need_x else None
     m = _chunk(n, k * length * g3.itemsize)
-    buffer = None if identity else np.empty((m, k, length), g3.dtype)
     part = np.empty((k, o), g3.dtype)
     per = max(1, _PRODUCTS_BYTES // max(1, o * k * g3.itemsize))
+    full = need_x and not identity and _full_convolution(x_shape, o, kernel, stride, padding, dilation)
+    g_size = 0
+    if full:  # (g's columns share the buffer: a chunk's weight products are done with x's when they are made)
+        c, in_hw = x_shape[1], tuple(x_shape[2:])
+        flipped = _flipped(w)
+        pad_f = tuple(d * (kk - 1) - p for d, kk, p in zip(dilation, kernel, padding))
+        g_size = m * o * kernel[0] * kernel[1] * in_hw[0] * in_hw[1]
+    if not identity:
+        flat = np.empty(max(m * k * length, g_size), g3.dtype)
+        buffer = flat[: m * k * length].reshape(m, k, length)
+        g_cols = flat[:g_size].reshape(m, -1, in_hw[0] * in_hw[1]) if full else None
     for i in range(0, n, m):
         j = min(i + m, n)
         if need_w:
@@ -1945,11 +1968,34 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
         if need_x:
             if identity:
                 np.matmul(w2.T, g3[i:j], out=gx[i:j].reshape(j - i, k, length))
+            elif full:
+                cols = g_cols[: j - i]
+                kernels.im2col(g3[i:j].reshape(j - i, o, *out_hw), *kernel, 1, 1, *pad_f, *dilation, *in_hw, cols)
+                np.matmul(flipped, cols, out=gx[i:j].reshape(j - i, c, in_hw[0] * in_hw[1]))
             else:
                 gcols = buffer[: j - i]
                 np.matmul(w2.T, g3[i:j], out=gcols)
                 kernels.col2im(gcols, *kernel, *stride, *padding, *dilation, *out_hw, gx[i:j])
     return gx, (np.ascontiguousarray(gw_t.T).reshape(w.shape) if need_w else None)
+
+
+def _full_convolution(x_shape: tuple, o: int, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> bool:
+    """Whether a stride-1 convolution's input gradient is better made as the convolution of its output gradient
+    by the flipped weight (padding ``dilation * (kernel - 1) - padding``, which must not be negative) than as
+    ``col2im(w.T @ g)``: where the convolution has fewer output channels than input ones, whose small inner size O
+    OpenBLAS multiplies slowly. Measured at 1 thread: the U-Net's (4, 24, 32, 32) -> 8 3x3 convolution 0.25 ms
+    against 0.71, its (4, 48, 16, 16) -> 16 one 0.19 against 0.28; with more output channels than input ones it
+    loses (the cnn's 32 -> 64: 3.1 ms against 2.0 for 8 samples)."""
+    if tuple(stride) != (1, 1) or o >= x_shape[1]:
+        return False
+    return all(d * (k - 1) >= p for d, k, p in zip(dilation, kernel, padding))
+
+
+def _flipped(w: np.ndarray) -> np.ndarray:
+    """(O, C, kh, kw) as the (C, O * kh * kw) weight of the input gradient's convolution: each kernel turned by
+    180 degrees, input and output channels exchanged."""
+    o, c, kh, kw = w.shape
+    return np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3)).reshape(c, o * kh * kw)
 
 
 # --- an LSTM layer's time step (``rnn_kernels``, imported on first use: it starts Numba) ---------------------

@@ -231,9 +231,57 @@ def batch_norm_backward(g, x, mean, rstd, weight, training, sum_g, dot, gx):
 
 
 # --- convolution: columns of (N, C, H, W) -------------------------------------------------------------------
+#: The shortest output row that ``im2col``/``col2im`` walk row by row at stride 1: shorter rows, and strided ones,
+#: go through a table of each column entry's source. Measured at 1 thread: the DCGAN's (16, 16, 8, 8) 4x4 stride-2
+#: convolution's im2col 38 us against 80 row by row (col2im 26 against 96), its (16, 32, 4, 4) one's 6 against 44;
+#: the U-Net's stride-1 rows of 16 and 32 run 2-4x faster row by row, rows of 8 alike either way.
+_ROW_WALK = 8
+
+
+@njit(**_OPTS)
+def _column_sources(h_, w_, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """For each entry ``((i, j), (y, z))`` of one channel's columns, the flat index ``h * W + w`` into its (H, W)
+    plane that it reads, or -1 where it reads padding."""
+    table = np.empty(kh * kw * oh * ow, np.int64)
+    t = 0
+    for i in range(kh):
+        for j in range(kw):
+            for y in range(oh):
+                h = y * sh - ph + i * dh
+                for z in range(ow):
+                    w = z * sw - pw + j * dw
+                    table[t] = h * w_ + w if 0 <= h < h_ and 0 <= w < w_ else -1
+                    t += 1
+    return table
+
+
 @njit(**_OPTS)
 def im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
-    """``cols[n, (c, i, j), (y, z)] = x[n, c, y*sh - ph + i*dh, z*sw - pw + j*dw]`` (0 outside)."""
+    """``cols[n, (c, i, j), (y, z)] = x[n, c, y*sh - ph + i*dh, z*sw - pw + j*dw]`` (0 outside); both arrays
+    C-contiguous. Short or strided output rows read through ``_column_sources`` (one flat loop per channel), long
+    stride-1 rows row by row (their copies vectorize)."""
+    if sw > 1 or ow < _ROW_WALK:
+        _im2col_table(x, _column_sources(*x.shape[2:], kh, kw, sh, sw, ph, pw, dh, dw, oh, ow), cols)
+    else:
+        _im2col_rows(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols)
+
+
+@njit(**_OPTS)
+def _im2col_table(x, table, cols):
+    n_, c_, h_, w_ = x.shape
+    m = table.size
+    planes = x.reshape(n_, c_, h_ * w_)
+    out = cols.reshape(n_, c_, m)
+    for n in range(n_):
+        for c in range(c_):
+            for t in range(m):
+                k = table[t]
+                v = planes[n, c, max(k, 0)]
+                out[n, c, t] = v if k >= 0 else 0.0
+
+
+@njit(**_OPTS)
+def _im2col_rows(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
     n_, c_, h_, w_ = x.shape
     for n in range(n_):
         for c in range(c_):
@@ -257,7 +305,32 @@ def im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
 
 @njit(**_OPTS)
 def col2im(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
-    """The adjoint of ``im2col``: ``x`` (zeroed here) receives the sum of the columns that read each element."""
+    """The adjoint of ``im2col``: ``x`` (zeroed here) receives the sum of the columns that read each element; both
+    arrays C-contiguous, walked as ``im2col`` walks them."""
+    if sw > 1 or ow < _ROW_WALK:
+        _col2im_table(cols, _column_sources(*x.shape[2:], kh, kw, sh, sw, ph, pw, dh, dw, oh, ow), x)
+    else:
+        _col2im_rows(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x)
+
+
+@njit(**_OPTS)
+def _col2im_table(cols, table, x):
+    n_, c_, h_, w_ = x.shape
+    m = table.size
+    planes = x.reshape(n_, c_, h_ * w_)
+    entries = cols.reshape(n_, c_, m)
+    for n in range(n_):
+        for c in range(c_):
+            for s in range(h_ * w_):
+                planes[n, c, s] = 0.0
+            for t in range(m):
+                k = table[t]
+                if k >= 0:
+                    planes[n, c, k] += entries[n, c, t]
+
+
+@njit(**_OPTS)
+def _col2im_rows(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
     n_, c_, h_, w_ = x.shape
     for n in range(n_):
         for c in range(c_):
@@ -280,48 +353,92 @@ def col2im(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
 
 # --- pooling over (P, H, W) planes ---------------------------------------------------------------------------
 @njit(**_OPTS)
+def _window_spans(n_out, stride, pad, k, d, size):
+    """Per output position along one axis: its window's first input index and the range ``[lo, hi)`` of its taps
+    inside the input. Computed once per call, so that the windows' loops divide nothing."""
+    first = np.empty(n_out, np.int64)
+    lo = np.empty(n_out, np.int64)
+    hi = np.empty(n_out, np.int64)
+    for y in range(n_out):
+        s = y * stride - pad
+        a = 0 if s >= 0 else (-s + d - 1) // d
+        b = min(k, (size - 1 - s) // d + 1) if s < size else 0
+        first[y], lo[y], hi[y] = s, a, max(a, b)
+    return first, lo, hi
+
+
+@njit(**_OPTS)
 def max_pool2d_forward(x, kh, kw, sh, sw, ph, pw, dh, dw, out, indices):
-    """torch's CPU max pool: the first maximum of each window wins, NaN propagates; indices are ``h * W + w``."""
+    """torch's CPU max pool: the first maximum of each window wins, NaN propagates; indices are ``h * W + w``.
+
+    A window wholly inside its plane walks a table of its taps' flat offsets, starting from its first tap (the
+    same choice as starting from -inf), its comparisons free of the NaN test: a window holding a NaN is walked a
+    second time for its last NaN. A clipped window walks its valid taps. Both visit the taps in (i, j) order. At
+    the cnn's (4096, 24, 24) 2x2 pool: 2.8 ms against 6.8 for one loop nest with clipping per window."""
     planes, h_, w_ = x.shape
     _, oh, ow = out.shape
+    hs, ilo, ihi = _window_spans(oh, sh, ph, kh, dh, h_)
+    ws, jlo, jhi = _window_spans(ow, sw, pw, kw, dw, w_)
+    taps = np.empty(kh * kw, np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            taps[i * kw + j] = i * dh * w_ + j * dw
+    xf = x.reshape(planes, h_ * w_)
     for p in range(planes):
+        plane = xf[p]
         for y in range(oh):
-            h0 = y * sh - ph
-            h1 = min(h0 + (kh - 1) * dh + 1, h_)
-            while h0 < 0:
-                h0 += dh
+            h0, i0, i1 = hs[y], ilo[y], ihi[y]
             for z in range(ow):
-                w0 = z * sw - pw
-                w1 = min(w0 + (kw - 1) * dw + 1, w_)
-                while w0 < 0:
-                    w0 += dw
-                best = h0 * w_ + w0
-                value = -math.inf
-                for h in range(h0, h1, dh):
-                    for w in range(w0, w1, dw):
-                        v = x[p, h, w]
-                        if v > value or v != v:
+                w0, j0, j1 = ws[z], jlo[z], jhi[z]
+                if i0 == 0 and i1 == kh and j0 == 0 and j1 == kw:
+                    base = h0 * w_ + w0
+                    best = base
+                    value = plane[base]
+                    nan = value != value
+                    for t in range(1, kh * kw):
+                        k = base + taps[t]
+                        v = plane[k]
+                        nan |= v != v  # (apart from the comparison chain: a NaN window is walked again)
+                        if v > value:
                             value = v
-                            best = h * w_ + w
+                            best = k
+                    if nan:
+                        for t in range(kh * kw):
+                            k = base + taps[t]
+                            if plane[k] != plane[k]:
+                                value = plane[k]
+                                best = k
+                else:
+                    best = (h0 + i0 * dh) * w_ + w0 + j0 * dw
+                    value = -math.inf
+                    for i in range(i0, i1):
+                        row = (h0 + i * dh) * w_ + w0
+                        for j in range(j0, j1):
+                            v = plane[row + j * dw]
+                            if v > value or v != v:
+                                value = v
+                                best = row + j * dw
                 out[p, y, z] = value
                 indices[p, y, z] = best
 
 
 @njit(**_OPTS)
 def max_pool2d_backward(g, indices, gx):
-    """Each output gradient added at its maximum. A window with no input element in it (dilation over padding)
-    holds an index past its plane, as torch's does; it receives nothing (torch's kernel would write past it)."""
+    """Each output gradient added at its maximum (all three arrays C-contiguous). A window with no input element
+    in it (dilation over padding) holds an index past its plane, as torch's does; it receives nothing (torch's
+    kernel would write past it)."""
     planes, oh, ow = g.shape
-    h_, w_ = gx.shape[1], gx.shape[2]
+    size = gx.shape[1] * gx.shape[2]
+    flat = gx.reshape(planes, size)  # (the flat index needs no division by the width: cnn's pool 1.6 ms to 0.4)
+    g2 = g.reshape(planes, oh * ow)
+    i2 = indices.reshape(planes, oh * ow)
     for p in range(planes):
-        for h in range(h_):
-            for w in range(w_):
-                gx[p, h, w] = 0.0
-        for y in range(oh):
-            for z in range(ow):
-                k = indices[p, y, z]
-                if k < h_ * w_:
-                    gx[p, k // w_, k % w_] += g[p, y, z]
+        for s in range(size):
+            flat[p, s] = 0.0
+        for t in range(oh * ow):
+            k = i2[p, t]
+            if k < size:
+                flat[p, k] += g2[p, t]
 
 
 @njit(**_OPTS, inline="always")

@@ -286,7 +286,7 @@ class MaxPool2d(Function):
     @staticmethod
     def forward(ctx, x: Tensor, kernel, stride, padding, dilation, out_hw):
         backend = x._backend
-        planes = int(np.prod(x.shape[:-2], dtype=np.int64))
+        planes = math.prod(x.shape[:-2])
         x3 = backend.reshape(x._data, (planes, *x.shape[-2:]))
         out, idx = backend.max_pool2d(x3, kernel, stride, padding, dilation, out_hw)
         shape = (*x.shape[:-2], *out_hw)
@@ -302,9 +302,9 @@ class MaxPool2d(Function):
         last dim)."""
         (indices,) = ctx.saved_tensors
         in_shape, k = tuple(ctx.in_shape), ctx.dims
-        planes = int(np.prod(in_shape[:-k], dtype=np.int64))
-        in_hw = (int(np.prod(in_shape[-k:-1], dtype=np.int64)), in_shape[-1])
-        out_hw = (int(np.prod(g.shape[-k:-1], dtype=np.int64)), g.shape[-1])
+        planes = math.prod(in_shape[:-k])
+        in_hw = (math.prod(in_shape[-k:-1]), in_shape[-1])
+        out_hw = (math.prod(g.shape[-k:-1]), g.shape[-1])
         backend = indices._backend
         idx = backend.reshape(indices._data, (planes, *out_hw))
 
@@ -332,7 +332,7 @@ class MaxPool3d(MaxPool2d):
     def forward(ctx, x: Tensor, kernel, stride, padding, dilation, out):
         b = x._backend
         *lead, d, h, w = x.shape
-        planes = int(np.prod(lead, dtype=np.int64))
+        planes = math.prod(lead)
         od, oh, ow = out
         rows, idx_hw = b.max_pool2d(b.reshape(x._data, (planes * d, h, w)), kernel[1:], stride[1:], padding[1:],
                                     dilation[1:], (oh, ow))  # fmt: skip
@@ -354,7 +354,7 @@ class _PoolMaps:
 
     def __init__(self, in_shape, out_hw, adaptive: bool, args: tuple = ()) -> None:
         self.in_shape, self.out_hw, self.adaptive, self.args = tuple(in_shape), tuple(out_hw), adaptive, args
-        self.planes = int(np.prod(self.in_shape[:-2], dtype=np.int64))
+        self.planes = math.prod(self.in_shape[:-2])
         self.out_shape = (*self.in_shape[:-2], *self.out_hw)
 
     def forward(self, x):
@@ -438,7 +438,7 @@ class WindowMaxPool(MaxPool2d):
         b = x._backend
         dims = len(out)
         lead, in_sizes = x.shape[:-dims], x.shape[-dims:]
-        planes = int(np.prod(lead, dtype=np.int64))
+        planes = math.prod(lead)
         o, k = positions.shape[-2:]
         flat = x.reshape(planes, math.prod(in_sizes))
         pos = _t(b.constant(np.ascontiguousarray(positions)))
@@ -481,7 +481,7 @@ class _DepthThenPlanes:
 
     def __init__(self, in_shape, kernel, stride, padding, count_include_pad: bool, divisor: int, out) -> None:
         *lead, d, h, w = in_shape
-        self.planes = int(np.prod(lead, dtype=np.int64))
+        self.planes = math.prod(lead)
         self.in_shape, self.out_shape = tuple(in_shape), (*lead, *out)
         od, oh, ow = out
         depth = ((kernel[0], 1), (stride[0], 1), (padding[0], 0), count_include_pad, 1 if divisor else 0)
