@@ -2,7 +2,8 @@
 writes ``relu``'s gradient over ``relu``'s output instead of into new memory. These tests pin when that happens,
 and that nothing anyone can still read is ever written over: an output alive, a view of it, its storage handed
 out (numpy, ``detach()``, ``.data`` read or set, DLPack, a storage object, ``set_``, a Parameter, ``view(dtype)``, the
-node's saved tensors), the graph retained, or the output saved by another graph."""
+node's saved tensors), the graph retained, or the output saved by another graph. And an in-place op's saved result
+is the tensor's own storage, as torch's."""
 
 from __future__ import annotations
 
@@ -154,3 +155,32 @@ def test_create_graph_gives_the_same_first_gradient():
     (gb,) = ng.autograd.grad(loss, b, create_graph=True)
     z = ng.sigmoid(x.detach() * w.detach() + b.detach())
     np.testing.assert_allclose(gb.detach().numpy(), (z * (1 - z)).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["relu_", "sigmoid_", "exp_", "tanh_"])
+@pytest.mark.parametrize("on_view", [False, True])
+def test_an_in_place_op_saves_the_tensor_itself_as_torch(torch, op, on_view):
+    """torch's ``relu_`` saves its result, the tensor's own storage: values written through ``.data`` after it
+    reach its backward."""
+    grads = []
+    for lib in (ng, torch):
+        x = lib.tensor([[1.0, -2.0, 3.0], [0.5, -0.5, 2.0]], requires_grad=True)
+        y = x * 1
+        target = y[1] if on_view else y
+        getattr(target, op)()
+        target.data.fill_(0.25)
+        y.sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
+def test_an_in_place_op_whose_backward_reads_its_input_keeps_the_old_values(torch):
+    grads = []
+    for lib in (ng, torch):
+        x = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        y = x * 1
+        y.mul_(y.detach() + 1)
+        y.data.fill_(7.0)
+        y.sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])

@@ -1102,7 +1102,7 @@ def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
     if needs_graph(t, operands):
         if row.out_bool and t._data.dtype.kind == "f":
             return rebase(t, lambda old: _compared_into(row, old, operands[0]))
-        return rebase(t, lambda old: frontend(old, *args, **kwargs))
+        return rebase(t, lambda old: frontend(old, *args, **kwargs), bool(FUNCTIONS[row.name]._save_idx))
     if kwargs or not row.frontend or len(args) != row.arity - 1:  # torch's own signature: compute, then write
         with no_grad():
             result = frontend(t, *args, **kwargs)

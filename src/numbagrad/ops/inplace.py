@@ -113,14 +113,18 @@ def check_result(t: Tensor, result_dtype: np.dtype, result_shape: tuple) -> None
         )
 
 
-def rebase(t: Tensor, op) -> Tensor:
+def rebase(t: Tensor, op, saves_old: bool = True) -> Tensor:
     """Run ``op(old_value_of_t)`` with autograd, write the result into ``t`` and give ``t`` its history.
+
+    ``saves_old``: the op's node may keep its input for backward, so the old value is a copy; else it is ``t``'s
+    storage itself, read before it is overwritten (``relu_`` keeps only its result, as torch's). A result the
+    node keeps is ``t``'s storage afterwards (``_saved_output_is``).
 
     A retained gradient follows the tensor to its new node (``retain_grad`` reports the newest version's
     gradient, as in torch); hooks registered before stay with the old version."""
     if t._base is not None:
         return _rebase_view(t, t._base, op)
-    old = Tensor._make(t._backend.copy(t._data))
+    old = Tensor._make(t._backend.copy(t._data) if saves_old else t._data)
     old.grad_fn, old._output_nr, old._requires_grad = t.grad_fn, t._output_nr, t._requires_grad
     old._fw_grad = t._fw_grad
     old_node = t.grad_fn
@@ -131,7 +135,7 @@ def rebase(t: Tensor, op) -> Tensor:
     if result._fw_grad is not None or t._fw_grad is not None:
         forward_ad.inplace_tangent(t, result)
     t.grad_fn, t._output_nr = result.grad_fn, result._output_nr
-    _saved_output_is(result.grad_fn, t)
+    _saved_output_is(result.grad_fn, t, result)
     if t._retains_grad:
         move_retained_grad(t, old_node, old._output_nr)
     if t._views:
@@ -139,9 +143,11 @@ def rebase(t: Tensor, op) -> Tensor:
     return t
 
 
-def _saved_output_is(node, t: Tensor) -> None:
+def _saved_output_is(node, t: Tensor, result: Tensor | None = None) -> None:
     """The output ``node`` saved for backward (``relu_`` saves its result) is ``t`` now, as in torch: it takes
-    ``t``'s version counter, so a later in-place change of ``t`` stops backward with torch's error."""
+    ``t``'s version counter, so a later in-place change of ``t`` stops backward with torch's error, and ``t``'s
+    storage, into which ``result`` (the op's out-of-place value) was just written: the result's own memory is
+    freed, and a change through ``t.data`` reaches backward, as in torch."""
     saved = getattr(node, "_saved", None)
     if not saved:
         return
@@ -150,6 +156,10 @@ def _saved_output_is(node, t: Tensor) -> None:
         if entry is not None and entry.output_nr >= 0 and type(entry.tensor) is Tensor:
             entry.tensor._version_counter = counter
             entry.version = counter.value
+            entry.output_ref = None  # (t lives on elsewhere: its storage never takes a gradient)
+            data = entry.tensor._data
+            if result is not None and data is result._data and data.dtype == t._data.dtype:
+                entry.tensor._data = t._data
 
 
 def move_retained_grad(t: Tensor, old_node, old_output_nr: int) -> None:
@@ -472,7 +482,7 @@ def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     if base._retains_grad:
         move_retained_grad(base, old_base.grad_fn, old_base._output_nr)
     t._bump_version()
-    _saved_output_is(result.grad_fn, t)
+    _saved_output_is(result.grad_fn, t, result)
     _regenerate_views(base, old_base.requires_grad)
     return t
 
