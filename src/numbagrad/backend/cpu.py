@@ -1093,14 +1093,12 @@ def _add_rows(out: np.ndarray, dim: int, index, values) -> bool:
 
 def check_index(index: np.ndarray, low: int, high: int, skip, error) -> None:
     """Raise ``error(bad)`` for the first entry of ``index`` outside ``[low, high)`` other than ``skip`` (None:
-    no exception). Two reductions when all are in range. (The cuda backend queues the same check on the device.)"""
+    no exception), in one compiled pass. (The cuda backend queues the same check on the device.)"""
     flat = np.asarray(index).reshape(-1)
-    if flat.size and (flat.min() < low or flat.max() >= high):
-        bad = (flat < low) | (flat >= high)
-        if skip is not None:
-            bad &= flat != skip
-        if bad.any():
-            raise error(int(flat[bad][0]))
+    if flat.size:
+        at = _nn().first_outside(flat, low, high, 0 if skip is None else skip, skip is not None)
+        if at >= 0:
+            raise error(int(flat[at]))
 
 
 def take_along_axis(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:

@@ -216,6 +216,24 @@ _GETITEM = {
 }
 
 
+class _Rows(_GETITEM["Index"]):
+    """``x[rows]`` for one integer array picking rows (``_rows``, an embedding lookup ``C[X]``): the same node as
+    the general index's, its index saved as ``_save_index`` saves it, without the general forward's scans of the
+    index items."""
+
+    node_name = "IndexBackward0"
+
+    @staticmethod
+    def forward(ctx, x, rows):
+        ctx.shape = x._data.shape
+        ctx.save_for_backward(Tensor._make(rows))
+        ctx.index = _ONE_ARRAY
+        return Tensor._make(x._backend.getitem(x._data, (rows,)))
+
+
+_ONE_ARRAY = (_ARRAY,)
+
+
 class IndexAddZeros(Function):
     """Scatter-add ``g`` into zeros of ``shape`` at ``index`` (the backward of indexing)."""
 
@@ -326,7 +344,7 @@ def _rows(x: Tensor, index: Tensor):
         return None
     size = shape[0]
     x._backend.check_index(data, -size, size, None, functools.partial(_out_of_bounds, dim=0, size=size))
-    return _GETITEM["Index"].apply(x, (data,))
+    return _Rows.apply(x, data)
 
 
 def _index_of_0_dim(x: Tensor, index) -> tuple:
