@@ -2084,6 +2084,7 @@ __all__ = [
     "cross_entropy",
     "cross_entropy_backward",
     "data_ptr",
+    "divide_by",
     "dropout_keep",
     "elementwise",
     "elementwise_grad",
