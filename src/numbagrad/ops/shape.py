@@ -17,7 +17,7 @@ from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
 from .._types import Size, bfloat16, float16, from_numpy_dtype, int8, int16, to_device, to_dtype, uint8
 from ..autograd.engine import accumulator_of
 from ..autograd.function import BATCHING as _FUNCTION_BATCHING
-from ..autograd.function import NO_GRAD_VIEW, Function, _mark_view, make_node, may_skip_apply
+from ..autograd.function import NO_GRAD_VIEW, Function, _mark_view, make_node
 from ..autograd.grad_mode import state
 from ..backend import backend_for, for_device, layout
 from . import complex_ops
