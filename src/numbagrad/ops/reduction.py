@@ -199,7 +199,7 @@ def _scaled_grad(g: Tensor, divisor) -> Tensor:
     return Tensor._make(_divided(g._data, divisor, g._backend))
 
 
-_DIV, _SUB, _MUL = ROWS["div"], ROWS["sub"], ROWS["mul"]
+_SUB, _MUL = ROWS["sub"], ROWS["mul"]
 
 
 _SINGLE = np.dtype(np.float32)
