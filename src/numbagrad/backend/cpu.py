@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from .._types import CPU
-from ..scalar_math import COMPLEX_ROWS, Row
+from ..scalar_math import COMPLEX_ROWS, ROWS, Row
 from . import codegen, layout, malloc, vector_math
 
 DEVICE = CPU
@@ -868,6 +868,17 @@ def reduce(a: np.ndarray, op: str, axes=None, keepdim: bool = False, dtype=None)
     return _ufunc_reduce(a, op, axes, keepdim, dtype)
 
 
+def divide_by(a: np.ndarray, divisor) -> np.ndarray:
+    """``a / divisor`` (a number, cast to ``a``'s dtype) as a new array: what a mean or variance divides its sum
+    by. A float32 or float64 array divided by at least 1 (no overflow or 0/0 to warn about) is numpy's division,
+    a third of the elementwise kernel's call for the few elements a reduction leaves; the rest is the ``div``
+    row's kernel."""
+    dtype = a.dtype
+    if dtype in _SUM_ZEROS and divisor >= 1:
+        return np.true_divide(a, dtype.type(divisor), out=np.empty_like(a))
+    return elementwise(_DIV_ROW, [a, divisor], (), dtype)
+
+
 def _sum_in_memory_order(a: np.ndarray, axes, keepdim: bool) -> np.ndarray | None:
     """The compiled sum of a dense but permuted ``a`` (a transposed tensor) over ``axes`` (None: all), read in
     place in its memory order, where the summed dims are consecutive there (``x.transpose(1, 2)`` summed over
@@ -896,6 +907,7 @@ def _sum_in_memory_order(a: np.ndarray, axes, keepdim: bool) -> np.ndarray | Non
 _DENSE: dict = {}
 
 
+_DIV_ROW = ROWS["div"]
 _SUM_ZEROS = {np.dtype(np.float32): np.float32(0), np.dtype(np.float64): np.float64(0)}  # what the sums add from
 _WHOLE_SUM: dict = {}  # parallel -> the whole-array sum kernel
 
@@ -925,21 +937,43 @@ def _quiet_reduce(ufunc, a: np.ndarray, axes, keepdim: bool, dtype) -> np.ndarra
 
 def _sum_axes(a: np.ndarray, axes: tuple, keepdim: bool) -> np.ndarray:
     """The float sum over the consecutive ``axes`` of a C-contiguous ``a`` through a compiled loop, with float64
-    totals (as the whole-array sum)."""
-    shape = a.shape
-    outer, inner = math.prod(shape[: axes[0]]), math.prod(shape[axes[-1] + 1 :])
-    total = np.empty((outer, inner), np.float64)
+    totals (as the whole-array sum). The loop's shapes and kernel are worked out once per shape and axes
+    (``_SUM_PLANS``): that work cost more than the loop itself at a few thousand elements."""
+    key = (a.shape, axes, keepdim)
+    plan = _SUM_PLANS.get(key)
+    if plan is None:
+        plan = _sum_axes_plan(a.shape, axes, keepdim)
+    rows, total_shape, kept, kernel = plan
+    total = np.empty(total_shape, np.float64)
     zero = _SUM_ZEROS[a.dtype]
-    if inner == 1:
-        codegen.sum_axis_kernel("rows", loop_variant(a.size))(a.reshape(outer, -1), total, total, zero)  # (no scratch)
+    if len(rows) == 2:
+        kernel(a.reshape(rows), total, total, zero)  # (no scratch)
     else:
-        scratch = np.empty((outer, inner), a.dtype)  # (a row of it per outer index: prange's threads share none)
-        codegen.sum_axis_kernel("middle", loop_variant(a.size))(a.reshape(outer, -1, inner), total, scratch, zero)
-    if keepdim:
-        kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
-    else:
-        kept = tuple(n for d, n in enumerate(shape) if d not in axes)
+        kernel(a.reshape(rows), total, np.empty(total_shape, a.dtype), zero)  # (a scratch row per outer index)
     return total.astype(a.dtype).reshape(kept)
+
+
+def _sum_axes_plan(shape: tuple, axes: tuple, keepdim: bool) -> tuple:
+    """``_sum_axes``'s loop for ``shape``: the input's view (``(outer, n)``, or ``(outer, n, inner)`` for a middle
+    axis), the float64 totals' shape, the result's shape and the kernel; kept in ``_SUM_PLANS``."""
+    outer, inner = math.prod(shape[: axes[0]]), math.prod(shape[axes[-1] + 1 :])
+    n = math.prod(shape[axes[0] : axes[-1] + 1])
+    variant = loop_variant(outer * n * inner)
+    if inner == 1:
+        rows, kernel = (outer, n), codegen.sum_axis_kernel("rows", variant)
+    else:
+        rows, kernel = (outer, n, inner), codegen.sum_axis_kernel("middle", variant)
+    if keepdim:
+        kept = tuple(1 if d in axes else size for d, size in enumerate(shape))
+    else:
+        kept = tuple(size for d, size in enumerate(shape) if d not in axes)
+    if len(_SUM_PLANS) >= _LOOPS_KEPT:
+        _SUM_PLANS.clear()
+    plan = _SUM_PLANS[(shape, axes, keepdim)] = (rows, (outer, inner), kept, kernel)
+    return plan
+
+
+_SUM_PLANS: dict = {}  # (shape, axes, keepdim) -> ``_sum_axes_plan``
 
 
 #: From this many elements, a float sum over some axes runs the compiled loop (below, numpy's call is cheaper).
@@ -1059,14 +1093,12 @@ def _add_rows(out: np.ndarray, dim: int, index, values) -> bool:
 
 def check_index(index: np.ndarray, low: int, high: int, skip, error) -> None:
     """Raise ``error(bad)`` for the first entry of ``index`` outside ``[low, high)`` other than ``skip`` (None:
-    no exception). Two reductions when all are in range. (The cuda backend queues the same check on the device.)"""
+    no exception), in one compiled pass. (The cuda backend queues the same check on the device.)"""
     flat = np.asarray(index).reshape(-1)
-    if flat.size and (flat.min() < low or flat.max() >= high):
-        bad = (flat < low) | (flat >= high)
-        if skip is not None:
-            bad &= flat != skip
-        if bad.any():
-            raise error(int(flat[bad][0]))
+    if flat.size:
+        at = _nn().first_outside(flat, low, high, 0 if skip is None else skip, skip is not None)
+        if at >= 0:
+            raise error(int(flat[at]))
 
 
 def take_along_axis(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:
@@ -2098,6 +2130,7 @@ __all__ = [
     "cross_entropy",
     "cross_entropy_backward",
     "data_ptr",
+    "divide_by",
     "dropout_keep",
     "elementwise",
     "elementwise_grad",

@@ -682,6 +682,12 @@ def _reduce_rows(src, op: str):
     return out.reshape(m) if parts == 1 else _reduce_rows(out, op)
 
 
+def divide_by(a, divisor):
+    """``a / divisor`` (a number, cast to ``a``'s dtype) as a new array: what a mean or variance divides its sum
+    by (the CPU backend's twin)."""
+    return elementwise(ROWS["div"], [a, divisor], (), np.dtype(a.dtype))
+
+
 def reduce(a, op: str, axes: tuple | None, keepdim: bool, dtype=None):
     """``sum``/``prod``/``max``/``min``/``any``/``all`` over ``axes`` (all when None) on the device, in ``dtype``
     (``any``/``all`` give bool: ``max``/``min`` over the values cast to bool)."""

@@ -775,6 +775,18 @@ def add_at_rows(out, index, values):
                 out[o, i, j] += values[o, r, j]
 
 
+@njit(**_OPTS)
+def first_outside(index, low, high, skip, skipping):
+    """The position of the first entry of the flat integer ``index`` outside ``[low, high)`` (other than ``skip``
+    when ``skipping``), or -1: an index check in one pass that stops at the first bad entry (numpy's ``min`` and
+    ``max`` took two passes, 2.5 us for an embedding's 256 indices)."""
+    for r in range(index.shape[0]):
+        i = index[r]
+        if (i < low or i >= high) and not (skipping and i == skip):
+            return r
+    return -1
+
+
 # --- bfloat16 storage <-> float32 -----------------------------------------------------------------------------
 # bfloat16 is float32's upper half: widening shifts the 16 bits up; narrowing rounds the dropped half to nearest
 # even (a nan becomes the quiet nan of its sign), as ml_dtypes' astype and torch do, in one vectorized pass (ml_dtypes'

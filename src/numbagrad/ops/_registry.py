@@ -160,7 +160,7 @@ def _with_numpy_aliases(f: Callable) -> Callable:
 
     @functools.wraps(f)
     def renamed(*args, **kwargs):
-        if kwargs:
+        if kwargs and ("axis" in kwargs or "keepdims" in kwargs):  # (the common ``keepdim=`` call: two lookups)
             for alias, target in _NUMPY_ALIASES.items():
                 if alias in kwargs:
                     if target in kwargs:

@@ -216,6 +216,24 @@ _GETITEM = {
 }
 
 
+class _Rows(_GETITEM["Index"]):
+    """``x[rows]`` for one integer array picking rows (``_rows``, an embedding lookup ``C[X]``): the same node as
+    the general index's, its index saved as ``_save_index`` saves it, without the general forward's scans of the
+    index items."""
+
+    node_name = "IndexBackward0"
+
+    @staticmethod
+    def forward(ctx, x, rows):
+        ctx.shape = x._data.shape
+        ctx.save_for_backward(Tensor._make(rows))
+        ctx.index = _ONE_ARRAY
+        return Tensor._make(x._backend.getitem(x._data, (rows,)))
+
+
+_ONE_ARRAY = (_ARRAY,)
+
+
 class IndexAddZeros(Function):
     """Scatter-add ``g`` into zeros of ``shape`` at ``index`` (the backward of indexing)."""
 
@@ -326,7 +344,7 @@ def _rows(x: Tensor, index: Tensor):
         return None
     size = shape[0]
     x._backend.check_index(data, -size, size, None, functools.partial(_out_of_bounds, dim=0, size=size))
-    return _GETITEM["Index"].apply(x, (data,))
+    return _Rows.apply(x, data)
 
 
 def _index_of_0_dim(x: Tensor, index) -> tuple:
@@ -461,6 +479,12 @@ class IndexPut(Function):
 
 class CopySlices(IndexPut):
     node_name = "CopySlices"
+
+
+class CopyBackwards(IndexPut):
+    """``copy_`` into a tensor that is no view: the whole of it replaced (torch's node name)."""
+
+    node_name = "CopyBackwards"
 
 
 def _writes_through_a_view(np_index) -> bool:
@@ -673,9 +697,48 @@ def zero_(input: Tensor) -> Tensor:  # noqa: A002
     return fill_(input, 0)
 
 
+def _copied_directly(input: Tensor, src: Tensor) -> bool:  # noqa: A002
+    """``copy_``'s common call written straight into the storage (True when done): a source of the same shape, dtype
+    (or another float width) and device, no graph to record (grad mode off, or neither side tracked), no tracer or
+    forward-AD tangent to hand on, no expanded destination or partly overlapping source, nothing ``check_inplace``
+    refuses. A running statistic's update under ``no_grad`` or an optimizer's parameter copy; anything else takes
+    the general path, which reports errors and records the graph."""
+    data, values = input._data, src._data
+    kind = data.dtype.kind
+    if (
+        values.shape != data.shape
+        or type(values) is not type(data)
+        or not (values.dtype == data.dtype or kind == "f" == values.dtype.kind)
+        or 0 in data.strides
+        or input._lazy_conj
+    ):
+        return False
+    st = state
+    if st.tracer is not None or (input._is_inference and not st.inference):
+        return False
+    if st.enabled:
+        base = input._base
+        if (
+            input._requires_grad
+            or input.grad_fn is not None
+            or src._requires_grad
+            or src.grad_fn is not None
+            or (base is not None and (base._requires_grad or base.grad_fn is not None))
+        ):
+            return False
+    backend = input._backend
+    if values is not data and backend.overlap(data, values) == "partial":
+        return False
+    backend.setitem(data, (Ellipsis,), values)
+    input._bump_version()
+    return True
+
+
 @declare(methods=("copy_",), name="_copy_")
 def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:  # noqa: A002
     """Copy ``src`` (broadcast, cast, moved to this tensor's device) into this tensor."""
+    if isinstance(src, Tensor) and _copied_directly(input, src):
+        return input
     src = as_operand(src, "copy_", 1, "src")
     check_inplace(input)  # torch refuses a write into a view of a leaf before it looks at the shapes
     if isinstance(src, Tensor):
@@ -689,6 +752,10 @@ def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:  # noqa: A0
             )
         if src.device != input.device:
             src = src.to(input.device)
+        if input._base is None and needs_graph(input, (src,)):  # (a view's write is its base's CopySlices)
+            value = src if src.dtype == input.dtype else src.to(input.dtype)
+            rebase(input, lambda old: CopyBackwards.apply(old, value, (Ellipsis,)))
+            return input
     setitem(input, Ellipsis, src)
     return input
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -41,7 +42,8 @@ return_types = {name: _return_type(name) for name in ("max", "min", "sort")}
 
 
 _new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
-_FIRST_ONLY = (True, False, False, False)
+_FIRST_ONLY = (True, False, False, False)  # needs_input_grad of a sum's node (input, axes, keepdim, dtype)
+_FIRST_OF_3 = (True, False, False)  # of a mean's (input, axes, keepdim)
 
 
 def _axes(t: Tensor, dim) -> tuple | None:
@@ -51,6 +53,26 @@ def _axes(t: Tensor, dim) -> tuple | None:
         return None
     axes = wrap_dims(dim, t.dim())
     return () if t.dim() == 0 else axes
+
+
+def _int_axes(dim, ndim: int) -> tuple | None:
+    """``_axes`` for the common call, without its frames: an int or a non-empty tuple of distinct ints, in range
+    of a tensor of some dims, wrapped and sorted; None for anything else (``_axes`` normalises and reports)."""
+    if type(dim) is int:
+        if -ndim <= dim < ndim:
+            return (dim + ndim if dim < 0 else dim,)
+        return None
+    if type(dim) is not tuple or not dim:
+        return None
+    axes = []
+    for d in dim:  # (a loop: a comprehension costs a frame per call)
+        if type(d) is not int or not -ndim <= d < ndim:
+            return None
+        axes.append(d + ndim if d < 0 else d)
+    if len(set(axes)) != len(axes):
+        return None
+    axes.sort()
+    return tuple(axes)
 
 
 def _keepdim_shape(shape, axes) -> tuple:
@@ -76,9 +98,13 @@ def _expand_back(g: Tensor, shape, axes, keepdim: bool) -> Tensor:
 
 
 def _count(shape, axes) -> int:
+    """How many elements a reduction over ``axes`` (all when None) takes into each result."""
     if axes is None:
         return math.prod(shape)
-    return math.prod(shape[a] for a in axes)
+    n = 1
+    for a in axes:  # (a loop: a generator costs a frame per call)
+        n *= shape[a]
+    return n
 
 
 class Sum(Function):
@@ -154,14 +180,16 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
             result = Sum._fast_apply((input, None, keepdim, data.dtype), state)
             if result is not None:
                 return result
-    axes = _axes(input, dim)
+    axes = _int_axes(dim, input._data.ndim) if dim is not None else None
+    if axes is None:
+        axes = _axes(input, dim)
     return (Sum if axes is None else SumDim).apply(input, axes, keepdim, _sum_dtype(input, dtype))
 
 
 def _divided(data, divisor, backend):
     """``data / divisor`` (a number) on the backend, in ``data``'s dtype: what ``Tensor / divisor`` computes,
     without a tensor op's overhead."""
-    return backend.elementwise(_DIV, [data, divisor], (), data.dtype)
+    return backend.divide_by(data, divisor)
 
 
 def _scaled_grad(g: Tensor, divisor) -> Tensor:
@@ -171,7 +199,18 @@ def _scaled_grad(g: Tensor, divisor) -> Tensor:
     return Tensor._make(_divided(g._data, divisor, g._backend))
 
 
-_DIV, _SUB, _MUL = ROWS["div"], ROWS["sub"], ROWS["mul"]
+_SUB, _MUL = ROWS["sub"], ROWS["mul"]
+
+
+_SINGLE = np.dtype(np.float32)
+
+
+def _mean_data(data, axes, keepdim: bool, count: int, backend):
+    """The mean as torch's CPU mean computes it: the sum in the dtype, then its division by ``count``; a 2-byte
+    float's sum and division in float32, rounded once at the end."""
+    if data.dtype.itemsize == 2 and data.dtype.kind in "fV":
+        return backend.astype(backend.divide_by(backend.reduce(data, "sum", axes, keepdim, _SINGLE), count), data.dtype)
+    return backend.divide_by(backend.reduce(data, "sum", axes, keepdim, data.dtype), count)
 
 
 class Mean(Function):
@@ -179,13 +218,33 @@ class Mean(Function):
     _trusted = True
     _simple = True
 
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for a plain Tensor outside anomaly and inference mode, with no tracer or saved-tensor hooks
+        (``st.fast``; a batch statistic's ``x.mean((0, 1), keepdim=True)``): the node built directly, as
+        ``Sum._fast_apply`` builds its own; anything else returns None."""
+        x = args[0]
+        if type(x) is not Tensor or not st.fast:
+            return None
+        _, axes, keepdim = args
+        data = x._data
+        backend = _BACKENDS.get(type(data)) or backend_for(data)
+        count = _count(data.shape, axes)
+        result = _new(Tensor)
+        result._data = _mean_data(data, axes, keepdim, count, backend)
+        if st.enabled and (x._requires_grad or x.grad_fn is not None):
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = _FIRST_OF_3
+            ctx.shape, ctx.axes, ctx.keepdim, ctx.count = data.shape, axes, keepdim, count
+            make_node(ctx, (edge_of(x), _NO_EDGE, _NO_EDGE), result)
+        return result
+
     @staticmethod
     def forward(ctx, x, axes, keepdim):
         data = x._data
         ctx.shape, ctx.axes, ctx.keepdim = data.shape, axes, keepdim
         ctx.count = _count(data.shape, axes)
-        backend = x._backend
-        return Tensor._make(_divided(backend.reduce(data, "sum", axes, keepdim, data.dtype), ctx.count, backend))
+        return Tensor._make(_mean_data(data, axes, keepdim, ctx.count, x._backend))
 
     @staticmethod
     def backward(ctx, g):
@@ -207,6 +266,10 @@ class MeanDim(Mean):
 )
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """Mean over ``dim`` (all by default); integer tensors need a float ``dtype``, as in torch."""
+    if dtype is None and type(input) is Tensor and input._data.dtype.kind in "fV":  # the common call, no frames
+        axes = None if dim is None else _int_axes(dim, input._data.ndim)
+        if axes is not None or dim is None:
+            return (Mean if axes is None else MeanDim).apply(input, axes, keepdim)
     if dtype is not None:
         input = input.to(dtype)
     if not (input.is_floating_point() or input.is_complex()):
@@ -652,6 +715,19 @@ def _correction(unbiased, correction) -> float:
     return 0 if unbiased is False else 1
 
 
+def _spread_axes(name: str, input: Tensor, dim, unbiased, correction) -> tuple:  # noqa: A002
+    """``(axes, correction)`` of a spread, with torch's warning where no degree of freedom is left."""
+    axes, correction = _axes(input, dim), _correction(unbiased, correction)
+    if _count(input.shape, axes) - correction <= 0:
+        warnings.warn(
+            f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+            "(input numel divided by output numel).",
+            UserWarning,
+            stacklevel=3,
+        )
+    return axes, correction
+
+
 def _spread_args(name: str, dim, unbiased, keepdim: bool) -> tuple:
     """``(dim, unbiased)``: ``var(True)`` is ``var(unbiased=True)``; torch has no form with ``unbiased`` and
     ``keepdim`` but no ``dim``."""
@@ -678,10 +754,10 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
     """Variance over ``dim``, Bessel-corrected by default (``correction=1``) as in torch."""
     dim, unbiased = _spread_args("var", dim, unbiased, keepdim)
     _check_spread_dtype(input, "std and var")
+    axes, c = _spread_axes("var", input, dim, unbiased, correction)
     if input._data.dtype.kind == "c":  # the mean squared distance |z - mean|^2: the parts' variances added
-        axes, c = _axes(input, dim), _correction(unbiased, correction)
         return Var.apply(input.real, axes, c, keepdim) + Var.apply(input.imag, axes, c, keepdim)
-    return Var.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
+    return Var.apply(input, axes, c, keepdim)
 
 
 @declare(
@@ -697,10 +773,10 @@ def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
     """Standard deviation over ``dim``, Bessel-corrected by default."""
     dim, unbiased = _spread_args("std", dim, unbiased, keepdim)
     _check_spread_dtype(input, "std and var")
+    axes, c = _spread_axes("std", input, dim, unbiased, correction)
     if input._data.dtype.kind == "c":
-        axes, c = _axes(input, dim), _correction(unbiased, correction)
         return (Var.apply(input.real, axes, c, keepdim) + Var.apply(input.imag, axes, c, keepdim)).sqrt()
-    return Std.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
+    return Std.apply(input, axes, c, keepdim)
 
 
 def softmax_grad(g: Tensor, y: Tensor, dim: int, log: bool) -> Tensor:
@@ -986,7 +1062,7 @@ def _spread_mean(cls, input: Tensor, dim, unbiased, keepdim: bool, correction): 
     name = cls.__name__ == "StdMean" and "std_mean" or "var_mean"
     dim, unbiased = _spread_args(name, dim, unbiased, keepdim)
     _check_spread_dtype(input, name)
-    return cls.apply(input, _axes(input, dim), _correction(unbiased, correction), keepdim)
+    return cls.apply(input, *_spread_axes(name, input, dim, unbiased, correction), keepdim)
 
 
 @declare(samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, correction=0, keepdim=True)))
