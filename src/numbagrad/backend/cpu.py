@@ -808,15 +808,18 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @np.errstate(all="ignore")
-def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """``x @ weight.T + bias`` for a 2-D ``x`` (torch's ``addmm``): in general the product is written row-major and
-    the bias added in place. A float32 batch with fewer rows than output features multiplies as ``W @ x.T`` instead:
-    OpenBLAS's sgemm runs that orientation faster (0.92x at (64, 784) x (128, 784), 0.6x at (16, 784)), and the
-    bias add that transposes it back costs little while the output stays in cache (up to 64K elements: for 512 rows
-    of 1024 features it doubles the time, and for a tiny product its fixed cost outweighs the gain). 2-byte floats
-    multiply and add in float32 and round once, as torch's CPU does."""
+def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """``x @ weight.T + bias`` for a 2-D ``x`` (torch's ``addmm``; without bias, None: ``mm``): in general the
+    product is written row-major and the bias added in place. A float32 batch with fewer rows than output
+    features multiplies as ``W @ x.T`` instead: OpenBLAS's sgemm runs that orientation faster (0.92x at (64, 784)
+    x (128, 784), 0.6x at (16, 784)), and the bias add that transposes it back costs little while the output stays
+    in cache (up to 64K elements: for 512 rows of 1024 features it doubles the time, and for a tiny product its
+    fixed cost outweighs the gain). 2-byte floats multiply and add in float32 and round once, as torch's CPU
+    does."""
     if _narrow(x.dtype):
-        return _narrowed(linear(_widen(x), _widen(weight), _widen(bias)), x.dtype)
+        return _narrowed(linear(_widen(x), _widen(weight), None if bias is None else _widen(bias)), x.dtype)
+    if bias is None:
+        return np.matmul(x, weight.T)
     rows, features = x.shape[0], weight.shape[0]
     if x.dtype == _SINGLE and rows < features and rows * features <= 65536 and x.size >= 4096:
         out = np.empty((rows, features), _SINGLE)

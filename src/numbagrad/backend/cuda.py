@@ -852,8 +852,11 @@ def matmul(a, b):
 
 
 def linear(x, weight, bias):
-    """``x @ weight.T + bias`` for a 2-D ``x``, as ``cpu.linear``: the matmul kernel, then the add row's."""
+    """``x @ weight.T + bias`` for a 2-D ``x`` (no bias: None), as ``cpu.linear``: the matmul kernel, then the add
+    row's."""
     product = matmul(x, _view(weight, lambda w: w.T))
+    if bias is None:
+        return product
     return elementwise(ROWS["add"], [product, bias], (), product.dtype)
 
 

@@ -1735,10 +1735,10 @@ class _Linear(Function):
     _simple = True
 
     @staticmethod
-    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         ctx.save_for_backward(x, weight)
-        xd, wd, bd = x._data, weight._data, bias._data
-        backend = same_backend((x, weight, bias))  # (torch's error when they are on two devices)
+        xd, wd, bd = x._data, weight._data, None if bias is None else bias._data
+        backend = same_backend((x, weight) if bias is None else (x, weight, bias))  # (torch's error across devices)
         shape = xd.shape
         if len(shape) == 2:
             return Tensor._make(backend.linear(xd, wd, bd))
@@ -1750,10 +1750,30 @@ class _Linear(Function):
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         wanted = ctx.needs_input_grad
+        if len(wanted) == 2:  # (``_Product``: no bias)
+            wanted += (False,)
         if not state.enabled:  # no graph to record: the kernel alone (what fused_grads would call)
             return _linear_grads(wanted, g, x, weight)
         kernel, formula = functools.partial(_linear_grads, wanted), functools.partial(_linear_grads_formula, wanted)
         return tuple(fused_grads("AddmmBackwardBackward0", kernel, formula, (g, x, weight), wanted))
+
+
+class _Product(_Linear):
+    """``x @ W.t()`` (``linear`` without bias) in one node: torch's ``mm`` for 2-D input. ``_Linear``'s forward
+    and backward with no bias; its gradients are those of its two inputs."""
+
+    node_name = "MmBackward0"
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        return _Linear.backward(ctx, g)[:2]
+
+
+class _FoldedProduct(_Product):
+    """``_Product`` of an input with more than 2 dims, folded to 2-D as torch's ``matmul`` folds it (its node
+    ``UnsafeViewBackward0``)."""
+
+    node_name = "UnsafeViewBackward0"
 
 
 def _linear_grads(wanted: tuple, g: Tensor, x: Tensor, weight: Tensor) -> tuple:
@@ -1796,7 +1816,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if x.ndim == 0 or w.ndim == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {x.ndim}D and {w.ndim}D")
     if bias is None:
-        return input.matmul(weight.t())
+        if x.ndim == 1 or w.ndim != 2 or x.shape[-1] != w.shape[1] or x.dtype != w.dtype:
+            return input.matmul(weight.t())  # (a vector input, or torch's matmul errors)
+        return (_Product if x.ndim == 2 else _FoldedProduct).apply(input, weight)
     if not isinstance(bias, Tensor):
         raise not_a_tensor("linear", "bias", 3, bias)
     if w.ndim != 2:

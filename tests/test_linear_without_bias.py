@@ -1,0 +1,55 @@
+"""``F.linear`` without a bias, against torch: one node over any number of leading dims (``MmBackward0`` for a
+matrix input, ``UnsafeViewBackward0`` above), with torch's values, gradients, second derivatives and errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbagrad as ng
+
+SHAPES = [(5,), (4, 5), (2, 3, 5), (2, 1, 3, 5), (0, 5), (2, 0, 5)]
+
+
+def _run(lib, shape, dtype):
+    rng = np.random.default_rng(0)
+    x = lib.tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True)
+    w = lib.tensor(rng.standard_normal((6, 5)).astype(dtype), requires_grad=True)
+    y = lib.nn.functional.linear(x, w)
+    (gx, gw) = lib.autograd.grad((y * y).sum(), (x, w), create_graph=True)
+    (gx.sum() + (gw * gw).sum()).backward()
+    return y, x.grad, w.grad
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_values_gradients_and_second_derivatives_match_torch(torch, shape, dtype):
+    ours, theirs = _run(ng, shape, dtype), _run(torch, shape, dtype)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for a, b in zip(ours, theirs):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=tol, atol=tol)
+    assert type(ours[0].grad_fn).__name__ == type(theirs[0].grad_fn).__name__
+
+
+def test_bfloat16_rounds_once_as_torch(torch):
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((3, 4, 8)), rng.standard_normal((5, 8))
+    ours = ng.nn.functional.linear(ng.tensor(x).bfloat16(), ng.tensor(w).bfloat16()).float().numpy()
+    theirs = torch.nn.functional.linear(torch.tensor(x).bfloat16(), torch.tensor(w).bfloat16()).float().numpy()
+    np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize(
+    "x_shape,w_shape,w_dtype",
+    [((4, 5), (6, 4), "float32"), ((2, 3, 5), (6, 4), "float32"), ((4, 5), (6, 5), "float64")],
+)
+def test_errors_match_torch(torch, x_shape, w_shape, w_dtype):
+    def error(lib):
+        x = lib.zeros(x_shape)
+        w = lib.zeros(w_shape, dtype=getattr(lib, w_dtype))
+        with pytest.raises(RuntimeError) as info:
+            lib.nn.functional.linear(x, w)
+        return str(info.value)
+
+    assert error(ng) == error(torch)
