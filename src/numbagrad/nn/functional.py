@@ -1786,7 +1786,10 @@ def _linear_grads(wanted: tuple, g: Tensor, x: Tensor, weight: Tensor) -> tuple:
         rows = math.prod(shape[:-1])  # (not -1: a size-0 input leaves it ambiguous)
         g2 = backend.reshape(g._data, (rows, g._data.shape[-1]))
         x2 = backend.reshape(x._data, (rows, shape[-1]))
-    gx, gw, gb = backend.linear_backward(g2, x2, weight._data, wanted)
+    w2 = weight._data
+    if w2.dtype.kind == "c":  # (complex: the gradients take the conjugates, g @ conj(W) and g.T @ conj(x), as torch)
+        x2, w2 = backend.conj(x2), backend.conj(w2)
+    gx, gw, gb = backend.linear_backward(g2, x2, w2, wanted)
     return (
         None if gx is None else Tensor._make(gx if len(shape) == 2 else backend.reshape(gx, shape)),
         None if gw is None else Tensor._make(gw),
@@ -1798,6 +1801,8 @@ def _linear_grads_formula(wanted: tuple, g: Tensor, x: Tensor, weight: Tensor) -
     """``_linear_grads`` written with differentiable ops (what double backward differentiates)."""
     rows = math.prod(x.shape[:-1])
     g2 = g.reshape(rows, g.shape[-1])
+    if weight.is_complex():  # (as _linear_grads)
+        x, weight = x.conj(), weight.conj()
     gx = g.matmul(weight) if wanted[0] else None
     gw = g2.t().mm(x.reshape(rows, x.shape[-1])) if wanted[1] else None
     return gx, gw, (g2.sum(0) if wanted[2] else None)

@@ -1,5 +1,6 @@
-"""``F.linear`` without a bias, against torch: one node over any number of leading dims (``MmBackward0`` for a
-matrix input, ``UnsafeViewBackward0`` above), with torch's values, gradients, second derivatives and errors."""
+"""``F.linear``'s one node, against torch: without a bias over any number of leading dims (``MmBackward0`` for a
+matrix input, ``UnsafeViewBackward0`` above), with torch's values, gradients, second derivatives and errors; and
+complex gradients (the conjugates) with and without a bias."""
 
 from __future__ import annotations
 
@@ -53,3 +54,25 @@ def test_errors_match_torch(torch, x_shape, w_shape, w_dtype):
         return str(info.value)
 
     assert error(ng) == error(torch)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4)], ids=str)
+def test_complex_gradients_and_second_derivatives_match_torch(torch, shape, bias):
+    rng = np.random.default_rng(2)
+
+    def run(lib):
+        def draw(s):
+            return lib.tensor(rng.standard_normal(s) + 1j * rng.standard_normal(s), requires_grad=True)
+
+        x, w, b = draw(shape), draw((5, 4)), draw((5,))
+        y = lib.nn.functional.linear(x, w, b if bias else None)
+        gx, gw = lib.autograd.grad((y.abs() ** 2).sum(), (x, w), create_graph=True)
+        ((gx.abs() ** 2).sum() + (gw.abs() ** 2).sum()).backward()
+        return [t.detach().numpy() for t in (y, x.grad, w.grad)]
+
+    state = rng.bit_generator.state
+    ours = run(ng)
+    rng.bit_generator.state = state
+    for a, b in zip(ours, run(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
