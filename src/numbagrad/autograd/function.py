@@ -126,12 +126,13 @@ class SavedTensor:
     node -> saved -> tensor -> node) and re-linked to the node when unpacked.
 
     ``output_ref``, for a large new output of a fast path (``saved_output_unhooked``), in host memory of its own:
-    a weak reference to the output tensor.
-    Once that tensor is gone and its storage was never handed out (``_tensor.expose``: numpy, ``detach()``...),
-    the node is the storage's only reader, so a backward freeing the node after it ran may write a gradient
-    there (``ops.elementwise``) instead of into new memory: at 1e5 float32 elements, ``relu``'s gradient written
-    over its output reads and writes one array, in half the time of writing a second one. A view of the output
-    keeps it alive (``_base``), and so does a node that saved it as an input."""
+    a weak reference to the output tensor. Once that tensor is gone and its storage was never handed out
+    (``_tensor.expose``: numpy, ``detach()``...), the node is the storage's only reader, so a backward freeing the
+    node after it ran may write a gradient there (``ops.elementwise``) instead of into new memory: at 1e5 float32
+    elements, ``relu``'s gradient written over its output reads and writes one array, in half the time of writing
+    a second one. A view of the output keeps it alive (``_base``), and so does a node that saved it as an input.
+    An explicit rule, not a reference count: ``tests/test_view_aliasing.py`` checks that every op's result sharing
+    an input's memory is such a view, ``tests/test_saved_output_reuse.py`` each way a storage is handed out."""
 
     __slots__ = ("tensor", "version", "output_nr", "grad_fn", "output_ref")
 
