@@ -1028,12 +1028,9 @@ class VarMean(Function):
         ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
         n = _count(x.shape, axes)
         ctx.n, ctx.denominator = n, n - correction
-        mean = x.mean(axes, keepdim=True)
-        centered = x - mean
-        spread = (centered * centered).sum(axes, keepdim) / builtins.max(ctx.denominator, 0)
-        if ctx._forward_cls.take_sqrt:
-            spread = spread.sqrt()
-        mean = mean if keepdim else mean.reshape(spread.shape)
+        take_sqrt = ctx._forward_cls.take_sqrt  # (a 2-byte float's spread and mean each rounded once, as var's)
+        spread = Tensor._make(_spread_rounded_once(x._data, axes, keepdim, ctx.denominator, x._backend, take_sqrt))
+        mean = x.mean(axes, keepdim=keepdim)
         ctx.save_for_backward(x, spread)
         return spread, mean
 
@@ -1062,7 +1059,11 @@ def _spread_mean(cls, input: Tensor, dim, unbiased, keepdim: bool, correction): 
     name = cls.__name__ == "StdMean" and "std_mean" or "var_mean"
     dim, unbiased = _spread_args(name, dim, unbiased, keepdim)
     _check_spread_dtype(input, name)
-    return cls.apply(input, *_spread_axes(name, input, dim, unbiased, correction), keepdim)
+    axes, c = _spread_axes(name, input, dim, unbiased, correction)
+    if input._data.dtype.kind == "c":  # a real spread, |z - mean|^2 (var's complex path), beside the complex mean
+        spread = Var.apply(input.real, axes, c, keepdim) + Var.apply(input.imag, axes, c, keepdim)
+        return (spread.sqrt() if cls.take_sqrt else spread), input.mean(axes, keepdim=keepdim)
+    return cls.apply(input, axes, c, keepdim)
 
 
 @declare(samples=(Sample(T(3, 4)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, correction=0, keepdim=True)))
