@@ -212,6 +212,16 @@ def elu_grad(g, out, x, alpha, scale, input_scale):
     return select(x <= 0, g * input_scale * (alpha * scale) * math.exp(x * input_scale), g * scale)
 
 
+def leaky_relu_result_grad(g, out, x, negative_slope):
+    # from the result (``leaky_relu_``): it has the input's sign for the slopes >= 0 torch allows there
+    return select(out > 0, g, g * negative_slope)
+
+
+def elu_result_grad(g, out, x, alpha, scale, input_scale):
+    # from the result (``elu_``): where it is <= 0, scale * alpha * exp(x * input_scale) is out + alpha * scale
+    return select(out <= 0, g * input_scale * (out + alpha * scale), g * scale)
+
+
 def gelu(x):
     return x * 0.5 * (1.0 + math.erf(x * 0.7071067811865476))
 
@@ -3202,3 +3212,11 @@ COMPLEX_ROWS: dict[str, Row] = {
         "logical_xor": (logical_xor,),
     }.items()
 }  # fmt: skip
+
+
+#: real row name -> its twin whose gradient reads the result, not the input: torch's in-place ``leaky_relu_`` and
+#: ``elu_`` (``...Backward1`` nodes) save only the result, the tensor they overwrite
+RESULT_ROWS: dict[str, Row] = {
+    name: dataclasses.replace(ROWS[name], name=f"{name}_from_result", grads=(grad,), reference=None)
+    for name, grad in {"leaky_relu": leaky_relu_result_grad, "elu": elu_result_grad}.items()
+}

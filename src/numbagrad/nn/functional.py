@@ -29,6 +29,7 @@ from ..ops.creation import _generator
 from ..ops.elementwise import CLASSES, ROWS, make_function, row_inplace
 from ..ops.inplace import write_inplace
 from ..ops.sparse import SparseCOOTensor as _SparseCOOTensor
+from ..scalar_math import RESULT_ROWS
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -38,9 +39,33 @@ def _row(name: str):
 
 
 # --- activations -------------------------------------------------------------------------------------------------
-# In-place forms: torch names the nodes of leaky_relu_ and elu_ (selu_ too) ...Backward1 (they save the result).
-_LEAKY_RELU_INPLACE = make_function(ROWS["leaky_relu"], "LeakyReluBackward1", "LeakyReluInplace")
-_ELU_INPLACE = make_function(ROWS["elu"], "EluBackward1", "EluInplace")
+# In-place forms: torch names the nodes of leaky_relu_ and elu_ (selu_ and celu_ too) ...Backward1; they save
+# only the result (``RESULT_ROWS``), and their backward refuses a negative slope (the result then loses the sign).
+def _from_result(name: str, node_name: str, class_name: str, message: str):
+    cls = make_function(RESULT_ROWS[name], node_name, class_name)
+    backward = cls.backward
+
+    def refusing_negative_slopes(ctx, g):
+        if ctx.params[0] < 0:  # (leaky_relu's negative_slope, elu's alpha)
+            raise RuntimeError(message)
+        return backward(ctx, g)
+
+    cls.backward = staticmethod(refusing_negative_slopes)
+    return cls
+
+
+_NEGATIVE_SLOPE = (
+    "backward calculation is triggered with a negative slope which is not supported. This is caused by calling "
+    "in-place forward function with a negative slope, please call out-of-place version instead."
+)
+_LEAKY_RELU_INPLACE = _from_result(
+    "leaky_relu",
+    "LeakyReluBackward1",
+    "LeakyReluInplace",
+    f"In-place leakyReLu {_NEGATIVE_SLOPE} File an issue at https://github.com/pytorch/pytorch if you do require "
+    "supporting in-place leakRelu backward calculation with negative slope",
+)
+_ELU_INPLACE = _from_result("elu", "EluBackward1", "EluInplace", f"In-place elu {_NEGATIVE_SLOPE}")
 
 
 def _activation(name: str, input: Tensor, params: tuple = (), inplace: bool = False, kernel: str | None = None,
@@ -207,7 +232,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 # torch's celu is elu with input_scale 1 / alpha, under its own node names.
 _CELU = make_function(ROWS["elu"], "CeluBackward0", "Celu")
-_CELU_INPLACE = make_function(ROWS["elu"], "CeluBackward1", "CeluInplace")
+_CELU_INPLACE = _from_result("elu", "CeluBackward1", "CeluInplace", f"In-place elu {_NEGATIVE_SLOPE}")
 _THRESHOLD_INPLACE = make_function(ROWS["threshold"], "ThresholdBackward1", "ThresholdInplace")
 
 
