@@ -459,6 +459,17 @@ def _step_rows(sizes: tuple, reverse: bool) -> list[tuple[int, int, int]]:
     return steps[::-1] if reverse else steps
 
 
+def _step_record(fed: list, k: int, frees: bool):
+    """Step ``k``'s forward record for its backward, released once read when ``frees``; torch's error where an
+    earlier backward that failed part way released it already."""
+    record = fed[k]
+    if record is None:
+        raise RuntimeError(ERR_BACKWARD_TWICE)
+    if frees:
+        fed[k] = None
+    return record
+
+
 def _joined(backend, new, old, n: int, dtype):
     """The running state after a step that updated its first ``n`` rows: the rows past ``n`` (sequences that have
     ended, or in reverse have not begun) keep theirs."""
@@ -627,11 +638,7 @@ class _LSTMLayer(_Layer):
         no_output_grad = backend.zeros(carry[0].shape, dtype) if go is None else None  # (all the state's rows)
         for k in range(len(steps) - 1, -1, -1):
             t, start, n = steps[k]
-            if fed[k] is None:  # (released by an earlier backward that failed part way)
-                raise RuntimeError(ERR_BACKWARD_TWICE)
-            h, c = fed[k]
-            if frees:
-                fed[k] = None
+            h, c = _step_record(fed, k, frees)
             rows = slice(start, start + n)
             g_out = go[rows] if go is not None else no_output_grad[:n]
             d_gates, g_c = d_x[rows], backend.empty((n, size), dtype)
@@ -686,11 +693,7 @@ class _GRULayer(_Layer):
         no_output_grad = backend.zeros(carry[0].shape, dtype) if go is None else None  # (all the state's rows)
         for k in range(len(steps) - 1, -1, -1):
             t, start, n = steps[k]
-            if fed[k] is None:  # (released by an earlier backward that failed part way)
-                raise RuntimeError(ERR_BACKWARD_TWICE)
-            h = fed[k]
-            if frees:
-                fed[k] = None
+            h = _step_record(fed, k, frees)
             rows = slice(start, start + n)
             g_out = go[rows] if go is not None else no_output_grad[:n]
             d_gh = backend.empty((n, 3 * size), dtype) if d_h is d_x else d_h[rows]
