@@ -810,22 +810,3 @@ def test_second_derivative_through_the_first_gradient_passes_gradgradcheck(name)
     module, fn, leaves = SECOND_ORDER[name]
     count = len(leaves)
     assert gradgradcheck(lambda *xs: fn(*xs[:count]), (*leaves, *module.parameters()))
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", [(12, 3), (1024, 256), (7, 5)])
-def test_the_recurrent_weights_copy_starts_on_a_64_byte_boundary(dtype, shape):
-    """The layers' recurrent products read ``W_hh`` (backward) and ``W_hh.T`` (forward) through ``_aligned``: a
-    C-contiguous copy with the same values, its first element on a 64-byte boundary (OpenBLAS reads it faster)."""
-    from numbagrad.backend import cpu
-    from numbagrad.nn.rnn import _aligned
-
-    w = np.random.default_rng(0).standard_normal(shape).astype(dtype)
-    for source in (w, w.T):
-        for offset in range(4):  # whatever the source's own alignment
-            shifted = np.empty(source.size + offset, dtype)[offset:].reshape(source.shape)
-            shifted[...] = source
-            copy = _aligned(cpu, shifted)
-            assert copy.flags.c_contiguous and copy.dtype == source.dtype
-            assert cpu.data_ptr(copy) % 64 == 0 and not np.shares_memory(copy, shifted)
-            np.testing.assert_array_equal(copy, source)

@@ -119,14 +119,14 @@ def test_unfold_copy_errors_match_torch(torch):
 def test_set_num_threads_sets_numbas_and_openblas_thread_counts():
     import numba
 
-    from numbagrad.ops.torch_namespace import _openblas
+    from numbagrad.backend.blas import openblas
 
     before = numbagrad.get_num_threads()
     try:
         numbagrad.set_num_threads(1)
         assert numbagrad.get_num_threads() == 1
         assert numba.get_num_threads() == 1
-        blas = _openblas()
+        blas = openblas()
         if blas is not None:
             assert blas.get_num_threads() == 1
     finally:

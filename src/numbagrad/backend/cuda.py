@@ -860,6 +860,16 @@ def linear(x, weight, bias):
     return elementwise(ROWS["add"], [product, bias], (), product.dtype)
 
 
+def repeated_product(w, rows: int):
+    """``product(x, bias=None) -> x @ w.T (+ bias)`` for the products of a recurrent layer's steps, as
+    ``cpu.repeated_product``: here ``linear`` as it is (the matmul kernel reads ``w`` in place)."""
+
+    def product(x, bias=None):
+        return linear(x, w, bias)
+
+    return product
+
+
 def linear_backward(g, x, weight, needs: tuple) -> tuple:
     """The gradients of ``linear``, as ``cpu.linear_backward``."""
     need_x, need_w, need_b = needs

@@ -476,24 +476,6 @@ def _joined(backend, new, old, n: int, dtype):
     return new if n == old.shape[0] else backend.concatenate([new, old[n:]], 0, dtype)
 
 
-#: The byte boundary the recurrent weights' copies start at: OpenBLAS's sgemm reads a 64-byte aligned right operand
-#: faster (one thread: ``h @ W_hh.T`` at (20, 256) x (256, 1024) 150 us, 16 to 48 bytes off it, as numpy's
-#: allocator may place it, 185 to 204 us; the backward's (20, 1024) x (1024, 256) 133 us, 137 to 140 us).
-_ALIGN = 64
-
-
-def _aligned(backend, a):
-    """A C-contiguous copy of the 2-D ``a`` whose first element sits on an ``_ALIGN``-byte boundary: a slice of a
-    slightly longer buffer."""
-    rows, cols = a.shape
-    item = a.dtype.itemsize
-    buf = backend.empty((rows * cols + _ALIGN // item,), a.dtype)
-    skip = (-backend.data_ptr(buf) % _ALIGN) // item
-    out = backend.reshape(buf[skip : skip + rows * cols], (rows, cols))
-    backend.setitem(out, (slice(None), slice(None)), a)
-    return out
-
-
 def _stacked(backend, arrays: list, dtype):
     return backend.concatenate(arrays, 0, dtype) if len(arrays) > 1 else arrays[0]
 
@@ -505,11 +487,10 @@ class _Layer(Function):
     many sequences run at each step. The forward projects all steps at once (``x @ W_ih.T``, its output written
     contiguously, and the biases added in one pass), then per step runs the recurrent matmul and the fused step
     kernel, writing into whole-layer buffers, and records nothing: no node, view or stack per step. The recurrent
-    product reads a row-major, 64-byte aligned copy of ``W_hh.T`` made once per layer (``_aligned``):
-    ``h @ W_hh.T`` with ``W_hh`` as stored took 1.2x to 1.6x as long in OpenBLAS at (20, 256) x (256, 1024), and
-    an unaligned copy 1.2x to 1.35x. The backward walks the steps back with the fused
-    gradient kernel and one matmul each (``d h_{t-1} = d(hh_t) @ W_hh``, where ``hh_t = h_{t-1} @ W_hh.T + b_hh``),
-    then gives the weights their gradients in one ``(G*H, T*B) @ (T*B, *)`` product each. With or without
+    product's operand is prepared once per layer (``backend.repeated_product``). The backward walks the steps
+    back with the fused gradient kernel and one matmul each (``d h_{t-1} = d(hh_t) @ W_hh``, where
+    ``hh_t = h_{t-1} @ W_hh.T + b_hh``), then gives the weights their gradients in one ``(G*H, T*B) @ (T*B, *)``
+    product each. With or without
     ``create_graph`` the gradients are one ``fused_grads`` node, whose formula (for their own derivatives) runs the
     layer step by step with ``F.linear`` and ``_LSTMStep``/``_GRUStep``, themselves twice differentiable. Subclasses
     give the bias folding and the steps' forward and backward loops (``_steps_forward``, ``_steps_backward``).
@@ -529,10 +510,10 @@ class _Layer(Function):
     def forward(cls, ctx, x, w_ih, b_ih, w_hh, b_hh, sizes: tuple, reverse: bool, *state):
         backend = same_backend((x, w_ih, b_ih, w_hh, b_hh, *state))
         xi = cls._projected(backend, backend.matmul(backend.ascontiguous(x._data), w_ih._data.T), b_ih, b_hh)
-        w_t = _aligned(backend, w_hh._data.T)
+        product = backend.repeated_product(w_hh._data, max(sizes, default=0))  # (``h @ W_hh.T``, every step)
         current = [backend.ascontiguous(s._data) for s in state]
         steps = _step_rows(sizes, reverse)
-        output, final, saved = cls._steps_forward(backend, xi, current, w_t, b_hh, steps)
+        output, final, saved = cls._steps_forward(backend, xi, current, product, b_hh, steps)
         ctx.save_for_backward(x, w_ih, b_ih, w_hh, b_hh, *state)
         ctx.saved, ctx.sizes, ctx.reverse = saved, sizes, reverse
         # (the final states are copies: a view of the output would change with it)
@@ -562,8 +543,8 @@ class _Layer(Function):
             d_x = backend.empty((rows, gate_size), dtype)
             need_hh = wanted[3] or wanted[4]
             d_h = d_x if cls._gates_take_hh_grad or not need_hh else backend.empty((rows, gate_size), dtype)
-            w = _aligned(backend, w_hh._data)  # (every step's ``d(hh_t) @ W_hh`` reads it)
-            h_prev, carry = cls._steps_backward(backend, go, carry, saved, steps, w, d_x, d_h, frees)
+            product = backend.repeated_product(w_hh._data.T, max(sizes, default=0))  # (``d(hh_t) @ W_hh``)
+            h_prev, carry = cls._steps_backward(backend, go, carry, saved, steps, product, d_x, d_h, frees)
             gx, gw_ih, gb_ih = backend.linear_backward(d_x, x._data, w_ih._data, wanted[:3])
             gw_hh = gb_hh = None
             if need_hh:
@@ -609,10 +590,10 @@ class _LSTMLayer(_Layer):
         return xi
 
     @staticmethod
-    def _steps_forward(backend, xi, current: list, w_t, b_hh, steps: list) -> tuple:
-        """Per step: ``hh = h @ W_hh.T``, then the fused kernel. ``acts`` keeps every step's gate activations
-        (not written over ``xi``: the kernel's loops vectorize only where their arrays do not overlap), ``cells``
-        every step's new cell state; each step's record is the ``(h, c)`` that fed it (views)."""
+    def _steps_forward(backend, xi, current: list, product, b_hh, steps: list) -> tuple:
+        """Per step: ``hh = h @ W_hh.T`` (``product``), then the fused kernel. ``acts`` keeps every step's gate
+        activations (not written over ``xi``: the kernel's loops vectorize only where their arrays do not overlap),
+        ``cells`` every step's new cell state; each step's record is the ``(h, c)`` that fed it (views)."""
         dtype = xi.dtype
         rows, size = xi.shape[0], current[1].shape[1]
         acts = backend.empty(xi.shape, dtype)
@@ -623,14 +604,14 @@ class _LSTMLayer(_Layer):
             fed.append((h, c))
             rows_t = slice(start, start + n)
             h_new, c_new = output[rows_t], cells[rows_t]
-            backend.lstm_cell(xi[rows_t], backend.matmul(h, w_t), c, acts[rows_t], h_new, c_new)
+            backend.lstm_cell(xi[rows_t], product(h), c, acts[rows_t], h_new, c_new)
             current = [_joined(backend, h_new, current[0], n, dtype), _joined(backend, c_new, current[1], n, dtype)]
         return output, current, (acts, output, cells, fed)
 
     @staticmethod
-    def _steps_backward(backend, go, carry: list, saved: tuple, steps: list, w, d_x, d_h, frees: bool) -> tuple:
+    def _steps_backward(backend, go, carry: list, saved: tuple, steps: list, product, d_x, d_h, frees: bool) -> tuple:
         """Per step back: the fused gradient kernel (the output's gradient added in it), writing the gates'
-        gradient into ``d_x``'s rows, then ``d h_{t-1} = d(gates) @ W_hh``."""
+        gradient into ``d_x``'s rows, then ``d h_{t-1} = d(gates) @ W_hh`` (``product``)."""
         acts, output, cells, fed = saved
         dtype = d_x.dtype
         size = output.shape[1]
@@ -643,7 +624,7 @@ class _LSTMLayer(_Layer):
             g_out = go[rows] if go is not None else no_output_grad[:n]
             d_gates, g_c = d_x[rows], backend.empty((n, size), dtype)
             backend.lstm_cell_backward(g_out, carry[0][:n], carry[1][:n], acts[rows], c, cells[rows], d_gates, g_c)
-            g_h = backend.matmul(d_gates, w)
+            g_h = product(d_gates)
             h_prev[t] = h
             carry = [_joined(backend, g_h, carry[0], n, dtype), _joined(backend, g_c, carry[1], n, dtype)]
         return h_prev, carry
@@ -665,9 +646,9 @@ class _GRULayer(_Layer):
         return xi
 
     @staticmethod
-    def _steps_forward(backend, xi, current: list, w_t, b_hh, steps: list) -> tuple:
-        """Per step: ``gh = h @ W_hh.T + b_hh``, then the fused kernel. ``acts`` keeps every step's ``(r, z, n,
-        gh's n part)``; each step's record is the ``h`` that fed it (a view)."""
+    def _steps_forward(backend, xi, current: list, product, b_hh, steps: list) -> tuple:
+        """Per step: ``gh = h @ W_hh.T + b_hh`` (``product``), then the fused kernel. ``acts`` keeps every step's
+        ``(r, z, n, gh's n part)``; each step's record is the ``h`` that fed it (a view)."""
         dtype = xi.dtype
         rows, size = xi.shape[0], current[0].shape[1]
         acts, output = backend.empty((rows, 4 * size), dtype), backend.empty((rows, size), dtype)
@@ -675,17 +656,17 @@ class _GRULayer(_Layer):
         for _, start, n in steps:
             h = current[0][:n]
             fed.append(h)
-            gh = backend.linear(h, w_t.T, b_hh._data) if b_hh is not None else backend.matmul(h, w_t)
+            gh = product(h, None if b_hh is None else b_hh._data)
             rows_t = slice(start, start + n)
             backend.gru_cell(xi[rows_t], gh, h, acts[rows_t], output[rows_t])
             current = [_joined(backend, output[rows_t], current[0], n, dtype)]
         return output, current, (acts, fed)
 
     @staticmethod
-    def _steps_backward(backend, go, carry: list, saved: tuple, steps: list, w, d_x, d_h, frees: bool) -> tuple:
+    def _steps_backward(backend, go, carry: list, saved: tuple, steps: list, product, d_x, d_h, frees: bool) -> tuple:
         """Per step back: the fused gradient kernel (the output's gradient added in it), writing ``xi``'s gradient
         into ``d_x``'s rows and ``gh``'s into ``d_h``'s (``W_hh`` wants them; else a step's own), then ``d h_{t-1}
-        = d(gh) @ W_hh`` plus the part through ``h' = n + z * (h - n)``."""
+        = d(gh) @ W_hh`` (``product``) plus the part through ``h' = n + z * (h - n)``."""
         acts, fed = saved
         dtype = d_x.dtype
         size = acts.shape[1] // 4
@@ -699,7 +680,7 @@ class _GRULayer(_Layer):
             d_gh = backend.empty((n, 3 * size), dtype) if d_h is d_x else d_h[rows]
             g_h = backend.empty((n, size), dtype)
             backend.gru_cell_backward(g_out, carry[0][:n], acts[rows], h, d_x[rows], d_gh, g_h)
-            g_prev = _plain(backend, ROWS["add"], [backend.matmul(d_gh, w), g_h], dtype, (n, size), "aa")
+            g_prev = _plain(backend, ROWS["add"], [product(d_gh), g_h], dtype, (n, size), "aa")
             h_prev[t] = h
             carry = [_joined(backend, g_prev, carry[0], n, dtype)]
         return h_prev, carry

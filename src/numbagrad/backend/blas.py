@@ -1,0 +1,63 @@
+"""numpy's BLAS as numbagrad needs to know it: the thread-count functions of the OpenBLAS numpy's wheels bundle
+(``numbagrad.set_num_threads`` sets them; the CPU backend reads them to choose between BLAS and its own
+one-thread kernels). numpy itself offers no way to reach them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class _OpenBLAS:
+    """The thread-count functions of the OpenBLAS numpy's wheels bundle (in ``numpy.libs``): numpy itself offers
+    no way to set them."""
+
+    _PREFIXES = ("scipy_openblas_", "openblas_")
+    _SUFFIXES = ("64_", "_64_", "")
+
+    def __init__(self, library) -> None:
+        self._set = self._find(library, "set_num_threads")
+        self._get = self._find(library, "get_num_threads")
+
+    def _find(self, library, name: str):
+        for prefix in self._PREFIXES:
+            for suffix in self._SUFFIXES:
+                function = getattr(library, prefix + name + suffix, None)
+                if function is not None:
+                    return function
+        return None
+
+    @property
+    def usable(self) -> bool:
+        return self._set is not None and self._get is not None
+
+    def set_num_threads(self, n: int) -> None:
+        self._set(int(n))
+
+    def get_num_threads(self) -> int:
+        return int(self._get())
+
+
+_found: list = []
+
+
+def openblas() -> _OpenBLAS | None:
+    """numpy's bundled OpenBLAS (already loaded by numpy; opening it again returns the same library), or None
+    where numpy links another BLAS."""
+    if not _found:
+        import ctypes  # (lazy: only thread counts need it)
+        from pathlib import Path
+
+        found = None
+        for path in sorted((Path(np.__file__).parent.parent / "numpy.libs").glob("*openblas*")):
+            blas = _OpenBLAS(ctypes.CDLL(str(path)))
+            if blas.usable:
+                found = blas
+                break
+        _found.append(found)
+    return _found[0]
+
+
+def threads() -> int | None:
+    """How many threads numpy's OpenBLAS runs a product on now, or None where numpy links another BLAS."""
+    blas = openblas()
+    return None if blas is None else blas.get_num_threads()
