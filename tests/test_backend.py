@@ -535,3 +535,22 @@ def test_two_gradients_in_one_pass_equal_two_kernels(name):
     for a, b, c in zip(expected, got, into):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("make", [lambda: np.arange(6.0).reshape(2, 3, 1), lambda: np.arange(12.0).reshape(3, 4)[1:]])
+def test_expand_is_a_writable_stride_zero_view_of_the_array(make):
+    """``cpu.expand`` views ``a``'s own memory (writes reach it, as torch's through an expanded tensor), whichever
+    way it builds the view (numpy's constructor over a contiguous array, ``as_strided`` otherwise)."""
+    a = make()
+    shape = (2, *a.shape[:-1], 5) if a.shape[-1] == 1 else (2, *a.shape)
+    out = cpu.expand(a, shape)
+    np.testing.assert_array_equal(out, np.broadcast_to(a, shape))
+    assert out.flags.writeable and np.shares_memory(out, a)
+    out[(0,) * out.ndim] = -1.0
+    assert a.flat[0] == -1.0
+
+
+def test_expand_of_a_read_only_array_is_read_only():
+    a = np.arange(3.0)
+    a.flags.writeable = False
+    assert not cpu.expand(a, (2, 3)).flags.writeable

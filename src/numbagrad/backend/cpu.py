@@ -754,7 +754,13 @@ def expand(a: np.ndarray, shape: tuple) -> np.ndarray:
     where the written elements do not overlap: ``x.expand(2, 3)[0].fill_(1)``; ``np.broadcast_to`` is read-only)."""
     shape = tuple(shape)
     lead = len(shape) - a.ndim
-    strides = (0,) * lead + tuple(st if n == s else 0 for n, s, st in zip(a.shape, shape[lead:], a.strides))
+    strides = [0] * lead
+    i = lead
+    for n, st in zip(a.shape, a.strides):  # (a loop: a generator costs a frame per call)
+        strides.append(st if n == shape[i] else 0)
+        i += 1
+    if a.flags.c_contiguous and a.size:  # numpy's constructor over ``a``'s memory: 0.3 us, ``as_strided`` 2.7
+        return np.ndarray(shape, a.dtype, a, 0, strides)
     return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
 
 
