@@ -439,6 +439,12 @@ def table(names: list[str], thread_counts: list[int], with_compiled: bool) -> No
             line += (f"| {'':<16}{r['ours'] * 1e3:9.2f}{r['torch'] * 1e3:10.2f}{ratios[len(ratios) // 2]:7.2f}"
                      f"{f'{ratios[0]:.2f}-{ratios[-1]:.2f}':>13} ")  # fmt: skip
         print(line)
+    line = f"{'geomean':<9}"  # (of the models' median ratios: the target is on this for eager at 1 thread)
+    for col in columns:
+        medians = [r["ratios"][len(r["ratios"]) // 2] for r in (results[col][n] for n in names) if "ratios" in r]
+        mean = math.exp(sum(math.log(m) for m in medians) / len(medians)) if medians else float("nan")
+        line += f"| {f'of {len(medians)} models':<35}{mean:7.2f}{'':>13} "
+    print(line)
     print("\nFirst-step losses (numbagrad, torch), from torch's initial weights and the same batch:")
     for name in names:
         r = results[columns[0]][name]
