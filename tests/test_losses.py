@@ -117,6 +117,37 @@ def test_binary_cross_entropy_clamps_the_log_at_minus_100():
     np.testing.assert_array_equal(out.numpy(), [100.0, 100.0])
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_binary_cross_entropy_values_and_both_gradients_are_torchs(torch, reduction, weighted, dtype):
+    """Inputs at exactly 0 and 1 included: the loss's clamped logs, the input gradient's 1e-12 floor and the
+    target gradient's unclamped infinities (torch's ``-logit(x)``)."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, (3, 5)).astype(dtype)
+    x[0, :2] = 0.0, 1.0
+    t, w = rng.uniform(0, 1, (3, 5)).astype(dtype), rng.uniform(0, 2, (3, 5)).astype(dtype)
+    results = []
+    for lib in (numbagrad, torch):
+        xt, tt = lib.tensor(x, requires_grad=True), lib.tensor(t, requires_grad=True)
+        loss = lib.nn.functional.binary_cross_entropy(xt, tt, lib.tensor(w) if weighted else None, reduction=reduction)
+        loss.backward(lib.ones_like(loss))
+        results.append([loss.detach().numpy(), xt.grad.numpy(), tt.grad.numpy()])
+    for ours, theirs in zip(*results):
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_allclose(ours, theirs, rtol=2e-6 if dtype == "float32" else 1e-12)
+
+
+def test_binary_cross_entropy_second_derivatives_pass_gradgradcheck():
+    x = _t([[0.2, 0.7, 0.45], [0.9, 0.1, 0.6]], requires_grad=True)
+    t = _t([[0.3, 1.0, 0.0], [0.5, 0.2, 0.9]], requires_grad=True)
+    w = _t([[1.0, 2.0, 0.5], [0.3, 1.5, 1.0]])
+    for reduction in ("mean", "sum", "none"):
+        fn = lambda a, b, reduction=reduction: F.binary_cross_entropy(a, b, w, reduction=reduction)  # noqa: E731
+        assert numbagrad.autograd.gradcheck(fn, (x, t))
+        assert numbagrad.autograd.gradgradcheck(fn, (x, t))
+
+
 def test_bce_with_logits_pos_weight_scales_the_positive_term():
     x, t = _t([0.5]), _t([1.0])
     plain = F.binary_cross_entropy_with_logits(x, t).item()
@@ -152,7 +183,8 @@ def test_weighted_mse_and_l1_divide_by_the_weight_sum():
     assert F.l1_loss(x, y, weight=w).item() == (1 + 6) / 4
 
 
-def test_binary_cross_entropy_of_an_input_outside_0_1_is_torchs_error(torch):
+@pytest.mark.parametrize("bad", [1.5, -0.25, math.nan])
+def test_binary_cross_entropy_of_an_input_outside_0_1_is_torchs_error(torch, bad):
     for lib in (torch, numbagrad):
         with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
-            lib.nn.functional.binary_cross_entropy(lib.tensor([0.5, 1.5]), lib.tensor([0.0, 1.0]))
+            lib.nn.functional.binary_cross_entropy(lib.tensor([0.5, bad]), lib.tensor([0.0, 1.0]))

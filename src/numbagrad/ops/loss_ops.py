@@ -13,6 +13,7 @@ works.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from ..autograd.function import Function
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import state
 from ..backend import backend_for
-from ..scalar_math import ROWS
+from ..scalar_math import ROWS, Row, log, select
 from .elementwise import FUNCTIONS, make_function
 from .indexing import where
 from .nn_ops import LinearMap
@@ -351,20 +352,61 @@ def _input_not_probabilities(_bad: int) -> RuntimeError:
     return RuntimeError("all elements of input should be between 0 and 1")
 
 
+# Binary cross entropy's elementwise terms and their two gradients as one row: the forward one kernel (it was
+# twelve tensor ops: two logs, two clamps, the products and sums) and the backward one kernel for both gradients.
+# Module-level, so their generated kernels are served from Numba's disk cache. No ``math.log`` of 0 or of a
+# negative number is taken: it raises in a kernel run by Numba's CUDA simulator.
+def _bce_terms(x, t):
+    # torch's: each log clamped at -100 (a probability of 0 or 1 costs 100, not infinity). The logs' arguments are
+    # raised to 1e-44 first (its log is -101.3: the clamp gives the same -100), so no log of 0 or of a negative
+    # number is taken: an input outside [0, 1] is refused anyway, and the loop stays one the compiler vectorizes.
+    rest = 1.0 - x
+    log_x = math.log(select(x < 1e-44, 1e-44, x))
+    log_rest = math.log(select(rest < 1e-44, 1e-44, rest))
+    return -(t * select(log_x < -100.0, -100.0, log_x) + (1.0 - t) * select(log_rest < -100.0, -100.0, log_rest))
+
+
+def _bce_terms_grad_x(g, out, x, t):
+    # torch's: (x - t) / max((1 - x) * x, 1e-12), its 1e-12 a float32 constant in float64 too
+    spread = (1.0 - x) * x
+    return g * (x - t) / select(spread < 9.999999960041972e-13, 9.999999960041972e-13, spread)
+
+
+def _bce_terms_grad_t(g, out, x, t):
+    # torch's: -logit(x) = -log(x / (1 - x)), unclamped: an infinity at 0 and at 1 (there without dividing by
+    # zero, which a kernel run by Numba's CUDA simulator would raise)
+    rest = 1.0 - x
+    return -g * select(rest == 0.0, math.inf, log(x / select(rest == 0.0, 1.0, rest)))
+
+
+@functools.cache
+def _bce_row() -> Row:
+    """Made on first use, so that importing numbagrad does not read the functions' bytecode."""
+    return Row(
+        "binary_cross_entropy_terms",
+        _bce_terms,
+        (_bce_terms_grad_x, _bce_terms_grad_t),
+        None,
+        float_only=True,
+        float32_math=True,
+    )
+
+
 class BinaryCrossEntropy(Function):
-    """``-weight * (t * log(x) + (1 - t) * log(1 - x))`` with each log clamped at -100, as torch."""
+    """``-weight * (t * log(x) + (1 - t) * log(1 - x))`` with each log clamped at -100, as torch: the terms one
+    kernel (``_bce_row``), then the weight and the reduction."""
 
     node_name = "BinaryCrossEntropyBackward0"
 
     @staticmethod
     def forward(ctx, x: Tensor, target: Tensor, weight, reduction: str) -> Tensor:
+        backend = x._backend
         if x.numel():  # (in the forward, so that a compiled replay checks each call's input too; checked where
-            # the input lives: a cuda input's error comes with the next read)
-            outside = ((x < 0) | (x > 1)).any()._data
-            x._backend.check_index(x._backend.astype(outside, np.int64), 0, 1, None, _input_not_probabilities)
-        log_x = x.log().clamp(min=-100.0)
-        log_1mx = (1 - x).log().clamp(min=-100.0)
-        loss = -(target * log_x + (1 - target) * log_1mx)
+            # the input lives: a cuda input's error comes with the next read). A NaN fails it, as in torch.
+            inside = ((x >= 0) & (x <= 1)).all()._data
+            backend.check_index(backend.astype(inside, np.int64), 1, 2, None, _input_not_probabilities)
+        dtype = x._data.dtype
+        loss = Tensor._make(backend.elementwise(_bce_row(), [x._data, target._data], (), dtype, shape=x._data.shape))
         if weight is not None:
             loss = loss * weight
         ctx.reduction = reduction
@@ -377,12 +419,35 @@ class BinaryCrossEntropy(Function):
         scale = _reduced_grad(g, x.numel(), ctx.reduction)
         if weight is not None:
             scale = scale * weight
-        gx = gt = None
-        if ctx.needs_input_grad[0]:
-            gx = (x - target) / ((1 - x) * x).clamp(min=1e-12) * scale
-        if ctx.needs_input_grad[1]:
-            gt = ((1 - x).log().clamp(min=-100.0) - x.log().clamp(min=-100.0)) * scale
+        wanted = ctx.needs_input_grad[:2]
+        gx, gt = fused_grads(_BCE_GRAD_NODE, functools.partial(_bce_grad_kernel, wanted), _bce_grad_formula,
+                             (scale, x, target), wanted)  # fmt: skip
         return gx, gt, None, None
+
+
+_BCE_GRAD_NODE = "BinaryCrossEntropyBackwardBackward0"
+
+
+def _bce_grad_kernel(wanted: tuple, scale: Tensor, x: Tensor, target: Tensor) -> tuple:
+    """Both gradients of the terms in one pass (or the one wanted), ``scale`` (the incoming gradient, reduced and
+    weighted) broadcast to ``x``'s shape."""
+    backend, data = x._backend, x._data
+    dtype, shape = data.dtype, data.shape
+    g = scale._data if scale._data.shape == shape else backend.expand(scale._data, shape)
+    row, inputs = _bce_row(), [data, target._data]
+    if wanted[0] and wanted[1]:
+        gx, gt = backend.elementwise_grads(row, (0, 1), g, 0, inputs, (), dtype)
+        return Tensor._make(gx), Tensor._make(gt)
+    i = 0 if wanted[0] else 1
+    grad = Tensor._make(backend.elementwise_grad(row, i, g, 0, inputs, (), dtype))
+    return (grad, None) if i == 0 else (None, grad)
+
+
+def _bce_grad_formula(scale: Tensor, x: Tensor, target: Tensor) -> tuple:
+    """The same gradients from differentiable ops (their own derivatives, under ``create_graph``)."""
+    gx = (x - target) / ((1 - x) * x).clamp(min=9.999999960041972e-13) * scale
+    gt = -(x / (1 - x)).log() * scale
+    return gx, gt
 
 
 class BinaryCrossEntropyWithLogits(Function):
