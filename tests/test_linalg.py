@@ -769,3 +769,34 @@ def test_low_precision_input_raises_torch_error(torch, fn, dtype):
 def test_empty_matrices_match_torch(torch, fn, shape):
     ours, theirs = _tensors(torch, "float32", np.zeros(shape))
     _assert_same(fn(numbagrad, ours[0]), fn(torch, theirs[0]), "float32")
+
+
+BATCHED_SHAPES = [
+    ((2, 2, 4, 8), (2, 2, 8, 4)),
+    ((3, 5), (2, 5, 4)),
+    ((2, 3, 5), (5, 4)),
+    ((5,), (2, 5, 3)),
+    ((2, 4, 5), (5,)),
+    ((1, 4, 5), (3, 5, 2)),
+    ((3, 1, 4, 5), (2, 5, 6)),
+]
+
+
+@pytest.mark.parametrize("shapes", BATCHED_SHAPES)
+@pytest.mark.parametrize("needs", [(True, True), (True, False), (False, True)])
+def test_batched_matmul_gradients_are_torchs_with_broadcast_batches(torch, shapes, needs):
+    """The backward that records no graph computes on the arrays; each needed gradient is torch's, summed over
+    broadcast batch dims and shaped as its operand (a 1-d operand's added dim removed)."""
+    rng = np.random.default_rng(len(shapes[0]) + 3 * len(shapes[1]))
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = []
+    for lib in (numbagrad, torch):
+        a, b = (lib.tensor(x, requires_grad=need) for x, need in zip(arrays, needs))
+        out = a @ b
+        out.backward(lib.ones_like(out))
+        grads.append([None if t.grad is None else t.grad.numpy() for t in (a, b)])
+    for ours, theirs in zip(*grads):
+        if theirs is None:
+            assert ours is None
+        else:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)

@@ -95,6 +95,8 @@ class BatchedMatmul(_Product):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
+        if not state.enabled and g._data.dtype.kind == "f" and a._data.dtype == b._data.dtype == g._data.dtype:
+            return _batched_grads(g._data, a._data, b._data, ctx.needs_input_grad, g._backend)
         a2 = a.unsqueeze(0) if a.dim() == 1 else a
         b2 = b.unsqueeze(-1) if b.dim() == 1 else b
         g2 = g
@@ -114,6 +116,36 @@ class BatchedMatmul(_Product):
         if gb is not None:
             gb = sum_to_shape(gb, b2.shape).reshape(b.shape)
         return ga, gb
+
+
+def _last_two_swapped(d):
+    order = list(range(d.ndim))
+    order[-1], order[-2] = order[-2], order[-1]
+    return d.transpose(order)
+
+
+def _batched_grads(gd, ad, bd, needs: tuple, backend) -> tuple:
+    """``BatchedMatmul``'s gradients on the arrays, for a backward that records no graph (real floats of one
+    dtype): the formula's dozen tensor ops cost more than its products at attention's sizes (a (2, 2, 4, 8)
+    product's forward and backward: 90 us; torch 56)."""
+    a2 = backend.reshape(ad, (1, *ad.shape)) if ad.ndim == 1 else ad
+    b2 = backend.reshape(bd, (*bd.shape, 1)) if bd.ndim == 1 else bd
+    g2 = gd
+    if ad.ndim == 1:
+        g2 = backend.reshape(g2, (*g2.shape[:-1], 1, g2.shape[-1]))
+    if bd.ndim == 1:
+        g2 = backend.reshape(g2, (*g2.shape, 1))
+    ga = gb = None
+    if needs[0]:
+        ga = backend.reshape(backend.sum_to_shape(backend.matmul(g2, _last_two_swapped(b2)), a2.shape), ad.shape)
+    if needs[1]:
+        if b2.ndim == 2 and a2.ndim > 2:  # one 2-D product over the folded stack, no per-matrix sum
+            rows = _last_two_swapped(backend.reshape(a2, (-1, a2.shape[-1])))
+            gb = backend.matmul(rows, backend.reshape(g2, (-1, g2.shape[-1])))
+        else:
+            gb = backend.sum_to_shape(backend.matmul(_last_two_swapped(a2), g2), b2.shape)
+        gb = backend.reshape(gb, bd.shape)
+    return (None if ga is None else Tensor._make(ga)), (None if gb is None else Tensor._make(gb))
 
 
 class Bmm(BatchedMatmul):
