@@ -865,7 +865,8 @@ def _aligned_copy(a: np.ndarray) -> np.ndarray:
 def _row_kernel_pays(rows: int, depth: int, dtype: np.dtype) -> bool:
     """Does ``row_products``' kernel beat BLAS on a product of ``rows`` rows ``depth`` deep? On one thread it does
     from 256 deep for up to 64 rows (float32, in an LSTM layer's loop: 124 us against OpenBLAS's 149 at (20, 256)
-    x (256, 1024), 127 against 134 at (20, 1024) x (1024, 256)); shallower, BLAS's fixed cost is the smaller (1.3x
+    x (256, 1024), 127 against 134 at (20, 1024) x (1024, 256); float64 alone: 324 against 367 us, 285 against
+    354); shallower, BLAS's fixed cost is the smaller (1.3x
     to 1.8x at 64 deep). With more threads BLAS shares the product among them (112 and 119 us on two), and a
     ``prange`` kernel made it worse: Numba's threads waiting between loops took the cores from BLAS's (the LSTM
     layer's step 62 ms against 42)."""
