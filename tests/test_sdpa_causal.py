@@ -124,3 +124,21 @@ def test_backends_agree(backend):
         None,
         None,
     )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: [u.view(2, 5, 3, 8).transpose(1, 2) for u in lib.randn(2, 5, 72).split(24, dim=2)],
+        lambda lib: [lib.randn(2, 3, 5, 8)] * 3,
+        lambda lib: [lib.randn(5, 3, 2, 8).permute(2, 1, 0, 3)] * 3,
+    ],
+    ids=["split_heads", "contiguous", "permuted"],
+)
+def test_output_laid_out_as_torch_lays_it_out(torch, make):
+    """The output follows the query's layout, as torch's CPU flash attention writes it: split heads give (B, T, H,
+    E) memory, so ``transpose(1, 2)`` of the output is contiguous."""
+    ours = F.scaled_dot_product_attention(*make(numbagrad), is_causal=True)
+    theirs = torch.nn.functional.scaled_dot_product_attention(*make(torch), is_causal=True)
+    assert ours.stride() == theirs.stride()
+    assert ours.transpose(1, 2).is_contiguous() == theirs.transpose(1, 2).is_contiguous()

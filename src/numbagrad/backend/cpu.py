@@ -1485,6 +1485,19 @@ def _causal_half(q: np.ndarray) -> int:
     return q.shape[-2] // 2
 
 
+def _laid_out_as_query(q: np.ndarray, width: int) -> np.ndarray:
+    """An empty attention output (``q``'s shape, last dim ``width``) laid out as torch's CPU flash attention lays
+    out its output: in the axis order of a 4-d query's strides (a GPT's heads split from one projection give (B,
+    T, H, E) memory, so ``out.transpose(1, 2).contiguous()`` copies nothing), row-major for other ranks or where
+    the order is ambiguous (a dim of size 1) or the last dim is not innermost."""
+    shape = (*q.shape[:-1], width)
+    if q.ndim == 4 and 1 not in q.shape:
+        order = sorted(range(4), key=lambda d: (-q.strides[d], d))
+        if order[-1] == 3 and order != [0, 1, 2, 3]:
+            return np.empty(tuple(shape[d] for d in order), q.dtype).transpose(np.argsort(order))
+    return np.empty(shape, q.dtype)
+
+
 @np.errstate(all="ignore")  # (BLAS's inf * 0 gives nan without a warning, as in torch)
 def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, scale: float) -> tuple:
     """``softmax(mask + q @ k^T * scale) @ v`` and the probabilities, for float32 or float64 ``q``, ``k`` and
@@ -1492,7 +1505,8 @@ def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarr
     ``j <= i``, ``-inf`` above). The products run in two row blocks: the first half of the queries against the
     first half of the keys only (a quarter of both products' work skipped; the corner it leaves is zero, and the
     mask makes it ``-inf``), then ``scaled_softmax`` (the char GPT's (12, 4, 64, 64) causal attention: 588 ->
-    545 us as numpy calls, and one backend call where the tensor ops took two matmuls and their nodes)."""
+    545 us as numpy calls, and one backend call where the tensor ops took two matmuls and their nodes). The output
+    is laid out as the query (``_laid_out_as_query``), as torch's."""
     h = _causal_half(q)
     kt = np.swapaxes(k, -1, -2)
     scores = np.empty((*q.shape[:-1], k.shape[-2]), q.dtype)
@@ -1500,7 +1514,7 @@ def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarr
     scores[..., :h, h:] = 0
     np.matmul(q[..., h:, :], kt, out=scores[..., h:, :])
     probs = scaled_softmax(scores, mask, scale, False)
-    out = np.empty((*q.shape[:-1], v.shape[-1]), q.dtype)
+    out = _laid_out_as_query(q, v.shape[-1])
     np.matmul(probs[..., :h, :h], v[..., :h, :], out=out[..., :h, :])
     np.matmul(probs[..., h:, :], v, out=out[..., h:, :])
     return out, probs
