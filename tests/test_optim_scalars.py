@@ -72,3 +72,20 @@ def test_adamw_follows_a_changing_learning_rate_and_dtypes(torch):
     steps = [([g, g], None), ([g, g], 3e-3), ([g, g], 3e-4)]
     make = lambda o, ps: o.AdamW(ps, lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)  # noqa: E731
     _assert_same(*_run(torch, make, ["float32", "float64"], steps))
+
+
+def test_step_count_rounds_in_its_dtype_as_torch(torch):
+    """The step count is a float32 tensor: past 2**24 adding one rounds back (torch's ``step_t += 1``), and the
+    bias corrections read the rounded count."""
+    ours = [nn.Parameter(numbagrad.tensor([1.0, -2.0]))]
+    theirs = [torch.nn.Parameter(torch.tensor([1.0, -2.0]))]
+    opt_ours, opt_theirs = optim.Adam(ours, lr=0.1), torch.optim.Adam(theirs, lr=0.1)
+    for opt, ps, lib in ((opt_ours, ours, numbagrad), (opt_theirs, theirs, torch)):
+        ps[0].grad = lib.tensor([0.5, 0.25])
+        opt.step()
+        opt.state[ps[0]]["step"].fill_(2.0**24 - 1)
+        for _ in range(2):
+            opt.step()
+    assert opt_ours.state[ours[0]]["step"].dtype == numbagrad.float32
+    assert float(opt_ours.state[ours[0]]["step"]) == float(opt_theirs.state[theirs[0]]["step"]) == 2.0**24
+    np.testing.assert_allclose(ours[0].detach().numpy(), theirs[0].detach().numpy(), rtol=1e-6)

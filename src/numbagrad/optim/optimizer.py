@@ -294,8 +294,9 @@ class Optimizer:
         its value."""
         if "step" not in state:
             state["step"] = _scalar_state(0.0)
-        state["step"]._data[...] += 1
-        return float(state["step"]._data)
+        step = state["step"]._data
+        step.fill(float(step) + 1)  # (the exact sum, rounded once to the state's dtype: 0.2 us, ``+= 1`` 1.4)
+        return float(step)
 
     def _update(self, group: dict, param, grad, state: dict, p: Tensor) -> None:
         """One fused update of the flat, contiguous storage ``param`` given ``grad`` (numpy or CUDA arrays);
