@@ -142,3 +142,18 @@ def test_output_laid_out_as_torch_lays_it_out(torch, make):
     theirs = torch.nn.functional.scaled_dot_product_attention(*make(torch), is_causal=True)
     assert ours.stride() == theirs.stride()
     assert ours.transpose(1, 2).is_contiguous() == theirs.transpose(1, 2).is_contiguous()
+
+
+def test_split_head_gradients_laid_out_as_torch_lays_them_out(torch):
+    """Heads split from one projection get their gradients in (B, T, H, E) memory, as torch's flash backward
+    writes them: the transpose and view back to the projection copy nothing."""
+    strides = []
+    for lib, fn in ((numbagrad, F), (torch, torch.nn.functional)):
+        x = lib.randn(2, 5, 72, requires_grad=True)
+        heads = [u.view(2, 5, 3, 8).transpose(1, 2) for u in x.split(24, dim=2)]
+        seen = []
+        for t in heads:
+            t.register_hook(lambda g, seen=seen: seen.append(g.stride()))
+        fn.scaled_dot_product_attention(*heads, is_causal=True).sum().backward()
+        strides.append(sorted(seen))
+    assert strides[0] == strides[1]

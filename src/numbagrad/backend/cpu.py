@@ -1526,11 +1526,13 @@ def causal_attention_backward(g: np.ndarray, q: np.ndarray, k: np.ndarray, v: np
     """The gradients of ``causal_attention`` with respect to ``q``, ``k`` and ``v`` (None where not needed) from
     the output's gradient ``g`` and the forward's ``probs``: ``g_v = probs^T @ g``, the probabilities' gradient
     ``g @ v^T`` through softmax's backward kernel, ``g_q = g_s @ k * scale``, ``g_k = g_s^T @ q * scale``, each
-    product in the forward's two blocks (``probs`` and ``g_s`` are zero in the corner they skip)."""
+    product in the forward's two blocks (``probs`` and ``g_s`` are zero in the corner they skip). Each gradient
+    is laid out as its input (``_laid_out_as_query``): heads split from one projection take their gradients
+    back through the transpose and view without a copy, as torch's."""
     h = _causal_half(q)
     g_q = g_k = g_v = None
     if need_v:
-        g_v = np.empty((*probs.shape[:-2], probs.shape[-1], g.shape[-1]), g.dtype)
+        g_v = _laid_out_as_query(v, g.shape[-1])
         pt = np.swapaxes(probs, -1, -2)
         np.matmul(pt[..., :h, :], g, out=g_v[..., :h, :])
         np.matmul(pt[..., h:, h:], g[..., h:, :], out=g_v[..., h:, :])
@@ -1543,12 +1545,12 @@ def causal_attention_backward(g: np.ndarray, q: np.ndarray, k: np.ndarray, v: np
     np.matmul(g[..., h:, :], vt, out=g_probs[..., h:, :])
     g_s = softmax_backward(probs, g_probs, probs.ndim - 1, False)
     if need_q:
-        g_q = np.empty(q.shape, q.dtype)
+        g_q = _laid_out_as_query(q, q.shape[-1])
         np.matmul(g_s[..., :h, :h], k[..., :h, :], out=g_q[..., :h, :])
         np.matmul(g_s[..., h:, :], k, out=g_q[..., h:, :])
         np.multiply(g_q, scale, out=g_q)
     if need_k:
-        g_k = np.empty(k.shape, k.dtype)
+        g_k = _laid_out_as_query(k, k.shape[-1])
         gst = np.swapaxes(g_s, -1, -2)
         np.matmul(gst[..., :h, :], q, out=g_k[..., :h, :])
         np.matmul(gst[..., h:, h:], q[..., h:, :], out=g_k[..., h:, :])
