@@ -157,3 +157,15 @@ def test_split_head_gradients_laid_out_as_torch_lays_them_out(torch):
         fn.scaled_dot_product_attention(*heads, is_causal=True).sum().backward()
         strides.append(sorted(seen))
     assert strides[0] == strides[1]
+
+
+def test_a_nan_key_stays_out_of_earlier_queries(torch):
+    """torch's causal attention never computes a query's scores against later keys: a nan in the last key leaves
+    the earlier queries' outputs finite (the masked score is not added to ``-inf``, which would give nan)."""
+    q, k, v = _arrays(SHAPES["heads"], "float32", seed=9)
+    k[:, :, -1, 0] = np.nan
+    ours = F.scaled_dot_product_attention(*(numbagrad.tensor(a) for a in (q, k, v)), is_causal=True).numpy()
+    theirs = torch.nn.functional.scaled_dot_product_attention(*map(torch.tensor, (q, k, v)), is_causal=True).numpy()
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    assert np.isfinite(ours[:, :, :-1]).all()
+    np.testing.assert_allclose(ours[:, :, :-1], theirs[:, :, :-1], rtol=1e-5, atol=1e-6)
