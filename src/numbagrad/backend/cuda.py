@@ -979,6 +979,33 @@ def scaled_softmax(scores, mask, scale: float, safe: bool):
     return where(blank, 0.0, probs, dtype)
 
 
+def _swap_last(a):
+    """The device view of ``a`` with its last two axes swapped."""
+    axes = list(range(a.ndim))
+    axes[-2:] = axes[-1], axes[-2]
+    return _view(a, lambda x: x.transpose(axes))
+
+
+def causal_attention(q, k, v, mask, scale: float):
+    """Causal attention's output and probabilities (as ``cpu.causal_attention``), from the device's whole products
+    and ``scaled_softmax`` with the additive causal ``mask``."""
+    probs = scaled_softmax(matmul(q, _swap_last(k)), mask, scale, False)
+    return matmul(probs, v), probs
+
+
+def causal_attention_backward(g, q, k, v, probs, scale: float, need_q: bool, need_k: bool, need_v: bool):
+    """The gradients of ``causal_attention`` (as ``cpu.causal_attention_backward``), from device products and
+    softmax's backward."""
+    dtype = np.dtype(q.dtype)
+    g_v = matmul(_swap_last(probs), g) if need_v else None
+    if not (need_q or need_k):
+        return None, None, g_v
+    g_s = softmax_backward(probs, matmul(g, _swap_last(v)), probs.ndim - 1, False)
+    g_q = elementwise(ROWS["mul"], [matmul(g_s, k), scale], (), dtype) if need_q else None
+    g_k = elementwise(ROWS["mul"], [matmul(_swap_last(g_s), q), scale], (), dtype) if need_k else None
+    return g_q, g_k, g_v
+
+
 def softmax_backward(y, g, dim: int, log: bool):
     """The input gradient of ``softmax`` (``log_softmax``) from its output ``y`` and ``g``, from device kernels."""
     dtype = np.dtype(y.dtype)

@@ -22,6 +22,7 @@ from .. import ops
 from .._tensor import Tensor
 from .._types import bool_, float32, float64
 from ..autograd.function import Function
+from ..autograd.fused import fused_grads
 from ..ops._common import not_a_tensor
 from ..ops.creation import _generator
 from ..ops.reduction import softmax_grad
@@ -73,6 +74,21 @@ def _fusable(scores: Tensor, mask) -> bool:
     return mask.dtype == scores.dtype and np.broadcast_shapes(tuple(mask.shape), shape) == shape
 
 
+def _blockable(q: Tensor, k: Tensor, v: Tensor) -> bool:
+    """Whether the backend's ``causal_attention`` computes this causal attention: float32 or float64, one batch
+    shape (no broadcasting, no grouped heads), as many keys as queries, at least two."""
+    qs, ks, vs = q._data.shape, k._data.shape, v._data.shape
+    return (
+        q._data.dtype in _BLOCK_DTYPES
+        and len(qs) >= 2
+        and qs[:-2] == ks[:-2] == vs[:-2]
+        and qs[-2] == ks[-2] == vs[-2] >= 2
+    )
+
+
+_BLOCK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 class _Attention(Function):
     """``softmax(q @ k^T * scale + mask) * keep @ v`` and the probabilities, in one node.
 
@@ -80,14 +96,24 @@ class _Attention(Function):
     (zeros and ``1 / (1 - p)``; None without dropout); ``k_times``/``v_times`` repeat key/value heads for
     grouped-query attention. With ``safe``, rows whose every score is ``-inf`` get zero probabilities, as torch's
     ``scaled_dot_product_attention`` gives them (``softmax`` alone gives NaN, as torch's MultiheadAttention does
-    when it returns the weights).
+    when it returns the weights). ``causal``: ``mask`` is ``is_causal``'s, so a float32/float64 attention of one
+    batch shape runs as the backend's ``causal_attention`` (its products skip the keys a block of queries never
+    sees) and, first-order, its backward kernel (the tensor-op gradients stay the formula of double backward).
     """
 
     node_name = "ScaledDotProductFlashAttentionForCpuBackward0"
 
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, mask, keep, scale: float, k_times: int, v_times: int,
-                safe: bool):  # fmt: skip
+                safe: bool, causal: bool = False):  # fmt: skip
+        ctx.scale, ctx.k_times, ctx.v_times = scale, k_times, v_times
+        ctx.causal = causal = causal and keep is None and _blockable(q, k, v)
+        if causal:  # one backend call: the products in blocks that skip the keys no query of a block sees
+            out, probs = (Tensor._make(a) for a in q._backend.causal_attention(q._data, k._data, v._data,
+                                                                                mask._data, scale))  # fmt: skip
+            ctx.set_materialize_grads(False)
+            ctx.save_for_backward(q, k, v, probs, keep)
+            return out, probs
         scores = q.matmul(_repeat_heads(k, k_times).transpose(-2, -1))
         if _fusable(scores, mask):  # one backend call: scale, mask, softmax (and the empty rows' zeros)
             probs = Tensor._make(scores._backend.scaled_softmax(scores._data, None if mask is None else mask._data,
@@ -101,7 +127,6 @@ class _Attention(Function):
                 probs = probs.masked_fill(empty, 0.0)
         weights = probs if keep is None else probs * keep
         out = weights.matmul(_repeat_heads(v, v_times))
-        ctx.scale, ctx.k_times, ctx.v_times = scale, k_times, v_times
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(q, k, v, probs, keep)
         return out, probs
@@ -109,8 +134,28 @@ class _Attention(Function):
     @staticmethod
     def backward(ctx, g_out, g_probs):
         q, k, v, probs, keep = ctx.saved_tensors
-        scale = ctx.scale
         need_q, need_k, need_v, need_mask = ctx.needs_input_grad[:4]
+        if ctx.causal and g_probs is None and g_out is not None and not need_mask:
+            scale, wanted = ctx.scale, (need_q, need_k, need_v)
+
+            def kernel(g_out, q, k, v, probs):
+                grads = g_out._backend.causal_attention_backward(g_out._data, q._data, k._data, v._data,
+                                                                 probs._data, scale, *wanted)  # fmt: skip
+                return tuple(None if a is None else Tensor._make(a) for a in grads)
+
+            def formula(g_out, q, k, v, probs):
+                return _Attention._grads(ctx, g_out, None, q, k, v, probs, None, (*wanted, False))[:3]
+
+            grads = fused_grads("ScaledDotProductFlashAttentionForCpuBackwardBackward0", kernel, formula,
+                                (g_out, q, k, v, probs), wanted)  # fmt: skip
+            return *grads, None, None, None, None, None, None, None
+        return _Attention._grads(ctx, g_out, g_probs, q, k, v, probs, keep, (need_q, need_k, need_v, need_mask))
+
+    @staticmethod
+    def _grads(ctx, g_out, g_probs, q, k, v, probs, keep, needs: tuple) -> tuple:
+        """The inputs' gradients as differentiable tensor ops (``backward``'s results)."""
+        scale = ctx.scale
+        need_q, need_k, need_v, need_mask = needs
         g_v = None
         g_weights = g_probs
         if g_out is not None:
@@ -122,11 +167,11 @@ class _Attention(Function):
                 g = g * keep
             g_weights = g if g_probs is None else g + g_probs
         if g_weights is None or not (need_q or need_k or need_mask):
-            return None, None, g_v, None, None, None, None, None, None
+            return None, None, g_v, None, None, None, None, None, None, None
         g_scores = softmax_grad(g_weights, probs, probs.dim() - 1, False)
         g_q = g_scores.matmul(_repeat_heads(k, ctx.k_times)) * scale if need_q else None
         g_k = _fold_heads(g_scores.transpose(-2, -1).matmul(q), ctx.k_times) * scale if need_k else None
-        return g_q, g_k, g_v, g_scores if need_mask else None, None, None, None, None, None
+        return g_q, g_k, g_v, g_scores if need_mask else None, None, None, None, None, None, None
 
 
 def _dropout_keep(shape: tuple, p: float, like: Tensor) -> Tensor:
@@ -181,9 +226,10 @@ def _check_sdpa(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p:
     return heads // k_heads, heads // v_heads
 
 
-def _attention(query, key, value, mask, dropout_p: float, scale: float, gqa: tuple, safe: bool) -> tuple:
+def _attention(query, key, value, mask, dropout_p: float, scale: float, gqa: tuple, safe: bool,
+               causal: bool = False) -> tuple:  # fmt: skip
     """The output, the probabilities and the dropout multiplier (None without dropout); ``mask`` is an additive
-    float mask or None."""
+    float mask or None (``causal``: the causal one)."""
     keep = None
     if dropout_p > 0.0:
         key_batch = tuple(key.shape[:-2])
@@ -194,7 +240,8 @@ def _attention(query, key, value, mask, dropout_p: float, scale: float, gqa: tup
         if mask is not None:
             shape = np.broadcast_shapes(shape, tuple(mask.shape))
         keep = _dropout_keep(tuple(shape), dropout_p, query)
-    out, probs = _Attention.apply(query, key, value, mask, keep, scale, gqa[0], gqa[1], safe)
+    out, probs = _Attention.apply(query, key, value, mask, keep, scale, gqa[0], gqa[1], safe,
+                                  causal and gqa == (1, 1))  # fmt: skip
     return out, probs, keep
 
 
@@ -221,7 +268,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     factor = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     # a causal mask leaves every row key 0 when there is one: no row can be all ``-inf``
     safe = not (is_causal and source > 0)
-    return _attention(query, key, value, mask, dropout_p, factor, gqa, safe)[0]
+    return _attention(query, key, value, mask, dropout_p, factor, gqa, safe, is_causal)[0]
 
 
 #: (length, source, dtype, device) -> the additive causal mask: a model asks for the same few shapes every step,

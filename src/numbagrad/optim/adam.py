@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ._updates import adam_update
-from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_state, _scalar_type
+from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_state, _scalar_type, _scalars
 
 
 class Adam(Optimizer):
@@ -46,24 +46,29 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = self._zeros_like(p)
         step = self._next_step(state)
         beta1, beta2 = group["betas"]
-        lr, weight_decay = group["lr"], group["weight_decay"]
+        lr, weight_decay, eps = group["lr"], group["weight_decay"], group["eps"]
+        decoupled, maximize = bool(group.get("decoupled_weight_decay", False)), group["maximize"]
         v = state["exp_avg_sq"]._data.reshape(-1)
         vmax = state["max_exp_avg_sq"]._data.reshape(-1) if amsgrad else v
         s = _scalar_type(param)
-        one_minus_beta1 = s(1 - beta1)
-        scalars = (
-            s(-(lr / (1 - beta1**step))),  # -step_size
-            one_minus_beta1,  # lerp's weight, and 1 - weight in the parameter's dtype
-            s(1) - one_minus_beta1,
-            s(beta2),
-            s(1 - beta2),
-            s(group["eps"]),
-            s(weight_decay),
-            s(1 - lr * weight_decay),
-            bool(group.get("decoupled_weight_decay", False)),
-            s((1 - beta2**step) ** 0.5),  # bias_correction2_sqrt, computed as torch does
-            group["maximize"],
-        )
+
+        def make() -> tuple:
+            one_minus_beta1 = s(1 - beta1)
+            return (
+                s(-(lr / (1 - beta1**step))),  # -step_size
+                one_minus_beta1,  # lerp's weight, and 1 - weight in the parameter's dtype
+                s(1) - one_minus_beta1,
+                s(beta2),
+                s(1 - beta2),
+                s(eps),
+                s(weight_decay),
+                s(1 - lr * weight_decay),
+                decoupled,
+                s((1 - beta2**step) ** 0.5),  # bias_correction2_sqrt, computed as torch does
+                maximize,
+            )
+
+        scalars = _scalars(s, (lr, step, beta1, beta2, eps, weight_decay, decoupled, maximize), make)
         _foreach(adam_update, [param, grad, state["exp_avg"]._data.reshape(-1), v, vmax], scalars, (bool(amsgrad),))
 
 

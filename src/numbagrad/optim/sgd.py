@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from ._updates import sgd_update
-from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_type
+from .optimizer import Optimizer, _check_fused, _check_tensor_lr, _foreach, _scalar_type, _scalars
 
 
 class SGD(Optimizer):
@@ -36,6 +36,7 @@ class SGD(Optimizer):
                 state["momentum_buffer"] = self._zeros_like(p)
             buf = state["momentum_buffer"]._data.reshape(-1)
         s = _scalar_type(param)
-        scalars = (s(group["lr"]), s(momentum), s(1 - group["dampening"]), s(group["weight_decay"]),
-                   group["nesterov"], group["maximize"], first)  # fmt: skip
-        _foreach(sgd_update, [param, grad, buf], scalars)
+        lr, dampening, weight_decay = group["lr"], group["dampening"], group["weight_decay"]
+        scalars = _scalars(s, (lr, momentum, dampening, weight_decay),
+                           lambda: (s(lr), s(momentum), s(1 - dampening), s(weight_decay)))  # fmt: skip
+        _foreach(sgd_update, [param, grad, buf], (*scalars, group["nesterov"], group["maximize"], first))
