@@ -1883,7 +1883,7 @@ def cross_entropy(x: np.ndarray, target: np.ndarray, weight, smoothing: float, i
     kernels = _nn()
     if x.size:
         kernels.shift_by_row_max(x, probs, rowmax)
-    np.exp(probs, out=probs)  # numpy's SIMD exp; the kernels do the rest
+    _exp_in_place(probs)  # (as softmax's: float32 through vector_math's exp, 186 us at (700, 1000), numpy's 319)
     losses, counts = np.empty(n, x.dtype), np.empty(n, x.dtype)
     t = np.ascontiguousarray(target, np.int64)
     kernels.cross_entropy_forward(x, probs, rowmax, t, w, weighted, float(smoothing), int(ignore_index), losses,
