@@ -96,3 +96,14 @@ def test_the_row_kernel_runs_only_where_blas_runs_one_thread(monkeypatch, thread
         numbagrad.set_num_threads(before)
     assert bool(calls) == kernel_runs
     np.testing.assert_array_equal(out, np.full((20, 64), 256.0, np.float32))
+
+
+def test_the_row_kernel_writes_into_a_block_of_a_larger_results_columns():
+    """``out`` may be a strided view: two column blocks of one result, the columns around them untouched."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((7, 300)).astype(np.float32), rng.standard_normal((10, 300)).astype(np.float32)
+    out = np.zeros((7, 14), np.float32)
+    row_products.product_nt(a, b[:6], out[:, 2:8])
+    row_products.product_nt(a, b[6:], out[:, 8:12])
+    np.testing.assert_allclose(out[:, 2:12], a.astype(np.float64) @ b.astype(np.float64).T, rtol=1e-5, atol=1e-4)
+    assert not out[:, :2].any() and not out[:, 12:].any()

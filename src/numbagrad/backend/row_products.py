@@ -91,9 +91,11 @@ def _loops():
     return _module
 
 
-def product_nt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b.T`` for C-contiguous 2-D float32 or float64 ``a`` and ``b`` of one dtype."""
-    out = np.empty((a.shape[0], b.shape[0]), a.dtype)
+def product_nt(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``a @ b.T`` for C-contiguous 2-D float32 or float64 ``a`` and ``b`` of one dtype, into ``out`` (a new array,
+    or a given ``(len(a), len(b))`` one of that dtype, strided as it may be: a block of a larger result's columns)."""
+    if out is None:
+        out = np.empty((a.shape[0], b.shape[0]), a.dtype)
     module = _loops()
     (module.nt_f32 if a.dtype == _FLOAT32 else module.nt_f64)(a, b, out)
     return out
