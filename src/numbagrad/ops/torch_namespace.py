@@ -18,6 +18,7 @@ from .._types import to_dtype, wrap_dim
 from ..autograd import grad_mode
 from ..autograd.function import Function
 from ..autograd.grad_mode import state as grad_state
+from ..backend.cpu_threads import openblas as _openblas
 from ..scalar_math import ROWS
 from . import (
     _common,
@@ -266,56 +267,6 @@ def set_num_threads(int: int) -> None:  # noqa: A002 - torch's parameter name
     if blas is not None:
         blas.set_num_threads(builtins.int(int))
     _settings["num_threads"] = builtins.int(int)
-
-
-class _OpenBLAS:
-    """The thread-count functions of the OpenBLAS numpy's wheels bundle (in ``numpy.libs``): numpy itself offers
-    no way to set them."""
-
-    _PREFIXES = ("scipy_openblas_", "openblas_")
-    _SUFFIXES = ("64_", "_64_", "")
-
-    def __init__(self, library) -> None:
-        self._set = self._find(library, "set_num_threads")
-        self._get = self._find(library, "get_num_threads")
-
-    def _find(self, library, name: str):
-        for prefix in self._PREFIXES:
-            for suffix in self._SUFFIXES:
-                function = getattr(library, prefix + name + suffix, None)
-                if function is not None:
-                    return function
-        return None
-
-    @property
-    def usable(self) -> bool:
-        return self._set is not None and self._get is not None
-
-    def set_num_threads(self, n: int) -> None:
-        self._set(builtins.int(n))
-
-    def get_num_threads(self) -> int:
-        return builtins.int(self._get())
-
-
-_openblas_cache: list = []
-
-
-def _openblas() -> _OpenBLAS | None:
-    """numpy's bundled OpenBLAS (already loaded by numpy; opening it again returns the same library), or None
-    where numpy links another BLAS."""
-    if not _openblas_cache:
-        import ctypes  # (lazy: only set_num_threads needs it)
-        from pathlib import Path
-
-        found = None
-        for path in sorted((Path(np.__file__).parent.parent / "numpy.libs").glob("*openblas*")):
-            blas = _OpenBLAS(ctypes.CDLL(str(path)))
-            if blas.usable:
-                found = blas
-                break
-        _openblas_cache.append(found)
-    return _openblas_cache[0]
 
 
 @declare
