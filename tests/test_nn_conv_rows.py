@@ -56,3 +56,15 @@ def test_conv2d_weight_gradient_from_rows_passes_gradcheck():
     x = numbagrad.tensor(rng.standard_normal((3, 2, 6, 6)), requires_grad=True)
     w = numbagrad.tensor(rng.standard_normal((3, 2, 4, 4)), requires_grad=True)
     assert numbagrad.autograd.gradcheck(lambda x, w: F.conv2d(x, w, stride=2, padding=1), (x, w))
+
+
+def test_conv2d_weight_gradient_from_rows_in_several_chunks_matches_torch(torch, monkeypatch):
+    monkeypatch.setattr(cpu, "_ROWS_CHUNK_BYTES", 1 << 13)  # (two samples' rows a chunk: three chunks)
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((6, 5, 8, 8)).astype(np.float32), rng.standard_normal((7, 5, 4, 4)).astype(np.float32)
+    ours = [numbagrad.tensor(a, requires_grad=True) for a in (x, w)]
+    theirs = [torch.tensor(a, requires_grad=True) for a in (x, w)]
+    F.conv2d(*ours, stride=2, padding=1).square().sum().backward()
+    torch.nn.functional.conv2d(*theirs, stride=2, padding=1).square().sum().backward()
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-3)
