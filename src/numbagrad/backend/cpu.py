@@ -1956,12 +1956,12 @@ def conv2d_backward(
     g3 = np.ascontiguousarray(g).reshape(n, o, length)
     w = np.ascontiguousarray(weight, g.dtype)
     gx = gw = gb = None
-    if need_b:
-        gb = g3.sum(axis=(0, 2))
     given = need_w and kept.ndim == 3
     if groups == 1 and not given and length > 1:
-        gx, gw = _conv2d_backward_chunks(g3, kept, x_shape, w, stride, padding, dilation, out_hw, need_x, need_w)
-        return gx, gw, gb
+        return _conv2d_backward_chunks(g3, kept, x_shape, w, stride, padding, dilation, out_hw, need_x, need_w,
+                                       need_b)  # fmt: skip
+    if need_b:
+        gb = g3.sum(axis=(0, 2))
     cols = kept
     if need_w and not given:
         cols = _columns(np.ascontiguousarray(kept, g.dtype), kernel, stride, padding, dilation, out_hw)
@@ -2010,11 +2010,13 @@ _PARTIALS_BYTES = 1 << 21
 
 
 def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, stride: tuple, padding: tuple,
-                            dilation: tuple, out_hw: tuple, need_x: bool, need_w: bool) -> tuple:  # fmt: skip
-    """(grad of x, of weight) of a single-group convolution from its input ``x``, a chunk of samples at a time
-    (``_chunk``; one chunk where the columns are small): the chunk's columns made again for the weight's products,
-    then the chunk's column gradient, in the same buffer, summed back (col2im) while in cache. Spans of chunks
-    (``_spans``) are tasks on the CPU threads (``cpu_threads``), each with its own buffer and weight gradient.
+                            dilation: tuple, out_hw: tuple, need_x: bool, need_w: bool,
+                            need_b: bool) -> tuple:  # fmt: skip
+    """(grad of x, of weight, of bias) of a single-group convolution from its input ``x``, a chunk of samples at a
+    time (``_chunk``; one chunk where the columns are small): the chunk's columns made again for the weight's
+    products, then the chunk's column gradient, in the same buffer, summed back (col2im) while in cache. Spans of chunks
+    (``_spans``) are tasks on the CPU threads (``cpu_threads``), each with its own buffer, weight gradient and bias
+    gradient (its samples' sum of ``g``, read while in cache).
 
     The weight's gradient is summed from per-sample products ``columns @ g.T`` (K, O), transposed once at the end:
     OpenBLAS runs these up to twice as fast as ``g @ columns.T`` (O, K) at 1 thread (the U-Net's (1024, 216) by
@@ -2041,6 +2043,7 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
         tasks = min(tasks, max(1, _PARTIALS_BYTES // (k * o * g3.itemsize)))
     spans = _spans(n, m, tasks)
     partials = [None] * len(spans)
+    bias_partials = [None] * len(spans)
     per = max(1, _PRODUCTS_BYTES // max(1, o * k * g3.itemsize))
     as_rows = need_w and not identity and m > 1 and (stride[1] > 1 or out_hw[1] < kernels._ROW_WALK)
     if as_rows:  # (smaller chunks within the same spans)
@@ -2062,6 +2065,8 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
         if need_w:
             gw_t = partials[t] = np.zeros((k, o), g3.dtype)
             part = np.empty((k, o), g3.dtype)
+        if need_b:
+            bias_partials[t] = g3[a:b].sum(axis=(0, 2))
         for i in range(a, b, m):
             j = min(i + m, b)
             if need_w:
@@ -2098,12 +2103,17 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
                     kernels.col2im(gcols, *kernel, *stride, *padding, *dilation, *out_hw, gx[i:j])
 
     cpu_threads.run_tasks(task, len(spans))
-    if not need_w:
-        return gx, None
-    gw_t = partials[0]
-    for partial in partials[1:]:  # (in the spans' order, whichever thread ran them)
-        gw_t += partial
-    return gx, np.ascontiguousarray(gw_t.T).reshape(w.shape)
+    gw = gb = None
+    if need_w:
+        gw_t = partials[0]
+        for partial in partials[1:]:  # (in the spans' order, whichever thread ran them)
+            gw_t += partial
+        gw = np.ascontiguousarray(gw_t.T).reshape(w.shape)
+    if need_b:
+        gb = bias_partials[0]
+        for partial in bias_partials[1:]:
+            gb += partial
+    return gx, gw, gb
 
 
 def _full_convolution(x_shape: tuple, o: int, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> bool:
