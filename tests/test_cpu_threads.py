@@ -27,6 +27,7 @@ def threads():
 def small_tasks(monkeypatch):
     """Chunks and pools small enough that tiny shapes make many tasks."""
     monkeypatch.setattr(cpu, "_CHUNK_BYTES", 1 << 12)
+    monkeypatch.setattr(cpu, "_SPAN_BYTES", 1 << 12)
     monkeypatch.setattr(cpu, "_PLANE_TASK_ELEMENTS", 16)
 
 

@@ -1698,7 +1698,7 @@ _PLANE_TASK_ELEMENTS = 1 << 18
 
 def _plane_spans(x: np.ndarray) -> list:
     """(first plane, end) spans of the (P, H, W) ``x`` for a pool's tasks: one where the planes are small."""
-    return _spans(x.shape[0], 1, _MAX_TASKS if x.size >= _PLANE_TASK_ELEMENTS else 1)
+    return _spans(x.shape[0], _MAX_TASKS if x.size >= _PLANE_TASK_ELEMENTS else 1)
 
 
 @_half_in_single
@@ -1828,7 +1828,7 @@ def conv2d(
 
     The columns hold C * kh * kw values per output position, a 3x3 convolution's 9 times its input. Large ones
     (over ``_CHUNK_BYTES``, single group) are made a chunk of samples at a time into one reused buffer and
-    multiplied while in cache, spans of chunks as tasks on the CPU threads (``cpu_threads``). None outlive the
+    multiplied while in cache, spans of samples as tasks on the CPU threads (``cpu_threads``). None outlive the
     call: keeping large ones held the U-Net's step peak at 10.3 MiB (torch's 4.4), and keeping those up to 256 KiB
     the DCGAN's at 2.4 MiB (torch's 0.9), for 0.2 ms of its 3.9 ms step at 1 thread (making short rows' columns
     again is cheap, ``nn_kernels._ROW_WALK``)."""
@@ -1843,7 +1843,7 @@ def conv2d(
         w2 = w.reshape(o, k)
         out = np.empty((n, o, length), x.dtype)
         m = _chunk(n, k * length * x.itemsize)
-        spans = _spans(n, m, _MAX_TASKS)
+        spans = _spans(n, _span_count(size))
 
         def task(t: int) -> None:  # (a span's columns, products and bias, on one thread)
             a, b = spans[t]
@@ -1903,12 +1903,21 @@ def _chunk(n: int, per_sample: int, budget: int | None = None) -> int:
 _MAX_TASKS = 16
 
 
-def _spans(n: int, m: int, tasks: int) -> list:
-    """Up to ``tasks`` (first sample, end) spans over ``n`` samples, each a whole number of chunks of ``m`` (the
-    last chunk may be short), as even as they go: they depend on the shapes alone."""
-    chunks = -(-n // m)
-    count = max(1, min(chunks, tasks))
-    bounds = [min(n, (chunks * t // count) * m) for t in range(count + 1)]
+#: The fewest bytes of columns per task of a convolution: smaller ones take less time than handing them to a thread
+#: (the cnn's first convolution, (64, 1, 28, 28) by (32, 1, 3, 3), makes 1.5 MiB of columns: 6 tasks).
+_SPAN_BYTES = 1 << 18
+
+
+def _span_count(column_bytes: int) -> int:
+    """How many tasks a convolution making ``column_bytes`` of columns is split into."""
+    return max(1, min(_MAX_TASKS, column_bytes // _SPAN_BYTES))
+
+
+def _spans(n: int, tasks: int) -> list:
+    """Up to ``tasks`` (first, end) spans over ``n`` samples or planes, as even as they go: they depend on the
+    shapes alone. A span's samples are then made a chunk at a time (``_chunk``)."""
+    count = max(1, min(n, tasks))
+    bounds = [n * t // count for t in range(count + 1)]
     return [(bounds[t], bounds[t + 1]) for t in range(count)]
 
 
@@ -2014,9 +2023,9 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
                             need_b: bool) -> tuple:  # fmt: skip
     """(grad of x, of weight, of bias) of a single-group convolution from its input ``x``, a chunk of samples at a
     time (``_chunk``; one chunk where the columns are small): the chunk's columns made again for the weight's
-    products, then the chunk's column gradient, in the same buffer, summed back (col2im) while in cache. Spans of chunks
-    (``_spans``) are tasks on the CPU threads (``cpu_threads``), each with its own buffer, weight gradient and bias
-    gradient (its samples' sum of ``g``, read while in cache).
+    products, then the chunk's column gradient, in the same buffer, summed back (col2im) while in cache. Spans of
+    samples (``_spans``) are tasks on the CPU threads (``cpu_threads``), each with its own buffer, weight gradient
+    and bias gradient (its samples' sum of ``g``, read while in cache).
 
     The weight's gradient is summed from per-sample products ``columns @ g.T`` (K, O), transposed once at the end:
     OpenBLAS runs these up to twice as fast as ``g @ columns.T`` (O, K) at 1 thread (the U-Net's (1024, 216) by
@@ -2038,10 +2047,10 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
         x = np.ascontiguousarray(x, g3.dtype)
     gx = np.empty(tuple(x_shape), g3.dtype) if need_x else None
     m = _chunk(n, k * length * g3.itemsize)
-    tasks = _MAX_TASKS
+    tasks = _span_count(n * k * length * g3.itemsize)
     if need_w:  # (each task sums its own weight gradient: their number bounds the memory those take)
         tasks = min(tasks, max(1, _PARTIALS_BYTES // (k * o * g3.itemsize)))
-    spans = _spans(n, m, tasks)
+    spans = _spans(n, tasks)
     partials = [None] * len(spans)
     bias_partials = [None] * len(spans)
     per = max(1, _PRODUCTS_BYTES // max(1, o * k * g3.itemsize))
