@@ -144,3 +144,47 @@ def test_max_pool2d_in_tasks_matches_torch(torch, threads, small_tasks):
     out.backward(numbagrad.tensor(g))
     t_out.backward(torch.tensor(g))
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@needs_blas
+def test_more_threads_get_more_helpers(threads):
+    threads(2)
+    cpu_threads.run_tasks(lambda i: None, 4)
+    threads(3)
+    names = set()
+    barrier = threading.Barrier(3, timeout=10)
+
+    def task(i):
+        if i < 3:  # (the first three wait for each other: three threads at once)
+            barrier.wait()
+        names.add(threading.current_thread().name)
+
+    cpu_threads.run_tasks(task, 6)
+    assert len(names) == 3
+
+
+@needs_blas
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork here")
+def test_a_forked_child_makes_its_own_helpers(threads):
+    """A forked child has none of its parent's threads: its tasks must not wait on the parent's helpers."""
+    import multiprocessing
+
+    threads(2)
+    cpu_threads.run_tasks(lambda i: None, 4)  # (the parent's helpers exist)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        ran = pool.apply_async(_tasks_on_threads).get(timeout=60)
+    assert ran == (list(range(6)), 2)
+
+
+def _tasks_on_threads():
+    ran, names = [], set()
+    barrier = threading.Barrier(2, timeout=10)
+
+    def task(i):
+        if i < 2:
+            barrier.wait()
+        ran.append(i)
+        names.add(threading.current_thread().name)
+
+    cpu_threads.run_tasks(task, 6)
+    return sorted(ran), len(names)
