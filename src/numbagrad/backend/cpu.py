@@ -2001,10 +2001,10 @@ def conv2d_backward(
     return gx, gw, gb
 
 
-#: The most bytes of per-sample weight-gradient products summed at once in a chunk: a batched product runs faster
-#: than a product per sample, and the bound keeps its (samples, O, K) temporary from growing with the chunk. The
-#: DCGAN's (16, 256, 16) columns by (16, 32, 16) gradients: 87 us in batches of 4 (128 KiB), 78 all at once (512
-#: KiB, the step's peak), 139 one by one.
+#: The most bytes of per-sample weight-gradient products summed at once in a chunk (where the columns are not made
+#: as rows): a batched product runs faster than a product per sample, and the bound keeps its (samples, O, K)
+#: temporary from growing with the chunk. The DCGAN's (16, 256, 16) columns by (16, 32, 16) gradients, before they
+#: were made as rows: 87 us in batches of 4 (128 KiB), 78 all at once (512 KiB, the step's peak), 139 one by one.
 _PRODUCTS_BYTES = 1 << 17
 
 #: The most bytes of transposed columns (``im2row``) a chunk makes: their one product per chunk runs as fast on
