@@ -8,8 +8,8 @@ each task runs wholly on one thread (OpenBLAS set to one thread while tasks run:
 idle threads take the next task, so a busy core costs only the tasks it does not run. The Numba kernels release
 the GIL (``nogil``) and so do numpy's products, so the threads run at once.
 
-The tasks a primitive makes depend on its shapes alone, never on the thread count or on which thread ran what:
-results are the same bits with one thread or several.
+The tasks a primitive makes depend on its shapes and the thread count alone, never on which thread ran what:
+results are the same bits from run to run (on one thread, a primitive makes one task).
 """
 
 from __future__ import annotations
