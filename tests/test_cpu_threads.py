@@ -1,5 +1,5 @@
-"""The CPU primitives' tasks (``backend/cpu_threads.py``): every task runs once, on the caller's thread and helper
-threads, with OpenBLAS on one thread meanwhile and its count restored after; a task's error reaches the caller;
+"""The CPU primitives' tasks (``backend/cpu_threads.py``): every task runs once, on the caller's thread and OpenBLAS's
+workers, with OpenBLAS on one thread meanwhile and its count restored after; a task's error reaches the caller;
 tasks started inside a task run where they are. The convolution and max pool split into tasks give torch's
 values and gradients, the same bits from run to run."""
 
@@ -58,19 +58,19 @@ def test_openblas_runs_on_one_thread_during_tasks_and_its_count_comes_back(threa
 
 
 @needs_blas
-def test_a_tasks_error_reaches_the_caller_after_the_others_ran(threads):
+def test_a_tasks_error_reaches_the_caller(threads):
     threads(2)
-    ran = []
 
     def task(i):
-        ran.append(i)
         if i == 3:
             raise ValueError("task 3")
 
     with pytest.raises(ValueError, match="task 3"):
         cpu_threads.run_tasks(task, 8)
-    assert sorted(ran) == list(range(8))
     assert cpu_threads.openblas().get_num_threads() == 2
+    ran = []
+    cpu_threads.run_tasks(ran.append, 4)  # (and tasks run again after it)
+    assert sorted(ran) == [0, 1, 2, 3]
 
 
 @needs_blas
@@ -148,7 +148,7 @@ def test_max_pool2d_in_tasks_matches_torch(torch, threads, small_tasks):
 
 
 @needs_blas
-def test_more_threads_get_more_helpers(threads):
+def test_more_threads_run_more_tasks_at_once(threads):
     threads(2)
     cpu_threads.run_tasks(lambda i: None, 4)
     threads(3)
@@ -166,12 +166,12 @@ def test_more_threads_get_more_helpers(threads):
 
 @needs_blas
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork here")
-def test_a_forked_child_makes_its_own_helpers(threads):
-    """A forked child has none of its parent's threads: its tasks must not wait on the parent's helpers."""
+def test_a_forked_child_runs_tasks_on_threads(threads):
+    """A forked child has none of its parent's threads (OpenBLAS makes its workers again there)."""
     import multiprocessing
 
     threads(2)
-    cpu_threads.run_tasks(lambda i: None, 4)  # (the parent's helpers exist)
+    cpu_threads.run_tasks(lambda i: None, 4)  # (the parent's workers exist)
     with multiprocessing.get_context("fork").Pool(1) as pool:
         ran = pool.apply_async(_tasks_on_threads).get(timeout=60)
     assert ran == (list(range(6)), 2)

@@ -1,12 +1,16 @@
-"""Independent tasks of one CPU primitive (the sample chunks of a convolution, the planes of a pool) run on as
-many threads as numpy's matrix products use, the calling thread included.
+"""Independent tasks of one CPU primitive (the sample spans of a convolution, the planes of a pool) run on
+OpenBLAS's own threads, the calling thread included, as many as numpy's matrix products use.
 
 Why not let OpenBLAS thread each product: a convolution makes one small product per sample (the cnn's 64 of
-(64, 288) by (288, 576)), and OpenBLAS splits each evenly between its threads, so every product waits for the
-slower half; on a shared machine a thread that loses its core for a few milliseconds holds up each of them. Here
-each task runs wholly on one thread (OpenBLAS set to one thread while tasks run: its count is process-wide) and
-idle threads take the next task, so a busy core costs only the tasks it does not run. The Numba kernels release
-the GIL (``nogil``) and so do numpy's products, so the threads run at once.
+(64, 288) by (288, 576)) and OpenBLAS splits each between its threads, so every product waits for the slower half,
+and the columns' Numba loops run on one thread meanwhile. Here each task (columns, products, column gradients)
+runs wholly on one thread, OpenBLAS set to one thread while tasks run (its count is process-wide), and idle
+threads take the next task, so a thread that loses its core costs only the tasks it does not run. The threads are
+OpenBLAS's workers (``gotoblas_pthread``), not a pool of our own: after a threaded product a worker spins for a
+while waiting for more, and a second pool's threads would compete with it for the cores (the cnn's step at 2
+threads on a lightly loaded 2-core machine: 38 ms so, 65 with a Python thread pool, 47 with OpenBLAS threading
+each product). The Numba kernels release the GIL (``nogil``) and so do numpy's products, so the threads run at
+once; a task runs Python on a worker through a ctypes callback.
 
 The tasks a primitive makes depend on its shapes and the thread count alone, never on which thread ran what:
 results are the same bits from run to run (on one thread, a primitive makes one task).
@@ -16,7 +20,6 @@ from __future__ import annotations
 
 import builtins
 import itertools
-import os
 import threading
 from collections.abc import Callable
 
@@ -33,6 +36,7 @@ class OpenBLAS:
     def __init__(self, library) -> None:
         self._set = self._find(library, "set_num_threads")
         self._get = self._find(library, "get_num_threads")
+        self._run = getattr(library, "gotoblas_pthread", None)  # (threads, void f(void *), args, args' stride)
 
     def _find(self, library, name: str):
         for prefix in self._PREFIXES:
@@ -51,6 +55,13 @@ class OpenBLAS:
 
     def get_num_threads(self) -> int:
         return builtins.int(self._get())
+
+    def run_on_threads(self, threads: int, callback) -> None:
+        """Call the ctypes ``callback`` (taking one pointer) once on each of ``threads`` threads, the caller's
+        first and OpenBLAS's workers, and return when all calls have."""
+        import ctypes  # (lazy: only tasks need it)
+
+        self._run(ctypes.c_int(threads), callback, None, ctypes.c_int(0))
 
 
 _openblas_cache: list = []
@@ -75,24 +86,21 @@ def openblas() -> OpenBLAS | None:
 
 def thread_count() -> int:
     """The threads tasks run on: numpy's OpenBLAS's count (``OPENBLAS_NUM_THREADS``, ``set_num_threads``); one
-    where the BLAS is another (it cannot be told to run products on one thread) or while tasks run."""
+    where the BLAS is another or cannot run tasks on its threads, and while tasks run."""
     blas = openblas()
-    return 1 if blas is None else blas.get_num_threads()
+    return 1 if blas is None or blas._run is None else blas.get_num_threads()
 
 
 _state = threading.local()  # ``in_task``: this thread is running a task (tasks it starts run where they are)
-_pool: list = [None, 0, 0]  # the executor, its worker count, the process that made it
 _blas_lock = threading.Lock()
 _blas_saved = [0, 0]  # callers running tasks now, OpenBLAS's thread count before the first of them
-
-
-def _start_worker() -> None:
-    _state.in_task = True
+_callback_type: list = []  # the ctypes type of a task runner, made on first use
 
 
 def _blas_single(enter: bool) -> None:
     """OpenBLAS on one thread from the first caller running tasks to the last (callers in several threads of the
-    user's at once share the change)."""
+    user's at once share the change): a product in a task runs on its thread, and never asks the workers, busy
+    with tasks, for help."""
     blas = openblas()
     with _blas_lock:
         if enter:
@@ -106,24 +114,11 @@ def _blas_single(enter: bool) -> None:
                 blas.set_num_threads(_blas_saved[1])
 
 
-def _executor(workers: int):
-    """The helper threads (a ``ThreadPoolExecutor``), made on first use and again after a fork (a forked child has
-    none of its parent's threads) or when more are wanted."""
-    pool, size, pid = _pool
-    if pool is None or size < workers or pid != os.getpid():
-        from concurrent.futures import ThreadPoolExecutor  # (lazy: 2 ms of import numbagrad otherwise)
-
-        if pool is not None and pid == os.getpid():
-            pool.shutdown(wait=False)
-        pool = ThreadPoolExecutor(workers, thread_name_prefix="numbagrad-cpu", initializer=_start_worker)
-        _pool[:] = [pool, workers, os.getpid()]
-    return pool
-
-
 def run_tasks(task: Callable[[int], None], count: int) -> None:
-    """``task(i)`` for each ``i`` in ``range(count)``, on up to ``thread_count()`` threads: the caller's and
-    helpers that each take the next undone ``i`` until none is left. Returns when all are done; the first
-    exception a task raised is raised here. Tasks write disjoint results: nothing is locked for them."""
+    """``task(i)`` for each ``i`` in ``range(count)``, on up to ``thread_count()`` threads (the caller's and
+    OpenBLAS's workers), each taking the next undone ``i`` until none is left. Returns when all are done; an
+    exception a task raised stops the others taking more and is raised here. Tasks write disjoint results:
+    nothing is locked for them."""
     available = thread_count() if count > 1 and not getattr(_state, "in_task", False) else 1
     threads = min(count, available)
     if threads <= 1:
@@ -131,24 +126,29 @@ def run_tasks(task: Callable[[int], None], count: int) -> None:
             task(i)
         return
     counter = itertools.count()  # (``next`` on it is atomic under the GIL)
+    errors: list = []
 
-    def drain() -> None:
-        i = next(counter)
-        while i < count:
-            task(i)
+    def drain(_args) -> None:  # (called from C: an exception is kept for the caller, never raised into OpenBLAS)
+        _state.in_task = True
+        try:
             i = next(counter)
+            while i < count and not errors:
+                task(i)
+                i = next(counter)
+        except BaseException as error:  # noqa: BLE001 - raised again by run_tasks
+            errors.append(error)
+        finally:
+            _state.in_task = False
 
-    futures = []
+    if not _callback_type:
+        import ctypes  # (lazy: only tasks need it)
+
+        _callback_type.append(ctypes.CFUNCTYPE(None, ctypes.c_void_p))
+    callback = _callback_type[0](drain)
     _blas_single(True)
     try:
-        pool = _executor(available - 1)
-        futures = [pool.submit(drain) for _ in range(threads - 1)]
-        _state.in_task = True
-        drain()
+        openblas().run_on_threads(threads, callback)
     finally:
-        _state.in_task = False
-        for future in futures:  # (the helpers use the caller's buffers: wait for them even after an error)
-            future.exception()
         _blas_single(False)
-    for future in futures:
-        future.result()
+    if errors:
+        raise errors[0]
