@@ -1,6 +1,7 @@
 """numpy's BLAS as numbagrad needs to know it: the thread-count functions of the OpenBLAS numpy's wheels bundle
 (``numbagrad.set_num_threads`` sets them; the CPU backend reads them to choose between BLAS and its own
-one-thread kernels). numpy itself offers no way to reach them."""
+one-thread kernels) and its worker threads (``cpu_threads`` runs tasks on them). numpy itself offers no way to
+reach them."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ class _OpenBLAS:
     def __init__(self, library) -> None:
         self._set = self._find(library, "set_num_threads")
         self._get = self._find(library, "get_num_threads")
+        self._run = getattr(library, "gotoblas_pthread", None)  # (threads, void f(void *), args, args' stride)
 
     def _find(self, library, name: str):
         for prefix in self._PREFIXES:
@@ -35,6 +37,18 @@ class _OpenBLAS:
 
     def get_num_threads(self) -> int:
         return int(self._get())
+
+    @property
+    def runs_tasks(self) -> bool:
+        """Can ``run_on_threads`` hand work to OpenBLAS's worker threads (``cpu_threads``)?"""
+        return self._run is not None
+
+    def run_on_threads(self, threads: int, callback) -> None:
+        """Call the ctypes ``callback`` (taking one pointer) once on each of ``threads`` threads, the caller's
+        first and OpenBLAS's workers, and return when all calls have."""
+        import ctypes  # (lazy: only tasks need it)
+
+        self._run(ctypes.c_int(threads), callback, None, ctypes.c_int(0))
 
 
 _found: list = []

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._types import CPU
 from ..scalar_math import COMPLEX_ROWS, ROWS, Row
-from . import blas, codegen, layout, malloc, vector_math
+from . import blas, codegen, cpu_threads, layout, malloc, vector_math
 
 DEVICE = CPU
 
@@ -1824,14 +1824,42 @@ def max_pool2d(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dila
     x = np.ascontiguousarray(x)
     out = np.empty((x.shape[0], *out_hw), x.dtype)
     idx = np.empty((x.shape[0], *out_hw), np.int64)
-    _nn().max_pool2d_forward(x, *kernel, *stride, *padding, *dilation, out, idx)
+    kernel_ = _nn().max_pool2d_forward
+    spans = _plane_spans(x)
+
+    def task(t: int) -> None:
+        a, b = spans[t]
+        kernel_(x[a:b], *kernel, *stride, *padding, *dilation, out[a:b], idx[a:b])
+
+    cpu_threads.run_tasks(task, len(spans))
     return out, idx
+
+
+#: The fewest elements a pool's planes hold for them to be split into tasks on the CPU threads (``cpu_threads``):
+#: a smaller pool takes less time than handing tasks to a thread. The cnn's (4096, 24, 24) max pool has 2.4 M.
+_PLANE_TASK_ELEMENTS = 1 << 18
+
+
+def _plane_spans(x: np.ndarray) -> list:
+    """(first plane, end) spans of the (P, H, W) ``x`` for a pool's tasks: one where the planes are small or the
+    threads one."""
+    if x.size < _PLANE_TASK_ELEMENTS or cpu_threads.thread_count() == 1:
+        return [(0, x.shape[0])]
+    return _spans(x.shape[0], _MAX_TASKS)
 
 
 @_half_in_single
 def max_pool2d_backward(g: np.ndarray, indices: np.ndarray, in_hw: tuple) -> np.ndarray:
     gx = np.empty((g.shape[0], *in_hw), g.dtype)
-    _nn().max_pool2d_backward(np.ascontiguousarray(g), np.ascontiguousarray(indices, np.int64), gx)
+    g, indices = np.ascontiguousarray(g), np.ascontiguousarray(indices, np.int64)
+    kernel = _nn().max_pool2d_backward
+    spans = _plane_spans(gx)
+
+    def task(t: int) -> None:
+        a, b = spans[t]
+        kernel(g[a:b], indices[a:b], gx[a:b])
+
+    cpu_threads.run_tasks(task, len(spans))
     return gx
 
 
@@ -1947,29 +1975,40 @@ def conv2d(
 
     The columns hold C * kh * kw values per output position, a 3x3 convolution's 9 times its input. Large ones
     (over ``_CHUNK_BYTES``, single group) are made a chunk of samples at a time into one reused buffer and
-    multiplied while in cache. None outlive the call: keeping large ones held the U-Net's step peak at 10.3 MiB
-    (torch's 4.4), and keeping those up to 256 KiB the DCGAN's at 2.4 MiB (torch's 0.9), for 0.2 ms of its 3.9 ms
-    step at 1 thread (making short rows' columns again is cheap, ``nn_kernels._ROW_WALK``)."""
+    multiplied while in cache, spans of samples as tasks on the CPU threads (``cpu_threads``). None outlive the
+    call: keeping large ones held the U-Net's step peak at 10.3 MiB (torch's 4.4), and keeping those up to 256 KiB
+    the DCGAN's at 2.4 MiB (torch's 0.9), for 0.2 ms of its 3.9 ms step at 1 thread (making short rows' columns
+    again is cheap, ``nn_kernels._ROW_WALK``)."""
     n, o = x.shape[0], weight.shape[0]
     x = np.ascontiguousarray(x)
     kernel = tuple(weight.shape[2:])
     k, length = weight.size // o * groups, out_hw[0] * out_hw[1]
     w = np.ascontiguousarray(weight, x.dtype)
+    bias = None if bias is None else bias.astype(x.dtype, copy=False).reshape(o, 1)
     size = n * k * length * x.itemsize
     if groups == 1 and size > _CHUNK_BYTES:
         w2 = w.reshape(o, k)
         out = np.empty((n, o, length), x.dtype)
-        for i, j, cols in _column_chunks(x, kernel, stride, padding, dilation, out_hw):
-            np.matmul(w2, cols, out=out[i:j])
+        m = _chunk(n, k * length * x.itemsize)
+        spans = _spans(n, _span_count(size))
+
+        def task(t: int) -> None:  # (a span's columns, products and bias, on one thread)
+            a, b = spans[t]
+            for i, j, cols in _column_chunks(x, kernel, stride, padding, dilation, out_hw, a, b, m):
+                np.matmul(w2, cols, out=out[i:j])
+            if bias is not None:
+                out[a:b] += bias
+
+        cpu_threads.run_tasks(task, len(spans))
+        return out.reshape(n, o, *out_hw), x
+    cols = _columns(x, kernel, stride, padding, dilation, out_hw)
+    if groups == 1:
+        out = np.matmul(w.reshape(o, k), cols)
     else:
-        cols = _columns(x, kernel, stride, padding, dilation, out_hw)
-        if groups == 1:
-            out = np.matmul(w.reshape(o, k), cols)
-        else:
-            out = np.matmul(w.reshape(groups, o // groups, k // groups), cols.reshape(n, groups, k // groups, length))
-            out = out.reshape(n, o, length)
+        out = np.matmul(w.reshape(groups, o // groups, k // groups), cols.reshape(n, groups, k // groups, length))
+        out = out.reshape(n, o, length)
     if bias is not None:
-        out += bias.astype(x.dtype, copy=False).reshape(o, 1)
+        out += bias
     return out.reshape(n, o, *out_hw), x
 
 
@@ -1999,23 +2038,49 @@ def _columns(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilati
     return im2col(x, kernel, stride, padding, dilation, out_hw)
 
 
-def _chunk(n: int, per_sample: int) -> int:
-    """Samples per chunk of columns: as many as ``_CHUNK_BYTES`` holds (at least one), in chunks of equal size."""
-    chunks = max(1, min(n, -(-n * per_sample // _CHUNK_BYTES)))
+def _chunk(n: int, per_sample: int, budget: int | None = None) -> int:
+    """Samples per chunk of columns: as many as ``budget`` bytes (``_CHUNK_BYTES``) hold (at least one), in chunks
+    of equal size."""
+    chunks = max(1, min(n, -(-n * per_sample // (budget or _CHUNK_BYTES))))
     return max(1, -(-n // chunks))
 
 
-def _column_chunks(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple):
-    """(first sample, end, their (m, C * kh * kw, L) columns) over the C-contiguous ``x`` in ``_chunk``s; the
-    columns are one reused buffer (or views of ``x``), valid until the next chunk."""
-    n = x.shape[0]
+#: The most tasks a convolution's samples are split into (``cpu_threads``): enough for an idle thread to find
+#: work while another lost its core, few enough that each is worth a thread's start.
+_MAX_TASKS = 16
+
+
+#: The fewest bytes of columns per task of a convolution: smaller ones take less time than handing them to a thread
+#: (the cnn's first convolution, (64, 1, 28, 28) by (32, 1, 3, 3), makes 1.5 MiB of columns: 6 tasks).
+_SPAN_BYTES = 1 << 18
+
+
+def _span_count(column_bytes: int) -> int:
+    """How many tasks a convolution making ``column_bytes`` of columns is split into: one on one thread (each
+    task's own buffer and gradient sums cost the U-Net's step 80 us of its 5.1 ms there)."""
+    if cpu_threads.thread_count() == 1:
+        return 1
+    return max(1, min(_MAX_TASKS, column_bytes // _SPAN_BYTES))
+
+
+def _spans(n: int, tasks: int) -> list:
+    """Up to ``tasks`` (first, end) spans over ``n`` samples or planes, as even as they go: they depend on the
+    shapes alone. A span's samples are then made a chunk at a time (``_chunk``)."""
+    count = max(1, min(n, tasks))
+    bounds = [n * t // count for t in range(count + 1)]
+    return [(bounds[t], bounds[t + 1]) for t in range(count)]
+
+
+def _column_chunks(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, out_hw: tuple,
+                   start: int, end: int, m: int):  # fmt: skip
+    """(first sample, end, their (m, C * kh * kw, L) columns) over samples ``start:end`` of the C-contiguous
+    ``x`` in chunks of ``m``; the columns are one reused buffer (or views of ``x``), valid until the next chunk."""
     k, length = x.shape[1] * kernel[0] * kernel[1], out_hw[0] * out_hw[1]
     identity = _identity_columns(x.shape, kernel, stride, padding, dilation)
-    m = _chunk(n, k * length * x.itemsize)
-    buffer = None if identity else np.empty((m, k, length), x.dtype)
+    buffer = None if identity else np.empty((min(m, end - start), k, length), x.dtype)
     im2col = _nn().im2col
-    for i in range(0, n, m):
-        j = min(i + m, n)
+    for i in range(start, end, m):
+        j = min(i + m, end)
         if identity:
             yield i, j, x[i:j].reshape(j - i, k, length)
             continue
@@ -2050,12 +2115,12 @@ def conv2d_backward(
     g3 = np.ascontiguousarray(g).reshape(n, o, length)
     w = np.ascontiguousarray(weight, g.dtype)
     gx = gw = gb = None
-    if need_b:
-        gb = g3.sum(axis=(0, 2))
     given = need_w and kept.ndim == 3
     if groups == 1 and not given and length > 1:
-        gx, gw = _conv2d_backward_chunks(g3, kept, x_shape, w, stride, padding, dilation, out_hw, need_x, need_w)
-        return gx, gw, gb
+        return _conv2d_backward_chunks(g3, kept, x_shape, w, stride, padding, dilation, out_hw, need_x, need_w,
+                                       need_b)  # fmt: skip
+    if need_b:
+        gb = g3.sum(axis=(0, 2))
     cols = kept
     if need_w and not given:
         cols = _columns(np.ascontiguousarray(kept, g.dtype), kernel, stride, padding, dilation, out_hw)
@@ -2086,22 +2151,39 @@ def conv2d_backward(
     return gx, gw, gb
 
 
-#: The most bytes of per-sample weight-gradient products summed at once in a chunk: a batched product runs faster
-#: than a product per sample, and the bound keeps its (samples, O, K) temporary from growing with the chunk. The
-#: DCGAN's (16, 256, 16) columns by (16, 32, 16) gradients: 87 us in batches of 4 (128 KiB), 78 all at once (512
-#: KiB, the step's peak), 139 one by one.
+#: The most bytes of per-sample weight-gradient products summed at once in a chunk (where the columns are not made
+#: as rows): a batched product runs faster than a product per sample, and the bound keeps its (samples, O, K)
+#: temporary from growing with the chunk. The DCGAN's (16, 256, 16) columns by (16, 32, 16) gradients, before they
+#: were made as rows: 87 us in batches of 4 (128 KiB), 78 all at once (512 KiB, the step's peak), 139 one by one.
 _PRODUCTS_BYTES = 1 << 17
+
+#: The most bytes of transposed columns (``im2row``) a chunk makes: their one product per chunk runs as fast on
+#: small chunks, which keep the step's peak down. The DCGAN's (16, 16, 8, 8) by (32, 16, 4, 4) convolution's
+#: backward in two chunks instead of one: its step's peak 0.83 MiB instead of 0.93, its time alike.
+_ROWS_CHUNK_BYTES = 1 << 17
+
+#: The most bytes of weight gradients the tasks of one convolution's backward sum apart (one each, added in
+#: order at the end): a gradient larger than this runs as one task, its products large enough for OpenBLAS's
+#: own threads.
+_PARTIALS_BYTES = 1 << 21
 
 
 def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, stride: tuple, padding: tuple,
-                            dilation: tuple, out_hw: tuple, need_x: bool, need_w: bool) -> tuple:  # fmt: skip
-    """(grad of x, of weight) of a single-group convolution from its input ``x``, a chunk of samples at a time
-    (``_chunk``; one chunk where the columns are small): the chunk's columns made again for the weight's products,
-    then the chunk's column gradient, in the same buffer, summed back (col2im) while in cache.
+                            dilation: tuple, out_hw: tuple, need_x: bool, need_w: bool,
+                            need_b: bool) -> tuple:  # fmt: skip
+    """(grad of x, of weight, of bias) of a single-group convolution from its input ``x``, a chunk of samples at a
+    time (``_chunk``; one chunk where the columns are small): the chunk's columns made again for the weight's
+    products, then the chunk's column gradient, in the same buffer, summed back (col2im) while in cache. Spans of
+    samples (``_spans``) are tasks on the CPU threads (``cpu_threads``), each with its own buffer, weight gradient
+    and bias gradient (its samples' sum of ``g``, read while in cache).
 
     The weight's gradient is summed from per-sample products ``columns @ g.T`` (K, O), transposed once at the end:
     OpenBLAS runs these up to twice as fast as ``g @ columns.T`` (O, K) at 1 thread (the U-Net's (1024, 216) by
     (8, 1024) products of 4 samples: 0.30 ms against 0.65; the cnn's (288, 576) by (64, 576): 0.23 against 0.28).
+    Where a chunk holds several samples and its columns come from ``im2col``'s table walk (strided or short output
+    rows), they are made transposed instead (``im2row``) and meet the output gradient, transposed too, in one
+    product per chunk, with no (samples, K, O) temporary: the DCGAN's (16, 16, 8, 8) by (32, 16, 4, 4) stride-2
+    convolution's weight gradient took 94 us instead of 126, and 160 KiB less at the step's peak.
 
     The input's gradient is ``col2im(w.T @ g)``, or, where ``_full_convolution`` says so, the convolution of ``g``
     by the flipped weight (``_flipped``): one product whose inner size is O * kh * kw rather than O."""
@@ -2113,11 +2195,18 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
     identity = _identity_columns(x_shape, kernel, stride, padding, dilation)
     if need_w:
         x = np.ascontiguousarray(x, g3.dtype)
-    gw_t = np.zeros((k, o), g3.dtype) if need_w else None
     gx = np.empty(tuple(x_shape), g3.dtype) if need_x else None
     m = _chunk(n, k * length * g3.itemsize)
-    part = np.empty((k, o), g3.dtype)
+    tasks = _span_count(n * k * length * g3.itemsize)
+    if need_w:  # (each task sums its own weight gradient: their number bounds the memory those take)
+        tasks = min(tasks, max(1, _PARTIALS_BYTES // (k * o * g3.itemsize)))
+    spans = _spans(n, tasks)
+    partials = [None] * len(spans)
+    bias_partials = [None] * len(spans)
     per = max(1, _PRODUCTS_BYTES // max(1, o * k * g3.itemsize))
+    as_rows = need_w and not identity and m > 1 and (stride[1] > 1 or out_hw[1] < kernels._ROW_WALK)
+    if as_rows:  # (smaller chunks within the same spans)
+        m = _chunk(n, k * length * g3.itemsize, _ROWS_CHUNK_BYTES)
     full = need_x and not identity and _full_convolution(x_shape, o, kernel, stride, padding, dilation)
     g_size = 0
     if full:  # (g's columns share the buffer: a chunk's weight products are done with x's when they are made)
@@ -2125,37 +2214,65 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
         flipped = _flipped(w)
         pad_f = tuple(d * (kk - 1) - p for d, kk, p in zip(dilation, kernel, padding))
         g_size = m * o * kernel[0] * kernel[1] * in_hw[0] * in_hw[1]
-    if not identity:
-        flat = np.empty(max(m * k * length, g_size), g3.dtype)
-        buffer = flat[: m * k * length].reshape(m, k, length)
-        g_cols = flat[:g_size].reshape(m, -1, in_hw[0] * in_hw[1]) if full else None
-    for i in range(0, n, m):
-        j = min(i + m, n)
+
+    def task(t: int) -> None:  # (a span of samples on one thread: its own buffer and weight gradient)
+        a, b = spans[t]
+        if not identity:
+            flat = np.empty(max(min(m, b - a) * k * length, g_size), g3.dtype)
+            buffer = flat[: min(m, b - a) * k * length].reshape(-1, k, length)
+            g_cols = flat[:g_size].reshape(m, -1, in_hw[0] * in_hw[1]) if full else None
         if need_w:
-            if identity:
-                cols = x[i:j].reshape(j - i, k, length)
-            else:
-                cols = buffer[: j - i]
-                kernels.im2col(x[i:j], *kernel, *stride, *padding, *dilation, *out_hw, cols)
-            if j - i == 1:  # (no (1, K, O) product to sum)
-                np.matmul(cols[0], g3[i].T, out=part)
-                gw_t += part
-            else:
-                for a in range(0, j - i, per):
-                    b = min(a + per, j - i)
-                    gw_t += np.matmul(cols[a:b], g3[i + a : i + b].transpose(0, 2, 1)).sum(axis=0)
-        if need_x:
-            if identity:
-                np.matmul(w2.T, g3[i:j], out=gx[i:j].reshape(j - i, k, length))
-            elif full:
-                cols = g_cols[: j - i]
-                kernels.im2col(g3[i:j].reshape(j - i, o, *out_hw), *kernel, 1, 1, *pad_f, *dilation, *in_hw, cols)
-                np.matmul(flipped, cols, out=gx[i:j].reshape(j - i, c, in_hw[0] * in_hw[1]))
-            else:
-                gcols = buffer[: j - i]
-                np.matmul(w2.T, g3[i:j], out=gcols)
-                kernels.col2im(gcols, *kernel, *stride, *padding, *dilation, *out_hw, gx[i:j])
-    return gx, (np.ascontiguousarray(gw_t.T).reshape(w.shape) if need_w else None)
+            gw_t = partials[t] = np.zeros((k, o), g3.dtype)
+            part = np.empty((k, o), g3.dtype)
+        if need_b:
+            bias_partials[t] = g3[a:b].sum(axis=(0, 2))
+        for i in range(a, b, m):
+            j = min(i + m, b)
+            if need_w:
+                if as_rows:  # (one product for the chunk: its rows.T @ g as (samples * positions, O))
+                    rows = buffer[: j - i].reshape(j - i, length, k)
+                    kernels.im2row(x[i:j], *kernel, *stride, *padding, *dilation, *out_hw, rows)
+                    g_rows = g3[i:j].transpose(0, 2, 1).reshape((j - i) * length, o)
+                    np.matmul(rows.reshape(-1, k).T, g_rows, out=part)
+                    gw_t += part
+                else:
+                    if identity:
+                        cols = x[i:j].reshape(j - i, k, length)
+                    else:
+                        cols = buffer[: j - i]
+                        kernels.im2col(x[i:j], *kernel, *stride, *padding, *dilation, *out_hw, cols)
+                    if j - i == 1:  # (no (1, K, O) product to sum)
+                        np.matmul(cols[0], g3[i].T, out=part)
+                        gw_t += part
+                    else:
+                        for p in range(0, j - i, per):
+                            q = min(p + per, j - i)
+                            gw_t += np.matmul(cols[p:q], g3[i + p : i + q].transpose(0, 2, 1)).sum(axis=0)
+            if need_x:
+                if identity:
+                    np.matmul(w2.T, g3[i:j], out=gx[i:j].reshape(j - i, k, length))
+                elif full:
+                    cols = g_cols[: j - i]
+                    kernels.im2col(g3[i:j].reshape(j - i, o, *out_hw), *kernel, 1, 1, *pad_f, *dilation, *in_hw,
+                                   cols)  # fmt: skip
+                    np.matmul(flipped, cols, out=gx[i:j].reshape(j - i, c, in_hw[0] * in_hw[1]))
+                else:
+                    gcols = buffer[: j - i]
+                    np.matmul(w2.T, g3[i:j], out=gcols)
+                    kernels.col2im(gcols, *kernel, *stride, *padding, *dilation, *out_hw, gx[i:j])
+
+    cpu_threads.run_tasks(task, len(spans))
+    gw = gb = None
+    if need_w:
+        gw_t = partials[0]
+        for partial in partials[1:]:  # (in the spans' order, whichever thread ran them)
+            gw_t += partial
+        gw = np.ascontiguousarray(gw_t.T).reshape(w.shape)
+    if need_b:
+        gb = bias_partials[0]
+        for partial in bias_partials[1:]:
+            gb += partial
+    return gx, gw, gb
 
 
 def _full_convolution(x_shape: tuple, o: int, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple) -> bool:

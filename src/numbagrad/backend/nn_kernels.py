@@ -1,6 +1,6 @@
-"""Hand-written CPU kernels of ``nn.functional``: layer norm, softmax, cross entropy, im2col/col2im, max/avg/adaptive
-pooling; and ``topk``'s selection, the running sums and products of ``cumsum``/``cumprod``, and the row additions
-of ``index_add`` (embedding and indexing backwards).
+"""Hand-written CPU kernels of ``nn.functional``: layer norm, softmax, cross entropy, im2col/im2row/col2im,
+max/avg/adaptive pooling; and ``topk``'s selection, the running sums and products of ``cumsum``/``cumprod``, and
+the row additions of ``index_add`` (embedding and indexing backwards).
 
 Module-level ``@njit(cache=True)`` functions, served from Numba's disk cache in later processes (the table's
 generator writes elementwise kernels into the cache directory instead; these loops are not elementwise, and the
@@ -301,6 +301,25 @@ def _im2col_rows(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
                                 cols[n, row, base + z] = x[n, c, h, w]
                             else:
                                 cols[n, row, base + z] = 0.0
+
+
+@njit(**_OPTS)
+def im2row(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, rows):
+    """``im2col``'s columns transposed per sample: ``rows[n, (y, z), (c, i, j)]``, both arrays C-contiguous, so
+    that a chunk's (samples * positions, C * kh * kw) rows meet the output gradient in one product (the weight's
+    gradient). Through ``_column_sources``; each row's channels read the same taps of their planes."""
+    table = _column_sources(*x.shape[2:], kh, kw, sh, sw, ph, pw, dh, dw, oh, ow)
+    n_, c_, h_, w_ = x.shape
+    length, taps = oh * ow, kh * kw
+    planes = x.reshape(n_, c_, h_ * w_)
+    for n in range(n_):
+        for t in range(length):
+            for c in range(c_):
+                base = c * taps
+                for q in range(taps):
+                    k = table[q * length + t]
+                    v = planes[n, c, max(k, 0)]
+                    rows[n, t, base + q] = v if k >= 0 else 0.0
 
 
 @njit(**_OPTS)

@@ -1,0 +1,95 @@
+"""Independent tasks of one CPU primitive (the sample spans of a convolution, the planes of a pool) run on
+OpenBLAS's own threads, the calling thread included, as many as numpy's matrix products use.
+
+Why not let OpenBLAS thread each product: a convolution makes one small product per sample (the cnn's 64 of
+(64, 288) by (288, 576)) and OpenBLAS splits each between its threads, so every product waits for the slower half,
+and the columns' Numba loops run on one thread meanwhile. Here each task (columns, products, column gradients)
+runs wholly on one thread, OpenBLAS set to one thread while tasks run (its count is process-wide), and idle
+threads take the next task, so a thread that loses its core costs only the tasks it does not run. The threads are
+OpenBLAS's workers (``gotoblas_pthread``), not a pool of our own: after a threaded product a worker spins for a
+while waiting for more, and a second pool's threads would compete with it for the cores (the cnn's step at 2
+threads on a lightly loaded 2-core machine: 38 ms so, 65 with a Python thread pool, 47 with OpenBLAS threading
+each product). The Numba kernels release the GIL (``nogil``) and so do numpy's products, so the threads run at
+once; a task runs Python on a worker through a ctypes callback.
+
+The tasks a primitive makes depend on its shapes and the thread count alone, never on which thread ran what:
+results are the same bits from run to run (on one thread, a primitive makes one task).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+
+from .blas import openblas
+
+
+def thread_count() -> int:
+    """The threads tasks run on: numpy's OpenBLAS's count (``OPENBLAS_NUM_THREADS``, ``set_num_threads``); one
+    where the BLAS is another or cannot run tasks on its threads, and while tasks run."""
+    blas = openblas()
+    return 1 if blas is None or not blas.runs_tasks else blas.get_num_threads()
+
+
+_state = threading.local()  # ``in_task``: this thread is running a task (tasks it starts run where they are)
+_blas_lock = threading.Lock()
+_blas_saved = [0, 0]  # callers running tasks now, OpenBLAS's thread count before the first of them
+_callback_type: list = []  # the ctypes type of a task runner, made on first use
+
+
+def _blas_single(enter: bool) -> None:
+    """OpenBLAS on one thread from the first caller running tasks to the last (callers in several threads of the
+    user's at once share the change): a product in a task runs on its thread, and never asks the workers, busy
+    with tasks, for help."""
+    blas = openblas()
+    with _blas_lock:
+        if enter:
+            if _blas_saved[0] == 0:
+                _blas_saved[1] = blas.get_num_threads()
+                blas.set_num_threads(1)
+            _blas_saved[0] += 1
+        else:
+            _blas_saved[0] -= 1
+            if _blas_saved[0] == 0:
+                blas.set_num_threads(_blas_saved[1])
+
+
+def run_tasks(task: Callable[[int], None], count: int) -> None:
+    """``task(i)`` for each ``i`` in ``range(count)``, on up to ``thread_count()`` threads (the caller's and
+    OpenBLAS's workers), each taking the next undone ``i`` until none is left. Returns when all are done; an
+    exception a task raised stops the others taking more and is raised here. Tasks write disjoint results:
+    nothing is locked for them."""
+    available = thread_count() if count > 1 and not getattr(_state, "in_task", False) else 1
+    threads = min(count, available)
+    if threads <= 1:
+        for i in range(count):
+            task(i)
+        return
+    counter = itertools.count()  # (``next`` on it is atomic under the GIL)
+    errors: list = []
+
+    def drain(_args) -> None:  # (called from C: an exception is kept for the caller, never raised into OpenBLAS)
+        _state.in_task = True
+        try:
+            i = next(counter)
+            while i < count and not errors:
+                task(i)
+                i = next(counter)
+        except BaseException as error:  # noqa: BLE001 - raised again by run_tasks
+            errors.append(error)
+        finally:
+            _state.in_task = False
+
+    if not _callback_type:
+        import ctypes  # (lazy: only tasks need it)
+
+        _callback_type.append(ctypes.CFUNCTYPE(None, ctypes.c_void_p))
+    callback = _callback_type[0](drain)
+    _blas_single(True)
+    try:
+        openblas().run_on_threads(threads, callback)
+    finally:
+        _blas_single(False)
+    if errors:
+        raise errors[0]
