@@ -1,5 +1,6 @@
 """``backend.repeated_product``: the recurrent layers' per-step product ``x @ w.T (+ bias)``, its operand prepared
-once, through ``row_products``' register-blocked kernel (few rows, deep) or BLAS on an aligned copy of ``w.T``."""
+once, through ``row_products``' register-blocked kernel on packed panels (few rows, deep) or BLAS on an aligned
+copy of ``w.T``."""
 
 import numpy as np
 import pytest
@@ -11,32 +12,71 @@ from numbagrad.backend import cpu, row_products
 SHAPES = st.tuples(st.integers(0, 9), st.integers(0, 11), st.integers(0, 13))
 
 
+def _product(a, b, out=None):
+    return row_products.product(a, row_products.pack(b), b.shape[1], out)
+
+
 @settings(max_examples=40, deadline=None)
 @given(shape=SHAPES, double=st.booleans())
 def test_the_row_kernel_equals_the_float64_product_at_every_ragged_shape(shape, double):
-    """Every block shape the kernel runs (whole 3 x 4 blocks, the edge rows and columns, empty and zero-deep)."""
+    """Every block shape the kernel runs (whole 5-row blocks and whole panels, the padded last rows and panel,
+    empty and zero-deep)."""
     rows, depth, columns = shape
     dtype = np.float64 if double else np.float32
     rng = np.random.default_rng(sum(shape))
-    a, b = rng.standard_normal((rows, depth)).astype(dtype), rng.standard_normal((columns, depth)).astype(dtype)
-    out = row_products.product_nt(a, b)
+    a, b = rng.standard_normal((rows, depth)).astype(dtype), rng.standard_normal((depth, columns)).astype(dtype)
+    out = _product(a, b)
     assert out.dtype == dtype and out.shape == (rows, columns)
-    np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64).T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows, depth, columns", [(20, 256, 1024), (7, 300, 70), (64, 128, 33), (11, 1, 129)])
+def test_the_row_kernel_equals_the_product_over_whole_and_ragged_blocks(dtype, rows, depth, columns):
+    """Shapes past a block of rows and a panel of columns (a panel is 64 float32 or 32 float64 columns with
+    AVX-512), and a's rows strided (every other row of a larger array)."""
+    rng = np.random.default_rng(rows + columns)
+    a = rng.standard_normal((2 * rows, depth)).astype(dtype)[::2]
+    b = rng.standard_normal((depth, columns)).astype(dtype)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(_product(a, b), a.astype(np.float64) @ b, rtol=tolerance, atol=tolerance * depth)
+
+
+def test_pack_lays_each_panel_of_columns_row_after_row_zero_padded():
+    b = np.arange(6 * 70, dtype=np.float32).reshape(6, 70)
+    panels = row_products.pack(b)
+    width = panels.shape[2]
+    assert panels.shape == (-(-70 // width), 6, width) and panels.flags.c_contiguous
+    for panel in range(panels.shape[0]):
+        columns = b[:, panel * width : (panel + 1) * width]
+        np.testing.assert_array_equal(panels[panel, :, : columns.shape[1]], columns)
+        assert not panels[panel, :, columns.shape[1] :].any()
+
+
+def test_pack_reads_a_transposed_operand():
+    w = np.random.default_rng(1).standard_normal((40, 9))
+    np.testing.assert_array_equal(row_products.pack(w.T), row_products.pack(np.ascontiguousarray(w.T)))
 
 
 def test_the_row_kernel_sums_float32_in_float32():
     """BLAS's float32 product sums in float32: 2**24 + 1 + 1 is 2**24 there, not 2**24 + 2."""
     a = np.array([[2.0**24, 1.0, 1.0]], np.float32)
-    b = np.ones((1, 3), np.float32)
-    assert row_products.product_nt(a, b)[0, 0] == np.float32(2.0**24)
+    b = np.ones((3, 1), np.float32)
+    assert _product(a, b)[0, 0] == np.float32(2.0**24)
 
 
 def test_the_row_kernel_propagates_infinities_and_nans_as_blas():
     a = np.array([[np.inf, 1.0, 0.0], [1.0, 2.0, 3.0]], np.float32)
-    b = np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0], [1.0, np.nan, 1.0], [-1.0, 0.0, 0.0]], np.float32)
+    b = np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0], [1.0, np.nan, 1.0], [-1.0, 0.0, 0.0]], np.float32).T
     with np.errstate(invalid="ignore"):
-        expected = a @ b.T
-    np.testing.assert_array_equal(row_products.product_nt(a, b), expected)
+        expected = a @ b
+    np.testing.assert_array_equal(_product(a, b), expected)
+
+
+def test_the_row_kernel_refuses_an_operand_without_unit_column_stride():
+    a = np.ones((4, 8), np.float32)
+    with pytest.raises(ValueError, match="unit column stride"):
+        row_products.product(a[:, ::2], row_products.pack(np.ones((4, 3), np.float32)), 3)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
@@ -76,34 +116,26 @@ def test_the_blas_operand_copy_starts_on_a_64_byte_boundary(dtype, shape):
             np.testing.assert_array_equal(copy, source)
 
 
-@pytest.mark.parametrize("threads, kernel_runs", [(1, True), (2, False)])
-def test_the_row_kernel_runs_only_where_blas_runs_one_thread(monkeypatch, threads, kernel_runs):
-    """With more threads BLAS shares the product among them and beats the one-thread kernel; the result is the
-    same either way."""
-    import numbagrad
-    from numbagrad.backend import blas
-
-    if blas.openblas() is None:
-        pytest.skip("numpy links a BLAS other than its bundled OpenBLAS")
+@pytest.mark.parametrize(
+    "rows, depth, kernel_runs", [(20, 256, True), (64, 128, True), (20, 64, False), (65, 256, False)]
+)
+def test_the_row_kernel_runs_where_it_beats_blas(monkeypatch, rows, depth, kernel_runs):
+    """Few rows and a deep product: the kernel; shallow or many rows: BLAS. The result is the same either way."""
     calls = []
-    monkeypatch.setattr(row_products, "product_nt", lambda a, b: calls.append(1) or a @ b.T)
-    before = numbagrad.get_num_threads()
-    w = np.ones((64, 256), np.float32)
-    try:
-        numbagrad.set_num_threads(threads)
-        out = cpu.repeated_product(w, 20)(np.ones((20, 256), np.float32))
-    finally:
-        numbagrad.set_num_threads(before)
+    real = row_products.product
+    monkeypatch.setattr(row_products, "product", lambda *args: calls.append(1) or real(*args))
+    w = np.ones((64, depth), np.float32)
+    out = cpu.repeated_product(w, rows)(np.ones((rows, depth), np.float32))
     assert bool(calls) == kernel_runs
-    np.testing.assert_array_equal(out, np.full((20, 64), 256.0, np.float32))
+    np.testing.assert_array_equal(out, np.full((rows, 64), depth, np.float32))
 
 
 def test_the_row_kernel_writes_into_a_block_of_a_larger_results_columns():
     """``out`` may be a strided view: two column blocks of one result, the columns around them untouched."""
     rng = np.random.default_rng(5)
-    a, b = rng.standard_normal((7, 300)).astype(np.float32), rng.standard_normal((10, 300)).astype(np.float32)
+    a, b = rng.standard_normal((7, 300)).astype(np.float32), rng.standard_normal((300, 10)).astype(np.float32)
     out = np.zeros((7, 14), np.float32)
-    row_products.product_nt(a, b[:6], out[:, 2:8])
-    row_products.product_nt(a, b[6:], out[:, 8:12])
-    np.testing.assert_allclose(out[:, 2:12], a.astype(np.float64) @ b.astype(np.float64).T, rtol=1e-5, atol=1e-4)
+    _product(a, b[:, :6], out[:, 2:8])
+    _product(a, b[:, 6:], out[:, 8:12])
+    np.testing.assert_allclose(out[:, 2:12], a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
     assert not out[:, :2].any() and not out[:, 12:].any()

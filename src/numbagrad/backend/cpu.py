@@ -17,7 +17,7 @@ import numpy as np
 
 from .._types import CPU
 from ..scalar_math import COMPLEX_ROWS, ROWS, Row
-from . import blas, codegen, cpu_threads, layout, malloc, vector_math
+from . import codegen, cpu_threads, layout, malloc, vector_math
 
 DEVICE = CPU
 
@@ -863,29 +863,26 @@ def _aligned_copy(a: np.ndarray) -> np.ndarray:
 
 
 def _row_kernel_pays(rows: int, depth: int, dtype: np.dtype) -> bool:
-    """Does ``row_products``' kernel beat BLAS on a product of ``rows`` rows ``depth`` deep? On one thread it does
-    from 256 deep for up to 64 rows (float32, in an LSTM layer's loop: 124 us against OpenBLAS's 149 at (20, 256)
-    x (256, 1024), 127 against 134 at (20, 1024) x (1024, 256); float64 alone: 324 against 367 us, 285 against
-    354); shallower, BLAS's fixed cost is the smaller (1.3x
-    to 1.8x at 64 deep). With more threads BLAS shares the product among them (112 and 119 us on two), and a
-    ``prange`` kernel made it worse: Numba's threads waiting between loops took the cores from BLAS's (the LSTM
-    layer's step 62 ms against 42)."""
-    return dtype in _SUM_ZEROS and rows <= 64 and depth >= 256 and blas.threads() == 1
+    """Does ``row_products``' kernel beat BLAS on a product of ``rows`` rows ``depth`` deep? From 128 deep for up
+    to 64 rows (one thread, float32, ``(20, k) x (k, n)``: 24 against OpenBLAS's 39 us at k 128, n 512; 94 against
+    201 at k 256, n 1024; 92 against 128 at k 1024, n 256; float64 188 against 235 and 249); shallower they are
+    even (7.0 against 6.9 us at k 64, n 256), and BLAS's packing pays for many rows."""
+    return dtype in _SUM_ZEROS and rows <= 64 and depth >= 128
 
 
 def repeated_product(w: np.ndarray, rows: int):
     """``product(x, bias=None) -> x @ w.T (+ bias)`` for the many products with one 2-D ``w`` of a recurrent
     layer's steps (``x`` C-contiguous, at most ``rows`` rows), the operand prepared once for all of them: for
-    few rows and a deep product, ``row_products``' kernel reading ``w`` row-major as the dot products want it;
-    otherwise BLAS on a 64-byte aligned row-major copy of ``w.T`` (OpenBLAS took 1.2x to 1.6x as long on ``w``
-    as stored, and 1.2x to 1.35x on an unaligned copy)."""
+    few rows and a deep product, ``row_products``' kernel on ``w.T`` packed in panels of columns; otherwise BLAS
+    on a 64-byte aligned row-major copy of ``w.T`` (OpenBLAS took 1.2x to 1.6x as long on ``w`` as stored, and
+    1.2x to 1.35x on an unaligned copy)."""
     if _row_kernel_pays(rows, w.shape[1], w.dtype):
         from . import row_products  # lazy: importing it loads Numba kernels (import numbagrad must not)
 
-        rows_major = np.ascontiguousarray(w)
+        panels, columns = row_products.pack(w.T), w.shape[0]
 
         def product(x: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
-            out = row_products.product_nt(x, rows_major)
+            out = row_products.product(x, panels, columns)
             if bias is not None:
                 np.add(out, bias, out=out)
             return out

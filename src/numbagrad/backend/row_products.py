@@ -1,18 +1,21 @@
-"""``a @ b.T`` for a few rows of ``a``, both operands row-major: each output a dot product of two contiguous rows.
+"""``a @ b`` for a few rows of ``a``: the product an LSTM or GRU layer runs once per time step.
 
-This is the product an LSTM or GRU layer runs once per time step (``h @ W_hh.T`` forward, ``d(gates) @ W_hh``
-backward, with ``W_hh`` as stored and its transpose copied once per layer), 70 times a step in a 2-layer model
-over 35 steps. numpy's OpenBLAS runs its SkylakeX (AVX-512) sgemm on AMD Zen 4, slow for so few rows: at batch
-20, hidden 256, float32, one thread, in an LSTM layer's loop, ``(20, 256) x (256, 1024)`` took 149 us there (on a
-64-byte aligned copy of ``W_hh.T``; 200 on an unaligned one), torch's MKL 137 us alone, and this kernel 122 us;
-``(20, 1024) x (1024, 256)``: 134 us and 113 us. The whole layer's forward and backward: 58.6 ms, 54.4 here.
+Forward it is ``h @ W_hh.T``, backward ``d(gates) @ W_hh``: 70 products a step in a 2-layer model over 35 steps,
+each with the same ``b``, packed once per layer (``pack``). numpy's OpenBLAS runs its SkylakeX (AVX-512) sgemm on
+AMD Zen 4, slow for so few rows: at batch 20, hidden 256, float32, one thread, ``(20, 256) x (256, 1024)`` takes
+it 201 us alone (149 in an LSTM layer's loop on a 64-byte aligned copy), torch's MKL 137 us. This kernel: 94 us
+alone and 95-99 in the layer's loop; ``(20, 1024) x (1024, 256)``: 92 us (OpenBLAS 128).
 
-How: the outputs go in blocks of ``ROWS`` x ``COLUMNS``. A block keeps its ``ROWS * COLUMNS`` sums in registers
-and reads ``ROWS + COLUMNS`` elements per step along the shared dimension, and LLVM vectorizes that loop as a
-reduction (``fastmath={'reassoc', 'contract'}``: the sum's order differs from BLAS's, as BLAS's own kernels
-differ from each other; no other fast-math liberty, so infinities and NaNs propagate as in BLAS). Rows and
-columns past the last whole block run in narrower blocks. Float32 sums in float32 and float64 in float64, as
-BLAS does; the generated source is one text per precision (the accumulators' zero is the only difference).
+How: the output goes in blocks of ``ROWS`` rows by ``VECTORS`` SIMD vectors of columns. A block keeps its
+``ROWS * VECTORS`` vector sums in registers; at each step along the shared dimension it loads ``VECTORS`` vectors
+of ``b``'s row and, for each of its rows, broadcasts one element of ``a`` and adds the products with fused
+multiply-adds. That loop is written in LLVM IR (``block_intrinsic``) because LLVM does not find it from
+scalar Python: it vectorizes the loop along the shared dimension instead, as dot products that each end in a
+horizontal sum (the previous kernel here: 122 and 113 us), or, with its SLP vectorizer, spills (490 us).
+Each output is summed in order along the shared dimension, in the operands' precision (float32 in float32, as
+BLAS sums), with no fast-math liberty: infinities and NaNs propagate as in BLAS. Rows past the last whole block
+run through a zero-padded copy, and the last panel of columns is zero-padded, so one block shape serves every
+shape.
 
 Imported lazily by ``backend/cpu.py`` (it starts Numba).
 """
@@ -23,79 +26,173 @@ import numpy as np
 
 from . import codegen
 
-#: Output rows and columns per register block. In the LSTM layer's loop (hidden 256, batch 20, one thread),
-#: medians of the forward's and backward's products: 5 x 4 122 and 113 us, 4 x 4 118 and 104, 4 x 3 116 and 114,
-#: 5 x 2 118 and 135, 10 x 2 135 and 197; the whole layer's forward and backward against BLAS's in two pairs of
-#: runs: 0.93 and 0.92 of its time with 5 x 4, 0.95 and 0.94 with 4 x 4.
-ROWS, COLUMNS = 5, 4
+#: Output rows per register block, and SIMD vectors of columns per row. At batch 20, hidden 256, float32, one
+#: thread (``(20, 256) x (256, 1024)`` and ``(20, 1024) x (1024, 256)``): 5 x 4 93 and 90 us, 4 x 4 112 and 91,
+#: 10 x 2 102 and 124, 5 x 2 144 and 114. Twenty sums and four loads of ``b`` fit AVX-512's 32 registers.
+ROWS, VECTORS = 5, 4
 
 
-def _block(rows: int, columns: int, column: str, indent: str) -> list[str]:
-    """The source lines of one ``rows`` x ``columns`` block at ``(i0, column)``: sums, the loop along ``k``,
-    stores."""
-    sums = [f"s{r}_{c}" for r in range(rows) for c in range(columns)]
-    lines = [indent + " = ".join(sums) + " = ZERO", indent + "for k in range(depth):"]
-    lines += [f"{indent}    x{r} = a[i0 + {r}, k]" for r in range(rows)]
-    lines += [f"{indent}    y{c} = b[{column} + {c}, k]" for c in range(columns)]
-    lines += [f"{indent}    s{r}_{c} += x{r} * y{c}" for r in range(rows) for c in range(columns)]
-    lines += [f"{indent}out[i0 + {r}, {column} + {c}] = s{r}_{c}" for r in range(rows) for c in range(columns)]
-    return lines
+def _vector_bytes() -> int:
+    """The host's SIMD register width: 64 bytes with AVX-512, 32 with AVX (LLVM splits a wider vector type into
+    the host's registers, so any width is correct; this one fills them)."""
+    global _vector_width
+    if _vector_width is None:
+        from llvmlite import binding
+
+        _vector_width = 64 if binding.get_host_cpu_features().get("avx512f") else 32
+    return _vector_width
 
 
-def _column_blocks(columns: int, column: str, indent: str) -> list[str]:
-    """All of ``a``'s rows against ``columns`` of ``b``'s from ``column``: whole row blocks, then the rest."""
-    pad = " " * indent
-    lines = [f"{pad}for i0 in range(0, whole_rows, {ROWS}):", *_block(ROWS, columns, column, pad + "    ")]
-    lines.append(f"{pad}i0 = whole_rows")
-    for rows in range(ROWS - 1, 0, -1):
-        lines += [f"{pad}{'if' if rows == ROWS - 1 else 'elif'} rest == {rows}:"]
-        lines += _block(rows, columns, column, pad + "    ")
-    return lines
+def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
+    """A Numba intrinsic ``block(a, lda, b, ldb, out, ldo, depth)`` (addresses and row strides in elements, as
+    integers) computing one ``rows`` x ``vectors`` register block: ``out[:rows, :W] = a[:rows, :depth] @
+    b[:depth, :W]``, ``W`` being ``vectors`` vectors of ``vector_bytes``, in ``kind``'s element type (``"f32"`` or
+    ``"f64"``). ``depth`` must be at least 1: the loop runs once before its test."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    element = ir.FloatType() if kind == "f32" else ir.DoubleType()
+    size = 4 if kind == "f32" else 8
+    lanes = vector_bytes // size
+    vector = ir.VectorType(element, lanes)
+    i64, i32 = ir.IntType(64), ir.IntType(32)
+
+    def codegen_block(context, builder, signature, args):
+        a_address, lda, b_address, ldb, out_address, ldo, depth = args
+        pointer = element.as_pointer()
+        a_start, b_start = builder.inttoptr(a_address, pointer), builder.inttoptr(b_address, pointer)
+        out_start = builder.inttoptr(out_address, pointer)
+        name = f"llvm.fma.v{lanes}{'f32' if kind == 'f32' else 'f64'}"
+        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vector, [vector] * 3), name)
+        entry = builder.block
+        loop = builder.append_basic_block("block_loop")
+        done = builder.append_basic_block("block_done")
+        builder.branch(loop)
+        builder.position_at_end(loop)
+        k = builder.phi(i64)
+        k.add_incoming(ir.Constant(i64, 0), entry)
+        zero = ir.Constant(vector, [0.0] * lanes)
+        sums = [[builder.phi(vector) for _ in range(vectors)] for _ in range(rows)]
+        for row in sums:
+            for phi in row:
+                phi.add_incoming(zero, entry)
+        b_row = builder.gep(b_start, [builder.mul(k, ldb)])
+        b_parts = []
+        for v in range(vectors):
+            address = builder.bitcast(builder.gep(b_row, [ir.Constant(i64, v * lanes)]), vector.as_pointer())
+            b_parts.append(builder.load(address, align=size))
+        undefined = ir.Constant(vector, ir.Undefined)
+        splat = ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)
+        updated = []
+        for r in range(rows):
+            scalar = builder.load(builder.gep(a_start, [builder.add(builder.mul(ir.Constant(i64, r), lda), k)]))
+            broadcast = builder.shuffle_vector(builder.insert_element(undefined, scalar, ir.Constant(i32, 0)),
+                                               undefined, splat)  # fmt: skip
+            updated.append([builder.call(fma, [broadcast, b_parts[v], sums[r][v]]) for v in range(vectors)])
+        k_next = builder.add(k, ir.Constant(i64, 1))
+        k.add_incoming(k_next, builder.block)
+        for r in range(rows):
+            for v in range(vectors):
+                sums[r][v].add_incoming(updated[r][v], builder.block)
+        builder.cbranch(builder.icmp_signed("<", k_next, depth), loop, done)
+        builder.position_at_end(done)
+        for r in range(rows):
+            out_row = builder.gep(out_start, [builder.mul(ir.Constant(i64, r), ldo)])
+            for v in range(vectors):
+                address = builder.bitcast(builder.gep(out_row, [ir.Constant(i64, v * lanes)]), vector.as_pointer())
+                builder.store(updated[r][v], address, align=size)
+        return context.get_dummy_value()
+
+    def typer(typingctx, a, lda, b, ldb, out, ldo, depth):
+        return types.void(*([types.intp] * 7)), codegen_block
+
+    return intrinsic(typer)
 
 
-def _source(name: str, zero: str) -> str:
-    """``name(a, b, out)``: ``out[:] = a @ b.T``. Column blocks outside, row blocks inside: a block of ``b``'s
-    rows (``W``, 1 MiB at hidden 256, more than this processor's L2 beside the step's other data) is read once
-    and used for all of ``a``'s rows (a few KiB), not read again for each block of them. The last rows and
-    columns run in blocks as wide as they are."""
-    lines = [
-        "@njit(cache=CACHE, nogil=True, fastmath={'reassoc', 'contract'}, boundscheck=False)",
-        f"def {name}(a, b, out):",
-        f"    ZERO = {zero}",
-        "    m, depth = a.shape",
-        "    n = b.shape[0]",
-        f"    whole_rows = m - m % {ROWS}",
-        "    rest = m - whole_rows",
-        f"    for block in range((n + {COLUMNS - 1}) // {COLUMNS}):",
-        f"        j0 = block * {COLUMNS}",
-        f"        if j0 + {COLUMNS} <= n:",
-        *_column_blocks(COLUMNS, "j0", 12),
-        "        else:",
-        "            for j in range(j0, n):",
-        *_column_blocks(1, "j", 16),
-    ]
-    return "\n".join(lines) + "\n"
+def _source(kind: str, vector_bytes: int) -> str:
+    """``product_<kind>(a, panels, out)``: ``out[:] = a @ b``, ``b`` packed by ``pack``; ``a`` and ``out`` with
+    unit column stride. Panels outside, row blocks inside: a panel (64 KiB at depth 256) is read from memory once
+    and from the cache for the rest of ``a``'s rows. A ragged last block of rows runs on a zero-padded copy, and a
+    ragged last panel's result goes through a block-sized buffer."""
+    size = 4 if kind == "f32" else 8
+    width = VECTORS * vector_bytes // size
+    return f"""
+BLOCK_{kind} = row_products.block_intrinsic("{kind}", {ROWS}, {VECTORS}, {vector_bytes})
+
+
+@njit(cache=CACHE, nogil=True, boundscheck=False)
+def product_{kind}(a, panels, out):
+    m, depth = a.shape
+    n = out.shape[1]
+    if depth == 0:
+        out[:] = 0
+        return
+    lda, ldo = a.strides[0] // {size}, out.strides[0] // {size}
+    padded_a = np.zeros(({ROWS} if m % {ROWS} else 0, depth), a.dtype)
+    padded_out = np.empty(({ROWS}, {width}), a.dtype)
+    for panel in range(panels.shape[0]):
+        j0 = panel * {width}
+        columns = min({width}, n - j0)
+        b_block = panels.ctypes.data + {size} * panel * depth * {width}
+        for i0 in range(0, m, {ROWS}):
+            rows = min({ROWS}, m - i0)
+            if rows == {ROWS}:
+                a_block, a_step = a.ctypes.data + {size} * i0 * lda, lda
+            else:
+                padded_a[:rows] = a[i0:]
+                padded_a[rows:] = 0
+                a_block, a_step = padded_a.ctypes.data, depth
+            if rows == {ROWS} and columns == {width}:
+                BLOCK_{kind}(a_block, a_step, b_block, {width}, out.ctypes.data + {size} * (i0 * ldo + j0), ldo, depth)
+            else:
+                BLOCK_{kind}(a_block, a_step, b_block, {width}, padded_out.ctypes.data, {width}, depth)
+                out[i0 : i0 + rows, j0 : j0 + columns] = padded_out[:rows, :columns]
+"""
 
 
 _module = None
+_vector_width = None
 _FLOAT32 = np.dtype(np.float32)
 
 
 def _loops():
-    """The compiled module (built once per process; its kernels come from Numba's disk cache)."""
+    """The compiled module (built once per process; its kernels come from Numba's disk cache). The source names
+    the block shape and vector width, so a change of either makes a new cache entry."""
     global _module
     if _module is None:
-        header = codegen.header("serial") + "from numba import float32\n"
-        kernels = [_source("nt_f64", "0.0"), _source("nt_f32", "float32(0)")]
-        _module = codegen.load_module("row_products", "\n\n".join([header, *kernels]))
+        header = codegen.header("serial") + "import numpy as np\nfrom numbagrad.backend import row_products\n"
+        kernels = [_source("f64", _vector_bytes()), _source("f32", _vector_bytes())]
+        _module = codegen.load_module("row_products", "\n".join([header, *kernels]))
     return _module
 
 
-def product_nt(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``a @ b.T`` for C-contiguous 2-D float32 or float64 ``a`` and ``b`` of one dtype, into ``out`` (a new array,
-    or a given ``(len(a), len(b))`` one of that dtype, strided as it may be: a block of a larger result's columns)."""
+def pack(b: np.ndarray) -> np.ndarray:
+    """``b`` (``(depth, n)``, float32 or float64, any strides) as ``product`` reads it: ``(panels, depth, W)``,
+    each panel ``W`` consecutive columns (a block's width) stored row after row, the last one zero-padded. A
+    panel's rows are then consecutive in memory: read in ``b``'s own layout, each step along the shared dimension
+    starts a new 4 KiB page at hidden 256 and 1024, where hardware prefetchers stop (the kernel took 108-112 us in
+    an LSTM layer's loop there, against 93 alone; on the panels 95-99)."""
+    depth, n = b.shape
+    width = VECTORS * _vector_bytes() // b.itemsize
+    count = -(-n // width)
+    panels = np.zeros((count, depth, width), b.dtype)
+    for panel in range(count):
+        columns = b[:, panel * width : (panel + 1) * width]
+        panels[panel, :, : columns.shape[1]] = columns
+    return panels
+
+
+def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | None = None) -> np.ndarray:
+    """``a @ b`` for 2-D float32 or float64 ``a`` with unit column stride (its rows may be strided), ``b`` of the
+    same dtype given as ``pack(b)`` with its ``columns``, into ``out``: a new array, or a given ``(len(a),
+    columns)`` one of that dtype with unit column stride (a block of a larger result's columns)."""
     if out is None:
-        out = np.empty((a.shape[0], b.shape[0]), a.dtype)
-    module = _loops()
-    (module.nt_f32 if a.dtype == _FLOAT32 else module.nt_f64)(a, b, out)
+        out = np.empty((a.shape[0], columns), a.dtype)
+    for array in (a, out):
+        if array.size and array.shape[1] > 1 and array.strides[1] != array.itemsize:
+            raise ValueError("row_products.product: a and out need unit column stride")
+    if out.size:
+        module = _loops()
+        (module.product_f32 if a.dtype == _FLOAT32 else module.product_f64)(a, panels, out)
     return out
