@@ -53,11 +53,6 @@ def test_pack_lays_each_panel_of_columns_row_after_row_zero_padded():
         assert not panels[panel, :, columns.shape[1] :].any()
 
 
-def test_pack_reads_a_transposed_operand():
-    w = np.random.default_rng(1).standard_normal((40, 9))
-    np.testing.assert_array_equal(row_products.pack(w.T), row_products.pack(np.ascontiguousarray(w.T)))
-
-
 def test_the_row_kernel_sums_float32_in_float32():
     """BLAS's float32 product sums in float32: 2**24 + 1 + 1 is 2**24 there, not 2**24 + 2."""
     a = np.array([[2.0**24, 1.0, 1.0]], np.float32)
@@ -73,10 +68,35 @@ def test_the_row_kernel_propagates_infinities_and_nans_as_blas():
     np.testing.assert_array_equal(_product(a, b), expected)
 
 
-def test_the_row_kernel_refuses_an_operand_without_unit_column_stride():
-    a = np.ones((4, 8), np.float32)
+def test_the_row_kernel_refuses_an_output_without_unit_column_stride():
+    out = np.zeros((4, 6), np.float32)
     with pytest.raises(ValueError, match="unit column stride"):
-        row_products.product(a[:, ::2], row_products.pack(np.ones((4, 3), np.float32)), 3)
+        row_products.product(np.ones((4, 8), np.float32), row_products.pack(np.ones((8, 3), np.float32)), 3,
+                             out[:, ::2])  # fmt: skip
+    assert not out.any()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["transposed", "every_other_column", "reversed_rows", "broadcast_row"])
+def test_the_row_kernels_matmul_reads_operands_strided_in_any_way(dtype, layout):
+    """Weight gradients multiply transposed operands (``g.T @ x``), a linear layer's forward ``x @ W.T``: ``a``
+    is read through its strides, ``b`` packed from its layout."""
+    rng = np.random.default_rng(3)
+    base_a, base_b = rng.standard_normal((23, 40)).astype(dtype), rng.standard_normal((40, 70)).astype(dtype)
+    a, b = {
+        "transposed": (np.ascontiguousarray(base_a.T).T, np.ascontiguousarray(base_b.T).T),
+        "every_other_column": (rng.standard_normal((23, 80)).astype(dtype)[:, ::2], base_b),
+        "reversed_rows": (base_a[::-1], base_b[::-1]),
+        "broadcast_row": (np.broadcast_to(base_a[:1], (23, 40)), base_b),
+    }[layout]
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(row_products.matmul(a, b), expected, rtol=tolerance, atol=tolerance * 10)
+
+
+def test_pack_of_a_transposed_operand_equals_pack_of_its_copy():
+    w = np.random.default_rng(1).standard_normal((130, 9)).astype(np.float32)
+    np.testing.assert_array_equal(row_products.pack(w.T), row_products.pack(np.ascontiguousarray(w.T)))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])

@@ -809,8 +809,46 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if _narrow(a.dtype):
         return _narrowed(matmul(_widen(a), _widen(b)), a.dtype)
     if a.ndim > 2 and b.ndim == 2:
-        return np.asarray(np.matmul(a.reshape(-1, a.shape[-1]), b)).reshape(a.shape[:-1] + (b.shape[1],))
+        return _product(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[1],))
+    if a.ndim == 2 and b.ndim == 2:
+        return _product(a, b)
     return np.asarray(np.matmul(a, b))
+
+
+def _blocked_product_pays(a: np.ndarray, b: np.ndarray) -> bool:
+    """Does ``row_products``' register-blocked kernel beat OpenBLAS on the 2-D product ``a @ b``? On one thread,
+    for float32 and float64 products of at least 256 rows, 128 deep and 128 columns, where the last panel of
+    columns wastes little (one thread, float32, ``x @ W.T``, ``g @ W`` and ``g.T @ x``: 0.92, 0.91 and 0.92 of
+    OpenBLAS's time at (768, 128) x (128, 384); 0.99, 0.93 and 0.88 at (700, 256) x (256, 1000); 0.94 and 0.92 at
+    1024 cubed). Not for a transposed ``a`` deeper than 768: its elements along the shared dimension then lie a
+    page apart (1.34x at 1024 cubed); nor for small products, where packing ``b`` and the kernel's call cost more
+    than BLAS's (3.6x at 32 cubed), nor with more threads, which BLAS shares the product among."""
+    rows, depth = a.shape
+    columns = b.shape[1]
+    if a.dtype not in _SUM_ZEROS or b.dtype != a.dtype or rows < 256 or depth < 128 or columns < 128:
+        return False
+    if a.strides[1] != a.itemsize and depth > 768:
+        return False
+    width = _row_products().panel_width(a.dtype)
+    return -columns % width <= columns // 10 and cpu_threads.thread_count() == 1
+
+
+def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for 2-D operands: ``row_products``' kernel where it beats BLAS, else numpy's BLAS."""
+    return _row_products().matmul(a, b) if _blocked_product_pays(a, b) else np.matmul(a, b)
+
+
+_row_products_module = None
+
+
+def _row_products():
+    """The ``row_products`` module, imported on first use."""
+    global _row_products_module
+    if _row_products_module is None:
+        from . import row_products  # lazy: its kernels start Numba (import numbagrad must not)
+
+        _row_products_module = row_products
+    return _row_products_module
 
 
 @np.errstate(all="ignore")
@@ -825,13 +863,13 @@ def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.nda
     if _narrow(x.dtype):
         return _narrowed(linear(_widen(x), _widen(weight), None if bias is None else _widen(bias)), x.dtype)
     if bias is None:
-        return np.matmul(x, weight.T)
+        return _product(x, weight.T)
     rows, features = x.shape[0], weight.shape[0]
     if x.dtype == _SINGLE and rows < features and rows * features <= 65536 and x.size >= 4096:
         out = np.empty((rows, features), _SINGLE)
         np.add(np.matmul(weight, x.T).T, bias, out=out)
         return out
-    out = np.matmul(x, weight.T)
+    out = _product(x, weight.T)
     np.add(out, bias, out=out)
     return out
 
@@ -844,7 +882,8 @@ def linear_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray, needs: tup
     if _narrow(g.dtype):
         wide = linear_backward(_widen(g), _widen(x), _widen(weight), needs)
         return tuple(None if r is None else _narrowed(r, g.dtype) for r in wide)
-    return (np.matmul(g, weight) if need_x else None, g.T @ x if need_w else None, g.sum(0) if need_b else None)
+    return (_product(g, weight) if need_x else None, _product(g.T, x) if need_w else None,
+            g.sum(0) if need_b else None)  # fmt: skip
 
 
 #: Byte boundary of ``repeated_product``'s operand copy: OpenBLAS's sgemm reads a 64-byte aligned right operand
@@ -877,8 +916,7 @@ def repeated_product(w: np.ndarray, rows: int):
     on a 64-byte aligned row-major copy of ``w.T`` (OpenBLAS took 1.2x to 1.6x as long on ``w`` as stored, and
     1.2x to 1.35x on an unaligned copy)."""
     if _row_kernel_pays(rows, w.shape[1], w.dtype):
-        from . import row_products  # lazy: importing it loads Numba kernels (import numbagrad must not)
-
+        row_products = _row_products()
         panels, columns = row_products.pack(w.T), w.shape[0]
 
         def product(x: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import codegen
+from . import codegen, cpu_threads
 
 #: Output rows per register block, and SIMD vectors of columns per row. At batch 20, hidden 256, float32, one
 #: thread (``(20, 256) x (256, 1024)`` and ``(20, 1024) x (1024, 256)``): 5 x 4 93 and 90 us, 4 x 4 112 and 91,
@@ -44,10 +44,11 @@ def _vector_bytes() -> int:
 
 
 def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
-    """A Numba intrinsic ``block(a, lda, b, ldb, out, ldo, depth)`` (addresses and row strides in elements, as
-    integers) computing one ``rows`` x ``vectors`` register block: ``out[:rows, :W] = a[:rows, :depth] @
-    b[:depth, :W]``, ``W`` being ``vectors`` vectors of ``vector_bytes``, in ``kind``'s element type (``"f32"`` or
-    ``"f64"``). ``depth`` must be at least 1: the loop runs once before its test."""
+    """A Numba intrinsic ``block(a, a_row, a_step, b, ldb, out, ldo, depth)`` (addresses as integers, strides in
+    elements: ``a``'s between rows and along the shared dimension, ``b``'s and ``out``'s between rows) computing
+    one ``rows`` x ``vectors`` register block: ``out[:rows, :W] = a[:rows, :depth] @ b[:depth, :W]``, ``W`` being
+    ``vectors`` vectors of ``vector_bytes``, in ``kind``'s element type (``"f32"`` or ``"f64"``). ``depth`` must be
+    at least 1: the loop runs once before its test."""
     from llvmlite import ir
     from numba.core import cgutils, types
     from numba.extending import intrinsic
@@ -59,7 +60,7 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
     i64, i32 = ir.IntType(64), ir.IntType(32)
 
     def codegen_block(context, builder, signature, args):
-        a_address, lda, b_address, ldb, out_address, ldo, depth = args
+        a_address, a_row, a_step, b_address, ldb, out_address, ldo, depth = args
         pointer = element.as_pointer()
         a_start, b_start = builder.inttoptr(a_address, pointer), builder.inttoptr(b_address, pointer)
         out_start = builder.inttoptr(out_address, pointer)
@@ -78,6 +79,7 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
             for phi in row:
                 phi.add_incoming(zero, entry)
         b_row = builder.gep(b_start, [builder.mul(k, ldb)])
+        a_column = builder.gep(a_start, [builder.mul(k, a_step)])
         b_parts = []
         for v in range(vectors):
             address = builder.bitcast(builder.gep(b_row, [ir.Constant(i64, v * lanes)]), vector.as_pointer())
@@ -86,7 +88,7 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
         splat = ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)
         updated = []
         for r in range(rows):
-            scalar = builder.load(builder.gep(a_start, [builder.add(builder.mul(ir.Constant(i64, r), lda), k)]))
+            scalar = builder.load(builder.gep(a_column, [builder.mul(ir.Constant(i64, r), a_row)]))
             broadcast = builder.shuffle_vector(builder.insert_element(undefined, scalar, ir.Constant(i32, 0)),
                                                undefined, splat)  # fmt: skip
             updated.append([builder.call(fma, [broadcast, b_parts[v], sums[r][v]]) for v in range(vectors)])
@@ -104,17 +106,18 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
                 builder.store(updated[r][v], address, align=size)
         return context.get_dummy_value()
 
-    def typer(typingctx, a, lda, b, ldb, out, ldo, depth):
-        return types.void(*([types.intp] * 7)), codegen_block
+    def typer(typingctx, a, a_row, a_step, b, ldb, out, ldo, depth):
+        return types.void(*([types.intp] * 8)), codegen_block
 
     return intrinsic(typer)
 
 
 def _source(kind: str, vector_bytes: int) -> str:
-    """``product_<kind>(a, panels, out)``: ``out[:] = a @ b``, ``b`` packed by ``pack``; ``a`` and ``out`` with
-    unit column stride. Panels outside, row blocks inside: a panel (64 KiB at depth 256) is read from memory once
-    and from the cache for the rest of ``a``'s rows. A ragged last block of rows runs on a zero-padded copy, and a
-    ragged last panel's result goes through a block-sized buffer."""
+    """``product_<kind>(a, panels, out)``: ``out[:] = a @ b``, ``b`` packed by ``pack``, ``a`` strided in any way
+    and ``out`` with unit column stride. Panels outside, row blocks inside: a panel (64 KiB at depth 256) is read
+    from memory once and from the cache for the rest of ``a``'s rows. A ragged last block of rows runs on a
+    zero-padded copy, and a ragged last panel's result goes through a block-sized buffer.
+    ``pack_<kind>(b, panels)``: ``pack``'s copy for a ``b`` whose columns are not contiguous (a transpose)."""
     size = 4 if kind == "f32" else 8
     width = VECTORS * vector_bytes // size
     return f"""
@@ -128,7 +131,7 @@ def product_{kind}(a, panels, out):
     if depth == 0:
         out[:] = 0
         return
-    lda, ldo = a.strides[0] // {size}, out.strides[0] // {size}
+    a_row, a_step, ldo = a.strides[0] // {size}, a.strides[1] // {size}, out.strides[0] // {size}
     padded_a = np.zeros(({ROWS} if m % {ROWS} else 0, depth), a.dtype)
     padded_out = np.empty(({ROWS}, {width}), a.dtype)
     for panel in range(panels.shape[0]):
@@ -138,16 +141,27 @@ def product_{kind}(a, panels, out):
         for i0 in range(0, m, {ROWS}):
             rows = min({ROWS}, m - i0)
             if rows == {ROWS}:
-                a_block, a_step = a.ctypes.data + {size} * i0 * lda, lda
+                a_block, a_rows, a_steps = a.ctypes.data + {size} * i0 * a_row, a_row, a_step
             else:
                 padded_a[:rows] = a[i0:]
                 padded_a[rows:] = 0
-                a_block, a_step = padded_a.ctypes.data, depth
+                a_block, a_rows, a_steps = padded_a.ctypes.data, depth, 1
             if rows == {ROWS} and columns == {width}:
-                BLOCK_{kind}(a_block, a_step, b_block, {width}, out.ctypes.data + {size} * (i0 * ldo + j0), ldo, depth)
+                out_block = out.ctypes.data + {size} * (i0 * ldo + j0)
+                BLOCK_{kind}(a_block, a_rows, a_steps, b_block, {width}, out_block, ldo, depth)
             else:
-                BLOCK_{kind}(a_block, a_step, b_block, {width}, padded_out.ctypes.data, {width}, depth)
+                BLOCK_{kind}(a_block, a_rows, a_steps, b_block, {width}, padded_out.ctypes.data, {width}, depth)
                 out[i0 : i0 + rows, j0 : j0 + columns] = padded_out[:rows, :columns]
+
+
+@njit(cache=CACHE, nogil=True, boundscheck=False)
+def pack_{kind}(b, panels):
+    depth, n = b.shape
+    for panel in range(panels.shape[0]):
+        j0 = panel * {width}
+        for c in range(min({width}, n - j0)):
+            for k in range(depth):
+                panels[panel, k, c] = b[k, j0 + c]
 """
 
 
@@ -172,27 +186,63 @@ def pack(b: np.ndarray) -> np.ndarray:
     each panel ``W`` consecutive columns (a block's width) stored row after row, the last one zero-padded. A
     panel's rows are then consecutive in memory: read in ``b``'s own layout, each step along the shared dimension
     starts a new 4 KiB page at hidden 256 and 1024, where hardware prefetchers stop (the kernel took 108-112 us in
-    an LSTM layer's loop there, against 93 alone; on the panels 95-99)."""
+    an LSTM layer's loop there, against 93 alone; on the panels 95-99). A ``b`` with contiguous rows is copied a
+    panel at a time (53 us for 1 MiB); a transposed one by a Numba loop reading along its stored rows (172 us,
+    numpy's strided copy 252)."""
     depth, n = b.shape
-    width = VECTORS * _vector_bytes() // b.itemsize
+    width = panel_width(b.dtype)
     count = -(-n // width)
     panels = np.zeros((count, depth, width), b.dtype)
-    for panel in range(count):
-        columns = b[:, panel * width : (panel + 1) * width]
-        panels[panel, :, : columns.shape[1]] = columns
+    if b.strides[1] == b.itemsize or n <= 1:
+        for panel in range(count):
+            columns = b[:, panel * width : (panel + 1) * width]
+            panels[panel, :, : columns.shape[1]] = columns
+    elif b.size:
+        module = _loops()
+        (module.pack_f32 if b.dtype == _FLOAT32 else module.pack_f64)(b, panels)
     return panels
 
 
+def panel_width(dtype: np.dtype) -> int:
+    """The columns of one of ``pack``'s panels (a register block's width) for ``dtype``."""
+    return VECTORS * _vector_bytes() // np.dtype(dtype).itemsize
+
+
+#: The least multiply-adds a product shares among threads (each thread then runs a few panels of columns).
+_SHARED_WORK = 1 << 20
+
+
 def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | None = None) -> np.ndarray:
-    """``a @ b`` for 2-D float32 or float64 ``a`` with unit column stride (its rows may be strided), ``b`` of the
-    same dtype given as ``pack(b)`` with its ``columns``, into ``out``: a new array, or a given ``(len(a),
-    columns)`` one of that dtype with unit column stride (a block of a larger result's columns)."""
+    """``a @ b`` for 2-D float32 or float64 ``a`` (strided in any way, in whole elements), ``b`` of the same dtype
+    given as ``pack(b)`` with its ``columns``, into ``out``: a new array, or a given ``(len(a), columns)`` one of
+    that dtype with unit column stride (a block of a larger result's columns). With more than one thread
+    (``cpu_threads``) a large product's panels are shared among them, each writing its own columns."""
     if out is None:
         out = np.empty((a.shape[0], columns), a.dtype)
-    for array in (a, out):
-        if array.size and array.shape[1] > 1 and array.strides[1] != array.itemsize:
-            raise ValueError("row_products.product: a and out need unit column stride")
-    if out.size:
-        module = _loops()
-        (module.product_f32 if a.dtype == _FLOAT32 else module.product_f64)(a, panels, out)
+    if out.size and out.shape[1] > 1 and out.strides[1] != out.itemsize:
+        raise ValueError("row_products.product: out needs unit column stride")
+    if any(stride % a.itemsize for stride in a.strides):
+        raise ValueError("row_products.product: a's strides must be whole elements")
+    if not out.size:
+        return out
+    module = _loops()
+    kernel = module.product_f32 if a.dtype == _FLOAT32 else module.product_f64
+    threads = min(cpu_threads.thread_count(), len(panels))
+    if threads == 1 or out.size * a.shape[1] < _SHARED_WORK:
+        kernel(a, panels, out)
+        return out
+    bounds = [len(panels) * i // threads for i in range(threads + 1)]
+    width = panels.shape[2]
+
+    def part(i: int) -> None:
+        first, last = bounds[i], bounds[i + 1]
+        kernel(a, panels[first:last], out[:, first * width : last * width])
+
+    cpu_threads.run_tasks(part, threads)
     return out
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for 2-D float32 or float64 operands of one dtype, strided in any way: ``b`` packed, then
+    ``product``."""
+    return product(a, pack(b), b.shape[1])
