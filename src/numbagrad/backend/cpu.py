@@ -822,15 +822,18 @@ def _blocked_product_pays(a: np.ndarray, b: np.ndarray) -> bool:
     OpenBLAS's time at (768, 128) x (128, 384); 0.99, 0.93 and 0.88 at (700, 256) x (256, 1000); 0.94 and 0.92 at
     1024 cubed). Not for a transposed ``a`` deeper than 768: its elements along the shared dimension then lie a
     page apart (1.34x at 1024 cubed); nor for small products, where packing ``b`` and the kernel's call cost more
-    than BLAS's (3.6x at 32 cubed), nor with more threads, which BLAS shares the product among."""
+    than BLAS's (3.6x at 32 cubed), nor with more threads, which BLAS shares the product among, nor on a host
+    without AVX-512 (``row_products.measured_host``)."""
     rows, depth = a.shape
     columns = b.shape[1]
     if a.dtype not in _SUM_ZEROS or b.dtype != a.dtype or rows < 256 or depth < 128 or columns < 128:
         return False
     if a.strides[1] != a.itemsize and depth > 768:
         return False
-    width = _row_products().panel_width(a.dtype)
-    return -columns % width <= columns // 10 and cpu_threads.thread_count() == 1
+    row_products = _row_products()
+    if not row_products.measured_host() or cpu_threads.thread_count() != 1:
+        return False
+    return -columns % row_products.panel_width(a.dtype) <= columns // 10
 
 
 def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -907,7 +910,7 @@ def _row_kernel_pays(rows: int, depth: int, dtype: np.dtype) -> bool:
     201 at k 256, n 1024; 92 against 128 at k 1024, n 256; float64 188 against 235 and 249); shallower they are
     even (7.0 against 6.9 us at k 64, n 256), and BLAS's packing pays for many rows. With more threads too: on
     one it beats OpenBLAS's two (94 against 112 us at k 256, n 1024)."""
-    return dtype in _SUM_ZEROS and rows <= 64 and depth >= 128
+    return dtype in _SUM_ZEROS and rows <= 64 and depth >= 128 and _row_products().measured_host()
 
 
 def repeated_product(w: np.ndarray, rows: int):

@@ -43,6 +43,13 @@ def _vector_bytes() -> int:
     return _vector_width
 
 
+def measured_host() -> bool:
+    """Is this host one the kernels were measured faster than BLAS on: with AVX-512 (32 vector registers)? With
+    16, the 20 sums of a block and four loads of ``b`` would spill; the kernels stay correct there, but BLAS
+    runs the products."""
+    return _vector_bytes() == 64
+
+
 def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
     """A Numba intrinsic ``block(a, a_row, a_step, b, ldb, out, ldo, depth)`` (addresses as integers, strides in
     elements: ``a``'s between rows and along the shared dimension, ``b``'s and ``out``'s between rows) computing
@@ -172,10 +179,17 @@ _FLOAT32 = np.dtype(np.float32)
 
 def _loops():
     """The compiled module (built once per process; its kernels come from Numba's disk cache). The source names
-    the block shape and vector width, so a change of either makes a new cache entry."""
+    the block shape, the vector width and the digest of ``block_intrinsic``'s code, so a change of any makes a
+    new cache entry."""
     global _module
     if _module is None:
+        import hashlib
+        import inspect
+
+        # (the intrinsic's own code is not in the module's text: its digest is, so a change to it makes a new entry)
+        digest = hashlib.sha1(inspect.getsource(block_intrinsic).encode()).hexdigest()[:16]
         header = codegen.header("serial") + "import numpy as np\nfrom numbagrad.backend import row_products\n"
+        header += f'BLOCK_CODE = "{digest}"\n'
         kernels = [_source("f64", _vector_bytes()), _source("f32", _vector_bytes())]
         _module = codegen.load_module("row_products", "\n".join([header, *kernels]))
     return _module

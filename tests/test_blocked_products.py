@@ -1,0 +1,108 @@
+"""The CPU backend's 2-D products (``matmul``, ``linear``, ``linear_backward``) run through ``row_products``'
+register-blocked kernel where it beats OpenBLAS (one thread, at least 256 x 128 x 128, on an AVX-512 host), and
+through BLAS elsewhere: the same products either way, within float32's rounding."""
+
+import numpy as np
+import pytest
+
+from numbagrad.backend import cpu, row_products
+
+needs_measured_host = pytest.mark.skipif(not row_products.measured_host(), reason="the kernel runs on AVX-512 hosts")
+
+
+@pytest.fixture
+def kernel_calls(monkeypatch):
+    calls = []
+    real = row_products.matmul
+    monkeypatch.setattr(row_products, "matmul", lambda a, b: calls.append((a.shape, b.shape)) or real(a, b))
+    return calls
+
+
+def _one_thread(monkeypatch, threads=1):
+    monkeypatch.setattr(cpu.cpu_threads, "thread_count", lambda: threads)
+
+
+def _close(actual, expected, depth):
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5 * depth)
+
+
+@needs_measured_host
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_large_matmul_runs_the_kernel_and_equals_the_product(monkeypatch, kernel_calls, dtype):
+    _one_thread(monkeypatch)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((300, 130)).astype(dtype), rng.standard_normal((130, 256)).astype(dtype)
+    out = cpu.matmul(a, b)
+    assert kernel_calls == [((300, 130), (130, 256))] and out.dtype == dtype
+    _close(out, a.astype(np.float64) @ b, 130)
+
+
+@needs_measured_host
+def test_a_stack_times_a_matrix_is_folded_into_one_kernel_product(monkeypatch, kernel_calls):
+    _one_thread(monkeypatch)
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((4, 80, 128)).astype(np.float32), rng.standard_normal((128, 192)).astype(np.float32)
+    out = cpu.matmul(a, b)
+    assert kernel_calls == [((320, 128), (128, 192))] and out.shape == (4, 80, 192)
+    _close(out, a.astype(np.float64) @ b, 128)
+
+
+@needs_measured_host
+def test_linear_and_its_backward_run_the_kernel_on_transposed_operands(monkeypatch, kernel_calls):
+    """``x @ W.T`` (a transposed right operand, packed), ``g @ W`` and ``g.T @ x`` (a transposed left operand)."""
+    _one_thread(monkeypatch)
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((256, 192)).astype(np.float32), rng.standard_normal((256, 192)).astype(np.float32)
+    bias, g = rng.standard_normal(256).astype(np.float32), rng.standard_normal((256, 256)).astype(np.float32)
+    x64, w64, g64 = x.astype(np.float64), w.astype(np.float64), g.astype(np.float64)
+    _close(cpu.linear(x, w, bias), x64 @ w64.T + bias, 192)
+    gx, gw, gb = cpu.linear_backward(g, x, w, (True, True, True))
+    _close(gx, g64 @ w64, 256)
+    _close(gw, g64.T @ x64, 256)
+    _close(gb, g64.sum(0), 256)
+    assert len(kernel_calls) == 3
+
+
+@pytest.mark.parametrize(
+    "shape, threads, host",
+    [
+        ((255, 128, 128), 1, True),  # too few rows
+        ((256, 127, 128), 1, True),  # too shallow
+        ((256, 128, 127), 1, True),  # too narrow
+        ((256, 128, 130), 1, True),  # a last panel of 2 columns in 64 wastes too much
+        ((256, 128, 128), 2, True),  # more threads: BLAS shares the product
+        ((256, 128, 128), 1, False),  # a host the kernel was not measured on
+    ],
+)
+def test_other_products_stay_with_blas(monkeypatch, kernel_calls, shape, threads, host):
+    _one_thread(monkeypatch, threads)
+    monkeypatch.setattr(row_products, "measured_host", lambda: host)
+    rows, depth, columns = shape
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((rows, depth)).astype(np.float32)
+    b = rng.standard_normal((depth, columns)).astype(np.float32)
+    np.testing.assert_array_equal(cpu.matmul(a, b), a @ b)
+    assert kernel_calls == []
+
+
+@needs_measured_host
+def test_a_transposed_left_operand_deeper_than_768_stays_with_blas(monkeypatch, kernel_calls):
+    """Its elements along the shared dimension lie a row apart; at 1024 deep, a page apart, and the kernel lost."""
+    _one_thread(monkeypatch)
+    g = np.ones((1024, 256), np.float32)
+    cpu.matmul(g.T, np.ones((1024, 128), np.float32))
+    assert kernel_calls == []
+    cpu.matmul(g[:768].T, np.ones((768, 128), np.float32))
+    assert kernel_calls == [((256, 768), (768, 128))]
+
+
+@needs_measured_host
+def test_the_kernel_products_propagate_infinities_and_nans_as_blas(monkeypatch):
+    _one_thread(monkeypatch)
+    a = np.ones((256, 128), np.float32)
+    a[3, 7], a[10, 0] = np.inf, np.nan
+    b = np.ones((128, 128), np.float32)
+    b[7, 5] = 0.0
+    with np.errstate(invalid="ignore"):
+        expected = a @ b
+    np.testing.assert_array_equal(cpu.matmul(a, b), expected)
