@@ -106,3 +106,15 @@ def test_the_kernel_products_propagate_infinities_and_nans_as_blas(monkeypatch):
     with np.errstate(invalid="ignore"):
         expected = a @ b
     np.testing.assert_array_equal(cpu.matmul(a, b), expected)
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_a_short_float32_linear_multiplies_as_w_times_x_transposed_and_returns_rows(with_bias):
+    """Fewer rows than output features (up to 64K outputs): OpenBLAS runs ``W @ x.T`` faster; the result is still
+    ``x @ W.T (+ bias)``, C-contiguous."""
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal((32, 256)).astype(np.float32), rng.standard_normal((128, 256)).astype(np.float32)
+    bias = rng.standard_normal(128).astype(np.float32) if with_bias else None
+    out = cpu.linear(x, w, bias)
+    assert out.flags.c_contiguous and out.dtype == np.float32
+    _close(out, x.astype(np.float64) @ w.T + (0 if bias is None else bias), 256)
