@@ -94,9 +94,19 @@ def test_the_row_kernels_matmul_reads_operands_strided_in_any_way(dtype, layout)
     np.testing.assert_allclose(row_products.matmul(a, b), expected, rtol=tolerance, atol=tolerance * 10)
 
 
-def test_pack_of_a_transposed_operand_equals_pack_of_its_copy():
-    w = np.random.default_rng(1).standard_normal((130, 9)).astype(np.float32)
-    np.testing.assert_array_equal(row_products.pack(w.T), row_products.pack(np.ascontiguousarray(w.T)))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1024, 256), (130, 9), (37, 21), (7, 100), (64, 64)])
+@pytest.mark.parametrize("view", ["transposed", "transposed_every_other_column", "transposed_reversed", "strided"])
+def test_pack_of_any_layout_equals_pack_of_a_contiguous_copy(dtype, shape, view):
+    """Whole tiles go through the transposing shuffles, the edges through the scalar loop."""
+    w = np.random.default_rng(1).standard_normal(shape).astype(dtype)
+    b = {
+        "transposed": w.T,
+        "transposed_every_other_column": w[:, ::2].T,
+        "transposed_reversed": w[::-1].T,
+        "strided": w[::2, ::3],
+    }[view]
+    np.testing.assert_array_equal(row_products.pack(b), row_products.pack(np.ascontiguousarray(b)))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])

@@ -818,12 +818,12 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _blocked_product_pays(a: np.ndarray, b: np.ndarray) -> bool:
     """Does ``row_products``' register-blocked kernel beat OpenBLAS on the 2-D product ``a @ b``? On one thread,
     for float32 and float64 products of at least 256 rows, 128 deep and 128 columns, where the last panel of
-    columns wastes little (one thread, float32, ``x @ W.T``, ``g @ W`` and ``g.T @ x``: 0.92, 0.91 and 0.92 of
-    OpenBLAS's time at (768, 128) x (128, 384); 0.99, 0.93 and 0.88 at (700, 256) x (256, 1000); 0.94 and 0.92 at
-    1024 cubed). Not for a transposed ``a`` deeper than 768: its elements along the shared dimension then lie a
-    page apart (1.34x at 1024 cubed); nor for small products, where packing ``b`` and the kernel's call cost more
-    than BLAS's (3.6x at 32 cubed), nor with more threads, which BLAS shares the product among, nor on a host
-    without AVX-512 (``row_products.measured_host``)."""
+    columns wastes little (one thread, float32, ``x @ W.T``, ``g @ W`` and ``g.T @ x``: 0.89, 0.91 and 0.91 of
+    OpenBLAS's time at (768, 128) x (128, 384); 0.96, 0.86 and 0.86 at (700, 256) x (256, 1000); 0.92, 0.92 and
+    0.99 at 1024 cubed). Not for a transposed ``a`` deeper than 768: its elements along the shared dimension then
+    lie a page apart (1.34x at 1024 cubed in one run, 0.99 in another); nor for small products, where packing
+    ``b`` and the kernel's call cost more than BLAS's (3.6x at 32 cubed), nor with more threads, which BLAS shares
+    the product among, nor on a host without AVX-512 (``row_products.measured_host``)."""
     rows, depth = a.shape
     columns = b.shape[1]
     if a.dtype not in _SUM_ZEROS or b.dtype != a.dtype or rows < 256 or depth < 128 or columns < 128:

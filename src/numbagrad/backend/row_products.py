@@ -119,16 +119,67 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
     return intrinsic(typer)
 
 
+def transpose_intrinsic(kind: str, vector_bytes: int):
+    """A Numba intrinsic ``transpose(source, source_row, target, target_row)`` (addresses as integers, row strides
+    in elements) writing the transpose of the square tile of one vector's ``lanes`` rows of ``lanes`` elements at
+    ``source`` to ``target``. Rows are loaded whole, their off-diagonal halves, quarters, ... exchanged with
+    shuffles (each stage swaps one bit of the row and column index), and stored whole: ``pack``'s copy of a
+    transposed operand (``W.T``) at one pass over it, where scalar loops read across rows."""
+    from llvmlite import ir
+    from numba.core import types
+    from numba.extending import intrinsic
+
+    element = ir.FloatType() if kind == "f32" else ir.DoubleType()
+    size = 4 if kind == "f32" else 8
+    lanes = vector_bytes // size
+    vector = ir.VectorType(element, lanes)
+    i64, i32 = ir.IntType(64), ir.IntType(32)
+
+    def codegen_transpose(context, builder, signature, args):
+        source_address, source_row, target_address, target_row = args
+        pointer = element.as_pointer()
+        source, target = builder.inttoptr(source_address, pointer), builder.inttoptr(target_address, pointer)
+
+        def row_address(start, stride, r):
+            return builder.bitcast(builder.gep(start, [builder.mul(ir.Constant(i64, r), stride)]), vector.as_pointer())
+
+        rows = [builder.load(row_address(source, source_row, r), align=size) for r in range(lanes)]
+        bit = 1
+        while bit < lanes:
+            upper = ir.Constant(
+                ir.VectorType(i32, lanes), [j if not j & bit else lanes + j - bit for j in range(lanes)]
+            )
+            lower = ir.Constant(
+                ir.VectorType(i32, lanes), [j + bit if not j & bit else lanes + j for j in range(lanes)]
+            )
+            swapped = list(rows)
+            for r in range(lanes):
+                if not r & bit:
+                    swapped[r] = builder.shuffle_vector(rows[r], rows[r + bit], upper)
+                    swapped[r + bit] = builder.shuffle_vector(rows[r], rows[r + bit], lower)
+            rows, bit = swapped, bit * 2
+        for r in range(lanes):
+            builder.store(rows[r], row_address(target, target_row, r), align=size)
+        return context.get_dummy_value()
+
+    def typer(typingctx, source, source_row, target, target_row):
+        return types.void(*([types.intp] * 4)), codegen_transpose
+
+    return intrinsic(typer)
+
+
 def _source(kind: str, vector_bytes: int) -> str:
     """``product_<kind>(a, panels, out)``: ``out[:] = a @ b``, ``b`` packed by ``pack``, ``a`` strided in any way
     and ``out`` with unit column stride. Panels outside, row blocks inside: a panel (64 KiB at depth 256) is read
     from memory once and from the cache for the rest of ``a``'s rows. A ragged last block of rows runs on a
     zero-padded copy, and a ragged last panel's result goes through a block-sized buffer.
-    ``pack_<kind>(b, panels)``: ``pack``'s copy for a ``b`` whose columns are not contiguous (a transpose)."""
+    ``pack_<kind>(b, panels)``: ``pack``'s copy, the last panel's columns past ``b``'s zeroed."""
     size = 4 if kind == "f32" else 8
-    width = VECTORS * vector_bytes // size
+    lanes = vector_bytes // size
+    width = VECTORS * lanes
     return f"""
 BLOCK_{kind} = row_products.block_intrinsic("{kind}", {ROWS}, {VECTORS}, {vector_bytes})
+TRANSPOSE_{kind} = row_products.transpose_intrinsic("{kind}", {vector_bytes})
 
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
@@ -164,11 +215,29 @@ def product_{kind}(a, panels, out):
 @njit(cache=CACHE, nogil=True, boundscheck=False)
 def pack_{kind}(b, panels):
     depth, n = b.shape
+    column_step = b.strides[1] // {size}
     for panel in range(panels.shape[0]):
         j0 = panel * {width}
-        for c in range(min({width}, n - j0)):
+        columns = min({width}, n - j0)
+        if b.strides[1] == {size}:
             for k in range(depth):
-                panels[panel, k, c] = b[k, j0 + c]
+                for c in range(columns):
+                    panels[panel, k, c] = b[k, j0 + c]
+        else:
+            tiles_k, tiles_c = 0, 0
+            if b.strides[0] == {size} and b.strides[1] % {size} == 0:
+                tiles_k, tiles_c = depth - depth % {lanes}, columns - columns % {lanes}
+                for c0 in range(0, tiles_c, {lanes}):
+                    for k0 in range(0, tiles_k, {lanes}):
+                        source = b.ctypes.data + {size} * (k0 + (j0 + c0) * column_step)
+                        target = panels.ctypes.data + {size} * ((panel * depth + k0) * {width} + c0)
+                        TRANSPOSE_{kind}(source, column_step, target, {width})
+            for c in range(columns):
+                for k in range(tiles_k if c < tiles_c else 0, depth):
+                    panels[panel, k, c] = b[k, j0 + c]
+        for k in range(depth):
+            for c in range(columns, {width}):
+                panels[panel, k, c] = 0
 """
 
 
@@ -186,8 +255,9 @@ def _loops():
         import hashlib
         import inspect
 
-        # (the intrinsic's own code is not in the module's text: its digest is, so a change to it makes a new entry)
-        digest = hashlib.sha1(inspect.getsource(block_intrinsic).encode()).hexdigest()[:16]
+        # (the intrinsics' own code is not in the module's text: its digest is, so a change to it makes a new entry)
+        code = inspect.getsource(block_intrinsic) + inspect.getsource(transpose_intrinsic)
+        digest = hashlib.sha1(code.encode()).hexdigest()[:16]
         header = codegen.header("serial") + "import numpy as np\nfrom numbagrad.backend import row_products\n"
         header += f'BLOCK_CODE = "{digest}"\n'
         kernels = [_source("f64", _vector_bytes()), _source("f32", _vector_bytes())]
@@ -200,18 +270,13 @@ def pack(b: np.ndarray) -> np.ndarray:
     each panel ``W`` consecutive columns (a block's width) stored row after row, the last one zero-padded. A
     panel's rows are then consecutive in memory: read in ``b``'s own layout, each step along the shared dimension
     starts a new 4 KiB page at hidden 256 and 1024, where hardware prefetchers stop (the kernel took 108-112 us in
-    an LSTM layer's loop there, against 93 alone; on the panels 95-99). A ``b`` with contiguous rows is copied a
-    panel at a time (53 us for 1 MiB); a transposed one by a Numba loop reading along its stored rows (172 us,
-    numpy's strided copy 252)."""
+    an LSTM layer's loop there, against 93 alone; on the panels 95-99). A Numba loop copies it along ``b``'s rows
+    where they are contiguous (32 us for 1 MiB); a transposed ``b`` (``W.T``) goes in square tiles through
+    ``transpose_intrinsic`` (41 us for 1 MiB; a scalar loop took 172, numpy's strided copy 252)."""
     depth, n = b.shape
     width = panel_width(b.dtype)
-    count = -(-n // width)
-    panels = np.zeros((count, depth, width), b.dtype)
-    if b.strides[1] == b.itemsize or n <= 1:
-        for panel in range(count):
-            columns = b[:, panel * width : (panel + 1) * width]
-            panels[panel, :, : columns.shape[1]] = columns
-    elif b.size:
+    panels = np.empty((-(-n // width), depth, width), b.dtype)
+    if panels.size:
         module = _loops()
         (module.pack_f32 if b.dtype == _FLOAT32 else module.pack_f64)(b, panels)
     return panels
