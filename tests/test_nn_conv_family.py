@@ -12,6 +12,7 @@ import numbagrad
 from numbagrad import nn
 from numbagrad.autograd import gradcheck, gradgradcheck
 from numbagrad.nn import functional as NF
+from torch_oracle import raises_like
 
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel lengths:UserWarning")
 
@@ -43,12 +44,8 @@ def _same_as_torch(torch, fn, arrays):
 
 
 def _same_error(torch, fn, arrays):
-    """``fn`` raises the same exception type and message in both libraries."""
-    with pytest.raises(Exception) as theirs:
-        fn(torch, *[torch.tensor(a) for a in arrays])
-    with pytest.raises(type(theirs.value)) as ours:
-        fn(numbagrad, *[numbagrad.tensor(a) for a in arrays])
-    assert str(ours.value) == str(theirs.value)
+    """``fn``, given each library's tensors of ``arrays``, raises the same exception type and message in both."""
+    raises_like(torch, lambda lib: fn(lib, *[lib.tensor(a) for a in arrays]))
 
 
 # --- conv3d and the transposed convolutions ---------------------------------------------------------------------

@@ -10,6 +10,7 @@ import numbagrad
 from numbagrad import nn
 from numbagrad.autograd import gradcheck, gradgradcheck
 from numbagrad.nn import functional as NF
+from torch_oracle import raises_like
 
 
 def _arrays(seed: int, *shapes) -> list:
@@ -36,11 +37,10 @@ def _same_as_torch(torch, fn, arrays):
 
 
 def _same_error(torch, fn, arrays):
-    with pytest.raises(Exception) as theirs:
-        fn(torch, *[torch.tensor(a) for a in arrays])
-    with pytest.raises(type(theirs.value)) as ours:
-        fn(numbagrad, *[numbagrad.tensor(a) for a in arrays])
-    assert str(ours.value) == str(theirs.value).replace("torch.Size", "numbagrad.Size")
+    """``fn``, given each library's tensors of ``arrays``, raises the same exception type and message in both (a
+    shape shown as each library's ``Size``)."""
+    raises_like(torch, lambda lib: fn(lib, *[lib.tensor(a) for a in arrays]),
+                normalize=lambda message: message.replace("torch.Size", "numbagrad.Size"))  # fmt: skip
 
 
 # --- shuffles ----------------------------------------------------------------------------------------------------

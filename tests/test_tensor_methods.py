@@ -8,6 +8,7 @@ import pytest
 
 import numbagrad
 from numbagrad.autograd import gradcheck
+from torch_oracle import raises_like
 
 
 def _run(lib, program, arrays, grad=True):
@@ -39,12 +40,8 @@ def _same(torch, program, *arrays, grad=True):
 
 
 def _same_error(torch, program, *arrays):
-    errors = []
-    for lib in (numbagrad, torch):
-        with pytest.raises(Exception) as info:
-            program(lib, *[lib.tensor(a) for a in arrays])
-        errors.append((type(info.value).__name__, str(info.value)))
-    assert errors[0] == errors[1]
+    """``program``, given each library's tensors of ``arrays``, raises the same exception type and message."""
+    raises_like(torch, lambda lib: program(lib, *[lib.tensor(a) for a in arrays]))
 
 
 RNG = np.random.default_rng(0)
