@@ -76,6 +76,27 @@ def test_the_row_kernel_refuses_an_output_without_unit_column_stride():
     assert not out.any()
 
 
+@pytest.mark.parametrize(
+    "case",
+    ["float64_panels_for_float32_rows", "strided_panels", "shallower_panels", "more_columns_than_panels", "out_shape"],
+)
+def test_the_row_kernel_refuses_operands_it_would_read_out_of_bounds(case):
+    """The kernel reads and writes through raw addresses: operands that disagree are refused before it runs."""
+    a = np.ones((6, 8), np.float32)
+    panels = row_products.pack(np.ones((8, 70), np.float32))
+    out = np.zeros((6, 70), np.float32)
+    args = {
+        "float64_panels_for_float32_rows": (a, row_products.pack(np.ones((8, 70))), 70, out),
+        "strided_panels": (a, np.concatenate([panels, panels], axis=2)[:, :, ::2], 70, out),
+        "shallower_panels": (a, row_products.pack(np.ones((7, 70), np.float32)), 70, out),
+        "more_columns_than_panels": (a, row_products.pack(np.ones((8, 3), np.float32)), 70, out),
+        "out_shape": (a, panels, 70, np.zeros((5, 70), np.float32)),
+    }[case]
+    with pytest.raises(ValueError, match="row_products.product"):
+        row_products.product(*args)
+    assert not out.any()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout", ["transposed", "every_other_column", "reversed_rows", "broadcast_row"])
 def test_the_row_kernels_matmul_reads_operands_strided_in_any_way(dtype, layout):

@@ -1,10 +1,12 @@
-"""``a @ b`` for a few rows of ``a``: the product an LSTM or GRU layer runs once per time step.
+"""Register-blocked ``a @ b`` on the CPU: the product an LSTM or GRU layer runs once per time step, and the large
+2-D products where it beats OpenBLAS (``cpu._product``: 0.86-0.96 of its time on a GPT's and an LSTM's).
 
-Forward it is ``h @ W_hh.T``, backward ``d(gates) @ W_hh``: 70 products a step in a 2-layer model over 35 steps,
-each with the same ``b``, packed once per layer (``pack``). numpy's OpenBLAS runs its SkylakeX (AVX-512) sgemm on
-AMD Zen 4, slow for so few rows: at batch 20, hidden 256, float32, one thread, ``(20, 256) x (256, 1024)`` takes
-it 201 us alone (149 in an LSTM layer's loop on a 64-byte aligned copy), torch's MKL 137 us. This kernel: 94 us
-alone and 95-99 in the layer's loop; ``(20, 1024) x (1024, 256)``: 92 us (OpenBLAS 128).
+The recurrent product is ``h @ W_hh.T`` forward and ``d(gates) @ W_hh`` backward: 70 products a step in a 2-layer
+model over 35 steps, each with the same ``b``, packed once per layer (``pack``). numpy's OpenBLAS runs its SkylakeX
+(AVX-512) sgemm on AMD Zen 4, slow for so few rows: at batch 20, hidden 256, float32, one thread,
+``(20, 256) x (256, 1024)`` takes it 201 us alone (149 in an LSTM layer's loop on a 64-byte aligned copy), torch's
+MKL 137 us. This kernel: 94 us alone and 95-99 in the layer's loop; ``(20, 1024) x (1024, 256)``: 92 us (OpenBLAS
+128).
 
 How: the output goes in blocks of ``ROWS`` rows by ``VECTORS`` SIMD vectors of columns. A block keeps its
 ``ROWS * VECTORS`` vector sums in registers; at each step along the shared dimension it loads ``VECTORS`` vectors
@@ -248,8 +250,8 @@ _FLOAT32 = np.dtype(np.float32)
 
 def _loops():
     """The compiled module (built once per process; its kernels come from Numba's disk cache). The source names
-    the block shape, the vector width and the digest of ``block_intrinsic``'s code, so a change of any makes a
-    new cache entry."""
+    the block shape, the vector width and the digest of the intrinsics' code, so a change of any makes a new
+    cache entry."""
     global _module
     if _module is None:
         import hashlib
@@ -295,6 +297,16 @@ def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | N
     took 37.4 ms against 37.5 for the layers' forward and backward, so the sharing was left out."""
     if out is None:
         out = np.empty((a.shape[0], columns), a.dtype)
+    # (the kernel reads and writes through raw addresses: what it assumes is checked here)
+    made_by_pack = panels.ndim == 3 and panels.flags.c_contiguous and panels.shape[2] == panel_width(a.dtype)
+    if not (a.dtype == panels.dtype == out.dtype and made_by_pack):
+        raise ValueError("row_products.product: a, panels and out need one dtype, panels as pack makes them")
+    if (
+        a.shape[1] != panels.shape[1]
+        or out.shape != (a.shape[0], columns)
+        or columns > panels.shape[0] * panels.shape[2]
+    ):
+        raise ValueError("row_products.product: the shapes of a, panels, columns and out do not agree")
     if out.size and out.shape[1] > 1 and out.strides[1] != out.itemsize:
         raise ValueError("row_products.product: out needs unit column stride")
     if any(stride % a.itemsize for stride in a.strides):
