@@ -52,6 +52,17 @@ def measured_host() -> bool:
     return _vector_bytes() == 64
 
 
+def _ir_types(kind: str, vector_bytes: int) -> tuple:
+    """The LLVM types an intrinsic works in for ``kind`` (``"f32"``/``"f64"``): the element, its size in bytes,
+    the lanes of a ``vector_bytes`` vector, that vector, and a pointer to an element."""
+    from llvmlite import ir
+
+    element = ir.FloatType() if kind == "f32" else ir.DoubleType()
+    size = 4 if kind == "f32" else 8
+    lanes = vector_bytes // size
+    return element, size, lanes, ir.VectorType(element, lanes), element.as_pointer()
+
+
 def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
     """A Numba intrinsic ``block(a, a_row, a_step, b, ldb, out, ldo, depth)`` (addresses as integers, strides in
     elements: ``a``'s between rows and along the shared dimension, ``b``'s and ``out``'s between rows) computing
@@ -62,15 +73,11 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
     from numba.core import cgutils, types
     from numba.extending import intrinsic
 
-    element = ir.FloatType() if kind == "f32" else ir.DoubleType()
-    size = 4 if kind == "f32" else 8
-    lanes = vector_bytes // size
-    vector = ir.VectorType(element, lanes)
+    _, size, lanes, vector, pointer = _ir_types(kind, vector_bytes)
     i64, i32 = ir.IntType(64), ir.IntType(32)
 
     def codegen_block(context, builder, signature, args):
         a_address, a_row, a_step, b_address, ldb, out_address, ldo, depth = args
-        pointer = element.as_pointer()
         a_start, b_start = builder.inttoptr(a_address, pointer), builder.inttoptr(b_address, pointer)
         out_start = builder.inttoptr(out_address, pointer)
         name = f"llvm.fma.v{lanes}{'f32' if kind == 'f32' else 'f64'}"
@@ -131,15 +138,11 @@ def transpose_intrinsic(kind: str, vector_bytes: int):
     from numba.core import types
     from numba.extending import intrinsic
 
-    element = ir.FloatType() if kind == "f32" else ir.DoubleType()
-    size = 4 if kind == "f32" else 8
-    lanes = vector_bytes // size
-    vector = ir.VectorType(element, lanes)
+    _, size, lanes, vector, pointer = _ir_types(kind, vector_bytes)
     i64, i32 = ir.IntType(64), ir.IntType(32)
 
     def codegen_transpose(context, builder, signature, args):
         source_address, source_row, target_address, target_row = args
-        pointer = element.as_pointer()
         source, target = builder.inttoptr(source_address, pointer), builder.inttoptr(target_address, pointer)
 
         def row_address(start, stride, r):
@@ -258,7 +261,7 @@ def _loops():
         import inspect
 
         # (the intrinsics' own code is not in the module's text: its digest is, so a change to it makes a new entry)
-        code = inspect.getsource(block_intrinsic) + inspect.getsource(transpose_intrinsic)
+        code = "".join(inspect.getsource(f) for f in (_ir_types, block_intrinsic, transpose_intrinsic))
         digest = hashlib.sha1(code.encode()).hexdigest()[:16]
         header = codegen.header("serial") + "import numpy as np\nfrom numbagrad.backend import row_products\n"
         header += f'BLOCK_CODE = "{digest}"\n'
