@@ -940,6 +940,61 @@ def divide_by(a: np.ndarray, divisor) -> np.ndarray:
     return elementwise(_DIV_ROW, [a, divisor], (), dtype)
 
 
+_SUB_ROW, _MUL_ROW = ROWS["sub"], ROWS["mul"]
+
+
+def _centered(a: np.ndarray, axes) -> np.ndarray:
+    """``a`` minus its mean over ``axes`` (all when None): the mean's sum in ``a``'s dtype, divided by the count."""
+    count = a.size if axes is None else math.prod([a.shape[d] for d in axes])
+    mean = divide_by(reduce(a, "sum", axes, True, a.dtype), count)
+    return elementwise(_SUB_ROW, [a, mean], (), a.dtype)
+
+
+def spread(a: np.ndarray, axes, keepdim: bool, denominator: float) -> np.ndarray:
+    """The sum of squared deviations from the mean over ``axes`` (all when None) over ``max(denominator, 0)``: a
+    float32 or float64 variance in two passes, as torch's. A C-contiguous array of fewer than ``_KERNEL_SUM_SIZE``
+    elements reduced over given axes, with a denominator of at least 1, runs on numpy's ufuncs (``_small_spread``:
+    the same sums, differences and products, bit for bit, without six kernel calls' Python); the rest on
+    ``reduce`` and the elementwise kernels."""
+    if axes and 0 < a.size < _KERNEL_SUM_SIZE and denominator >= 1 and a.dtype in _SUM_ZEROS and a.flags.c_contiguous:
+        return _small_spread(a, axes, keepdim, denominator)
+    centered = _centered(a, axes)
+    squares = elementwise(_MUL_ROW, [centered, centered], (), a.dtype)
+    return divide_by(reduce(squares, "sum", axes, keepdim, a.dtype), max(denominator, 0))
+
+
+@np.errstate(all="ignore")  # (inf - inf is nan without a warning, as in the kernels and torch)
+def _small_spread(a: np.ndarray, axes: tuple, keepdim: bool, denominator: float) -> np.ndarray:
+    """``spread`` of a small C-contiguous array over ``axes``: what ``reduce`` (``ufunc.reduce`` below
+    ``_KERNEL_SUM_SIZE``), ``divide_by`` and the sub and mul kernels compute, called directly."""
+    dtype = a.dtype.type
+    mean = np.add.reduce(a, axis=axes, keepdims=True)
+    np.true_divide(mean, dtype(a.size // mean.size), out=mean)  # (the count: elements per result)
+    centered = np.subtract(a, mean)
+    np.multiply(centered, centered, out=centered)
+    out = np.asarray(np.add.reduce(centered, axis=axes, keepdims=keepdim))  # (a 0-dim result: an array)
+    return np.true_divide(out, dtype(denominator), out=out)
+
+
+def spread_grad(g: np.ndarray, a: np.ndarray, axes, denominator: float) -> np.ndarray:
+    """The gradient of ``spread`` (a denominator above 0) from ``g`` of its keepdim shape: ``g * (a - mean) * (2 /
+    denominator)``, products in that order; a small C-contiguous float ``a`` (as ``spread``) on numpy's ufuncs."""
+    if axes and 0 < a.size < _KERNEL_SUM_SIZE and a.dtype in _SUM_ZEROS and g.dtype == a.dtype and a.flags.c_contiguous:
+        return _small_spread_grad(g, a, axes, denominator)
+    product = elementwise(_MUL_ROW, [g, _centered(a, axes)], (), a.dtype)
+    return elementwise(_MUL_ROW, [product, 2.0 / denominator], (), a.dtype)
+
+
+@np.errstate(all="ignore")
+def _small_spread_grad(g: np.ndarray, a: np.ndarray, axes: tuple, denominator: float) -> np.ndarray:
+    dtype = a.dtype.type
+    mean = np.add.reduce(a, axis=axes, keepdims=True)
+    np.true_divide(mean, dtype(a.size // mean.size), out=mean)  # (the count: elements per result)
+    out = np.subtract(a, mean)
+    np.multiply(g, out, out=out)
+    return np.multiply(out, dtype(2.0 / denominator), out=out)
+
+
 def _sum_in_memory_order(a: np.ndarray, axes, keepdim: bool) -> np.ndarray | None:
     """The compiled sum of a dense but permuted ``a`` (a transposed tensor) over ``axes`` (None: all), read in
     place in its memory order, where the summed dims are consecutive there (``x.transpose(1, 2)`` summed over
