@@ -245,7 +245,9 @@ class Elementwise(Function):
             return None  # (float16 is computed in float32: the general path)
         linked = grad and st.enabled
         if linked and not cls.differentiable:
-            return None  # the NotImplemented node: the general path makes it
+            if not row.out_bool:
+                return None  # the NotImplemented node: the general path makes it
+            linked = False  # a comparison's bool result: no node on any path (``x > 0`` of a ``requires_grad`` x)
         result = _new(Tensor)
         backend = _BACKENDS.get(type(first)) or backend_for(first)
         if mixed:
@@ -292,7 +294,9 @@ class Elementwise(Function):
         fa = a.grad_fn
         linked = st.enabled and (fa is not None or a._requires_grad)
         if linked and not cls.differentiable:
-            return None  # the NotImplemented node: the general path makes it
+            if not row.out_bool:
+                return None  # the NotImplemented node: the general path makes it
+            linked = False  # a comparison's bool result: no node on any path (``x > 0`` of a ``requires_grad`` x)
         result = _new(Tensor)
         result._data = (_BACKENDS.get(type(d)) or backend_for(d)).elementwise_plain(
             row, [d], dt, d.shape, row.out_dtype, "a"
@@ -344,7 +348,9 @@ class Elementwise(Function):
         fb = b.grad_fn
         linked = st.enabled and (fa is not None or fb is not None or a._requires_grad or b._requires_grad)
         if linked and not cls.differentiable:
-            return None  # the NotImplemented node: the general path makes it
+            if not row.out_bool:
+                return None  # the NotImplemented node: the general path makes it
+            linked = False  # a comparison's bool result: no node on any path (``x > 0`` of a ``requires_grad`` x)
         result = _new(Tensor)
         result._data = (_BACKENDS.get(type(d)) or backend_for(d)).elementwise_plain(
             row, [d, e], dt, d.shape, row.out_dtype, "aa"
