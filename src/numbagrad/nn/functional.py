@@ -936,13 +936,17 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return _channels_last_as(out, input)
 
 
+def _channels_last_order(a) -> tuple | None:
+    """The channels-last axis order of a 4-d or 5-d storage array with channels-last-like strides, else None."""
+    return _suggested_order(a.shape, a.strides, a.dtype.itemsize)
+
+
 def _channels_last_as(out: Tensor, *inputs) -> Tensor:
     """``out`` laid out channels-last when one of ``inputs`` (4-d or 5-d, of ``out``'s rank) is channels-last-like,
     as torch's CPU kernels of convolution, batch norm and pooling write it; else as it is."""
     for t in inputs:
         if t is not None and t.dim() == out.dim() and t.dim() in (4, 5):
-            a = t._data
-            order = _suggested_order(a.shape, a.strides, a.dtype.itemsize)
+            order = _channels_last_order(t._data)
             if order is not None:
                 out._data = layout.in_order(out._data, order, out._backend.copy)
                 return out
@@ -1704,6 +1708,17 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     """Max over 2-d windows of the last two dims; with ``return_indices`` also the int64 positions ``h * W + w``
     of each maximum in its plane (what ``max_unpool2d`` takes)."""
     kernel, stride, padding, dilation = _pool_args(input, kernel_size, stride, padding, dilation)
+    if padding != (0, 0) or kernel[0] < 1 or kernel[1] < 1:  # (no padding and a kernel pass both checks)
+        _check_pool_padding(kernel, padding, dilation)
+    out_hw = _out_hw(input, kernel, stride, padding, dilation, ceil_mode)
+    values, indices = nn_ops.MaxPool2d.apply(input, kernel, stride, padding, dilation, out_hw)
+    if input.dim() == 4 and _channels_last_order(input._data) is not None:
+        values, indices = _channels_last_as(values, input), _channels_last_as(indices, input)
+    return (values, indices) if return_indices else values
+
+
+def _check_pool_padding(kernel: tuple, padding: tuple, dilation: tuple) -> None:
+    """torch's refusals of a max pool's padding beyond half its (dilated) kernel."""
     for p, k, d in zip(padding, kernel, dilation):
         if p > (d * (k - 1) + 1) // 2:
             raise RuntimeError(
@@ -1715,10 +1730,6 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
             f"pad should be smaller than or equal to half of kernel size, but got padW = {padding[1]}, padH = "
             f"{padding[0]}, kW = {kernel[1]}, kH = {kernel[0]}"
         )
-    out_hw = _out_hw(input, kernel, stride, padding, dilation, ceil_mode)
-    values, indices = nn_ops.MaxPool2d.apply(input, kernel, stride, padding, dilation, out_hw)
-    values, indices = _channels_last_as(values, input), _channels_last_as(indices, input)
-    return (values, indices) if return_indices else values
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
