@@ -1982,16 +1982,58 @@ class _MseLoss(Function):
     def forward(ctx, x: Tensor, target: Tensor, reduction: str) -> Tensor:
         ctx.save_for_backward(x, target)
         ctx.reduction = reduction
+        if _plain_pair(x._data, target._data):  # the kernels the three ops below call, without the three calls
+            xd, td = x._data, target._data
+            dt, n, backend = xd.dtype, xd.size, x._backend
+            flat = (n,)  # (1-d: elementwise_plain's direct kernel call)
+            diff = backend.elementwise_plain(_SUB, [backend.reshape(xd, flat), backend.reshape(td, flat)], dt, flat)
+            sq = backend.elementwise_plain(_POW, [diff, 2], dt, flat)
+            if reduction == "none":
+                return Tensor._make(backend.reshape(sq, xd.shape))
+            total = backend.reduce(sq, "sum", None, False, dt)
+            return Tensor._make(backend.divide_by(total, sq.size) if reduction == "mean" else total)
         sq = (x - target) ** 2
         return sq.mean() if reduction == "mean" else (sq.sum() if reduction == "sum" else sq)
 
     @staticmethod
     def backward(ctx, g: Tensor):
         x, target = ctx.saved_tensors
+        if not state.enabled and _plain_pair(x._data, target._data) and g._data.dtype is x._data.dtype:
+            return _mse_grads_on_storage(ctx, g._data, x._data, target._data, x._backend)
         diff = x - target
         scale = g * (2.0 / max(diff.numel(), 1)) if ctx.reduction == "mean" else g * 2.0  # (empty: no elements)
         grad = diff * scale
         return grad, -grad, None
+
+
+_SUB, _POW, _MUL, _NEG = ROWS["sub"], ROWS["pow"], ROWS["mul"], ROWS["neg"]
+
+
+def _plain_pair(a, b) -> bool:
+    """Whether ``a`` and ``b`` are C-contiguous float32 or float64 arrays of one shape, dtype and device: operands
+    the elementwise fast paths take as they are (``elementwise_plain``)."""
+    dt = a.dtype
+    return (
+        b.dtype is dt
+        and dt.kind == "f"
+        and dt.itemsize >= 4
+        and type(a) is type(b)
+        and a.shape == b.shape
+        and a.flags.c_contiguous
+        and b.flags.c_contiguous
+    )
+
+
+def _mse_grads_on_storage(ctx, gd, xd, td, backend) -> tuple:
+    """``_MseLoss``'s gradients without create_graph: the kernels of its formula's ops (``diff * (g * factor)``
+    and its negation, only where needed) called directly, so the bits are the formula's."""
+    dt = xd.dtype
+    diff = backend.elementwise_plain(_SUB, [xd, td], dt, xd.shape)
+    factor = 2.0 / max(diff.size, 1) if ctx.reduction == "mean" else 2.0  # (empty: no elements)
+    grad = backend.elementwise(_MUL, [diff, backend.elementwise(_MUL, [gd, factor], (), dt)], (), dt)
+    needs = ctx.needs_input_grad
+    gx = Tensor._make(grad) if needs[0] else None
+    return gx, (Tensor._make(backend.elementwise(_NEG, [grad], (), dt)) if needs[1] else None), None
 
 
 @_float32_under_autocast
