@@ -1217,6 +1217,12 @@ def check_index(index: np.ndarray, low: int, high: int, skip, error) -> None:
             raise error(int(flat[at]))
 
 
+def all_within(a: np.ndarray, low, high) -> np.ndarray:
+    """Whether every element of ``a`` lies in ``[low, high]`` (a NaN does not), as a 0-dim bool array: what
+    ``((a >= low) & (a <= high)).all()`` gives, in three numpy calls instead of four tensor ops."""
+    return np.asarray(np.logical_and(np.greater_equal(a, low), np.less_equal(a, high)).all())
+
+
 def take_along_axis(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:
     return np.take_along_axis(a, idx, axis=dim)
 

@@ -1097,6 +1097,15 @@ def _error_key(error) -> tuple:
     return (error,)
 
 
+def all_within(a, low, high):
+    """Whether every element of ``a`` lies in ``[low, high]`` (a NaN does not), as a 0-dim bool device array (the
+    CPU backend's twin)."""
+    dtype, flag = np.dtype(a.dtype), np.dtype(np.bool_)
+    above = elementwise(ROWS["ge"], [a, low], (), dtype, out_dtype=flag)
+    below = elementwise(ROWS["le"], [a, high], (), dtype, out_dtype=flag)
+    return reduce(elementwise(ROWS["logical_and"], [above, below], (), flag, out_dtype=flag), "all", None, False)
+
+
 def check_index(index, low: int, high: int, skip, error) -> None:
     """Check on the device that every entry of the integer array ``index`` other than ``skip`` lies in ``[low,
     high)``. The check is queued, not waited for (as torch's device-side asserts): the next download raises

@@ -403,7 +403,7 @@ class BinaryCrossEntropy(Function):
         backend = x._backend
         if x.numel():  # (in the forward, so that a compiled replay checks each call's input too; checked where
             # the input lives: a cuda input's error comes with the next read). A NaN fails it, as in torch.
-            inside = ((x >= 0) & (x <= 1)).all()._data
+            inside = backend.all_within(x._data, 0, 1)
             backend.check_index(backend.astype(inside, np.int64), 1, 2, None, _input_not_probabilities)
         dtype = x._data.dtype
         loss = Tensor._make(backend.elementwise(_bce_row(), [x._data, target._data], (), dtype, shape=x._data.shape))
