@@ -63,6 +63,10 @@ CASES = {
     "mse-mean": (lambda a, b: numbagrad.nn.functional.mse_loss(a, b), [X, X[::-1].copy()]),
     "mse-none": (lambda a, b: numbagrad.nn.functional.mse_loss(a, b, reduction="none"), [X, X[::-1].copy()]),
     "leaky_relu": (lambda a: numbagrad.nn.functional.leaky_relu(a, 0.2), [X]),
+    "sdpa-causal": (
+        lambda a: numbagrad.nn.functional.scaled_dot_product_attention(a[None], a[None], a[None], is_causal=True),
+        [X],
+    ),
     "einsum-diagonal": (lambda m: numbagrad.einsum("ii->i", m), [M]),
     "einsum-three": (lambda a, b: numbagrad.einsum("ij,jk,kl->il", a, b, b), [X, M]),
     "outer": (lambda a: numbagrad.outer(a[0], a[1]), [X]),
