@@ -18,10 +18,11 @@ import numpy as np
 from .. import ops
 from .._tensor import Tensor
 from .._types import broadcast_shapes, float32, wrap_dim
-from ..autograd.function import Function, once_differentiable
+from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, once_differentiable, saved_input_unhooked
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import no_grad, state
-from ..backend import layout
+from ..backend import _BY_TYPE as _BACKENDS
+from ..backend import backend_for, layout
 from ..ops import loss_ops, nn_ops
 from ..ops._common import autocast_to, not_a_tensor, same_backend
 from ..ops._registry import batchable
@@ -1978,20 +1979,38 @@ class _MseLoss(Function):
 
     node_name = "MseLossBackward0"
 
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for plain Tensors that ``_plain_pair`` takes, outside anomaly and inference mode, with no
+        tracer or saved-tensor hooks (``st.fast``): the loss on the storage and the node ``_link_outputs`` builds
+        (both operands saved, the metadata its gradients are checked against); anything else returns None."""
+        x, target, reduction = args
+        if type(x) is not Tensor or type(target) is not Tensor or not st.fast:
+            return None
+        xd, td = x._data, target._data
+        if not _plain_pair(xd, td) or x._is_inference or target._is_inference:
+            return None
+        backend = _BACKENDS.get(type(xd)) or backend_for(xd)
+        result = _new(Tensor)
+        out = result._data = _mse_on_storage(xd, td, reduction, backend)
+        need_x = x._requires_grad or x.grad_fn is not None
+        need_t = target._requires_grad or target.grad_fn is not None
+        if st.enabled and (need_x or need_t):
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = (need_x, need_t, False)
+            ctx.reduction = reduction
+            make_node(ctx, (edge_of(x), edge_of(target), _NO_EDGE), result)
+            ctx._input_meta = ((xd.shape, xd.dtype, backend), (td.shape, td.dtype, backend), False)
+            ctx._output_meta = ((out.shape, out.dtype, backend),)
+            ctx._saved = [saved_input_unhooked(x), saved_input_unhooked(target)]
+        return result
+
     @staticmethod
     def forward(ctx, x: Tensor, target: Tensor, reduction: str) -> Tensor:
         ctx.save_for_backward(x, target)
         ctx.reduction = reduction
         if _plain_pair(x._data, target._data):  # the kernels the three ops below call, without the three calls
-            xd, td = x._data, target._data
-            dt, n, backend = xd.dtype, xd.size, x._backend
-            flat = (n,)  # (1-d: elementwise_plain's direct kernel call)
-            diff = backend.elementwise_plain(_SUB, [backend.reshape(xd, flat), backend.reshape(td, flat)], dt, flat)
-            sq = backend.elementwise_plain(_POW, [diff, 2], dt, flat)
-            if reduction == "none":
-                return Tensor._make(backend.reshape(sq, xd.shape))
-            total = backend.reduce(sq, "sum", None, False, dt)
-            return Tensor._make(backend.divide_by(total, sq.size) if reduction == "mean" else total)
+            return Tensor._make(_mse_on_storage(x._data, target._data, reduction, x._backend))
         sq = (x - target) ** 2
         return sq.mean() if reduction == "mean" else (sq.sum() if reduction == "sum" else sq)
 
@@ -2022,6 +2041,21 @@ def _plain_pair(a, b) -> bool:
         and a.flags.c_contiguous
         and b.flags.c_contiguous
     )
+
+
+_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
+
+
+def _mse_on_storage(xd, td, reduction: str, backend):
+    """``((x - t) ** 2)`` reduced, for ``_plain_pair`` operands: the kernels its three ops' fast paths call."""
+    dt, n = xd.dtype, xd.size
+    flat = (n,)  # (1-d: elementwise_plain's direct kernel call)
+    diff = backend.elementwise_plain(_SUB, [backend.reshape(xd, flat), backend.reshape(td, flat)], dt, flat)
+    sq = backend.elementwise_plain(_POW, [diff, 2], dt, flat)
+    if reduction == "none":
+        return backend.reshape(sq, xd.shape)
+    total = backend.reduce(sq, "sum", None, False, dt)
+    return backend.divide_by(total, n) if reduction == "mean" else total
 
 
 def _mse_grads_on_storage(ctx, gd, xd, td, backend) -> tuple:
