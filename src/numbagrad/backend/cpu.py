@@ -395,8 +395,13 @@ def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, o
         out = np.empty(shape, dtype if out_dtype is None else out_dtype)
     except MemoryError:
         raise _out_of_memory(shape, dtype) from None
-    if len(shape) != 1 or not 0 < shape[0] < PARALLEL_THRESHOLD:
+    size = out.size
+    if not 0 < size < PARALLEL_THRESHOLD:
         return _run(row, "forward", operands, (), dtype, out, True)
+    result = out
+    if len(shape) != 1:  # (row-major operands of one shape: the flat loop over their 1-d views)
+        out = out.reshape(size)
+        operands = [v.reshape(size) if type(v) is np.ndarray else v for v in operands]
     if pattern is None:
         pattern = ""
         for k in range(len(operands)):
@@ -410,7 +415,7 @@ def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, o
     if kernel is None:
         kernel = codegen.row_kernel(row, "forward", pattern, "serial")
     kernel(out, *operands)
-    return out
+    return result
 
 
 def elementwise_grad(
