@@ -1615,7 +1615,7 @@ def _laid_out_as_query(q: np.ndarray, width: int) -> np.ndarray:
     T, H, E) memory, so ``out.transpose(1, 2).contiguous()`` copies nothing), row-major for other ranks or where
     the order is ambiguous (a dim of size 1) or the last dim is not innermost."""
     shape = (*q.shape[:-1], width)
-    if q.ndim == 4 and 1 not in q.shape:
+    if q.ndim == 4 and 1 not in q.shape and not q.flags.c_contiguous:  # (row-major: its order is row-major)
         order = sorted(range(4), key=lambda d: (-q.strides[d], d))
         if order[-1] == 3 and order != [0, 1, 2, 3]:
             return np.empty(tuple(shape[d] for d in order), q.dtype).transpose(np.argsort(order))
