@@ -618,7 +618,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
 
 
 def _spread_rounded_once(data, axes, keepdim: bool, denominator: float, backend, root: bool):
-    """``_spread`` (its square root with ``root``: a standard deviation) in ``data``'s dtype; a 2-byte float's in
+    """``backend.spread`` (its square root with ``root``: a standard deviation) in ``data``'s dtype; a 2-byte float's in
     float32, rounded once at the end, as torch computes them (rounding the variance before the root moved
     bfloat16's std of [1, 2, 4] from torch's 1.5312 to 1.5234)."""
     narrow = data.dtype.itemsize == 2 and data.dtype.kind in "fV"
