@@ -395,8 +395,13 @@ def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, o
         out = np.empty(shape, dtype if out_dtype is None else out_dtype)
     except MemoryError:
         raise _out_of_memory(shape, dtype) from None
-    if len(shape) != 1 or not 0 < shape[0] < PARALLEL_THRESHOLD:
+    size = out.size
+    if not 0 < size < PARALLEL_THRESHOLD:
         return _run(row, "forward", operands, (), dtype, out, True)
+    result = out
+    if len(shape) != 1:  # (row-major operands of one shape: the flat loop over their 1-d views)
+        out = out.reshape(size)
+        operands = [v.reshape(size) if type(v) is np.ndarray else v for v in operands]
     if pattern is None:
         pattern = ""
         for k in range(len(operands)):
@@ -410,7 +415,7 @@ def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, o
     if kernel is None:
         kernel = codegen.row_kernel(row, "forward", pattern, "serial")
     kernel(out, *operands)
-    return out
+    return result
 
 
 def elementwise_grad(
@@ -982,6 +987,61 @@ def divide_by(a: np.ndarray, divisor) -> np.ndarray:
     return elementwise(_DIV_ROW, [a, divisor], (), dtype)
 
 
+_SUB_ROW, _MUL_ROW = ROWS["sub"], ROWS["mul"]
+
+
+def _centered(a: np.ndarray, axes) -> np.ndarray:
+    """``a`` minus its mean over ``axes`` (all when None): the mean's sum in ``a``'s dtype, divided by the count."""
+    count = a.size if axes is None else math.prod([a.shape[d] for d in axes])
+    mean = divide_by(reduce(a, "sum", axes, True, a.dtype), count)
+    return elementwise(_SUB_ROW, [a, mean], (), a.dtype)
+
+
+def spread(a: np.ndarray, axes, keepdim: bool, denominator: float) -> np.ndarray:
+    """The sum of squared deviations from the mean over ``axes`` (all when None) over ``max(denominator, 0)``: a
+    float32 or float64 variance in two passes, as torch's. A C-contiguous array of fewer than ``_KERNEL_SUM_SIZE``
+    elements reduced over given axes, with a denominator of at least 1, runs on numpy's ufuncs (``_small_spread``:
+    the same sums, differences and products, bit for bit, without six kernel calls' Python); the rest on
+    ``reduce`` and the elementwise kernels."""
+    if axes and 0 < a.size < _KERNEL_SUM_SIZE and denominator >= 1 and a.dtype in _SUM_ZEROS and a.flags.c_contiguous:
+        return _small_spread(a, axes, keepdim, denominator)
+    centered = _centered(a, axes)
+    squares = elementwise(_MUL_ROW, [centered, centered], (), a.dtype)
+    return divide_by(reduce(squares, "sum", axes, keepdim, a.dtype), max(denominator, 0))
+
+
+@np.errstate(all="ignore")  # (inf - inf is nan without a warning, as in the kernels and torch)
+def _small_spread(a: np.ndarray, axes: tuple, keepdim: bool, denominator: float) -> np.ndarray:
+    """``spread`` of a small C-contiguous array over ``axes``: what ``reduce`` (``ufunc.reduce`` below
+    ``_KERNEL_SUM_SIZE``), ``divide_by`` and the sub and mul kernels compute, called directly."""
+    dtype = a.dtype.type
+    mean = np.add.reduce(a, axis=axes, keepdims=True)
+    np.true_divide(mean, dtype(a.size // mean.size), out=mean)  # (the count: elements per result)
+    centered = np.subtract(a, mean)
+    np.multiply(centered, centered, out=centered)
+    out = np.asarray(np.add.reduce(centered, axis=axes, keepdims=keepdim))  # (a 0-dim result: an array)
+    return np.true_divide(out, dtype(denominator), out=out)
+
+
+def spread_grad(g: np.ndarray, a: np.ndarray, axes, denominator: float) -> np.ndarray:
+    """The gradient of ``spread`` (a denominator above 0) from ``g`` of its keepdim shape: ``g * (a - mean) * (2 /
+    denominator)``, products in that order; a small C-contiguous float ``a`` (as ``spread``) on numpy's ufuncs."""
+    if axes and 0 < a.size < _KERNEL_SUM_SIZE and a.dtype in _SUM_ZEROS and g.dtype == a.dtype and a.flags.c_contiguous:
+        return _small_spread_grad(g, a, axes, denominator)
+    product = elementwise(_MUL_ROW, [g, _centered(a, axes)], (), a.dtype)
+    return elementwise(_MUL_ROW, [product, 2.0 / denominator], (), a.dtype)
+
+
+@np.errstate(all="ignore")
+def _small_spread_grad(g: np.ndarray, a: np.ndarray, axes: tuple, denominator: float) -> np.ndarray:
+    dtype = a.dtype.type
+    mean = np.add.reduce(a, axis=axes, keepdims=True)
+    np.true_divide(mean, dtype(a.size // mean.size), out=mean)  # (the count: elements per result)
+    out = np.subtract(a, mean)
+    np.multiply(g, out, out=out)
+    return np.multiply(out, dtype(2.0 / denominator), out=out)
+
+
 def _sum_in_memory_order(a: np.ndarray, axes, keepdim: bool) -> np.ndarray | None:
     """The compiled sum of a dense but permuted ``a`` (a transposed tensor) over ``axes`` (None: all), read in
     place in its memory order, where the summed dims are consecutive there (``x.transpose(1, 2)`` summed over
@@ -1202,6 +1262,12 @@ def check_index(index: np.ndarray, low: int, high: int, skip, error) -> None:
         at = _nn().first_outside(flat, low, high, 0 if skip is None else skip, skip is not None)
         if at >= 0:
             raise error(int(flat[at]))
+
+
+def all_within(a: np.ndarray, low, high) -> np.ndarray:
+    """Whether every element of ``a`` lies in ``[low, high]`` (a NaN does not), as a 0-dim bool array: what
+    ``((a >= low) & (a <= high)).all()`` gives, in three numpy calls instead of four tensor ops."""
+    return np.asarray(np.logical_and(np.greater_equal(a, low), np.less_equal(a, high)).all())
 
 
 def take_along_axis(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:
@@ -1591,7 +1657,7 @@ def _laid_out_as_query(q: np.ndarray, width: int) -> np.ndarray:
     T, H, E) memory, so ``out.transpose(1, 2).contiguous()`` copies nothing), row-major for other ranks or where
     the order is ambiguous (a dim of size 1) or the last dim is not innermost."""
     shape = (*q.shape[:-1], width)
-    if q.ndim == 4 and 1 not in q.shape:
+    if q.ndim == 4 and 1 not in q.shape and not q.flags.c_contiguous:  # (row-major: its order is row-major)
         order = sorted(range(4), key=lambda d: (-q.strides[d], d))
         if order[-1] == 3 and order != [0, 1, 2, 3]:
             return np.empty(tuple(shape[d] for d in order), q.dtype).transpose(np.argsort(order))
@@ -1868,6 +1934,9 @@ def max_pool2d(x: np.ndarray, kernel: tuple, stride: tuple, padding: tuple, dila
     idx = np.empty((x.shape[0], *out_hw), np.int64)
     kernel_ = _nn().max_pool2d_forward
     spans = _plane_spans(x)
+    if len(spans) == 1:  # (one task: the kernel called here, without the task closure)
+        kernel_(x, *kernel, *stride, *padding, *dilation, out, idx)
+        return out, idx
 
     def task(t: int) -> None:
         a, b = spans[t]
@@ -1896,6 +1965,9 @@ def max_pool2d_backward(g: np.ndarray, indices: np.ndarray, in_hw: tuple) -> np.
     g, indices = np.ascontiguousarray(g), np.ascontiguousarray(indices, np.int64)
     kernel = _nn().max_pool2d_backward
     spans = _plane_spans(gx)
+    if len(spans) == 1:
+        kernel(g, indices, gx)
+        return gx
 
     def task(t: int) -> None:
         a, b = spans[t]
@@ -2414,6 +2486,7 @@ __all__ = [
     "accumulate_",
     "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_backward",
+    "all_within",
     "apply_kernel",
     "arg_reduce",
     "ascontiguous",
@@ -2474,6 +2547,8 @@ __all__ = [
     "softmax",
     "softmax_backward",
     "sort",
+    "spread",
+    "spread_grad",
     "sum_to_shape",
     "take_along_axis",
     "tile",

@@ -688,6 +688,27 @@ def divide_by(a, divisor):
     return elementwise(ROWS["div"], [a, divisor], (), np.dtype(a.dtype))
 
 
+def _centered(a, axes):
+    """``a`` minus its mean over ``axes`` (all when None), on the device."""
+    count = a.size if axes is None else math.prod([a.shape[d] for d in axes])
+    return elementwise(ROWS["sub"], [a, divide_by(reduce(a, "sum", axes, True, a.dtype), count)], (), np.dtype(a.dtype))
+
+
+def spread(a, axes, keepdim: bool, denominator: float):
+    """The sum of squared deviations from the mean over ``axes`` over ``max(denominator, 0)`` (the CPU backend's
+    twin)."""
+    centered = _centered(a, axes)
+    squares = elementwise(ROWS["mul"], [centered, centered], (), np.dtype(a.dtype))
+    return divide_by(reduce(squares, "sum", axes, keepdim, a.dtype), max(denominator, 0))
+
+
+def spread_grad(g, a, axes, denominator: float):
+    """``g * (a - mean) * (2 / denominator)`` (the CPU backend's twin)."""
+    dtype = np.dtype(a.dtype)
+    product = elementwise(ROWS["mul"], [g, _centered(a, axes)], (), dtype)
+    return elementwise(ROWS["mul"], [product, 2.0 / denominator], (), dtype)
+
+
 def reduce(a, op: str, axes: tuple | None, keepdim: bool, dtype=None):
     """``sum``/``prod``/``max``/``min``/``any``/``all`` over ``axes`` (all when None) on the device, in ``dtype``
     (``any``/``all`` give bool: ``max``/``min`` over the values cast to bool)."""
@@ -1074,6 +1095,15 @@ def _error_key(error) -> tuple:
     if isinstance(error, functools.partial):
         return error.func, error.args, tuple(sorted(error.keywords.items()))
     return (error,)
+
+
+def all_within(a, low, high):
+    """Whether every element of ``a`` lies in ``[low, high]`` (a NaN does not), as a 0-dim bool device array (the
+    CPU backend's twin)."""
+    dtype, flag = np.dtype(a.dtype), np.dtype(np.bool_)
+    above = elementwise(ROWS["ge"], [a, low], (), dtype, out_dtype=flag)
+    below = elementwise(ROWS["le"], [a, high], (), dtype, out_dtype=flag)
+    return reduce(elementwise(ROWS["logical_and"], [above, below], (), flag, out_dtype=flag), "all", None, False)
 
 
 def check_index(index, low: int, high: int, skip, error) -> None:

@@ -21,8 +21,10 @@ import numpy as np
 from .. import ops
 from .._tensor import Tensor
 from .._types import bool_, float32, float64
-from ..autograd.function import Function
+from ..autograd.function import Function, edges_of, make_node, saved_input_unhooked, saved_output
 from ..autograd.fused import fused_grads
+from ..backend import _BY_TYPE as _BACKENDS
+from ..backend import backend_for
 from ..ops._common import not_a_tensor
 from ..ops.creation import _generator
 from ..ops.reduction import softmax_grad
@@ -87,6 +89,7 @@ def _blockable(q: Tensor, k: Tensor, v: Tensor) -> bool:
 
 
 _BLOCK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
 
 
 class _Attention(Function):
@@ -102,6 +105,50 @@ class _Attention(Function):
     """
 
     node_name = "ScaledDotProductFlashAttentionForCpuBackward0"
+
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for a causal attention the backend's ``causal_attention`` computes (plain float32 or float64
+        tensors of one batch shape, no dropout or grouped heads), outside anomaly and inference mode, with no
+        tracer or saved-tensor hooks (``st.fast``): ``forward``'s two outputs and the node ``_link_general``
+        builds for them, without the general path's per-argument and per-output bookkeeping; anything else
+        returns None."""
+        if len(args) != 10 or not args[9] or args[4] is not None or args[6] != 1 or args[7] != 1 or not st.fast:
+            return None
+        q, k, v, mask = args[:4]
+        if type(q) is not Tensor or type(k) is not Tensor or type(v) is not Tensor or type(mask) is not Tensor:
+            return None
+        qd, kd, vd, md = q._data, k._data, v._data, mask._data
+        dt, kind = qd.dtype, type(qd)
+        if kd.dtype is not dt or vd.dtype is not dt or type(kd) is not kind or type(vd) is not kind:
+            return None
+        if type(md) is not kind or q._is_inference or k._is_inference or v._is_inference or not _blockable(q, k, v):
+            return None
+        backend = _BACKENDS.get(kind) or backend_for(qd)
+        scale = args[5]
+        out, probs = _new(Tensor), _new(Tensor)
+        out._data, probs._data = backend.causal_attention(qd, kd, vd, md, scale)
+        edges = edges_of(args)
+        if not st.enabled or (
+            edges[0][0] is None and edges[1][0] is None and edges[2][0] is None and edges[3][0] is None
+        ):
+            return out, probs
+        ctx = cls._backward_cls()
+        ctx.needs_input_grad = (
+            edges[0][0] is not None, edges[1][0] is not None, edges[2][0] is not None, edges[3][0] is not None,
+            False, False, False, False, False, False,
+        )  # fmt: skip
+        ctx.scale, ctx.k_times, ctx.v_times, ctx.causal = scale, 1, 1, True
+        ctx.materialize_grads = False
+        ctx._input_meta = (
+            (qd.shape, dt, backend), (kd.shape, dt, backend), (vd.shape, dt, backend), (md.shape, md.dtype, backend),
+            False, False, False, False, False, False,
+        )  # fmt: skip
+        ctx._output_meta = [(out._data.shape, dt, backend), (probs._data.shape, dt, backend)]
+        make_node(ctx, edges, [out, probs])
+        ctx._saved = [saved_input_unhooked(q), saved_input_unhooked(k), saved_input_unhooked(v), saved_output(probs),
+                      None]  # fmt: skip
+        return out, probs
 
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, mask, keep, scale: float, k_times: int, v_times: int,
@@ -226,6 +273,22 @@ def _check_sdpa(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p:
     return heads // k_heads, heads // v_heads
 
 
+def _plain_triple(query, key, value) -> bool:
+    """Whether ``query``, ``key`` and ``value`` are plain Tensors of at least two dims, of one dtype, the query's
+    and the key's last dims equal: the operands that pass ``_check_sdpa``'s checks of them."""
+    if type(query) is not Tensor or type(key) is not Tensor or type(value) is not Tensor:
+        return False
+    q, k, v = query._data, key._data, value._data
+    return (
+        q.ndim >= 2
+        and k.ndim >= 2
+        and v.ndim >= 2
+        and q.dtype is k.dtype
+        and q.dtype is v.dtype
+        and q.shape[-1] == k.shape[-1]
+    )
+
+
 def _attention(query, key, value, mask, dropout_p: float, scale: float, gqa: tuple, safe: bool,
                causal: bool = False) -> tuple:  # fmt: skip
     """The output, the probabilities and the dropout multiplier (None without dropout); ``mask`` is an additive
@@ -255,7 +318,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     ``scale`` defaults to ``1 / sqrt(E)``; ``enable_gqa`` lets key/value have fewer heads (dim -3)
     than query. A row with no key to attend gives zeros, as torch's does. Dropout uses numbagrad's generator.
     """
-    gqa = _check_sdpa(query, key, value, attn_mask, dropout_p, enable_gqa)
+    if attn_mask is None and not enable_gqa and type(dropout_p) is float and _plain_triple(query, key, value):
+        gqa = (1, 1) if 0.0 <= dropout_p <= 1.0 else _check_sdpa(query, key, value, None, dropout_p, False)
+    else:
+        gqa = _check_sdpa(query, key, value, attn_mask, dropout_p, enable_gqa)
     dtype = query.dtype
     mask = None
     if is_causal and attn_mask is not None:

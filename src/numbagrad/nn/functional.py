@@ -18,10 +18,11 @@ import numpy as np
 from .. import ops
 from .._tensor import Tensor
 from .._types import broadcast_shapes, float32, wrap_dim
-from ..autograd.function import Function, once_differentiable
+from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, once_differentiable, saved_input_unhooked
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import no_grad, state
-from ..backend import layout
+from ..backend import _BY_TYPE as _BACKENDS
+from ..backend import backend_for, layout
 from ..ops import loss_ops, nn_ops
 from ..ops._common import autocast_to, not_a_tensor, same_backend
 from ..ops._registry import batchable
@@ -936,13 +937,17 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return _channels_last_as(out, input)
 
 
+def _channels_last_order(a) -> tuple | None:
+    """The channels-last axis order of a 4-d or 5-d storage array with channels-last-like strides, else None."""
+    return _suggested_order(a.shape, a.strides, a.dtype.itemsize)
+
+
 def _channels_last_as(out: Tensor, *inputs) -> Tensor:
     """``out`` laid out channels-last when one of ``inputs`` (4-d or 5-d, of ``out``'s rank) is channels-last-like,
     as torch's CPU kernels of convolution, batch norm and pooling write it; else as it is."""
     for t in inputs:
         if t is not None and t.dim() == out.dim() and t.dim() in (4, 5):
-            a = t._data
-            order = _suggested_order(a.shape, a.strides, a.dtype.itemsize)
+            order = _channels_last_order(t._data)
             if order is not None:
                 out._data = layout.in_order(out._data, order, out._backend.copy)
                 return out
@@ -1704,6 +1709,17 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     """Max over 2-d windows of the last two dims; with ``return_indices`` also the int64 positions ``h * W + w``
     of each maximum in its plane (what ``max_unpool2d`` takes)."""
     kernel, stride, padding, dilation = _pool_args(input, kernel_size, stride, padding, dilation)
+    if padding != (0, 0) or kernel[0] < 1 or kernel[1] < 1:  # (no padding and a kernel pass both checks)
+        _check_pool_padding(kernel, padding, dilation)
+    out_hw = _out_hw(input, kernel, stride, padding, dilation, ceil_mode)
+    values, indices = nn_ops.MaxPool2d.apply(input, kernel, stride, padding, dilation, out_hw)
+    if input.dim() == 4 and _channels_last_order(input._data) is not None:
+        values, indices = _channels_last_as(values, input), _channels_last_as(indices, input)
+    return (values, indices) if return_indices else values
+
+
+def _check_pool_padding(kernel: tuple, padding: tuple, dilation: tuple) -> None:
+    """torch's refusals of a max pool's padding beyond half its (dilated) kernel."""
     for p, k, d in zip(padding, kernel, dilation):
         if p > (d * (k - 1) + 1) // 2:
             raise RuntimeError(
@@ -1715,10 +1731,6 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
             f"pad should be smaller than or equal to half of kernel size, but got padW = {padding[1]}, padH = "
             f"{padding[0]}, kW = {kernel[1]}, kH = {kernel[0]}"
         )
-    out_hw = _out_hw(input, kernel, stride, padding, dilation, ceil_mode)
-    values, indices = nn_ops.MaxPool2d.apply(input, kernel, stride, padding, dilation, out_hw)
-    values, indices = _channels_last_as(values, input), _channels_last_as(indices, input)
-    return (values, indices) if return_indices else values
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -1967,20 +1979,95 @@ class _MseLoss(Function):
 
     node_name = "MseLossBackward0"
 
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for plain Tensors that ``_plain_pair`` takes, outside anomaly and inference mode, with no
+        tracer or saved-tensor hooks (``st.fast``): the loss on the storage and the node ``_link_outputs`` builds
+        (both operands saved, the metadata its gradients are checked against); anything else returns None."""
+        x, target, reduction = args
+        if type(x) is not Tensor or type(target) is not Tensor or not st.fast:
+            return None
+        xd, td = x._data, target._data
+        if not _plain_pair(xd, td) or x._is_inference or target._is_inference:
+            return None
+        backend = _BACKENDS.get(type(xd)) or backend_for(xd)
+        result = _new(Tensor)
+        out = result._data = _mse_on_storage(xd, td, reduction, backend)
+        need_x = x._requires_grad or x.grad_fn is not None
+        need_t = target._requires_grad or target.grad_fn is not None
+        if st.enabled and (need_x or need_t):
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = (need_x, need_t, False)
+            ctx.reduction = reduction
+            make_node(ctx, (edge_of(x), edge_of(target), _NO_EDGE), result)
+            ctx._input_meta = ((xd.shape, xd.dtype, backend), (td.shape, td.dtype, backend), False)
+            ctx._output_meta = ((out.shape, out.dtype, backend),)
+            ctx._saved = [saved_input_unhooked(x), saved_input_unhooked(target)]
+        return result
+
     @staticmethod
     def forward(ctx, x: Tensor, target: Tensor, reduction: str) -> Tensor:
         ctx.save_for_backward(x, target)
         ctx.reduction = reduction
+        if _plain_pair(x._data, target._data):  # the kernels the three ops below call, without the three calls
+            return Tensor._make(_mse_on_storage(x._data, target._data, reduction, x._backend))
         sq = (x - target) ** 2
         return sq.mean() if reduction == "mean" else (sq.sum() if reduction == "sum" else sq)
 
     @staticmethod
     def backward(ctx, g: Tensor):
         x, target = ctx.saved_tensors
+        if not state.enabled and _plain_pair(x._data, target._data) and g._data.dtype is x._data.dtype:
+            return _mse_grads_on_storage(ctx, g._data, x._data, target._data, x._backend)
         diff = x - target
         scale = g * (2.0 / max(diff.numel(), 1)) if ctx.reduction == "mean" else g * 2.0  # (empty: no elements)
         grad = diff * scale
         return grad, -grad, None
+
+
+_SUB, _POW, _MUL, _NEG = ROWS["sub"], ROWS["pow"], ROWS["mul"], ROWS["neg"]
+
+
+def _plain_pair(a, b) -> bool:
+    """Whether ``a`` and ``b`` are C-contiguous float32 or float64 arrays of one shape, dtype and device: operands
+    the elementwise fast paths take as they are (``elementwise_plain``)."""
+    dt = a.dtype
+    return (
+        b.dtype is dt
+        and dt.kind == "f"
+        and dt.itemsize >= 4
+        and type(a) is type(b)
+        and a.shape == b.shape
+        and a.flags.c_contiguous
+        and b.flags.c_contiguous
+    )
+
+
+_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
+
+
+def _mse_on_storage(xd, td, reduction: str, backend):
+    """``((x - t) ** 2)`` reduced, for ``_plain_pair`` operands: the kernels its three ops' fast paths call."""
+    dt, n = xd.dtype, xd.size
+    flat = (n,)  # (1-d: elementwise_plain's direct kernel call)
+    diff = backend.elementwise_plain(_SUB, [backend.reshape(xd, flat), backend.reshape(td, flat)], dt, flat)
+    sq = backend.elementwise_plain(_POW, [diff, 2], dt, flat)
+    if reduction == "none":
+        return backend.reshape(sq, xd.shape)
+    total = backend.reduce(sq, "sum", None, False, dt)
+    return backend.divide_by(total, n) if reduction == "mean" else total
+
+
+def _mse_grads_on_storage(ctx, gd, xd, td, backend) -> tuple:
+    """``_MseLoss``'s gradients without create_graph: the kernels of its formula's ops (``diff * (g * factor)``
+    and its negation, only where needed) called directly, so the bits are the formula's."""
+    dt = xd.dtype
+    diff = backend.elementwise_plain(_SUB, [xd, td], dt, xd.shape)
+    factor = 2.0 / max(diff.size, 1) if ctx.reduction == "mean" else 2.0  # (empty: no elements)
+    grad = backend.elementwise(_MUL, [diff, backend.elementwise(_MUL, [gd, factor], (), dt)], (), dt)
+    needs = ctx.needs_input_grad
+    gx = Tensor._make(grad) if needs[0] else None
+    return gx, (Tensor._make(backend.elementwise(_NEG, [grad], (), dt)) if needs[1] else None), None
 
 
 @_float32_under_autocast

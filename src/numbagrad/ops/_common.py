@@ -199,6 +199,7 @@ def autocast_to(dtype, *tensors) -> tuple:
 _CHECKED_CONVERSIONS = {
     "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t", "float32": "float",
 }  # fmt: skip
+_FLOAT32_MAX = float(np.finfo(np.float32).max)  # (``np.finfo`` per call cost a masked_fill 0.5 us)
 
 
 def checked_scalar(value, d: dtype):
@@ -210,7 +211,7 @@ def checked_scalar(value, d: dtype):
     if name is None or isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         return value
     if d.is_floating_point:
-        fits = not math.isfinite(value) or abs(value) <= float(np.finfo(np.float32).max)
+        fits = not math.isfinite(value) or abs(value) <= _FLOAT32_MAX
     else:
         info = np.iinfo(d.numpy)
         low = -int(info.max) if info.min == 0 else int(info.min)

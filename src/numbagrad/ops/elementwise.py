@@ -199,21 +199,29 @@ class Elementwise(Function):
     @classmethod
     def _fast_apply(cls, args: tuple, st):
         """The whole call for the common case: tensors of one float dtype on one device, of one shape or
-        broadcasting, contiguous or expanded from one element (maybe with Python numbers), no params, outside
-        anomaly and inference mode, with no tracer. It computes what ``forward`` computes and builds the node
-        ``_link_outputs`` would build; anything else returns None for the general path. Saved-tensor hooks are
-        honoured here (``hooked``), so an input no gradient reads is not packed (torch saves none), as in the
-        general path it would be.
+        broadcasting, contiguous or expanded from one element (maybe with Python numbers), with the row's params
+        as Python numbers (``leaky_relu(x, 0.2)``), outside anomaly and inference mode, with no tracer. It
+        computes what ``forward`` computes and builds the node ``_link_outputs`` would build; anything else
+        returns None for the general path. Saved-tensor hooks are honoured here (``hooked``), so an input no
+        gradient reads is not packed (torch saves none), as in the general path it would be.
         """
+        params = ()
+        inputs = args
         if len(args) != cls.arity:
-            return None
+            params = args[cls.arity :]
+            if len(params) != len(cls.row.params):
+                return None
+            for p in params:
+                if type(p) is not float and type(p) is not int:
+                    return None
+            inputs = args[: cls.arity]
         hooked = not st.fast  # (st.fast: no tracer, anomaly, inference or saved-tensor hooks)
         if hooked and (st.tracer is not None or st.anomaly or st.inference):
             return None
         row = cls.row
         arrays, needs, first, scalars, grad, mixed = [], [], None, False, False, False
         pattern = cls._array_pattern  # the kernel's operand kinds, while every operand is a whole array
-        for a in args:
+        for a in inputs:
             if isinstance(a, Tensor):
                 d = a._data
                 if first is None:
@@ -245,21 +253,25 @@ class Elementwise(Function):
             return None  # (float16 is computed in float32: the general path)
         linked = grad and st.enabled
         if linked and not cls.differentiable:
-            return None  # the NotImplemented node: the general path makes it
+            if not row.out_bool:
+                return None  # the NotImplemented node: the general path makes it
+            linked = False  # a comparison's bool result: no node on any path (``x > 0`` of a ``requires_grad`` x)
         result = _new(Tensor)
         backend = _BACKENDS.get(type(first)) or backend_for(first)
-        if mixed:
-            shape = broadcast_shapes(*[a._data.shape for a in args if isinstance(a, Tensor)])
-            result._data = backend.elementwise(row, arrays, (), first.dtype, shape=shape, out_dtype=row.out_dtype)
+        if mixed or params:
+            shape = (
+                broadcast_shapes(*[a._data.shape for a in inputs if isinstance(a, Tensor)]) if mixed else first.shape
+            )
+            result._data = backend.elementwise(row, arrays, params, first.dtype, shape=shape, out_dtype=row.out_dtype)
         else:
             result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype, pattern)
         if not linked:
             return result
         ctx = cls._backward_cls()
-        ctx.needs_input_grad = tuple(needs)
+        ctx.needs_input_grad = tuple(needs) if not params else (*needs, *[False] * len(params))
         saved = []
         for j in cls._save_idx:
-            a = args[j]
+            a = inputs[j]
             if isinstance(a, Tensor):
                 if a._is_inference:
                     return None
@@ -273,9 +285,11 @@ class Elementwise(Function):
         if saved:
             ctx._saved = saved
         if scalars:
-            ctx.values = [None if isinstance(a, Tensor) else a for a in args]
+            ctx.values = [None if isinstance(a, Tensor) else a for a in inputs]
         if mixed:
-            ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in args]
+            ctx.in_meta = [(a._data.shape, a._data.dtype) if isinstance(a, Tensor) else None for a in inputs]
+        if params:
+            ctx.params = params
         return result
 
     @classmethod
@@ -292,7 +306,9 @@ class Elementwise(Function):
         fa = a.grad_fn
         linked = st.enabled and (fa is not None or a._requires_grad)
         if linked and not cls.differentiable:
-            return None  # the NotImplemented node: the general path makes it
+            if not row.out_bool:
+                return None  # the NotImplemented node: the general path makes it
+            linked = False  # a comparison's bool result: no node on any path (``x > 0`` of a ``requires_grad`` x)
         result = _new(Tensor)
         result._data = (_BACKENDS.get(type(d)) or backend_for(d)).elementwise_plain(
             row, [d], dt, d.shape, row.out_dtype, "a"
@@ -344,7 +360,9 @@ class Elementwise(Function):
         fb = b.grad_fn
         linked = st.enabled and (fa is not None or fb is not None or a._requires_grad or b._requires_grad)
         if linked and not cls.differentiable:
-            return None  # the NotImplemented node: the general path makes it
+            if not row.out_bool:
+                return None  # the NotImplemented node: the general path makes it
+            linked = False  # a comparison's bool result: no node on any path (``x > 0`` of a ``requires_grad`` x)
         result = _new(Tensor)
         result._data = (_BACKENDS.get(type(d)) or backend_for(d)).elementwise_plain(
             row, [d, e], dt, d.shape, row.out_dtype, "aa"
@@ -407,12 +425,12 @@ class Elementwise(Function):
     @staticmethod
     def _backward_one(ctx, g):
         """``backward`` of a one-input row (relu, exp, sigmoid...) in the common case, unrolled as ``_fast_one``
-        is: no create_graph, no scalars or params, the input of the output's shape and dtype, its saved tensors
+        is: no create_graph, no scalars, the input of the output's shape and dtype, its saved tensors
         unmodified. Each saved tensor is read once and the gradient goes where the general path would put it
         (1.5-2 us less a node at 16 elements); anything else goes to ``backward``."""
         cls = ctx._forward_cls
         saved = ctx._saved
-        if state.enabled or ctx.in_meta is not None or ctx.params or ctx.values or not _unmodified(saved):
+        if state.enabled or ctx.in_meta is not None or ctx.values or not _unmodified(saved):
             return Elementwise.backward(ctx, g)  # (which raises torch's error for a modified saved tensor)
         gd = g._data
         dt = gd.dtype
@@ -425,12 +443,13 @@ class Elementwise(Function):
             if into is None and out_entry.output_ref is not None:
                 into = _spare_output(ctx, out_entry, out_data, gd)
         backend = _BACKENDS.get(type(gd)) or backend_for(gd)
-        data = backend.elementwise_grad(cls.row, 0, gd, out_data, [x_data], (), dt, result=into)
+        params = ctx.params
+        data = backend.elementwise_grad(cls.row, 0, gd, out_data, [x_data], params, dt, result=into)
         if data is gd:  # written into g: g itself goes on (the engine counts it where it goes)
-            return (g,)
+            return (g, *[None] * len(params)) if params else (g,)
         grad = _new(Tensor)
         grad._data = data
-        return (grad,)
+        return (grad, *[None] * len(params)) if params else (grad,)
 
     @staticmethod
     def _backward_pair(ctx, g):

@@ -13,8 +13,9 @@ from .._samples import assigned
 from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES as _CPP
 from .._types import broadcast_shapes_or_none
-from ..autograd.function import Function
+from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, saved_input_unhooked
 from ..autograd.grad_mode import state
+from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ._common import (
     as_operand,
@@ -1166,15 +1167,42 @@ def _check_mask(mask, name: str) -> Tensor:
     return mask
 
 
+_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
+_FIRST_OF_3 = (True, False, False)  # needs_input_grad of a masked_fill by a number
+
+
 class MaskedFill(Function):
     node_name = "MaskedFillBackward0"
+    _trusted = True  # (its gradient is ``g``'s dtype and ``x``'s shape; the 0-d tensor value's form is not)
+
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for a plain float Tensor and a bool mask of its shape on one device, filled with a number,
+        outside anomaly and inference mode, with no tracer or saved-tensor hooks (``st.fast``; an attention mask's
+        ``scores.masked_fill(mask, -inf)``): ``forward``'s result and ``_link_outputs``'s node built directly;
+        anything else returns None."""
+        x, mask, value = args
+        if type(x) is not Tensor or type(mask) is not Tensor or not st.fast or cls is not MaskedFill:
+            return None
+        data, m = x._data, mask._data
+        if type(m) is not type(data) or m.shape != data.shape or data.dtype.kind != "f" or mask._is_inference:
+            return None
+        result = _new(Tensor)
+        result._data = (_BACKENDS.get(type(data)) or backend_for(data)).where(m, value, data, data.dtype)
+        if st.enabled and (x._requires_grad or x.grad_fn is not None):
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = _FIRST_OF_3
+            ctx.shape = x.shape
+            make_node(ctx, (edge_of(x), _NO_EDGE, _NO_EDGE), result)
+            ctx._saved = [saved_input_unhooked(mask)]
+        return result
 
     @staticmethod
     def forward(ctx, x, mask, value):
         ctx.shape = x.shape
         ctx.save_for_backward(mask)
         backend = same_backend((x, mask))
-        shape = broadcast_shapes(x.shape, mask.shape)
+        shape = broadcast_shapes(mask.shape, x.shape)  # (torch's size error names the mask tensor a)
         if isinstance(value, Tensor):  # a 0-d value: its storage, or its number when it lives on another device
             value = value._data if value._backend is backend else value.item()
         out = backend.where(mask._data, value, x._data, x._data.dtype)
@@ -1185,13 +1213,24 @@ class MaskedFill(Function):
     @staticmethod
     def backward(ctx, g):
         (mask,) = ctx.saved_tensors
-        gx = where(mask, 0.0, g).sum_to_size(ctx.shape) if ctx.needs_input_grad[0] else None
         gv = where(mask, g, 0.0).sum() if ctx.needs_input_grad[2] else None
-        return gx, None, gv
+        if not ctx.needs_input_grad[0]:
+            return None, None, gv
+        data, m = g._data, mask._data
+        if (
+            not state.enabled
+            and data.shape == m.shape == ctx.shape
+            and type(data) is type(m)
+            and data.dtype.kind in "fc"
+        ):
+            # (without create_graph and with nothing to sum back: ``where``'s storage call, not its node)
+            return Tensor._make(g._backend.where(m, 0.0, data, data.dtype)), None, gv
+        return where(mask, 0.0, g).sum_to_size(ctx.shape), None, gv
 
 
 class MaskedFillTensor(MaskedFill):
     node_name = "MaskedFillBackward1"
+    _trusted = False  # (the value's gradient is cast to its dtype and device)
 
 
 @declare(methods=True, samples=(Sample(T(3, 4), T(3, 4, dtype="bool"), -1.0), Sample(T(3, 4), T(4, dtype="bool"), T())))

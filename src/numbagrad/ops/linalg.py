@@ -9,8 +9,10 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES
-from ..autograd.function import Function
+from ..autograd.function import Function, edge_of, make_node, saved_input_unhooked
 from ..autograd.grad_mode import state
+from ..backend import _BY_TYPE as _BACKENDS
+from ..backend import backend_for
 from ._common import autocast_to, not_a_tensor, result_np_dtype, result_type, same_backend, wrap_dim
 from ._registry import Call, Sample, T, declare
 from .complex_ops import conj
@@ -45,10 +47,74 @@ def _name(t: Tensor) -> str:
     return CPP_NAMES[t.dtype.name]
 
 
+_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
+
+
+def _plain_float_pair(a, b) -> bool:
+    """Whether ``a`` and ``b`` are plain Tensors (not sparse, batched or subclassed) of matrices that multiply, of
+    one float dtype on one device: the operands ``mm`` and ``matmul`` hand straight to ``Mm.apply``, whose checks
+    they pass."""
+    if type(a) is not Tensor or type(b) is not Tensor:
+        return False
+    ad, bd = a._data, b._data
+    return (
+        ad.ndim == 2
+        and bd.ndim == 2
+        and ad.shape[1] == bd.shape[0]
+        and ad.dtype is bd.dtype
+        and ad.dtype.kind == "f"
+        and type(ad) is type(bd)
+    )
+
+
+def _plain_float_stacks(a, b) -> bool:
+    """Whether ``a`` and ``b`` are plain Tensors of stacks of matrices with one batch shape (three dims or more
+    each) that multiply, of one float dtype on one device: ``matmul``'s operands that pass its checks and take
+    ``BatchedMatmul`` as they are (nothing to broadcast or fold)."""
+    if type(a) is not Tensor or type(b) is not Tensor:
+        return False
+    ad, bd = a._data, b._data
+    sa, sb = ad.shape, bd.shape
+    return (
+        len(sa) == len(sb) >= 3
+        and sa[:-2] == sb[:-2]
+        and sa[-1] == sb[-2]
+        and ad.dtype is bd.dtype
+        and ad.dtype.kind == "f"
+        and type(ad) is type(bd)
+    )
+
+
 class _Product(Function):
     """Shared forward of the matrix products: save both operands, multiply on the backend."""
 
     _multilinear = True  # linear in each operand: forward mode's tangent is ``t_a @ b + a @ t_b`` (forward_ad)
+
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for plain Tensors of one float dtype on one device, outside anomaly and inference mode, with
+        no tracer or saved-tensor hooks (``st.fast``): the product and the node ``_link_outputs`` builds (both
+        operands saved, the metadata its gradients are checked against), without the general path's loops;
+        anything else returns None."""
+        a, b = args
+        if type(a) is not Tensor or type(b) is not Tensor or not st.fast or a._is_inference or b._is_inference:
+            return None
+        ad, bd = a._data, b._data
+        if ad.dtype is not bd.dtype or type(ad) is not type(bd) or ad.dtype.kind != "f":
+            return None
+        backend = _BACKENDS.get(type(ad)) or backend_for(ad)
+        result = _new(Tensor)
+        out = result._data = backend.matmul(ad, bd)
+        need_a = a._requires_grad or a.grad_fn is not None
+        need_b = b._requires_grad or b.grad_fn is not None
+        if st.enabled and (need_a or need_b):
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = (need_a, need_b)
+            make_node(ctx, (edge_of(a), edge_of(b)), result)
+            ctx._input_meta = ((ad.shape, ad.dtype, backend), (bd.shape, bd.dtype, backend))
+            ctx._output_meta = ((out.shape, out.dtype, backend),)
+            ctx._saved = [saved_input_unhooked(a), saved_input_unhooked(b)]
+        return result
 
     @staticmethod
     def forward(ctx, a, b):
@@ -62,6 +128,13 @@ class Mm(_Product):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
+        gd = g._data
+        if not state.enabled and gd.dtype.kind == "f" and a._data.dtype == b._data.dtype == gd.dtype:
+            # (without create_graph: the two products on the arrays, not two transposes and two nodes' calls)
+            backend = g._backend
+            ga = Tensor._make(backend.matmul(gd, _last_two_swapped(b._data))) if ctx.needs_input_grad[0] else None
+            gb = Tensor._make(backend.matmul(_last_two_swapped(a._data), gd)) if ctx.needs_input_grad[1] else None
+            return ga, gb
         ga = mm(g, conj(b.t())) if ctx.needs_input_grad[0] else None
         gb = mm(conj(a.t()), g) if ctx.needs_input_grad[1] else None
         return ga, gb
@@ -217,6 +290,8 @@ def _check_2d(t: Tensor, name: str) -> None:
 )
 def mm(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product of two 2-D tensors (or of a sparse COO matrix and a dense one, see ``ops/sparse.py``)."""
+    if _plain_float_pair(a, b) and state.autocast is None:  # the common call: nothing to check or convert
+        return Mm.apply(a, b)
     if getattr(a, "is_sparse", False):
         return a.mm(b)
     if state.autocast is not None:
@@ -293,6 +368,10 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 )
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """torch.matmul: dot, mv, mm, or a broadcast batched product, by the operands' dimensions."""
+    if _plain_float_pair(a, b) and state.autocast is None:  # two float matrices: mm's common call
+        return Mm.apply(a, b)
+    if _plain_float_stacks(a, b) and state.autocast is None:  # stacks of one batch shape (attention's scores)
+        return BatchedMatmul.apply(a, b)
     if state.autocast is not None:
         a, b = autocast_to(None, a, b)
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):

@@ -18,9 +18,10 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.function import Function
+from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, saved_input_unhooked
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import state
+from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ..scalar_math import ROWS, Row, log, select
 from .elementwise import FUNCTIONS, make_function
@@ -398,15 +399,43 @@ class BinaryCrossEntropy(Function):
 
     node_name = "BinaryCrossEntropyBackward0"
 
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` without a weight for plain float32 or float64 Tensors of one shape, dtype and device, outside
+        anomaly and inference mode, with no tracer or saved-tensor hooks (``st.fast``): the checked, reduced loss
+        on the storage (the kernels ``forward`` and its reduction's fast path call) and the node
+        ``_link_outputs`` builds; anything else returns None."""
+        x, target, weight, reduction = args
+        if weight is not None or type(x) is not Tensor or type(target) is not Tensor or not st.fast:
+            return None
+        xd, td = x._data, target._data
+        dt = xd.dtype
+        if td.dtype is not dt or dt.kind != "f" or dt.itemsize < 4 or type(td) is not type(xd) or td.shape != xd.shape:
+            return None
+        if x._is_inference or target._is_inference:
+            return None
+        backend = _BACKENDS.get(type(xd)) or backend_for(xd)
+        loss = _checked_bce_terms(xd, td, backend)
+        if reduction != "none":
+            total = backend.reduce(loss, "sum", None, False, dt)
+            loss = backend.divide_by(total, loss.size) if reduction == "mean" else total
+        result = _new(Tensor)
+        result._data = loss
+        need_x = x._requires_grad or x.grad_fn is not None
+        need_t = target._requires_grad or target.grad_fn is not None
+        if st.enabled and (need_x or need_t):
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = (need_x, need_t, False, False)
+            ctx.reduction = reduction
+            make_node(ctx, (edge_of(x), edge_of(target), _NO_EDGE, _NO_EDGE), result)
+            ctx._input_meta = ((xd.shape, dt, backend), (td.shape, dt, backend), False, False)
+            ctx._output_meta = ((loss.shape, dt, backend),)
+            ctx._saved = [saved_input_unhooked(x), saved_input_unhooked(target), None]
+        return result
+
     @staticmethod
     def forward(ctx, x: Tensor, target: Tensor, weight, reduction: str) -> Tensor:
-        backend = x._backend
-        if x.numel():  # (in the forward, so that a compiled replay checks each call's input too; checked where
-            # the input lives: a cuda input's error comes with the next read). A NaN fails it, as in torch.
-            inside = ((x >= 0) & (x <= 1)).all()._data
-            backend.check_index(backend.astype(inside, np.int64), 1, 2, None, _input_not_probabilities)
-        dtype = x._data.dtype
-        loss = Tensor._make(backend.elementwise(_bce_row(), [x._data, target._data], (), dtype, shape=x._data.shape))
+        loss = Tensor._make(_checked_bce_terms(x._data, target._data, x._backend))
         if weight is not None:
             loss = loss * weight
         ctx.reduction = reduction
@@ -426,6 +455,17 @@ class BinaryCrossEntropy(Function):
 
 
 _BCE_GRAD_NODE = "BinaryCrossEntropyBackwardBackward0"
+_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
+
+
+def _checked_bce_terms(xd, td, backend):
+    """The unreduced, unweighted loss terms of the probabilities ``xd`` against ``td``, after torch's check that
+    every probability lies in [0, 1] (in the forward, so that a compiled replay checks each call's input too;
+    checked where the input lives: a cuda input's error comes with the next read). A NaN fails it, as in torch."""
+    if xd.size:
+        inside = backend.all_within(xd, 0, 1)
+        backend.check_index(backend.astype(inside, np.int64), 1, 2, None, _input_not_probabilities)
+    return backend.elementwise(_bce_row(), [xd, td], (), xd.dtype, shape=xd.shape)
 
 
 def _bce_grad_kernel(wanted: tuple, scale: Tensor, x: Tensor, target: Tensor) -> tuple:

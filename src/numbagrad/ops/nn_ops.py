@@ -19,8 +19,10 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.function import Function, releasing
+from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, releasing, saved_input_unhooked
 from ..autograd.fused import fused_grads
+from ..autograd.grad_mode import state
+from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ..scalar_math import ROWS
 from .indexing import where as _where
@@ -278,10 +280,49 @@ class ConvolutionTranspose(Function):
 
 
 # --- pooling -------------------------------------------------------------------------------------------------------
+_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
+_POOL_EDGES = (_NO_EDGE,) * 5  # the edges of a max pool's non-tensor arguments
+_FIRST_OF_6 = (True, False, False, False, False, False)
+
+
 class MaxPool2d(Function):
     """Max over windows of the last two dims: (values, int64 indices into each input plane)."""
 
     node_name = "MaxPool2DWithIndicesBackward0"
+
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for a plain float32 or float64 Tensor outside anomaly and inference mode, with no tracer or
+        saved-tensor hooks (``st.fast``): ``forward``'s two outputs and the node ``_link_general`` builds for them
+        (the indices marked non-differentiable, saved as an input is), without the general path's per-output
+        bookkeeping; anything else (other pools, other dtypes) returns None."""
+        x = args[0]
+        if cls is not MaxPool2d or type(x) is not Tensor or not st.fast or x._is_inference:
+            return None
+        data = x._data
+        dt = data.dtype
+        if dt.kind != "f" or dt.itemsize < 4:
+            return None
+        _, kernel, stride, padding, dilation, out_hw = args
+        backend = _BACKENDS.get(type(data)) or backend_for(data)
+        shape = data.shape
+        lead = shape[:-2]
+        out, idx = backend.max_pool2d(
+            backend.reshape(data, (math.prod(lead), *shape[-2:])), kernel, stride, padding, dilation, out_hw
+        )
+        values, indices = _new(Tensor), _new(Tensor)
+        values._data = backend.reshape(out, (*lead, *out_hw))
+        indices._data = backend.reshape(idx, (*lead, *out_hw))
+        if st.enabled and (x._requires_grad or x.grad_fn is not None):
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = _FIRST_OF_6
+            ctx.in_shape, ctx.dims, ctx.args = x.shape, 2, 5
+            ctx.non_differentiable = (indices,)
+            ctx._input_meta = ((shape, dt, backend), False, False, False, False, False)
+            ctx._output_meta = [(values._data.shape, dt, backend), (indices._data.shape, idx.dtype, backend)]
+            make_node(ctx, (edge_of(x), *_POOL_EDGES), [values, indices])
+            ctx._saved = [saved_input_unhooked(indices)]
+        return values, indices
 
     @staticmethod
     def forward(ctx, x: Tensor, kernel, stride, padding, dilation, out_hw):
@@ -311,6 +352,9 @@ class MaxPool2d(Function):
         def scatter(gd):
             b = backend
             return b.reshape(b.max_pool2d_backward(b.reshape(gd, (planes, *out_hw)), idx, in_hw), in_shape)
+
+        if not state.enabled:  # (without create_graph: the scatter itself, not a LinearMap node that no one keeps)
+            return _t(scatter(g._data)), *([None] * ctx.args)
 
         def gather(gg):
             b = backend

@@ -7,7 +7,6 @@ differentiable; the others are written with tensor ops, so they are differentiab
 
 from __future__ import annotations
 
-import builtins
 import math
 import warnings
 from collections import namedtuple
@@ -16,7 +15,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._types import get_default_dtype, to_dtype
-from ..autograd.function import _NO_EDGE, Function, edge_of, make_node
+from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, saved_input_unhooked
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
@@ -197,9 +196,6 @@ def _scaled_grad(g: Tensor, divisor) -> Tensor:
     if state.enabled:
         return g / divisor
     return Tensor._make(_divided(g._data, divisor, g._backend))
-
-
-_SUB, _MUL = ROWS["sub"], ROWS["mul"]
 
 
 _SINGLE = np.dtype(np.float32)
@@ -621,26 +617,13 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
     return Norm.apply(input, float(p), _axes(input, dim), keepdim)
 
 
-def _centered(data, axes, backend):
-    """``data`` minus its mean over ``axes`` (all when None), on the backend."""
-    total = backend.reduce(data, "sum", axes, True, data.dtype)
-    return backend.elementwise(_SUB, [data, _divided(total, _count(data.shape, axes), backend)], (), data.dtype)
-
-
-def _spread(data, axes, keepdim: bool, denominator: float, backend):
-    """The sum of squared deviations from the mean over ``axes``, over ``max(denominator, 0)``: a variance."""
-    centered = _centered(data, axes, backend)
-    squares = backend.elementwise(_MUL, [centered, centered], (), data.dtype)
-    return _divided(backend.reduce(squares, "sum", axes, keepdim, data.dtype), builtins.max(denominator, 0), backend)
-
-
 def _spread_rounded_once(data, axes, keepdim: bool, denominator: float, backend, root: bool):
-    """``_spread`` (its square root with ``root``: a standard deviation) in ``data``'s dtype; a 2-byte float's in
+    """``backend.spread`` (its square root with ``root``: a standard deviation) in ``data``'s dtype; a 2-byte float's in
     float32, rounded once at the end, as torch computes them (rounding the variance before the root moved
     bfloat16's std of [1, 2, 4] from torch's 1.5312 to 1.5234)."""
     narrow = data.dtype.itemsize == 2 and data.dtype.kind in "fV"
     work = backend.astype(data, np.float32) if narrow else data
-    out = _spread(work, axes, keepdim, denominator, backend)
+    out = backend.spread(work, axes, keepdim, denominator)
     if root:
         out = backend.elementwise(ROWS["sqrt"], [out], (), out.dtype)
     return backend.astype(out, data.dtype) if narrow else out
@@ -650,6 +633,29 @@ class Var(Function):
     node_name = "VarBackward0"
     _trusted = True
     _simple = True
+
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for a plain float32 or float64 Tensor outside anomaly and inference mode, with no tracer or
+        saved-tensor hooks (``st.fast``): the spread and the node built directly, as ``Mean._fast_apply`` builds
+        its own; anything else (a 2-byte float's spread rounded once, an inference tensor) returns None."""
+        x = args[0]
+        if type(x) is not Tensor or not st.fast or x._is_inference:
+            return None
+        data = x._data
+        if data.dtype.itemsize == 2:
+            return None
+        _, axes, correction, keepdim = args
+        denominator = _count(data.shape, axes) - correction
+        result = _new(Tensor)
+        result._data = (_BACKENDS.get(type(data)) or backend_for(data)).spread(data, axes, keepdim, denominator)
+        if st.enabled and (x._requires_grad or x.grad_fn is not None):
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = _FIRST_ONLY
+            ctx.shape, ctx.axes, ctx.keepdim, ctx.denominator = data.shape, axes, keepdim, denominator
+            make_node(ctx, (edge_of(x), _NO_EDGE, _NO_EDGE, _NO_EDGE), result)
+            ctx._saved = [saved_input_unhooked(x)]
+        return result
 
     @staticmethod
     def forward(ctx, x, axes, correction, keepdim):
@@ -674,9 +680,7 @@ def _var_backward(g: Tensor, x: Tensor, axes, keepdim: bool, denominator: float)
         gd = g._data
         if not keepdim and gd.ndim != x.dim():
             gd = backend.reshape(gd, _keepdim_shape(x.shape, axes))
-        centered = _centered(x._data, axes, backend)
-        product = backend.elementwise(_MUL, [gd, centered], (), centered.dtype)
-        return Tensor._make(backend.elementwise(_MUL, [product, 2.0 / denominator], (), centered.dtype))
+        return Tensor._make(backend.spread_grad(gd, x._data, axes, denominator))
     g_full = _expand_back(g, x.shape, axes, keepdim)
     centered = x - x.mean(dim=axes, keepdim=True)
     if denominator <= 0 and (axes is None or x.dim() == 0):
@@ -752,6 +756,11 @@ def _spread_args(name: str, dim, unbiased, keepdim: bool) -> tuple:
 )
 def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:  # noqa: A002
     """Variance over ``dim``, Bessel-corrected by default (``correction=1``) as in torch."""
+    if unbiased is None and correction is None and type(input) is Tensor:  # the common ``x.var(dim)``, no frames
+        data = input._data
+        axes = _int_axes(dim, data.ndim) if data.dtype.kind == "f" else None
+        if axes is not None and _count(data.shape, axes) > 1:  # (a degree of freedom left: no warning)
+            return Var.apply(input, axes, 1, keepdim)
     dim, unbiased = _spread_args("var", dim, unbiased, keepdim)
     _check_spread_dtype(input, "std and var")
     axes, c = _spread_axes("var", input, dim, unbiased, correction)

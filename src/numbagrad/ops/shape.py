@@ -16,9 +16,10 @@ from .._tensor import Tensor, expose
 from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
 from .._types import Size, bfloat16, float16, from_numpy_dtype, int8, int16, to_device, to_dtype, uint8
 from ..autograd.engine import accumulator_of
+from ..autograd.function import _NO_EDGE, NO_GRAD_VIEW, Function, _mark_view, edge_of, make_node
 from ..autograd.function import BATCHING as _FUNCTION_BATCHING
-from ..autograd.function import NO_GRAD_VIEW, Function, _mark_view, make_node
 from ..autograd.grad_mode import state
+from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, for_device, layout
 from . import complex_ops
 from ._common import result_np_dtype, same_backend, shape_str, wrap_dim
@@ -712,8 +713,50 @@ def contiguous(x: Tensor, memory_format=None) -> Tensor:
     return x if x.is_contiguous(memory_format=memory_format) else LayoutClone.apply(x, order)
 
 
+_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
+
+
 class Cat(Function):
     node_name = "CatBackward0"
+
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for plain Tensors of one dtype on one device (``cat``'s checks passed), outside anomaly and
+        inference mode, with no tracer or saved-tensor hooks (``st.fast``): the joined storage and the node
+        ``_link_outputs`` builds, in one pass over the parts; anything else (``stack``, mixed dtypes) returns
+        None."""
+        if cls is not Cat or not st.fast:
+            return None
+        dim = args[0]
+        first = args[1]._data
+        kind, dt = type(first), first.dtype
+        arrays, edges, needs, sizes, meta = [], [_NO_EDGE], [False], [], [False]
+        grad = False
+        for t in args[1:]:  # (a loop: a comprehension costs a frame per call)
+            if type(t) is not Tensor or t._is_inference:
+                return None
+            data = t._data
+            if type(data) is not kind or data.dtype is not dt:
+                return None
+            arrays.append(data)
+            sizes.append(data.shape[dim])
+            edge = edge_of(t)
+            edges.append(edge)
+            needs.append(edge[0] is not None)
+            grad = grad or edge[0] is not None
+        backend = _BACKENDS.get(kind) or backend_for(first)
+        result = _new(Tensor)
+        out = result._data = backend.concatenate(arrays, dim, dt)
+        if st.enabled and grad and dt.kind in "fcV":
+            ctx = cls._backward_cls()
+            ctx.needs_input_grad = tuple(needs)
+            ctx.dim, ctx.sizes = dim, sizes
+            for a in arrays:
+                meta.append((a.shape, dt, backend))
+            ctx._input_meta = tuple(meta)
+            ctx._output_meta = ((out.shape, dt, backend),)
+            make_node(ctx, tuple(edges), result)
+        return result
 
     @staticmethod
     def forward(ctx, dim, *tensors):
@@ -755,9 +798,11 @@ class Stack(Cat):
 )
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dimension."""
+    if type(dim) is int and type(tensors) in (list, tuple) and _same_rank_parts(tensors, dim):
+        return Cat.apply(dim % tensors[0]._data.ndim, *tensors)  # (the common call: nothing to skip or convert)
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         if t.dim() == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -780,6 +825,30 @@ def cat(tensors, dim: int = 0) -> Tensor:
 
 
 concat = concatenate = cat
+
+
+def _same_rank_parts(tensors, dim: int) -> bool:
+    """Whether ``tensors`` are plain Tensors of one rank (at least 1, or 2 when empty 1-d parts, which torch skips,
+    might be among them), one storage type and one dtype, with sizes equal but along ``dim`` (in range): the parts
+    that pass ``cat``'s checks as they are."""
+    if not tensors or type(tensors[0]) is not Tensor:
+        return False
+    first = tensors[0]._data
+    shape, dt, kind = first.shape, first.dtype, type(first)
+    rank = len(shape)
+    if not -rank <= dim < rank or rank == 0:
+        return False
+    d = dim % rank
+    for t in tensors:
+        if type(t) is not Tensor:
+            return False
+        data = t._data
+        other = data.shape
+        if type(data) is not kind or data.dtype is not dt or len(other) != rank or (rank == 1 and not other[0]):
+            return False
+        if other != shape and other[:d] + other[d + 1 :] != shape[:d] + shape[d + 1 :]:
+            return False
+    return True
 
 
 @declare(
