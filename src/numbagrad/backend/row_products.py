@@ -297,7 +297,8 @@ def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | N
     given as ``pack(b)`` with its ``columns``, into ``out``: a new array, or a given ``(len(a), columns)`` one of
     that dtype with unit column stride (a block of a larger result's columns). It runs on the calling thread: in
     a 2-layer LSTM's loop at 2 threads, sharing each product's panels with a second thread (``cpu_threads``)
-    took 37.4 ms against 37.5 for the layers' forward and backward, so the sharing was left out."""
+    took 47.3 ms against 39.0 for the layers' forward and backward (quiet machine; each share a Python task
+    handed to an OpenBLAS worker), so the sharing was left out."""
     if out is None:
         out = np.empty((a.shape[0], columns), a.dtype)
     # (the kernel reads and writes through raw addresses: what it assumes is checked here)
