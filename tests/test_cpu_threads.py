@@ -189,3 +189,28 @@ def _tasks_on_threads():
 
     cpu_threads.run_tasks(task, 6)
     return sorted(ran), len(names)
+
+
+@needs_blas
+def test_a_compiled_function_runs_once_per_row_of_arguments_each_on_its_own_thread(threads):
+    """``run_compiled``: no Python on the workers; each call gets a pointer to its own row."""
+    from numba import carray, cfunc, types
+
+    @cfunc(types.void(types.voidptr))
+    def double_into_next(args):
+        row = carray(args, (2,), np.int64)
+        row[1] = 2 * row[0] + 1
+
+    threads(2)
+    rows = np.array([[3, 0], [10, 0]], np.int64)
+    cpu_threads.run_compiled(double_into_next.address, rows)
+    np.testing.assert_array_equal(rows[:, 1], [7, 21])
+
+
+@needs_blas
+def test_inside_a_task_no_threads_are_free(threads):
+    threads(2)
+    seen = []
+    assert cpu_threads.free_threads() == 2
+    cpu_threads.run_tasks(lambda i: seen.append(cpu_threads.free_threads()), 2)
+    assert seen == [1, 1]

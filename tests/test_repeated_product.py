@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numbagrad.backend import cpu, row_products
+from numbagrad.backend import cpu, cpu_threads, row_products
 
 SHAPES = st.tuples(st.integers(0, 9), st.integers(0, 11), st.integers(0, 13))
 
@@ -190,3 +190,32 @@ def test_the_row_kernel_writes_into_a_block_of_a_larger_results_columns():
     _product(a, b[:, 6:], out[:, 8:12])
     np.testing.assert_allclose(out[:, 2:12], a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
     assert not out[:, :2].any() and not out[:, 12:].any()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows, depth, columns", [(20, 256, 1024), (7, 300, 1000), (20, 1024, 256), (64, 128, 200)])
+def test_a_product_shared_among_threads_gives_the_bits_of_one_thread(dtype, rows, depth, columns):
+    """Each thread runs the same kernel on its own panels of columns (``share_<kind>``, compiled, no Python on the
+    workers): every output is summed as on one thread."""
+    import numbagrad
+    from numbagrad.backend import blas
+
+    if blas.openblas() is None or not blas.openblas().runs_tasks:
+        pytest.skip("numpy links a BLAS whose threads cannot run tasks")
+    rng = np.random.default_rng(rows + columns)
+    a, b = rng.standard_normal((rows, depth)).astype(dtype), rng.standard_normal((depth, columns)).astype(dtype)
+    panels = row_products.pack(b)
+    before = numbagrad.get_num_threads()
+    try:
+        numbagrad.set_num_threads(1)
+        one = row_products.product(a, panels, columns)
+        numbagrad.set_num_threads(2)
+        calls = []
+        real = cpu_threads.run_compiled
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cpu_threads, "run_compiled", lambda f, args: calls.append(len(args)) or real(f, args))
+            shared = row_products.product(a, panels, columns)
+    finally:
+        numbagrad.set_num_threads(before)
+    assert calls == [2]
+    np.testing.assert_array_equal(shared, one)

@@ -43,12 +43,14 @@ class _OpenBLAS:
         """Can ``run_on_threads`` hand work to OpenBLAS's worker threads (``cpu_threads``)?"""
         return self._run is not None
 
-    def run_on_threads(self, threads: int, callback) -> None:
-        """Call the ctypes ``callback`` (taking one pointer) once on each of ``threads`` threads, the caller's
-        first and OpenBLAS's workers, and return when all calls have."""
+    def run_on_threads(self, threads: int, callback, args: int | None = None, stride: int = 0) -> None:
+        """Call ``callback`` (a ctypes function, or the address of a compiled one, taking one pointer) once on
+        each of ``threads`` threads, the caller's first and OpenBLAS's workers, the ``i``-th call with the pointer
+        ``args + i * stride``, and return when all calls have."""
         import ctypes  # (lazy: only tasks need it)
 
-        self._run(ctypes.c_int(threads), callback, None, ctypes.c_int(0))
+        function = ctypes.c_void_p(callback) if isinstance(callback, int) else callback
+        self._run(ctypes.c_int(threads), function, ctypes.c_void_p(args), ctypes.c_int(stride))
 
 
 _found: list = []

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import codegen
+from . import codegen, cpu_threads
 
 #: Output rows per register block, and SIMD vectors of columns per row. At batch 20, hidden 256, float32, one
 #: thread (``(20, 256) x (256, 1024)`` and ``(20, 1024) x (1024, 256)``): 5 x 4 93 and 90 us, 4 x 4 112 and 91,
@@ -173,18 +173,39 @@ def transpose_intrinsic(kind: str, vector_bytes: int):
     return intrinsic(typer)
 
 
+def address_intrinsic():
+    """A Numba intrinsic ``at(address)``: the integer ``address`` as a ``void *``, which ``numba.carray`` turns
+    into an array (``share_<kind>`` receives its operands' addresses as integers)."""
+    from llvmlite import ir
+    from numba.core import types
+    from numba.extending import intrinsic
+
+    def codegen_at(context, builder, signature, args):
+        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+
+    def typer(typingctx, address):
+        return types.voidptr(types.intp), codegen_at
+
+    return intrinsic(typer)
+
+
 def _source(kind: str, vector_bytes: int) -> str:
     """``product_<kind>(a, panels, out)``: ``out[:] = a @ b``, ``b`` packed by ``pack``, ``a`` strided in any way
     and ``out`` with unit column stride. Panels outside, row blocks inside: a panel (64 KiB at depth 256) is read
     from memory once and from the cache for the rest of ``a``'s rows. A ragged last block of rows runs on a
     zero-padded copy, and a ragged last panel's result goes through a block-sized buffer.
+    ``share_<kind>(args)``: ``product_<kind>`` on one thread's share of the panels, a C function taking a pointer to
+    nine integers: ``a``'s address (C-contiguous), rows and depth, the panels' address, ``out``'s address
+    (C-contiguous) and columns, the first panel of the share and how many.
     ``pack_<kind>(b, panels)``: ``pack``'s copy, the last panel's columns past ``b``'s zeroed."""
     size = 4 if kind == "f32" else 8
+    dtype = "float32" if kind == "f32" else "float64"
     lanes = vector_bytes // size
     width = VECTORS * lanes
     return f"""
 BLOCK_{kind} = row_products.block_intrinsic("{kind}", {ROWS}, {VECTORS}, {vector_bytes})
 TRANSPOSE_{kind} = row_products.transpose_intrinsic("{kind}", {vector_bytes})
+AT_{kind} = row_products.address_intrinsic()
 
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
@@ -217,6 +238,16 @@ def product_{kind}(a, panels, out):
                 out[i0 : i0 + rows, j0 : j0 + columns] = padded_out[:rows, :columns]
 
 
+@cfunc(types.void(types.voidptr), cache=CACHE, nopython=True, boundscheck=False)
+def share_{kind}(args):
+    fields = carray(args, (9,), np.int64)
+    rows, depth, columns, first, count = fields[1], fields[2], fields[4], fields[6], fields[7]
+    a = carray(AT_{kind}(fields[0]), (rows, depth), np.{dtype})
+    panels = carray(AT_{kind}(fields[3] + {size} * first * depth * {width}), (count, depth, {width}), np.{dtype})
+    out = carray(AT_{kind}(fields[5]), (rows, columns), np.{dtype})
+    product_{kind}(a, panels, out[:, first * {width} : min(columns, (first + count) * {width})])
+
+
 @njit(cache=CACHE, nogil=True, boundscheck=False)
 def pack_{kind}(b, panels):
     depth, n = b.shape
@@ -246,6 +277,9 @@ def pack_{kind}(b, panels):
 """
 
 
+#: The fewest multiply-adds a product shares among threads: (20, 256) x (256, 1024) has 5.2 million.
+_SHARED_WORK = 1 << 20
+
 _module = None
 _vector_width = None
 _FLOAT32 = np.dtype(np.float32)
@@ -261,9 +295,11 @@ def _loops():
         import inspect
 
         # (the intrinsics' own code is not in the module's text: its digest is, so a change to it makes a new entry)
-        code = "".join(inspect.getsource(f) for f in (_ir_types, block_intrinsic, transpose_intrinsic))
+        intrinsics = (_ir_types, block_intrinsic, transpose_intrinsic, address_intrinsic)
+        code = "".join(inspect.getsource(f) for f in intrinsics)
         digest = hashlib.sha1(code.encode()).hexdigest()[:16]
-        header = codegen.header("serial") + "import numpy as np\nfrom numbagrad.backend import row_products\n"
+        header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
+        header += "from numbagrad.backend import row_products\n"
         header += f'BLOCK_CODE = "{digest}"\n'
         kernels = [_source("f64", _vector_bytes()), _source("f32", _vector_bytes())]
         _module = codegen.load_module("row_products", "\n".join([header, *kernels]))
@@ -295,10 +331,11 @@ def panel_width(dtype: np.dtype) -> int:
 def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | None = None) -> np.ndarray:
     """``a @ b`` for 2-D float32 or float64 ``a`` (strided in any way, in whole elements), ``b`` of the same dtype
     given as ``pack(b)`` with its ``columns``, into ``out``: a new array, or a given ``(len(a), columns)`` one of
-    that dtype with unit column stride (a block of a larger result's columns). It runs on the calling thread: in
-    a 2-layer LSTM's loop at 2 threads, sharing each product's panels with a second thread (``cpu_threads``)
-    took 47.3 ms against 39.0 for the layers' forward and backward (quiet machine; each share a Python task
-    handed to an OpenBLAS worker), so the sharing was left out."""
+    that dtype with unit column stride (a block of a larger result's columns). With more than one thread
+    (``cpu_threads``), a product of at least ``_SHARED_WORK`` multiply-adds into a new ``out`` has its panels
+    shared among them, each thread's share run by the compiled ``share_<kind>`` (no Python on the workers):
+    (20, 256) x (256, 1024) on 2 threads 57 us against 95 on one and OpenBLAS's 127. (Python tasks instead
+    cost more than they saved: the 2-layer LSTM's layers took 47.3 ms so against 39.0 on one thread.)"""
     if out is None:
         out = np.empty((a.shape[0], columns), a.dtype)
     # (the kernel reads and writes through raw addresses: what it assumes is checked here)
@@ -318,7 +355,16 @@ def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | N
     if not out.size:
         return out
     module = _loops()
-    (module.product_f32 if a.dtype == _FLOAT32 else module.product_f64)(a, panels, out)
+    single = a.dtype == _FLOAT32
+    threads = min(cpu_threads.free_threads(), len(panels))
+    if threads > 1 and out.size * a.shape[1] >= _SHARED_WORK and a.flags.c_contiguous and out.flags.c_contiguous:
+        shares = np.empty((threads, 9), np.int64)
+        for i in range(threads):
+            first, last = len(panels) * i // threads, len(panels) * (i + 1) // threads
+            shares[i] = (a.ctypes.data, *a.shape, panels.ctypes.data, columns, out.ctypes.data, first, last - first, 0)
+        cpu_threads.run_compiled((module.share_f32 if single else module.share_f64).address, shares)
+    else:
+        (module.product_f32 if single else module.product_f64)(a, panels, out)
     return out
 
 
