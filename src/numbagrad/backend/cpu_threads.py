@@ -104,8 +104,7 @@ def free_threads() -> int:
 def run_compiled(function: int, args) -> None:
     """Call the compiled C function at address ``function`` (``void f(void *)``, a Numba ``cfunc``) once for each
     row of the 2-D C-contiguous array ``args``, with a pointer to that row, each call on its own thread (the
-    caller's and OpenBLAS's workers). Unlike ``run_tasks`` no
+    caller's and OpenBLAS's workers); ``len(args)`` must be at most ``free_threads()``. Unlike ``run_tasks``, no
     Python runs on the workers: the hand-off costs microseconds, not a callback's GIL round trip (an LSTM's
-    per-step product shared so took 57 us against 95 on one thread; as Python tasks, more than on one).
-    ``len(args)`` must be at most ``free_threads()``."""
+    per-step product shared so took 57 us against 95 on one thread; as Python tasks, more than on one)."""
     openblas().run_on_threads(len(args), function, args.ctypes.data, args.strides[0])
