@@ -71,9 +71,3 @@ def openblas() -> _OpenBLAS | None:
                 break
         _found.append(found)
     return _found[0]
-
-
-def threads() -> int | None:
-    """How many threads numpy's OpenBLAS runs a product on now, or None where numpy links another BLAS."""
-    blas = openblas()
-    return None if blas is None else blas.get_num_threads()

@@ -25,6 +25,7 @@ from ..autograd.function import Function, edges_of, make_node, saved_input_unhoo
 from ..autograd.fused import fused_grads
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
+from ..ops._common import new_shell as _new
 from ..ops._common import not_a_tensor
 from ..ops.creation import _generator
 from ..ops.reduction import softmax_grad
@@ -89,7 +90,6 @@ def _blockable(q: Tensor, k: Tensor, v: Tensor) -> bool:
 
 
 _BLOCK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
 
 
 class _Attention(Function):

@@ -25,6 +25,7 @@ from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, layout
 from ..ops import loss_ops, nn_ops
 from ..ops._common import autocast_to, not_a_tensor, same_backend
+from ..ops._common import new_shell as _new
 from ..ops._registry import batchable
 from ..ops.creation import _generator
 from ..ops.elementwise import CLASSES, ROWS, make_function, row_inplace
@@ -2041,9 +2042,6 @@ def _plain_pair(a, b) -> bool:
         and a.flags.c_contiguous
         and b.flags.c_contiguous
     )
-
-
-_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
 
 
 def _mse_on_storage(xd, td, reduction: str, backend):

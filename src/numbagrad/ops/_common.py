@@ -23,6 +23,10 @@ from ..autograd.grad_mode import state
 from ..backend import backend_for
 from ._registry import declare
 
+#: ``new_shell(Tensor)``: a Tensor with only its storage left to set, what ``Tensor._make`` does without its call
+#: (the fast paths build their results so).
+new_shell = object.__new__
+
 __all__ = [
     "as_operand",
     "backend_for",

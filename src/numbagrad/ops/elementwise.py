@@ -47,6 +47,7 @@ from ..backend import backend_for, layout
 from ..scalar_math import COMPLEX_ROWS, ROWS, Row
 from . import complex_ops
 from ._common import as_operand, broadcast_shapes, checked_scalar, not_a_tensor, result_np_dtype, same_backend
+from ._common import new_shell as _new
 from ._registry import BATCHING as batching
 from ._registry import Declaration, batchable, register
 from .inplace import check_inplace, check_result, check_written, needs_graph, rebase, write_result
@@ -54,7 +55,6 @@ from .inplace import check_inplace, check_result, check_written, needs_graph, re
 _BOOL = np.dtype(np.bool_)
 _ONE_NEEDED = (True,)
 _BOTH_NEEDED = (True, True)
-_new = object.__new__  # a Tensor with only its storage set: what Tensor._make does, without the call
 
 _BOOL_ERRORS = {
     "sub": "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "

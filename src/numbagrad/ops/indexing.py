@@ -27,6 +27,7 @@ from ._common import (
     shape_str,
     wrap_dim,
 )
+from ._common import new_shell as _new
 from ._registry import Call, Sample, T, declare
 from .inplace import (
     check_inplace,
@@ -1167,7 +1168,6 @@ def _check_mask(mask, name: str) -> Tensor:
     return mask
 
 
-_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
 _FIRST_OF_3 = (True, False, False)  # needs_input_grad of a masked_fill by a number
 
 

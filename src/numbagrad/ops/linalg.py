@@ -14,6 +14,7 @@ from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ._common import autocast_to, not_a_tensor, result_np_dtype, result_type, same_backend, wrap_dim
+from ._common import new_shell as _new
 from ._registry import Call, Sample, T, declare
 from .complex_ops import conj
 from .inplace import write_inplace
@@ -45,9 +46,6 @@ def _no_bool(t: Tensor, kernel: str) -> None:
 
 def _name(t: Tensor) -> str:
     return CPP_NAMES[t.dtype.name]
-
-
-_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
 
 
 def _plain_float_pair(a, b) -> bool:

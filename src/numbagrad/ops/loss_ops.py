@@ -24,6 +24,7 @@ from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ..scalar_math import ROWS, Row, log, select
+from ._common import new_shell as _new
 from .elementwise import FUNCTIONS, make_function
 from .indexing import where
 from .nn_ops import LinearMap
@@ -455,7 +456,6 @@ class BinaryCrossEntropy(Function):
 
 
 _BCE_GRAD_NODE = "BinaryCrossEntropyBackwardBackward0"
-_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
 
 
 def _checked_bce_terms(xd, td, backend):

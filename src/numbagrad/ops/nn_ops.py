@@ -25,6 +25,7 @@ from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ..scalar_math import ROWS
+from ._common import new_shell as _new
 from .indexing import where as _where
 from .shape import cat
 from .sparse import SparseCOOTensor
@@ -280,7 +281,6 @@ class ConvolutionTranspose(Function):
 
 
 # --- pooling -------------------------------------------------------------------------------------------------------
-_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
 _POOL_EDGES = (_NO_EDGE,) * 5  # the edges of a max pool's non-tensor arguments
 _FIRST_OF_6 = (True, False, False, False, False, False)
 

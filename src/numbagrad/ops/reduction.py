@@ -22,6 +22,7 @@ from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ..scalar_math import ROWS
 from . import complex_ops
+from ._common import new_shell as _new
 from ._common import wrap_dim, wrap_dims
 from ._registry import Call, Sample, T, declare
 from .inplace import write_inplace
@@ -40,7 +41,6 @@ def _return_type(name: str) -> type:
 return_types = {name: _return_type(name) for name in ("max", "min", "sort")}
 
 
-_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
 _FIRST_ONLY = (True, False, False, False)  # needs_input_grad of a sum's node (input, axes, keepdim, dtype)
 _FIRST_OF_3 = (True, False, False)  # of a mean's (input, axes, keepdim)
 

@@ -22,6 +22,7 @@ from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, for_device, layout
 from . import complex_ops
+from ._common import new_shell as _new
 from ._common import result_np_dtype, same_backend, shape_str, wrap_dim
 from ._registry import Call, Sample, T, declare
 from .inplace import MULTI_OUTPUT_VIEW, _StaleView
@@ -711,9 +712,6 @@ def contiguous(x: Tensor, memory_format=None) -> Tensor:
         return Clone.apply(x)
     order = layout.format_order(name, x.dim())
     return x if x.is_contiguous(memory_format=memory_format) else LayoutClone.apply(x, order)
-
-
-_new = object.__new__  # a Tensor with only its storage set (what Tensor._make does, without the call)
 
 
 class Cat(Function):
