@@ -4,6 +4,7 @@
     python benchmarks/bench_models.py --models gpt,mlp --threads 1 --quick
     python benchmarks/bench_models.py --memory --threads 1   # peak resident memory of the steps instead
     python benchmarks/bench_models.py --memory-trace cnn     # where numbagrad's step memory goes, by line
+    python benchmarks/bench_models.py --floor                # the time a step's products alone need, 1 thread
 
 Each model is written once for either library (``lib`` is ``numbagrad`` or ``torch``); numbagrad's copy loads
 torch's initial ``state_dict``, both see the same batches, and the first step's losses are compared (a whole-model
@@ -459,6 +460,75 @@ def table(names: list[str], thread_counts: list[int], with_compiled: bool) -> No
           f"torch step time, the median of {ROUNDS} interleaved rounds ('rounds': their range)")  # fmt: skip
 
 
+# --- the products' floor -----------------------------------------------------------------------------------------
+def _step_flops(name: str) -> int:
+    """Floating-point operations of the products (matmul, bmm, convolution, attention) in one training step of
+    ``name``, as torch's ``FlopCounterMode`` counts them. Counted with oneDNN off and attention on its math path, so
+    that the LSTM's and the attention's products are counted as the matmuls they are (torch's fused kernels are not
+    counted otherwise)."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    cls, optimizer, batch_data, clip = MODELS[name](torch, rng)
+    model = cls()
+    if name == "cnn":
+        model.eval()
+    step = _stepper(torch, model, optimizer(model), [batch_data()], clip)
+    with torch.backends.mkldnn.flags(enabled=False), sdpa_kernel(SDPBackend.MATH):
+        step()
+        with FlopCounterMode(display=False) as counter:
+            step()
+    return int(counter.get_total_flops())
+
+
+def _product_rate(lib, n: int = 1024, repeats: int = 5) -> float:
+    """Floating-point operations a second of ``lib``'s float32 ``(n, n) @ (n, n)`` on this thread count, the
+    best of ``repeats`` (the machine's attainable rate for products, not a typical one)."""
+    import time
+
+    rng = np.random.default_rng(0)
+    a, b = (lib.tensor(rng.standard_normal((n, n)).astype(np.float32)) for _ in range(2))
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best
+
+
+def floor_table(names: list[str]) -> None:
+    """For each model: its products' work per step, and the time they need at the best product rate measured
+    here on one thread (numbagrad's or torch's, whichever is faster), against torch's step time. A compiled
+    target below that ratio cannot be met by any implementation of the rest of the step on this machine."""
+    import torch
+
+    import numbagrad
+
+    torch.set_num_threads(1)
+    ours, theirs = _product_rate(numbagrad), _product_rate(torch)
+    rate = max(ours, theirs)
+    print(f"float32 (1024, 1024) @ (1024, 1024), 1 thread: numbagrad {ours / 1e9:.1f}, torch {theirs / 1e9:.1f} "
+          f"GFLOP/s; the floor uses {rate / 1e9:.1f}\n")  # fmt: skip
+    print(f"{'model':<9}{'GFLOP':>8}{'floor ms':>10}{'torch ms':>10}{'floor/torch':>13}")
+    for name in names:
+        flops = _step_flops(name)
+        rng = np.random.default_rng(0)
+        torch.manual_seed(0)
+        cls, optimizer, batch_data, clip = MODELS[name](torch, rng)
+        model = cls()
+        if name == "cnn":
+            model.eval()
+        step = _stepper(torch, model, optimizer(model), [batch_data() for _ in range(4)], clip)
+        (seconds,) = interleaved_medians([step], min_time=1.0, repeats=5)
+        print(
+            f"{name:<9}{flops / 1e9:8.3f}{flops / rate * 1e3:10.2f}{seconds * 1e3:10.2f}{flops / rate / seconds:13.2f}"
+        )
+
+
 # --- peak memory of the steps ------------------------------------------------------------------------------------
 MEMORY_WARMUP, MEMORY_STEPS = 3, 3
 
@@ -660,6 +730,8 @@ def main() -> None:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--quick", action="store_true", help="one thread count, no compiled column")
     parser.add_argument("--no-compiled", action="store_true")
+    parser.add_argument("--floor", action="store_true", help="the products' time at the best rate measured, 1 thread")
+    parser.add_argument("--floor-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", type=int)
     parser.add_argument("--compiled", action="store_true")
     parser.add_argument("--memory", action="store_true", help="peak resident memory of the steps, not their times")
@@ -667,6 +739,14 @@ def main() -> None:
     parser.add_argument("--memory-trace", metavar="MODEL", help="where numbagrad's step memory goes (tracemalloc)")
     args = parser.parse_args()
     names = [n for n in args.models.split(",") if n]
+    if args.floor_child:
+        floor_table(names)
+        return
+    if args.floor:  # a child with one thread for torch, numpy's OpenBLAS and Numba
+        env = dict(os.environ, NUMBA_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+        env.pop("OPENBLAS_CORETYPE", None)
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--floor-child", "--models", args.models], env=env)
+        return
     if args.memory_child:
         print(json.dumps(measure_memory(names[0], args.memory_child)))
         return
