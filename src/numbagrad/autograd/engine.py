@@ -391,6 +391,29 @@ def _needed(roots, targets) -> set:
     return needed
 
 
+def _narrow_needs(node, needed: set, targets: dict) -> tuple | None:
+    """When a pass computes the gradients of given ``inputs`` only: set the built-in ``node``'s
+    ``needs_input_grad`` to the inputs whose edges lead to one of them, and return the tuple it replaced (None when
+    every input it needs does). Built-in backwards read ``needs_input_grad`` to skip a gradient, so
+    ``autograd.grad(out, hidden)`` through a linear layer does not also multiply for the weight's gradient, as
+    torch's native nodes ask ``task_should_compute_output``. A custom Function's stays as it was recorded, as in
+    torch."""
+    needs = node.needs_input_grad
+    edges = node.next_functions
+    if len(needs) != len(edges):
+        return None
+    narrowed = []
+    changed = False
+    for need, (nxt, _) in zip(needs, edges):
+        keep = need and nxt is not None and (nxt in needed or nxt in targets)
+        narrowed.append(keep)
+        changed = changed or keep != need
+    if not changed:
+        return None
+    node.needs_input_grad = tuple(narrowed)
+    return needs
+
+
 def _add(a, b):
     if a is None:
         return b
@@ -508,21 +531,27 @@ class _Task:
             # ``keeps``: may the gradients it hands on be owned, and may it see owned ones? Only a built-in node's,
             # and not those a post-hook was handed
             if run and (grads_in[0] is not None or any(x is not None for x in grads_in) or node._runs_without_grads):
-                if not (st.anomaly or node._post_hooks or profiled):  # the common case
-                    keeps = tracks and node._builtin
-                    if not keeps:  # (a user Function may keep what it reads: ``_disown``, inline)
-                        for g in grads_in:
-                            if g is not None and g._grad_slots:
-                                g._grad_slots = 0
-                    grads_out = node._apply(grads_in)
-                    if releases and node._saved:
-                        node._release()
-                else:  # _run_node: checks and hooks around it
-                    keeps = tracks and node._builtin and not node._post_hooks
-                    if not keeps:
-                        for g in grads_in:
-                            _disown(g)
-                    grads_out = self._run_node(node, grads_in)
+                # (with ``inputs``, a built-in node computes only the gradients that lead to them)
+                static_needs = _narrow_needs(node, needed, targets) if needed is not None and node._builtin else None
+                try:
+                    if not (st.anomaly or node._post_hooks or profiled):  # the common case
+                        keeps = tracks and node._builtin
+                        if not keeps:  # (a user Function may keep what it reads: ``_disown``, inline)
+                            for g in grads_in:
+                                if g is not None and g._grad_slots:
+                                    g._grad_slots = 0
+                        grads_out = node._apply(grads_in)
+                        if releases and node._saved:
+                            node._release()
+                    else:  # _run_node: checks and hooks around it
+                        keeps = tracks and node._builtin and not node._post_hooks
+                        if not keeps:
+                            for g in grads_in:
+                                _disown(g)
+                        grads_out = self._run_node(node, grads_in)
+                finally:
+                    if static_needs is not None:
+                        node.needs_input_grad = static_needs
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
                 grads_out = (None,) * len(node.next_functions)
                 keeps = True
