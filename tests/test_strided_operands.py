@@ -37,6 +37,12 @@ LAYOUTS = [
     ("flipped (negative strides)", lambda: [_x(3, 4, 5)[::-1, :, ::-1], _x(4, 1)]),
     ("1-d with a step", lambda: [_x(10)[::3], _x(4)]),
     ("zero-size", lambda: [_x(2, 0, 3).transpose(0, 2, 1), _x(1, 3, 1)]),
+    ("a slice of columns (a chunk's part)", lambda: [_x(4, 12)[:, 3:6], _x(4, 3)]),
+    ("two slices of columns", lambda: [_x(4, 12)[:, 3:6], _x(4, 9)[:, 6:]]),
+    ("a channel slice of 4-d", lambda: [_x(2, 6, 3, 4)[:, 2:4], _x(2, 2, 3, 4)]),
+    ("rows reversed, columns sliced", lambda: [_x(5, 8)[::-1, 2:6], _x(5, 4)]),
+    ("a slice of columns and a broadcast row", lambda: [_x(4, 12)[:, 3:6], _x(3)]),
+    ("a slice of columns and a broadcast column", lambda: [_x(4, 1), _x(4, 12)[:, 3:6]]),
 ]
 
 
@@ -275,3 +281,80 @@ def test_an_operand_walked_with_its_own_strides_is_passed_as_itself():
     assert pattern == codegen.strided_pattern("nn", 3)
     assert flat[0] is x
     np.testing.assert_array_equal(cpu.elementwise(ROWS["sub"], [x, y], (), F64, out=out), x - y)
+
+
+# --- operands whose rows are contiguous: the row-walk loop ----------------------------------------------------
+ROW_WALKS = [
+    ("a chunk's part", [(64, 1024)], lambda a: [a[:, 256:512]], "w", (64, 256, 1024 * 8)),
+    ("two chunks' parts", [(64, 1024)], lambda a: [a[:, :256], a[:, 512:768]], "ww", (64, 256, 8192, 8192)),
+    ("a channel slice", [(4, 24, 8, 8)], lambda a: [a[:, 16:]], "w", (4, 512, 24 * 64 * 8)),
+    ("a part and a whole array", [(8, 30), (8, 10)], lambda a, b: [a[:, 10:20], b], "wa", (8, 10, 240)),
+    ("a part and a row", [(8, 30), (10,)], lambda a, b: [a[:, 10:20], b], "wr", (8, 10, 240)),
+    ("reversed rows", [(8, 30)], lambda a: [a[::-1, 5:15]], "w", (8, 10, -240)),
+]
+
+
+@pytest.mark.parametrize(("name", "shapes", "take", "pattern", "tail"), ROW_WALKS, ids=[w[0] for w in ROW_WALKS])
+def test_operands_with_contiguous_rows_are_walked_row_by_row(name, shapes, take, pattern, tail):
+    """Each row of such an operand is read as a contiguous array (so the loop vectorizes), the operand itself is
+    handed to the kernel (no view, no copy), and the tail gives the loop's rows, columns and each walked
+    operand's row stride in bytes."""
+    arrays = take(*[_x(*s) for s in shapes])
+    out = np.empty(arrays[0].shape)
+    _, flat, got, got_tail = cpu._strided(arrays, out.size, F64, (out,))
+    assert (got, got_tail) == (pattern, tail)
+    for f, a, k in zip(flat, arrays, pattern):
+        assert f is a if k == "w" else np.shares_memory(f, a)
+    operands = arrays if len(arrays) == 2 else [arrays[0], 0.5]
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in operands]  # (a flat loop: the same bits)
+    ours = cpu.elementwise(ROWS["atan2"], operands, (), F64)
+    np.testing.assert_array_equal(ours, cpu.elementwise(ROWS["atan2"], copies, (), F64))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_row_walk_of_a_vectorized_function_equals_its_flat_loop(dtype):
+    """sigmoid and tanh over a chunk's part give the bits they give over a contiguous copy of it."""
+    a = _x(64, 1024).astype(dtype)[:, 256:512]
+    for name in ("sigmoid", "tanh", "exp"):
+        ours = cpu.elementwise(ROWS[name], [a], (), np.dtype(dtype))
+        np.testing.assert_array_equal(ours, cpu.elementwise(ROWS[name], [a.copy()], (), np.dtype(dtype)))
+
+
+def test_a_row_walk_runs_in_the_parallel_loop(monkeypatch):
+    monkeypatch.setattr(cpu, "PARALLEL_THRESHOLD", 16)
+    a, b = _x(40, 30)[:, 5:25], _x(40, 50)[:, ::-1][:, :20]
+    np.testing.assert_array_equal(cpu.elementwise(ROWS["mul"], [a, a], (), F64), a * a)
+    np.testing.assert_array_equal(cpu.elementwise(ROWS["sub"], [a, b], (), F64), a - b)
+
+
+def test_a_row_walked_operand_overlapping_an_in_place_destination_is_read_first():
+    x = np.arange(40.0).reshape(4, 10)
+    expected = x[:, :5] + x[:, 5:]
+    cpu.elementwise(ROWS["add"], [x[:, :5], x[:, 5:]], (), F64, out=x[:, 5:])
+    np.testing.assert_array_equal(x[:, 5:], expected)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gates_of_a_hand_written_lstm_cell_match_torch(torch, dtype):
+    """``chunk`` of the gates, then sigmoid, tanh and products of the parts: values, layouts and gradients."""
+    gates, c = _x(6, 16), _x(6, 4)
+    results = []
+    for lib in (numbagrad, torch):
+        g = lib.tensor(gates, dtype=getattr(lib, dtype), requires_grad=True)
+        cell = lib.tensor(c, dtype=getattr(lib, dtype), requires_grad=True)
+        i, f, u, o = g.chunk(4, 1)
+        c2 = f.sigmoid() * cell + i.sigmoid() * u.tanh()
+        h = o.sigmoid() * c2.tanh()
+        h.backward(lib.tensor(np.linspace(-1, 1, 24).reshape(6, 4), dtype=getattr(lib, dtype)))
+        assert h.is_contiguous() and c2.is_contiguous()
+        results.append([t.detach().numpy() for t in (h, c2, g.grad, cell.grad)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)
+
+
+def test_an_op_on_a_channel_slice_takes_the_fast_path_and_keeps_row_major_layout(torch):
+    a = _x(2, 6, 3, 4)
+    ours = numbagrad.tensor(a)[:, 2:5].exp()
+    theirs = torch.tensor(a)[:, 2:5].exp()
+    assert ours.stride() == theirs.stride()
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14)

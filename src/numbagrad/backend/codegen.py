@@ -658,16 +658,43 @@ def _sig(sig) -> str:
     return "(" + ", ".join(str(t) for t in sig) + ")" if isinstance(sig, tuple) else f"({sig})"
 
 
+def address_intrinsic():
+    """A Numba intrinsic ``at(address)``: the integer ``address`` as a ``void *``, which ``numba.carray`` turns
+    into an array. ``row_products.share_<kind>`` receives its operands' addresses as integers; a row-walk loop
+    (``_map_kernel``'s ``w``) views each row of a strided operand as a contiguous array from its first element's
+    address, so that LLVM vectorizes the loop along it."""
+    from llvmlite import ir
+    from numba.core import types
+    from numba.extending import intrinsic
+
+    def codegen_at(context, builder, signature, args):
+        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+
+    def typer(typingctx, address):
+        return types.voidptr(types.intp), codegen_at
+
+    return intrinsic(typer)
+
+
+#: What a kernel with a row-walked operand (``w``) imports: ``numba.carray`` and the address intrinsic.
+_ROW_WALK_IMPORTS = (
+    "from numba import carray as _carray\n"
+    "from numbagrad.backend.codegen import address_intrinsic as _address_intrinsic\n\n"
+    "_at = _address_intrinsic()\n\n\n"
+)
+
+
 # --- kernel families ----------------------------------------------------------------------------------------
 def _element(arg: str, kind: str, index: str = "i") -> str:
     """An operand inside a loop: an array read per element (``a``), a one-element array (``o``), a scalar
-    (``s``); in a row-broadcast loop (``_map_kernel``) also a row ``r`` (read at the column ``_j``) and a column
-    ``c`` (read at the row ``i``); in a loop over collapsed dims, a mask of ``0``/``1`` flags (``flat_offset``); in
-    a loop nest over strided arrays (``strided_pattern``), an ``n`` read at the nest's indices ``i, _j1, ...``."""
+    (``s``); in a row-broadcast loop (``_map_kernel``) also a row ``r`` (read at the column ``_j``), a column
+    ``c`` (read at the row ``i``) and a row-walked array ``w`` (its row ``i``, contiguous, read at ``_j``); in a
+    loop over collapsed dims, a mask of ``0``/``1`` flags (``flat_offset``); in a loop nest over strided arrays
+    (``strided_pattern``), an ``n`` read at the nest's indices ``i, _j1, ...``."""
     if kind[0] in "01":
         return f"{arg}[{flat_offset(tuple(f == '1' for f in kind))}]"
     return {"a": f"{arg}[{index}]", "o": f"{arg}[0]", "s": arg, "r": f"{arg}[_j]", "c": f"{arg}[i]",
-            "n": f"{arg}[{index}]"}[kind]  # fmt: skip
+            "n": f"{arg}[{index}]", "w": f"{arg}_row[_j]"}[kind]  # fmt: skip
 
 
 def flat_offset(mask: tuple) -> str:
@@ -750,8 +777,13 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     result argument: LLVM then sees one buffer read and written at the same index and vectorizes the loop (a
     result argument that aliases an operand fails its run-time overlap check, and the loop ran scalar: 2.3x
     slower for a float32 ``mul`` backward at 1e5). ``single`` (CPU): float32 operands run the functions' float32
-    twins (``_float32_dispatch``). A pattern with ``r`` (a row, broadcast down the rows) or ``c`` (a column,
-    broadcast along them) makes a loop over ``_outer`` rows of ``_inner`` elements, two more arguments. A strided
+    twins (``_float32_dispatch``). A pattern with ``r`` (a row, broadcast down the rows), ``c`` (a column,
+    broadcast along them) or ``w`` (an array whose rows are contiguous but lie any number of bytes apart: a slice
+    of columns, ``chunk``'s parts, a channel slice) makes a loop over ``_outer`` rows of ``_inner`` elements, two
+    more arguments, then one per ``w`` operand: its row stride in bytes, ``<name>_rs``. A ``w`` operand is passed
+    as it is (any rank); each row is read as a contiguous array from its first element's address, so the loop
+    along it vectorizes as the flat loop does (a strided nest's does not: ``sigmoid`` of a (64, 256) quarter of
+    (64, 1024) took 88 us in one). A strided
     pattern (``strided_pattern``) makes a loop nest over arrays of its rank, results included, read and written
     through their own strides (no copy of a transposed or broadcast operand).
 
@@ -776,7 +808,9 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
     kinds = pattern_tokens(pattern)
     rank = max((len(k) for k in kinds if k[0] in "01"), default=0)  # a loop over collapsed dims d0, d1, ...
     nest = strided_rank(pattern)  # a loop nest over strided arrays, indices i, _j1, _j2, ...
-    rows = not nest and ("r" in pattern or "c" in pattern)  # a row-broadcast loop: rows i, columns _j, elements _k
+    walked = [a for a, k in zip(operands, kinds) if k == "w"]  # (row-walked operands: each row contiguous)
+    # a row-broadcast loop: rows i, columns _j, elements _k
+    rows = not nest and ("r" in pattern or "c" in pattern or bool(walked))
     index = "_k" if rows else ", ".join(["i", *(f"_j{k}" for k in range(1, nest))]) if nest else "i"
     args = ", ".join([_element(a, k, index) for a, k in zip(operands, kinds)] + list(params))
     if len(calls) == 1 and into is None:
@@ -795,7 +829,10 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
 
     def each(body: str) -> str:  # over the columns of a row-broadcast loop's row i, or the inner dims of a nest
         if rows:
-            return "for _j in range(_inner):\n    _k = i * _inner + _j\n" + textwrap.indent(body, "    ")
+            # (a row-walked operand's row i: a contiguous array from its first element, ``_rs`` bytes apart)
+            walk = "".join(f"{a}_row = _carray(_at({a}.ctypes.data + i * {a}_rs), (_inner,), {a}.dtype)\n"
+                           for a in walked)  # fmt: skip
+            return walk + "for _j in range(_inner):\n    _k = i * _inner + _j\n" + textwrap.indent(body, "    ")
         for k in range(nest - 1, 0, -1):
             body = f"for _j{k} in range({stores[0]}.shape[{k}]):\n" + textwrap.indent(body, "    ")
         return body
@@ -811,8 +848,11 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
             each(f"if {nan}:\n" + textwrap.indent(element(exact_names), "    ")), "    "
         )
     if rows:
-        loop = loop_source(target, "kernel", [*results, *operands, *params, "_outer", "_inner"], body, n,
+        strides = [f"{a}_rs" for a in walked]
+        loop = loop_source(target, "kernel", [*results, *operands, *params, "_outer", "_inner", *strides], body, n,
                            epilogue=fix_up_loop)  # fmt: skip
+        if walked:
+            loop = _ROW_WALK_IMPORTS + loop
     elif rank:
         sizes = [f"d{k}" for k in range(rank)]
         loop = loop_source(target, "kernel", [*results, *operands, *params, *sizes], body, n, epilogue=fix_up_loop)

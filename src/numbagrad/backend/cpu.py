@@ -237,8 +237,14 @@ def _loop_plan(shape: tuple, kinds: str, arrays: list, n_out: int) -> tuple:
             lengths = {"a": math.prod(dims), "r": dims[-1], "c": dims[0]}
             in_order = iter(flat[n_out:])
             pattern = "".join(k if k == "s" else next(in_order) for k in kinds)
-            tail = (dims[0], dims[1]) if "r" in flat or "c" in flat else ()
-            return pattern, tail, [_how(a, (lengths[k],), (1,)) for a, k in zip(arrays, flat)]
+            tail = (dims[0], dims[1]) if "r" in flat or "c" in flat or "w" in flat else ()
+            # (a row-walked operand goes as it is, its rows' distance in bytes after the sizes)
+            tail += tuple(st[0] * a.itemsize for a, k, st in zip(arrays, flat, steps) if k == "w")
+            return (
+                pattern,
+                tail,
+                [_how(a, (lengths[k],), (1,)) if k != "w" else _AS_IT_IS for a, k in zip(arrays, flat)],
+            )
     return codegen.strided_pattern(kinds, len(dims)), (), [_how(a, dims, st) for a, st in zip(arrays, steps)]
 
 
@@ -255,7 +261,8 @@ def _loop_strides(a: np.ndarray, shape: tuple) -> list:
 
 def _flat_kinds(dims: tuple, steps: list) -> str | None:
     """Per array, ``a`` if it is contiguous along the loop ``dims``, ``r`` or ``c`` if it is a contiguous row or
-    column of a 2-dim loop; None if some array is neither."""
+    column of a 2-dim loop, ``w`` if the loop has 2 dims and it is contiguous along the inner one (its rows any
+    distance apart: a slice of columns, a channel slice); None if some array is none of these."""
     full = layout.contiguous_steps(dims)
     kinds = ""
     for st in steps:
@@ -265,9 +272,15 @@ def _flat_kinds(dims: tuple, steps: list) -> str | None:
             kinds += "r"
         elif len(dims) == 2 and st == (1, 0):
             kinds += "c"
+        elif len(dims) == 2 and st[1] == 1:
+            kinds += "w"
         else:
             return None
     return kinds
+
+
+#: ``_how`` for a row-walked operand (``w``): the kernel reads it as it is, row by row from its first element.
+_AS_IT_IS = ("self", None, None)
 
 
 def _how(a: np.ndarray, dims: tuple, steps: tuple) -> tuple:

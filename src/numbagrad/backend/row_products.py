@@ -173,22 +173,6 @@ def transpose_intrinsic(kind: str, vector_bytes: int):
     return intrinsic(typer)
 
 
-def address_intrinsic():
-    """A Numba intrinsic ``at(address)``: the integer ``address`` as a ``void *``, which ``numba.carray`` turns
-    into an array (``share_<kind>`` receives its operands' addresses as integers)."""
-    from llvmlite import ir
-    from numba.core import types
-    from numba.extending import intrinsic
-
-    def codegen_at(context, builder, signature, args):
-        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
-
-    def typer(typingctx, address):
-        return types.voidptr(types.intp), codegen_at
-
-    return intrinsic(typer)
-
-
 def _source(kind: str, vector_bytes: int) -> str:
     """``product_<kind>(a, panels, out)``: ``out[:] = a @ b``, ``b`` packed by ``pack``, ``a`` strided in any way
     and ``out`` with unit column stride. Panels outside, row blocks inside: a panel (64 KiB at depth 256) is read
@@ -205,7 +189,7 @@ def _source(kind: str, vector_bytes: int) -> str:
     return f"""
 BLOCK_{kind} = row_products.block_intrinsic("{kind}", {ROWS}, {VECTORS}, {vector_bytes})
 TRANSPOSE_{kind} = row_products.transpose_intrinsic("{kind}", {vector_bytes})
-AT_{kind} = row_products.address_intrinsic()
+AT_{kind} = codegen.address_intrinsic()
 
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
@@ -295,11 +279,11 @@ def _loops():
         import inspect
 
         # (the intrinsics' own code is not in the module's text: its digest is, so a change to it makes a new entry)
-        intrinsics = (_ir_types, block_intrinsic, transpose_intrinsic, address_intrinsic)
+        intrinsics = (_ir_types, block_intrinsic, transpose_intrinsic, codegen.address_intrinsic)
         code = "".join(inspect.getsource(f) for f in intrinsics)
         digest = hashlib.sha1(code.encode()).hexdigest()[:16]
         header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
-        header += "from numbagrad.backend import row_products\n"
+        header += "from numbagrad.backend import codegen, row_products\n"
         header += f'BLOCK_CODE = "{digest}"\n'
         kernels = [_source("f64", _vector_bytes()), _source("f32", _vector_bytes())]
         _module = codegen.load_module("row_products", "\n".join([header, *kernels]))

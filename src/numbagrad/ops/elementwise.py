@@ -171,6 +171,19 @@ def _keep_layout(result: Tensor, inputs: tuple) -> None:
             return
 
 
+def _row_ordered(data) -> bool:
+    """Whether ``data``'s strides decrease from its first dim to its last (size-1 dims aside), all positive: a
+    slice of rows, columns or channels (``chunk``'s parts, ``x[:, 16:]``). A result laid out as such an operand
+    (``_keep_layout``, torch's TensorIterator) is row-major, as a new array is."""
+    last = None
+    for n, st in zip(data.shape, data.strides):
+        if n != 1:
+            if st <= 0 or (last is not None and st > last):
+                return False
+            last = st
+    return True
+
+
 class Elementwise(Function):
     """Base of the generated classes: ``row`` says what to compute; inputs come first, then ``row.params``.
 
@@ -220,6 +233,7 @@ class Elementwise(Function):
             return None
         row = cls.row
         arrays, needs, first, scalars, grad, mixed = [], [], None, False, False, False
+        strided = False  # an operand that is a row-ordered view (``chunk``'s parts): the backend's general loops
         pattern = cls._array_pattern  # the kernel's operand kinds, while every operand is a whole array
         for a in inputs:
             if isinstance(a, Tensor):
@@ -235,6 +249,10 @@ class Elementwise(Function):
                 elif d.size and not any(d.strides):  # expanded from one element (sum's gradient): a number
                     arrays.append(d[(0,) * d.ndim])
                     pattern = None
+                elif _row_ordered(d):  # (its result is row-major on every path: _keep_layout has nothing to do)
+                    arrays.append(d)
+                    pattern = None
+                    strided = True
                 else:
                     return None
                 if a._requires_grad or a.grad_fn is not None:
@@ -258,7 +276,7 @@ class Elementwise(Function):
             linked = False  # a comparison's bool result: no node on any path (``x > 0`` of a ``requires_grad`` x)
         result = _new(Tensor)
         backend = _BACKENDS.get(type(first)) or backend_for(first)
-        if mixed or params:
+        if mixed or params or strided:
             shape = (
                 broadcast_shapes(*[a._data.shape for a in inputs if isinstance(a, Tensor)]) if mixed else first.shape
             )
