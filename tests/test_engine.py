@@ -595,7 +595,7 @@ def _node_summary(t):
     saved = [
         (id(s.tensor._data) if s.output_nr < 0 else "out", s.version, s.output_nr, s.grad_fn) for s in node._saved or ()
     ]
-    return type(node).__name__, node.next_functions, node.needs_input_grad, saved
+    return type(node).__name__, node._edges, node.needs_input_grad, saved
 
 
 _FAST_CASES = [(name, (True,)) for name in ("exp", "relu", "sigmoid")] + [

@@ -200,7 +200,7 @@ def test_non_tensor_arguments_get_no_gradient_slot_and_false_needs_input_grad():
     x = leaf([1.0, 2.0])
     y = Fn.apply(x, "label", 4)
     assert y.grad_fn.needs_input_grad == (True, False, False)
-    assert y.grad_fn.next_functions[1] == (None, 0)
+    assert len(y.grad_fn.next_functions) == 1  # (torch lists the tensor inputs only)
     y.sum().backward()
     assert x.grad.tolist() == [4.0, 4.0]
 

@@ -346,7 +346,7 @@ def test_graph_nodes_are_made_only_by_the_node_builder():
         }
         found += [
             f"{path.relative_to(ROOT)}:{line} sets {attr}"
-            for line, attr in _attribute_assignments(tree, {"next_functions", "_sequence_nr"})
+            for line, attr in _attribute_assignments(tree, {"_edges", "_sequence_nr"})
             if line not in allowed
         ]
     assert not found, "\n".join(found)
@@ -359,5 +359,5 @@ def test_the_inlined_node_builders_exist_and_store_both_fields():
     for module, names in INLINED_NODE_BUILDERS.items():
         functions = {fn.name: fn for fn in ast.walk(trees[module]) if isinstance(fn, ast.FunctionDef)}
         for name in names:
-            stored = {attr for _, attr in _attribute_assignments(functions[name], {"next_functions", "_sequence_nr"})}
-            assert stored == {"next_functions", "_sequence_nr"}, (module, name)
+            stored = {attr for _, attr in _attribute_assignments(functions[name], {"_edges", "_sequence_nr"})}
+            assert stored == {"_edges", "_sequence_nr"}, (module, name)

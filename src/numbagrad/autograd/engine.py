@@ -356,7 +356,7 @@ def _dependencies(roots) -> dict:
     rooted = set(roots) if len(roots) > 1 else ()
     stack = list(roots)
     while stack:
-        for nxt, _ in stack.pop().next_functions:
+        for nxt, _ in stack.pop()._edges:
             if nxt is not None:
                 if nxt in deps:
                     deps[nxt] += 1
@@ -375,18 +375,18 @@ def _needed(roots, targets) -> set:
     for root in roots:
         if root in done:
             continue
-        stack = [(root, iter(root.next_functions))]
+        stack = [(root, iter(root._edges))]
         done.add(root)
         while stack:
             node, children = stack[-1]
             for nxt, _ in children:
                 if nxt is not None and nxt not in done:
                     done.add(nxt)
-                    stack.append((nxt, iter(nxt.next_functions)))
+                    stack.append((nxt, iter(nxt._edges)))
                     break
             else:
                 stack.pop()
-                if any(n in needed or n in targets for n, _ in node.next_functions if n is not None):
+                if any(n in needed or n in targets for n, _ in node._edges if n is not None):
                     needed.add(node)
     return needed
 
@@ -399,7 +399,7 @@ def _narrow_needs(node, needed: set, targets: dict) -> tuple | None:
     torch's native nodes ask ``task_should_compute_output``. A custom Function's stays as it was recorded, as in
     torch."""
     needs = node.needs_input_grad
-    edges = node.next_functions
+    edges = node._edges
     if len(needs) != len(edges):
         return None
     narrowed = []
@@ -553,7 +553,7 @@ class _Task:
                     if static_needs is not None:
                         node.needs_input_grad = static_needs
             else:  # not needed for ``inputs``, or no gradient reached it: keeps its saved tensors
-                grads_out = (None,) * len(node.next_functions)
+                grads_out = (None,) * len(node._edges)
                 keeps = True
             # hand each gradient to its next node's buffer; queue the nodes that became ready. A gradient handed
             # on is counted in its new slot first, then the node's own slots are freed (below): one the node
@@ -561,7 +561,7 @@ class _Task:
             leaves = None
             follow = None  # a node that became ready while no other is: it runs next, without the heap
             views = False  # did it hand on a view?
-            for (nxt, nr), g in zip(node.next_functions, grads_out):
+            for (nxt, nr), g in zip(node._edges, grads_out):
                 if nxt is None:
                     continue
                 if g is not None:
@@ -677,13 +677,13 @@ class _Task:
                     stacklevel=2,
                 )
             raise
-        if node._post_hooks:  # (what they are handed leaves the engine)
+        if node._post_hooks:  # (what they are handed leaves the engine: the tensor inputs' gradients, as in torch)
             for g in grads_out:
                 _disown(g)
             for hook in list(node._post_hooks.values()):
-                r = hook(tuple(grads_out), tuple(grads_in))
+                r = hook(node._inputs_only(grads_out), tuple(grads_in))
                 if r is not None:
-                    grads_out = list(r)
+                    grads_out = node._per_argument(r)
         if not self.retain_graph:
             node._release()
         return grads_out

@@ -27,7 +27,7 @@ from .._tensor import _BACKENDS, Tensor, _Version
 from .._types import broadcast_shapes_or_none, shape_str
 from .engine import accumulator_of
 from .grad_mode import no_grad, state
-from .graph import GraphNode
+from .graph import NOT_A_TENSOR_INPUT, GraphNode
 
 ERR_BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -257,7 +257,7 @@ def _zeros_for(shape: tuple, np_dtype, backend) -> Tensor:
 
 def _check_grads(node: BackwardCFunction, result: tuple) -> list:
     """torch's ``validate_outputs``: one gradient per input, each a Tensor (or None) of the input's metadata."""
-    n = len(node.next_functions)
+    n = len(node._edges)
     if len(result) != n:
         if len(result) > n and all(r is None for r in result[n:]):
             result = result[:n]
@@ -266,7 +266,7 @@ def _check_grads(node: BackwardCFunction, result: tuple) -> list:
                 f"function {node.name()} returned an incorrect number of gradients (expected {n}, got {len(result)})"
             )
     out = []
-    metas, edges = node._input_meta, node.next_functions
+    metas, edges = node._input_meta, node._edges
     for i, r in enumerate(result):
         meta = metas[i]
         if r is None:
@@ -287,7 +287,7 @@ def _check_grads(node: BackwardCFunction, result: tuple) -> list:
             out.append(None)
         elif not isinstance(r, Tensor):
             raise RuntimeError(f"expected Variable or None (got {type(r).__name__})")
-        elif node.next_functions[i][0] is None:
+        elif node._edges[i][0] is None:
             out.append(None)
         else:
             out.append(validate_grad(node, i, r, meta))
@@ -409,6 +409,16 @@ class Function(_SingleLevelFunction):
     #: and returns one new tensor (a reduction, a view): it runs without switching grad mode off and is linked
     #: by ``_apply_simple``.
     _simple = False
+    #: Positions of forward arguments that ``next_functions`` lists even when they are not tensors (``edges_of``):
+    #: an absent optional tensor (a bias), a Python number that torch wraps as a tensor (``x * 2``).
+    _listed_inputs: tuple = ()
+    #: Positions of tensor arguments that ``next_functions`` does not list when they need no gradient: tensors
+    #: torch's node does not differentiate (batch norm's running statistics).
+    _unlisted_inputs: tuple = ()
+    #: Whether ``next_functions`` lists a tensor argument of an integral or bool dtype: None (the default) for
+    #: yes in a custom Function and no in a built-in op (an index, a class target, a condition); elementwise ops
+    #: set True (torch lists ``mask`` in ``x * mask``).
+    _lists_integral_inputs: bool | None = None
 
     def __init__(self, *args, **kwargs) -> None:
         warnings.warn(
@@ -541,7 +551,7 @@ def _apply_simple(cls, args: tuple, st):
     ctx.needs_input_grad = tuple(needs)
     output = cls.forward(ctx, *args)
     if grad and st.enabled and output._data.dtype.kind in "fcV":
-        make_node(ctx, edges_of(args), output)
+        make_node(ctx, edges_of(args, cls), output)
         if ctx.to_save:
             _save_tensors(cls, ctx, ())
     elif not (st.enabled or st.in_forward) and output._base is not None:
@@ -616,21 +626,35 @@ def _fresh_output(o, args: tuple, ctx, st):
 _NO_EDGE = (None, 0)
 
 
-def edges_of(args) -> tuple:
-    """The edge each input's gradient flows along: its grad_fn slot, its leaf's accumulator, or none."""
+def edges_of(args, cls) -> tuple:
+    """The edge each argument of ``cls``'s forward hands its gradient to: its grad_fn slot, its leaf's accumulator,
+    none, or ``NOT_A_TENSOR_INPUT`` where torch lists no input (``next_functions``): an argument that is not a
+    tensor (but at one of ``cls._listed_inputs``: an absent bias, a wrapped number), a tensor that needs no
+    gradient at one of ``cls._unlisted_inputs``, and one of an integral or bool dtype that ``cls`` does not list
+    (``_lists_integral_inputs``: a built-in op lists them only as an elementwise operand, not as an index, a class
+    target or a condition; a custom Function lists every tensor)."""
     edges = []
-    for a in args:
+    for k, a in enumerate(args):
         if isinstance(a, Tensor):
             fn = a.grad_fn
             if fn is not None:
                 edges.append((fn, a._output_nr))
             elif a._requires_grad:
                 edges.append((accumulator_of(a), 0))
-            else:
+            elif (a._data.dtype.kind in "fcV" or _lists_integral_inputs(cls)) and k not in cls._unlisted_inputs:
                 edges.append(_NO_EDGE)
-        else:
+            else:
+                edges.append(NOT_A_TENSOR_INPUT)
+        elif k in cls._listed_inputs:
             edges.append(_NO_EDGE)
+        else:
+            edges.append(NOT_A_TENSOR_INPUT)
     return tuple(edges)
+
+
+def _lists_integral_inputs(cls) -> bool:
+    listed = cls._lists_integral_inputs
+    return not cls._backward_cls._builtin if listed is None else listed
 
 
 def edge_of(t: Tensor) -> tuple:
@@ -650,7 +674,7 @@ def make_node(ctx: GraphNode, edges: tuple, output=None) -> None:
     records. What only the general path records is its own (``_link_outputs``: anomaly mode's forward stack, a
     custom Function's view marks): the fast paths refuse those cases. Kept to a few stores, as it runs once per
     recorded op."""
-    ctx.next_functions = edges
+    ctx._edges = edges
     ctx._sequence_nr = next(_sequence)
     if output is None:
         return
@@ -805,7 +829,7 @@ def _link_outputs(cls, ctx, args: tuple, output):
             fresh = False
     simple = fresh and not (ctx.dirty_tensors or ctx.non_differentiable)
     linked = simple and output._data.dtype.kind in "fcV"
-    make_node(ctx, edges_of(args), output if linked else None)
+    make_node(ctx, edges_of(args, cls), output if linked else None)
     if linked and not ctx._builtin and output._base is not None:
         output._creation_meta = "custom_function"  # torch refuses in-place changes of it (ops.inplace)
     if state.anomaly:

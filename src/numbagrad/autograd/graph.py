@@ -8,16 +8,23 @@ import weakref
 from .._tensor import RemovableHandle, Tensor
 from .grad_mode import state
 
+#: The edge of a forward argument that is not a tensor input (a number, a dim, a tuple; an integer index or target
+#: of an op that does not differentiate it): ``(None, 0)`` to the engine, as an input that needs no gradient, but
+#: a distinct object, left out of the public ``next_functions`` (torch lists tensor inputs only).
+NOT_A_TENSOR_INPUT = tuple([None, 0])
+
 
 class GraphNode:
-    """What every node of the backward graph is built on. ``next_functions`` holds one ``(node, output_nr)`` edge
-    per input. (The public ``Node`` is the abstract interface it satisfies.)
+    """What every node of the backward graph is built on. ``_edges`` holds one ``(node, output_nr)`` edge per
+    argument of the forward op, in order, as its backward returns one gradient per argument; ``next_functions``
+    is torch's view of them, the tensor inputs' edges only (``NOT_A_TENSOR_INPUT``). (The public ``Node`` is the
+    abstract interface it satisfies.)
 
     ``_hooked`` is True once any hook (tensor hook, retain_grad, pre or post hook) is registered on this node, so
     the engine tests one attribute per node instead of four.
     """
 
-    next_functions: tuple = ()
+    _edges: tuple = ()
     _sequence_nr: int = 0
     _num_outputs: int = 1
     _hooked = False
@@ -34,6 +41,21 @@ class GraphNode:
 
     def name(self) -> str:
         return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple:
+        """One ``(node, output_nr)`` edge per tensor input of the forward op, as torch lists them."""
+        return tuple(e for e in self._edges if e is not NOT_A_TENSOR_INPUT)
+
+    def _inputs_only(self, grads) -> tuple:
+        """Of one gradient per argument, those of the tensor inputs: what torch hands a node's post-hooks and
+        returns from calling it (one per ``next_functions`` entry)."""
+        return tuple(g for g, e in zip(grads, self._edges) if e is not NOT_A_TENSOR_INPUT)
+
+    def _per_argument(self, grads) -> list:
+        """``_inputs_only``'s inverse: a post-hook's gradients of the tensor inputs, None for the other arguments."""
+        shown = iter(grads)
+        return [None if e is NOT_A_TENSOR_INPUT else next(shown) for e in self._edges]
 
     @property
     def metadata(self) -> dict:
@@ -73,7 +95,9 @@ class GraphNode:
         """Free what backward needed (saved tensors); called after running unless ``retain_graph``."""
 
     def __call__(self, *grads):
-        return self._apply(list(grads))
+        """The node's backward on ``grads``: one gradient per listed input, a lone one unwrapped (as torch)."""
+        result = self._inputs_only(self._apply(list(grads)))
+        return result[0] if len(result) == 1 else result
 
 
 class Node(abc.ABC):

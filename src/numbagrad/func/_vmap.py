@@ -773,7 +773,7 @@ def reaches_user_leaf(t: Tensor) -> bool:
             if not getattr(variable, "_made_by_transform", False):
                 return True
             continue
-        stack.extend(nxt for nxt, _ in node.next_functions)
+        stack.extend(nxt for nxt, _ in node._edges)
     return False
 
 

@@ -128,7 +128,7 @@ class _Attention(Function):
         scale = args[5]
         out, probs = _new(Tensor), _new(Tensor)
         out._data, probs._data = backend.causal_attention(qd, kd, vd, md, scale)
-        edges = edges_of(args)
+        edges = edges_of(args, cls)
         if not st.enabled or (
             edges[0][0] is None and edges[1][0] is None and edges[2][0] is None and edges[3][0] is None
         ):

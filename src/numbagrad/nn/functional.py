@@ -18,7 +18,14 @@ import numpy as np
 from .. import ops
 from .._tensor import Tensor
 from .._types import broadcast_shapes, float32, wrap_dim
-from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, once_differentiable, saved_input_unhooked
+from ..autograd.function import (
+    NOT_A_TENSOR_INPUT,
+    Function,
+    edge_of,
+    make_node,
+    once_differentiable,
+    saved_input_unhooked,
+)
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import no_grad, state
 from ..backend import _BY_TYPE as _BACKENDS
@@ -2000,7 +2007,7 @@ class _MseLoss(Function):
             ctx = cls._backward_cls()
             ctx.needs_input_grad = (need_x, need_t, False)
             ctx.reduction = reduction
-            make_node(ctx, (edge_of(x), edge_of(target), _NO_EDGE), result)
+            make_node(ctx, (edge_of(x), edge_of(target), NOT_A_TENSOR_INPUT), result)
             ctx._input_meta = ((xd.shape, xd.dtype, backend), (td.shape, td.dtype, backend), False)
             ctx._output_meta = ((out.shape, out.dtype, backend),)
             ctx._saved = [saved_input_unhooked(x), saved_input_unhooked(target)]

@@ -192,6 +192,7 @@ class Elementwise(Function):
     """
 
     _trusted = True
+    _lists_integral_inputs = True  # (torch lists ``mask`` in ``x * mask``)
     # what backward reads when forward saved nothing; its gradients are kernel results or g itself, never a saved
     # tensor (so the engine need not compare them with the saved ones)
     _node_defaults = {"values": (), "params": (), "in_meta": None, "_returns_saved": False}
@@ -297,7 +298,7 @@ class Elementwise(Function):
                     saved.append(_unread(a))
                 else:
                     saved.append(saved_input(a) if hooked else saved_input_unhooked(a))
-        make_node(ctx, edges_of(args), result)
+        make_node(ctx, edges_of(args, cls), result)
         if cls._saves_out:
             saved.append(saved_output(result) if hooked else saved_output_unhooked(result))
         if saved:
@@ -340,7 +341,7 @@ class Elementwise(Function):
         # ``make_node``'s stores for one output, inline: this and ``_fast_pair`` are the hottest node builders (a
         # call costs as much as the stores; tests/test_layout.py lists the two, tests/test_fast_paths.py checks
         # their nodes carry every field ``make_node`` gives)
-        ctx.next_functions = ((fa, a._output_nr) if fa is not None else (accumulator_of(a), 0),)
+        ctx._edges = ((fa, a._output_nr) if fa is not None else (accumulator_of(a), 0),)
         ctx._sequence_nr = next(_sequence)
         result.grad_fn = ctx
         if cls._saves[0]:
@@ -392,7 +393,7 @@ class Elementwise(Function):
             return None  # (the general path raises torch's error)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = (fa is not None or a._requires_grad, fb is not None or b._requires_grad)
-        ctx.next_functions = (  # ``make_node``'s stores for one output, inline (see ``_fast_one``)
+        ctx._edges = (  # ``make_node``'s stores for one output, inline (see ``_fast_one``)
             (fa, a._output_nr) if fa is not None else (accumulator_of(a), 0) if a._requires_grad else _NO_EDGE,
             (fb, b._output_nr) if fb is not None else (accumulator_of(b), 0) if b._requires_grad else _NO_EDGE,
         )
@@ -859,6 +860,11 @@ def _pow_grad_exponent(g, out, x, y):
 _TENSOR_GRADS = {("pow", 1): _pow_grad_exponent}
 
 
+#: The rows whose torch op takes a Python number operand as a tensor (a wrapped number), which its node lists in
+#: ``next_functions`` (``x * 2``: two edges); torch's ops with a scalar overload (``x ** 2``, ``fmod``) list none.
+_WRAPPED_NUMBER_ROWS = frozenset({"add", "sub", "mul", "div"})
+
+
 def make_function(row: Row, node_name: str | None, class_name: str | None = None, kinds: str = "") -> type:
     """One Function class for a table row (or a user's ``Row``), shown in graphs as ``node_name``; ``kinds``
     (``"ts"``: tensor and number) says which operands are tensors, so a gradient that a number never needs
@@ -872,6 +878,8 @@ def make_function(row: Row, node_name: str | None, class_name: str | None = None
     # the node of its gradients under ``create_graph`` (torch's ``<Op>BackwardBackward0``)
     attrs["_grad_node"] = (node_name or class_name).replace("Backward0", "") + "BackwardBackward0"
     attrs["_differentiated"] = {}  # (see ``_differentiated``)
+    if row.name in _WRAPPED_NUMBER_ROWS:
+        attrs["_listed_inputs"] = tuple(range(row.arity))
     cls = types.new_class(class_name, (Elementwise,), exec_body=lambda ns: ns.update(attrs))
     if row.grads:
         uses = [row.uses(i) for i in range(len(row.grads))]
@@ -960,7 +968,7 @@ def _make_frontend(row: Row, public: str):
             a = as_operand(input, public, 1, "input")
             b = as_operand(other, public, 2, "other")
             if alpha != 1:
-                b = mul(b, alpha)
+                b = mul(b, alpha) if isinstance(b, Tensor) else b * alpha  # (``add(x, 2, alpha=3)``: x + 6)
             return (single or _by_operands(classes, a, b)).apply(a, b)
 
         if not row.alpha:
@@ -1021,8 +1029,14 @@ def _describe(row: Row) -> str:
     return row.doc or f"Elementwise ``{row.name}``."
 
 
+#: Rows whose reflected operator computes ``self op other``, as torch's does (``2 * x`` is ``mul(x, 2)``: its node
+#: lists ``x`` first): the same values, as IEEE addition and multiplication commute.
+_COMMUTATIVE_ROWS = frozenset({"add", "mul"})
+
+
 def _make_operator(row: Row, fn, name: str):
-    """A Tensor operator: reflected operators (``__radd__``) swap the operands; an operand type the op does not
+    """A Tensor operator: reflected operators (``__rsub__``) swap the operands (but ``_COMMUTATIVE_ROWS``'s); an
+    operand type the op does not
     take gives ``NotImplemented``, so Python raises its ``unsupported operand type(s)`` TypeError (as torch).
     A tensor or a Python number goes straight to the row's Function class (the hot path of ``x * w``)."""
     classes = CLASSES[row.name] if row.frontend else {}
@@ -1039,7 +1053,7 @@ def _make_operator(row: Row, fn, name: str):
             return fn(self)
 
         op = unary
-    elif name.startswith("__r"):
+    elif name.startswith("__r") and row.name not in _COMMUTATIVE_ROWS:
 
         def reflected(self, other):
             if number_first is not None and (type(other) is float or type(other) is int):

@@ -13,7 +13,7 @@ from .._samples import assigned
 from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES as _CPP
 from .._types import broadcast_shapes_or_none
-from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, saved_input_unhooked
+from ..autograd.function import NOT_A_TENSOR_INPUT, Function, edge_of, make_node, saved_input_unhooked
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
@@ -547,6 +547,7 @@ def setitem(x: Tensor, index, value) -> None:
 
 class Where(Function):
     node_name = "WhereBackward0"
+    _listed_inputs = (1, 2)  # (a number for either branch is wrapped as a tensor and listed, as torch does)
 
     @staticmethod
     def forward(ctx, cond, a, b):
@@ -1193,7 +1194,7 @@ class MaskedFill(Function):
             ctx = cls._backward_cls()
             ctx.needs_input_grad = _FIRST_OF_3
             ctx.shape = x.shape
-            make_node(ctx, (edge_of(x), _NO_EDGE, _NO_EDGE), result)
+            make_node(ctx, (edge_of(x), NOT_A_TENSOR_INPUT, NOT_A_TENSOR_INPUT), result)
             ctx._saved = [saved_input_unhooked(mask)]
         return result
 

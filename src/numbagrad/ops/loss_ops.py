@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, saved_input_unhooked
+from ..autograd.function import NOT_A_TENSOR_INPUT, Function, edge_of, make_node, saved_input_unhooked
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
@@ -428,7 +428,7 @@ class BinaryCrossEntropy(Function):
             ctx = cls._backward_cls()
             ctx.needs_input_grad = (need_x, need_t, False, False)
             ctx.reduction = reduction
-            make_node(ctx, (edge_of(x), edge_of(target), _NO_EDGE, _NO_EDGE), result)
+            make_node(ctx, (edge_of(x), edge_of(target), NOT_A_TENSOR_INPUT, NOT_A_TENSOR_INPUT), result)
             ctx._input_meta = ((xd.shape, dt, backend), (td.shape, dt, backend), False, False)
             ctx._output_meta = ((loss.shape, dt, backend),)
             ctx._saved = [saved_input_unhooked(x), saved_input_unhooked(target), None]

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, releasing, saved_input_unhooked
+from ..autograd.function import NOT_A_TENSOR_INPUT, Function, edge_of, make_node, releasing, saved_input_unhooked
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
@@ -168,6 +168,7 @@ class Convolution(Function):
     this one: each is the other's backward, so every order of derivative exists."""
 
     node_name = "ConvolutionBackward0"
+    _listed_inputs = (2,)  # (an absent bias is listed in next_functions, as torch does)
     _trusted = True
     _node_defaults = releasing("kept")  # (the columns or input its backend forward kept)
 
@@ -224,6 +225,7 @@ class ConvolutionTranspose(Function):
     once (``conv2d``), whose columns also give the weight's gradient."""
 
     node_name = "ConvolutionBackward0"
+    _listed_inputs = (2,)  # (an absent bias is listed in next_functions, as torch does)
     _trusted = True
 
     @staticmethod
@@ -281,7 +283,7 @@ class ConvolutionTranspose(Function):
 
 
 # --- pooling -------------------------------------------------------------------------------------------------------
-_POOL_EDGES = (_NO_EDGE,) * 5  # the edges of a max pool's non-tensor arguments
+_POOL_EDGES = (NOT_A_TENSOR_INPUT,) * 5  # the edges of a max pool's non-tensor arguments
 _FIRST_OF_6 = (True, False, False, False, False, False)
 
 
@@ -805,6 +807,7 @@ class LayerNorm(Function):
     """``layer_norm`` in one node: a Numba kernel normalizes each row of the trailing ``normalized_shape``."""
 
     node_name = "NativeLayerNormBackward0"
+    _listed_inputs = (1, 2)  # (weight and bias, listed in next_functions when absent, as torch does)
     _trusted = True
 
     @staticmethod
@@ -856,6 +859,8 @@ class BatchNorm(Function):
     module replays them all (an update in the module's own code would break its trace)."""
 
     node_name = "NativeBatchNormBackward0"
+    _listed_inputs = (1, 2)  # (weight and bias, listed in next_functions when absent, as torch does)
+    _unlisted_inputs = (3, 4)  # (the running statistics, which torch does not differentiate)
     _trusted = True  # (the kernel's gradients have their inputs' shapes and dtypes)
     _simple = True  # (no tensor op inside: apply's simple path)
 
@@ -921,6 +926,7 @@ class GroupNorm(Function):
     """``group_norm`` in one node: the layer-norm kernel over each (sample, group), then a per-channel affine."""
 
     node_name = "NativeGroupNormBackward0"
+    _listed_inputs = (1, 2)  # (weight and bias, listed in next_functions when absent, as torch does)
 
     @staticmethod
     def forward(ctx, x: Tensor, weight, bias, groups: int, eps: float) -> Tensor:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .._types import get_default_dtype, to_dtype
-from ..autograd.function import _NO_EDGE, Function, edge_of, make_node, saved_input_unhooked
+from ..autograd.function import NOT_A_TENSOR_INPUT, Function, edge_of, make_node, saved_input_unhooked
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
@@ -128,7 +128,7 @@ class Sum(Function):
             ctx.shape, ctx.axes, ctx.keepdim = data.shape, axes, keepdim
             if dt is not data.dtype and dt != data.dtype:  # (``is`` first: a dtype ``!=`` costs 0.1 us)
                 ctx.in_dtype = x.dtype
-            make_node(ctx, (edge_of(x), _NO_EDGE, _NO_EDGE, _NO_EDGE), result)
+            make_node(ctx, (edge_of(x), NOT_A_TENSOR_INPUT, NOT_A_TENSOR_INPUT, NOT_A_TENSOR_INPUT), result)
         return result
 
     _node_defaults = {"in_dtype": None}  # the input's dtype when ``dtype=`` changed the sum's: grads cast back
@@ -232,7 +232,7 @@ class Mean(Function):
             ctx = cls._backward_cls()
             ctx.needs_input_grad = _FIRST_OF_3
             ctx.shape, ctx.axes, ctx.keepdim, ctx.count = data.shape, axes, keepdim, count
-            make_node(ctx, (edge_of(x), _NO_EDGE, _NO_EDGE), result)
+            make_node(ctx, (edge_of(x), NOT_A_TENSOR_INPUT, NOT_A_TENSOR_INPUT), result)
         return result
 
     @staticmethod
@@ -653,7 +653,7 @@ class Var(Function):
             ctx = cls._backward_cls()
             ctx.needs_input_grad = _FIRST_ONLY
             ctx.shape, ctx.axes, ctx.keepdim, ctx.denominator = data.shape, axes, keepdim, denominator
-            make_node(ctx, (edge_of(x), _NO_EDGE, _NO_EDGE, _NO_EDGE), result)
+            make_node(ctx, (edge_of(x), NOT_A_TENSOR_INPUT, NOT_A_TENSOR_INPUT, NOT_A_TENSOR_INPUT), result)
             ctx._saved = [saved_input_unhooked(x)]
         return result
 

@@ -16,8 +16,8 @@ from .._tensor import Tensor, expose
 from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
 from .._types import Size, bfloat16, float16, from_numpy_dtype, int8, int16, to_device, to_dtype, uint8
 from ..autograd.engine import accumulator_of
-from ..autograd.function import _NO_EDGE, NO_GRAD_VIEW, Function, _mark_view, edge_of, make_node
 from ..autograd.function import BATCHING as _FUNCTION_BATCHING
+from ..autograd.function import NO_GRAD_VIEW, NOT_A_TENSOR_INPUT, Function, _mark_view, edge_of, make_node
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, for_device, layout
@@ -60,7 +60,7 @@ def _view_result(cls, x: Tensor, data, needs: tuple):
             ctx = cls._backward_cls()
             ctx.needs_input_grad = needs
             edge = (fn, x._output_nr) if fn is not None else (accumulator_of(x), 0)
-            make_node(ctx, (edge,) + ((None, 0),) * (len(needs) - 1), out)
+            make_node(ctx, (edge,) + (NOT_A_TENSOR_INPUT,) * (len(needs) - 1), out)
             return out, ctx
     elif not st.in_forward:
         _mark_view(out, NO_GRAD_VIEW)
@@ -728,7 +728,7 @@ class Cat(Function):
         dim = args[0]
         first = args[1]._data
         kind, dt = type(first), first.dtype
-        arrays, edges, needs, sizes, meta = [], [_NO_EDGE], [False], [], [False]
+        arrays, edges, needs, sizes, meta = [], [NOT_A_TENSOR_INPUT], [False], [], [False]
         grad = False
         for t in args[1:]:  # (a loop: a comprehension costs a frame per call)
             if type(t) is not Tensor or t._is_inference:
@@ -974,7 +974,7 @@ def _split(cls, x: Tensor, sizes: list, dim: int) -> tuple:
     backend = x._backend
     ctx.needs_input_grad = _NEEDS_3
     edge = (fn, x._output_nr) if fn is not None else (accumulator_of(x), 0)
-    make_node(ctx, (edge, (None, 0), (None, 0)), list(outs))
+    make_node(ctx, (edge, NOT_A_TENSOR_INPUT, NOT_A_TENSOR_INPUT), list(outs))
     ctx._input_meta = ((data.shape, data.dtype, backend), False, False)
     ctx._output_meta = [(o._data.shape, data.dtype, backend) for o in outs]
     return outs

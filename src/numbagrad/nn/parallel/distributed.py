@@ -62,7 +62,7 @@ def _reachable_leaves(outputs: list[Tensor]) -> set[int]:
         leaf = getattr(node, "variable", None)
         if leaf is not None:
             found.add(id(leaf))
-        for nxt, _ in node.next_functions:
+        for nxt, _ in node._edges:
             if nxt is not None and id(nxt) not in seen:
                 stack.append(nxt)
     return found
