@@ -147,6 +147,12 @@ class BatchedTensor(Tensor):
     def dim(self) -> int:
         return self._value.dim() - 1
 
+    def stride(self, dim: int | None = None):
+        """Per-sample strides: the batch's, less its batch dim (what a layout rule, such as which path torch's
+        matmul or attention takes, reads of a sample)."""
+        strides = self._value.stride()[1:]
+        return strides if dim is None else strides[wrap_dim(dim, len(strides))]
+
     @property
     def ndim(self) -> int:
         return self._value.dim() - 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import string
+from typing import NamedTuple
 
 import numpy as np
 
@@ -271,35 +272,74 @@ class MatmulSqueeze(Function):
         return g.unsqueeze(0)
 
 
-def _should_fold(a: Tensor, b: Tensor) -> bool:
+class Operand(NamedTuple):
+    """What torch's ``matmul`` reads of an operand to choose its path: the shape, the strides (whether the larger
+    operand folds into a matrix as a view) and whether it requires grad."""
+
+    shape: tuple
+    strides: tuple
+    requires_grad: bool
+
+    @classmethod
+    def of(cls, t: Tensor) -> Operand:
+        """The layout of tensor ``t``."""
+        return cls(tuple(t.shape), t.stride(), t.requires_grad)
+
+    @classmethod
+    def contiguous(cls, shape: tuple, requires_grad: bool) -> Operand:
+        """A new row-major tensor of ``shape`` (an op's result)."""
+        strides = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
+        return cls(tuple(shape), strides, requires_grad)
+
+    def first(self) -> Operand:
+        """The operand's first matrix (``t[0]``)."""
+        return Operand(self.shape[1:], self.strides[1:], self.requires_grad)
+
+
+def _should_fold(a: Operand, b: Operand) -> bool:
     """torch's ``should_fold``: can the larger operand be folded into a matrix for one mm?"""
-    a_larger = a.dim() >= b.dim()
-    shape, strides = (a.shape, a.stride()) if a_larger else (b.shape, b.stride())
+    a_larger = len(a.shape) >= len(b.shape)
+    shape, strides = (a.shape, a.strides) if a_larger else (b.shape, b.strides)
     if not a_larger:  # b.mT
         shape = shape[:-2] + (shape[-1], shape[-2])
         strides = strides[:-2] + (strides[-1], strides[-2])
-    if not (len(shape) >= 3 and (b.dim() if a_larger else a.dim()) <= 2):
+    if not (len(shape) >= 3 and len(b.shape if a_larger else a.shape) <= 2):
         return False
     if (b if a_larger else a).requires_grad:
         return True
-    if a.dim() == 2:
+    if len(a.shape) == 2:
         return False
     return math.prod(shape) == 0 or all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
 
 
-def _batched_class(a: Tensor, b: Tensor) -> type:
+def _batched_class(a: Operand, b: Operand) -> type:
     """Which node torch's ``_matmul_impl`` ends with for these operands (the computation is the same)."""
     if _should_fold(a, b):
-        if b.dim() > a.dim() and a.dim() == 2:  # output.mT().contiguous()
+        if len(b.shape) > len(a.shape) == 2:  # output.mT().contiguous()
             n, p = a.shape[0], b.shape[-1]
             return MatmulTranspose if 1 in (n, p) else MatmulClone
         return BatchedMatmul
-    if a.dim() == 3 and b.dim() == 3 and a.shape[0] != b.shape[0]:
+    if len(a.shape) == 3 and len(b.shape) == 3 and a.shape[0] != b.shape[0]:
         if a.shape[0] == 1 and a.requires_grad:
-            return _batched_class(a[0], b)
+            return _batched_class(a.first(), b)
         if b.shape[0] == 1 and b.requires_grad:
-            return _batched_class(a, b[0])
+            return _batched_class(a, b.first())
     return BatchedMatmul
+
+
+_SMALL_PRODUCT_NODES = {
+    (1, 1): "DotBackward0",
+    (2, 1): "MvBackward0",
+    (1, 2): "SqueezeBackward4",
+    (2, 2): "MmBackward0",
+}
+
+
+def matmul_node_name(a: Operand, b: Operand) -> str:
+    """The node torch's ``matmul`` of operands laid out so ends with (for ops built on it, as attention's math
+    path is in torch)."""
+    small = _SMALL_PRODUCT_NODES.get((len(a.shape), len(b.shape)))
+    return small or _batched_class(a, b).node_name
 
 
 def _check_2d(t: Tensor, name: str) -> None:
@@ -400,7 +440,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if a.dim() == 1 and b.dim() == 2:
         return MatmulSqueeze.apply(mm(a.unsqueeze(0), b))
     _check_stacks(a, b)
-    return _batched_class(a, b).apply(a, b)
+    return _batched_class(Operand.of(a), Operand.of(b)).apply(a, b)
 
 
 @declare(methods=True, samples=(Sample(T(2, 3, 4), T(2, 4, 2)),))
@@ -427,7 +467,7 @@ def _check_stacks(a: Tensor, b: Tensor) -> None:
     """torch's error for a ``matmul`` with an operand of three dims or more, raised by the op its ``_matmul_impl``
     hands them to: ``mm`` or ``mv`` of the larger operand folded into a matrix (with the other, or both transposed
     when the larger is on the right), else, after the batch shapes' broadcast, ``bmm`` of the broadcast stacks."""
-    if _should_fold(a, b):
+    if _should_fold(Operand.of(a), Operand.of(b)):
         if a.dim() >= b.dim():
             folded, other, dtypes = (math.prod(a.shape[:-1]), a.shape[-1]), tuple(b.shape), (a.dtype, b.dtype)
         else:
