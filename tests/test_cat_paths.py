@@ -50,6 +50,47 @@ def test_an_empty_1d_part_is_skipped_as_torch_skips_it(torch):
     np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
 
 
+EMPTY_1D = [
+    ("before, dim 0", ["empty", (2, 3)], 0),
+    ("between, dim 1", [(2, 3), "empty", (2, 1)], 1),
+    ("first, negative dim", ["empty", (2, 3)], -1),
+    ("promotes to float64", ["empty64", (2, 3)], 0),
+    ("every part empty, dim out of range", ["empty", "empty"], 5),
+]
+
+
+def _parts(lib, spec):
+    made = {"empty": lambda: lib.empty(0, requires_grad=True)}
+    made["empty64"] = lambda: lib.empty(0, dtype=lib.float64, requires_grad=True)
+    return [made[s]() if isinstance(s, str) else _part(lib, s, seed=i) for i, s in enumerate(spec)]
+
+
+@pytest.mark.parametrize("name, spec, dim", EMPTY_1D, ids=[c[0] for c in EMPTY_1D])
+def test_a_skipped_empty_1d_part_still_gets_torch_gradient(torch, name, spec, dim):
+    results = []
+    for lib in (torch, numbagrad):
+        parts = _parts(lib, spec)
+        out = lib.cat(parts, dim)
+        out.exp().sum().backward()
+        grads = [(tuple(p.grad.shape), str(p.grad.dtype).split(".")[1], p.grad.numpy()) for p in parts]
+        results.append((tuple(out.shape), str(out.dtype).split(".")[1], out.grad_fn.name(), grads))
+    theirs, ours = results
+    assert ours[:3] == theirs[:3]
+    for mine, expected in zip(ours[3], theirs[3]):
+        assert mine[:2] == expected[:2]
+        np.testing.assert_allclose(mine[2], expected[2], rtol=1e-6)
+
+
+def test_a_skipped_empty_1d_part_passes_gradgradcheck():
+    empty = numbagrad.empty(0, dtype=numbagrad.float64, requires_grad=True)
+    b = _part(numbagrad, (2, 3), "float64")
+    assert numbagrad.autograd.gradgradcheck(lambda x, y: numbagrad.cat([y * y, x], 1), (empty, b))
+
+
+def test_checks_after_a_skipped_part_number_the_parts_as_given(torch):
+    raises_like(torch, lambda lib: lib.cat([lib.zeros(0), lib.ones(2, 3), lib.ones(3, 4)]))
+
+
 def test_integer_parts_join_without_a_node(torch):
     ours, theirs = (
         lib.cat([_part(lib, (2, 2), "int64"), _part(lib, (1, 2), "int64", 1)]) for lib in (numbagrad, torch)

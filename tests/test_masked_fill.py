@@ -119,3 +119,37 @@ def test_comparison_of_a_tensor_requiring_grad_has_no_node(torch, compare):
         x = lib.tensor([[0.25, -1.0], [2.0, 0.5]], requires_grad=True)
         out = compare(x)
         assert out.grad_fn is None and not out.requires_grad and out.dtype == lib.bool
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.ones(3).masked_fill([True, False, True], 0.0),  # a list mask
+        lambda lib: lib.ones(3).masked_fill((True,), 0.0),  # a 1-tuple mask
+        lambda lib: lib.ones(3).masked_fill(np.array([True, False, True]), 1),  # a numpy mask
+        lambda lib: lib.ones(3).masked_fill(None, 1),
+        lambda lib: lib.ones(3).masked_fill(lib.ones(3) > 0, "a"),  # a string value
+        lambda lib: lib.ones(3).masked_fill(lib.ones(3) > 0, np.array(1.0)),  # a numpy array value
+        lambda lib: lib.ones(3).masked_fill(lib.ones(3) > 0, [1]),  # a list value
+        lambda lib: lib.ones(3).masked_fill_([True], 1),  # in place
+        lambda lib: lib.masked_fill(lib.ones(3), [True, False, True], 0.0),  # the function
+        lambda lib: lib.masked_fill([1.0], lib.ones(1) > 0, 0.0),
+    ],
+)
+def test_arguments_of_wrong_types_raise_torch_overload_error(torch, make):
+    raises_like(torch, make)
+
+
+def test_a_refused_in_place_fill_leaves_the_tensor_intact():
+    x = numbagrad.ones(3)
+    with pytest.raises(TypeError):
+        x.masked_fill_([True, False, True], 0.0)
+    np.testing.assert_array_equal(x.numpy(), np.ones(3, np.float32))
+
+
+def test_numpy_scalar_and_complex_values_are_numbers(torch):
+    for value in (np.float32(2.5), np.int64(2), np.bool_(True)):
+        ours, theirs = (lib.zeros(3).masked_fill(lib.arange(3) > 0, value) for lib in (numbagrad, torch))
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    ours, theirs = (lib.zeros(2, dtype=lib.complex64).masked_fill(lib.ones(2) > 0, 1j) for lib in (numbagrad, torch))
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -106,3 +106,66 @@ def test_changing_a_saved_operand_in_place_is_refused(torch):
 )
 def test_bad_operands_raise_torch_error(torch, make):
     raises_like(torch, make)
+
+
+_SHAPES = {1: (4,), 2: (3, 4), 3: (2, 3, 4), 4: (2, 2, 3, 4)}  # left operands; the right ones are made to fit
+_FAULTS = {
+    "inner size": lambda rb, rows: (5,) if rb == 1 else (*rows[rb], 5, 6),
+    "mixed dtypes": lambda rb, rows: (4,) if rb == 1 else (*rows[rb], 4, 6),
+    "both": lambda rb, rows: (5,) if rb == 1 else (*rows[rb], 5, 6),
+    "batch": lambda rb, rows: (4,) if rb == 1 else ((3,) * (rb - 2) + (4, 6)),
+    "broadcast batch": lambda rb, rows: (4,) if rb == 1 else ((1,) * (rb - 2) + (5, 6)),
+}
+_ROWS = {2: (), 3: (2,), 4: (2, 2)}
+
+
+def _operand(lib, shape, dtype, grad, transposed):
+    """ones of ``shape``; ``transposed``: laid out in the reverse order (no batch folds into a matrix as a view)."""
+    t = (
+        lib.ones(*shape[::-1], dtype=dtype).permute(*range(len(shape) - 1, -1, -1))
+        if transposed
+        else lib.ones(*shape, dtype=dtype)
+    )
+    return t.requires_grad_() if grad and t.is_floating_point() else t
+
+
+def _outcome(lib, sa, sb, dtypes, grads, layout):
+    """``a @ b``'s shape, or the type and text of its exception."""
+    try:
+        a = _operand(lib, sa, getattr(lib, dtypes[0]), grads[0], layout[0])
+        b = _operand(lib, sb, getattr(lib, dtypes[1]), grads[1], layout[1])
+        return ("ok", tuple((a @ b).shape))
+    except Exception as e:  # the exception's type and text are what is compared
+        return (type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("fault", list(_FAULTS))
+@pytest.mark.parametrize("ra, rb", [(ra, rb) for ra in range(1, 5) for rb in range(1, 5)])
+def test_every_rank_pair_raises_torch_error(torch, ra, rb, fault):
+    """Each rank pair's path (dot, mv, mm, a folded mm or mv, bmm) by which operand needs grad and whether the
+    larger one folds as a view: the same outcome as torch's, its exception type and text when one is raised."""
+    sb = _FAULTS[fault](rb, _ROWS)
+    dtypes = ("float32", "float64" if fault in ("mixed dtypes", "both") else "float32")
+    for grads in ((False, False), (True, False), (False, True)):
+        for layout in ((False, False), (True, False), (False, True)):
+            ours, theirs = (_outcome(lib, _SHAPES[ra], sb, dtypes, grads, layout) for lib in (numbagrad, torch))
+            assert ours == theirs, (grads, layout)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.ones(2, 3, 4, dtype=lib.bool) @ lib.ones(2, 4, 5, dtype=lib.bool),
+        lambda lib: lib.ones(2, 3, 4, dtype=lib.bool) @ lib.ones(4, 5, dtype=lib.bool),
+        lambda lib: lib.ones(2, 3, 4, dtype=lib.bool) @ lib.ones(4, dtype=lib.bool),
+        lambda lib: lib.ones(2, 3, 4) @ lib.ones(2, 4, 5, dtype=lib.int64),
+        lambda lib: lib.ones(2, 3, 4, dtype=lib.float64) @ lib.ones(2, 4, 5, dtype=lib.float16),
+        lambda lib: lib.ones(4) @ lib.ones(4, dtype=lib.float64),  # dot names both dtypes
+        lambda lib: lib.ones(4).dot(lib.ones(5, dtype=lib.float64)),  # dot checks the dtypes first
+        lambda lib: lib.ones(2, 3, 4).bmm(lib.ones(2, 5, 6, dtype=lib.float64)),  # bmm the sizes first
+        lambda lib: lib.ones(1, 3, 4, requires_grad=True) @ lib.ones(2, 5, 6),  # a single batch needing grad
+        lambda lib: lib.ones(2, 3, 4) @ lib.ones(1, 5, 6, requires_grad=True),
+    ],
+)
+def test_stack_operands_of_wrong_types_raise_torch_error(torch, make):
+    raises_like(torch, make)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import re
 import sys
 import traceback
 import warnings
@@ -165,7 +166,10 @@ class SavedTensor:
             counter = t._version_counter
         current = 0 if counter is None else counter.value
         if current != self.version:
-            _raise_modified(t, current, self.version, node if self.output_nr >= 0 else self.grad_fn, self.output_nr)
+            # (torch names the saving node for an output, an unpacked input's grad_fn when packed, else the input's
+            # grad_fn now: an in-place change may have given it a new one)
+            owner = node if self.output_nr >= 0 else self.grad_fn if type(self.tensor) is PackedTensor else t.grad_fn
+            _raise_modified(t, current, self.version, owner, self.output_nr)
         if self.output_nr < 0:
             return t
         node._output_exposed = True  # (the storage is read back as a tensor the caller may keep: see output_ref)
@@ -182,19 +186,34 @@ _new_saved = object.__new__  # (saved_input: a SavedTensor, or an alias Tensor, 
 
 
 def _raise_modified(t: Tensor, current: int, version: int, owner, output_nr: int) -> None:
-    which = f", which is output {max(output_nr, 0)} of {owner.name()}," if owner is not None else ""
+    which = f", which is output {max(output_nr, 0)} of {_op_name(owner.name())}," if owner is not None else ""
     hint = (
         "Hint: the backtrace further above shows the operation that failed to compute its gradient. "
         "The variable in question was changed in there or anywhere later. Good luck!"
         if state.anomaly
         else "Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
-        "with torch.autograd.set_detect_anomaly(True)."
+        "with torch.autograd.set_detect_anomaly(True, check_nan=False)."
     )
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace operation: "
         f"[numbagrad.{t.dtype.scalar_name}Tensor {shape_str(t.shape)}]{which} is at version {current}; expected "
         f"version {version} instead. {hint}"
     )
+
+
+_GENERATED_NODE = re.compile(r"(.+)Backward(\d+)")
+
+
+def _op_name(node_name: str) -> str:
+    """The op a node stands for, as torch's in-place version error names it: a generated node ``<Op>Backward<N>``
+    by ``<Op>`` and its overload number unless 0 (``Sigmoid``, ``Sum1``), a Function's node ``<Name>Backward``
+    by the Function's name, any other node by its C++ class (``torch::autograd::CopySlices``)."""
+    generated = _GENERATED_NODE.fullmatch(node_name)
+    if generated:
+        return generated[1] if generated[2] == "0" else generated[1] + generated[2]
+    if node_name.endswith("Backward"):
+        return node_name[: -len("Backward")]
+    return f"torch::autograd::{node_name}"
 
 
 class BackwardCFunction(GraphNode, FunctionCtx):

@@ -1580,7 +1580,7 @@ def _half_in_single(fn):
 def _rows_along(x: np.ndarray, dim: int) -> np.ndarray:
     """``x`` with ``dim`` moved last, C-contiguous, as rows: what a per-row kernel along ``dim`` reads."""
     a = np.ascontiguousarray(x if dim == x.ndim - 1 else np.moveaxis(x, dim, -1))
-    return a.reshape(-1, a.shape[-1])
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])  # (not -1: rows of length 0 leave it undecided)
 
 
 def _from_rows(rows: np.ndarray, shape: tuple, dim: int) -> np.ndarray:

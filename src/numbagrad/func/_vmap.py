@@ -147,6 +147,12 @@ class BatchedTensor(Tensor):
     def dim(self) -> int:
         return self._value.dim() - 1
 
+    def stride(self, dim: int | None = None):
+        """Per-sample strides: the batch's, less its batch dim (what a layout rule, such as which path torch's
+        matmul or attention takes, reads of a sample)."""
+        strides = self._value.stride()[1:]
+        return strides if dim is None else strides[wrap_dim(dim, len(strides))]
+
     @property
     def ndim(self) -> int:
         return self._value.dim() - 1
@@ -1171,9 +1177,9 @@ _ALONG_DIM = {  # ops whose named parameters are dims, with the extra dims they 
 _SAME_ON_VALUE = ("clone", "contiguous", "zeros_like", "ones_like", "empty_like", "full_like", "_to", "type_as",
                   "detach", "nan_to_num", "isnan", "isinf", "isfinite", "sign", "F.relu", "F.gelu", "F.silu",
                   "F.sigmoid", "F.tanh", "F.mish", "F.softplus", "F.elu", "F.leaky_relu")  # fmt: skip
-_OTHER_ELEMENTWISE = ("where", "_where_method", "clamp", "clip", "masked_fill", "lerp", "addcmul", "addcdiv",
-                      "maximum", "minimum", "fmax", "fmin", "copysign", "float_power", "xlogy", "hypot", "atan2",
-                      "isclose", "eq", "ne", "lt", "le", "gt", "ge")  # fmt: skip
+_OTHER_ELEMENTWISE = ("where", "_where_method", "clamp", "clip", "masked_fill", "_masked_fill_method", "lerp",
+                      "addcmul", "addcdiv", "maximum", "minimum", "fmax", "fmin", "copysign", "float_power", "xlogy",
+                      "hypot", "atan2", "isclose", "eq", "ne", "lt", "le", "gt", "ge")  # fmt: skip
 
 
 def _build_rules() -> dict:

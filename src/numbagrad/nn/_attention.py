@@ -28,6 +28,7 @@ from ..backend import backend_for
 from ..ops._common import new_shell as _new
 from ..ops._common import not_a_tensor
 from ..ops.creation import _generator
+from ..ops.linalg import Operand, matmul_node_name
 from ..ops.reduction import softmax_grad
 
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
@@ -212,6 +213,8 @@ class _Attention(Function):
             g = g_out.matmul(_repeat_heads(v, ctx.v_times).transpose(-2, -1))
             if keep is not None:
                 g = g * keep
+            if g.shape != probs.shape:  # the probabilities broadcast against the value's batch: theirs is the sum
+                g = g.sum_to_size(probs.shape)
             g_weights = g if g_probs is None else g + g_probs
         if g_weights is None or not (need_q or need_k or need_mask):
             return None, None, g_v, None, None, None, None, None, None, None
@@ -219,6 +222,76 @@ class _Attention(Function):
         g_q = g_scores.matmul(_repeat_heads(k, ctx.k_times)) * scale if need_q else None
         g_k = _fold_heads(g_scores.transpose(-2, -1).matmul(q), ctx.k_times) * scale if need_k else None
         return g_q, g_k, g_v, g_scores if need_mask else None, None, None, None, None, None, None
+
+
+#: ``_Attention`` as the node torch's CPU dispatch ends with on its other paths: the math path's last ``matmul``
+#: (``UnsafeViewBackward0``; ``MmBackward0`` for matrices; ``CloneBackward0``/``TransposeBackward0`` where that
+#: product runs transposed) and, for an empty result or no keys, the sum that makes its zeros (``AddBackward0``).
+#: The same computation under each name.
+_ATTENTION_AS = {
+    name: type(f"_AttentionAs{name}", (_Attention,), {"node_name": name, "__doc__": _Attention.__doc__})
+    for name in ("UnsafeViewBackward0", "MmBackward0", "CloneBackward0", "TransposeBackward0", "AddBackward0")
+}
+
+
+def _sdpa_node(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: float, gqa: tuple) -> type:
+    """``_Attention`` named as the node of the path torch's CPU dispatch takes for these arguments."""
+    if _flash_on_cpu(query, key, value, attn_mask, dropout_p, gqa != (1, 1)):
+        return _Attention
+    length, source, v_size = query.shape[-2], key.shape[-2], value.shape[-1]
+    if 0 in (length, source, v_size) or any(0 in t.shape[:-2] for t in (query, key, value)):
+        return _ATTENTION_AS["AddBackward0"]
+    return _ATTENTION_AS[_math_node(query, key, value, attn_mask, gqa)]
+
+
+def _flash_on_cpu(query: Tensor, key: Tensor, value: Tensor, attn_mask, dropout_p: float, grouped: bool) -> bool:
+    """Whether torch's CPU dispatch (``use_flash_attention_cpp``) takes its flash kernel: no dropout; three 4-d
+    tensors of one batch size, one head count (or, grouped, key and value heads alike dividing the query's), one
+    head size, keys and queries, unit last strides; and no mask or one that needs no grad, 2-d or 4-d, whose last
+    two sizes are the scores' or 1 (and, 4-d, whose first two are the batch's and the heads' or 1)."""
+    if dropout_p > 0.0 or query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
+        return False
+    (batch, heads, length, size), (k_batch, k_heads, source, k_size) = query.shape, key.shape
+    v_batch, v_heads, _, v_size = value.shape
+    if not batch == k_batch == v_batch or not size == k_size == v_size or length == 0 or source == 0:
+        return False
+    if not (heads == k_heads == v_heads or (grouped and k_heads == v_heads and heads % k_heads == 0)):
+        return False
+    if not (_unit_last_stride(query) and _unit_last_stride(key) and _unit_last_stride(value)):
+        return False
+    if attn_mask is None:
+        return True
+    if attn_mask.requires_grad or attn_mask.size(-2) not in (length, 1) or attn_mask.size(-1) not in (source, 1):
+        return False
+    if attn_mask.dim() == 4:
+        return attn_mask.shape[0] in (1, batch) and attn_mask.shape[1] in (1, heads)
+    return attn_mask.dim() == 2
+
+
+def _unit_last_stride(t: Tensor) -> bool:
+    """``t.stride(-1) == 1``, read off a plain tensor's storage (``stride()`` builds every dim's)."""
+    if type(t) is not Tensor:
+        return t.stride(-1) == 1
+    data = t._data
+    return data.strides[-1] == data.dtype.itemsize
+
+
+def _math_node(query: Tensor, key: Tensor, value: Tensor, attn_mask, gqa: tuple) -> str:
+    """The node torch's math path ends with: that of its ``matmul`` of the probabilities (a new tensor of the
+    scores' shape, needing grad where the query, the key or the mask does) by the value (a new one when its
+    heads are repeated for grouped query heads)."""
+    k_shape, v_shape = _grouped_shape(key, gqa[0]), _grouped_shape(value, gqa[1])
+    batch = np.broadcast_shapes(tuple(query.shape[:-2]), k_shape[:-2])
+    needs = query.requires_grad or key.requires_grad or (attn_mask is not None and attn_mask.requires_grad)
+    probs = Operand.contiguous((*batch, query.shape[-2], key.shape[-2]), needs)
+    v = Operand.of(value) if gqa[1] == 1 else Operand.contiguous(v_shape, value.requires_grad)
+    return matmul_node_name(probs, v)
+
+
+def _grouped_shape(t: Tensor, times: int) -> tuple:
+    """``t``'s shape after ``_repeat_heads``."""
+    shape = tuple(t.shape)
+    return shape if times == 1 else (*shape[:-3], shape[-3] * times, *shape[-2:])
 
 
 def _dropout_keep(shape: tuple, p: float, like: Tensor) -> Tensor:
@@ -290,9 +363,9 @@ def _plain_triple(query, key, value) -> bool:
 
 
 def _attention(query, key, value, mask, dropout_p: float, scale: float, gqa: tuple, safe: bool,
-               causal: bool = False) -> tuple:  # fmt: skip
+               causal: bool = False, node: type = _Attention) -> tuple:  # fmt: skip
     """The output, the probabilities and the dropout multiplier (None without dropout); ``mask`` is an additive
-    float mask or None (``causal``: the causal one)."""
+    float mask or None (``causal``: the causal one); ``node``: ``_Attention`` or one of its names."""
     keep = None
     if dropout_p > 0.0:
         key_batch = tuple(key.shape[:-2])
@@ -303,8 +376,8 @@ def _attention(query, key, value, mask, dropout_p: float, scale: float, gqa: tup
         if mask is not None:
             shape = np.broadcast_shapes(shape, tuple(mask.shape))
         keep = _dropout_keep(tuple(shape), dropout_p, query)
-    out, probs = _Attention.apply(query, key, value, mask, keep, scale, gqa[0], gqa[1], safe,
-                                  causal and gqa == (1, 1))  # fmt: skip
+    out, probs = node.apply(query, key, value, mask, keep, scale, gqa[0], gqa[1], safe,
+                            causal and gqa == (1, 1))  # fmt: skip
     return out, probs, keep
 
 
@@ -331,10 +404,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     length, source = query.size(-2), key.size(-2)
     if is_causal:
         mask = _causal_mask(length, source, dtype, query.device)
-    factor = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    # (no features: the scores are 0 at any scale, as torch scales query and key before their product; 1/0 is not)
+    factor = (1.0 / math.sqrt(query.size(-1)) if query.size(-1) else 1.0) if scale is None else scale
     # a causal mask leaves every row key 0 when there is one: no row can be all ``-inf``
     safe = not (is_causal and source > 0)
-    return _attention(query, key, value, mask, dropout_p, factor, gqa, safe, is_causal)[0]
+    node = _sdpa_node(query, key, value, attn_mask, dropout_p, gqa)
+    return _attention(query, key, value, mask, dropout_p, factor, gqa, safe, is_causal, node)[0]
 
 
 #: (length, source, dtype, device) -> the additive causal mask: a model asks for the same few shapes every step,

@@ -126,6 +126,54 @@ def type_name(value) -> str:
     return f"{kind.__module__}.{kind.__name__}"
 
 
+def invalid_arguments(op: str, args: tuple, signatures: tuple, kwargs: dict | None = None) -> TypeError:
+    """torch's argument-parser TypeError when no overload of ``op`` takes these arguments: the types given, then each
+    overload (``signatures``: the text between its parentheses as torch prints it, ``"Tensor input, Number other,
+    *, Tensor out = None"``), each followed, when it has as many entries as arguments were given (torch counts every
+    comma-separated entry, ``*`` included), by why it did not match: keywords it has not, or the arguments whose
+    type it does not take, marked ``!...!``. torch's check knows Python type names only: ``float`` takes ``int``,
+    ``Tensor`` no subclass, ``Number`` nothing."""
+    kwargs = dict(reversed((kwargs or {}).items()))  # (torch keeps them in a hash map: a few come latest first)
+    got = [type_name(a) for a in args] + [f"{k}={type_name(v)}" for k, v in kwargs.items()]
+    text = f"{op}() received an invalid combination of arguments - got {_listed(got, args)}, but expected one of:\n"
+    for signature in signatures:
+        text += f" * ({signature})\n"
+        params = signature.split(", ")
+        if len(params) != len(args) + len(kwargs):
+            continue
+        names = [p.rsplit(" ", 1)[-1] for p in params]
+        unknown = [k for k in kwargs if k not in names[len(params) - len(kwargs) :]]
+        if unknown:
+            text += f"      didn't match because some of the keywords were incorrect: {', '.join(unknown)}\n"
+            continue
+        marked = []
+        for i, param in enumerate(params):
+            value = args[i] if i < len(args) else kwargs[names[i]]
+            desc = ("" if i < len(args) else f"{names[i]}=") + _described(value)
+            kind = param.rsplit(" ", 1)[0]
+            marked.append(desc if type_name(value) in _TAKES.get(kind, (kind,)) else f"!{desc}!")
+        text += f"      didn't match because some of the arguments have invalid types: {_listed(marked, args)}\n"
+    return TypeError(text)
+
+
+#: The Python type names torch's argument check takes for a parameter type other than the one of its own name.
+_TAKES = {"float": ("float", "int")}
+
+
+def _listed(parts: list, args: tuple) -> str:
+    """``(a, b)``, torch's way: with keywords alone, each part keeps its trailing ``", "``."""
+    return f"({', '.join(parts)})" if args else f"({''.join(p + ', ' for p in parts)})"
+
+
+def _described(value) -> str:
+    """A value's type as torch's mismatch line describes it: a list or tuple with its items' types."""
+    if isinstance(value, list):
+        return f"list of [{', '.join(type_name(v) for v in value)}]"
+    if isinstance(value, tuple):
+        return f"tuple of ({', '.join(type_name(v) for v in value)}{',' if len(value) == 1 else ''})"
+    return type_name(value)
+
+
 def not_a_tensor(op: str, name: str, position: int, value) -> TypeError:
     """torch's error for a non-tensor where ``op`` takes a tensor argument."""
     return TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not {type_name(value)}")

@@ -46,7 +46,15 @@ from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, layout
 from ..scalar_math import COMPLEX_ROWS, ROWS, Row
 from . import complex_ops
-from ._common import as_operand, broadcast_shapes, checked_scalar, not_a_tensor, result_np_dtype, same_backend
+from ._common import (
+    as_operand,
+    broadcast_shapes,
+    checked_scalar,
+    invalid_arguments,
+    not_a_tensor,
+    result_np_dtype,
+    same_backend,
+)
 from ._common import new_shell as _new
 from ._registry import BATCHING as batching
 from ._registry import Declaration, batchable, register
@@ -1319,12 +1327,8 @@ def _rtruediv(self, other):
 
 # --- more math: rows whose torch signature needs a hand-written frontend -------------------------------------
 def _invalid(name: str, args: tuple, *signatures: str) -> TypeError:
-    """torch's argument-parser error when no overload takes these argument types."""
-    got = ", ".join("Tensor" if isinstance(a, Tensor) else type(a).__name__ for a in args)
-    lines = "".join(f" * ({s}, *, Tensor out = None)\n" for s in signatures)
-    return TypeError(
-        f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:\n{lines}"
-    )
+    """torch's argument-parser error when no overload of a function with an ``out=`` takes these arguments."""
+    return invalid_arguments(name, args, tuple(f"{s}, *, Tensor out = None" for s in signatures))
 
 
 def _is_number(value) -> bool:

@@ -21,6 +21,7 @@ from ._common import (
     as_operand,
     broadcast_shapes,
     checked_scalar,
+    invalid_arguments,
     not_a_tensor,
     result_np_dtype,
     same_backend,
@@ -1234,9 +1235,42 @@ class MaskedFillTensor(MaskedFill):
     _trusted = False  # (the value's gradient is cast to its dtype and device)
 
 
-@declare(methods=True, samples=(Sample(T(3, 4), T(3, 4, dtype="bool"), -1.0), Sample(T(3, 4), T(4, dtype="bool"), T())))
+@declare(samples=(Sample(T(3, 4), T(3, 4, dtype="bool"), -1.0), Sample(T(3, 4), T(4, dtype="bool"), T())))
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
     """A copy of ``input`` with ``value`` (a number or 0-d tensor) where ``mask`` is True (broadcast)."""
+    _check_fill_arguments("masked_fill", (input, mask, value), _FUNCTION_FORMS)
+    return _masked_fill(input, mask, value)
+
+
+@declare(methods=("masked_fill",), name="_masked_fill_method")
+def masked_fill_method(self: Tensor, mask: Tensor, value) -> Tensor:
+    """``self.masked_fill(mask, value)``: ``masked_fill``, with the argument error of torch's method, which lists
+    the overloads without the tensor itself."""
+    _check_fill_arguments("masked_fill", (mask, value), _METHOD_FORMS)
+    return _masked_fill(self, mask, value)
+
+
+@declare(methods=("masked_fill_",), name="_masked_fill_")
+def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
+    """In-place ``masked_fill``: the result written into this tensor (checked first, so a refusal writes nothing)."""
+    _check_fill_arguments("masked_fill_", (mask, value), _METHOD_FORMS)
+    return write_inplace(input, lambda t: _masked_fill(t, mask, value), (mask, value))
+
+
+_METHOD_FORMS = ("Tensor mask, Tensor value", "Tensor mask, Number value")
+_FUNCTION_FORMS = tuple(f"Tensor input, {form}" for form in _METHOD_FORMS)
+_NUMBERS = (Tensor, bool, int, float, complex, np.bool_, np.number)  # what a ``Tensor`` or ``Number`` value takes
+
+
+def _check_fill_arguments(op: str, args: tuple, forms: tuple) -> None:
+    """torch's argument-parser error unless ``args`` are tensors, then a tensor or a number."""
+    *tensors, value = args
+    if not isinstance(value, _NUMBERS) or not all(isinstance(t, Tensor) for t in tensors):
+        raise invalid_arguments(op, args, forms)
+
+
+def _masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
+    """``masked_fill`` of arguments of the right types."""
     mask = _check_mask(mask, "masked_fill")
     value = as_operand(value, "masked_fill", 3, "value")
     value = checked_scalar(value, input.dtype)
@@ -1245,12 +1279,6 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
             f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} dimension(s)."
         )
     return (MaskedFillTensor if isinstance(value, Tensor) else MaskedFill).apply(input, mask, value)
-
-
-@declare(methods=("masked_fill_",), name="_masked_fill_")
-def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:  # noqa: A002
-    """In-place ``masked_fill``: the result written into this tensor (checked first, so a refusal writes nothing)."""
-    return write_inplace(input, lambda t: masked_fill(t, mask, value), (mask, value))
 
 
 class MaskedSelect(Function):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import string
+from typing import NamedTuple
 
 import numpy as np
 
@@ -13,7 +14,15 @@ from ..autograd.function import Function, edge_of, make_node, saved_input_unhook
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
-from ._common import autocast_to, not_a_tensor, result_np_dtype, result_type, same_backend, wrap_dim
+from ._common import (
+    autocast_to,
+    broadcast_shapes,
+    not_a_tensor,
+    result_np_dtype,
+    result_type,
+    same_backend,
+    wrap_dim,
+)
 from ._common import new_shell as _new
 from ._registry import Call, Sample, T, declare
 from .complex_ops import conj
@@ -29,23 +38,41 @@ def _matmul_data(a: Tensor, b: Tensor) -> Tensor:
     return Tensor._make(backend.matmul(ad, bd))
 
 
-def _check_dtypes(a: Tensor, b: Tensor, op: str) -> None:
-    if a._data.dtype != b._data.dtype:
+def _check_mm(s1: tuple, s2: tuple, d1, d2) -> None:
+    """torch's ``mm`` checks of two matrices by their shapes and dtypes (the sizes first)."""
+    if s1[1] != s2[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({s1[0]}x{s1[1]} and {s2[0]}x{s2[1]})")
+    if d1 != d2:
         raise RuntimeError(
-            f"expected m1 and m2 to have the same dtype, but got: {_name(a)} != {_name(b)}"
-            if op == "mm"
-            else f"expected scalar type {_name(a)} but found {_name(b)}"
+            f"expected m1 and m2 to have the same dtype, but got: {CPP_NAMES[d1.name]} != {CPP_NAMES[d2.name]}"
         )
+    _no_bool(d1, "addmm_impl_cpu_")
 
 
-def _no_bool(t: Tensor, kernel: str) -> None:
+def _check_mv(sm: tuple, sv: tuple, dm, dv) -> None:
+    """torch's ``mv`` checks of a matrix and a vector by their shapes and dtypes (the sizes first)."""
+    if sm[1] != sv[0]:
+        raise RuntimeError(f"size mismatch, got input ({sm[0]}), mat ({sm[0]}x{sm[1]}), vec ({sv[0]})")
+    if dm != dv:
+        raise RuntimeError(
+            f"addmv input tensors must have the same dtype, but got {dv.scalar_name}, {dm.scalar_name}, and "
+            f"{dv.scalar_name}"
+        )
+    _no_bool(dm, "addmv_impl_cpu")
+
+
+def _check_bmm(s1: tuple, s2: tuple, d1, d2) -> None:
+    """torch's ``bmm`` checks of two stacks of matrices by their shapes and dtypes (the sizes first)."""
+    _check_batches(s1, s2)
+    if d1 != d2:
+        raise RuntimeError(f"expected scalar type {d1.scalar_name} but found {d2.scalar_name}")
+    _no_bool(d1, "bmm")
+
+
+def _no_bool(dt, kernel: str) -> None:
     """torch's matrix kernels take no bool tensors (``"dot" not implemented for 'Bool'``)."""
-    if t._data.dtype == np.bool_:
+    if dt.name == "bool":
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
-
-
-def _name(t: Tensor) -> str:
-    return CPP_NAMES[t.dtype.name]
 
 
 def _plain_float_pair(a, b) -> bool:
@@ -245,35 +272,74 @@ class MatmulSqueeze(Function):
         return g.unsqueeze(0)
 
 
-def _should_fold(a: Tensor, b: Tensor) -> bool:
+class Operand(NamedTuple):
+    """What torch's ``matmul`` reads of an operand to choose its path: the shape, the strides (whether the larger
+    operand folds into a matrix as a view) and whether it requires grad."""
+
+    shape: tuple
+    strides: tuple
+    requires_grad: bool
+
+    @classmethod
+    def of(cls, t: Tensor) -> Operand:
+        """The layout of tensor ``t``."""
+        return cls(tuple(t.shape), t.stride(), t.requires_grad)
+
+    @classmethod
+    def contiguous(cls, shape: tuple, requires_grad: bool) -> Operand:
+        """A new row-major tensor of ``shape`` (an op's result)."""
+        strides = tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
+        return cls(tuple(shape), strides, requires_grad)
+
+    def first(self) -> Operand:
+        """The operand's first matrix (``t[0]``)."""
+        return Operand(self.shape[1:], self.strides[1:], self.requires_grad)
+
+
+def _should_fold(a: Operand, b: Operand) -> bool:
     """torch's ``should_fold``: can the larger operand be folded into a matrix for one mm?"""
-    a_larger = a.dim() >= b.dim()
-    shape, strides = (a.shape, a.stride()) if a_larger else (b.shape, b.stride())
+    a_larger = len(a.shape) >= len(b.shape)
+    shape, strides = (a.shape, a.strides) if a_larger else (b.shape, b.strides)
     if not a_larger:  # b.mT
         shape = shape[:-2] + (shape[-1], shape[-2])
         strides = strides[:-2] + (strides[-1], strides[-2])
-    if not (len(shape) >= 3 and (b.dim() if a_larger else a.dim()) <= 2):
+    if not (len(shape) >= 3 and len(b.shape if a_larger else a.shape) <= 2):
         return False
     if (b if a_larger else a).requires_grad:
         return True
-    if a.dim() == 2:
+    if len(a.shape) == 2:
         return False
     return math.prod(shape) == 0 or all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
 
 
-def _batched_class(a: Tensor, b: Tensor) -> type:
+def _batched_class(a: Operand, b: Operand) -> type:
     """Which node torch's ``_matmul_impl`` ends with for these operands (the computation is the same)."""
     if _should_fold(a, b):
-        if b.dim() > a.dim() and a.dim() == 2:  # output.mT().contiguous()
+        if len(b.shape) > len(a.shape) == 2:  # output.mT().contiguous()
             n, p = a.shape[0], b.shape[-1]
             return MatmulTranspose if 1 in (n, p) else MatmulClone
         return BatchedMatmul
-    if a.dim() == 3 and b.dim() == 3 and a.shape[0] != b.shape[0]:
+    if len(a.shape) == 3 and len(b.shape) == 3 and a.shape[0] != b.shape[0]:
         if a.shape[0] == 1 and a.requires_grad:
-            return _batched_class(a[0], b)
+            return _batched_class(a.first(), b)
         if b.shape[0] == 1 and b.requires_grad:
-            return _batched_class(a, b[0])
+            return _batched_class(a, b.first())
     return BatchedMatmul
+
+
+_SMALL_PRODUCT_NODES = {
+    (1, 1): "DotBackward0",
+    (2, 1): "MvBackward0",
+    (1, 2): "SqueezeBackward4",
+    (2, 2): "MmBackward0",
+}
+
+
+def matmul_node_name(a: Operand, b: Operand) -> str:
+    """The node torch's ``matmul`` of operands laid out so ends with (for ops built on it, as attention's math
+    path is in torch)."""
+    small = _SMALL_PRODUCT_NODES.get((len(a.shape), len(b.shape)))
+    return small or _batched_class(a, b).node_name
 
 
 def _check_2d(t: Tensor, name: str) -> None:
@@ -296,12 +362,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
         a, b = autocast_to(None, a, b)
     _check_2d(a, "self")
     _check_2d(b, "mat2")
-    if a.shape[1] != b.shape[0]:
-        raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and {b.shape[0]}x{b.shape[1]})"
-        )
-    _check_dtypes(a, b, "mm")
-    _no_bool(a, "addmm_impl_cpu_")
+    _check_mm(a.shape, b.shape, a.dtype, b.dtype)
     return Mm.apply(a, b)
 
 
@@ -310,16 +371,7 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
     """Matrix-vector product of a 2-d ``a`` and a 1-d ``v`` (torch names them ``input`` and ``vec``)."""
     if a.dim() != 2 or v.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {a.dim()}, {v.dim()}")
-    if a.shape[1] != v.shape[0]:
-        raise RuntimeError(
-            f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), vec ({v.shape[0]})"
-        )
-    if a._data.dtype != v._data.dtype:
-        names = (v.dtype.scalar_name, a.dtype.scalar_name)
-        raise RuntimeError(
-            f"addmv input tensors must have the same dtype, but got {names[0]}, {names[1]}, and {names[0]}"
-        )
-    _no_bool(a, "addmv_impl_cpu")
+    _check_mv(a.shape, v.shape, a.dtype, v.dtype)
     return Mv.apply(a, v)
 
 
@@ -328,13 +380,16 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     """Inner product of two 1-d tensors of the same length (torch names them ``input`` and ``tensor``)."""
     if a.dim() != 1 or b.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
+    if a.dtype != b.dtype:
+        raise RuntimeError(
+            f"dot : expected both vectors to have same dtype, but found {a.dtype.scalar_name} and {b.dtype.scalar_name}"
+        )
     if a.shape[0] != b.shape[0]:
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] to have the same "
             f"number of elements, but got {a.shape[0]} and {b.shape[0]} elements respectively"
         )
-    _check_dtypes(a, b, "dot")
-    _no_bool(a, "dot")
+    _no_bool(a.dtype, "dot")
     return Dot.apply(a, b)
 
 
@@ -384,21 +439,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         return mm(a, b)
     if a.dim() == 1 and b.dim() == 2:
         return MatmulSqueeze.apply(mm(a.unsqueeze(0), b))
-    k_a = a.shape[-1]
-    k_b = b.shape[-2] if b.dim() > 1 else b.shape[0]
-    if k_a != k_b:
-        lhs = "x".join(str(s) for s in (math.prod(a.shape[:-1]), k_a))
-        rhs = "x".join(str(s) for s in b.shape[-2:])
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lhs} and {rhs})")
-    _check_dtypes(a, b, "mm")
-    try:
-        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except ValueError:
-        raise RuntimeError(
-            f"The size of tensor a ({a.shape[0]}) must match the size of tensor b ({b.shape[0]}) at non-singleton "
-            "dimension 0"
-        ) from None
-    return _batched_class(a, b).apply(a, b)
+    _check_stacks(a, b)
+    return _batched_class(Operand.of(a), Operand.of(b)).apply(a, b)
 
 
 @declare(methods=True, samples=(Sample(T(2, 3, 4), T(2, 4, 2)),))
@@ -408,20 +450,40 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
         a, b = autocast_to(None, a, b)
     if a.dim() != 3 or b.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
-    _check_batches(a, b)
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected scalar type {a.dtype.scalar_name} but found {b.dtype.scalar_name}")
-    _no_bool(a, "bmm")
+    _check_bmm(a.shape, b.shape, a.dtype, b.dtype)
     return Bmm.apply(a, b)
 
 
-def _check_batches(a: Tensor, b: Tensor) -> None:
-    """torch's check that ``b`` is (batches of ``a``, columns of ``a``, *)."""
-    if b.shape[:2] != (a.shape[0], a.shape[2]):
+def _check_batches(s1: tuple, s2: tuple) -> None:
+    """torch's check that a stack of shape ``s2`` is (batches of ``s1``, columns of ``s1``, *)."""
+    if s2[:2] != (s1[0], s1[2]):
         raise RuntimeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, {a.shape[2]}] but got: "
-            f"[{b.shape[0]}, {b.shape[1]}]."
+            f"Expected size for first two dimensions of batch2 tensor to be: [{s1[0]}, {s1[2]}] but got: "
+            f"[{s2[0]}, {s2[1]}]."
         )
+
+
+def _check_stacks(a: Tensor, b: Tensor) -> None:
+    """torch's error for a ``matmul`` with an operand of three dims or more, raised by the op its ``_matmul_impl``
+    hands them to: ``mm`` or ``mv`` of the larger operand folded into a matrix (with the other, or both transposed
+    when the larger is on the right), else, after the batch shapes' broadcast, ``bmm`` of the broadcast stacks."""
+    if _should_fold(Operand.of(a), Operand.of(b)):
+        if a.dim() >= b.dim():
+            folded, other, dtypes = (math.prod(a.shape[:-1]), a.shape[-1]), tuple(b.shape), (a.dtype, b.dtype)
+        else:
+            folded = (math.prod(b.shape[:-2]) * b.shape[-1], b.shape[-2])
+            other, dtypes = tuple(a.shape)[::-1], (b.dtype, a.dtype)
+        (_check_mm if len(other) == 2 else _check_mv)(folded, other, *dtypes)
+        return
+    if a.dim() == 3 and b.dim() == 3 and a.shape[0] != b.shape[0]:  # torch squeezes a single batch that needs grad
+        if a.shape[0] == 1 and a.requires_grad:
+            return _check_stacks(a[0], b)
+        if b.shape[0] == 1 and b.requires_grad:
+            return _check_stacks(a, b[0])
+    batch = math.prod(broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    n, p = (a.shape[-2] if a.dim() > 1 else 1), (b.shape[-1] if b.dim() > 1 else 1)
+    m2 = b.shape[-2] if b.dim() > 1 else b.shape[0]
+    _check_bmm((batch, n, a.shape[-1]), (batch, m2, p), a.dtype, b.dtype)
 
 
 @declare(name="_rmatmul_operator", methods=("__rmatmul__",))
@@ -512,7 +574,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     if batch2.dim() != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
     _check_same_dtype(input, batch1, batch2)
-    _check_batches(batch1, batch2)
+    _check_batches(batch1.shape, batch2.shape)
     input.expand(batch1.shape[0], batch1.shape[1], batch2.shape[2])
     beta, alpha = _scales(input, beta, alpha)
     return Baddbmm.apply(input, batch1, batch2, beta, alpha)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._tensor import Tensor, expose
 from .._typeinfo import LEGACY_NAMES, _LegacyTensor, type_name
-from .._types import Size, bfloat16, float16, from_numpy_dtype, int8, int16, to_device, to_dtype, uint8
+from .._types import Size, bfloat16, float16, int8, int16, to_device, to_dtype, uint8
 from ..autograd.engine import accumulator_of
 from ..autograd.function import BATCHING as _FUNCTION_BATCHING
 from ..autograd.function import NO_GRAD_VIEW, NOT_A_TENSOR_INPUT, Function, _mark_view, edge_of, make_node
@@ -721,20 +721,22 @@ class Cat(Function):
     def _fast_apply(cls, args: tuple, st):
         """``apply`` for plain Tensors of one dtype on one device (``cat``'s checks passed), outside anomaly and
         inference mode, with no tracer or saved-tensor hooks (``st.fast``): the joined storage and the node
-        ``_link_outputs`` builds, in one pass over the parts; anything else (``stack``, mixed dtypes) returns
+        ``_link_outputs`` builds, in one pass over the parts; anything else (``stack``, mixed dtypes or ranks) returns
         None."""
         if cls is not Cat or not st.fast:
             return None
         dim = args[0]
         first = args[1]._data
-        kind, dt = type(first), first.dtype
+        kind, dt, rank = type(first), first.dtype, first.ndim
+        if dim >= rank:  # (an empty 1-d part first, which torch's legacy rule skips)
+            return None
         arrays, edges, needs, sizes, meta = [], [NOT_A_TENSOR_INPUT], [False], [], [False]
         grad = False
         for t in args[1:]:  # (a loop: a comprehension costs a frame per call)
             if type(t) is not Tensor or t._is_inference:
                 return None
             data = t._data
-            if type(data) is not kind or data.dtype is not dt:
+            if type(data) is not kind or data.dtype is not dt or data.ndim != rank:
                 return None
             arrays.append(data)
             sizes.append(data.shape[dim])
@@ -758,15 +760,23 @@ class Cat(Function):
 
     @staticmethod
     def forward(ctx, dim, *tensors):
+        """Joins the parts of the highest rank; empty 1-d parts beside higher-rank ones (``cat`` checked that the
+        lower-rank parts are exactly those) are skipped, as torch's legacy rule skips them, yet stay inputs so that
+        they get their empty gradient and still take part in type promotion."""
+        rank = max(t._data.ndim for t in tensors)
         ctx.dim = dim
-        ctx.sizes = [t.shape[dim] for t in tensors]
+        ctx.sizes = [t.shape[dim] if t._data.ndim == rank else None for t in tensors]
         backend = same_backend(tensors)
-        return Tensor._make(backend.concatenate([t._data for t in tensors], dim, result_np_dtype(tensors)))
+        joined = [t._data for t in tensors if t._data.ndim == rank]
+        return Tensor._make(backend.concatenate(joined, dim, result_np_dtype(tensors)))
 
     @staticmethod
     def backward(ctx, g):
         out, start = [None], 0
         for size in ctx.sizes:
+            if size is None:
+                out.append(g.new_zeros(0))
+                continue
             out.append(narrow(g, ctx.dim, start, size))
             start += size
         return tuple(out)
@@ -804,13 +814,15 @@ def cat(tensors, dim: int = 0) -> Tensor:
     for i, t in enumerate(tensors):
         if t.dim() == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    dt = result_np_dtype(tensors)  # empty 1-d tensors are skipped (torch's legacy rule) but still promote
-    tensors = [t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)] or tensors[:1]
-    if result_np_dtype(tensors) != dt:
-        tensors[0] = tensors[0].to(from_numpy_dtype(dt))
-    d = wrap_dim(dim, tensors[0].dim())
-    ref = tensors[0].shape
-    for i, t in enumerate(tensors):
+    # empty 1-d parts are skipped by the checks (torch's legacy rule); Cat still takes them, to give them a gradient
+    # (and when every part is one, so is the result, whatever ``dim`` says)
+    kept = [i for i, t in enumerate(tensors) if not (t.dim() == 1 and t.shape[0] == 0)]
+    if not kept:
+        return Cat.apply(0, *tensors)
+    ref = tensors[kept[0]].shape
+    d = wrap_dim(dim, len(ref))
+    for i in kept:
+        t = tensors[i]
         if t.dim() != len(ref):
             raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} and {t.dim()}")
         for k, (a, b) in enumerate(zip(ref, t.shape)):
