@@ -73,6 +73,12 @@ OPS = {
     "x * a bool mask": lambda lib, F, v: v["x"] * (v["x"] > 0),
     "add with alpha and a number": lambda lib, F, v: lib.add(v["x"], 2, alpha=3),
     "fmod by a number": lambda lib, F, v: lib.fmod(v["x"], 2),
+    "causal attention": lambda lib, F, v: F.scaled_dot_product_attention(
+        v["image"], v["image"] * 2, v["image"], is_causal=True
+    ),
+    "attention with a float mask": lambda lib, F, v: F.scaled_dot_product_attention(
+        v["image"], v["image"], v["image"] * 3, attn_mask=lib.zeros(6, 6, dtype=lib.float64)
+    ),
     "view": lambda lib, F, v: v["x"].view(2, 12),
     "split": lambda lib, F, v: v["x"].split(2)[1],
     "transpose": lambda lib, F, v: v["x"].transpose(0, 1),

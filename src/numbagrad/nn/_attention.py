@@ -106,6 +106,7 @@ class _Attention(Function):
     """
 
     node_name = "ScaledDotProductFlashAttentionForCpuBackward0"
+    _unlisted_inputs = (3, 4)  # (the mask and the dropout's keep mask: torch's node lists q, k and v)
 
     @classmethod
     def _fast_apply(cls, args: tuple, st):
