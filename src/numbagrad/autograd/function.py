@@ -653,21 +653,27 @@ def edges_of(args, cls) -> tuple:
     (``_lists_integral_inputs``: a built-in op lists them only as an elementwise operand, not as an index, a class
     target or a condition; a custom Function lists every tensor)."""
     edges = []
-    for k, a in enumerate(args):
+    for a in args:
         if isinstance(a, Tensor):
             fn = a.grad_fn
             if fn is not None:
                 edges.append((fn, a._output_nr))
             elif a._requires_grad:
                 edges.append((accumulator_of(a), 0))
-            elif (a._data.dtype.kind in "fcV" or _lists_integral_inputs(cls)) and k not in cls._unlisted_inputs:
+            elif a._data.dtype.kind in "fcV" or _lists_integral_inputs(cls):
                 edges.append(_NO_EDGE)
             else:
                 edges.append(NOT_A_TENSOR_INPUT)
-        elif k in cls._listed_inputs:
-            edges.append(_NO_EDGE)
         else:
             edges.append(NOT_A_TENSOR_INPUT)
+    if cls._listed_inputs or cls._unlisted_inputs:  # (positions the class names: set after the common loop)
+        n = len(args)
+        for k in cls._listed_inputs:
+            if k < n and not isinstance(args[k], Tensor):
+                edges[k] = _NO_EDGE
+        for k in cls._unlisted_inputs:
+            if k < n and edges[k] is _NO_EDGE:
+                edges[k] = NOT_A_TENSOR_INPUT
     return tuple(edges)
 
 

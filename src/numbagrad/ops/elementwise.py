@@ -1097,6 +1097,17 @@ def _make_operator(row: Row, fn, name: str):
             return fn(self, other)
 
         op = forward
+        if name.startswith("__r"):  # (a commutative row: ``2 * x`` is ``x * 2``, a number tried first)
+
+            def commuted(self, other):
+                if with_number is not None and (type(other) is float or type(other) is int):
+                    result = with_number._fast_apply((self, other), state)
+                    if result is not None:
+                        return result
+                    return with_number.apply(self, other)
+                return forward(self, other)
+
+            op = commuted
     op.__name__ = op.__qualname__ = name
     return op
 
