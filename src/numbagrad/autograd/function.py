@@ -313,6 +313,11 @@ def _check_grads(node: BackwardCFunction, result: tuple) -> list:
     return out
 
 
+def _listed(node: GraphNode, i: int) -> int:
+    """Argument ``i``'s position among the node's listed inputs (``next_functions``), which torch's errors name."""
+    return sum(1 for e in node._edges[:i] if e is not NOT_A_TENSOR_INPUT)
+
+
 def validate_grad(node: GraphNode, i: int, grad: Tensor, meta) -> Tensor:
     """Reduce a broadcast gradient to the input's shape, cast its dtype, check shape and device."""
     shape, dtype, backend = meta
@@ -320,7 +325,8 @@ def validate_grad(node: GraphNode, i: int, grad: Tensor, meta) -> Tensor:
     if data.shape != shape:
         if broadcast_shapes_or_none(shape, data.shape) != data.shape:
             raise RuntimeError(
-                f"Function {node.name()} returned an invalid gradient at index {i} - got {shape_str(data.shape)} "
+                f"Function {node.name()} returned an invalid gradient at index {_listed(node, i)} - got "
+                f"{shape_str(data.shape)} "
                 f"but expected shape compatible with {shape_str(shape)}"
             )
         grad = grad.sum_to_size(shape)
@@ -333,7 +339,7 @@ def validate_grad(node: GraphNode, i: int, grad: Tensor, meta) -> Tensor:
             grad = grad.to(backend.DEVICE)
         else:
             raise RuntimeError(
-                f"Function {node.name()} returned an invalid gradient at index {i} - expected device "
+                f"Function {node.name()} returned an invalid gradient at index {_listed(node, i)} - expected device "
                 f"{backend.DEVICE} but got {grad.device}"
             )
     return grad

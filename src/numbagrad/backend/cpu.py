@@ -1344,8 +1344,15 @@ def einsum(equation: str, *arrays: np.ndarray) -> np.ndarray:
 
 
 def triangle(a: np.ndarray, upper: bool, diagonal: int) -> np.ndarray:
-    """``triu``/``tril`` of the last two dims: the other triangle zeroed."""
-    return _c(np.triu(a, diagonal) if upper else np.tril(a, diagonal))
+    """``triu``/``tril`` of the last two dims: the other triangle zeroed (``nn_kernels.triangle_rows`` for
+    numbers, numpy's for bools)."""
+    if a.dtype.kind not in "fiuc" or a.size == 0:
+        return _c(np.triu(a, diagonal) if upper else np.tril(a, diagonal))
+    n, m = a.shape[-2:]
+    out = np.empty(a.shape, a.dtype)
+    diagonal = min(max(diagonal, -n - 1), m + 1)  # (beyond either corner every row is whole or empty)
+    _nn().triangle_rows(np.ascontiguousarray(a).reshape(-1, n, m), upper, diagonal, out.reshape(-1, n, m))
+    return out
 
 
 def diagonal(a: np.ndarray, offset: int, dim1: int, dim2: int) -> np.ndarray:
@@ -1375,18 +1382,52 @@ def _along(index: np.ndarray, dim: int) -> tuple:
     return tuple(grid)
 
 
+def _rows_view(a: np.ndarray, index: np.ndarray, dim: int) -> tuple | None:
+    """(outer, inner) of the (outer, n, inner) views of ``a`` and of ``index`` around ``dim`` (``nn_kernels``'
+    ``gather_rows`` and ``scatter_rows``), or None when ``index`` is smaller than ``a`` in another dim or either is
+    empty (numpy's indexing serves those)."""
+    if a.ndim != index.ndim or a.size == 0 or index.size == 0:
+        return None
+    for k in range(a.ndim):
+        if k != dim and index.shape[k] != a.shape[k]:
+            return None
+    return math.prod(a.shape[:dim]), math.prod(a.shape[dim + 1 :])
+
+
 def gather(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
-    """``out[i][j] = a[index[i][j]][j]`` (for ``dim = 0``): torch's gather; ``index`` may be smaller than ``a``."""
-    return _c(a[_along(index.astype(np.intp, copy=False), dim)])
+    """``out[i][j] = a[index[i][j]][j]`` (for ``dim = 0``): torch's gather; ``index`` may be smaller than ``a``
+    (its entries checked by the caller)."""
+    rows = _rows_view(a, index, dim)
+    if rows is None or a.dtype.kind not in "fiub":
+        return _c(a[_along(index.astype(np.intp, copy=False), dim)])
+    outer, inner = rows
+    out = np.empty(index.shape, a.dtype)
+    _nn().gather_rows(
+        np.ascontiguousarray(a).reshape(outer, a.shape[dim], inner),
+        np.ascontiguousarray(index, np.int64).reshape(outer, index.shape[dim], inner),
+        out.reshape(outer, index.shape[dim], inner),
+    )
+    return out
 
 
 def scatter(a: np.ndarray, dim: int, index: np.ndarray, src, reduce: str | None = None) -> np.ndarray:
     """A copy of ``a`` with ``src`` written (``reduce=None``) or added (``"add"``) at ``index`` along ``dim``; a
     tensor ``src`` may be larger than ``index``, only its leading part is used (as torch's scatter)."""
     out = np.array(a, order="C", copy=True)
-    where = _along(index.astype(np.intp, copy=False), dim)
     if type(src) is np.ndarray:
         src = src[tuple(slice(0, s) for s in index.shape)]
+    rows = _rows_view(out, index, dim) if reduce in (None, "add") else None
+    if rows is not None and type(src) is np.ndarray and src.dtype == out.dtype and out.dtype.kind in "fiub":
+        outer, inner = rows
+        m = index.shape[dim]
+        _nn().scatter_rows(
+            out.reshape(outer, out.shape[dim], inner),
+            np.ascontiguousarray(index, np.int64).reshape(outer, m, inner),
+            np.ascontiguousarray(src).reshape(outer, m, inner),
+            reduce == "add",
+        )
+        return out
+    where = _along(index.astype(np.intp, copy=False), dim)
     if reduce == "add":
         np.add.at(out, where, src)
     elif reduce == "multiply":
