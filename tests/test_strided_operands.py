@@ -358,3 +358,53 @@ def test_an_op_on_a_channel_slice_takes_the_fast_path_and_keeps_row_major_layout
     theirs = torch.tensor(a)[:, 2:5].exp()
     assert ours.stride() == theirs.stride()
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14)
+
+
+# --- loop nests whose arrays are all contiguous along the innermost dim ----------------------------------------
+INNER_CONTIGUOUS = [  # (each made in the given dtype, then viewed)
+    ("an outer product of rows", lambda t: [_x(6, 1, 20).astype(t), _x(1, 5, 20).astype(t)]),
+    ("a broadcast middle of 4-d", lambda t: [_x(2, 3, 4, 16).astype(t), _x(2, 1, 4, 16).astype(t)]),
+    ("a sliced 3-d and a whole one", lambda t: [_x(4, 7, 30).astype(t)[:, ::2, 5:25], _x(4, 4, 20).astype(t)]),
+    (
+        "heads transposed against a contiguous result",
+        lambda t: [_x(2, 7, 3, 8).astype(t).transpose(0, 2, 1, 3), _x(2, 3, 7, 8).astype(t)],
+    ),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("name", "make"), INNER_CONTIGUOUS, ids=[n for n, _ in INNER_CONTIGUOUS])
+def test_a_nest_contiguous_along_its_innermost_dim_gives_the_flat_loops_bits(name, make, dtype):
+    """Such a nest walks its innermost runs as contiguous arrays: the same bits as the flat loop over copies."""
+    a, b = make(dtype)
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    out = np.empty(shape, dtype)
+    _, _, pattern, _ = cpu._strided([a, b], out.size, np.dtype(dtype), (out,))
+    assert codegen.strided_rank(pattern) >= 2
+    copies = [np.ascontiguousarray(np.broadcast_to(v, shape)) for v in (a, b)]
+    for row in ("atan2", "mul"):
+        ours = cpu.elementwise(ROWS[row], [a, b], (), np.dtype(dtype))
+        np.testing.assert_array_equal(ours, cpu.elementwise(ROWS[row], copies, (), np.dtype(dtype)))
+
+
+def test_a_nest_with_a_strided_innermost_dim_keeps_its_element_loop():
+    a, b = _x(4, 6, 30)[:, :, ::3], _x(4, 1, 10)
+    np.testing.assert_array_equal(cpu.elementwise(ROWS["sub"], [a, b], (), F64), a - b)
+
+
+def test_a_nest_row_walk_runs_in_the_parallel_loop(monkeypatch):
+    monkeypatch.setattr(cpu, "PARALLEL_THRESHOLD", 16)
+    a, b = _x(6, 1, 20), _x(1, 5, 20)
+    np.testing.assert_array_equal(cpu.elementwise(ROWS["mul"], [a, b], (), F64), a * b)
+
+
+def test_gradients_through_a_broadcast_outer_product_match_torch(torch):
+    x, y = _x(6, 20), _x(5, 20)
+    results = []
+    for lib in (numbagrad, torch):
+        a, b = lib.tensor(x, requires_grad=True), lib.tensor(y, requires_grad=True)
+        out = (a[:, None, :] - b[None, :, :]).tanh()
+        out.backward(lib.tensor(np.linspace(-1, 1, 600).reshape(6, 5, 20)))
+        results.append([v.detach().numpy() for v in (out, a.grad, b.grad)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)

@@ -838,6 +838,9 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
         return body
 
     body = each(element(names))
+    walks_nest = nest >= 2 and target in _CPU_TARGETS
+    if walks_nest:  # (its innermost loop along contiguous rows, when every array is contiguous along it)
+        body = _nest_with_row_walk(body, nest, stores, operands, kinds, params, names)
     if rank:
         body = "\n".join([*unravel(rank), body])
     n = "_outer" if rows else f"{stores[0]}.shape[0]"
@@ -853,6 +856,9 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
                            epilogue=fix_up_loop)  # fmt: skip
         if walked:
             loop = _ROW_WALK_IMPORTS + loop
+    elif walks_nest:
+        loop = _ROW_WALK_IMPORTS + loop_source(target, "kernel", [*results, *operands, *params], body, n,
+                                               epilogue=fix_up_loop)  # fmt: skip
     elif rank:
         sizes = [f"d{k}" for k in range(rank)]
         loop = loop_source(target, "kernel", [*results, *operands, *params, *sizes], body, n, epilogue=fix_up_loop)
@@ -867,6 +873,32 @@ def _map_kernel(tag: str, target: str, fns: Sequence[Callable], fn, operands, pa
             functions += "\n\n\n" + _float32_dispatch(calls)
         return load_module(tag, module_source(target, functions, loop)).kernel
     return exec_source(loop, target, tag, **dict(zip(names, calls)))["kernel"]
+
+
+def _nest_with_row_walk(body: str, nest: int, stores: list, operands, kinds, params, names: list) -> str:
+    """A CPU loop nest's ``body`` (its loops inside ``i``) as two versions: where every array steps one element
+    along the innermost dim (``q.view(b, t, h, d).transpose(1, 2) * s``, ``x[:, None, :] * y``'s broadcast
+    middle), that dim's run of each array is viewed as a contiguous array from its address (``address_intrinsic``),
+    so LLVM vectorizes the innermost loop as it does a flat one; otherwise the nest as it is. ``nest`` is the rank
+    (at least 2); arrays are the results ``stores`` and the ``n`` operands."""
+    last = nest - 1
+    arrays = list(dict.fromkeys([*stores, *[a for a, k in zip(operands, kinds) if k == "n"]]))
+    unit = " and ".join(f"{a}.strides[{last}] == {a}.itemsize" for a in arrays)
+    at = " + ".join(["i * {a}.strides[0]", *[f"_j{k} * {{a}}.strides[{k}]" for k in range(1, last)]])
+    rows = "".join(
+        f"{a}_row = _carray(_at({a}.ctypes.data + {at.format(a=a)}), ({stores[0]}.shape[{last}],), {a}.dtype)\n"
+        for a in arrays
+    )
+    args = ", ".join([f"{a}_row[_j{last}]" if k == "n" else a for a, k in zip(operands, kinds)] + list(params))
+    if len(stores) == 1:
+        inner = f"{stores[0]}_row[_j{last}] = {names[0]}({args})"
+    else:
+        inner = "\n".join([f"r{k} = {name}({args})" for k, name in enumerate(names)] +
+                           [f"{s}_row[_j{last}] = r{k}" for k, s in enumerate(stores)])  # fmt: skip
+    walk = rows + f"for _j{last} in range({stores[0]}.shape[{last}]):\n" + textwrap.indent(inner, "    ")
+    for k in range(last - 1, 0, -1):
+        walk = f"for _j{k} in range({stores[0]}.shape[{k}]):\n" + textwrap.indent(walk, "    ")
+    return f"if {unit}:\n" + textwrap.indent(walk, "    ") + "\nelse:\n" + textwrap.indent(body, "    ")
 
 
 def _row_kernel(row: Row, which, pattern: str, target: str, into: str | None = None):
