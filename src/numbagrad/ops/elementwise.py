@@ -242,7 +242,8 @@ class Elementwise(Function):
             return None
         row = cls.row
         arrays, needs, first, scalars, grad, mixed = [], [], None, False, False, False
-        strided = False  # an operand that is a row-ordered view (``chunk``'s parts): the backend's general loops
+        strided = False  # an operand that is a strided view (``chunk``'s parts): the backend's general loops
+        relaid = False  # one that is not row-ordered (a transpose): the result is laid out as torch lays it
         pattern = cls._array_pattern  # the kernel's operand kinds, while every operand is a whole array
         for a in inputs:
             if isinstance(a, Tensor):
@@ -258,12 +259,11 @@ class Elementwise(Function):
                 elif d.size and not any(d.strides):  # expanded from one element (sum's gradient): a number
                     arrays.append(d[(0,) * d.ndim])
                     pattern = None
-                elif _row_ordered(d):  # (its result is row-major on every path: _keep_layout has nothing to do)
+                else:
                     arrays.append(d)
                     pattern = None
                     strided = True
-                else:
-                    return None
+                    relaid = relaid or not _row_ordered(d)  # (a row-ordered one's result is row-major anyway)
                 if a._requires_grad or a.grad_fn is not None:
                     needs.append(True)
                     grad = True
@@ -290,6 +290,8 @@ class Elementwise(Function):
                 broadcast_shapes(*[a._data.shape for a in inputs if isinstance(a, Tensor)]) if mixed else first.shape
             )
             result._data = backend.elementwise(row, arrays, params, first.dtype, shape=shape, out_dtype=row.out_dtype)
+            if relaid:
+                _keep_layout(result, inputs)
         else:
             result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype, pattern)
         if not linked:
