@@ -461,6 +461,20 @@ def table(names: list[str], thread_counts: list[int], with_compiled: bool) -> No
 
 
 # --- the products' floor -----------------------------------------------------------------------------------------
+def _torch_step(name: str, batches: int):
+    """torch's training step of ``name`` over ``batches`` batches, its model from seed 0 (the cnn in eval mode, as
+    ``measure`` runs it)."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    cls, optimizer, batch_data, clip = MODELS[name](torch, rng)
+    model = cls()
+    if name == "cnn":
+        model.eval()
+    return _stepper(torch, model, optimizer(model), [batch_data() for _ in range(batches)], clip)
+
+
 def _step_flops(name: str) -> int:
     """Floating-point operations of the products (matmul, bmm, convolution, attention) in one training step of
     ``name``, as torch's ``FlopCounterMode`` counts them. Counted with oneDNN off and attention on its math path, so
@@ -470,13 +484,7 @@ def _step_flops(name: str) -> int:
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    rng = np.random.default_rng(0)
-    torch.manual_seed(0)
-    cls, optimizer, batch_data, clip = MODELS[name](torch, rng)
-    model = cls()
-    if name == "cnn":
-        model.eval()
-    step = _stepper(torch, model, optimizer(model), [batch_data()], clip)
+    step = _torch_step(name, 1)
     with torch.backends.mkldnn.flags(enabled=False), sdpa_kernel(SDPBackend.MATH):
         step()
         with FlopCounterMode(display=False) as counter:
@@ -516,14 +524,7 @@ def floor_table(names: list[str]) -> None:
     print(f"{'model':<9}{'GFLOP':>8}{'floor ms':>10}{'torch ms':>10}{'floor/torch':>13}")
     for name in names:
         flops = _step_flops(name)
-        rng = np.random.default_rng(0)
-        torch.manual_seed(0)
-        cls, optimizer, batch_data, clip = MODELS[name](torch, rng)
-        model = cls()
-        if name == "cnn":
-            model.eval()
-        step = _stepper(torch, model, optimizer(model), [batch_data() for _ in range(4)], clip)
-        (seconds,) = interleaved_medians([step], min_time=1.0, repeats=5)
+        (seconds,) = interleaved_medians([_torch_step(name, 4)], min_time=1.0, repeats=5)
         print(
             f"{name:<9}{flops / 1e9:8.3f}{flops / rate * 1e3:10.2f}{seconds * 1e3:10.2f}{flops / rate / seconds:13.2f}"
         )
