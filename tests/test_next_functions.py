@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import numbagrad
+from torch_oracle import raises_like
 
 RNG = np.random.default_rng(0)
 X, W, B = RNG.standard_normal((4, 6)), RNG.standard_normal((5, 6)), RNG.standard_normal(5)
@@ -157,3 +158,17 @@ def test_add_with_alpha_and_a_number_operand_scales_the_number(torch):
     ours = numbagrad.add(numbagrad.tensor([1.0, 2.0]), 2, alpha=3)
     theirs = torch.add(torch.tensor([1.0, 2.0]), 2, alpha=3)
     assert ours.tolist() == theirs.tolist() == [7.0, 8.0]
+
+
+def test_a_post_hook_returning_another_count_raises_torchs_error(torch):
+    def step(lib):
+        x = lib.ones(2, requires_grad=True)
+        y = x * 2
+
+        def myhook(grad_inputs, grad_outputs):
+            return (grad_inputs[0],) * 3
+
+        y.grad_fn.register_hook(myhook)
+        y.sum().backward()
+
+    raises_like(torch, step)

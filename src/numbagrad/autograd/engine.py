@@ -683,7 +683,7 @@ class _Task:
             for hook in list(node._post_hooks.values()):
                 r = hook(node._inputs_only(grads_out), tuple(grads_in))
                 if r is not None:
-                    grads_out = node._per_argument(r)
+                    grads_out = node._per_argument(r, hook)
         if not self.retain_graph:
             node._release()
         return grads_out

@@ -52,8 +52,15 @@ class GraphNode:
         returns from calling it (one per ``next_functions`` entry)."""
         return tuple(g for g, e in zip(grads, self._edges) if e is not NOT_A_TENSOR_INPUT)
 
-    def _per_argument(self, grads) -> list:
-        """``_inputs_only``'s inverse: a post-hook's gradients of the tensor inputs, None for the other arguments."""
+    def _per_argument(self, grads, hook) -> list:
+        """``_inputs_only``'s inverse for what post-``hook`` returned: the gradients of the tensor inputs, None for
+        the other arguments; a count other than the listed inputs' is torch's error."""
+        listed = sum(1 for e in self._edges if e is not NOT_A_TENSOR_INPUT)
+        if len(grads) != listed:
+            raise RuntimeError(
+                f"hook '{getattr(hook, '__name__', hook)}' has returned an incorrect number of values (got "
+                f"{len(grads)}, but expected {listed})"
+            )
         shown = iter(grads)
         return [None if e is NOT_A_TENSOR_INPUT else next(shown) for e in self._edges]
 
