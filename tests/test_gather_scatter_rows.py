@@ -126,3 +126,19 @@ def test_a_source_larger_than_the_index_is_read_in_part_and_its_gradient_refused
         y.sum().backward()
 
     raises_like(torch, step)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "complex64", "bool"])
+def test_gather_scatter_and_tril_in_the_dtypes_numba_does_not_compute_match_torch(torch, dtype):
+    a = np.random.default_rng(1).standard_normal((3, 5)) + 0.25
+    index = np.array([[4, 0, 2], [1, 1, 3], [0, 4, 4]])
+
+    def results(lib):
+        x = lib.tensor(a).to(getattr(lib, dtype))
+        i = lib.tensor(index)
+        return [x.gather(1, i), x.scatter(1, i[:, :1], x[:, :1]), x.tril(1)]
+
+    for ours, theirs in zip(results(numbagrad), results(torch)):
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        np.testing.assert_array_equal(ours.float().numpy() if dtype == "bfloat16" else ours.numpy(),
+                                      theirs.float().numpy() if dtype == "bfloat16" else theirs.numpy())  # fmt: skip

@@ -1346,7 +1346,7 @@ def einsum(equation: str, *arrays: np.ndarray) -> np.ndarray:
 def triangle(a: np.ndarray, upper: bool, diagonal: int) -> np.ndarray:
     """``triu``/``tril`` of the last two dims: the other triangle zeroed (``nn_kernels.triangle_rows`` for
     numbers, numpy's for bools)."""
-    if a.dtype.kind not in "fiuc" or a.size == 0:
+    if a.dtype.kind == "b" or not _movable(a.dtype) or a.size == 0:
         return _c(np.triu(a, diagonal) if upper else np.tril(a, diagonal))
     n, m = a.shape[-2:]
     out = np.empty(a.shape, a.dtype)
@@ -1382,6 +1382,12 @@ def _along(index: np.ndarray, dim: int) -> tuple:
     return tuple(grid)
 
 
+def _movable(dtype: np.dtype) -> bool:
+    """Whether Numba's kernels can read and write ``dtype``: bools, integers, and floats and complexes of 4 bytes
+    or more (not the 2-byte floats, which ``_narrow`` ops compute in float32)."""
+    return dtype.kind in "biuc" or (dtype.kind == "f" and not _narrow(dtype))
+
+
 def _rows_view(a: np.ndarray, index: np.ndarray, dim: int) -> tuple | None:
     """(outer, inner) of the (outer, n, inner) views of ``a`` and of ``index`` around ``dim`` (``nn_kernels``'
     ``gather_rows`` and ``scatter_rows``), or None when ``index`` is smaller than ``a`` in another dim or either is
@@ -1398,7 +1404,7 @@ def gather(a: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
     """``out[i][j] = a[index[i][j]][j]`` (for ``dim = 0``): torch's gather; ``index`` may be smaller than ``a``
     (its entries checked by the caller)."""
     rows = _rows_view(a, index, dim)
-    if rows is None or a.dtype.kind not in "fiub":
+    if rows is None or not _movable(a.dtype):
         return _c(a[_along(index.astype(np.intp, copy=False), dim)])
     outer, inner = rows
     out = np.empty(index.shape, a.dtype)
@@ -1417,7 +1423,7 @@ def scatter(a: np.ndarray, dim: int, index: np.ndarray, src, reduce: str | None 
     if type(src) is np.ndarray:
         src = src[tuple(slice(0, s) for s in index.shape)]
     rows = _rows_view(out, index, dim) if reduce in (None, "add") else None
-    if rows is not None and type(src) is np.ndarray and src.dtype == out.dtype and out.dtype.kind in "fiub":
+    if rows is not None and type(src) is np.ndarray and src.dtype == out.dtype and _movable(out.dtype):
         outer, inner = rows
         m = index.shape[dim]
         _nn().scatter_rows(
