@@ -985,11 +985,12 @@ def _check_batch_norm(input: Tensor, running_mean, running_var, weight, bias, tr
         raise ValueError(f"expected 2D or 3D input (got {len(shape)}D input)")
     c = shape[1]
     dtype = input._data.dtype
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        if t is not None and t._data.size != c:  # (in torch's order)
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
     first = None  # the first parameter given: the others must have its dtype
-    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
+    for t in (weight, bias, running_mean, running_var):
         if t is not None:
-            if t._data.size != c:
-                raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
             if first is None:
                 first = t
             elif t._data.dtype != first._data.dtype:
@@ -2129,24 +2130,25 @@ def _not_differentiable(function: str, argument: str, t) -> None:
 def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> tuple:
     """Checks torch makes of class-index targets; (host targets, one per row of the (rows, C) layout, layout)."""
     _not_differentiable("nll_loss_forward", "weight", weight)
-    if not isinstance(target, Tensor) or target.dtype.name not in ("int64", "uint8"):
-        found = target.dtype.scalar_name if isinstance(target, Tensor) else type(target).__name__
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {found}")
+    if not isinstance(target, Tensor):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {type(target).__name__}")
     ishape, tshape = input._data.shape, target._data.shape  # plain tuples: cheaper than Size in the hot path
     dim = len(ishape)
     if dim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
     c = ishape[1] if dim >= 2 else ishape[0]
-    if dim == 1:
+    # torch's order: the batch sizes, then the target's shape, then its dtype
+    if dim >= 2 and (tshape[0] if tshape else 1) != ishape[0]:
+        raise ValueError(
+            f"Expected input batch_size ({ishape[0]}) to match target batch_size ({tshape[0] if tshape else 1})."
+        )
+    if dim <= 2:
         if len(tshape) > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    elif dim == 2:
-        if len(tshape) != 1 or tshape[0] != ishape[0]:
-            raise ValueError(
-                f"Expected input batch_size ({ishape[0]}) to match target batch_size ({tshape[0] if tshape else 1})."
-            )
     elif tshape != (ishape[0], *ishape[2:]):
         raise RuntimeError(f"Expected target size {[ishape[0], *ishape[2:]]}, got {list(tshape)}")
+    if target.dtype.name not in ("int64", "uint8"):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype.scalar_name}")
     if weight is not None and weight._data.shape != (c,):
         raise RuntimeError(
             f"weight tensor should be defined either for all {c} classes or no classes but got weight tensor of "
@@ -2211,7 +2213,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     reduction = _reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if isinstance(target, Tensor) and target.is_floating_point():
+    if isinstance(target, Tensor) and tuple(target.shape) == tuple(input.shape):  # (torch decides by shape)
+        if not target.is_floating_point():
+            raise RuntimeError(
+                f"Expected floating point type for target with class probabilities, got {target.dtype.scalar_name}"
+            )
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)
     targets, layout = _class_targets(input, target, weight, ignore_index)
     if label_smoothing > 0.0:
@@ -2232,12 +2238,6 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight, ignore_index: in
     divided by the number of samples (``numel / C``)."""
     if ignore_index >= 0:
         raise RuntimeError("ignore_index is not supported for floating point target")
-    if tuple(target.shape) != tuple(input.shape):
-        raise RuntimeError(
-            f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]})."
-            if input.dim() and target.dim() and input.shape[0] != target.shape[0]
-            else f"Expected target size {list(input.shape)}, got {list(target.shape)}"
-        )
     class_dim = 0 if input.dim() == 1 else 1
     c = input.shape[class_dim]
     logp = ops.log_softmax(input, class_dim)

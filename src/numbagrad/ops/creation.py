@@ -225,7 +225,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._make(array)
 
 
-def _size(size) -> tuple:
+def _size(size, negative: str | None = None) -> tuple:
+    """The shape of ``size`` (sizes, or one sequence of them); a negative size raises torch's error, or the message
+    ``negative`` where the op has its own (``zeros``)."""
     if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
         size = tuple(size[0])
     for s in size:
@@ -235,19 +237,19 @@ def _size(size) -> tuple:
             )
         if int(s) < 0:
             raise RuntimeError(
-                f"Trying to create tensor with negative dimension {int(s)}: [{', '.join(map(str, size))}]"
+                negative or f"Trying to create tensor with negative dimension {int(s)}: [{', '.join(map(str, size))}]"
             )
     return tuple(int(s) for s in size)
 
 
-def _sizes(args: tuple, size) -> tuple:
+def _sizes(args: tuple, size, negative: str | None = None) -> tuple:
     """The shape from positional sizes or the ``size=`` keyword (``zeros(2, 3)``, ``zeros((2, 3))``,
     ``zeros(size=(2, 3))``)."""
     if size is not None:
         if args:
             raise TypeError("got multiple values for argument 'size'")
         args = (size,)
-    return _size(args)
+    return _size(args, negative)
 
 
 def _rng_for(generator=None) -> np.random.Generator:
@@ -273,12 +275,20 @@ def _dtype_or_default(dtype):
     return to_dtype(dtype) if dtype is not None else get_default_dtype()
 
 
+def _continuous(dtype, kernel: str) -> None:
+    """torch's refusal to draw a continuous distribution into an integral or bool ``dtype`` (its message names
+    the kernel: ``normal_kernel_cpu`` for normal draws, ``check_uniform_bounds`` for uniform ones)."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype.scalar_name}'")
+
+
 @declare
 @_recorded
 def zeros(*args, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor of the given size filled with 0 (default float dtype)."""
     backend = for_device(to_device(device))
-    return _leaf(backend.zeros(_sizes(args, size), _dtype_or_default(dtype).numpy), requires_grad)
+    shape = _sizes(args, size, "zeros: Dimension size must be non-negative.")
+    return _leaf(backend.zeros(shape, _dtype_or_default(dtype).numpy), requires_grad)
 
 
 @declare
@@ -405,6 +415,9 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad: boo
 @_recorded
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """An ``n`` x ``m`` (default ``n`` x ``n``) matrix with ones on the diagonal."""
+    for name, k in (("n", n), ("m", m)):
+        if k is not None and k < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {k}")
     return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).numpy), device, requires_grad)
 
 
@@ -417,7 +430,9 @@ def rand(*args, size=None, generator=None, dtype=None, device=None, requires_gra
     ``generator`` may also be a ``numpy.random.Generator``.
     """
     dt = _dtype_or_default(dtype)
-    draws = _rng_for(generator).random(_sizes(args, size), dtype=np.float64)
+    shape = _sizes(args, size)
+    _continuous(dt, "check_uniform_bounds")
+    draws = _rng_for(generator).random(shape, dtype=np.float64)
     return _finish(draws.astype(dt.numpy), device, requires_grad)
 
 
@@ -432,6 +447,7 @@ def randn(*args, size=None, generator=None, dtype=None, device=None, requires_gr
     """
     dt = _dtype_or_default(dtype)
     shape = _sizes(args, size)
+    _continuous(dt, "normal_kernel_cpu")
     if dt.is_complex:
         parts = _rng_for(generator).standard_normal((*shape, 2)) * np.sqrt(0.5)
         values = (parts[..., 0] + 1j * parts[..., 1]).astype(dt.numpy)
@@ -485,12 +501,14 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad: 
 @declare(methods=("normal_",), name="_normal_")
 def normal_(input: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:  # noqa: A002
     """Fill with samples of N(mean, std^2) from numbagrad's generator."""
+    _continuous(input.dtype, "normal_kernel_cpu")
     return random_fill_(input, _rng_for(generator).normal(mean, std, input.shape))
 
 
 @declare(methods=("uniform_",), name="_uniform_")
 def uniform_(input: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:  # noqa: A002
     """Fill with samples of U(a, b) from numbagrad's generator."""
+    _continuous(input.dtype, "check_uniform_bounds")
     return random_fill_(input, _rng_for(generator).uniform(a, b, input.shape))
 
 
@@ -544,6 +562,11 @@ def bernoulli_(input: Tensor, p=0.5, *, generator=None) -> Tensor:  # noqa: A002
 @declare(methods=("exponential_",), name="_exponential_")
 def exponential_(input: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:  # noqa: A002
     """Fill with draws of the exponential distribution of rate ``lambd``."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(
+            "Exponential distribution is a continuous probability distribution. dtype must be a floating point but "
+            f"you specified {input.dtype.scalar_name}"
+        )
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     return random_fill_(input, _rng_for(generator).exponential(1.0 / lambd, input.shape))
@@ -647,10 +670,12 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         dt = _dtype_or_default(dtype)
+        _continuous(dt, "normal_kernel_cpu")
         draws = mean + std * _rng_for(generator).standard_normal(_sizes((), size))
         return _finish(np.asarray(draws).astype(dt.numpy), device, requires_grad)
     if size is not None:
         raise TypeError("normal(): a size is only taken with float mean and std")
+    _continuous((mean if tensors[0] else std).dtype, "normal_kernel_cpu")
     if isinstance(std, Tensor):
         if bool((std < 0).any()):
             raise RuntimeError("normal expects all elements of std >= 0.0")
