@@ -2,8 +2,10 @@
 dtypes, negative sizes of ``zeros`` and ``eye``, batch norm's parameter sizes in torch's order, and
 ``cross_entropy``'s target checks in torch's order (shape decides between class indices and probabilities)."""
 
+import numpy as np
 import pytest
 
+import numbagrad
 from torch_oracle import raises_like
 
 DRAWS = {
@@ -62,3 +64,34 @@ TARGETS = {
 @pytest.mark.parametrize("name", list(TARGETS))
 def test_cross_entropy_checks_its_target_in_torchs_order(torch, name):
     raises_like(torch, lambda lib: lib.nn.functional.cross_entropy(lib.randn(4, 6), TARGETS[name](lib)))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.tensor("a"),
+        lambda lib: lib.tensor(["a", "b"]),
+        lambda lib: lib.tensor([1, "a"]),
+        lambda lib: lib.tensor(None),
+        lambda lib: lib.tensor({1: 2}),
+    ],
+)
+def test_data_that_is_not_numbers_is_refused_as_torch_refuses_it(torch, make):
+    raises_like(torch, make)
+
+
+def test_other_refusals_with_torchs_messages(torch):
+    raises_like(torch, lambda lib: lib.histc(lib.randn(3), bins=0))
+    raises_like(torch, lambda lib: lib.save(lib.ones(1), 5))
+    raises_like(torch, lambda lib: lib.ones(2).to("tpu"))
+    raises_like(torch, lambda lib: lib.device("tpu:0"))
+    raises_like(torch, lambda lib: setattr(lib.randn(3, requires_grad=True), "grad", lib.zeros(4)))
+
+
+@pytest.mark.parametrize(
+    ("values", "name"), [(["a"], "numpy.str_"), ([b"a"], "numpy.bytes_"), ([None], "numpy.object_")]
+)
+def test_an_array_of_another_kind_is_refused_naming_its_numpy_type(values, name):
+    """torch's message, but its list of supported types is numbagrad's (no uint16, uint32 or uint64 storage)."""
+    with pytest.raises(TypeError, match=f"can't convert np.ndarray of type {name}. The only supported types are: "):
+        numbagrad.tensor(np.array(values))

@@ -384,7 +384,10 @@ class Tensor:
             if value is self:
                 raise RuntimeError("can't assign Variable as its own grad")
             if value.shape != self.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
+                    f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same size"
+                )
             if value.dtype is not self.dtype and value.dtype != self.dtype:
                 raise RuntimeError("assigned grad has data of a different type")
             if value.device != self.device:

@@ -133,6 +133,11 @@ def set_default_dtype(d: dtype) -> None:
     _default_float[0] = d
 
 
+#: torch's device types, in the order its device-string error lists them.
+DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
+                "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")  # fmt: skip
+
+
 def from_numpy_dtype(np_dtype) -> dtype:
     """Map a numpy dtype to ours, with torch's error for types numbagrad does not store."""
     try:
@@ -141,7 +146,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
         if np.dtype(np_dtype).name == "bfloat16" and np.dtype(np_dtype) == bfloat16.numpy:  # made before numbagrad's
             return bfloat16
         raise TypeError(
-            f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).name}. The only supported types are: "
+            f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).type.__name__}. The only supported types are: "
             "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool."
         ) from None
 
@@ -189,7 +194,11 @@ class device:  # noqa: N801 - torch spells it lowercase
             type, idx = type.split(":", 1)
             index = int(idx)
         if type not in ("cpu", "cuda"):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+            if type in DEVICE_TYPES:
+                raise RuntimeError(f"numbagrad has no {type} backend: its devices are cpu and cuda")
+            raise RuntimeError(
+                f"Expected one of {', '.join(DEVICE_TYPES)} device type at start of device string: {type}"
+            )
         self.type = type
         self.index = index
 

@@ -323,6 +323,8 @@ def save(obj: Any, f, pickle_module: Any = None, pickle_protocol: int = _DEFAULT
 
     if _is_path(f):
         _write_atomically(os.fspath(f), write)
+    elif not hasattr(f, "write"):
+        raise AttributeError("expected 'f' to be string, path, or a file-like object with a 'write' attribute")
     else:
         write(f)
 

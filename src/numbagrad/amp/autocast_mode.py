@@ -13,8 +13,6 @@ from ..autograd.grad_mode import state
 _DEFAULT_DTYPES = {"cpu": _types.bfloat16, "cuda": _types.float16}
 _SUPPORTED_DTYPES = (_types.bfloat16, _types.float16)
 #: The device types torch's device strings name (an autocast for any other is a malformed device string).
-_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
-                 "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")  # fmt: skip
 
 
 def is_autocast_available(device_type: str) -> bool:
@@ -46,9 +44,9 @@ class autocast:  # noqa: N801 - torch's name
     def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled: bool | None = None) -> None:
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
-        if device_type not in _DEVICE_TYPES:
+        if device_type not in _types.DEVICE_TYPES:
             raise RuntimeError(
-                f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start of device string: {device_type}"
+                f"Expected one of {', '.join(_types.DEVICE_TYPES)} device type at start of device string: {device_type}"
             )
         if not is_autocast_available(device_type):
             raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")

@@ -114,8 +114,14 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
         inferred = from_numpy_dtype(array.dtype)
     else:
         typed = None  # a sequence's elements that carry a dtype (numpy scalars and arrays, tensors)
+        if isinstance(data, str):
+            raise TypeError("new(): invalid data type 'str'")
         if isinstance(data, (list, tuple)):
             items = list(_flatten(data))
+            if any(isinstance(d, str) for d in items):  # (torch's two errors: only strings, or mixed in)
+                if all(isinstance(d, str) for d in items):
+                    raise ValueError("too many dimensions 'str'")
+                raise TypeError("new(): invalid data type 'str'")
             if not set(map(type, items)) <= _PYTHON_NUMBERS:
                 typed = items
                 if any(isinstance(d, Tensor) for d in items):
@@ -129,7 +135,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memor
             _check_rectangular(data, _first_shape(data))
             raise
         if array.dtype == object:
-            raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+            raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
         inferred = _infer_dtype(array) if typed is None else _sequence_dtype(typed)
     dt = to_dtype(dtype) if dtype is not None else inferred
     _check_fits(array, dt.numpy)

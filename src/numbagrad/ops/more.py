@@ -1517,7 +1517,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *, out
     if not input.is_floating_point():
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
     if bins <= 0:
-        raise RuntimeError("torch.histc: bins must be > 0, but got " + str(bins) + " for bins")
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     low, high = float(min), float(max)
     data = shape.reshape(input.detach(), -1)
     if low == high and data.numel():
