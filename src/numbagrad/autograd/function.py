@@ -684,6 +684,7 @@ def edges_of(args, cls) -> tuple:
 
 
 def _lists_integral_inputs(cls) -> bool:
+    """``cls._lists_integral_inputs``, its default (None) read as: a custom Function lists them, a built-in op not."""
     listed = cls._lists_integral_inputs
     return not cls._backward_cls._builtin if listed is None else listed
 

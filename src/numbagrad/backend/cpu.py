@@ -835,16 +835,18 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _blocked_product_pays(a: np.ndarray, b: np.ndarray) -> bool:
     """Does ``row_products``' register-blocked kernel beat OpenBLAS on the 2-D product ``a @ b``? On one thread,
-    for float32 and float64 products of at least 256 rows, 128 deep and 128 columns, where the last panel of
+    for float32 and float64 products of at least 256 rows, 128 deep and 64 columns, where the last panel of
     columns wastes little (one thread, float32, ``x @ W.T``, ``g @ W`` and ``g.T @ x``: 0.89, 0.91 and 0.91 of
     OpenBLAS's time at (768, 128) x (128, 384); 0.96, 0.86 and 0.86 at (700, 256) x (256, 1000); 0.92, 0.92 and
-    0.99 at 1024 cubed). Not for a transposed ``a`` deeper than 768: its elements along the shared dimension then
-    lie a page apart (1.34x at 1024 cubed in one run, 0.99 in another); nor for small products, where packing
-    ``b`` and the kernel's call cost more than BLAS's (3.6x at 32 cubed), nor with more threads, which BLAS shares
-    the product among, nor on a host without AVX-512 (``row_products.measured_host``)."""
+    0.99 at 1024 cubed; one panel of 64 columns, 0.78-0.94 from (256, 128) x (128, 64) to (1024, 1024) x (1024,
+    64), 0.86 at a convolution's weight gradient ``columns @ g.T``, (288, 576) x (576, 64)). Not for a
+    transposed ``a`` deeper than 768: its elements along the shared dimension then lie a page apart (1.34x at
+    1024 cubed in one run, 0.99 in another); nor for small products, where packing ``b`` and the kernel's call
+    cost more than BLAS's (3.6x at 32 cubed), nor with more threads, which BLAS shares the product among, nor on a
+    host without AVX-512 (``row_products.measured_host``)."""
     rows, depth = a.shape
     columns = b.shape[1]
-    if a.dtype not in _SUM_ZEROS or b.dtype != a.dtype or rows < 256 or depth < 128 or columns < 128:
+    if a.dtype not in _SUM_ZEROS or b.dtype != a.dtype or rows < 256 or depth < 128 or columns < 64:
         return False
     if a.strides[1] != a.itemsize and depth > 768:
         return False
@@ -2354,6 +2356,9 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
     The weight's gradient is summed from per-sample products ``columns @ g.T`` (K, O), transposed once at the end:
     OpenBLAS runs these up to twice as fast as ``g @ columns.T`` (O, K) at 1 thread (the U-Net's (1024, 216) by
     (8, 1024) products of 4 samples: 0.30 ms against 0.65; the cnn's (288, 576) by (64, 576): 0.23 against 0.28).
+    Where ``_product`` runs such a product through ``row_products``' kernel (one panel of 64 output channels, the
+    cnn's: 194 against OpenBLAS's 226 us), each sample's is one kernel product (the cnn's step: 64.3-64.8 ms
+    against 65.9-66.1 in alternating runs); otherwise a chunk's samples are one batched product, summed.
     Where a chunk holds several samples and its columns come from ``im2col``'s table walk (strided or short output
     rows), they are made transposed instead (``im2row``) and meet the output gradient, transposed too, in one
     product per chunk, with no (samples, K, O) temporary: the DCGAN's (16, 16, 8, 8) by (32, 16, 4, 4) stride-2
@@ -2415,9 +2420,9 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
                     else:
                         cols = buffer[: j - i]
                         kernels.im2col(x[i:j], *kernel, *stride, *padding, *dilation, *out_hw, cols)
-                    if j - i == 1:  # (no (1, K, O) product to sum)
-                        np.matmul(cols[0], g3[i].T, out=part)
-                        gw_t += part
+                    if j - i == 1 or _blocked_product_pays(cols[0], g3[i].T):  # (one product a sample)
+                        for s in range(j - i):
+                            gw_t += _product(cols[s], g3[i + s].T)
                     else:
                         for p in range(0, j - i, per):
                             q = min(p + per, j - i)
