@@ -1029,13 +1029,10 @@ def spread(a: np.ndarray, axes, keepdim: bool, denominator: float) -> np.ndarray
 def _small_spread(a: np.ndarray, axes: tuple, keepdim: bool, denominator: float) -> np.ndarray:
     """``spread`` of a small C-contiguous array over ``axes``: what ``reduce`` (``ufunc.reduce`` below
     ``_KERNEL_SUM_SIZE``), ``divide_by`` and the sub and mul kernels compute, called directly."""
-    dtype = a.dtype.type
-    mean = np.add.reduce(a, axis=axes, keepdims=True)
-    np.true_divide(mean, dtype(a.size // mean.size), out=mean)  # (the count: elements per result)
-    centered = np.subtract(a, mean)
+    centered = _small_centered(a, axes)
     np.multiply(centered, centered, out=centered)
     out = np.asarray(np.add.reduce(centered, axis=axes, keepdims=keepdim))  # (a 0-dim result: an array)
-    return np.true_divide(out, dtype(denominator), out=out)
+    return np.true_divide(out, a.dtype.type(denominator), out=out)
 
 
 def spread_grad(g: np.ndarray, a: np.ndarray, axes, denominator: float) -> np.ndarray:
@@ -1049,12 +1046,16 @@ def spread_grad(g: np.ndarray, a: np.ndarray, axes, denominator: float) -> np.nd
 
 @np.errstate(all="ignore")
 def _small_spread_grad(g: np.ndarray, a: np.ndarray, axes: tuple, denominator: float) -> np.ndarray:
-    dtype = a.dtype.type
-    mean = np.add.reduce(a, axis=axes, keepdims=True)
-    np.true_divide(mean, dtype(a.size // mean.size), out=mean)  # (the count: elements per result)
-    out = np.subtract(a, mean)
+    out = _small_centered(a, axes)
     np.multiply(g, out, out=out)
-    return np.multiply(out, dtype(2.0 / denominator), out=out)
+    return np.multiply(out, a.dtype.type(2.0 / denominator), out=out)
+
+
+def _small_centered(a: np.ndarray, axes: tuple) -> np.ndarray:
+    """``_centered`` on numpy's ufuncs for the small spreads: ``a`` minus its mean over ``axes``, a new array."""
+    mean = np.add.reduce(a, axis=axes, keepdims=True)
+    np.true_divide(mean, a.dtype.type(a.size // mean.size), out=mean)  # (the count: elements per result)
+    return np.subtract(a, mean)
 
 
 def _sum_in_memory_order(a: np.ndarray, axes, keepdim: bool) -> np.ndarray | None:
@@ -2420,9 +2421,11 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
                     else:
                         cols = buffer[: j - i]
                         kernels.im2col(x[i:j], *kernel, *stride, *padding, *dilation, *out_hw, cols)
-                    if j - i == 1 or _blocked_product_pays(cols[0], g3[i].T):  # (one product a sample)
+                    pays = _blocked_product_pays(cols[0], g3[i].T)
+                    if j - i == 1 or pays:  # (one product a sample)
+                        product = _row_products().matmul if pays else np.matmul
                         for s in range(j - i):
-                            gw_t += _product(cols[s], g3[i + s].T)
+                            gw_t += product(cols[s], g3[i + s].T)
                     else:
                         for p in range(0, j - i, per):
                             q = min(p + per, j - i)

@@ -167,11 +167,12 @@ def _has_zero(divisor) -> bool:
 def _keep_layout(result: Tensor, inputs: tuple) -> None:
     """Lay a new result out as its first full-shape tensor operand is (its own layout when dense, channels-last
     when its strides are channels-last-like), as torch's TensorIterator does: ``relu`` of a channels-last tensor
-    is channels-last. (The CPU backend allocates its results so already.)"""
+    is channels-last. (The CPU backend allocates its results so already.) A row-ordered operand (``_row_ordered``:
+    ``chunk``'s parts) lays a result out row-major, as it was made, without working out the order."""
     for a in inputs:
         if isinstance(a, Tensor) and a._data.shape == result._data.shape:
             data = a._data
-            if data.flags.c_contiguous or result._data.strides == data.strides:  # (already laid out so)
+            if data.flags.c_contiguous or result._data.strides == data.strides or _row_ordered(data):
                 return
             order = layout.preserved_order(data)
             if order != tuple(range(data.ndim)) and layout.dense_order(result._data) != order:
@@ -182,7 +183,7 @@ def _keep_layout(result: Tensor, inputs: tuple) -> None:
 def _row_ordered(data) -> bool:
     """Whether ``data``'s strides decrease from its first dim to its last (size-1 dims aside), all positive: a
     slice of rows, columns or channels (``chunk``'s parts, ``x[:, 16:]``). A result laid out as such an operand
-    (``_keep_layout``, torch's TensorIterator) is row-major, as a new array is."""
+    (torch's TensorIterator) is row-major, as a new array is."""
     last = None
     for n, st in zip(data.shape, data.strides):
         if n != 1:
@@ -242,8 +243,7 @@ class Elementwise(Function):
             return None
         row = cls.row
         arrays, needs, first, scalars, grad, mixed = [], [], None, False, False, False
-        strided = False  # an operand that is a strided view (``chunk``'s parts): the backend's general loops
-        relaid = False  # one that is not row-ordered (a transpose): the result is laid out as torch lays it
+        strided = False  # an operand that is a strided view (``chunk``'s parts, a transpose): the general loops
         pattern = cls._array_pattern  # the kernel's operand kinds, while every operand is a whole array
         for a in inputs:
             if isinstance(a, Tensor):
@@ -263,7 +263,6 @@ class Elementwise(Function):
                     arrays.append(d)
                     pattern = None
                     strided = True
-                    relaid = relaid or not _row_ordered(d)  # (a row-ordered one's result is row-major anyway)
                 if a._requires_grad or a.grad_fn is not None:
                     needs.append(True)
                     grad = True
@@ -290,7 +289,7 @@ class Elementwise(Function):
                 broadcast_shapes(*[a._data.shape for a in inputs if isinstance(a, Tensor)]) if mixed else first.shape
             )
             result._data = backend.elementwise(row, arrays, params, first.dtype, shape=shape, out_dtype=row.out_dtype)
-            if relaid:
+            if strided:  # (laid out as the general path lays it)
                 _keep_layout(result, inputs)
         else:
             result._data = backend.elementwise_plain(row, arrays, first.dtype, first.shape, row.out_dtype, pattern)
@@ -1046,8 +1045,8 @@ _COMMUTATIVE_ROWS = frozenset({"add", "mul"})
 
 def _make_operator(row: Row, fn, name: str):
     """A Tensor operator: reflected operators (``__rsub__``) swap the operands (but ``_COMMUTATIVE_ROWS``'s); an
-    operand type the op does not
-    take gives ``NotImplemented``, so Python raises its ``unsupported operand type(s)`` TypeError (as torch).
+    operand type the op does not take gives ``NotImplemented``, so Python raises its ``unsupported operand
+    type(s)`` TypeError (as torch).
     A tensor or a Python number goes straight to the row's Function class (the hot path of ``x * w``)."""
     classes = CLASSES[row.name] if row.frontend else {}
     with_tensor = classes.get("tt") or classes.get("")
@@ -1098,18 +1097,7 @@ def _make_operator(row: Row, fn, name: str):
                 return NotImplemented
             return fn(self, other)
 
-        op = forward
-        if name.startswith("__r"):  # (a commutative row: ``2 * x`` is ``x * 2``, a number tried first)
-
-            def commuted(self, other):
-                if with_number is not None and (type(other) is float or type(other) is int):
-                    result = with_number._fast_apply((self, other), state)
-                    if result is not None:
-                        return result
-                    return with_number.apply(self, other)
-                return forward(self, other)
-
-            op = commuted
+        op = forward  # (and a commutative row's reflected operator: ``2 * x`` is ``x * 2``)
     op.__name__ = op.__qualname__ = name
     return op
 
