@@ -6,7 +6,8 @@
     loss.backward()
 
 The first call for a guard key (input shapes and strides, or ranks when ``dynamic=True``, dtypes, devices,
-``requires_grad``, grad mode, the default dtype, a module's ``training``, non-tensor arguments) runs the function
+``requires_grad``, grad mode, autocast, the default dtype, a module's ``training``, non-tensor arguments) runs the
+function
 on tracer tensors: the result is the eager result, and the recorded ops become a plan (``_plan``). Runs of table
 rows with an optional closing ``sum``/``mean``/``amax`` become fusion groups, each one generated kernel forward and
 one backward and one node in the eager graph (``_group``); other ops replay with their own ``apply``, and a custom
@@ -21,8 +22,11 @@ A compiled module is an ``OptimizedModule`` (torch's name and layout): an ``nn.M
 is the original module, its forward compiled; parameters and ``training`` are the original's, and ``state_dict``
 keys carry the ``_orig_mod.`` prefix, as torch's do.
 
-Not guarded (as documented limits): Python values read from globals or module attributes other than tensors
-(they are baked into the plan), and a parameter *replaced* by a new tensor object (in-place updates are seen).
+Integer inputs (embedding indices, class targets) are read and range-checked at every call. Any module change
+(a parameter, buffer, child or Python attribute assigned another object, or deleted) makes the compiled functions
+trace again on their next call; a forward that makes such a change breaks its trace, since a replay would not.
+Not guarded (a documented limit): Python values read from globals or closures (a global list's items, a captured
+number): they are read once, at trace time; call ``numbagrad.compiler.reset()`` after changing them.
 
 This module is callable: ``numbagrad.compile(fn)`` is ``numbagrad.compile.compile(fn)``. Importing it does not
 import Numba; kernels compile (or load from Numba's disk cache) on their first launch.

@@ -9,7 +9,7 @@ import weakref
 from .._tensor import Tensor
 from .._types import _default_float  # get_default_dtype() is _default_float[0]
 from ..autograd.grad_mode import state
-from ..nn.module import Module
+from ..nn.module import Module, module_generation
 from ._plan import Plan
 from ._trace import Recorder
 
@@ -73,6 +73,9 @@ class CompiledFunction:
         self._plans: dict = {}
         self._exact: dict = {}  # dynamic mode: plans specialized to exact shapes
         self.graph_breaks: list = []  # (reason, location) of each key that broke
+        # the module changes counted when the last call returned: a change since (a parameter, buffer, child or
+        # Python attribute assigned) may change what the plans read as constants, so they are traced again
+        self._generation = module_generation()
         functools.update_wrapper(self, fn, updated=())
         _LIVE.add(self)
 
@@ -91,7 +94,7 @@ class CompiledFunction:
         return [p for p in list(self._plans.values()) + list(self._exact.values()) if hasattr(p, "groups")]
 
     def _key(self, args, kwargs, dynamic: bool):
-        parts = [state.enabled, _default_float[0]]
+        parts = [state.enabled, _default_float[0], state.autocast]
         if self._guard is not None:
             parts.append(self._guard())
         if not kwargs and not dynamic:  # the common case, kept lean: one tuple per tensor
@@ -116,16 +119,21 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if state.tracer is not None:  # inside another trace: inline (its ops are recorded there)
             return self.fn(*args, **kwargs)
+        if module_generation() != self._generation:
+            self.reset()
         key, leaves = self._key(args, kwargs, self.dynamic)
         plan = self._plans.get(key)
         if plan is _SPECIALIZED:
             key, leaves = self._key(args, kwargs, False)
             plan = self._exact.get(key)
         if plan is None:
-            return self._trace(key, args, kwargs, leaves)
-        if plan is _EAGER:
-            return self.fn(*args, **kwargs)
-        return plan.replay(*leaves)
+            out = self._trace(key, args, kwargs, leaves)
+        elif plan is _EAGER:
+            out = self.fn(*args, **kwargs)
+        else:
+            return plan.replay(*leaves)
+        self._generation = module_generation()  # (what the traced or eager call itself changed)
+        return out
 
     def _trace(self, key, args, kwargs, leaves):
         rec = Recorder(self.roots, self.fullgraph)

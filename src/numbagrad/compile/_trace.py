@@ -345,6 +345,23 @@ def _constants(template) -> list:
     return found
 
 
+def _is_array(obj) -> bool:
+    return isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__")
+
+
+def _overlap(a, b) -> bool:
+    """Whether the arrays ``a`` and ``b`` (host or device) may share memory."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+    spans = []
+    for x in (a, b):
+        interface = x.__cuda_array_interface__
+        start = interface["data"][0]
+        size = max(int(np.prod(interface["shape"])), 1) * np.dtype(interface["typestr"]).itemsize
+        spans.append((start, start + size))
+    return spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]
+
+
 # --- the recorder ---------------------------------------------------------------------------------------------
 class Recorder:
     """The tracer in ``state.tracer`` while a function is traced."""
@@ -438,7 +455,22 @@ class Recorder:
         if type(obj) is dict:
             items = [(k, self.template(v, where)) for k, v in obj.items()]
             return None if any(t is None for _, t in items) else ("dict", items)
+        if self._holds_traced_storage(obj):
+            self.graph_break(
+                f"{where} reads the storage of a tensor the trace follows outside the tensor (a replay would read "
+                "the first call's values)"
+            )
+            return None
         return ("const", obj)
+
+    def _holds_traced_storage(self, obj) -> bool:
+        """Whether ``obj``, an argument that is not a tensor, is or holds (as an attribute) an array sharing memory
+        with a tensor the trace follows: an op handed ``x._data`` would replay with the first call's values."""
+        arrays = [obj] if _is_array(obj) else [v for v in getattr(obj, "__dict__", {}).values() if _is_array(v)]
+        if not arrays:
+            return False
+        traced = [t._data for t, _ in self.original.values() if id(t) in self.value_of]
+        return any(_overlap(a, d) for a in arrays for d in traced)
 
     def output(self, obj, where: str):
         """Register an op's result: each tensor becomes a new value (a new version, if it was traced already)."""

@@ -514,16 +514,12 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         )
     if weight.dim() != 2:
         raise RuntimeError("'weight' must be 2-D")
-    input._backend.check_index(input._data, 0, num, None, _embedding_index_error)
-    if max_norm is not None:
+    if max_norm is not None:  # (the indices are checked before the renorm indexes with them; the op checks again)
+        input._backend.check_index(input._data, 0, num, None, nn_ops._embedding_index_error)
         _embedding_renorm_(weight, input._host().astype(np.int64), max_norm, norm_type)
     if sparse:
-        return nn_ops.SparseEmbedding.apply(weight, input._data, padding_idx, scale_grad_by_freq)
-    return nn_ops.Embedding.apply(weight, input._data, padding_idx, scale_grad_by_freq)
-
-
-def _embedding_index_error(bad: int) -> IndexError:
-    return IndexError("index out of range in self")
+        return nn_ops.SparseEmbedding.apply(weight, input, padding_idx, scale_grad_by_freq)
+    return nn_ops.Embedding.apply(weight, input, padding_idx, scale_grad_by_freq)
 
 
 def _embedding_renorm_(weight: Tensor, indices: np.ndarray, max_norm: float, norm_type: float) -> None:
@@ -2127,8 +2123,9 @@ def _not_differentiable(function: str, argument: str, t) -> None:
         )
 
 
-def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> tuple:
-    """Checks torch makes of class-index targets; (host targets, one per row of the (rows, C) layout, layout)."""
+def _class_layout(input: Tensor, target: Tensor, weight) -> loss_ops.RowLayout:
+    """The checks torch makes of class-index targets' shapes and dtype (their range is checked by the loss
+    itself); the layout of the input's (rows, C) logits."""
     _not_differentiable("nll_loss_forward", "weight", weight)
     if not isinstance(target, Tensor):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {type(target).__name__}")
@@ -2154,12 +2151,7 @@ def _class_targets(input: Tensor, target: Tensor, weight, ignore_index: int) -> 
             f"weight tensor should be defined either for all {c} classes or no classes but got weight tensor of "
             f"shape: [{', '.join(map(str, weight.shape))}]"
         )
-    backend = target._backend
-    t = backend.reshape(target._data, (-1,))
-    t = t if t.dtype == np.int64 else backend.astype(t, np.int64)
-    backend.check_index(t, 0, c, ignore_index, _target_out_of_bounds)
-    targets = loss_ops.ClassTargets(t, weight, ignore_index, input._data.dtype)
-    return targets, loss_ops.RowLayout(ishape)
+    return loss_ops.RowLayout(ishape)
 
 
 def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *, linear_bias: Tensor | None = None,
@@ -2200,10 +2192,6 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
                          label_smoothing=label_smoothing)  # fmt: skip
 
 
-def _target_out_of_bounds(bad: int) -> IndexError:
-    return IndexError(f"Target {bad} is out of bounds.")
-
-
 @_float32_under_autocast
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                   ignore_index: int = -100, reduce=None, reduction: str = "mean",
@@ -2219,14 +2207,14 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
                 f"Expected floating point type for target with class probabilities, got {target.dtype.scalar_name}"
             )
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)
-    targets, layout = _class_targets(input, target, weight, ignore_index)
+    layout = _class_layout(input, target, weight)
     if label_smoothing > 0.0:
         cls = loss_ops.SmoothedCrossEntropy
     elif input.dim() >= 3:
         cls = loss_ops.CrossEntropy2d
     else:
         cls = loss_ops.CrossEntropy
-    out = cls.apply(input, weight, targets, reduction, float(label_smoothing), layout)
+    out = cls.apply(input, weight, target, reduction, float(label_smoothing), layout, ignore_index)
     if cls is loss_ops.CrossEntropy2d and reduction == "none" and input.dim() != 4:
         return out.view(layout.loss_none_shape)  # torch views its 2-d loss back (node ViewBackward0)
     return out
@@ -2261,9 +2249,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:  # fmt: skip
     """Negative log-likelihood of class-index ``target`` given log-probabilities ``input`` (class dim 1)."""
     reduction = _reduction(reduction, size_average, reduce)
-    targets, layout = _class_targets(input, target, weight, ignore_index)
+    layout = _class_layout(input, target, weight)
     cls = loss_ops.NllLoss2d if input.dim() >= 3 else loss_ops.NllLoss
-    out = cls.apply(input, targets, reduction, layout)
+    out = cls.apply(input, target, weight, reduction, layout, ignore_index)
     if cls is loss_ops.NllLoss2d and reduction == "none" and input.dim() != 4:
         return out.view(layout.loss_none_shape)
     return out

@@ -69,6 +69,80 @@ def _check_name(kind: str, name, owner: Module) -> None:
         raise KeyError(f'{kind} name can\'t be empty string ""')
 
 
+class _Generation:
+    """A count of the changes made to any module's attributes, parameters, buffers or children (an assignment of
+    another object, a deletion, a store's entry set or removed). A compiled module reads its constants and Python
+    attributes as the trace found them: it traces again after such a change."""
+
+    value = 0
+
+    @classmethod
+    def bump(cls) -> None:
+        cls.value += 1
+
+
+def module_generation() -> int:
+    """The current count of module changes (see ``_Generation``)."""
+    return _Generation.value
+
+
+class _Store(dict):
+    """A module's ``_parameters``, ``_buffers`` or ``_modules``: a dict whose writes count as module changes."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key, value) -> None:
+        _Generation.bump()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        _Generation.bump()
+        super().__delitem__(key)
+
+    def pop(self, *args):
+        _Generation.bump()
+        return super().pop(*args)
+
+    def popitem(self):
+        _Generation.bump()
+        return super().popitem()
+
+    def clear(self) -> None:
+        _Generation.bump()
+        super().clear()
+
+    def update(self, *args, **kwargs) -> None:
+        _Generation.bump()
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key, default=None):
+        _Generation.bump()
+        return super().setdefault(key, default)
+
+    def __reduce__(self):
+        return (_Store, (dict(self),))
+
+
+def _changing(module: Module, name: str, value) -> None:
+    """Count the assignment of ``value`` to ``module.name`` as a module change unless the attribute already holds
+    that object; inside code being compiled, such a change breaks the trace (a replay would not make it)."""
+    d = module.__dict__
+    current = d.get(name, _MISSING)
+    if current is _MISSING:
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                current = d[store][name]
+                break
+    if current is value:
+        return
+    _Generation.bump()
+    if state.tracer is not None and current is not _MISSING:
+        break_trace(f"sets the attribute {name!r} of a {type(module).__name__}, which a replay would not do")
+
+
+_MISSING = object()
+
+
 class Module:
     """Base class for all neural network modules; subclasses define ``forward`` and assign submodules and
     parameters as attributes, which registers them."""
@@ -87,10 +161,10 @@ class Module:
             )
         d = self.__dict__
         d["training"] = True
-        d["_parameters"] = {}
-        d["_buffers"] = {}
+        d["_parameters"] = _Store()
+        d["_buffers"] = _Store()
         d["_non_persistent_buffers_set"] = set()
-        d["_modules"] = {}
+        d["_modules"] = _Store()
         d["_forward_hooks"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
 
@@ -188,6 +262,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value: Any) -> None:
+        _changing(self, name, value)
         d = self.__dict__
         params = d.get("_parameters")
         if isinstance(value, Parameter):
@@ -228,6 +303,7 @@ class Module:
         self._non_persistent_buffers_set.discard(name)
 
     def __delattr__(self, name: str) -> None:
+        _Generation.bump()
         for store in ("_parameters", "_buffers", "_modules"):
             if name in self.__dict__[store]:
                 del self.__dict__[store][name]

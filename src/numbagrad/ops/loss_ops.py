@@ -103,6 +103,21 @@ class ClassTargets:
         return self._derive()[4]
 
 
+def class_targets(target: Tensor, weight, ignore_index: int, dtype: np.dtype, classes: int) -> ClassTargets:
+    """The ``ClassTargets`` of the integer tensor ``target`` for ``classes`` classes, its range checked (torch's
+    IndexError for the first target outside ``[0, classes)`` other than ``ignore_index``). The losses call it in
+    their forward, so a compiled replay checks and reads each call's targets."""
+    backend = target._backend
+    t = backend.reshape(target._data, (-1,))
+    t = t if t.dtype == np.int64 else backend.astype(t, np.int64)
+    backend.check_index(t, 0, classes, ignore_index, _target_out_of_bounds)
+    return ClassTargets(t, weight, ignore_index, dtype)
+
+
+def _target_out_of_bounds(bad: int) -> IndexError:
+    return IndexError(f"Target {bad} is out of bounds.")
+
+
 _ONE = (True,)  # (one gradient wanted)
 _CE_GRAD_NODE = "CrossEntropyBackwardBackward0"
 
@@ -115,9 +130,10 @@ class CrossEntropy(Function):
     _trusted = True
 
     @staticmethod
-    def forward(ctx, x: Tensor, weight, targets: ClassTargets, reduction: str, smoothing: float, layout):
+    def forward(ctx, x: Tensor, weight, target: Tensor, reduction: str, smoothing: float, layout, ignore_index: int):
         backend = x._backend
         x2 = layout.to_rows(x._data)
+        targets = class_targets(target, weight, ignore_index, x2.dtype, layout.c)
         w = None if weight is None else weight._data
         probs, loss, total = backend.cross_entropy(x2, targets.target, w, smoothing, targets.ignore_index, reduction)
         ctx.probs, ctx.total, ctx.targets = probs, total, targets
@@ -129,11 +145,11 @@ class CrossEntropy(Function):
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
         if not state.enabled:  # no graph to record: the kernel alone (what fused_grads would call)
-            return _cross_entropy_grad(ctx, weight, g), None, None, None, None, None
+            return _cross_entropy_grad(ctx, weight, g), None, None, None, None, None, None
         kernel = functools.partial(_cross_entropy_grad_kernel, ctx, weight)
         formula = functools.partial(_cross_entropy_grad_formula, ctx, weight)
         (gx,) = fused_grads(_CE_GRAD_NODE, kernel, formula, (g, x), _ONE)
-        return gx, None, None, None, None, None
+        return gx, None, None, None, None, None, None
 
 
 def _cross_entropy_grad(ctx, weight, g: Tensor) -> Tensor:
@@ -239,11 +255,13 @@ class NllLoss(Function):
 
     node_name = "NllLossBackward0"
     _trusted = True
+    _unlisted_inputs = (2,)  # (the class weights, which torch does not differentiate)
 
     @staticmethod
-    def forward(ctx, x: Tensor, targets: ClassTargets, reduction: str, layout: RowLayout) -> Tensor:
+    def forward(ctx, x: Tensor, target: Tensor, weight, reduction: str, layout: RowLayout, ignore_index: int):
         backend = x._backend
         rows = layout.to_rows(x._data)
+        targets = class_targets(target, weight, ignore_index, rows.dtype, layout.c)
         index, row_weight, total = targets.stored()
         picked = backend.reshape(backend.take_along_axis(rows, backend.reshape(index, (-1, 1)), 1), (-1,))
         losses = backend.elementwise(ROWS["mul"], [picked, row_weight], (), rows.dtype)
@@ -283,7 +301,7 @@ class NllLoss(Function):
             picked = b.take_along_axis(b.ascontiguous(layout.to_rows(gx)), index, 1)
             return b.reshape(picked, rows.shape)
 
-        return LinearMap.apply(rows, scatter, gather), None, None, None
+        return LinearMap.apply(rows, scatter, gather), None, None, None, None, None
 
 
 class NllLoss2d(NllLoss):

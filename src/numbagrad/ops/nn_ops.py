@@ -983,9 +983,12 @@ class Embedding(Function):
     _simple = True  # (the forward is backend calls only: apply's simple path)
 
     @staticmethod
-    def forward(ctx, weight: Tensor, indices, padding_idx, scale_grad_by_freq: bool) -> Tensor:
-        """``indices``: integer storage on ``weight``'s device (it stays there)."""
+    def forward(ctx, weight: Tensor, input: Tensor, padding_idx, scale_grad_by_freq: bool) -> Tensor:
+        """``input``: the integer index tensor on ``weight``'s device. Its range is checked here, in the op, so
+        that a compiled replay checks each call's indices too."""
         backend = weight._backend
+        indices = input._data
+        input._backend.check_index(indices, 0, weight.shape[0], None, _embedding_index_error)
         flat = backend.reshape(indices, (-1,))
         rows = backend.getitem(weight._data, (flat,))
         out_shape = (*indices.shape, weight.shape[1])
@@ -1024,6 +1027,10 @@ class Embedding(Function):
             return b.reshape(weighted(b, b.getitem(gw, (flat,))), g.shape)
 
         return LinearMap.apply(g, scatter, gather), None, None, None
+
+
+def _embedding_index_error(bad: int) -> IndexError:
+    return IndexError("index out of range in self")
 
 
 class SparseEmbedding(Embedding):

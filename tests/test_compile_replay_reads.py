@@ -1,0 +1,223 @@
+"""What a compiled function reads at each call: its integer inputs (embedding indices and class targets, their range
+checked at every replay), the module's current parameters, buffers and attributes, and the autocast region. An op
+handed a traced tensor's storage, or a forward that changes its module, stops the trace instead of replaying the
+first call's values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbagrad as ng
+from numbagrad.autograd import Function
+from numbagrad.compile import GraphBreakError
+
+
+class TokenModel(ng.nn.Module):
+    """embedding -> linear -> the loss chosen: the shapes of a language model's step."""
+
+    def __init__(self, loss: str) -> None:
+        super().__init__()
+        self.emb = ng.nn.Embedding(11, 6)
+        self.out = ng.nn.Linear(6, 5)
+        self.loss = loss
+
+    def forward(self, idx, target):
+        logits = self.out(self.emb(idx))
+        if self.loss == "cross_entropy":
+            return ng.nn.functional.cross_entropy(logits.reshape(-1, 5), target.reshape(-1))
+        if self.loss == "cross_entropy_2d":
+            return ng.nn.functional.cross_entropy(logits.transpose(1, 2), target)
+        if self.loss == "smoothed":
+            return ng.nn.functional.cross_entropy(logits.reshape(-1, 5), target.reshape(-1), label_smoothing=0.1)
+        if self.loss == "ignore_index":
+            return ng.nn.functional.cross_entropy(logits.reshape(-1, 5), target.reshape(-1), ignore_index=2)
+        return ng.nn.functional.nll_loss(logits.log_softmax(-1).reshape(-1, 5), target.reshape(-1))
+
+
+def batches(n: int, seed: int = 0) -> list:
+    rng = np.random.default_rng(seed)
+    return [(ng.tensor(rng.integers(0, 11, (3, 4))), ng.tensor(rng.integers(0, 5, (3, 4)))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "cross_entropy_2d", "smoothed", "ignore_index", "nll_loss"])
+def test_each_call_reads_its_own_indices_and_targets(loss):
+    ng.manual_seed(0)
+    model = TokenModel(loss)
+    compiled = ng.compile(model, fullgraph=True)
+    for idx, target in batches(4) * 2:  # (the second round replays every batch's plan)
+        got = compiled(idx, target)
+        want = model(idx, target)
+        assert float(got) == float(want)
+
+
+def test_replayed_gradients_follow_each_calls_indices():
+    ng.manual_seed(0)
+    model = TokenModel("cross_entropy")
+    compiled = ng.compile(model, fullgraph=True)
+    for idx, target in batches(3):
+        model.zero_grad()
+        compiled(idx, target).backward()
+        got = [p.grad.numpy().copy() for p in model.parameters()]
+        model.zero_grad()
+        model(idx, target).backward()
+        for g, p in zip(got, model.parameters()):
+            np.testing.assert_array_equal(g, p.grad.numpy())
+
+
+def test_a_replay_checks_the_indices_range():
+    model = TokenModel("cross_entropy")
+    compiled = ng.compile(model)
+    idx, target = batches(1)[0]
+    compiled(idx, target)
+    compiled(idx, target)
+    bad = idx.clone()
+    bad[0, 0] = 11
+    with pytest.raises(IndexError, match="index out of range in self"):
+        compiled(bad, target)
+
+
+def test_a_replay_checks_the_targets_range():
+    model = TokenModel("cross_entropy")
+    compiled = ng.compile(model)
+    idx, target = batches(1)[0]
+    compiled(idx, target)
+    compiled(idx, target)
+    bad = target.clone()
+    bad[1, 2] = 7
+    with pytest.raises(IndexError, match="Target 7 is out of bounds."):
+        compiled(idx, bad)
+
+
+class Doubled(Function):
+    """A Function handed raw storage (``x._data``) instead of the tensor: what the trace cannot follow."""
+
+    @staticmethod
+    def forward(ctx, data):
+        return ng.tensor(data * 2)
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+
+def storage_passing(x):
+    return Doubled.apply(x._data) + 1
+
+
+def test_an_op_given_a_traced_tensors_storage_breaks_the_trace():
+    with pytest.raises(GraphBreakError, match="reads the storage of a tensor the trace follows"):
+        ng.compile(storage_passing, fullgraph=True)(ng.ones(3))
+
+
+def test_after_that_break_each_call_computes_with_its_own_values():
+    compiled = ng.compile(storage_passing)
+    for value in (1.0, 2.0, 5.0, 2.0):
+        np.testing.assert_array_equal(compiled(ng.full((3,), value)).numpy(), np.full(3, value * 2 + 1))
+
+
+def test_a_replaced_parameter_is_read_after_the_replacement():
+    model = ng.nn.Linear(3, 2)
+    compiled = ng.compile(model)
+    x = ng.randn(4, 3)
+    compiled(x), compiled(x)
+    model.weight = ng.nn.Parameter(ng.zeros(2, 3))
+    np.testing.assert_array_equal(compiled(x).detach().numpy(), model(x).detach().numpy())
+
+
+def test_a_replaced_buffer_is_read_after_the_replacement():
+    class Scaled(ng.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scale", ng.tensor(2.0))
+
+        def forward(self, x):
+            return x * self.scale
+
+    module = Scaled()
+    compiled = ng.compile(module)
+    compiled(ng.ones(2)), compiled(ng.ones(2))
+    module.scale = ng.tensor(4.0)
+    np.testing.assert_array_equal(compiled(ng.ones(2)).numpy(), [4.0, 4.0])
+
+
+def test_a_python_attribute_of_the_module_is_read_after_it_changes():
+    class Temperature(ng.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.t = 2.0
+
+        def forward(self, x):
+            return (x / self.t).softmax(-1)
+
+    module = Temperature()
+    compiled = ng.compile(module)
+    x = ng.randn(2, 5)
+    compiled(x), compiled(x)
+    module.t = 0.5
+    np.testing.assert_allclose(compiled(x).numpy(), module(x).numpy())
+
+
+def test_replays_stay_replays_while_nothing_changes():
+    model = ng.nn.Sequential(ng.nn.Linear(3, 4), ng.nn.ReLU(), ng.nn.Linear(4, 1))
+    compiled = ng.compile(model)
+    optimizer = ng.optim.SGD(model.parameters(), lr=0.1)
+    x = ng.randn(5, 3)
+    for _ in range(3):
+        optimizer.zero_grad()
+        compiled(x).sum().backward()
+        optimizer.step()
+    model.train()  # (the mode it already has: no change)
+    assert len(compiled._compiled.plans) == 1
+    plan = compiled._compiled.plans[0]
+    compiled(x)
+    assert compiled._compiled.plans == [plan]
+
+
+def test_a_forward_that_sets_a_module_attribute_runs_eagerly():
+    class Counting(ng.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return x * 2
+
+    module = Counting()
+    compiled = ng.compile(module)
+    for _ in range(3):
+        compiled(ng.ones(2))
+    assert module.calls == 3
+    assert [reason for reason, _ in compiled.graph_breaks] == [
+        "sets the attribute 'calls' of a Counting, which a replay would not do"
+    ]
+
+
+def test_a_computed_tensor_kept_in_an_outside_list_breaks_the_trace():
+    kept = []
+
+    def keep(x):
+        y = x * 2
+        kept.append(y)
+        return y + 1
+
+    compiled = ng.compile(keep)
+    for i in range(3):
+        compiled(ng.ones(2) * i)
+    assert [float(t.sum()) for t in kept] == [0.0, 4.0, 8.0]
+    assert [reason.split(" (")[0] for reason, _ in compiled.graph_breaks] == [
+        "keeps a tensor it computed where a later call could read it"
+    ]
+
+
+def test_the_autocast_region_is_part_of_the_guard():
+    model = ng.nn.Linear(3, 2)
+    compiled = ng.compile(model)
+    x = ng.randn(4, 3)
+    compiled(x), compiled(x)
+    with ng.autocast("cpu", dtype=ng.bfloat16):
+        inside = compiled(x)
+        eager = model(x)
+    assert inside.dtype == eager.dtype == ng.bfloat16
+    assert compiled(x).dtype == ng.float32
