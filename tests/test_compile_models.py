@@ -166,3 +166,60 @@ def test_binary_cross_entropy_checks_every_compiled_call_input_range():
     with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
         loss(bad, target)
     np.testing.assert_array_equal(bad.numpy(), np.float32([0.2, 1.5, 0.9]))
+
+
+def _bench_models():
+    """``benchmarks/bench_models.py``'s model builders (the training steps the benchmark times)."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "bench_models.py")
+    spec = importlib.util.spec_from_file_location("bench_models_for_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["gpt", "mlp", "wavenet", "vae", "cnn", "lstm", "seq2seq", "dcgan", "unet"])
+def test_a_compiled_benchmark_model_trains_as_eager_on_changing_batches(name):
+    """Each step sees another batch (other indices and targets), so a replay that read the first call's inputs
+    would diverge at once."""
+    bench = _bench_models()
+    build = bench.MODELS[name]
+    if name == "gpt":
+        build = lambda lib, rng: bench.gpt(lib, rng, n_layer=1, n_embd=32, block=8, batch=2)  # noqa: E731
+    runs = []
+    for compiled in (False, True):
+        rng = np.random.default_rng(0)
+        ng.manual_seed(0)
+        cls, make_optimizer, batch_data, clip = build(ng, rng)
+        model = cls()
+        if name == "cnn":
+            model.eval()
+        optimizer = make_optimizer(model)
+        step = bench._stepper(ng, ng.compile(model, fullgraph=True) if compiled else model, optimizer,
+                              [batch_data() for _ in range(3)], clip)  # fmt: skip
+        losses = [float(step()) for _ in range(4)]
+        runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()]))
+    (eager_losses, eager_params), (losses, params) = runs
+    assert len(set(eager_losses)) > 1  # (the batches differ)
+    np.testing.assert_allclose(losses, eager_losses, rtol=1e-5)
+    for a, b in zip(eager_params, params, strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+
+
+def test_a_causal_attention_traces_after_an_eager_call_made_its_mask():
+    """The causal mask is cached by the first call, eager here: the trace reads it as a constant."""
+    rng = np.random.default_rng(0)
+    q, k, v = (ng.tensor(rng.standard_normal((2, 3, 5, 4)).astype(np.float32)) for _ in range(3))
+
+    def attend(q, k, v):
+        return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).sum(-1)
+
+    eager = attend(q, k, v)
+    compiled = ng.compile(attend, fullgraph=True)
+    compiled(q, k, v)
+    q2 = q * 2
+    np.testing.assert_allclose(compiled(q2, k, v).numpy(), attend(q2, k, v).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(compiled(q, k, v).numpy(), eager.numpy(), rtol=1e-6)
+    assert not any(step.cls.__name__ in ("Tril", "MaskedFill") for step in compiled.plans[0].trace.steps)

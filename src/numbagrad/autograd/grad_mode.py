@@ -71,6 +71,26 @@ def break_trace(reason: str) -> None:
         tracer.graph_break(reason)
 
 
+class untraced:  # noqa: N801 - a context manager, named as the grad-mode ones are
+    """Inside it, ``numbagrad.compile``'s tracer (if any) does not record: for a library cache's tensor made once
+    and read as a constant after (``trace_constant``), not a value a replay computes again."""
+
+    def __enter__(self) -> None:
+        self._tracer, state.tracer = state.tracer, None
+
+    def __exit__(self, *exc) -> None:
+        state.tracer = self._tracer
+
+
+def trace_constant(t):
+    """``t``, a tensor a library cache keeps and never writes (an attention's causal mask): while ``numbagrad.compile``
+    traces a function in this thread, a replay may read it as a constant, as it reads a parameter. Returns ``t``."""
+    tracer = state.tracer
+    if tracer is not None:
+        tracer.constant(t)
+    return t
+
+
 def is_grad_enabled() -> bool:
     """True when operations record a graph (not inside ``no_grad``); the setting is per thread."""
     return state.enabled

@@ -401,6 +401,12 @@ class Recorder:
         self.shared_ids.add(id(t))
         return self._new_value(t)
 
+    def constant(self, t: Tensor) -> None:
+        """Take ``t`` (a library's cached tensor, never written: ``grad_mode.trace_constant``) as a constant."""
+        if id(t) not in self.value_of:
+            self._known[id(t)] = t
+            self._versions[id(t)] = t._version
+
     def _known_constant(self, t: Tensor) -> bool:
         return id(t) in self._known
 

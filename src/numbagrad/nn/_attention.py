@@ -23,6 +23,7 @@ from .._tensor import Tensor
 from .._types import bool_, float32, float64
 from ..autograd.function import Function, edges_of, make_node, saved_input_unhooked, saved_output
 from ..autograd.fused import fused_grads
+from ..autograd.grad_mode import trace_constant, untraced
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ..ops._common import new_shell as _new
@@ -425,9 +426,10 @@ def _causal_mask(length: int, source: int, dtype, device) -> Tensor:
     if mask is None:
         if len(_CAUSAL) >= 32:
             _CAUSAL.clear()
-        keep = ops.ones(length, source, dtype=bool_, device=device).tril()
-        mask = _CAUSAL[key] = _additive(keep, dtype)
-    return mask
+        with untraced():
+            keep = ops.ones(length, source, dtype=bool_, device=device).tril()
+            mask = _CAUSAL[key] = _additive(keep, dtype)
+    return trace_constant(mask)
 
 
 # --- multi-head attention ------------------------------------------------------------------------------------------
