@@ -221,3 +221,35 @@ def test_the_autocast_region_is_part_of_the_guard():
         eager = model(x)
     assert inside.dtype == eager.dtype == ng.bfloat16
     assert compiled(x).dtype == ng.float32
+
+
+def test_an_in_place_row_under_no_grad_keeps_the_values_node_in_a_replay():
+    """``cosine_similarity`` clamps its norms in place under no_grad, as torch's does: the values change, the
+    gradient stays the unclamped norm's. A replay must not turn the clamped norm into a graph-less value."""
+    rng = np.random.default_rng(0)
+    compiled = ng.compile(lambda a, b: ng.nn.functional.cosine_similarity(a, b))
+    for _ in range(3):
+        a, b = (ng.tensor(rng.standard_normal((3, 4)), requires_grad=True) for _ in range(2))
+        a2, b2 = (t.detach().clone().requires_grad_() for t in (a, b))
+        ng.nn.functional.cosine_similarity(a, b).sum().backward()
+        compiled(a2, b2).sum().backward()
+        np.testing.assert_allclose(a2.grad.numpy(), a.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(b2.grad.numpy(), b.grad.numpy(), rtol=1e-12)
+
+
+def test_an_in_place_row_under_no_grad_on_a_computed_value_is_replayed_in_place():
+    def f(x):
+        y = x * 2
+        with ng.no_grad():
+            y.clamp_(min=1.0)
+        return (y * x).sum()
+
+    compiled = ng.compile(f, fullgraph=True)
+    for value in (0.25, 2.0, 0.25):
+        x = ng.full((3,), value, requires_grad=True)
+        x2 = x.detach().clone().requires_grad_()
+        f(x).backward()
+        out = compiled(x2)
+        out.backward()
+        assert float(out) == float(f(x.detach()))
+        np.testing.assert_array_equal(x2.grad.numpy(), x.grad.numpy())

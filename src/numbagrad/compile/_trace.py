@@ -326,6 +326,20 @@ class _Creation:
         return self.fn(*args, **kwargs)
 
 
+class _InPlaceWithoutGrad:
+    """An in-place row applied under ``no_grad`` to a value that requires grad, as a plan step: eagerly its values
+    change and it keeps its node (``norm.clamp_(min=eps)`` in ``cosine_similarity``, whose gradient is the
+    unclamped norm's), so a replay makes the same in-place call rather than a new, graph-less value."""
+
+    __name__ = "in-place without grad"
+
+    def __init__(self, write) -> None:
+        self.write = write  # write(t, *args, **kwargs): the in-place call on t
+
+    def apply(self, t, *args, **kwargs):
+        return self.write(t, *args, **kwargs)
+
+
 def _constants(template) -> list:
     """The constant tensors in a template (see ``Recorder.template``)."""
     found: list = []
@@ -521,14 +535,28 @@ class Recorder:
             self.steps.append(OpStep(cls, args_t, kwargs_t, out_t, mode))
         return out
 
-    def rewrite_inplace(self, t: Tensor, compute) -> Tensor | None:
+    def rewrite_inplace(self, t: Tensor, compute, redo=None) -> Tensor | None:
         """A table row applied in place (``relu_``, ``nn.ReLU(inplace=True)``) to a value the trace made: recorded
         as ``compute(t)``, the row out of place, whose result is the value's new version; ``t`` is written as
         eagerly. None (nothing done) for a tensor the trace does not follow. An input, a view or a tensor with
         views shares its storage with tensors a replay would not update, so changing one breaks the trace, as
-        does an in-place comparison (``compute`` None)."""
+        does an in-place comparison (``compute`` None). Under ``no_grad``, on a value that requires grad, the
+        in-place call itself is recorded (``redo``: ``(write, args, kwargs)``) and None returned: the eager path
+        writes ``t``, which keeps its node."""
         index = self.value_of.get(id(t))
         if index is None or self.broken is not None:
+            return None
+        if not state.enabled and (t._requires_grad or t.grad_fn is not None):
+            if redo is None:
+                self.graph_break("modifies in place, under no_grad, a tensor that requires grad")
+                return None
+            write, args, kwargs = redo
+            where = "an in-place call under no_grad"
+            args_t = self.template(tuple(args), where)
+            kwargs_t = self.template(dict(kwargs), where) if kwargs else None
+            if self.broken is None:
+                step_args = ("tuple", [("val", index), *args_t[1]])
+                self.steps.append(OpStep(_InPlaceWithoutGrad(write), step_args, kwargs_t, ("val", index), False))
             return None
         data = t._data
         shared = (

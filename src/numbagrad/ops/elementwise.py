@@ -1156,7 +1156,9 @@ def row_inplace(t: Tensor, row, frontend, args: tuple, kwargs: dict) -> Tensor:
     check_written(t, operands)
     rewrite = getattr(state.tracer, "rewrite_inplace", None)  # numbagrad.compile's recorder: a traced value
     if rewrite is not None:  # changed in place is recorded as the out-of-place row (None: not traced)
-        done = rewrite(t, None if row.out_bool else (lambda old: frontend(old, *args, **kwargs)))
+        compute = None if row.out_bool else (lambda old: frontend(old, *args, **kwargs))
+        redo = (lambda x, *a, **k: row_inplace(x, row, frontend, a, k)), args, kwargs
+        done = rewrite(t, compute, redo)
         if done is not None:
             return done
     if needs_graph(t, operands):
