@@ -65,28 +65,21 @@ def test_replayed_gradients_follow_each_calls_indices():
             np.testing.assert_array_equal(g, p.grad.numpy())
 
 
-def test_a_replay_checks_the_indices_range():
+@pytest.mark.parametrize(
+    ("which", "at", "value", "message"),
+    [(0, (0, 0), 11, "index out of range in self"), (1, (1, 2), 7, "Target 7 is out of bounds.")],
+    ids=["indices", "targets"],
+)
+def test_a_replay_checks_the_range_of_each_calls_integer_input(which, at, value, message):
     model = TokenModel("cross_entropy")
     compiled = ng.compile(model)
-    idx, target = batches(1)[0]
-    compiled(idx, target)
-    compiled(idx, target)
-    bad = idx.clone()
-    bad[0, 0] = 11
-    with pytest.raises(IndexError, match="index out of range in self"):
-        compiled(bad, target)
-
-
-def test_a_replay_checks_the_targets_range():
-    model = TokenModel("cross_entropy")
-    compiled = ng.compile(model)
-    idx, target = batches(1)[0]
-    compiled(idx, target)
-    compiled(idx, target)
-    bad = target.clone()
-    bad[1, 2] = 7
-    with pytest.raises(IndexError, match="Target 7 is out of bounds."):
-        compiled(idx, bad)
+    inputs = batches(1)[0]
+    compiled(*inputs)
+    compiled(*inputs)
+    bad = [t.clone() for t in inputs]
+    bad[which][at] = value
+    with pytest.raises(IndexError, match=message):
+        compiled(*bad)
 
 
 class Doubled(Function):
