@@ -661,9 +661,11 @@ class _Task:
         """The node's backward with anomaly checks, post-hooks and release (what the loop does inline when
         anomaly mode is off and the node has no post-hook)."""
         st = state
+        incoming = None
         if node._post_hooks:  # (they are handed the incoming gradients too: the node must leave them unchanged)
             for g in grads_in:
                 _disown(g)
+            incoming = tuple(grads_in)  # (as they came: None where none arrived, before backward's zeros)
         try:
             grads_out = node._apply(grads_in) if st.profiler is None else _profiled_apply(node, grads_in, st.profiler)
             if st.anomaly and st.anomaly_check_nan:
@@ -681,7 +683,7 @@ class _Task:
             for g in grads_out:
                 _disown(g)
             for hook in list(node._post_hooks.values()):
-                r = hook(node._inputs_only(grads_out), tuple(grads_in))
+                r = hook(node._inputs_only(grads_out), incoming)
                 if r is not None:
                     grads_out = node._per_argument(r, hook)
         if not self.retain_graph:

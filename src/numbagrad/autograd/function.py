@@ -306,8 +306,8 @@ def _check_grads(node: BackwardCFunction, result: tuple) -> list:
             out.append(None)
         elif not isinstance(r, Tensor):
             raise RuntimeError(f"expected Variable or None (got {type(r).__name__})")
-        elif node._edges[i][0] is None:
-            out.append(None)
+        elif node._edges[i][0] is None:  # (an input that needs no gradient: kept unchecked, as torch does, for
+            out.append(r)  # the post-hooks to see; the engine sends nothing along an edge without a node)
         else:
             out.append(validate_grad(node, i, r, meta))
     return out

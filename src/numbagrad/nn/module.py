@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -10,6 +11,7 @@ from .._tensor import RemovableHandle, Tensor
 from .._types import bfloat16, float16, float32, float64
 from .._types import dtype as _dtype
 from ..autograd.grad_mode import break_trace, no_grad, state
+from ._backward_hooks import BackwardHooks
 from .parameter import Parameter, UninitializedTensorMixin
 
 T = TypeVar("T", bound="Module")
@@ -143,6 +145,14 @@ def _changing(module: Module, name: str, value) -> None:
 _MISSING = object()
 
 
+def _add_hook(hooks: OrderedDict, hook: Callable, prepend: bool) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
 class Module:
     """Base class for all neural network modules; subclasses define ``forward`` and assign submodules and
     parameters as attributes, which registers them."""
@@ -167,32 +177,55 @@ class Module:
         d["_modules"] = _Store()
         d["_forward_hooks"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
+        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
+
+    def __setstate__(self, saved: dict) -> None:
+        """Unpickling a whole module: its attributes as saved, and empty backward-hook tables where the module was
+        saved before it had them."""
+        self.__dict__.update(saved)
+        for name in ("_backward_hooks", "_backward_pre_hooks"):
+            self.__dict__.setdefault(name, OrderedDict())
 
     def forward(self, *args, **kwargs):
         """The module's computation; subclasses override it. Call the module (``m(x)``), not this, so hooks run."""
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        if self._forward_pre_hooks or self._forward_hooks:
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks:
             return self._call_with_hooks(self.forward, args, kwargs)
         return self.forward(*args, **kwargs)  # (no hook: what ``_call_with_hooks`` would do, one frame less)
 
     def _call_with_hooks(self, forward: Callable, args: tuple, kwargs: dict):
-        """``forward(*args, **kwargs)`` between this module's forward pre-hooks and forward hooks: what calling the
-        module does (a compiled module runs its original's hooks around the compiled forward with it)."""
-        if state.tracer is not None and (self._forward_pre_hooks or self._forward_hooks):
+        """``forward(*args, **kwargs)`` between this module's forward pre-hooks and forward hooks, with its backward
+        hooks set up around it (torch's order): what calling the module does (a compiled module runs its
+        original's hooks around the compiled forward with it)."""
+        backward = self._backward_hooks or self._backward_pre_hooks
+        if state.tracer is not None and (self._forward_pre_hooks or self._forward_hooks or backward):
             # inside code being compiled: a replay would not run the hooks (a feature grabber's list would stop
             # growing), so that call runs eagerly
-            break_trace(f"calls a {type(self).__name__} that has forward hooks")
+            kind = "forward" if self._forward_pre_hooks or self._forward_hooks else "backward"
+            break_trace(f"calls a {type(self).__name__} that has {kind} hooks")
         for hook in self._forward_pre_hooks.values():
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
+        if backward:
+            hooks = BackwardHooks(self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values()))
+            args = hooks.setup_inputs(args)
         output = forward(*args, **kwargs)
         for hook in self._forward_hooks.values():
             result = hook(self, args, output)
             if result is not None:
                 output = result
+        if backward:
+            if not isinstance(output, (Tensor, tuple)):
+                warnings.warn(
+                    "For backward hooks to be called, module output should be a Tensor or a tuple of Tensors but "
+                    f"received {type(output)}",
+                    stacklevel=2,
+                )
+            output = hooks.setup_outputs(output)
         return output
 
     def register_forward_hook(self, hook: Callable):
@@ -200,6 +233,17 @@ class Module:
         handle = RemovableHandle(self._forward_hooks)
         self._forward_hooks[handle.id] = hook
         return handle
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False):
+        """``hook(module, grad_input, grad_output)`` when the gradients with respect to the module's inputs are
+        computed: one entry per positional argument and per output (None where not a tensor); a returned tuple
+        replaces ``grad_input``. ``prepend`` runs it before the hooks already registered."""
+        return _add_hook(self._backward_hooks, hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False):
+        """``hook(module, grad_output)`` when the gradients with respect to the module's outputs are computed; a
+        returned tuple replaces ``grad_output`` (before the module's own backward and its backward hooks)."""
+        return _add_hook(self._backward_pre_hooks, hook, prepend)
 
     def register_forward_pre_hook(self, hook: Callable):
         """``hook(module, args)`` before every forward; a returned value replaces the arguments."""
