@@ -246,3 +246,43 @@ def test_an_in_place_row_under_no_grad_on_a_computed_value_is_replayed_in_place(
         out.backward()
         assert float(out) == float(f(x.detach()))
         np.testing.assert_array_equal(x2.grad.numpy(), x.grad.numpy())
+
+
+def test_a_hook_registered_on_a_part_after_compiling_runs_in_later_calls():
+    model = ng.nn.Sequential(ng.nn.Linear(3, 4), ng.nn.ReLU(), ng.nn.Linear(4, 1))
+    compiled = ng.compile(model)
+    x = ng.randn(2, 3)
+    compiled(x), compiled(x)
+    seen = []
+    handle = model[1].register_forward_hook(lambda module, args, out: seen.append(out.shape))
+    compiled(x), compiled(x)
+    handle.remove()
+    compiled(x)
+    assert seen == [(2, 4), (2, 4)]
+
+
+def test_a_change_to_a_module_the_trace_did_not_reach_keeps_the_plans():
+    model = ng.nn.Linear(3, 2)
+    other = ng.nn.Linear(3, 2)
+    compiled = ng.compile(model)
+    x = ng.randn(4, 3)
+    compiled(x), compiled(x)
+    plan = compiled._compiled.plans[0]
+    other.weight = ng.nn.Parameter(ng.zeros(2, 3))
+    other.scale = 2.0
+    compiled(x)
+    assert compiled._compiled.plans == [plan]
+
+
+def test_a_spectral_normed_module_compiled_computes_as_eager_each_step():
+    """Its forward pre-hook assigns a new weight before every call: the compiled module reads each one."""
+    from numbagrad.nn.utils import spectral_norm
+
+    results = []
+    for compiled in (False, True):
+        ng.manual_seed(0)
+        module = spectral_norm(ng.nn.Linear(3, 2))
+        run = ng.compile(module) if compiled else module
+        results.append([run(ng.full((1, 3), float(k))).detach().numpy().copy() for k in range(4)])
+    for eager, replayed in zip(*results, strict=True):
+        np.testing.assert_allclose(replayed, eager, rtol=1e-6)

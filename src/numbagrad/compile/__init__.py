@@ -22,9 +22,11 @@ A compiled module is an ``OptimizedModule`` (torch's name and layout): an ``nn.M
 is the original module, its forward compiled; parameters and ``training`` are the original's, and ``state_dict``
 keys carry the ``_orig_mod.`` prefix, as torch's do.
 
-Integer inputs (embedding indices, class targets) are read and range-checked at every call. Any module change
-(a parameter, buffer, child or Python attribute assigned another object, or deleted) makes the compiled functions
-trace again on their next call; a forward that makes such a change breaks its trace, since a replay would not.
+Integer inputs (embedding indices, class targets) are read and range-checked at every call. A change to a module
+the trace reached (a parameter, buffer, child, hook or Python attribute assigned another object, registered or
+removed) makes the compiled function trace again on its next call (a forward pre-hook that assigns a new weight at
+every call, as ``spectral_norm``'s, so traces every call); a forward that makes such a change breaks its trace,
+since a replay would not.
 Not guarded (a documented limit): Python values read from globals or closures (a global list's items, a captured
 number): they are read once, at trace time; call ``numbagrad.compiler.reset()`` after changing them.
 

@@ -9,7 +9,7 @@ import weakref
 from .._tensor import Tensor
 from .._types import _default_float  # get_default_dtype() is _default_float[0]
 from ..autograd.grad_mode import state
-from ..nn.module import Module, module_generation
+from ..nn.module import Module, module_generation, module_state
 from ._plan import Plan
 from ._trace import Recorder
 
@@ -73,9 +73,11 @@ class CompiledFunction:
         self._plans: dict = {}
         self._exact: dict = {}  # dynamic mode: plans specialized to exact shapes
         self.graph_breaks: list = []  # (reason, location) of each key that broke
-        # the module changes counted when the last call returned: a change since (a parameter, buffer, child or
-        # Python attribute assigned) may change what the plans read as constants, so they are traced again
+        # the module changes counted when the last call returned: after a change to one of the modules the traces
+        # reached (a parameter, buffer, child, hook or Python attribute assigned another object), what the plans
+        # read as constants may be stale, so they are traced again; a change elsewhere leaves them
         self._generation = module_generation()
+        self._watched: dict = {}  # id -> (module, its module_state) for each module the traces reached
         functools.update_wrapper(self, fn, updated=())
         _LIVE.add(self)
 
@@ -84,6 +86,16 @@ class CompiledFunction:
         self._plans.clear()
         self._exact.clear()
         self.graph_breaks.clear()
+        self._watched = {}
+
+    def _modules_changed(self) -> bool:
+        """Whether a module the traces reached is not as they found it (``module_state``)."""
+        return any(module_state(module) != seen for module, seen in self._watched.values())
+
+    def _watch(self) -> None:
+        """Take the watched modules' states as they are now (after a trace or an eager call changed them)."""
+        self._watched = {key: (module, module_state(module)) for key, (module, _) in self._watched.items()}
+        self._generation = module_generation()
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else types.MethodType(self, obj)
@@ -120,7 +132,9 @@ class CompiledFunction:
         if state.tracer is not None:  # inside another trace: inline (its ops are recorded there)
             return self.fn(*args, **kwargs)
         if module_generation() != self._generation:
-            self.reset()
+            if self._modules_changed():
+                self.reset()
+            self._generation = module_generation()
         key, leaves = self._key(args, kwargs, self.dynamic)
         plan = self._plans.get(key)
         if plan is _SPECIALIZED:
@@ -132,11 +146,12 @@ class CompiledFunction:
             out = self.fn(*args, **kwargs)
         else:
             return plan.replay(*leaves)
-        self._generation = module_generation()  # (what the traced or eager call itself changed)
+        self._watch()  # (what the traced or eager call itself changed)
         return out
 
     def _trace(self, key, args, kwargs, leaves):
         rec = Recorder(self.roots, self.fullgraph)
+        self._watched.update((id(m), (m, None)) for m in rec.modules)
         inputs = [rec.input(t) for t in leaves]
         state.tracer = rec
         try:

@@ -260,9 +260,9 @@ def _code_names(code, out: set) -> None:
             _code_names(const, out)
 
 
-def reachable_tensors(roots, limit: int = 20000) -> dict:
+def reachable_tensors(roots, limit: int = 20000, modules: list | None = None) -> dict:
     """The tensors reachable from ``roots`` through closures, referenced globals, defaults, bound objects, modules,
-    containers and object attributes (a few levels deep), by id."""
+    containers and object attributes (a few levels deep), by id; the modules met are appended to ``modules``."""
     found: dict = {}
     seen: set = set()
     queue = deque((r, 0) for r in roots)
@@ -303,6 +303,8 @@ def reachable_tensors(roots, limit: int = 20000) -> dict:
         elif isinstance(obj, (staticmethod, classmethod)):
             queue.append((obj.__func__, nxt))
         elif isinstance(obj, Module):
+            if modules is not None:
+                modules.append(obj)
             # a module's parameters, buffers and children are as near as the module itself, however deeply
             # models nest (a block in a ModuleList in a Sequential): only its other attributes count a level
             for key, v in vars(obj).items():
@@ -395,7 +397,8 @@ class Recorder:
         self.grad_mode = state.enabled
         # the constants a replay may read (parameters, buffers, captured tensors), and the version each had when
         # the trace last saw it: one written in place other than by a recorded op breaks the trace (see _check)
-        self._known: dict = reachable_tensors(roots)
+        self.modules: list = []  # the modules reachable from the roots (what a replay reads of them may change)
+        self._known: dict = reachable_tensors(roots, modules=self.modules)
         self._versions: dict = {key: t._version for key, t in self._known.items()}
 
     # values

@@ -125,6 +125,43 @@ class _Store(dict):
         return (_Store, (dict(self),))
 
 
+class _HookTable(OrderedDict):
+    """A module's hooks, by handle id: registering or removing one counts as a module change (a compiled module
+    that calls this one traces again, so that its replays run the hooks as they are now)."""
+
+    def __setitem__(self, key, value) -> None:
+        _Generation.bump()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        _Generation.bump()
+        super().__delitem__(key)
+
+    def pop(self, *args):
+        _Generation.bump()
+        return super().pop(*args)
+
+    def clear(self) -> None:
+        _Generation.bump()
+        super().clear()
+
+
+_HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+def module_state(module: Module) -> tuple:
+    """What a compiled function may have read of ``module``, by identity: each attribute's object, and each
+    parameter, buffer, child and hook (a changed number is a new object). Compared when the module changes count
+    moved, to tell whether this module was among the changes."""
+    parts = []
+    for key, value in module.__dict__.items():
+        if isinstance(value, dict):
+            parts.append((key, tuple((k, id(v)) for k, v in value.items())))
+        else:
+            parts.append((key, id(value)))
+    return tuple(parts)
+
+
 def _changing(module: Module, name: str, value) -> None:
     """Count the assignment of ``value`` to ``module.name`` as a module change unless the attribute already holds
     that object; inside code being compiled, such a change breaks the trace (a replay would not make it)."""
@@ -175,17 +212,15 @@ class Module:
         d["_buffers"] = _Store()
         d["_non_persistent_buffers_set"] = set()
         d["_modules"] = _Store()
-        d["_forward_hooks"] = OrderedDict()
-        d["_forward_pre_hooks"] = OrderedDict()
-        d["_backward_hooks"] = OrderedDict()
-        d["_backward_pre_hooks"] = OrderedDict()
+        for table in _HOOK_TABLES:
+            d[table] = _HookTable()
 
     def __setstate__(self, saved: dict) -> None:
         """Unpickling a whole module: its attributes as saved, and empty backward-hook tables where the module was
         saved before it had them."""
         self.__dict__.update(saved)
-        for name in ("_backward_hooks", "_backward_pre_hooks"):
-            self.__dict__.setdefault(name, OrderedDict())
+        for table in _HOOK_TABLES:
+            self.__dict__.setdefault(table, _HookTable())
 
     def forward(self, *args, **kwargs):
         """The module's computation; subclasses override it. Call the module (``m(x)``), not this, so hooks run."""
