@@ -9,7 +9,7 @@ import weakref
 from .._tensor import Tensor
 from .._types import _default_float  # get_default_dtype() is _default_float[0]
 from ..autograd.grad_mode import state
-from ..nn.module import Module, module_generation, module_state
+from ..nn.module import Module, module_generation, module_state, same_state
 from ._plan import Plan
 from ._trace import Recorder
 
@@ -90,7 +90,8 @@ class CompiledFunction:
 
     def _modules_changed(self) -> bool:
         """Whether a module the traces reached is not as they found it (``module_state``)."""
-        return any(module_state(module) != seen for module, seen in self._watched.values())
+        watched = self._watched.values()
+        return any(seen is None or not same_state(module_state(module), seen) for module, seen in watched)
 
     def _watch(self) -> None:
         """Take the watched modules' states as they are now (after a trace or an eager call changed them)."""

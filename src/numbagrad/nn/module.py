@@ -150,16 +150,24 @@ _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_bac
 
 
 def module_state(module: Module) -> tuple:
-    """What a compiled function may have read of ``module``, by identity: each attribute's object, and each
-    parameter, buffer, child and hook (a changed number is a new object). Compared when the module changes count
-    moved, to tell whether this module was among the changes."""
-    parts = []
+    """What a compiled function may have read of ``module``: the keys, and the objects themselves, of its
+    attributes and of its parameters, buffers, children and hooks (a changed number is a new object). Compared by
+    identity (``same_state``) when the module changes count moved, to tell whether this module was among the
+    changes; holding the objects keeps their identities from being reused meanwhile."""
+    keys, objects = [], []
     for key, value in module.__dict__.items():
         if isinstance(value, dict):
-            parts.append((key, tuple((k, id(v)) for k, v in value.items())))
+            keys.append((key, tuple(value)))
+            objects.extend(value.values())
         else:
-            parts.append((key, id(value)))
-    return tuple(parts)
+            keys.append(key)
+            objects.append(value)
+    return tuple(keys), tuple(objects)
+
+
+def same_state(a: tuple, b: tuple) -> bool:
+    """Whether two ``module_state`` results name the same keys and hold the same objects."""
+    return a[0] == b[0] and len(a[1]) == len(b[1]) and all(x is y for x, y in zip(a[1], b[1]))
 
 
 def _changing(module: Module, name: str, value) -> None:
