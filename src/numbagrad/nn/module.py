@@ -88,8 +88,8 @@ def module_generation() -> int:
     return _Generation.value
 
 
-class _Store(dict):
-    """A module's ``_parameters``, ``_buffers`` or ``_modules``: a dict whose writes count as module changes."""
+class _CountsWrites:
+    """Mixed into a dict class: every write (an entry set or removed) counts as a module change."""
 
     __slots__ = ()
 
@@ -105,9 +105,9 @@ class _Store(dict):
         _Generation.bump()
         return super().pop(*args)
 
-    def popitem(self):
+    def popitem(self, *args):
         _Generation.bump()
-        return super().popitem()
+        return super().popitem(*args)
 
     def clear(self) -> None:
         _Generation.bump()
@@ -121,29 +121,19 @@ class _Store(dict):
         _Generation.bump()
         return super().setdefault(key, default)
 
+
+class _Store(_CountsWrites, dict):
+    """A module's ``_parameters``, ``_buffers`` or ``_modules``, whose writes count as module changes."""
+
+    __slots__ = ()
+
     def __reduce__(self):
         return (_Store, (dict(self),))
 
 
-class _HookTable(OrderedDict):
+class _HookTable(_CountsWrites, OrderedDict):
     """A module's hooks, by handle id: registering or removing one counts as a module change (a compiled module
     that calls this one traces again, so that its replays run the hooks as they are now)."""
-
-    def __setitem__(self, key, value) -> None:
-        _Generation.bump()
-        super().__setitem__(key, value)
-
-    def __delitem__(self, key) -> None:
-        _Generation.bump()
-        super().__delitem__(key)
-
-    def pop(self, *args):
-        _Generation.bump()
-        return super().pop(*args)
-
-    def clear(self) -> None:
-        _Generation.bump()
-        super().clear()
 
 
 _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
