@@ -286,3 +286,27 @@ def test_a_spectral_normed_module_compiled_computes_as_eager_each_step():
         results.append([run(ng.full((1, 3), float(k))).detach().numpy().copy() for k in range(4)])
     for eager, replayed in zip(*results, strict=True):
         np.testing.assert_allclose(replayed, eager, rtol=1e-6)
+
+
+def test_a_module_changed_by_another_keys_eager_call_is_read_afresh():
+    class Reweighting(ng.nn.Module):
+        """Calls of 5 rows run eagerly (the forward assigns a parameter) and give the linear a new weight."""
+
+        def __init__(self):
+            super().__init__()
+            self.linear = ng.nn.Linear(3, 2)
+            self.calls = 0
+
+        def forward(self, x):
+            if x.shape[0] == 5:
+                self.linear.weight = ng.nn.Parameter(ng.full((2, 3), float(self.calls)))
+                self.calls += 1
+            return self.linear(x)
+
+    module = Reweighting()
+    compiled = ng.compile(module)
+    small, large = ng.ones(2, 3), ng.ones(5, 3)
+    compiled(small), compiled(small)
+    for _ in range(2):
+        compiled(large)
+        np.testing.assert_array_equal(compiled(small).detach().numpy(), module(small).detach().numpy())

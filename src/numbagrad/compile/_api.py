@@ -88,6 +88,12 @@ class CompiledFunction:
         self.graph_breaks.clear()
         self._watched = {}
 
+    def _forget_plans(self) -> None:
+        """Forget the plans, keeping which keys run eagerly (their breaks are the code's, not the modules')."""
+        for plans in (self._plans, self._exact):
+            for key in [k for k, plan in plans.items() if plan is not _EAGER and plan is not _SPECIALIZED]:
+                del plans[key]
+
     def _modules_changed(self) -> bool:
         """Whether a module the traces reached is not as they found it (``module_state``)."""
         watched = self._watched.values()
@@ -147,7 +153,9 @@ class CompiledFunction:
             out = self.fn(*args, **kwargs)
         else:
             return plan.replay(*leaves)
-        self._watch()  # (what the traced or eager call itself changed)
+        if module_generation() != self._generation and self._modules_changed():
+            self._forget_plans()  # (this eager call changed a module the other keys' plans read)
+        self._watch()
         return out
 
     def _trace(self, key, args, kwargs, leaves):
