@@ -106,9 +106,10 @@ class BackwardHooks:
         return tuple(grad_outputs[i] for i in self.output_index)
 
     def _on_inputs(self, grad_inputs, _):
-        """The gradients leaving for the module's inputs: the hooks, with the kept ``grad_output``."""
-        if self.grad_outputs is None:  # (the gradient reached the inputs without passing the outputs: double
-            return None  # backward)
+        """The gradients leaving for the module's inputs: the hooks, with the kept ``grad_output``. None reached
+        the outputs first when the gradient comes round another way (double backward): then no hook runs."""
+        if self.grad_outputs is None:
+            return None
         grads = _pack(self.input_index, grad_inputs, self.n_inputs)
         for hook in self.hooks:
             replaced = hook(self.module, grads, self.grad_outputs)
