@@ -250,6 +250,24 @@ def test_softmax_backward_matches_the_formula(b, dim, log):
                                atol=1e-15)  # fmt: skip
 
 
+def test_residual_layer_norm_and_the_norm_backward_with_a_carried_gradient_match_numpy(b):
+    rng = np.random.default_rng(0)
+    shapes = ((5, 8), (5, 8), (8,), (8,), (8,), (5, 8), (5, 8))
+    a, v, c, w, bias, g, carry = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    s, y, mean, rstd = b.residual_layer_norm(*(put(b, t) for t in (a, v, c, w, bias)), 1e-5, 8)
+    total = a + (v + c)
+    np.testing.assert_allclose(get(b, s), total, rtol=1e-6)
+    xhat = (total - total.mean(1, keepdims=True)) / np.sqrt(total.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(get(b, y), xhat * w + bias, rtol=1e-5, atol=1e-5)
+    gx, gw, gb = b.layer_norm_backward(put(b, g), s, mean, rstd, put(b, w), (8,), True, True)
+    gx2, gw2, gb2, gc = b.layer_norm_backward(put(b, g), s, mean, rstd, put(b, w), (8,), True, True, put(b, carry),
+                                              True)  # fmt: skip
+    np.testing.assert_allclose(get(b, gx2), get(b, gx) + carry, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(get(b, gw2), get(b, gw), rtol=1e-6)
+    np.testing.assert_allclose(get(b, gb2), get(b, gb), rtol=1e-6)
+    np.testing.assert_allclose(get(b, gc), (get(b, gx) + carry).sum(0), rtol=1e-5, atol=1e-5)
+
+
 def test_softmax_of_a_row_with_nan_is_nan_and_of_a_zero_dim_array_is_one(b):
     a = np.array([[1.0, np.nan, 2.0], [0.5, 1.5, -1.0]])
     got = get(b, b.softmax(put(b, a), 1, False))

@@ -111,3 +111,24 @@ def test_a_custom_function_called_in_compiled_code_runs_compiled_on_cuda():
         f(x).backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), [1.5, 1.5, 1.5])
     assert ClippedIdentity.__dict__["_compiled_twin"].forward.plans
+
+
+def test_a_transformer_blocks_fused_bias_and_residual_norm_on_cuda_match_eager():
+    from numbagrad.ops.nn_ops import ResidualLayerNorm
+    from test_compile_neighbours import _Block
+
+    ng.manual_seed(0)
+    block = _Block(4).to("cuda")
+    x = ng.tensor(np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32), device="cuda")
+    weights = ng.linspace(-1.0, 1.0, 24, device="cuda").reshape(2, 3, 4)
+    compiled = ng.compile(block, fullgraph=True)
+    results = []
+    for run in (block, compiled, compiled):
+        block.zero_grad()
+        (run(x) * weights).sum().backward()
+        results.append([p.grad.cpu().numpy() for p in block.parameters()])
+    for got in results[1:]:
+        for a, b in zip(got, results[0], strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    (plan,) = compiled._compiled.plans
+    assert ResidualLayerNorm in [getattr(step, "cls", None) for step in plan.trace.steps]

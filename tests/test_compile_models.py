@@ -204,8 +204,12 @@ def test_a_compiled_benchmark_model_trains_as_eager_on_changing_batches(name):
     (eager_losses, eager_params), (losses, params) = runs
     assert len(set(eager_losses)) > 1  # (the batches differ)
     np.testing.assert_allclose(losses, eager_losses, rtol=1e-5)
+    # The fused kernels round differently from the eager ops, and AdamW turns a gradient that is rounding noise
+    # alone (the key projection's bias, which softmax ignores) into updates of a fraction of its rate, 3e-4: the
+    # two differ by 1e-5 after three steps here. A step on another batch moves weights by about the rate.
+    atol = 5e-5 if name == "gpt" else 1e-6
     for a, b in zip(eager_params, params, strict=True):
-        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=atol)
 
 
 def test_a_causal_attention_traces_after_an_eager_call_made_its_mask():

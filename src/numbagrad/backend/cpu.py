@@ -1821,6 +1821,14 @@ def softmax_backward(y: np.ndarray, g: np.ndarray, dim: int, log: bool) -> np.nd
     return _from_rows(gx, y.shape, dim)
 
 
+def _norm_affine(weight, bias, n: int, dtype) -> tuple:
+    """(weight, bias, affine) as the layer norm kernels take them: ``n`` entries each of ``dtype`` (ones and zeros
+    where absent, so the loops have no branch), and whether either was given (a bias alone still shifts)."""
+    w = np.ascontiguousarray(weight, dtype).reshape(-1) if weight is not None else np.ones(n, dtype)
+    b = np.ascontiguousarray(bias, dtype).reshape(-1) if bias is not None else np.zeros(n, dtype)
+    return w, b, weight is not None or bias is not None
+
+
 @_half_in_single
 def layer_norm(x: np.ndarray, weight, bias, eps: float, n: int) -> tuple:
     """Normalize ``x`` over its trailing ``n`` elements (then ``* weight + bias`` when given): (out in ``x``'s
@@ -1829,28 +1837,51 @@ def layer_norm(x: np.ndarray, weight, bias, eps: float, n: int) -> tuple:
     rows = x.size // n if n else 0
     out = np.empty(x.shape, x.dtype)
     mean, rstd = np.empty(rows, x.dtype), np.empty(rows, x.dtype)
-    affine = weight is not None or bias is not None  # a bias alone still shifts the result
-    w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if weight is not None else np.ones(n, x.dtype)
-    b = np.ascontiguousarray(bias, x.dtype).reshape(-1) if bias is not None else np.zeros(n, x.dtype)
+    w, b, affine = _norm_affine(weight, bias, n, x.dtype)
     _nn().layer_norm_forward(x.reshape(rows, n), w, b, float(eps), out.reshape(rows, n), mean, rstd, affine)
     return out, mean, rstd
 
 
 @_half_in_single
+def residual_layer_norm(a: np.ndarray, v: np.ndarray, c, weight, bias, eps: float, n: int) -> tuple:
+    """``s = a + (v + c)`` for ``a`` and ``v`` of one shape (``c``, of ``n`` elements, added to ``v`` first, as the
+    linear layer whose bias it is would add it; None: ``a + v``), and ``layer_norm(s, ...)`` in one pass: (s,
+    out, mean, rstd)."""
+    a, v = np.ascontiguousarray(a), np.ascontiguousarray(v, a.dtype)
+    rows = a.size // n if n else 0
+    s, out = np.empty(a.shape, a.dtype), np.empty(a.shape, a.dtype)
+    mean, rstd = np.empty(rows, a.dtype), np.empty(rows, a.dtype)
+    w, b, affine = _norm_affine(weight, bias, n, a.dtype)
+    c1 = np.ascontiguousarray(c, a.dtype).reshape(-1) if c is not None else w
+    _nn().residual_layer_norm_forward(
+        a.reshape(rows, n), v.reshape(rows, n), c1, w, b, float(eps), s.reshape(rows, n), out.reshape(rows, n),
+        mean, rstd, affine, c is not None,
+    )  # fmt: skip
+    return s, out, mean, rstd
+
+
+@_half_in_single
 def layer_norm_backward(g: np.ndarray, x: np.ndarray, mean, rstd, weight, param_shape: tuple, need_x: bool,
-                        need_wb: bool) -> tuple:  # fmt: skip
+                        need_wb: bool, carry=None, need_c: bool = False) -> tuple:  # fmt: skip
     """(grad of x in its shape, or None; the sums over rows of ``g * xhat`` and of ``g`` in ``param_shape``, for
-    weight and bias, or None). Results are fresh arrays, so the engine keeps them as ``.grad`` without a copy."""
+    weight and bias, or None). With ``carry`` (the gradient ``x`` has from its other uses, in its shape) the grad
+    of x includes it; ``need_c`` adds a fourth result, that total's sums over rows (the gradient of
+    ``residual_layer_norm``'s ``c``). Results are fresh arrays, so the engine keeps them as ``.grad`` without a
+    copy."""
     rows = mean.shape[0]
     n = x.size // rows if rows else 0
     x2 = np.ascontiguousarray(x).reshape(rows, n)
     g2 = np.ascontiguousarray(g, x.dtype).reshape(rows, n)
     w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if weight is not None else np.ones(n, x.dtype)
-    gx = np.empty(x.shape, x.dtype) if need_x else np.empty((1, 1), x.dtype)
+    need_sum = need_x or need_c
+    gx = np.empty(x.shape, x.dtype) if need_sum else np.empty((1, 1), x.dtype)
     gw, gb = np.empty(param_shape, x.dtype), np.empty(param_shape, x.dtype)
-    _nn().layer_norm_backward(g2, x2, mean, rstd, w, gx.reshape(rows, n) if need_x else gx, gw.reshape(n),
-                              gb.reshape(n), need_x)  # fmt: skip
-    return (gx if need_x else None), (gw if need_wb else None), (gb if need_wb else None)
+    gc = np.empty(n, x.dtype) if need_c else gb
+    carry2 = np.ascontiguousarray(carry, x.dtype).reshape(rows, n) if carry is not None else g2
+    _nn().layer_norm_backward(g2, x2, mean, rstd, w, carry2, gx.reshape(rows, n) if need_sum else gx, gw.reshape(n),
+                              gb.reshape(n), gc.reshape(n), need_sum, carry is not None, need_c)  # fmt: skip
+    grads = (gx if need_x else None), (gw if need_wb else None), (gb if need_wb else None)
+    return (*grads, gc) if need_c else grads
 
 
 def _channel_planes(a: np.ndarray) -> np.ndarray:
@@ -2595,6 +2626,7 @@ __all__ = [
     "is_contiguous",
     "layer_norm",
     "layer_norm_backward",
+    "residual_layer_norm",
     "linear",
     "linear_backward",
     "lstm_cell",

@@ -1369,9 +1369,21 @@ def layer_norm(x, weight, bias, eps: float, n: int) -> tuple:
     return _half_back((out, mean, rstd), half)
 
 
-def layer_norm_backward(g, x, mean, rstd, weight, param_shape: tuple, need_x: bool, need_wb: bool) -> tuple:
+def residual_layer_norm(a, v, c, weight, bias, eps: float, n: int) -> tuple:
+    """``s = a + (v + c)`` (``c`` None: ``a + v``) and ``layer_norm(s, ...)``: (s, out, mean, rstd). On the device
+    the sum is its own kernel, then the norm's."""
+    dtype = np.dtype(a.dtype)
+    if c is not None:
+        v = elementwise(ROWS["add"], [v, c], (), dtype)
+    s = elementwise(ROWS["add"], [a, v], (), dtype)
+    return (s, *layer_norm(s, weight, bias, eps, n))
+
+
+def layer_norm_backward(g, x, mean, rstd, weight, param_shape: tuple, need_x: bool, need_wb: bool, carry=None,
+                        need_c: bool = False) -> tuple:  # fmt: skip
     """(grad of x in its shape, or None; the sums over rows of ``g * xhat`` and of ``g`` in ``param_shape``, for
-    weight and bias, or None)."""
+    weight and bias, or None). With ``carry`` the grad of x includes it; ``need_c`` adds a fourth result, that
+    total's sums over rows."""
     half = x.dtype == _HALF
     x, mean, rstd = ascontiguous(_single(x)), _single(mean), _single(rstd)
     dtype = np.dtype(x.dtype)
@@ -1380,14 +1392,17 @@ def layer_norm_backward(g, x, mean, rstd, weight, param_shape: tuple, need_x: bo
     x2 = x.reshape(rows, n)
     g2 = astype(g, dtype).reshape(rows, n)
     gx = gw = gb = None
-    if need_x:
+    if need_x or need_c:
         w = astype(weight, dtype).reshape(n) if weight is not None else full((n,), 1, dtype)
         gx = empty(tuple(x.shape), dtype)
         _launch(_kern()._layer_norm_backward_x_kernel, rows, g2, x2, mean, rstd, w, gx.reshape(rows, n))
+        if carry is not None:
+            elementwise(ROWS["add"], [gx, astype(carry, dtype)], (), dtype, out=gx)
     if need_wb:
         gw, gb = zeros(tuple(param_shape), dtype), zeros(tuple(param_shape), dtype)
         _launch(_kern()._layer_norm_backward_wb_kernel, n, g2, x2, mean, rstd, gw.reshape(n), gb.reshape(n))
-    return _half_back((gx, gw, gb), half)
+    grads = _half_back((gx if need_x else None, gw, gb), half)
+    return (*grads, _half_back(sum_to_shape(gx, (n,)), half)) if need_c else grads
 
 
 _rnn_kernels_module = None

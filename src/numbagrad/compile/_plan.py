@@ -23,6 +23,7 @@ from ..backend import codegen
 from ..scalar_math import Row
 from ._group import Group
 from ._kernels import NUMBA_TYPES, KNode, Reduction
+from ._neighbours import fuse_neighbours
 from ._trace import MethodStep, OpStep, Trace
 
 _SUM = ("SumBackward0", "SumBackward1")
@@ -295,7 +296,10 @@ class Plan:
 
     def _partition(self, trace: Trace) -> list:
         trace.steps = _without_unused_rows(trace)
-        values, steps = trace.values, trace.steps
+        values = trace.values
+        uses = _uses(trace)
+        trace.steps = fuse_neighbours(trace, uses, lambda i: isinstance(_classify(i, trace.steps[i], values), _Row))
+        steps = trace.steps
         uses = _uses(trace)
         kinds = [_classify(i, s, values) for i, s in enumerate(steps)]
         items, i = [], 0

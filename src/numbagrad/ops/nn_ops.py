@@ -843,6 +843,65 @@ class LayerNorm(Function):
         return *grads, None, None, None
 
 
+class ResidualLayerNorm(Function):
+    """``s = a + (v + c)`` and ``layer_norm(s)`` in one node that returns both: a transformer block's residual add
+    and the norm after it, ``c`` being the bias of the linear layer that made ``v`` (or None). ``numbagrad.compile``
+    puts it where a trace has a linear layer, the residual add and the norm in a row.
+
+    One pass sums each row and normalizes it while it is in cache; the backward adds the gradient ``s`` gets from
+    its other uses (the residual stream's) into the norm's input gradient in the same pass, where the unfused graph
+    accumulates it in one more. The values are the unfused ops' within float rounding: the norm is ``LayerNorm``'s
+    row code, the sum may be taken as ``(a + v) + c``."""
+
+    node_name = "ResidualLayerNormBackward"
+    _listed_inputs = (2, 3, 4)  # (c, weight and bias, listed in next_functions when absent)
+    _trusted = True
+
+    @staticmethod
+    def forward(ctx, a: Tensor, v: Tensor, c, weight, bias, shape: tuple, n: int, eps: float):
+        s, out, mean, rstd = a._backend.residual_layer_norm(
+            a._data, v._data, *(None if t is None else t._data for t in (c, weight, bias)), eps, n
+        )
+        ctx.stats, ctx.shape, ctx.n, ctx.eps = (mean, rstd), shape, n, eps
+        ctx.set_materialize_grads(False)
+        total = _t(s)
+        ctx.save_for_backward(total, weight)
+        return total, _t(out)
+
+    @staticmethod
+    def backward(ctx, gs, gy):
+        s, weight = ctx.saved_tensors
+        need_a, need_v, need_c, need_w, need_b = ctx.needs_input_grad[:5]
+        n, shape, (mean, rstd) = ctx.n, ctx.shape, ctx.stats
+        if gy is None:  # the norm's output unused: the sum's gradient passes through the add
+            gc = gs.reshape(-1, n).sum(0) if need_c and gs is not None else None
+            return (gs if need_a else None), (gs if need_v else None), gc, None, None, None, None, None
+        wanted = (need_a or need_v, need_w, need_b, need_c)
+
+        def kernel(gy, gs, s, weight):
+            w = None if weight is None else weight._data
+            grads = gy._backend.layer_norm_backward(
+                gy._data, s._data, mean, rstd, w, shape, wanted[0], wanted[1] or wanted[2],
+                None if gs is None else gs._data, wanted[3],
+            )  # fmt: skip
+            grads = grads if wanted[3] else (*grads, None)
+            return [_t(a) if want else None for a, want in zip(grads, wanted)]
+
+        def formula(gy, gs, s, weight):
+            s2, g2 = s.reshape(-1, n), gy.reshape(-1, n)
+            xhat, rstd = _normalized(s2, -1, ctx.eps)
+            gxhat = g2 * weight.reshape(n) if weight is not None else g2
+            total = _norm_input_grad(gxhat, xhat, rstd, -1).reshape(s.shape)
+            if gs is not None:
+                total = total + gs
+            gc = total.reshape(-1, n).sum(0)
+            return total, (g2 * xhat).sum(0).reshape(shape), g2.sum(0).reshape(shape), gc
+
+        inputs = (gy, gs, s, weight)
+        total, gw, gb, gc = fused_grads("ResidualLayerNormBackwardBackward", kernel, formula, inputs, wanted)
+        return (total if need_a else None), (total if need_v else None), gc, gw, gb, None, None, None
+
+
 def _channel_shape(x: Tensor) -> tuple:
     """(1, C, 1, ...): a per-channel vector shaped to broadcast against (N, C, *)."""
     return (1, x.shape[1]) + (1,) * (x.dim() - 2)
