@@ -1876,10 +1876,11 @@ def layer_norm_backward(g: np.ndarray, x: np.ndarray, mean, rstd, weight, param_
     need_sum = need_x or need_c
     gx = np.empty(x.shape, x.dtype) if need_sum else np.empty((1, 1), x.dtype)
     gw, gb = np.empty(param_shape, x.dtype), np.empty(param_shape, x.dtype)
-    gc = np.empty(n, x.dtype) if need_c else gb
-    carry2 = np.ascontiguousarray(carry, x.dtype).reshape(rows, n) if carry is not None else g2
-    _nn().layer_norm_backward(g2, x2, mean, rstd, w, carry2, gx.reshape(rows, n) if need_sum else gx, gw.reshape(n),
-                              gb.reshape(n), gc.reshape(n), need_sum, carry is not None, need_c)  # fmt: skip
+    _nn().layer_norm_backward(g2, x2, mean, rstd, w, gx.reshape(rows, n) if need_sum else gx, gw.reshape(n),
+                              gb.reshape(n), need_sum)  # fmt: skip
+    if carry is not None and need_sum:
+        np.add(gx, carry, out=gx)
+    gc = gx.reshape(rows, n).sum(0) if need_c else None
     grads = (gx if need_x else None), (gw if need_wb else None), (gb if need_wb else None)
     return (*grads, gc) if need_c else grads
 

@@ -28,68 +28,63 @@ _REDUCING = {**_OPTS, "fastmath": {"reassoc", "contract", "nsz"}}
 
 # --- layer norm over the last axis of a (rows, n) array ------------------------------------------------------
 @njit(**_REDUCING)
-def _normalize_row(x, r, weight, bias, eps, out, mean, rstd, affine, typed):
-    """Row ``r`` of ``layer_norm_forward`` (``typed``: a one-element scratch array of the data's dtype)."""
-    n = x.shape[1]
-    s = 0.0
-    for j in range(n):
-        s += x[r, j]
-    typed[0] = s / n
-    m = typed[0]
-    v = 0.0
-    for j in range(n):
-        d = x[r, j] - m
-        v += d * d
-    typed[0] = 1.0 / math.sqrt(v / n + eps)
-    inv = typed[0]
-    mean[r] = m
-    rstd[r] = inv
-    if affine:
-        for j in range(n):
-            out[r, j] = (x[r, j] - m) * inv * weight[j] + bias[j]
-    else:
-        for j in range(n):
-            out[r, j] = (x[r, j] - m) * inv
-
-
-@njit(**_REDUCING)
 def layer_norm_forward(x, weight, bias, eps, out, mean, rstd, affine):
+    rows, n = x.shape
     typed = mean[:1].copy()  # scalars of the data's dtype (float32 data stays float32: vectorized, no conversions)
-    for r in range(x.shape[0]):
-        _normalize_row(x, r, weight, bias, eps, out, mean, rstd, affine, typed)
+    for r in range(rows):
+        s = 0.0
+        for j in range(n):
+            s += x[r, j]
+        typed[0] = s / n
+        m = typed[0]
+        v = 0.0
+        for j in range(n):
+            d = x[r, j] - m
+            v += d * d
+        typed[0] = 1.0 / math.sqrt(v / n + eps)
+        inv = typed[0]
+        mean[r] = m
+        rstd[r] = inv
+        if affine:
+            for j in range(n):
+                out[r, j] = (x[r, j] - m) * inv * weight[j] + bias[j]
+        else:
+            for j in range(n):
+                out[r, j] = (x[r, j] - m) * inv
+
+
+#: Rows ``residual_layer_norm_forward`` sums before normalizing them: they stay in the first-level cache (16 rows of
+#: 128 float32 features: 8 KiB) while the norm reads them.
+_RESIDUAL_BLOCK = 16
 
 
 @njit(**_REDUCING)
 def residual_layer_norm_forward(a, v, c, weight, bias, eps, s, out, mean, rstd, affine, has_c):
-    """``s = a + (v + c)`` (``c`` per column, when ``has_c``), then ``layer_norm_forward`` of ``s``: each row is
-    normalized right after it is summed, while it is in cache (the sum is not read back from memory). Fast-math may
-    add the three as ``(a + v) + c``: within one rounding of the unfused ops' sum."""
+    """``s = a + (v + c)`` (``c`` per column, when ``has_c``), then ``layer_norm_forward`` of ``s``, a block of rows
+    at a time: each block is normalized right after it is summed, while it is in cache. Fast-math may add the
+    three as ``(a + v) + c``: within one rounding of the unfused ops' sum."""
     rows, n = a.shape
-    typed = mean[:1].copy()
-    for r in range(rows):
-        if has_c:
-            for j in range(n):
-                s[r, j] = a[r, j] + (v[r, j] + c[j])
-        else:
-            for j in range(n):
-                s[r, j] = a[r, j] + v[r, j]
-        _normalize_row(s, r, weight, bias, eps, out, mean, rstd, affine, typed)
+    for r0 in range(0, rows, _RESIDUAL_BLOCK):
+        r1 = min(r0 + _RESIDUAL_BLOCK, rows)
+        for r in range(r0, r1):
+            if has_c:
+                for j in range(n):
+                    s[r, j] = a[r, j] + (v[r, j] + c[j])
+            else:
+                for j in range(n):
+                    s[r, j] = a[r, j] + v[r, j]
+        layer_norm_forward(s[r0:r1], weight, bias, eps, out[r0:r1], mean[r0:r1], rstd[r0:r1], affine)
 
 
 @njit(**_REDUCING)
-def layer_norm_backward(g, x, mean, rstd, weight, carry, gx, gw, gb, gc, need_x, has_carry, need_c):
+def layer_norm_backward(g, x, mean, rstd, weight, gx, gw, gb, need_x):
     """``gx`` (rows, n) and the column sums ``gw`` (of ``g * xhat``) and ``gb`` (of ``g``), in the data's dtype;
-    the row sums in float64. ``weight`` has n entries (ones without an affine weight): no branch in the loops.
-    With ``has_carry``, ``carry`` (rows, n) is added to ``gx`` (the gradient ``x`` gets from its other uses: a
-    residual stream's), and with ``need_c`` the column sums of that total go to ``gc``."""
+    the row sums in float64. ``weight`` has n entries (ones without an affine weight): no branch in the loops."""
     rows, n = x.shape
     typed = mean[:1].copy()
     for j in range(n):
         gw[j] = 0.0
         gb[j] = 0.0
-    if need_c:
-        for j in range(n):
-            gc[j] = 0.0
     for r in range(rows):
         m = mean[r]
         inv = rstd[r]
@@ -111,12 +106,6 @@ def layer_norm_backward(g, x, mean, rstd, weight, carry, gx, gw, gb, gc, need_x,
             for j in range(n):
                 xhat = (x[r, j] - m) * inv
                 gx[r, j] = inv * (g[r, j] * weight[j] - a_mean - xhat * b_mean)
-            if has_carry:
-                for j in range(n):
-                    gx[r, j] += carry[r, j]
-            if need_c:
-                for j in range(n):
-                    gc[j] += gx[r, j]
 
 
 # --- batch norm over the channels of an (N, C, S) array ----------------------------------------------------------

@@ -848,10 +848,10 @@ class ResidualLayerNorm(Function):
     and the norm after it, ``c`` being the bias of the linear layer that made ``v`` (or None). ``numbagrad.compile``
     puts it where a trace has a linear layer, the residual add and the norm in a row.
 
-    One pass sums each row and normalizes it while it is in cache; the backward adds the gradient ``s`` gets from
-    its other uses (the residual stream's) into the norm's input gradient in the same pass, where the unfused graph
-    accumulates it in one more. The values are the unfused ops' within float rounding: the norm is ``LayerNorm``'s
-    row code, the sum may be taken as ``(a + v) + c``."""
+    The forward normalizes each block of rows right after summing it, while it is in cache; the backward adds the
+    gradient ``s`` gets from its other uses (the residual stream's) into the norm's input gradient in place, where
+    the unfused graph accumulates the two into a new array; one node replaces three. The values are the unfused
+    ops' within float rounding: the norm is ``LayerNorm``'s kernel, the sum may be taken as ``(a + v) + c``."""
 
     node_name = "ResidualLayerNormBackward"
     _listed_inputs = (2, 3, 4)  # (c, weight and bias, listed in next_functions when absent)
