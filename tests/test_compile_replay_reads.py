@@ -310,3 +310,87 @@ def test_a_module_changed_by_another_keys_eager_call_is_read_afresh():
     for _ in range(2):
         compiled(large)
         np.testing.assert_array_equal(compiled(small).detach().numpy(), module(small).detach().numpy())
+
+
+# --- Python values the traced code reads from globals and closures -------------------------------------------------
+SCALE = 2.0
+SHIFTS = [1.0, 2.0]
+step = 0  # (a name the traced code uses as an attribute only)
+
+
+def _scaled(x):
+    return x * SCALE + SHIFTS[0]
+
+
+def test_a_changed_global_number_is_read_at_the_next_call():
+    global SCALE
+    compiled = ng.compile(_scaled)
+    x = ng.ones(3)
+    assert compiled(x).tolist() == compiled(x).tolist() == [3.0, 3.0, 3.0]
+    try:
+        SCALE = 5.0
+        assert compiled(x).tolist() == [6.0, 6.0, 6.0]
+    finally:
+        SCALE = 2.0
+
+
+def test_a_global_lists_item_changed_in_place_is_read_at_the_next_call():
+    compiled = ng.compile(_scaled)
+    x = ng.ones(2)
+    compiled(x), compiled(x)
+    try:
+        SHIFTS[0] = 10.0
+        assert compiled(x).tolist() == [12.0, 12.0]
+    finally:
+        SHIFTS[0] = 1.0
+
+
+def test_a_rebound_closure_variable_is_read_at_the_next_call():
+    k = 2.0
+
+    def f(x):
+        return x * k
+
+    compiled = ng.compile(f)
+    x = ng.ones(2)
+    compiled(x), compiled(x)
+    k = 3.0
+    assert compiled(x).tolist() == [3.0, 3.0]
+
+
+class _ScaledByGlobal(ng.nn.Module):
+    def forward(self, x):
+        return x * SCALE
+
+
+def test_a_global_read_by_a_submodules_forward_is_read_at_the_next_call():
+    global SCALE
+    compiled = ng.compile(ng.nn.Sequential(ng.nn.Identity(), _ScaledByGlobal()))
+    x = ng.ones(2)
+    compiled(x), compiled(x)
+    try:
+        SCALE = 4.0
+        assert compiled(x).tolist() == [4.0, 4.0]
+    finally:
+        SCALE = 2.0
+
+
+class _Counting(ng.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = ng.nn.Linear(2, 2)
+        self.step = 1.0
+
+    def forward(self, x):
+        return self.linear(x) * self.step
+
+
+def test_a_changing_global_whose_name_the_code_uses_as_an_attribute_keeps_the_plan():
+    global step
+    compiled = ng.compile(_Counting())
+    x = ng.ones(1, 2)
+    compiled(x), compiled(x)
+    (plan,) = compiled._compiled.plans
+    for step in range(3):  # noqa: B007 - (the training loop's counter, a global of this module)
+        compiled(x)
+    assert compiled._compiled.plans == [plan]

@@ -27,8 +27,11 @@ the trace reached (a parameter, buffer, child, hook or Python attribute assigned
 removed) makes the compiled function trace again on its next call (a forward pre-hook that assigns a new weight at
 every call, as ``spectral_norm``'s, so traces every call); a forward that makes such a change breaks its trace,
 since a replay would not.
-Not guarded (a documented limit): Python values read from globals or closures (a global list's items, a captured
-number): they are read once, at trace time; call ``numbagrad.compiler.reset()`` after changing them.
+Numbers, strings and short tuples and lists of them that the user's code reads from globals or closures (its
+functions' and its modules' methods') are compared at each call, and a change traces again, as torch's guards do;
+a value that changes at every call so traces at every call. Not guarded (a documented limit): other Python
+objects' contents (a config object's fields, a dict's items) and values library code reads: they are read once, at
+trace time; call ``numbagrad.compiler.reset()`` after changing them.
 
 This module is callable: ``numbagrad.compile(fn)`` is ``numbagrad.compile.compile(fn)``. Importing it does not
 import Numba; kernels compile (or load from Numba's disk cache) on their first launch.

@@ -11,7 +11,7 @@ from .._types import _default_float  # get_default_dtype() is _default_float[0]
 from ..autograd.grad_mode import state
 from ..nn.module import Module, module_generation, module_state, same_state
 from ._plan import Plan
-from ._trace import Recorder
+from ._trace import Recorder, values_changed
 
 _EAGER = object()  # plan-cache entry of a key whose trace broke: it runs eagerly
 _SPECIALIZED = object()  # dynamic-cache entry whose trace read shapes in Python: look up the exact shapes
@@ -78,6 +78,8 @@ class CompiledFunction:
         # read as constants may be stale, so they are traced again; a change elsewhere leaves them
         self._generation = module_generation()
         self._watched: dict = {}  # id -> (module, its module_state) for each module the traces reached
+        # (holder id, name) -> (holder, name, value): the global and closure values the traces may have read
+        self._reads: dict = {}
         functools.update_wrapper(self, fn, updated=())
         _LIVE.add(self)
 
@@ -87,6 +89,7 @@ class CompiledFunction:
         self._exact.clear()
         self.graph_breaks.clear()
         self._watched = {}
+        self._reads = {}
 
     def _forget_plans(self) -> None:
         """Forget the plans, keeping which keys run eagerly (their breaks are the code's, not the modules')."""
@@ -142,6 +145,8 @@ class CompiledFunction:
             if self._modules_changed():
                 self.reset()
             self._generation = module_generation()
+        if self._reads and values_changed(self._reads.values()):
+            self.reset()
         key, leaves = self._key(args, kwargs, self.dynamic)
         plan = self._plans.get(key)
         if plan is _SPECIALIZED:
@@ -161,6 +166,7 @@ class CompiledFunction:
     def _trace(self, key, args, kwargs, leaves):
         rec = Recorder(self.roots, self.fullgraph)
         self._watched.update((id(m), (m, None)) for m in rec.modules)
+        self._reads.update(((id(holder), name), (holder, name, value)) for holder, name, value in rec.reads)
         inputs = [rec.input(t) for t in leaves]
         state.tracer = rec
         try:

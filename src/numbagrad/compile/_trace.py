@@ -23,9 +23,11 @@ the trace ends. Writes a recorded op makes (batch norm's running statistics) are
 
 from __future__ import annotations
 
+import dis
 import linecache
 import os
 import sys
+import sysconfig
 import types
 from collections import deque
 from dataclasses import dataclass, field
@@ -260,9 +262,83 @@ def _code_names(code, out: set) -> None:
             _code_names(const, out)
 
 
-def reachable_tensors(roots, limit: int = 20000, modules: list | None = None) -> dict:
-    """The tensors reachable from ``roots`` through closures, referenced globals, defaults, bound objects, modules,
-    containers and object attributes (a few levels deep), by id; the modules met are appended to ``modules``."""
+#: Where library code lives (numbagrad's package, the standard library, installed packages): the Python values its
+#: functions read are not the user's settings, and are not guarded.
+_LIBRARY_DIRS = tuple(
+    {_PACKAGE_DIR + os.sep}
+    | {os.path.abspath(p) + os.sep for k, p in sysconfig.get_paths().items() if k in ("stdlib", "purelib", "platlib")}
+)
+_MISSING = object()
+_SCALARS = (int, float, complex, bool, str, bytes, type(None), np.generic)
+
+
+def _guardable(value, depth: int = 0) -> bool:
+    """A Python value a trace may read as a constant, cheap to compare at each call: a number, string or None, or
+    a short tuple or list of them."""
+    if isinstance(value, _SCALARS):
+        return True
+    if type(value) in (tuple, list) and len(value) <= 32 and depth < 2:
+        return all(_guardable(v, depth + 1) for v in value)
+    return False
+
+
+def _user_code(fn: types.FunctionType) -> bool:
+    return not os.path.abspath(fn.__code__.co_filename).startswith(_LIBRARY_DIRS)
+
+
+_GLOBAL_NAMES: dict = {}  # code object -> the names it (and the code nested in it) loads as globals
+
+
+def _global_names(code) -> frozenset:
+    """The names ``code`` reads as globals (``LOAD_GLOBAL``/``LOAD_NAME``), its nested code's included: not the
+    attribute names that share ``co_names`` with them (``self.step`` is no read of a global ``step``)."""
+    names = _GLOBAL_NAMES.get(code)
+    if names is None:
+        found = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                found |= _global_names(const)
+        names = _GLOBAL_NAMES[code] = frozenset(found)
+    return names
+
+
+def _read_values(fn: types.FunctionType, reads: list) -> None:
+    """Append to ``reads`` a ``(holder, name, value)`` for each global ``fn`` reads and each of its closure cells
+    (name None) that holds a ``_guardable`` value (a list as a copy: its items may change in place)."""
+    g = fn.__globals__
+    for n in _global_names(fn.__code__):
+        value = g.get(n, _MISSING)
+        if value is not _MISSING and _guardable(value):
+            reads.append((g, n, list(value) if type(value) is list else value))
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if _guardable(value):
+            reads.append((cell, None, list(value) if type(value) is list else value))
+
+
+def values_changed(reads) -> bool:
+    """Whether a value ``_read_values`` recorded is not what its global or closure cell holds now."""
+    for holder, name, value in reads:
+        if name is None:
+            try:
+                now = holder.cell_contents
+            except ValueError:
+                return True
+        else:
+            now = holder.get(name, _MISSING)
+        if now is not value and (type(now) is not type(value) or now != value):
+            return True
+    return False
+
+
+def reachable_tensors(roots, limit: int = 20000, modules: list | None = None, reads: list | None = None) -> dict:
+    """The tensors reachable from ``roots`` through closures, referenced globals, defaults, bound objects, modules
+    (and the methods of their classes), containers and object attributes (a few levels deep), by id; the modules
+    met are appended to ``modules``, and the Python values user code reads from globals and closures to ``reads``
+    (``_read_values``)."""
     found: dict = {}
     seen: set = set()
     queue = deque((r, 0) for r in roots)
@@ -289,6 +365,8 @@ def reachable_tensors(roots, limit: int = 20000, modules: list | None = None) ->
             _code_names(obj.__code__, names)
             g = obj.__globals__
             queue.extend((g[n], nxt) for n in names if n in g)
+            if reads is not None and _user_code(obj):
+                _read_values(obj, reads)
         elif isinstance(obj, types.MethodType):
             queue.append((obj.__self__, nxt))
             queue.append((obj.__func__, nxt))
@@ -305,6 +383,9 @@ def reachable_tensors(roots, limit: int = 20000, modules: list | None = None) ->
         elif isinstance(obj, Module):
             if modules is not None:
                 modules.append(obj)
+            for cls in type(obj).__mro__:  # (its methods: the globals its forward reads)
+                if cls.__module__ != "builtins" and not cls.__module__.startswith("numbagrad."):
+                    queue.extend((v, nxt) for v in vars(cls).values() if isinstance(v, types.FunctionType))
             # a module's parameters, buffers and children are as near as the module itself, however deeply
             # models nest (a block in a ModuleList in a Sequential): only its other attributes count a level
             for key, v in vars(obj).items():
@@ -398,7 +479,8 @@ class Recorder:
         # the constants a replay may read (parameters, buffers, captured tensors), and the version each had when
         # the trace last saw it: one written in place other than by a recorded op breaks the trace (see _check)
         self.modules: list = []  # the modules reachable from the roots (what a replay reads of them may change)
-        self._known: dict = reachable_tensors(roots, modules=self.modules)
+        self.reads: list = []  # the Python values user code may read from globals and closures (``_read_values``)
+        self._known: dict = reachable_tensors(roots, modules=self.modules, reads=self.reads)
         self._versions: dict = {key: t._version for key, t in self._known.items()}
 
     # values
