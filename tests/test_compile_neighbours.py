@@ -187,3 +187,21 @@ def test_a_compiled_block_under_no_grad_fuses_and_matches_eager():
     assert got.grad_fn is None
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
     assert ResidualLayerNorm in _fused_classes(compiled)
+
+
+def test_a_residual_sum_of_two_dtypes_is_not_fused_and_keeps_the_wider_values():
+    ln = nn.LayerNorm(4).double()
+
+    def f(x, r):
+        return ln(x + r)
+
+    compiled = ng.compile(f, fullgraph=True)
+    x = ng.tensor(_arrays((3, 4), dtype=np.float32)[0])
+    r = ng.tensor(_arrays((3, 4), seed=1)[0])  # float64: the sum is float64
+    expected = f(x, r).detach().numpy()
+    for _ in range(2):
+        got = compiled(x, r)
+    assert got.dtype == ng.float64
+    np.testing.assert_allclose(got.detach().numpy(), expected, rtol=1e-12)
+    (plan,) = compiled.plans
+    assert ResidualLayerNorm not in [getattr(step, "cls", None) for step in plan.trace.steps]

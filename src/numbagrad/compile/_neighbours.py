@@ -64,6 +64,11 @@ def _has_bias(trace: Trace, step) -> bool:
     return len(x.shape) >= 2 and np.dtype(x.dtype) in _FLOATS
 
 
+def _alike(one: Value, other: Value) -> bool:
+    """Same shape, dtype and device (the fused sum takes its operands as they are)."""
+    return (one.shape, np.dtype(one.dtype), one.is_cuda) == (other.shape, np.dtype(other.dtype), other.is_cuda)
+
+
 def _product(trace: Trace, linear: OpStep) -> tuple:
     """(the step computing ``x @ W.T`` of ``linear``'s ``_Linear(x, W, c)``, its new value, ``c``'s template)."""
     x, weight, bias = linear.args[1]
@@ -105,7 +110,7 @@ def _residual_norm(trace: Trace, uses: dict, add: type, i: int):
         or list(shape[1]) != [last]
         or n != last
         or np.dtype(info.dtype) not in _FLOATS
-        or any(t[0] != "val" or trace.values[t[1]].shape != info.shape for t in total.args[1])
+        or any(t[0] != "val" or not _alike(trace.values[t[1]], info) for t in total.args[1])
         or any(u == -1 or not isinstance(steps[u], OpStep) for u in uses.get(s, ()))
     ):
         return None
