@@ -394,3 +394,41 @@ def test_a_changing_global_whose_name_the_code_uses_as_an_attribute_keeps_the_pl
     for step in range(3):  # noqa: B007 - (the training loop's counter, a global of this module)
         compiled(x)
     assert compiled._compiled.plans == [plan]
+
+
+def test_a_value_that_changes_at_every_call_runs_eagerly_past_the_retrace_limit():
+    from numbagrad.compile._api import RETRACE_LIMIT
+
+    k = 0.0
+
+    def f(x):
+        return x * k
+
+    compiled = ng.compile(f)
+    x = ng.ones(2)
+    with pytest.warns(UserWarning, match="in a row .* runs eagerly from now on") as caught:
+        for i in range(RETRACE_LIMIT + 3):
+            k = float(i)
+            assert compiled(x).tolist() == [k, k]
+    assert len(caught) == 1
+    assert compiled.plans == []
+    ng.compiler.reset()  # (starts over: the next calls trace and replay)
+    compiled(x), compiled(x)
+    assert len(compiled.plans) == 1
+
+
+def test_a_replay_between_changes_keeps_compiling():
+    from numbagrad.compile._api import RETRACE_LIMIT
+
+    k = 0.0
+
+    def f(x):
+        return x * k
+
+    compiled = ng.compile(f)
+    x = ng.ones(2)
+    for i in range(RETRACE_LIMIT + 3):
+        k = float(i)
+        compiled(x)
+        assert compiled(x).tolist() == [k, k]
+        assert len(compiled.plans) == 1

@@ -24,14 +24,15 @@ keys carry the ``_orig_mod.`` prefix, as torch's do.
 
 Integer inputs (embedding indices, class targets) are read and range-checked at every call. A change to a module
 the trace reached (a parameter, buffer, child, hook or Python attribute assigned another object, registered or
-removed) makes the compiled function trace again on its next call (a forward pre-hook that assigns a new weight at
-every call, as ``spectral_norm``'s, so traces every call); a forward that makes such a change breaks its trace,
-since a replay would not.
+removed) makes the compiled function trace again on its next call; a forward that makes such a change breaks its
+trace, since a replay would not.
 Numbers, strings and short tuples and lists of them that the user's code reads from globals or closures (its
-functions' and its modules' methods') are compared at each call, and a change traces again, as torch's guards do;
-a value that changes at every call so traces at every call. Not guarded (a documented limit): other Python
-objects' contents (a config object's fields, a dict's items) and values library code reads: they are read once, at
-trace time; call ``numbagrad.compiler.reset()`` after changing them.
+functions' and its modules' methods') are compared at each call, and a change traces again, as torch's guards do.
+A function traced again at 8 calls in a row (a value or module that changes at every call: ``spectral_norm``'s
+weight) runs eagerly from then on, with a warning, as torch's ``recompile_limit``.
+Not guarded (a documented limit): other Python objects' contents (a config object's fields, a dict's items) and the
+values library code reads: they are read once, at trace time; call ``numbagrad.compiler.reset()`` after changing
+them.
 
 This module is callable: ``numbagrad.compile(fn)`` is ``numbagrad.compile.compile(fn)``. Importing it does not
 import Numba; kernels compile (or load from Numba's disk cache) on their first launch.

@@ -13,6 +13,11 @@ from ..nn.module import Module, module_generation, module_state, same_state
 from ._plan import Plan
 from ._trace import Recorder, values_changed
 
+#: How many calls in a row a compiled function traces again because what its plans read changed (a module, a global
+#: value) before it runs eagerly for good, as torch's ``recompile_limit``: tracing at every call costs more than
+#: eager mode. A replay in between starts the count over.
+RETRACE_LIMIT = 8
+
 _EAGER = object()  # plan-cache entry of a key whose trace broke: it runs eagerly
 _SPECIALIZED = object()  # dynamic-cache entry whose trace read shapes in Python: look up the exact shapes
 
@@ -80,11 +85,34 @@ class CompiledFunction:
         self._watched: dict = {}  # id -> (module, its module_state) for each module the traces reached
         # (holder id, name) -> (holder, name, value): the global and closure values the traces may have read
         self._reads: dict = {}
+        self._retraces = 0  # calls in a row that started the traces over (``RETRACE_LIMIT``)
+        self._eager = False  # past the limit: every call runs eagerly
         functools.update_wrapper(self, fn, updated=())
         _LIVE.add(self)
 
     def reset(self) -> None:
-        """Forget every plan: the next call for each guard key traces again."""
+        """Forget every plan and how often they were traced again: the next call for each guard key traces."""
+        self._forget_all()
+        self._retraces = 0
+        self._eager = False
+
+    def _start_over(self, reason: str) -> None:
+        """Forget every plan since ``reason``; past ``RETRACE_LIMIT`` such times, run eagerly from now on."""
+        self._forget_all()
+        self._retraces += 1
+        if self._retraces > RETRACE_LIMIT:
+            import warnings
+
+            self._eager = True
+            name = getattr(self.fn, "__qualname__", self.fn)
+            warnings.warn(
+                f"numbagrad.compile traced {name!r} again at {RETRACE_LIMIT} calls in a row (the last time: {reason}); "
+                "it runs eagerly from now on (numbagrad.compiler.reset() starts over).",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _forget_all(self) -> None:
         self._plans.clear()
         self._exact.clear()
         self.graph_breaks.clear()
@@ -143,10 +171,12 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         if module_generation() != self._generation:
             if self._modules_changed():
-                self.reset()
+                self._start_over("a module it reads changed")
             self._generation = module_generation()
         if self._reads and values_changed(self._reads.values()):
-            self.reset()
+            self._start_over("a global or closure value it reads changed")
+        if self._eager:
+            return self.fn(*args, **kwargs)
         key, leaves = self._key(args, kwargs, self.dynamic)
         plan = self._plans.get(key)
         if plan is _SPECIALIZED:
@@ -157,6 +187,7 @@ class CompiledFunction:
         elif plan is _EAGER:
             out = self.fn(*args, **kwargs)
         else:
+            self._retraces = 0
             return plan.replay(*leaves)
         if module_generation() != self._generation and self._modules_changed():
             self._forget_plans()  # (this eager call changed a module the other keys' plans read)
