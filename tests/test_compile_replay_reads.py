@@ -432,3 +432,53 @@ def test_a_replay_between_changes_keeps_compiling():
         compiled(x)
         assert compiled(x).tolist() == [k, k]
         assert len(compiled.plans) == 1
+
+
+CONFIG = {"scale": 2.0}
+
+
+def test_a_global_config_dicts_item_changed_in_place_is_read_at_the_next_call():
+    def f(x):
+        return x * CONFIG["scale"]
+
+    compiled = ng.compile(f)
+    x = ng.ones(2)
+    compiled(x), compiled(x)
+    try:
+        CONFIG["scale"] = 3.0
+        assert compiled(x).tolist() == [3.0, 3.0]
+    finally:
+        CONFIG["scale"] = 2.0
+
+
+def test_a_settings_objects_field_changed_is_read_at_the_next_call():
+    import argparse
+
+    args = argparse.Namespace(scale=2.0, name="run")
+
+    def f(x):
+        return x * args.scale
+
+    compiled = ng.compile(f)
+    x = ng.ones(2)
+    compiled(x), compiled(x)
+    args.scale = 4.0
+    assert compiled(x).tolist() == [4.0, 4.0]
+
+
+class _Configured(ng.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.settings = {"scale": 2.0}
+
+    def forward(self, x):
+        return x * self.settings["scale"]
+
+
+def test_a_modules_config_dict_changed_in_place_is_read_at_the_next_call():
+    module = _Configured()
+    compiled = ng.compile(module)
+    x = ng.ones(2)
+    compiled(x), compiled(x)
+    module.settings["scale"] = 5.0
+    assert compiled(x).tolist() == [5.0, 5.0]

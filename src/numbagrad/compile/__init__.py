@@ -26,13 +26,15 @@ Integer inputs (embedding indices, class targets) are read and range-checked at 
 the trace reached (a parameter, buffer, child, hook or Python attribute assigned another object, registered or
 removed) makes the compiled function trace again on its next call; a forward that makes such a change breaks its
 trace, since a replay would not.
-Numbers, strings and short tuples and lists of them that the user's code reads from globals or closures (its
-functions' and its modules' methods') are compared at each call, and a change traces again, as torch's guards do.
+Numbers, strings and short tuples, lists and dicts of them, and settings objects made of them (an
+``argparse.Namespace``, a dataclass of numbers), that the user's code reads from globals or closures (its functions'
+and its modules' methods'), and dicts and settings objects held by modules, are compared at each call, and a change
+traces again, as torch's guards do.
 A function traced again at 8 calls in a row (a value or module that changes at every call: ``spectral_norm``'s
 weight) runs eagerly from then on, with a warning, as torch's ``recompile_limit``.
-Not guarded (a documented limit): other Python objects' contents (a config object's fields, a dict's items) and the
-values library code reads: they are read once, at trace time; call ``numbagrad.compiler.reset()`` after changing
-them.
+Not guarded (a documented limit): other Python objects' contents (an object holding tensors or modules besides its
+numbers) and the values library code reads: they are read once, at trace time; call ``numbagrad.compiler.reset()``
+after changing them.
 
 This module is callable: ``numbagrad.compile(fn)`` is ``numbagrad.compile.compile(fn)``. Importing it does not
 import Numba; kernels compile (or load from Numba's disk cache) on their first launch.

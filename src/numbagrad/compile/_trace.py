@@ -270,16 +270,50 @@ _LIBRARY_DIRS = tuple(
 )
 _MISSING = object()
 _SCALARS = (int, float, complex, bool, str, bytes, type(None), np.generic)
+_NOT_SETTINGS = (Tensor, Module, np.ndarray, type, types.FunctionType, types.MethodType, types.ModuleType)
 
 
 def _guardable(value, depth: int = 0) -> bool:
     """A Python value a trace may read as a constant, cheap to compare at each call: a number, string or None, or
-    a short tuple or list of them."""
+    a short tuple, list or dict of them."""
     if isinstance(value, _SCALARS):
         return True
-    if type(value) in (tuple, list) and len(value) <= 32 and depth < 2:
-        return all(_guardable(v, depth + 1) for v in value)
+    if depth >= 2:
+        return False
+    if type(value) in (tuple, list):
+        return len(value) <= 32 and all(_guardable(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return len(value) <= 32 and all(_guardable(v, depth + 1) for v in value.values())
     return False
+
+
+class _Fields:
+    """A settings object as a trace read it: the object, and a copy of its attribute dict."""
+
+    __slots__ = ("obj", "fields")
+
+    def __init__(self, obj) -> None:
+        self.obj, self.fields = obj, dict(vars(obj))
+
+    def holds(self, now) -> bool:
+        return now is self.obj and vars(now) == self.fields
+
+
+def _settings(value) -> bool:
+    """An object whose attributes are all ``_guardable`` (a config: ``argparse.Namespace``, a dataclass of
+    numbers), at most 32 of them."""
+    if isinstance(value, _NOT_SETTINGS) or not hasattr(value, "__dict__"):
+        return False
+    fields = vars(value)
+    return 0 < len(fields) <= 32 and all(_guardable(v, 1) for v in fields.values())
+
+
+def _snapshot(value):
+    """What ``values_changed`` compares a read value with later, or ``_MISSING`` for a value it does not guard: the
+    value itself, a copy of a list or dict (its items may change in place), a settings object's fields."""
+    if _guardable(value):
+        return list(value) if type(value) is list else dict(value) if type(value) is dict else value
+    return _Fields(value) if _settings(value) else _MISSING
 
 
 def _user_code(fn: types.FunctionType) -> bool:
@@ -303,24 +337,25 @@ def _global_names(code) -> frozenset:
 
 
 def _read_values(fn: types.FunctionType, reads: list) -> None:
-    """Append to ``reads`` a ``(holder, name, value)`` for each global ``fn`` reads and each of its closure cells
-    (name None) that holds a ``_guardable`` value (a list as a copy: its items may change in place)."""
+    """Append to ``reads`` a ``(holder, name, snapshot)`` for each global ``fn`` reads and each of its closure
+    cells (name None) whose value ``_snapshot`` guards."""
     g = fn.__globals__
     for n in _global_names(fn.__code__):
-        value = g.get(n, _MISSING)
-        if value is not _MISSING and _guardable(value):
-            reads.append((g, n, list(value) if type(value) is list else value))
+        snapshot = _snapshot(g.get(n, _MISSING))
+        if snapshot is not _MISSING:
+            reads.append((g, n, snapshot))
     for cell in fn.__closure__ or ():
         try:
-            value = cell.cell_contents
+            snapshot = _snapshot(cell.cell_contents)
         except ValueError:  # an empty cell
             continue
-        if _guardable(value):
-            reads.append((cell, None, list(value) if type(value) is list else value))
+        if snapshot is not _MISSING:
+            reads.append((cell, None, snapshot))
 
 
 def values_changed(reads) -> bool:
-    """Whether a value ``_read_values`` recorded is not what its global or closure cell holds now."""
+    """Whether a value ``_read_values`` recorded is not what its global, closure cell or module attribute holds
+    now (by identity, else by type and equality: a settings object's fields compare equal while they are)."""
     for holder, name, value in reads:
         if name is None:
             try:
@@ -329,7 +364,10 @@ def values_changed(reads) -> bool:
                 return True
         else:
             now = holder.get(name, _MISSING)
-        if now is not value and (type(now) is not type(value) or now != value):
+        if type(value) is _Fields:
+            if not value.holds(now):
+                return True
+        elif now is not value and (type(now) is not type(value) or now != value):
             return True
     return False
 
@@ -393,6 +431,8 @@ def reachable_tensors(roots, limit: int = 20000, modules: list | None = None, re
                     queue.extend((item, depth) for item in v.values())
                 else:
                     queue.append((v, nxt))
+                    if reads is not None and (type(v) is dict and _guardable(v) or _settings(v)):
+                        reads.append((vars(obj), key, _snapshot(v)))  # (a config's items, compared at each call)
         elif hasattr(obj, "__dict__") and not callable(getattr(obj, "__func__", None)):
             queue.extend((v, nxt) for v in vars(obj).values())
     return found
