@@ -396,20 +396,29 @@ def test_a_changing_global_whose_name_the_code_uses_as_an_attribute_keeps_the_pl
     assert compiled._compiled.plans == [plan]
 
 
-def test_a_value_that_changes_at_every_call_runs_eagerly_past_the_retrace_limit():
-    from numbagrad.compile._api import RETRACE_LIMIT
-
+def _compiled_with_a_factor():
+    """(compiled ``x * k``, a setter of the closure's ``k``)."""
     k = 0.0
 
     def f(x):
         return x * k
 
-    compiled = ng.compile(f)
+    def set_factor(value: float) -> None:
+        nonlocal k
+        k = value
+
+    return ng.compile(f), set_factor
+
+
+def test_a_value_that_changes_at_every_call_runs_eagerly_past_the_retrace_limit():
+    from numbagrad.compile._api import RETRACE_LIMIT
+
+    compiled, set_factor = _compiled_with_a_factor()
     x = ng.ones(2)
     with pytest.warns(UserWarning, match="in a row .* runs eagerly from now on") as caught:
         for i in range(RETRACE_LIMIT + 3):
-            k = float(i)
-            assert compiled(x).tolist() == [k, k]
+            set_factor(float(i))
+            assert compiled(x).tolist() == [i, i]
     assert len(caught) == 1
     assert compiled.plans == []
     ng.compiler.reset()  # (starts over: the next calls trace and replay)
@@ -420,17 +429,12 @@ def test_a_value_that_changes_at_every_call_runs_eagerly_past_the_retrace_limit(
 def test_a_replay_between_changes_keeps_compiling():
     from numbagrad.compile._api import RETRACE_LIMIT
 
-    k = 0.0
-
-    def f(x):
-        return x * k
-
-    compiled = ng.compile(f)
+    compiled, set_factor = _compiled_with_a_factor()
     x = ng.ones(2)
     for i in range(RETRACE_LIMIT + 3):
-        k = float(i)
+        set_factor(float(i))
         compiled(x)
-        assert compiled(x).tolist() == [k, k]
+        assert compiled(x).tolist() == [i, i]
         assert len(compiled.plans) == 1
 
 
