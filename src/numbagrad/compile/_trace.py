@@ -320,20 +320,14 @@ def _user_code(fn: types.FunctionType) -> bool:
     return not os.path.abspath(fn.__code__.co_filename).startswith(_LIBRARY_DIRS)
 
 
-_GLOBAL_NAMES: dict = {}  # code object -> the names it (and the code nested in it) loads as globals
-
-
-def _global_names(code) -> frozenset:
+def _global_names(code) -> set:
     """The names ``code`` reads as globals (``LOAD_GLOBAL``/``LOAD_NAME``), its nested code's included: not the
     attribute names that share ``co_names`` with them (``self.step`` is no read of a global ``step``)."""
-    names = _GLOBAL_NAMES.get(code)
-    if names is None:
-        found = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
-        for const in code.co_consts:
-            if isinstance(const, types.CodeType):
-                found |= _global_names(const)
-        names = _GLOBAL_NAMES[code] = frozenset(found)
-    return names
+    found = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= _global_names(const)
+    return found
 
 
 def _read_values(fn: types.FunctionType, reads: list) -> None:
@@ -421,9 +415,13 @@ def reachable_tensors(roots, limit: int = 20000, modules: list | None = None, re
         elif isinstance(obj, Module):
             if modules is not None:
                 modules.append(obj)
-            for cls in type(obj).__mro__:  # (its methods: the globals its forward reads)
+            for cls in type(obj).__mro__:  # (its methods, which forward may call: the globals they read)
                 if cls.__module__ != "builtins" and not cls.__module__.startswith("numbagrad."):
-                    queue.extend((v, nxt) for v in vars(cls).values() if isinstance(v, types.FunctionType))
+                    queue.extend(
+                        (v, nxt)
+                        for k, v in vars(cls).items()
+                        if isinstance(v, types.FunctionType) and (k == "__call__" or not k.startswith("__"))
+                    )
             # a module's parameters, buffers and children are as near as the module itself, however deeply
             # models nest (a block in a ModuleList in a Sequential): only its other attributes count a level
             for key, v in vars(obj).items():
