@@ -1821,12 +1821,10 @@ def softmax_backward(y: np.ndarray, g: np.ndarray, dim: int, log: bool) -> np.nd
     return _from_rows(gx, y.shape, dim)
 
 
-def _norm_affine(weight, bias, n: int, dtype) -> tuple:
-    """(weight, bias, affine) as the layer norm kernels take them: ``n`` entries each of ``dtype`` (ones and zeros
-    where absent, so the loops have no branch), and whether either was given (a bias alone still shifts)."""
-    w = np.ascontiguousarray(weight, dtype).reshape(-1) if weight is not None else np.ones(n, dtype)
-    b = np.ascontiguousarray(bias, dtype).reshape(-1) if bias is not None else np.zeros(n, dtype)
-    return w, b, weight is not None or bias is not None
+def _norm_vector(t, n: int, dtype, fill: float) -> np.ndarray:
+    """A layer norm's weight, bias or added column vector as its kernels take it: ``n`` contiguous entries of
+    ``dtype``, all ``fill`` where absent (so the loops have no branch)."""
+    return np.ascontiguousarray(t, dtype).reshape(-1) if t is not None else np.full(n, fill, dtype)
 
 
 @_half_in_single
@@ -1837,7 +1835,8 @@ def layer_norm(x: np.ndarray, weight, bias, eps: float, n: int) -> tuple:
     rows = x.size // n if n else 0
     out = np.empty(x.shape, x.dtype)
     mean, rstd = np.empty(rows, x.dtype), np.empty(rows, x.dtype)
-    w, b, affine = _norm_affine(weight, bias, n, x.dtype)
+    w, b = _norm_vector(weight, n, x.dtype, 1.0), _norm_vector(bias, n, x.dtype, 0.0)
+    affine = weight is not None or bias is not None  # a bias alone still shifts the result
     _nn().layer_norm_forward(x.reshape(rows, n), w, b, float(eps), out.reshape(rows, n), mean, rstd, affine)
     return out, mean, rstd
 
@@ -1851,10 +1850,11 @@ def residual_layer_norm(a: np.ndarray, v: np.ndarray, c, weight, bias, eps: floa
     rows = a.size // n if n else 0
     s, out = np.empty(a.shape, a.dtype), np.empty(a.shape, a.dtype)
     mean, rstd = np.empty(rows, a.dtype), np.empty(rows, a.dtype)
-    w, b, affine = _norm_affine(weight, bias, n, a.dtype)
-    c1 = np.ascontiguousarray(c, a.dtype).reshape(-1) if c is not None else w
+    w, b = _norm_vector(weight, n, a.dtype, 1.0), _norm_vector(bias, n, a.dtype, 0.0)
+    affine = weight is not None or bias is not None
+    column = _norm_vector(c, n, a.dtype, 0.0)  # (unread without ``c``: ``has_c`` is False)
     _nn().residual_layer_norm_forward(
-        a.reshape(rows, n), v.reshape(rows, n), c1, w, b, float(eps), s.reshape(rows, n), out.reshape(rows, n),
+        a.reshape(rows, n), v.reshape(rows, n), column, w, b, float(eps), s.reshape(rows, n), out.reshape(rows, n),
         mean, rstd, affine, c is not None,
     )  # fmt: skip
     return s, out, mean, rstd
@@ -1872,7 +1872,7 @@ def layer_norm_backward(g: np.ndarray, x: np.ndarray, mean, rstd, weight, param_
     n = x.size // rows if rows else 0
     x2 = np.ascontiguousarray(x).reshape(rows, n)
     g2 = np.ascontiguousarray(g, x.dtype).reshape(rows, n)
-    w = np.ascontiguousarray(weight, x.dtype).reshape(-1) if weight is not None else np.ones(n, x.dtype)
+    w = _norm_vector(weight, n, x.dtype, 1.0)
     need_sum = need_x or need_c
     gx = np.empty(x.shape, x.dtype) if need_sum else np.empty((1, 1), x.dtype)
     gw, gb = np.empty(param_shape, x.dtype), np.empty(param_shape, x.dtype)

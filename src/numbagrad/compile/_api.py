@@ -101,16 +101,21 @@ class CompiledFunction:
         self._forget_all()
         self._retraces += 1
         if self._retraces > RETRACE_LIMIT:
-            import warnings
-
             self._eager = True
-            name = getattr(self.fn, "__qualname__", self.fn)
-            warnings.warn(
-                f"numbagrad.compile traced {name!r} again at {RETRACE_LIMIT} calls in a row (the last time: {reason}); "
-                "it runs eagerly from now on (numbagrad.compiler.reset() starts over).",
+            self._warn(
+                "traced",
+                f"again at {RETRACE_LIMIT} calls in a row (the last time: {reason}); it runs eagerly from now on "
+                "(numbagrad.compiler.reset() starts over).",
                 UserWarning,
-                stacklevel=3,
             )
+
+    def _warn(self, verb: str, rest: str, category: type) -> None:
+        """Warn ``numbagrad.compile <verb> '<the function's name>' <rest>`` at the user's call (``__call__``'s
+        caller, two frames above the method that calls this)."""
+        import warnings
+
+        name = getattr(self.fn, "__qualname__", self.fn)
+        warnings.warn(f"numbagrad.compile {verb} {name!r} {rest}", category, stacklevel=4)
 
     def _forget_all(self) -> None:
         self._plans.clear()
@@ -216,14 +221,8 @@ class CompiledFunction:
         except Exception as err:  # a planner bug must not cost the user a result: this key runs eagerly
             if self.fullgraph:
                 raise
-            import warnings
-
-            name = getattr(self.fn, "__qualname__", self.fn)
-            warnings.warn(
-                f"numbagrad.compile could not plan {name!r} ({type(err).__name__}: {err}); it runs eagerly. "
-                "Please report this.",
-                RuntimeWarning,
-                stacklevel=3,
+            self._warn(
+                "could not plan", f"({type(err).__name__}: {err}); it runs eagerly. Please report this.", RuntimeWarning
             )
             plan = _EAGER
         self._store(key, plan, rec, args, kwargs)
