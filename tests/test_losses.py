@@ -93,6 +93,31 @@ def test_cross_entropy_over_spatial_dims_is_per_pixel():
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("options", [{}, {"ignore_index": 1, "label_smoothing": 0.2}, {"weighted": True}])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cross_entropy_per_pixel_values_and_gradients_are_torchs(torch, reduction, options, dtype):
+    """An image's logits, (N, C, H, W), run along the pixels: the same losses and gradients as torch's
+    ``nll_loss2d``, the rows' kernels' precision included (a NaN pixel is a NaN loss there, an ignored one 0)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 4, 5, 6)).astype(dtype) * 3
+    x[0, 2, 1, 1] = np.nan
+    t = rng.integers(0, 4, (3, 5, 6))
+    t[1, 0, :3] = 1
+    options = dict(options)
+    w = rng.uniform(0.5, 2, 4).astype(dtype) if options.pop("weighted", False) else None
+    results = []
+    for lib in (numbagrad, torch):
+        xt = lib.tensor(x, requires_grad=True)
+        weight = None if w is None else lib.tensor(w)
+        loss = lib.nn.functional.cross_entropy(xt, lib.tensor(t), weight, reduction=reduction, **options)
+        loss.backward(lib.ones_like(loss))
+        results.append([loss.detach().numpy(), xt.grad.numpy()])
+    for ours, theirs in zip(*results):
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_allclose(ours, theirs, rtol=2e-6 if dtype == "float32" else 1e-12, atol=1e-7)
+
+
 def test_cross_entropy_float32_stays_float32():
     out = F.cross_entropy(numbagrad.tensor(LOGITS), numbagrad.tensor(TARGET), label_smoothing=0.1)
     assert out.dtype is numbagrad.float32

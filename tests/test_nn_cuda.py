@@ -21,6 +21,12 @@ CASES = {
     "group_norm": (lambda x: F.group_norm(x, 2), ((2, 4, 3),)),
     "batch_norm": (lambda x: F.batch_norm(x, None, None, training=True), ((4, 3),)),
     "cross_entropy": (lambda x: F.cross_entropy(x, _target(x, [1, 0, 3]), label_smoothing=0.2), ((3, 4),)),
+    "cross_entropy_per_position": (
+        lambda x: F.cross_entropy(
+            x, _target(x, [[1, 0, 2], [2, 2, 0]]), ignore_index=0, label_smoothing=0.1, reduction="none"
+        ),
+        ((2, 3, 3),),
+    ),
     "nll_loss": (lambda x: F.nll_loss(x, _target(x, [1, 0, 3])), ((3, 4),)),
     "embedding": (lambda w: F.embedding(_target(w, [[1, 2], [2, 0]]), w, padding_idx=0), ((3, 2),)),
     "pad": (lambda x: F.pad(x, (1, -1, 2, 0), value=0.5), ((2, 3),)),

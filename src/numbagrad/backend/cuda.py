@@ -1452,13 +1452,14 @@ def gru_cell_backward(g_out, g_rec, acts, h, d_xi, d_gh, g_h) -> None:
 
 
 def cross_entropy(x, target, weight, smoothing: float, ignore_index: int, reduction: str):
-    """Cross entropy of (N, C) logits with class indices (a device int64 array), label smoothing and class
-    weights, reduced: (softmax probabilities, the loss (0-d, or per sample for ``reduction='none'``), the mean's
-    denominator: a 1-element device array for ``'mean'``, else 1.0). Nothing is read back to the host."""
+    """Cross entropy of (N, C, S) logits with class indices (a device int64 array, one per position ``n * S +
+    s``), label smoothing and class weights, reduced: (softmax probabilities (N, C, S), the loss (0-d, or per
+    position for ``reduction='none'``), the mean's denominator: a 1-element device array for ``'mean'``, else
+    1.0). Nothing is read back to the host."""
     half = x.dtype == _HALF
     x = ascontiguous(_single(x))
     dtype = np.dtype(x.dtype)
-    n = x.shape[0]
+    n = x.shape[0] * x.shape[2]
     weighted = weight is not None
     w = astype(weight, dtype) if weighted else full((1,), 1, dtype)
     t = astype(target, np.int64).reshape(n) if is_device_array(target) else from_host(target)
@@ -1490,11 +1491,12 @@ def cross_entropy(x, target, weight, smoothing: float, ignore_index: int, reduct
 
 
 def cross_entropy_backward(probs, target, weight, smoothing: float, ignore_index: int, g, total) -> object:
-    """The gradient of ``cross_entropy``'s loss for the incoming gradient ``g`` (0-d, or per sample)."""
+    """The gradient of ``cross_entropy``'s loss, (N, C, S) as its ``probs``, for the incoming gradient ``g`` (0-d,
+    or per position)."""
     half = probs.dtype == _HALF
     probs = ascontiguous(_single(probs))
     dtype = np.dtype(probs.dtype)
-    n = probs.shape[0]
+    n = probs.shape[0] * probs.shape[2]
     weighted = weight is not None
     w = astype(weight, dtype) if weighted else full((1,), 1, dtype)
     t = astype(target, np.int64).reshape(n) if is_device_array(target) else from_host(target)

@@ -309,20 +309,24 @@ def _layer_norm_backward_wb_kernel(g, x, mean, rstd, gw, gb):
 # --- cross entropy ------------------------------------------------------------------------------------------------
 @cuda.jit(cache=True)
 def _cross_entropy_kernel(x, target, weight, weighted, smoothing, ignore_index, probs, losses, counts):
-    """One thread per row: the softmax into ``probs``; ``(1 - s) * w[t] * (lse - x_t) + s / C * sum_c w[c] * (lse -
-    x_c)`` (0 when ignored) into ``losses`` and ``w[t]`` (0 when ignored) into ``counts``."""
+    """One thread per position ``i = n * S + s`` of the (N, C, S) logits: its softmax into ``probs``; ``(1 - s) *
+    w[t] * (lse - x_t) + s / C * sum_c w[c] * (lse - x_c)`` (0 when ignored) into ``losses`` and ``w[t]`` (0 when
+    ignored) into ``counts``."""
     c = x.shape[1]
+    positions = x.shape[2]
     i = cuda.grid(1)
-    while i < x.shape[0]:
-        m = x[i, 0]
+    while i < x.shape[0] * positions:
+        n = i // positions
+        p = i - n * positions
+        m = x[n, 0, p]
         for k in range(1, c):
-            if x[i, k] > m:
-                m = x[i, k]
+            if x[n, k, p] > m:
+                m = x[n, k, p]
         total = 0.0
         for k in range(c):
-            total += math.exp(x[i, k] - m)
+            total += math.exp(x[n, k, p] - m)
         for k in range(c):
-            probs[i, k] = math.exp(x[i, k] - m) / total
+            probs[n, k, p] = math.exp(x[n, k, p] - m) / total
         t = target[i]
         if t == ignore_index or t < 0 or t >= c:  # (out of range: check_index reports it)
             losses[i] = 0.0
@@ -336,26 +340,31 @@ def _cross_entropy_kernel(x, target, weight, weighted, smoothing, ignore_index, 
                 for k in range(c):
                     wk = weight[k] if weighted else 1.0
                     wsum += wk
-                    xs += wk * x[i, k]
+                    xs += wk * x[n, k, p]
                 smooth = wsum * lse - xs
             wt = weight[t] if weighted else 1.0
             counts[i] = wt
-            losses[i] = (1.0 - smoothing) * wt * (lse - x[i, t]) + smoothing / c * smooth
+            losses[i] = (1.0 - smoothing) * wt * (lse - x[n, t, p]) + smoothing / c * smooth
         i += cuda.gridsize(1)
 
 
 @cuda.jit(cache=True)
 def _cross_entropy_backward_kernel(probs, target, weight, weighted, smoothing, ignore_index, g, total, out):
-    """``out[i] = g[i] / total * d loss_i / d x_i`` (``g`` of one element or one per row; ``total`` one element)."""
-    n, c = probs.shape
+    """``out[n, :, s] = g[i] / total * d loss_i / d x_i`` for position ``i = n * S + s`` (``g`` of one element or
+    one per position; ``total`` one element)."""
+    c = probs.shape[1]
+    positions = probs.shape[2]
+    count = probs.shape[0] * positions
     i = cuda.grid(1)
-    while i < n:
+    while i < count:
+        n = i // positions
+        p = i - n * positions
         t = target[i]
         if t == ignore_index or t < 0 or t >= c:
             for k in range(c):
-                out[i, k] = 0.0
+                out[n, k, p] = 0.0
         else:
-            sc = (g[i] if g.size == n and n != 1 else g[0]) / total[0]
+            sc = (g[i] if g.size == count and count != 1 else g[0]) / total[0]
             wsum = 0.0
             for k in range(c):
                 wsum += weight[k] if weighted else 1.0
@@ -363,8 +372,8 @@ def _cross_entropy_backward_kernel(probs, target, weight, weighted, smoothing, i
             coef = sc * ((1.0 - smoothing) * wt + smoothing / c * wsum)
             shift = sc * smoothing / c
             for k in range(c):
-                out[i, k] = coef * probs[i, k] - shift * (weight[k] if weighted else 1.0)
-            out[i, t] -= sc * (1.0 - smoothing) * wt
+                out[n, k, p] = coef * probs[n, k, p] - shift * (weight[k] if weighted else 1.0)
+            out[n, t, p] -= sc * (1.0 - smoothing) * wt
         i += cuda.gridsize(1)
 
 

@@ -715,7 +715,121 @@ def cross_entropy_forward(x, e, rowmax, target, weight, weighted, smoothing, ign
             smooth = wsum * lse - xs
         wt = weight[t] if weighted else 1.0
         counts[i] = wt
-        losses[i] = (1.0 - smoothing) * wt * (lse - x[i, t]) + smoothing / c * smooth
+        losses[i] = _sample_loss(lse, x[i, t], wt, smoothing, c, smooth)
+
+
+@njit(**_OPTS, inline="always")
+def _sample_loss(lse, x_t, w_t, smoothing, c, smooth):
+    """One sample's (or position's) cross entropy: ``(1 - s) * w[t] * (lse - x_t) + s / C * smooth``, ``smooth``
+    the smoothing term ``sum_c w[c] * (lse - x_c)``."""
+    return (1.0 - smoothing) * w_t * (lse - x_t) + smoothing / c * smooth
+
+
+# The (N, C, S) kernels below are cross entropy over an input with positions (an image's pixels, a sequence's
+# steps), as torch's ``nll_loss2d``: each loop runs along the S positions, which lie next to each other in memory
+# (and vectorize), a running value per position, so the logits are never moved to (N * S, C) rows.
+@njit(**_OPTS)
+def shift_by_plane_max(x, out, rowmax):
+    """``out[n, :, s] = x[n, :, s] - max over the classes``, the maxima into ``rowmax[n, s]`` (C >= 1)."""
+    n_, c_, s_ = x.shape
+    for n in range(n_):
+        m = rowmax[n]
+        for s in range(s_):
+            m[s] = x[n, 0, s]
+        for c in range(1, c_):
+            for s in range(s_):
+                v = x[n, c, s]
+                m[s] = v if v > m[s] else m[s]
+        for c in range(c_):
+            for s in range(s_):
+                out[n, c, s] = x[n, c, s] - m[s]
+
+
+@njit(**_REDUCING)
+def normalize_planes(e, total):
+    """``e`` (N, C, S) (``exp(x - rowmax)``) into the softmax over the classes in place, each position's float64
+    sum of ``e`` into ``total[n, s]`` (its log is the caller's: numpy's vectorizes, a log per position here does
+    not)."""
+    n_, c_, s_ = e.shape
+    inv = np.empty(s_, e.dtype)  # (the inverse in the data's dtype, as the row kernel scales)
+    for n in range(n_):
+        t = total[n]
+        t[:] = 0.0
+        for c in range(c_):
+            for s in range(s_):
+                t[s] += e[n, c, s]
+        for s in range(s_):
+            inv[s] = 1.0 / t[s]
+        for c in range(c_):
+            for s in range(s_):
+                e[n, c, s] *= inv[s]
+
+
+@njit(**_REDUCING)
+def cross_entropy_planes_losses(x, lse, target, weight, weighted, smoothing, ignore_index, losses, counts):
+    """``cross_entropy_forward``'s losses over (N, C, S) from each position's log-sum-exp ``lse[n, s]``: position
+    ``n * S + s``'s loss and counted weight."""
+    n_, c_, s_ = x.shape
+    wsum = 0.0
+    if weighted:
+        for k in range(c_):
+            wsum += weight[k]
+    else:
+        wsum = c_
+    for n in range(n_):
+        for s in range(s_):
+            i = n * s_ + s
+            t = target[i]
+            if t == ignore_index:
+                losses[i] = 0.0
+                counts[i] = 0.0
+                continue
+            smooth = 0.0
+            if smoothing != 0.0:
+                xs = 0.0
+                for c in range(c_):
+                    xs += (weight[c] if weighted else 1.0) * x[n, c, s]
+                smooth = wsum * lse[n, s] - xs
+            w_t = weight[t] if weighted else 1.0
+            counts[i] = w_t
+            losses[i] = _sample_loss(lse[n, s], x[n, t, s], w_t, smoothing, c_, smooth)
+
+
+@njit(**_REDUCING)
+def cross_entropy_planes_backward(probs, target, weight, weighted, smoothing, ignore_index, scale, out):
+    """``cross_entropy_backward`` over (N, C, S): position ``n * S + s``'s gradient into ``out[n, :, s]``."""
+    n_, c_, s_ = probs.shape
+    wsum = 0.0
+    if weighted:
+        for k in range(c_):
+            wsum += weight[k]
+    else:
+        wsum = c_
+    a = smoothing / c_
+    coef = np.empty(s_)  # (float64, as the row kernel's per-row values)
+    shift = np.empty(s_)
+    for n in range(n_):
+        for s in range(s_):
+            i = n * s_ + s
+            t = target[i]
+            if t == ignore_index:
+                coef[s] = shift[s] = 0.0
+                continue
+            w_t = weight[t] if weighted else 1.0
+            coef[s] = scale[i] * ((1.0 - smoothing) * w_t + a * wsum)
+            shift[s] = scale[i] * a
+        for c in range(c_):
+            w_c = weight[c] if weighted else 1.0
+            for s in range(s_):
+                out[n, c, s] = coef[s] * probs[n, c, s] - shift[s] * w_c
+        for s in range(s_):
+            i = n * s_ + s
+            t = target[i]
+            if t == ignore_index:  # (exactly zero, whatever the probabilities hold)
+                for c in range(c_):
+                    out[n, c, s] = 0.0
+            else:
+                out[n, t, s] -= scale[i] * (1.0 - smoothing) * (weight[t] if weighted else 1.0)
 
 
 @njit(**_REDUCING)

@@ -123,8 +123,8 @@ _CE_GRAD_NODE = "CrossEntropyBackwardBackward0"
 
 
 class CrossEntropy(Function):
-    """Cross entropy of (rows, C) logits with class indices in one node (the logits of an (N, C, d1...) input are
-    moved to rows by the caller's ``layout``)."""
+    """Cross entropy of logits with class indices in one node: an (N, C, d1...) input is seen as (N, C, S)
+    planes by the caller's ``layout``, (N, C) and (C,) ones with S = 1."""
 
     node_name = "NllLossBackward0"
     _trusted = True
@@ -132,10 +132,10 @@ class CrossEntropy(Function):
     @staticmethod
     def forward(ctx, x: Tensor, weight, target: Tensor, reduction: str, smoothing: float, layout, ignore_index: int):
         backend = x._backend
-        x2 = layout.to_rows(x._data)
-        targets = class_targets(target, weight, ignore_index, x2.dtype, layout.c)
+        x3 = layout.planes(backend, x._data)
+        targets = class_targets(target, weight, ignore_index, x3.dtype, layout.c)
         w = None if weight is None else weight._data
-        probs, loss, total = backend.cross_entropy(x2, targets.target, w, smoothing, targets.ignore_index, reduction)
+        probs, loss, total = backend.cross_entropy(x3, targets.target, w, smoothing, targets.ignore_index, reduction)
         ctx.probs, ctx.total, ctx.targets = probs, total, targets
         ctx.reduction, ctx.smoothing, ctx.layout = reduction, smoothing, layout
         ctx.save_for_backward(x, weight)
@@ -160,7 +160,7 @@ def _cross_entropy_grad(ctx, weight, g: Tensor) -> Tensor:
     grad = backend.cross_entropy_backward(
         ctx.probs, targets.target, w, ctx.smoothing, targets.ignore_index, gd, ctx.total
     )
-    return _t(ctx.layout.from_rows(grad))
+    return _t(backend.reshape(grad, ctx.layout.shape))
 
 
 def _cross_entropy_grad_kernel(ctx, weight, g: Tensor, x: Tensor) -> tuple:
@@ -212,6 +212,12 @@ class RowLayout:
         self.c = c
         self.perm = (0, *range(2, self.ndim), 1) if self.ndim > 2 else None
         self.loss_none_shape = (shape[0], *shape[2:]) if self.ndim >= 2 else ()
+
+    def planes(self, backend, data):
+        """The input as (N, C, S): S positions per sample (an image's pixels), 1 for (N, C) and (C,) inputs; a
+        view of a contiguous input. Row ``n * S + s`` of ``to_rows`` is position s of sample n."""
+        n = self.shape[0] if self.ndim >= 2 else 1
+        return backend.reshape(data, (n, self.c, math.prod(self.shape[2:])))
 
     def to_rows(self, data):
         if self.ndim == 1:
