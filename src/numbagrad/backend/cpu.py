@@ -2116,32 +2116,38 @@ def cross_entropy(x: np.ndarray, target: np.ndarray, weight, smoothing: float, i
     positions (an image's pixels) along the positions, which lie next to each other: at (4, 3, 1024) float32, 1
     thread, the moved (4096, 3) rows took 154 us with their copy."""
     x = np.ascontiguousarray(x)
-    n, _, s = x.shape
-    rows = s == 1
+    n, c, s = x.shape
     weighted = weight is not None
     w = np.ascontiguousarray(weight, x.dtype) if weighted else _no_class_weights(x.dtype)
-    probs, rowmax = np.empty(x.shape, x.dtype), np.zeros((n, s), x.dtype)
-    kernels = _nn()
-    x_in, probs_in = (x.reshape(n, -1), probs.reshape(n, -1)) if rows else (x, probs)
-    if x.size:
-        (kernels.shift_by_row_max if rows else kernels.shift_by_plane_max)(x_in, probs_in, rowmax.reshape(n, s))
-    _exp_in_place(probs)  # (as softmax's: float32 through vector_math's exp, 186 us at (700, 1000), numpy's 319)
     losses, counts = np.empty(n * s, x.dtype), np.empty(n * s, x.dtype)
+    sums = np.empty(2)  # (the kernels' float64 sums of the losses and the counted weights: no numpy sums)
     t = np.ascontiguousarray(target, np.int64)
-    if rows:
-        kernels.cross_entropy_forward(x_in, probs_in, rowmax.reshape(-1), t, w, weighted, float(smoothing),
-                                      int(ignore_index), losses, counts)  # fmt: skip
+    kernels = _nn()
+    if s == 1:
+        x2 = x.reshape(n, c)
+        probs, rowmax = np.empty((n, c), x.dtype), np.zeros(n, x.dtype)
+        if x.size:
+            kernels.shift_by_row_max(x2, probs, rowmax)
+        _exp_in_place(probs)  # (as softmax's: float32 through vector_math's exp, 186 us at (700, 1000), numpy's 319)
+        kernels.cross_entropy_forward(x2, probs, rowmax, t, w, weighted, float(smoothing), int(ignore_index), losses,
+                                      counts, sums)  # fmt: skip
+        probs = probs.reshape(n, c, 1)
     else:
-        lse = np.empty((n, s))
+        probs, lse = np.empty(x.shape, x.dtype), np.zeros((n, s))
+        rowmax = np.zeros((n, s), x.dtype)
+        if x.size:
+            kernels.shift_by_plane_max(x, probs, rowmax)
+        _exp_in_place(probs)
         kernels.normalize_planes(probs, lse)
         np.log(lse, out=lse)
         lse += rowmax
         kernels.cross_entropy_planes_losses(x, lse, t, w, weighted, float(smoothing), int(ignore_index), losses,
-                                            counts)  # fmt: skip
+                                            counts, sums)  # fmt: skip
     if reduction == "none":
         return probs, losses, 1.0
-    total = float(counts.sum(dtype=np.float64)) if reduction == "mean" else 1.0
-    loss = np.asarray(_divide(float(losses.sum(dtype=np.float64)), total), x.dtype)  # all ignored: nan, as torch
+    loss_sum, total = sums.tolist()
+    total = total if reduction == "mean" else 1.0
+    loss = np.asarray(_divide(loss_sum, total), x.dtype)  # all ignored: nan, as torch
     return probs, loss, total
 
 

@@ -678,9 +678,10 @@ def softmax_backward_rows(y, g, log, gx):
 
 
 @njit(**_REDUCING)
-def cross_entropy_forward(x, e, rowmax, target, weight, weighted, smoothing, ignore_index, losses, counts):
+def cross_entropy_forward(x, e, rowmax, target, weight, weighted, smoothing, ignore_index, losses, counts, sums):
     """Turn ``e`` (``exp(x - rowmax)``) into the softmax in place; per sample ``(1 - s) * w[t] * (lse - x_t) + s /
-    C * sum_c w[c] * (lse - x_c)`` (0 when ignored) into ``losses`` and ``w[t]`` (0 when ignored) into ``counts``."""
+    C * sum_c w[c] * (lse - x_c)`` (0 when ignored) into ``losses`` and ``w[t]`` (0 when ignored) into ``counts``,
+    and the float64 sums of both (as stored) into ``sums``: the reductions' numerator and denominator."""
     n, c = x.shape
     wsum = 0.0
     if weighted:
@@ -688,6 +689,7 @@ def cross_entropy_forward(x, e, rowmax, target, weight, weighted, smoothing, ign
             wsum += weight[k]
     else:
         wsum = c
+    sums[0] = sums[1] = 0.0
     one = rowmax[:1].copy()  # a scalar of the data's dtype: float32 data is scaled in float32 (vectorized)
     for i in range(n):
         total = 0.0
@@ -716,6 +718,8 @@ def cross_entropy_forward(x, e, rowmax, target, weight, weighted, smoothing, ign
         wt = weight[t] if weighted else 1.0
         counts[i] = wt
         losses[i] = _sample_loss(lse, x[i, t], wt, smoothing, c, smooth)
+        sums[0] += losses[i]
+        sums[1] += counts[i]
 
 
 @njit(**_OPTS, inline="always")
@@ -766,9 +770,9 @@ def normalize_planes(e, total):
 
 
 @njit(**_REDUCING)
-def cross_entropy_planes_losses(x, lse, target, weight, weighted, smoothing, ignore_index, losses, counts):
+def cross_entropy_planes_losses(x, lse, target, weight, weighted, smoothing, ignore_index, losses, counts, sums):
     """``cross_entropy_forward``'s losses over (N, C, S) from each position's log-sum-exp ``lse[n, s]``: position
-    ``n * S + s``'s loss and counted weight."""
+    ``n * S + s``'s loss and counted weight, and their float64 sums into ``sums``."""
     n_, c_, s_ = x.shape
     wsum = 0.0
     if weighted:
@@ -776,6 +780,7 @@ def cross_entropy_planes_losses(x, lse, target, weight, weighted, smoothing, ign
             wsum += weight[k]
     else:
         wsum = c_
+    sums[0] = sums[1] = 0.0
     for n in range(n_):
         for s in range(s_):
             i = n * s_ + s
@@ -793,6 +798,8 @@ def cross_entropy_planes_losses(x, lse, target, weight, weighted, smoothing, ign
             w_t = weight[t] if weighted else 1.0
             counts[i] = w_t
             losses[i] = _sample_loss(lse[n, s], x[n, t, s], w_t, smoothing, c_, smooth)
+            sums[0] += losses[i]
+            sums[1] += counts[i]
 
 
 @njit(**_REDUCING)

@@ -499,7 +499,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     """Rows of ``weight`` for the integer indices ``input``; ``padding_idx``'s row gets no gradient, ``max_norm``
     renormalizes the looked-up rows of ``weight`` in place first; with ``sparse`` the weight's gradient is a
     sparse COO tensor of the looked-up rows."""
-    num = weight.shape[0]
+    num = weight.shape[0] if weight._data.ndim == 0 else weight._data.shape[0]  # (a plain tuple's read is cheaper)
     if padding_idx is not None:
         if padding_idx > 0:
             assert padding_idx < num, "Padding_idx must be within num_embeddings"
@@ -2201,7 +2201,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     reduction = _reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if isinstance(target, Tensor) and tuple(target.shape) == tuple(input.shape):  # (torch decides by shape)
+    if isinstance(target, Tensor) and target._data.shape == input._data.shape:  # (torch decides by shape)
         if not target.is_floating_point():
             raise RuntimeError(
                 f"Expected floating point type for target with class probabilities, got {target.dtype.scalar_name}"
@@ -2210,12 +2210,12 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     layout = _class_layout(input, target, weight)
     if label_smoothing > 0.0:
         cls = loss_ops.SmoothedCrossEntropy
-    elif input.dim() >= 3:
+    elif layout.ndim >= 3:
         cls = loss_ops.CrossEntropy2d
     else:
         cls = loss_ops.CrossEntropy
     out = cls.apply(input, weight, target, reduction, float(label_smoothing), layout, ignore_index)
-    if cls is loss_ops.CrossEntropy2d and reduction == "none" and input.dim() != 4:
+    if cls is loss_ops.CrossEntropy2d and reduction == "none" and layout.ndim != 4:
         return out.view(layout.loss_none_shape)  # torch views its 2-d loss back (node ViewBackward0)
     return out
 

@@ -128,6 +128,7 @@ class CrossEntropy(Function):
 
     node_name = "NllLossBackward0"
     _trusted = True
+    _simple = True  # (the forward is backend calls only: apply's simple path)
 
     @staticmethod
     def forward(ctx, x: Tensor, weight, target: Tensor, reduction: str, smoothing: float, layout, ignore_index: int):

@@ -1047,13 +1047,13 @@ class Embedding(Function):
         that a compiled replay checks each call's indices too."""
         backend = weight._backend
         indices = input._data
-        input._backend.check_index(indices, 0, weight.shape[0], None, _embedding_index_error)
+        shape = weight._data.shape  # (the storage's plain tuple: a Size costs a microsecond a read)
+        input._backend.check_index(indices, 0, shape[0], None, _embedding_index_error)
         flat = backend.reshape(indices, (-1,))
         rows = backend.getitem(weight._data, (flat,))
-        out_shape = (*indices.shape, weight.shape[1])
-        ctx.indices, ctx.num, ctx.dim = flat, weight.shape[0], weight.shape[1]
+        ctx.indices, ctx.num, ctx.dim = flat, shape[0], shape[1]
         ctx.padding_idx, ctx.scale = padding_idx, scale_grad_by_freq
-        return _t(backend.reshape(rows, out_shape))
+        return _t(backend.reshape(rows, (*indices.shape, shape[1])))
 
     @staticmethod
     def backward(ctx, g: Tensor):
