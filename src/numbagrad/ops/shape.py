@@ -723,36 +723,44 @@ class Cat(Function):
         inference mode, with no tracer or saved-tensor hooks (``st.fast``): the joined storage and the node
         ``_link_outputs`` builds, in one pass over the parts; anything else (``stack``, mixed dtypes or ranks) returns
         None."""
-        if cls is not Cat or not st.fast:
+        stacking = cls is Stack
+        if not (cls is Cat or stacking) or not st.fast:
             return None
         dim = args[0]
         first = args[1]._data
         kind, dt, rank = type(first), first.dtype, first.ndim
-        if dim >= rank:  # (an empty 1-d part first, which torch's legacy rule skips)
+        if dim >= rank + stacking:  # (an empty 1-d part first, which torch's legacy rule skips)
             return None
         arrays, edges, needs, sizes, meta = [], [NOT_A_TENSOR_INPUT], [False], [], [False]
         grad = False
+        backend = _BACKENDS.get(kind) or backend_for(first)
+        part = first.shape[:dim] + (1,) + first.shape[dim:]  # (a stacked part, its new dim inserted)
         for t in args[1:]:  # (a loop: a comprehension costs a frame per call)
             if type(t) is not Tensor or t._is_inference:
                 return None
             data = t._data
             if type(data) is not kind or data.dtype is not dt or data.ndim != rank:
                 return None
+            if stacking:
+                if data.shape != first.shape:
+                    return None
+                meta.append((data.shape, dt, backend))
+                data = backend.reshape(data, part)
             arrays.append(data)
             sizes.append(data.shape[dim])
             edge = edge_of(t)
             edges.append(edge)
             needs.append(edge[0] is not None)
             grad = grad or edge[0] is not None
-        backend = _BACKENDS.get(kind) or backend_for(first)
         result = _new(Tensor)
         out = result._data = backend.concatenate(arrays, dim, dt)
         if st.enabled and grad and dt.kind in "fcV":
             ctx = cls._backward_cls()
             ctx.needs_input_grad = tuple(needs)
             ctx.dim, ctx.sizes = dim, sizes
-            for a in arrays:
-                meta.append((a.shape, dt, backend))
+            if not stacking:
+                for a in arrays:
+                    meta.append((a.shape, dt, backend))
             ctx._input_meta = tuple(meta)
             ctx._output_meta = ((out.shape, dt, backend),)
             make_node(ctx, tuple(edges), result)
@@ -873,6 +881,10 @@ def stack(tensors, dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    if type(dim) is int and _same_shape_parts(tensors):  # (the common call: the checks below pass)
+        rank = tensors[0]._data.ndim + 1
+        if -rank <= dim < rank:
+            return Stack.apply(dim % rank, *tensors)
     for i, t in enumerate(tensors):
         if t.shape != tensors[0].shape:
             raise RuntimeError(
@@ -880,6 +892,15 @@ def stack(tensors, dim: int = 0) -> Tensor:
                 f"{shape_str(t.shape)} at entry {i}"
             )
     return Stack.apply(wrap_dim(dim, tensors[0].dim() + 1), *tensors)
+
+
+def _same_shape_parts(tensors: list) -> bool:
+    """Whether ``tensors`` are plain Tensors of one shape (read from their storage: a Size costs more)."""
+    shape = tensors[0]._data.shape if type(tensors[0]) is Tensor else None
+    for t in tensors:
+        if type(t) is not Tensor or t._data.shape != shape:
+            return False
+    return True
 
 
 @declare(methods=True, samples=(Sample(T(4, 5), 1, 1, 3),))
