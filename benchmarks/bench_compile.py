@@ -220,8 +220,10 @@ def mlp_step(lib, compiled: bool = False):
 
 
 # --- timing -------------------------------------------------------------------------------------------------------
-def interleaved_medians(steps: dict, budget: float) -> dict:
-    """Median seconds per call of each step; the steps alternate in rounds so they share the machine's load."""
+def interleaved_medians(steps: dict, budget: float, settle: float = 0.0) -> dict:
+    """Median seconds per call of each step; the steps alternate in rounds so they share the machine's load. With
+    ``settle`` (``compare.settle_time``: more than one thread) each batch starts after that much sleep and one
+    untimed call, away from the idle workers of the step before, which spin for a while."""
     for step in steps.values():
         step()
         step()
@@ -236,6 +238,9 @@ def interleaved_medians(steps: dict, budget: float) -> dict:
     for _ in range(rounds):
         for name, step in steps.items():
             number = max(1, int(per_round / once[name]))
+            if settle:
+                time.sleep(settle)
+                step()
             start = time.perf_counter()
             for _ in range(number):
                 step()
@@ -247,6 +252,9 @@ def worker(threads: int, quick: bool, big: bool) -> dict:
     """The measurements at one thread count (run in a fresh process with the thread variables set)."""
     import numbagrad as ng
 
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from compare import settle_time
+
     try:
         import torch
 
@@ -254,6 +262,7 @@ def worker(threads: int, quick: bool, big: bool) -> dict:
     except ImportError:
         torch = None
     budget = 0.6 if quick else 2.0
+    settle = settle_time(threads)
     results = {}
     sizes = (1_000, 100_000, 10_000_000) + ((100_000_000,) if big else ())
     for n in sizes:
@@ -265,7 +274,8 @@ def worker(threads: int, quick: bool, big: bool) -> dict:
             steps["eager"] = relu_affine_step(ng, n)
             if torch is not None:
                 steps["torch"] = relu_affine_step(torch, n)
-        results[f"relu(x*w+b).sum() f+b, n={n:.0e}"] = interleaved_medians(steps, budget * (2 if n >= 1e7 else 1))
+        budget_n = budget * (2 if n >= 1e7 else 1)
+        results[f"relu(x*w+b).sum() f+b, n={n:.0e}"] = interleaved_medians(steps, budget_n, settle)
         steps.clear()
     for n in (100_000,) if quick else (1_000, 100_000, 10_000_000):
         steps = {
@@ -275,11 +285,11 @@ def worker(threads: int, quick: bool, big: bool) -> dict:
         }
         if torch is not None:
             steps["torch"] = swish_step(torch, n)
-        results[f"swish custom Function f+b [torch: silu], n={n:.0e}"] = interleaved_medians(steps, budget)
+        results[f"swish custom Function f+b [torch: silu], n={n:.0e}"] = interleaved_medians(steps, budget, settle)
     steps = {"compiled": mlp_step(ng, compiled=True), "eager": mlp_step(ng)}
     if torch is not None:
         steps["torch"] = mlp_step(torch)
-    results["MLP 784-128-10 GELU+CE+SGD step, batch 64"] = interleaved_medians(steps, budget)
+    results["MLP 784-128-10 GELU+CE+SGD step, batch 64"] = interleaved_medians(steps, budget, settle)
     return results
 
 

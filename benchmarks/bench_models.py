@@ -41,7 +41,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import interleaved_medians  # noqa: E402
+from compare import interleaved_medians, settle_time  # noqa: E402
 
 ROUNDS = 3
 
@@ -400,7 +400,10 @@ def measure(names: list[str], threads: int, compiled: bool) -> dict:
         except Exception as error:  # a model numbagrad cannot run yet (in this column) is reported, not fatal
             results[name] = {"skipped": f"{type(error).__name__}: {error}"[:50]}
             continue
-        rounds = [interleaved_medians([step_ours, step_theirs], min_time=1.0, repeats=5) for _ in range(ROUNDS)]
+        settle = settle_time(threads)
+        rounds = [
+            interleaved_medians([step_ours, step_theirs], min_time=1.0, repeats=5, settle=settle) for _ in range(ROUNDS)
+        ]
         results[name] = {
             "ours": float(np.median([r[0] for r in rounds])),
             "torch": float(np.median([r[1] for r in rounds])),

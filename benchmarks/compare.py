@@ -40,8 +40,24 @@ TARGETS = {
 }
 
 
-def interleaved_medians(fns: list, min_time: float = 0.4, repeats: int = 9) -> list[float]:
-    """Median seconds per call of each function; the functions alternate batch by batch (same machine load)."""
+#: Seconds of sleep before each timed batch when the libraries run more than one thread (``settle_time``).
+SETTLE = 0.15
+
+
+def settle_time(threads: int) -> float:
+    """How long ``interleaved_medians`` lets the other library's idle workers stop before a batch: after a call
+    with more than one thread, those spin for a while and take a core from whatever runs next (OpenBLAS's for about
+    0.1 s). Measured at 2 threads on this 2-core host: torch's LSTM step took 68 ms right after numbagrad's and 33
+    after its own; numbagrad's 47 after torch's and 39 after its own; after 0.1 s of sleep, 33 and 39. At one thread
+    there are no workers, and no sleep."""
+    return SETTLE if threads > 1 else 0.0
+
+
+def interleaved_medians(fns: list, min_time: float = 0.4, repeats: int = 9, settle: float = 0.0) -> list[float]:
+    """Median seconds per call of each function; the functions alternate batch by batch (same machine load). With
+    ``settle`` (``settle_time``), each batch starts after that much sleep and one untimed call, so that it runs on
+    its own library's warm workers, as a program using one library does, and not against the other's spinning
+    ones."""
     numbers = []
     for fn in fns:
         fn()
@@ -53,6 +69,9 @@ def interleaved_medians(fns: list, min_time: float = 0.4, repeats: int = 9) -> l
     times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
         for fn, number, bucket in zip(fns, numbers, times):
+            if settle:
+                time.sleep(settle)
+                fn()
             start = time.perf_counter()
             for _ in range(number):
                 fn()
@@ -182,7 +201,7 @@ def measure(quick: bool, threads: int) -> dict:
     results = {}
     for label, make, numpy_fn in rows(quick):
         fns = [make(numbagrad)] + ([make(torch)] if torch is not None else []) + ([numpy_fn] if numpy_fn else [])
-        rounds = [interleaved_medians(fns) for _ in range(ROUNDS)]
+        rounds = [interleaved_medians(fns, settle=settle_time(threads)) for _ in range(ROUNDS)]
         times = [float(np.median([r[k] for r in rounds])) for k in range(len(fns))]
         t_ng = times[0]
         t_torch = times[1] if torch is not None else None
@@ -355,7 +374,7 @@ def bfloat16_step(threads: int) -> dict:
     for step in steps.values():
         for _ in range(20):
             step()
-    rounds = [interleaved_medians(list(steps.values())) for _ in range(ROUNDS)]
+    rounds = [interleaved_medians(list(steps.values()), settle=settle_time(threads)) for _ in range(ROUNDS)]
     out = {}
     for k, key in enumerate(steps):
         peak = None
