@@ -2133,7 +2133,7 @@ def cross_entropy(x: np.ndarray, target: np.ndarray, weight, smoothing: float, i
                                       counts, sums)  # fmt: skip
         probs = probs.reshape(n, c, 1)
     else:
-        probs, lse = np.empty(x.shape, x.dtype), np.zeros((n, s))
+        probs, lse = np.empty(x.shape, x.dtype), np.empty((n, s))
         rowmax = np.zeros((n, s), x.dtype)
         if x.size:
             kernels.shift_by_plane_max(x, probs, rowmax)

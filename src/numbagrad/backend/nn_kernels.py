@@ -683,12 +683,7 @@ def cross_entropy_forward(x, e, rowmax, target, weight, weighted, smoothing, ign
     C * sum_c w[c] * (lse - x_c)`` (0 when ignored) into ``losses`` and ``w[t]`` (0 when ignored) into ``counts``,
     and the float64 sums of both (as stored) into ``sums``: the reductions' numerator and denominator."""
     n, c = x.shape
-    wsum = 0.0
-    if weighted:
-        for k in range(c):
-            wsum += weight[k]
-    else:
-        wsum = c
+    wsum = _weight_sum(weight, weighted, c)
     sums[0] = sums[1] = 0.0
     one = rowmax[:1].copy()  # a scalar of the data's dtype: float32 data is scaled in float32 (vectorized)
     for i in range(n):
@@ -720,6 +715,17 @@ def cross_entropy_forward(x, e, rowmax, target, weight, weighted, smoothing, ign
         losses[i] = _sample_loss(lse, x[i, t], wt, smoothing, c, smooth)
         sums[0] += losses[i]
         sums[1] += counts[i]
+
+
+@njit(**_OPTS, inline="always")
+def _weight_sum(weight, weighted, c):
+    """The class weights' sum (the smoothing term's), ``c`` where there are none."""
+    if not weighted:
+        return float(c)
+    total = 0.0
+    for k in range(c):
+        total += weight[k]
+    return total
 
 
 @njit(**_OPTS, inline="always")
@@ -774,12 +780,7 @@ def cross_entropy_planes_losses(x, lse, target, weight, weighted, smoothing, ign
     """``cross_entropy_forward``'s losses over (N, C, S) from each position's log-sum-exp ``lse[n, s]``: position
     ``n * S + s``'s loss and counted weight, and their float64 sums into ``sums``."""
     n_, c_, s_ = x.shape
-    wsum = 0.0
-    if weighted:
-        for k in range(c_):
-            wsum += weight[k]
-    else:
-        wsum = c_
+    wsum = _weight_sum(weight, weighted, c_)
     sums[0] = sums[1] = 0.0
     for n in range(n_):
         for s in range(s_):
@@ -806,12 +807,7 @@ def cross_entropy_planes_losses(x, lse, target, weight, weighted, smoothing, ign
 def cross_entropy_planes_backward(probs, target, weight, weighted, smoothing, ignore_index, scale, out):
     """``cross_entropy_backward`` over (N, C, S): position ``n * S + s``'s gradient into ``out[n, :, s]``."""
     n_, c_, s_ = probs.shape
-    wsum = 0.0
-    if weighted:
-        for k in range(c_):
-            wsum += weight[k]
-    else:
-        wsum = c_
+    wsum = _weight_sum(weight, weighted, c_)
     a = smoothing / c_
     coef = np.empty(s_)  # (float64, as the row kernel's per-row values)
     shift = np.empty(s_)
@@ -845,12 +841,7 @@ def cross_entropy_backward(probs, target, weight, weighted, smoothing, ignore_in
     ``coef = (1 - s) * w[t] + s / C * sum(w)`` (``scale`` per sample: the incoming gradient over the mean's
     denominator)."""
     n, c = probs.shape
-    wsum = 0.0
-    if weighted:
-        for k in range(c):
-            wsum += weight[k]
-    else:
-        wsum = c
+    wsum = _weight_sum(weight, weighted, c)
     a = smoothing / c
     for i in range(n):
         t = target[i]

@@ -499,7 +499,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     """Rows of ``weight`` for the integer indices ``input``; ``padding_idx``'s row gets no gradient, ``max_norm``
     renormalizes the looked-up rows of ``weight`` in place first; with ``sparse`` the weight's gradient is a
     sparse COO tensor of the looked-up rows."""
-    num = weight.shape[0] if weight._data.ndim == 0 else weight._data.shape[0]  # (a plain tuple's read is cheaper)
+    shape = weight._data.shape  # (the storage's plain tuple: a Size costs a microsecond a read)
+    num = shape[0] if shape else weight.shape[0]  # (a 0-d weight: the Size's IndexError, as before)
     if padding_idx is not None:
         if padding_idx > 0:
             assert padding_idx < num, "Padding_idx must be within num_embeddings"
