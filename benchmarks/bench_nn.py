@@ -7,8 +7,9 @@
 
 ``python benchmarks/bench_nn.py --table`` prints the table: for 1 and then 2 threads it starts a fresh process with
 ``OPENBLAS_NUM_THREADS``/``NUMBA_NUM_THREADS``/``OMP_NUM_THREADS`` set (and ``torch.set_num_threads``), times both
-libraries side by side in it (alternating, so both see the same machine load), and reports the median over
-``--rounds`` rounds of each round's median time. ``NNForwardBackward`` is the asv suite.
+libraries side by side in it (alternating, so both see the same machine load: call by call at one thread, block
+by block after a pause at two, ``compare.settle_time``), and reports the median over ``--rounds`` rounds of each
+round's median time. ``NNForwardBackward`` is the asv suite.
 """
 
 from __future__ import annotations
@@ -83,7 +84,13 @@ def _libraries() -> dict:
 
 
 def measure(rounds: int, repeats: int, threads: int) -> dict:
-    """{case: {library: [median seconds of each round]}}, the libraries alternating call by call."""
+    """{case: {library: [median seconds of each round]}}, the libraries alternating call by call; with more than
+    one thread, block by block, each block after ``compare.settle_time`` of sleep and one untimed call (the other
+    library's idle workers spin for a while after its calls, and would take a core from the next call)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from compare import settle_time
+
+    settle = settle_time(threads)
     libs = _libraries()
     if "torch" in libs:
         libs["torch"].set_num_threads(threads)
@@ -96,7 +103,14 @@ def measure(rounds: int, repeats: int, threads: int) -> dict:
         per_round = {name: [] for name in runs}
         for _ in range(rounds):
             times = {name: [] for name in runs}
-            for _ in range(repeats):
+            for name, run in runs.items() if settle else ():
+                time.sleep(settle)
+                run()
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    run()
+                    times[name].append(time.perf_counter() - t0)
+            for _ in range(0 if settle else repeats):
                 for name, run in runs.items():
                     t0 = time.perf_counter()
                     run()
