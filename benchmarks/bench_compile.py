@@ -34,9 +34,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import interleaved_medians as compare_medians  # noqa: E402
+from compare import settle_time  # noqa: E402
 
 # --- the programs -------------------------------------------------------------------------------------------------
 GELU_C = 0.7978845608028654  # sqrt(2 / pi)
@@ -221,39 +224,15 @@ def mlp_step(lib, compiled: bool = False):
 
 # --- timing -------------------------------------------------------------------------------------------------------
 def interleaved_medians(steps: dict, budget: float, settle: float = 0.0) -> dict:
-    """Median seconds per call of each step; the steps alternate in rounds so they share the machine's load. With
-    ``settle`` (``compare.settle_time``: more than one thread) each batch starts after that much sleep and one
-    untimed call, away from the idle workers of the step before, which spin for a while."""
-    for step in steps.values():
-        step()
-        step()
-    once = {}
-    for name, step in steps.items():
-        start = time.perf_counter()
-        step()
-        once[name] = max(time.perf_counter() - start, 1e-7)
-    rounds = 9
-    per_round = budget / rounds / max(len(steps), 1)
-    times: dict = {name: [] for name in steps}
-    for _ in range(rounds):
-        for name, step in steps.items():
-            number = max(1, int(per_round / once[name]))
-            if settle:
-                time.sleep(settle)
-                step()
-            start = time.perf_counter()
-            for _ in range(number):
-                step()
-            times[name].append((time.perf_counter() - start) / number)
-    return {name: statistics.median(t) for name, t in times.items()}
+    """Median seconds per call of each step, by ``compare.interleaved_medians`` (the steps alternate batch by batch
+    in 9 rounds, sharing ``budget`` seconds; ``settle`` as there): the same timing, keyed by the steps' names."""
+    times = compare_medians(list(steps.values()), budget / max(len(steps), 1), 9, settle)
+    return dict(zip(steps, times))
 
 
 def worker(threads: int, quick: bool, big: bool) -> dict:
     """The measurements at one thread count (run in a fresh process with the thread variables set)."""
     import numbagrad as ng
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from compare import settle_time
 
     try:
         import torch

@@ -103,18 +103,20 @@ def measure(rounds: int, repeats: int, threads: int) -> dict:
         per_round = {name: [] for name in runs}
         for _ in range(rounds):
             times = {name: [] for name in runs}
-            for name, run in runs.items() if settle else ():
-                time.sleep(settle)
-                run()
-                for _ in range(repeats):
-                    t0 = time.perf_counter()
-                    run()
-                    times[name].append(time.perf_counter() - t0)
-            for _ in range(0 if settle else repeats):
+            if settle:  # (block by block: each library's calls after the other's workers stopped spinning)
                 for name, run in runs.items():
-                    t0 = time.perf_counter()
+                    time.sleep(settle)
                     run()
-                    times[name].append(time.perf_counter() - t0)
+                    for _ in range(repeats):
+                        t0 = time.perf_counter()
+                        run()
+                        times[name].append(time.perf_counter() - t0)
+            else:  # (call by call)
+                for _ in range(repeats):
+                    for name, run in runs.items():
+                        t0 = time.perf_counter()
+                        run()
+                        times[name].append(time.perf_counter() - t0)
             for name in runs:
                 per_round[name].append(statistics.median(times[name]))
         results[case] = per_round

@@ -721,15 +721,15 @@ class Cat(Function):
     def _fast_apply(cls, args: tuple, st):
         """``apply`` for plain Tensors of one dtype on one device (``cat``'s checks passed), outside anomaly and
         inference mode, with no tracer or saved-tensor hooks (``st.fast``): the joined storage and the node
-        ``_link_outputs`` builds, in one pass over the parts; anything else (``stack``, mixed dtypes or ranks) returns
-        None."""
+        ``_link_outputs`` builds, in one pass over the parts (for ``Stack``, parts of one shape, each given the new dim
+        first); anything else (mixed dtypes, ranks or shapes) returns None."""
         stacking = cls is Stack
         if not (cls is Cat or stacking) or not st.fast:
             return None
         dim = args[0]
         first = args[1]._data
         kind, dt, rank = type(first), first.dtype, first.ndim
-        if dim >= rank + stacking:  # (an empty 1-d part first, which torch's legacy rule skips)
+        if dim >= rank + stacking:  # (cat: an empty 1-d part first, which torch's legacy rule skips)
             return None
         arrays, edges, needs, sizes, meta = [], [NOT_A_TENSOR_INPUT], [False], [], [False]
         grad = False
