@@ -17,7 +17,7 @@ import numpy as np
 
 from .._types import CPU
 from ..scalar_math import COMPLEX_ROWS, ROWS, Row
-from . import codegen, cpu_threads, layout, malloc, vector_math
+from . import attention_kernels, codegen, cpu_threads, layout, malloc, rnn_kernels, row_products, vector_math
 
 DEVICE = CPU
 
@@ -850,7 +850,6 @@ def _blocked_product_pays(a: np.ndarray, b: np.ndarray) -> bool:
         return False
     if a.strides[1] != a.itemsize and depth > 768:
         return False
-    row_products = _row_products()
     if not row_products.measured_host() or cpu_threads.thread_count() != 1:
         return False
     return -columns % row_products.panel_width(a.dtype) <= columns // 10
@@ -858,20 +857,7 @@ def _blocked_product_pays(a: np.ndarray, b: np.ndarray) -> bool:
 
 def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` for 2-D operands: ``row_products``' kernel where it beats BLAS, else numpy's BLAS."""
-    return _row_products().matmul(a, b) if _blocked_product_pays(a, b) else np.matmul(a, b)
-
-
-_row_products_module = None
-
-
-def _row_products():
-    """The ``row_products`` module, imported on first use."""
-    global _row_products_module
-    if _row_products_module is None:
-        from . import row_products  # lazy: its kernels start Numba (import numbagrad must not)
-
-        _row_products_module = row_products
-    return _row_products_module
+    return row_products.matmul(a, b) if _blocked_product_pays(a, b) else np.matmul(a, b)
 
 
 @np.errstate(all="ignore")
@@ -933,7 +919,7 @@ def _row_kernel_pays(rows: int, depth: int, dtype: np.dtype) -> bool:
     201 at k 256, n 1024; 92 against 128 at k 1024, n 256; float64 188 against 235 and 249); shallower they are
     even (7.0 against 6.9 us at k 64, n 256), and BLAS's packing pays for many rows. With more threads too: on
     one it beats OpenBLAS's two (94 against 112 us at k 256, n 1024)."""
-    return dtype in _SUM_ZEROS and rows <= 64 and depth >= 128 and _row_products().measured_host()
+    return dtype in _SUM_ZEROS and rows <= 64 and depth >= 128 and row_products.measured_host()
 
 
 def repeated_product(w: np.ndarray, rows: int):
@@ -943,7 +929,6 @@ def repeated_product(w: np.ndarray, rows: int):
     on a 64-byte aligned row-major copy of ``w.T`` (OpenBLAS took 1.2x to 1.6x as long on ``w`` as stored, and
     1.2x to 1.35x on an unaligned copy)."""
     if _row_kernel_pays(rows, w.shape[1], w.dtype):
-        row_products = _row_products()
         panels, columns = row_products.pack(w.T), w.shape[0]
 
         def product(x: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
@@ -1708,12 +1693,6 @@ def scaled_softmax(scores: np.ndarray, mask, scale: float, safe: bool) -> np.nda
     return out.reshape(scores.shape)
 
 
-def _causal_half(q: np.ndarray) -> int:
-    """Where causal attention's rows split into two blocks: the first ``h`` queries see only the first ``h``
-    keys, so the products skip the (h, L - h) corner of keys no query of the block sees."""
-    return q.shape[-2] // 2
-
-
 def _laid_out_as_query(q: np.ndarray, width: int) -> np.ndarray:
     """An empty attention output (``q``'s shape, last dim ``width``) laid out as torch's CPU flash attention lays
     out its output: in the axis order of a 4-d query's strides (a GPT's heads split from one projection give (B,
@@ -1727,32 +1706,51 @@ def _laid_out_as_query(q: np.ndarray, width: int) -> np.ndarray:
     return np.empty(shape, q.dtype)
 
 
-@np.errstate(all="ignore")  # (BLAS's inf * 0 gives nan without a warning, as in torch)
+def _as_slices(a: np.ndarray | None) -> np.ndarray | None:
+    """``a`` (``(..., rows, width)``) as the attention kernels read it: 4-d ``(batch, heads, rows, width)`` with a
+    unit last stride and whole-element strides, a view where it can be (leading dims added or merged), else a
+    copy. An output is made row-major or laid out as its input, so its view is always one."""
+    if a is None:
+        return None
+    if a.ndim != 4:
+        a = a.reshape((1,) * (4 - a.ndim) + a.shape) if a.ndim < 4 else a.reshape((-1, *a.shape[-3:]))
+    if (a.shape[3] > 1 and a.strides[3] != a.itemsize) or any(s % a.itemsize for s in a.strides):
+        a = np.ascontiguousarray(a)
+    return a
+
+
+def _attention_fields(operands: dict, probs: np.ndarray) -> np.ndarray:
+    """``attention_kernels``' field row for ``operands`` (by its ``FIELDS`` names, each ``_as_slices``'d)."""
+    kernels = attention_kernels
+    fields = np.zeros(kernels.SIZE, np.int64)
+    for index, name in enumerate(kernels.FIELDS):
+        kernels.operand(fields, index, operands.get(name))
+    q = operands["q"]
+    fields[kernels.PROBS] = probs.ctypes.data
+    fields[kernels.HEADS], fields[kernels.LENGTH], fields[kernels.WIDTH] = q.shape[1], q.shape[2], q.shape[3]
+    fields[kernels.VALUE_WIDTH] = operands["v"].shape[3]
+    return fields
+
+
+@np.errstate(all="ignore")
 def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, scale: float) -> tuple:
     """``softmax(mask + q @ k^T * scale) @ v`` and the probabilities, for float32 or float64 ``q``, ``k`` and
     ``v`` of one batch shape and as many keys as queries, ``mask`` the additive causal mask (L, L) (0 where key
-    ``j <= i``, ``-inf`` above; the device backend adds it, this one reads the causal structure itself). The
-    products run in two row blocks: the first half of the queries against the first half of the keys only (a
-    quarter of both products' work skipped, the corner left unwritten), then softmax's passes, the first keeping
-    each row's visible keys (``causal_scale_shift_rows``: a masked score is never used, so a nan key does not
-    reach the queries before it, as in torch). The char GPT's (12, 4, 64, 64) causal attention: 588 -> 545 us as numpy
-    calls, one backend call where the tensor ops took two matmuls and their nodes. The output is laid out as the
-    query (``_laid_out_as_query``), as torch's."""
-    h, length = _causal_half(q), q.shape[-2]
-    kt = np.swapaxes(k, -1, -2)
-    scores = np.empty((*q.shape[:-1], length), q.dtype)
-    np.matmul(q[..., :h, :], kt[..., :h], out=scores[..., :h, :h])
-    np.matmul(q[..., h:, :], kt, out=scores[..., h:, :])
-    rows = scores.reshape(-1, length)
-    probs = np.empty(rows.shape, q.dtype)
-    kernels = _nn()
-    kernels.causal_scale_shift_rows(rows, q.dtype.type(scale), length, probs)
-    _exp_in_place(probs)
-    kernels.softmax_rows(probs, probs, False)
-    probs = probs.reshape(scores.shape)
+    ``j <= i``, ``-inf`` above; the device backend adds it, this one reads the causal structure itself): each
+    (batch, head) slice in one compiled pass (``attention_kernels``), the slices shared among the threads. The
+    char GPT's (12, 4, 64, 32) float32 causal attention: 570 us on one thread, 380 on two (numpy's calls per
+    slice: 520 on either; torch's flash attention 513 on one). The output is laid out as the query
+    (``_laid_out_as_query``), as torch's."""
+    length = q.shape[-2]
     out = _laid_out_as_query(q, v.shape[-1])
-    np.matmul(probs[..., :h, :h], v[..., :h, :], out=out[..., :h, :])
-    np.matmul(probs[..., h:, :], v, out=out[..., h:, :])
+    # (with rows to spare past the last slice: the kernel's last block of rows may read them)
+    size = math.prod(q.shape[:-2]) * length * length
+    probs = np.empty(size + attention_kernels.ROW_MULTIPLE * length, q.dtype)[:size].reshape((*q.shape[:-1], length))
+    slices = {"q": _as_slices(q), "k": _as_slices(k), "v": _as_slices(v), "out": _as_slices(out)}
+    fields = _attention_fields(slices, probs)
+    count = slices["q"].shape[0] * slices["q"].shape[1]
+    work = count * length * length * (q.shape[-1] + v.shape[-1]) // 2
+    attention_kernels.run("forward", fields, q.dtype, scale, count, work)
     return out, probs
 
 
@@ -1760,37 +1758,25 @@ def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarr
 def causal_attention_backward(g: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, probs: np.ndarray,
                               scale: float, need_q: bool, need_k: bool, need_v: bool) -> tuple:  # fmt: skip
     """The gradients of ``causal_attention`` with respect to ``q``, ``k`` and ``v`` (None where not needed) from
-    the output's gradient ``g`` and the forward's ``probs``: ``g_v = probs^T @ g``, the probabilities' gradient
-    ``g @ v^T`` through softmax's backward kernel, ``g_q = g_s @ k * scale``, ``g_k = g_s^T @ q * scale``, each
-    product in the forward's two blocks (``probs`` and ``g_s`` are zero in the corner they skip). Each gradient
-    is laid out as its input (``_laid_out_as_query``): heads split from one projection take their gradients
-    back through the transpose and view without a copy, as torch's."""
-    h = _causal_half(q)
-    g_q = g_k = g_v = None
-    if need_v:
-        g_v = _laid_out_as_query(v, g.shape[-1])
-        pt = np.swapaxes(probs, -1, -2)
-        np.matmul(pt[..., :h, :], g, out=g_v[..., :h, :])
-        np.matmul(pt[..., h:, h:], g[..., h:, :], out=g_v[..., h:, :])
-    if not (need_q or need_k):
+    the output's gradient ``g`` and the forward's ``probs``, each (batch, head) slice in one compiled pass
+    (``attention_kernels``), the slices shared among the threads: 630 us on one thread and 440 on two at the
+    char GPT's (12, 4, 64, 32) float32 (numpy's calls per slice: 620 and 600). Each gradient is laid out as its
+    input (``_laid_out_as_query``): heads split from one projection take their gradients back through the
+    transpose and view without a copy, as torch's."""
+    g_q = _laid_out_as_query(q, q.shape[-1]) if need_q else None
+    g_k = _laid_out_as_query(k, k.shape[-1]) if need_k else None
+    g_v = _laid_out_as_query(v, g.shape[-1]) if need_v else None
+    if not (need_q or need_k or need_v):
         return g_q, g_k, g_v
-    vt = np.swapaxes(v, -1, -2)
-    g_probs = np.empty(probs.shape, probs.dtype)
-    np.matmul(g[..., :h, :], vt[..., :h], out=g_probs[..., :h, :h])
-    g_probs[..., :h, h:] = 0  # (softmax's backward reads it against zero probabilities)
-    np.matmul(g[..., h:, :], vt, out=g_probs[..., h:, :])
-    g_s = softmax_backward(probs, g_probs, probs.ndim - 1, False)
-    if need_q:
-        g_q = _laid_out_as_query(q, q.shape[-1])
-        np.matmul(g_s[..., :h, :h], k[..., :h, :], out=g_q[..., :h, :])
-        np.matmul(g_s[..., h:, :], k, out=g_q[..., h:, :])
-        np.multiply(g_q, scale, out=g_q)
-    if need_k:
-        g_k = _laid_out_as_query(k, k.shape[-1])
-        gst = np.swapaxes(g_s, -1, -2)
-        np.matmul(gst[..., :h, :], q, out=g_k[..., :h, :])
-        np.matmul(gst[..., h:, h:], q[..., h:, :], out=g_k[..., h:, :])
-        np.multiply(g_k, scale, out=g_k)
+    g = g.astype(q.dtype, copy=False)
+    slices = {"q": _as_slices(q), "k": _as_slices(k), "v": _as_slices(v), "g": _as_slices(g)}
+    slices.update(g_q=_as_slices(g_q), g_k=_as_slices(g_k), g_v=_as_slices(g_v))
+    length = q.shape[-2]
+    probs = np.ascontiguousarray(probs, q.dtype)  # (held here: the kernel reads it through its address)
+    fields = _attention_fields(slices, probs)
+    count = slices["q"].shape[0] * slices["q"].shape[1]
+    work = count * length * length * (q.shape[-1] + v.shape[-1])
+    attention_kernels.run("backward", fields, q.dtype, scale, count, work)
     return g_q, g_k, g_v
 
 
@@ -2479,7 +2465,7 @@ def _conv2d_backward_chunks(g3: np.ndarray, x, x_shape: tuple, w: np.ndarray, st
                         kernels.im2col(x[i:j], *kernel, *stride, *padding, *dilation, *out_hw, cols)
                     pays = _blocked_product_pays(cols[0], g3[i].T)
                     if j - i == 1 or pays:  # (one product a sample)
-                        product = _row_products().matmul if pays else np.matmul
+                        product = row_products.matmul if pays else np.matmul
                         for s in range(j - i):
                             gw_t += product(cols[s], g3[i + s].T)
                     else:
@@ -2533,17 +2519,6 @@ def _flipped(w: np.ndarray) -> np.ndarray:
 
 
 # --- an LSTM layer's time step (``rnn_kernels``, imported on first use: it starts Numba) ---------------------
-_rnn_kernels = None
-
-
-def _rnn():
-    """The LSTM step kernels' module, imported on first use."""
-    global _rnn_kernels
-    if _rnn_kernels is None:
-        from . import rnn_kernels  # lazy: importing it loads Numba kernels (import numbagrad must not)
-
-        _rnn_kernels = rnn_kernels
-    return _rnn_kernels
 
 
 def lstm_cell(
@@ -2552,7 +2527,7 @@ def lstm_cell(
     """One LSTM step from its gates' two parts ``xi`` and ``hh`` (``(n, 4*H)``, torch's gate order) and the cell
     state ``c`` (``(n, H)``), in one kernel: the gates' activations into ``acts``, the new cell and hidden states
     into ``c_out`` and ``h_out``. Every array C-contiguous, of one dtype, ``acts`` apart from the others."""
-    _rnn().run("lstm_cell", [xi, hh, c], [acts, h_out, c_out], _widen, _store)
+    rnn_kernels.run("lstm_cell", [xi, hh, c], [acts, h_out, c_out], _widen, _store)
 
 
 def lstm_cell_backward(
@@ -2568,7 +2543,7 @@ def lstm_cell_backward(
     """``lstm_cell``'s gradients in one kernel: from the hidden state's gradient ``g_out + g_rec`` and the cell
     state's ``g_c``, the gates' (pre-activation) gradient into ``d_gates`` and the previous cell state's into
     ``g_c_prev``. Every array C-contiguous, of one dtype, the outputs apart from the inputs."""
-    _rnn().run("lstm_cell_backward", [g_out, g_rec, g_c, acts, c_prev, c_new], [d_gates, g_c_prev], _widen,
+    rnn_kernels.run("lstm_cell_backward", [g_out, g_rec, g_c, acts, c_prev, c_new], [d_gates, g_c_prev], _widen,
                     _store)  # fmt: skip
 
 
@@ -2577,7 +2552,7 @@ def gru_cell(xi: np.ndarray, gh: np.ndarray, h: np.ndarray, acts: np.ndarray, h_
     order r, z, n) and the hidden state ``h``, in one kernel: ``(r, z, n, gh's n part)`` into ``acts``
     (``(n, 4*H)``), the new hidden state into ``h_out``. Every array C-contiguous, of one dtype, the outputs apart
     from the inputs."""
-    _rnn().run("gru_cell", [xi, gh, h], [acts, h_out], _widen, _store)
+    rnn_kernels.run("gru_cell", [xi, gh, h], [acts, h_out], _widen, _store)
 
 
 def gru_cell_backward(
@@ -2592,7 +2567,7 @@ def gru_cell_backward(
     """``gru_cell``'s gradients in one kernel: from the new hidden state's gradient ``g_out + g_rec``, those of
     ``xi`` and ``gh`` into ``d_xi`` and ``d_gh``, and the part of ``h``'s that does not pass through ``gh`` into
     ``g_h``. Every array C-contiguous, of one dtype, the outputs apart from the inputs."""
-    _rnn().run("gru_cell_backward", [g_out, g_rec, acts, h], [d_xi, d_gh, g_h], _widen, _store)
+    rnn_kernels.run("gru_cell_backward", [g_out, g_rec, acts, h], [d_xi, d_gh, g_h], _widen, _store)
 
 
 #: The backend interface: the same names as ``cuda.__all__`` (tests/test_backend.py checks it).

@@ -34,7 +34,7 @@ from . import codegen, cpu_threads
 ROWS, VECTORS = 5, 4
 
 
-def _vector_bytes() -> int:
+def vector_bytes() -> int:
     """The host's SIMD register width: 64 bytes with AVX-512, 32 with AVX (LLVM splits a wider vector type into
     the host's registers, so any width is correct; this one fills them)."""
     global _vector_width
@@ -49,7 +49,7 @@ def measured_host() -> bool:
     """Is this host one the kernels were measured faster than BLAS on: with AVX-512 (32 vector registers)? With
     16, the 20 sums of a block and four loads of ``b`` would spill; the kernels stay correct there, but BLAS
     runs the products."""
-    return _vector_bytes() == 64
+    return vector_bytes() == 64
 
 
 def _ir_types(kind: str, vector_bytes: int) -> tuple:
@@ -269,23 +269,27 @@ _vector_width = None
 _FLOAT32 = np.dtype(np.float32)
 
 
+def intrinsics_digest() -> str:
+    """The digest of the intrinsics' code, for the text of a module that uses them: their code is not in the
+    module's text, so without it a change to them would not make a new cache entry."""
+    import hashlib
+    import inspect
+
+    intrinsics = (_ir_types, block_intrinsic, transpose_intrinsic, codegen.address_intrinsic)
+    code = "".join(inspect.getsource(f) for f in intrinsics)
+    return hashlib.sha1(code.encode()).hexdigest()[:16]
+
+
 def _loops():
     """The compiled module (built once per process; its kernels come from Numba's disk cache). The source names
     the block shape, the vector width and the digest of the intrinsics' code, so a change of any makes a new
     cache entry."""
     global _module
     if _module is None:
-        import hashlib
-        import inspect
-
-        # (the intrinsics' own code is not in the module's text: its digest is, so a change to it makes a new entry)
-        intrinsics = (_ir_types, block_intrinsic, transpose_intrinsic, codegen.address_intrinsic)
-        code = "".join(inspect.getsource(f) for f in intrinsics)
-        digest = hashlib.sha1(code.encode()).hexdigest()[:16]
         header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
         header += "from numbagrad.backend import codegen, row_products\n"
-        header += f'BLOCK_CODE = "{digest}"\n'
-        kernels = [_source("f64", _vector_bytes()), _source("f32", _vector_bytes())]
+        header += f'BLOCK_CODE = "{intrinsics_digest()}"\n'
+        kernels = [_source("f64", vector_bytes()), _source("f32", vector_bytes())]
         _module = codegen.load_module("row_products", "\n".join([header, *kernels]))
     return _module
 
@@ -309,7 +313,7 @@ def pack(b: np.ndarray) -> np.ndarray:
 
 def panel_width(dtype: np.dtype) -> int:
     """The columns of one of ``pack``'s panels (a register block's width) for ``dtype``."""
-    return VECTORS * _vector_bytes() // np.dtype(dtype).itemsize
+    return VECTORS * vector_bytes() // np.dtype(dtype).itemsize
 
 
 def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | None = None) -> np.ndarray:
