@@ -214,3 +214,21 @@ def test_inside_a_task_no_threads_are_free(threads):
     assert cpu_threads.free_threads() == 2
     cpu_threads.run_tasks(lambda i: seen.append(cpu_threads.free_threads()), 2)
     assert seen == [1, 1]
+
+
+@needs_blas
+def test_a_worker_keeps_its_python_thread_state_from_one_run_to_the_next(threads):
+    threads(2)
+    kept = threading.local()
+    barrier = threading.Barrier(2, timeout=10)
+    seen = {}
+
+    def task(i):
+        barrier.wait()  # (each thread takes one task)
+        kept.runs = getattr(kept, "runs", 0) + 1
+        seen[threading.get_ident()] = kept.runs
+
+    for _ in range(3):
+        cpu_threads.run_tasks(task, 2)
+    worker = [ident for ident in seen if ident != threading.main_thread().ident]
+    assert len(seen) == 2 and seen[worker[0]] == 3

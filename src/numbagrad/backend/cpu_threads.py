@@ -70,6 +70,8 @@ def run_tasks(task: Callable[[int], None], count: int) -> None:
     errors: list = []
 
     def drain(_args) -> None:  # (called from C: an exception is kept for the caller, never raised into OpenBLAS)
+        if not getattr(_state, "keeps_thread_state", False):
+            _keep_thread_state()
         _state.in_task = True
         try:
             i = next(counter)
@@ -93,6 +95,19 @@ def run_tasks(task: Callable[[int], None], count: int) -> None:
         _blas_single(False)
     if errors:
         raise errors[0]
+
+
+def _keep_thread_state() -> None:
+    """Keep this thread's Python thread state from one task to the next. ctypes runs a callback on a thread
+    Python did not start (an OpenBLAS worker) under a thread state made for the call and freed after it: 15-20 us
+    a hand-off on two threads, the most of ``run_tasks``' cost (a task of nothing took 17-24 us, 3-4 once kept).
+    One more ``PyGILState_Ensure``, never released, keeps it: ctypes' own release then only lets the GIL go. The
+    main thread, which Python started, has its state already."""
+    _state.keeps_thread_state = True
+    if threading.current_thread() is not threading.main_thread():
+        import ctypes  # (lazy: only tasks need it)
+
+        ctypes.pythonapi.PyGILState_Ensure()
 
 
 def free_threads() -> int:
