@@ -118,3 +118,8 @@ def test_slices_shared_between_two_threads_give_one_threads_bits(monkeypatch, dt
         numbagrad.set_num_threads(before)
     for one, two in zip(*results):
         np.testing.assert_array_equal(two, one)
+
+
+def test_reversed_rows_are_read_as_their_values():
+    q, k, v, g = _inputs((2, 2, 16, 8), 8, np.float64)
+    _check(*(a[:, ::-1] for a in (q, k, v, g)), 1e-12)  # (negative strides between heads: copied first)

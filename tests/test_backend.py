@@ -181,6 +181,30 @@ def test_where_with_scalars_and_broadcasting(b):
     np.testing.assert_array_equal(get(b, b.where(put(b, cond), put(b, a), 0.0, np.float64)), np.where(cond, a, 0.0))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32])
+@pytest.mark.parametrize("branches", ["arrays", "number then array", "array then number", "0-d array", "broadcast",
+                                      "column-major"])  # fmt: skip
+def test_where_gives_numpys_values_and_dtype(b, dtype, branches):
+    rng = np.random.default_rng(0)
+    x, y = ((rng.standard_normal((7, 9)) * 10).astype(dtype) for _ in range(2))
+    x[0, 0] = np.nan if x.dtype.kind == "f" else x[0, 0]
+    cond = rng.random((7, 9)) > 0.5
+    cond[0, 0] = True
+    a, c = {
+        "arrays": (x, y),
+        "number then array": (0.5, y),
+        "array then number": (x, 2),
+        "0-d array": (x, np.array(3.0)),
+        "broadcast": (x[:, :1], y),
+        "column-major": (np.asfortranarray(x), y),
+    }[branches]
+    put_ = lambda v: put(b, v) if type(v) is np.ndarray else v  # noqa: E731
+    got = get(b, b.where(put(b, cond), put_(a), put_(c), np.dtype(dtype)))
+    expected = np.asarray(np.where(cond, a, c), dtype=dtype)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_accumulate_adds_in_place_including_views_and_broadcasts(b):
     dst = put(b, np.ones((2, 3)))
     b.accumulate_(dst, put(b, np.arange(6.0).reshape(2, 3)))

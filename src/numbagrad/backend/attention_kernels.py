@@ -123,9 +123,10 @@ def columns_in_KIND(f, operand, b, h, target, length, width):
 
 @njit(cache=CACHE, nogil=True, error_model='numpy', boundscheck=False, fastmath={'reassoc', 'nsz'})
 def softmax_row_KIND(p, visible, scale, probs):
-    # Whole rows (``len(p)``, a multiple of 16), the keys past ``visible`` selected away: loops of a fixed length
-    # vectorize, the visible prefix's would mostly run their scalar remainder. The maximum by four running
-    # maxima (a max reduction is not vectorized; four chains pipeline); the float64 sum's reciprocal multiplies.
+    # Whole rows (``len(p)``, a panel's width: a multiple of 4), the keys past ``visible`` selected away: loops of
+    # a fixed length vectorize, the visible prefix's would mostly run their scalar remainder. The maximum by four
+    # running maxima (a max reduction is not vectorized; four chains pipeline); the float64 sum's reciprocal
+    # multiplies.
     keys = len(p)
     for j in range(keys):
         p[j] = p[j] * scale if j < visible else -math.inf

@@ -68,9 +68,10 @@ def run_tasks(task: Callable[[int], None], count: int) -> None:
         return
     counter = itertools.count()  # (``next`` on it is atomic under the GIL)
     errors: list = []
+    caller = threading.get_ident()
 
     def drain(_args) -> None:  # (called from C: an exception is kept for the caller, never raised into OpenBLAS)
-        if not getattr(_state, "keeps_thread_state", False):
+        if threading.get_ident() != caller and not getattr(_state, "keeps_thread_state", False):
             _keep_thread_state()
         _state.in_task = True
         try:
@@ -98,16 +99,15 @@ def run_tasks(task: Callable[[int], None], count: int) -> None:
 
 
 def _keep_thread_state() -> None:
-    """Keep this thread's Python thread state from one task to the next. ctypes runs a callback on a thread
-    Python did not start (an OpenBLAS worker) under a thread state made for the call and freed after it: 15-20 us
-    a hand-off on two threads, the most of ``run_tasks``' cost (a task of nothing took 17-24 us, 3-4 once kept).
-    One more ``PyGILState_Ensure``, never released, keeps it: ctypes' own release then only lets the GIL go. The
-    main thread, which Python started, has its state already."""
-    _state.keeps_thread_state = True
-    if threading.current_thread() is not threading.main_thread():
-        import ctypes  # (lazy: only tasks need it)
+    """Keep this OpenBLAS worker's Python thread state from one task to the next. ctypes runs a callback on a
+    thread Python did not start under a thread state made for the call and freed after it: 15-20 us a hand-off on
+    two threads, the most of ``run_tasks``' cost (a task of nothing took 17-24 us, 3-4 once kept). One more
+    ``PyGILState_Ensure``, never released, keeps it: ctypes' own release then only lets the GIL go. (The caller's
+    thread, which runs Python already, has its own.)"""
+    import ctypes  # (lazy: only tasks need it)
 
-        ctypes.pythonapi.PyGILState_Ensure()
+    _state.keeps_thread_state = True
+    ctypes.pythonapi.PyGILState_Ensure()
 
 
 def free_threads() -> int:
