@@ -314,6 +314,20 @@ def test_saved_tensor_modified_in_place_is_detected():
         y.sum().backward()
 
 
+def test_a_saved_bool_tensor_modified_in_place_is_named_as_torch_names_it(torch):
+    messages = []
+    for lib in (torch, numbagrad):
+        x = lib.tensor([1.0, -2.0], requires_grad=True)
+        condition = x.detach() > 0
+        y = lib.where(condition, x, x * 2)
+        condition.logical_not_()
+        with pytest.raises(RuntimeError) as caught:
+            y.sum().backward()
+        messages.append(str(caught.value).split("]")[0])  # (the text before the shape's closing bracket)
+    assert messages[0].endswith("modified by an inplace operation: [CPUBoolType [2")
+    assert messages[1] == messages[0]
+
+
 def test_saved_tensors_are_freed_after_backward():
     x = leaf([1.0, 2.0])
     y = Square.apply(x)

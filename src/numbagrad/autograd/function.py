@@ -194,10 +194,12 @@ def _raise_modified(t: Tensor, current: int, version: int, owner, output_nr: int
         else "Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
         "with torch.autograd.set_detect_anomaly(True, check_nan=False)."
     )
+    # (torch names a bool tensor by its C++ type, which has no legacy tensor class: ``CPUBoolType``)
+    name = t.dtype.scalar_name
+    kind = f"{t.device.type.upper()}BoolType" if name == "Bool" else f"numbagrad.{name}Tensor"
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace operation: "
-        f"[numbagrad.{t.dtype.scalar_name}Tensor {shape_str(t.shape)}]{which} is at version {current}; expected "
-        f"version {version} instead. {hint}"
+        f"[{kind} {shape_str(t.shape)}]{which} is at version {current}; expected version {version} instead. {hint}"
     )
 
 

@@ -13,7 +13,7 @@ from .._samples import assigned
 from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES as _CPP
 from .._types import broadcast_shapes_or_none
-from ..autograd.function import NOT_A_TENSOR_INPUT, Function, edge_of, make_node, saved_input_unhooked
+from ..autograd.function import NOT_A_TENSOR_INPUT, Function, edge_of, edges_of, make_node, saved_input_unhooked
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
@@ -549,6 +549,39 @@ def setitem(x: Tensor, index, value) -> None:
 class Where(Function):
     node_name = "WhereBackward0"
     _listed_inputs = (1, 2)  # (a number for either branch is wrapped as a tensor and listed, as torch does)
+
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for a plain bool condition and two plain branches of its shape and one dtype, outside anomaly
+        and inference mode, with no tracer or saved-tensor hooks (``st.fast``): the selection and the node
+        ``_link_outputs`` builds, without the general path's broadcasting and per-argument bookkeeping (a (32,
+        200) float32 where with gradients: 17 -> 8 us, torch 7); anything else returns None."""
+        if not st.fast:
+            return None
+        cond, a, b = args
+        if type(cond) is not Tensor or type(a) is not Tensor or type(b) is not Tensor:
+            return None
+        cd, ad, bd = cond._data, a._data, b._data
+        kind, dt = type(ad), ad.dtype
+        if type(cd) is not kind or type(bd) is not kind or bd.dtype is not dt or cd.dtype != np.bool_:
+            return None
+        if bd.shape != ad.shape or cd.shape != ad.shape or cond._is_inference or a._is_inference or b._is_inference:
+            return None
+        backend = _BACKENDS.get(kind) or backend_for(ad)
+        out = _new(Tensor)
+        out._data = backend.where(cd, ad, bd, dt)
+        edges = edges_of(args, cls)
+        need_a, need_b = edges[1][0] is not None, edges[2][0] is not None
+        if not st.enabled or not (need_a or need_b) or dt.kind not in "fcV":
+            return out
+        ctx = cls._backward_cls()
+        ctx.needs_input_grad = (False, need_a, need_b)
+        ctx.shapes = [ad.shape, bd.shape]
+        ctx._input_meta = ((cd.shape, cd.dtype, backend), (ad.shape, dt, backend), (bd.shape, dt, backend))
+        ctx._output_meta = ((ad.shape, dt, backend),)
+        make_node(ctx, edges, out)
+        ctx._saved = [saved_input_unhooked(cond)]
+        return out
 
     @staticmethod
     def forward(ctx, cond, a, b):
