@@ -25,8 +25,8 @@ and 2.5 ms a step for its four layers, where the numpy form took 2.7 and 4.4.
 
 Operands are passed as addresses and element strides, the last dimension unit-stride (``cpu.causal_attention``
 copies any other): a ``(batch, heads, rows, width)`` layout of any strides, the GPT's heads split from one
-projection included, is read in place. ``share_<name>_<kind>`` is the same loop as a C function over a range of
-slices (``cpu_threads.run_compiled``). Imported lazily by ``backend/cpu.py`` (it starts Numba).
+projection included, is read in place. ``share_<kind>`` runs either loop as a C function over a range of slices
+(``cpu_threads.run_compiled``). Imported lazily by ``backend/cpu.py`` (it starts Numba).
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ from . import codegen, cpu_threads, row_products, vector_math
 #: The fields of an attention call (one ``int64`` row; ``scale`` is stored as its float64 bits): four per
 #: operand (address; element strides between batches, heads and rows), a zero address for a gradient not wanted.
 FIELDS = ("q", "k", "v", "out", "g", "g_q", "g_k", "g_v")
-PROBS, HEADS, LENGTH, WIDTH, VALUE_WIDTH, SCALE, FIRST, COUNT = range(4 * len(FIELDS), 4 * len(FIELDS) + 8)
-SIZE = COUNT + 1
+Q, K, V, OUT, G, G_Q, G_K, G_V = range(len(FIELDS))
+PROBS, HEADS, LENGTH, WIDTH, VALUE_WIDTH, SCALE, FIRST, COUNT, BACKWARD = range(4 * len(FIELDS), 4 * len(FIELDS) + 9)
+SIZE = BACKWARD + 1
 
 #: The fewest multiply-adds (over all slices, forward) worth sharing among threads: the GPT's attention has 3.1
 #: million, and a hand-off costs a few microseconds.
@@ -161,24 +162,27 @@ def softmax_backward_row_KIND(p, gp, visible):
         gp[j] = p[j] * (gp[j] - total) if j < visible else 0
 
 
+@njit(cache=CACHE, nogil=True, boundscheck=False)
+def sizes_KIND(f):
+    # the slices' sizes: heads, rows (length), widths of q/k and v; the padded buffers' rows and columns
+    length, width, vwidth = f[LENGTH], f[WIDTH], f[VALUE_WIDTH]
+    rows = -(-length // ROW_MULTIPLE) * ROW_MULTIPLE
+    return f[HEADS], length, width, vwidth, rows, padded_KIND(length), padded_KIND(width), padded_KIND(vwidth)
+
+
 @njit(cache=CACHE, nogil=True, error_model='numpy', boundscheck=False)
 def forward_KIND(f, scale, first, count):
-    heads, length, width, vwidth = f[HEADS], f[LENGTH], f[WIDTH], f[VALUE_WIDTH]
-    rows = -(-length // ROW_MULTIPLE) * ROW_MULTIPLE
-    keys = padded_KIND(length)
-    values = padded_KIND(vwidth)
-    queries = np.zeros((rows, width), np.DTYPE)
-    kt = np.zeros((width, keys), np.DTYPE)
-    vp = np.zeros((length, values), np.DTYPE)
-    s = np.empty((rows, keys), np.DTYPE)
+    heads, length, width, vwidth, rows, keys, _, values = sizes_KIND(f)
+    # (the copies' padding stays zero: only their first rows and columns are written)
+    queries, kt = np.zeros((rows, width), np.DTYPE), np.zeros((width, keys), np.DTYPE)
+    vp, s = np.zeros((length, values), np.DTYPE), np.empty((rows, keys), np.DTYPE)
     o = np.empty((rows, values), np.DTYPE)
     scaled = np.DTYPE(scale)
     for n in range(first, first + count):
-        b = n // heads
-        h = n - b * heads
-        rows_in_KIND(f, 0, b, h, queries, length, width)
-        columns_in_KIND(f, 1, b, h, kt, length, width)
-        rows_in_KIND(f, 2, b, h, vp, length, vwidth)
+        b, h = divmod(n, heads)
+        rows_in_KIND(f, Q, b, h, queries, length, width)
+        columns_in_KIND(f, K, b, h, kt, length, width)
+        rows_in_KIND(f, V, b, h, vp, length, vwidth)
         blocks_KIND(queries.ctypes.data, width, 1, kt.ctypes.data, keys, s.ctypes.data, keys, rows, width, keys, 0)
         probs = carray(AT_KIND(f[PROBS] + BYTES * n * length * length), (length, length), np.DTYPE)
         for i in range(length):
@@ -186,64 +190,54 @@ def forward_KIND(f, scale, first, count):
         # (the probabilities' rows read in place: ``causal_attention`` allocates rows past the last slice's)
         blocks_KIND(probs.ctypes.data, length, 1, vp.ctypes.data, values, o.ctypes.data, values, rows, length,
                     values, 1)
-        rows_out_KIND(f, 3, b, h, o, length, vwidth, np.DTYPE(1))
+        rows_out_KIND(f, OUT, b, h, o, length, vwidth, np.DTYPE(1))
 
 
 @njit(cache=CACHE, nogil=True, error_model='numpy', boundscheck=False)
 def backward_KIND(f, scale, first, count):
-    heads, length, width, vwidth = f[HEADS], f[LENGTH], f[WIDTH], f[VALUE_WIDTH]
-    rows = -(-length // ROW_MULTIPLE) * ROW_MULTIPLE
-    keys = padded_KIND(length)
-    values = padded_KIND(vwidth)
-    columns = padded_KIND(width)
-    need_q, need_k, need_v = f[20] != 0, f[24] != 0, f[28] != 0
-    p = np.zeros((rows, keys), np.DTYPE)
-    s = np.empty((rows, keys), np.DTYPE)
-    grads = np.zeros((rows, values), np.DTYPE)
-    vt = np.zeros((vwidth, keys), np.DTYPE)
-    queries = np.zeros((rows, columns), np.DTYPE)
-    kp = np.zeros((length, columns), np.DTYPE)
-    ov = np.empty((rows, values), np.DTYPE)
-    oc = np.empty((rows, columns), np.DTYPE)
+    heads, length, width, vwidth, rows, keys, columns, values = sizes_KIND(f)
+    need_q, need_k, need_v = f[4 * G_Q] != 0, f[4 * G_K] != 0, f[4 * G_V] != 0
+    # (the copies' padding stays zero: only their first rows and columns are written)
+    p, grads = np.zeros((rows, keys), np.DTYPE), np.zeros((rows, values), np.DTYPE)
+    vt, queries = np.zeros((vwidth, keys), np.DTYPE), np.zeros((rows, columns), np.DTYPE)
+    kp, s = np.zeros((length, columns), np.DTYPE), np.empty((rows, keys), np.DTYPE)
+    ov, oc = np.empty((rows, values), np.DTYPE), np.empty((rows, columns), np.DTYPE)
     scaled = np.DTYPE(scale)
     for n in range(first, first + count):
-        b = n // heads
-        h = n - b * heads
+        b, h = divmod(n, heads)
         probs = carray(AT_KIND(f[PROBS] + BYTES * n * length * length), (length, length), np.DTYPE)
         p[:length, :length] = probs
-        rows_in_KIND(f, 4, b, h, grads, length, vwidth)
+        rows_in_KIND(f, G, b, h, grads, length, vwidth)
         if need_v:
             blocks_KIND(p.ctypes.data, 1, keys, grads.ctypes.data, values, ov.ctypes.data, values, rows, length,
                         values, 2)
-            rows_out_KIND(f, 7, b, h, ov, length, vwidth, np.DTYPE(1))
+            rows_out_KIND(f, G_V, b, h, ov, length, vwidth, np.DTYPE(1))
         if not (need_q or need_k):
             continue
-        columns_in_KIND(f, 2, b, h, vt, length, vwidth)
+        columns_in_KIND(f, V, b, h, vt, length, vwidth)
         blocks_KIND(grads.ctypes.data, values, 1, vt.ctypes.data, keys, s.ctypes.data, keys, rows, vwidth, keys, 0)
         for i in range(length):
             softmax_backward_row_KIND(p[i], s[i], i + 1)
         if need_q:
-            rows_in_KIND(f, 1, b, h, kp, length, width)
+            rows_in_KIND(f, K, b, h, kp, length, width)
             blocks_KIND(s.ctypes.data, keys, 1, kp.ctypes.data, columns, oc.ctypes.data, columns, rows, length,
                         columns, 1)
-            rows_out_KIND(f, 5, b, h, oc, length, width, scaled)
+            rows_out_KIND(f, G_Q, b, h, oc, length, width, scaled)
         if need_k:
-            rows_in_KIND(f, 0, b, h, queries, length, width)
+            rows_in_KIND(f, Q, b, h, queries, length, width)
             blocks_KIND(s.ctypes.data, 1, keys, queries.ctypes.data, columns, oc.ctypes.data, columns, rows, length,
                         columns, 2)
-            rows_out_KIND(f, 6, b, h, oc, length, width, scaled)
+            rows_out_KIND(f, G_K, b, h, oc, length, width, scaled)
 
 
 @cfunc(types.void(types.voidptr), cache=CACHE, nopython=True, boundscheck=False)
-def share_forward_KIND(args):
+def share_KIND(args):
     f = carray(args, (SIZE,), np.int64)
-    forward_KIND(f, carray(args, (SIZE,), np.float64)[SCALE], f[FIRST], f[COUNT])
-
-
-@cfunc(types.void(types.voidptr), cache=CACHE, nopython=True, boundscheck=False)
-def share_backward_KIND(args):
-    f = carray(args, (SIZE,), np.int64)
-    backward_KIND(f, carray(args, (SIZE,), np.float64)[SCALE], f[FIRST], f[COUNT])
+    scale = carray(args, (SIZE,), np.float64)[SCALE]
+    if f[BACKWARD]:
+        backward_KIND(f, scale, f[FIRST], f[COUNT])
+    else:
+        forward_KIND(f, scale, f[FIRST], f[COUNT])
 """
 
 #: Register blocks (rows by SIMD vectors of columns): the wide one for panels of more columns than the narrow one
@@ -274,7 +268,8 @@ def _loops():
     global _module
     if _module is None:
         constants = {"PROBS": PROBS, "HEADS": HEADS, "LENGTH": LENGTH, "WIDTH": WIDTH, "VALUE_WIDTH": VALUE_WIDTH}
-        constants.update(SCALE=SCALE, FIRST=FIRST, COUNT=COUNT, SIZE=SIZE, ROW_MULTIPLE=ROW_MULTIPLE)
+        constants.update(SCALE=SCALE, FIRST=FIRST, COUNT=COUNT, BACKWARD=BACKWARD, SIZE=SIZE)
+        constants.update(Q=Q, K=K, V=V, OUT=OUT, G=G, G_Q=G_Q, G_K=G_K, G_V=G_V, ROW_MULTIPLE=ROW_MULTIPLE)
         constants.update(WIDE_ROWS=WIDE_ROWS, WIDE_VECTORS=WIDE_VECTORS, NARROW_ROWS=NARROW_ROWS)
         constants.update(NARROW_VECTORS=NARROW_VECTORS, VECTOR_BYTES=row_products.vector_bytes())
         header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
@@ -311,7 +306,8 @@ def run(name: str, fields: np.ndarray, dtype: np.dtype, scale: float, slices: in
     shares = np.empty((threads, SIZE), np.int64)
     shares[:] = fields
     shares.view(np.float64)[:, SCALE] = scale
+    shares[:, BACKWARD] = name == "backward"
     for i in range(threads):
         start = slices * i // threads
         shares[i, FIRST], shares[i, COUNT] = start, slices * (i + 1) // threads - start
-    cpu_threads.run_compiled(getattr(module, f"share_{name}_{kind}").address, shares)
+    cpu_threads.run_compiled(getattr(module, f"share_{kind}").address, shares)

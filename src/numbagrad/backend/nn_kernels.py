@@ -624,24 +624,6 @@ def scale_mask_shift_rows(s, scale, mask, out, rowmax, empty):
             out[i, k] = out[i, k] - m
 
 
-@njit(**_OPTS)
-def causal_scale_shift_rows(s, scale, length, out):
-    """Causal attention's scores into softmax's shifted input: row ``i`` is query ``i % length``, which sees keys
-    ``k <= i % length``: ``out = s * scale`` less its maximum there and ``-inf`` beyond (``exp`` makes those 0).
-    The masked scores are never used, so a nan or inf among them stays out of the row, as torch's causal attention
-    never computes them; the values it keeps are those of ``scale_mask_shift_rows`` with the causal mask. Whole
-    rows with a select vectorize (69 us at (3072, 64) float32, 91 us looping to each row's own length; the
-    masked pass 85)."""
-    n, c = s.shape
-    for i in range(n):
-        visible = min(i % length + 1, c)
-        for k in range(c):
-            out[i, k] = s[i, k] * scale if k < visible else -math.inf
-        m = _row_max(out, i, c)
-        for k in range(c):
-            out[i, k] = out[i, k] - m
-
-
 @njit(**_REDUCING)
 def softmax_rows(shifted, e, log):
     """Each row of ``e`` (``exp(shifted)``, ``shifted = x - rowmax``) divided by its float64 sum, in place; or, for
