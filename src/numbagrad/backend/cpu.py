@@ -1750,7 +1750,6 @@ def _attention_fields(operands: dict, probs: np.ndarray) -> np.ndarray:
     return fields
 
 
-@np.errstate(all="ignore")
 def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, scale: float) -> tuple:
     """``softmax(mask + q @ k^T * scale) @ v`` and the probabilities, for float32 or float64 ``q``, ``k`` and
     ``v`` of one batch shape and as many keys as queries, ``mask`` the additive causal mask (L, L) (0 where key
@@ -1772,7 +1771,7 @@ def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarr
     return out, probs
 
 
-@np.errstate(all="ignore")
+@np.errstate(all="ignore")  # (``g``'s cast to the inputs' dtype may overflow, silently as in torch)
 def causal_attention_backward(g: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, probs: np.ndarray,
                               scale: float, need_q: bool, need_k: bool, need_v: bool) -> tuple:  # fmt: skip
     """The gradients of ``causal_attention`` with respect to ``q``, ``k`` and ``v`` (None where not needed) from

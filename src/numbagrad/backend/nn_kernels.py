@@ -1007,10 +1007,6 @@ def float32_to_bfloat16(src, dst):
         dst[i] = np.uint16(((u >> np.uint32(16)) & np.uint32(0x8000) | np.uint32(0x7FC0)) if nan else rounded)
 
 
-# Compilations are logged, a damaged cache entry is rebuilt, and the warm-up record finds these kernels by module.
-codegen.guard_dispatchers(globals(), "nn_kernels", None, origin=__name__)
-
-
 # --- where: one pass over flat operands -------------------------------------------------------------------------
 # numpy's where over (32, 200) float32 takes 8 us (its multiply 1.2): it does not vectorize the select.
 @njit(**_OPTS)
@@ -1028,3 +1024,7 @@ def select_number(cond, a, number, number_where_true, out):
     for i in range(out.shape[0]):
         x = a[i]
         out[i] = number if cond[i] == number_where_true else x
+
+
+# Compilations are logged, a damaged cache entry is rebuilt, and the warm-up record finds these kernels by module.
+codegen.guard_dispatchers(globals(), "nn_kernels", None, origin=__name__)
