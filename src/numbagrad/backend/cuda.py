@@ -1435,6 +1435,12 @@ def lstm_cell(xi, hh, c, acts, h_out, c_out) -> None:
     _rnn_step(_rnn_kern().lstm_cell_kernel, c.size, [xi, hh, c], [acts, h_out, c_out])
 
 
+def lstm_layer(xi, h0, c0, w_hh, reverse: bool, acts, output, cells) -> bool:
+    """The CPU backend's whole-layer loop has no device twin here: returns False, and the layer runs its steps
+    one ``lstm_cell`` kernel each (their launches queue without waiting for each other)."""
+    return False
+
+
 def lstm_cell_backward(g_out, g_rec, g_c, acts, c_prev, c_new, d_gates, g_c_prev) -> None:
     """``lstm_cell``'s gradients in one kernel (as the CPU backend's ``lstm_cell_backward``)."""
     _rnn_step(_rnn_kern().lstm_cell_backward_kernel, c_new.size, [g_out, g_rec, g_c, acts, c_prev, c_new],

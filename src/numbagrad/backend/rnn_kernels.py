@@ -20,9 +20,11 @@ and round once on the write, as torch's CPU does. Imported lazily by ``backend/c
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
-from . import codegen, vector_math
+from . import codegen, cpu_threads, row_products, vector_math
 
 _LOOPS = """
 @njit(cache=CACHE, nogil=True, error_model='numpy')
@@ -113,20 +115,114 @@ def gru_cell_backward(g_out, g_rec, acts, h, d_xi, d_gh, g_h):
             g_h[b, j] = g_h[b, j] * acts[b, size + j]
 """
 
+#: The fields of a whole-layer call (one ``int64`` row): the operands' addresses (every array C-contiguous; a
+#: zero address for an output gradient not given), then the sizes and the share of batch rows a thread runs.
+FIELDS = ("xi", "h0", "c0", "panels", "acts", "output", "cells", "g_out", "g_h", "g_c", "d_gates", "g_h0", "g_c0")
+XI, H0, C0, PANELS, ACTS, OUTPUT, CELLS, G_OUT, G_H, G_C, D_GATES, G_H0, G_C0 = range(len(FIELDS))
+STEPS, BATCH, HIDDEN, REVERSE, FIRST, COUNT, BACKWARD = range(len(FIELDS), len(FIELDS) + 7)
+SIZE = BACKWARD + 1
+
+_LAYER = """
+AT_KIND = codegen.address_intrinsic()
+PRODUCT_KIND = row_products.product_kernel("KIND")
+
+
+@njit(cache=CACHE, nogil=True)
+def rows_KIND(f, operand, first, count, width):
+    # rows ``first`` to ``first + count`` of a C-contiguous operand ``width`` wide, as a C-contiguous array
+    return carray(AT_KIND(f[operand] + BYTES * first * width), (count, width), np.DTYPE)
+
+
+@njit(cache=CACHE, nogil=True, error_model='numpy')
+def lstm_layer_KIND(f, first, count):
+    steps, batch, size, reverse = f[STEPS], f[BATCH], f[HIDDEN], f[REVERSE]
+    gates = 4 * size
+    panels = carray(AT_KIND(f[PANELS]), (-(-gates // WIDTH), size, WIDTH), np.DTYPE)
+    hh = np.empty((count, gates), np.DTYPE)
+    for s in range(steps):
+        t = steps - 1 - s if reverse else s
+        r = t * batch + first
+        if s == 0:
+            h, c = rows_KIND(f, H0, first, count, size), rows_KIND(f, C0, first, count, size)
+        else:
+            p = r + batch if reverse else r - batch
+            h, c = rows_KIND(f, OUTPUT, p, count, size), rows_KIND(f, CELLS, p, count, size)
+        PRODUCT_KIND(h, panels, hh)
+        CELL(rows_KIND(f, XI, r, count, gates), hh, c, rows_KIND(f, ACTS, r, count, gates),
+             rows_KIND(f, OUTPUT, r, count, size), rows_KIND(f, CELLS, r, count, size))
+
+
+@njit(cache=CACHE, nogil=True, error_model='numpy')
+def lstm_layer_backward_KIND(f, first, count):
+    steps, batch, size, reverse = f[STEPS], f[BATCH], f[HIDDEN], f[REVERSE]
+    gates = 4 * size
+    panels = carray(AT_KIND(f[PANELS]), (-(-size // WIDTH), gates, WIDTH), np.DTYPE)
+    g_h = rows_KIND(f, G_H, first, count, size).copy()
+    g_c = rows_KIND(f, G_C, first, count, size).copy()
+    g_c_prev = np.empty((count, size), np.DTYPE)
+    no_output_grad = np.zeros((count if f[G_OUT] == 0 else 0, size), np.DTYPE)
+    for s in range(steps):
+        t = s if reverse else steps - 1 - s  # (the steps back, the last one run first)
+        r = t * batch + first
+        if s == steps - 1:
+            c_prev = rows_KIND(f, C0, first, count, size)
+        else:
+            c_prev = rows_KIND(f, CELLS, r + batch if reverse else r - batch, count, size)
+        g_out = no_output_grad if f[G_OUT] == 0 else rows_KIND(f, G_OUT, r, count, size)
+        d_gates = rows_KIND(f, D_GATES, r, count, gates)
+        CELL_BACKWARD(g_out, g_h, g_c, rows_KIND(f, ACTS, r, count, gates), c_prev, rows_KIND(f, CELLS, r, count, size),
+                      d_gates, g_c_prev)
+        PRODUCT_KIND(d_gates, panels, g_h)
+        g_c, g_c_prev = g_c_prev, g_c
+    rows_KIND(f, G_H0, first, count, size)[:] = g_h
+    rows_KIND(f, G_C0, first, count, size)[:] = g_c
+
+
+@cfunc(types.void(types.voidptr), cache=CACHE, nopython=True)
+def share_KIND(args):
+    f = carray(args, (SIZE,), np.int64)
+    if f[BACKWARD]:
+        lstm_layer_backward_KIND(f, f[FIRST], f[COUNT])
+    else:
+        lstm_layer_KIND(f, f[FIRST], f[COUNT])
+"""
+
 _module = None
 _FLOAT32 = np.dtype(np.float32)
 
 
+def _layer_source(kind: str) -> str:
+    """The whole-layer loops for ``kind`` (``"f32"`` or ``"f64"``): its dtype, element size, panel width and
+    cell kernels."""
+    single = kind == "f32"
+    words = {"DTYPE": "float32" if single else "float64", "BYTES": "4" if single else "8"}
+    words.update(WIDTH=str(row_products.panel_width(np.dtype(words["DTYPE"]))))
+    words.update(CELL="lstm_cell_f32" if single else "lstm_cell")
+    words.update(CELL_BACKWARD="lstm_cell_backward_f32" if single else "lstm_cell_backward")
+    text = _LAYER.replace("KIND", kind)  # (a suffix: ``lstm_layer_KIND``)
+    return re.sub(r"\b(" + "|".join(words) + r")\b", lambda match: words[match.group(1)], text)
+
+
 def _loops():
-    """The compiled module (built once per process; its kernels come from Numba's disk cache)."""
+    """The compiled module (built once per process; its kernels come from Numba's disk cache). Its text holds
+    ``row_products``' digest: the layer loops have its product compiled into them."""
     global _module
     if _module is None:
+        constants = {name.upper(): index for index, name in enumerate(FIELDS)}
+        constants.update(STEPS=STEPS, BATCH=BATCH, HIDDEN=HIDDEN, REVERSE=REVERSE, FIRST=FIRST, COUNT=COUNT)
+        constants.update(BACKWARD=BACKWARD, SIZE=SIZE)
+        header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
+        header += "from numbagrad.backend import codegen, row_products\n"
+        header += f'PRODUCT_CODE = "{row_products.source_digest()}"\n'
+        header += "".join(f"{name} = {value}\n" for name, value in constants.items())
         parts = [
-            codegen.header("serial").rstrip("\n"),
+            header.rstrip("\n"),
             vector_math.SOURCE.strip("\n"),
             vector_math.SINGLE_SOURCE.strip("\n"),
             vector_math.vectorized(_LOOPS).strip("\n"),
             vector_math.single_precision(_LOOPS).strip("\n"),
+            _layer_source("f32").strip("\n"),
+            _layer_source("f64").strip("\n"),
         ]
         _module = codegen.load_module("rnn_lstm_step", "\n\n\n".join(parts) + "\n")
     return _module
@@ -149,3 +245,25 @@ def run(name: str, inputs: list, outputs: list, widen, store) -> None:
     _kernel(name, _FLOAT32)(*(widen(a) for a in inputs), *wide)
     for out, a in zip(outputs, wide):
         store(out, a)
+
+
+def run_layer(fields: np.ndarray, dtype: np.dtype, batch: int, threads: int) -> None:
+    """An LSTM layer's steps forward or backward (``fields``: ``SIZE`` int64s, the operands and sizes filled in),
+    the batch's rows shared among up to ``threads`` threads: whole register blocks of rows each, every thread
+    running all the steps for its rows (rows are independent, so the threads never wait for each other, and each
+    keeps its rows' states in its own core's cache)."""
+    module = _loops()
+    kind = "f32" if dtype == _FLOAT32 else "f64"
+    blocks = -(-batch // row_products.ROWS)
+    threads = min(threads, blocks)
+    if threads <= 1:
+        function = getattr(module, ("lstm_layer_backward_" if fields[BACKWARD] else "lstm_layer_") + kind)
+        function(fields, 0, batch)
+        return
+    shares = np.empty((threads, SIZE), np.int64)
+    shares[:] = fields
+    for i in range(threads):
+        first = min(batch, blocks * i // threads * row_products.ROWS)
+        shares[i, FIRST] = first
+        shares[i, COUNT] = min(batch, blocks * (i + 1) // threads * row_products.ROWS) - first
+    cpu_threads.run_compiled(getattr(module, "share_" + kind).address, shares)

@@ -262,7 +262,7 @@ def pack_{kind}(b, panels):
 
 
 #: The fewest multiply-adds a product shares among threads: (20, 256) x (256, 1024) has 5.2 million.
-_SHARED_WORK = 1 << 20
+SHARED_WORK = 1 << 20
 
 _module = None
 _vector_width = None
@@ -280,18 +280,35 @@ def intrinsics_digest() -> str:
     return hashlib.sha1(code.encode()).hexdigest()[:16]
 
 
+def _module_source() -> str:
+    """The compiled module's text. It names the block shape, the vector width and the digest of the intrinsics'
+    code, so a change of any makes a new cache entry."""
+    header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
+    header += "from numbagrad.backend import codegen, row_products\n"
+    header += f'BLOCK_CODE = "{intrinsics_digest()}"\n'
+    return "\n".join([header, _source("f64", vector_bytes()), _source("f32", vector_bytes())])
+
+
 def _loops():
-    """The compiled module (built once per process; its kernels come from Numba's disk cache). The source names
-    the block shape, the vector width and the digest of the intrinsics' code, so a change of any makes a new
-    cache entry."""
+    """The compiled module (built once per process; its kernels come from Numba's disk cache)."""
     global _module
     if _module is None:
-        header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
-        header += "from numbagrad.backend import codegen, row_products\n"
-        header += f'BLOCK_CODE = "{intrinsics_digest()}"\n'
-        kernels = [_source("f64", vector_bytes()), _source("f32", vector_bytes())]
-        _module = codegen.load_module("row_products", "\n".join([header, *kernels]))
+        _module = codegen.load_module("row_products", _module_source())
     return _module
+
+
+def product_kernel(kind: str):
+    """The compiled ``product_<kind>(a, panels, out)`` (``kind`` ``"f32"`` or ``"f64"``), for compiled loops that
+    run products of their own (an LSTM layer's steps). Their module's text must hold ``source_digest()``: Numba
+    compiles this kernel into them, and their cache entry changes only with their text."""
+    return getattr(_loops(), "product_" + kind)
+
+
+def source_digest() -> str:
+    """The digest of the compiled module's text (with the intrinsics' digest in it)."""
+    import hashlib
+
+    return hashlib.sha1(_module_source().encode()).hexdigest()[:16]
 
 
 def pack(b: np.ndarray) -> np.ndarray:
@@ -320,7 +337,7 @@ def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | N
     """``a @ b`` for 2-D float32 or float64 ``a`` (strided in any way, in whole elements), ``b`` of the same dtype
     given as ``pack(b)`` with its ``columns``, into ``out``: a new array, or a given ``(len(a), columns)`` one of
     that dtype with unit column stride (a block of a larger result's columns). With more than one thread
-    (``cpu_threads``), a product of at least ``_SHARED_WORK`` multiply-adds into a new ``out`` has its panels
+    (``cpu_threads``), a product of at least ``SHARED_WORK`` multiply-adds into a new ``out`` has its panels
     shared among them, each thread's share run by the compiled ``share_<kind>`` (no Python on the workers):
     (20, 256) x (256, 1024) on 2 threads 57 us against 95 on one and OpenBLAS's 127. (Python tasks instead
     cost more than they saved: the 2-layer LSTM's layers took 47.3 ms so against 39.0 on one thread.)"""
@@ -345,7 +362,7 @@ def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | N
     module = _loops()
     single = a.dtype == _FLOAT32
     threads = min(cpu_threads.free_threads(), len(panels))
-    if threads > 1 and out.size * a.shape[1] >= _SHARED_WORK and a.flags.c_contiguous and out.flags.c_contiguous:
+    if threads > 1 and out.size * a.shape[1] >= SHARED_WORK and a.flags.c_contiguous and out.flags.c_contiguous:
         shares = np.empty((threads, 9), np.int64)
         # (each address read once: ``.ctypes.data`` costs a microsecond, six of them a third of the hand-off)
         fixed = (a.ctypes.data, *a.shape, panels.ctypes.data, columns, out.ctypes.data)

@@ -490,7 +490,8 @@ class _Layer(Function):
     product's operand is prepared once per layer (``backend.repeated_product``). The backward walks the steps
     back with the fused gradient kernel and one matmul each (``d h_{t-1} = d(hh_t) @ W_hh``, where
     ``hh_t = h_{t-1} @ W_hh.T + b_hh``), then gives the weights their gradients in one ``(G*H, T*B) @ (T*B, *)``
-    product each. With or without
+    product each. (An LSTM layer whose steps all run the whole batch may run all its steps, each way, in one
+    backend call: ``backend.lstm_layer``.) With or without
     ``create_graph`` the gradients are one ``fused_grads`` node, whose formula (for their own derivatives) runs the
     layer step by step with ``F.linear`` and ``_LSTMStep``/``_GRUStep``, themselves twice differentiable. Subclasses
     give the bias folding and the steps' forward and backward loops (``_steps_forward``, ``_steps_backward``).
@@ -510,10 +511,9 @@ class _Layer(Function):
     def forward(cls, ctx, x, w_ih, b_ih, w_hh, b_hh, sizes: tuple, reverse: bool, *state):
         backend = same_backend((x, w_ih, b_ih, w_hh, b_hh, *state))
         xi = cls._projected(backend, backend.matmul(backend.ascontiguous(x._data), w_ih._data.T), b_ih, b_hh)
-        product = backend.repeated_product(w_hh._data, max(sizes, default=0))  # (``h @ W_hh.T``, every step)
         current = [backend.ascontiguous(s._data) for s in state]
         steps = _step_rows(sizes, reverse)
-        output, final, saved = cls._steps_forward(backend, xi, current, product, b_hh, steps)
+        output, final, saved = cls._steps_forward(backend, xi, current, w_hh._data, b_hh, steps, reverse)
         ctx.save_for_backward(x, w_ih, b_ih, w_hh, b_hh, *state)
         ctx.saved, ctx.sizes, ctx.reverse = saved, sizes, reverse
         # (the final states are copies: a view of the output would change with it)
@@ -543,8 +543,7 @@ class _Layer(Function):
             d_x = backend.empty((rows, gate_size), dtype)
             need_hh = wanted[3] or wanted[4]
             d_h = d_x if cls._gates_take_hh_grad or not need_hh else backend.empty((rows, gate_size), dtype)
-            product = backend.repeated_product(w_hh._data.T, max(sizes, default=0))  # (``d(hh_t) @ W_hh``)
-            h_prev, carry = cls._steps_backward(backend, go, carry, saved, steps, product, d_x, d_h, frees)
+            h_prev, carry = cls._steps_backward(backend, go, carry, saved, steps, w_hh._data, reverse, d_x, d_h, frees)
             gx, gw_ih, gb_ih = backend.linear_backward(d_x, x._data, w_ih._data, wanted[:3])
             gw_hh = gb_hh = None
             if need_hh:
@@ -590,14 +589,24 @@ class _LSTMLayer(_Layer):
         return xi
 
     @staticmethod
-    def _steps_forward(backend, xi, current: list, product, b_hh, steps: list) -> tuple:
-        """Per step: ``hh = h @ W_hh.T`` (``product``), then the fused kernel. ``acts`` keeps every step's gate
-        activations (not written over ``xi``: the kernel's loops vectorize only where their arrays do not overlap),
-        ``cells`` every step's new cell state; each step's record is the ``(h, c)`` that fed it (views)."""
+    def _steps_forward(backend, xi, current: list, w_hh, b_hh, steps: list, reverse: bool) -> tuple:
+        """Per step: ``hh = h @ W_hh.T`` (``backend.repeated_product``), then the fused kernel; or, where every
+        step runs the whole batch, all the steps in the backend's one call (``backend.lstm_layer``, where it has
+        one). ``acts`` keeps every step's gate activations (not written over ``xi``: the kernel's loops vectorize
+        only where their arrays do not overlap), ``cells`` every step's new cell state; each step's record is the
+        ``(h, c)`` that fed it (views)."""
         dtype = xi.dtype
         rows, size = xi.shape[0], current[1].shape[1]
         acts = backend.empty(xi.shape, dtype)
         output, cells = backend.empty((rows, size), dtype), backend.empty((rows, size), dtype)
+        batch = current[0].shape[0]
+        whole = all(n == batch for _, _, n in steps)
+        if whole and backend.lstm_layer(xi, current[0], current[1], w_hh, reverse, acts, output, cells):
+            fed = [(current[0], current[1])]
+            fed += [(output[start : start + batch], cells[start : start + batch]) for _, start, _ in steps[:-1]]
+            last = slice(steps[-1][1], steps[-1][1] + batch)
+            return output, [output[last], cells[last]], (acts, output, cells, fed, True)
+        product = backend.repeated_product(w_hh, max((n for _, _, n in steps), default=0))
         fed = []
         for _, start, n in steps:
             h, c = current[0][:n], current[1][:n]
@@ -606,16 +615,25 @@ class _LSTMLayer(_Layer):
             h_new, c_new = output[rows_t], cells[rows_t]
             backend.lstm_cell(xi[rows_t], product(h), c, acts[rows_t], h_new, c_new)
             current = [_joined(backend, h_new, current[0], n, dtype), _joined(backend, c_new, current[1], n, dtype)]
-        return output, current, (acts, output, cells, fed)
+        return output, current, (acts, output, cells, fed, False)
 
     @staticmethod
-    def _steps_backward(backend, go, carry: list, saved: tuple, steps: list, product, d_x, d_h, frees: bool) -> tuple:
+    def _steps_backward(backend, go, carry: list, saved: tuple, steps: list, w_hh, reverse: bool, d_x, d_h,
+                        frees: bool) -> tuple:  # fmt: skip
         """Per step back: the fused gradient kernel (the output's gradient added in it), writing the gates'
-        gradient into ``d_x``'s rows, then ``d h_{t-1} = d(gates) @ W_hh`` (``product``)."""
-        acts, output, cells, fed = saved
+        gradient into ``d_x``'s rows, then ``d h_{t-1} = d(gates) @ W_hh`` (``backend.repeated_product``); or, after
+        a forward in one ``backend.lstm_layer`` call, all the steps back in one ``backend.lstm_layer_backward``."""
+        acts, output, cells, fed, whole = saved
         dtype = d_x.dtype
         size = output.shape[1]
         h_prev = [None] * len(steps)
+        if whole:
+            records = [_step_record(fed, k, frees) for k in range(len(steps))]
+            for (t, _, _), (h, _) in zip(steps, records):
+                h_prev[t] = h
+            c0 = records[0][1]
+            return h_prev, list(backend.lstm_layer_backward(go, *carry, acts, cells, c0, w_hh, reverse, d_x))
+        product = backend.repeated_product(w_hh.T, max((n for _, _, n in steps), default=0))
         no_output_grad = backend.zeros(carry[0].shape, dtype) if go is None else None  # (all the state's rows)
         for k in range(len(steps) - 1, -1, -1):
             t, start, n = steps[k]
@@ -646,11 +664,12 @@ class _GRULayer(_Layer):
         return xi
 
     @staticmethod
-    def _steps_forward(backend, xi, current: list, product, b_hh, steps: list) -> tuple:
-        """Per step: ``gh = h @ W_hh.T + b_hh`` (``product``), then the fused kernel. ``acts`` keeps every step's
-        ``(r, z, n, gh's n part)``; each step's record is the ``h`` that fed it (a view)."""
+    def _steps_forward(backend, xi, current: list, w_hh, b_hh, steps: list, reverse: bool) -> tuple:
+        """Per step: ``gh = h @ W_hh.T + b_hh`` (``backend.repeated_product``), then the fused kernel. ``acts``
+        keeps every step's ``(r, z, n, gh's n part)``; each step's record is the ``h`` that fed it (a view)."""
         dtype = xi.dtype
         rows, size = xi.shape[0], current[0].shape[1]
+        product = backend.repeated_product(w_hh, max((n for _, _, n in steps), default=0))
         acts, output = backend.empty((rows, 4 * size), dtype), backend.empty((rows, size), dtype)
         fed = []
         for _, start, n in steps:
@@ -663,11 +682,13 @@ class _GRULayer(_Layer):
         return output, current, (acts, fed)
 
     @staticmethod
-    def _steps_backward(backend, go, carry: list, saved: tuple, steps: list, product, d_x, d_h, frees: bool) -> tuple:
+    def _steps_backward(backend, go, carry: list, saved: tuple, steps: list, w_hh, reverse: bool, d_x, d_h,
+                        frees: bool) -> tuple:  # fmt: skip
         """Per step back: the fused gradient kernel (the output's gradient added in it), writing ``xi``'s gradient
         into ``d_x``'s rows and ``gh``'s into ``d_h``'s (``W_hh`` wants them; else a step's own), then ``d h_{t-1}
-        = d(gh) @ W_hh`` (``product``) plus the part through ``h' = n + z * (h - n)``."""
+        = d(gh) @ W_hh`` (``backend.repeated_product``) plus the part through ``h' = n + z * (h - n)``."""
         acts, fed = saved
+        product = backend.repeated_product(w_hh.T, max((n for _, _, n in steps), default=0))
         dtype = d_x.dtype
         size = acts.shape[1] // 4
         h_prev = [None] * len(steps)
