@@ -63,12 +63,14 @@ def _ir_types(kind: str, vector_bytes: int) -> tuple:
     return element, size, lanes, ir.VectorType(element, lanes), element.as_pointer()
 
 
-def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
+def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int, row_table: bool = False):
     """A Numba intrinsic ``block(a, a_row, a_step, b, ldb, out, ldo, depth)`` (addresses as integers, strides in
     elements: ``a``'s between rows and along the shared dimension, ``b``'s and ``out``'s between rows) computing
     one ``rows`` x ``vectors`` register block: ``out[:rows, :W] = a[:rows, :depth] @ b[:depth, :W]``, ``W`` being
     ``vectors`` vectors of ``vector_bytes``, in ``kind``'s element type (``"f32"`` or ``"f64"``). ``depth`` must be
-    at least 1: the loop runs once before its test."""
+    at least 1: the loop runs once before its test. With ``row_table``, ``ldb`` is instead the address of an
+    ``int64`` table of ``b``'s rows' offsets (in elements): row ``k`` starts at ``b + table[k]``, so that ``b``
+    may be rows anywhere in memory (a convolution's taps read from its padded input in place)."""
     from llvmlite import ir
     from numba.core import cgutils, types
     from numba.extending import intrinsic
@@ -94,7 +96,11 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int):
         for row in sums:
             for phi in row:
                 phi.add_incoming(zero, entry)
-        b_row = builder.gep(b_start, [builder.mul(k, ldb)])
+        if row_table:
+            table = builder.inttoptr(ldb, i64.as_pointer())
+            b_row = builder.gep(b_start, [builder.load(builder.gep(table, [k]))])
+        else:
+            b_row = builder.gep(b_start, [builder.mul(k, ldb)])
         a_column = builder.gep(a_start, [builder.mul(k, a_step)])
         b_parts = []
         for v in range(vectors):

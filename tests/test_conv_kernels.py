@@ -1,0 +1,140 @@
+"""``conv_kernels``: a stride-1 single-group convolution computed on its zero-padded input's grid, the taps read
+in place through a table of offsets (no columns made). It equals the columns' product at every padding, dilation
+and block shape, gives the same bits on any thread count, and runs ``F.conv2d``'s forward and input gradient
+where it pays, matching torch."""
+
+import numpy as np
+import pytest
+
+import numbagrad
+from numbagrad.backend import blas, conv_kernels, cpu, cpu_threads, row_products
+
+pytestmark = pytest.mark.skipif(not row_products.measured_host(), reason="the kernel runs on AVX-512 hosts")
+
+#: (batch, channels, outputs, (H, W), (kh, kw), (top, left) padding, dilation): 4-row blocks of output channels
+#: and 5-row ones (7, 9, 6 channels), rectangular kernels and inputs, dilation, no padding, padding past the
+#: kernel, and grids of fewer positions than a panel.
+CASES = [
+    (3, 5, 8, (9, 13), (3, 3), (1, 1), (1, 1)),
+    (2, 6, 7, (12, 10), (3, 5), (1, 2), (1, 1)),
+    (2, 4, 9, (11, 11), (3, 3), (2, 2), (2, 2)),
+    (1, 3, 6, (7, 20), (2, 3), (0, 0), (1, 3)),
+    (2, 2, 4, (5, 6), (3, 3), (3, 4), (1, 1)),
+    (1, 16, 12, (4, 4), (1, 1), (0, 0), (1, 1)),
+]
+
+
+def _operands(case, dtype, seed=0):
+    batch, channels, outputs, (h, w), kernel, padding, dilation = case
+    out_hw = tuple(size + 2 * p - d * (k - 1) for size, p, d, k in zip((h, w), padding, dilation, kernel))
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, channels, h, w)).astype(dtype)
+    weight = rng.standard_normal((outputs, channels, *kernel)).astype(dtype)
+    bias = rng.standard_normal(outputs).astype(dtype)
+    g = rng.standard_normal((batch, outputs, *out_hw)).astype(dtype)
+    return x, weight, bias, g, out_hw
+
+
+def _tolerance(dtype):
+    return {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("case", CASES)
+def test_the_forward_equals_the_columns_product(monkeypatch, case, with_bias, dtype):
+    x, weight, bias, _, out_hw = _operands(case, dtype)
+    bias = bias if with_bias else None
+    monkeypatch.setattr(conv_kernels, "pays", lambda *args: False)
+    expected, _ = cpu.conv2d(x, weight, bias, (1, 1), case[5], case[6], 1, out_hw)
+    out = np.empty((len(x), weight.shape[0], *out_hw), dtype)
+    conv_kernels.forward(x, weight, bias, case[5], case[6], out)
+    np.testing.assert_allclose(out, expected, **_tolerance(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES)
+def test_the_input_gradient_as_a_flipped_convolution_equals_the_columns_gradient(monkeypatch, case, dtype):
+    """``cpu.conv2d_backward`` with the kernel forced on and off: the input's gradient (the kernel flipped, its
+    channels swapped, the padding ``dilation * (k - 1) - padding``, negative where the padding is wider: cropped),
+    and the weight's and bias's gradients beside it."""
+    x, weight, _, g, _ = _operands(case, dtype)
+    args = (g, x, x.shape, weight, (1, 1), case[5], case[6], 1, True, True, True)
+    monkeypatch.setattr(conv_kernels, "pays", lambda *args: False)
+    expected = cpu.conv2d_backward(*args)
+    monkeypatch.setattr(conv_kernels, "pays", lambda *args: True)
+    for ours, theirs in zip(cpu.conv2d_backward(*args), expected):
+        np.testing.assert_allclose(ours, theirs, **_tolerance(dtype))
+
+
+def test_samples_shared_among_threads_give_the_bits_of_one_thread():
+    if blas.openblas() is None or not blas.openblas().runs_tasks:
+        pytest.skip("numpy links a BLAS whose threads cannot run tasks")
+    x, weight, bias, _, out_hw = _operands((5, 24, 8, (32, 32), (3, 3), (1, 1), (1, 1)), np.float32)
+    before = numbagrad.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2):
+            numbagrad.set_num_threads(threads)
+            calls = []
+
+            def spy(function, args, calls=calls, real=cpu_threads.run_compiled):
+                calls.append(args[:, conv_kernels.FIRST : conv_kernels.COUNT + 1].tolist())
+                real(function, args)
+
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(cpu_threads, "run_compiled", spy)
+                out = np.empty((5, 8, *out_hw), np.float32)
+                conv_kernels.forward(x, weight, bias, (1, 1), (1, 1), out)
+            assert calls == ([] if threads == 1 else [[[0, 2], [2, 3]]])
+            results.append(out)
+    finally:
+        numbagrad.set_num_threads(before)
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize(
+    "shape, runs",
+    [
+        ((4, 48, 16, (16, 16), (3, 3)), True),  # a U-Net decoder's: 432 taps, 288 grid positions in 5 panels
+        ((4, 24, 8, (32, 32), (3, 3)), True),
+        ((64, 32, 64, (24, 24), (3, 3)), True),  # the cnn's second convolution
+        ((64, 1, 32, (26, 26), (3, 3)), False),  # 9 taps
+        ((4, 16, 32, (8, 8), (3, 3)), False),  # 80 grid positions in two panels of 64
+        ((4, 8, 16, (16, 16), (3, 3)), False),  # 72 taps, 1.3 million multiply-adds
+        ((4, 48, 128, (16, 16), (3, 3)), False),  # many output channels: BLAS's packing pays
+    ],
+)
+def test_the_kernel_runs_where_it_was_measured_faster(shape, runs):
+    batch, channels, outputs, out_hw, kernel = shape
+    assert conv_kernels.pays(np.float32, batch, channels, outputs, kernel, (1, 1), out_hw) is runs
+
+
+def test_the_kernel_leaves_other_dtypes_and_more_grid_than_columns_to_the_columns():
+    """float16 runs in float32 elsewhere; the cnn's input gradient (a 26 x 28 grid for 24 x 24 columns) is cheaper
+    as the columns' product and col2im."""
+    assert not conv_kernels.pays(np.float16, 4, 48, 16, (3, 3), (1, 1), (16, 16))
+    assert not conv_kernels.pays(np.int64, 4, 48, 16, (3, 3), (1, 1), (16, 16))
+    assert not conv_kernels.pays(np.float32, 64, 64, 32, (3, 3), (1, 1), (26, 26), 24 * 24)
+
+
+@pytest.mark.parametrize("dtype, atol", [("float32", 2e-4), ("float64", 1e-10)])
+def test_conv2d_through_the_kernel_matches_torch(torch, monkeypatch, dtype, atol):
+    """A U-Net decoder's convolution: its forward and input gradient run on the kernel (spied), the weight's
+    gradient on the columns; values and all three gradients as torch's."""
+    ran = []
+    real = conv_kernels.forward
+    monkeypatch.setattr(conv_kernels, "forward", lambda *args: ran.append(args[0].shape) or real(*args))
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((4, 48, 16, 16)), rng.standard_normal((16, 48, 3, 3)) * 0.1
+    b, g = rng.standard_normal(16), rng.standard_normal((4, 16, 16, 16))
+    ours = [numbagrad.tensor(a.astype(dtype), requires_grad=True) for a in (x, w, b)]
+    theirs = [torch.tensor(a.astype(dtype), requires_grad=True) for a in (x, w, b)]
+    out = numbagrad.nn.functional.conv2d(*ours, padding=1)
+    expected = torch.nn.functional.conv2d(*theirs, padding=1)
+    out.backward(numbagrad.tensor(g.astype(dtype)))
+    expected.backward(torch.tensor(g.astype(dtype)))
+    assert ran == [(4, 48, 16, 16), (4, 16, 16, 16)]
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=0, atol=atol)
+    for a, e in zip(ours, theirs):
+        np.testing.assert_allclose(a.grad.numpy(), e.grad.numpy(), rtol=0, atol=atol)
