@@ -1,5 +1,5 @@
-"""``backend.lstm_layer`` and ``lstm_layer_backward``: all the steps of an LSTM layer that runs its whole batch at
-every step, in one compiled loop (each step's recurrent product on ``row_products``' kernel, then the fused cell),
+"""``backend.lstm_layer`` and the backward it returns: all the steps of an LSTM layer that runs its whole batch
+at every step, in one compiled loop (each step's recurrent product on ``row_products``' kernel, then the fused cell),
 the batch's rows shared among threads. They give the bits of the step-by-step loop, and ``nn.LSTM`` through them
 matches torch."""
 
@@ -62,9 +62,9 @@ def _steps_backward(g_out, g_h, g_c, acts, cells, c0, w_hh, reverse):
     return d_gates, g_h, g_c
 
 
-def _whole_backward(g_out, g_h, g_c, acts, cells, c0, w_hh, reverse):
-    d_gates = np.empty_like(acts)
-    g_h0, g_c0 = cpu.lstm_layer_backward(g_out, g_h, g_c, acts, cells, c0, w_hh, reverse, d_gates)
+def _whole_backward(steps_back, g_out, g_h, g_c, w_hh, rows):
+    d_gates = np.empty((rows, w_hh.shape[0]), w_hh.dtype)
+    g_h0, g_c0 = steps_back(g_out, g_h, g_c, w_hh, d_gates)
     return d_gates, g_h0, g_c0
 
 
@@ -73,7 +73,7 @@ def _whole_backward(g_out, g_h, g_c, acts, cells, c0, w_hh, reverse):
 def test_the_whole_layer_forward_gives_the_step_loops_bits(dtype, steps, batch, hidden, reverse):
     xi, h0, c0, w_hh = _operands(steps, batch, hidden, dtype)
     acts, output, cells = _buffers(xi, hidden)
-    assert cpu.lstm_layer(xi, h0, c0, w_hh, reverse, acts, output, cells)
+    assert cpu.lstm_layer(xi, h0, c0, w_hh, reverse, acts, output, cells) is not None
     for ours, reference in zip((acts, output, cells), _steps_forward(xi, h0, c0, w_hh, reverse)):
         np.testing.assert_array_equal(ours, reference)
 
@@ -85,12 +85,13 @@ def test_the_whole_layer_backward_gives_the_step_loops_bits(dtype, with_output_g
     """The gates' gradient of every step and the initial states' gradients; without an output gradient (only the
     final states reach the loss) the steps add zeros."""
     xi, h0, c0, w_hh = _operands(steps, batch, hidden, dtype)
-    acts, _, cells = _steps_forward(xi, h0, c0, w_hh, reverse)
+    acts, output, cells = _buffers(xi, hidden)
+    steps_back = cpu.lstm_layer(xi, h0, c0, w_hh, reverse, acts, output, cells)
     rng = np.random.default_rng(1)
     g_out = rng.standard_normal((steps * batch, hidden)).astype(dtype) if with_output_grad else None
     g_h, g_c = rng.standard_normal((2, batch, hidden)).astype(dtype)
     before = g_h.copy(), g_c.copy()
-    whole = _whole_backward(g_out, g_h, g_c, acts, cells, c0, w_hh, reverse)
+    whole = _whole_backward(steps_back, g_out, g_h, g_c, w_hh, steps * batch)
     for ours, reference in zip(whole, _steps_backward(g_out, g_h, g_c, acts, cells, c0, w_hh, reverse)):
         np.testing.assert_array_equal(ours, reference)
     np.testing.assert_array_equal(g_h, before[0])  # (the final states' gradients are read, never written)
@@ -99,10 +100,11 @@ def test_the_whole_layer_backward_gives_the_step_loops_bits(dtype, with_output_g
 
 @pytest.mark.parametrize("batch, hidden, dtype", [(10, 64, np.float32), (65, 128, np.float32), (10, 128, np.int64)])
 def test_the_layer_is_left_to_the_steps_where_the_row_kernel_does_not_run(batch, hidden, dtype):
-    """Shallow products or many rows run on BLAS step by step: nothing is written, and the caller runs the steps."""
+    """Shallow products or many rows run on BLAS step by step: nothing is written, None is returned, and the caller
+    runs the steps."""
     xi, h0, c0, w_hh = (a.astype(dtype) for a in _operands(2, batch, hidden, np.float64))
     acts, output, cells = (np.zeros_like(a) for a in _buffers(xi, hidden))
-    assert not cpu.lstm_layer(xi, h0, c0, w_hh, False, acts, output, cells)
+    assert cpu.lstm_layer(xi, h0, c0, w_hh, False, acts, output, cells) is None
     assert not (acts.any() or output.any() or cells.any())
 
 
@@ -127,8 +129,8 @@ def test_the_rows_shared_among_threads_give_the_bits_of_one_thread():
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(cpu_threads, "run_compiled", spy)
                 acts, output, cells = _buffers(xi, 128)
-                assert cpu.lstm_layer(xi, h0, c0, w_hh, False, acts, output, cells)
-                grads = _whole_backward(g_out, h0, c0, acts, cells, c0, w_hh, False)
+                steps_back = cpu.lstm_layer(xi, h0, c0, w_hh, False, acts, output, cells)
+                grads = _whole_backward(steps_back, g_out, h0, c0, w_hh, 40 * 13)
             results[threads] = (acts, output, cells, *grads)
             assert calls == ([] if threads == 1 else [[[0, 5], [5, 8]]] * 2)
     finally:
@@ -158,7 +160,7 @@ def test_lstm_layers_run_whole_and_match_torch(torch, monkeypatch, dtype, atol):
     ours_x, ours_h0, ours_c0 = (numbagrad.tensor(t.detach().numpy(), requires_grad=True) for t in (x, h0, c0))
     out, (h_n, c_n) = theirs(x, (h0, c0))
     ours_out, (ours_h_n, ours_c_n) = ours(ours_x, (ours_h0, ours_c0))
-    assert ran == [True] * 4
+    assert len(ran) == 4 and all(callable(steps_back) for steps_back in ran)
     weights = [torch.randn(t.shape, dtype=tdtype) for t in (out, h_n, c_n)]
     sum((w * t).sum() for w, t in zip(weights, (out, h_n, c_n))).backward()
     ours_loss = sum((numbagrad.tensor(w.numpy()) * t).sum() for w, t in zip(weights, (ours_out, ours_h_n, ours_c_n)))

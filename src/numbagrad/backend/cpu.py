@@ -2612,53 +2612,42 @@ def lstm_layer(
     acts: np.ndarray,
     output: np.ndarray,
     cells: np.ndarray,
-) -> bool:
+):
     """All the steps of an LSTM layer that runs its whole batch at every step, in one compiled loop: from ``xi``
     (``(T*B, 4*H)``, the steps' input projections with both biases), the initial states ``h0`` and ``c0``
     (``(B, H)``) and ``W_hh``, each step's ``h @ W_hh.T`` and ``lstm_cell``, writing ``acts``, ``output`` and
-    ``cells`` as the steps would one by one, in the same bits. Where ``row_products``' kernel runs the recurrent
-    product (``_row_kernel_pays``); elsewhere it does nothing and returns False, and the caller runs the steps.
-    With more threads the batch's rows are shared among them, each running every step for its rows
-    (``rnn_kernels.run_layer``): batch 20, hidden 256, 35 steps, float32, two threads, 2.5 ms against the steps'
-    4.1 (a shared product per step, its result then in both cores' caches, and Python between the steps).
-    Every array C-contiguous, of one dtype."""
+    ``cells`` as the steps would one by one, in the same bits. Returns the layer's backward, ``steps_back(g_out,
+    g_h, g_c, w_hh, d_gates) -> (g_h0, g_c0)``: from the output's gradient (None: zeros) and the final states',
+    back through every step in one compiled loop (each step's ``lstm_cell_backward`` and ``d(gates) @ W_hh``),
+    the gates' gradient written into ``d_gates`` (``(T*B, 4*H)``), the initial states' gradients returned.
+
+    Where ``row_products``' kernel runs the recurrent product (``_row_kernel_pays``); elsewhere it does nothing and
+    returns None, and the caller runs the steps. With more threads the batch's rows are shared among them, each
+    running every step for its rows (``rnn_kernels.run_layer``): batch 20, hidden 256, 35 steps, float32, two
+    threads, 2.5 ms against the steps' 4.1 (a shared product per step, its result then in both cores' caches, and
+    Python between the steps). Every array C-contiguous, of one dtype."""
     batch, size = c0.shape
     steps = xi.shape[0] // batch if batch else 0
     if not steps or not _row_kernel_pays(batch, size, xi.dtype):
-        return False
+        return None
     panels = row_products.pack(w_hh.T)
     fields = _layer_fields(steps, batch, size, reverse, backward=False)
     operands = {rnn_kernels.XI: xi, rnn_kernels.H0: h0, rnn_kernels.C0: c0, rnn_kernels.PANELS: panels}
     operands.update({rnn_kernels.ACTS: acts, rnn_kernels.OUTPUT: output, rnn_kernels.CELLS: cells})
     _run_layer(fields, operands, steps * batch * 4 * size * size)
-    return True
 
+    def steps_back(g_out: np.ndarray | None, g_h: np.ndarray, g_c: np.ndarray, w_hh: np.ndarray,
+                   d_gates: np.ndarray) -> tuple:  # fmt: skip
+        panels = row_products.pack(w_hh)
+        g_h0, g_c0 = np.empty_like(c0), np.empty_like(c0)
+        fields = _layer_fields(steps, batch, size, reverse, backward=True)
+        operands = {rnn_kernels.G_OUT: g_out, rnn_kernels.G_H: g_h, rnn_kernels.G_C: g_c, rnn_kernels.ACTS: acts}
+        operands.update({rnn_kernels.CELLS: cells, rnn_kernels.C0: c0, rnn_kernels.PANELS: panels})
+        operands.update({rnn_kernels.D_GATES: d_gates, rnn_kernels.G_H0: g_h0, rnn_kernels.G_C0: g_c0})
+        _run_layer(fields, operands, steps * batch * 4 * size * size)
+        return g_h0, g_c0
 
-def lstm_layer_backward(
-    g_out: np.ndarray | None,
-    g_h: np.ndarray,
-    g_c: np.ndarray,
-    acts: np.ndarray,
-    cells: np.ndarray,
-    c0: np.ndarray,
-    w_hh: np.ndarray,
-    reverse: bool,
-    d_gates: np.ndarray,
-) -> tuple:
-    """The backward of a layer ``lstm_layer`` ran (and only of one it ran): from the output's gradient ``g_out``
-    (None: zeros) and the final states' ``g_h`` and ``g_c``, back through every step in one compiled loop, each
-    step's ``lstm_cell_backward`` and ``d(gates) @ W_hh``, writing the gates' gradient into ``d_gates``
-    (``(T*B, 4*H)``); returns the initial states' gradients. Shared among threads as the forward."""
-    batch, size = c0.shape
-    steps = d_gates.shape[0] // batch
-    panels = row_products.pack(w_hh)
-    g_h0, g_c0 = np.empty_like(c0), np.empty_like(c0)
-    fields = _layer_fields(steps, batch, size, reverse, backward=True)
-    operands = {rnn_kernels.G_OUT: g_out, rnn_kernels.G_H: g_h, rnn_kernels.G_C: g_c, rnn_kernels.ACTS: acts}
-    operands.update({rnn_kernels.CELLS: cells, rnn_kernels.C0: c0, rnn_kernels.PANELS: panels})
-    operands.update({rnn_kernels.D_GATES: d_gates, rnn_kernels.G_H0: g_h0, rnn_kernels.G_C0: g_c0})
-    _run_layer(fields, operands, steps * batch * 4 * size * size)
-    return g_h0, g_c0
+    return steps_back
 
 
 def _layer_fields(steps: int, batch: int, size: int, reverse: bool, backward: bool) -> np.ndarray:
@@ -2761,6 +2750,7 @@ __all__ = [
     "linear_backward",
     "lstm_cell",
     "lstm_cell_backward",
+    "lstm_layer",
     "loop_variant",
     "matmul",
     "max_pool2d",

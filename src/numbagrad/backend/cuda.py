@@ -1435,10 +1435,10 @@ def lstm_cell(xi, hh, c, acts, h_out, c_out) -> None:
     _rnn_step(_rnn_kern().lstm_cell_kernel, c.size, [xi, hh, c], [acts, h_out, c_out])
 
 
-def lstm_layer(xi, h0, c0, w_hh, reverse: bool, acts, output, cells) -> bool:
-    """The CPU backend's whole-layer loop has no device twin here: returns False, and the layer runs its steps
+def lstm_layer(xi, h0, c0, w_hh, reverse: bool, acts, output, cells):
+    """The CPU backend's whole-layer loop has no device twin here: returns None, and the layer runs its steps
     one ``lstm_cell`` kernel each (their launches queue without waiting for each other)."""
-    return False
+    return None
 
 
 def lstm_cell_backward(g_out, g_rec, g_c, acts, c_prev, c_new, d_gates, g_c_prev) -> None:

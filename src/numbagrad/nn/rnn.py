@@ -601,11 +601,12 @@ class _LSTMLayer(_Layer):
         output, cells = backend.empty((rows, size), dtype), backend.empty((rows, size), dtype)
         batch = current[0].shape[0]
         whole = all(n == batch for _, _, n in steps)
-        if whole and backend.lstm_layer(xi, current[0], current[1], w_hh, reverse, acts, output, cells):
+        steps_back = backend.lstm_layer(xi, *current, w_hh, reverse, acts, output, cells) if whole else None
+        if steps_back is not None:
             fed = [(current[0], current[1])]
             fed += [(output[start : start + batch], cells[start : start + batch]) for _, start, _ in steps[:-1]]
             last = slice(steps[-1][1], steps[-1][1] + batch)
-            return output, [output[last], cells[last]], (acts, output, cells, fed, True)
+            return output, [output[last], cells[last]], (acts, output, cells, fed, steps_back)
         product = backend.repeated_product(w_hh, max((n for _, _, n in steps), default=0))
         fed = []
         for _, start, n in steps:
@@ -615,24 +616,22 @@ class _LSTMLayer(_Layer):
             h_new, c_new = output[rows_t], cells[rows_t]
             backend.lstm_cell(xi[rows_t], product(h), c, acts[rows_t], h_new, c_new)
             current = [_joined(backend, h_new, current[0], n, dtype), _joined(backend, c_new, current[1], n, dtype)]
-        return output, current, (acts, output, cells, fed, False)
+        return output, current, (acts, output, cells, fed, None)
 
     @staticmethod
     def _steps_backward(backend, go, carry: list, saved: tuple, steps: list, w_hh, reverse: bool, d_x, d_h,
                         frees: bool) -> tuple:  # fmt: skip
         """Per step back: the fused gradient kernel (the output's gradient added in it), writing the gates'
         gradient into ``d_x``'s rows, then ``d h_{t-1} = d(gates) @ W_hh`` (``backend.repeated_product``); or, after
-        a forward in one ``backend.lstm_layer`` call, all the steps back in one ``backend.lstm_layer_backward``."""
-        acts, output, cells, fed, whole = saved
+        a forward in one ``backend.lstm_layer`` call, all the steps back in the one call it returned."""
+        acts, output, cells, fed, steps_back = saved
         dtype = d_x.dtype
         size = output.shape[1]
         h_prev = [None] * len(steps)
-        if whole:
-            records = [_step_record(fed, k, frees) for k in range(len(steps))]
-            for (t, _, _), (h, _) in zip(steps, records):
-                h_prev[t] = h
-            c0 = records[0][1]
-            return h_prev, list(backend.lstm_layer_backward(go, *carry, acts, cells, c0, w_hh, reverse, d_x))
+        if steps_back is not None:
+            for k, (t, _, _) in enumerate(steps):
+                h_prev[t] = _step_record(fed, k, frees)[0]
+            return h_prev, list(steps_back(go, *carry, w_hh, d_x))
         product = backend.repeated_product(w_hh.T, max((n for _, _, n in steps), default=0))
         no_output_grad = backend.zeros(carry[0].shape, dtype) if go is None else None  # (all the state's rows)
         for k in range(len(steps) - 1, -1, -1):
