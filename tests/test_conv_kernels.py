@@ -54,17 +54,46 @@ def test_the_forward_equals_the_columns_product(monkeypatch, case, with_bias, dt
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES)
-def test_the_input_gradient_as_a_flipped_convolution_equals_the_columns_gradient(monkeypatch, case, dtype):
-    """``cpu.conv2d_backward`` with the kernel forced on and off: the input's gradient (the kernel flipped, its
+def test_the_backward_through_the_kernels_equals_the_columns_gradients(monkeypatch, case, dtype):
+    """``cpu.conv2d_backward`` with the kernels forced on and off: the input's gradient (the kernel flipped, its
     channels swapped, the padding ``dilation * (k - 1) - padding``, negative where the padding is wider: cropped),
-    and the weight's and bias's gradients beside it."""
+    the weight's (per tap) and the bias's."""
     x, weight, _, g, _ = _operands(case, dtype)
     args = (g, x, x.shape, weight, (1, 1), case[5], case[6], 1, True, True, True)
     monkeypatch.setattr(conv_kernels, "pays", lambda *args: False)
     expected = cpu.conv2d_backward(*args)
     monkeypatch.setattr(conv_kernels, "pays", lambda *args: True)
+    monkeypatch.setattr(conv_kernels, "weight_grad_pays", lambda *args: True)
     for ours, theirs in zip(cpu.conv2d_backward(*args), expected):
         np.testing.assert_allclose(ours, theirs, **_tolerance(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES + [(2, 48, 5, (6, 7), (3, 3), (1, 1), (1, 1))])
+def test_the_weight_gradient_equals_the_columns_products(monkeypatch, case, dtype):
+    """Per tap, ``g`` on the padded grid times the input channels-last shifted by the tap: at every padding and
+    dilation, 4- and 5-row blocks, and channels past four SIMD vectors (48 float64 ones: six)."""
+    x, weight, _, g, _ = _operands(case, dtype)
+    monkeypatch.setattr(conv_kernels, "weight_grad_pays", lambda *args: False)
+    _, expected, _ = cpu.conv2d_backward(g, x, x.shape, weight, (1, 1), case[5], case[6], 1, False, True, False)
+    ours = conv_kernels.weight_grad(x, g, weight.shape[2:], case[5], case[6])
+    np.testing.assert_allclose(ours, expected, **_tolerance(dtype))
+
+
+def test_the_weight_gradients_taps_shared_among_threads_give_the_bits_of_one_thread():
+    """The (tap, block of rows) units are split among the threads; each unit is summed as on one thread."""
+    if blas.openblas() is None or not blas.openblas().runs_tasks:
+        pytest.skip("numpy links a BLAS whose threads cannot run tasks")
+    x, weight, _, g, _ = _operands((4, 24, 8, (32, 32), (3, 3), (1, 1), (1, 1)), np.float32)
+    before = numbagrad.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2):
+            numbagrad.set_num_threads(threads)
+            results.append(conv_kernels.weight_grad(x, g, (3, 3), (1, 1), (1, 1)))
+    finally:
+        numbagrad.set_num_threads(before)
+    np.testing.assert_array_equal(results[0], results[1])
 
 
 def test_samples_shared_among_threads_give_the_bits_of_one_thread():
@@ -110,6 +139,23 @@ def test_the_kernel_runs_where_it_was_measured_faster(shape, runs):
     assert conv_kernels.pays(np.float32, batch, channels, outputs, kernel, (1, 1), out_hw) is runs
 
 
+@pytest.mark.parametrize(
+    "shape, runs",
+    [
+        ((4, 48, 16, (16, 16)), True),  # the U-Net's decoders: three and two float32 vectors of input channels
+        ((4, 24, 8, (32, 32)), True),
+        ((4, 16, 32, (8, 8)), True),
+        ((4, 8, 16, (16, 16)), False),  # 8 input channels: half a vector
+        ((64, 32, 64, (24, 24)), False),  # the cnn's: a tap's operands (6.9 MiB) outgrow the cache
+        ((1, 16, 8, (4, 4)), False),  # 0.1 million multiply-adds
+    ],
+)
+def test_the_weight_gradient_runs_where_it_was_measured_faster(shape, runs):
+    batch, channels, outputs, out_hw = shape
+    assert conv_kernels.weight_grad_pays(np.float32, batch, channels, outputs, (3, 3), (1, 1), out_hw) is runs
+    assert not conv_kernels.weight_grad_pays(np.float16, batch, channels, outputs, (3, 3), (1, 1), out_hw)
+
+
 def test_the_kernel_leaves_other_dtypes_and_more_grid_than_columns_to_the_columns():
     """float16 runs in float32 elsewhere; the cnn's input gradient (a 26 x 28 grid for 24 x 24 columns) is cheaper
     as the columns' product and col2im."""
@@ -118,13 +164,14 @@ def test_the_kernel_leaves_other_dtypes_and_more_grid_than_columns_to_the_column
     assert not conv_kernels.pays(np.float32, 64, 64, 32, (3, 3), (1, 1), (26, 26), 24 * 24)
 
 
-@pytest.mark.parametrize("dtype, atol", [("float32", 2e-4), ("float64", 1e-10)])
-def test_conv2d_through_the_kernel_matches_torch(torch, monkeypatch, dtype, atol):
-    """A U-Net decoder's convolution: its forward and input gradient run on the kernel (spied), the weight's
-    gradient on the columns; values and all three gradients as torch's."""
-    ran = []
-    real = conv_kernels.forward
+@pytest.mark.parametrize("dtype, atol, per_tap", [("float32", 2e-4, True), ("float64", 1e-10, False)])
+def test_conv2d_through_the_kernel_matches_torch(torch, monkeypatch, dtype, atol, per_tap):
+    """A U-Net decoder's convolution: its forward, input gradient and (float32: its 48 input channels are three
+    vectors; float64's six are more than a block holds) weight gradient run on the kernels (spied); values and
+    all three gradients as torch's."""
+    ran, real, real_grad = [], conv_kernels.forward, conv_kernels.weight_grad
     monkeypatch.setattr(conv_kernels, "forward", lambda *args: ran.append(args[0].shape) or real(*args))
+    monkeypatch.setattr(conv_kernels, "weight_grad", lambda *args: ran.append("weight") or real_grad(*args))
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal((4, 48, 16, 16)), rng.standard_normal((16, 48, 3, 3)) * 0.1
     b, g = rng.standard_normal(16), rng.standard_normal((4, 16, 16, 16))
@@ -134,7 +181,7 @@ def test_conv2d_through_the_kernel_matches_torch(torch, monkeypatch, dtype, atol
     expected = torch.nn.functional.conv2d(*theirs, padding=1)
     out.backward(numbagrad.tensor(g.astype(dtype)))
     expected.backward(torch.tensor(g.astype(dtype)))
-    assert ran == [(4, 48, 16, 16), (4, 16, 16, 16)]
+    assert ran == [(4, 48, 16, 16), (4, 16, 16, 16)] + (["weight"] if per_tap else [])
     np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=0, atol=atol)
     for a, e in zip(ours, theirs):
         np.testing.assert_allclose(a.grad.numpy(), e.grad.numpy(), rtol=0, atol=atol)

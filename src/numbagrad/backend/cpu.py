@@ -2370,12 +2370,13 @@ def conv2d_backward(
     w = np.ascontiguousarray(weight, g.dtype)
     gx = gw = gb = None
     given = need_w and kept.ndim == 3
-    if need_x and groups == 1 and tuple(stride) == (1, 1) and not given:
-        flipped = _flipped_input_gradient(g3.reshape(g.shape), x_shape, w, padding, dilation)
-        if flipped is not None:
-            gw, gb = conv2d_backward(g, kept, x_shape, weight, stride, padding, dilation, groups, False, need_w,
-                                     need_b)[1:]  # fmt: skip
-            return flipped, gw, gb
+    if groups == 1 and tuple(stride) == (1, 1) and not given and (need_x or need_w):
+        gx = _flipped_input_gradient(g3.reshape(g.shape), x_shape, w, padding, dilation) if need_x else None
+        gw = _tapped_weight_gradient(g3.reshape(g.shape), kept, w, padding, dilation) if need_w else None
+        if gx is not None or gw is not None:  # (the rest as before)
+            rest = conv2d_backward(g, kept, x_shape, weight, stride, padding, dilation, groups,
+                                   need_x and gx is None, need_w and gw is None, need_b)  # fmt: skip
+            return (rest[0] if gx is None else gx), (rest[1] if gw is None else gw), rest[2]
     if groups == 1 and not given and length > 1:
         return _conv2d_backward_chunks(g3, kept, x_shape, w, stride, padding, dilation, out_hw, need_x, need_w,
                                        need_b)  # fmt: skip
@@ -2424,6 +2425,16 @@ def _flipped_input_gradient(g: np.ndarray, x_shape: tuple, w: np.ndarray, paddin
     gx = np.empty(x_shape, g.dtype)
     conv_kernels.forward(g, flipped, None, (top, left), tuple(dilation), gx)
     return gx
+
+
+def _tapped_weight_gradient(g: np.ndarray, x, w: np.ndarray, padding: tuple, dilation: tuple):
+    """The weight's gradient of a stride-1 convolution of ``x`` from its output's gradient ``g``, as
+    ``conv_kernels.weight_grad``'s product per tap, where it runs faster than the columns' products; else None."""
+    o, c, *kernel = w.shape
+    if not conv_kernels.weight_grad_pays(g.dtype, g.shape[0], c, o, tuple(kernel), dilation, g.shape[2:]):
+        return None
+    x = np.ascontiguousarray(x, g.dtype)
+    return conv_kernels.weight_grad(x, g, tuple(kernel), tuple(padding), tuple(dilation))
 
 
 #: The most bytes of per-sample weight-gradient products summed at once in a chunk (where the columns are not made
