@@ -45,7 +45,7 @@ def _tolerance(dtype):
 def test_the_forward_equals_the_columns_product(monkeypatch, case, with_bias, dtype):
     x, weight, bias, _, out_hw = _operands(case, dtype)
     bias = bias if with_bias else None
-    monkeypatch.setattr(conv_kernels, "pays", lambda *args: False)
+    monkeypatch.setattr(conv_kernels, "forward_pays", lambda *args: False)
     expected, _ = cpu.conv2d(x, weight, bias, (1, 1), case[5], case[6], 1, out_hw)
     out = np.empty((len(x), weight.shape[0], *out_hw), dtype)
     conv_kernels.forward(x, weight, bias, case[5], case[6], out)
@@ -60,9 +60,9 @@ def test_the_backward_through_the_kernels_equals_the_columns_gradients(monkeypat
     the weight's (per tap) and the bias's."""
     x, weight, _, g, _ = _operands(case, dtype)
     args = (g, x, x.shape, weight, (1, 1), case[5], case[6], 1, True, True, True)
-    monkeypatch.setattr(conv_kernels, "pays", lambda *args: False)
+    monkeypatch.setattr(conv_kernels, "forward_pays", lambda *args: False)
     expected = cpu.conv2d_backward(*args)
-    monkeypatch.setattr(conv_kernels, "pays", lambda *args: True)
+    monkeypatch.setattr(conv_kernels, "forward_pays", lambda *args: True)
     monkeypatch.setattr(conv_kernels, "weight_grad_pays", lambda *args: True)
     for ours, theirs in zip(cpu.conv2d_backward(*args), expected):
         np.testing.assert_allclose(ours, theirs, **_tolerance(dtype))
@@ -136,7 +136,7 @@ def test_samples_shared_among_threads_give_the_bits_of_one_thread():
 )
 def test_the_kernel_runs_where_it_was_measured_faster(shape, runs):
     batch, channels, outputs, out_hw, kernel = shape
-    assert conv_kernels.pays(np.float32, batch, channels, outputs, kernel, (1, 1), out_hw) is runs
+    assert conv_kernels.forward_pays(np.float32, batch, channels, outputs, kernel, (1, 1), out_hw) is runs
 
 
 @pytest.mark.parametrize(
@@ -159,9 +159,9 @@ def test_the_weight_gradient_runs_where_it_was_measured_faster(shape, runs):
 def test_the_kernel_leaves_other_dtypes_and_more_grid_than_columns_to_the_columns():
     """float16 runs in float32 elsewhere; the cnn's input gradient (a 26 x 28 grid for 24 x 24 columns) is cheaper
     as the columns' product and col2im."""
-    assert not conv_kernels.pays(np.float16, 4, 48, 16, (3, 3), (1, 1), (16, 16))
-    assert not conv_kernels.pays(np.int64, 4, 48, 16, (3, 3), (1, 1), (16, 16))
-    assert not conv_kernels.pays(np.float32, 64, 64, 32, (3, 3), (1, 1), (26, 26), 24 * 24)
+    assert not conv_kernels.forward_pays(np.float16, 4, 48, 16, (3, 3), (1, 1), (16, 16))
+    assert not conv_kernels.forward_pays(np.int64, 4, 48, 16, (3, 3), (1, 1), (16, 16))
+    assert not conv_kernels.forward_pays(np.float32, 64, 64, 32, (3, 3), (1, 1), (26, 26), 24 * 24)
 
 
 @pytest.mark.parametrize("dtype, atol, per_tap", [("float32", 2e-4, True), ("float64", 1e-10, False)])

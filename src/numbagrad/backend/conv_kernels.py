@@ -1,6 +1,6 @@
-"""The CPU kernel of a stride-1 single-group convolution (``cpu.conv2d``, and ``cpu.conv2d_backward``'s input
-gradient, itself such a convolution): the products read each sample's zero-padded input in place, with no
-columns (im2col) made.
+"""The CPU kernels of a stride-1 single-group convolution (``cpu.conv2d``, and ``cpu.conv2d_backward``'s input
+gradient, itself such a convolution, and its weight gradient): the products read each sample's zero-padded input
+in place, with no columns (im2col) made.
 
 im2col writes each input value ``kh * kw`` times, and then a product reads them all again: at the U-Net's (4, 48,
 16, 16) by (16, 48, 3, 3), float32, one thread, about 25 us of columns per sample against 45 of product; and
@@ -17,8 +17,16 @@ Per sample: the padded copy (its border zeroed once per thread), the products in
 valid positions into ``out`` with the bias added. The samples are shared among threads (``share_<kind>``,
 ``cpu_threads.run_compiled``); each output is the same bits on any thread count. Sums run in the operands'
 precision along the taps in order, as BLAS does. Output channels run in blocks of 4 where they are a multiple of
-4, else of 5 (the weight zero-padded to a multiple). This module's text holds ``row_products``' digest: its
-intrinsics are compiled into these loops.
+4, else of 5 (the weight zero-padded to a multiple).
+
+The weight's gradient (``weight_grad``) is, per tap ``(i, j)``, ``g_grid @ x_shifted``: ``g`` laid on the same
+grid (zeros at the dropped positions, so they add nothing), the samples' grids one after another as the shared
+dimension, and the input channels-last on its padded grid, shifted by the tap's ``i*dh*Wp + j*dw`` positions: its
+rows are consecutive in memory at a stride of the channels, so the register block reads it in place, the input
+channels its columns (padded to whole SIMD vectors), the output channels its rows. The (tap, block of rows) units
+are shared among threads. It runs where a tap's operands fit a core's cache (``weight_grad_pays``).
+
+This module's text holds ``row_products``' digest: its intrinsics are compiled into these loops.
 """
 
 from __future__ import annotations
@@ -190,7 +198,7 @@ _FLOAT32 = np.dtype(np.float32)
 
 
 def _kind_source(kind: str) -> str:
-    """The loop for ``kind`` (``"f32"`` or ``"f64"``): its dtype, element size and panel width."""
+    """The loops for ``kind`` (``"f32"`` or ``"f64"``): its dtype, element size and panel width."""
     single = kind == "f32"
     words = {"DTYPE": "float32" if single else "float64", "BYTES": "4" if single else "8"}
     words.update(PANEL=str(row_products.panel_width(np.dtype(words["DTYPE"]))))
@@ -214,8 +222,8 @@ def _loops():
     return _module
 
 
-def pays(dtype: np.dtype, batch: int, channels: int, outputs: int, kernel: tuple, dilation: tuple, out_hw: tuple,
-         columns: int | None = None) -> bool:  # fmt: skip
+def forward_pays(dtype: np.dtype, batch: int, channels: int, outputs: int, kernel: tuple, dilation: tuple,
+                 out_hw: tuple, columns: int | None = None) -> bool:  # fmt: skip
     """Does this kernel beat im2col and BLAS on a stride-1 convolution of ``batch`` samples of ``channels`` into
     ``outputs`` channels of ``out_hw`` positions? Measured (float32, 1 and 2 threads, interleaved): where the taps
     are many (at least 64), the work large enough for its setup (2 million multiply-adds), the grid's panels mostly

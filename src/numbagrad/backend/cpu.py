@@ -2233,7 +2233,7 @@ def conv2d(
     if (
         groups == 1
         and tuple(stride) == (1, 1)
-        and conv_kernels.pays(x.dtype, n, x.shape[1], o, kernel, dilation, out_hw)
+        and conv_kernels.forward_pays(x.dtype, n, x.shape[1], o, kernel, dilation, out_hw)
     ):
         out = np.empty((n, o, *out_hw), x.dtype)
         conv_kernels.forward(x, w, bias, tuple(padding), tuple(dilation), out)
@@ -2417,8 +2417,8 @@ def _flipped_input_gradient(g: np.ndarray, x_shape: tuple, w: np.ndarray, paddin
     convolution of ``g`` by the kernel flipped and its channels swapped (padded by ``dilation * (k - 1) -
     padding``), where ``conv_kernels`` runs it faster than the columns' product and col2im; else None."""
     kernel = w.shape[2:]
-    positions = g.shape[2] * g.shape[3]
-    if not conv_kernels.pays(g.dtype, x_shape[0], g.shape[1], x_shape[1], kernel, dilation, x_shape[2:], positions):
+    batch, channels, positions = x_shape[0], x_shape[1], g.shape[2] * g.shape[3]
+    if not conv_kernels.forward_pays(g.dtype, batch, g.shape[1], channels, kernel, dilation, x_shape[2:], positions):
         return None
     flipped = np.ascontiguousarray(w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1])
     top, left = (d * (size - 1) - p for d, size, p in zip(dilation, kernel, padding))
