@@ -72,7 +72,8 @@ def test_the_backward_through_the_kernels_equals_the_columns_gradients(monkeypat
 @pytest.mark.parametrize("case", CASES + [(2, 48, 5, (6, 7), (3, 3), (1, 1), (1, 1))])
 def test_the_weight_gradient_equals_the_columns_products(monkeypatch, case, dtype):
     """Per tap, ``g`` on the padded grid times the input channels-last shifted by the tap: at every padding and
-    dilation, 4- and 5-row blocks, and channels past four SIMD vectors (48 float64 ones: six)."""
+    dilation, 8- and 4-row blocks (output channels padded to them), and channels past four SIMD vectors (48
+    float64 ones: six)."""
     x, weight, _, g, _ = _operands(case, dtype)
     monkeypatch.setattr(conv_kernels, "weight_grad_pays", lambda *args: False)
     _, expected, _ = cpu.conv2d_backward(g, x, x.shape, weight, (1, 1), case[5], case[6], 1, False, True, False)
@@ -80,46 +81,47 @@ def test_the_weight_gradient_equals_the_columns_products(monkeypatch, case, dtyp
     np.testing.assert_allclose(ours, expected, **_tolerance(dtype))
 
 
-def test_the_weight_gradients_taps_shared_among_threads_give_the_bits_of_one_thread():
-    """The (tap, block of rows) units are split among the threads; each unit is summed as on one thread."""
+def _on_one_and_two_threads(run) -> list:
+    """``run()``'s result on one thread, then on two (skipped where numpy's BLAS cannot run tasks)."""
     if blas.openblas() is None or not blas.openblas().runs_tasks:
         pytest.skip("numpy links a BLAS whose threads cannot run tasks")
-    x, weight, _, g, _ = _operands((4, 24, 8, (32, 32), (3, 3), (1, 1), (1, 1)), np.float32)
     before = numbagrad.get_num_threads()
     results = []
     try:
         for threads in (1, 2):
             numbagrad.set_num_threads(threads)
-            results.append(conv_kernels.weight_grad(x, g, (3, 3), (1, 1), (1, 1)))
+            results.append(run())
     finally:
         numbagrad.set_num_threads(before)
-    np.testing.assert_array_equal(results[0], results[1])
+    return results
+
+
+def test_the_weight_gradients_taps_shared_among_threads_give_the_bits_of_one_thread():
+    """The (tap, block of rows) units are split among the threads; each unit is summed as on one thread."""
+    x, weight, _, g, _ = _operands((4, 24, 8, (32, 32), (3, 3), (1, 1), (1, 1)), np.float32)
+    one, two = _on_one_and_two_threads(lambda: conv_kernels.weight_grad(x, g, (3, 3), (1, 1), (1, 1)))
+    np.testing.assert_array_equal(one, two)
 
 
 def test_samples_shared_among_threads_give_the_bits_of_one_thread():
-    if blas.openblas() is None or not blas.openblas().runs_tasks:
-        pytest.skip("numpy links a BLAS whose threads cannot run tasks")
+    """Five samples on two threads: two and three."""
     x, weight, bias, _, out_hw = _operands((5, 24, 8, (32, 32), (3, 3), (1, 1), (1, 1)), np.float32)
-    before = numbagrad.get_num_threads()
-    results = []
-    try:
-        for threads in (1, 2):
-            numbagrad.set_num_threads(threads)
-            calls = []
+    calls = []
 
-            def spy(function, args, calls=calls, real=cpu_threads.run_compiled):
-                calls.append(args[:, conv_kernels.FIRST : conv_kernels.COUNT + 1].tolist())
-                real(function, args)
+    def spy(function, args, real=cpu_threads.run_compiled):
+        calls.append(args[:, conv_kernels.FIRST : conv_kernels.COUNT + 1].tolist())
+        real(function, args)
 
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(cpu_threads, "run_compiled", spy)
-                out = np.empty((5, 8, *out_hw), np.float32)
-                conv_kernels.forward(x, weight, bias, (1, 1), (1, 1), out)
-            assert calls == ([] if threads == 1 else [[[0, 2], [2, 3]]])
-            results.append(out)
-    finally:
-        numbagrad.set_num_threads(before)
-    np.testing.assert_array_equal(results[0], results[1])
+    def run():
+        out = np.empty((5, 8, *out_hw), np.float32)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cpu_threads, "run_compiled", spy)
+            conv_kernels.forward(x, weight, bias, (1, 1), (1, 1), out)
+        return out
+
+    one, two = _on_one_and_two_threads(run)
+    assert calls == [[[0, 2], [2, 3]]]  # (none on one thread)
+    np.testing.assert_array_equal(one, two)
 
 
 @pytest.mark.parametrize(

@@ -48,11 +48,10 @@ SIZE = len(NAMES)
 #: The fields of a weight gradient's call: the addresses of ``g`` on the padded grid (rows, N*Hp*Wp), the input
 #: channels-last on that grid (N*Hp*Wp + tail, Cp) and the taps' products (kh*kw, rows, Cp); the sizes; the range
 #: of (tap, block of rows) units a thread runs.
-GRAD_NAMES = ("grid", "channels_last", "result", "grad_rows", "grad_depth", "columns", "kw", "row_step",
-              "column_step", "units_first", "units_count")  # fmt: skip
-GRID, CHANNELS_LAST, RESULT, GRAD_ROWS, GRAD_DEPTH, COLUMNS, KW, ROW_STEP, COLUMN_STEP, UNITS_FIRST, UNITS_COUNT = (
-    range(len(GRAD_NAMES))
-)
+GRAD_NAMES = ("grid", "channels_last", "result", "grad_rows", "block_rows", "grad_depth", "columns", "kw",
+              "row_step", "column_step", "units_first", "units_count")  # fmt: skip
+(GRID, CHANNELS_LAST, RESULT, GRAD_ROWS, BLOCK_ROWS, GRAD_DEPTH, COLUMNS, KW, ROW_STEP, COLUMN_STEP, UNITS_FIRST,
+ UNITS_COUNT) = range(len(GRAD_NAMES))  # fmt: skip
 GRAD_SIZE = len(GRAD_NAMES)
 
 #: The fewest multiply-adds (over all samples) worth sharing among threads: a hand-off costs a few microseconds.
@@ -114,18 +113,12 @@ PLAIN4_3_KIND = row_products.block_intrinsic("KIND", 4, 3, VECTOR_BYTES)
 PLAIN4_4_KIND = row_products.block_intrinsic("KIND", 4, 4, VECTOR_BYTES)
 PLAIN8_1_KIND = row_products.block_intrinsic("KIND", 8, 1, VECTOR_BYTES)
 PLAIN8_2_KIND = row_products.block_intrinsic("KIND", 8, 2, VECTOR_BYTES)
-PLAIN5_1_KIND = row_products.block_intrinsic("KIND", 5, 1, VECTOR_BYTES)
-PLAIN5_2_KIND = row_products.block_intrinsic("KIND", 5, 2, VECTOR_BYTES)
-PLAIN5_3_KIND = row_products.block_intrinsic("KIND", 5, 3, VECTOR_BYTES)
-PLAIN5_4_KIND = row_products.block_intrinsic("KIND", 5, 4, VECTOR_BYTES)
 
 
 @njit(cache=CACHE, nogil=True, error_model='numpy', boundscheck=False)
 def weight_grad_KIND(f, first, count):
-    rows, depth, columns, kw = f[GRAD_ROWS], f[GRAD_DEPTH], f[COLUMNS], f[KW]
-    vectors = columns // LANES
-    step = 8 if vectors <= 2 and rows % 8 == 0 else 4 if rows % 4 == 0 else 5
-    blocks = rows // step
+    rows, step, depth, columns, kw = f[GRAD_ROWS], f[BLOCK_ROWS], f[GRAD_DEPTH], f[COLUMNS], f[KW]
+    vectors, blocks = columns // LANES, rows // step
     for unit in range(first, first + count):
         tap, block = unit // blocks, unit - (unit // blocks) * blocks
         i, j = tap // kw, tap - (tap // kw) * kw
@@ -140,23 +133,14 @@ def weight_grad_KIND(f, first, count):
                     PLAIN8_1_KIND(a, depth, 1, b, columns, out, columns, depth)
                 else:
                     PLAIN8_2_KIND(a, depth, 1, b, columns, out, columns, depth)
-            elif step == 4:
-                if width == 1:
-                    PLAIN4_1_KIND(a, depth, 1, b, columns, out, columns, depth)
-                elif width == 2:
-                    PLAIN4_2_KIND(a, depth, 1, b, columns, out, columns, depth)
-                elif width == 3:
-                    PLAIN4_3_KIND(a, depth, 1, b, columns, out, columns, depth)
-                else:
-                    PLAIN4_4_KIND(a, depth, 1, b, columns, out, columns, depth)
             elif width == 1:
-                PLAIN5_1_KIND(a, depth, 1, b, columns, out, columns, depth)
+                PLAIN4_1_KIND(a, depth, 1, b, columns, out, columns, depth)
             elif width == 2:
-                PLAIN5_2_KIND(a, depth, 1, b, columns, out, columns, depth)
+                PLAIN4_2_KIND(a, depth, 1, b, columns, out, columns, depth)
             elif width == 3:
-                PLAIN5_3_KIND(a, depth, 1, b, columns, out, columns, depth)
+                PLAIN4_3_KIND(a, depth, 1, b, columns, out, columns, depth)
             else:
-                PLAIN5_4_KIND(a, depth, 1, b, columns, out, columns, depth)
+                PLAIN4_4_KIND(a, depth, 1, b, columns, out, columns, depth)
 
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
@@ -298,8 +282,8 @@ def _grid(dtype: np.dtype, channels: int, out_hw: tuple, kernel: tuple, dilation
 
 def _grad_rows(outputs: int, vectors: int) -> tuple:
     """The weight gradient's rows (the output channels, zero-padded to a whole block) and its block's rows: 8
-    where the block is at most two vectors wide (16 sums), else 4, else 5."""
-    step = 8 if vectors <= 2 and outputs % 8 == 0 else 4 if outputs % 4 == 0 else 5
+    where the block is at most two vectors wide (16 sums) and they are a multiple of 8, else 4."""
+    step = 8 if vectors <= 2 and outputs % 8 == 0 else 4
     return -(-outputs // step) * step, step
 
 
@@ -315,9 +299,9 @@ def weight_grad_pays(dtype: np.dtype, batch: int, channels: int, outputs: int, k
     if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)) or not row_products.measured_host():
         return False
     (height, width), padded, vectors = _grid(dtype, channels, out_hw, kernel, dilation)
-    rows = _grad_rows(outputs, vectors)[0]
+    rows, step = _grad_rows(outputs, vectors)
     work = rows * padded * batch * height * width * kernel[0] * kernel[1]
-    tap_bytes = batch * height * width * (_grad_rows(outputs, vectors)[1] + padded) * np.dtype(dtype).itemsize
+    tap_bytes = batch * height * width * (step + padded) * np.dtype(dtype).itemsize
     return vectors <= 4 and channels >= 0.75 * padded and work >= 1 << 20 and tap_bytes <= 1 << 20
 
 
@@ -343,7 +327,7 @@ def weight_grad(x: np.ndarray, g: np.ndarray, kernel: tuple, padding: tuple, dil
     result = np.empty((taps, rows, columns), x.dtype)
     f = np.zeros(GRAD_SIZE, np.int64)
     f[GRID], f[CHANNELS_LAST], f[RESULT] = grid.ctypes.data, channels_last.ctypes.data, result.ctypes.data
-    f[GRAD_ROWS : COLUMN_STEP + 1] = (rows, batch * plane, columns, kernel[1], dh * padded_width, dw)
+    f[GRAD_ROWS : COLUMN_STEP + 1] = (rows, step, batch * plane, columns, kernel[1], dh * padded_width, dw)
     units = taps * (rows // step)
     threads = min(cpu_threads.free_threads(), units) if rows * columns * batch * plane * taps >= _SHARED_WORK else 1
     if threads <= 1:
