@@ -207,6 +207,29 @@ def test_a_compiled_function_runs_once_per_row_of_arguments_each_on_its_own_thre
     np.testing.assert_array_equal(rows[:, 1], [7, 21])
 
 
+@pytest.mark.parametrize(
+    "total, threads_, unit, expected",
+    [
+        (5, 2, 1, [(0, 2), (2, 3)]),
+        (13, 2, 5, [(0, 5), (5, 8)]),
+        (20, 2, 5, [(0, 10), (10, 10)]),
+        (9, 3, 1, [(0, 3), (3, 3), (6, 3)]),
+    ],
+)
+def test_compiled_shares_are_contiguous_runs_of_whole_units(monkeypatch, total, threads_, unit, expected):
+    """``run_compiled_shares``: each share's row is the fields with its first item and count written in; the
+    shares cover the items once, in order, as even as whole units allow (13 rows in blocks of 5: one block, then
+    two, the second ragged)."""
+    rows = []
+    monkeypatch.setattr(cpu_threads, "run_compiled", lambda function, shares: rows.append((function, shares.copy())))
+    fields = np.array([7, -1, -1, 9], np.int64)
+    cpu_threads.run_compiled_shares(1234, fields, 1, 2, total, threads_, unit)
+    ((function, shares),) = rows
+    assert function == 1234
+    assert [tuple(share[1:3]) for share in shares] == expected
+    assert (shares[:, 0] == 7).all() and (shares[:, 3] == 9).all()
+
+
 @needs_blas
 def test_inside_a_task_no_threads_are_free(threads):
     threads(2)

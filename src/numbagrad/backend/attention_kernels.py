@@ -31,8 +31,6 @@ projection included, is read in place. ``share_<kind>`` runs either loop as a C 
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from . import codegen, cpu_threads, row_products, vector_math
@@ -259,8 +257,7 @@ def _kind_source(kind: str, vector_bytes: int) -> str:
     words = {"DTYPE": "float32" if single else "float64", "BYTES": str(size)}
     words.update(EXP="_vexpf" if single else "_vexp", WIDE_WIDTH=str(WIDE_VECTORS * lanes))
     words.update(NARROW_WIDTH=str(NARROW_VECTORS * lanes))
-    text = _SOURCE.replace("KIND", kind)  # (a suffix: ``forward_KIND``)
-    return re.sub(r"\b(" + "|".join(words) + r")\b", lambda match: words[match.group(1)], text)
+    return codegen.kind_source(_SOURCE, kind, words)
 
 
 def _loops():
@@ -303,11 +300,6 @@ def run(name: str, fields: np.ndarray, dtype: np.dtype, scale: float, slices: in
     if threads <= 1 or work < _SHARED_WORK:
         getattr(module, f"{name}_{kind}")(fields, scale, 0, slices)
         return
-    shares = np.empty((threads, SIZE), np.int64)
-    shares[:] = fields
-    shares.view(np.float64)[:, SCALE] = scale
-    shares[:, BACKWARD] = name == "backward"
-    for i in range(threads):
-        start = slices * i // threads
-        shares[i, FIRST], shares[i, COUNT] = start, slices * (i + 1) // threads - start
-    cpu_threads.run_compiled(getattr(module, f"share_{kind}").address, shares)
+    fields.view(np.float64)[SCALE] = scale
+    fields[BACKWARD] = name == "backward"
+    cpu_threads.run_compiled_shares(getattr(module, f"share_{kind}").address, fields, FIRST, COUNT, slices, threads)

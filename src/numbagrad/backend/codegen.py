@@ -31,6 +31,7 @@ import inspect
 import logging
 import math
 import os
+import re
 import sys
 import tempfile
 import textwrap
@@ -656,6 +657,14 @@ def _since(start: float) -> float:
 
 def _sig(sig) -> str:
     return "(" + ", ".join(str(t) for t in sig) + ")" if isinstance(sig, tuple) else f"({sig})"
+
+
+def kind_source(template: str, kind: str, words: dict) -> str:
+    """A compiled module's loops written once for both float kinds, for ``kind`` (``"f32"`` or ``"f64"``): each
+    ``KIND`` in ``template`` (a name's suffix: ``forward_KIND``) becomes ``kind``, and each whole word that is a
+    key of ``words`` (``DTYPE``, ``BYTES``, ...) its value."""
+    text = template.replace("KIND", kind)
+    return re.sub(r"\b(" + "|".join(words) + r")\b", lambda match: words[match.group(1)], text)
 
 
 def address_intrinsic():

@@ -31,8 +31,6 @@ This module's text holds ``row_products``' digest: its intrinsics are compiled i
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from . import codegen, cpu_threads, row_products
@@ -187,8 +185,7 @@ def _kind_source(kind: str) -> str:
     words = {"DTYPE": "float32" if single else "float64", "BYTES": "4" if single else "8"}
     words.update(PANEL=str(row_products.panel_width(np.dtype(words["DTYPE"]))))
     words.update(LANES=str(row_products.vector_bytes() // int(words["BYTES"])))
-    text = _SOURCE.replace("KIND", kind)  # (a suffix: ``forward_KIND``)
-    return re.sub(r"\b(" + "|".join(words) + r")\b", lambda match: words[match.group(1)], text)
+    return codegen.kind_source(_SOURCE, kind, words)
 
 
 def _loops():
@@ -264,12 +261,7 @@ def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, padding:
     if threads <= 1:
         getattr(module, "forward_" + kind)(f, 0, len(x))
         return
-    shares = np.empty((threads, SIZE), np.int64)
-    shares[:] = f
-    for i in range(threads):
-        start = len(x) * i // threads
-        shares[i, FIRST], shares[i, COUNT] = start, len(x) * (i + 1) // threads - start
-    cpu_threads.run_compiled(getattr(module, "share_" + kind).address, shares)
+    cpu_threads.run_compiled_shares(getattr(module, "share_" + kind).address, f, FIRST, COUNT, len(x), threads)
 
 
 def _grid(dtype: np.dtype, channels: int, out_hw: tuple, kernel: tuple, dilation: tuple) -> tuple:
@@ -331,13 +323,8 @@ def weight_grad(x: np.ndarray, g: np.ndarray, kernel: tuple, padding: tuple, dil
     units = taps * (rows // step)
     threads = min(cpu_threads.free_threads(), units) if rows * columns * batch * plane * taps >= _SHARED_WORK else 1
     if threads <= 1:
-        f[UNITS_FIRST : UNITS_COUNT + 1] = (0, units)
         getattr(module, "weight_grad_" + kind)(f, 0, units)
     else:
-        shares = np.empty((threads, GRAD_SIZE), np.int64)
-        shares[:] = f
-        for i in range(threads):
-            start = units * i // threads
-            shares[i, UNITS_FIRST], shares[i, UNITS_COUNT] = start, units * (i + 1) // threads - start
-        cpu_threads.run_compiled(getattr(module, "share_grad_" + kind).address, shares)
+        share = getattr(module, "share_grad_" + kind).address
+        cpu_threads.run_compiled_shares(share, f, UNITS_FIRST, UNITS_COUNT, units, threads)
     return np.ascontiguousarray(result[:, :outputs, :channels].transpose(1, 2, 0)).reshape(outputs, channels, *kernel)

@@ -22,6 +22,8 @@ import itertools
 import threading
 from collections.abc import Callable
 
+import numpy as np
+
 from .blas import openblas
 
 
@@ -123,3 +125,18 @@ def run_compiled(function: int, args) -> None:
     Python runs on the workers: the hand-off costs microseconds, not a callback's GIL round trip (an LSTM's
     per-step product shared so took 57 us against 95 on one thread; as Python tasks, more than on one)."""
     openblas().run_on_threads(len(args), function, args.ctypes.data, args.strides[0])
+
+
+def run_compiled_shares(function: int, fields: np.ndarray, first: int, count: int, total: int, threads: int,
+                        unit: int = 1) -> None:  # fmt: skip
+    """``run_compiled`` over ``total`` items (slices, rows, samples) in ``threads`` contiguous shares of whole units
+    of ``unit`` items (the last unit may be ragged), as even as they go: each share's row is the int64 row
+    ``fields`` with its first item at index ``first`` and its count at ``count``. The shares depend on the shapes
+    and the thread count alone."""
+    units = -(-total // unit)
+    shares = np.empty((threads, fields.size), np.int64)
+    shares[:] = fields
+    for i in range(threads):
+        start = min(total, units * i // threads * unit)
+        shares[i, first], shares[i, count] = start, min(total, units * (i + 1) // threads * unit) - start
+    run_compiled(function, shares)

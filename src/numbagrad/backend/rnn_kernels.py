@@ -29,8 +29,6 @@ hand-off per product. Its compiled code is built on first use, not when ``backen
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from . import codegen, cpu_threads, row_products, vector_math
@@ -208,8 +206,7 @@ def _layer_source(kind: str) -> str:
     words.update(WIDTH=str(row_products.panel_width(np.dtype(words["DTYPE"]))))
     words.update(CELL="lstm_cell_f32" if single else "lstm_cell")
     words.update(CELL_BACKWARD="lstm_cell_backward_f32" if single else "lstm_cell_backward")
-    text = _LAYER.replace("KIND", kind)  # (a suffix: ``lstm_layer_KIND``)
-    return re.sub(r"\b(" + "|".join(words) + r")\b", lambda match: words[match.group(1)], text)
+    return codegen.kind_source(_LAYER, kind, words)
 
 
 def _loops():
@@ -263,16 +260,10 @@ def run_layer(fields: np.ndarray, dtype: np.dtype, batch: int, threads: int) -> 
     keeps its rows' states in its own core's cache)."""
     module = _loops()
     kind = "f32" if dtype == _FLOAT32 else "f64"
-    blocks = -(-batch // row_products.ROWS)
-    threads = min(threads, blocks)
+    threads = min(threads, -(-batch // row_products.ROWS))
     if threads <= 1:
         function = getattr(module, ("lstm_layer_backward_" if fields[BACKWARD] else "lstm_layer_") + kind)
         function(fields, 0, batch)
         return
-    shares = np.empty((threads, SIZE), np.int64)
-    shares[:] = fields
-    for i in range(threads):
-        first = min(batch, blocks * i // threads * row_products.ROWS)
-        shares[i, FIRST] = first
-        shares[i, COUNT] = min(batch, blocks * (i + 1) // threads * row_products.ROWS) - first
-    cpu_threads.run_compiled(getattr(module, "share_" + kind).address, shares)
+    share = getattr(module, "share_" + kind).address
+    cpu_threads.run_compiled_shares(share, fields, FIRST, COUNT, batch, threads, row_products.ROWS)
