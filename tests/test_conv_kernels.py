@@ -7,9 +7,15 @@ import numpy as np
 import pytest
 
 import numbagrad
-from numbagrad.backend import blas, conv_kernels, cpu, cpu_threads, row_products
+from numbagrad.backend import blas, conv_kernels, cpu, cpu_threads, row_products, winograd_kernels
 
 pytestmark = pytest.mark.skipif(not row_products.measured_host(), reason="the kernel runs on AVX-512 hosts")
+
+
+@pytest.fixture(autouse=True)
+def _no_winograd(monkeypatch):
+    """These are this kernel's cases: the 3x3 convolutions that ``winograd_kernels`` takes stay here."""
+    monkeypatch.setattr(winograd_kernels, "pays", lambda *args, **kwargs: False)
 
 #: (batch, channels, outputs, (H, W), (kh, kw), (top, left) padding, dilation): 4-row blocks of output channels
 #: and 5-row ones (7, 9, 6 channels), rectangular kernels and inputs, dilation, no padding, padding past the

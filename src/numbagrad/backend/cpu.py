@@ -27,6 +27,7 @@ from . import (
     rnn_kernels,
     row_products,
     vector_math,
+    winograd_kernels,
 )
 
 DEVICE = CPU
@@ -2230,6 +2231,10 @@ def conv2d(
     kernel = tuple(weight.shape[2:])
     k, length = weight.size // o * groups, out_hw[0] * out_hw[1]
     w = np.ascontiguousarray(weight, x.dtype)
+    if winograd_kernels.pays(x.dtype, kernel, stride, dilation, groups, x.shape[1], out_hw[1]):
+        out = np.empty((n, o, *out_hw), x.dtype)
+        winograd_kernels.forward(x, w, bias, tuple(padding), out)
+        return out, x
     if (
         groups == 1
         and tuple(stride) == (1, 1)
@@ -2418,12 +2423,19 @@ def _flipped_input_gradient(g: np.ndarray, x_shape: tuple, w: np.ndarray, paddin
     padding``), where ``conv_kernels`` runs it faster than the columns' product and col2im; else None."""
     kernel = w.shape[2:]
     batch, channels, positions = x_shape[0], x_shape[1], g.shape[2] * g.shape[3]
-    if not conv_kernels.forward_pays(g.dtype, batch, g.shape[1], channels, kernel, dilation, x_shape[2:], positions):
+    winograd = winograd_kernels.pays(g.dtype, kernel, (1, 1), dilation, 1, g.shape[1], x_shape[3])
+    if not winograd and not conv_kernels.forward_pays(
+        g.dtype, batch, g.shape[1], channels, kernel, dilation, x_shape[2:], positions
+    ):
         return None
     flipped = np.ascontiguousarray(w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1])
     top, left = (d * (size - 1) - p for d, size, p in zip(dilation, kernel, padding))
     gx = np.empty(x_shape, g.dtype)
-    conv_kernels.forward(g, flipped, None, (top, left), tuple(dilation), gx)
+    g = np.ascontiguousarray(g)
+    if winograd:
+        winograd_kernels.forward(g, flipped, None, (top, left), gx)
+    else:
+        conv_kernels.forward(g, flipped, None, (top, left), tuple(dilation), gx)
     return gx
 
 
@@ -2431,9 +2443,11 @@ def _tapped_weight_gradient(g: np.ndarray, x, w: np.ndarray, padding: tuple, dil
     """The weight's gradient of a stride-1 convolution of ``x`` from its output's gradient ``g``, as
     ``conv_kernels.weight_grad``'s product per tap, where it runs faster than the columns' products; else None."""
     o, c, *kernel = w.shape
+    x = np.ascontiguousarray(x, g.dtype)
+    if winograd_kernels.pays(g.dtype, kernel, (1, 1), dilation, 1, c, g.shape[3], gradient=True):
+        return winograd_kernels.weight_grad(x, np.ascontiguousarray(g), tuple(padding))
     if not conv_kernels.weight_grad_pays(g.dtype, g.shape[0], c, o, tuple(kernel), dilation, g.shape[2:]):
         return None
-    x = np.ascontiguousarray(x, g.dtype)
     return conv_kernels.weight_grad(x, g, tuple(kernel), tuple(padding), tuple(dilation))
 
 

@@ -52,7 +52,7 @@ def measured_host() -> bool:
     return vector_bytes() == 64
 
 
-def _ir_types(kind: str, vector_bytes: int) -> tuple:
+def ir_types(kind: str, vector_bytes: int) -> tuple:
     """The LLVM types an intrinsic works in for ``kind`` (``"f32"``/``"f64"``): the element, its size in bytes,
     the lanes of a ``vector_bytes`` vector, that vector, and a pointer to an element."""
     from llvmlite import ir
@@ -63,19 +63,22 @@ def _ir_types(kind: str, vector_bytes: int) -> tuple:
     return element, size, lanes, ir.VectorType(element, lanes), element.as_pointer()
 
 
-def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int, row_table: bool = False):
+def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int, row_table: bool = False,
+                    accumulate: bool = False):  # fmt: skip
     """A Numba intrinsic ``block(a, a_row, a_step, b, ldb, out, ldo, depth)`` (addresses as integers, strides in
     elements: ``a``'s between rows and along the shared dimension, ``b``'s and ``out``'s between rows) computing
     one ``rows`` x ``vectors`` register block: ``out[:rows, :W] = a[:rows, :depth] @ b[:depth, :W]``, ``W`` being
     ``vectors`` vectors of ``vector_bytes``, in ``kind``'s element type (``"f32"`` or ``"f64"``). ``depth`` must be
     at least 1: the loop runs once before its test. With ``row_table``, ``ldb`` is instead the address of an
     ``int64`` table of ``b``'s rows' offsets (in elements): row ``k`` starts at ``b + table[k]``, so that ``b``
-    may be rows anywhere in memory (a convolution's taps read from its padded input in place)."""
+    may be rows anywhere in memory (a convolution's taps read from its padded input in place). With
+    ``accumulate``, the block adds to ``out`` (``out[:rows, :W] += ...``, the sums starting from its values): a
+    product summed over chunks of its shared dimension (a Winograd weight gradient's tiles) needs no buffer."""
     from llvmlite import ir
     from numba.core import cgutils, types
     from numba.extending import intrinsic
 
-    _, size, lanes, vector, pointer = _ir_types(kind, vector_bytes)
+    _, size, lanes, vector, pointer = ir_types(kind, vector_bytes)
     i64, i32 = ir.IntType(64), ir.IntType(32)
 
     def codegen_block(context, builder, signature, args):
@@ -84,6 +87,15 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int, row_t
         out_start = builder.inttoptr(out_address, pointer)
         name = f"llvm.fma.v{lanes}{'f32' if kind == 'f32' else 'f64'}"
         fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vector, [vector] * 3), name)
+        if accumulate:
+            start_sums = []
+            for r in range(rows):
+                out_row = builder.gep(out_start, [builder.mul(ir.Constant(i64, r), ldo)])
+                start_sums.append([
+                    builder.load(builder.bitcast(builder.gep(out_row, [ir.Constant(i64, v * lanes)]),
+                                                 vector.as_pointer()), align=size)
+                    for v in range(vectors)
+                ])  # fmt: skip
         entry = builder.block
         loop = builder.append_basic_block("block_loop")
         done = builder.append_basic_block("block_done")
@@ -93,9 +105,9 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int, row_t
         k.add_incoming(ir.Constant(i64, 0), entry)
         zero = ir.Constant(vector, [0.0] * lanes)
         sums = [[builder.phi(vector) for _ in range(vectors)] for _ in range(rows)]
-        for row in sums:
-            for phi in row:
-                phi.add_incoming(zero, entry)
+        for r, row in enumerate(sums):
+            for v, phi in enumerate(row):
+                phi.add_incoming(start_sums[r][v] if accumulate else zero, entry)
         if row_table:
             table = builder.inttoptr(ldb, i64.as_pointer())
             b_row = builder.gep(b_start, [builder.load(builder.gep(table, [k]))])
@@ -144,7 +156,7 @@ def transpose_intrinsic(kind: str, vector_bytes: int):
     from numba.core import types
     from numba.extending import intrinsic
 
-    _, size, lanes, vector, pointer = _ir_types(kind, vector_bytes)
+    _, size, lanes, vector, pointer = ir_types(kind, vector_bytes)
     i64, i32 = ir.IntType(64), ir.IntType(32)
 
     def codegen_transpose(context, builder, signature, args):
@@ -281,7 +293,7 @@ def intrinsics_digest() -> str:
     import hashlib
     import inspect
 
-    intrinsics = (_ir_types, block_intrinsic, transpose_intrinsic, codegen.address_intrinsic)
+    intrinsics = (ir_types, block_intrinsic, transpose_intrinsic, codegen.address_intrinsic)
     code = "".join(inspect.getsource(f) for f in intrinsics)
     return hashlib.sha1(code.encode()).hexdigest()[:16]
 
