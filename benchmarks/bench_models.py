@@ -514,7 +514,9 @@ def _product_rate(lib, n: int = 1024, repeats: int = 5) -> float:
 def floor_table(names: list[str]) -> None:
     """For each model: its products' work per step, and the time they need at the best product rate measured
     here on one thread (numbagrad's or torch's, whichever is faster), against torch's step time. A compiled
-    target below that ratio cannot be met by any implementation of the rest of the step on this machine."""
+    target below that ratio cannot be met by any implementation of the rest of the step on this machine that
+    multiplies as the direct products do; a 3x3 convolution by Winograd's F(2x2, 3x3) (``winograd_kernels``)
+    multiplies 16/36 as often, so the cnn's and the U-Net's floors are upper bounds."""
     import torch
 
     import numbagrad
