@@ -13,13 +13,15 @@ pytestmark = pytest.mark.skipif(not row_products.measured_host(), reason="the ke
 
 #: (batch, channels, outputs, (H, W), (top, left) padding): odd output sizes (a last tile half outside), output
 #: channels in 4-row and 5-row blocks and past four SIMD vectors (70: two panels), one output position, rows of
-#: tiles longer than a vector, asymmetric padding.
+#: tiles longer than a vector, asymmetric padding, one sample of several blocks of tiles (the weight gradient's
+#: spans then parts of it).
 CASES = [
     (2, 5, 8, (9, 13), (1, 1)),
     (1, 32, 64, (18, 18), (0, 0)),
     (2, 7, 70, (10, 21), (2, 1)),
     (3, 3, 9, (3, 3), (0, 0)),
     (2, 4, 6, (5, 40), (1, 3)),
+    (1, 3, 5, (40, 30), (1, 1)),
 ]
 
 
@@ -85,7 +87,7 @@ def test_the_backward_through_the_kernels_equals_the_columns_gradients(monkeypat
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES + [(9, 12, 20, (6, 7), (1, 1))])
 def test_the_weight_gradient_equals_the_columns_products(columns_only, case, dtype):
-    """Summed over spans of samples (nine samples: eight spans of one or two), input channels in 4- and 5-row
+    """Summed over spans of samples (nine samples: four spans of two or three), input channels in 4- and 5-row
     blocks, output channels past a vector."""
     x, weight, _, g, _ = _operands(case, dtype)
     _, expected, _ = cpu.conv2d_backward(g, x, x.shape, weight, (1, 1), case[4], (1, 1), 1, False, True, False)
@@ -107,11 +109,13 @@ def _on_one_and_two_threads(run) -> list:
     return results
 
 
-def test_samples_shared_among_threads_give_the_bits_of_one_thread():
-    x, weight, bias, g, out_hw = _operands((4, 16, 16, (20, 20), (1, 1)), np.float32)
+@pytest.mark.parametrize("batch", [4, 1])
+def test_units_shared_among_threads_give_the_bits_of_one_thread(batch):
+    """Whole samples per thread, or (one sample) blocks of its tiles."""
+    x, weight, bias, g, out_hw = _operands((batch, 16, 16, (40, 40), (1, 1)), np.float32)
 
     def run():
-        out = np.empty((4, 16, *out_hw), np.float32)
+        out = np.empty((batch, 16, *out_hw), np.float32)
         winograd_kernels.forward(x, weight, bias, (1, 1), out)
         return out
 
@@ -119,9 +123,11 @@ def test_samples_shared_among_threads_give_the_bits_of_one_thread():
     np.testing.assert_array_equal(one, two)
 
 
-def test_the_weight_gradients_spans_shared_among_threads_give_the_bits_of_one_thread():
-    """The spans of samples depend on the shapes alone, and their sums are added in order."""
-    x, _, _, g, _ = _operands((5, 16, 16, (20, 20), (1, 1)), np.float32)
+@pytest.mark.parametrize("batch", [5, 1])
+def test_the_weight_gradients_spans_shared_among_threads_give_the_bits_of_one_thread(batch):
+    """The spans (of whole samples, or of one sample's blocks of tiles) depend on the shapes alone, and their sums
+    are added in order."""
+    x, _, _, g, _ = _operands((batch, 16, 16, (40, 40), (1, 1)), np.float32)
     one, two = _on_one_and_two_threads(lambda: winograd_kernels.weight_grad(x, g, (1, 1)))
     np.testing.assert_array_equal(one, two)
 

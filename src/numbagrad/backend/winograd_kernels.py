@@ -9,15 +9,16 @@ channels: for each of the 16 positions ``k`` of the transformed 4x4 tiles, a pro
 transformed inputs (tiles x input channels) by the transformed kernel (input channels x output channels), run
 by ``row_products``' register block (rows: 5 tiles; columns: up to 4 SIMD vectors of output channels). Per
 sample, a block of tiles at a time: their inputs transformed, the 16 products, their outputs transformed back
-into ``out`` with the bias; the block's operands stay in the first two levels of cache. The samples are shared
-among threads; each output is the same bits on any thread count.
+into ``out`` with the bias; the block's operands stay in the first two levels of cache. The (sample, block) units
+are shared among threads, whole samples each where there are as many as threads (a thread running part of a
+sample pads only the input rows its blocks read); each output is the same bits on any thread count.
 
 The weight's gradient is that product's transpose: ``G^T [sum over tiles of (A g A^T) * (B^T d B)] G``, for each
 ``k`` a product of the tiles' transformed inputs (input channels x tiles) by their transformed output gradients
 (tiles x output channels), summed along the tiles chunk by chunk into 16 (input, output) matrices
-(``block_intrinsic(accumulate=True)``). The samples are cut into spans fixed by the shapes, each summed on its own
-(the spans shared among threads) and the spans' sums added in order, so the result is the same bits on any thread
-count too.
+(``block_intrinsic(accumulate=True)``). The (sample, block) units are cut into spans fixed by the shapes (whole
+samples from ``_WHOLE_SAMPLES`` on), each summed on its own (the spans shared among threads) and the spans' sums
+added in order, so the result is the same bits on any thread count too.
 
 Precision: the transforms' coefficients are 0, 1 and 1/2, exact in binary. Compared with a float64 reference,
 float32 results are as close as the direct product's (max error 3-4e-7 of the largest output, the direct
@@ -53,17 +54,21 @@ SIZE = len(NAMES)
 #: (spans, 16, rows, columns) in place of the kernel), ``rows`` the input channels zero-padded to whole register
 #: blocks, the number of spans, and the range of spans a thread runs.
 GRAD_NAMES = ("x", "g", "sums", "batch", "channels", "height", "width", "outputs", "rows", "columns", "top", "left",
-              "out_height", "out_width", "spans", "first", "count")  # fmt: skip
+              "out_height", "out_width", "spans", "whole", "first", "count")  # fmt: skip
 (GRAD_X, GRAD_G, GRAD_SUMS, GRAD_BATCH, GRAD_CHANNELS, GRAD_HEIGHT, GRAD_WIDTH, GRAD_OUTPUTS, GRAD_ROWS,
- GRAD_COLUMNS, GRAD_TOP, GRAD_LEFT, GRAD_OUT_HEIGHT, GRAD_OUT_WIDTH, GRAD_SPANS, GRAD_FIRST,
+ GRAD_COLUMNS, GRAD_TOP, GRAD_LEFT, GRAD_OUT_HEIGHT, GRAD_OUT_WIDTH, GRAD_SPANS, GRAD_WHOLE, GRAD_FIRST,
  GRAD_COUNT) = range(len(GRAD_NAMES))  # fmt: skip
 GRAD_SIZE = len(GRAD_NAMES)
 
 #: The fewest multiply-adds (over all samples) worth sharing among threads: a hand-off costs a few microseconds.
 _SHARED_WORK = 1 << 18
 
-#: The most spans the weight gradient's samples are cut into, and the most bytes all their sums take.
-_SPANS = 8
+#: The most spans the weight gradient's units are cut into, and the most bytes all their sums take: each span's
+#: sums are zeroed, summed into and added up (at a single (64, 56, 56) sample, 8 spans took 3.1 ms, 4 2.4).
+_SPANS = 4
+
+#: The fewest samples the weight gradient's spans are whole samples of (below, blocks of tiles).
+_WHOLE_SAMPLES = 4
 _SUMS_BYTES = 1 << 22
 
 
@@ -313,14 +318,23 @@ def padded_planes_KIND(channels, tile_rows, tile_columns):
 
 
 @njit(inline='always')
-def pad_sample_KIND(x, n, top, left, padded):
-    # sample n of x into the zero-bordered padded planes (negative padding crops; the border is never written)
+def pad_sample_KIND(x, n, top, left, padded, first_row, end_row):
+    # rows first_row:end_row of sample n of x on the zero-bordered padded planes (negative padding crops; the
+    # border is never written)
     channels, height, width = x.shape[1], x.shape[2], x.shape[3]
-    h0, h1 = max(0, -top), min(height, padded.shape[1] - top)
+    h0, h1 = max(0, -top, first_row - top), min(height, padded.shape[1] - top, end_row - top)
     w0, w1 = max(0, -left), min(width, padded.shape[2] - left)
     for c in range(channels):
         for h in range(h0, h1):
             copy_row_KIND(x[n, c, h, w0:w1], padded[c, h + top, w0 + left : w1 + left])
+
+
+@njit(inline='always')
+def tile_rows_of_KIND(unit, end, blocks, tiles, tile_columns):
+    # the rows of tiles that units unit..end (within unit's sample) cover: (first, end)
+    last = min(end, (unit // blocks + 1) * blocks) - 1
+    first_tile, last_tile = (unit % blocks) * TILES, min(tiles, (last % blocks + 1) * TILES) - 1
+    return first_tile // tile_columns, last_tile // tile_columns + 1
 
 
 @njit(inline='always')
@@ -405,25 +419,39 @@ def forward_KIND(f, first, count):
     # cache sets (a 4 KiB multiple apart, they missed: the output transform took 3 ms of the cnn's 12)
     v = np.zeros((16, channels * TILE_LINE + LANES), np.DTYPE)  # (columns past the tiles stay finite)
     m = np.zeros((16, rows * TILE_LINE + LANES), np.DTYPE)
-    for n in range(first, first + count):
-        pad_sample_KIND(x, n, top, left, padded)
-        for t0 in range(0, tiles, TILES):
-            block = min(TILES, tiles - t0)
-            input_tiles_KIND(padded, t0, tile_columns, block, v, TILE_LINE)
-            vectors = min(4, -(-block // LANES))
-            for k in range(16):
-                for r in range(0, rows, step):
-                    a = f[KERNEL] + BYTES * (k * rows + r) * channels
-                    b = v.ctypes.data + BYTES * k * v.shape[1]
-                    target = m.ctypes.data + BYTES * (k * m.shape[1] + r * TILE_LINE)
-                    if step == 4:
-                        block4_KIND(vectors, a, channels, 1, b, TILE_LINE, target, TILE_LINE, channels)
-                    else:
-                        block5_KIND(vectors, a, channels, 1, b, TILE_LINE, target, TILE_LINE, channels)
-            output_tiles_KIND(m, TILE_LINE, t0, tile_columns, block, bias, f[BIAS] != 0, grid)
-        for o in range(outputs):
-            for y in range(out_height):
-                copy_row_KIND(grid[o, y, :out_width], out[n, o, y])
+    blocks = -(-tiles // TILES)
+    for unit in range(first, first + count):  # (sample, block of tiles) units
+        n, t0 = unit // blocks, (unit % blocks) * TILES
+        if unit == first or t0 == 0:  # (the input rows its units read: a thread may run part of a sample)
+            row0, row1 = tile_rows_of_KIND(unit, first + count, blocks, tiles, tile_columns)
+            pad_sample_KIND(x, n, top, left, padded, 2 * row0, 2 * row1 + 2)
+            whole = t0 == 0 and (n + 1) * blocks <= first + count
+        block = min(TILES, tiles - t0)
+        input_tiles_KIND(padded, t0, tile_columns, block, v, TILE_LINE)
+        vectors = min(4, -(-block // LANES))
+        for k in range(16):
+            for r in range(0, rows, step):
+                a = f[KERNEL] + BYTES * (k * rows + r) * channels
+                b = v.ctypes.data + BYTES * k * v.shape[1]
+                target = m.ctypes.data + BYTES * (k * m.shape[1] + r * TILE_LINE)
+                if step == 4:
+                    block4_KIND(vectors, a, channels, 1, b, TILE_LINE, target, TILE_LINE, channels)
+                else:
+                    block5_KIND(vectors, a, channels, 1, b, TILE_LINE, target, TILE_LINE, channels)
+        output_tiles_KIND(m, TILE_LINE, t0, tile_columns, block, bias, f[BIAS] != 0, grid)
+        if whole and t0 + block == tiles:  # the sample's outputs into out[n], a row at a time
+            for o in range(outputs):
+                for y in range(out_height):
+                    copy_row_KIND(grid[o, y, :out_width], out[n, o, y])
+        t = 0
+        while t < block and not whole:  # part of a sample: the block's rows of tiles (the first and last maybe
+            y, z0 = 2 * ((t0 + t) // tile_columns), (t0 + t) % tile_columns  # partial), not another thread's
+            run = min(tile_columns - z0, block - t)
+            z1 = min(out_width, 2 * (z0 + run))
+            for o in range(outputs):
+                for row in range(y, min(y + 2, out_height)):
+                    copy_row_KIND(grid[o, row, 2 * z0 : z1], out[n, o, row, 2 * z0 : z1])
+            t += run
 
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
@@ -468,31 +496,36 @@ def weight_grad_KIND(f, first, count):
     v = np.zeros((16, rows * TILE_LINE + LANES), np.DTYPE)  # (input channels past the last stay zero)
     e = np.zeros((16, TILES * columns + LANES), np.DTYPE)  # (a cache line past: see forward_KIND)
     vectors = columns // LANES
-    for span in range(first, first + count):
+    blocks, whole = -(-tiles // TILES), f[GRAD_WHOLE]
+    groups = batch * blocks // whole
+    for span in range(first, first + count):  # each span: a range of (sample, block of tiles) units
         sums[span] = 0
-        for n in range(batch * span // spans, batch * (span + 1) // spans):
-            pad_sample_KIND(x, n, top, left, padded)
-            for y in range(out_height):
-                transpose_KIND(g[n, :, y, :], grid[y, :out_width, :outputs])
-            for t0 in range(0, tiles, TILES):
-                block = min(TILES, tiles - t0)
-                input_tiles_KIND(padded, t0, tile_columns, block, v, TILE_LINE)
-                for t in range(block):  # A g A^T of the output gradients: e[k, t * columns + o]
-                    y, z = 2 * ((t0 + t) // tile_columns), 2 * ((t0 + t) % tile_columns)
-                    for o in range(0, columns, LANES):
-                        source = grid.ctypes.data + BYTES * ((y * grid.shape[1] + z) * columns + o)
-                        target = e.ctypes.data + BYTES * (t * columns + o)
-                        TILE_GRAD_KIND(source, columns, grid.shape[1] * columns, target, e.shape[1])
-                for k in range(16):
-                    for r in range(0, rows, step):
-                        a = v.ctypes.data + BYTES * (k * v.shape[1] + r * TILE_LINE)
-                        for p in range(0, vectors, 4):
-                            b = e.ctypes.data + BYTES * (k * e.shape[1] + p * LANES)
-                            target = sums.ctypes.data + BYTES * (((span * 16 + k) * rows + r) * columns + p * LANES)
-                            if step == 4:
-                                add4_KIND(min(4, vectors - p), a, TILE_LINE, 1, b, columns, target, columns, block)
-                            else:
-                                add5_KIND(min(4, vectors - p), a, TILE_LINE, 1, b, columns, target, columns, block)
+        start, end = groups * span // spans * whole, groups * (span + 1) // spans * whole
+        for unit in range(start, end):
+            n, t0 = unit // blocks, (unit % blocks) * TILES
+            if unit == start or t0 == 0:  # (the rows its units read: a span may be part of a sample)
+                row0, row1 = tile_rows_of_KIND(unit, end, blocks, tiles, tile_columns)
+                pad_sample_KIND(x, n, top, left, padded, 2 * row0, 2 * row1 + 2)
+                for y in range(2 * row0, min(out_height, 2 * row1)):
+                    transpose_KIND(g[n, :, y, :], grid[y, :out_width, :outputs])
+            block = min(TILES, tiles - t0)
+            input_tiles_KIND(padded, t0, tile_columns, block, v, TILE_LINE)
+            for t in range(block):  # A g A^T of the output gradients: e[k, t * columns + o]
+                y, z = 2 * ((t0 + t) // tile_columns), 2 * ((t0 + t) % tile_columns)
+                for o in range(0, columns, LANES):
+                    source = grid.ctypes.data + BYTES * ((y * grid.shape[1] + z) * columns + o)
+                    target = e.ctypes.data + BYTES * (t * columns + o)
+                    TILE_GRAD_KIND(source, columns, grid.shape[1] * columns, target, e.shape[1])
+            for k in range(16):
+                for r in range(0, rows, step):
+                    a = v.ctypes.data + BYTES * (k * v.shape[1] + r * TILE_LINE)
+                    for p in range(0, vectors, 4):
+                        b = e.ctypes.data + BYTES * (k * e.shape[1] + p * LANES)
+                        target = sums.ctypes.data + BYTES * (((span * 16 + k) * rows + r) * columns + p * LANES)
+                        if step == 4:
+                            add4_KIND(min(4, vectors - p), a, TILE_LINE, 1, b, columns, target, columns, block)
+                        else:
+                            add5_KIND(min(4, vectors - p), a, TILE_LINE, 1, b, columns, target, columns, block)
 
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
@@ -600,15 +633,27 @@ def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, padding:
     shift = None if bias is None else np.ascontiguousarray(bias, x.dtype)  # (alive until the loop ends)
     f[BIAS] = 0 if shift is None else shift.ctypes.data
     f[BATCH : OUTPUTS + 1] = (*x.shape, outputs)
-    f[ROWS : COUNT + 1] = (kernel.shape[1], padding[0], padding[1], out.shape[2], out.shape[3], 0, len(x))
+    f[ROWS : OUT_WIDTH + 1] = (kernel.shape[1], padding[0], padding[1], out.shape[2], out.shape[3])
     kind = "f32" if x.dtype == _FLOAT32 else "f64"
     module = _loops()
+    units = len(x) * _blocks(x.dtype, out.shape[2:])
+    f[FIRST], f[COUNT] = 0, units
     work = len(x) * channels * kernel.shape[1] * 4 * out.shape[2] * out.shape[3]
-    threads = min(cpu_threads.free_threads(), len(x)) if work >= _SHARED_WORK else 1
+    threads = min(cpu_threads.free_threads(), units) if work >= _SHARED_WORK else 1
     if threads <= 1:
-        getattr(module, "forward_" + kind)(f, 0, len(x))
+        getattr(module, "forward_" + kind)(f, 0, units)
         return
-    cpu_threads.run_compiled_shares(getattr(module, "share_" + kind).address, f, FIRST, COUNT, len(x), threads)
+    # (whole samples per thread where there are enough; else blocks of one sample's tiles, each thread making the
+    # padded copies of the samples it touches)
+    whole = units // len(x) if len(x) >= threads else 1
+    share = getattr(module, "share_" + kind).address
+    cpu_threads.run_compiled_shares(share, f, FIRST, COUNT, units, threads, whole)
+
+
+def _blocks(dtype: np.dtype, out_hw: tuple) -> int:
+    """The blocks of tiles per sample: of four SIMD vectors' tiles each (the kernels' ``TILES``)."""
+    tiles = ((out_hw[0] + 1) // 2) * ((out_hw[1] + 1) // 2)
+    return -(-tiles // (4 * _lanes(dtype)))
 
 
 def weight_grad(x: np.ndarray, g: np.ndarray, padding: tuple) -> np.ndarray:
@@ -618,12 +663,16 @@ def weight_grad(x: np.ndarray, g: np.ndarray, padding: tuple) -> np.ndarray:
     batch, channels = x.shape[:2]
     outputs = g.shape[1]
     rows, columns = _padded(channels), _padded(outputs, _lanes(x.dtype))
-    spans = max(1, min(batch, _SPANS, _SUMS_BYTES // (16 * rows * columns * x.itemsize)))
+    # spans of whole samples where there are enough of them, else of blocks of one sample's tiles (each span making
+    # the padded copies of the samples it touches); fixed by the shapes: the same bits on any thread count
+    blocks = _blocks(x.dtype, g.shape[2:])
+    whole = blocks if batch >= _WHOLE_SAMPLES else 1
+    spans = max(1, min(batch * blocks // whole, _SPANS, _SUMS_BYTES // (16 * rows * columns * x.itemsize)))
     sums = np.empty((spans, 16, rows, columns), x.dtype)
     f = np.zeros(GRAD_SIZE, np.int64)
     f[GRAD_X], f[GRAD_G], f[GRAD_SUMS] = x.ctypes.data, g.ctypes.data, sums.ctypes.data
     f[GRAD_BATCH : GRAD_OUTPUTS + 1] = (*x.shape, outputs)
-    f[GRAD_ROWS : GRAD_COUNT + 1] = (rows, columns, padding[0], padding[1], *g.shape[2:], spans, 0, spans)
+    f[GRAD_ROWS : GRAD_COUNT + 1] = (rows, columns, padding[0], padding[1], *g.shape[2:], spans, whole, 0, spans)
     kind = "f32" if x.dtype == _FLOAT32 else "f64"
     module = _loops()
     work = batch * rows * columns * 4 * g.shape[2] * g.shape[3]
