@@ -17,6 +17,7 @@ def _no_winograd(monkeypatch):
     """These are this kernel's cases: the 3x3 convolutions that ``winograd_kernels`` takes stay here."""
     monkeypatch.setattr(winograd_kernels, "pays", lambda *args, **kwargs: False)
 
+
 #: (batch, channels, outputs, (H, W), (kh, kw), (top, left) padding, dilation): 4-row blocks of output channels
 #: and 5-row ones (7, 9, 6 channels), rectangular kernels and inputs, dilation, no padding, padding past the
 #: kernel, and grids of fewer positions than a panel.

@@ -141,6 +141,7 @@ def test_the_weight_gradients_spans_shared_among_threads_give_the_bits_of_one_th
         (np.float32, (3, 3), (1, 1), (1, 1), 1, 16, 8, False, False),  # 8x8 outputs: a third of each vector
         (np.float32, (3, 3), (1, 1), (1, 1), 1, 3, 32, False, True),  # the U-Net's first convolution
         (np.float32, (3, 3), (1, 1), (1, 1), 1, 3, 32, True, False),  # whose weight gradient does not pay
+        (np.float32, (3, 3), (1, 1), (1, 1), 1, 0, 32, False, False),  # no input channels: no product to run
         (np.float16, (3, 3), (1, 1), (1, 1), 1, 32, 24, False, False),  # (float16 runs in float32 elsewhere)
         (np.int64, (3, 3), (1, 1), (1, 1), 1, 32, 24, False, False),
         (np.float32, (5, 5), (1, 1), (1, 1), 1, 32, 24, False, False),

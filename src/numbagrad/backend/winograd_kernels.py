@@ -619,7 +619,8 @@ def pays(dtype: np.dtype, kernel: tuple, stride: tuple, dilation: tuple, groups:
     if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)) or not row_products.measured_host():
         return False
     shape = (tuple(kernel), tuple(stride), tuple(dilation), groups)
-    return shape == ((3, 3), (1, 1), (1, 1), 1) and out_width >= _lanes(dtype) and (channels >= 8 or not gradient)
+    wide_enough = out_width >= _lanes(dtype) and channels >= (8 if gradient else 1)  # (a product is 1 deep at least)
+    return shape == ((3, 3), (1, 1), (1, 1), 1) and wide_enough
 
 
 def forward(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, padding: tuple, out: np.ndarray) -> None:

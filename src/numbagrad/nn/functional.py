@@ -1053,8 +1053,8 @@ def _conv_shapes(input: Tensor, weight: Tensor, bias, groups: int, dims: int, na
     shape = (1, *input.shape) if unbatched else tuple(input.shape)
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
-    if weight.shape[0] % groups:
-        least = "at least" if transposed and weight.shape[0] < groups else "divisible by"
+    if weight.shape[0] < groups or weight.shape[0] % groups:
+        least = "at least" if weight.shape[0] < groups else "divisible by"
         size = f"{list(weight.shape)}" if least == "at least" else f"[{list(weight.shape)}]"  # sic: torch's brackets
         raise RuntimeError(
             f"Given groups={groups}, expected weight to be {least} {groups} at dimension 0, but got weight of size "
