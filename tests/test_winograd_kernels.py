@@ -42,6 +42,24 @@ def _close(ours, expected, dtype):
     np.testing.assert_allclose(ours, expected, rtol=0, atol=scale * (2e-6 if dtype == np.float32 else 1e-13))
 
 
+def test_the_transforms_are_winograds_minimal_filtering():
+    """For any 4x4 input tile ``d`` and 3x3 kernel ``w``, ``A^T [(G w G^T) * (B^T d B)] A`` is the tile's 2x2
+    correlation with ``w``; and the kernels' transformed kernel is ``G w G^T``, laid out (16, output rows, input
+    channels)."""
+    rng = np.random.default_rng(7)
+    d, w = rng.standard_normal((4, 4)), rng.standard_normal((3, 3))
+    b_t, g, a_t = winograd_kernels.INPUT_TRANSFORM, winograd_kernels.KERNEL_TRANSFORM, winograd_kernels.OUTPUT_TRANSFORM
+    tile = a_t @ ((g @ w @ g.T) * (b_t @ d @ b_t.T)) @ a_t.T
+    direct = [[(d[i : i + 3, j : j + 3] * w).sum() for j in range(2)] for i in range(2)]
+    np.testing.assert_allclose(tile, direct, rtol=1e-13, atol=1e-13)
+    weights = rng.standard_normal((6, 2, 3, 3))
+    expected = np.einsum("ai,ocij,bj->aboc", g, weights, g).reshape(16, 6, 2)
+    u = winograd_kernels.transformed_kernel(weights)
+    assert u.shape == (16, 10, 2)  # (6 output channels: two blocks of 5)
+    np.testing.assert_allclose(u[:, :6], expected, rtol=1e-15, atol=1e-15)
+    assert not u[:, 6:].any()
+
+
 @pytest.fixture
 def columns_only(monkeypatch):
     """``cpu.conv2d`` and ``conv2d_backward`` on the columns' products: the reference."""

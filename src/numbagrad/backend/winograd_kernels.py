@@ -5,13 +5,14 @@ its weight gradient, in 16 multiply-adds per 2x2 block of outputs and pair of ch
 
 The output is cut into 2x2 tiles, each read from a 4x4 tile of the zero-padded input. With ``B^T``, ``G`` and
 ``A^T`` the transforms below, a tile's output is ``A^T [(G w G^T) * (B^T d B)] A`` summed over the input
-channels: for each of the 16 positions ``k`` of the transformed 4x4 tiles, a product ``V_k @ U_k`` of the tiles'
-transformed inputs (tiles x input channels) by the transformed kernel (input channels x output channels), run
-by ``row_products``' register block (rows: 5 tiles; columns: up to 4 SIMD vectors of output channels). Per
-sample, a block of tiles at a time: their inputs transformed, the 16 products, their outputs transformed back
-into ``out`` with the bias; the block's operands stay in the first two levels of cache. The (sample, block) units
-are shared among threads, whole samples each where there are as many as threads (a thread running part of a
-sample pads only the input rows its blocks read); each output is the same bits on any thread count.
+channels: for each of the 16 positions ``k`` of the transformed 4x4 tiles, a product ``U_k @ V_k`` of the
+transformed kernel (output channels x input channels) by the tiles' transformed inputs (input channels x tiles),
+run by ``row_products``' register block (rows: 4 or 5 output channels; columns: 4 SIMD vectors of tiles). Per
+sample, a block of 4 vectors' tiles at a time: their inputs transformed, the 16 products, their outputs
+transformed back into ``out`` with the bias; the block's operands stay in the first two levels of cache. The
+(sample, block) units are shared among threads, whole samples each where there are as many as threads (a thread
+running part of a sample pads only the input rows its blocks read); each output is the same bits on any thread
+count.
 
 The weight's gradient is that product's transpose: ``G^T [sum over tiles of (A g A^T) * (B^T d B)] G``, for each
 ``k`` a product of the tiles' transformed inputs (input channels x tiles) by their transformed output gradients
@@ -42,8 +43,8 @@ KERNEL_TRANSFORM = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0
 OUTPUT_TRANSFORM = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 
 #: The fields of a forward call (one ``int64`` row): the operands' addresses (every array C-contiguous; a zero
-#: address for no bias), the sizes (``columns``: the output channels zero-padded to whole SIMD vectors in the
-#: transformed kernel), the (top, left) padding, and the range of samples a thread runs.
+#: address for no bias), the sizes (``rows``: the output channels zero-padded to whole register blocks in the
+#: transformed kernel), the (top, left) padding, and the range of (sample, block of tiles) units a thread runs.
 NAMES = ("x", "kernel", "bias", "out", "batch", "channels", "height", "width", "outputs", "rows", "top", "left",
          "out_height", "out_width", "first", "count")  # fmt: skip
 (X, KERNEL, BIAS, OUT, BATCH, CHANNELS, HEIGHT, WIDTH, OUTPUTS, ROWS, TOP, LEFT, OUT_HEIGHT, OUT_WIDTH, FIRST,
@@ -52,7 +53,8 @@ SIZE = len(NAMES)
 
 #: The fields of a weight gradient's call: as the forward's (``g`` in place of ``x``'s output, the spans' sums
 #: (spans, 16, rows, columns) in place of the kernel), ``rows`` the input channels zero-padded to whole register
-#: blocks, the number of spans, and the range of spans a thread runs.
+#: blocks and ``columns`` the output channels to whole SIMD vectors, the number of spans, the units their bounds
+#: are multiples of (a sample's blocks, or 1), and the range of spans a thread runs.
 GRAD_NAMES = ("x", "g", "sums", "batch", "channels", "height", "width", "outputs", "rows", "columns", "top", "left",
               "out_height", "out_width", "spans", "whole", "first", "count")  # fmt: skip
 (GRAD_X, GRAD_G, GRAD_SUMS, GRAD_BATCH, GRAD_CHANNELS, GRAD_HEIGHT, GRAD_WIDTH, GRAD_OUTPUTS, GRAD_ROWS,
@@ -66,10 +68,10 @@ _SHARED_WORK = 1 << 18
 #: The most spans the weight gradient's units are cut into, and the most bytes all their sums take: each span's
 #: sums are zeroed, summed into and added up (at a single (64, 56, 56) sample, 8 spans took 3.1 ms, 4 2.4).
 _SPANS = 4
+_SUMS_BYTES = 1 << 22
 
 #: The fewest samples the weight gradient's spans are whole samples of (below, blocks of tiles).
 _WHOLE_SAMPLES = 4
-_SUMS_BYTES = 1 << 22
 
 
 def input_intrinsic(kind: str, vector_bytes: int):
@@ -667,7 +669,7 @@ def weight_grad(x: np.ndarray, g: np.ndarray, padding: tuple) -> np.ndarray:
     # spans of whole samples where there are enough of them, else of blocks of one sample's tiles (each span making
     # the padded copies of the samples it touches); fixed by the shapes: the same bits on any thread count
     blocks = _blocks(x.dtype, g.shape[2:])
-    whole = blocks if batch >= _WHOLE_SAMPLES else 1
+    whole = max(1, blocks) if batch >= _WHOLE_SAMPLES else 1
     spans = max(1, min(batch * blocks // whole, _SPANS, _SUMS_BYTES // (16 * rows * columns * x.itemsize)))
     sums = np.empty((spans, 16, rows, columns), x.dtype)
     f = np.zeros(GRAD_SIZE, np.int64)
