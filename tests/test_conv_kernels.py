@@ -6,8 +6,7 @@ where it pays, matching torch."""
 import numpy as np
 import pytest
 
-import numbagrad
-from numbagrad.backend import blas, conv_kernels, cpu, cpu_threads, row_products, winograd_kernels
+from numbagrad.backend import conv_kernels, cpu, cpu_threads, row_products, winograd_kernels
 
 pytestmark = pytest.mark.skipif(not row_products.measured_host(), reason="the kernel runs on AVX-512 hosts")
 
@@ -88,29 +87,14 @@ def test_the_weight_gradient_equals_the_columns_products(monkeypatch, case, dtyp
     np.testing.assert_allclose(ours, expected, **_tolerance(dtype))
 
 
-def _on_one_and_two_threads(run) -> list:
-    """``run()``'s result on one thread, then on two (skipped where numpy's BLAS cannot run tasks)."""
-    if blas.openblas() is None or not blas.openblas().runs_tasks:
-        pytest.skip("numpy links a BLAS whose threads cannot run tasks")
-    before = numbagrad.get_num_threads()
-    results = []
-    try:
-        for threads in (1, 2):
-            numbagrad.set_num_threads(threads)
-            results.append(run())
-    finally:
-        numbagrad.set_num_threads(before)
-    return results
-
-
-def test_the_weight_gradients_taps_shared_among_threads_give_the_bits_of_one_thread():
+def test_the_weight_gradients_taps_shared_among_threads_give_the_bits_of_one_thread(on_one_and_two_threads):
     """The (tap, block of rows) units are split among the threads; each unit is summed as on one thread."""
     x, weight, _, g, _ = _operands((4, 24, 8, (32, 32), (3, 3), (1, 1), (1, 1)), np.float32)
-    one, two = _on_one_and_two_threads(lambda: conv_kernels.weight_grad(x, g, (3, 3), (1, 1), (1, 1)))
+    one, two = on_one_and_two_threads(lambda: conv_kernels.weight_grad(x, g, (3, 3), (1, 1), (1, 1)))
     np.testing.assert_array_equal(one, two)
 
 
-def test_samples_shared_among_threads_give_the_bits_of_one_thread():
+def test_samples_shared_among_threads_give_the_bits_of_one_thread(on_one_and_two_threads):
     """Five samples on two threads: two and three."""
     x, weight, bias, _, out_hw = _operands((5, 24, 8, (32, 32), (3, 3), (1, 1), (1, 1)), np.float32)
     calls = []
@@ -126,7 +110,7 @@ def test_samples_shared_among_threads_give_the_bits_of_one_thread():
             conv_kernels.forward(x, weight, bias, (1, 1), (1, 1), out)
         return out
 
-    one, two = _on_one_and_two_threads(run)
+    one, two = on_one_and_two_threads(run)
     assert calls == [[[0, 2], [2, 3]]]  # (none on one thread)
     np.testing.assert_array_equal(one, two)
 
@@ -174,23 +158,11 @@ def test_the_kernel_leaves_other_dtypes_and_more_grid_than_columns_to_the_column
 
 
 @pytest.mark.parametrize("dtype, atol, per_tap", [("float32", 2e-4, True), ("float64", 1e-10, False)])
-def test_conv2d_through_the_kernel_matches_torch(torch, monkeypatch, dtype, atol, per_tap):
+def test_conv2d_through_the_kernel_matches_torch(conv2d_on_spied_kernels, dtype, atol, per_tap):
     """A U-Net decoder's convolution: its forward, input gradient and (float32: its 48 input channels are three
     vectors; float64's six are more than a block holds) weight gradient run on the kernels (spied); values and
     all three gradients as torch's."""
-    ran, real, real_grad = [], conv_kernels.forward, conv_kernels.weight_grad
-    monkeypatch.setattr(conv_kernels, "forward", lambda *args: ran.append(args[0].shape) or real(*args))
-    monkeypatch.setattr(conv_kernels, "weight_grad", lambda *args: ran.append("weight") or real_grad(*args))
-    rng = np.random.default_rng(3)
-    x, w = rng.standard_normal((4, 48, 16, 16)), rng.standard_normal((16, 48, 3, 3)) * 0.1
-    b, g = rng.standard_normal(16), rng.standard_normal((4, 16, 16, 16))
-    ours = [numbagrad.tensor(a.astype(dtype), requires_grad=True) for a in (x, w, b)]
-    theirs = [torch.tensor(a.astype(dtype), requires_grad=True) for a in (x, w, b)]
-    out = numbagrad.nn.functional.conv2d(*ours, padding=1)
-    expected = torch.nn.functional.conv2d(*theirs, padding=1)
-    out.backward(numbagrad.tensor(g.astype(dtype)))
-    expected.backward(torch.tensor(g.astype(dtype)))
+    ran, pairs = conv2d_on_spied_kernels(conv_kernels, (4, 48, 16, 16), (16, 48, 3, 3), dtype)
     assert ran == [(4, 48, 16, 16), (4, 16, 16, 16)] + (["weight"] if per_tap else [])
-    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=0, atol=atol)
-    for a, e in zip(ours, theirs):
-        np.testing.assert_allclose(a.grad.numpy(), e.grad.numpy(), rtol=0, atol=atol)
+    for ours, theirs in pairs:
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=atol)

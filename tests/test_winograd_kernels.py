@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import numbagrad
-from numbagrad.backend import blas, conv_kernels, cpu, row_products, winograd_kernels
+from numbagrad.backend import conv_kernels, cpu, row_products, winograd_kernels
 
 pytestmark = pytest.mark.skipif(not row_products.measured_host(), reason="the kernels run on AVX-512 hosts")
 
@@ -112,23 +112,8 @@ def test_the_weight_gradient_equals_the_columns_products(columns_only, case, dty
     _close(winograd_kernels.weight_grad(x, g, case[4]), expected, dtype)
 
 
-def _on_one_and_two_threads(run) -> list:
-    """``run()``'s result on one thread, then on two (skipped where numpy's BLAS cannot run tasks)."""
-    if blas.openblas() is None or not blas.openblas().runs_tasks:
-        pytest.skip("numpy links a BLAS whose threads cannot run tasks")
-    before = numbagrad.get_num_threads()
-    results = []
-    try:
-        for threads in (1, 2):
-            numbagrad.set_num_threads(threads)
-            results.append(run())
-    finally:
-        numbagrad.set_num_threads(before)
-    return results
-
-
 @pytest.mark.parametrize("batch", [4, 1])
-def test_units_shared_among_threads_give_the_bits_of_one_thread(batch):
+def test_units_shared_among_threads_give_the_bits_of_one_thread(batch, on_one_and_two_threads):
     """Whole samples per thread, or (one sample) blocks of its tiles."""
     x, weight, bias, g, out_hw = _operands((batch, 16, 16, (40, 40), (1, 1)), np.float32)
 
@@ -137,16 +122,16 @@ def test_units_shared_among_threads_give_the_bits_of_one_thread(batch):
         winograd_kernels.forward(x, weight, bias, (1, 1), out)
         return out
 
-    one, two = _on_one_and_two_threads(run)
+    one, two = on_one_and_two_threads(run)
     np.testing.assert_array_equal(one, two)
 
 
 @pytest.mark.parametrize("batch", [5, 1])
-def test_the_weight_gradients_spans_shared_among_threads_give_the_bits_of_one_thread(batch):
+def test_the_weight_gradients_spans_shared_among_threads_give_the_bits_of_one_thread(batch, on_one_and_two_threads):
     """The spans (of whole samples, or of one sample's blocks of tiles) depend on the shapes alone, and their sums
     are added in order."""
     x, _, _, g, _ = _operands((batch, 16, 16, (40, 40), (1, 1)), np.float32)
-    one, two = _on_one_and_two_threads(lambda: winograd_kernels.weight_grad(x, g, (1, 1)))
+    one, two = on_one_and_two_threads(lambda: winograd_kernels.weight_grad(x, g, (1, 1)))
     np.testing.assert_array_equal(one, two)
 
 
@@ -175,25 +160,13 @@ def test_the_kernels_run_where_they_were_measured_faster(
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_conv2d_through_the_kernels_matches_torch(torch, monkeypatch, dtype):
+def test_conv2d_through_the_kernels_matches_torch(conv2d_on_spied_kernels, dtype):
     """A 3x3 convolution with padding whose forward, input gradient and weight gradient all run here (spied);
     values and all three gradients as torch's."""
-    ran, real, real_grad = [], winograd_kernels.forward, winograd_kernels.weight_grad
-    monkeypatch.setattr(winograd_kernels, "forward", lambda *args: ran.append(args[0].shape) or real(*args))
-    monkeypatch.setattr(winograd_kernels, "weight_grad", lambda *args: ran.append("weight") or real_grad(*args))
-    rng = np.random.default_rng(3)
-    x, w = rng.standard_normal((2, 16, 16, 20)), rng.standard_normal((24, 16, 3, 3)) * 0.1
-    b, g = rng.standard_normal(24), rng.standard_normal((2, 24, 16, 20))
-    ours = [numbagrad.tensor(a.astype(dtype), requires_grad=True) for a in (x, w, b)]
-    theirs = [torch.tensor(a.astype(dtype), requires_grad=True) for a in (x, w, b)]
-    out = numbagrad.nn.functional.conv2d(*ours, padding=1)
-    expected = torch.nn.functional.conv2d(*theirs, padding=1)
-    out.backward(numbagrad.tensor(g.astype(dtype)))
-    expected.backward(torch.tensor(g.astype(dtype)))
+    ran, pairs = conv2d_on_spied_kernels(winograd_kernels, (2, 16, 16, 20), (24, 16, 3, 3), dtype)
     assert ran == [(2, 16, 16, 20), (2, 24, 16, 20), "weight"]
-    _close(out.detach().numpy(), expected.detach().numpy(), np.dtype(dtype))
-    for a, e in zip(ours, theirs):
-        _close(a.grad.numpy(), e.grad.numpy(), np.dtype(dtype))
+    for ours, theirs in pairs:
+        _close(ours, theirs, np.dtype(dtype))
 
 
 def test_float32_is_as_precise_as_the_direct_product(columns_only):

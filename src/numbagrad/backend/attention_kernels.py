@@ -252,9 +252,8 @@ _FLOAT32 = np.dtype(np.float32)
 def _kind_source(kind: str, vector_bytes: int) -> str:
     """The loops for ``kind`` (``"f32"`` or ``"f64"``): its dtype, element size, ``exp`` and panel widths."""
     single = kind == "f32"
-    size = 4 if single else 8
-    lanes = vector_bytes // size
-    words = {"DTYPE": "float32" if single else "float64", "BYTES": str(size)}
+    lanes = vector_bytes // (4 if single else 8)
+    words = row_products.kind_words(kind)
     words.update(EXP="_vexpf" if single else "_vexp", WIDE_WIDTH=str(WIDE_VECTORS * lanes))
     words.update(NARROW_WIDTH=str(NARROW_VECTORS * lanes))
     return codegen.kind_source(_SOURCE, kind, words)
@@ -269,10 +268,7 @@ def _loops():
         constants.update(Q=Q, K=K, V=V, OUT=OUT, G=G, G_Q=G_Q, G_K=G_K, G_V=G_V, ROW_MULTIPLE=ROW_MULTIPLE)
         constants.update(WIDE_ROWS=WIDE_ROWS, WIDE_VECTORS=WIDE_VECTORS, NARROW_ROWS=NARROW_ROWS)
         constants.update(NARROW_VECTORS=NARROW_VECTORS, VECTOR_BYTES=row_products.vector_bytes())
-        header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
-        header += "from numbagrad.backend import codegen, row_products\n"
-        header += f'BLOCK_CODE = "{row_products.intrinsics_digest()}"\n'
-        header += "".join(f"{name} = {value}\n" for name, value in constants.items())
+        header = row_products.kernel_header(constants)
         parts = [header, vector_math.SOURCE.strip("\n"), vector_math.SINGLE_SOURCE.strip("\n")]
         parts += [_kind_source("f32", row_products.vector_bytes()), _kind_source("f64", row_products.vector_bytes())]
         _module = codegen.load_module("causal_attention", "\n\n\n".join(parts) + "\n")

@@ -181,10 +181,8 @@ _FLOAT32 = np.dtype(np.float32)
 
 def _kind_source(kind: str) -> str:
     """The loops for ``kind`` (``"f32"`` or ``"f64"``): its dtype, element size and panel width."""
-    single = kind == "f32"
-    words = {"DTYPE": "float32" if single else "float64", "BYTES": "4" if single else "8"}
+    words = row_products.kind_words(kind)
     words.update(PANEL=str(row_products.panel_width(np.dtype(words["DTYPE"]))))
-    words.update(LANES=str(row_products.vector_bytes() // int(words["BYTES"])))
     return codegen.kind_source(_SOURCE, kind, words)
 
 
@@ -192,13 +190,10 @@ def _loops():
     """The compiled module (built once per process; its kernels come from Numba's disk cache)."""
     global _module
     if _module is None:
-        header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
-        header += "from numbagrad.backend import codegen, row_products\n"
-        header += f'PRODUCT_CODE = "{row_products.source_digest()}"\n'
-        header += f"VECTORS = {row_products.VECTORS}\nVECTOR_BYTES = {row_products.vector_bytes()}\n"
-        header += "".join(f"{name.upper()} = {index}\n" for index, name in enumerate(NAMES)) + f"SIZE = {SIZE}\n"
-        header += "".join(f"{name.upper()} = {index}\n" for index, name in enumerate(GRAD_NAMES))
-        header += f"GRAD_SIZE = {GRAD_SIZE}\n"
+        constants = {"VECTORS": row_products.VECTORS, "VECTOR_BYTES": row_products.vector_bytes(), "SIZE": SIZE}
+        constants.update({name.upper(): index for index, name in enumerate(NAMES)})
+        constants.update({name.upper(): index for index, name in enumerate(GRAD_NAMES)}, GRAD_SIZE=GRAD_SIZE)
+        header = row_products.kernel_header(constants)
         _module = codegen.load_module("conv_stride1", "\n\n".join([header, _kind_source("f32"), _kind_source("f64")]))
     return _module
 

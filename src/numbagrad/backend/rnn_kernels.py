@@ -202,7 +202,7 @@ def _layer_source(kind: str) -> str:
     """The whole-layer loops for ``kind`` (``"f32"`` or ``"f64"``): its dtype, element size, panel width and
     cell kernels."""
     single = kind == "f32"
-    words = {"DTYPE": "float32" if single else "float64", "BYTES": "4" if single else "8"}
+    words = row_products.kind_words(kind)
     words.update(WIDTH=str(row_products.panel_width(np.dtype(words["DTYPE"]))))
     words.update(CELL="lstm_cell_f32" if single else "lstm_cell")
     words.update(CELL_BACKWARD="lstm_cell_backward_f32" if single else "lstm_cell_backward")
@@ -217,10 +217,7 @@ def _loops():
         constants = {name.upper(): index for index, name in enumerate(FIELDS)}
         constants.update(STEPS=STEPS, BATCH=BATCH, HIDDEN=HIDDEN, REVERSE=REVERSE, FIRST=FIRST, COUNT=COUNT)
         constants.update(BACKWARD=BACKWARD, SIZE=SIZE)
-        header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
-        header += "from numbagrad.backend import codegen, row_products\n"
-        header += f'PRODUCT_CODE = "{row_products.source_digest()}"\n'
-        header += "".join(f"{name} = {value}\n" for name, value in constants.items())
+        header = row_products.kernel_header(constants)
         parts = [
             header.rstrip("\n"),
             vector_math.SOURCE.strip("\n"),

@@ -315,6 +315,28 @@ def _loops():
     return _module
 
 
+def kind_words(kind: str) -> dict:
+    """The words a compiled module's loops written once for both float kinds (``codegen.kind_source``) use for
+    ``kind`` (``"f32"`` or ``"f64"``): its dtype's name (``DTYPE``), element size (``BYTES``) and the lanes of the
+    host's SIMD vectors (``LANES``)."""
+    size = 4 if kind == "f32" else 8
+    return {
+        "DTYPE": "float32" if kind == "f32" else "float64",
+        "BYTES": str(size),
+        "LANES": str(vector_bytes() // size),
+    }
+
+
+def kernel_header(constants: dict) -> str:
+    """The start of a compiled module whose loops run this module's intrinsics or product: its imports, the digest
+    of this module's text (whose code Numba compiles into those loops, while their cache entry changes only with
+    their own text), and ``constants`` as names."""
+    header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
+    header += "from numbagrad.backend import codegen, row_products\n"
+    header += f'PRODUCT_CODE = "{source_digest()}"\n'
+    return header + "".join(f"{name} = {value}\n" for name, value in constants.items())
+
+
 def product_kernel(kind: str):
     """The compiled ``product_<kind>(a, panels, out)`` (``kind`` ``"f32"`` or ``"f64"``), for compiled loops that
     run products of their own (an LSTM layer's steps). Their module's text must hold ``source_digest()``: Numba

@@ -239,76 +239,12 @@ def intrinsics_digest() -> str:
 
 
 _SOURCE = """
-BLOCK4_1_KIND = row_products.block_intrinsic("KIND", 4, 1, VECTOR_BYTES)
-ADD4_1_KIND = row_products.block_intrinsic("KIND", 4, 1, VECTOR_BYTES, False, True)
-BLOCK4_2_KIND = row_products.block_intrinsic("KIND", 4, 2, VECTOR_BYTES)
-ADD4_2_KIND = row_products.block_intrinsic("KIND", 4, 2, VECTOR_BYTES, False, True)
-BLOCK4_3_KIND = row_products.block_intrinsic("KIND", 4, 3, VECTOR_BYTES)
-ADD4_3_KIND = row_products.block_intrinsic("KIND", 4, 3, VECTOR_BYTES, False, True)
-BLOCK4_4_KIND = row_products.block_intrinsic("KIND", 4, 4, VECTOR_BYTES)
-ADD4_4_KIND = row_products.block_intrinsic("KIND", 4, 4, VECTOR_BYTES, False, True)
-BLOCK5_1_KIND = row_products.block_intrinsic("KIND", 5, 1, VECTOR_BYTES)
-ADD5_1_KIND = row_products.block_intrinsic("KIND", 5, 1, VECTOR_BYTES, False, True)
-BLOCK5_2_KIND = row_products.block_intrinsic("KIND", 5, 2, VECTOR_BYTES)
-ADD5_2_KIND = row_products.block_intrinsic("KIND", 5, 2, VECTOR_BYTES, False, True)
-BLOCK5_3_KIND = row_products.block_intrinsic("KIND", 5, 3, VECTOR_BYTES)
-ADD5_3_KIND = row_products.block_intrinsic("KIND", 5, 3, VECTOR_BYTES, False, True)
-BLOCK5_4_KIND = row_products.block_intrinsic("KIND", 5, 4, VECTOR_BYTES)
-ADD5_4_KIND = row_products.block_intrinsic("KIND", 5, 4, VECTOR_BYTES, False, True)
 AT_KIND = codegen.address_intrinsic()
 TILES_IN_KIND = winograd_kernels.input_intrinsic("KIND", VECTOR_BYTES)
 TILES_OUT_KIND = winograd_kernels.output_intrinsic("KIND", VECTOR_BYTES)
 TILE_GRAD_KIND = winograd_kernels.gradient_intrinsic("KIND", VECTOR_BYTES)
 COPY_KIND = winograd_kernels.copy_intrinsic("KIND", VECTOR_BYTES)
 TRANSPOSE_KIND = row_products.transpose_intrinsic("KIND", VECTOR_BYTES)
-
-
-@njit(inline='always')
-def block4_KIND(width, a, a_row, a_step, b, ldb, out, ldo, depth):
-    if width == 4:
-        BLOCK4_4_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    elif width == 3:
-        BLOCK4_3_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    elif width == 2:
-        BLOCK4_2_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    else:
-        BLOCK4_1_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-
-
-@njit(inline='always')
-def block5_KIND(width, a, a_row, a_step, b, ldb, out, ldo, depth):
-    if width == 4:
-        BLOCK5_4_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    elif width == 3:
-        BLOCK5_3_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    elif width == 2:
-        BLOCK5_2_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    else:
-        BLOCK5_1_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-
-
-@njit(inline='always')
-def add4_KIND(width, a, a_row, a_step, b, ldb, out, ldo, depth):
-    if width == 4:
-        ADD4_4_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    elif width == 3:
-        ADD4_3_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    elif width == 2:
-        ADD4_2_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    else:
-        ADD4_1_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-
-
-@njit(inline='always')
-def add5_KIND(width, a, a_row, a_step, b, ldb, out, ldo, depth):
-    if width == 4:
-        ADD5_4_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    elif width == 3:
-        ADD5_3_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    elif width == 2:
-        ADD5_2_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
-    else:
-        ADD5_1_KIND(a, a_row, a_step, b, ldb, out, ldo, depth)
 
 
 @njit(inline='always')
@@ -372,14 +308,21 @@ def transpose_KIND(source, target):
 
 
 @njit(inline='always')
+def tile_run_KIND(tile, tile_columns, left):
+    # the run of tiles from `tile` (row-major) along its row, at most `left` of them: the row's first output row,
+    # the run's first tile column and its length
+    z0 = tile % tile_columns
+    return 2 * (tile // tile_columns), z0, min(tile_columns - z0, left)
+
+
+@njit(inline='always')
 def input_tiles_KIND(padded, first_tile, tile_columns, count, v, width):
     # B^T d B of `count` tiles from tile `first_tile` (row-major) into v[k, c * width + t], a vector of tiles of a
     # row at a time (the last vector of a row computes tiles past it, overwritten by the next row's or unused)
     channels, padded_height, padded_width = padded.shape
     t = 0
     while t < count:
-        y, z0 = 2 * ((first_tile + t) // tile_columns), (first_tile + t) % tile_columns
-        run = min(tile_columns - z0, count - t)
+        y, z0, run = tile_run_KIND(first_tile + t, tile_columns, count - t)
         for c in range(channels):
             rows = padded.ctypes.data + BYTES * ((c * padded_height + y) * padded_width + 2 * z0)
             for s in range(0, run, LANES):
@@ -395,8 +338,7 @@ def output_tiles_KIND(m, width, first_tile, tile_columns, count, bias, has_bias,
     outputs, grid_height, grid_width = grid.shape
     t = 0
     while t < count:
-        y, z0 = 2 * ((first_tile + t) // tile_columns), (first_tile + t) % tile_columns
-        run = min(tile_columns - z0, count - t)
+        y, z0, run = tile_run_KIND(first_tile + t, tile_columns, count - t)
         for o in range(outputs):
             shift = bias[o] if has_bias else np.DTYPE(0)
             for s in range(0, run, LANES):
@@ -447,8 +389,7 @@ def forward_KIND(f, first, count):
                     copy_row_KIND(grid[o, y, :out_width], out[n, o, y])
         t = 0
         while t < block and not whole:  # part of a sample: the block's rows of tiles (the first and last maybe
-            y, z0 = 2 * ((t0 + t) // tile_columns), (t0 + t) % tile_columns  # partial), not another thread's
-            run = min(tile_columns - z0, block - t)
+            y, z0, run = tile_run_KIND(t0 + t, tile_columns, block - t)  # partial), not another thread's
             z1 = min(out_width, 2 * (z0 + run))
             for o in range(outputs):
                 for row in range(y, min(y + 2, out_height)):
@@ -557,32 +498,50 @@ def share_grad_KIND(args):
     weight_grad_KIND(f, f[GRAD_FIRST], f[GRAD_COUNT])
 """
 
+
+_BLOCK_ARGS = "a, a_row, a_step, b, ldb, out, ldo, depth"
+
+
+def _blocks_source() -> str:
+    """The register blocks the loops run: ``block<rows>_KIND(width, ...)`` writing ``out`` and ``add<rows>_KIND``
+    adding to it, for blocks of 4 and 5 rows, each choosing the intrinsic of ``width`` (1 to 4) SIMD vectors (a
+    compile-time constant per shape: Numba compiles one intrinsic per call site)."""
+    text = ""
+    for name, accumulate in (("block", False), ("add", True)):
+        for rows in (4, 5):
+            intrinsics = [f"{name.upper()}{rows}_{width}_KIND" for width in (1, 2, 3, 4)]
+            for width, intrinsic in enumerate(intrinsics, 1):
+                text += f'{intrinsic} = row_products.block_intrinsic("KIND", {rows}, {width}, VECTOR_BYTES, False, '
+                text += f"{accumulate})\n"
+            text += f"\n\n@njit(inline='always')\ndef {name}{rows}_KIND(width, {_BLOCK_ARGS}):\n"
+            for width in (4, 3, 2):
+                text += f"    {'if' if width == 4 else 'elif'} width == {width}:\n"
+                text += f"        {intrinsics[width - 1]}({_BLOCK_ARGS})\n"
+            text += f"    else:\n        {intrinsics[0]}({_BLOCK_ARGS})\n\n\n"
+    return text
+
+
 _module = None
 _FLOAT32 = np.dtype(np.float32)
 
 
 def _kind_source(kind: str) -> str:
     """The loops for ``kind`` (``"f32"`` or ``"f64"``): its dtype, element size and SIMD lanes."""
-    single = kind == "f32"
-    words = {"DTYPE": "float32" if single else "float64", "BYTES": "4" if single else "8"}
-    lanes = row_products.vector_bytes() // int(words["BYTES"])
-    words.update(LANES=str(lanes), TILES=str(4 * lanes), TILE_LINE=str(5 * lanes))
-    return codegen.kind_source(_SOURCE, kind, words)
+    words = row_products.kind_words(kind)
+    lanes = int(words["LANES"])
+    words.update(TILES=str(4 * lanes), TILE_LINE=str(5 * lanes))
+    return codegen.kind_source(_blocks_source() + _SOURCE, kind, words)
 
 
 def _loops():
     """The compiled module (built once per process; its kernels come from Numba's disk cache)."""
     global _module
     if _module is None:
-        header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
-        header += "from numbagrad.backend import codegen, row_products\n"
-        header += f'PRODUCT_CODE = "{row_products.source_digest()}"\n'
-        header += f'TILES_CODE = "{intrinsics_digest()}"\n'
-        header += "from numbagrad.backend import winograd_kernels\n"
-        header += f"VECTOR_BYTES = {row_products.vector_bytes()}\n"
-        header += "".join(f"{name.upper()} = {index}\n" for index, name in enumerate(NAMES)) + f"SIZE = {SIZE}\n"
-        header += "".join(f"GRAD_{name.upper()} = {index}\n" for index, name in enumerate(GRAD_NAMES))
-        header += f"GRAD_SIZE = {GRAD_SIZE}\n"
+        constants = {"VECTOR_BYTES": row_products.vector_bytes(), "SIZE": SIZE, "GRAD_SIZE": GRAD_SIZE}
+        constants.update({name.upper(): index for index, name in enumerate(NAMES)})
+        constants.update({"GRAD_" + name.upper(): index for index, name in enumerate(GRAD_NAMES)})
+        header = row_products.kernel_header(constants)
+        header += f'TILES_CODE = "{intrinsics_digest()}"\nfrom numbagrad.backend import winograd_kernels\n'
         _module = codegen.load_module("winograd", "\n\n".join([header, _kind_source("f32"), _kind_source("f64")]))
     return _module
 
