@@ -2216,9 +2216,10 @@ def cross_entropy_backward(probs: np.ndarray, target: np.ndarray, weight, smooth
 def conv2d(
     x: np.ndarray, weight: np.ndarray, bias, stride: tuple, padding: tuple, dilation: tuple, groups: int, out_hw: tuple
 ) -> tuple:
-    """Convolution of (N, C, H, W) by (O, C / groups, kh, kw) as im2col + one BLAS product per group:
-    (output (N, O, OH, OW), what the backward needs: the input, whose columns ``conv2d_backward`` makes again).
-    ``padding`` is the (top, left) offset.
+    """Convolution of (N, C, H, W) by (O, C / groups, kh, kw): (output (N, O, OH, OW), what the backward needs: the
+    input, whose columns ``conv2d_backward`` makes again). ``padding`` is the (top, left) offset. A stride-1 3x3
+    one runs by Winograd's F(2x2, 3x3) (``winograd_kernels``), another stride-1 single-group one on the padded
+    input's grid (``conv_kernels``), where each pays; the rest as im2col + one BLAS product per group.
 
     The columns hold C * kh * kw values per output position, a 3x3 convolution's 9 times its input. Large ones
     (over ``_CHUNK_BYTES``, single group) are made a chunk of samples at a time into one reused buffer and
@@ -2420,7 +2421,8 @@ def conv2d_backward(
 def _flipped_input_gradient(g: np.ndarray, x_shape: tuple, w: np.ndarray, padding: tuple, dilation: tuple):
     """The input's gradient of a stride-1 convolution from its output's gradient ``g`` (N, O, OH, OW), as the
     convolution of ``g`` by the kernel flipped and its channels swapped (padded by ``dilation * (k - 1) -
-    padding``), where ``conv_kernels`` runs it faster than the columns' product and col2im; else None."""
+    padding``), where ``winograd_kernels`` or ``conv_kernels`` runs it faster than the columns' product and col2im;
+    else None."""
     kernel = w.shape[2:]
     batch, channels, positions = x_shape[0], x_shape[1], g.shape[2] * g.shape[3]
     winograd = winograd_kernels.pays(g.dtype, kernel, (1, 1), dilation, 1, g.shape[1], x_shape[3])
@@ -2440,8 +2442,9 @@ def _flipped_input_gradient(g: np.ndarray, x_shape: tuple, w: np.ndarray, paddin
 
 
 def _tapped_weight_gradient(g: np.ndarray, x, w: np.ndarray, padding: tuple, dilation: tuple):
-    """The weight's gradient of a stride-1 convolution of ``x`` from its output's gradient ``g``, as
-    ``conv_kernels.weight_grad``'s product per tap, where it runs faster than the columns' products; else None."""
+    """The weight's gradient of a stride-1 convolution of ``x`` from its output's gradient ``g``, by Winograd's
+    transform (3x3 kernels, ``winograd_kernels.weight_grad``) or ``conv_kernels.weight_grad``'s product per tap,
+    where either runs faster than the columns' products; else None."""
     o, c, *kernel = w.shape
     x = np.ascontiguousarray(x, g.dtype)
     if winograd_kernels.pays(g.dtype, kernel, (1, 1), dilation, 1, c, g.shape[3], gradient=True):
