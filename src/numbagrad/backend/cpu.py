@@ -2446,11 +2446,11 @@ def _tapped_weight_gradient(g: np.ndarray, x, w: np.ndarray, padding: tuple, dil
     transform (3x3 kernels, ``winograd_kernels.weight_grad``) or ``conv_kernels.weight_grad``'s product per tap,
     where either runs faster than the columns' products; else None."""
     o, c, *kernel = w.shape
-    x = np.ascontiguousarray(x, g.dtype)
     if winograd_kernels.pays(g.dtype, kernel, (1, 1), dilation, 1, c, g.shape[3], gradient=True):
-        return winograd_kernels.weight_grad(x, np.ascontiguousarray(g), tuple(padding))
+        return winograd_kernels.weight_grad(np.ascontiguousarray(x, g.dtype), np.ascontiguousarray(g), tuple(padding))
     if not conv_kernels.weight_grad_pays(g.dtype, g.shape[0], c, o, tuple(kernel), dilation, g.shape[2:]):
         return None
+    x = np.ascontiguousarray(x, g.dtype)
     return conv_kernels.weight_grad(x, g, tuple(kernel), tuple(padding), tuple(dilation))
 
 
