@@ -1,5 +1,6 @@
 """The CPU backend's 2-D products (``matmul``, ``linear``, ``linear_backward``) run through ``row_products``'
-register-blocked kernel where it beats OpenBLAS (one thread, at least 256 x 128 x 128, on an AVX-512 host), and
+register-blocked kernel where it beats OpenBLAS (one thread, at least 256 x 128 x 64 or 128 x 512 x 64, on an
+AVX-512 host), and
 through BLAS elsewhere: the same products either way, within float32's rounding."""
 
 import numpy as np
@@ -39,6 +40,16 @@ def test_a_large_matmul_runs_the_kernel_and_equals_the_product(monkeypatch, kern
 
 
 @needs_measured_host
+def test_a_product_of_128_rows_512_deep_runs_the_kernel(monkeypatch, kernel_calls):
+    _one_thread(monkeypatch)
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((128, 512)).astype(np.float32), rng.standard_normal((512, 64)).astype(np.float32)
+    out = cpu.matmul(a, b)
+    assert kernel_calls == [((128, 512), (512, 64))]
+    _close(out, a.astype(np.float64) @ b, 512)
+
+
+@needs_measured_host
 def test_a_stack_times_a_matrix_is_folded_into_one_kernel_product(monkeypatch, kernel_calls):
     _one_thread(monkeypatch)
     rng = np.random.default_rng(1)
@@ -67,7 +78,9 @@ def test_linear_and_its_backward_run_the_kernel_on_transposed_operands(monkeypat
 @pytest.mark.parametrize(
     "shape, threads, host",
     [
-        ((255, 128, 128), 1, True),  # too few rows
+        ((255, 128, 128), 1, True),  # too few rows for its depth
+        ((255, 511, 128), 1, True),  # too few rows for its depth
+        ((127, 512, 128), 1, True),  # too few rows at any depth
         ((256, 127, 128), 1, True),  # too shallow
         ((256, 128, 63), 1, True),  # too narrow
         ((256, 128, 130), 1, True),  # a last panel of 2 columns in 64 wastes too much
@@ -119,6 +132,18 @@ def test_a_short_float32_linear_multiplies_as_w_times_x_transposed_and_returns_r
     out = cpu.linear(x, w, bias)
     assert out.flags.c_contiguous and out.dtype == np.float32
     _close(out, x.astype(np.float64) @ w.T + (0 if bias is None else bias), 256)
+
+
+@needs_measured_host
+def test_a_short_float32_linears_w_times_x_transposed_runs_the_kernel_where_it_pays(monkeypatch, kernel_calls):
+    """A VAE's (64, 784) x (400, 784): ``W @ x.T`` is 400 rows, 784 deep and one panel of 64 columns."""
+    _one_thread(monkeypatch)
+    rng = np.random.default_rng(6)
+    x, w = rng.standard_normal((64, 784)).astype(np.float32), rng.standard_normal((400, 784)).astype(np.float32)
+    bias = rng.standard_normal(400).astype(np.float32)
+    out = cpu.linear(x, w, bias)
+    assert kernel_calls == [((400, 784), (784, 64))] and out.flags.c_contiguous
+    _close(out, x.astype(np.float64) @ w.T + bias, 784)
 
 
 @needs_measured_host

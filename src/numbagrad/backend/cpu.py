@@ -850,14 +850,18 @@ def _blocked_product_pays(a: np.ndarray, b: np.ndarray) -> bool:
     columns wastes little (one thread, float32, ``x @ W.T``, ``g @ W`` and ``g.T @ x``: 0.89, 0.91 and 0.91 of
     OpenBLAS's time at (768, 128) x (128, 384); 0.96, 0.86 and 0.86 at (700, 256) x (256, 1000); 0.92, 0.92 and
     0.99 at 1024 cubed; one panel of 64 columns, 0.78-0.94 from (256, 128) x (128, 64) to (1024, 1024) x (1024,
-    64), 0.86 at a convolution's weight gradient ``columns @ g.T``, (288, 576) x (576, 64)). Not for a
+    64), 0.86 at a convolution's weight gradient ``columns @ g.T``, (288, 576) x (576, 64)); from 128 rows
+    where the product is at least 512 deep (0.79-1.02 at 128 and 192 rows, 784 and 9216 deep, 64 to 512 columns,
+    ``b`` either way; 128 deep, up to 1.41). Not for a
     transposed ``a`` deeper than 768: its elements along the shared dimension then lie a page apart (1.34x at
     1024 cubed in one run, 0.99 in another); nor for small products, where packing ``b`` and the kernel's call
     cost more than BLAS's (3.6x at 32 cubed), nor with more threads, which BLAS shares the product among, nor on a
     host without AVX-512 (``row_products.measured_host``)."""
     rows, depth = a.shape
     columns = b.shape[1]
-    if a.dtype not in _SUM_ZEROS or b.dtype != a.dtype or rows < 256 or depth < 128 or columns < 64:
+    if a.dtype not in _SUM_ZEROS or b.dtype != a.dtype or rows < 128 or depth < 128 or columns < 64:
+        return False
+    if rows < 256 and depth < 512:
         return False
     if a.strides[1] != a.itemsize and depth > 768:
         return False
@@ -878,18 +882,19 @@ def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.nda
     features multiplies as ``W @ x.T`` instead: OpenBLAS's sgemm runs that orientation faster (0.92x at (64, 784)
     x (128, 784), 0.6x at (16, 784)), and the bias add that transposes it back costs little while the output stays
     in cache (up to 64K elements: for 512 rows of 1024 features it doubles the time, and for a tiny product its
-    fixed cost outweighs the gain). Without a bias a copy transposes it back: 28.5 against 36.9 us at (32, 256) x
-    (128, 256), 53.7 against 56.8 at (64, 256) x (128, 256). 2-byte floats multiply and add in float32 and round
-    once, as torch's CPU does."""
+    fixed cost outweighs the gain). That product goes to ``_product`` too, whose blocked kernel runs (64, 784) x
+    (400, 784) and (64, 400) x (784, 400) at 90-100 GF/s against OpenBLAS's 80-85. Without a bias a copy
+    transposes it back: 28.5 against 36.9 us at (32, 256) x (128, 256), 53.7 against 56.8 at (64, 256) x (128,
+    256). 2-byte floats multiply and add in float32 and round once, as torch's CPU does."""
     if _narrow(x.dtype):
         return _narrowed(linear(_widen(x), _widen(weight), None if bias is None else _widen(bias)), x.dtype)
     rows, features = x.shape[0], weight.shape[0]
     if x.dtype == _SINGLE and rows < features and rows * features <= 65536 and x.size >= 4096:
         out = np.empty((rows, features), _SINGLE)
         if bias is None:
-            np.copyto(out, np.matmul(weight, x.T).T)
+            np.copyto(out, _product(weight, x.T).T)
         else:
-            np.add(np.matmul(weight, x.T).T, bias, out=out)
+            np.add(_product(weight, x.T).T, bias, out=out)
         return out
     out = _product(x, weight.T)
     if bias is not None:
