@@ -1,6 +1,6 @@
 """The CPU backend's 2-D products (``matmul``, ``linear``, ``linear_backward``) run through ``row_products``'
-register-blocked kernel where it beats OpenBLAS (one thread, at least 256 x 128 x 64 or 128 x 512 x 64, on an
-AVX-512 host), and
+register-blocked kernel where it beats OpenBLAS (one thread, at least 256 x 128 x 64 or 128 x 512 x 64; two, 256
+x 256 x 256; on an AVX-512 host), and
 through BLAS elsewhere: the same products either way, within float32's rounding."""
 
 import numpy as np
@@ -84,7 +84,10 @@ def test_linear_and_its_backward_run_the_kernel_on_transposed_operands(monkeypat
         ((256, 127, 128), 1, True),  # too shallow
         ((256, 128, 63), 1, True),  # too narrow
         ((256, 128, 130), 1, True),  # a last panel of 2 columns in 64 wastes too much
-        ((256, 128, 128), 2, True),  # more threads: BLAS shares the product
+        ((256, 128, 256), 2, True),  # two threads: too shallow to share
+        ((256, 256, 192), 2, True),  # two threads: three panels of 64 columns are too few to share
+        ((255, 256, 256), 2, True),  # two threads: too few rows to share
+        ((256, 256, 256), 3, True),  # more threads: BLAS shares the product
         ((256, 128, 128), 1, False),  # a host the kernel was not measured on
     ],
 )
@@ -97,6 +100,15 @@ def test_other_products_stay_with_blas(monkeypatch, kernel_calls, shape, threads
     b = rng.standard_normal((depth, columns)).astype(np.float32)
     np.testing.assert_array_equal(cpu.matmul(a, b), a @ b)
     assert kernel_calls == []
+
+
+@needs_measured_host
+@pytest.mark.parametrize("transposed", [False, True])
+def test_on_two_threads_a_product_of_four_panels_256_rows_and_256_deep_runs_the_kernel(monkeypatch, transposed):
+    """``row_products.product`` shares its panels between the threads; ``a`` may be a weight gradient's ``g.T``."""
+    _one_thread(monkeypatch, 2)
+    a = np.ones((256, 256), np.float32)
+    assert cpu._blocked_product_pays(a.T if transposed else a, np.ones((256, 256), np.float32))
 
 
 @needs_measured_host

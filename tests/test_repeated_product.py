@@ -194,16 +194,24 @@ def test_the_row_kernel_writes_into_a_block_of_a_larger_results_columns():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("rows, depth, columns", [(20, 256, 1024), (7, 300, 1000), (20, 1024, 256), (64, 128, 200)])
-def test_a_product_shared_among_threads_gives_the_bits_of_one_thread(dtype, rows, depth, columns):
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "reversed_rows", "every_other_column"])
+def test_a_product_shared_among_threads_gives_the_bits_of_one_thread(dtype, rows, depth, columns, layout):
     """Each thread runs the same kernel on its own panels of columns (``share_<kind>``, compiled, no Python on the
-    workers): every output is summed as on one thread."""
+    workers), reading ``a`` through its strides (a weight gradient's ``g.T``): every output is summed as on one
+    thread."""
     import numbagrad
     from numbagrad.backend import blas
 
     if blas.openblas() is None or not blas.openblas().runs_tasks:
         pytest.skip("numpy links a BLAS whose threads cannot run tasks")
     rng = np.random.default_rng(rows + columns)
-    a, b = rng.standard_normal((rows, depth)).astype(dtype), rng.standard_normal((depth, columns)).astype(dtype)
+    a = {
+        "contiguous": lambda: rng.standard_normal((rows, depth)).astype(dtype),
+        "transposed": lambda: rng.standard_normal((depth, rows)).astype(dtype).T,
+        "reversed_rows": lambda: rng.standard_normal((rows, depth)).astype(dtype)[::-1],
+        "every_other_column": lambda: rng.standard_normal((rows, 2 * depth)).astype(dtype)[:, ::2],
+    }[layout]()
+    b = rng.standard_normal((depth, columns)).astype(dtype)
     panels = row_products.pack(b)
     before = numbagrad.get_num_threads()
     try:
@@ -219,3 +227,5 @@ def test_a_product_shared_among_threads_gives_the_bits_of_one_thread(dtype, rows
         numbagrad.set_num_threads(before)
     assert calls == [2]
     np.testing.assert_array_equal(shared, one)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(shared, a.astype(np.float64) @ b, rtol=tolerance, atol=tolerance * depth)

@@ -850,13 +850,16 @@ def _blocked_product_pays(a: np.ndarray, b: np.ndarray) -> bool:
     columns wastes little (one thread, float32, ``x @ W.T``, ``g @ W`` and ``g.T @ x``: 0.89, 0.91 and 0.91 of
     OpenBLAS's time at (768, 128) x (128, 384); 0.96, 0.86 and 0.86 at (700, 256) x (256, 1000); 0.92, 0.92 and
     0.99 at 1024 cubed; one panel of 64 columns, 0.78-0.94 from (256, 128) x (128, 64) to (1024, 1024) x (1024,
-    64), 0.86 at a convolution's weight gradient ``columns @ g.T``, (288, 576) x (576, 64)); from 128 rows
-    where the product is at least 512 deep (0.79-1.02 at 128 and 192 rows, 784 and 9216 deep, 64 to 512 columns,
-    ``b`` either way; 128 deep, up to 1.41). Not for a
-    transposed ``a`` deeper than 768: its elements along the shared dimension then lie a page apart (1.34x at
-    1024 cubed in one run, 0.99 in another); nor for small products, where packing ``b`` and the kernel's call
-    cost more than BLAS's (3.6x at 32 cubed), nor with more threads, which BLAS shares the product among, nor on a
-    host without AVX-512 (``row_products.measured_host``)."""
+    64), 0.86 at a convolution's weight gradient ``columns @ g.T``, (288, 576) x (576, 64)); and from 128 rows
+    where the product is at least 512 deep (0.79-1.02 at 128 and 192 rows, 784 and 9216 deep, 64 to 512 columns;
+    a GPT's weight gradients ``g.T @ x``, (128, 768) x (768, 512) and x (768, 128), 89-94 GF/s in its step
+    against OpenBLAS's 75-84; 128 deep, up to 1.41). On two threads, which ``row_products.product`` shares the
+    panels among, for at least 256 rows, 256 deep and four panels: an LSTM's six products in its step, 27.1 ms
+    against 21.9 (160-200 GF/s, OpenBLAS's 116-163 there); a GPT's (128, 768) x (768, 512) took 2.78 ms against
+    OpenBLAS's 2.32. Not for a transposed ``a`` deeper than 768: its elements along the shared dimension then
+    lie a page apart (1.34x at 1024 cubed in one run, 0.99 in another); nor for small products, where packing
+    ``b`` and the kernel's call cost more than BLAS's (3.6x at 32 cubed), nor with more threads (measured on two
+    only), nor on a host without AVX-512 (``row_products.measured_host``)."""
     rows, depth = a.shape
     columns = b.shape[1]
     if a.dtype not in _SUM_ZEROS or b.dtype != a.dtype or rows < 128 or depth < 128 or columns < 64:
@@ -865,9 +868,13 @@ def _blocked_product_pays(a: np.ndarray, b: np.ndarray) -> bool:
         return False
     if a.strides[1] != a.itemsize and depth > 768:
         return False
-    if not row_products.measured_host() or cpu_threads.thread_count() != 1:
+    if not row_products.measured_host():
         return False
-    return -columns % row_products.panel_width(a.dtype) <= columns // 10
+    width = row_products.panel_width(a.dtype)
+    threads = cpu_threads.thread_count()
+    if threads > 2 or threads == 2 and (rows < 256 or depth < 256 or columns < 4 * width):
+        return False
+    return -columns % width <= columns // 10
 
 
 def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:

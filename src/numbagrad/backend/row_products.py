@@ -210,8 +210,10 @@ def _source(kind: str, vector_bytes: int) -> str:
     and ``out`` with unit column stride. Panels outside, row blocks inside: a panel (64 KiB at depth 256) is read
     from memory once and from the cache for the rest of ``a``'s rows. A ragged last block of rows runs on a
     zero-padded copy, and a ragged last panel's result goes through a block-sized buffer.
-    ``share_<kind>(args)``: ``product_<kind>`` on one thread's share of the panels, a C function taking a pointer to
-    nine integers: ``a``'s address (C-contiguous), rows and depth, the panels' address, ``out``'s address
+    ``product_at_<kind>(a_address, rows, depth, a_row, a_step, panels, out)``: the same with ``a`` given by its
+    address and strides (in elements), as a thread's share receives it.
+    ``share_<kind>(args)``: ``product_at_<kind>`` on one thread's share of the panels, a C function taking a pointer
+    to ten integers: ``a``'s address, rows, depth and strides, the panels' address, ``out``'s address
     (C-contiguous) and columns, the first panel of the share and how many.
     ``pack_<kind>(b, panels)``: ``pack``'s copy, the last panel's columns past ``b``'s zeroed."""
     size = 4 if kind == "f32" else 8
@@ -226,14 +228,24 @@ AT_{kind} = codegen.address_intrinsic()
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
 def product_{kind}(a, panels, out):
-    m, depth = a.shape
+    a_row, a_step = a.strides[0] // {size}, a.strides[1] // {size}
+    product_at_{kind}(a.ctypes.data, a.shape[0], a.shape[1], a_row, a_step, panels, out)
+
+
+@njit(cache=CACHE, nogil=True, boundscheck=False)
+def product_at_{kind}(a_address, m, depth, a_row, a_step, panels, out):
     n = out.shape[1]
     if depth == 0:
         out[:] = 0
         return
-    a_row, a_step, ldo = a.strides[0] // {size}, a.strides[1] // {size}, out.strides[0] // {size}
-    padded_a = np.zeros(({ROWS} if m % {ROWS} else 0, depth), a.dtype)
-    padded_out = np.empty(({ROWS}, {width}), a.dtype)
+    ldo = out.strides[0] // {size}
+    whole = m - m % {ROWS}
+    padded_a = np.zeros(({ROWS} if m % {ROWS} else 0, depth), np.{dtype})
+    for r in range(m - whole):
+        for k in range(depth):
+            element = a_address + {size} * ((whole + r) * a_row + k * a_step)
+            padded_a[r, k] = carray(AT_{kind}(element), (1,), np.{dtype})[0]
+    padded_out = np.empty(({ROWS}, {width}), np.{dtype})
     for panel in range(panels.shape[0]):
         j0 = panel * {width}
         columns = min({width}, n - j0)
@@ -241,10 +253,8 @@ def product_{kind}(a, panels, out):
         for i0 in range(0, m, {ROWS}):
             rows = min({ROWS}, m - i0)
             if rows == {ROWS}:
-                a_block, a_rows, a_steps = a.ctypes.data + {size} * i0 * a_row, a_row, a_step
+                a_block, a_rows, a_steps = a_address + {size} * i0 * a_row, a_row, a_step
             else:
-                padded_a[:rows] = a[i0:]
-                padded_a[rows:] = 0
                 a_block, a_rows, a_steps = padded_a.ctypes.data, depth, 1
             if rows == {ROWS} and columns == {width}:
                 out_block = out.ctypes.data + {size} * (i0 * ldo + j0)
@@ -256,12 +266,12 @@ def product_{kind}(a, panels, out):
 
 @cfunc(types.void(types.voidptr), cache=CACHE, nopython=True, boundscheck=False)
 def share_{kind}(args):
-    fields = carray(args, (9,), np.int64)
-    rows, depth, columns, first, count = fields[1], fields[2], fields[4], fields[6], fields[7]
-    a = carray(AT_{kind}(fields[0]), (rows, depth), np.{dtype})
-    panels = carray(AT_{kind}(fields[3] + {size} * first * depth * {width}), (count, depth, {width}), np.{dtype})
-    out = carray(AT_{kind}(fields[5]), (rows, columns), np.{dtype})
-    product_{kind}(a, panels, out[:, first * {width} : min(columns, (first + count) * {width})])
+    fields = carray(args, (10,), np.int64)
+    rows, depth, columns, first, count = fields[1], fields[2], fields[7], fields[8], fields[9]
+    panels = carray(AT_{kind}(fields[5] + {size} * first * depth * {width}), (count, depth, {width}), np.{dtype})
+    out = carray(AT_{kind}(fields[6]), (rows, columns), np.{dtype})
+    block = out[:, first * {width} : min(columns, (first + count) * {width})]
+    product_at_{kind}(fields[0], rows, depth, fields[3], fields[4], panels, block)
 
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
@@ -394,7 +404,8 @@ def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | N
     (``cpu_threads``), a product of at least ``SHARED_WORK`` multiply-adds into a new ``out`` has its panels
     shared among them, each thread's share run by the compiled ``share_<kind>`` (no Python on the workers):
     (20, 256) x (256, 1024) on 2 threads 57 us against 95 on one and OpenBLAS's 127. (Python tasks instead
-    cost more than they saved: the 2-layer LSTM's layers took 47.3 ms so against 39.0 on one thread.)"""
+    cost more than they saved: the 2-layer LSTM's layers took 47.3 ms so against 39.0 on one thread.) ``a`` may
+    be strided there too: a weight gradient's ``g.T @ x`` is shared as it is."""
     if out is None:
         out = np.empty((a.shape[0], columns), a.dtype)
     # (the kernel reads and writes through raw addresses: what it assumes is checked here)
@@ -416,14 +427,16 @@ def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | N
     module = _loops()
     single = a.dtype == _FLOAT32
     threads = min(cpu_threads.free_threads(), len(panels))
-    if threads > 1 and out.size * a.shape[1] >= SHARED_WORK and a.flags.c_contiguous and out.flags.c_contiguous:
-        shares = np.empty((threads, 9), np.int64)
+    if threads > 1 and out.size * a.shape[1] >= SHARED_WORK and out.flags.c_contiguous:
+        shares = np.empty((threads, 10), np.int64)
         # (each address read once: ``.ctypes.data`` costs a microsecond, six of them a third of the hand-off)
-        fixed = (a.ctypes.data, *a.shape, panels.ctypes.data, columns, out.ctypes.data)
+        rows, depth = a.shape
+        fixed = (a.ctypes.data, rows, depth, a.strides[0] // a.itemsize, a.strides[1] // a.itemsize)
+        fixed += (panels.ctypes.data, out.ctypes.data, columns)
         count = len(panels)
         for i in range(threads):
             first = count * i // threads
-            shares[i] = (*fixed, first, count * (i + 1) // threads - first, 0)
+            shares[i] = (*fixed, first, count * (i + 1) // threads - first)
         cpu_threads.run_compiled((module.share_f32 if single else module.share_f64).address, shares)
     else:
         (module.product_f32 if single else module.product_f64)(a, panels, out)
