@@ -205,6 +205,68 @@ def transpose_intrinsic(kind: str, vector_bytes: int):
     return intrinsic(typer)
 
 
+def copy_intrinsic(kind: str, vector_bytes: int):
+    """A Numba intrinsic ``copy(source, target)`` (addresses as integers) copying one SIMD vector's ``lanes``
+    values. ``copy_row`` (``ROW_COPIES``) copies a row with it: LLVM's own vectorized loop runs a whole unrolled
+    block of vectors or none, and a 24-value row took its scalar remainder (1.5 ns a value)."""
+    from numba.core import types
+    from numba.extending import intrinsic
+
+    _, size, _, vector, _ = ir_types(kind, vector_bytes)
+
+    def codegen_copy(context, builder, signature, args):
+        source, target = (builder.inttoptr(address, vector.as_pointer()) for address in args)
+        builder.store(builder.load(source, align=size), target, align=size)
+        return context.get_dummy_value()
+
+    def typer(typingctx, source, target):
+        return types.void(types.intp, types.intp), codegen_copy
+
+    return intrinsic(typer)
+
+
+#: Row copies for compiled modules written once for both float kinds (``codegen.kind_source``, with
+#: ``kind_words`` and ``VECTOR_BYTES`` among their constants): ``copy_row_KIND(source, target)`` copies a
+#: contiguous row in whole vectors, and ``transpose_KIND(source, target)`` writes ``source.T`` through
+#: ``transpose_intrinsic``'s square tiles (a convolution's input channels-last, its gradient's planes).
+ROW_COPIES = """
+COPY_KIND = row_products.copy_intrinsic("KIND", VECTOR_BYTES)
+TRANSPOSE_KIND = row_products.transpose_intrinsic("KIND", VECTOR_BYTES)
+
+
+@njit(inline='always')
+def copy_row_KIND(source, target):
+    # target[:] = source, both contiguous: whole vectors, the last one overlapping the one before
+    count = len(source)
+    if count < LANES:
+        for i in range(count):
+            target[i] = source[i]
+        return
+    for i in range(0, count - LANES, LANES):
+        COPY_KIND(source.ctypes.data + BYTES * i, target.ctypes.data + BYTES * i)
+    COPY_KIND(source.ctypes.data + BYTES * (count - LANES), target.ctypes.data + BYTES * (count - LANES))
+
+
+@njit(inline='always')
+def transpose_KIND(source, target):
+    # target (m, n) = source (n, m).T, each row of either contiguous: lanes x lanes tiles, the last ones of a
+    # row or column overlapping those before
+    rows, columns = source.shape
+    if rows < LANES or columns < LANES:
+        for i in range(rows):
+            for j in range(columns):
+                target[j, i] = source[i, j]
+        return
+    source_row, target_row = source.strides[0] // BYTES, target.strides[0] // BYTES
+    for i0 in range(0, rows, LANES):
+        i = min(i0, rows - LANES)
+        for j0 in range(0, columns, LANES):
+            j = min(j0, columns - LANES)
+            TRANSPOSE_KIND(source.ctypes.data + BYTES * (i * source_row + j), source_row,
+                           target.ctypes.data + BYTES * (j * target_row + i), target_row)
+"""
+
+
 def _source(kind: str, vector_bytes: int) -> str:
     """``product_<kind>(a, panels, out)``: ``out[:] = a @ b``, ``b`` packed by ``pack``, ``a`` strided in any way
     and ``out`` with unit column stride. Panels outside, row blocks inside: a panel (64 KiB at depth 256) is read
@@ -317,7 +379,7 @@ def intrinsics_digest() -> str:
     import hashlib
     import inspect
 
-    intrinsics = (ir_types, block_intrinsic, transpose_intrinsic, codegen.address_intrinsic)
+    intrinsics = (ir_types, block_intrinsic, transpose_intrinsic, copy_intrinsic, codegen.address_intrinsic)
     code = "".join(inspect.getsource(f) for f in intrinsics)
     return hashlib.sha1(code.encode()).hexdigest()[:16]
 

@@ -207,33 +207,13 @@ def gradient_intrinsic(kind: str, vector_bytes: int):
     return intrinsic(typer)
 
 
-def copy_intrinsic(kind: str, vector_bytes: int):
-    """A Numba intrinsic ``copy(source, target)`` (addresses as integers) copying one SIMD vector's ``lanes``
-    values. ``copy_row`` copies a row with it: LLVM's own vectorized loop runs a whole unrolled block of vectors
-    or none, and a 24-value row took its scalar remainder (1.5 ns a value)."""
-    from numba.core import types
-    from numba.extending import intrinsic
-
-    _, size, _, vector, _ = row_products.ir_types(kind, vector_bytes)
-
-    def codegen_copy(context, builder, signature, args):
-        source, target = (builder.inttoptr(address, vector.as_pointer()) for address in args)
-        builder.store(builder.load(source, align=size), target, align=size)
-        return context.get_dummy_value()
-
-    def typer(typingctx, source, target):
-        return types.void(types.intp, types.intp), codegen_copy
-
-    return intrinsic(typer)
-
-
 def intrinsics_digest() -> str:
     """The digest of this module's intrinsics' code, for its compiled module's text (see
     ``row_products.intrinsics_digest``)."""
     import hashlib
     import inspect
 
-    intrinsics = (input_intrinsic, output_intrinsic, gradient_intrinsic, copy_intrinsic)
+    intrinsics = (input_intrinsic, output_intrinsic, gradient_intrinsic)
     code = "".join(inspect.getsource(f) for f in intrinsics)
     return hashlib.sha1(code.encode()).hexdigest()[:16]
 
@@ -243,8 +223,6 @@ AT_KIND = codegen.address_intrinsic()
 TILES_IN_KIND = winograd_kernels.input_intrinsic("KIND", VECTOR_BYTES)
 TILES_OUT_KIND = winograd_kernels.output_intrinsic("KIND", VECTOR_BYTES)
 TILE_GRAD_KIND = winograd_kernels.gradient_intrinsic("KIND", VECTOR_BYTES)
-COPY_KIND = winograd_kernels.copy_intrinsic("KIND", VECTOR_BYTES)
-TRANSPOSE_KIND = row_products.transpose_intrinsic("KIND", VECTOR_BYTES)
 
 
 @njit(inline='always')
@@ -273,38 +251,6 @@ def tile_rows_of_KIND(unit, end, blocks, tiles, tile_columns):
     last = min(end, (unit // blocks + 1) * blocks) - 1
     first_tile, last_tile = (unit % blocks) * TILES, min(tiles, (last % blocks + 1) * TILES) - 1
     return first_tile // tile_columns, last_tile // tile_columns + 1
-
-
-@njit(inline='always')
-def copy_row_KIND(source, target):
-    # target[:] = source, both contiguous: whole vectors, the last one overlapping the one before
-    count = len(source)
-    if count < LANES:
-        for i in range(count):
-            target[i] = source[i]
-        return
-    for i in range(0, count - LANES, LANES):
-        COPY_KIND(source.ctypes.data + BYTES * i, target.ctypes.data + BYTES * i)
-    COPY_KIND(source.ctypes.data + BYTES * (count - LANES), target.ctypes.data + BYTES * (count - LANES))
-
-
-@njit(inline='always')
-def transpose_KIND(source, target):
-    # target (m, n) = source (n, m).T, each row of either contiguous: lanes x lanes tiles, the last ones of a
-    # row or column overlapping those before
-    rows, columns = source.shape
-    if rows < LANES or columns < LANES:
-        for i in range(rows):
-            for j in range(columns):
-                target[j, i] = source[i, j]
-        return
-    source_row, target_row = source.strides[0] // BYTES, target.strides[0] // BYTES
-    for i0 in range(0, rows, LANES):
-        i = min(i0, rows - LANES)
-        for j0 in range(0, columns, LANES):
-            j = min(j0, columns - LANES)
-            TRANSPOSE_KIND(source.ctypes.data + BYTES * (i * source_row + j), source_row,
-                           target.ctypes.data + BYTES * (j * target_row + i), target_row)
 
 
 @njit(inline='always')
@@ -530,7 +476,7 @@ def _kind_source(kind: str) -> str:
     words = row_products.kind_words(kind)
     lanes = int(words["LANES"])
     words.update(TILES=str(4 * lanes), TILE_LINE=str(5 * lanes))
-    return codegen.kind_source(_blocks_source() + _SOURCE, kind, words)
+    return codegen.kind_source(row_products.ROW_COPIES + _blocks_source() + _SOURCE, kind, words)
 
 
 def _loops():
