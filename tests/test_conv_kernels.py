@@ -87,6 +87,19 @@ def test_the_weight_gradient_equals_the_columns_products(monkeypatch, case, dtyp
     np.testing.assert_allclose(ours, expected, **_tolerance(dtype))
 
 
+def test_the_weight_gradient_reads_operands_strided_in_any_way(monkeypatch):
+    """``x`` channels-last in memory and ``g`` a transposed view: their rows are copied in whole vectors, so
+    they are made C-contiguous first."""
+    case = (2, 20, 6, (9, 18), (3, 3), (1, 1), (1, 1))
+    x, weight, _, g, _ = _operands(case, np.float32)
+    monkeypatch.setattr(conv_kernels, "weight_grad_pays", lambda *args: False)
+    _, expected, _ = cpu.conv2d_backward(g, x, x.shape, weight, (1, 1), case[5], case[6], 1, False, True, False)
+    x_strided = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    g_strided = np.ascontiguousarray(g.transpose(1, 0, 3, 2)).transpose(1, 0, 3, 2)
+    ours = conv_kernels.weight_grad(x_strided, g_strided, (3, 3), case[5], case[6])
+    np.testing.assert_allclose(ours, expected, **_tolerance(np.float32))
+
+
 def test_the_weight_gradients_taps_shared_among_threads_give_the_bits_of_one_thread(on_one_and_two_threads):
     """The (tap, block of rows) units are split among the threads; each unit is summed as on one thread."""
     x, weight, _, g, _ = _operands((4, 24, 8, (32, 32), (3, 3), (1, 1), (1, 1)), np.float32)
