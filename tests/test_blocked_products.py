@@ -16,7 +16,9 @@ needs_measured_host = pytest.mark.skipif(not row_products.measured_host(), reaso
 def kernel_calls(monkeypatch):
     calls = []
     real = row_products.matmul
-    monkeypatch.setattr(row_products, "matmul", lambda a, b: calls.append((a.shape, b.shape)) or real(a, b))
+    monkeypatch.setattr(
+        row_products, "matmul", lambda a, b, bias=None: calls.append((a.shape, b.shape)) or real(a, b, bias)
+    )
     return calls
 
 
@@ -47,6 +49,19 @@ def test_a_product_of_128_rows_512_deep_runs_the_kernel(monkeypatch, kernel_call
     out = cpu.matmul(a, b)
     assert kernel_calls == [((128, 512), (512, 64))]
     _close(out, a.astype(np.float64) @ b, 512)
+
+
+@needs_measured_host
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_linears_bias_is_added_as_the_kernel_stores_its_product(monkeypatch, kernel_calls, dtype):
+    """The bits of the kernel's product and then the add: the output is written once."""
+    _one_thread(monkeypatch)
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((300, 130)).astype(dtype), rng.standard_normal((128, 130)).astype(dtype)
+    bias = rng.standard_normal(128).astype(dtype)
+    out = cpu.linear(x, w, bias)
+    assert kernel_calls == [((300, 130), (130, 128))] and out.dtype == dtype
+    np.testing.assert_array_equal(out, row_products.matmul(x, w.T) + bias)
 
 
 @needs_measured_host

@@ -42,6 +42,28 @@ def test_the_row_kernel_equals_the_product_over_whole_and_ragged_blocks(dtype, r
     np.testing.assert_allclose(_product(a, b), a.astype(np.float64) @ b, rtol=tolerance, atol=tolerance * depth)
 
 
+@settings(max_examples=30, deadline=None)
+@given(shape=SHAPES, double=st.booleans())
+def test_a_product_with_a_bias_rounds_as_the_product_and_then_the_add(shape, double):
+    """The bias is added to each rounded sum as its block is stored: the bits of ``product`` and then ``+ bias``,
+    at every ragged shape (the last panel's bias zero-padded), zero-deep included (the bias alone)."""
+    rows, depth, columns = shape
+    dtype = np.float64 if double else np.float32
+    rng = np.random.default_rng(sum(shape) + 7)
+    a, b = rng.standard_normal((rows, depth)).astype(dtype), rng.standard_normal((depth, columns)).astype(dtype)
+    bias = rng.standard_normal(columns).astype(dtype)
+    panels = row_products.pack(b)
+    expected = row_products.product(a, panels, columns) + bias
+    np.testing.assert_array_equal(row_products.product(a, panels, columns, bias=bias), expected)
+
+
+@pytest.mark.parametrize("bias", [np.ones(5, np.float32), np.ones(6, np.float64), np.ones((1, 6), np.float32)])
+def test_a_product_refuses_a_bias_of_another_dtype_or_shape(bias):
+    a, panels = np.ones((4, 8), np.float32), row_products.pack(np.ones((8, 6), np.float32))
+    with pytest.raises(ValueError, match="bias"):
+        row_products.product(a, panels, 6, bias=bias)
+
+
 def test_pack_lays_each_panel_of_columns_row_after_row_zero_padded():
     b = np.arange(6 * 70, dtype=np.float32).reshape(6, 70)
     panels = row_products.pack(b)
@@ -195,7 +217,8 @@ def test_the_row_kernel_writes_into_a_block_of_a_larger_results_columns():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("rows, depth, columns", [(20, 256, 1024), (7, 300, 1000), (20, 1024, 256), (64, 128, 200)])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "reversed_rows", "every_other_column"])
-def test_a_product_shared_among_threads_gives_the_bits_of_one_thread(dtype, rows, depth, columns, layout):
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_a_product_shared_among_threads_gives_the_bits_of_one_thread(dtype, rows, depth, columns, layout, with_bias):
     """Each thread runs the same kernel on its own panels of columns (``share_<kind>``, compiled, no Python on the
     workers), reading ``a`` through its strides (a weight gradient's ``g.T``): every output is summed as on one
     thread."""
@@ -212,20 +235,22 @@ def test_a_product_shared_among_threads_gives_the_bits_of_one_thread(dtype, rows
         "every_other_column": lambda: rng.standard_normal((rows, 2 * depth)).astype(dtype)[:, ::2],
     }[layout]()
     b = rng.standard_normal((depth, columns)).astype(dtype)
+    bias = rng.standard_normal(columns).astype(dtype) if with_bias else None
     panels = row_products.pack(b)
     before = numbagrad.get_num_threads()
     try:
         numbagrad.set_num_threads(1)
-        one = row_products.product(a, panels, columns)
+        one = row_products.product(a, panels, columns, bias=bias)
         numbagrad.set_num_threads(2)
         calls = []
         real = cpu_threads.run_compiled
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(cpu_threads, "run_compiled", lambda f, args: calls.append(len(args)) or real(f, args))
-            shared = row_products.product(a, panels, columns)
+            shared = row_products.product(a, panels, columns, bias=bias)
     finally:
         numbagrad.set_num_threads(before)
     assert calls == [2]
     np.testing.assert_array_equal(shared, one)
     tolerance = 1e-4 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(shared, a.astype(np.float64) @ b, rtol=tolerance, atol=tolerance * depth)
+    expected = a.astype(np.float64) @ b + (0 if bias is None else bias)
+    np.testing.assert_allclose(shared, expected, rtol=tolerance, atol=tolerance * depth)

@@ -64,7 +64,7 @@ def ir_types(kind: str, vector_bytes: int) -> tuple:
 
 
 def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int, row_table: bool = False,
-                    accumulate: bool = False):  # fmt: skip
+                    accumulate: bool = False, bias: bool = False):  # fmt: skip
     """A Numba intrinsic ``block(a, a_row, a_step, b, ldb, out, ldo, depth)`` (addresses as integers, strides in
     elements: ``a``'s between rows and along the shared dimension, ``b``'s and ``out``'s between rows) computing
     one ``rows`` x ``vectors`` register block: ``out[:rows, :W] = a[:rows, :depth] @ b[:depth, :W]``, ``W`` being
@@ -73,7 +73,10 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int, row_t
     ``int64`` table of ``b``'s rows' offsets (in elements): row ``k`` starts at ``b + table[k]``, so that ``b``
     may be rows anywhere in memory (a convolution's taps read from its padded input in place). With
     ``accumulate``, the block adds to ``out`` (``out[:rows, :W] += ...``, the sums starting from its values): a
-    product summed over chunks of its shared dimension (a Winograd weight gradient's tiles) needs no buffer."""
+    product summed over chunks of its shared dimension (a Winograd weight gradient's tiles) needs no buffer. With
+    ``bias``, a ninth argument is the address of ``W`` values added to each row's sums as they are stored
+    (``out = a @ b + bias``, the sum rounded before the bias is added, as a product and then an add round it): a
+    linear layer's forward writes its output once."""
     from llvmlite import ir
     from numba.core import cgutils, types
     from numba.extending import intrinsic
@@ -82,7 +85,7 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int, row_t
     i64, i32 = ir.IntType(64), ir.IntType(32)
 
     def codegen_block(context, builder, signature, args):
-        a_address, a_row, a_step, b_address, ldb, out_address, ldo, depth = args
+        a_address, a_row, a_step, b_address, ldb, out_address, ldo, depth = args[:8]
         a_start, b_start = builder.inttoptr(a_address, pointer), builder.inttoptr(b_address, pointer)
         out_start = builder.inttoptr(out_address, pointer)
         name = f"llvm.fma.v{lanes}{'f32' if kind == 'f32' else 'f64'}"
@@ -147,6 +150,14 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int, row_t
                 sums[r][v].add_incoming(updated[r][v], builder.block)
         builder.cbranch(builder.icmp_signed("<", k_next, depth), loop, done)
         builder.position_at_end(done)
+        if bias:
+            bias_start = builder.inttoptr(args[8], pointer)
+            bias_parts = [
+                builder.load(builder.bitcast(builder.gep(bias_start, [ir.Constant(i64, v * lanes)]),
+                                             vector.as_pointer()), align=size)
+                for v in range(vectors)
+            ]  # fmt: skip
+            updated = [[builder.fadd(row[v], bias_parts[v]) for v in range(vectors)] for row in updated]
         for r in range(rows):
             out_row = builder.gep(out_start, [builder.mul(ir.Constant(i64, r), ldo)])
             for v in range(vectors):
@@ -154,8 +165,15 @@ def block_intrinsic(kind: str, rows: int, vectors: int, vector_bytes: int, row_t
                 builder.store(updated[r][v], address, align=size)
         return context.get_dummy_value()
 
-    def typer(typingctx, a, a_row, a_step, b, ldb, out, ldo, depth):
-        return types.void(*([types.intp] * 8)), codegen_block
+    if bias:
+
+        def typer(typingctx, a, a_row, a_step, b, ldb, out, ldo, depth, bias_address):
+            return types.void(*([types.intp] * 9)), codegen_block
+
+    else:
+
+        def typer(typingctx, a, a_row, a_step, b, ldb, out, ldo, depth):
+            return types.void(*([types.intp] * 8)), codegen_block
 
     return intrinsic(typer)
 
@@ -272,11 +290,14 @@ def _source(kind: str, vector_bytes: int) -> str:
     and ``out`` with unit column stride. Panels outside, row blocks inside: a panel (64 KiB at depth 256) is read
     from memory once and from the cache for the rest of ``a``'s rows. A ragged last block of rows runs on a
     zero-padded copy, and a ragged last panel's result goes through a block-sized buffer.
-    ``product_at_<kind>(a_address, rows, depth, a_row, a_step, panels, out)``: the same with ``a`` given by its
-    address and strides (in elements), as a thread's share receives it.
+    ``product_with_bias_<kind>(a, panels, bias, out)``: ``out[:] = a @ b + bias``, ``bias`` zero-padded to the
+    panels' columns, added as each block is stored.
+    ``product_at_<kind>(a_address, rows, depth, a_row, a_step, panels, out, bias)``: either, with ``a`` given by
+    its address and strides (in elements), as a thread's share receives it, and ``bias`` empty for none.
     ``share_<kind>(args)``: ``product_at_<kind>`` on one thread's share of the panels, a C function taking a pointer
-    to ten integers: ``a``'s address, rows, depth and strides, the panels' address, ``out``'s address
-    (C-contiguous) and columns, the first panel of the share and how many.
+    to twelve integers: ``a``'s address, rows, depth and strides, the panels' address, ``out``'s address
+    (C-contiguous) and columns, the first panel of the share and how many, and the padded bias's address and
+    length (0 for none).
     ``pack_<kind>(b, panels)``: ``pack``'s copy, the last panel's columns past ``b``'s zeroed."""
     size = 4 if kind == "f32" else 8
     dtype = "float32" if kind == "f32" else "float64"
@@ -284,6 +305,7 @@ def _source(kind: str, vector_bytes: int) -> str:
     width = VECTORS * lanes
     return f"""
 BLOCK_{kind} = row_products.block_intrinsic("{kind}", {ROWS}, {VECTORS}, {vector_bytes})
+BLOCK_BIAS_{kind} = row_products.block_intrinsic("{kind}", {ROWS}, {VECTORS}, {vector_bytes}, bias=True)
 TRANSPOSE_{kind} = row_products.transpose_intrinsic("{kind}", {vector_bytes})
 AT_{kind} = codegen.address_intrinsic()
 
@@ -291,14 +313,32 @@ AT_{kind} = codegen.address_intrinsic()
 @njit(cache=CACHE, nogil=True, boundscheck=False)
 def product_{kind}(a, panels, out):
     a_row, a_step = a.strides[0] // {size}, a.strides[1] // {size}
-    product_at_{kind}(a.ctypes.data, a.shape[0], a.shape[1], a_row, a_step, panels, out)
+    no_bias = np.empty(0, np.{dtype})
+    product_at_{kind}(a.ctypes.data, a.shape[0], a.shape[1], a_row, a_step, panels, out, no_bias)
 
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
-def product_at_{kind}(a_address, m, depth, a_row, a_step, panels, out):
+def product_with_bias_{kind}(a, panels, bias, out):
+    a_row, a_step = a.strides[0] // {size}, a.strides[1] // {size}
+    product_at_{kind}(a.ctypes.data, a.shape[0], a.shape[1], a_row, a_step, panels, out, bias)
+
+
+@njit(inline='always')
+def block_{kind}(a_block, a_rows, a_steps, b_block, out_block, ldo, depth, bias, j0):
+    if bias.size:
+        bias_block = bias.ctypes.data + {size} * j0
+        BLOCK_BIAS_{kind}(a_block, a_rows, a_steps, b_block, {width}, out_block, ldo, depth, bias_block)
+    else:
+        BLOCK_{kind}(a_block, a_rows, a_steps, b_block, {width}, out_block, ldo, depth)
+
+
+@njit(cache=CACHE, nogil=True, boundscheck=False)
+def product_at_{kind}(a_address, m, depth, a_row, a_step, panels, out, bias):
     n = out.shape[1]
     if depth == 0:
         out[:] = 0
+        if bias.size:
+            out[:] += bias[:n]
         return
     ldo = out.strides[0] // {size}
     whole = m - m % {ROWS}
@@ -320,20 +360,22 @@ def product_at_{kind}(a_address, m, depth, a_row, a_step, panels, out):
                 a_block, a_rows, a_steps = padded_a.ctypes.data, depth, 1
             if rows == {ROWS} and columns == {width}:
                 out_block = out.ctypes.data + {size} * (i0 * ldo + j0)
-                BLOCK_{kind}(a_block, a_rows, a_steps, b_block, {width}, out_block, ldo, depth)
+                block_{kind}(a_block, a_rows, a_steps, b_block, out_block, ldo, depth, bias, j0)
             else:
-                BLOCK_{kind}(a_block, a_rows, a_steps, b_block, {width}, padded_out.ctypes.data, {width}, depth)
+                block_{kind}(a_block, a_rows, a_steps, b_block, padded_out.ctypes.data, {width}, depth, bias, j0)
                 out[i0 : i0 + rows, j0 : j0 + columns] = padded_out[:rows, :columns]
 
 
 @cfunc(types.void(types.voidptr), cache=CACHE, nopython=True, boundscheck=False)
 def share_{kind}(args):
-    fields = carray(args, (10,), np.int64)
+    fields = carray(args, (12,), np.int64)
     rows, depth, columns, first, count = fields[1], fields[2], fields[7], fields[8], fields[9]
     panels = carray(AT_{kind}(fields[5] + {size} * first * depth * {width}), (count, depth, {width}), np.{dtype})
     out = carray(AT_{kind}(fields[6]), (rows, columns), np.{dtype})
     block = out[:, first * {width} : min(columns, (first + count) * {width})]
-    product_at_{kind}(fields[0], rows, depth, fields[3], fields[4], panels, block)
+    skip = first * {width} if fields[11] else 0
+    bias = carray(AT_{kind}(fields[10] + {size} * skip), (fields[11] - skip,), np.{dtype})
+    product_at_{kind}(fields[0], rows, depth, fields[3], fields[4], panels, block, bias)
 
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
@@ -459,15 +501,18 @@ def panel_width(dtype: np.dtype) -> int:
     return VECTORS * vector_bytes() // np.dtype(dtype).itemsize
 
 
-def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | None = None) -> np.ndarray:
+def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | None = None,
+            bias: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """``a @ b`` for 2-D float32 or float64 ``a`` (strided in any way, in whole elements), ``b`` of the same dtype
     given as ``pack(b)`` with its ``columns``, into ``out``: a new array, or a given ``(len(a), columns)`` one of
-    that dtype with unit column stride (a block of a larger result's columns). With more than one thread
-    (``cpu_threads``), a product of at least ``SHARED_WORK`` multiply-adds into a new ``out`` has its panels
-    shared among them, each thread's share run by the compiled ``share_<kind>`` (no Python on the workers):
-    (20, 256) x (256, 1024) on 2 threads 57 us against 95 on one and OpenBLAS's 127. (Python tasks instead
-    cost more than they saved: the 2-layer LSTM's layers took 47.3 ms so against 39.0 on one thread.) ``a`` may
-    be strided there too: a weight gradient's ``g.T @ x`` is shared as it is."""
+    that dtype with unit column stride (a block of a larger result's columns). With ``bias`` (``columns`` values of
+    that dtype), ``a @ b + bias``: each sum rounded, then the bias added, as the product and an add would round
+    them, but the output written once. With more than one thread (``cpu_threads``), a product of at least
+    ``SHARED_WORK`` multiply-adds into a new ``out`` has its panels shared among them, each thread's share run by
+    the compiled ``share_<kind>`` (no Python on the workers): (20, 256) x (256, 1024) on 2 threads 57 us against 95
+    on one and OpenBLAS's 127. (Python tasks instead cost more than they saved: the 2-layer LSTM's layers took
+    47.3 ms so against 39.0 on one thread.) ``a`` may be strided there too: a weight gradient's ``g.T @ x`` is
+    shared as it is."""
     if out is None:
         out = np.empty((a.shape[0], columns), a.dtype)
     # (the kernel reads and writes through raw addresses: what it assumes is checked here)
@@ -484,28 +529,37 @@ def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | N
         raise ValueError("row_products.product: out needs unit column stride")
     if any(stride % a.itemsize for stride in a.strides):
         raise ValueError("row_products.product: a's strides must be whole elements")
+    if bias is not None:
+        if bias.dtype != a.dtype or bias.shape != (columns,):
+            raise ValueError("row_products.product: bias needs the columns' count of values in a's dtype")
+        padded = np.zeros(panels.shape[0] * panels.shape[2], a.dtype)  # (the last panel's columns past b's: 0)
+        padded[:columns] = bias
+        bias = padded
     if not out.size:
         return out
     module = _loops()
     single = a.dtype == _FLOAT32
     threads = min(cpu_threads.free_threads(), len(panels))
     if threads > 1 and out.size * a.shape[1] >= SHARED_WORK and out.flags.c_contiguous:
-        shares = np.empty((threads, 10), np.int64)
+        shares = np.empty((threads, 12), np.int64)
         # (each address read once: ``.ctypes.data`` costs a microsecond, six of them a third of the hand-off)
         rows, depth = a.shape
         fixed = (a.ctypes.data, rows, depth, a.strides[0] // a.itemsize, a.strides[1] // a.itemsize)
         fixed += (panels.ctypes.data, out.ctypes.data, columns)
+        biased = (0, 0) if bias is None else (bias.ctypes.data, len(bias))
         count = len(panels)
         for i in range(threads):
             first = count * i // threads
-            shares[i] = (*fixed, first, count * (i + 1) // threads - first)
+            shares[i] = (*fixed, first, count * (i + 1) // threads - first, *biased)
         cpu_threads.run_compiled((module.share_f32 if single else module.share_f64).address, shares)
-    else:
+    elif bias is None:
         (module.product_f32 if single else module.product_f64)(a, panels, out)
+    else:
+        (module.product_with_bias_f32 if single else module.product_with_bias_f64)(a, panels, bias, out)
     return out
 
 
-def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` for 2-D float32 or float64 operands of one dtype, strided in any way: ``b`` packed, then
-    ``product``."""
-    return product(a, pack(b), b.shape[1])
+def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """``a @ b`` (``+ bias``, see ``product``) for 2-D float32 or float64 operands of one dtype, strided in any
+    way: ``b`` packed, then ``product``."""
+    return product(a, pack(b), b.shape[1], bias=bias)
