@@ -32,23 +32,14 @@ def _close(actual, expected, depth):
 
 @needs_measured_host
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_large_matmul_runs_the_kernel_and_equals_the_product(monkeypatch, kernel_calls, dtype):
+@pytest.mark.parametrize("rows, depth, columns", [(300, 130, 256), (128, 512, 64)])  # (128 rows: 512 deep)
+def test_a_large_matmul_runs_the_kernel_and_equals_the_product(monkeypatch, kernel_calls, dtype, rows, depth, columns):
     _one_thread(monkeypatch)
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((300, 130)).astype(dtype), rng.standard_normal((130, 256)).astype(dtype)
+    rng = np.random.default_rng(rows)
+    a, b = rng.standard_normal((rows, depth)).astype(dtype), rng.standard_normal((depth, columns)).astype(dtype)
     out = cpu.matmul(a, b)
-    assert kernel_calls == [((300, 130), (130, 256))] and out.dtype == dtype
-    _close(out, a.astype(np.float64) @ b, 130)
-
-
-@needs_measured_host
-def test_a_product_of_128_rows_512_deep_runs_the_kernel(monkeypatch, kernel_calls):
-    _one_thread(monkeypatch)
-    rng = np.random.default_rng(5)
-    a, b = rng.standard_normal((128, 512)).astype(np.float32), rng.standard_normal((512, 64)).astype(np.float32)
-    out = cpu.matmul(a, b)
-    assert kernel_calls == [((128, 512), (512, 64))]
-    _close(out, a.astype(np.float64) @ b, 512)
+    assert kernel_calls == [((rows, depth), (depth, columns))] and out.dtype == dtype
+    _close(out, a.astype(np.float64) @ b, depth)
 
 
 @needs_measured_host
