@@ -306,7 +306,6 @@ def _source(kind: str, vector_bytes: int) -> str:
     return f"""
 BLOCK_{kind} = row_products.block_intrinsic("{kind}", {ROWS}, {VECTORS}, {vector_bytes})
 BLOCK_BIAS_{kind} = row_products.block_intrinsic("{kind}", {ROWS}, {VECTORS}, {vector_bytes}, bias=True)
-TRANSPOSE_{kind} = row_products.transpose_intrinsic("{kind}", {vector_bytes})
 AT_{kind} = codegen.address_intrinsic()
 
 
@@ -381,25 +380,17 @@ def share_{kind}(args):
 @njit(cache=CACHE, nogil=True, boundscheck=False)
 def pack_{kind}(b, panels):
     depth, n = b.shape
-    column_step = b.strides[1] // {size}
     for panel in range(panels.shape[0]):
         j0 = panel * {width}
         columns = min({width}, n - j0)
         if b.strides[1] == {size}:
             for k in range(depth):
-                for c in range(columns):
-                    panels[panel, k, c] = b[k, j0 + c]
+                copy_row_{kind}(b[k, j0 : j0 + columns], panels[panel, k, :columns])
+        elif b.strides[0] == {size} and b.strides[1] % {size} == 0:
+            transpose_{kind}(b[:, j0 : j0 + columns].T, panels[panel, :, :columns])
         else:
-            tiles_k, tiles_c = 0, 0
-            if b.strides[0] == {size} and b.strides[1] % {size} == 0:
-                tiles_k, tiles_c = depth - depth % {lanes}, columns - columns % {lanes}
-                for c0 in range(0, tiles_c, {lanes}):
-                    for k0 in range(0, tiles_k, {lanes}):
-                        source = b.ctypes.data + {size} * (k0 + (j0 + c0) * column_step)
-                        target = panels.ctypes.data + {size} * ((panel * depth + k0) * {width} + c0)
-                        TRANSPOSE_{kind}(source, column_step, target, {width})
-            for c in range(columns):
-                for k in range(tiles_k if c < tiles_c else 0, depth):
+            for k in range(depth):
+                for c in range(columns):
                     panels[panel, k, c] = b[k, j0 + c]
         for k in range(depth):
             for c in range(columns, {width}):
@@ -431,8 +422,9 @@ def _module_source() -> str:
     code, so a change of any makes a new cache entry."""
     header = codegen.header("serial") + "import numpy as np\nfrom numba import carray, cfunc, types\n"
     header += "from numbagrad.backend import codegen, row_products\n"
-    header += f'BLOCK_CODE = "{intrinsics_digest()}"\n'
-    return "\n".join([header, _source("f64", vector_bytes()), _source("f32", vector_bytes())])
+    header += f'BLOCK_CODE = "{intrinsics_digest()}"\nVECTOR_BYTES = {vector_bytes()}\n'
+    copies = [codegen.kind_source(ROW_COPIES, kind, kind_words(kind)) for kind in ("f64", "f32")]
+    return "\n".join([header, *copies, _source("f64", vector_bytes()), _source("f32", vector_bytes())])
 
 
 def _loops():
