@@ -246,7 +246,8 @@ def copy_intrinsic(kind: str, vector_bytes: int):
 #: Row copies for compiled modules written once for both float kinds (``codegen.kind_source``, with
 #: ``kind_words`` and ``VECTOR_BYTES`` among their constants): ``copy_row_KIND(source, target)`` copies a
 #: contiguous row in whole vectors, and ``transpose_KIND(source, target)`` writes ``source.T`` through
-#: ``transpose_intrinsic``'s square tiles (a convolution's input channels-last, its gradient's planes).
+#: ``transpose_intrinsic``'s square tiles (a transposed operand's panels in ``pack``, a convolution's input
+#: channels-last, its gradient's planes).
 ROW_COPIES = """
 COPY_KIND = row_products.copy_intrinsic("KIND", VECTOR_BYTES)
 TRANSPOSE_KIND = row_products.transpose_intrinsic("KIND", VECTOR_BYTES)
