@@ -312,9 +312,7 @@ AT_{kind} = codegen.address_intrinsic()
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
 def product_{kind}(a, panels, out):
-    a_row, a_step = a.strides[0] // {size}, a.strides[1] // {size}
-    no_bias = np.empty(0, np.{dtype})
-    product_at_{kind}(a.ctypes.data, a.shape[0], a.shape[1], a_row, a_step, panels, out, no_bias)
+    product_with_bias_{kind}(a, panels, np.empty(0, np.{dtype}), out)
 
 
 @njit(cache=CACHE, nogil=True, boundscheck=False)
