@@ -254,3 +254,44 @@ def test_a_product_shared_among_threads_gives_the_bits_of_one_thread(dtype, rows
     tolerance = 1e-4 if dtype == np.float32 else 1e-12
     expected = a.astype(np.float64) @ b + (0 if bias is None else bias)
     np.testing.assert_allclose(shared, expected, rtol=tolerance, atol=tolerance * depth)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("depth, columns", [(256, 1000), (300, 256)])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "reversed_rows", "every_other_column"])
+def test_a_shared_matmul_packs_each_threads_panels_in_its_share_as_pack_would(dtype, depth, columns, layout):
+    """``matmul`` on two threads hands ``b`` itself to the shares, each packing its own panels from ``b``'s strides
+    before it multiplies: the bits of packing first on one thread."""
+    import numbagrad
+    from numbagrad.backend import blas
+
+    if blas.openblas() is None or not blas.openblas().runs_tasks:
+        pytest.skip("numpy links a BLAS whose threads cannot run tasks")
+    rng = np.random.default_rng(depth + columns)
+    a = rng.standard_normal((64, depth)).astype(dtype)
+    b = {
+        "contiguous": lambda: rng.standard_normal((depth, columns)).astype(dtype),
+        "transposed": lambda: rng.standard_normal((columns, depth)).astype(dtype).T,
+        "reversed_rows": lambda: rng.standard_normal((depth, columns)).astype(dtype)[::-1],
+        "every_other_column": lambda: rng.standard_normal((depth, 2 * columns)).astype(dtype)[:, ::2],
+    }[layout]()
+    bias = rng.standard_normal(columns).astype(dtype)
+    one = row_products.product(a, row_products.pack(b), columns, bias=bias)
+    before = numbagrad.get_num_threads()
+    try:
+        numbagrad.set_num_threads(2)
+        calls = []
+        real = cpu_threads.run_compiled
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cpu_threads, "run_compiled", lambda f, args: calls.append(len(args)) or real(f, args))
+            shared = row_products.matmul(a, b, bias)
+    finally:
+        numbagrad.set_num_threads(before)
+    assert calls == [2]
+    np.testing.assert_array_equal(shared, one)
+
+
+def test_a_product_refuses_an_unpacked_b_of_another_shape():
+    a, b = np.ones((4, 8), np.float32), np.ones((8, 6), np.float32)
+    with pytest.raises(ValueError, match="unpacked b"):
+        row_products.product(a, row_products.pack(b), 6, unpacked=np.ones((8, 5), np.float32))
