@@ -255,3 +255,52 @@ def test_a_worker_keeps_its_python_thread_state_from_one_run_to_the_next(threads
         cpu_threads.run_tasks(task, 2)
     worker = [ident for ident in seen if ident != threading.main_thread().ident]
     assert len(seen) == 2 and seen[worker[0]] == 3
+
+
+def _gelu_and_its_gradient(x):
+    y = F.gelu(x)
+    y.backward(numbagrad.ones_like(y))
+    return y, x.grad
+
+
+def _product_and_both_gradients(x):
+    w = (x * 0.5).detach().requires_grad_()
+    y = x * w
+    y.backward(numbagrad.ones_like(y))
+    return y, x.grad, w.grad
+
+
+def _in_place_tanh(x):
+    y = x.detach().clone()
+    return (y.tanh_(),)
+
+
+def _a_row_broadcast_add(x):
+    return (x.detach().reshape(-1, 7) + numbagrad.arange(7, dtype=x.dtype),)
+
+
+@needs_blas
+@pytest.mark.parametrize("dtype", [numbagrad.float32, numbagrad.float64])
+@pytest.mark.parametrize(
+    "run", [_gelu_and_its_gradient, _product_and_both_gradients, _in_place_tanh, _a_row_broadcast_add]
+)
+def test_elementwise_kernels_shared_among_threads_give_the_bits_of_one_thread(
+    monkeypatch, on_one_and_two_threads, dtype, run
+):
+    """From ``SHARED_ELEMENTS`` on, a flat elementwise loop (forward, one gradient, two, in place) runs on each
+    thread's contiguous part; a row-broadcast loop stays whole. Either way, the bits of one thread."""
+    monkeypatch.setattr(cpu, "SHARED_ELEMENTS", 1000)
+    tasks = []
+    real = cpu_threads.run_tasks
+    monkeypatch.setattr(cpu_threads, "run_tasks", lambda task, count: tasks.append(count) or real(task, count))
+    data = np.random.default_rng(0).standard_normal(7 * 1001)
+
+    def step():
+        x = numbagrad.tensor(data, dtype=dtype, requires_grad=True)
+        return [r.detach().numpy().copy() for r in run(x)]
+
+    one, two = on_one_and_two_threads(step)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+    expected_shared = 0 if run is _a_row_broadcast_add else 1
+    assert (tasks.count(2) > 0) == bool(expected_shared)
