@@ -345,12 +345,13 @@ def _shares_memory(out: np.ndarray, values) -> bool:
 
 
 def _run_flat(kernel, size: int, args) -> None:
-    """``kernel(*args)``, a serial elementwise loop whose arrays in ``args`` are all flat, of ``size`` elements, and
-    whose other arguments are numbers: from ``SHARED_ELEMENTS`` on, with more than one free thread, each thread
-    (``cpu_threads``, OpenBLAS's, which do not compete with BLAS's for the cores as Numba's ``prange`` workers do)
-    runs it on its own contiguous part, whole cache lines apart: the same bits, as each element is computed alone
-    (GELU over (768, 512) float32 on two threads: 132 us against 204)."""
-    threads = cpu_threads.free_threads() if size >= SHARED_ELEMENTS else 1
+    """``kernel(*args)``, a serial elementwise loop whose arrays in ``args`` are all flat, of ``size`` elements (at
+    least ``SHARED_ELEMENTS``: the callers test it, so a smaller loop pays no call), and whose other arguments are
+    numbers: with more than one free thread, each thread (``cpu_threads``, OpenBLAS's, which do not compete with
+    BLAS's for the cores as Numba's ``prange`` workers do) runs it on its own contiguous part, whole cache lines
+    apart: the same bits, as each element is computed alone (GELU over (768, 512) float32 on two threads: 132 us
+    against 204)."""
+    threads = cpu_threads.free_threads()
     if threads <= 1 or any(type(a) is np.ndarray and a.shape != (size,) for a in args):
         kernel(*args)  # (a row-broadcast or strided loop's operands are not one flat run each: not split)
         return
@@ -379,13 +380,13 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
     target = "parallel" if size >= PARALLEL_THRESHOLD else "serial"
     scalars = (*[dtype.type(p) for p in params], *tail) if params or tail else ()
     into = None if fresh or out.dtype != dtype else _written_operand(which, values, out, pattern)
-    flat_loop = target == "serial"
+    shared = SHARED_ELEMENTS <= size < PARALLEL_THRESHOLD
     if into is not None:  # (out is then one of the operands, viewed as the result would be)
         kernel = codegen.row_kernel(row, which, pattern, target, into)
-        _run_flat(kernel, size, (*flat, *scalars)) if flat_loop else kernel(*flat, *scalars)
+        _run_flat(kernel, size, (*flat, *scalars)) if shared else kernel(*flat, *scalars)
         return out
     kernel = _KERNELS.get((row.name, which, pattern, target)) or codegen.row_kernel(row, which, pattern, target)
-    _run_flat(kernel, size, (res[0], *flat, *scalars)) if flat_loop else kernel(res[0], *flat, *scalars)
+    _run_flat(kernel, size, (res[0], *flat, *scalars)) if shared else kernel(res[0], *flat, *scalars)
     return out
 
 
@@ -496,7 +497,8 @@ def elementwise_grad(
             scalars = (*[dtype.type(p) for p in params], *tail) if params or tail else ()
             target = "parallel" if size >= PARALLEL_THRESHOLD else "serial"
             kernel = codegen.row_kernel(row, _GRAD[i], pattern, target, "g" if result is g else "o")
-            _run_flat(kernel, size, (*flat, *scalars)) if target == "serial" else kernel(*flat, *scalars)
+            shared = SHARED_ELEMENTS <= size < PARALLEL_THRESHOLD
+            _run_flat(kernel, size, (*flat, *scalars)) if shared else kernel(*flat, *scalars)
         return result
     return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, result)
 
@@ -523,13 +525,15 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
         res, flat, pattern, tail = _flatten((g, out, *inputs), size, dtype, (first,), True)
         scalars = (*[dtype.type(p) for p in params], *tail) if params or tail else ()
         kernel = codegen.row_kernel(row, which, pattern, target, "g")
-        _run_flat(kernel, size, (res[0], *flat, *scalars)) if target == "serial" else kernel(res[0], *flat, *scalars)
+        shared = SHARED_ELEMENTS <= size < PARALLEL_THRESHOLD
+        _run_flat(kernel, size, (res[0], *flat, *scalars)) if shared else kernel(res[0], *flat, *scalars)
         return first, g
     second = empty(g.shape, dtype)
     res, flat, pattern, tail = _flatten((g, out, *inputs), size, dtype, (first, second), True)
     scalars = (*[dtype.type(p) for p in params], *tail) if params or tail else ()
     kernel = _KERNELS.get((row.name, which, pattern, target)) or codegen.row_kernel(row, which, pattern, target)
-    _run_flat(kernel, size, (*res, *flat, *scalars)) if target == "serial" else kernel(*res, *flat, *scalars)
+    shared = SHARED_ELEMENTS <= size < PARALLEL_THRESHOLD
+    _run_flat(kernel, size, (*res, *flat, *scalars)) if shared else kernel(*res, *flat, *scalars)
     return first, second
 
 
