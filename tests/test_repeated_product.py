@@ -295,3 +295,25 @@ def test_a_product_refuses_an_unpacked_b_of_another_shape():
     a, b = np.ones((4, 8), np.float32), np.ones((8, 6), np.float32)
     with pytest.raises(ValueError, match="unpacked b"):
         row_products.product(a, row_products.pack(b), 6, unpacked=np.ones((8, 5), np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "every_other_column"])
+def test_a_large_pack_shared_among_threads_lays_out_the_panels_of_one_thread(
+    monkeypatch, on_one_and_two_threads, dtype, layout
+):
+    """From ``SHARED_PACK_BYTES`` on, each thread packs its own panels (``pack_share_<kind>``)."""
+    rng = np.random.default_rng(5)
+    depth, columns = 256, 1000
+    b = {
+        "contiguous": lambda: rng.standard_normal((depth, columns)).astype(dtype),
+        "transposed": lambda: rng.standard_normal((columns, depth)).astype(dtype).T,
+        "every_other_column": lambda: rng.standard_normal((depth, 2 * columns)).astype(dtype)[:, ::2],
+    }[layout]()
+    calls = []
+    real = cpu_threads.run_compiled
+    monkeypatch.setattr(cpu_threads, "run_compiled", lambda f, args: calls.append(len(args)) or real(f, args))
+    one, two = on_one_and_two_threads(lambda: row_products.pack(b))
+    assert calls == [2]
+    np.testing.assert_array_equal(one, two)
+    np.testing.assert_array_equal(one, row_products.pack(np.ascontiguousarray(b)))

@@ -300,6 +300,8 @@ def _source(kind: str, vector_bytes: int) -> str:
     (C-contiguous) and columns, the first panel of the share and how many, the padded bias's address and length
     (0 for none), and ``b``'s address and strides in bytes where the share packs its own panels first (address 0
     where they are packed).
+    ``pack_share_<kind>(args)``: ``pack_<kind>`` of one thread's share of the panels, from the same integers (the
+    depth, the panels' address, the columns, the share's panels and ``b``'s).
     ``pack_<kind>(b, panels)``: ``pack``'s copy, the last panel's columns past ``b``'s zeroed."""
     size = 4 if kind == "f32" else 8
     dtype = "float32" if kind == "f32" else "float64"
@@ -398,6 +400,15 @@ def share_{kind}(args):
     skip = first * {width} if fields[11] else 0
     bias = carray(AT_{kind}(fields[10] + {size} * skip), (fields[11] - skip,), np.{dtype})
     product_at_{kind}(fields[0], rows, depth, fields[3], fields[4], panels, block, bias)
+
+
+@cfunc(types.void(types.voidptr), cache=CACHE, nopython=True, boundscheck=False)
+def pack_share_{kind}(args):
+    fields = carray(args, (SHARE_FIELDS,), np.int64)
+    depth, columns, first, count = fields[2], fields[7], fields[8], fields[9]
+    panels = carray(AT_{kind}(fields[5] + {size} * first * depth * {width}), (count, depth, {width}), np.{dtype})
+    b = as_strided(carray(AT_{kind}(fields[12]), (1,), np.{dtype}), (depth, columns), (fields[13], fields[14]))
+    pack_{kind}(b[:, first * {width} : min(columns, (first + count) * {width})], panels)
 """
 
 
@@ -406,6 +417,9 @@ SHARED_WORK = 1 << 20
 
 #: The integers ``share_<kind>`` reads (see ``_source``).
 SHARE_FIELDS = 15
+
+#: The fewest bytes of panels ``pack`` shares among threads (a 256 KiB pack takes 30-50 us on one thread).
+SHARED_PACK_BYTES = 1 << 18
 
 _module = None
 _vector_width = None
@@ -484,13 +498,24 @@ def pack(b: np.ndarray) -> np.ndarray:
     starts a new 4 KiB page at hidden 256 and 1024, where hardware prefetchers stop (the kernel took 108-112 us in
     an LSTM layer's loop there, against 93 alone; on the panels 95-99). A Numba loop copies it along ``b``'s rows
     where they are contiguous (32 us for 1 MiB); a transposed ``b`` (``W.T``) goes in square tiles through
-    ``transpose_intrinsic`` (41 us for 1 MiB; a scalar loop took 172, numpy's strided copy 252)."""
+    ``transpose_intrinsic`` (41 us for 1 MiB; a scalar loop took 172, numpy's strided copy 252). From
+    ``SHARED_PACK_BYTES`` on, with more than one free thread, each packs its share of the panels (an LSTM layer's
+    ``W_hh``, 1 MiB, packed 170-250 us in its step on one thread, out of the cache)."""
     depth, n = b.shape
     width = panel_width(b.dtype)
     panels = np.empty((-(-n // width), depth, width), b.dtype)
-    if panels.size:
-        module = _loops()
-        (module.pack_f32 if b.dtype == _FLOAT32 else module.pack_f64)(b, panels)
+    if not panels.size:
+        return panels
+    module = _loops()
+    single = b.dtype == _FLOAT32
+    threads = min(cpu_threads.free_threads(), len(panels)) if panels.nbytes >= SHARED_PACK_BYTES else 1
+    if threads > 1:
+        fields = np.zeros(SHARE_FIELDS, np.int64)
+        fields[[2, 5, 7, 12, 13, 14]] = depth, panels.ctypes.data, n, b.ctypes.data, *b.strides
+        cpu_threads.run_compiled_shares((module.pack_share_f32 if single else module.pack_share_f64).address,
+                                        fields, 8, 9, len(panels), threads)  # fmt: skip
+    else:
+        (module.pack_f32 if single else module.pack_f64)(b, panels)
     return panels
 
 
