@@ -304,3 +304,39 @@ def test_elementwise_kernels_shared_among_threads_give_the_bits_of_one_thread(
         np.testing.assert_array_equal(a, b)
     expected_shared = 0 if run is _a_row_broadcast_add else 1
     assert (tasks.count(2) > 0) == bool(expected_shared)
+
+
+def _softmax_and_log_softmax(x):
+    return F.softmax(x.detach().reshape(-1, 7), dim=1), F.log_softmax(x.detach().reshape(7, -1), dim=0)
+
+
+def _cross_entropy_and_its_gradient(x):
+    logits = x.reshape(-1, 7)
+    target = numbagrad.tensor(np.arange(len(logits)) % 7)
+    loss = F.cross_entropy(logits, target, label_smoothing=0.1)
+    loss.backward()
+    return loss, x.grad
+
+
+@needs_blas
+@pytest.mark.parametrize("dtype", [numbagrad.float32, numbagrad.float64])
+@pytest.mark.parametrize("run", [_softmax_and_log_softmax, _cross_entropy_and_its_gradient])
+def test_row_by_row_kernels_shared_among_threads_give_the_bits_of_one_thread(
+    monkeypatch, on_one_and_two_threads, dtype, run
+):
+    """Softmax's and cross entropy's row loops (maxima, exponentials, sums, the gradient) run on each thread's rows
+    from ``SHARED_ELEMENTS`` on; the loss's sum over the rows stays on one thread."""
+    monkeypatch.setattr(cpu, "SHARED_ELEMENTS", 1000)
+    tasks = []
+    real = cpu_threads.run_tasks
+    monkeypatch.setattr(cpu_threads, "run_tasks", lambda task, count: tasks.append(count) or real(task, count))
+    data = np.random.default_rng(1).standard_normal(7 * 1001) * 5
+
+    def step():
+        x = numbagrad.tensor(data, dtype=dtype, requires_grad=True)
+        return [r.detach().numpy().copy() for r in run(x)]
+
+    one, two = on_one_and_two_threads(step)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+    assert 2 in tasks
