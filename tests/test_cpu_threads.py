@@ -290,6 +290,7 @@ def test_elementwise_kernels_shared_among_threads_give_the_bits_of_one_thread(
     """From ``SHARED_ELEMENTS`` on, a flat elementwise loop (forward, one gradient, two, in place) runs on each
     thread's contiguous part; a row-broadcast loop stays whole. Either way, the bits of one thread."""
     monkeypatch.setattr(cpu, "SHARED_ELEMENTS", 1000)
+    monkeypatch.setattr(cpu, "SHARED_CHEAP_ELEMENTS", 1000)
     tasks = []
     real = cpu_threads.run_tasks
     monkeypatch.setattr(cpu_threads, "run_tasks", lambda task, count: tasks.append(count) or real(task, count))
@@ -340,3 +341,22 @@ def test_row_by_row_kernels_shared_among_threads_give_the_bits_of_one_thread(
     for a, b in zip(one, two):
         np.testing.assert_array_equal(a, b)
     assert 2 in tasks
+
+
+@needs_blas
+def test_an_arithmetic_loop_is_shared_from_more_elements_than_a_transcendental_one(monkeypatch, threads):
+    """A row whose kernels evaluate transcendental functions (``Row.costly``: GELU) is shared from
+    ``SHARED_ELEMENTS``, plain arithmetic (a product) only from ``SHARED_CHEAP_ELEMENTS``."""
+    threads(2)
+    monkeypatch.setattr(cpu, "SHARED_ELEMENTS", 1000)
+    monkeypatch.setattr(cpu, "SHARED_CHEAP_ELEMENTS", 100_000)
+    tasks = []
+    real = cpu_threads.run_tasks
+    monkeypatch.setattr(cpu_threads, "run_tasks", lambda task, count: tasks.append(count) or real(task, count))
+    x = numbagrad.randn(5000)
+    x * x
+    assert tasks == []
+    F.gelu(x)
+    assert tasks == [2]
+    numbagrad.randn(100_000) * 2.0
+    assert tasks == [2, 2]

@@ -2258,10 +2258,15 @@ class Row:
     calls: tuple = ()
     arity: int = field(init=False)
     out_dtype: object = field(init=False)  # the result's dtype when it is not the computation's (bool), else None
+    # whether the row's CPU kernels evaluate transcendental functions (``float32_math``'s, ``libm``'s or the fixed-up
+    # ones): several times arithmetic's cost an element, so sharing their loops among threads pays from fewer
+    # elements (``backend/cpu.py``'s ``SHARED_ELEMENTS``)
+    costly: bool = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arity", len(inspect.signature(self.forward).parameters) - len(self.params))
         object.__setattr__(self, "out_dtype", np.dtype(np.bool_) if self.out_bool else None)
+        object.__setattr__(self, "costly", self.float32_math or self.libm or self.fix_up)
         if not self.names:
             object.__setattr__(self, "names", (self.name,))
         if self.methods is None:

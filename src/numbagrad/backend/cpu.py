@@ -44,10 +44,14 @@ MALLOC_TUNED = malloc.tune()
 #: parallel by default; ``NUMBAGRAD_PARALLEL_THRESHOLD`` lowers it for elementwise-heavy work on more cores.
 PARALLEL_THRESHOLD = int(os.environ.get("NUMBAGRAD_PARALLEL_THRESHOLD", 1 << 23))
 
-#: Flat serial kernels over at least this many elements (and under ``PARALLEL_THRESHOLD``) are shared among the
-#: free threads (``_run_flat``): each thread's contiguous part is worth more than a Python task's hand-off (7-20
-#: us on two threads).
+#: Flat serial loops over at least this many elements (and under ``PARALLEL_THRESHOLD``) of a row whose kernels
+#: evaluate transcendental functions (``Row.costly``), or of at least ``SHARED_CHEAP_ELEMENTS`` of any other, and
+#: row-by-row loops over this many, are shared among the free threads (``_run_parts``): where each thread's part
+#: outweighs a Python task's hand-off (7-20 us) and the threads' memory traffic. Measured on two threads (1 thread
+#: -> 2 threads, float32): GELU of 2**17 elements 77 -> 77 us, 2**18 143 -> 111; an add of 2**18 40 -> 58, 2**19
+#: 74 -> 84, 2**20 181 -> 131.
 SHARED_ELEMENTS = 1 << 18
+SHARED_CHEAP_ELEMENTS = 1 << 20
 
 
 def _scalar(value, dtype: np.dtype):
@@ -344,11 +348,16 @@ def _shares_memory(out: np.ndarray, values) -> bool:
     return any(type(v) is np.ndarray and v is not out and np.may_share_memory(v, out) for v in values)
 
 
+def _shares(row: Row, size: int) -> bool:
+    """Whether a flat loop of ``row`` over ``size`` elements is shared among the threads (``SHARED_ELEMENTS``);
+    callers test ``size >= SHARED_ELEMENTS`` first, so a small loop pays a comparison, not a call."""
+    return size < PARALLEL_THRESHOLD and (row.costly or size >= SHARED_CHEAP_ELEMENTS)
+
+
 def _run_flat(kernel, size: int, args) -> None:
-    """``kernel(*args)``, a serial elementwise loop whose arrays in ``args`` are all flat, of ``size`` elements (at
-    least ``SHARED_ELEMENTS``: the callers test it, so a smaller loop pays no call), and whose other arguments are
-    numbers, in parts (``_run_parts``) whole cache lines apart (GELU over (768, 512) float32 on two threads: 132 us
-    against 204)."""
+    """``kernel(*args)``, a serial elementwise loop whose arrays in ``args`` are all flat, of ``size`` elements (one
+    ``_shares`` chose), and whose other arguments are numbers, in parts (``_run_parts``) whole cache lines apart
+    (GELU over (768, 512) float32 on two threads: 132 us against 204)."""
     arrays = tuple(k for k, a in enumerate(args) if type(a) is np.ndarray)
     if any(args[k].shape != (size,) for k in arrays):
         kernel(*args)  # (a row-broadcast or strided loop's operands are not one flat run each: not split)
@@ -391,7 +400,7 @@ def _run(row: Row, which: str, values, params: tuple, dtype: np.dtype, out: np.n
     target = "parallel" if size >= PARALLEL_THRESHOLD else "serial"
     scalars = (*[dtype.type(p) for p in params], *tail) if params or tail else ()
     into = None if fresh or out.dtype != dtype else _written_operand(which, values, out, pattern)
-    shared = SHARED_ELEMENTS <= size < PARALLEL_THRESHOLD
+    shared = size >= SHARED_ELEMENTS and _shares(row, size)
     if into is not None:  # (out is then one of the operands, viewed as the result would be)
         kernel = codegen.row_kernel(row, which, pattern, target, into)
         _run_flat(kernel, size, (*flat, *scalars)) if shared else kernel(*flat, *scalars)
@@ -477,10 +486,10 @@ def elementwise_plain(row: Row, operands: list, dtype: np.dtype, shape: tuple, o
     kernel = kernels.get(pattern) if kernels is not None else None
     if kernel is None:
         kernel = codegen.row_kernel(row, "forward", pattern, "serial")
-    if size < SHARED_ELEMENTS:
-        kernel(out, *operands)
-    else:
+    if size >= SHARED_ELEMENTS and _shares(row, size):
         _run_flat(kernel, size, (out, *operands))
+    else:
+        kernel(out, *operands)
     return result
 
 
@@ -508,7 +517,7 @@ def elementwise_grad(
             scalars = (*[dtype.type(p) for p in params], *tail) if params or tail else ()
             target = "parallel" if size >= PARALLEL_THRESHOLD else "serial"
             kernel = codegen.row_kernel(row, _GRAD[i], pattern, target, "g" if result is g else "o")
-            shared = SHARED_ELEMENTS <= size < PARALLEL_THRESHOLD
+            shared = size >= SHARED_ELEMENTS and _shares(row, size)
             _run_flat(kernel, size, (*flat, *scalars)) if shared else kernel(*flat, *scalars)
         return result
     return _run(row, _GRAD[i], (g, out, *inputs), params, dtype, result)
@@ -536,14 +545,14 @@ def elementwise_grads(row: Row, which: tuple, g: np.ndarray, out, inputs: list, 
         res, flat, pattern, tail = _flatten((g, out, *inputs), size, dtype, (first,), True)
         scalars = (*[dtype.type(p) for p in params], *tail) if params or tail else ()
         kernel = codegen.row_kernel(row, which, pattern, target, "g")
-        shared = SHARED_ELEMENTS <= size < PARALLEL_THRESHOLD
+        shared = size >= SHARED_ELEMENTS and _shares(row, size)
         _run_flat(kernel, size, (res[0], *flat, *scalars)) if shared else kernel(res[0], *flat, *scalars)
         return first, g
     second = empty(g.shape, dtype)
     res, flat, pattern, tail = _flatten((g, out, *inputs), size, dtype, (first, second), True)
     scalars = (*[dtype.type(p) for p in params], *tail) if params or tail else ()
     kernel = _KERNELS.get((row.name, which, pattern, target)) or codegen.row_kernel(row, which, pattern, target)
-    shared = SHARED_ELEMENTS <= size < PARALLEL_THRESHOLD
+    shared = size >= SHARED_ELEMENTS and _shares(row, size)
     _run_flat(kernel, size, (*res, *flat, *scalars)) if shared else kernel(*res, *flat, *scalars)
     return first, second
 
