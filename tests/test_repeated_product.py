@@ -228,12 +228,7 @@ def test_a_product_shared_among_threads_gives_the_bits_of_one_thread(dtype, rows
     if blas.openblas() is None or not blas.openblas().runs_tasks:
         pytest.skip("numpy links a BLAS whose threads cannot run tasks")
     rng = np.random.default_rng(rows + columns)
-    a = {
-        "contiguous": lambda: rng.standard_normal((rows, depth)).astype(dtype),
-        "transposed": lambda: rng.standard_normal((depth, rows)).astype(dtype).T,
-        "reversed_rows": lambda: rng.standard_normal((rows, depth)).astype(dtype)[::-1],
-        "every_other_column": lambda: rng.standard_normal((rows, 2 * depth)).astype(dtype)[:, ::2],
-    }[layout]()
+    a = _laid_out(rng, (rows, depth), dtype, layout)
     b = rng.standard_normal((depth, columns)).astype(dtype)
     bias = rng.standard_normal(columns).astype(dtype) if with_bias else None
     panels = row_products.pack(b)
@@ -259,36 +254,22 @@ def test_a_product_shared_among_threads_gives_the_bits_of_one_thread(dtype, rows
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("depth, columns", [(256, 1000), (300, 256)])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "reversed_rows", "every_other_column"])
-def test_a_shared_matmul_packs_each_threads_panels_in_its_share_as_pack_would(dtype, depth, columns, layout):
+def test_a_shared_matmul_packs_each_threads_panels_in_its_share_as_pack_would(
+    monkeypatch, on_one_and_two_threads, dtype, depth, columns, layout
+):
     """``matmul`` on two threads hands ``b`` itself to the shares, each packing its own panels from ``b``'s strides
     before it multiplies: the bits of packing first on one thread."""
-    import numbagrad
-    from numbagrad.backend import blas
-
-    if blas.openblas() is None or not blas.openblas().runs_tasks:
-        pytest.skip("numpy links a BLAS whose threads cannot run tasks")
     rng = np.random.default_rng(depth + columns)
     a = rng.standard_normal((64, depth)).astype(dtype)
-    b = {
-        "contiguous": lambda: rng.standard_normal((depth, columns)).astype(dtype),
-        "transposed": lambda: rng.standard_normal((columns, depth)).astype(dtype).T,
-        "reversed_rows": lambda: rng.standard_normal((depth, columns)).astype(dtype)[::-1],
-        "every_other_column": lambda: rng.standard_normal((depth, 2 * columns)).astype(dtype)[:, ::2],
-    }[layout]()
+    b = _laid_out(rng, (depth, columns), dtype, layout)
     bias = rng.standard_normal(columns).astype(dtype)
-    one = row_products.product(a, row_products.pack(b), columns, bias=bias)
-    before = numbagrad.get_num_threads()
-    try:
-        numbagrad.set_num_threads(2)
-        calls = []
-        real = cpu_threads.run_compiled
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(cpu_threads, "run_compiled", lambda f, args: calls.append(len(args)) or real(f, args))
-            shared = row_products.matmul(a, b, bias)
-    finally:
-        numbagrad.set_num_threads(before)
+    calls = []
+    real = cpu_threads.run_compiled
+    monkeypatch.setattr(cpu_threads, "run_compiled", lambda f, args: calls.append(len(args)) or real(f, args))
+    one, two = on_one_and_two_threads(lambda: row_products.matmul(a, b, bias))
     assert calls == [2]
-    np.testing.assert_array_equal(shared, one)
+    np.testing.assert_array_equal(one, two)
+    np.testing.assert_array_equal(one, row_products.product(a, row_products.pack(b), columns, bias=bias))
 
 
 def test_a_product_refuses_an_unpacked_b_of_another_shape():
@@ -305,11 +286,7 @@ def test_a_large_pack_shared_among_threads_lays_out_the_panels_of_one_thread(
     """From ``SHARED_PACK_BYTES`` on, each thread packs its own panels (``pack_share_<kind>``)."""
     rng = np.random.default_rng(5)
     depth, columns = 256, 1000
-    b = {
-        "contiguous": lambda: rng.standard_normal((depth, columns)).astype(dtype),
-        "transposed": lambda: rng.standard_normal((columns, depth)).astype(dtype).T,
-        "every_other_column": lambda: rng.standard_normal((depth, 2 * columns)).astype(dtype)[:, ::2],
-    }[layout]()
+    b = _laid_out(rng, (depth, columns), dtype, layout)
     calls = []
     real = cpu_threads.run_compiled
     monkeypatch.setattr(cpu_threads, "run_compiled", lambda f, args: calls.append(len(args)) or real(f, args))
@@ -317,3 +294,15 @@ def test_a_large_pack_shared_among_threads_lays_out_the_panels_of_one_thread(
     assert calls == [2]
     np.testing.assert_array_equal(one, two)
     np.testing.assert_array_equal(one, row_products.pack(np.ascontiguousarray(b)))
+
+
+def _laid_out(rng, shape: tuple, dtype, layout: str) -> np.ndarray:
+    """Random values of ``shape`` and ``dtype`` in ``layout``: a C-contiguous array, the transpose of one, one with
+    its rows reversed (a negative stride) or every other column of a wider one."""
+    rows, columns = shape
+    return {
+        "contiguous": lambda: rng.standard_normal((rows, columns)).astype(dtype),
+        "transposed": lambda: rng.standard_normal((columns, rows)).astype(dtype).T,
+        "reversed_rows": lambda: rng.standard_normal((rows, columns)).astype(dtype)[::-1],
+        "every_other_column": lambda: rng.standard_normal((rows, 2 * columns)).astype(dtype)[:, ::2],
+    }[layout]()
