@@ -375,8 +375,7 @@ def _run_parts(kernel, count: int, args: tuple, parts: tuple, unit: int = 1) -> 
     if threads <= 1:
         kernel(*args)
         return
-    units = -(-count // unit)
-    bounds = [min(count, units * i // threads * unit) for i in range(threads + 1)]
+    bounds = cpu_threads.share_bounds(count, threads, unit)
 
     def part(i: int) -> None:
         start, stop = bounds[i], bounds[i + 1]

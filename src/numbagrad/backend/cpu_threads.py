@@ -133,10 +133,17 @@ def run_compiled_shares(function: int, fields: np.ndarray, first: int, count: in
     of ``unit`` items (the last unit may be ragged), as even as they go: each share's row is the int64 row
     ``fields`` with its first item at index ``first`` and its count at ``count``. The shares depend on the shapes
     and the thread count alone."""
-    units = -(-total // unit)
+    bounds = share_bounds(total, threads, unit)
     shares = np.empty((threads, fields.size), np.int64)
     shares[:] = fields
     for i in range(threads):
-        start = min(total, units * i // threads * unit)
-        shares[i, first], shares[i, count] = start, min(total, units * (i + 1) // threads * unit) - start
+        shares[i, first], shares[i, count] = bounds[i], bounds[i + 1] - bounds[i]
     run_compiled(function, shares)
+
+
+def share_bounds(total: int, threads: int, unit: int = 1) -> list[int]:
+    """Where each of ``threads`` contiguous shares of ``total`` items starts, then ``total``: whole units of
+    ``unit`` items (the last unit may be ragged), as even as they go. They depend on the sizes and the thread count
+    alone."""
+    units = -(-total // unit)
+    return [min(total, units * i // threads * unit) for i in range(threads + 1)]
