@@ -46,10 +46,10 @@ PARALLEL_THRESHOLD = int(os.environ.get("NUMBAGRAD_PARALLEL_THRESHOLD", 1 << 23)
 
 #: Flat serial loops over at least this many elements (and under ``PARALLEL_THRESHOLD``) of a row whose kernels
 #: evaluate transcendental functions (``Row.costly``), or of at least ``SHARED_CHEAP_ELEMENTS`` of any other, and
-#: row-by-row loops over this many, are shared among the free threads (``_run_parts``): where each thread's part
-#: outweighs a Python task's hand-off (7-20 us) and the threads' memory traffic. Measured on two threads (1 thread
-#: -> 2 threads, float32): GELU of 2**17 elements 77 -> 77 us, 2**18 143 -> 111; an add of 2**18 40 -> 58, 2**19
-#: 74 -> 84, 2**20 181 -> 131.
+#: row-by-row loops likewise (``_by_rows``), are shared among the free threads (``_run_parts``): where each
+#: thread's part outweighs a Python task's hand-off (7-20 us) and the threads' memory traffic. Measured on two
+#: threads (1 thread -> 2 threads, float32): GELU of 2**17 elements 77 -> 77 us, 2**18 143 -> 111; an add of 2**18
+#: 40 -> 58, 2**19 74 -> 84, 2**20 181 -> 131.
 SHARED_ELEMENTS = 1 << 18
 SHARED_CHEAP_ELEMENTS = 1 << 20
 
@@ -1738,7 +1738,7 @@ def softmax(x: np.ndarray, dim: int, log: bool) -> np.ndarray:
     rows = _rows_along(x, dim)
     shifted, rowmax = np.empty(rows.shape, x.dtype), np.empty(rows.shape[0], x.dtype)
     kernels = _nn()
-    _by_rows(kernels.shift_by_row_max, rows, (rows, shifted, rowmax), (0, 1, 2))
+    _by_rows(kernels.shift_by_row_max, rows, (rows, shifted, rowmax), (0, 1, 2), SHARED_CHEAP_ELEMENTS)
     if log:  # (log_softmax reads the shifted values again)
         e = np.exp(shifted)
     else:
@@ -1748,12 +1748,13 @@ def softmax(x: np.ndarray, dim: int, log: bool) -> np.ndarray:
     return _from_rows(e, x.shape, dim)
 
 
-def _by_rows(kernel, rows: np.ndarray, args: tuple, parts: tuple) -> None:
+def _by_rows(kernel, rows: np.ndarray, args: tuple, parts: tuple, least: int = SHARED_ELEMENTS) -> None:
     """``kernel(*args)``, a loop over the rows of the 2-D ``rows`` each on its own, the arrays at ``parts`` one row
-    per row: in parts (``_run_parts``) from ``SHARED_ELEMENTS`` elements on. (Float32 (700, 1000), an LSTM's
-    logits, on two threads: softmax 425 us against 590, the row maxima 110 against 131: the loops over memory
-    gain less than the exponentials.)"""
-    if rows.size < SHARED_ELEMENTS:
+    per row: in parts (``_run_parts``) from ``least`` elements on, ``SHARED_CHEAP_ELEMENTS`` for one pass of
+    arithmetic over memory. Float32 rows of 1000 on two threads (1 thread -> 2): at 524K elements softmax's sums
+    and division 205 -> 143 us, its row maxima 99 -> 94, the cross-entropy gradient 69 -> 76; at 1M 407 -> 247,
+    199 -> 144 and 135 -> 115."""
+    if rows.size < least:
         kernel(*args)
     else:
         _run_parts(kernel, rows.shape[0], args, parts)
@@ -2226,7 +2227,7 @@ def cross_entropy(x: np.ndarray, target: np.ndarray, weight, smoothing: float, i
         x2 = x.reshape(n, c)
         probs, rowmax = np.empty((n, c), x.dtype), np.zeros(n, x.dtype)
         if x.size:
-            _by_rows(kernels.shift_by_row_max, x2, (x2, probs, rowmax), (0, 1, 2))
+            _by_rows(kernels.shift_by_row_max, x2, (x2, probs, rowmax), (0, 1, 2), SHARED_CHEAP_ELEMENTS)
         _exp_in_place(probs)  # (as softmax's: float32 through vector_math's exp, 186 us at (700, 1000), numpy's 319)
         kernels.cross_entropy_forward(x2, probs, rowmax, t, w, weighted, float(smoothing), int(ignore_index), losses,
                                       counts, sums)  # fmt: skip
@@ -2291,7 +2292,7 @@ def cross_entropy_backward(probs: np.ndarray, target: np.ndarray, weight, smooth
     if s == 1:
         rows = probs.reshape(n, -1)
         args = (rows, t, w, weighted, float(smoothing), int(ignore_index), scale, out.reshape(n, -1))
-        _by_rows(_nn().cross_entropy_backward, rows, args, (0, 1, 6, 7))
+        _by_rows(_nn().cross_entropy_backward, rows, args, (0, 1, 6, 7), SHARED_CHEAP_ELEMENTS)
     else:
         _nn().cross_entropy_planes_backward(probs, t, w, weighted, float(smoothing), int(ignore_index), scale, out)
     return out
