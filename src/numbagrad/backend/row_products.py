@@ -387,28 +387,37 @@ def pack_{kind}(b, panels):
                 panels[panel, k, c] = 0
 
 
+@njit(inline='always')
+def share_panels_{kind}(fields):
+    # a share's panels, and the columns of `b` (and of `out`) they hold
+    depth, columns, first, count = fields[2], fields[7], fields[8], fields[9]
+    panels = carray(AT_{kind}(fields[5] + {size} * first * depth * {width}), (count, depth, {width}), np.{dtype})
+    return panels, first * {width}, min(columns, (first + count) * {width})
+
+
+@njit(inline='always')
+def pack_share_panels_{kind}(fields, panels, j0, j1):
+    b = as_strided(carray(AT_{kind}(fields[12]), (1,), np.{dtype}), (fields[2], fields[7]), (fields[13], fields[14]))
+    pack_{kind}(b[:, j0:j1], panels)
+
+
 @cfunc(types.void(types.voidptr), cache=CACHE, nopython=True, boundscheck=False)
 def share_{kind}(args):
     fields = carray(args, (SHARE_FIELDS,), np.int64)
-    rows, depth, columns, first, count = fields[1], fields[2], fields[7], fields[8], fields[9]
-    panels = carray(AT_{kind}(fields[5] + {size} * first * depth * {width}), (count, depth, {width}), np.{dtype})
-    out = carray(AT_{kind}(fields[6]), (rows, columns), np.{dtype})
-    block = out[:, first * {width} : min(columns, (first + count) * {width})]
+    panels, j0, j1 = share_panels_{kind}(fields)
     if fields[12]:
-        b = as_strided(carray(AT_{kind}(fields[12]), (1,), np.{dtype}), (depth, columns), (fields[13], fields[14]))
-        pack_{kind}(b[:, first * {width} : min(columns, (first + count) * {width})], panels)
-    skip = first * {width} if fields[11] else 0
+        pack_share_panels_{kind}(fields, panels, j0, j1)
+    skip = j0 if fields[11] else 0
     bias = carray(AT_{kind}(fields[10] + {size} * skip), (fields[11] - skip,), np.{dtype})
-    product_at_{kind}(fields[0], rows, depth, fields[3], fields[4], panels, block, bias)
+    out = carray(AT_{kind}(fields[6]), (fields[1], fields[7]), np.{dtype})
+    product_at_{kind}(fields[0], fields[1], fields[2], fields[3], fields[4], panels, out[:, j0:j1], bias)
 
 
 @cfunc(types.void(types.voidptr), cache=CACHE, nopython=True, boundscheck=False)
 def pack_share_{kind}(args):
     fields = carray(args, (SHARE_FIELDS,), np.int64)
-    depth, columns, first, count = fields[2], fields[7], fields[8], fields[9]
-    panels = carray(AT_{kind}(fields[5] + {size} * first * depth * {width}), (count, depth, {width}), np.{dtype})
-    b = as_strided(carray(AT_{kind}(fields[12]), (1,), np.{dtype}), (depth, columns), (fields[13], fields[14]))
-    pack_{kind}(b[:, first * {width} : min(columns, (first + count) * {width})], panels)
+    panels, j0, j1 = share_panels_{kind}(fields)
+    pack_share_panels_{kind}(fields, panels, j0, j1)
 """
 
 
@@ -502,8 +511,7 @@ def pack(b: np.ndarray) -> np.ndarray:
     ``SHARED_PACK_BYTES`` on, with more than one free thread, each packs its share of the panels (an LSTM layer's
     ``W_hh``, 1 MiB, packed 170-250 us in its step on one thread, out of the cache)."""
     depth, n = b.shape
-    width = panel_width(b.dtype)
-    panels = np.empty((-(-n // width), depth, width), b.dtype)
+    panels = _empty_panels(depth, n, b.dtype)
     if not panels.size:
         return panels
     module = _loops()
@@ -517,6 +525,12 @@ def pack(b: np.ndarray) -> np.ndarray:
     else:
         (module.pack_f32 if single else module.pack_f64)(b, panels)
     return panels
+
+
+def _empty_panels(depth: int, columns: int, dtype: np.dtype) -> np.ndarray:
+    """An uninitialized array of ``pack``'s shape for a ``(depth, columns)`` ``b``."""
+    width = panel_width(dtype)
+    return np.empty((-(-columns // width), depth, width), dtype)
 
 
 def panel_width(dtype: np.dtype) -> int:
@@ -570,18 +584,14 @@ def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | N
     single = a.dtype == _FLOAT32
     threads = min(cpu_threads.free_threads(), len(panels))
     if threads > 1 and out.size * a.shape[1] >= SHARED_WORK and out.flags.c_contiguous:
-        shares = np.empty((threads, SHARE_FIELDS), np.int64)
         # (each address read once: ``.ctypes.data`` costs a microsecond, six of them a third of the hand-off)
         rows, depth = a.shape
-        fixed = (a.ctypes.data, rows, depth, a.strides[0] // a.itemsize, a.strides[1] // a.itemsize)
-        fixed += (panels.ctypes.data, out.ctypes.data, columns)
-        biased = (0, 0) if bias is None else (bias.ctypes.data, len(bias))
-        source = (0, 0, 0) if unpacked is None else (unpacked.ctypes.data, *unpacked.strides)
-        count = len(panels)
-        for i in range(threads):
-            first = count * i // threads
-            shares[i] = (*fixed, first, count * (i + 1) // threads - first, *biased, *source)
-        cpu_threads.run_compiled((module.share_f32 if single else module.share_f64).address, shares)
+        fields = (a.ctypes.data, rows, depth, a.strides[0] // a.itemsize, a.strides[1] // a.itemsize)
+        fields += (panels.ctypes.data, out.ctypes.data, columns, 0, 0)  # (the share's first panel and count: 8, 9)
+        fields += (0, 0) if bias is None else (bias.ctypes.data, len(bias))
+        fields += (0, 0, 0) if unpacked is None else (unpacked.ctypes.data, *unpacked.strides)
+        function = (module.share_f32 if single else module.share_f64).address
+        cpu_threads.run_compiled_shares(function, np.array(fields, np.int64), 8, 9, len(panels), threads)
         return out
     if unpacked is not None:
         (module.pack_f32 if single else module.pack_f64)(unpacked, panels)
@@ -595,6 +605,4 @@ def product(a: np.ndarray, panels: np.ndarray, columns: int, out: np.ndarray | N
 def matmul(a: np.ndarray, b: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
     """``a @ b`` (``+ bias``, see ``product``) for 2-D float32 or float64 operands of one dtype, strided in any
     way: ``b`` packed, then ``product`` (which packs it, on each thread its share)."""
-    depth, columns = b.shape
-    panels = np.empty((-(-columns // panel_width(b.dtype)), depth, panel_width(b.dtype)), b.dtype)
-    return product(a, panels, columns, bias=bias, unpacked=b)
+    return product(a, _empty_panels(*b.shape, b.dtype), b.shape[1], bias=bias, unpacked=b)
