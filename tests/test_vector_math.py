@@ -124,6 +124,14 @@ def test_exp_overflows_and_underflows_like_libm(dtype):
     assert out[2] == math.inf and out[3] == 0 and math.isnan(out[4])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("function", [ng.exp, ng.exp2, ng.sigmoid], ids=["exp", "exp2", "sigmoid"])
+def test_results_that_round_to_zero_far_below_the_clamp_are_positive_zero(dtype, function):
+    # (those lanes compute exp(0) and select 0, not the clamped argument's subnormal steps)
+    out = function(ng.tensor(np.array([-1e4, -1e30, -math.inf, -2000.0, math.nan], dtype=dtype))).numpy()
+    assert (out[:-1] == 0).all() and not np.signbit(out[:-1]).any() and math.isnan(out[-1])
+
+
 _BOTH_EXPS = """
 @njit(cache=CACHE, error_model='numpy')
 def both(x, general, nonpositive):
