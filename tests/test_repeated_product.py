@@ -57,6 +57,22 @@ def test_a_product_with_a_bias_rounds_as_the_product_and_then_the_add(shape, dou
     np.testing.assert_array_equal(row_products.product(a, panels, columns, bias=bias), expected)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows, depth, columns", [(487, 300, 70), (243, 257, 129), (241, 129, 64)])
+def test_a_product_over_several_chunks_of_depth_and_rows_adds_its_bias_once(dtype, rows, depth, columns):
+    """Past ``CHUNK_DEPTH`` steps and ``CHUNK_ROWS`` rows, ragged in both and in the columns: the product's
+    values, and the bias added once to the finished sums (the bits of the product and then the add)."""
+    assert depth > row_products.CHUNK_DEPTH and rows > row_products.CHUNK_ROWS
+    rng = np.random.default_rng(rows)
+    a, b = rng.standard_normal((rows, depth)).astype(dtype), rng.standard_normal((depth, columns)).astype(dtype)
+    bias = rng.standard_normal(columns).astype(dtype)
+    panels = row_products.pack(b)
+    out = row_products.product(a, panels, columns)
+    tolerance = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=tolerance, atol=tolerance * depth)
+    np.testing.assert_array_equal(row_products.product(a, panels, columns, bias=bias), out + bias)
+
+
 @pytest.mark.parametrize("bias", [np.ones(5, np.float32), np.ones(6, np.float64), np.ones((1, 6), np.float32)])
 def test_a_product_refuses_a_bias_of_another_dtype_or_shape(bias):
     a, panels = np.ones((4, 8), np.float32), row_products.pack(np.ones((8, 6), np.float32))
