@@ -29,7 +29,11 @@ def test_values_gradients_and_second_derivatives_match_torch(torch, shape, dtype
     tol = 1e-5 if dtype == "float32" else 1e-12
     for a, b in zip(ours, theirs):
         assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=tol, atol=tol)
+        # (absolute error relative to the largest value: float32 sums of values in the hundreds that cancel to
+        # about 1 keep fewer digits, and the BLAS of each library sums in its own order)
+        expected = b.detach().numpy()
+        scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+        np.testing.assert_allclose(a.detach().numpy(), expected, rtol=tol, atol=tol * scale)
     assert type(ours[0].grad_fn).__name__ == type(theirs[0].grad_fn).__name__
 
 
