@@ -279,3 +279,36 @@ def run_python(code, env: dict, *args: str) -> subprocess.CompletedProcess:
     result = subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return result
+
+
+_FEATURES_AFTER_A_KERNEL = """
+import numbagrad
+numbagrad.ones(3) * 2
+from numba.core import registry
+print(registry.cpu_target.target_context.codegen()._tm_features)
+"""
+
+
+def _host_has_avx512() -> bool:
+    from llvmlite import binding
+
+    binding.initialize_native_target()
+    return bool(binding.get_host_cpu_features().get("avx512f"))
+
+
+@pytest.mark.skipif(not _host_has_avx512(), reason="the preference is LLVM's for AVX-512 hosts only")
+def test_numbagrad_kernels_use_the_whole_avx512_width():
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")}
+    result = subprocess.run([sys.executable, "-c", _FEATURES_AFTER_A_KERNEL], env=env, capture_output=True,
+                            text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith(",-prefer-256-bit")
+
+
+def test_the_users_own_numba_cpu_features_are_kept():
+    from llvmlite import binding
+
+    binding.initialize_native_target()
+    chosen = binding.get_host_cpu_features().flatten()
+    result = run_python(_FEATURES_AFTER_A_KERNEL, {"NUMBA_CPU_FEATURES": chosen})
+    assert result.stdout.strip() == chosen

@@ -665,6 +665,7 @@ def apply_kernel(fn, dtype, variant: str, arity: int = 1):
 
     Numba has no 2-byte floats: a float16 or bfloat16 array runs the float32 loop on a float32 copy, and the
     float64 results round to float32 and then to the narrow type, as torch stores a Python float into one."""
+    codegen.start_numba()
     import numba
 
     dtype = np.dtype(dtype)
@@ -1687,6 +1688,7 @@ def _nn():
     """The kernels module, imported on first use (a global: an import statement per call costs ~3 µs)."""
     global _nn_kernels
     if _nn_kernels is None:
+        codegen.start_numba()
         from . import nn_kernels  # lazy: importing it compiles or loads Numba kernels (import numbagrad must not)
 
         _nn_kernels = nn_kernels
@@ -2919,6 +2921,7 @@ __all__ = [
 def coo_matmul(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, dense: np.ndarray, out_rows: int):
     """The (out_rows, n) product of the sparse matrix with entries ``values`` at (``rows``, ``cols``) and the
     (k, n) ``dense`` matrix, accumulated in the result dtype."""
+    codegen.start_numba()
     from . import sparse_kernels  # lazy: importing the kernels starts Numba
 
     dtype = np.result_type(values.dtype, dense.dtype)
