@@ -113,8 +113,18 @@ def test_other_products_stay_with_blas(monkeypatch, kernel_calls, shape, threads
 def test_on_two_threads_a_product_of_four_panels_256_rows_and_256_deep_runs_the_kernel(monkeypatch, transposed):
     """``row_products.product`` shares its panels between the threads; ``a`` may be a weight gradient's ``g.T``."""
     _one_thread(monkeypatch, 2)
+    monkeypatch.setattr(row_products, "shares_measured_faster", lambda: True)
     a = np.ones((256, 256), np.float32)
     assert cpu._blocked_product_pays(a.T if transposed else a, np.ones((256, 256), np.float32))
+
+
+@needs_measured_host
+def test_on_two_threads_a_host_where_blas_threads_were_faster_keeps_blas(monkeypatch, kernel_calls):
+    _one_thread(monkeypatch, 2)
+    monkeypatch.setattr(row_products, "shares_measured_faster", lambda: False)
+    a, b = np.ones((256, 256), np.float32), np.ones((256, 256), np.float32)
+    np.testing.assert_array_equal(cpu.matmul(a, b), a @ b)
+    assert kernel_calls == []
 
 
 @needs_measured_host

@@ -915,7 +915,8 @@ def _blocked_product_pays(a: np.ndarray, b: np.ndarray) -> bool:
     OpenBLAS's 2.32. Not for a transposed ``a`` deeper than 768: its elements along the shared dimension then
     lie a page apart (1.34x at 1024 cubed in one run, 0.99 in another); nor for small products, where packing
     ``b`` and the kernel's call cost more than BLAS's (3.6x at 32 cubed), nor with more threads (measured on two
-    only), nor on a host without AVX-512 (``row_products.measured_host``)."""
+    only) or on a host where OpenBLAS's threads were measured faster (``row_products.shares_measured_faster``),
+    nor on a host without AVX-512 (``row_products.measured_host``)."""
     rows, depth = a.shape
     columns = b.shape[1]
     if a.dtype not in _SUM_ZEROS or b.dtype != a.dtype or rows < 128 or depth < 128 or columns < 64:
@@ -929,6 +930,8 @@ def _blocked_product_pays(a: np.ndarray, b: np.ndarray) -> bool:
     width = row_products.panel_width(a.dtype)
     threads = cpu_threads.thread_count()
     if threads > 2 or threads == 2 and (rows < 256 or depth < 256 or columns < 4 * width):
+        return False
+    if threads == 2 and not row_products.shares_measured_faster():
         return False
     return -columns % width <= columns // 10
 
