@@ -43,12 +43,13 @@ arithmetic that LLVM vectorizes:
   torch 84); the other eager rows keep the correctly rounded
   float64 path (exp among them: see ``_vexp``).
 
-Underflow: where ``exp``'s result rounds to 0 (below the clamp: a softmax's masked ``-inf``, a sigmoid of -200),
-each function computes ``exp(0)`` in that lane and selects 0. Computed from the clamped argument, the scaling
-steps pass through subnormal numbers, and an Intel core runs each such lane through a microcode assist: float32
-``exp`` of 1e5 ``-inf`` took 903 us against 120 for zeros, sigmoid of -200 640 us against 48, and a GPT's causal
-attention forward (half its scores masked) 1.78 ms against 0.5 (Xeon, AVX-512, one thread). The results are the
-same bits. Arguments whose results are subnormal still pass through them, as their values need.
+Underflow: where ``exp``'s result rounds to 0 (below -104 in float32, -746 in float64: a softmax's masked
+``-inf``, a sigmoid of -200), each function computes ``exp(0)`` in that lane and selects 0. Computed from an
+argument clamped there, the scaling steps pass through subnormal numbers, and an Intel core runs each such lane
+through a microcode assist: float32 ``exp`` of 1e5 ``-inf`` took 903 us against 120 for zeros, sigmoid of -200
+640 us against 48, and a GPT's causal attention forward (half its scores masked) 1.78 ms against 0.5 (Xeon,
+AVX-512, one thread). The results are the same bits. Arguments whose results are subnormal still pass through
+them, as their values need.
 
 ``vectorized(text)`` swaps them in for ``math.exp(`` and the others in copied scalar functions (CPU only: CUDA has
 fast versions). ``CPU_VERSIONS`` replaces table functions whole in the CPU kernels: ``root`` (``x ** 0.5`` and
@@ -114,10 +115,10 @@ def _vexp_parts(t):
 
 @njit(cache=CACHE, error_model='numpy', forceinline=True)
 def _vexp(x):
-    # (below the clamp, where exp rounds to 0, a lane computes exp(0) and selects 0: see 'Underflow' above)
+    # (below -746, where exp rounds to 0, a lane computes exp(0) and selects 0: see 'Underflow' above)
     x = float(x)
     tiny = x < -746.0
-    e, k = _vexp_parts(min(max(0.0 if tiny else x, -746.0), 710.0))
+    e, k = _vexp_parts(min(0.0 if tiny else x, 710.0))
     half = k >> 1
     e = e * _pow2(half, e) * _pow2(k - half, e)  # (not x: float() keeps a float32 x a float32 in Numba)
     e = 0.0 if tiny else e
@@ -130,7 +131,7 @@ def _vexp_nonpositive(x):
     # the smallest k, then 2**-64 rounds a subnormal result once, as _vexp's two factors do (same results)
     x = float(x)
     tiny = x < -746.0
-    e, k = _vexp_parts(max(0.0 if tiny else x, -746.0))
+    e, k = _vexp_parts(0.0 if tiny else x)
     e = e * _pow2(k + 64, e) * 5.421010862427522e-20
     e = 0.0 if tiny else e
     return x if x != x else e
@@ -580,7 +581,7 @@ def _vexp2(x):
     # no error from x's size); 2**k in two factors, so subnormal results come out right. Integers give powers of 2.
     x = _f64(x)
     tiny = x < -1100.0
-    c = min(max(0.0 if tiny else x, -1100.0), 1100.0)
+    c = min(0.0 if tiny else x, 1100.0)
     k = _np.rint(c)
     e = _vexp((c - k) * 0.6931471805599453)
     n = _np.int64(k)
@@ -635,10 +636,10 @@ def _vexpf_parts(t):
 
 @njit(cache=CACHE, error_model='numpy')
 def _vexpf(x):
-    # (below the clamp, where exp rounds to 0, a lane computes exp(0) and selects 0: see 'Underflow' above)
+    # (below -104, where exp rounds to 0, a lane computes exp(0) and selects 0: see 'Underflow' above)
     x = _f32(x)
     tiny = x < _f32(-104.0)
-    p, k = _vexpf_parts(min(max(_f32(0.0) if tiny else x, _f32(-104.0)), _f32(88.8)))
+    p, k = _vexpf_parts(min(_f32(0.0) if tiny else x, _f32(88.8)))
     half = k >> _i32(1)
     e = p * _pow2(half, p) * _pow2(k - half, p)
     e = _f32(0.0) if tiny else e
@@ -651,7 +652,7 @@ def _vexpf_nonpositive(x):
     # the smallest k, then 2**-32 rounds a subnormal result once (same results as _vexpf; sigmoid 10% faster)
     x = _f32(x)
     tiny = x < _f32(-104.0)
-    p, k = _vexpf_parts(max(_f32(0.0) if tiny else x, _f32(-104.0)))
+    p, k = _vexpf_parts(_f32(0.0) if tiny else x)
     e = p * _pow2(k + _i32(32), p) * _f32(2.3283064365386963e-10)
     e = _f32(0.0) if tiny else e
     return x if x != x else e
