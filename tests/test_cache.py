@@ -18,7 +18,7 @@ import pytest
 
 import numbagrad
 from numbagrad import cache
-from numbagrad.backend import codegen
+from numbagrad.backend import codegen, row_products
 from numbagrad.scalar_math import ROWS
 
 X = np.array([1.0, -2.0, 3.5])
@@ -289,14 +289,7 @@ print(registry.cpu_target.target_context.codegen()._tm_features)
 """
 
 
-def _host_has_avx512() -> bool:
-    from llvmlite import binding
-
-    binding.initialize_native_target()
-    return bool(binding.get_host_cpu_features().get("avx512f"))
-
-
-@pytest.mark.skipif(not _host_has_avx512(), reason="the preference is LLVM's for AVX-512 hosts only")
+@pytest.mark.skipif(not row_products.measured_host(), reason="the preference is LLVM's for AVX-512 hosts only")
 def test_numbagrad_kernels_use_the_whole_avx512_width():
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")}
     result = subprocess.run([sys.executable, "-c", _FEATURES_AFTER_A_KERNEL], env=env, capture_output=True,
@@ -306,9 +299,6 @@ def test_numbagrad_kernels_use_the_whole_avx512_width():
 
 
 def test_the_users_own_numba_cpu_features_are_kept():
-    from llvmlite import binding
-
-    binding.initialize_native_target()
-    chosen = binding.get_host_cpu_features().flatten()
+    chosen = codegen.host_cpu()[1].flatten()
     result = run_python(_FEATURES_AFTER_A_KERNEL, {"NUMBA_CPU_FEATURES": chosen})
     assert result.stdout.strip() == chosen

@@ -387,7 +387,19 @@ KERNELS: dict[tuple, object] = {}
 SERIAL_FORWARD: dict[str, dict] = {}
 
 
+_host: list = []
 _numba_started = False
+
+
+def host_cpu() -> tuple:
+    """LLVM's name for this host's CPU and its feature map, read once: the kernels' vector width
+    (``row_products.vector_bytes``), the products' measured-host choices and Numba's features
+    (``start_numba``) all come from it."""
+    if not _host:
+        from llvmlite import binding
+
+        _host.extend((binding.get_host_cpu_name(), binding.get_host_cpu_features()))
+    return _host[0], _host[1]
 
 
 def start_numba() -> None:
@@ -403,11 +415,10 @@ def start_numba() -> None:
     if _numba_started:
         return
     _numba_started = True
-    from llvmlite import binding
     from numba.core import config
 
     if config.CPU_NAME is None and config.CPU_FEATURES is None:
-        features = binding.get_host_cpu_features()
+        features = host_cpu()[1]
         if features.get("avx512f"):
             config.CPU_FEATURES = features.flatten() + ",-prefer-256-bit"
 

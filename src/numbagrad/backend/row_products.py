@@ -37,12 +37,7 @@ ROWS, VECTORS = 5, 4
 def vector_bytes() -> int:
     """The host's SIMD register width: 64 bytes with AVX-512, 32 with AVX (LLVM splits a wider vector type into
     the host's registers, so any width is correct; this one fills them)."""
-    global _vector_width
-    if _vector_width is None:
-        from llvmlite import binding
-
-        _vector_width = 64 if binding.get_host_cpu_features().get("avx512f") else 32
-    return _vector_width
+    return 64 if codegen.host_cpu()[1].get("avx512f") else 32
 
 
 def measured_host() -> bool:
@@ -58,12 +53,7 @@ def shares_measured_faster() -> bool:
     OpenBLAS's two threads ran 13 of 15 of a GPT's and an LSTM's 2-D products faster (the shares took 0.87-1.36x
     its time; the LSTM's (1000, 700) x (700, 256) weight gradient 1984 us against 1459), though one thread of
     the blocked kernel beats one of OpenBLAS's there on most of them."""
-    global _host_cpu
-    if _host_cpu is None:
-        from llvmlite import binding
-
-        _host_cpu = binding.get_host_cpu_name()
-    return _host_cpu.startswith("znver")
+    return codegen.host_cpu()[0].startswith("znver")
 
 
 def ir_types(kind: str, vector_bytes: int) -> tuple:
@@ -472,8 +462,6 @@ SHARE_FIELDS = 15
 SHARED_PACK_BYTES = 1 << 18
 
 _module = None
-_vector_width = None
-_host_cpu = None
 _FLOAT32 = np.dtype(np.float32)
 
 
