@@ -137,6 +137,44 @@ def test_batch_norm_of_a_transposed_view_matches_torch(training, torch):
     _same_as_torch(torch, fn, [x, w, b])
 
 
+@pytest.mark.parametrize("transposed_input", [True, False], ids=["input_transposed", "gradient_transposed"])
+def test_batch_norm_gradient_laid_out_unlike_its_input_matches_torch(transposed_input, torch):
+    """One of the input and the incoming gradient has its channels side by side in memory, the other not: the
+    kernels read both through their strides (the rows walk needs both as rows)."""
+    x, w, b = _arrays(8, (4, 5, 3), (3,), (3,))
+
+    def fn(lib, x, w, b):
+        if transposed_input:  # (the output, and so its gradient, are (N, C, L) row-major)
+            return lib.nn.functional.batch_norm(x.transpose(1, 2), None, None, w, b, training=True)
+        return lib.nn.functional.batch_norm(x.transpose(1, 2).contiguous(), None, None, w, b, True).transpose(1, 2)
+
+    _same_as_torch(torch, fn, [x, w, b])
+
+
+def test_batch_norm_walks_rows_and_strides_to_the_same_values():
+    """The backend's batch norm of a transposed (N, L, C) float32 array, whose kernels walk its (N * L, C) rows,
+    equals the same kernels' walk of the (N, C, L) view through its strides (given no rows)."""
+    from numbagrad.backend import cpu
+
+    x, w, b, g = _arrays(9, (8, 4, 16), (16,), (16,), (8, 4, 16), dtype=np.float32)
+    x3, g3 = x.transpose(0, 2, 1), g.transpose(0, 2, 1)
+    out, mean, rstd, _, _ = cpu.batch_norm(x3, w, b, None, None, True, 0.1, 1e-5)
+    gx, gw, gb = cpu.batch_norm_backward(g3, x3, mean, rstd, w, True, True, True, True)
+    assert cpu._channel_rows(x3).shape == (32, 16) and cpu._channel_rows(g3).shape == (32, 16)
+    no_rows, no_stat = np.empty((0, 0), np.float32), np.empty(0, np.float32)
+    mean64, var64, rstd64 = np.empty(16), np.empty(16), np.empty(16)
+    strided_out = np.empty(x3.shape, np.float32)
+    kernels = cpu._nn()
+    kernels.batch_norm_forward(x3, no_rows, w, b, 1e-5, True, 0.1, no_stat, no_stat, mean64, var64, rstd64, strided_out)
+    sum_g, dot, strided_gx = np.zeros(16), np.zeros(16), np.empty(x3.shape, np.float32)
+    kernels.batch_norm_backward(g3, x3, no_rows, no_rows, mean, rstd, w, True, sum_g, dot, strided_gx)
+    np.testing.assert_allclose(out, strided_out, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(mean, mean64.astype(np.float32), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gx, strided_gx, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gb, sum_g.astype(np.float32), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(gw, (dot * rstd).astype(np.float32), rtol=1e-5, atol=1e-6)
+
+
 def test_batch_norm_of_channels_last_images_matches_torch(torch):
     x, w, b = _arrays(7, (2, 3, 4, 5), (3,), (3,))
 

@@ -1997,6 +1997,17 @@ def _channel_planes(a: np.ndarray) -> np.ndarray:
     return a.reshape(a.shape[0], a.shape[1], math.prod(a.shape[2:]))
 
 
+def _channel_rows(a3: np.ndarray) -> np.ndarray:
+    """(N, C, S) ``a3`` as its row-major (N * S, C) view when it has one (an (N, S, C) array transposed: a
+    ``BatchNorm1d`` over a transposed sequence, a channels-last image, or (N, C) itself), else an empty array.
+    The batch norm kernels walk such rows with the channels innermost, which LLVM vectorizes (one thread,
+    float32 (32, 128, 4) through a transpose: forward 21 against 11 us)."""
+    rows = a3.transpose(0, 2, 1)
+    if rows.flags.c_contiguous:
+        return rows.reshape(-1, a3.shape[1])
+    return np.empty((0, 0), a3.dtype)
+
+
 def _work_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype batch norm computes in: the data's, float32 for a 2-byte float."""
     return _SINGLE if _narrow(dtype) else dtype
@@ -2035,7 +2046,8 @@ def batch_norm(x: np.ndarray, weight, bias, running_mean, running_var, training:
     ]
     if x3.size or not training:
         kept = [s.reshape(-1) if here else _NO_PARAM for s, here in zip((running_mean, running_var), in_place)]
-        _nn().batch_norm_forward(x3, w, b, eps, training, momentum, *kept, mean64, var64, rstd64, out)
+        rows = _channel_rows(x3)
+        _nn().batch_norm_forward(x3, rows, w, b, eps, training, momentum, *kept, mean64, var64, rstd64, out)
     else:
         mean64.fill(np.nan), var64.fill(np.nan), rstd64.fill(np.nan)
     new_mean = new_var = None
@@ -2085,7 +2097,9 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np
     gx = np.empty(x3.shape if need_x else (0, 0, 0), dtype)
     if x3.size:
         w = _NO_PARAM if weight is None else _per_channel(weight, dtype)
-        _nn().batch_norm_backward(g3, x3, mean, rstd, w, training, sum_g, dot, gx)
+        x_rows = _channel_rows(x3)
+        g_rows = _channel_rows(g3) if x_rows.size else x_rows
+        _nn().batch_norm_backward(g3, x3, g_rows, x_rows, mean, rstd, w, training, sum_g, dot, gx)
     gw = gb = None
     param = weight.dtype if weight is not None else x.dtype
     if need_x:

@@ -138,6 +138,16 @@ def _channel_sums(x, out):
 
 
 @njit(**_REDUCING)
+def _row_sums(rows, out):
+    """``out[c]`` = the float64 sum of column c of the row-major (R, C) ``rows``, row by row: each channel's
+    additions in ``_channel_sums``' order, vectorized across the channels."""
+    out[:] = 0.0
+    for r in range(rows.shape[0]):
+        for c in range(rows.shape[1]):
+            out[c] += rows[r, c]
+
+
+@njit(**_REDUCING)
 def _channel_affine(x, scale, shift, out):
     """``out[n, c, j] = x[n, c, j] * scale[c] + shift[c]`` in the output's dtype, in ``x``'s memory order."""
     n_, c_, s_ = x.shape
@@ -156,21 +166,34 @@ def _channel_affine(x, scale, shift, out):
 
 
 @njit(**_REDUCING)
-def batch_norm_forward(x, weight, bias, eps, training, momentum, running_mean, running_var, mean, var, rstd, out):
+def batch_norm_forward(x, rows, weight, bias, eps, training, momentum, running_mean, running_var, mean, var, rstd,
+                       out):  # fmt: skip
     """Batch norm of (N, C, S) ``x`` into ``out``, as torch's CPU kernel computes it: in training each channel's
     mean and biased variance (float64 ``mean``, ``var``, the centered squares' mean: two passes) are computed,
     in eval ``mean`` and ``var`` hold the running statistics. ``rstd = 1 / sqrt(var + eps)``, and the output is
     ``x * alpha + beta`` with ``alpha = rstd * weight``, ``beta = bias - mean * alpha`` in the data's dtype.
     ``weight`` and ``bias`` are length-C arrays or empty ones (none). In training a non-empty ``running_mean``
-    and ``running_var`` are updated in place, ``momentum`` the batch's weight (the variance unbiased)."""
+    and ``running_var`` are updated in place, ``momentum`` the batch's weight (the variance unbiased).
+
+    ``rows``: ``x`` as its row-major (N * S, C) view where it has one (its channels side by side: a transposed
+    (N, S, C) array), else an empty array. The passes then run along those rows, whose channels LLVM vectorizes
+    (``x``'s strides are unknown to it: it walks a 3-d view element by element)."""
     n_, c_, s_ = x.shape
     count = n_ * s_
     if training:
-        _channel_sums(x, mean)
+        if rows.size:
+            _row_sums(rows, mean)
+        else:
+            _channel_sums(x, mean)
         for c in range(c_):
             mean[c] /= count
         var[:] = 0.0
-        if _channels_inner(x):
+        if rows.size:
+            for r in range(count):
+                for c in range(c_):
+                    d = rows[r, c] - mean[c]
+                    var[c] += d * d
+        elif _channels_inner(x):
             for n in range(n_):
                 for j in range(s_):
                     for c in range(c_):
@@ -200,25 +223,41 @@ def batch_norm_forward(x, weight, bias, eps, training, momentum, running_mean, r
         a = r * weight[c] if weight.size else r
         scale[c] = a
         shift[c] = (bias[c] if bias.size else 0.0) - mean[c] * a
-    _channel_affine(x, scale, shift, out)
+    if rows.size:
+        for n in range(n_):
+            for j in range(s_):
+                r = n * s_ + j
+                for c in range(c_):
+                    out[n, c, j] = rows[r, c] * scale[c] + shift[c]
+    else:
+        _channel_affine(x, scale, shift, out)
 
 
 @njit(**_REDUCING)
-def batch_norm_backward(g, x, mean, rstd, weight, training, sum_g, dot, gx):
+def batch_norm_backward(g, x, g_rows, x_rows, mean, rstd, weight, training, sum_g, dot, gx):
     """Per channel the float64 sums of ``g`` and of ``g * (x - mean)`` (``sum_g``, ``dot``: the bias and weight
     gradients' sums), then, when ``gx`` is not empty, the input gradient into it: in training torch's
     ``((g - sum_g / count) - (x - mean) * dot * rstd^2 / count) * rstd * weight``, in eval ``g * rstd * weight``.
-    ``weight`` is a length-C array or an empty one (none)."""
+    ``weight`` is a length-C array or an empty one (none). ``g_rows`` and ``x_rows``: both arrays' (N * S, C)
+    row-major views (``batch_norm_forward``'s ``rows``) where both have one, else empty arrays."""
     n_, c_, s_ = x.shape
     count = max(n_ * s_, 1)
-    _channel_sums(g, sum_g)
+    by_rows = g_rows.size and x_rows.size
     dot[:] = 0.0
-    if _channels_inner(x):
+    if by_rows:
+        sum_g[:] = 0.0
+        for r in range(n_ * s_):
+            for c in range(c_):
+                sum_g[c] += g_rows[r, c]
+                dot[c] += g_rows[r, c] * (x_rows[r, c] - mean[c])
+    elif _channels_inner(x):
+        _channel_sums(g, sum_g)
         for n in range(n_):
             for j in range(s_):
                 for c in range(c_):
                     dot[c] += g[n, c, j] * (x[n, c, j] - mean[c])
     else:
+        _channel_sums(g, sum_g)
         for n in range(n_):
             for c in range(c_):
                 m = mean[c]
@@ -237,7 +276,13 @@ def batch_norm_backward(g, x, mean, rstd, weight, training, sum_g, dot, gx):
         scale[c] = a
         k[c] = dot[c] * r * r / count if training else 0.0
         shift[c] = sum_g[c] / count if training else 0.0
-    if _channels_inner(x):
+    if by_rows:
+        for n in range(n_):
+            for j in range(s_):
+                r = n * s_ + j
+                for c in range(c_):
+                    gx[n, c, j] = (g_rows[r, c] - shift[c] - (x_rows[r, c] - mean[c]) * k[c]) * scale[c]
+    elif _channels_inner(x):
         for n in range(n_):
             for j in range(s_):
                 for c in range(c_):
