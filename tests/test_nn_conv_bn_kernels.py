@@ -140,7 +140,7 @@ def test_batch_norm_of_a_transposed_view_matches_torch(training, torch):
 @pytest.mark.parametrize("transposed_input", [True, False], ids=["input_transposed", "gradient_transposed"])
 def test_batch_norm_gradient_laid_out_unlike_its_input_matches_torch(transposed_input, torch):
     """One of the input and the incoming gradient has its channels side by side in memory, the other not: the
-    kernels read both through their strides (the rows walk needs both as rows)."""
+    kernels walk the input's layout, the gradient copied to it."""
     x, w, b = _arrays(8, (4, 5, 3), (3,), (3,))
 
     def fn(lib, x, w, b):
@@ -151,9 +151,20 @@ def test_batch_norm_gradient_laid_out_unlike_its_input_matches_torch(transposed_
     _same_as_torch(torch, fn, [x, w, b])
 
 
-def test_batch_norm_walks_rows_and_strides_to_the_same_values():
+def test_batch_norm_of_channels_side_by_side_with_gaps_matches_torch(torch):
+    """Every other position of a transposed sequence: its channels lie side by side but its rows are apart (no
+    rows view: the kernels walk a row-major copy)."""
+    x, w, b = _arrays(10, (3, 6, 4), (4,), (4,))
+
+    def fn(lib, x, w, b):
+        return lib.nn.functional.batch_norm(x.transpose(1, 2)[:, :, ::2], None, None, w, b, training=True)
+
+    _same_as_torch(torch, fn, [x, w, b])
+
+
+def test_batch_norm_walks_rows_and_planes_to_the_same_values():
     """The backend's batch norm of a transposed (N, L, C) float32 array, whose kernels walk its (N * L, C) rows,
-    equals the same kernels' walk of the (N, C, L) view through its strides (given no rows)."""
+    equals the same kernels' walk of its (N, C, L) planes (given no rows)."""
     from numbagrad.backend import cpu
 
     x, w, b, g = _arrays(9, (8, 4, 16), (16,), (16,), (8, 4, 16), dtype=np.float32)

@@ -1997,14 +1997,17 @@ def _channel_planes(a: np.ndarray) -> np.ndarray:
     return a.reshape(a.shape[0], a.shape[1], math.prod(a.shape[2:]))
 
 
-def _channel_rows(a3: np.ndarray) -> np.ndarray:
-    """(N, C, S) ``a3`` as its row-major (N * S, C) view when it has one (an (N, S, C) array transposed: a
-    ``BatchNorm1d`` over a transposed sequence, a channels-last image, or (N, C) itself), else an empty array.
-    The batch norm kernels walk such rows with the channels innermost, which LLVM vectorizes (one thread,
-    float32 (32, 128, 4) through a transpose: forward 21 against 11 us)."""
+def _channel_rows(a3: np.ndarray, always: bool = False) -> np.ndarray:
+    """(N, C, S) ``a3`` as row-major (N * S, C) rows for the batch norm kernels to walk, channels innermost (LLVM
+    vectorizes them; one thread, float32 (32, 128, 4) through a transpose: forward 21 against 11 us): its view
+    where it has one (a transposed (N, S, C) array, a channels-last image, an (N, C) batch), a copy where its
+    channels lie closer in memory than its positions (or S is 1) or when ``always``, else an empty array (the
+    kernels walk its planes)."""
     rows = a3.transpose(0, 2, 1)
     if rows.flags.c_contiguous:
         return rows.reshape(-1, a3.shape[1])
+    if always or a3.shape[2] == 1 or a3.strides[1] < a3.strides[2]:
+        return np.ascontiguousarray(rows).reshape(-1, a3.shape[1])
     return np.empty((0, 0), a3.dtype)
 
 
@@ -2098,7 +2101,7 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np
     if x3.size:
         w = _NO_PARAM if weight is None else _per_channel(weight, dtype)
         x_rows = _channel_rows(x3)
-        g_rows = _channel_rows(g3) if x_rows.size else x_rows
+        g_rows = _channel_rows(g3, always=True) if x_rows.size else x_rows
         _nn().batch_norm_backward(g3, x3, g_rows, x_rows, mean, rstd, w, training, sum_g, dot, gx)
     gw = gb = None
     param = weight.dtype if weight is not None else x.dtype

@@ -109,60 +109,30 @@ def layer_norm_backward(g, x, mean, rstd, weight, gx, gw, gb, need_x):
 
 
 # --- batch norm over the channels of an (N, C, S) array ----------------------------------------------------------
-# The (N, C, S) array may be any strided view (a transposed (N, L, C) array's (N, C, L) view, a channels-last
-# image's planes): each loop walks the memory order, channels innermost when their stride is the smaller one, so no
-# contiguous copy is made first.
-@njit(**_OPTS)
-def _channels_inner(x) -> bool:
-    """Whether the channels of (N, C, S) ``x`` lie closer in memory than its S positions (or S is 1)."""
-    return x.shape[2] == 1 or x.strides[1] < x.strides[2]
-
-
+# Two walks over (N, C, S) data: its planes (any strided view, each channel's S positions innermost), or, where the
+# channels lie side by side in memory (a transposed (N, L, C) sequence, a channels-last image, an (N, C) batch),
+# its row-major (N * S, C) rows (``cpu._channel_rows``: a view, or a copy), channels innermost: LLVM vectorizes
+# those across the channels, where a 3-d view's unknown strides leave it element by element.
 @njit(**_REDUCING)
 def _channel_sums(x, out):
-    """``out[c]`` = the float64 sum of channel c over the N and S axes, in ``x``'s memory order."""
+    """``out[c]`` = the float64 sum of channel c over the N and S axes of the planes ``x``."""
     n_, c_, s_ = x.shape
     out[:] = 0.0
-    if _channels_inner(x):
-        for n in range(n_):
+    for n in range(n_):
+        for c in range(c_):
+            s = 0.0
             for j in range(s_):
-                for c in range(c_):
-                    out[c] += x[n, c, j]
-    else:
-        for n in range(n_):
-            for c in range(c_):
-                s = 0.0
-                for j in range(s_):
-                    s += x[n, c, j]
-                out[c] += s
+                s += x[n, c, j]
+            out[c] += s
 
 
 @njit(**_REDUCING)
 def _row_sums(rows, out):
-    """``out[c]`` = the float64 sum of column c of the row-major (R, C) ``rows``, row by row: each channel's
-    additions in ``_channel_sums``' order, vectorized across the channels."""
+    """``out[c]`` = the float64 sum of column c of the rows ``rows``."""
     out[:] = 0.0
     for r in range(rows.shape[0]):
         for c in range(rows.shape[1]):
             out[c] += rows[r, c]
-
-
-@njit(**_REDUCING)
-def _channel_affine(x, scale, shift, out):
-    """``out[n, c, j] = x[n, c, j] * scale[c] + shift[c]`` in the output's dtype, in ``x``'s memory order."""
-    n_, c_, s_ = x.shape
-    if _channels_inner(x):
-        for n in range(n_):
-            for j in range(s_):
-                for c in range(c_):
-                    out[n, c, j] = x[n, c, j] * scale[c] + shift[c]
-    else:
-        for n in range(n_):
-            for c in range(c_):
-                a = scale[c]
-                b = shift[c]
-                for j in range(s_):
-                    out[n, c, j] = x[n, c, j] * a + b
 
 
 @njit(**_REDUCING)
@@ -175,9 +145,8 @@ def batch_norm_forward(x, rows, weight, bias, eps, training, momentum, running_m
     ``weight`` and ``bias`` are length-C arrays or empty ones (none). In training a non-empty ``running_mean``
     and ``running_var`` are updated in place, ``momentum`` the batch's weight (the variance unbiased).
 
-    ``rows``: ``x`` as its row-major (N * S, C) view where it has one (its channels side by side: a transposed
-    (N, S, C) array), else an empty array. The passes then run along those rows, whose channels LLVM vectorizes
-    (``x``'s strides are unknown to it: it walks a 3-d view element by element)."""
+    ``rows``: ``x``'s (N * S, C) rows (``cpu._channel_rows``), which the passes then walk, or an empty array: they
+    walk ``x``'s planes."""
     n_, c_, s_ = x.shape
     count = n_ * s_
     if training:
@@ -193,12 +162,6 @@ def batch_norm_forward(x, rows, weight, bias, eps, training, momentum, running_m
                 for c in range(c_):
                     d = rows[r, c] - mean[c]
                     var[c] += d * d
-        elif _channels_inner(x):
-            for n in range(n_):
-                for j in range(s_):
-                    for c in range(c_):
-                        d = x[n, c, j] - mean[c]
-                        var[c] += d * d
         else:
             for n in range(n_):
                 for c in range(c_):
@@ -230,7 +193,12 @@ def batch_norm_forward(x, rows, weight, bias, eps, training, momentum, running_m
                 for c in range(c_):
                     out[n, c, j] = rows[r, c] * scale[c] + shift[c]
     else:
-        _channel_affine(x, scale, shift, out)
+        for n in range(n_):
+            for c in range(c_):
+                a = scale[c]
+                b = shift[c]
+                for j in range(s_):
+                    out[n, c, j] = x[n, c, j] * a + b
 
 
 @njit(**_REDUCING)
@@ -238,11 +206,11 @@ def batch_norm_backward(g, x, g_rows, x_rows, mean, rstd, weight, training, sum_
     """Per channel the float64 sums of ``g`` and of ``g * (x - mean)`` (``sum_g``, ``dot``: the bias and weight
     gradients' sums), then, when ``gx`` is not empty, the input gradient into it: in training torch's
     ``((g - sum_g / count) - (x - mean) * dot * rstd^2 / count) * rstd * weight``, in eval ``g * rstd * weight``.
-    ``weight`` is a length-C array or an empty one (none). ``g_rows`` and ``x_rows``: both arrays' (N * S, C)
-    row-major views (``batch_norm_forward``'s ``rows``) where both have one, else empty arrays."""
+    ``weight`` is a length-C array or an empty one (none). ``g_rows`` and ``x_rows``: both arrays' rows
+    (``batch_norm_forward``'s ``rows``), walked instead of their planes, or empty arrays."""
     n_, c_, s_ = x.shape
     count = max(n_ * s_, 1)
-    by_rows = g_rows.size and x_rows.size
+    by_rows = x_rows.size > 0
     dot[:] = 0.0
     if by_rows:
         sum_g[:] = 0.0
@@ -250,12 +218,6 @@ def batch_norm_backward(g, x, g_rows, x_rows, mean, rstd, weight, training, sum_
             for c in range(c_):
                 sum_g[c] += g_rows[r, c]
                 dot[c] += g_rows[r, c] * (x_rows[r, c] - mean[c])
-    elif _channels_inner(x):
-        _channel_sums(g, sum_g)
-        for n in range(n_):
-            for j in range(s_):
-                for c in range(c_):
-                    dot[c] += g[n, c, j] * (x[n, c, j] - mean[c])
     else:
         _channel_sums(g, sum_g)
         for n in range(n_):
@@ -282,11 +244,6 @@ def batch_norm_backward(g, x, g_rows, x_rows, mean, rstd, weight, training, sum_
                 r = n * s_ + j
                 for c in range(c_):
                     gx[n, c, j] = (g_rows[r, c] - shift[c] - (x_rows[r, c] - mean[c]) * k[c]) * scale[c]
-    elif _channels_inner(x):
-        for n in range(n_):
-            for j in range(s_):
-                for c in range(c_):
-                    gx[n, c, j] = (g[n, c, j] - shift[c] - (x[n, c, j] - mean[c]) * k[c]) * scale[c]
     else:
         for n in range(n_):
             for c in range(c_):
