@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .._samples import Call, Sample, T  # noqa: F401 - the sample forms a declaration takes
+from .out_arguments import takes_out, with_out
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,10 @@ _DECLARED: set[str] = set()  # every declared name and alias (a set: the check s
 def register(decl: Declaration) -> Declaration:
     """Add a declaration (its function made batchable); a name declared twice is a bug."""
     unwrapped = decl.function
-    decl = dataclasses.replace(decl, function=batchable(decl.name, decl.function))
+    batched = batchable(decl.name, decl.function)
     names = (decl.name, *decl.aliases)
+    # the namespace function takes torch's ``out=`` where torch's does; the Tensor methods never do
+    decl = dataclasses.replace(decl, function=with_out(decl.name, batched) if takes_out(names) else batched)
     for name in names:
         if name in _DECLARED:
             raise ValueError(f"op {name!r} is declared twice")
@@ -107,9 +110,9 @@ def register(decl: Declaration) -> Declaration:
         if method in METHODS:
             raise ValueError(f"Tensor method {method!r} is declared twice")
         if method in REFLECTED_OPERATORS or _one_required_operand(unwrapped):
-            METHODS[method], BATCHED_OPERATORS[method] = unwrapped, decl.function
+            METHODS[method], BATCHED_OPERATORS[method] = unwrapped, batched
         else:
-            METHODS[method] = decl.function
+            METHODS[method] = batched
     return decl
 
 

@@ -387,26 +387,26 @@ def _tensor_list(name: str, tensors) -> list:
 
 
 @declare(samples=(Sample([T(2, 3), T(2, 1)]), Sample([T(3), T(2)])))
-def hstack(tensors, *, out=None) -> Tensor:
+def hstack(tensors) -> Tensor:
     """Concatenate along dim 1 (dim 0 for 1-D tensors), after ``atleast_1d``."""
     tensors = [_raise_dims(t, 1) for t in _tensor_list("hstack", tensors)]
     return shape.cat(tensors, 0 if tensors[0].dim() == 1 else 1)
 
 
 @declare(aliases=("row_stack",), samples=(Sample([T(2, 3), T(1, 3)]), Sample([T(3), T(3)])))
-def vstack(tensors, *, out=None) -> Tensor:
+def vstack(tensors) -> Tensor:
     """Concatenate along dim 0 after ``atleast_2d`` (1-D tensors become rows)."""
     return shape.cat([_raise_dims(t, 2) for t in _tensor_list("vstack", tensors)], 0)
 
 
 @declare(samples=(Sample([T(2, 3), T(2, 3)]), Sample([T(3), T(3)]), Sample([T(1, 2, 1), T(1, 2, 2)])))
-def dstack(tensors, *, out=None) -> Tensor:
+def dstack(tensors) -> Tensor:
     """Concatenate along dim 2 after ``atleast_3d``."""
     return shape.cat([_raise_dims(t, 3) for t in _tensor_list("dstack", tensors)], 2)
 
 
 @declare(samples=(Sample([T(3), T(3, 2)]), Sample([T(2, 2), T(2)])))
-def column_stack(tensors, *, out=None) -> Tensor:
+def column_stack(tensors) -> Tensor:
     """Concatenate along dim 1, 0-d and 1-D tensors first made columns ``(n, 1)``."""
     cols = [shape.reshape(t, (t.numel(), 1)) if t.dim() <= 1 else t for t in _tensor_list("column_stack", tensors)]
     return shape.cat(cols, 1)
@@ -542,7 +542,7 @@ class Addmv(Function):
 
 
 @declare(methods=True, samples=(Sample(T(2), T(2, 3), T(3)), Sample(T(1), T(2, 3), T(3), beta=0.5, alpha=2.0)))
-def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """``beta * input + alpha * (mat @ vec)``."""
     if mat.dim() != 2 or vec.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {mat.dim()}, {vec.dim()}")
@@ -572,7 +572,7 @@ class Addr(Function):
 
 
 @declare(methods=True, samples=(Sample(T(2, 3), T(2), T(3)), Sample(T(3), T(2), T(3), beta=2.0, alpha=-1.0)))
-def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """``beta * input + alpha * outer(vec1, vec2)``."""
     if vec1.dim() != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.dim()}-D")
@@ -603,7 +603,7 @@ class Addbmm(Function):
 @declare(
     methods=True, samples=(Sample(T(2, 4), T(3, 2, 5), T(3, 5, 4)), Sample(T(4), T(2, 2, 3), T(2, 3, 4), beta=0.5))
 )
-def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1, out=None) -> Tensor:  # noqa: A002
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     if batch1.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
@@ -638,7 +638,7 @@ class Vdot(Function):
 
 
 @declare(methods=True, samples=(Sample(T(4), T(4)),))
-def vdot(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+def vdot(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """The dot product of two 1-D tensors, the first conjugated (real tensors: ``dot``)."""
     if input.dim() != 1 or other.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
@@ -647,7 +647,7 @@ def vdot(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
 
 
 @declare(samples=(Sample(T(2, 3), T(2, 3, 4)), Sample(T(2, 3), T(3, 2), ([0, 1], [1, 0])), Sample(T(2, 3), T(4), 0)))
-def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     """Sum of products over the last ``dims`` dims of ``a`` and the first ``dims`` of ``b`` (or the listed dim
     pairs), as one matrix product of the two reshaped tensors."""
     if isinstance(dims, Tensor):
@@ -691,7 +691,7 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
 
 
 @declare(methods=True, samples=(Sample(T(2, 3), T(4, 3)), Sample(T(3), T(3)), Sample(T(2, 3), T(3))))
-def inner(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+def inner(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """Sum of products over the last dim of both (a scalar times a tensor when either is 0-d)."""
     if input.dim() == 0 or other.dim() == 0:
         return input * other
@@ -704,7 +704,7 @@ def inner(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
 
 
 @declare(methods=True, samples=(Sample(T(2, 3), T(3, 2)), Sample(T(2), T(2, 1, 3))))
-def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+def kron(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """The Kronecker product: every element of ``input`` times a block ``other``, dims aligned from the right."""
     n = max(input.dim(), other.dim())
     a = shape.reshape(input, (1,) * (n - input.dim()) + tuple(input.shape))
@@ -719,7 +719,7 @@ def kron(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
 
 
 @declare(samples=(Sample(T(2, 3), T(3, 4), T(4, 2)), Sample(T(2, 3), T(3, 2))))
-def chain_matmul(*matrices, out=None) -> Tensor:
+def chain_matmul(*matrices) -> Tensor:
     """The product of 2-D matrices left to right (torch's deprecated form of ``linalg.multi_dot``)."""
     warnings.warn(
         "torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use torch.linalg.multi_dot "
@@ -906,7 +906,6 @@ def logspace(
     steps: int,
     base: float = 10.0,
     *,
-    out=None,
     dtype=None,
     layout=None,
     device=None,
@@ -955,13 +954,13 @@ def _reduce_dims(dim, ndim: int):
 
 
 @declare(methods=True, samples=(Sample(T(2, 3)), Sample(T(2, 3), 1), Sample(T(2, 3, 2), (0, 2), True)))
-def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:  # noqa: A002
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """``sum`` treating NaNs as zero."""
     return NanSum.apply(input, _reduce_dims(dim, input.dim()), bool(keepdim), dtype)
 
 
 @declare(methods=True, samples=(Sample(T(2, 3)), Sample(T(2, 3), 1, True)))
-def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:  # noqa: A002
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """``mean`` of the non-NaN elements (NaN where every element is NaN)."""
     if not input.is_floating_point():
         raise RuntimeError(
@@ -1024,7 +1023,7 @@ def randint_like(
     methods=True,
     samples=(Sample(T(2, 3), 2), Sample(T(2, 3, domain=(0.5, 2.0)), T(3)), Sample(T(3, domain=(0.5, 2.0)), 0.5)),
 )
-def float_power(input, exponent, *, out=None) -> Tensor:  # noqa: A002
+def float_power(input, exponent) -> Tensor:  # noqa: A002
     """``input ** exponent`` computed in float64 whatever the operands' dtypes."""
     base = input.to(float64) if isinstance(input, Tensor) else float(input)
     power = exponent.to(float64) if isinstance(exponent, Tensor) else float(exponent)
@@ -1047,7 +1046,7 @@ class Ldexp(Function):
 
 
 @declare(methods=True, samples=(Sample(T(2, 3), T(3, dtype="int64", high=4)),))
-def ldexp(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+def ldexp(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """``input * 2 ** other``, in a floating dtype."""
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
@@ -1067,7 +1066,7 @@ def _require_integers(name: str, *tensors) -> None:
 @declare(
     methods=True, differentiable=False, samples=(Sample(T(2, 3, dtype="int64", high=20), T(3, dtype="int64", high=20)),)
 )
-def gcd(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+def gcd(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """The greatest common divisor of integer tensors, elementwise (non-negative; ``gcd(0, 0) == 0``), by Euclid's
     algorithm run on whole tensors."""
     _require_integers("gcd", input, other)
@@ -1085,7 +1084,7 @@ def gcd(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
 @declare(
     methods=True, differentiable=False, samples=(Sample(T(2, 3, dtype="int64", high=12), T(3, dtype="int64", high=12)),)
 )
-def lcm(input: Tensor, other: Tensor, *, out=None) -> Tensor:  # noqa: A002
+def lcm(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     """The least common multiple of integer tensors, elementwise (non-negative; 0 where either is 0)."""
     _require_integers("lcm", input, other)
     g = gcd(input, other)
@@ -1127,7 +1126,7 @@ def _insertion_points(boundaries: Tensor, values: Tensor, right: bool, out_int32
     differentiable=False,
     samples=(Sample(T(2, 3), T(1)), Sample(T(5, dtype="int64", high=3), T(1, dtype="int64", high=3), right=True)),
 )
-def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool = False, out=None) -> Tensor:  # noqa: A002
+def bucketize(input, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:  # noqa: A002
     """The index of the bucket of sorted 1-D ``boundaries`` each value falls in (``right``: ties go after the
     boundary)."""
     if boundaries.dim() != 1:
@@ -1152,7 +1151,6 @@ def searchsorted(
     out_int32: bool = False,
     right: bool = False,
     side=None,  # noqa: A002
-    out=None,
     sorter=None,
 ) -> Tensor:
     """Where each value would be inserted in ``sorted_sequence`` (its last dim; leading dims matched with
@@ -1326,7 +1324,7 @@ class Aminmax(Function):
 
 
 @declare(methods=True, samples=(Sample(T(2, 3)), Sample(T(2, 3), dim=1), Sample(T(2, 3), dim=0, keepdim=True)))
-def aminmax(input: Tensor, *, dim=None, keepdim: bool = False, out=None):  # noqa: A002
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):  # noqa: A002
     """``(min, max)`` of ``input`` (over ``dim`` when given), in one call."""
     if dim is None:
         if input.numel() == 0:
@@ -1388,7 +1386,7 @@ def _pick_sorted(input: Tensor, dim: int, position: Tensor, keepdim: bool, node:
 
 
 @declare(methods=True, samples=(Sample(T(5), 2), Sample(T(3, 4), 4, 1), Sample(T(3, 4), 1, 0, True)))
-def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out=None):  # noqa: A002
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
     """``(values, indices)`` of the ``k``-th smallest element along ``dim`` (``k`` counts from 1)."""
     d = wrap_dim(int(dim), input.dim())
     n = input.shape[d] if input.dim() else 1
@@ -1452,13 +1450,13 @@ def _median(input: Tensor, dim, keepdim: bool, ignore_nan: bool):
 
 
 @declare(methods=True, samples=(Sample(T(5)), Sample(T(3, 4), 1), Sample(T(3, 4), 0, True)))
-def median(input: Tensor, dim=None, keepdim: bool = False, *, out=None):  # noqa: A002
+def median(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A002
     """The lower median (NaN if there is a NaN): of all elements, or ``(values, indices)`` along ``dim``."""
     return _median(input, dim, keepdim, ignore_nan=False)
 
 
 @declare(methods=True, samples=(Sample(T(5)), Sample(T(3, 4), 1), Sample(T(3, 4), -1, True)))
-def nanmedian(input: Tensor, dim=None, keepdim: bool = False, *, out=None):  # noqa: A002
+def nanmedian(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A002
     """``median`` of the non-NaN elements (NaN where all are NaN)."""
     return _median(input, dim, keepdim, ignore_nan=True)
 
@@ -1511,7 +1509,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
 
 
 @declare(methods=True, differentiable=False, samples=(Sample(T(8)), Sample(T(2, 5), 4, -1.0, 1.0)))
-def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *, out=None) -> Tensor:  # noqa: A002
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
     """A histogram of ``bins`` equal-width bins over ``[min, max]`` (the data's range when both are 0); values
     outside are ignored and ``max`` falls in the last bin."""
     if not input.is_floating_point():
@@ -1600,13 +1598,13 @@ def _cumulative_pick(input: Tensor, dim: int, largest: bool):
 
 
 @declare(methods=True, samples=(Sample(T(5), 0), Sample(T(3, 4), 1), Sample(T(3, 4), -2)))
-def cummax(input: Tensor, dim: int, *, out=None):  # noqa: A002
+def cummax(input: Tensor, dim: int):  # noqa: A002
     """``(values, indices)`` of the running maximum along ``dim`` (ties and NaNs: the latest index)."""
     return _cumulative_pick(input, dim, True)
 
 
 @declare(methods=True, samples=(Sample(T(5), 0), Sample(T(3, 4), 1)))
-def cummin(input: Tensor, dim: int, *, out=None):  # noqa: A002
+def cummin(input: Tensor, dim: int):  # noqa: A002
     """``(values, indices)`` of the running minimum along ``dim`` (ties and NaNs: the latest index)."""
     return _cumulative_pick(input, dim, False)
 
@@ -1695,7 +1693,7 @@ _RETURN_TYPES["frexp"] = _named_pair("frexp", "mantissa", "exponent")
 
 
 @declare(methods=True, samples=(Sample(T(2, 3, domain=(-100.0, 100.0))), Sample(T(4, domain=(-1e-3, 1e-3)))))
-def frexp(input: Tensor, *, out=None):  # noqa: A002
+def frexp(input: Tensor):  # noqa: A002
     """``(mantissa, exponent)`` with ``input == mantissa * 2 ** exponent`` and ``0.5 <= |mantissa| < 1`` (the
     exponent as int32)."""
     if not input.is_floating_point():
@@ -1745,7 +1743,7 @@ class Logcumsumexp(Function):
 
 
 @declare(methods=True, samples=(Sample(T(5), 0), Sample(T(3, 4), 1), Sample(T(3, 4), -2)))
-def logcumsumexp(input: Tensor, dim: int, *, out=None) -> Tensor:  # noqa: A002
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:  # noqa: A002
     """``log(cumsum(exp(input)))`` along ``dim``, computed without overflow or underflow."""
     if not input.is_floating_point():
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{_dtype_name(input.dtype)}'")
@@ -1827,16 +1825,14 @@ def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_n
         Sample(T(2, 5), 0.6, -1, interpolation="nearest"),
     ),
 )
-def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None) -> Tensor:  # noqa: A002
+def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear") -> Tensor:  # noqa: A002
     """The ``q``-th quantiles along ``dim`` (of all elements by default), interpolated as ``interpolation`` says; NaN
     for rows holding a NaN. A 1-D ``q`` gives its quantiles along a new first dim."""
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
 @declare(methods=True, samples=(Sample(T(7), 0.3), Sample(T(3, 4), 0.8, 1, interpolation="lower")))
-def nanquantile(
-    input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear", out=None
-) -> Tensor:  # noqa: A002
+def nanquantile(input: Tensor, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear") -> Tensor:  # noqa: A002
     """``quantile`` of the non-NaN values (NaN where a row has none)."""
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)
 

@@ -32,6 +32,7 @@ from . import complex_ops, nn_ops
 from ._common import not_a_tensor, type_name
 from ._registry import declare
 from .complex_ops import view_as_real
+from .out_arguments import write_into
 
 # --- the host transforms ---------------------------------------------------------------------------------------------
 
@@ -284,18 +285,7 @@ def _into(out, result: Tensor, internal: str, input: Tensor) -> Tensor:  # noqa:
             f"{internal}(): functions with out=... arguments don't support automatic differentiation, but one of "
             "the arguments requires grad."
         )
-    if tuple(out.shape) != tuple(result.shape):
-        if out.numel():
-            warnings.warn(
-                f"An output with one or more elements was resized since it had shape {list(out.shape)}, which does "
-                f"not match the required output shape {list(result.shape)}. This behavior is deprecated, and in a "
-                "future PyTorch release outputs will not be resized unless they have zero elements. You can "
-                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
-                UserWarning,
-                stacklevel=3,
-            )
-        out.resize_(result.shape)
-    out.copy_(result)
+    write_into(out, result, stacklevel=4)  # (the user, past the transform and its helper)
     return out
 
 
