@@ -145,7 +145,9 @@ def declare(
         decl = Declaration(
             op_name, f, method_names, tuple(aliases), tuple(samples), differentiable, torch_name, tuple(calls)
         )
-        return register(decl).function
+        public = register(decl).function
+        # the module keeps the form without ``out=``: the library's own calls skip that wrapper's frame
+        return getattr(public, "without_out", public)
 
     return register_fn(fn) if fn is not None else register_fn
 

@@ -134,6 +134,7 @@ def with_out(name: str, fn: typing.Callable) -> typing.Callable:
             return fn(*args, **kwargs)
         return _call_into(name, fn, args, kwargs, out)
 
+    op.without_out = fn  # (what ``declare`` hands back to the op's module, for the library's own calls)
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
