@@ -135,15 +135,17 @@ def with_out(name: str, fn: typing.Callable) -> typing.Callable:
         return _call_into(name, fn, args, kwargs, out)
 
     op.without_out = fn  # (what ``declare`` hands back to the op's module, for the library's own calls)
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return op
+    return op
+
+
+def signature_with_out(op: typing.Callable) -> inspect.Signature:
+    """The signature of a ``with_out`` function: its function's, with the keyword-only ``out=None`` (made when
+    asked, by the stub generator: reading 300 signatures at import would cost ``import numbagrad`` milliseconds)."""
+    signature = inspect.signature(op.without_out)
     parameters = [p for p in signature.parameters.values() if p.name != "out"]
     keyword = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=typing.Any)
     at = next((k for k, p in enumerate(parameters) if p.kind is p.VAR_KEYWORD), len(parameters))
-    op.__signature__ = signature.replace(parameters=[*parameters[:at], keyword, *parameters[at:]])
-    return op
+    return signature.replace(parameters=[*parameters[:at], keyword, *parameters[at:]])
 
 
 def _requires_grad(value) -> bool:
