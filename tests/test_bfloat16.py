@@ -112,6 +112,26 @@ def test_vector_norm_accumulates_in_float32_as_torch(torch):
         assert ours.shape == () and ours.item() == theirs.item()
 
 
+@pytest.mark.parametrize("ord", [1, 2, 3, float("inf")])
+def test_tensor_norm_rounds_once_as_torch(torch, ord):
+    """``Tensor.norm``: powers, sum and root in float32, one rounding (two bfloat16 roundings missed the nearest
+    value by an ulp in one norm of three)."""
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        data = (rng.standard_normal((8, 8)) * rng.uniform(0.01, 10)).astype(np.float32)
+        assert bf16(numbagrad, data).norm(ord).item() == bf16(torch, data).norm(ord).item()
+
+
+@pytest.mark.parametrize("name", ["add", "sub"])
+def test_alpha_scales_a_bfloat16_operand_in_the_result_dtype(torch, name):
+    """``float32 + alpha * bfloat16``: the product is not rounded to bfloat16 first (torch scales in float32)."""
+    a, b = X, np.random.default_rng(2).standard_normal(X.shape).astype(np.float32)
+    ours = getattr(numbagrad, name)(numbagrad.tensor(a), bf16(numbagrad, b), alpha=-0.0173)
+    theirs = getattr(torch, name)(torch.tensor(a), bf16(torch, b), alpha=-0.0173)
+    assert ours.dtype == numbagrad.float32
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=0, atol=2e-7)  # (torch fuses: an ulp at most)
+
+
 def test_module_bfloat16_casts_parameters():
     m = numbagrad.nn.Linear(3, 2).bfloat16()
     assert m.weight.dtype is numbagrad.bfloat16 and m.bias.dtype is numbagrad.bfloat16 and m.weight.requires_grad

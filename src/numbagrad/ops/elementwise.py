@@ -53,6 +53,7 @@ from ._common import (
     invalid_arguments,
     not_a_tensor,
     result_np_dtype,
+    result_type,
     same_backend,
 )
 from ._common import new_shell as _new
@@ -977,7 +978,7 @@ def _make_frontend(row: Row, public: str):
             a = as_operand(input, public, 1, "input")
             b = as_operand(other, public, 2, "other")
             if alpha != 1:
-                b = mul(b, alpha) if isinstance(b, Tensor) else b * alpha  # (``add(x, 2, alpha=3)``: x + 6)
+                b = _scaled(b, alpha, a)  # (``add(x, 2, alpha=3)``: x + 6)
             return (single or _by_operands(classes, a, b)).apply(a, b)
 
         if not row.alpha:
@@ -1002,6 +1003,19 @@ def _make_frontend(row: Row, public: str):
     return fn
 
 
+def _scaled(operand, alpha, other):
+    """``alpha * operand`` for a binary row's ``alpha=``, in the dtype the op computes in: a tensor operand of
+    another dtype than the result (a bfloat16 ``other`` added to a float32 ``input``) is cast up first, so the
+    product is not rounded to the narrower type (torch scales inside the kernel, in the common dtype)."""
+    if not isinstance(operand, Tensor):
+        return operand * alpha
+    if isinstance(other, Tensor) and other.dtype != operand.dtype:
+        common = result_type(operand, other)
+        if common != operand.dtype:
+            operand = operand.to(common)
+    return mul(operand, alpha)
+
+
 def _tensor_operands_checked(row: Row, public: str):
     """The public function of a binary row whose torch signature takes a Python number at ``row.number_operands``
     only (``maximum(t, 1.5)`` is torch's TypeError)."""
@@ -1015,7 +1029,7 @@ def _tensor_operands_checked(row: Row, public: str):
         a = as_operand(input, public, 1, "input")
         b = as_operand(other, public, 2, "other")
         if alpha != 1:  # (rsub, the one such row with alpha: ``other - alpha * input``)
-            a = mul(a, alpha)
+            a = _scaled(a, alpha, b)
         return (single or _by_operands(classes, a, b)).apply(a, b)
 
     if row.alpha:

@@ -503,12 +503,16 @@ class Addmm(Function):
     def forward(ctx, input, m1, m2, beta, alpha):  # noqa: A002
         ctx.beta, ctx.alpha, ctx.in_shape = beta, alpha, input.shape
         ctx.save_for_backward(m1, m2)
+        dtype = m1.dtype
+        narrow = dtype.is_floating_point and dtype.itemsize == 2
+        if narrow:  # a 2-byte float: the whole sum in float32, rounded once, as torch's CPU kernel computes it
+            input, m1, m2 = input.float(), m1.float(), m2.float()
         out = _matmul_data(m1, m2)
         if alpha != 1:
             out = out * alpha
         if beta != 0:  # beta = 0 ignores input entirely (NaN and inf included), as torch
             out = out + (input if beta == 1 else input * beta)
-        return out
+        return out.to(dtype) if narrow else out
 
     @staticmethod
     def backward(ctx, g):

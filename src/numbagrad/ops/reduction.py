@@ -545,6 +545,17 @@ class Norm(Function):
 
     @staticmethod
     def forward(ctx, x, p, axes, keepdim):
+        ctx.p, ctx.shape, ctx.axes, ctx.keepdim = p, x.shape, axes, keepdim
+        dtype = x.dtype
+        if dtype.itemsize == 2:  # a 2-byte float: powers, sum and root in float32, rounded once, as torch's
+            out = Norm._norm(x.float(), p, axes, keepdim).to(dtype)
+        else:
+            out = Norm._norm(x, p, axes, keepdim)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def _norm(x, p, axes, keepdim):
         a = x.abs() if p != 2 else x  # (x * x is |x| * |x| exactly: one pass fewer for the common 2-norm)
         if p == math.inf:
             out = a.amax(axes if axes is not None else (), keepdim)
@@ -558,8 +569,6 @@ class Norm(Function):
             out = (a * a).sum(axes, keepdim).sqrt()
         else:
             out = (a**p).sum(axes, keepdim) ** (1.0 / p)
-        ctx.p, ctx.shape, ctx.axes, ctx.keepdim = p, x.shape, axes, keepdim
-        ctx.save_for_backward(x, out)
         return out
 
     @staticmethod
