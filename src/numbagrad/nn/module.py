@@ -12,7 +12,7 @@ from .._types import bfloat16, float16, float32, float64
 from .._types import dtype as _dtype
 from ..autograd.grad_mode import break_trace, no_grad, state
 from ._backward_hooks import BackwardHooks
-from .parameter import Parameter, UninitializedTensorMixin
+from .parameter import Buffer, Parameter, UninitializedTensorMixin
 
 T = TypeVar("T", bound="Module")
 
@@ -364,10 +364,17 @@ class Module:
                     f"cannot assign '{typename(value)}' as child module '{name}' (torch.nn.Module or None expected)"
                 )
             d["_modules"][name] = value
-        elif "_buffers" in d and name in d["_buffers"]:
+        elif isinstance(value, Buffer) or "_buffers" in d and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' (torch.Tensor or None expected)")
-            d["_buffers"][name] = value
+                raise TypeError(
+                    f"cannot assign '{typename(value)}' as buffer '{name}' (torch.nn.Buffer, torch.Tensor or None "
+                    "expected)"
+                )
+            if isinstance(value, Buffer):  # (a marked tensor brings its persistence; a plain one keeps the slot's)
+                persistent = value.persistent
+            else:
+                persistent = name not in self._non_persistent_buffers_set
+            self.register_buffer(name, value, persistent)
         else:
             object.__setattr__(self, name, value)
 

@@ -1,4 +1,5 @@
-"""``nn.Parameter``: a leaf Tensor that a Module registers as one of its parameters."""
+"""``nn.Parameter``: a leaf Tensor that a Module registers as one of its parameters; ``nn.Buffer``: the marker that
+makes a tensor assigned to a Module attribute one of its buffers."""
 
 from __future__ import annotations
 
@@ -36,6 +37,29 @@ class Parameter(Tensor):
 
 def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
     return Parameter(data, requires_grad)
+
+
+class _BufferMeta(type):
+    """``isinstance(t, Buffer)`` is True for any tensor ``Buffer(...)`` marked (``_is_buffer``), as in torch."""
+
+    def __instancecheck__(cls, instance) -> bool:
+        if cls is Buffer and isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """A tensor that, assigned as a Module attribute, is registered in ``buffers()`` (``persistent``: saved in
+    ``state_dict``), as ``register_buffer`` would. ``Buffer(data)`` is ``data`` detached (its ``requires_grad``
+    kept) and marked, a plain Tensor as in torch, not an instance of a subclass."""
+
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> Tensor:  # type: ignore[misc]
+        if data is None:
+            data = ops.empty(0)
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t
 
 
 class UninitializedTensorMixin:
