@@ -9,11 +9,9 @@ rather than as one per-element kernel.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from .._tensor import Tensor
 from .._types import bfloat16
-from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops import addmm
 from .optimizer import Optimizer, _check_tensor_lr
 
@@ -88,26 +86,14 @@ class Muon(Optimizer):
                         f"Muon only supports 2D parameters whereas we found a parameter with size: {p.size()}"
                     )
 
-    def step(self, closure: Callable | None = None):
-        """Update every parameter that has a gradient; ``closure`` (re-evaluating the loss) runs first."""
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    if p.is_complex():
-                        raise RuntimeError("Muon does not support complex parameters")
-                    if p.grad.is_sparse:
-                        raise RuntimeError("Muon does not support sparse gradients")
-                    self._step_one(group, p)
-        return loss
-
-    def _step_one(self, group: dict, p: Tensor) -> None:
+    def _step_parameter(self, group: dict, p: Tensor) -> None:
+        """One Muon update of ``p`` (the base class's ``step`` runs it, under no_grad, for each parameter that has
+        a gradient)."""
+        if p.is_complex():
+            raise RuntimeError("Muon does not support complex parameters")
         grad = p.grad
+        if grad.is_sparse:
+            raise RuntimeError("Muon does not support sparse gradients")
         if grad.dim() != 2:
             raise ValueError("Param gradient must be a 2D matrix")
         state = self.state[p]
