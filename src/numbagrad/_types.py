@@ -151,6 +151,21 @@ def from_numpy_dtype(np_dtype) -> dtype:
         ) from None
 
 
+#: torch's categories for writing a result into a destination tensor (bool < integer < float < complex): a result
+#: goes into a destination of its own or a later category. Keyed by numpy's dtype kind ("V": bfloat16, a float).
+CAST_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}
+
+
+def check_castable(result: np.dtype, destination: np.dtype) -> None:
+    """torch's error for a result of numpy dtype ``result`` that may not be written into a ``destination`` (an
+    in-place op's tensor, an ``out=``): a float into an integer, a complex into a real, a number into a bool."""
+    if CAST_CATEGORY[result.kind] > CAST_CATEGORY[destination.kind]:
+        raise RuntimeError(
+            f"result type {from_numpy_dtype(result).scalar_name} can't be cast to the desired output type "
+            f"{from_numpy_dtype(destination).scalar_name}"
+        )
+
+
 def to_dtype(d) -> dtype:
     """Accept our dtype, a numpy dtype, or a Python type (float, int, bool) as torch does."""
     if isinstance(d, dtype):

@@ -22,13 +22,12 @@ import warnings
 import numpy as np
 
 from .._tensor import NON_LEAF_GRAD_WARNING, Tensor, refuse_non_leaf_requires_grad
-from .._types import from_numpy_dtype
+from .._types import check_castable
 from ..autograd import forward_ad
 from ..autograd.function import NO_GRAD_VIEW, Function, edge_of, make_node, may_skip_apply
 from ..autograd.grad_mode import no_grad, state
 from ._common import broadcast_shapes, shape_str
 
-_CASTS = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2, "c": 3}  # ("V": bfloat16, a float)
 ERR_INFERENCE_INPLACE = (
     "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal "
     "tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
@@ -101,11 +100,7 @@ def has_internal_overlap(data) -> bool:
 
 def check_result(t: Tensor, result_dtype: np.dtype, result_shape: tuple) -> None:
     """The result must fit the destination: castable dtype (torch's category rule) and the destination's shape."""
-    if _CASTS[result_dtype.kind] > _CASTS[t._data.dtype.kind]:
-        raise RuntimeError(
-            f"result type {from_numpy_dtype(result_dtype).scalar_name} can't be cast to the desired output type "
-            f"{t.dtype.scalar_name}"
-        )
+    check_castable(result_dtype, t._data.dtype)
     if tuple(result_shape) != t._data.shape:
         raise RuntimeError(
             f"output with shape {shape_str(t.shape)} doesn't match the broadcast shape "

@@ -22,7 +22,7 @@ from ._registry import Sample, T, declare
 from .creation import eye, zeros_like
 from .indexing import where
 from .linalg import DiagonalEmbed, diagonal, matmul, tril, triu
-from .reduction import amax, amin, sum, sum_to_shape
+from .reduction import Norm, amax, amin, sum, sum_to_shape
 from .shape import cat
 
 
@@ -958,55 +958,6 @@ def _norm_dims(x: Tensor, dim) -> tuple:
     return tuple(sorted(wrap_dim(d, x.dim()) for d in dims))
 
 
-class VectorNorm(Function):
-    node_name = "LinalgVectorNormBackward0"
-
-    @staticmethod
-    def forward(ctx, x, ord, dims, keepdim):
-        ctx.save_for_backward(x)
-        ctx.args = (ord, dims, keepdim)
-        a = np.abs(_host(x))
-        stored = a.dtype
-        if stored.itemsize == 2 and stored.kind in "fV":  # float16 and bfloat16 accumulate in float32, as torch's
-            a = a.astype(np.float32)
-        axes = dims if dims else None
-        if ord == math.inf:
-            out = a.max(axis=axes, keepdims=keepdim, initial=0)
-        elif ord == -math.inf:
-            out = a.min(axis=axes, keepdims=keepdim)
-        elif ord == 0:
-            out = (a != 0).sum(axis=axes, keepdims=keepdim)
-        elif ord == 1:
-            out = a.sum(axis=axes, keepdims=keepdim)
-        elif ord == 2:
-            out = np.sqrt((a * a).sum(axis=axes, keepdims=keepdim))
-        else:
-            with np.errstate(divide="ignore"):
-                out = (a**ord).sum(axis=axes, keepdims=keepdim) ** (1.0 / ord)
-        return _wrap(np.asarray(out, dtype=stored), x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        ord, dims, keepdim = ctx.args
-        norm = VectorNorm.apply(x, ord, dims, True)
-        if not keepdim:
-            for d in dims:
-                g = g.unsqueeze(d)
-        if ord == 0:
-            return zeros_like(x), None, None, None
-        if ord == 1:
-            return g * x.sign(), None, None, None
-        if ord in (math.inf, -math.inf):
-            hit = (x.abs() == norm).to(x.dtype)
-            count = sum(hit, dims, True)
-            return g * x.sign() * hit / count, None, None, None
-        if ord == 2:
-            return where(norm == 0, 0.0, g * x / where(norm == 0, 1.0, norm)), None, None, None
-        scale = x.abs() ** (ord - 2) * x if ord >= 1 else x.sign() * x.abs() ** (ord - 1)
-        return where(norm == 0, 0.0, g * scale / where(norm == 0, 1.0, norm) ** (ord - 1)), None, None, None
-
-
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """The ``ord``-norm of ``x`` over ``dim`` (all dims by default) seen as one vector (of a complex ``x``: of its
     magnitudes)."""
@@ -1029,9 +980,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, dtype=None
                 f"linalg.vector_norm cannot compute the {float(ord):g} norm on {where_} the operation does not have "
                 "an identity"
             )
-    if x.dim() == 0 and dim is None:
-        dims = ()
-    return VectorNorm.apply(x, float(ord), dims, keepdim)
+    return Norm.apply(x, float(ord), None if dim is None else dims, keepdim)
 
 
 def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:

@@ -31,7 +31,7 @@ import warnings
 
 from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES
-from .._types import shape_str
+from .._types import CAST_CATEGORY, check_castable, shape_str
 from ..autograd.grad_mode import no_grad, state
 
 #: The declared functions whose torch binding takes ``out=`` (read from torch 2.13's signatures). Functions that
@@ -104,12 +104,6 @@ _EXACT_DTYPE = {
     "quantile": "quantile() out tensor must be same dtype as the input tensor",
     "nanquantile": "nanquantile() out tensor must be same dtype as the input tensor",
 }
-
-
-def _category(d) -> int:
-    """torch's category order for casts into ``out`` (bool, integer, float, complex): a result may go into an
-    ``out`` of its own or a later category."""
-    return 3 if d.is_complex else 2 if d.is_floating_point else 0 if d.name == "bool" else 1
 
 
 _RESIZED = (
@@ -194,12 +188,9 @@ def _check_dtype(name: str, result: Tensor, out: Tensor) -> None:
                 res=have.scalar_name, got=want.scalar_name, res_cpp=CPP_NAMES[have.name], got_cpp=CPP_NAMES[want.name]
             )
         )
-    if _category(have) > _category(want):
-        if name in _CONCATENATING:
-            raise TypeError(f"torch.cat(): input types can't be cast to the desired output type {want.scalar_name}")
-        raise RuntimeError(
-            f"result type {have.scalar_name} can't be cast to the desired output type {want.scalar_name}"
-        )
+    if name in _CONCATENATING and CAST_CATEGORY[result._data.dtype.kind] > CAST_CATEGORY[out._data.dtype.kind]:
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type {want.scalar_name}")
+    check_castable(result._data.dtype, out._data.dtype)
 
 
 def write_into(out: Tensor, result: Tensor, *, resize_warns: bool = True, stacklevel: int = 2) -> None:

@@ -547,7 +547,7 @@ class Norm(Function):
     def forward(ctx, x, p, axes, keepdim):
         ctx.p, ctx.shape, ctx.axes, ctx.keepdim = p, x.shape, axes, keepdim
         dtype = x.dtype
-        if dtype.itemsize == 2:  # a 2-byte float: powers, sum and root in float32, rounded once, as torch's
+        if dtype.is_floating_point and dtype.itemsize == 2:  # a 2-byte float: in float32, rounded once, as torch
             out = Norm._norm(x.float(), p, axes, keepdim).to(dtype)
         else:
             out = Norm._norm(x, p, axes, keepdim)
