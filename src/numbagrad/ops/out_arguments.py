@@ -83,11 +83,13 @@ _STRICT = "Expected out tensor to have dtype {res_cpp}, but got {got_cpp} instea
 _EXACT_DTYPE = {
     **dict.fromkeys(
         """
-        mm bmm addmm baddbmm mv addmv matmul softmax log_softmax sort topk max min gather norm tril triu diag cross
-        inverse matrix_power index_add scatter scatter_add argmax argmin kthvalue mode median nanmedian
+        mm bmm addmm baddbmm mv addmv matmul softmax log_softmax sort topk gather norm tril triu diag cross inverse
+        matrix_power index_add scatter scatter_add argmax argmin kthvalue mode median nanmedian
         """.split(),
         _STRICT,
     ),
+    "max": _STRICT,  # (its (values, indices) form only: the reduction to one value and the binary one cast)
+    "min": _STRICT,
     "dot": "result dtype {got} does not match input dtype {res}",
     "vdot": "result dtype {got} does not match input dtype {res}",
     "where": "Expected out type to be {res} but got {got}",
@@ -112,6 +114,10 @@ _RESIZED = (
     "unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
     "elements with t.resize_(0)."
 )
+
+
+#: Ops whose ``_EXACT_DTYPE`` check holds for their tuple-returning form only.
+_STRICT_IN_TUPLES_ONLY = frozenset({"max", "min"})
 
 
 def takes_out(names: tuple) -> bool:
@@ -166,8 +172,9 @@ def _call_into(name: str, fn: typing.Callable, args: tuple, kwargs: dict, out):
     results = tuple(result) if isinstance(result, (tuple, list)) else (result,)
     if len(results) != len(outs):
         raise RuntimeError(f"{name}(): expected out to be a tuple of {len(results)} tensors, but got {len(outs)}")
+    strict = len(results) > 1 or name not in _STRICT_IN_TUPLES_ONLY
     for r, o in zip(results, outs):
-        _check_dtype(name, r, o)
+        _check_dtype(name, r, o, strict)
     for r, o in zip(results, outs):
         write_into(o, r, resize_warns=name not in _CREATION, stacklevel=3)
     if len(outs) == 1 and not isinstance(out, (tuple, list)):
@@ -175,13 +182,13 @@ def _call_into(name: str, fn: typing.Callable, args: tuple, kwargs: dict, out):
     return type(result)(*outs) if hasattr(result, "_fields") else tuple(outs)
 
 
-def _check_dtype(name: str, result: Tensor, out: Tensor) -> None:
+def _check_dtype(name: str, result: Tensor, out: Tensor, strict: bool) -> None:
     if result.device != out.device:
         raise RuntimeError(f"Expected out tensor to have device {result.device}, but got {out.device} instead")
     have, want = result.dtype, out.dtype
     if have == want:
         return
-    template = _EXACT_DTYPE.get(name)
+    template = _EXACT_DTYPE.get(name) if strict else None
     if template is not None:
         raise RuntimeError(
             template.format(
