@@ -88,6 +88,7 @@ def test_state_holds_the_momentum_buffer():
         ({"momentum": -0.1}, "momentum should be >= 0 but is: -0.1"),
         ({"weight_decay": -0.1}, "weight decay should be >= 0 but is: -0.1"),
         ({"adjust_lr_fn": "other"}, "Adjust learning rate function other is not supported"),
+        ({"lr": ng.tensor([1e-3, 1e-3])}, "Tensor lr must be 1-element"),
     ],
 )
 def test_bad_options_raise_torchs_errors(kwargs, message):

@@ -64,8 +64,6 @@ class Muon(Optimizer):
     def __init__(self, params, lr: float = 1e-3, weight_decay: float = 0.1, momentum: float = 0.95,
                  nesterov: bool = True, ns_coefficients: tuple[float, float, float] = NS_COEFFICIENTS,
                  eps: float = EPS, ns_steps: int = NS_STEPS, adjust_lr_fn: str | None = None) -> None:  # fmt: skip
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
         _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
