@@ -1112,6 +1112,23 @@ def test_inplace_change_of_a_saved_input_is_caught_by_the_version_counter():
         y.backward()
 
 
+def test_a_group_reads_its_own_output_for_a_gradient_that_needs_it():
+    """``tanh(x @ w + b)``'s group hands its tanh output to the backward instead of recomputing tanh (both read
+    one full array); so an in-place change of that output is caught, as torch's TanhBackward catches it."""
+    f = ng.compile(lambda x, w, b: ng.tanh(x @ w + b))
+    xv, wv, bv = np.linspace(-1, 1, 12).reshape(4, 3), np.linspace(-0.5, 0.5, 6).reshape(3, 2), np.array([0.1, -0.2])
+    for _ in range(2):
+        w, b = ng.tensor(wv, requires_grad=True), ng.tensor(bv, requires_grad=True)
+        f(ng.tensor(xv), w, b).sum().backward()
+    y = np.tanh(xv @ wv + bv)
+    np.testing.assert_allclose(b.grad.numpy(), (1 - y * y).sum(0), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), xv.T @ (1 - y * y), rtol=1e-12)
+    out = f(ng.tensor(xv), w, b)
+    out.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
 def test_anomaly_mode_reports_the_group_that_failed():
     f = ng.compile(lambda x: ng.sqrt(x * 1.0).sum())
     f(ng.ones(2, requires_grad=True))
