@@ -661,46 +661,6 @@ def softmax_backward_rows(y, g, log, gx):
                 gx[i, k] = y[i, k] * (g[i, k] - total)
 
 
-@njit(**_REDUCING)
-def cross_entropy_forward(x, e, rowmax, target, weight, weighted, smoothing, ignore_index, losses, counts, sums):
-    """Turn ``e`` (``exp(x - rowmax)``) into the softmax in place; per sample ``(1 - s) * w[t] * (lse - x_t) + s /
-    C * sum_c w[c] * (lse - x_c)`` (0 when ignored) into ``losses`` and ``w[t]`` (0 when ignored) into ``counts``,
-    and the float64 sums of both (as stored) into ``sums``: the reductions' numerator and denominator."""
-    n, c = x.shape
-    wsum = _weight_sum(weight, weighted, c)
-    sums[0] = sums[1] = 0.0
-    one = rowmax[:1].copy()  # a scalar of the data's dtype: float32 data is scaled in float32 (vectorized)
-    for i in range(n):
-        total = 0.0
-        for k in range(c):
-            total += e[i, k]
-        one[0] = 1.0 / total
-        inv = one[0]
-        for k in range(c):
-            e[i, k] *= inv
-        t = target[i]
-        if t == ignore_index:
-            losses[i] = 0.0
-            counts[i] = 0.0
-            continue
-        lse = rowmax[i] + math.log(total)
-        smooth = 0.0
-        if smoothing != 0.0:
-            xs = 0.0
-            if weighted:
-                for k in range(c):
-                    xs += weight[k] * x[i, k]
-            else:
-                for k in range(c):
-                    xs += x[i, k]
-            smooth = wsum * lse - xs
-        wt = weight[t] if weighted else 1.0
-        counts[i] = wt
-        losses[i] = _sample_loss(lse, x[i, t], wt, smoothing, c, smooth)
-        sums[0] += losses[i]
-        sums[1] += counts[i]
-
-
 @njit(**_OPTS, inline="always")
 def _weight_sum(weight, weighted, c):
     """The class weights' sum (the smoothing term's), ``c`` where there are none."""
@@ -761,8 +721,9 @@ def normalize_planes(e, total):
 
 @njit(**_REDUCING)
 def cross_entropy_planes_losses(x, lse, target, weight, weighted, smoothing, ignore_index, losses, counts, sums):
-    """``cross_entropy_forward``'s losses over (N, C, S) from each position's log-sum-exp ``lse[n, s]``: position
-    ``n * S + s``'s loss and counted weight, and their float64 sums into ``sums``."""
+    """Cross entropy over (N, C, S) from each position's log-sum-exp ``lse[n, s]``: position ``n * S + s``'s loss
+    ``(1 - s) * w[t] * (lse - x_t) + s / C * sum_c w[c] * (lse - x_c)`` and its counted weight ``w[t]`` (both 0
+    where ``t`` is ``ignore_index``), and their float64 sums (as stored) into ``sums``."""
     n_, c_, s_ = x.shape
     wsum = _weight_sum(weight, weighted, c_)
     sums[0] = sums[1] = 0.0
@@ -823,10 +784,11 @@ def cross_entropy_planes_backward(probs, target, weight, weighted, smoothing, ig
 def cross_entropy_backward(probs, target, weight, weighted, smoothing, ignore_index, scale, out):
     """``out[i] = scale[i] * d loss_i / d x_i``: ``coef * p - (1 - s) * w[t] * onehot(t) - s / C * w`` with
     ``coef = (1 - s) * w[t] + s / C * sum(w)`` (``scale`` per sample: the incoming gradient over the mean's
-    denominator)."""
+    denominator; or one, for every sample, where the loss was reduced)."""
     n, c = probs.shape
     wsum = _weight_sum(weight, weighted, c)
     a = smoothing / c
+    each = scale.shape[0] == n
     for i in range(n):
         t = target[i]
         if t == ignore_index:
@@ -834,7 +796,7 @@ def cross_entropy_backward(probs, target, weight, weighted, smoothing, ignore_in
                 out[i, k] = 0.0
             continue
         wt = weight[t] if weighted else 1.0
-        sc = scale[i]
+        sc = scale[i] if each else scale[0]
         coef = sc * ((1.0 - smoothing) * wt + a * wsum)
         if smoothing == 0.0:
             for k in range(c):
