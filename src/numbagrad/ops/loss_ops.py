@@ -27,7 +27,7 @@ from ..scalar_math import ROWS, Row, log, select
 from ._common import new_shell as _new
 from .elementwise import FUNCTIONS, make_function
 from .indexing import where
-from .nn_ops import LinearMap
+from .nn_ops import linear_map
 from .reduction import softmax
 
 #: torch's composite losses divide by numbers in C++ (``DivBackward1``); from Python that is ``DivBackward0``.
@@ -308,7 +308,7 @@ class NllLoss(Function):
             picked = b.take_along_axis(b.ascontiguous(layout.to_rows(gx)), index, 1)
             return b.reshape(picked, rows.shape)
 
-        return LinearMap.apply(rows, scatter, gather), None, None, None, None, None
+        return linear_map(rows, scatter, gather), None, None, None, None, None
 
 
 class NllLoss2d(NllLoss):

@@ -49,7 +49,17 @@ class LinearMap(Function):
 
     @staticmethod
     def backward(ctx, g: Tensor):
-        return LinearMap.apply(g, ctx.f_t, ctx.f), None, None
+        return linear_map(g, ctx.f_t, ctx.f), None, None
+
+
+def linear_map(x: Tensor, f, f_t) -> Tensor:
+    """``LinearMap.apply(x, f, f_t)``; where grad mode is off (a backward without ``create_graph``), which would
+    record no node, ``f`` on the storage alone: the apply cost about a third of an embedding's backward node
+    (the makemore MLP's (32, 3) indices of a (27, 10) table, 1 thread: 11.7 and 13.7 us in two runs, 8.7 and
+    10.4 without)."""
+    if not state.enabled:
+        return _t(f(x._data))
+    return LinearMap.apply(x, f, f_t)
 
 
 # --- convolution -------------------------------------------------------------------------------------------------
@@ -137,10 +147,10 @@ class _Plane:
         return b.reshape(x, self.image_shape)
 
     def columns(self, x: Tensor) -> Tensor:
-        return LinearMap.apply(x.reshape(self.shape), self.im2col, self.col2im)
+        return linear_map(x.reshape(self.shape), self.im2col, self.col2im)
 
     def image(self, cols: Tensor) -> Tensor:
-        return LinearMap.apply(cols.contiguous(), self.col2im, self.im2col)
+        return linear_map(cols.contiguous(), self.col2im, self.im2col)
 
 
 def _grouped(t: Tensor, groups: int) -> Tensor:
@@ -355,16 +365,13 @@ class MaxPool2d(Function):
             b = backend
             return b.reshape(b.max_pool2d_backward(b.reshape(gd, (planes, *out_hw)), idx, in_hw), in_shape)
 
-        if not state.enabled:  # (without create_graph: the scatter itself, not a LinearMap node that no one keeps)
-            return _t(scatter(g._data)), *([None] * ctx.args)
-
         def gather(gg):
             b = backend
             flat = b.reshape(b.ascontiguous(gg), (planes, in_hw[0] * in_hw[1]))
             picked = b.take_along_axis(flat, b.reshape(idx, (planes, out_hw[0] * out_hw[1])), 1)
             return b.reshape(picked, g.shape)
 
-        return LinearMap.apply(g, scatter, gather), *([None] * ctx.args)
+        return linear_map(g, scatter, gather), *([None] * ctx.args)
 
 
 class MaxPool3d(MaxPool2d):
@@ -443,7 +450,7 @@ class AvgPool2d(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         maps = ctx.maps
-        return LinearMap.apply(g, maps.adjoint, maps.forward), None
+        return linear_map(g, maps.adjoint, maps.forward), None
 
 
 class AdaptiveAvgPool2d(AvgPool2d):
@@ -1085,7 +1092,7 @@ class Embedding(Function):
             b = backend_for(gw)
             return b.reshape(weighted(b, b.getitem(gw, (flat,))), g.shape)
 
-        return LinearMap.apply(g, scatter, gather), None, None, None
+        return linear_map(g, scatter, gather), None, None, None
 
 
 def _embedding_index_error(bad: int) -> IndexError:
@@ -1188,7 +1195,7 @@ class IndexPad(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         maps = ctx.maps
-        return LinearMap.apply(g, maps.adjoint, maps.forward), None
+        return linear_map(g, maps.adjoint, maps.forward), None
 
 
 def _pad_node(mode: str, k: int) -> type:
