@@ -2054,25 +2054,19 @@ def batch_norm(x: np.ndarray, weight, bias, running_mean, running_var, training:
     else:
         mean64.fill(np.nan), var64.fill(np.nan), rstd64.fill(np.nan)
     new_mean = new_var = None
-    if update:
-        count = x3.shape[0] * x3.shape[2]
+    if update:  # (a statistic updated in place by the kernel comes back itself; others are made here)
         if running_mean is not None:
-            new_mean = (
-                running_mean
-                if in_place[0]
-                else _stat_like(
-                    _per_channel(running_mean, np.float64) * (1 - momentum) + mean64 * momentum, running_mean
-                )
-            )
+            new_mean = running_mean
+            if not in_place[0]:
+                new_mean = _per_channel(running_mean, np.float64) * (1 - momentum) + mean64 * momentum
+                new_mean = _stat_like(new_mean, running_mean)
         if running_var is not None:
-            unbiased = var64 * (count / max(count - 1, 1))
-            new_var = (
-                running_var
-                if in_place[1]
-                else _stat_like(
-                    _per_channel(running_var, np.float64) * (1 - momentum) + unbiased * momentum, running_var
-                )
-            )
+            new_var = running_var
+            if not in_place[1]:
+                count = x3.shape[0] * x3.shape[2]
+                unbiased = var64 * (count / max(count - 1, 1))
+                new_var = _stat_like(_per_channel(running_var, np.float64) * (1 - momentum) + unbiased * momentum,
+                                     running_var)  # fmt: skip
     out = out.reshape(x.shape)
     mean, rstd = mean64.astype(dtype), rstd64.astype(dtype)
     if dtype is not x.dtype:  # a 2-byte float's statistics are saved in its precision, as torch's
