@@ -47,6 +47,18 @@ def test_backward_nodes_are_recorded_by_name():
     assert {"AddBackward0", "SumBackward0", "ExpBackward0", "MulBackward0"} <= names
 
 
+def test_a_backward_records_the_ops_its_nodes_apply():
+    """An embedding's backward node scatters its gradient through a ``LinearMap``; without a profiler it skips
+    that op's ``apply`` (nothing would see it), under one the op is recorded."""
+    weight = numbagrad.ones(4, 2, requires_grad=True)
+    loss = numbagrad.nn.functional.embedding(numbagrad.tensor([[0, 3], [3, 1]]), weight).sum()
+    with numbagrad.autograd.profiler.profile() as prof:
+        loss.backward()
+    counts = {e.key: e.count for e in prof.key_averages()}
+    assert counts["EmbeddingBackward0"] == 1 and counts["aten::linear_map"] == 1
+    assert weight.grad.tolist() == [[1.0, 1.0], [1.0, 1.0], [0.0, 0.0], [2.0, 2.0]]
+
+
 def test_a_custom_function_is_recorded_by_its_class_name():
     class Twice(numbagrad.autograd.Function):
         @staticmethod

@@ -19,7 +19,15 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
-from ..autograd.function import NOT_A_TENSOR_INPUT, Function, edge_of, make_node, releasing, saved_input_unhooked
+from ..autograd.function import (
+    BATCHING,
+    NOT_A_TENSOR_INPUT,
+    Function,
+    edge_of,
+    make_node,
+    releasing,
+    saved_input_unhooked,
+)
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import state
 from ..backend import _BY_TYPE as _BACKENDS
@@ -54,10 +62,12 @@ class LinearMap(Function):
 
 def linear_map(x: Tensor, f, f_t) -> Tensor:
     """``LinearMap.apply(x, f, f_t)``; where grad mode is off (a backward without ``create_graph``), which would
-    record no node, ``f`` on the storage alone: the apply cost about a third of an embedding's backward node
-    (the makemore MLP's (32, 3) indices of a (27, 10) table, 1 thread: 11.7 and 13.7 us in two runs, 8.7 and
-    10.4 without)."""
-    if not state.enabled:
+    record no node, and where nothing else sees op calls through ``apply`` (``state.fast``: no compile tracer,
+    forward-AD level, profiler or inference mode; and no ``vmap``), ``f`` on the storage alone: the apply cost
+    about a third of an embedding's backward node (the makemore MLP's (32, 3) indices of a (27, 10) table, 1
+    thread: 11.7 and 13.7 us in two runs, 8.7 and 10.4 without)."""
+    st = state
+    if not st.enabled and st.fast and BATCHING[0] is None:
         return _t(f(x._data))
     return LinearMap.apply(x, f, f_t)
 
