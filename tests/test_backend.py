@@ -220,6 +220,22 @@ def test_sum_to_shape_reduces_broadcast_dims(b):
         np.testing.assert_array_equal(get(b, b.sum_to_shape(put(b, a), shape)), expected)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 5), (1, 7), (33, 27), (4, 3, 130), (9, 1), (40, 2)])
+def test_sum_to_shape_of_leading_dims_has_numpys_bits(dtype, shape):
+    """A bias's gradient (the leading dims summed) through the row-sum kernel: the bits of numpy's sum, negative
+    zeros, infinities and a one-column sum (numpy's is pairwise there) included."""
+    rng = np.random.default_rng(len(shape) * 100 + shape[-1])
+    a = (rng.standard_normal(shape) * rng.choice([1e-3, 1.0, 1e7], shape)).astype(dtype)
+    a[rng.random(shape) < 0.2] = -0.0
+    if a.size:
+        a.flat[-1] = np.inf
+    expected = a.sum(axis=0)
+    got = cpu.sum_to_shape(a, shape[1:])
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+
+
 # --- reductions ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min", "any", "all"])
 @pytest.mark.parametrize("axes", [None, (0,), (1, 2), (0, 2), (-1,)])

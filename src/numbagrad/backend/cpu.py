@@ -606,13 +606,35 @@ def _in_single(row: Row, which: str, values, params: tuple, out: np.ndarray) -> 
 
 
 def sum_to_shape(a: np.ndarray, shape: tuple) -> np.ndarray:
-    """Sum a broadcast gradient back down to ``shape`` (leading dims, then size-1 dims)."""
+    """Sum a broadcast gradient back down to ``shape`` (leading dims, then size-1 dims). A bias's gradient, the
+    leading dims of a contiguous float array, is ``sum_rows``' (``_column_sums``)."""
     if a.shape == tuple(shape):
         return a
     lead = a.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and a.shape[i + lead] != 1)
+    if len(axes) == lead:
+        sums = _column_sums(a, lead)
+        if sums is not None:
+            return sums.reshape(shape)
     r = a.sum(axis=axes, keepdims=True) if axes else a
     return r.reshape(shape)
+
+
+def _column_sums(a: np.ndarray, lead: int) -> np.ndarray | None:
+    """``a.sum(axis=tuple(range(lead)))`` flattened, the same bits, through ``nn_kernels.sum_rows`` for a
+    C-contiguous float32 or float64 ``a`` of at least two columns (numpy sums one column pairwise); None
+    otherwise. At (32, 128) float32, 1 thread: 0.8 us, numpy's sum 1.9; at (700, 1000) 38 and 63 us."""
+    if a.dtype not in _SUM_ROWS_DTYPES or not a.flags.c_contiguous:
+        return None
+    columns = math.prod(a.shape[lead:])
+    if columns < 2:
+        return None
+    out = np.empty(columns, a.dtype)
+    _nn().sum_rows(a.reshape(-1, columns), out)
+    return out
+
+
+_SUM_ROWS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 # --- accumulation, foreach and apply kernels -----------------------------------------------------------------
@@ -980,8 +1002,11 @@ def linear_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray, needs: tup
     if _narrow(g.dtype):
         wide = linear_backward(_widen(g), _widen(x), _widen(weight), needs)
         return tuple(None if r is None else _narrowed(r, g.dtype) for r in wide)
-    return (_product(g, weight) if need_x else None, _product(g.T, x) if need_w else None,
-            g.sum(0) if need_b else None)  # fmt: skip
+    gb = None
+    if need_b:
+        gb = _column_sums(g, 1)
+        gb = g.sum(0) if gb is None else gb
+    return _product(g, weight) if need_x else None, _product(g.T, x) if need_w else None, gb
 
 
 #: Byte boundary of ``repeated_product``'s operand copy: OpenBLAS's sgemm reads a 64-byte aligned right operand

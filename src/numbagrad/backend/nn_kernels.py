@@ -871,6 +871,19 @@ def cumulative(x, product, out):
                 out[o, k, j] = v
 
 
+# --- column sums -----------------------------------------------------------------------------------------------------
+@njit(**_OPTS)
+def sum_rows(a, out):
+    """``out[j] = sum_i a[i, j]`` of a C-contiguous (R, C) ``a`` with C >= 2, in the storage dtype: zeros, then each
+    row added in order, as numpy's ``a.sum(0)`` adds them (the same bits; for one column numpy sums pairwise)."""
+    rows, cols = a.shape
+    for j in range(cols):
+        out[j] = 0.0
+    for i in range(rows):
+        for j in range(cols):
+            out[j] += a[i, j]
+
+
 # --- index_add ------------------------------------------------------------------------------------------------------
 @njit(**_OPTS)
 def add_at_rows(out, index, values):
