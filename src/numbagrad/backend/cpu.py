@@ -2102,8 +2102,12 @@ def batch_norm(x: np.ndarray, weight, bias, running_mean, running_var, training:
 
 def _stat_like(values: np.ndarray, stat: np.ndarray) -> np.ndarray:
     """float64 ``values`` as a new array of ``stat``'s shape and dtype."""
-    values = values.reshape(stat.shape)
-    return _narrowed(values.astype(_SINGLE), stat.dtype) if _narrow(stat.dtype) else values.astype(stat.dtype)
+    return _float64_as(values.reshape(stat.shape), stat.dtype)
+
+
+def _float64_as(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float64 ``values`` as a new array of ``dtype`` (a 2-byte float rounded once, from float32)."""
+    return _narrowed(values.astype(_SINGLE), dtype) if _narrow(dtype) else values.astype(dtype)
 
 
 def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight, training: bool,
@@ -2131,9 +2135,10 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np
     else:
         gx = None
     if need_w:
-        gw = _stat_like(dot * rstd.astype(np.float64), np.empty(c, param))
+        dot *= rstd  # (in float64, whatever rstd's dtype)
+        gw = _float64_as(dot, param)
     if need_b:
-        gb = _stat_like(sum_g, np.empty(c, param))
+        gb = _float64_as(sum_g, param)
     return gx, gw, gb
 
 

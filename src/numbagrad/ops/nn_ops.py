@@ -972,7 +972,6 @@ class BatchNorm(Function):
     def backward(ctx, g: Tensor):
         x, weight, running_mean, running_var = ctx.saved_tensors
         wanted = ctx.needs_input_grad[:3]
-        axes, cshape = ctx.axes, _channel_shape(x)
 
         def kernel(g, x, weight):  # on the forward's mean and rstd
             mean, rstd = ctx.stats
@@ -981,6 +980,7 @@ class BatchNorm(Function):
             return tuple(None if d is None else _t(d) for d in grads)
 
         def formula(g, x, weight):  # the statistics recomputed differentiably
+            axes, cshape = ctx.axes, _channel_shape(x)
             if ctx.training:
                 xhat, rstd = _normalized(x, axes, ctx.eps)
             else:
