@@ -7,7 +7,7 @@ With grad mode on and an input that requires grad the group becomes ONE node of 
 launches the forward kernel directly.
 
 The backward kernel computes every needed input gradient in one pass; values the gradient formulas read are
-recomputed from the inputs, or saved by the forward when that moves fewer bytes (``_strategy``). With
+recomputed from the inputs, or saved by the forward when that moves no more bytes (``_strategy``). With
 ``create_graph=True`` the backward recomputes the group with its eager ops and differentiates those
 (``autograd.grad``), so double backward works.
 """
