@@ -2271,21 +2271,7 @@ def rows_KIND(x, target, weight, weighted, smoothing, ignore_index, probs, losse
             wsum += weight[k]
     total_loss = total_weight = 0.0
     for i in range(n):
-        m0 = m1 = m2 = m3 = x[i, 0]  # (four running maxima: a max reduction does not vectorize, four chains pipeline)
-        k = 0
-        while k + 4 <= c:
-            v0, v1, v2, v3 = x[i, k], x[i, k + 1], x[i, k + 2], x[i, k + 3]
-            m0 = v0 if v0 > m0 else m0
-            m1 = v1 if v1 > m1 else m1
-            m2 = v2 if v2 > m2 else m2
-            m3 = v3 if v3 > m3 else m3
-            k += 4
-        while k < c:
-            m0 = x[i, k] if x[i, k] > m0 else m0
-            k += 1
-        m0 = m1 if m1 > m0 else m0
-        m2 = m3 if m3 > m2 else m2
-        m = m2 if m2 > m0 else m0
+        m = _row_max(x, i, c)
         rowmax[i] = m
         for k in range(c):
             probs[i, k] = x[i, k] - m
@@ -2339,10 +2325,16 @@ def loss_sums_KIND(losses, counts, sums):
 
 def _cross_entropy_rows():
     """The compiled module of ``_CROSS_ENTROPY_ROWS_SOURCE`` for float32 (``rows_f32``, ``loss_sums_f32``) and
-    float64, made once per process."""
+    float64, made once per process. Its rows' maxima are ``nn_kernels._row_max``, which Numba compiles into its
+    loops: its text holds the digest of ``nn_kernels``' text, so that its cache entry changes with that too."""
     module = _KERNELS.get(("cross_entropy_rows",))
     if module is None:
-        parts = ["import numpy as np\nfrom numba import float32, float64"]
+        import hashlib
+        import inspect
+
+        digest = hashlib.sha1(inspect.getsource(_nn()).encode()).hexdigest()[:16]
+        parts = ["import numpy as np\nfrom numba import float32, float64\n"
+                 f'from numbagrad.backend.nn_kernels import _row_max\nNN_KERNELS_CODE = "{digest}"']  # fmt: skip
         parts += [vector_math.SOURCE, vector_math.SINGLE_SOURCE]
         for kind, dtype, exp in (("f32", "float32", "_vexpf"), ("f64", "float64", "_vexp")):
             parts.append(codegen.kind_source(_CROSS_ENTROPY_ROWS_SOURCE, kind, {"DTYPE": dtype, "EXP": exp}))
