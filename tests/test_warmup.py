@@ -63,14 +63,19 @@ def test_a_process_warmed_up_from_a_manifest_compiles_nothing_on_its_first_step(
         count = torch.warmup(manifest={str(manifest)!r})
         replayed, collect.lines = collect.lines, []
         step()
-        print(count, sum("compiled kernel" in line for line in replayed))
+        generated = sum("compiled kernel" in line for line in replayed)
+        importable = sum("loaded kernel" in line and "nn_kernels" in line for line in replayed)
+        print(count, generated, importable)
         print(*collect.lines, sep="\\n")
         """,
         str(tmp_path / "empty"),  # an empty cache: the replay compiles, from the manifest's own source text
         "2",  # another string hashing than the recording process's
     )
-    count, compiled = map(int, lines[0].split())
-    assert count > 0 and compiled == count
+    # every kernel the manifest names is made ready: a generated one compiled from its text; a hand-written one
+    # (``nn_kernels``: the bias gradient's row sums) compiled, or loaded from Numba's cache beside its module,
+    # which the recording process filled
+    count, generated, importable = map(int, lines[0].split())
+    assert count > 0 and generated + importable == count
     assert [line for line in lines[1:] if "compiled" in line] == []
 
 
