@@ -2264,11 +2264,7 @@ _CROSS_ENTROPY_ROWS_SOURCE = """
 def rows_KIND(x, target, weight, weighted, smoothing, ignore_index, probs, losses, counts, sums, summed):
     n, c = x.shape
     rowmax = np.empty(n, x.dtype)
-    wsum = float(c)
-    if weighted:
-        wsum = 0.0
-        for k in range(c):
-            wsum += weight[k]
+    wsum = _weight_sum(weight, weighted, c)
     total_loss = total_weight = 0.0
     for i in range(n):
         m = _row_max(x, i, c)
@@ -2304,7 +2300,7 @@ def rows_KIND(x, target, weight, weighted, smoothing, ignore_index, probs, losse
             smooth = wsum * lse - xs
         wt = weight[t] if weighted else 1.0
         counts[i] = wt
-        losses[i] = (1.0 - smoothing) * wt * (lse - x[i, t]) + smoothing / c * smooth
+        losses[i] = _sample_loss(lse, x[i, t], wt, smoothing, c, smooth)
         total_loss += losses[i]
         total_weight += counts[i]
     if summed:
@@ -2325,8 +2321,10 @@ def loss_sums_KIND(losses, counts, sums):
 
 def _cross_entropy_rows():
     """The compiled module of ``_CROSS_ENTROPY_ROWS_SOURCE`` for float32 (``rows_f32``, ``loss_sums_f32``) and
-    float64, made once per process. Its rows' maxima are ``nn_kernels._row_max``, which Numba compiles into its
-    loops: its text holds the digest of ``nn_kernels``' text, so that its cache entry changes with that too."""
+    float64, made once per process. Its rows' maxima, class weights' sum and samples' losses are ``nn_kernels``'
+    (``_row_max``, ``_weight_sum``, ``_sample_loss``, as the (N, C, S) kernels there use them), which Numba
+    compiles into its loops: its text holds the digest of ``nn_kernels``' text, so that its cache entry changes with
+    that too."""
     module = _KERNELS.get(("cross_entropy_rows",))
     if module is None:
         import hashlib
@@ -2334,7 +2332,8 @@ def _cross_entropy_rows():
 
         digest = hashlib.sha1(inspect.getsource(_nn()).encode()).hexdigest()[:16]
         parts = ["import numpy as np\nfrom numba import float32, float64\n"
-                 f'from numbagrad.backend.nn_kernels import _row_max\nNN_KERNELS_CODE = "{digest}"']  # fmt: skip
+                 "from numbagrad.backend.nn_kernels import _row_max, _sample_loss, _weight_sum\n"
+                 f'NN_KERNELS_CODE = "{digest}"']  # fmt: skip
         parts += [vector_math.SOURCE, vector_math.SINGLE_SOURCE]
         for kind, dtype, exp in (("f32", "float32", "_vexpf"), ("f64", "float64", "_vexp")):
             parts.append(codegen.kind_source(_CROSS_ENTROPY_ROWS_SOURCE, kind, {"DTYPE": dtype, "EXP": exp}))
