@@ -1002,10 +1002,7 @@ def linear_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray, needs: tup
     if _narrow(g.dtype):
         wide = linear_backward(_widen(g), _widen(x), _widen(weight), needs)
         return tuple(None if r is None else _narrowed(r, g.dtype) for r in wide)
-    gb = None
-    if need_b:
-        gb = _column_sums(g, 1)
-        gb = g.sum(0) if gb is None else gb
+    gb = sum_to_shape(g, g.shape[1:]) if need_b else None
     return _product(g, weight) if need_x else None, _product(g.T, x) if need_w else None, gb
 
 
