@@ -117,6 +117,8 @@ def rebase(t: Tensor, op, saves_old: bool = True) -> Tensor:
 
     A retained gradient follows the tensor to its new node (``retain_grad`` reports the newest version's
     gradient, as in torch); hooks registered before stay with the old version."""
+    if not state.enabled:
+        return _write_with_tangent(t, op)
     if t._base is not None:
         return _rebase_view(t, t._base, op)
     old = Tensor._make(t._backend.copy(t._data) if saves_old else t._data)
@@ -135,6 +137,18 @@ def rebase(t: Tensor, op, saves_old: bool = True) -> Tensor:
         move_retained_grad(t, old_node, old._output_nr)
     if t._views:
         _regenerate_views(t, old.requires_grad)
+    return t
+
+
+def _write_with_tangent(t: Tensor, op) -> Tensor:
+    """``rebase`` in no-grad mode, where only a forward-AD tangent needs the op's call: the value and the tangent
+    change (a view's tangent being a view of its base's, the base's too); no graph is recorded, so ``t`` and its
+    base keep their history, as torch's do."""
+    old = Tensor._make(t._data)  # (the op runs out of place: its result is written over t afterwards)
+    old._fw_grad = t._fw_grad
+    result = op(old)
+    write_result(t, result)
+    forward_ad.inplace_tangent(t, result)
     return t
 
 
