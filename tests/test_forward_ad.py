@@ -507,3 +507,57 @@ def test_lstm_tangent_matches_torch(torch):
             out, _ = lstm(fw.make_dual(lib.tensor(x), lib.tensor(t)))
             results.append(fw.unpack_dual(out).tangent.detach().numpy().copy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-10, atol=1e-14)
+
+
+def _gradient_tangents(lib, name: str, arrays: list, tangent_arrays: list, create_graph: bool) -> list:
+    """The tangents of the gradients of ``(OPS[name] * weights).sum()`` with respect to its inputs, taken inside a
+    level whose duals are made from those inputs: forward-over-reverse, a Hessian-vector product per input."""
+    fn, _ = OPS[name]
+    fw = lib.autograd.forward_ad
+    leaves = [lib.tensor(a, requires_grad=True) for a in arrays]
+    with fw.dual_level():
+        duals = [fw.make_dual(p, lib.tensor(t)) for p, t in zip(leaves, tangent_arrays)]
+        out = fn(lib, *duals)
+        weights = lib.tensor(np.random.default_rng(11).standard_normal(tuple(out.shape)))
+        grads = lib.autograd.grad((out * weights).sum(), leaves, create_graph=create_graph, allow_unused=True)
+        tangents = [None if g is None else fw.unpack_dual(g).tangent for g in grads]
+        return [None if t is None else t.detach().numpy().copy() for t in tangents]
+
+
+#: ops whose gradient does not depend on the inputs (linear ones) have a zero or missing tangent in both
+@pytest.mark.parametrize("create_graph", [False, True], ids=["no_graph", "create_graph"])
+@pytest.mark.parametrize("name", [n for n in OPS if n not in ("max_pool2d",)])
+def test_forward_over_reverse_matches_torch(torch, name, create_graph):
+    """``autograd.grad`` inside a level: the gradient's tangent is torch's, whether or not the backward records a
+    graph (without one, the backward's ops still carry tangents, as torch's do)."""
+    _, shapes = OPS[name]
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    tangent_arrays = [rng.standard_normal(s) for s in shapes]
+    ours = _gradient_tangents(numbagrad, name, arrays, tangent_arrays, create_graph)
+    theirs = _gradient_tangents(torch, name, arrays, tangent_arrays, create_graph)
+    for a, b in zip(ours, theirs):
+        if b is None:
+            assert a is None or not np.any(a)
+        else:
+            assert a is not None
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_inplace_op_under_no_grad_in_a_level_keeps_the_history(torch):
+    """An in-place op in no-grad mode inside a level changes the value and the tangent (of a view's base too) but
+    records nothing: the tensor and its views keep their grad_fns, and a gradient taken afterwards is torch's."""
+    results = []
+    for lib in (numbagrad, torch):
+        fw = lib.autograd.forward_ad
+        leaf = lib.tensor([[1.0, 2.0, 3.0], [0.5, 0.1, 2.0]], dtype=lib.float64, requires_grad=True)
+        with fw.dual_level():
+            x = fw.make_dual(leaf, lib.ones(2, 3, dtype=lib.float64)) * 1.0
+            v = x[0]
+            with lib.no_grad():
+                v.mul_(2)
+                x.clamp_(min=1.5)
+            names = (x.grad_fn.name(), v.grad_fn.name())
+            (g,) = lib.autograd.grad((x * x).sum(), leaf)
+            results.append((names, x.tolist(), fw.unpack_dual(x).tangent.tolist(), fw.unpack_dual(g).tangent.tolist()))
+    assert results[0] == results[1]

@@ -447,17 +447,26 @@ def _double_vjp_tangents(cls, args: tuple) -> list:
             vjps = grad(linked, inputs, us, create_graph=True, allow_unused=True)
         except RuntimeError as error:
             raise _unsupported(cls) from error
-        pairs = [(v, a._fw_grad) for v, a in zip(vjps, duals) if v is not None]
+        pairs = [(v, a._fw_grad) for v, a in zip(vjps, duals) if v is not None and _depends_on_u(cls, v)]
         if not pairs:
             return [None] * len(outs)
-        if not all(v.requires_grad for v, _ in pairs):
-            raise _unsupported(cls)
         try:
             jvps = grad([v for v, _ in pairs], us, [t for _, t in pairs], create_graph=create, allow_unused=True)
         except RuntimeError as error:
             raise _unsupported(cls) from error
     by_output = dict(zip([id(o) for o in linked], jvps))
     return [by_output.get(id(o)) for o in outs]
+
+
+def _depends_on_u(cls, vjp: Tensor) -> bool:
+    """Whether a vjp ``J^T u`` has a graph back to ``u``. Being linear in ``u``, one without a graph is a constant:
+    zero (relu's gradient with respect to its input: an input it does not depend on, zero terms to the tangent),
+    or else a backward that is not differentiable (``once_differentiable``), torch's error."""
+    if vjp.requires_grad:
+        return True
+    if not vjp.any().item():
+        return False
+    raise _unsupported(cls)
 
 
 def _internal_leaf(t: Tensor) -> Tensor:

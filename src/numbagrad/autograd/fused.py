@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from .._tensor import Tensor
 from .engine import grad as autograd_grad
 from .function import Function
-from .grad_mode import enable_grad, state
+from .grad_mode import enable_grad, nothing_records, state
 
 __all__ = ["fused_grads"]
 
@@ -93,7 +93,7 @@ def fused_grads(
     differentiable ops (where wanted; anything elsewhere): the node's backward differentiates it. ``zeros``: an
     input the formula does not use gets a zero gradient (torch's native backward kernels: relu's, abs's), else
     none (torch's composite formulas)."""
-    if not state.enabled:  # no node can be recorded (apply would only call the kernel, at ~8 us more)
+    if nothing_records(state):  # (apply would only call the kernel, at ~8 us more)
         return list(kernel(*inputs))
     outs = _node_class(name).apply(kernel, formula, zeros, *inputs)
     it = iter(outs if type(outs) is tuple else (outs,))

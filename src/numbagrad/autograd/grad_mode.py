@@ -63,6 +63,14 @@ class _State(threading.local):
 state = _State()
 
 
+def nothing_records(st) -> bool:
+    """Whether an op called now would be recorded by nothing: grad mode is off (no graph node) and no tracer
+    watches the calls (a forward-AD level, a compile trace, the profiler: ``st.tracer``). A backward may then run
+    its kernels on the storage instead of calling ops; inside a forward-AD level it may not, since the gradients
+    it computes must carry tangents (forward-over-reverse without ``create_graph``, as torch's do)."""
+    return not st.enabled and st.tracer is None
+
+
 def break_trace(reason: str) -> None:
     """While ``numbagrad.compile`` traces a function in this thread, stop tracing it: ``reason`` (what the code
     does that a replay would not repeat) is reported, and that guard key runs eagerly. Otherwise nothing."""

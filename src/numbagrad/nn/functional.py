@@ -27,7 +27,7 @@ from ..autograd.function import (
     saved_input_unhooked,
 )
 from ..autograd.fused import fused_grads
-from ..autograd.grad_mode import no_grad, state
+from ..autograd.grad_mode import no_grad, nothing_records, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, layout
 from ..ops import loss_ops, nn_ops
@@ -1795,7 +1795,7 @@ class _Linear(Function):
         wanted = ctx.needs_input_grad
         if len(wanted) == 2:  # (``_Product``: no bias)
             wanted += (False,)
-        if not state.enabled:  # no graph to record: the kernel alone (what fused_grads would call)
+        if nothing_records(state):  # the kernel alone (what fused_grads would call)
             return _linear_grads(wanted, g, x, weight)
         kernel, formula = functools.partial(_linear_grads, wanted), functools.partial(_linear_grads_formula, wanted)
         return tuple(fused_grads("AddmmBackwardBackward0", kernel, formula, (g, x, weight), wanted))
@@ -2023,7 +2023,7 @@ class _MseLoss(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         x, target = ctx.saved_tensors
-        if not state.enabled and _plain_pair(x._data, target._data) and g._data.dtype is x._data.dtype:
+        if nothing_records(state) and _plain_pair(x._data, target._data) and g._data.dtype is x._data.dtype:
             return _mse_grads_on_storage(ctx, g._data, x._data, target._data, x._backend)
         diff = x - target
         scale = g * (2.0 / max(diff.numel(), 1)) if ctx.reduction == "mean" else g * 2.0  # (empty: no elements)

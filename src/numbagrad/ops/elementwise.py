@@ -41,7 +41,7 @@ from ..autograd.function import (
     saved_output_unhooked,
 )
 from ..autograd.fused import fused_grads
-from ..autograd.grad_mode import enable_grad, no_grad, state
+from ..autograd.grad_mode import enable_grad, no_grad, nothing_records, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, layout
 from ..scalar_math import COMPLEX_ROWS, ROWS, Row
@@ -459,7 +459,7 @@ class Elementwise(Function):
         (1.5-2 us less a node at 16 elements); anything else goes to ``backward``."""
         cls = ctx._forward_cls
         saved = ctx._saved
-        if state.enabled or ctx.in_meta is not None or ctx.values or not _unmodified(saved):
+        if not nothing_records(state) or ctx.in_meta is not None or ctx.values or not _unmodified(saved):
             return Elementwise.backward(ctx, g)  # (which raises torch's error for a modified saved tensor)
         gd = g._data
         dt = gd.dtype
@@ -489,7 +489,7 @@ class Elementwise(Function):
         cls = ctx._forward_cls
         saved = ctx._saved
         if (
-            state.enabled
+            not nothing_records(state)
             or cls.row.no_formula
             or ctx.needs_input_grad != _BOTH_NEEDED
             or ctx.in_meta is not None
@@ -542,7 +542,7 @@ class Elementwise(Function):
             return (*grads, *([None] * len(ctx.params)))
         saved = ctx.saved_tensors if ctx._saved or ctx._freed else ()  # (torch's errors: freed, or modified)
         # the engine's buffer of g may take a gradient when it owns g and no graph node is to keep g
-        reuse = _reusable_input(cls, needed) if not state.enabled and owns(g) else None
+        reuse = _reusable_input(cls, needed) if nothing_records(state) and owns(g) else None
         wanted = needed[:n]
 
         def kernel(g, *saved):

@@ -14,7 +14,7 @@ from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES as _CPP
 from .._types import broadcast_shapes_or_none
 from ..autograd.function import NOT_A_TENSOR_INPUT, Function, edge_of, edges_of, make_node, saved_input_unhooked
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import nothing_records, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ._common import (
@@ -201,7 +201,7 @@ class _GetItem(Function):
     @staticmethod
     def backward(ctx, g):
         index = _saved_index(ctx)
-        if not state.enabled:  # no graph to record: the scatter directly, without IndexAddZeros' node
+        if nothing_records(state):  # the scatter directly, without IndexAddZeros' node
             data = g._data
             return Tensor._make(g._backend.index_add_zeros(tuple(ctx.shape), data.dtype, index, data)), None
         return IndexAddZeros.apply(g, ctx.shape, index), None
@@ -1253,7 +1253,7 @@ class MaskedFill(Function):
             return None, None, gv
         data, m = g._data, mask._data
         if (
-            not state.enabled
+            nothing_records(state)
             and data.shape == m.shape == ctx.shape
             and type(data) is type(m)
             and data.dtype.kind in "fc"

@@ -11,7 +11,7 @@ import numpy as np
 from .._tensor import Tensor
 from .._typeinfo import CPP_NAMES
 from ..autograd.function import Function, edge_of, make_node, saved_input_unhooked
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import nothing_records, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ._common import (
@@ -154,7 +154,7 @@ class Mm(_Product):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         gd = g._data
-        if not state.enabled and gd.dtype.kind == "f" and a._data.dtype == b._data.dtype == gd.dtype:
+        if nothing_records(state) and gd.dtype.kind == "f" and a._data.dtype == b._data.dtype == gd.dtype:
             # (without create_graph: the two products on the arrays, not two transposes and two nodes' calls)
             backend = g._backend
             ga = Tensor._make(backend.matmul(gd, _last_two_swapped(b._data))) if ctx.needs_input_grad[0] else None
@@ -193,7 +193,7 @@ class BatchedMatmul(_Product):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        if not state.enabled and g._data.dtype.kind == "f" and a._data.dtype == b._data.dtype == g._data.dtype:
+        if nothing_records(state) and g._data.dtype.kind == "f" and a._data.dtype == b._data.dtype == g._data.dtype:
             return _batched_grads(g._data, a._data, b._data, ctx.needs_input_grad, g._backend)
         a2 = a.unsqueeze(0) if a.dim() == 1 else a
         b2 = b.unsqueeze(-1) if b.dim() == 1 else b

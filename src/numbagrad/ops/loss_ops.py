@@ -20,7 +20,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.function import NOT_A_TENSOR_INPUT, Function, edge_of, make_node, saved_input_unhooked
 from ..autograd.fused import fused_grads
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import nothing_records, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ..scalar_math import ROWS, Row, log, select
@@ -145,7 +145,7 @@ class CrossEntropy(Function):
     @staticmethod
     def backward(ctx, g: Tensor):
         x, weight = ctx.saved_tensors
-        if not state.enabled:  # no graph to record: the kernel alone (what fused_grads would call)
+        if nothing_records(state):  # the kernel alone (what fused_grads would call)
             return _cross_entropy_grad(ctx, weight, g), None, None, None, None, None, None
         kernel = functools.partial(_cross_entropy_grad_kernel, ctx, weight)
         formula = functools.partial(_cross_entropy_grad_formula, ctx, weight)

@@ -1,8 +1,8 @@
 """Reductions (sum, mean, max/min, amax/amin, prod, norm, var/std, argmax, any/all), softmax and log_softmax.
 
 Forward runs on the backend (``reduce``, ``arg_reduce``). A reduction's backward that only has to broadcast the
-gradient back (``sum``, ``mean``) builds the stride-0 view directly unless ``create_graph`` needs it
-differentiable; the others are written with tensor ops, so they are differentiable again and run on any device.
+gradient back (``sum``, ``mean``) builds the stride-0 view directly unless something records it (``create_graph``, a
+forward-AD level); the others are written with tensor ops, so they are differentiable again and run on any device.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .._tensor import Tensor
 from .._types import get_default_dtype, to_dtype
 from ..autograd.function import NOT_A_TENSOR_INPUT, Function, edge_of, make_node, saved_input_unhooked
 from ..autograd.fused import fused_grads
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import nothing_records, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for
 from ..scalar_math import ROWS
@@ -82,8 +82,8 @@ def _keepdim_shape(shape, axes) -> tuple:
 
 def _expand_back(g: Tensor, shape, axes, keepdim: bool) -> Tensor:
     """Undo a reduction's shape change on a gradient: reshape to keepdim form, expand to ``shape``. Under
-    ``create_graph`` it stays differentiable; otherwise it is one stride-0 view, made directly."""
-    if state.enabled:
+    ``create_graph`` or in a forward-AD level it stays ops; otherwise it is one stride-0 view, made directly."""
+    if not nothing_records(state):
         if not keepdim:
             g = g.reshape(_keepdim_shape(shape, axes))
         return g.expand(shape)
@@ -192,8 +192,8 @@ def _divided(data, divisor, backend):
 
 
 def _scaled_grad(g: Tensor, divisor) -> Tensor:
-    """``g / divisor`` for a backward: differentiable under ``create_graph``, else directly on the storage."""
-    if state.enabled:
+    """``g / divisor`` for a backward: an op where something records it, else directly on the storage."""
+    if not nothing_records(state):
         return g / divisor
     return Tensor._make(_divided(g._data, divisor, g._backend))
 
@@ -684,7 +684,7 @@ def _var_backward(g: Tensor, x: Tensor, axes, keepdim: bool, denominator: float)
     degrees of freedom left, the gradient is inf (nan where x is its mean) over all dims, and the division's inf
     along given dims. Without ``create_graph`` (and with degrees of freedom left) it runs on the storage: the
     scaled ``g`` in its keepdim shape broadcast against the centered ``x``, with no expanded copy."""
-    if not state.enabled and denominator > 0:
+    if nothing_records(state) and denominator > 0:
         backend = x._backend  # (the graph path's products in its order, so both give the same bits)
         gd = g._data
         if not keepdim and gd.ndim != x.dim():

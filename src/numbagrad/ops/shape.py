@@ -1,8 +1,9 @@
 """Shape ops: views (view, reshape, transpose, permute, squeeze, unsqueeze, expand) share storage and the
 version counter with their base; cat, stack, clone, repeat and dtype/device moves copy.
 
-The backward of a view only reshapes, permutes or sums the gradient: without ``create_graph`` it is built
-directly on the storage (``_shape_back``) instead of going through ``Function.apply`` again.
+The backward of a view only reshapes, permutes or sums the gradient: when nothing records it (no
+``create_graph``, no forward-AD level: ``grad_mode.nothing_records``) it is built directly on the storage
+(``_shape_back``) instead of going through ``Function.apply`` again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .._types import Size, bfloat16, float16, int8, int16, to_device, to_dtype, 
 from ..autograd.engine import accumulator_of
 from ..autograd.function import BATCHING as _FUNCTION_BATCHING
 from ..autograd.function import NO_GRAD_VIEW, NOT_A_TENSOR_INPUT, Function, _mark_view, edge_of, make_node
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import nothing_records, state
 from ..backend import _BY_TYPE as _BACKENDS
 from ..backend import backend_for, for_device, layout
 from . import complex_ops
@@ -114,8 +115,8 @@ def _infer_shape(shape: tuple, numel: int) -> tuple:
 
 
 def _reshaped(g: Tensor, shape) -> Tensor:
-    """``g`` reshaped for a view's backward: differentiable under ``create_graph``, else directly."""
-    if state.enabled:
+    """``g`` reshaped for a view's backward: an op where something records it, else directly."""
+    if not nothing_records(state):
         return g.reshape(shape)
     return Tensor._make(g._backend.reshape(g._data, tuple(shape)))
 
@@ -316,7 +317,7 @@ class Permute(Function):
         for i, d in enumerate(ctx.dims):  # (a loop: cheaper than argsort on a few dims)
             inverse[d] = i
         inverse = tuple(inverse)
-        if state.enabled:
+        if not nothing_records(state):
             return permute(g, inverse), None
         return Tensor._make(g._data.transpose(inverse)), None
 
@@ -508,7 +509,7 @@ class Unsqueeze(Function):
 
     @staticmethod
     def backward(ctx, g):
-        if state.enabled:
+        if not nothing_records(state):
             return squeeze(g, ctx.dim), None
         return _reshaped(g, ctx.in_shape), None
 
@@ -548,7 +549,8 @@ class Expand(Function):
     @staticmethod
     def backward(ctx, g):
         data = g._data
-        if not state.enabled and data.shape != ctx.in_shape and data.dtype.kind in "fc" and data.dtype.itemsize >= 4:
+        direct = data.shape != ctx.in_shape and data.dtype.kind in "fc" and data.dtype.itemsize >= 4
+        if direct and nothing_records(state):
             return Tensor._make(g._backend.sum_to_shape(data, ctx.in_shape)), None  # (a new array: the sum's)
         return g.sum_to_size(ctx.in_shape), None
 
@@ -970,7 +972,7 @@ class SplitWithSizes(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        if not state.enabled:  # the pieces joined directly (no graph to record): one dtype, as the engine hands them
+        if nothing_records(state):  # the pieces joined directly: one dtype, as the engine hands them
             dtype = grads[0]._data.dtype
             arrays = []
             for g in grads:  # (a loop: a comprehension costs a frame per call)
