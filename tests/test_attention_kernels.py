@@ -1,7 +1,7 @@
-"""The CPU backend's causal attention kernels (``cpu.causal_attention`` and its backward) against a float64 numpy
-reference: lengths and head widths on and off the register blocks' multiples, values of another width, strided
-and transposed layouts, other ranks, a nan key, any subset of gradients, and the slices shared among two
-threads giving the same bits as one."""
+"""The CPU backend's causal attention kernels (``cpu.causal_attention``, the softmax statistics it keeps, and its
+backward, which makes the probabilities again from them) against a float64 numpy reference: lengths and head
+widths on and off the register blocks' multiples, values of another width, strided and transposed layouts, other
+ranks, a nan key, any subset of gradients, and the slices shared among two threads giving the same bits as one."""
 
 import numpy as np
 import pytest
@@ -11,18 +11,22 @@ from numbagrad.backend import blas, cpu, cpu_threads
 
 
 def _reference(q, k, v, g, scale):
-    """Causal attention's output, probabilities and gradients in float64, by the formulas."""
+    """Causal attention's output, each row's softmax statistics (its largest scaled score and the reciprocal of
+    its sum of exponentials) and the gradients in float64, by the formulas."""
     q, k, v, g = (a.astype(np.float64) for a in (q, k, v, g))
     length = q.shape[-2]
     hidden = np.triu(np.ones((length, length), bool), 1)
     scores = np.where(hidden, -np.inf, q @ np.swapaxes(k, -1, -2) * scale)
-    probs = np.exp(scores - scores.max(-1, keepdims=True))
-    probs /= probs.sum(-1, keepdims=True)
+    largest = scores.max(-1, keepdims=True)
+    probs = np.exp(scores - largest)
+    total = probs.sum(-1, keepdims=True)
+    probs /= total
+    stats = np.concatenate([largest, 1 / total], -1)
     g_probs = g @ np.swapaxes(v, -1, -2)
     g_scores = probs * (g_probs - (probs * g_probs).sum(-1, keepdims=True))
     g_q = g_scores @ k * scale
     g_k = np.swapaxes(g_scores, -1, -2) @ q * scale
-    return probs @ v, probs, g_q, g_k, np.swapaxes(probs, -1, -2) @ g
+    return probs @ v, stats, g_q, g_k, np.swapaxes(probs, -1, -2) @ g
 
 
 def _inputs(shape, value_width, dtype, seed=0):
@@ -35,17 +39,18 @@ def _inputs(shape, value_width, dtype, seed=0):
 def _check(q, k, v, g, tolerance, needs=(True, True, True)):
     scale = q.shape[-1] ** -0.5 if q.shape[-1] else 1.0
     mask = np.zeros((q.shape[-2],) * 2, q.dtype)
-    out, probs = cpu.causal_attention(q, k, v, mask, scale)
-    grads = cpu.causal_attention_backward(g, q, k, v, probs, scale, *needs)
+    out, stats = cpu.causal_attention(q, k, v, mask, scale)
+    grads = cpu.causal_attention_backward(g, q, k, v, stats, scale, *needs)
     expected = _reference(q, k, v, g, scale)
     np.testing.assert_allclose(out, expected[0], rtol=tolerance, atol=tolerance)
-    np.testing.assert_allclose(probs, expected[1], rtol=tolerance, atol=tolerance)
+    assert stats.shape == (*q.shape[:-1], 2) and stats.dtype == q.dtype
+    np.testing.assert_allclose(stats, expected[1], rtol=tolerance, atol=tolerance)
     for grad, want, need in zip(grads, expected[2:], needs):
         assert (grad is None) == (not need)
         if need:
             assert grad.shape == want.shape and grad.dtype == q.dtype
             np.testing.assert_allclose(grad, want, rtol=tolerance, atol=tolerance)
-    return out, probs, grads
+    return out, stats, grads
 
 
 @pytest.mark.parametrize("length", [2, 7, 13, 64, 67])
@@ -91,8 +96,8 @@ def test_only_the_gradients_asked_for(needs):
 def test_a_nan_key_reaches_only_the_queries_that_see_it():
     q, k, v, g = _inputs((1, 1, 12, 8), 8, np.float32)
     k[0, 0, 5] = np.nan
-    out, probs = cpu.causal_attention(q, k, v, np.zeros((12, 12), np.float32), 0.5)
-    assert np.isfinite(out[0, 0, :5]).all() and np.isfinite(probs[0, 0, :5]).all()
+    out, stats = cpu.causal_attention(q, k, v, np.zeros((12, 12), np.float32), 0.5)
+    assert np.isfinite(out[0, 0, :5]).all() and np.isfinite(stats[0, 0, :5]).all()
     assert np.isnan(out[0, 0, 5:]).all()
 
 
@@ -109,11 +114,11 @@ def test_slices_shared_between_two_threads_give_one_threads_bits(monkeypatch, dt
             numbagrad.set_num_threads(threads)
             calls.clear()
             monkeypatch.setattr(cpu_threads, "run_compiled", lambda f, args: calls.append(len(args)) or real(f, args))
-            out, probs = cpu.causal_attention(q, k, v, np.zeros((64, 64), dtype), 0.25)
-            grads = cpu.causal_attention_backward(g, q, k, v, probs, 0.25, True, True, True)
+            out, stats = cpu.causal_attention(q, k, v, np.zeros((64, 64), dtype), 0.25)
+            grads = cpu.causal_attention_backward(g, q, k, v, stats, 0.25, True, True, True)
             monkeypatch.undo()
             assert calls == ([] if threads == 1 else [2, 2])
-            results.append((out, probs, *grads))
+            results.append((out, stats, *grads))
     finally:
         numbagrad.set_num_threads(before)
     for one, two in zip(*results):

@@ -86,14 +86,13 @@ def test_backend_blocks_give_the_whole_products():
     """The block products equal the whole ones with the causal mask (the skipped corner is masked anyway)."""
     q, k, v = _arrays(SHAPES["odd_length"], "float64", seed=5)
     mask = np.triu(np.full((7, 7), -np.inf), 1)
-    out, probs = cpu.causal_attention(q, k, v, mask, 0.5)
+    out, stats = cpu.causal_attention(q, k, v, mask, 0.5)
     scores = mask + (q @ np.swapaxes(k, -1, -2)) * 0.5
     expected = np.exp(scores - scores.max(-1, keepdims=True))
     expected /= expected.sum(-1, keepdims=True)
-    np.testing.assert_allclose(probs, expected, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(out, expected @ v, rtol=1e-12, atol=1e-15)
     g = _arrays(((1, 2, 7, 3),), "float64", seed=6)[0]
-    g_q, g_k, g_v = cpu.causal_attention_backward(g, q, k, v, probs, 0.5, True, True, True)
+    g_q, g_k, g_v = cpu.causal_attention_backward(g, q, k, v, stats, 0.5, True, True, True)
     g_probs = g @ np.swapaxes(v, -1, -2)
     g_scores = expected * (g_probs - (expected * g_probs).sum(-1, keepdims=True))
     np.testing.assert_allclose(g_v, np.swapaxes(expected, -1, -2) @ g, rtol=1e-12, atol=1e-14)
@@ -104,23 +103,24 @@ def test_backend_blocks_give_the_whole_products():
 @pytest.mark.parametrize("backend", ["cpu"] + (["cuda"] if numbagrad.cuda.is_available() else []))
 def test_backends_agree(backend):
     """Each backend's ``causal_attention`` and its backward give the numpy blocks' results (the cuda one runs the
-    whole products; under Numba's simulator where CUDA is absent: ``NUMBA_ENABLE_CUDASIM=1``)."""
+    whole products and keeps the probabilities for its backward, the CPU one each row's softmax statistics;
+    under Numba's simulator where CUDA is absent: ``NUMBA_ENABLE_CUDASIM=1``)."""
     from numbagrad.backend import cuda
 
     b = cpu if backend == "cpu" else cuda
     q, k, v = _arrays(SHAPES["value_width"], "float32", seed=7)
     g = _arrays(((2, 2, 6, 7),), "float32", seed=8)[0]
     mask = np.triu(np.full((6, 6), -np.inf, np.float32), 1)
-    out, probs = cpu.causal_attention(q, k, v, mask, 0.5)
-    grads = cpu.causal_attention_backward(g, q, k, v, probs, 0.5, True, True, True)
+    out, stats = cpu.causal_attention(q, k, v, mask, 0.5)
+    grads = cpu.causal_attention_backward(g, q, k, v, stats, 0.5, True, True, True)
     put = b.from_host
-    d_out, d_probs = b.causal_attention(put(q), put(k), put(v), put(mask), 0.5)
-    d_grads = b.causal_attention_backward(put(g), put(q), put(k), put(v), d_probs, 0.5, True, True, True)
-    for ours, expected in zip((d_out, d_probs, *d_grads), (out, probs, *grads)):
+    d_out, d_kept = b.causal_attention(put(q), put(k), put(v), put(mask), 0.5)
+    d_grads = b.causal_attention_backward(put(g), put(q), put(k), put(v), d_kept, 0.5, True, True, True)
+    for ours, expected in zip((d_out, *d_grads), (out, *grads)):
         host = b.to_host(ours)
         assert host.dtype == np.float32 and host.shape == expected.shape
         np.testing.assert_allclose(host, expected, rtol=1e-5, atol=1e-6)
-    assert b.causal_attention_backward(put(g), put(q), put(k), put(v), d_probs, 0.5, False, False, True)[:2] == (
+    assert b.causal_attention_backward(put(g), put(q), put(k), put(v), d_kept, 0.5, False, False, True)[:2] == (
         None,
         None,
     )

@@ -7,10 +7,13 @@ same on two (each call too small to share; as Python tasks on two threads, 430 a
 slice:
 
 * forward: the scores ``q @ k^T`` (the keys transposed into a buffer once), each row's softmax over its visible
-  keys (scaled, less its maximum, ``exp``, the float64 sum's reciprocal), written as the probabilities, then
-  ``probs @ v``;
-* backward: ``g_v = probs^T @ g``, ``g @ v^T``, softmax's backward per row (float64 sums), ``g_q = g_s @ k`` and
-  ``g_k = g_s^T @ q``, each times ``scale``.
+  keys (scaled, less its maximum, ``exp``, the float64 sum's reciprocal) into the slice's buffer, then
+  ``probs @ v``. Each row's maximum and reciprocal are kept (``STATS``: two numbers a row), not the
+  probabilities, as torch's flash attention keeps only their log-sum-exp: the char GPT's (12, 4, 64, 64)
+  probabilities are 768 KiB a layer in float32, its statistics 24;
+* backward: the scores again and, from the statistics, the same probabilities bit for bit
+  (``probabilities_row``); then ``g_v = probs^T @ g``, ``g @ v^T``, softmax's backward per row (float64 sums),
+  ``g_q = g_s @ k`` and ``g_k = g_s^T @ q``, each times ``scale``.
 
 The products run on ``row_products``' register blocks (``blocks``): the causal structure skips whole blocks (the
 scores' panels right of a block of rows, the depth below or above it), and the few rows and columns past a
@@ -39,7 +42,7 @@ from . import codegen, cpu_threads, row_products, vector_math
 #: operand (address; element strides between batches, heads and rows), a zero address for a gradient not wanted.
 FIELDS = ("q", "k", "v", "out", "g", "g_q", "g_k", "g_v")
 Q, K, V, OUT, G, G_Q, G_K, G_V = range(len(FIELDS))
-PROBS, HEADS, LENGTH, WIDTH, VALUE_WIDTH, SCALE, FIRST, COUNT, BACKWARD = range(4 * len(FIELDS), 4 * len(FIELDS) + 9)
+STATS, HEADS, LENGTH, WIDTH, VALUE_WIDTH, SCALE, FIRST, COUNT, BACKWARD = range(4 * len(FIELDS), 4 * len(FIELDS) + 9)
 SIZE = BACKWARD + 1
 
 #: The fewest multiply-adds (over all slices, forward) worth sharing among threads: the GPT's attention has 3.1
@@ -125,7 +128,7 @@ def softmax_row_KIND(p, visible, scale, probs):
     # Whole rows (``len(p)``, a panel's width: a multiple of 4), the keys past ``visible`` selected away: loops of
     # a fixed length vectorize, the visible prefix's would mostly run their scalar remainder. The maximum by four
     # running maxima (a max reduction is not vectorized; four chains pipeline); the float64 sum's reciprocal
-    # multiplies.
+    # multiplies. Returns the maximum and the reciprocal, from which ``probabilities_row`` makes the row again.
     keys = len(p)
     for j in range(keys):
         p[j] = p[j] * scale if j < visible else -math.inf
@@ -146,6 +149,20 @@ def softmax_row_KIND(p, visible, scale, probs):
         total += e
     inverse = np.DTYPE(1.0 / total)
     for j in range(len(probs)):
+        probs[j] = p[j] * inverse
+    return m, inverse
+
+
+@njit(cache=CACHE, nogil=True, error_model='numpy', boundscheck=False, fastmath={'reassoc', 'nsz'})
+def probabilities_row_KIND(p, visible, scale, m, inverse, probs):
+    # ``softmax_row``'s probabilities again, from the row's scores ``p`` (the same products, overwritten) and the
+    # maximum and reciprocal it returned: its steps, each rounded in the dtype as there, so the same bits
+    keys = len(p)
+    for j in range(keys):
+        p[j] = p[j] * scale if j < visible else -math.inf
+    for j in range(keys):
+        p[j] = EXP(p[j] - m)
+    for j in range(keys):
         probs[j] = p[j] * inverse
 
 
@@ -174,7 +191,7 @@ def forward_KIND(f, scale, first, count):
     # (the copies' padding stays zero: only their first rows and columns are written)
     queries, kt = np.zeros((rows, width), np.DTYPE), np.zeros((width, keys), np.DTYPE)
     vp, s = np.zeros((length, values), np.DTYPE), np.empty((rows, keys), np.DTYPE)
-    o = np.empty((rows, values), np.DTYPE)
+    o, probs = np.empty((rows, values), np.DTYPE), np.zeros((rows, keys), np.DTYPE)
     scaled = np.DTYPE(scale)
     for n in range(first, first + count):
         b, h = divmod(n, heads)
@@ -182,11 +199,10 @@ def forward_KIND(f, scale, first, count):
         columns_in_KIND(f, K, b, h, kt, length, width)
         rows_in_KIND(f, V, b, h, vp, length, vwidth)
         blocks_KIND(queries.ctypes.data, width, 1, kt.ctypes.data, keys, s.ctypes.data, keys, rows, width, keys, 0)
-        probs = carray(AT_KIND(f[PROBS] + BYTES * n * length * length), (length, length), np.DTYPE)
+        stats = carray(AT_KIND(f[STATS] + BYTES * n * length * 2), (length, 2), np.DTYPE)
         for i in range(length):
-            softmax_row_KIND(s[i], i + 1, scaled, probs[i])
-        # (the probabilities' rows read in place: ``causal_attention`` allocates rows past the last slice's)
-        blocks_KIND(probs.ctypes.data, length, 1, vp.ctypes.data, values, o.ctypes.data, values, rows, length,
+            stats[i, 0], stats[i, 1] = softmax_row_KIND(s[i], i + 1, scaled, probs[i])
+        blocks_KIND(probs.ctypes.data, keys, 1, vp.ctypes.data, values, o.ctypes.data, values, rows, length,
                     values, 1)
         rows_out_KIND(f, OUT, b, h, o, length, vwidth, np.DTYPE(1))
 
@@ -200,11 +216,18 @@ def backward_KIND(f, scale, first, count):
     vt, queries = np.zeros((vwidth, keys), np.DTYPE), np.zeros((rows, columns), np.DTYPE)
     kp, s = np.zeros((length, columns), np.DTYPE), np.empty((rows, keys), np.DTYPE)
     ov, oc = np.empty((rows, values), np.DTYPE), np.empty((rows, columns), np.DTYPE)
+    # (the forward's copies, for its score products again)
+    narrow_queries, kt = np.zeros((rows, width), np.DTYPE), np.zeros((width, keys), np.DTYPE)
     scaled = np.DTYPE(scale)
     for n in range(first, first + count):
         b, h = divmod(n, heads)
-        probs = carray(AT_KIND(f[PROBS] + BYTES * n * length * length), (length, length), np.DTYPE)
-        p[:length, :length] = probs
+        rows_in_KIND(f, Q, b, h, narrow_queries, length, width)
+        columns_in_KIND(f, K, b, h, kt, length, width)
+        blocks_KIND(narrow_queries.ctypes.data, width, 1, kt.ctypes.data, keys, s.ctypes.data, keys, rows, width,
+                    keys, 0)
+        stats = carray(AT_KIND(f[STATS] + BYTES * n * length * 2), (length, 2), np.DTYPE)
+        for i in range(length):
+            probabilities_row_KIND(s[i], i + 1, scaled, stats[i, 0], stats[i, 1], p[i])
         rows_in_KIND(f, G, b, h, grads, length, vwidth)
         if need_v:
             blocks_KIND(p.ctypes.data, 1, keys, grads.ctypes.data, values, ov.ctypes.data, values, rows, length,
@@ -263,7 +286,7 @@ def _loops():
     """The compiled module (built once per process; its kernels come from Numba's disk cache)."""
     global _module
     if _module is None:
-        constants = {"PROBS": PROBS, "HEADS": HEADS, "LENGTH": LENGTH, "WIDTH": WIDTH, "VALUE_WIDTH": VALUE_WIDTH}
+        constants = {"STATS": STATS, "HEADS": HEADS, "LENGTH": LENGTH, "WIDTH": WIDTH, "VALUE_WIDTH": VALUE_WIDTH}
         constants.update(SCALE=SCALE, FIRST=FIRST, COUNT=COUNT, BACKWARD=BACKWARD, SIZE=SIZE)
         constants.update(Q=Q, K=K, V=V, OUT=OUT, G=G, G_Q=G_Q, G_K=G_K, G_V=G_V, ROW_MULTIPLE=ROW_MULTIPLE)
         constants.update(WIDE_ROWS=WIDE_ROWS, WIDE_VECTORS=WIDE_VECTORS, NARROW_ROWS=NARROW_ROWS)

@@ -1861,47 +1861,48 @@ def _as_slices(a: np.ndarray | None) -> np.ndarray | None:
     return a
 
 
-def _attention_fields(operands: dict, probs: np.ndarray) -> np.ndarray:
-    """``attention_kernels``' field row for ``operands`` (by its ``FIELDS`` names, each ``_as_slices``'d)."""
+def _attention_fields(operands: dict, stats: np.ndarray) -> np.ndarray:
+    """``attention_kernels``' field row for ``operands`` (by its ``FIELDS`` names, each ``_as_slices``'d) and the
+    rows' softmax statistics ``stats``."""
     kernels = attention_kernels
     fields = np.zeros(kernels.SIZE, np.int64)
     for index, name in enumerate(kernels.FIELDS):
         kernels.operand(fields, index, operands.get(name))
     q = operands["q"]
-    fields[kernels.PROBS] = probs.ctypes.data
+    fields[kernels.STATS] = stats.ctypes.data
     fields[kernels.HEADS], fields[kernels.LENGTH], fields[kernels.WIDTH] = q.shape[1], q.shape[2], q.shape[3]
     fields[kernels.VALUE_WIDTH] = operands["v"].shape[3]
     return fields
 
 
 def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, scale: float) -> tuple:
-    """``softmax(mask + q @ k^T * scale) @ v`` and the probabilities, for float32 or float64 ``q``, ``k`` and
-    ``v`` of one batch shape and as many keys as queries, ``mask`` the additive causal mask (L, L) (0 where key
-    ``j <= i``, ``-inf`` above; the device backend adds it, this one reads the causal structure itself): each
-    (batch, head) slice in one compiled pass (``attention_kernels``), the slices shared among the threads. The
-    char GPT's (12, 4, 64, 32) float32 causal attention: 570 us on one thread, 380 on two (numpy's calls per
-    slice: 520 on either; torch's flash attention 513 on one). The output is laid out as the query
-    (``_laid_out_as_query``), as torch's."""
-    length = q.shape[-2]
+    """``softmax(mask + q @ k^T * scale) @ v``, and what ``causal_attention_backward`` needs besides the inputs,
+    for float32 or float64 ``q``, ``k`` and ``v`` of one batch shape and as many keys as queries, ``mask`` the
+    additive causal mask (L, L) (0 where key ``j <= i``, ``-inf`` above; the device backend adds it, this one
+    reads the causal structure itself): each (batch, head) slice in one compiled pass (``attention_kernels``), the
+    slices shared among the threads. What it keeps is each row's softmax maximum and reciprocal sum, ``(...,
+    L, 2)``, not the ``(..., L, L)`` probabilities. The char GPT's (12, 4, 64, 32) float32 causal attention: 570
+    us on one thread, 380 on two (numpy's calls per slice: 520 on either; torch's flash attention 513 on one).
+    The output is laid out as the query (``_laid_out_as_query``), as torch's."""
     out = _laid_out_as_query(q, v.shape[-1])
-    # (with rows to spare past the last slice: the kernel's last block of rows may read them)
-    size = math.prod(q.shape[:-2]) * length * length
-    probs = np.empty(size + attention_kernels.ROW_MULTIPLE * length, q.dtype)[:size].reshape((*q.shape[:-1], length))
+    stats = np.empty((*q.shape[:-1], 2), q.dtype)
     slices = {"q": _as_slices(q), "k": _as_slices(k), "v": _as_slices(v), "out": _as_slices(out)}
-    fields = _attention_fields(slices, probs)
+    fields = _attention_fields(slices, stats)
     count = slices["q"].shape[0] * slices["q"].shape[1]
+    length = q.shape[-2]
     work = count * length * length * (q.shape[-1] + v.shape[-1]) // 2
     attention_kernels.run("forward", fields, q.dtype, scale, count, work)
-    return out, probs
+    return out, stats
 
 
 @np.errstate(all="ignore")  # (``g``'s cast to the inputs' dtype may overflow, silently as in torch)
-def causal_attention_backward(g: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, probs: np.ndarray,
+def causal_attention_backward(g: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, stats: np.ndarray,
                               scale: float, need_q: bool, need_k: bool, need_v: bool) -> tuple:  # fmt: skip
     """The gradients of ``causal_attention`` with respect to ``q``, ``k`` and ``v`` (None where not needed) from
-    the output's gradient ``g`` and the forward's ``probs``, each (batch, head) slice in one compiled pass
-    (``attention_kernels``), the slices shared among the threads: 630 us on one thread and 440 on two at the
-    char GPT's (12, 4, 64, 32) float32 (numpy's calls per slice: 620 and 600). Each gradient is laid out as its
+    the output's gradient ``g`` and what the forward kept (``stats``), each (batch, head) slice in one compiled
+    pass (``attention_kernels``) that makes the forward's probabilities again, the slices shared among the
+    threads: 630 us on one thread and 440 on two at the char GPT's (12, 4, 64, 32) float32 (numpy's calls per
+    slice: 620 and 600), before the probabilities were made again here. Each gradient is laid out as its
     input (``_laid_out_as_query``): heads split from one projection take their gradients back through the
     transpose and view without a copy, as torch's."""
     g_q = _laid_out_as_query(q, q.shape[-1]) if need_q else None
@@ -1913,8 +1914,8 @@ def causal_attention_backward(g: np.ndarray, q: np.ndarray, k: np.ndarray, v: np
     slices = {"q": _as_slices(q), "k": _as_slices(k), "v": _as_slices(v), "g": _as_slices(g)}
     slices.update(g_q=_as_slices(g_q), g_k=_as_slices(g_k), g_v=_as_slices(g_v))
     length = q.shape[-2]
-    probs = np.ascontiguousarray(probs, q.dtype)  # (held here: the kernel reads it through its address)
-    fields = _attention_fields(slices, probs)
+    stats = np.ascontiguousarray(stats, q.dtype)  # (held here: the kernel reads it through its address)
+    fields = _attention_fields(slices, stats)
     count = slices["q"].shape[0] * slices["q"].shape[1]
     work = count * length * length * (q.shape[-1] + v.shape[-1])
     attention_kernels.run("backward", fields, q.dtype, scale, count, work)

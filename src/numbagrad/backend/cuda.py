@@ -1008,8 +1008,9 @@ def _swap_last(a):
 
 
 def causal_attention(q, k, v, mask, scale: float):
-    """Causal attention's output and probabilities (as ``cpu.causal_attention``), from the device's whole products
-    and ``scaled_softmax`` with the additive causal ``mask``."""
+    """Causal attention's output and what its backward needs besides the inputs (as ``cpu.causal_attention``;
+    here the probabilities), from the device's whole products and ``scaled_softmax`` with the additive causal
+    ``mask``."""
     probs = scaled_softmax(matmul(q, _swap_last(k)), mask, scale, False)
     return matmul(probs, v), probs
 

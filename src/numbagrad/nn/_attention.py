@@ -3,7 +3,9 @@
 
 Both rest on one autograd Function, ``_Attention``: its forward computes ``softmax(q @ k^T * scale + mask)``, the
 optional dropout and the product with ``v``, and returns the probabilities as a second output that it also saves,
-so the backward never recomputes the softmax. The backward is written with differentiable tensor ops (the softmax
+so the backward never recomputes the softmax. A causal attention the backend computes whole is
+``_CausalAttention``, which keeps only each row's softmax statistics and makes the probabilities again in its
+backward, as torch's flash attention does. The backward is written with differentiable tensor ops (the softmax
 step is softmax's fused backward kernel, itself a differentiable node), and a saved output unpacks linked to its
 node, so differentiating the backward again (double backward) comes out right.
 
@@ -21,7 +23,7 @@ import numpy as np
 from .. import ops
 from .._tensor import Tensor
 from .._types import bool_, float32, float64
-from ..autograd.function import Function, edges_of, make_node, saved_input_unhooked, saved_output
+from ..autograd.function import Function, edges_of, make_node, saved_input_unhooked
 from ..autograd.fused import fused_grads
 from ..autograd.grad_mode import trace_constant, untraced
 from ..backend import _BY_TYPE as _BACKENDS
@@ -101,69 +103,16 @@ class _Attention(Function):
     (zeros and ``1 / (1 - p)``; None without dropout); ``k_times``/``v_times`` repeat key/value heads for
     grouped-query attention. With ``safe``, rows whose every score is ``-inf`` get zero probabilities, as torch's
     ``scaled_dot_product_attention`` gives them (``softmax`` alone gives NaN, as torch's MultiheadAttention does
-    when it returns the weights). ``causal``: ``mask`` is ``is_causal``'s, so a float32/float64 attention of one
-    batch shape runs as the backend's ``causal_attention`` (its products skip the keys a block of queries never
-    sees) and, first-order, its backward kernel (the tensor-op gradients stay the formula of double backward).
+    when it returns the weights). A causal attention the backend computes whole is ``_CausalAttention``.
     """
 
     node_name = "ScaledDotProductFlashAttentionForCpuBackward0"
     _unlisted_inputs = (3, 4)  # (the mask and the dropout's keep mask: torch's node lists q, k and v)
 
-    @classmethod
-    def _fast_apply(cls, args: tuple, st):
-        """``apply`` for a causal attention the backend's ``causal_attention`` computes (plain float32 or float64
-        tensors of one batch shape, no dropout or grouped heads), outside anomaly and inference mode, with no
-        tracer or saved-tensor hooks (``st.fast``): ``forward``'s two outputs and the node ``_link_general``
-        builds for them, without the general path's per-argument and per-output bookkeeping; anything else
-        returns None."""
-        if len(args) != 10 or not args[9] or args[4] is not None or args[6] != 1 or args[7] != 1 or not st.fast:
-            return None
-        q, k, v, mask = args[:4]
-        if type(q) is not Tensor or type(k) is not Tensor or type(v) is not Tensor or type(mask) is not Tensor:
-            return None
-        qd, kd, vd, md = q._data, k._data, v._data, mask._data
-        dt, kind = qd.dtype, type(qd)
-        if kd.dtype is not dt or vd.dtype is not dt or type(kd) is not kind or type(vd) is not kind:
-            return None
-        if type(md) is not kind or q._is_inference or k._is_inference or v._is_inference or not _blockable(q, k, v):
-            return None
-        backend = _BACKENDS.get(kind) or backend_for(qd)
-        scale = args[5]
-        out, probs = _new(Tensor), _new(Tensor)
-        out._data, probs._data = backend.causal_attention(qd, kd, vd, md, scale)
-        edges = edges_of(args, cls)
-        if not st.enabled or (
-            edges[0][0] is None and edges[1][0] is None and edges[2][0] is None and edges[3][0] is None
-        ):
-            return out, probs
-        ctx = cls._backward_cls()
-        ctx.needs_input_grad = (
-            edges[0][0] is not None, edges[1][0] is not None, edges[2][0] is not None, edges[3][0] is not None,
-            False, False, False, False, False, False,
-        )  # fmt: skip
-        ctx.scale, ctx.k_times, ctx.v_times, ctx.causal = scale, 1, 1, True
-        ctx.materialize_grads = False
-        ctx._input_meta = (
-            (qd.shape, dt, backend), (kd.shape, dt, backend), (vd.shape, dt, backend), (md.shape, md.dtype, backend),
-            False, False, False, False, False, False,
-        )  # fmt: skip
-        ctx._output_meta = [(out._data.shape, dt, backend), (probs._data.shape, dt, backend)]
-        make_node(ctx, edges, [out, probs])
-        ctx._saved = [saved_input_unhooked(q), saved_input_unhooked(k), saved_input_unhooked(v), saved_output(probs),
-                      None]  # fmt: skip
-        return out, probs
-
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, mask, keep, scale: float, k_times: int, v_times: int,
-                safe: bool, causal: bool = False):  # fmt: skip
+                safe: bool):  # fmt: skip
         ctx.scale, ctx.k_times, ctx.v_times = scale, k_times, v_times
-        ctx.causal = causal = causal and keep is None and _blockable(q, k, v)
-        if causal:  # one backend call: the products in blocks that skip the keys no query of a block sees
-            out, probs = (Tensor._make(a) for a in q._backend.causal_attention(q._data, k._data, v._data,
-                                                                                mask._data, scale))  # fmt: skip
-            ctx.set_materialize_grads(False)
-            ctx.save_for_backward(q, k, v, probs, keep)
-            return out, probs
         scores = q.matmul(_repeat_heads(k, k_times).transpose(-2, -1))
         if _fusable(scores, mask):  # one backend call: scale, mask, softmax (and the empty rows' zeros)
             probs = Tensor._make(scores._backend.scaled_softmax(scores._data, None if mask is None else mask._data,
@@ -184,22 +133,7 @@ class _Attention(Function):
     @staticmethod
     def backward(ctx, g_out, g_probs):
         q, k, v, probs, keep = ctx.saved_tensors
-        need_q, need_k, need_v, need_mask = ctx.needs_input_grad[:4]
-        if ctx.causal and g_probs is None and g_out is not None and not need_mask:
-            scale, wanted = ctx.scale, (need_q, need_k, need_v)
-
-            def kernel(g_out, q, k, v, probs):
-                grads = g_out._backend.causal_attention_backward(g_out._data, q._data, k._data, v._data,
-                                                                 probs._data, scale, *wanted)  # fmt: skip
-                return tuple(None if a is None else Tensor._make(a) for a in grads)
-
-            def formula(g_out, q, k, v, probs):
-                return _Attention._grads(ctx, g_out, None, q, k, v, probs, None, (*wanted, False))[:3]
-
-            grads = fused_grads("ScaledDotProductFlashAttentionForCpuBackwardBackward0", kernel, formula,
-                                (g_out, q, k, v, probs), wanted)  # fmt: skip
-            return *grads, None, None, None, None, None, None, None
-        return _Attention._grads(ctx, g_out, g_probs, q, k, v, probs, keep, (need_q, need_k, need_v, need_mask))
+        return _Attention._grads(ctx, g_out, g_probs, q, k, v, probs, keep, ctx.needs_input_grad[:4])
 
     @staticmethod
     def _grads(ctx, g_out, g_probs, q, k, v, probs, keep, needs: tuple) -> tuple:
@@ -226,6 +160,84 @@ class _Attention(Function):
         return g_q, g_k, g_v, g_scores if need_mask else None, None, None, None, None, None, None
 
 
+class _CausalAttention(Function):
+    """``softmax(q @ k^T * scale + mask) @ v`` for ``is_causal``'s additive ``mask``, as the backend's
+    ``causal_attention`` computes it whole (float32 or float64 ``q``, ``k`` and ``v`` of one batch shape, no
+    dropout or grouped heads: ``_blockable``): its products skip the keys a block of queries never sees.
+
+    It keeps what the backend's backward needs to make the probabilities again (on the CPU each row's softmax
+    maximum and reciprocal sum; a device keeps the probabilities), not the ``(..., L, L)`` probabilities
+    themselves, as torch's flash attention keeps only their log-sum-exp: in the char GPT's step that is 3 MiB
+    less held from forward to backward. The first-order backward is the backend's kernel; the formula its
+    ``fused_grads`` node differentiates (double backward) makes the probabilities again with ops from ``q``
+    and ``k`` and takes ``_Attention``'s gradients.
+    """
+
+    node_name = _Attention.node_name
+    _unlisted_inputs = (3,)  # (the mask: torch's node lists q, k and v)
+
+    @classmethod
+    def _fast_apply(cls, args: tuple, st):
+        """``apply`` for plain tensors outside anomaly and inference mode, with no tracer or saved-tensor hooks
+        (``st.fast``): ``forward``'s output and its node, without the general path's per-argument bookkeeping;
+        anything else returns None."""
+        if len(args) != 5 or not st.fast:
+            return None
+        q, k, v, mask = args[:4]
+        if type(q) is not Tensor or type(k) is not Tensor or type(v) is not Tensor or type(mask) is not Tensor:
+            return None
+        qd, kd, vd, md = q._data, k._data, v._data, mask._data
+        dt, kind = qd.dtype, type(qd)
+        if kd.dtype is not dt or vd.dtype is not dt or type(kd) is not kind or type(vd) is not kind:
+            return None
+        if type(md) is not kind or q._is_inference or k._is_inference or v._is_inference:
+            return None
+        backend = _BACKENDS.get(kind) or backend_for(qd)
+        scale = args[4]
+        out, kept = _new(Tensor), _new(Tensor)
+        out._data, kept._data = backend.causal_attention(qd, kd, vd, md, scale)
+        edges = edges_of(args, cls)
+        if not st.enabled or (edges[0][0] is None and edges[1][0] is None and edges[2][0] is None):
+            return out
+        ctx = cls._backward_cls()
+        ctx.needs_input_grad = (edges[0][0] is not None, edges[1][0] is not None, edges[2][0] is not None,
+                                edges[3][0] is not None, False)  # fmt: skip
+        ctx.scale, ctx.k_times, ctx.v_times = scale, 1, 1
+        ctx._input_meta = ((qd.shape, dt, backend), (kd.shape, dt, backend), (vd.shape, dt, backend),
+                           (md.shape, md.dtype, backend), False)  # fmt: skip
+        ctx._output_meta = ((out._data.shape, dt, backend),)
+        make_node(ctx, edges, out)
+        ctx._saved = [saved_input_unhooked(q), saved_input_unhooked(k), saved_input_unhooked(v),
+                      saved_input_unhooked(kept), saved_input_unhooked(mask)]  # fmt: skip
+        return out
+
+    @staticmethod
+    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: float):
+        ctx.scale, ctx.k_times, ctx.v_times = scale, 1, 1
+        out, kept = (Tensor._make(a) for a in q._backend.causal_attention(q._data, k._data, v._data, mask._data,
+                                                                           scale))  # fmt: skip
+        ctx.save_for_backward(q, k, v, kept, mask)
+        return out
+
+    @staticmethod
+    def backward(ctx, g_out):
+        q, k, v, kept, mask = ctx.saved_tensors
+        scale, wanted = ctx.scale, tuple(ctx.needs_input_grad[:3])
+
+        def kernel(g_out, q, k, v, kept, mask):
+            grads = g_out._backend.causal_attention_backward(g_out._data, q._data, k._data, v._data, kept._data,
+                                                             scale, *wanted)  # fmt: skip
+            return tuple(None if a is None else Tensor._make(a) for a in grads)
+
+        def formula(g_out, q, k, v, kept, mask):
+            probs = ops.add(mask, q.matmul(k.transpose(-2, -1)), alpha=scale).softmax(-1)
+            return _Attention._grads(ctx, g_out, None, q, k, v, probs, None, (*wanted, False))[:3]
+
+        grads = fused_grads("ScaledDotProductFlashAttentionForCpuBackwardBackward0", kernel, formula,
+                            (g_out, q, k, v, kept, mask), wanted)  # fmt: skip
+        return *grads, None, None
+
+
 #: ``_Attention`` as the node torch's CPU dispatch ends with on its other paths: the math path's last ``matmul``
 #: (``UnsafeViewBackward0``; ``MmBackward0`` for matrices; ``CloneBackward0``/``TransposeBackward0`` where that
 #: product runs transposed) and, for an empty result or no keys, the sum that makes its zeros (``AddBackward0``).
@@ -233,6 +245,18 @@ class _Attention(Function):
 _ATTENTION_AS = {
     name: type(f"_AttentionAs{name}", (_Attention,), {"node_name": name, "__doc__": _Attention.__doc__})
     for name in ("UnsafeViewBackward0", "MmBackward0", "CloneBackward0", "TransposeBackward0", "AddBackward0")
+}
+
+#: ``_CausalAttention`` under each ``_Attention`` class's node name.
+_CAUSAL_AS = {
+    cls: _CausalAttention
+    if cls is _Attention
+    else type(
+        f"_CausalAttentionAs{cls.node_name}",
+        (_CausalAttention,),
+        {"node_name": cls.node_name, "__doc__": _CausalAttention.__doc__},
+    )  # fmt: skip
+    for cls in (_Attention, *_ATTENTION_AS.values())
 }
 
 
@@ -367,7 +391,8 @@ def _plain_triple(query, key, value) -> bool:
 def _attention(query, key, value, mask, dropout_p: float, scale: float, gqa: tuple, safe: bool,
                causal: bool = False, node: type = _Attention) -> tuple:  # fmt: skip
     """The output, the probabilities and the dropout multiplier (None without dropout); ``mask`` is an additive
-    float mask or None (``causal``: the causal one); ``node``: ``_Attention`` or one of its names."""
+    float mask or None (``causal``: the causal one, whose attention the backend may compute whole: then no
+    probabilities are kept, and None stands for them); ``node``: ``_Attention`` or one of its names."""
     keep = None
     if dropout_p > 0.0:
         key_batch = tuple(key.shape[:-2])
@@ -378,8 +403,9 @@ def _attention(query, key, value, mask, dropout_p: float, scale: float, gqa: tup
         if mask is not None:
             shape = np.broadcast_shapes(shape, tuple(mask.shape))
         keep = _dropout_keep(tuple(shape), dropout_p, query)
-    out, probs = node.apply(query, key, value, mask, keep, scale, gqa[0], gqa[1], safe,
-                            causal and gqa == (1, 1))  # fmt: skip
+    if causal and keep is None and gqa == (1, 1) and _blockable(query, key, value):
+        return _CAUSAL_AS[node].apply(query, key, value, mask, scale), None, None
+    out, probs = node.apply(query, key, value, mask, keep, scale, gqa[0], gqa[1], safe)
     return out, probs, keep
 
 
