@@ -138,10 +138,9 @@ def tanh_grad(g, out, x):
 
 
 def sigmoid(x):
-    # one exp of -|x| (never overflows) and a select, so the loop vectorizes; e * s keeps subnormal results
-    e = math.exp(-abs(x))
-    s = 1 / (1 + e)
-    return select(x >= 0, s, e * s)
+    # torch's formula: exp(-x) overflows to inf below about -88.7 in float32 (-709.8 in float64), where the result
+    # is 0, not the subnormal that e / (1 + e) would give
+    return 1 / (1 + math.exp(-x))
 
 
 def sigmoid_grad(g, out, x):

@@ -9,7 +9,7 @@ arithmetic that LLVM vectorizes:
   factors so subnormals come out right (inf, nan, 0 as libm). A float32 argument is computed in float64 too, so
   the float32 result is rounded once and matches libm's correctly rounded ``expf`` (and torch's printed values:
   a float32 Cephes ``expf``, 1.7x faster, was 1 ulp off at exp(4) and printed 54.5982 where torch prints 54.5981).
-* ``_vexp_nonpositive`` (and ``_vexpf_nonpositive`` below): ``exp(-abs(x))``, as sigmoid and logsigmoid call it,
+* ``_vexp_nonpositive`` (and ``_vexpf_nonpositive`` below): ``exp(-abs(x))``, as logsigmoid calls it,
   without the upper clamp and with one scaling factor instead of two; the same bits as ``_vexp`` for every
   non-positive argument. ``vectorized`` swaps it in for ``math.exp(-abs(``.
 * ``_vtanh``: Cephes' tanh in float64 (a rational form below 0.625, exp above; <= 1 ulp).
