@@ -1896,15 +1896,15 @@ def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarr
 
 
 @np.errstate(all="ignore")  # (``g``'s cast to the inputs' dtype may overflow, silently as in torch)
-def causal_attention_backward(g: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, stats: np.ndarray,
+def causal_attention_backward(g: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, kept: np.ndarray,
                               scale: float, need_q: bool, need_k: bool, need_v: bool) -> tuple:  # fmt: skip
     """The gradients of ``causal_attention`` with respect to ``q``, ``k`` and ``v`` (None where not needed) from
-    the output's gradient ``g`` and what the forward kept (``stats``), each (batch, head) slice in one compiled
-    pass (``attention_kernels``) that makes the forward's probabilities again, the slices shared among the
-    threads: 630 us on one thread and 440 on two at the char GPT's (12, 4, 64, 32) float32 (numpy's calls per
-    slice: 620 and 600), before the probabilities were made again here. Each gradient is laid out as its
-    input (``_laid_out_as_query``): heads split from one projection take their gradients back through the
-    transpose and view without a copy, as torch's."""
+    the output's gradient ``g`` and what the forward ``kept`` (each row's softmax statistics), each (batch, head)
+    slice in one compiled pass (``attention_kernels``) that makes the forward's probabilities again, the slices
+    shared among the threads: 630 us on one thread and 440 on two at the char GPT's (12, 4, 64, 32) float32
+    (numpy's calls per slice: 620 and 600), before the probabilities were made again here. Each gradient is laid
+    out as its input (``_laid_out_as_query``): heads split from one projection take their gradients back through
+    the transpose and view without a copy, as torch's."""
     g_q = _laid_out_as_query(q, q.shape[-1]) if need_q else None
     g_k = _laid_out_as_query(k, k.shape[-1]) if need_k else None
     g_v = _laid_out_as_query(v, g.shape[-1]) if need_v else None
@@ -1914,7 +1914,7 @@ def causal_attention_backward(g: np.ndarray, q: np.ndarray, k: np.ndarray, v: np
     slices = {"q": _as_slices(q), "k": _as_slices(k), "v": _as_slices(v), "g": _as_slices(g)}
     slices.update(g_q=_as_slices(g_q), g_k=_as_slices(g_k), g_v=_as_slices(g_v))
     length = q.shape[-2]
-    stats = np.ascontiguousarray(stats, q.dtype)  # (held here: the kernel reads it through its address)
+    stats = np.ascontiguousarray(kept, q.dtype)  # (held here: the kernel reads it through its address)
     fields = _attention_fields(slices, stats)
     count = slices["q"].shape[0] * slices["q"].shape[1]
     work = count * length * length * (q.shape[-1] + v.shape[-1])

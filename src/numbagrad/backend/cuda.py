@@ -1015,9 +1015,10 @@ def causal_attention(q, k, v, mask, scale: float):
     return matmul(probs, v), probs
 
 
-def causal_attention_backward(g, q, k, v, probs, scale: float, need_q: bool, need_k: bool, need_v: bool):
-    """The gradients of ``causal_attention`` (as ``cpu.causal_attention_backward``), from device products and
-    softmax's backward."""
+def causal_attention_backward(g, q, k, v, kept, scale: float, need_q: bool, need_k: bool, need_v: bool):
+    """The gradients of ``causal_attention`` (as ``cpu.causal_attention_backward``) from what it ``kept`` (here the
+    probabilities), from device products and softmax's backward."""
+    probs = kept
     dtype = np.dtype(q.dtype)
     g_v = matmul(_swap_last(probs), g) if need_v else None
     if not (need_q or need_k):
