@@ -561,3 +561,42 @@ def test_inplace_op_under_no_grad_in_a_level_keeps_the_history(torch):
             (g,) = lib.autograd.grad((x * x).sum(), leaf)
             results.append((names, x.tolist(), fw.unpack_dual(x).tangent.tolist(), fw.unpack_dual(g).tangent.tolist()))
     assert results[0] == results[1]
+
+
+def _calls_of_every_op() -> list:
+    """A ``pytest.param`` per call form of every declared op, table row and ``nn.functional`` function that has an
+    input requiring grad."""
+    from samples import call_params, nn_calls, op_calls
+
+    return call_params([c for c in [*op_calls(), *nn_calls()] if any(s.grad and s.dtype.startswith("float")
+                                                                      for s in c.specs)])  # fmt: skip
+
+
+def _weighted_sum(outs: tuple, weights: list):
+    return sum((o * w).sum() for o, w in zip(outs, weights))
+
+
+@pytest.mark.parametrize("call", _calls_of_every_op())
+def test_forward_over_reverse_is_reverse_over_reverse(call):
+    """Every op call: the tangent of the gradient of ``sum(out * w)`` taken inside a level without
+    ``create_graph`` (forward-over-reverse) is the Hessian-vector product that differentiating ``grad . t`` gives
+    (reverse-over-reverse): zero for an op linear in its inputs. In-place calls included (their node keeps the
+    old value's tangent)."""
+    from samples import call_function, call_inputs
+
+    fn, inputs = call_function(call, call_inputs(call, numbagrad))
+    rng = np.random.default_rng(0)
+    tangents = [numbagrad.tensor(rng.standard_normal(tuple(x.shape))).to(x.dtype) for x in inputs]
+    outs = fn(*inputs)
+    weights = [numbagrad.tensor(rng.standard_normal(tuple(o.shape))).to(o.dtype) for o in outs]
+    grads = numbagrad.autograd.grad(_weighted_sum(outs, weights), inputs, create_graph=True, allow_unused=True)
+    linked = [(g * t).sum() for g, t in zip(grads, tangents) if g is not None and g.requires_grad]
+    hvp = numbagrad.autograd.grad(sum(linked), inputs, allow_unused=True) if linked else [None] * len(inputs)
+    with fwad.dual_level():
+        outs = fn(*[fwad.make_dual(x, t) for x, t in zip(inputs, tangents)])
+        grads = numbagrad.autograd.grad(_weighted_sum(outs, weights), inputs, allow_unused=True)
+        found = [None if g is None else fwad.unpack_dual(g).tangent for g in grads]
+    for ours, expected in zip(found, hvp):
+        ours = 0.0 if ours is None else ours.detach().double().numpy()
+        expected = 0.0 if expected is None else expected.detach().double().numpy()
+        np.testing.assert_allclose(ours, expected, rtol=1e-3, atol=1e-4)

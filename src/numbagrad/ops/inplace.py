@@ -123,7 +123,7 @@ def rebase(t: Tensor, op, saves_old: bool = True) -> Tensor:
         return _rebase_view(t, t._base, op)
     old = Tensor._make(t._backend.copy(t._data) if saves_old else t._data)
     old.grad_fn, old._output_nr, old._requires_grad = t.grad_fn, t._output_nr, t._requires_grad
-    old._fw_grad = t._fw_grad
+    old._fw_grad = _tangent_before(t) if saves_old else t._fw_grad
     old_node = t.grad_fn
     result = op(old)
     check_result(t, result._data.dtype, result._data.shape)
@@ -138,6 +138,14 @@ def rebase(t: Tensor, op, saves_old: bool = True) -> Tensor:
     if t._views:
         _regenerate_views(t, old.requires_grad)
     return t
+
+
+def _tangent_before(t: Tensor):
+    """A copy of ``t``'s forward-AD tangent (None without one), for the copy of ``t``'s old value that the op's
+    node may save: ``inplace_tangent`` then writes the new tangent into ``t``'s own, and a backward inside the
+    level must still read the old one with the old value (``(d * 2).mul_(d)``'s gradient)."""
+    tangent = t._fw_grad
+    return None if tangent is None else Tensor._make(tangent._backend.copy(tangent._data))
 
 
 def _write_with_tangent(t: Tensor, op) -> Tensor:
@@ -481,7 +489,7 @@ def _rebase_view(t: Tensor, base: Tensor, op) -> Tensor:
     old = Tensor._make(t._backend.copy(t._data))
     if old_base.requires_grad:
         old.grad_fn = _take_region_node(old_base, region)
-    old._fw_grad = t._fw_grad
+    old._fw_grad = _tangent_before(t)
     result = op(old)
     check_result(t, result._data.dtype, result._data.shape)
     if result._fw_grad is not None or t._fw_grad is not None:
