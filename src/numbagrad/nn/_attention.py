@@ -248,15 +248,11 @@ _ATTENTION_AS = {
 }
 
 #: ``_CausalAttention`` under each ``_Attention`` class's node name.
-_CAUSAL_AS = {
-    cls: _CausalAttention
-    if cls is _Attention
-    else type(
-        f"_CausalAttentionAs{cls.node_name}",
-        (_CausalAttention,),
-        {"node_name": cls.node_name, "__doc__": _CausalAttention.__doc__},
-    )  # fmt: skip
-    for cls in (_Attention, *_ATTENTION_AS.values())
+_CAUSAL_AS = {_Attention: _CausalAttention} | {
+    cls: type(
+        f"_CausalAttentionAs{name}", (_CausalAttention,), {"node_name": name, "__doc__": _CausalAttention.__doc__}
+    )
+    for name, cls in _ATTENTION_AS.items()
 }
 
 
