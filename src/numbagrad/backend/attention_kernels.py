@@ -216,15 +216,14 @@ def backward_KIND(f, scale, first, count):
     vt, queries = np.zeros((vwidth, keys), np.DTYPE), np.zeros((rows, columns), np.DTYPE)
     kp, s = np.zeros((length, columns), np.DTYPE), np.empty((rows, keys), np.DTYPE)
     ov, oc = np.empty((rows, values), np.DTYPE), np.empty((rows, columns), np.DTYPE)
-    # (the forward's copies, for its score products again)
-    narrow_queries, kt = np.zeros((rows, width), np.DTYPE), np.zeros((width, keys), np.DTYPE)
+    kt = np.zeros((width, keys), np.DTYPE)
     scaled = np.DTYPE(scale)
     for n in range(first, first + count):
         b, h = divmod(n, heads)
-        rows_in_KIND(f, Q, b, h, narrow_queries, length, width)
+        # the forward's scores again (each summed along the width in the same order: the same bits)
+        rows_in_KIND(f, Q, b, h, queries, length, width)
         columns_in_KIND(f, K, b, h, kt, length, width)
-        blocks_KIND(narrow_queries.ctypes.data, width, 1, kt.ctypes.data, keys, s.ctypes.data, keys, rows, width,
-                    keys, 0)
+        blocks_KIND(queries.ctypes.data, columns, 1, kt.ctypes.data, keys, s.ctypes.data, keys, rows, width, keys, 0)
         stats = carray(AT_KIND(f[STATS] + BYTES * n * length * 2), (length, 2), np.DTYPE)
         for i in range(length):
             probabilities_row_KIND(s[i], i + 1, scaled, stats[i, 0], stats[i, 1], p[i])
@@ -245,7 +244,6 @@ def backward_KIND(f, scale, first, count):
                         columns, 1)
             rows_out_KIND(f, G_Q, b, h, oc, length, width, scaled)
         if need_k:
-            rows_in_KIND(f, Q, b, h, queries, length, width)
             blocks_KIND(s.ctypes.data, 1, keys, queries.ctypes.data, columns, oc.ctypes.data, columns, rows, length,
                         columns, 2)
             rows_out_KIND(f, G_K, b, h, oc, length, width, scaled)
