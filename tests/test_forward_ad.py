@@ -600,3 +600,20 @@ def test_forward_over_reverse_is_reverse_over_reverse(call):
         ours = 0.0 if ours is None else ours.detach().double().numpy()
         expected = 0.0 if expected is None else expected.detach().double().numpy()
         np.testing.assert_allclose(ours, expected, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
+def test_forward_over_reverse_through_a_recurrent_layer(mode):
+    """A recurrent layer's gradient taken inside a level without ``create_graph`` carries the Hessian-vector
+    product: its backward kernel, run again for the tangent, still finds the steps' records (a backward without
+    ``retain_graph`` outside a level releases each step's as it goes)."""
+    numbagrad.manual_seed(0)
+    layer = getattr(numbagrad.nn, mode)(3, 4, 2).double()
+    rng = np.random.default_rng(0)
+    x = numbagrad.tensor(rng.standard_normal((5, 2, 3)), requires_grad=True)
+    t, w = numbagrad.tensor(rng.standard_normal((5, 2, 3))), numbagrad.tensor(rng.standard_normal((5, 2, 4)))
+    (g,) = numbagrad.autograd.grad((layer(x)[0] * w).sum(), x, create_graph=True)
+    (hvp,) = numbagrad.autograd.grad((g * t).sum(), x)
+    with fwad.dual_level():
+        (g,) = numbagrad.autograd.grad((layer(fwad.make_dual(x, t))[0] * w).sum(), x)
+        np.testing.assert_allclose(fwad.unpack_dual(g).tangent.numpy(), hvp.numpy(), rtol=1e-9, atol=1e-12)

@@ -163,9 +163,10 @@ def _plain(backend, row: Row, operands: list, dtype, shape: tuple, pattern: str)
 
 def _release_follows() -> bool:
     """Whether the backward pass now running releases each node's saved values right after the node ran: no
-    ``retain_graph``, and no ``create_graph`` (whose gradients may still read them)."""
+    ``retain_graph``, and no ``create_graph`` (whose gradients may still read them). Nor inside a forward-AD
+    level (a tracer: ``grad_state.tracer``), whose tangent of the gradients runs the kernel a second time."""
     task = grad_state.task
-    return task is not None and not task.retain_graph and not task.create_graph
+    return task is not None and not task.retain_graph and not task.create_graph and grad_state.tracer is None
 
 
 class _LSTMStep(Function):
